@@ -1,0 +1,117 @@
+/*
+ * libzs page provider: the only layer that talks to the OS for pool memory.
+ *
+ * It hands out "pool pages" of a configurable size (4 KiB .. 64 KiB, a power
+ * of two; larger than the OS page they are runs of contiguous OS pages, which
+ * is how 16K/64K-page kernels are simulated on a 4K host).  Pages are carved
+ * from mmap'd chunks and named by a page number (pfn) that is dense and small,
+ * so allocators can pack it into an encoded object location the way the
+ * kernel packs a PFN.  Every page has a 64-byte descriptor (the analog of the
+ * kernel's struct page / zpdesc) that the owning allocator may use freely.
+ *
+ * Freed pages go back to the OS (MADV_DONTNEED; a chunk whose pages are all
+ * free is unmapped), except for a small bounded cache of hot pages, so the
+ * process RSS really drops.  Tests can inject allocation failures.
+ *
+ * Thread safety: all functions are safe to call concurrently.  Address and
+ * descriptor lookups (zs_pages_addr, zs_pages_desc) take no lock.
+ */
+#ifndef ZS_PAGES_H
+#define ZS_PAGES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Page number; ZS_PFN_NONE is never a valid page. */
+typedef uint64_t zs_pfn_t;
+#define ZS_PFN_NONE ((zs_pfn_t)-1)
+
+/*
+ * Per-page descriptor, 64 bytes.  Zeroed when the page is handed out; its
+ * contents are the owner's business (zsmalloc keeps its zspage header in the
+ * first page's descriptor, as the kernel keeps it beside struct page).
+ */
+struct zs_page_desc {
+	void *owner;        /* owner-defined, e.g. the zspage this page belongs to */
+	zs_pfn_t next;      /* owner-defined, e.g. next page of a chain */
+	uintptr_t word[6];  /* owner-defined */
+};
+
+struct zs_pages_config {
+	size_t page_size;    /* bytes; 0 -> 4096.  Power of two, 4096..65536. */
+	size_t chunk_bytes;  /* mmap granule; 0 -> max(2 MiB, 16 pages). */
+	size_t max_pages;    /* hard limit on pages in use; 0 -> none (-ENOMEM past it) */
+	size_t cache_pages;  /* freed pages kept mapped for reuse; 0 -> 256 KiB worth.
+	                        Set ZS_PAGES_NO_CACHE to return every page at once. */
+};
+#define ZS_PAGES_NO_CACHE ((size_t)-1)
+
+struct zs_pages_stats {
+	size_t page_size;
+	size_t pages_in_use;    /* handed out and not yet freed */
+	size_t pages_peak;      /* high-water mark of pages_in_use */
+	size_t pages_cached;    /* freed but still mapped (bounded by cache_pages) */
+	size_t chunks_mapped;   /* chunks currently mmap'd */
+	size_t bytes_mapped;    /* chunk bytes currently mmap'd (virtual) */
+	uint64_t allocs, frees, failed_allocs;
+};
+
+struct zs_pages;
+
+/* Returns NULL with errno = EINVAL (bad config) or ENOMEM. */
+struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg);
+/* Unmaps everything, including pages still in use. */
+void zs_pages_destroy(struct zs_pages *p);
+
+size_t zs_pages_page_size(const struct zs_pages *p);
+
+/*
+ * Allocate one page; its contents are unspecified (not necessarily zero, as
+ * with the kernel's alloc_page without __GFP_ZERO).  Returns 0 and sets *pfn,
+ * or -ENOMEM (limit reached, mmap failed, or injected failure).
+ */
+int zs_pages_alloc(struct zs_pages *p, zs_pfn_t *pfn);
+/*
+ * Allocate n (1..64) pages that are contiguous in the address space and have
+ * consecutive page numbers (for zblock's multi-page blocks).  Same returns.
+ */
+int zs_pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first);
+/* Free one page / a run from zs_pages_alloc_run.  The pages' memory is gone. */
+void zs_pages_free(struct zs_pages *p, zs_pfn_t pfn);
+void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n);
+
+/* Address of a page in use (lock-free).  Behaviour is undefined for pages not in use. */
+void *zs_pages_addr(const struct zs_pages *p, zs_pfn_t pfn);
+/* Descriptor of a page in use (lock-free). */
+struct zs_page_desc *zs_pages_desc(const struct zs_pages *p, zs_pfn_t pfn);
+/* Page number of an address inside a page in use, or ZS_PFN_NONE. */
+zs_pfn_t zs_pages_pfn_of(const struct zs_pages *p, const void *addr);
+/* 1 if pfn names a page currently handed out (for checked modes), else 0. */
+int zs_pages_valid(const struct zs_pages *p, zs_pfn_t pfn);
+
+/* Return every cached page to the OS (and unmap chunks left empty). */
+void zs_pages_trim(struct zs_pages *p);
+void zs_pages_get_stats(const struct zs_pages *p, struct zs_pages_stats *st);
+size_t zs_pages_in_use(const struct zs_pages *p);
+/* Change the limit at run time (0 = none); pages already in use are kept. */
+void zs_pages_set_limit(struct zs_pages *p, size_t max_pages);
+
+/*
+ * Failure injection for tests: after `after` more successful allocations,
+ * fail the next `count` allocations (count 0 = every one until reset).
+ * zs_pages_fail_reset() turns injection off.
+ */
+void zs_pages_fail_after(struct zs_pages *p, uint64_t after, uint64_t count);
+void zs_pages_fail_reset(struct zs_pages *p);
+
+/* The process's resident set size in bytes (from /proc/self/statm), for tests and tools. */
+size_t zs_process_rss(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

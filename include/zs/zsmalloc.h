@@ -1,0 +1,196 @@
+/*
+ * libzs zsmalloc: the Linux kernel's compressed-memory allocator in user space.
+ *
+ * Objects of up to one page are packed into size classes; a class's storage
+ * unit is a "zspage", a chain of 1..max_chain pool pages (not contiguous),
+ * objects may span two pages.  A handle names an object for its whole life;
+ * compaction moves objects and rewrites only what the handle points to, so
+ * callers never see a move.  Behaviour (class table, placement, free lists,
+ * fullness groups, compaction order, page accounting) follows the kernel's
+ * mm/zsmalloc.c so that page counts agree with a running kernel operation by
+ * operation (see tests/ and `zs replay`).
+ *
+ * The policies that kernel developers argue about are pool config fields,
+ * each defaulting to today's kernel: class delta, chain length policy, the
+ * zs_free lock mode, and deferred free.
+ *
+ * Errors: functions returning int return 0 or a negative errno value.
+ * zs_malloc returns a handle or an error value; test it with ZS_IS_ERR().
+ *
+ * Thread safety: everything may be called concurrently, as in the kernel
+ * (pool rwlock, per-class locks, per-zspage reader/writer lock).
+ */
+#ifndef ZS_ZSMALLOC_H
+#define ZS_ZSMALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An error value from zs_malloc is -errno cast to unsigned long, as the kernel's ERR_PTR. */
+#define ZS_IS_ERR(h) ((unsigned long)(h) >= (unsigned long)-4095)
+#define ZS_ERR(h) ((int)(long)(h))
+
+#define ZS_HANDLE_SIZE 8       /* in-object header of non-huge objects */
+#define ZS_MIN_ALLOC_SIZE 32
+#define ZS_MAX_CHAIN 16
+#define ZS_NR_FULLNESS_GROUPS 12
+
+/* How a class's pages-per-zspage is chosen. */
+enum zs_chain_policy {
+	ZS_CHAIN_EXHAUSTIVE = 0, /* kernel today: least tail waste over 1..max_chain */
+	ZS_CHAIN_HEURISTIC = 1,  /* seed 002 patch 2: grow the chain only for substantial savings */
+};
+
+/* How zs_free finds and locks the object's class (seeds 000/001). */
+enum zs_free_mode {
+	ZS_FREE_POOL_LOCK = 0,      /* kernel today: pool rwlock (read) -> class lock */
+	ZS_FREE_CLASS_INDEX = 1,    /* class index read from obj, no pool lock, obj re-read */
+	ZS_FREE_CLASS_INDEX_UNLOCKED = 2, /* as above, and empty zspages freed after the class lock drops */
+};
+
+struct zs_pool_config {
+	const char *name;           /* for stats output; NULL -> "zs" */
+	size_t page_size;           /* pool page size; 0 -> 4096 (4096..65536, power of two) */
+	unsigned max_chain;         /* max pages per zspage; 0 -> 8 (1..16; the kernel allows 4..16) */
+	unsigned class_delta;       /* bytes between classes; 0 -> kernel: max(page_size >> 8, 16).
+	                               Multiple of 8, >= 8.  16 at any page size is seed 002 patch 1. */
+	enum zs_chain_policy chain_policy;
+	enum zs_free_mode free_mode;
+	int checked;                /* 1: validate every handle; bad/foreign/double-freed -> -EINVAL */
+	size_t max_pages;           /* pool page limit (zs_malloc fails with -ENOMEM); 0 -> none */
+	size_t deferred_capacity;   /* zs_free_deferred queue length; 0 -> sized like the RFC:
+	                               128 MiB of page-size objects / 8 (scales with page size) */
+	int deferred_worker;        /* 1 (default when 0): drain in a background thread;
+	                               -1: no thread, drained only by flush/full queue */
+	size_t page_cache_pages;    /* passed to the page provider; 0 -> its default */
+};
+
+/* Legacy mapping modes (zs_map_object). */
+enum zs_mapmode { ZS_MM_RW = 0, ZS_MM_RO = 1, ZS_MM_WO = 2 };
+
+struct zs_pool;
+
+/* Fill *cfg with the defaults (today's kernel, 4K pages, chain 8). */
+void zs_pool_config_init(struct zs_pool_config *cfg);
+
+/* NULL cfg -> defaults.  Returns NULL and sets errno (EINVAL for a bad config, ENOMEM). */
+struct zs_pool *zs_create_pool(const struct zs_pool_config *cfg);
+/* Frees everything, live objects included; drains deferred frees first. */
+void zs_destroy_pool(struct zs_pool *pool);
+
+/*
+ * Allocate an object of `size` bytes (1..page_size).  Returns a handle, or
+ * -EINVAL (size 0), -ENOSPC (size > page size), -ENOMEM (no memory / limit).
+ * Contents are unspecified until written.
+ */
+unsigned long zs_malloc(struct zs_pool *pool, size_t size);
+/*
+ * Free an object.  0 and error values are ignored (returns 0), like the kernel.
+ * In checked mode a bad, foreign or already freed handle returns -EINVAL and
+ * changes nothing; unchecked, such a handle is undefined behaviour.
+ */
+int zs_free(struct zs_pool *pool, unsigned long handle);
+
+/*
+ * Deferred free (seed 001): O(1) enqueue into a fixed per-pool array, no
+ * allocation; a worker drains in batches, taking each class lock once per
+ * batch of that class.  Falls back to a synchronous zs_free when the array is
+ * full.  Returns as zs_free (checked mode validates before enqueueing).
+ */
+int zs_free_deferred(struct zs_pool *pool, unsigned long handle);
+/* Wait until every handle enqueued before the call is freed. */
+void zs_free_deferred_flush(struct zs_pool *pool);
+
+/*
+ * Read access (seed 004 API).  Returns a pointer to mem_len bytes of the
+ * object: straight into the pool page, or, when the object spans two pages,
+ * into local_copy (>= mem_len bytes) after copying both parts.  The object
+ * cannot move until zs_obj_read_end.  Returns NULL on a bad handle (checked
+ * mode) or mem_len larger than the object's slot.
+ */
+void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
+			void *local_copy);
+void zs_obj_read_end(struct zs_pool *pool, unsigned long handle, size_t mem_len, void *mem);
+/* Copy len bytes into the object (one or two memcpys).  -EINVAL on bad handle/len. */
+int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, size_t len);
+
+/*
+ * Legacy API (pre seed 004), kept to measure against: returns a pointer to the
+ * object's payload, using a per-thread bounce buffer (the kernel's per-CPU
+ * mapping area) for spanning objects, copied back on unmap for RW/WO.  One
+ * mapping per thread at a time.  NULL on a bad handle (checked mode).
+ */
+void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode mm);
+void zs_unmap_object(struct zs_pool *pool, unsigned long handle);
+
+/* Requests of this size or more go to a one-object-per-page class. */
+size_t zs_huge_class_size(const struct zs_pool *pool);
+/* Physical class index for a request of `size` bytes (no header added), as the kernel. */
+int zs_lookup_class_index(const struct zs_pool *pool, size_t size);
+
+/* Compact every class; returns pages freed by this call. */
+unsigned long zs_compact(struct zs_pool *pool);
+/* Pool pages in use (the kernel's pages_allocated). */
+unsigned long zs_get_total_pages(const struct zs_pool *pool);
+
+struct zs_pool_stats {
+	unsigned long pages_compacted;  /* total over the pool's life */
+};
+void zs_pool_stats(const struct zs_pool *pool, struct zs_pool_stats *stats);
+
+/* --- Introspection: class table and per-class statistics --- */
+
+/* Geometry of logical class i (0 .. zs_class_count-1). */
+struct zs_class_info {
+	int index;              /* logical index */
+	int phys_index;         /* physical class it merged into (== index when not merged) */
+	unsigned size;          /* logical slot size: min(32 + index*delta, page_size) */
+	unsigned phys_size;     /* slot size of the physical class (header included) */
+	unsigned pages_per_zspage;
+	unsigned objs_per_zspage;
+	unsigned tail_waste;    /* (pages*page_size) % phys_size */
+	unsigned spanning;      /* slots per zspage that cross a page boundary */
+	int huge;               /* one object per one-page zspage */
+};
+/* Number of logical classes. */
+int zs_class_count(const struct zs_pool *pool);
+int zs_class_info(const struct zs_pool *pool, int index, struct zs_class_info *info);
+
+/* Per physical class stats, the kernel's debugfs "classes" columns. */
+struct zs_class_stats {
+	int index;
+	unsigned size;
+	unsigned long fullness[ZS_NR_FULLNESS_GROUPS]; /* zspages per group; [1..10]=10%..99%, [11]=100% */
+	unsigned long obj_allocated;
+	unsigned long obj_used;
+	unsigned long pages_used;
+	unsigned pages_per_zspage;
+	unsigned objs_per_zspage;
+	unsigned long freeable;   /* pages zs_compact could free (zs_can_compact) */
+};
+/* Returns 0, or -ENOENT if `index` is not a physical class. */
+int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st);
+/* Print the debugfs "classes" table (physical classes with objects, plus Total). */
+void zs_print_classes(struct zs_pool *pool, FILE *out);
+
+size_t zs_pool_page_size(const struct zs_pool *pool);
+const struct zs_pool_config *zs_pool_get_config(const struct zs_pool *pool);
+/* Live objects (sum of obj_used). */
+unsigned long zs_pool_objects(struct zs_pool *pool);
+/* Return the page provider's cached pages and unused handle memory to the OS. */
+void zs_pool_trim(struct zs_pool *pool);
+/*
+ * Test hook: fail page allocations after `after` successes for `count`
+ * allocations (0 = until reset); after == UINT64_MAX resets.
+ */
+void zs_pool_fail_pages(struct zs_pool *pool, uint64_t after, uint64_t count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,10 @@
+/* zs replay: placeholder until its issue lands. */
+#include <stdio.h>
+#include "cmds.h"
+
+int cmd_replay(int argc, char **argv)
+{
+	(void)argc;
+	fprintf(stderr, "zs %s: not implemented yet\n", argv[0]);
+	return 2;
+}

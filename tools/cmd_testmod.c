@@ -1,0 +1,10 @@
+/* zs testmod: placeholder until its issue lands. */
+#include <stdio.h>
+#include "cmds.h"
+
+int cmd_testmod(int argc, char **argv)
+{
+	(void)argc;
+	fprintf(stderr, "zs %s: not implemented yet\n", argv[0]);
+	return 2;
+}

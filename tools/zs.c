@@ -1,0 +1,41 @@
+/*
+ * `zs`: the libzs command-line tool.  This file only dispatches; each
+ * subcommand lives in tools/cmd_NAME.c so that it can grow on its own.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "cmds.h"
+
+static const struct {
+	const char *name;
+	int (*fn)(int, char **);
+	const char *help;
+} commands[] = {
+	{ "replay", cmd_replay, "replay a zram-trace against the allocator, compare with the kernel" },
+	{ "classes", cmd_classes, "print the size-class table (simulate_zsmalloc's view)" },
+	{ "testmod", cmd_testmod, "run the zsmalloc_test module's workload on the allocator" },
+	{ "zram", cmd_zram, "load files into a user-space zram store, print mm_stat and throughput" },
+	{ "compare", cmd_compare, "compare zsmalloc, zblock and malloc baselines on one workload" },
+	{ "report", cmd_report, "run the seed experiments and write a report with plots" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: zs COMMAND [options]   (zs COMMAND --help for a command's options)\n\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "zs: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
