@@ -1,0 +1,122 @@
+/*
+ * libzs zblock: Vitaly Wool's 2025 zblock allocator (never merged upstream),
+ * rebuilt from the design facts in the LKML thread so that it can be measured
+ * against zsmalloc on the same data.  Shaped like zsmalloc.h on purpose.
+ *
+ * A block is 1..8 contiguous pool pages: a header (bitmap of used slots,
+ * free-slot counter, list link) followed by n equal slots.  A size class is
+ * one (slots, pages) descriptor; the slot size is derived from it.  There is
+ * no per-object header and no stored length: a read is a plain pointer into
+ * the block, a write one memcpy.  Empty blocks go back to the page provider
+ * at once; nothing is ever moved, so zblock_compact() frees nothing (see
+ * docs/compare.md for how a handle-based compaction would work).
+ *
+ * Errors: int functions return 0 or -errno; zblock_malloc returns a handle or
+ * an error value tested with ZS_IS_ERR() from zsmalloc.h.
+ *
+ * Thread safety: every function may be called concurrently (one lock per
+ * size class; reads and writes take none).
+ */
+#ifndef ZS_ZBLOCK_H
+#define ZS_ZBLOCK_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "zs/zsmalloc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZBLOCK_MAX_PAGES_PER_BLOCK 8
+
+struct zblock_config {
+	size_t page_size;        /* pool page size; 0 -> 4096 (4096..65536, power of two) */
+	size_t max_pages;        /* pool page limit (zblock_malloc -> -ENOMEM); 0 -> none */
+	int checked;             /* 1: bad/foreign/double-freed handles -> -EINVAL */
+	int huge;                /* 1: one extra class (7 slots in 8 pages) for sizes above the
+	                            table's largest slot up to page_size, so zram can store
+	                            incompressible pages; 0: the kernel's -ENOSPC there */
+	size_t page_cache_pages; /* passed to the page provider; 0 -> its default */
+};
+
+/* Geometry of one size class (block descriptor). */
+struct zblock_class_info {
+	int index;
+	unsigned slot_size;        /* S = round_down((P*page_size - H) / n, 8) */
+	unsigned slots_per_block;  /* n */
+	unsigned pages_per_block;  /* P, 1..8 */
+};
+
+struct zblock_class_stats {
+	int index;
+	unsigned slot_size, slots_per_block, pages_per_block;
+	unsigned long blocks;      /* blocks in use */
+	unsigned long objects;     /* used slots */
+	unsigned long pages;       /* blocks * P */
+};
+
+struct zblock_pool;
+
+/* Defaults: 4K pages, no limit, unchecked, huge off (kernel behaviour). */
+void zblock_config_init(struct zblock_config *cfg);
+
+/* NULL cfg -> defaults.  NULL with errno EINVAL (bad config) or ENOMEM. */
+struct zblock_pool *zblock_create_pool(const struct zblock_config *cfg);
+/* Frees everything, live objects included. */
+void zblock_destroy_pool(struct zblock_pool *pool);
+
+/*
+ * Allocate `size` bytes.  Returns a handle, or -EINVAL (size 0), -ENOSPC
+ * (size above the largest class), -ENOMEM (no memory / page limit).
+ */
+unsigned long zblock_malloc(struct zblock_pool *pool, size_t size);
+/*
+ * Free; 0 and error values are ignored (returns 0).  Checked mode: a bad,
+ * foreign or already freed handle returns -EINVAL and changes nothing.
+ */
+int zblock_free(struct zblock_pool *pool, unsigned long handle);
+
+/* A plain pointer into the block; local_copy is never used.  NULL on a bad
+ * handle (checked mode) or mem_len larger than the slot. */
+void *zblock_obj_read_begin(struct zblock_pool *pool, unsigned long handle, size_t mem_len,
+			    void *local_copy);
+void zblock_obj_read_end(struct zblock_pool *pool, unsigned long handle, size_t mem_len,
+			 void *mem);
+/* One memcpy.  -EINVAL on a bad handle (checked mode) or len larger than the slot. */
+int zblock_obj_write(struct zblock_pool *pool, unsigned long handle, const void *src, size_t len);
+
+/* zblock moves nothing: always 0. */
+unsigned long zblock_compact(struct zblock_pool *pool);
+/* Pool pages in use (sum over classes of blocks * pages per block). */
+unsigned long zblock_get_total_pages(const struct zblock_pool *pool);
+/* Live objects. */
+unsigned long zblock_pool_objects(const struct zblock_pool *pool);
+size_t zblock_pool_page_size(const struct zblock_pool *pool);
+/* Largest size zblock_malloc accepts. */
+size_t zblock_max_size(const struct zblock_pool *pool);
+/* Header bytes H at the start of every block. */
+size_t zblock_header_size(const struct zblock_pool *pool);
+
+int zblock_class_count(const struct zblock_pool *pool);
+int zblock_class_info(const struct zblock_pool *pool, int index, struct zblock_class_info *info);
+/* Class for `size`: the smallest slot >= size; -1 if none. */
+int zblock_lookup_class(const struct zblock_pool *pool, size_t size);
+int zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_stats *st);
+/* One line per class with blocks, plus a total. */
+void zblock_print_classes(struct zblock_pool *pool, FILE *out);
+
+/*
+ * The descriptor table a pool of this page size would use, without a pool:
+ * fills up to `max` entries and returns the class count, or -EINVAL.  4K and
+ * 16K use the final kernel tables; other sizes a derived table (zblock.c).
+ */
+int zblock_geometry(size_t page_size, int huge, struct zblock_class_info *out, int max);
+
+/* Test hook: as zs_pool_fail_pages (after == UINT64_MAX resets). */
+void zblock_pool_fail_pages(struct zblock_pool *pool, uint64_t after, uint64_t count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,333 @@
+/*
+ * Backend registry and the checked mode shared by every kind.
+ *
+ * Adapters (be_*.c) only translate calls; what they cannot do themselves is
+ * done here once: in checked mode a side table maps each live handle to its
+ * requested size, so every kind (malloc kinds included, whose free() would
+ * crash on a bad pointer) rejects bad, foreign and double-freed handles with
+ * -EINVAL and reports exact object_bytes.  Unchecked backends keep no table:
+ * no allocator here stores request sizes, and a table would cost a lock and
+ * 16 bytes per object on the paths `zs compare` times and measures, so there
+ * object_bytes is 0 (callers that need it count it themselves).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backend_internal.h"
+
+static const struct zs_backend_ops *const registry[] = {
+	&zs_be_zsmalloc_ops,
+	&zs_be_zblock_ops,
+	&zs_be_malloc_ops,
+#ifdef ZS_HAVE_JEMALLOC
+	&zs_be_jemalloc_ops,
+#endif
+#ifdef ZS_HAVE_MIMALLOC
+	&zs_be_mimalloc_ops,
+#endif
+};
+#define NR_KINDS (sizeof(registry) / sizeof(registry[0]))
+
+static const char *const all_kinds[] = { "zsmalloc", "zblock", "malloc", "jemalloc", "mimalloc" };
+
+/* ---- handle -> size table (checked mode) ---- */
+
+/* Handles are never 0 and never error values, so both can mark slots. */
+#define TAB_EMPTY 0UL
+#define TAB_DEAD ((unsigned long)-1)
+
+struct tab_ent {
+	unsigned long h;
+	size_t size;
+};
+
+struct sizetab {
+	pthread_mutex_t lock;
+	struct tab_ent *ent;
+	size_t cap, used, dead; /* used counts live + dead slots */
+	size_t live_bytes;
+	unsigned long live;
+};
+
+static size_t tab_hash(unsigned long h, size_t cap)
+{
+	uint64_t x = h * 0x9e3779b97f4a7c15ULL;
+	return (size_t)(x >> 17) & (cap - 1);
+}
+
+static struct tab_ent *tab_find(struct sizetab *t, unsigned long h)
+{
+	for (size_t i = tab_hash(h, t->cap);; i = (i + 1) & (t->cap - 1)) {
+		if (t->ent[i].h == h)
+			return &t->ent[i];
+		if (t->ent[i].h == TAB_EMPTY)
+			return NULL;
+	}
+}
+
+static int tab_grow(struct sizetab *t)
+{
+	size_t ncap = t->live * 4 > t->cap ? t->cap * 2 : t->cap;
+	struct tab_ent *n = calloc(ncap, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->cap; i++) {
+		unsigned long h = t->ent[i].h;
+		if (h == TAB_EMPTY || h == TAB_DEAD)
+			continue;
+		size_t j = tab_hash(h, ncap);
+		while (n[j].h != TAB_EMPTY)
+			j = (j + 1) & (ncap - 1);
+		n[j] = t->ent[i];
+	}
+	free(t->ent);
+	t->ent = n;
+	t->cap = ncap;
+	t->used = t->live;
+	t->dead = 0;
+	return 0;
+}
+
+/* Caller holds t->lock. */
+static int tab_insert(struct sizetab *t, unsigned long h, size_t size)
+{
+	if ((t->used + 1) * 4 > t->cap * 3 && tab_grow(t))
+		return -ENOMEM;
+	size_t i = tab_hash(h, t->cap);
+	while (t->ent[i].h != TAB_EMPTY && t->ent[i].h != TAB_DEAD)
+		i = (i + 1) & (t->cap - 1);
+	if (t->ent[i].h == TAB_EMPTY)
+		t->used++;
+	else
+		t->dead--;
+	t->ent[i].h = h;
+	t->ent[i].size = size;
+	t->live++;
+	t->live_bytes += size;
+	return 0;
+}
+
+/* ---- the private backend object ---- */
+
+struct be_priv {
+	struct zs_backend pub;              /* first: adapters see only this */
+	const struct zs_backend_ops *inner; /* the adapter */
+	struct zs_backend_ops wrapped;      /* checked-mode ops, kind = inner kind */
+	int checked;
+	struct sizetab tab;
+};
+
+static struct be_priv *priv(struct zs_backend *b)
+{
+	return (struct be_priv *)b;
+}
+
+static unsigned long chk_malloc(struct zs_backend *b, size_t size)
+{
+	struct be_priv *p = priv(b);
+	unsigned long h = p->inner->malloc(b, size);
+	if (ZS_IS_ERR(h))
+		return h;
+	pthread_mutex_lock(&p->tab.lock);
+	int err = tab_insert(&p->tab, h, size);
+	pthread_mutex_unlock(&p->tab.lock);
+	if (err) {
+		p->inner->free(b, h);
+		return (unsigned long)(long)err;
+	}
+	return h;
+}
+
+/* Remove h from the table before the allocator sees it, so a racing second
+ * free of the same handle fails here instead of freeing twice. */
+static int chk_take(struct be_priv *p, unsigned long h)
+{
+	pthread_mutex_lock(&p->tab.lock);
+	struct tab_ent *e = tab_find(&p->tab, h);
+	if (e) {
+		p->tab.live--;
+		p->tab.live_bytes -= e->size;
+		e->h = TAB_DEAD;
+		p->tab.dead++;
+	}
+	pthread_mutex_unlock(&p->tab.lock);
+	return e ? 0 : -EINVAL;
+}
+
+static int chk_free(struct zs_backend *b, unsigned long h)
+{
+	if (h == 0 || ZS_IS_ERR(h))
+		return 0;
+	if (chk_take(priv(b), h))
+		return -EINVAL;
+	return priv(b)->inner->free(b, h);
+}
+
+static int chk_free_deferred(struct zs_backend *b, unsigned long h)
+{
+	if (h == 0 || ZS_IS_ERR(h))
+		return 0;
+	if (chk_take(priv(b), h))
+		return -EINVAL;
+	return priv(b)->inner->free_deferred(b, h);
+}
+
+/* A live handle and len within its requested size. */
+static int chk_access(struct be_priv *p, unsigned long h, size_t len)
+{
+	pthread_mutex_lock(&p->tab.lock);
+	struct tab_ent *e = h == 0 || ZS_IS_ERR(h) ? NULL : tab_find(&p->tab, h);
+	int ok = e && len <= e->size;
+	pthread_mutex_unlock(&p->tab.lock);
+	return ok;
+}
+
+static void *chk_read_begin(struct zs_backend *b, unsigned long h, size_t len, void *local)
+{
+	if (!chk_access(priv(b), h, len))
+		return NULL;
+	return priv(b)->inner->read_begin(b, h, len, local);
+}
+
+static void chk_read_end(struct zs_backend *b, unsigned long h, size_t len, void *mem)
+{
+	priv(b)->inner->read_end(b, h, len, mem);
+}
+
+static int chk_write(struct zs_backend *b, unsigned long h, const void *src, size_t len)
+{
+	if (!chk_access(priv(b), h, len))
+		return -EINVAL;
+	return priv(b)->inner->write(b, h, src, len);
+}
+
+static void chk_stats(struct zs_backend *b, struct zs_backend_stats *st)
+{
+	struct be_priv *p = priv(b);
+	p->inner->stats(b, st);
+	pthread_mutex_lock(&p->tab.lock);
+	st->objects = p->tab.live;
+	st->object_bytes = p->tab.live_bytes;
+	pthread_mutex_unlock(&p->tab.lock);
+}
+
+static void set_checked_ops(struct be_priv *p)
+{
+	const struct zs_backend_ops *in = p->inner;
+	p->wrapped = *in; /* create/destroy/flush/compact/huge/lookup pass straight through */
+	p->wrapped.malloc = chk_malloc;
+	p->wrapped.free = chk_free;
+	p->wrapped.free_deferred = in->free_deferred ? chk_free_deferred : NULL;
+	p->wrapped.read_begin = chk_read_begin;
+	p->wrapped.read_end = chk_read_end;
+	p->wrapped.write = chk_write;
+	p->wrapped.stats = chk_stats;
+}
+
+/* ---- public entry points ---- */
+
+struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
+{
+	const char *kind = cfg && cfg->kind ? cfg->kind : "zsmalloc";
+	const struct zs_backend_ops *ops = NULL;
+	for (size_t i = 0; i < NR_KINDS; i++)
+		if (!strcmp(registry[i]->kind, kind))
+			ops = registry[i];
+	if (!ops) {
+		int known = 0;
+		for (size_t i = 0; i < sizeof(all_kinds) / sizeof(all_kinds[0]); i++)
+			known |= !strcmp(all_kinds[i], kind);
+		errno = known ? ENOTSUP : EINVAL;
+		return NULL;
+	}
+	struct zs_backend_config c;
+	if (cfg) {
+		c = *cfg;
+	} else {
+		memset(&c, 0, sizeof(c));
+		zs_pool_config_init(&c.zs);
+	}
+	c.kind = kind;
+	if (!c.page_size)
+		c.page_size = 4096;
+	if (c.page_size < 4096 || c.page_size > 65536 || (c.page_size & (c.page_size - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+
+	struct be_priv *p = calloc(1, sizeof(*p));
+	if (!p) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p->inner = ops;
+	p->pub.ops = ops;
+	p->pub.page_size = c.page_size;
+	snprintf(p->pub.kind, sizeof(p->pub.kind), "%s", kind);
+	p->checked = !!c.checked;
+	if (p->checked) {
+		pthread_mutex_init(&p->tab.lock, NULL);
+		p->tab.cap = 1024;
+		p->tab.ent = calloc(p->tab.cap, sizeof(*p->tab.ent));
+		if (!p->tab.ent) {
+			free(p);
+			errno = ENOMEM;
+			return NULL;
+		}
+		set_checked_ops(p);
+		p->pub.ops = &p->wrapped;
+	}
+	int err = ops->create(&p->pub, &c);
+	if (err) {
+		if (p->checked) {
+			free(p->tab.ent);
+			pthread_mutex_destroy(&p->tab.lock);
+		}
+		free(p);
+		errno = err < 0 ? -err : err;
+		return NULL;
+	}
+	return &p->pub;
+}
+
+void zs_backend_destroy(struct zs_backend *b)
+{
+	if (!b)
+		return;
+	struct be_priv *p = priv(b);
+	if (p->checked) {
+		/* Malloc kinds cannot find their live objects themselves; the table can. */
+		if (p->inner->free != zs_be_zsmalloc_ops.free && p->inner->free != zs_be_zblock_ops.free)
+			for (size_t i = 0; i < p->tab.cap; i++)
+				if (p->tab.ent[i].h != TAB_EMPTY && p->tab.ent[i].h != TAB_DEAD)
+					p->inner->free(b, p->tab.ent[i].h);
+		free(p->tab.ent);
+		pthread_mutex_destroy(&p->tab.lock);
+	}
+	p->inner->destroy(b);
+	free(p);
+}
+
+const char *const *zs_backend_kinds(void)
+{
+	static const char *const kinds[] = {
+		"zsmalloc", "zblock", "malloc",
+#ifdef ZS_HAVE_JEMALLOC
+		"jemalloc",
+#endif
+#ifdef ZS_HAVE_MIMALLOC
+		"mimalloc",
+#endif
+		NULL,
+	};
+	return kinds;
+}
+
+struct zs_pool *zs_backend_zspool(struct zs_backend *b)
+{
+	if (!b || priv(b)->inner != &zs_be_zsmalloc_ops)
+		return NULL;
+	return b->impl;
+}

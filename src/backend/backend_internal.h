@@ -1,0 +1,40 @@
+/*
+ * Private glue between src/backend/backend.c (the registry and the checked
+ * mode every kind shares) and the per-allocator adapters (be_*.c).  Kept out
+ * of include/ because adapters are not a public extension point yet.
+ */
+#ifndef ZS_BACKEND_INTERNAL_H
+#define ZS_BACKEND_INTERNAL_H
+
+#include "zs/backend.h"
+
+extern const struct zs_backend_ops zs_be_zsmalloc_ops;
+extern const struct zs_backend_ops zs_be_zblock_ops;
+extern const struct zs_backend_ops zs_be_malloc_ops;
+#ifdef ZS_HAVE_JEMALLOC
+extern const struct zs_backend_ops zs_be_jemalloc_ops;
+#endif
+#ifdef ZS_HAVE_MIMALLOC
+extern const struct zs_backend_ops zs_be_mimalloc_ops;
+#endif
+
+/* Largest object every kind accepts: one pool page, as zs_malloc. */
+static inline int zs_be_bad_size(const struct zs_backend *b, size_t size)
+{
+	return size == 0 || size > b->page_size;
+}
+
+/*
+ * Shared by the malloc kinds: the handle is the object's address, reads are
+ * the pointer itself and writes a memcpy, exactly what an application
+ * holding exact-size buffers does.  Live objects are counted in a
+ * struct zs_be_count that each malloc adapter keeps first in its impl.
+ */
+struct zs_be_count {
+	_Atomic unsigned long objects;
+};
+void *zs_be_ptr_read_begin(struct zs_backend *b, unsigned long h, size_t len, void *local);
+void zs_be_ptr_read_end(struct zs_backend *b, unsigned long h, size_t len, void *mem);
+int zs_be_ptr_write(struct zs_backend *b, unsigned long h, const void *src, size_t len);
+
+#endif

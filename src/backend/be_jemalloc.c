@@ -1,0 +1,126 @@
+/*
+ * Backend kind "jemalloc" (built when CMake finds libjemalloc: ZS_HAVE_JEMALLOC).
+ *
+ * Each backend gets its own jemalloc arena (mallctl "arenas.create") and
+ * allocates with MALLOCX_ARENA|MALLOCX_TCACHE_NONE: the thread caches are
+ * shared by all arenas, so with them on, objects of this pool could come from
+ * (and stats would leak into) other arenas.  That costs jemalloc its tcache
+ * fast path; density, which is what the comparison is about, is measured
+ * exactly, per arena.  Debian's libjemalloc exports unprefixed malloc, so
+ * linking it replaces malloc process-wide; the "malloc" kind avoids that by
+ * calling __libc_malloc (see be_malloc.c).
+ */
+#ifdef ZS_HAVE_JEMALLOC
+#include <errno.h>
+#include <jemalloc/jemalloc.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backend_internal.h"
+
+struct je_be {
+	struct zs_be_count count;
+	unsigned arena;
+	int flags;
+};
+
+static int je_create(struct zs_backend *b, const struct zs_backend_config *cfg)
+{
+	(void)cfg;
+	struct je_be *j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	size_t sz = sizeof(j->arena);
+	if (mallctl("arenas.create", &j->arena, &sz, NULL, 0)) {
+		free(j);
+		return -ENOMEM;
+	}
+	j->flags = MALLOCX_ARENA(j->arena) | MALLOCX_TCACHE_NONE;
+	b->impl = j;
+	return 0;
+}
+
+static void je_destroy(struct zs_backend *b)
+{
+	struct je_be *j = b->impl;
+	char name[64];
+	/* Destroying the arena frees every live object with it. */
+	snprintf(name, sizeof(name), "arena.%u.destroy", j->arena);
+	mallctl(name, NULL, NULL, NULL, 0);
+	free(j);
+}
+
+static unsigned long je_malloc(struct zs_backend *b, size_t size)
+{
+	struct je_be *j = b->impl;
+	if (zs_be_bad_size(b, size))
+		return (unsigned long)(size ? -ENOSPC : -EINVAL);
+	void *p = mallocx(size, j->flags);
+	if (!p)
+		return (unsigned long)-ENOMEM;
+	atomic_fetch_add_explicit(&j->count.objects, 1, memory_order_relaxed);
+	return (unsigned long)p;
+}
+
+static int je_free(struct zs_backend *b, unsigned long h)
+{
+	struct je_be *j = b->impl;
+	if (h == 0 || ZS_IS_ERR(h))
+		return 0;
+	dallocx((void *)h, MALLOCX_TCACHE_NONE);
+	atomic_fetch_sub_explicit(&j->count.objects, 1, memory_order_relaxed);
+	return 0;
+}
+
+/* Return dirty and muzzy pages of this arena to the OS now instead of after decay. */
+static unsigned long je_compact(struct zs_backend *b)
+{
+	struct je_be *j = b->impl;
+	char name[64];
+	snprintf(name, sizeof(name), "arena.%u.purge", j->arena);
+	mallctl(name, NULL, NULL, NULL, 0);
+	return 0;
+}
+
+static size_t je_arena_stat(unsigned arena, const char *what)
+{
+	char name[96];
+	size_t v = 0, sz = sizeof(v);
+	snprintf(name, sizeof(name), "stats.arenas.%u.%s", arena, what);
+	if (mallctl(name, &v, &sz, NULL, 0))
+		return 0;
+	return v;
+}
+
+static void je_stats(struct zs_backend *b, struct zs_backend_stats *st)
+{
+	struct je_be *j = b->impl;
+	uint64_t epoch = 1;
+	size_t sz = sizeof(epoch), page = 0, psz = sizeof(page);
+	memset(st, 0, sizeof(*st));
+	st->objects = atomic_load_explicit(&j->count.objects, memory_order_relaxed);
+	/* Stats are snapshots refreshed by bumping the epoch. */
+	mallctl("epoch", &epoch, &sz, &epoch, sz);
+	if (mallctl("arenas.page", &page, &psz, NULL, 0))
+		return;
+	/* Active pages plus dirty ones not yet purged: both are resident. */
+	st->mem_bytes = (je_arena_stat(j->arena, "pactive") + je_arena_stat(j->arena, "pdirty")) * page;
+}
+
+const struct zs_backend_ops zs_be_jemalloc_ops = {
+	.kind = "jemalloc",
+	.create = je_create,
+	.destroy = je_destroy,
+	.malloc = je_malloc,
+	.free = je_free,
+	.read_begin = zs_be_ptr_read_begin,
+	.read_end = zs_be_ptr_read_end,
+	.write = zs_be_ptr_write,
+	.compact = je_compact,
+	.stats = je_stats,
+};
+#else
+/* ISO C forbids an empty translation unit. */
+typedef int zs_be_jemalloc_unused;
+#endif

@@ -1,0 +1,116 @@
+/*
+ * Backend kind "malloc": glibc's allocator holding each object in an
+ * exact-size buffer, the baseline an application would use today.
+ *
+ * Why __libc_malloc and not malloc: when libzs is built with jemalloc or
+ * mimalloc (both Debian builds export malloc/free), linking them interposes
+ * `malloc` for the whole process, so plain malloc() here would silently be
+ * jemalloc.  glibc exports its own allocator as __libc_malloc/__libc_free,
+ * which no interposer replaces, so this kind stays ptmalloc in every build.
+ * mem_bytes comes from mallinfo2() (arena + mmapped bytes); it is process
+ * wide, which is honest only while nothing else uses ptmalloc -- true when
+ * an interposer is linked, otherwise `zs compare` measures RSS in a child.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include "backend_internal.h"
+
+extern void *__libc_malloc(size_t size);
+extern void __libc_free(void *ptr);
+
+/* ---- shared by the malloc kinds ---- */
+
+void *zs_be_ptr_read_begin(struct zs_backend *b, unsigned long h, size_t len, void *local)
+{
+	(void)b;
+	(void)len;
+	(void)local;
+	return (void *)h;
+}
+
+void zs_be_ptr_read_end(struct zs_backend *b, unsigned long h, size_t len, void *mem)
+{
+	(void)b;
+	(void)h;
+	(void)len;
+	(void)mem;
+}
+
+int zs_be_ptr_write(struct zs_backend *b, unsigned long h, const void *src, size_t len)
+{
+	if (len > b->page_size)
+		return -EINVAL;
+	memcpy((void *)h, src, len);
+	return 0;
+}
+
+/* ---- glibc ---- */
+
+static int gl_create(struct zs_backend *b, const struct zs_backend_config *cfg)
+{
+	(void)cfg;
+	b->impl = calloc(1, sizeof(struct zs_be_count));
+	return b->impl ? 0 : -ENOMEM;
+}
+
+/* Live objects are not tracked unchecked (that would cost memory we are
+ * measuring); backend.c frees them in checked mode, otherwise they leak. */
+static void gl_destroy(struct zs_backend *b)
+{
+	free(b->impl);
+}
+
+static unsigned long gl_malloc(struct zs_backend *b, size_t size)
+{
+	if (zs_be_bad_size(b, size))
+		return (unsigned long)(size ? -ENOSPC : -EINVAL);
+	void *p = __libc_malloc(size);
+	if (!p)
+		return (unsigned long)-ENOMEM;
+	struct zs_be_count *c = b->impl;
+	atomic_fetch_add_explicit(&c->objects, 1, memory_order_relaxed);
+	return (unsigned long)p;
+}
+
+static int gl_free(struct zs_backend *b, unsigned long h)
+{
+	if (h == 0 || ZS_IS_ERR(h))
+		return 0;
+	__libc_free((void *)h);
+	struct zs_be_count *c = b->impl;
+	atomic_fetch_sub_explicit(&c->objects, 1, memory_order_relaxed);
+	return 0;
+}
+
+/* glibc's only compaction: give free memory at the top and inside the heap back. */
+static unsigned long gl_compact(struct zs_backend *b)
+{
+	(void)b;
+	malloc_trim(0);
+	return 0;
+}
+
+static void gl_stats(struct zs_backend *b, struct zs_backend_stats *st)
+{
+	struct zs_be_count *c = b->impl;
+	struct mallinfo2 mi = mallinfo2();
+	memset(st, 0, sizeof(*st));
+	st->mem_bytes = mi.arena + mi.hblkhd;
+	st->objects = atomic_load_explicit(&c->objects, memory_order_relaxed);
+}
+
+const struct zs_backend_ops zs_be_malloc_ops = {
+	.kind = "malloc",
+	.create = gl_create,
+	.destroy = gl_destroy,
+	.malloc = gl_malloc,
+	.free = gl_free,
+	.read_begin = zs_be_ptr_read_begin,
+	.read_end = zs_be_ptr_read_end,
+	.write = zs_be_ptr_write,
+	.compact = gl_compact,
+	.stats = gl_stats,
+};
