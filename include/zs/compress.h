@@ -1,0 +1,67 @@
+/*
+ * libzs compressors: the algorithms zram offers (lz4, lz4hc, zstd, lzo)
+ * behind one small interface, so the store, the CLI and the benchmarks pick
+ * one by name and never see a library's own API.
+ *
+ * A context (struct zs_comp) holds one algorithm, its level and all the work
+ * memory it needs, allocated once at creation: the hot path allocates
+ * nothing.  A context is used by one thread at a time (the zram store keeps
+ * a small pool of them, as the kernel keeps per-CPU streams); create one per
+ * thread.
+ *
+ * Names: "lz4" (acceleration 1, as the kernel), "lz4:N" (acceleration N),
+ * "lz4hc" / "lz4hc:N" (level, default 9), "zstd" / "zstd:N" (level, default
+ * 3, negative levels allowed), "lzo" (lzo1x_1 from liblzo2, the kernel's
+ * "lzo").  The kernel's default "lzo-rle" is a kernel-only variant of lzo1x
+ * that liblzo2 does not have; asking for it returns -EOPNOTSUPP.
+ *
+ * Errors are negative errno values: -EINVAL (unknown name, bad level,
+ * corrupt input, output does not fit), -EOPNOTSUPP, -ENOMEM.
+ */
+#ifndef ZS_COMPRESS_H
+#define ZS_COMPRESS_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct zs_comp;
+
+/*
+ * Create a context for `name`, able to take inputs of up to `max_src` bytes
+ * (a page).  Returns 0 and sets *out, or a negative errno.
+ */
+int zs_comp_create(const char *name, size_t max_src, struct zs_comp **out);
+void zs_comp_destroy(struct zs_comp *c);
+
+/* 0 if `name` is a compressor this build can create, else the error zs_comp_create would return. */
+int zs_comp_check(const char *name);
+
+/* The canonical name ("zstd:3", "lz4"). */
+const char *zs_comp_name(const struct zs_comp *c);
+
+/* Worst-case output for `src_len` input bytes: a dst buffer this large never fails. */
+size_t zs_comp_bound(const struct zs_comp *c, size_t src_len);
+
+/*
+ * Compress src_len bytes into dst (dst_cap bytes).  Returns the compressed
+ * length (> 0), -ENOSPC if it does not fit in dst_cap, or another -errno.
+ */
+int zs_compress(struct zs_comp *c, const void *src, size_t src_len, void *dst, size_t dst_cap);
+
+/*
+ * Decompress src_len bytes into dst, which must take exactly dst_len bytes
+ * (the original length).  Returns dst_len, or -EINVAL for corrupt input or
+ * a length mismatch.
+ */
+int zs_decompress(struct zs_comp *c, const void *src, size_t src_len, void *dst, size_t dst_len);
+
+/* NULL-terminated list of the base algorithm names ("lz4", "lz4hc", "zstd", "lzo"). */
+const char *const *zs_comp_names(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

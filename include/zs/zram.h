@@ -1,0 +1,210 @@
+/*
+ * libzs zram: the kernel's zram block device as a user-space compressed page
+ * store, on any libzs backend (zsmalloc, zblock, malloc baselines).
+ *
+ * A store has a fixed number of page-size slots (disksize / page size).
+ * Semantics follow drivers/block/zram (see docs/zram.md):
+ *   - a same-filled page (every machine word equal) is kept as its fill word,
+ *     no allocation;
+ *   - a page compressing to >= the backend's huge class size is stored raw,
+ *     as a page-size object ("huge");
+ *   - overwrite: compress, allocate the new object, then free the old one;
+ *   - the memory limit is checked after allocating: the write fails with
+ *     -ENOMEM, the new object is freed and the old contents stay readable;
+ *   - mm_stat (nine columns, kernel meanings), io_stat, compaction, idle
+ *     marking, recompression with a secondary algorithm.
+ *
+ * Thread safety: every call may run concurrently with any other on the same
+ * store.  Each slot has a lock bit; compression runs on per-stream contexts
+ * taken from a small pool, so N threads compress in parallel.
+ *
+ * Errors are negative errno values.
+ */
+#ifndef ZS_ZRAM_H
+#define ZS_ZRAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "zs/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct zs_zram_config {
+	size_t page_size;      /* 0 -> 4096; also the backend's page size */
+	uint64_t disksize;     /* bytes; slots = disksize / page_size (rounded down, >= 1) */
+	const char *comp;      /* primary compressor, zs/compress.h names; NULL -> "lz4" */
+	const char *recomp;    /* secondary for zs_zram_recompress; NULL -> none */
+	struct zs_backend_config backend;  /* kind NULL -> "zsmalloc"; page_size is overridden */
+	uint64_t mem_limit;    /* bytes of backend memory; 0 -> none */
+	int deferred_free;     /* 1: free slots' objects with zs_backend_free_deferred */
+	unsigned streams;      /* compression streams; 0 -> 2 x online CPUs (min 4) */
+	int track_actime;      /* 1: stamp each slot's last access (for idle by age) */
+};
+
+/* Fill *cfg with defaults (4 KiB pages, 1 GiB disksize, lz4, zsmalloc). */
+void zs_zram_config_init(struct zs_zram_config *cfg);
+
+struct zs_zram;
+
+/* Returns 0 and sets *out, or -EINVAL (bad config/compressor), -EOPNOTSUPP, -ENOMEM. */
+int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out);
+/* Frees every stored object (deferred frees drained) and the store. */
+void zs_zram_destroy(struct zs_zram *z);
+
+uint64_t zs_zram_slots(const struct zs_zram *z);
+size_t zs_zram_page_size(const struct zs_zram *z);
+struct zs_backend *zs_zram_backend(struct zs_zram *z);
+const char *zs_zram_comp_name(const struct zs_zram *z);
+
+/*
+ * Store one page (page_size bytes) in slot `index`.  0, or -EINVAL (index
+ * out of range), -ENOMEM (allocation failed or memory limit reached: the
+ * slot keeps its old contents).
+ */
+int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page);
+/* Read slot `index` into buf (buf_len >= page_size).  Never-written slots read as zeros. */
+int zs_zram_read(struct zs_zram *z, uint64_t index, void *buf, size_t buf_len);
+/* Drop slot `index` (the kernel's discard: counts notify_free). */
+int zs_zram_discard(struct zs_zram *z, uint64_t index);
+/*
+ * The swap slot-free hook: like discard but never waits; if the slot is
+ * locked it counts miss_free and returns -EBUSY.
+ */
+int zs_zram_free_notify(struct zs_zram *z, uint64_t index);
+
+/* Ranges: `n` consecutive slots from `first`, pages back to back in buf. */
+int zs_zram_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const void *buf);
+int zs_zram_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf, size_t buf_len);
+int zs_zram_discard_range(struct zs_zram *z, uint64_t first, uint64_t n);
+
+/* Free every slot (the kernel's reset, keeping the store configured). */
+void zs_zram_reset(struct zs_zram *z);
+/* Wait for deferred frees queued so far (no-op when deferred_free is off). */
+void zs_zram_flush(struct zs_zram *z);
+
+/* Backend compaction (the sysfs `compact` write); returns pages freed. */
+unsigned long zs_zram_compact(struct zs_zram *z);
+
+/*
+ * Mark slots idle, as writing to sysfs `idle`: age_seconds 0 marks every
+ * stored slot ("all"); otherwise (track_actime only) slots not accessed for
+ * at least that long.  Same-filled slots are never marked.  Returns the
+ * number of slots marked.
+ */
+long zs_zram_mark_idle(struct zs_zram *z, unsigned age_seconds);
+
+/* Which slots zs_zram_recompress considers (the kernel's `type=`). */
+enum zs_zram_recomp_type {
+	ZS_ZRAM_RECOMP_ALL = 0,       /* any eligible slot */
+	ZS_ZRAM_RECOMP_IDLE = 1,
+	ZS_ZRAM_RECOMP_HUGE = 2,
+	ZS_ZRAM_RECOMP_HUGE_IDLE = 3, /* both idle and huge */
+};
+
+struct zs_zram_recomp_result {
+	unsigned long scanned;        /* slots tried */
+	unsigned long recompressed;   /* moved to a smaller class */
+	unsigned long incompressible; /* no gain: marked incompressible */
+};
+
+/*
+ * Recompress slots with the secondary compressor (cfg.recomp).  A result is
+ * kept only if it lands in a smaller backend class (zs_backend_lookup_class;
+ * smaller size for backends without classes) and below `threshold` bytes
+ * (0 -> the huge class size); otherwise the slot is marked incompressible
+ * and never tried again until rewritten.  max_pages 0 -> no limit.
+ * Returns 0 or -EINVAL (no secondary configured), -ENOMEM.
+ */
+int zs_zram_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t threshold,
+		       unsigned long max_pages, struct zs_zram_recomp_result *res);
+
+/* ---- Statistics ---- */
+
+struct zs_zram_stats {
+	/* mm_stat, in the kernel's column order; sizes in bytes */
+	uint64_t orig_data_size;   /* pages stored (same-filled and huge included) x page size */
+	uint64_t compr_data_size;  /* sum of stored object sizes (huge count page_size) */
+	uint64_t mem_used_total;   /* backend memory: pool pages x page size */
+	uint64_t mem_limit;
+	uint64_t mem_used_max;     /* peak of mem_used_total (see zs_zram_reset_mem_used_max) */
+	uint64_t same_pages;
+	uint64_t pages_compacted;
+	uint64_t huge_pages;       /* current */
+	uint64_t huge_pages_since; /* cumulative */
+	/* io_stat */
+	uint64_t failed_reads, failed_writes, invalid_io, notify_free;
+	/* debug_stat and counters the kernel keeps elsewhere */
+	uint64_t miss_free;
+	uint64_t num_reads, num_writes;
+	uint64_t pages_stored;
+	uint64_t incompressible_pages;  /* slots marked by recompression */
+};
+
+void zs_zram_get_stats(struct zs_zram *z, struct zs_zram_stats *st);
+/* The kernel's "echo 0 > mem_used_max": reset the peak to current usage. */
+void zs_zram_reset_mem_used_max(struct zs_zram *z);
+/* The kernel's file formats, one line each (newline included). */
+int zs_zram_format_mm_stat(const struct zs_zram_stats *st, char *buf, size_t len);
+int zs_zram_format_io_stat(const struct zs_zram_stats *st, char *buf, size_t len);
+
+/* Per-slot flags as the kernel names them (for tests and tools). */
+#define ZS_ZRAM_F_SAME           (1u << 17)
+#define ZS_ZRAM_F_HUGE           (1u << 21)
+#define ZS_ZRAM_F_IDLE           (1u << 22)
+#define ZS_ZRAM_F_INCOMPRESSIBLE (1u << 23)
+/* Stored size, flags (ZS_ZRAM_F_*) and recompression priority of a slot; -EINVAL out of range. */
+int zs_zram_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsigned *flags,
+		      unsigned *prio);
+
+/* ---- Pages of real files (for the CLI, benchmarks and tests) ---- */
+
+struct zs_pageset {
+	size_t page_size;
+	size_t npages;
+	unsigned char *data;   /* npages x page_size, page aligned */
+	size_t files;          /* files read */
+	uint64_t file_bytes;   /* bytes read (the last page of each file is zero padded) */
+	size_t map_bytes;      /* internal: size of the mapping behind data */
+};
+
+/*
+ * Load the pages of files and of regular files under directories
+ * (recursively, symlinks not followed), stopping at max_bytes (0 -> no
+ * limit).  Unreadable files are skipped.  Returns 0 or -errno; *ps is valid
+ * (maybe empty) on 0.
+ */
+int zs_pageset_load(struct zs_pageset *ps, size_t page_size, char *const *paths, int npaths,
+		    uint64_t max_bytes);
+void zs_pageset_free(struct zs_pageset *ps);
+
+/* ---- The kernel's zram, driven through sysfs and O_DIRECT (root only) ---- */
+
+/* 1 if /sys/class/zram-control exists and we can write to it. */
+int zs_kzram_available(void);
+
+struct zs_kzram_result {
+	int dev;                 /* device number used (removed again) */
+	double write_s, read_s;  /* wall time of the O_DIRECT page writes / reads */
+	uint64_t mm_stat[9];     /* mm_stat after writing, kernel column order */
+	uint64_t io_stat[4];
+	uint64_t mismatches;     /* pages read back different from what was written */
+	char comp[32];           /* algorithm the device used */
+};
+
+/*
+ * hot_add a device, set comp_algorithm and disksize (npages pages), write
+ * every page with 4 KiB O_DIRECT pwrite, read mm_stat, read the pages back
+ * with O_DIRECT and compare, then hot_remove (always, also on error).
+ * Pages must be 4096 bytes.  Returns 0 or -errno; msg gets a reason.
+ */
+int zs_kzram_run(const char *comp, const unsigned char *pages, size_t npages,
+		 struct zs_kzram_result *res, char *msg, size_t msg_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,291 @@
+/*
+ * Compressor contexts over the Debian libraries (liblz4, libzstd, liblzo2).
+ * Owns name parsing and each algorithm's work memory.  Every buffer an
+ * algorithm needs is allocated in zs_comp_create so that compress/decompress
+ * never allocate: that is what lets the zram store keep its hot path at the
+ * cost of the compressor alone.
+ */
+#include "zs/compress.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lz4.h>
+#include <lz4hc.h>
+#include <lzo/lzo1x.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+enum comp_algo { ALGO_LZ4, ALGO_LZ4HC, ALGO_ZSTD, ALGO_LZO };
+
+struct zs_comp {
+	enum comp_algo algo;
+	int level;            /* lz4: acceleration; lz4hc/zstd: level */
+	size_t max_src;
+	void *work;           /* lz4/lz4hc state, lzo work memory */
+	ZSTD_CCtx *cctx;
+	ZSTD_DCtx *dctx;
+	char name[24];
+};
+
+static const char *const comp_names[] = { "lz4", "lz4hc", "zstd", "lzo", NULL };
+
+const char *const *zs_comp_names(void)
+{
+	return comp_names;
+}
+
+/* liblzo2 wants lzo_init() once per process before any call. */
+static pthread_once_t lzo_once = PTHREAD_ONCE_INIT;
+static int lzo_init_rc;
+
+static void lzo_init_once(void)
+{
+	lzo_init_rc = lzo_init();
+}
+
+/* ---- Name parsing ---- */
+
+static int parse_level(const char *s, int lo, int hi, int *level)
+{
+	char *end;
+	long v;
+
+	if (!*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return -EINVAL;
+	*level = (int)v;
+	return 0;
+}
+
+/* Split "algo[:level]" into an algorithm and level (with the algorithm's default). */
+static int parse_name(const char *name, enum comp_algo *algo, int *level)
+{
+	const char *colon;
+	size_t base_len;
+
+	if (!name)
+		return -EINVAL;
+	colon = strchr(name, ':');
+	base_len = colon ? (size_t)(colon - name) : strlen(name);
+
+	if (base_len == 3 && !strncmp(name, "lz4", 3)) {
+		*algo = ALGO_LZ4;
+		*level = 1;
+		return colon ? parse_level(colon + 1, 1, 65537, level) : 0;
+	}
+	if (base_len == 5 && !strncmp(name, "lz4hc", 5)) {
+		*algo = ALGO_LZ4HC;
+		*level = LZ4HC_CLEVEL_DEFAULT;
+		return colon ? parse_level(colon + 1, 1, LZ4HC_CLEVEL_MAX, level) : 0;
+	}
+	if (base_len == 4 && !strncmp(name, "zstd", 4)) {
+		*algo = ALGO_ZSTD;
+		*level = ZSTD_CLEVEL_DEFAULT;
+		return colon ? parse_level(colon + 1, ZSTD_minCLevel(), ZSTD_maxCLevel(), level) : 0;
+	}
+	if (base_len == 3 && !strncmp(name, "lzo", 3)) {
+		*algo = ALGO_LZO;
+		*level = 0;
+		return colon ? -EINVAL : 0;
+	}
+	/* The kernel's default; liblzo2 has no lzo1x run-length variant. */
+	if (base_len == 7 && !strncmp(name, "lzo-rle", 7))
+		return -EOPNOTSUPP;
+	return -EINVAL;
+}
+
+int zs_comp_check(const char *name)
+{
+	enum comp_algo algo;
+	int level;
+
+	return parse_name(name, &algo, &level);
+}
+
+/* ---- Create / destroy ---- */
+
+int zs_comp_create(const char *name, size_t max_src, struct zs_comp **out)
+{
+	struct zs_comp *c;
+	enum comp_algo algo;
+	int level, rc;
+
+	*out = NULL;
+	rc = parse_name(name, &algo, &level);
+	if (rc)
+		return rc;
+	if (max_src == 0 || max_src > (size_t)LZ4_MAX_INPUT_SIZE)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->algo = algo;
+	c->level = level;
+	c->max_src = max_src;
+
+	switch (algo) {
+	case ALGO_LZ4:
+		c->work = malloc((size_t)LZ4_sizeofState());
+		if (level == 1)
+			snprintf(c->name, sizeof(c->name), "lz4");
+		else
+			snprintf(c->name, sizeof(c->name), "lz4:%d", level);
+		break;
+	case ALGO_LZ4HC:
+		c->work = malloc((size_t)LZ4_sizeofStateHC());
+		snprintf(c->name, sizeof(c->name), "lz4hc:%d", level);
+		break;
+	case ALGO_ZSTD:
+		c->cctx = ZSTD_createCCtx();
+		c->dctx = ZSTD_createDCtx();
+		if (c->cctx && c->dctx) {
+			/* Fix the level once; a page-sized srcSize hint keeps tables small. */
+			ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_compressionLevel, level);
+			ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_checksumFlag, 0);
+			ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_contentSizeFlag, 0);
+			ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_dictIDFlag, 0);
+			c->work = c; /* non-NULL marker: contexts made */
+		}
+		snprintf(c->name, sizeof(c->name), "zstd:%d", level);
+		break;
+	case ALGO_LZO:
+		pthread_once(&lzo_once, lzo_init_once);
+		if (lzo_init_rc != LZO_E_OK) {
+			free(c);
+			return -EOPNOTSUPP;
+		}
+		c->work = malloc(LZO1X_1_MEM_COMPRESS);
+		snprintf(c->name, sizeof(c->name), "lzo");
+		break;
+	}
+	if (!c->work) {
+		zs_comp_destroy(c);
+		return -ENOMEM;
+	}
+	/* Warm zstd's lazily sized tables now so the first real page allocates nothing. */
+	if (algo == ALGO_ZSTD) {
+		char *src = calloc(1, max_src), *dst = malloc(ZSTD_compressBound(max_src));
+		int n = -ENOMEM;
+
+		if (src && dst)
+			n = zs_compress(c, src, max_src, dst, ZSTD_compressBound(max_src));
+		if (n > 0)
+			n = zs_decompress(c, dst, (size_t)n, src, max_src);
+		free(src);
+		free(dst);
+		if (n < 0) {
+			zs_comp_destroy(c);
+			return n;
+		}
+	}
+	*out = c;
+	return 0;
+}
+
+void zs_comp_destroy(struct zs_comp *c)
+{
+	if (!c)
+		return;
+	if (c->algo != ALGO_ZSTD)
+		free(c->work);
+	ZSTD_freeCCtx(c->cctx);
+	ZSTD_freeDCtx(c->dctx);
+	free(c);
+}
+
+const char *zs_comp_name(const struct zs_comp *c)
+{
+	return c->name;
+}
+
+size_t zs_comp_bound(const struct zs_comp *c, size_t src_len)
+{
+	switch (c->algo) {
+	case ALGO_LZ4:
+	case ALGO_LZ4HC:
+		return (size_t)LZ4_compressBound((int)src_len);
+	case ALGO_ZSTD:
+		return ZSTD_compressBound(src_len);
+	case ALGO_LZO:
+		/* liblzo2's documented worst case for lzo1x. */
+		return src_len + src_len / 16 + 64 + 3;
+	}
+	return 0;
+}
+
+/* ---- Compress / decompress ---- */
+
+int zs_compress(struct zs_comp *c, const void *src, size_t src_len, void *dst, size_t dst_cap)
+{
+	int n;
+
+	if (src_len == 0 || src_len > c->max_src)
+		return -EINVAL;
+	if (dst_cap > INT_MAX)
+		dst_cap = INT_MAX;
+
+	switch (c->algo) {
+	case ALGO_LZ4:
+		/* extState keeps the kernel's small-input (16-bit) table, so sizes match its lz4. */
+		n = LZ4_compress_fast_extState(c->work, src, dst, (int)src_len, (int)dst_cap,
+					       c->level);
+		return n > 0 ? n : -ENOSPC;
+	case ALGO_LZ4HC:
+		n = LZ4_compress_HC_extStateHC(c->work, src, dst, (int)src_len, (int)dst_cap,
+					       c->level);
+		return n > 0 ? n : -ENOSPC;
+	case ALGO_ZSTD: {
+		size_t r = ZSTD_compress2(c->cctx, dst, dst_cap, src, src_len);
+
+		if (ZSTD_isError(r))
+			return ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall ? -ENOSPC : -EINVAL;
+		return (int)r;
+	}
+	case ALGO_LZO: {
+		lzo_uint out_len = dst_cap;
+
+		/* lzo1x_1 has no output bound check: only call it when the worst case fits. */
+		if (dst_cap < zs_comp_bound(c, src_len))
+			return -ENOSPC;
+		if (lzo1x_1_compress(src, src_len, dst, &out_len, c->work) != LZO_E_OK)
+			return -EINVAL;
+		return (int)out_len;
+	}
+	}
+	return -EINVAL;
+}
+
+int zs_decompress(struct zs_comp *c, const void *src, size_t src_len, void *dst, size_t dst_len)
+{
+	if (src_len == 0 || src_len > INT_MAX || dst_len > INT_MAX)
+		return -EINVAL;
+
+	switch (c->algo) {
+	case ALGO_LZ4:
+	case ALGO_LZ4HC: {
+		int n = LZ4_decompress_safe(src, dst, (int)src_len, (int)dst_len);
+
+		return n == (int)dst_len ? n : -EINVAL;
+	}
+	case ALGO_ZSTD: {
+		size_t r = ZSTD_decompressDCtx(c->dctx, dst, dst_len, src, src_len);
+
+		return !ZSTD_isError(r) && r == dst_len ? (int)r : -EINVAL;
+	}
+	case ALGO_LZO: {
+		lzo_uint out_len = dst_len;
+		int rc = lzo1x_decompress_safe(src, src_len, dst, &out_len, NULL);
+
+		return rc == LZO_E_OK && out_len == dst_len ? (int)dst_len : -EINVAL;
+	}
+	}
+	return -EINVAL;
+}

@@ -1,0 +1,230 @@
+/*
+ * The kernel's zram as a measuring stick: a fresh device from zram-control,
+ * the same pages written and read with 4 KiB O_DIRECT I/O (one bio per page,
+ * the path swap takes), mm_stat read in between.  Lives in the library so the
+ * CLI and the benchmark drive the kernel the same way.  The device is always
+ * removed again, also on error.
+ */
+#include "zs/zram.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KPAGE 4096
+#define CTL "/sys/class/zram-control"
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void set_msg(char *msg, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!msg || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, len, fmt, ap);
+	va_end(ap);
+}
+
+static int sysfs_write(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), rc = 0;
+	size_t n = strlen(val);
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, n) != (ssize_t)n)
+		rc = errno ? -errno : -EIO;
+	close(fd);
+	return rc;
+}
+
+static int sysfs_read(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return 0;
+}
+
+static int read_u64s(const char *path, uint64_t *v, int n)
+{
+	char buf[512], *p = buf, *end;
+	int rc = sysfs_read(path, buf, sizeof(buf));
+
+	if (rc)
+		return rc;
+	for (int i = 0; i < n; i++) {
+		v[i] = strtoull(p, &end, 10);
+		if (end == p)
+			return -EINVAL;
+		p = end;
+	}
+	return 0;
+}
+
+int zs_kzram_available(void)
+{
+	return geteuid() == 0 && access(CTL "/hot_add", R_OK) == 0 &&
+	       access(CTL "/hot_remove", W_OK) == 0;
+}
+
+/* devtmpfs normally creates the node; make one ourselves if it has not appeared. */
+static int open_dev(int dev, char *node, size_t len, int *made)
+{
+	char path[128], buf[64];
+	unsigned maj, min;
+
+	*made = 0;
+	snprintf(node, len, "/dev/zram%d", dev);
+	for (int i = 0; i < 100; i++) {
+		int fd = open(node, O_RDWR | O_DIRECT | O_CLOEXEC);
+
+		if (fd >= 0 || errno != ENOENT)
+			return fd >= 0 ? fd : -errno;
+		usleep(10000);
+	}
+	snprintf(path, sizeof(path), "/sys/block/zram%d/dev", dev);
+	if (sysfs_read(path, buf, sizeof(buf)) || sscanf(buf, "%u:%u", &maj, &min) != 2)
+		return -ENOENT;
+	snprintf(node, len, "/tmp/zs-kzram%d-%d", dev, (int)getpid());
+	unlink(node);
+	if (mknod(node, S_IFBLK | 0600, makedev(maj, min)))
+		return -errno;
+	*made = 1;
+	{
+		int fd = open(node, O_RDWR | O_DIRECT | O_CLOEXEC);
+
+		return fd >= 0 ? fd : -errno;
+	}
+}
+
+int zs_kzram_run(const char *comp, const unsigned char *pages, size_t npages,
+		 struct zs_kzram_result *res, char *msg, size_t msg_len)
+{
+	char path[128], buf[256], node[128];
+	unsigned char *io = NULL;
+	int dev, fd = -1, made = 0, rc;
+	double t;
+
+	memset(res, 0, sizeof(*res));
+	res->dev = -1;
+	if (!zs_kzram_available()) {
+		set_msg(msg, msg_len, "needs root and %s", CTL);
+		return -EPERM;
+	}
+	if (!npages)
+		return -EINVAL;
+	rc = sysfs_read(CTL "/hot_add", buf, sizeof(buf));
+	if (rc) {
+		set_msg(msg, msg_len, "hot_add: %s", strerror(-rc));
+		return rc;
+	}
+	dev = atoi(buf);
+	res->dev = dev;
+
+	snprintf(path, sizeof(path), "/sys/block/zram%d/comp_algorithm", dev);
+	rc = sysfs_write(path, comp);
+	if (rc) {
+		sysfs_read(path, buf, sizeof(buf));
+		buf[strcspn(buf, "\n")] = 0;
+		set_msg(msg, msg_len, "kernel zram has no '%s' (has: %s)", comp, buf);
+		goto out;
+	}
+	snprintf(res->comp, sizeof(res->comp), "%s", comp);
+	snprintf(path, sizeof(path), "/sys/block/zram%d/disksize", dev);
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)npages * KPAGE);
+	rc = sysfs_write(path, buf);
+	if (rc) {
+		set_msg(msg, msg_len, "disksize: %s", strerror(-rc));
+		goto out;
+	}
+	fd = open_dev(dev, node, sizeof(node), &made);
+	if (fd < 0) {
+		rc = fd;
+		set_msg(msg, msg_len, "open %s: %s", node, strerror(-rc));
+		goto out;
+	}
+	/* Reads land in one prefaulted buffer and are compared after the clock stops. */
+	if (posix_memalign((void **)&io, KPAGE, npages * KPAGE)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memset(io, 0, npages * KPAGE);
+
+	/* Writes straight from the caller's pages when they are aligned, as the store reads them. */
+	t = now_s();
+	for (size_t i = 0; i < npages; i++) {
+		const unsigned char *src = pages + i * KPAGE;
+
+		if ((uintptr_t)src % KPAGE) {
+			memcpy(io, src, KPAGE);
+			src = io;
+		}
+		if (pwrite(fd, src, KPAGE, (off_t)i * KPAGE) != KPAGE) {
+			rc = errno ? -errno : -EIO;
+			set_msg(msg, msg_len, "pwrite page %zu: %s", i, strerror(-rc));
+			goto out;
+		}
+	}
+	res->write_s = now_s() - t;
+
+	snprintf(path, sizeof(path), "/sys/block/zram%d/mm_stat", dev);
+	rc = read_u64s(path, res->mm_stat, 9);
+	if (rc) {
+		set_msg(msg, msg_len, "mm_stat: %s", strerror(-rc));
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/sys/block/zram%d/io_stat", dev);
+	read_u64s(path, res->io_stat, 4);
+
+	t = now_s();
+	for (size_t i = 0; i < npages; i++) {
+		if (pread(fd, io + i * KPAGE, KPAGE, (off_t)i * KPAGE) != KPAGE) {
+			rc = errno ? -errno : -EIO;
+			set_msg(msg, msg_len, "pread page %zu: %s", i, strerror(-rc));
+			goto out;
+		}
+	}
+	res->read_s = now_s() - t;
+	for (size_t i = 0; i < npages; i++)
+		res->mismatches += memcmp(io + i * KPAGE, pages + i * KPAGE, KPAGE) != 0;
+	rc = 0;
+out:
+	free(io);
+	if (fd >= 0)
+		close(fd);
+	if (made)
+		unlink(node);
+	snprintf(buf, sizeof(buf), "%d", dev);
+	/* A device just closed can be busy for a moment; retry the removal briefly. */
+	for (int i = 0; i < 50; i++) {
+		int r = sysfs_write(CTL "/hot_remove", buf);
+
+		if (r != -EBUSY)
+			break;
+		usleep(20000);
+	}
+	return rc;
+}

@@ -1,0 +1,887 @@
+/*
+ * The zram store: drivers/block/zram's slot table and write/read/free paths
+ * over a libzs backend, in user space.
+ *
+ * Design (read this first):
+ *   - Slot table: one 16-byte entry per page, as the kernel's
+ *     zram_table_entry: a handle (or the fill word of a same-filled page) and
+ *     a 32-bit flags word whose low bits hold the stored size.  Bit
+ *     F_SLOCK of the flags word is the slot lock; the holder rewrites the
+ *     whole word and the unlock is the release store of the new value, so
+ *     a slot's handle/size/flags change atomically for other threads.
+ *   - Streams: a fixed pool of compression contexts, each with its output
+ *     buffer and a local_copy page (the kernel's per-CPU zcomp streams).  A
+ *     thread remembers the stream it last got, so uncontended it costs one
+ *     atomic exchange and one release store per operation.
+ *   - Counters live in the streams: whoever holds a stream updates its
+ *     counters with plain (relaxed load + store) atomics, no locked RMW and
+ *     no cache line shared between threads; stats sum over streams.  Every
+ *     operation that changes a counter therefore holds a stream.
+ *   - Write order is the kernel's: same-fill check; compress into the
+ *     stream buffer; allocate; check the memory limit (after allocating, so
+ *     mem_used_max sees the peak as the kernel's does); write the object;
+ *     then lock the slot, free the old object and publish the new one.  A
+ *     failed write never touches the slot.
+ *   - Read: lock the slot, map the object (read_begin straight from the
+ *     pool, local_copy only for page-spanning objects) and decompress into
+ *     the caller's buffer; huge objects are copied, using the caller's buffer
+ *     as the local copy so a spanning huge object costs one copy.
+ */
+#include "zs/zram.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "zs/compress.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- Slot flags (the kernel's layout: size bits, then the named flags) ---- */
+
+#define F_SIZE_MASK ((1u << 17) - 1)   /* PAGE_SHIFT + 1 bits for up to 64 KiB pages */
+#define F_SAME ZS_ZRAM_F_SAME
+#define F_SLOCK (1u << 18)
+#define F_PP_SLOT (1u << 20)
+#define F_HUGE ZS_ZRAM_F_HUGE
+#define F_IDLE ZS_ZRAM_F_IDLE
+#define F_INCOMPRESSIBLE ZS_ZRAM_F_INCOMPRESSIBLE
+#define F_PRIO_SHIFT 24
+#define F_PRIO_MASK (3u << F_PRIO_SHIFT)
+
+struct slot {
+	unsigned long handle;      /* backend handle, or the fill word if F_SAME; under the lock */
+	_Atomic uint32_t flags;
+	uint32_t ac_time;          /* seconds since store creation; under the lock */
+};
+
+/* ---- Counters (per stream; see the design note) ---- */
+
+enum {
+	C_PAGES_STORED, C_COMPR_SIZE, C_SAME, C_HUGE, C_HUGE_SINCE, C_FAILED_READS,
+	C_FAILED_WRITES, C_NOTIFY_FREE, C_MISS_FREE, C_READS, C_WRITES, C_INCOMPRESSIBLE,
+	C_NR
+};
+
+struct stream {
+	_Atomic int busy;
+	struct zs_comp *comp;
+	unsigned char *buf;         /* compression output, zs_comp_bound(page) bytes */
+	size_t buf_cap;
+	unsigned char *local_copy;  /* one page, for objects spanning two pool pages */
+	_Atomic int64_t cnt[C_NR];
+} __attribute__((aligned(64)));
+
+struct zs_zram {
+	size_t page_size;
+	uint64_t nslots;
+	struct slot *slots;
+	struct zs_backend *b;
+	struct zs_pool *pool;       /* kind "zsmalloc": cheap page count for the limit check */
+	size_t huge_size;
+	uint64_t limit_bytes;       /* mem_limit rounded up to pages; 0 none */
+	int deferred;
+	int track_actime;
+	struct timespec t0;
+	unsigned nstreams;
+	struct stream *streams;
+	_Atomic uint64_t mem_used_max;
+	_Atomic uint64_t invalid_io;
+	char comp_name[32];
+	char recomp_name[32];
+};
+
+static inline void cnt_add(struct stream *s, int c, int64_t d)
+{
+	/* Only the stream's holder writes; the stream lock orders holders. */
+	atomic_store_explicit(&s->cnt[c], atomic_load_explicit(&s->cnt[c], memory_order_relaxed) + d,
+			      memory_order_relaxed);
+}
+
+/* ---- Streams ---- */
+
+static _Atomic unsigned stream_hint_next;
+static _Thread_local unsigned stream_hint;
+static _Thread_local int stream_hint_set;
+
+static struct stream *stream_get(struct zs_zram *z)
+{
+	unsigned n = z->nstreams, start, i;
+
+	if (unlikely(!stream_hint_set)) {
+		stream_hint = atomic_fetch_add_explicit(&stream_hint_next, 1, memory_order_relaxed);
+		stream_hint_set = 1;
+	}
+	start = stream_hint % n;
+	for (;;) {
+		for (i = 0; i < n; i++) {
+			struct stream *s = &z->streams[(start + i) % n];
+
+			if (!atomic_load_explicit(&s->busy, memory_order_relaxed) &&
+			    !atomic_exchange_explicit(&s->busy, 1, memory_order_acquire)) {
+				if (i)
+					stream_hint = (start + i) % n;
+				return s;
+			}
+		}
+		sched_yield();
+	}
+}
+
+static inline void stream_put(struct stream *s)
+{
+	atomic_store_explicit(&s->busy, 0, memory_order_release);
+}
+
+/* ---- Slot lock ---- */
+
+static uint32_t slot_lock_slow(struct slot *sl)
+{
+	for (unsigned spins = 0;; spins++) {
+		uint32_t f = atomic_load_explicit(&sl->flags, memory_order_relaxed);
+
+		if (!(f & F_SLOCK)) {
+			f = atomic_fetch_or_explicit(&sl->flags, F_SLOCK, memory_order_acquire);
+			if (!(f & F_SLOCK))
+				return f;
+		}
+		if (spins < 128)
+			cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
+/* Returns the flags as they were (without F_SLOCK). */
+static inline uint32_t slot_lock(struct slot *sl)
+{
+	uint32_t f = atomic_fetch_or_explicit(&sl->flags, F_SLOCK, memory_order_acquire);
+
+	return likely(!(f & F_SLOCK)) ? f : slot_lock_slow(sl);
+}
+
+/* Publish new flags and release the lock in one store. */
+static inline void slot_unlock(struct slot *sl, uint32_t f)
+{
+	atomic_store_explicit(&sl->flags, f & ~F_SLOCK, memory_order_release);
+}
+
+static uint32_t now_secs(const struct zs_zram *z)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+	return (uint32_t)(t.tv_sec - z->t0.tv_sec);
+}
+
+/*
+ * The kernel's slot_free, slot locked: drop whatever the slot holds and
+ * return the cleared flags (idle, incompressible, priority all reset).
+ */
+static uint32_t slot_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f)
+{
+	if (f & F_INCOMPRESSIBLE)
+		cnt_add(s, C_INCOMPRESSIBLE, -1);
+	if (f & F_HUGE)
+		cnt_add(s, C_HUGE, -1);
+	if (f & F_SAME) {
+		cnt_add(s, C_SAME, -1);
+		cnt_add(s, C_PAGES_STORED, -1);
+	} else if (sl->handle) {
+		if (z->deferred)
+			zs_backend_free_deferred(z->b, sl->handle);
+		else
+			zs_backend_free(z->b, sl->handle);
+		cnt_add(s, C_COMPR_SIZE, -(int64_t)(f & F_SIZE_MASK));
+		cnt_add(s, C_PAGES_STORED, -1);
+	}
+	sl->handle = 0;
+	sl->ac_time = 0;
+	return 0;
+}
+
+/* ---- Memory accounting ---- */
+
+static uint64_t used_bytes(struct zs_zram *z)
+{
+	struct zs_backend_stats st;
+
+	if (z->pool)
+		return (uint64_t)zs_get_total_pages(z->pool) * z->page_size;
+	zs_backend_stats(z->b, &st);
+	return st.mem_bytes ? st.mem_bytes : st.object_bytes;
+}
+
+static void update_used_max(struct zs_zram *z, uint64_t used)
+{
+	uint64_t cur = atomic_load_explicit(&z->mem_used_max, memory_order_relaxed);
+
+	while (used > cur &&
+	       !atomic_compare_exchange_weak_explicit(&z->mem_used_max, &cur, used,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+/* The kernel's zram_can_store_page: called after the allocation succeeded. */
+static inline int can_store(struct zs_zram *z)
+{
+	uint64_t used;
+
+	/* Backends without a cheap page count are only asked when a limit is set. */
+	if (!z->pool && !z->limit_bytes)
+		return 1;
+	used = used_bytes(z);
+	update_used_max(z, used);
+	return !z->limit_bytes || used <= z->limit_bytes;
+}
+
+/* ---- Create / destroy ---- */
+
+void zs_zram_config_init(struct zs_zram_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->page_size = 4096;
+	cfg->disksize = 1ull << 30;
+	cfg->comp = "lz4";
+	cfg->backend.kind = "zsmalloc";
+}
+
+static void streams_free(struct zs_zram *z)
+{
+	if (!z->streams)
+		return;
+	for (unsigned i = 0; i < z->nstreams; i++) {
+		zs_comp_destroy(z->streams[i].comp);
+		free(z->streams[i].buf);
+		free(z->streams[i].local_copy);
+	}
+	free(z->streams);
+	z->streams = NULL;
+}
+
+int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
+{
+	struct zs_zram_config def;
+	struct zs_backend_config bc;
+	struct zs_zram *z;
+	size_t ps;
+	int rc;
+
+	*out = NULL;
+	if (!cfg) {
+		zs_zram_config_init(&def);
+		cfg = &def;
+	}
+	ps = cfg->page_size ? cfg->page_size : 4096;
+	if (ps < 4096 || ps > 65536 || (ps & (ps - 1)))
+		return -EINVAL;
+	if (cfg->disksize / ps == 0)
+		return -EINVAL;
+	rc = zs_comp_check(cfg->comp ? cfg->comp : "lz4");
+	if (rc)
+		return rc;
+	if (cfg->recomp && (rc = zs_comp_check(cfg->recomp)))
+		return rc;
+
+	z = calloc(1, sizeof(*z));
+	if (!z)
+		return -ENOMEM;
+	z->page_size = ps;
+	z->nslots = cfg->disksize / ps;
+	z->deferred = cfg->deferred_free;
+	z->track_actime = cfg->track_actime;
+	z->limit_bytes = (cfg->mem_limit + ps - 1) / ps * ps;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &z->t0);
+	snprintf(z->recomp_name, sizeof(z->recomp_name), "%s", cfg->recomp ? cfg->recomp : "");
+
+	rc = -ENOMEM;
+	z->slots = calloc(z->nslots, sizeof(*z->slots));
+	if (!z->slots)
+		goto fail;
+
+	bc = cfg->backend;
+	if (!bc.kind)
+		bc.kind = "zsmalloc";
+	bc.page_size = ps;
+	bc.zs.page_size = ps;
+	z->b = zs_backend_create(&bc);
+	if (!z->b) {
+		rc = errno ? -errno : -EINVAL;
+		goto fail;
+	}
+	z->pool = zs_backend_zspool(z->b);
+	z->huge_size = zs_backend_huge_class_size(z->b);
+	if (!z->huge_size || z->huge_size > ps)
+		z->huge_size = ps;
+
+	if (cfg->streams) {
+		z->nstreams = cfg->streams;
+	} else {
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+		z->nstreams = ncpu > 2 ? (unsigned)ncpu * 2 : 4;
+	}
+	z->streams = aligned_alloc(64, sizeof(struct stream) * z->nstreams);
+	if (!z->streams)
+		goto fail;
+	memset(z->streams, 0, sizeof(struct stream) * z->nstreams);
+	for (unsigned i = 0; i < z->nstreams; i++) {
+		struct stream *s = &z->streams[i];
+
+		rc = zs_comp_create(cfg->comp ? cfg->comp : "lz4", ps, &s->comp);
+		if (rc)
+			goto fail;
+		s->buf_cap = zs_comp_bound(s->comp, ps);
+		s->buf = malloc(s->buf_cap);
+		s->local_copy = malloc(ps);
+		rc = -ENOMEM;
+		if (!s->buf || !s->local_copy)
+			goto fail;
+	}
+	snprintf(z->comp_name, sizeof(z->comp_name), "%s", zs_comp_name(z->streams[0].comp));
+	*out = z;
+	return 0;
+fail:
+	streams_free(z);
+	if (z->b)
+		zs_backend_destroy(z->b);
+	free(z->slots);
+	free(z);
+	return rc;
+}
+
+void zs_zram_destroy(struct zs_zram *z)
+{
+	if (!z)
+		return;
+	zs_zram_reset(z);
+	streams_free(z);
+	zs_backend_destroy(z->b);
+	free(z->slots);
+	free(z);
+}
+
+uint64_t zs_zram_slots(const struct zs_zram *z)
+{
+	return z->nslots;
+}
+
+size_t zs_zram_page_size(const struct zs_zram *z)
+{
+	return z->page_size;
+}
+
+struct zs_backend *zs_zram_backend(struct zs_zram *z)
+{
+	return z->b;
+}
+
+const char *zs_zram_comp_name(const struct zs_zram *z)
+{
+	return z->comp_name;
+}
+
+/* ---- Write ---- */
+
+/* Every machine word equal to the first: word i == word i+1 for all i. */
+static inline int page_same_filled(const void *page, size_t ps, unsigned long *val)
+{
+	const unsigned char *p = page;
+
+	if (memcmp(p, p + sizeof(unsigned long), ps - sizeof(unsigned long)))
+		return 0;
+	memcpy(val, p, sizeof(*val));
+	return 1;
+}
+
+static void fill_page(void *buf, size_t ps, unsigned long val)
+{
+	unsigned long *w = buf;
+
+	if (!val) {
+		memset(buf, 0, ps);
+		return;
+	}
+	for (size_t i = 0; i < ps / sizeof(*w); i++)
+		w[i] = val;
+}
+
+static int write_same(struct zs_zram *z, struct stream *s, struct slot *sl, unsigned long val)
+{
+	uint32_t f = slot_lock(sl);
+
+	f = slot_free_locked(z, s, sl, f);
+	sl->handle = val;
+	if (z->track_actime)
+		sl->ac_time = now_secs(z);
+	cnt_add(s, C_SAME, 1);
+	cnt_add(s, C_PAGES_STORED, 1);
+	slot_unlock(sl, f | F_SAME);
+	return 0;
+}
+
+int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
+{
+	struct stream *s;
+	struct slot *sl;
+	const void *src;
+	unsigned long h, val;
+	uint32_t f, nf;
+	int n;
+
+	if (unlikely(index >= z->nslots || !page)) {
+		atomic_fetch_add_explicit(&z->invalid_io, 1, memory_order_relaxed);
+		return -EINVAL;
+	}
+	sl = &z->slots[index];
+	s = stream_get(z);
+	cnt_add(s, C_WRITES, 1);
+
+	if (unlikely(page_same_filled(page, z->page_size, &val))) {
+		write_same(z, s, sl, val);
+		stream_put(s);
+		return 0;
+	}
+
+	n = zs_compress(s->comp, page, z->page_size, s->buf, s->buf_cap);
+	if (unlikely(n < 0))
+		goto fail;
+	src = s->buf;
+	nf = (uint32_t)n;
+	if (unlikely((size_t)n >= z->huge_size)) {
+		/* Not worth a compressed object: keep the raw page, one per pool page. */
+		n = (int)z->page_size;
+		src = page;
+		nf = (uint32_t)n | F_HUGE;
+	}
+
+	h = zs_backend_malloc(z->b, (size_t)n);
+	if (unlikely(ZS_IS_ERR(h))) {
+		n = -ENOMEM;
+		goto fail;
+	}
+	if (unlikely(!can_store(z) || zs_backend_write(z->b, h, src, (size_t)n))) {
+		zs_backend_free(z->b, h);
+		n = -ENOMEM;
+		goto fail;
+	}
+
+	f = slot_lock(sl);
+	f = slot_free_locked(z, s, sl, f);
+	sl->handle = h;
+	if (z->track_actime)
+		sl->ac_time = now_secs(z);
+	slot_unlock(sl, f | nf);
+
+	cnt_add(s, C_PAGES_STORED, 1);
+	cnt_add(s, C_COMPR_SIZE, n);
+	if (nf & F_HUGE) {
+		cnt_add(s, C_HUGE, 1);
+		cnt_add(s, C_HUGE_SINCE, 1);
+	}
+	stream_put(s);
+	return 0;
+fail:
+	cnt_add(s, C_FAILED_WRITES, 1);
+	stream_put(s);
+	return n;
+}
+
+/* ---- Read ---- */
+
+/* Slot locked: read its page into buf with stream s's contexts. */
+static int read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f, void *buf)
+{
+	size_t ps = z->page_size, size = f & F_SIZE_MASK;
+	unsigned long h = sl->handle;
+	void *p;
+	int rc = 0;
+
+	if (f & F_SAME) {
+		fill_page(buf, ps, h);
+		return 0;
+	}
+	if (!h) {
+		memset(buf, 0, ps);
+		return 0;
+	}
+	if (f & F_HUGE) {
+		p = zs_backend_read_begin(z->b, h, ps, buf);
+		if (unlikely(!p))
+			return -EIO;
+		if (p != buf)
+			memcpy(buf, p, ps);
+		zs_backend_read_end(z->b, h, ps, p);
+		return 0;
+	}
+	p = zs_backend_read_begin(z->b, h, size, s->local_copy);
+	if (unlikely(!p))
+		return -EIO;
+	if (unlikely(zs_decompress(s->comp, p, size, buf, ps) < 0))
+		rc = -EIO;
+	zs_backend_read_end(z->b, h, size, p);
+	return rc;
+}
+
+int zs_zram_read(struct zs_zram *z, uint64_t index, void *buf, size_t buf_len)
+{
+	struct stream *s;
+	struct slot *sl;
+	uint32_t f;
+	int rc;
+
+	if (unlikely(index >= z->nslots || !buf || buf_len < z->page_size)) {
+		atomic_fetch_add_explicit(&z->invalid_io, 1, memory_order_relaxed);
+		return -EINVAL;
+	}
+	sl = &z->slots[index];
+	s = stream_get(z);
+	cnt_add(s, C_READS, 1);
+	f = slot_lock(sl);
+	rc = read_locked(z, s, sl, f, buf);
+	/* Any access ends idleness and post-processing candidacy, as the kernel's mark_slot_accessed. */
+	if (z->track_actime && sl->handle)
+		sl->ac_time = now_secs(z);
+	slot_unlock(sl, f & ~(F_IDLE | F_PP_SLOT));
+	if (unlikely(rc))
+		cnt_add(s, C_FAILED_READS, 1);
+	stream_put(s);
+	return rc;
+}
+
+/* ---- Discard / free ---- */
+
+int zs_zram_discard(struct zs_zram *z, uint64_t index)
+{
+	struct stream *s;
+	struct slot *sl;
+	uint32_t f;
+
+	if (index >= z->nslots) {
+		atomic_fetch_add_explicit(&z->invalid_io, 1, memory_order_relaxed);
+		return -EINVAL;
+	}
+	sl = &z->slots[index];
+	s = stream_get(z);
+	f = slot_lock(sl);
+	f = slot_free_locked(z, s, sl, f);
+	slot_unlock(sl, f);
+	cnt_add(s, C_NOTIFY_FREE, 1);
+	stream_put(s);
+	return 0;
+}
+
+int zs_zram_free_notify(struct zs_zram *z, uint64_t index)
+{
+	struct stream *s;
+	struct slot *sl;
+	uint32_t f;
+	int rc = 0;
+
+	if (index >= z->nslots)
+		return -EINVAL;
+	sl = &z->slots[index];
+	s = stream_get(z);
+	cnt_add(s, C_NOTIFY_FREE, 1);
+	f = atomic_fetch_or_explicit(&sl->flags, F_SLOCK, memory_order_acquire);
+	if (f & F_SLOCK) {
+		cnt_add(s, C_MISS_FREE, 1);
+		rc = -EBUSY;
+	} else {
+		f = slot_free_locked(z, s, sl, f);
+		slot_unlock(sl, f);
+	}
+	stream_put(s);
+	return rc;
+}
+
+/* ---- Ranges ---- */
+
+static int range_ok(const struct zs_zram *z, uint64_t first, uint64_t n)
+{
+	return first < z->nslots && n <= z->nslots - first;
+}
+
+int zs_zram_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const void *buf)
+{
+	const unsigned char *p = buf;
+
+	if (!range_ok(z, first, n) || !buf)
+		return -EINVAL;
+	for (uint64_t i = 0; i < n; i++) {
+		int rc = zs_zram_write(z, first + i, p + i * z->page_size);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int zs_zram_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf, size_t buf_len)
+{
+	unsigned char *p = buf;
+
+	if (!range_ok(z, first, n) || !buf || buf_len / z->page_size < n)
+		return -EINVAL;
+	for (uint64_t i = 0; i < n; i++) {
+		int rc = zs_zram_read(z, first + i, p + i * z->page_size, z->page_size);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int zs_zram_discard_range(struct zs_zram *z, uint64_t first, uint64_t n)
+{
+	if (!range_ok(z, first, n))
+		return -EINVAL;
+	for (uint64_t i = 0; i < n; i++)
+		zs_zram_discard(z, first + i);
+	return 0;
+}
+
+void zs_zram_reset(struct zs_zram *z)
+{
+	struct stream *s = stream_get(z);
+
+	for (uint64_t i = 0; i < z->nslots; i++) {
+		struct slot *sl = &z->slots[i];
+		uint32_t f = slot_lock(sl);
+
+		slot_unlock(sl, slot_free_locked(z, s, sl, f));
+	}
+	stream_put(s);
+	zs_zram_flush(z);
+}
+
+void zs_zram_flush(struct zs_zram *z)
+{
+	if (z->deferred)
+		zs_backend_flush(z->b);
+}
+
+unsigned long zs_zram_compact(struct zs_zram *z)
+{
+	return zs_backend_compact(z->b);
+}
+
+/* ---- Idle and recompression ---- */
+
+long zs_zram_mark_idle(struct zs_zram *z, unsigned age_seconds)
+{
+	uint32_t now;
+	long marked = 0;
+
+	if (age_seconds && !z->track_actime)
+		return -EINVAL;
+	now = now_secs(z);
+	for (uint64_t i = 0; i < z->nslots; i++) {
+		struct slot *sl = &z->slots[i];
+		uint32_t f = slot_lock(sl);
+
+		if (sl->handle && !(f & F_SAME) &&
+		    (!age_seconds || now - sl->ac_time >= age_seconds)) {
+			marked += !(f & F_IDLE);
+			f |= F_IDLE;
+		}
+		slot_unlock(sl, f);
+	}
+	return marked;
+}
+
+static int recomp_wanted(uint32_t f, unsigned long h, enum zs_zram_recomp_type type)
+{
+	if (!h || (f & (F_SAME | F_INCOMPRESSIBLE)) || (f & F_PRIO_MASK))
+		return 0;
+	if ((type & ZS_ZRAM_RECOMP_IDLE) && !(f & F_IDLE))
+		return 0;
+	if ((type & ZS_ZRAM_RECOMP_HUGE) && !(f & F_HUGE))
+		return 0;
+	return 1;
+}
+
+/* A smaller physical class, or a smaller size where the backend has no classes. */
+static int recomp_gains(struct zs_zram *z, size_t old_len, size_t new_len, size_t threshold)
+{
+	int old_class, new_class;
+
+	if (new_len >= z->huge_size || (threshold && new_len >= threshold))
+		return 0;
+	old_class = zs_backend_lookup_class(z->b, old_len);
+	new_class = zs_backend_lookup_class(z->b, new_len);
+	if (old_class >= 0 && new_class >= 0)
+		return new_class < old_class;
+	return new_len < old_len;
+}
+
+int zs_zram_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t threshold,
+		       unsigned long max_pages, struct zs_zram_recomp_result *res)
+{
+	struct zs_zram_recomp_result r = { 0, 0, 0 };
+	struct zs_comp *rc_comp = NULL;
+	unsigned char *page = NULL, *out = NULL;
+	size_t ps = z->page_size, cap;
+	struct stream *s;
+	int rc;
+
+	if (!z->recomp_name[0] || (threshold && threshold >= z->huge_size))
+		return -EINVAL;
+	rc = zs_comp_create(z->recomp_name, ps, &rc_comp);
+	if (rc)
+		return rc;
+	cap = zs_comp_bound(rc_comp, ps);
+	page = malloc(ps);
+	out = malloc(cap);
+	if (!page || !out) {
+		rc = -ENOMEM;
+		goto done;
+	}
+
+	s = stream_get(z);
+	for (uint64_t i = 0; i < z->nslots && (!max_pages || r.scanned < max_pages); i++) {
+		struct slot *sl = &z->slots[i];
+		uint32_t f = slot_lock(sl);
+		size_t old_len = f & F_SIZE_MASK;
+		unsigned long h;
+		int n;
+
+		if (!recomp_wanted(f, sl->handle, type)) {
+			slot_unlock(sl, f);
+			continue;
+		}
+		r.scanned++;
+		/* Touched now: it must not stay a candidate for other idle post-processing. */
+		f &= ~F_IDLE;
+		if (read_locked(z, s, sl, f, page)) {
+			slot_unlock(sl, f);
+			rc = -EIO;
+			break;
+		}
+		n = zs_compress(rc_comp, page, ps, out, cap);
+		if (n <= 0 || !recomp_gains(z, old_len, (size_t)n, threshold)) {
+			/* One secondary algorithm: it is also the highest priority, so give up on the page. */
+			cnt_add(s, C_INCOMPRESSIBLE, 1);
+			r.incompressible++;
+			slot_unlock(sl, f | F_INCOMPRESSIBLE);
+			continue;
+		}
+		h = zs_backend_malloc(z->b, (size_t)n);
+		if (ZS_IS_ERR(h) || zs_backend_write(z->b, h, out, (size_t)n)) {
+			if (!ZS_IS_ERR(h))
+				zs_backend_free(z->b, h);
+			slot_unlock(sl, f);
+			rc = -ENOMEM;
+			break;
+		}
+		f = slot_free_locked(z, s, sl, f);
+		sl->handle = h;
+		if (z->track_actime)
+			sl->ac_time = now_secs(z);
+		cnt_add(s, C_PAGES_STORED, 1);
+		cnt_add(s, C_COMPR_SIZE, n);
+		slot_unlock(sl, f | (uint32_t)n | (1u << F_PRIO_SHIFT));
+		r.recompressed++;
+	}
+	stream_put(s);
+done:
+	if (res)
+		*res = r;
+	free(page);
+	free(out);
+	zs_comp_destroy(rc_comp);
+	return rc;
+}
+
+/* ---- Statistics ---- */
+
+int zs_zram_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsigned *flags,
+		      unsigned *prio)
+{
+	struct slot *sl;
+	uint32_t f;
+
+	if (index >= z->nslots)
+		return -EINVAL;
+	sl = &z->slots[index];
+	f = slot_lock(sl);
+	slot_unlock(sl, f);
+	if (size)
+		*size = (f & F_SAME) ? 0 : (f & F_SIZE_MASK);
+	if (flags)
+		*flags = f & (F_SAME | F_HUGE | F_IDLE | F_INCOMPRESSIBLE);
+	if (prio)
+		*prio = (f & F_PRIO_MASK) >> F_PRIO_SHIFT;
+	return 0;
+}
+
+void zs_zram_get_stats(struct zs_zram *z, struct zs_zram_stats *st)
+{
+	int64_t c[C_NR] = { 0 };
+	struct zs_backend_stats bs;
+	uint64_t used;
+
+	for (unsigned i = 0; i < z->nstreams; i++)
+		for (int k = 0; k < C_NR; k++)
+			c[k] += atomic_load_explicit(&z->streams[i].cnt[k], memory_order_relaxed);
+	zs_backend_stats(z->b, &bs);
+	used = z->pool ? (uint64_t)bs.pages * z->page_size
+		       : (bs.mem_bytes ? bs.mem_bytes : bs.object_bytes);
+	update_used_max(z, used);
+
+	memset(st, 0, sizeof(*st));
+	st->pages_stored = (uint64_t)c[C_PAGES_STORED];
+	st->orig_data_size = st->pages_stored * z->page_size;
+	st->compr_data_size = (uint64_t)c[C_COMPR_SIZE];
+	st->mem_used_total = used;
+	st->mem_limit = z->limit_bytes;
+	st->mem_used_max = atomic_load_explicit(&z->mem_used_max, memory_order_relaxed);
+	st->same_pages = (uint64_t)c[C_SAME];
+	st->pages_compacted = bs.pages_compacted;
+	st->huge_pages = (uint64_t)c[C_HUGE];
+	st->huge_pages_since = (uint64_t)c[C_HUGE_SINCE];
+	st->failed_reads = (uint64_t)c[C_FAILED_READS];
+	st->failed_writes = (uint64_t)c[C_FAILED_WRITES];
+	st->invalid_io = atomic_load_explicit(&z->invalid_io, memory_order_relaxed);
+	st->notify_free = (uint64_t)c[C_NOTIFY_FREE];
+	st->miss_free = (uint64_t)c[C_MISS_FREE];
+	st->num_reads = (uint64_t)c[C_READS];
+	st->num_writes = (uint64_t)c[C_WRITES];
+	st->incompressible_pages = (uint64_t)c[C_INCOMPRESSIBLE];
+}
+
+void zs_zram_reset_mem_used_max(struct zs_zram *z)
+{
+	struct zs_zram_stats st;
+
+	atomic_store_explicit(&z->mem_used_max, 0, memory_order_relaxed);
+	zs_zram_get_stats(z, &st);  /* re-seeds the peak with current usage */
+}
+
+int zs_zram_format_mm_stat(const struct zs_zram_stats *st, char *buf, size_t len)
+{
+	return snprintf(buf, len, "%8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu\n",
+			(unsigned long long)st->orig_data_size,
+			(unsigned long long)st->compr_data_size,
+			(unsigned long long)st->mem_used_total, (unsigned long long)st->mem_limit,
+			(unsigned long long)st->mem_used_max, (unsigned long long)st->same_pages,
+			(unsigned long long)st->pages_compacted, (unsigned long long)st->huge_pages,
+			(unsigned long long)st->huge_pages_since);
+}
+
+int zs_zram_format_io_stat(const struct zs_zram_stats *st, char *buf, size_t len)
+{
+	return snprintf(buf, len, "%8llu %8llu %8llu %8llu\n",
+			(unsigned long long)st->failed_reads, (unsigned long long)st->failed_writes,
+			(unsigned long long)st->invalid_io, (unsigned long long)st->notify_free);
+}
