@@ -1,0 +1,205 @@
+/*
+ * Size-class table: the class delta policy, the chain-length policies, and
+ * the kernel's top-down class merging.  This is the one place these rules
+ * live; `zs classes`, `zs testmod` and the allocator all read the table built
+ * here (through zs_class_info), so there is no second copy of the arithmetic.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zsmalloc/internal.h"
+
+/* ---- policies ---- */
+
+/* Kernel: PAGE_SIZE >> CLASS_BITS(8), at least 16.  Seed 002 patch 1: a fixed 16 at any page size. */
+static unsigned class_delta(const struct zs_pool_config *cfg, unsigned page_size)
+{
+	if (cfg->class_delta)
+		return cfg->class_delta;
+	unsigned d = page_size >> 8;
+	return d < 16 ? 16 : d;
+}
+
+static int is_pow2(unsigned x)
+{
+	return x && !(x & (x - 1));
+}
+
+/* Kernel today: the chain length in 1..max with the least tail waste; smallest on ties. */
+static unsigned chain_exhaustive(unsigned size, unsigned page_size, unsigned max_chain)
+{
+	unsigned best = 1, min_waste = UINT_MAX;
+	if (is_pow2(size))
+		return 1;
+	for (unsigned i = 1; i <= max_chain; i++) {
+		unsigned waste = (i * page_size) % size;
+		if (waste < min_waste) {
+			min_waste = waste;
+			best = i;
+		}
+	}
+	return best;
+}
+
+/*
+ * Seed 002 patch 2: longer chains mean more objects spanning two pages, so
+ * only lengthen the chain for a real saving: while the best waste is over 10%
+ * of its zspage any improvement counts, after that only a 25% one, and stop
+ * once the waste is under ~1.5% (1/64) of the zspage.
+ */
+static unsigned chain_heuristic(unsigned size, unsigned page_size, unsigned max_chain)
+{
+	long long min_waste = INT_MAX;
+	unsigned best = 1;
+	if (is_pow2(size))
+		return 1;
+	for (unsigned i = 1; i <= max_chain; i++) {
+		long long waste = (long long)(i * page_size) % size;
+		if (waste == 0)
+			return i;
+		if (min_waste * 10 > (long long)best * page_size) {
+			if (waste < min_waste) {
+				min_waste = waste;
+				best = i;
+			}
+		} else if (waste * 4 < min_waste * 3) {
+			min_waste = waste;
+			best = i;
+		}
+		if (min_waste * 64 <= (long long)best * page_size)
+			break;
+	}
+	return best;
+}
+
+static unsigned chain_length(const struct zs_pool_config *cfg, unsigned size, unsigned page_size)
+{
+	if (cfg->chain_policy == ZS_CHAIN_HEURISTIC)
+		return chain_heuristic(size, page_size, cfg->max_chain);
+	return chain_exhaustive(size, page_size, cfg->max_chain);
+}
+
+/* ---- table ---- */
+
+int zs_classes_build(struct zs_pool *pool)
+{
+	const struct zs_pool_config *cfg = &pool->cfg;
+	unsigned P = pool->page_size;
+	unsigned delta = class_delta(cfg, P);
+	if (delta < 8 || delta % 8 || delta > P)
+		return -EINVAL;
+	int n = (int)((P - ZS_MIN_ALLOC_SIZE + delta - 1) / delta) + 1;
+	if (n > (int)OBJ_CLASS_MASK + 1)
+		return -EINVAL;
+	pool->delta = delta;
+	pool->nr_classes = n;
+	pool->geom = calloc(n, sizeof(*pool->geom));
+	pool->classes = aligned_alloc(64, sizeof(struct size_class) * n);
+	pool->size_class = calloc(n, sizeof(*pool->size_class));
+	pool->size_lut = calloc(P / 8 + 3, sizeof(*pool->size_lut));
+	if (!pool->geom || !pool->classes || !pool->size_class || !pool->size_lut)
+		return -ENOMEM;
+	memset(pool->classes, 0, sizeof(struct size_class) * n);
+
+	int prev = -1;
+	pool->huge_class_size = 0;
+	for (int i = n - 1; i >= 0; i--) {
+		unsigned size = ZS_MIN_ALLOC_SIZE + (unsigned)i * delta;
+		if (size > P)
+			size = P;
+		unsigned pages = chain_length(cfg, size, P);
+		unsigned objs = pages * P / size;
+		struct class_geom *g = &pool->geom[i];
+		g->size = size;
+		g->pages = pages;
+		g->objs = objs;
+		/* The first class from the top that packs objects sets the huge threshold;
+		 * minus (header - 1) because zs_malloc adds the header before the lookup. */
+		if (pages != 1 && objs != 1 && !pool->huge_class_size)
+			pool->huge_class_size = size - (ZS_HANDLE_SIZE - 1);
+		if (prev >= 0 && pool->geom[prev].pages == pages && pool->geom[prev].objs == objs) {
+			g->phys = prev;
+			pool->size_class[i] = &pool->classes[prev];
+			continue;
+		}
+		g->phys = i;
+		struct size_class *c = &pool->classes[i];
+		zs_spin_init(&c->lock);
+		c->size = size;
+		c->pages_per_zspage = pages;
+		c->objs_per_zspage = objs;
+		c->index = (unsigned)i;
+		c->huge = (pages == 1 && objs == 1);
+		pool->size_class[i] = c;
+		prev = i;
+	}
+	/* No class packs objects (e.g. max_chain 1 with tiny pages): everything is "huge". */
+	if (!pool->huge_class_size)
+		pool->huge_class_size = P;
+
+	/* Size -> logical class, in 8-byte steps: the kernel's ceil((size - 32) / delta), clamped. */
+	for (unsigned s8 = 0; s8 <= P / 8 + 2; s8++) {
+		unsigned size = s8 * 8;
+		int idx = 0;
+		if (size > ZS_MIN_ALLOC_SIZE)
+			idx = (int)((size - ZS_MIN_ALLOC_SIZE + delta - 1) / delta);
+		pool->size_lut[s8] = (uint16_t)(idx < n ? idx : n - 1);
+	}
+	return 0;
+}
+
+void zs_classes_free(struct zs_pool *pool)
+{
+	free(pool->geom);
+	free(pool->classes);
+	free(pool->size_class);
+	free(pool->size_lut);
+}
+
+/* ---- introspection ---- */
+
+int zs_class_count(const struct zs_pool *pool)
+{
+	return pool->nr_classes;
+}
+
+static unsigned spanning_slots(unsigned size, unsigned objs, unsigned page_size)
+{
+	unsigned span = 0;
+	for (unsigned k = 0; k < objs; k++)
+		if ((unsigned long)k * size % page_size + size > page_size)
+			span++;
+	return span;
+}
+
+int zs_class_info(const struct zs_pool *pool, int index, struct zs_class_info *info)
+{
+	if (index < 0 || index >= pool->nr_classes)
+		return -EINVAL;
+	const struct class_geom *g = &pool->geom[index];
+	const struct class_geom *p = &pool->geom[g->phys];
+	info->index = index;
+	info->phys_index = g->phys;
+	info->size = g->size;
+	info->phys_size = p->size;
+	info->pages_per_zspage = p->pages;
+	info->objs_per_zspage = p->objs;
+	info->tail_waste = (p->pages * pool->page_size) % p->size;
+	info->spanning = spanning_slots(p->size, p->objs, pool->page_size);
+	info->huge = (p->pages == 1 && p->objs == 1);
+	return 0;
+}
+
+int zs_lookup_class_index(const struct zs_pool *pool, size_t size)
+{
+	if (size > pool->page_size)
+		size = pool->page_size;
+	return (int)pool->size_class[size_to_class_index(pool, size)]->index;
+}
+
+size_t zs_huge_class_size(const struct zs_pool *pool)
+{
+	return pool->huge_class_size;
+}

@@ -1,0 +1,242 @@
+/*
+ * Compaction and per-class statistics.
+ *
+ * Compaction follows the kernel's choices exactly, because they decide which
+ * zspages empty out later and so the page counts a trace records: classes
+ * from the largest index down; per class, while at least one zspage worth of
+ * slots is free, the destination is the head of the fullest partly used
+ * group (kept until full), the source the head of the emptiest; the source's
+ * objects move in ascending index order into the destination's free-list
+ * head; an emptied source is freed at once.  One compactor at a time.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zsmalloc/internal.h"
+
+unsigned long zs_can_compact(const struct size_class *class)
+{
+	unsigned long allocated = class->stats[ZS_OBJS_ALLOCATED];
+	unsigned long used = class->stats[ZS_OBJS_INUSE];
+	if (allocated <= used)
+		return 0;
+	return (allocated - used) / class->objs_per_zspage * class->pages_per_zspage;
+}
+
+static struct zspage *isolate_dst_zspage(struct size_class *class)
+{
+	for (int fg = ZS_INUSE_RATIO_99; fg >= ZS_INUSE_RATIO_10; fg--) {
+		struct zspage *z = class->fullness_list[fg];
+		if (z) {
+			zs_remove_zspage(class, z);
+			return z;
+		}
+	}
+	return NULL;
+}
+
+static struct zspage *isolate_src_zspage(struct size_class *class)
+{
+	for (int fg = ZS_INUSE_RATIO_10; fg <= ZS_INUSE_RATIO_99; fg++) {
+		struct zspage *z = class->fullness_list[fg];
+		if (z) {
+			zs_remove_zspage(class, z);
+			return z;
+		}
+	}
+	return NULL;
+}
+
+static int putback_zspage(struct size_class *class, struct zspage *zspage)
+{
+	int fg = zs_get_fullness_group(class, zspage);
+	zs_insert_zspage(class, zspage, fg);
+	return fg;
+}
+
+/* Copy `len` bytes of an object at (pfn, off) that may continue in the next page. */
+static void span_read(struct zs_pool *pool, zs_pfn_t pfn, unsigned off, char *buf, unsigned len)
+{
+	unsigned first = pool->page_size - off < len ? pool->page_size - off : len;
+	memcpy(buf, page_addr(pool, pfn) + off, first);
+	if (first < len)
+		memcpy(buf + first, page_addr(pool, page_desc(pool, pfn)->next), len - first);
+}
+
+static void span_write(struct zs_pool *pool, zs_pfn_t pfn, unsigned off, const char *buf,
+		       unsigned len)
+{
+	unsigned first = pool->page_size - off < len ? pool->page_size - off : len;
+	memcpy(page_addr(pool, pfn) + off, buf, first);
+	if (first < len)
+		memcpy(page_addr(pool, page_desc(pool, pfn)->next), buf + first, len - first);
+}
+
+/* Move src's live objects, lowest index first, until dst is full or src empty. */
+static void migrate_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *src,
+			   struct zspage *dst, char *buf)
+{
+	unsigned size = class->size, mask = pool->page_size - 1;
+	zs_pfn_t pfn = src->pfn;
+	unsigned page = 0;
+	for (unsigned idx = 0; idx < class->objs_per_zspage; idx++) {
+		unsigned long start = (unsigned long)idx * size;
+		while ((start >> pool->page_shift) > page) {
+			pfn = page_desc(pool, pfn)->next;
+			page++;
+		}
+		unsigned off = (unsigned)(start & mask);
+		unsigned long hdr = *(unsigned long *)(page_addr(pool, pfn) + off);
+		if (!(hdr & OBJ_ALLOCATED_TAG))
+			continue;
+		unsigned long handle = hdr & ~OBJ_ALLOCATED_TAG;
+		unsigned long used_obj = location_to_obj(pfn, class->index, idx);
+		unsigned long free_obj = zs_obj_malloc(pool, dst, handle);
+		span_read(pool, pfn, off, buf, size);
+		span_write(pool, obj_to_pfn(free_obj),
+			   (unsigned)(((unsigned long)obj_to_idx(free_obj) * size) & mask), buf, size);
+		/* Keep a checked-mode "queued for deferred free" mark across the move. */
+		unsigned long old = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
+		record_obj(handle, free_obj | (old & HANDLE_PENDING_BIT));
+		zs_obj_free(pool, class, used_obj);
+		if (dst->inuse == class->objs_per_zspage || src->inuse == 0)
+			break;
+	}
+}
+
+static unsigned long compact_class(struct zs_pool *pool, struct size_class *class, char *buf)
+{
+	struct zspage *src = NULL, *dst = NULL;
+	unsigned long freed = 0;
+
+	zs_write_lock(&pool->lock);
+	zs_spin_lock(&class->lock);
+	while (zs_can_compact(class)) {
+		if (!dst) {
+			dst = isolate_dst_zspage(class);
+			if (!dst)
+				break;
+		}
+		src = isolate_src_zspage(class);
+		if (!src)
+			break;
+		/* A reader holds it: stop here rather than wait (the kernel's choice too). */
+		if (!zs_zspage_write_trylock(&src->lock))
+			break;
+		migrate_zspage(pool, class, src, dst, buf);
+		zs_zspage_write_unlock(&src->lock);
+		if (putback_zspage(class, src) == ZS_INUSE_RATIO_0) {
+			zs_unlink_empty_zspage(pool, class, src);
+			zs_free_zspage_pages(pool, src, class->pages_per_zspage);
+			freed += class->pages_per_zspage;
+		}
+		src = NULL;
+		if (zs_get_fullness_group(class, dst) == ZS_INUSE_RATIO_100 ||
+		    zs_rw_is_contended(&pool->lock)) {
+			putback_zspage(class, dst);
+			dst = NULL;
+			zs_spin_unlock(&class->lock);
+			zs_write_unlock(&pool->lock);
+			sched_yield();
+			zs_write_lock(&pool->lock);
+			zs_spin_lock(&class->lock);
+		}
+	}
+	if (src)
+		putback_zspage(class, src);
+	if (dst)
+		putback_zspage(class, dst);
+	zs_spin_unlock(&class->lock);
+	zs_write_unlock(&pool->lock);
+	return freed;
+}
+
+unsigned long zs_compact(struct zs_pool *pool)
+{
+	if (atomic_exchange_explicit(&pool->compaction_in_progress, 1, memory_order_acquire))
+		return 0;
+	char *buf = malloc(pool->page_size);
+	unsigned long freed = 0;
+	if (buf) {
+		for (int i = pool->nr_classes - 1; i >= 0; i--) {
+			if (pool->geom[i].phys != i)
+				continue;
+			struct size_class *class = &pool->classes[i];
+			if (class->huge)
+				continue;
+			freed += compact_class(pool, class, buf);
+		}
+		free(buf);
+	}
+	atomic_fetch_add_explicit(&pool->pages_compacted, freed, memory_order_relaxed);
+	atomic_store_explicit(&pool->compaction_in_progress, 0, memory_order_release);
+	zs_handles_trim_if_unused(pool);
+	return freed;
+}
+
+/* ---- statistics ---- */
+
+int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st)
+{
+	if (index < 0 || index >= pool->nr_classes || pool->geom[index].phys != index)
+		return -ENOENT;
+	struct size_class *class = &pool->classes[index];
+	memset(st, 0, sizeof(*st));
+	zs_spin_lock(&class->lock);
+	for (int g = 0; g < ZS_NR_FULLNESS_GROUPS; g++)
+		st->fullness[g] = class->stats[g];
+	st->obj_allocated = class->stats[ZS_OBJS_ALLOCATED];
+	st->obj_used = class->stats[ZS_OBJS_INUSE];
+	st->freeable = zs_can_compact(class);
+	zs_spin_unlock(&class->lock);
+	st->index = index;
+	st->size = class->size;
+	st->pages_per_zspage = class->pages_per_zspage;
+	st->objs_per_zspage = class->objs_per_zspage;
+	st->pages_used = st->obj_allocated / class->objs_per_zspage * class->pages_per_zspage;
+	return 0;
+}
+
+unsigned long zs_pool_objects(struct zs_pool *pool)
+{
+	unsigned long n = 0;
+	struct zs_class_stats st;
+	for (int i = 0; i < pool->nr_classes; i++)
+		if (!zs_class_stats(pool, i, &st))
+			n += st.obj_used;
+	return n;
+}
+
+void zs_print_classes(struct zs_pool *pool, FILE *out)
+{
+	static const char *groups[] = { "10%", "20%", "30%", "40%", "50%", "60%",
+					"70%", "80%", "90%", "99%", "100%" };
+	fprintf(out, " %5s %5s", "class", "size");
+	for (int g = 0; g < 11; g++)
+		fprintf(out, " %9s", groups[g]);
+	fprintf(out, " %13s %10s %10s %16s %8s\n", "obj_allocated", "obj_used", "pages_used",
+		"pages_per_zspage", "freeable");
+	struct zs_class_stats st;
+	unsigned long tot[11] = { 0 }, ta = 0, tu = 0, tp = 0, tf = 0;
+	for (int i = 0; i < pool->nr_classes; i++) {
+		if (zs_class_stats(pool, i, &st))
+			continue;
+		fprintf(out, " %5d %5u", st.index, st.size);
+		for (int g = 0; g < 11; g++) {
+			fprintf(out, " %9lu", st.fullness[g + 1]);
+			tot[g] += st.fullness[g + 1];
+		}
+		fprintf(out, " %13lu %10lu %10lu %16u %8lu\n", st.obj_allocated, st.obj_used,
+			st.pages_used, st.pages_per_zspage, st.freeable);
+		ta += st.obj_allocated;
+		tu += st.obj_used;
+		tp += st.pages_used;
+		tf += st.freeable;
+	}
+	fprintf(out, "\n %5s %5s", "Total", "");
+	for (int g = 0; g < 11; g++)
+		fprintf(out, " %9lu", tot[g]);
+	fprintf(out, " %13lu %10lu %10lu %16s %8lu\n", ta, tu, tp, "", tf);
+}

@@ -1,0 +1,262 @@
+/*
+ * Deferred free (seed 001): zs_free_deferred() must be cheap enough for the
+ * swap slot-free path (atomic context in the kernel, munmap/exit latency in
+ * the seed), so enqueueing is O(1) into a fixed per-pool array (a bounded
+ * lock-free multi-producer queue: no allocation, no lock) and the real work
+ * happens in a background worker.  The worker drains in batches grouped by
+ * class, so each class lock is taken once per batch instead of once per
+ * handle.  A full array falls back to a synchronous zs_free.
+ *
+ * Capacity follows the RFC's sizing (an array for 128 MiB worth of pages),
+ * so it scales with page size: 32768 handles at 4K, 8192 at 16K.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "zsmalloc/internal.h"
+
+#define DRAIN_BATCH 256
+#define WAKE_PENDING 64
+
+struct cell {
+	atomic_size_t seq;
+	unsigned long handle;
+};
+
+struct deferred_queue {
+	struct cell *cells;
+	size_t mask;
+	_Alignas(64) atomic_size_t enq;
+	_Alignas(64) atomic_size_t deq; /* advanced by the consumer holding consume_lock */
+	pthread_mutex_t consume_lock;
+	pthread_mutex_t wake_lock;
+	pthread_cond_t wake;
+	atomic_int sleeping;
+	atomic_int stop;
+	int has_thread;
+	pthread_t thread;
+};
+
+static int enqueue(struct deferred_queue *q, unsigned long handle)
+{
+	size_t pos = atomic_load_explicit(&q->enq, memory_order_relaxed);
+	for (;;) {
+		struct cell *c = &q->cells[pos & q->mask];
+		size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+		intptr_t dif = (intptr_t)seq - (intptr_t)pos;
+		if (dif == 0) {
+			if (atomic_compare_exchange_weak_explicit(&q->enq, &pos, pos + 1,
+								  memory_order_relaxed,
+								  memory_order_relaxed)) {
+				c->handle = handle;
+				atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+				return 0;
+			}
+		} else if (dif < 0) {
+			return -ENOSPC;
+		} else {
+			pos = atomic_load_explicit(&q->enq, memory_order_relaxed);
+		}
+	}
+}
+
+/* Take up to max published handles (consume_lock held). */
+static size_t dequeue_batch(struct deferred_queue *q, unsigned long *out, size_t max)
+{
+	size_t pos = atomic_load_explicit(&q->deq, memory_order_relaxed), n = 0;
+	while (n < max) {
+		struct cell *c = &q->cells[pos & q->mask];
+		if (atomic_load_explicit(&c->seq, memory_order_acquire) != pos + 1)
+			break;
+		out[n++] = c->handle;
+		atomic_store_explicit(&c->seq, pos + q->mask + 1, memory_order_release);
+		pos++;
+	}
+	return n;
+}
+
+struct keyed {
+	unsigned cls;
+	unsigned long handle;
+};
+
+static int by_class(const void *a, const void *b)
+{
+	const struct keyed *x = a, *y = b;
+	return x->cls < y->cls ? -1 : x->cls > y->cls;
+}
+
+/* Free a batch: one class-lock hold per class present, pages freed after unlocking. */
+static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
+{
+	struct keyed k[DRAIN_BATCH];
+	struct zspage *empty[DRAIN_BATCH];
+	unsigned empty_pages[DRAIN_BATCH];
+	size_t nempty = 0;
+	for (size_t i = 0; i < n; i++) {
+		/* The class never changes while the object lives, so no lock is needed to read it. */
+		k[i].cls = obj_to_class_idx(handle_to_obj(handles[i]));
+		k[i].handle = handles[i];
+	}
+	qsort(k, n, sizeof(k[0]), by_class);
+	for (size_t i = 0; i < n;) {
+		struct size_class *class = &pool->classes[k[i].cls];
+		zs_spin_lock(&class->lock);
+		for (; i < n && &pool->classes[k[i].cls] == class; i++) {
+			struct zspage *z = zs_free_locked(pool, class, handle_to_obj(k[i].handle));
+			if (z) {
+				empty[nempty] = z;
+				empty_pages[nempty++] = class->pages_per_zspage;
+			}
+		}
+		zs_spin_unlock(&class->lock);
+	}
+	for (size_t i = 0; i < nempty; i++)
+		zs_free_zspage_pages(pool, empty[i], empty_pages[i]);
+	for (size_t i = 0; i < n; i++)
+		zs_handle_free(pool, k[i].handle);
+}
+
+/* Drain until deq reaches target (or the queue is momentarily empty when target is 0). */
+static void drain(struct zs_pool *pool, size_t target)
+{
+	struct deferred_queue *q = pool->deferred;
+	unsigned long batch[DRAIN_BATCH];
+	pthread_mutex_lock(&q->consume_lock);
+	for (;;) {
+		size_t n = dequeue_batch(q, batch, DRAIN_BATCH);
+		if (n) {
+			free_batch(pool, batch, n);
+			atomic_fetch_add_explicit(&q->deq, n, memory_order_release);
+			continue;
+		}
+		if (atomic_load_explicit(&q->deq, memory_order_relaxed) >= target)
+			break;
+		/* A producer reserved a cell before target but has not published it yet. */
+		sched_yield();
+	}
+	pthread_mutex_unlock(&q->consume_lock);
+}
+
+static void *worker(void *arg)
+{
+	struct zs_pool *pool = arg;
+	struct deferred_queue *q = pool->deferred;
+	while (!atomic_load_explicit(&q->stop, memory_order_acquire)) {
+		drain(pool, 0);
+		pthread_mutex_lock(&q->wake_lock);
+		atomic_store_explicit(&q->sleeping, 1, memory_order_seq_cst);
+		if (atomic_load_explicit(&q->enq, memory_order_seq_cst) ==
+			    atomic_load_explicit(&q->deq, memory_order_relaxed) &&
+		    !atomic_load_explicit(&q->stop, memory_order_relaxed)) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 2 * 1000 * 1000;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&q->wake, &q->wake_lock, &ts);
+		}
+		atomic_store_explicit(&q->sleeping, 0, memory_order_relaxed);
+		pthread_mutex_unlock(&q->wake_lock);
+	}
+	return NULL;
+}
+
+int zs_deferred_init(struct zs_pool *pool)
+{
+	struct deferred_queue *q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	size_t cap = pool->cfg.deferred_capacity;
+	if (!cap)
+		cap = (128UL << 20) / pool->page_size;
+	size_t p2 = 16;
+	while (p2 < cap)
+		p2 <<= 1;
+	q->cells = malloc(p2 * sizeof(*q->cells));
+	if (!q->cells) {
+		free(q);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < p2; i++)
+		atomic_init(&q->cells[i].seq, i);
+	q->mask = p2 - 1;
+	pthread_mutex_init(&q->consume_lock, NULL);
+	pthread_mutex_init(&q->wake_lock, NULL);
+	pthread_cond_init(&q->wake, NULL);
+	pool->deferred = q;
+	if (pool->cfg.deferred_worker >= 0) {
+		if (pthread_create(&q->thread, NULL, worker, pool) == 0)
+			q->has_thread = 1;
+	}
+	return 0;
+}
+
+void zs_deferred_destroy(struct zs_pool *pool)
+{
+	struct deferred_queue *q = pool->deferred;
+	if (!q)
+		return;
+	if (q->has_thread) {
+		pthread_mutex_lock(&q->wake_lock);
+		atomic_store_explicit(&q->stop, 1, memory_order_release);
+		pthread_cond_signal(&q->wake);
+		pthread_mutex_unlock(&q->wake_lock);
+		pthread_join(q->thread, NULL);
+	}
+	drain(pool, atomic_load_explicit(&q->enq, memory_order_acquire));
+	pthread_cond_destroy(&q->wake);
+	pthread_mutex_destroy(&q->wake_lock);
+	pthread_mutex_destroy(&q->consume_lock);
+	free(q->cells);
+	free(q);
+	pool->deferred = NULL;
+}
+
+int zs_free_deferred(struct zs_pool *pool, unsigned long handle)
+{
+	if (zs_unlikely(!handle || ZS_IS_ERR(handle)))
+		return 0;
+	struct deferred_queue *q = pool->deferred;
+	if (pool->cfg.checked) {
+		/* Mark it queued so a second free of the same handle is caught now. */
+		if (!zs_handle_in_pool(pool, handle))
+			return -EINVAL;
+		unsigned long v = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
+		if (v & (HANDLE_FREE_BIT | HANDLE_PENDING_BIT))
+			return -EINVAL;
+		zs_read_lock(&pool->lock);
+		int bad = zs_validate_obj(pool, handle, v) ||
+			  !atomic_compare_exchange_strong_explicit(handle_slot(handle), &v,
+								   v | HANDLE_PENDING_BIT,
+								   memory_order_relaxed,
+								   memory_order_relaxed);
+		zs_read_unlock(&pool->lock);
+		if (bad)
+			return -EINVAL;
+	}
+	if (zs_unlikely(enqueue(q, handle))) {
+		/* Full: free it here, like the RFC's synchronous fallback. */
+		if (pool->cfg.checked)
+			atomic_fetch_and_explicit(handle_slot(handle), ~HANDLE_PENDING_BIT,
+						  memory_order_relaxed);
+		return zs_free(pool, handle);
+	}
+	if (q->has_thread && atomic_load_explicit(&q->sleeping, memory_order_relaxed)) {
+		size_t pending = atomic_load_explicit(&q->enq, memory_order_relaxed) -
+				 atomic_load_explicit(&q->deq, memory_order_relaxed);
+		if (pending >= WAKE_PENDING && pending % WAKE_PENDING == 0)
+			pthread_cond_signal(&q->wake);
+	}
+	return 0;
+}
+
+void zs_free_deferred_flush(struct zs_pool *pool)
+{
+	struct deferred_queue *q = pool->deferred;
+	drain(pool, atomic_load_explicit(&q->enq, memory_order_acquire));
+}

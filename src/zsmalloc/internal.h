@@ -1,0 +1,209 @@
+/*
+ * zsmalloc internals shared by the files of src/zsmalloc/: the zspage, size
+ * class and pool structures, and the encodings (obj <-> page + index, handle
+ * <-> obj) behind accessor functions, so a policy that changes a bit layout
+ * changes one place.
+ *
+ * obj layout (64-bit): [ pfn | class index (13 bits) | object index (16 bits) ].
+ * The class index is always encoded (it costs nothing) but only the
+ * class-index free modes read it without the pool lock; the pool-lock mode
+ * resolves the class through the page, as the kernel does today.
+ */
+#ifndef ZS_SRC_ZSMALLOC_INTERNAL_H
+#define ZS_SRC_ZSMALLOC_INTERNAL_H
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zs/pages.h"
+#include "zs/zsmalloc.h"
+#include "zsmalloc/lock.h"
+
+#define OBJ_IDX_BITS 16
+#define OBJ_CLASS_BITS 13
+#define OBJ_PFN_SHIFT (OBJ_IDX_BITS + OBJ_CLASS_BITS)
+#define OBJ_IDX_MASK ((1UL << OBJ_IDX_BITS) - 1)
+#define OBJ_CLASS_MASK ((1UL << OBJ_CLASS_BITS) - 1)
+#define OBJ_ALLOCATED_TAG 1UL
+#define FREEOBJ_END 0xffffffffu
+
+/* Handle slot values: a live slot holds an obj; a free slot the next free slot | FREE. */
+#define HANDLE_FREE_BIT (1UL << 63)
+#define HANDLE_PENDING_BIT (1UL << 62) /* checked mode: queued for deferred free */
+#define HANDLE_OBJ_MASK (~(HANDLE_FREE_BIT | HANDLE_PENDING_BIT))
+
+/* Fullness groups: 0 empty, 1..10 = 0-9% .. 90-99%, 11 full. */
+enum { ZS_INUSE_RATIO_0 = 0, ZS_INUSE_RATIO_10 = 1, ZS_INUSE_RATIO_99 = 10, ZS_INUSE_RATIO_100 = 11 };
+enum { ZS_OBJS_ALLOCATED = ZS_NR_FULLNESS_GROUPS, ZS_OBJS_INUSE, ZS_NR_CLASS_STATS };
+
+/*
+ * The zspage lives in the page descriptor of its first page, as the kernel
+ * keeps zspage metadata beside struct page; every page's descriptor points
+ * to it (owner) and to the next page of the chain.  The memory goes away
+ * with the pages, so a drained pool gives everything back.
+ */
+struct zspage {
+	struct zspage *owner;      /* desc.owner: the first page's descriptor */
+	zs_pfn_t next;             /* desc.next: next page in the chain */
+	struct zspage *lnext, *lprev; /* fullness list */
+	uint32_t inuse;
+	uint32_t freeobj;          /* head of the LIFO free list (object index) */
+	uint16_t class_idx;        /* physical class index */
+	uint8_t fullness;
+	uint8_t huge;
+	atomic_int lock;           /* zspage reader/writer lock */
+	unsigned long huge_handle; /* huge zspage: the object's handle (no in-object header) */
+	uint32_t first_obj_offset; /* per page: offset of the first object starting here */
+	uint32_t pfn;              /* first page: its own page number */
+};
+static_assert(sizeof(struct zspage) == sizeof(struct zs_page_desc), "zspage overlays a page desc");
+static_assert(offsetof(struct zspage, owner) == offsetof(struct zs_page_desc, owner), "owner");
+static_assert(offsetof(struct zspage, next) == offsetof(struct zs_page_desc, next), "next");
+
+struct size_class {
+	zs_spinlock_t lock;
+	struct zspage *fullness_list[ZS_NR_FULLNESS_GROUPS];
+	unsigned size;               /* slot size, header included */
+	unsigned objs_per_zspage;
+	unsigned pages_per_zspage;
+	unsigned index;              /* physical index */
+	int huge;
+	unsigned long stats[ZS_NR_CLASS_STATS];
+} __attribute__((aligned(64)));
+
+/* Geometry of one logical class, computed once at pool creation (class.c). */
+struct class_geom {
+	unsigned size;
+	unsigned pages;
+	unsigned objs;
+	int phys;        /* logical index of the physical class it aliases */
+};
+
+#define ZS_HANDLE_SHARDS 16
+struct handle_shard {
+	zs_spinlock_t lock;
+	unsigned long free_head; /* address of the first free slot, 0 if none */
+	char *bump, *bump_end;   /* never-used slots of the shard's current chunk */
+	long live;               /* allocations minus frees through this shard */
+} __attribute__((aligned(64)));
+
+struct deferred_queue; /* deferred.c */
+
+struct zs_pool {
+	struct zs_pool_config cfg;
+	char name[32];
+	struct zs_pages *pages;
+	struct zs_pages *handle_pages;
+	unsigned page_size;
+	unsigned page_shift;
+	unsigned delta;
+	int nr_classes;                 /* logical */
+	struct size_class **size_class; /* logical index -> physical class */
+	struct size_class *classes;     /* physical classes, by logical index of the physical one */
+	struct class_geom *geom;        /* logical geometry */
+	uint16_t *size_lut;             /* (alloc size + 7) / 8 -> logical class */
+	size_t huge_class_size;
+
+	zs_rwlock_t lock;
+	atomic_long pages_allocated;
+	atomic_ulong pages_compacted;
+	atomic_int compaction_in_progress;
+
+	struct handle_shard shards[ZS_HANDLE_SHARDS];
+	pthread_mutex_t handle_chunks_lock;
+	zs_pfn_t *handle_chunks;
+	size_t nr_handle_chunks, cap_handle_chunks;
+
+	struct deferred_queue *deferred;
+	pthread_key_t map_key;          /* legacy per-thread mapping area */
+};
+
+/* ---- encodings ---- */
+
+static inline unsigned long location_to_obj(zs_pfn_t pfn, unsigned class_idx, unsigned obj_idx)
+{
+	return ((unsigned long)pfn << OBJ_PFN_SHIFT) | ((unsigned long)class_idx << OBJ_IDX_BITS) |
+	       obj_idx;
+}
+static inline zs_pfn_t obj_to_pfn(unsigned long obj)
+{
+	return (obj & HANDLE_OBJ_MASK) >> OBJ_PFN_SHIFT;
+}
+static inline unsigned obj_to_idx(unsigned long obj)
+{
+	return obj & OBJ_IDX_MASK;
+}
+static inline unsigned obj_to_class_idx(unsigned long obj)
+{
+	return (obj >> OBJ_IDX_BITS) & OBJ_CLASS_MASK;
+}
+static inline atomic_ulong *handle_slot(unsigned long handle)
+{
+	return (atomic_ulong *)handle;
+}
+static inline unsigned long handle_to_obj(unsigned long handle)
+{
+	return atomic_load_explicit(handle_slot(handle), memory_order_relaxed) & HANDLE_OBJ_MASK;
+}
+static inline void record_obj(unsigned long handle, unsigned long obj)
+{
+	atomic_store_explicit(handle_slot(handle), obj, memory_order_relaxed);
+}
+
+static inline struct zspage *page_desc(const struct zs_pool *pool, zs_pfn_t pfn)
+{
+	return (struct zspage *)zs_pages_desc(pool->pages, pfn);
+}
+static inline char *page_addr(const struct zs_pool *pool, zs_pfn_t pfn)
+{
+	return zs_pages_addr(pool->pages, pfn);
+}
+static inline struct zspage *obj_to_zspage(const struct zs_pool *pool, unsigned long obj)
+{
+	return page_desc(pool, obj_to_pfn(obj))->owner;
+}
+static inline struct size_class *zspage_class(const struct zs_pool *pool, const struct zspage *zspage)
+{
+	return &pool->classes[zspage->class_idx];
+}
+
+/* ---- class.c ---- */
+int zs_classes_build(struct zs_pool *pool);
+void zs_classes_free(struct zs_pool *pool);
+static inline int size_to_class_index(const struct zs_pool *pool, size_t size)
+{
+	return pool->size_lut[(size + 7) >> 3];
+}
+
+/* ---- handle.c ---- */
+int zs_handles_init(struct zs_pool *pool);
+void zs_handles_destroy(struct zs_pool *pool);
+unsigned long zs_handle_alloc(struct zs_pool *pool);
+void zs_handle_free(struct zs_pool *pool, unsigned long handle);
+int zs_handle_in_pool(const struct zs_pool *pool, unsigned long handle);
+void zs_handles_trim_if_unused(struct zs_pool *pool);
+
+/* ---- zsmalloc.c: used by compaction and deferred free ---- */
+int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage);
+void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fullness);
+void zs_remove_zspage(struct size_class *class, struct zspage *zspage);
+int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage);
+unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigned long handle);
+void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj);
+void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage, unsigned pages);
+void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
+int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj);
+/* Free one object with its class lock held; returns an unlinked empty zspage to free, or NULL. */
+struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj);
+
+/* ---- deferred.c ---- */
+int zs_deferred_init(struct zs_pool *pool);
+void zs_deferred_destroy(struct zs_pool *pool);
+
+/* ---- compact.c ---- */
+unsigned long zs_can_compact(const struct size_class *class);
+
+#endif

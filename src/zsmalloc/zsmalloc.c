@@ -1,0 +1,657 @@
+/*
+ * zsmalloc core: pools, zspages, allocation, free and object access.
+ *
+ * Design (after the kernel's mm/zsmalloc.c, written anew):
+ *  - A size class owns zspages: chains of pages_per_zspage pool pages from
+ *    the page provider.  Objects are laid out back to back across the chain,
+ *    so the last object of a page may continue in the next page.
+ *  - Each zspage sits on one of 12 fullness lists of its class (empty,
+ *    0-9%, ..., 90-99%, full); lists are LIFO (insert at head).  zs_malloc
+ *    takes the head of the fullest non-full list; a zspage's free objects
+ *    form a LIFO list threaded through the objects' first words.
+ *  - A live non-huge object starts with an 8-byte header holding its handle
+ *    (tagged), which is how compaction finds the handle to rewrite.  A huge
+ *    object fills a one-page zspage and its handle sits in the zspage.
+ *  - Lock order: pool rwlock -> class lock -> zspage lock.  Resolving a
+ *    handle to its zspage needs the pool lock (read) because compaction
+ *    (write) moves objects; zs_free can instead use the class index encoded
+ *    in obj (free_mode), taking only the class lock and re-reading obj.
+ *    Readers hold the zspage lock across their access, so compaction
+ *    (trylock) never moves an object out from under them.
+ * Compaction lives in compact.c, deferred free in deferred.c, the class table
+ * and chain/delta policies in class.c, handles in handle.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zsmalloc/internal.h"
+
+/* ---- fullness lists ---- */
+
+int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage)
+{
+	unsigned inuse = zspage->inuse, objs = class->objs_per_zspage;
+	if (inuse == 0)
+		return ZS_INUSE_RATIO_0;
+	if (inuse == objs)
+		return ZS_INUSE_RATIO_100;
+	return (int)(100UL * inuse / objs) / 10 + 1;
+}
+
+void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fullness)
+{
+	struct zspage *head = class->fullness_list[fullness];
+	zspage->lprev = NULL;
+	zspage->lnext = head;
+	if (head)
+		head->lprev = zspage;
+	class->fullness_list[fullness] = zspage;
+	zspage->fullness = (uint8_t)fullness;
+	class->stats[fullness]++;
+}
+
+void zs_remove_zspage(struct size_class *class, struct zspage *zspage)
+{
+	if (zspage->lprev)
+		zspage->lprev->lnext = zspage->lnext;
+	else
+		class->fullness_list[zspage->fullness] = zspage->lnext;
+	if (zspage->lnext)
+		zspage->lnext->lprev = zspage->lprev;
+	zspage->lnext = zspage->lprev = NULL;
+	class->stats[zspage->fullness]--;
+}
+
+/* Move a zspage whose group changed to the head of its new list; unchanged keeps its place. */
+int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage)
+{
+	int fg = zs_get_fullness_group(class, zspage);
+	if (fg != zspage->fullness) {
+		zs_remove_zspage(class, zspage);
+		zs_insert_zspage(class, zspage, fg);
+	}
+	return fg;
+}
+
+/* ---- zspage pages ---- */
+
+static zs_pfn_t zspage_page(const struct zs_pool *pool, const struct zspage *zspage, unsigned k)
+{
+	zs_pfn_t pfn = zspage->pfn;
+	while (k--)
+		pfn = page_desc(pool, pfn)->next;
+	return pfn;
+}
+
+static struct zspage *alloc_zspage(struct zs_pool *pool, struct size_class *class)
+{
+	zs_pfn_t pfns[ZS_MAX_CHAIN];
+	unsigned n = class->pages_per_zspage, P = pool->page_size;
+	for (unsigned i = 0; i < n; i++) {
+		if (zs_pages_alloc(pool->pages, &pfns[i])) {
+			while (i--)
+				zs_pages_free(pool->pages, pfns[i]);
+			return NULL;
+		}
+	}
+	struct zspage *zspage = page_desc(pool, pfns[0]);
+	for (unsigned i = 0; i < n; i++) {
+		struct zspage *d = page_desc(pool, pfns[i]);
+		d->owner = zspage;
+		d->next = i + 1 < n ? pfns[i + 1] : ZS_PFN_NONE;
+		unsigned long first = i ? ((unsigned long)i * P + class->size - 1) / class->size : 0;
+		d->first_obj_offset = (uint32_t)(first * class->size - (unsigned long)i * P);
+	}
+	zspage->pfn = (uint32_t)pfns[0];
+	zspage->class_idx = (uint16_t)class->index;
+	zspage->huge = (uint8_t)class->huge;
+	zspage->inuse = 0;
+	zspage->freeobj = 0;
+	atomic_init(&zspage->lock, 0);
+	if (!class->huge) {
+		/* Link every object in address order: 0 -> 1 -> ... -> end. */
+		unsigned objs = class->objs_per_zspage;
+		for (unsigned idx = 0; idx < objs; idx++) {
+			unsigned long off = (unsigned long)idx * class->size;
+			unsigned long *hdr = (unsigned long *)(page_addr(pool, pfns[off >> pool->page_shift]) +
+							       (off & (P - 1)));
+			*hdr = (unsigned long)(idx + 1 < objs ? idx + 1 : FREEOBJ_END) << 1;
+		}
+	}
+	return zspage;
+}
+
+void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage, unsigned pages)
+{
+	zs_pfn_t pfns[ZS_MAX_CHAIN];
+	zs_pfn_t pfn = zspage->pfn;
+	for (unsigned i = 0; i < pages; i++) {
+		pfns[i] = pfn;
+		pfn = page_desc(pool, pfn)->next;
+	}
+	for (unsigned i = 0; i < pages; i++)
+		zs_pages_free(pool->pages, pfns[i]);
+}
+
+/* Take an empty zspage off its list and out of the accounting (class lock held). */
+void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage)
+{
+	zs_remove_zspage(class, zspage);
+	class->stats[ZS_OBJS_ALLOCATED] -= class->objs_per_zspage;
+	atomic_fetch_sub_explicit(&pool->pages_allocated, class->pages_per_zspage,
+				  memory_order_relaxed);
+}
+
+/* ---- objects ---- */
+
+static inline unsigned long *obj_header(const struct zs_pool *pool, zs_pfn_t pfn, unsigned idx,
+					unsigned size)
+{
+	return (unsigned long *)(page_addr(pool, pfn) +
+				 (((unsigned long)idx * size) & (pool->page_size - 1)));
+}
+
+/* Pop the zspage's free-list head for `handle` (class lock held); returns the new obj. */
+unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigned long handle)
+{
+	struct size_class *class = zspage_class(pool, zspage);
+	unsigned idx = zspage->freeobj;
+	unsigned long off = (unsigned long)idx * class->size;
+	zs_pfn_t pfn = zspage_page(pool, zspage, (unsigned)(off >> pool->page_shift));
+	if (!zspage->huge) {
+		unsigned long *hdr = (unsigned long *)(page_addr(pool, pfn) +
+						       (off & (pool->page_size - 1)));
+		zspage->freeobj = (uint32_t)(*hdr >> 1);
+		*hdr = handle | OBJ_ALLOCATED_TAG;
+	} else {
+		zspage->freeobj = FREEOBJ_END;
+		zspage->huge_handle = handle;
+	}
+	zspage->inuse++;
+	return location_to_obj(pfn, class->index, idx);
+}
+
+/* Push the object's index on its zspage's free list (class lock held). */
+void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj)
+{
+	zs_pfn_t pfn = obj_to_pfn(obj);
+	unsigned idx = obj_to_idx(obj);
+	struct zspage *zspage = page_desc(pool, pfn)->owner;
+	if (!zspage->huge)
+		*obj_header(pool, pfn, idx, class->size) = (unsigned long)zspage->freeobj << 1;
+	else
+		zspage->huge_handle = 0;
+	zspage->freeobj = idx;
+	zspage->inuse--;
+}
+
+/*
+ * Checked mode: does `obj` name a live object whose header names `handle`?
+ * Runs with the pool lock (read) or the object's class lock held.
+ */
+int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj)
+{
+	zs_pfn_t pfn = obj_to_pfn(obj);
+	if (!zs_pages_valid(pool->pages, pfn))
+		return -EINVAL;
+	struct zspage *zspage = page_desc(pool, pfn)->owner;
+	if (!zspage || zspage->class_idx >= pool->nr_classes)
+		return -EINVAL;
+	struct size_class *class = zspage_class(pool, zspage);
+	unsigned idx = obj_to_idx(obj);
+	if (class->size == 0 || obj_to_class_idx(obj) != class->index ||
+	    idx >= class->objs_per_zspage)
+		return -EINVAL;
+	if (zspage->huge)
+		return zspage->huge_handle == handle ? 0 : -EINVAL;
+	/* The object must start in the page obj names. */
+	unsigned long start = (unsigned long)idx * class->size;
+	if (zspage_page(pool, zspage, (unsigned)(start >> pool->page_shift)) != pfn)
+		return -EINVAL;
+	return *obj_header(pool, pfn, idx, class->size) == (handle | OBJ_ALLOCATED_TAG) ? 0
+											: -EINVAL;
+}
+
+/* ---- pool ---- */
+
+void zs_pool_config_init(struct zs_pool_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->page_size = 4096;
+	cfg->max_chain = 8;
+}
+
+static int config_valid(const struct zs_pool_config *c)
+{
+	if (c->page_size < 4096 || c->page_size > 65536 || (c->page_size & (c->page_size - 1)))
+		return 0;
+	if (c->max_chain < 1 || c->max_chain > ZS_MAX_CHAIN)
+		return 0;
+	if (c->free_mode > ZS_FREE_CLASS_INDEX_UNLOCKED || c->chain_policy > ZS_CHAIN_HEURISTIC)
+		return 0;
+	return 1;
+}
+
+struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
+{
+	struct zs_pool_config cfg;
+	if (user_cfg)
+		cfg = *user_cfg;
+	else
+		zs_pool_config_init(&cfg);
+	if (!cfg.page_size)
+		cfg.page_size = 4096;
+	if (!cfg.max_chain)
+		cfg.max_chain = 8;
+	if (!config_valid(&cfg)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct zs_pool *pool = aligned_alloc(64, sizeof(*pool));
+	if (!pool) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(pool, 0, sizeof(*pool));
+	pool->cfg = cfg;
+	snprintf(pool->name, sizeof(pool->name), "%s", cfg.name ? cfg.name : "zs");
+	pool->cfg.name = pool->name;
+	pool->page_size = (unsigned)cfg.page_size;
+	pool->page_shift = (unsigned)__builtin_ctz(pool->page_size);
+	zs_rw_init(&pool->lock);
+	atomic_init(&pool->pages_allocated, 0);
+	atomic_init(&pool->pages_compacted, 0);
+	atomic_init(&pool->compaction_in_progress, 0);
+
+	int err = zs_classes_build(pool);
+	if (!err) {
+		struct zs_pages_config pc = { .page_size = cfg.page_size, .max_pages = cfg.max_pages,
+					      .cache_pages = cfg.page_cache_pages };
+		pool->pages = zs_pages_create(&pc);
+		err = pool->pages ? zs_handles_init(pool) : -ENOMEM;
+	}
+	if (!err)
+		err = zs_deferred_init(pool);
+	if (err) {
+		zs_deferred_destroy(pool);
+		zs_handles_destroy(pool);
+		if (pool->pages)
+			zs_pages_destroy(pool->pages);
+		zs_classes_free(pool);
+		free(pool);
+		errno = -err;
+		return NULL;
+	}
+	return pool;
+}
+
+void zs_destroy_pool(struct zs_pool *pool)
+{
+	if (!pool)
+		return;
+	zs_deferred_destroy(pool);
+	zs_handles_destroy(pool);
+	zs_pages_destroy(pool->pages);
+	zs_classes_free(pool);
+	free(pool);
+}
+
+/* ---- malloc / free ---- */
+
+static struct zspage *find_get_zspage(struct size_class *class)
+{
+	for (int fg = ZS_INUSE_RATIO_99; fg >= ZS_INUSE_RATIO_0; fg--)
+		if (class->fullness_list[fg])
+			return class->fullness_list[fg];
+	return NULL;
+}
+
+unsigned long zs_malloc(struct zs_pool *pool, size_t size)
+{
+	if (zs_unlikely(!size))
+		return (unsigned long)-EINVAL;
+	if (zs_unlikely(size > pool->page_size))
+		return (unsigned long)-ENOSPC;
+	unsigned long handle = zs_handle_alloc(pool);
+	if (zs_unlikely(!handle))
+		return (unsigned long)-ENOMEM;
+
+	struct size_class *class = pool->size_class[size_to_class_index(pool, size + ZS_HANDLE_SIZE)];
+	zs_spin_lock(&class->lock);
+	struct zspage *zspage = find_get_zspage(class);
+	if (zs_likely(zspage)) {
+		unsigned long obj = zs_obj_malloc(pool, zspage, handle);
+		zs_fix_fullness_group(class, zspage);
+		record_obj(handle, obj);
+		class->stats[ZS_OBJS_INUSE]++;
+		zs_spin_unlock(&class->lock);
+		return handle;
+	}
+	zs_spin_unlock(&class->lock);
+
+	/* Like the kernel, allocate the pages with no lock held. */
+	zspage = alloc_zspage(pool, class);
+	if (!zspage) {
+		zs_handle_free(pool, handle);
+		return (unsigned long)-ENOMEM;
+	}
+	zs_spin_lock(&class->lock);
+	unsigned long obj = zs_obj_malloc(pool, zspage, handle);
+	zs_insert_zspage(class, zspage, zs_get_fullness_group(class, zspage));
+	record_obj(handle, obj);
+	atomic_fetch_add_explicit(&pool->pages_allocated, class->pages_per_zspage,
+				  memory_order_relaxed);
+	class->stats[ZS_OBJS_ALLOCATED] += class->objs_per_zspage;
+	class->stats[ZS_OBJS_INUSE]++;
+	zs_spin_unlock(&class->lock);
+	return handle;
+}
+
+struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj)
+{
+	struct zspage *zspage = obj_to_zspage(pool, obj);
+	class->stats[ZS_OBJS_INUSE]--;
+	zs_obj_free(pool, class, obj);
+	if (zs_fix_fullness_group(class, zspage) != ZS_INUSE_RATIO_0)
+		return NULL;
+	zs_unlink_empty_zspage(pool, class, zspage);
+	return zspage;
+}
+
+/* Checked mode, before any lock: the handle is ours and not free or queued. */
+static int handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long *obj)
+{
+	if (!zs_handle_in_pool(pool, handle))
+		return -EINVAL;
+	unsigned long v = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
+	if (v & (HANDLE_FREE_BIT | HANDLE_PENDING_BIT))
+		return -EINVAL;
+	*obj = v;
+	unsigned cidx = obj_to_class_idx(v);
+	if (cidx >= (unsigned)pool->nr_classes || pool->geom[cidx].phys != (int)cidx)
+		return -EINVAL;
+	return 0;
+}
+
+/* Free with the class found through the page, under the pool lock (kernel today). */
+static int free_pool_locked(struct zs_pool *pool, unsigned long handle, int checked)
+{
+	zs_read_lock(&pool->lock);
+	unsigned long obj = handle_to_obj(handle);
+	if (checked && zs_validate_obj(pool, handle, obj)) {
+		zs_read_unlock(&pool->lock);
+		return -EINVAL;
+	}
+	struct zspage *zspage = obj_to_zspage(pool, obj);
+	struct size_class *class = zspage_class(pool, zspage);
+	zs_spin_lock(&class->lock);
+	zs_read_unlock(&pool->lock);
+	struct zspage *empty = zs_free_locked(pool, class, obj);
+	if (empty)
+		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
+	zs_spin_unlock(&class->lock);
+	return 0;
+}
+
+/* Seeds 000/001: the class from obj without the pool lock; obj re-read under the class lock. */
+static int free_class_index(struct zs_pool *pool, unsigned long handle, int checked, int unlocked)
+{
+	unsigned long obj = handle_to_obj(handle);
+	struct size_class *class = &pool->classes[obj_to_class_idx(obj)];
+	zs_spin_lock(&class->lock);
+	obj = handle_to_obj(handle);
+	if (checked && zs_validate_obj(pool, handle, obj)) {
+		zs_spin_unlock(&class->lock);
+		return -EINVAL;
+	}
+	struct zspage *empty = zs_free_locked(pool, class, obj);
+	if (empty && !unlocked)
+		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
+	zs_spin_unlock(&class->lock);
+	if (empty && unlocked)
+		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
+	return 0;
+}
+
+int zs_free(struct zs_pool *pool, unsigned long handle)
+{
+	if (zs_unlikely(!handle || ZS_IS_ERR(handle)))
+		return 0;
+	int checked = pool->cfg.checked;
+	if (checked) {
+		unsigned long obj;
+		if (handle_precheck(pool, handle, &obj))
+			return -EINVAL;
+	}
+	int err;
+	if (pool->cfg.free_mode == ZS_FREE_POOL_LOCK)
+		err = free_pool_locked(pool, handle, checked);
+	else
+		err = free_class_index(pool, handle, checked,
+				       pool->cfg.free_mode == ZS_FREE_CLASS_INDEX_UNLOCKED);
+	if (!err)
+		zs_handle_free(pool, handle);
+	return err;
+}
+
+/* ---- object access ---- */
+
+/*
+ * Resolve a handle and read-lock its zspage so it cannot move; the pool lock
+ * is held only for the lookup.  Returns the zspage or NULL (checked mode).
+ */
+static struct zspage *pin_object(struct zs_pool *pool, unsigned long handle, unsigned long *objp)
+{
+	unsigned long obj;
+	if (pool->cfg.checked && handle_precheck(pool, handle, &obj))
+		return NULL;
+	zs_read_lock(&pool->lock);
+	obj = handle_to_obj(handle);
+	if (pool->cfg.checked && zs_validate_obj(pool, handle, obj)) {
+		zs_read_unlock(&pool->lock);
+		return NULL;
+	}
+	struct zspage *zspage = obj_to_zspage(pool, obj);
+	zs_zspage_read_lock(&zspage->lock);
+	zs_read_unlock(&pool->lock);
+	*objp = obj;
+	return zspage;
+}
+
+static void unpin_object(struct zs_pool *pool, unsigned long handle)
+{
+	/* No pool lock: a read-locked zspage cannot be migrated, so obj is stable. */
+	struct zspage *zspage = obj_to_zspage(pool, handle_to_obj(handle));
+	zs_zspage_read_unlock(&zspage->lock);
+}
+
+/* Payload offset within the object's first page, and the payload capacity. */
+static inline unsigned payload_offset(const struct zs_pool *pool, const struct size_class *class,
+				      unsigned long obj, unsigned *cap)
+{
+	unsigned off = (unsigned)(((unsigned long)obj_to_idx(obj) * class->size) &
+				  (pool->page_size - 1));
+	if (class->huge) {
+		*cap = class->size;
+		return off;
+	}
+	*cap = class->size - ZS_HANDLE_SIZE;
+	return off + ZS_HANDLE_SIZE;
+}
+
+void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
+			void *local_copy)
+{
+	unsigned long obj;
+	struct zspage *zspage = pin_object(pool, handle, &obj);
+	if (zs_unlikely(!zspage))
+		return NULL;
+	struct size_class *class = zspage_class(pool, zspage);
+	unsigned cap, off = payload_offset(pool, class, obj, &cap);
+	if (zs_unlikely(mem_len > cap || (!local_copy && off + mem_len > pool->page_size))) {
+		zs_zspage_read_unlock(&zspage->lock);
+		return NULL;
+	}
+	zs_pfn_t pfn = obj_to_pfn(obj);
+	char *addr = page_addr(pool, pfn);
+	if (zs_likely(off + mem_len <= pool->page_size))
+		return addr + off;
+	/* The object spans two pages: stitch it together in the caller's buffer. */
+	size_t first = pool->page_size - off;
+	memcpy(local_copy, addr + off, first);
+	memcpy((char *)local_copy + first, page_addr(pool, page_desc(pool, pfn)->next),
+	       mem_len - first);
+	return local_copy;
+}
+
+void zs_obj_read_end(struct zs_pool *pool, unsigned long handle, size_t mem_len, void *mem)
+{
+	(void)mem_len;
+	(void)mem;
+	unpin_object(pool, handle);
+}
+
+int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, size_t len)
+{
+	unsigned long obj;
+	struct zspage *zspage = pin_object(pool, handle, &obj);
+	if (zs_unlikely(!zspage))
+		return -EINVAL;
+	struct size_class *class = zspage_class(pool, zspage);
+	unsigned cap, off = payload_offset(pool, class, obj, &cap);
+	if (zs_unlikely(len > cap)) {
+		zs_zspage_read_unlock(&zspage->lock);
+		return -EINVAL;
+	}
+	zs_pfn_t pfn = obj_to_pfn(obj);
+	char *addr = page_addr(pool, pfn);
+	if (zs_likely(off + len <= pool->page_size)) {
+		memcpy(addr + off, src, len);
+	} else {
+		size_t first = pool->page_size - off;
+		memcpy(addr + off, src, first);
+		memcpy(page_addr(pool, page_desc(pool, pfn)->next), (const char *)src + first,
+		       len - first);
+	}
+	zs_zspage_read_unlock(&zspage->lock);
+	return 0;
+}
+
+/* ---- legacy map/unmap (pre seed 004) ---- */
+
+/* The kernel's per-CPU mapping area, per thread here; one mapping at a time. */
+struct mapping_area {
+	char buf[65536]; /* largest pool page */
+	enum zs_mapmode mode;
+	int spanning;
+};
+static pthread_key_t map_key;
+static pthread_once_t map_key_once = PTHREAD_ONCE_INIT;
+
+static void map_key_create(void)
+{
+	pthread_key_create(&map_key, free);
+}
+
+static struct mapping_area *get_mapping_area(void)
+{
+	pthread_once(&map_key_once, map_key_create);
+	struct mapping_area *a = pthread_getspecific(map_key);
+	if (!a) {
+		a = malloc(sizeof(*a));
+		if (a && pthread_setspecific(map_key, a)) {
+			free(a);
+			a = NULL;
+		}
+	}
+	return a;
+}
+
+void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode mm)
+{
+	struct mapping_area *area = get_mapping_area();
+	if (!area)
+		return NULL;
+	unsigned long obj;
+	struct zspage *zspage = pin_object(pool, handle, &obj);
+	if (!zspage)
+		return NULL;
+	struct size_class *class = zspage_class(pool, zspage);
+	zs_pfn_t pfn = obj_to_pfn(obj);
+	unsigned off = (unsigned)(((unsigned long)obj_to_idx(obj) * class->size) &
+				  (pool->page_size - 1));
+	unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
+	char *addr = page_addr(pool, pfn);
+	area->mode = mm;
+	/* The old API decided "spans" from the whole slot (header included), as the kernel did. */
+	if (off + class->size <= pool->page_size) {
+		area->spanning = 0;
+		return addr + off + hdr;
+	}
+	area->spanning = 1;
+	if (mm != ZS_MM_WO) {
+		size_t first = pool->page_size - off;
+		memcpy(area->buf, addr + off, first);
+		memcpy(area->buf + first, page_addr(pool, page_desc(pool, pfn)->next),
+		       class->size - first);
+	}
+	return area->buf + hdr;
+}
+
+void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
+{
+	struct mapping_area *area = get_mapping_area();
+	unsigned long obj = handle_to_obj(handle);
+	struct zspage *zspage = obj_to_zspage(pool, obj);
+	if (area && area->spanning && area->mode != ZS_MM_RO) {
+		struct size_class *class = zspage_class(pool, zspage);
+		zs_pfn_t pfn = obj_to_pfn(obj);
+		unsigned off = (unsigned)(((unsigned long)obj_to_idx(obj) * class->size) &
+					  (pool->page_size - 1));
+		size_t first = pool->page_size - off;
+		memcpy(page_addr(pool, pfn) + off, area->buf, first);
+		memcpy(page_addr(pool, page_desc(pool, pfn)->next), area->buf + first,
+		       class->size - first);
+	}
+	zs_zspage_read_unlock(&zspage->lock);
+}
+
+/* ---- accounting ---- */
+
+unsigned long zs_get_total_pages(const struct zs_pool *pool)
+{
+	long n = atomic_load_explicit(&((struct zs_pool *)pool)->pages_allocated,
+				      memory_order_relaxed);
+	return n > 0 ? (unsigned long)n : 0;
+}
+
+void zs_pool_stats(const struct zs_pool *pool, struct zs_pool_stats *stats)
+{
+	stats->pages_compacted =
+		atomic_load_explicit(&((struct zs_pool *)pool)->pages_compacted, memory_order_relaxed);
+}
+
+size_t zs_pool_page_size(const struct zs_pool *pool)
+{
+	return pool->page_size;
+}
+
+const struct zs_pool_config *zs_pool_get_config(const struct zs_pool *pool)
+{
+	return &pool->cfg;
+}
+
+void zs_pool_trim(struct zs_pool *pool)
+{
+	zs_handles_trim_if_unused(pool);
+	zs_pages_trim(pool->pages);
+}
+
+void zs_pool_fail_pages(struct zs_pool *pool, uint64_t after, uint64_t count)
+{
+	if (after == UINT64_MAX)
+		zs_pages_fail_reset(pool->pages);
+	else
+		zs_pages_fail_after(pool->pages, after, count);
+}
