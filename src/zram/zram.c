@@ -76,6 +76,7 @@ enum {
 struct stream {
 	_Atomic int busy;
 	struct zs_comp *comp;
+	struct zs_comp *recomp;     /* secondary (priority 1) slots; NULL if none configured */
 	unsigned char *buf;         /* compression output, zs_comp_bound(page) bytes */
 	size_t buf_cap;
 	unsigned char *local_copy;  /* one page, for objects spanning two pool pages */
@@ -100,6 +101,11 @@ struct zs_zram {
 	char comp_name[32];
 	char recomp_name[32];
 };
+
+static void count_invalid(struct zs_zram *z)
+{
+	atomic_fetch_add_explicit(&z->invalid_io, 1, memory_order_relaxed);
+}
 
 static inline void cnt_add(struct stream *s, int c, int64_t d)
 {
@@ -254,6 +260,7 @@ void zs_zram_config_init(struct zs_zram_config *cfg)
 	cfg->disksize = 1ull << 30;
 	cfg->comp = "lz4";
 	cfg->backend.kind = "zsmalloc";
+	zs_pool_config_init(&cfg->backend.zs);
 }
 
 static void streams_free(struct zs_zram *z)
@@ -262,6 +269,7 @@ static void streams_free(struct zs_zram *z)
 		return;
 	for (unsigned i = 0; i < z->nstreams; i++) {
 		zs_comp_destroy(z->streams[i].comp);
+		zs_comp_destroy(z->streams[i].recomp);
 		free(z->streams[i].buf);
 		free(z->streams[i].local_copy);
 	}
@@ -314,6 +322,7 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 		bc.kind = "zsmalloc";
 	bc.page_size = ps;
 	bc.zs.page_size = ps;
+	errno = 0;
 	z->b = zs_backend_create(&bc);
 	if (!z->b) {
 		rc = errno ? -errno : -EINVAL;
@@ -341,7 +350,11 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 		rc = zs_comp_create(cfg->comp ? cfg->comp : "lz4", ps, &s->comp);
 		if (rc)
 			goto fail;
+		if (cfg->recomp && (rc = zs_comp_create(cfg->recomp, ps, &s->recomp)))
+			goto fail;
 		s->buf_cap = zs_comp_bound(s->comp, ps);
+		if (s->recomp && zs_comp_bound(s->recomp, ps) > s->buf_cap)
+			s->buf_cap = zs_comp_bound(s->recomp, ps);
 		s->buf = malloc(s->buf_cap);
 		s->local_copy = malloc(ps);
 		rc = -ENOMEM;
@@ -440,7 +453,7 @@ int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 	int n;
 
 	if (unlikely(index >= z->nslots || !page)) {
-		atomic_fetch_add_explicit(&z->invalid_io, 1, memory_order_relaxed);
+		count_invalid(z);
 		return -EINVAL;
 	}
 	sl = &z->slots[index];
@@ -527,7 +540,8 @@ static int read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uin
 	p = zs_backend_read_begin(z->b, h, size, s->local_copy);
 	if (unlikely(!p))
 		return -EIO;
-	if (unlikely(zs_decompress(s->comp, p, size, buf, ps) < 0))
+	/* Priority says which algorithm wrote the object. */
+	if (unlikely(zs_decompress((f & F_PRIO_MASK) ? s->recomp : s->comp, p, size, buf, ps) < 0))
 		rc = -EIO;
 	zs_backend_read_end(z->b, h, size, p);
 	return rc;
@@ -541,7 +555,7 @@ int zs_zram_read(struct zs_zram *z, uint64_t index, void *buf, size_t buf_len)
 	int rc;
 
 	if (unlikely(index >= z->nslots || !buf || buf_len < z->page_size)) {
-		atomic_fetch_add_explicit(&z->invalid_io, 1, memory_order_relaxed);
+		count_invalid(z);
 		return -EINVAL;
 	}
 	sl = &z->slots[index];
@@ -568,7 +582,7 @@ int zs_zram_discard(struct zs_zram *z, uint64_t index)
 	uint32_t f;
 
 	if (index >= z->nslots) {
-		atomic_fetch_add_explicit(&z->invalid_io, 1, memory_order_relaxed);
+		count_invalid(z);
 		return -EINVAL;
 	}
 	sl = &z->slots[index];
@@ -588,8 +602,10 @@ int zs_zram_free_notify(struct zs_zram *z, uint64_t index)
 	uint32_t f;
 	int rc = 0;
 
-	if (index >= z->nslots)
+	if (index >= z->nslots) {
+		count_invalid(z);
 		return -EINVAL;
+	}
 	sl = &z->slots[index];
 	s = stream_get(z);
 	cnt_add(s, C_NOTIFY_FREE, 1);
@@ -607,17 +623,24 @@ int zs_zram_free_notify(struct zs_zram *z, uint64_t index)
 
 /* ---- Ranges ---- */
 
-static int range_ok(const struct zs_zram *z, uint64_t first, uint64_t n)
+static int range_ok(struct zs_zram *z, uint64_t first, uint64_t n)
 {
-	return first < z->nslots && n <= z->nslots - first;
+	if (first < z->nslots && n <= z->nslots - first)
+		return 1;
+	count_invalid(z);
+	return 0;
 }
 
 int zs_zram_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const void *buf)
 {
 	const unsigned char *p = buf;
 
-	if (!range_ok(z, first, n) || !buf)
+	if (!range_ok(z, first, n))
 		return -EINVAL;
+	if (!buf) {
+		count_invalid(z);
+		return -EINVAL;
+	}
 	for (uint64_t i = 0; i < n; i++) {
 		int rc = zs_zram_write(z, first + i, p + i * z->page_size);
 
@@ -631,8 +654,12 @@ int zs_zram_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf,
 {
 	unsigned char *p = buf;
 
-	if (!range_ok(z, first, n) || !buf || buf_len / z->page_size < n)
+	if (!range_ok(z, first, n))
 		return -EINVAL;
+	if (!buf || buf_len / z->page_size < n) {
+		count_invalid(z);
+		return -EINVAL;
+	}
 	for (uint64_t i = 0; i < n; i++) {
 		int rc = zs_zram_read(z, first + i, p + i * z->page_size, z->page_size);
 
@@ -729,24 +756,16 @@ int zs_zram_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t 
 		       unsigned long max_pages, struct zs_zram_recomp_result *res)
 {
 	struct zs_zram_recomp_result r = { 0, 0, 0 };
-	struct zs_comp *rc_comp = NULL;
-	unsigned char *page = NULL, *out = NULL;
-	size_t ps = z->page_size, cap;
+	size_t ps = z->page_size;
+	unsigned char *page;
 	struct stream *s;
-	int rc;
+	int rc = 0;
 
 	if (!z->recomp_name[0] || (threshold && threshold >= z->huge_size))
 		return -EINVAL;
-	rc = zs_comp_create(z->recomp_name, ps, &rc_comp);
-	if (rc)
-		return rc;
-	cap = zs_comp_bound(rc_comp, ps);
 	page = malloc(ps);
-	out = malloc(cap);
-	if (!page || !out) {
-		rc = -ENOMEM;
-		goto done;
-	}
+	if (!page)
+		return -ENOMEM;
 
 	s = stream_get(z);
 	for (uint64_t i = 0; i < z->nslots && (!max_pages || r.scanned < max_pages); i++) {
@@ -768,7 +787,7 @@ int zs_zram_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t 
 			rc = -EIO;
 			break;
 		}
-		n = zs_compress(rc_comp, page, ps, out, cap);
+		n = zs_compress(s->recomp, page, ps, s->buf, s->buf_cap);
 		if (n <= 0 || !recomp_gains(z, old_len, (size_t)n, threshold)) {
 			/* One secondary algorithm: it is also the highest priority, so give up on the page. */
 			cnt_add(s, C_INCOMPRESSIBLE, 1);
@@ -777,7 +796,7 @@ int zs_zram_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t 
 			continue;
 		}
 		h = zs_backend_malloc(z->b, (size_t)n);
-		if (ZS_IS_ERR(h) || zs_backend_write(z->b, h, out, (size_t)n)) {
+		if (ZS_IS_ERR(h) || zs_backend_write(z->b, h, s->buf, (size_t)n)) {
 			if (!ZS_IS_ERR(h))
 				zs_backend_free(z->b, h);
 			slot_unlock(sl, f);
@@ -794,12 +813,9 @@ int zs_zram_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t 
 		r.recompressed++;
 	}
 	stream_put(s);
-done:
 	if (res)
 		*res = r;
 	free(page);
-	free(out);
-	zs_comp_destroy(rc_comp);
 	return rc;
 }
 
