@@ -75,6 +75,7 @@ struct zblock_pool {
 	unsigned words;   /* bitmap words per header */
 	int checked;
 	int nr_classes;
+	size_t max_size;  /* S[last], or page_size when the huge class is on */
 	_Atomic unsigned long total_pages;
 	unsigned slot_sizes[ZB_MAX_CLASSES]; /* copy for the lookup's cache-friendly search */
 	struct zb_class cls[ZB_MAX_CLASSES];
@@ -236,7 +237,7 @@ int zblock_geometry(size_t page_size, int huge, struct zblock_class_info *out, i
 static int lookup(const struct zblock_pool *pool, size_t size)
 {
 	int lo = 0, hi = pool->nr_classes - 1;
-	if (size == 0 || size > pool->slot_sizes[hi])
+	if (size == 0 || size > pool->max_size)
 		return -1;
 	while (lo < hi) {
 		int mid = (lo + hi) / 2;
@@ -434,6 +435,8 @@ struct zblock_pool *zblock_create_pool(const struct zblock_config *cfg)
 	pool->words = (unsigned)((hdr - offsetof(struct zb_block, bitmap)) / 8);
 	pool->checked = !!c.checked;
 	pool->nr_classes = cnt;
+	/* The huge class exists for page-size objects, not to accept larger ones. */
+	pool->max_size = d[cnt - 1].slot_size < c.page_size ? d[cnt - 1].slot_size : c.page_size;
 	for (int i = 0; i < cnt; i++) {
 		pthread_mutex_init(&pool->cls[i].lock, NULL);
 		pool->cls[i].d = d[i];
@@ -578,7 +581,7 @@ size_t zblock_pool_page_size(const struct zblock_pool *pool)
 
 size_t zblock_max_size(const struct zblock_pool *pool)
 {
-	return pool->slot_sizes[pool->nr_classes - 1];
+	return pool->max_size;
 }
 
 size_t zblock_header_size(const struct zblock_pool *pool)
