@@ -1,0 +1,193 @@
+/*
+ * Shared helpers for the bench/ programs: monotonic clock, a small seeded
+ * PRNG and the synthetic compressed-size distribution, median of repeated
+ * rounds, flat JSON output, and the machine description every result is
+ * printed with.  Header-only (static functions) so each bench .c file stays a
+ * single translation unit (public headers only).
+ *
+ * Method shared by all benchmarks: the competitors are measured in the same
+ * process, interleaved round by round (the order rotates each round), and
+ * each result is the median over the rounds.  Ratios are computed from the
+ * medians.  This machine is small and shared, so single numbers are noisy;
+ * the ratios measured side by side are the meaningful output.
+ */
+#ifndef ZS_BENCH_COMMON_H
+#define ZS_BENCH_COMMON_H
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline double bench_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* xorshift64*: deterministic, seeded, good enough for size draws. */
+static inline uint64_t bench_rand(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+/*
+ * Synthetic "compressed 4K page" size, 200..3600 bytes.  Shape (not measured,
+ * chosen to resemble what lz4 does to anonymous memory): the sum of two
+ * uniform draws gives a triangle peaking near 1900 B, plus 10% of small,
+ * highly compressible pages (200..600 B).  Mean about 1750 B.
+ */
+static inline unsigned bench_comp_size(uint64_t *s)
+{
+	uint64_t r = bench_rand(s);
+	if (r % 10 == 0)
+		return 200 + (unsigned)((r >> 8) % 401);
+	unsigned a = (unsigned)((r >> 8) % 1701), b = (unsigned)((r >> 32) % 1701);
+	return 200 + a + b;
+}
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Median of n values (sorts a copy). */
+static inline double bench_median(const double *v, int n)
+{
+	double tmp[256];
+	if (n <= 0)
+		return 0;
+	if (n > 256)
+		n = 256;
+	memcpy(tmp, v, (size_t)n * sizeof(double));
+	qsort(tmp, (size_t)n, sizeof(double), bench_cmp_double);
+	return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+}
+
+static inline double bench_min(const double *v, int n)
+{
+	double m = n ? v[0] : 0;
+	for (int i = 1; i < n; i++)
+		if (v[i] < m)
+			m = v[i];
+	return m;
+}
+
+static inline double bench_max(const double *v, int n)
+{
+	double m = n ? v[0] : 0;
+	for (int i = 1; i < n; i++)
+		if (v[i] > m)
+			m = v[i];
+	return m;
+}
+
+/* CPU model from /proc/cpuinfo ("unknown" when absent). */
+static inline void bench_cpu_model(char *buf, size_t len)
+{
+	snprintf(buf, len, "unknown");
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		return;
+	char line[512];
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "model name", 10)) {
+			char *p = strchr(line, ':');
+			if (p) {
+				p++;
+				while (*p == ' ' || *p == '\t')
+					p++;
+				p[strcspn(p, "\n")] = 0;
+				snprintf(buf, len, "%s", p);
+			}
+			break;
+		}
+	}
+	fclose(f);
+}
+
+/* ---- flat JSON: one object, "key": number | "string" ---- */
+
+struct bench_json {
+	int enabled;
+	int first;
+};
+
+static inline void bench_json_begin(struct bench_json *j, const char *bench)
+{
+	if (!j->enabled)
+		return;
+	char cpu[256];
+	struct utsname u;
+	bench_cpu_model(cpu, sizeof(cpu));
+	if (uname(&u))
+		snprintf(u.release, sizeof(u.release), "unknown");
+	double la[1] = {-1};
+	if (getloadavg(la, 1) < 1)
+		la[0] = -1;
+	printf("{\"bench\": \"%s\", \"nproc\": %ld, \"cpu\": \"%s\", \"kernel\": \"%s\", "
+	       "\"loadavg_start\": %.2f",
+	       bench, sysconf(_SC_NPROCESSORS_ONLN), cpu, u.release, la[0]);
+	j->first = 0;
+}
+
+static inline void bench_json_num(struct bench_json *j, const char *key, double v)
+{
+	if (j->enabled)
+		printf(",\n \"%s\": %.6g", key, v);
+}
+
+static inline void bench_json_str(struct bench_json *j, const char *key, const char *v)
+{
+	if (j->enabled)
+		printf(",\n \"%s\": \"%s\"", key, v);
+}
+
+static inline void bench_json_end(struct bench_json *j)
+{
+	if (j->enabled)
+		printf("\n}\n");
+}
+
+/* Human-readable output goes to stdout, or nowhere with --json. */
+static int bench_quiet;
+static inline void bench_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void bench_say(const char *fmt, ...)
+{
+	if (bench_quiet)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+}
+
+static inline void bench_print_machine(void)
+{
+	char cpu[256];
+	struct utsname u;
+	bench_cpu_model(cpu, sizeof(cpu));
+	if (uname(&u))
+		snprintf(u.release, sizeof(u.release), "unknown");
+	double la[1] = {-1};
+	if (getloadavg(la, 1) < 1)
+		la[0] = -1;
+	bench_say("machine: nproc=%ld, cpu=\"%s\", kernel=%s, loadavg(1min) at start=%.2f\n",
+		  sysconf(_SC_NPROCESSORS_ONLN), cpu, u.release, la[0]);
+	if (la[0] > 0.5)
+		bench_say("note: the machine was busy when this started; expect noise\n");
+}
+
+#endif
