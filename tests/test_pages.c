@@ -1,0 +1,593 @@
+/*
+ * Tests for the page provider (src/pages/pages.c), single-threaded: the
+ * contract every allocator above relies on (distinct, aligned, writable
+ * pages; zeroed descriptors; contiguous runs; limits and injected failures;
+ * config validation; lookups that never crash) and the reason the layer
+ * exists at all, that freed memory really leaves the process's RSS.
+ */
+#include "testutil.h"
+#include "zs/pages.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* TSan keeps shadow memory for pages we DONTNEED, so RSS says nothing there. */
+#if defined(__SANITIZE_THREAD__)
+#define RSS_MEANINGFUL 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RSS_MEANINGFUL 0
+#endif
+#endif
+#ifndef RSS_MEANINGFUL
+#define RSS_MEANINGFUL 1
+#endif
+
+#define KIB ((size_t)1 << 10)
+#define MIB ((size_t)1 << 20)
+
+static struct zs_pages *mk(size_t page_size, size_t chunk_bytes, size_t max_pages, size_t cache)
+{
+	struct zs_pages_config c = { page_size, chunk_bytes, max_pages, cache };
+	struct zs_pages *p = zs_pages_create(&c);
+	REQUIRE(p);
+	return p;
+}
+
+static uint64_t pat(uint64_t seed, size_t i)
+{
+	return (seed + i) * 0x9e3779b97f4a7c15ULL ^ (seed >> 7);
+}
+
+static void fill(void *addr, size_t bytes, uint64_t seed)
+{
+	uint64_t *w = addr;
+	for (size_t i = 0; i < bytes / 8; i++)
+		w[i] = pat(seed, i);
+}
+
+static int verify(const void *addr, size_t bytes, uint64_t seed)
+{
+	const uint64_t *w = addr;
+	for (size_t i = 0; i < bytes / 8; i++)
+		if (w[i] != pat(seed, i))
+			return 0;
+	return 1;
+}
+
+static int desc_is_zero(const struct zs_page_desc *d)
+{
+	static const struct zs_page_desc z;
+	return memcmp(d, &z, sizeof(z)) == 0;
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void test_basic(void)
+{
+	struct zs_pages *p = zs_pages_create(NULL);
+	REQUIRE(p);
+	CHECK_EQ(zs_pages_page_size(p), 4096);
+	CHECK(sizeof(struct zs_page_desc) == 64);
+
+	zs_pfn_t pfn = ZS_PFN_NONE;
+	CHECK_EQ(zs_pages_alloc(p, &pfn), 0);
+	CHECK(pfn != ZS_PFN_NONE);
+	CHECK(zs_pages_valid(p, pfn));
+	char *a = zs_pages_addr(p, pfn);
+	CHECK(((uintptr_t)a & 4095) == 0);
+	memset(a, 0xab, 4096);
+	CHECK(desc_is_zero(zs_pages_desc(p, pfn)));
+	CHECK_EQ(zs_pages_pfn_of(p, a), pfn);
+	CHECK_EQ(zs_pages_pfn_of(p, a + 4095), pfn);
+	CHECK_EQ(zs_pages_in_use(p), 1);
+
+	struct zs_pages_stats st;
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.page_size, 4096);
+	CHECK_EQ(st.pages_in_use, 1);
+	CHECK_EQ(st.pages_peak, 1);
+	CHECK_EQ(st.chunks_mapped, 1);
+	CHECK_EQ(st.bytes_mapped, 2 * MIB);
+	CHECK_EQ(st.allocs, 1);
+
+	zs_pages_free(p, pfn);
+	CHECK(!zs_pages_valid(p, pfn));
+	CHECK_EQ(zs_pages_pfn_of(p, a), ZS_PFN_NONE);
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.pages_in_use, 0);
+	CHECK_EQ(st.frees, 1);
+	CHECK_EQ(st.pages_cached, 1);
+	/* Double free is ignored, not fatal. */
+	zs_pages_free(p, pfn);
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.frees, 1);
+	zs_pages_trim(p);
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.pages_cached, 0);
+	CHECK_EQ(st.chunks_mapped, 0);
+	zs_pages_destroy(p);
+}
+
+/* Many pages over several chunks: distinct, aligned, writable, no overlap. */
+static void test_distinct(size_t ps)
+{
+	enum { N = 3000 };
+	struct zs_pages *p = mk(ps, 0, 0, 0);
+	static zs_pfn_t pfns[N];
+	static uintptr_t addrs[N];
+
+	for (size_t i = 0; i < N; i++) {
+		REQUIRE(zs_pages_alloc(p, &pfns[i]) == 0);
+		char *a = zs_pages_addr(p, pfns[i]);
+		addrs[i] = (uintptr_t)a;
+		CHECK((addrs[i] & (ps - 1)) == 0);
+		CHECK(desc_is_zero(zs_pages_desc(p, pfns[i])));
+		zs_pages_desc(p, pfns[i])->owner = a;
+		zs_pages_desc(p, pfns[i])->word[5] = i;
+		fill(a, ps, pfns[i]);
+	}
+	int ok = 1, lookups = 1;
+	for (size_t i = 0; i < N; i++) {
+		ok &= verify((void *)addrs[i], ps, pfns[i]);
+		ok &= zs_pages_desc(p, pfns[i])->word[5] == i;
+		lookups &= zs_pages_pfn_of(p, (char *)addrs[i] + ps / 2) == pfns[i];
+		lookups &= zs_pages_valid(p, pfns[i]);
+	}
+	CHECK(ok);
+	CHECK(lookups);
+	qsort(addrs, N, sizeof(addrs[0]), cmp_ptr);
+	int disjoint = 1;
+	for (size_t i = 1; i < N; i++)
+		disjoint &= addrs[i] - addrs[i - 1] >= ps;
+	CHECK(disjoint);
+	/* pfns are dense: all below N rounded up to a chunk. */
+	zs_pfn_t maxpfn = 0;
+	for (size_t i = 0; i < N; i++)
+		maxpfn = pfns[i] > maxpfn ? pfns[i] : maxpfn;
+	size_t ppc = 2 * MIB / ps;
+	CHECK(maxpfn < (N + ppc - 1) / ppc * ppc);
+
+	/* Free every other page, reallocate: descriptors come back zeroed. */
+	for (size_t i = 0; i < N; i += 2)
+		zs_pages_free(p, pfns[i]);
+	CHECK_EQ(zs_pages_in_use(p), N / 2);
+	int zeroed = 1;
+	for (size_t i = 0; i < N; i += 2) {
+		REQUIRE(zs_pages_alloc(p, &pfns[i]) == 0);
+		zeroed &= desc_is_zero(zs_pages_desc(p, pfns[i]));
+		fill(zs_pages_addr(p, pfns[i]), ps, pfns[i] ^ 77);
+	}
+	CHECK(zeroed);
+	ok = 1;
+	for (size_t i = 0; i < N; i++)
+		ok &= verify(zs_pages_addr(p, pfns[i]), ps, (i % 2) ? pfns[i] : pfns[i] ^ 77);
+	CHECK(ok);
+	for (size_t i = 0; i < N; i++)
+		zs_pages_free(p, pfns[i]);
+	zs_pages_trim(p);
+	struct zs_pages_stats st;
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.pages_in_use, 0);
+	CHECK_EQ(st.chunks_mapped, 0);
+	CHECK_EQ(st.bytes_mapped, 0);
+	CHECK_EQ(st.pages_peak, N);
+	zs_pages_destroy(p);
+}
+
+static void test_runs(size_t ps)
+{
+	struct zs_pages *p = mk(ps, 0, 0, 0);
+	size_t ppc = 2 * MIB / ps;
+	zs_pfn_t firsts[65];
+
+	for (unsigned n = 1; n <= 64; n++) {
+		if (n > ppc) {
+			CHECK_EQ(zs_pages_alloc_run(p, n, &firsts[n]), -ENOMEM);
+			firsts[n] = ZS_PFN_NONE;
+			continue;
+		}
+		REQUIRE(zs_pages_alloc_run(p, n, &firsts[n]) == 0);
+		char *a = zs_pages_addr(p, firsts[n]);
+		int contig = 1;
+		for (unsigned i = 0; i < n; i++) {
+			contig &= (char *)zs_pages_addr(p, firsts[n] + i) == a + (size_t)i * ps;
+			contig &= zs_pages_valid(p, firsts[n] + i);
+			contig &= desc_is_zero(zs_pages_desc(p, firsts[n] + i));
+			contig &= (firsts[n] + i) / ppc == firsts[n] / ppc;
+		}
+		CHECK(contig);
+		fill(a, n * ps, n);
+	}
+	int ok = 1;
+	for (unsigned n = 1; n <= 64; n++)
+		if (firsts[n] != ZS_PFN_NONE)
+			ok &= verify(zs_pages_addr(p, firsts[n]), n * ps, n);
+	CHECK(ok);
+	/* Free the odd runs and fill the holes with new runs. */
+	for (unsigned n = 1; n <= 64; n += 2)
+		if (firsts[n] != ZS_PFN_NONE)
+			zs_pages_free_run(p, firsts[n], n);
+	for (unsigned n = 1; n <= 64; n += 2) {
+		if (firsts[n] == ZS_PFN_NONE)
+			continue;
+		REQUIRE(zs_pages_alloc_run(p, n, &firsts[n]) == 0);
+		fill(zs_pages_addr(p, firsts[n]), n * ps, n + 1000);
+	}
+	ok = 1;
+	for (unsigned n = 1; n <= 64; n++)
+		if (firsts[n] != ZS_PFN_NONE)
+			ok &= verify(zs_pages_addr(p, firsts[n]), n * ps, n % 2 ? n + 1000 : n);
+	CHECK(ok);
+	for (unsigned n = 1; n <= 64; n++)
+		if (firsts[n] != ZS_PFN_NONE)
+			zs_pages_free_run(p, firsts[n], n);
+	CHECK_EQ(zs_pages_in_use(p), 0);
+
+	zs_pfn_t f;
+	CHECK_EQ(zs_pages_alloc_run(p, 0, &f), -EINVAL);
+	CHECK_EQ(zs_pages_alloc_run(p, 65, &f), -EINVAL);
+	CHECK_EQ(zs_pages_alloc_run(p, 1, NULL), -EINVAL);
+	zs_pages_trim(p);
+	struct zs_pages_stats st;
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.chunks_mapped, 0);
+	zs_pages_destroy(p);
+}
+
+/* A run may take pages out of the hot cache. */
+static void test_run_uses_cache(void)
+{
+	struct zs_pages *p = mk(4096, 64 * KIB, 0, 1000); /* 16 pages per chunk */
+	zs_pfn_t pf[16], f;
+
+	for (int i = 0; i < 16; i++)
+		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+	for (int i = 0; i < 16; i++)
+		zs_pages_free(p, pf[i]);
+	struct zs_pages_stats st;
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.pages_cached, 16);
+	CHECK_EQ(st.chunks_mapped, 1);
+	REQUIRE(zs_pages_alloc_run(p, 16, &f) == 0);
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.pages_cached, 0);
+	CHECK_EQ(st.chunks_mapped, 1);
+	fill(zs_pages_addr(p, f), 16 * 4096, 5);
+	CHECK(verify(zs_pages_addr(p, f), 16 * 4096, 5));
+	zs_pages_free_run(p, f, 16);
+	REQUIRE(zs_pages_alloc(p, &f) == 0);
+	CHECK(desc_is_zero(zs_pages_desc(p, f)));
+	zs_pages_free(p, f);
+	zs_pages_destroy(p);
+}
+
+static void test_limit(void)
+{
+	struct zs_pages *p = mk(4096, 0, 10, 0);
+	zs_pfn_t pf[10], x;
+
+	for (int i = 0; i < 10; i++)
+		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+	CHECK_EQ(zs_pages_alloc(p, &x), -ENOMEM);
+	CHECK_EQ(zs_pages_alloc_run(p, 2, &x), -ENOMEM);
+	zs_pages_free(p, pf[3]);
+	CHECK_EQ(zs_pages_alloc_run(p, 2, &x), -ENOMEM);
+	CHECK_EQ(zs_pages_alloc(p, &pf[3]), 0);
+	CHECK_EQ(zs_pages_alloc(p, &x), -ENOMEM);
+	struct zs_pages_stats st;
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.failed_allocs, 4);
+	CHECK_EQ(st.pages_in_use, 10);
+
+	zs_pages_set_limit(p, 12);
+	CHECK_EQ(zs_pages_alloc_run(p, 2, &x), 0);
+	zs_pfn_t y;
+	CHECK_EQ(zs_pages_alloc(p, &y), -ENOMEM);
+	zs_pages_set_limit(p, 5); /* below use: nothing is taken away */
+	CHECK_EQ(zs_pages_in_use(p), 12);
+	CHECK(zs_pages_valid(p, pf[9]));
+	CHECK_EQ(zs_pages_alloc(p, &y), -ENOMEM);
+	zs_pages_set_limit(p, 0);
+	CHECK_EQ(zs_pages_alloc(p, &y), 0);
+	zs_pages_free(p, y);
+	zs_pages_free_run(p, x, 2);
+	for (int i = 0; i < 10; i++)
+		zs_pages_free(p, pf[i]);
+	CHECK_EQ(zs_pages_in_use(p), 0);
+	zs_pages_destroy(p);
+}
+
+static void test_fail_injection(void)
+{
+	struct zs_pages *p = mk(4096, 0, 0, 0);
+	zs_pfn_t pf[20];
+	int n = 0;
+
+	zs_pages_fail_after(p, 3, 2);
+	CHECK_EQ(zs_pages_alloc(p, &pf[n++]), 0);
+	CHECK_EQ(zs_pages_alloc_run(p, 1, &pf[n++]), 0);
+	CHECK_EQ(zs_pages_alloc(p, &pf[n++]), 0);
+	CHECK_EQ(zs_pages_alloc(p, &pf[n]), -ENOMEM);
+	CHECK_EQ(zs_pages_alloc_run(p, 4, &pf[n]), -ENOMEM);
+	CHECK_EQ(zs_pages_alloc(p, &pf[n++]), 0);
+	CHECK_EQ(zs_pages_alloc(p, &pf[n++]), 0);
+
+	zs_pages_fail_after(p, 0, 0);
+	for (int i = 0; i < 5; i++)
+		CHECK_EQ(zs_pages_alloc(p, &pf[n]), -ENOMEM);
+	zs_pages_fail_reset(p);
+	CHECK_EQ(zs_pages_alloc(p, &pf[n++]), 0);
+
+	zs_pages_fail_after(p, 1, 0);
+	CHECK_EQ(zs_pages_alloc(p, &pf[n++]), 0);
+	CHECK_EQ(zs_pages_alloc(p, &pf[n]), -ENOMEM);
+	CHECK_EQ(zs_pages_alloc(p, &pf[n]), -ENOMEM);
+	zs_pages_fail_reset(p);
+
+	struct zs_pages_stats st;
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.failed_allocs, 9);
+	CHECK_EQ(st.allocs, (uint64_t)n);
+	CHECK_EQ(st.pages_in_use, n);
+	for (int i = 0; i < n; i++)
+		zs_pages_free(p, pf[i]);
+	zs_pages_destroy(p);
+}
+
+static void test_bad_config(void)
+{
+	static const size_t bad_ps[] = { 1, 1000, 2048, 4097, 12288, 131072, (size_t)1 << 40 };
+	for (size_t i = 0; i < sizeof(bad_ps) / sizeof(bad_ps[0]); i++) {
+		struct zs_pages_config c = { .page_size = bad_ps[i] };
+		errno = 0;
+		CHECK(zs_pages_create(&c) == NULL);
+		CHECK_EQ(errno, EINVAL);
+	}
+	static const size_t bad_chunk[] = { 1, 4095, 2048, 3 * 4096, 3 * MIB, (size_t)1 << 40 };
+	for (size_t i = 0; i < sizeof(bad_chunk) / sizeof(bad_chunk[0]); i++) {
+		struct zs_pages_config c = { .chunk_bytes = bad_chunk[i] };
+		errno = 0;
+		CHECK(zs_pages_create(&c) == NULL);
+		CHECK_EQ(errno, EINVAL);
+	}
+	struct zs_pages_config c = { .page_size = 65536, .chunk_bytes = 32 * KIB };
+	errno = 0;
+	CHECK(zs_pages_create(&c) == NULL);
+	CHECK_EQ(errno, EINVAL);
+
+	/* Smallest legal chunk: one page. */
+	struct zs_pages *p = mk(16384, 16384, 0, ZS_PAGES_NO_CACHE);
+	zs_pfn_t a, b, r;
+	CHECK_EQ(zs_pages_alloc(p, &a), 0);
+	CHECK_EQ(zs_pages_alloc(p, &b), 0);
+	CHECK(a != b);
+	CHECK_EQ(zs_pages_alloc_run(p, 2, &r), -ENOMEM);
+	zs_pages_free(p, a);
+	zs_pages_free(p, b);
+	struct zs_pages_stats st;
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.chunks_mapped, 0);
+	zs_pages_destroy(p);
+
+	/* NULL everywhere is harmless. */
+	zs_pages_destroy(NULL);
+	zs_pages_free(NULL, 0);
+	zs_pages_trim(NULL);
+	CHECK_EQ(zs_pages_in_use(NULL), 0);
+	CHECK(!zs_pages_valid(NULL, 0));
+	CHECK_EQ(zs_pages_alloc(NULL, &a), -EINVAL);
+}
+
+/* Garbage pfns and addresses must be answered, never crash. */
+static void test_garbage_lookups(uint64_t *rng)
+{
+	struct zs_pages *p = mk(4096, 0, 0, 0);
+	zs_pfn_t pf[600];
+	int stack_var = 0;
+
+	CHECK(!zs_pages_valid(p, 0));
+	CHECK(!zs_pages_valid(p, ZS_PFN_NONE));
+	for (int i = 0; i < 600; i++)
+		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+	for (int i = 0; i < 300; i++)
+		zs_pages_free(p, pf[i]);
+	zs_pages_trim(p);
+	int bad = 0;
+	for (int i = 0; i < 300; i++)
+		bad += zs_pages_valid(p, pf[i]);
+	for (int i = 300; i < 600; i++)
+		bad += !zs_pages_valid(p, pf[i]);
+	CHECK_EQ(bad, 0);
+	int hits = 0;
+	for (int i = 0; i < 100000; i++) {
+		zs_pfn_t g = tu_rand(rng);
+		switch (i % 4) {
+		case 0: g &= 0xffff; break;
+		case 1: g &= 0xffffffffu; break;
+		case 2: g = ZS_PFN_NONE - (g & 0xff); break;
+		default: break;
+		}
+		hits += zs_pages_valid(p, g);
+		if (!zs_pages_valid(p, g))
+			zs_pages_free(p, g); /* freeing what is not in use is a no-op */
+		hits += zs_pages_pfn_of(p, (void *)(uintptr_t)tu_rand(rng)) != ZS_PFN_NONE;
+	}
+	CHECK_EQ(zs_pages_in_use(p), 300);
+	CHECK(hits >= 0);
+	CHECK_EQ(zs_pages_pfn_of(p, NULL), ZS_PFN_NONE);
+	CHECK_EQ(zs_pages_pfn_of(p, &stack_var), ZS_PFN_NONE);
+	CHECK_EQ(zs_pages_pfn_of(p, (void *)UINTPTR_MAX), ZS_PFN_NONE);
+	for (int i = 300; i < 600; i++)
+		zs_pages_free(p, pf[i]);
+	zs_pages_destroy(p);
+}
+
+static void test_cache(void)
+{
+	struct zs_pages *p = mk(4096, 0, 0, 0); /* default: 256 KiB = 64 pages */
+	zs_pfn_t pf[100];
+	struct zs_pages_stats st;
+
+	for (int i = 0; i < 100; i++)
+		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+	for (int i = 0; i < 100; i++)
+		zs_pages_free(p, pf[i]);
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.pages_cached, 64);
+	CHECK_EQ(st.chunks_mapped, 1);
+	/* Hot pages are reused first, last freed first. */
+	zs_pfn_t x;
+	REQUIRE(zs_pages_alloc(p, &x) == 0);
+	CHECK_EQ(x, pf[63]);
+	zs_pages_free(p, x);
+	zs_pages_trim(p);
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.pages_cached, 0);
+	CHECK_EQ(st.chunks_mapped, 0);
+	zs_pages_destroy(p);
+
+	p = mk(65536, 0, 0, 0); /* 256 KiB = 4 pages */
+	for (int i = 0; i < 10; i++)
+		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+	for (int i = 0; i < 10; i++)
+		zs_pages_free(p, pf[i]);
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.pages_cached, 4);
+	zs_pages_destroy(p);
+
+	p = mk(4096, 0, 0, ZS_PAGES_NO_CACHE);
+	for (int i = 0; i < 10; i++)
+		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+	for (int i = 0; i < 10; i++)
+		zs_pages_free(p, pf[i]);
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.pages_cached, 0);
+	CHECK_EQ(st.chunks_mapped, 0);
+	zs_pages_destroy(p);
+}
+
+/* 64 MiB touched then freed must leave the process, not just the pool. */
+static void test_rss(size_t ps)
+{
+	size_t n = 64 * MIB / ps;
+	zs_pfn_t *pf = malloc(n * sizeof(*pf));
+	REQUIRE(pf);
+	struct zs_pages *p = mk(ps, 0, 0, 0);
+	size_t rss0 = zs_process_rss();
+	CHECK(rss0 > 0);
+	for (size_t i = 0; i < n; i++) {
+		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+		memset(zs_pages_addr(p, pf[i]), (int)(i | 1), ps);
+	}
+	size_t rss1 = zs_process_rss();
+	CHECK(rss1 >= rss0 + 60 * MIB);
+	for (size_t i = 0; i < n; i++)
+		zs_pages_free(p, pf[i]);
+	size_t rss_cached = zs_process_rss();
+	CHECK(!RSS_MEANINGFUL || rss_cached <= rss0 + MIB);
+	zs_pages_trim(p);
+	size_t rss2 = zs_process_rss();
+	printf("rss %zuK page: start %zu KiB, touched %zu KiB, freed %zu KiB, trimmed %zu KiB\n",
+	       ps / KIB, rss0 / KIB, rss1 / KIB, rss_cached / KIB, rss2 / KIB);
+	CHECK(!RSS_MEANINGFUL || rss2 <= rss0 + MIB);
+	struct zs_pages_stats st;
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.bytes_mapped, 0);
+	zs_pages_destroy(p);
+	free(pf);
+}
+
+/* Seeded random single/run alloc and free with per-page checksums. */
+static void test_random(uint64_t *rng, size_t ps, size_t chunk, size_t cache)
+{
+	enum { SLOTS = 512, OPS = 20000 };
+	struct item { zs_pfn_t first; unsigned n; uint64_t seed; } items[SLOTS];
+	struct zs_pages *p = mk(ps, chunk, 0, cache);
+	size_t ppc = (chunk ? chunk : 2 * MIB) / ps;
+	size_t live = 0;
+	int ok = 1;
+
+	memset(items, 0, sizeof(items));
+	for (int i = 0; i < SLOTS; i++)
+		items[i].first = ZS_PFN_NONE;
+	for (int op = 0; op < OPS; op++) {
+		struct item *it = &items[tu_rand(rng) % SLOTS];
+		if (it->first == ZS_PFN_NONE) {
+			unsigned n = tu_rand(rng) % 4 ? 1 : 1 + (unsigned)(tu_rand(rng) % 8);
+			if (n > ppc)
+				n = 1;
+			int rc = n == 1 && tu_rand(rng) % 2 ? zs_pages_alloc(p, &it->first)
+							    : zs_pages_alloc_run(p, n, &it->first);
+			REQUIRE(rc == 0);
+			it->n = n;
+			it->seed = tu_rand(rng);
+			for (unsigned i = 0; i < n; i++) {
+				ok &= desc_is_zero(zs_pages_desc(p, it->first + i));
+				zs_pages_desc(p, it->first + i)->word[0] = it->seed + i;
+			}
+			fill(zs_pages_addr(p, it->first), n * ps, it->seed);
+			live += n;
+		} else {
+			ok &= verify(zs_pages_addr(p, it->first), it->n * ps, it->seed);
+			for (unsigned i = 0; i < it->n; i++) {
+				ok &= zs_pages_desc(p, it->first + i)->word[0] == it->seed + i;
+				ok &= zs_pages_valid(p, it->first + i);
+			}
+			if (it->n > 1 && tu_rand(rng) % 2) {
+				for (unsigned i = 0; i < it->n; i++)
+					zs_pages_free(p, it->first + i);
+			} else {
+				zs_pages_free_run(p, it->first, it->n);
+			}
+			it->first = ZS_PFN_NONE;
+			live -= it->n;
+		}
+		if (op % 5000 == 0)
+			zs_pages_trim(p);
+		if (zs_pages_in_use(p) != live)
+			ok = 0;
+	}
+	CHECK(ok);
+	for (int i = 0; i < SLOTS; i++) {
+		if (items[i].first == ZS_PFN_NONE)
+			continue;
+		ok &= verify(zs_pages_addr(p, items[i].first), items[i].n * ps, items[i].seed);
+		zs_pages_free_run(p, items[i].first, items[i].n);
+	}
+	CHECK(ok);
+	CHECK_EQ(zs_pages_in_use(p), 0);
+	zs_pages_trim(p);
+	struct zs_pages_stats st;
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.chunks_mapped, 0);
+	CHECK_EQ(st.pages_cached, 0);
+	zs_pages_destroy(p);
+}
+
+int main(void)
+{
+	uint64_t rng = tu_seed("test_pages");
+
+	test_basic();
+	test_bad_config();
+	for (size_t ps = 4096; ps <= 65536; ps *= 4) {
+		test_distinct(ps);
+		test_runs(ps);
+		test_rss(ps);
+		test_random(&rng, ps, 0, 0);
+	}
+	test_run_uses_cache();
+	test_limit();
+	test_fail_injection();
+	test_garbage_lookups(&rng);
+	test_cache();
+	test_random(&rng, 4096, 64 * KIB, 3);
+	test_random(&rng, 4096, 32 * KIB, ZS_PAGES_NO_CACHE);
+	test_random(&rng, 16384, 16384, 1);
+	return tu_done();
+}
