@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Owner: trace replay (issue 2 §4-5).  Replays every committed kernel trace
 # (tests/data/*.xz, recorded with zram-trace / zram-trace-mix on Linux 6.18)
-# with BUILD_DIR/zs replay, under each zs_free policy and deferred free: all
-# of them must give the kernel's page counts record for record.  Also checks
+# with BUILD_DIR/zs replay, under each zs_free policy, deferred free, checked
+# mode, and through the zram store (--store, contents read back): all of them
+# must give the kernel's page counts record for record.  Also checks
 # that replay rejects bad input with exit status 2.
 # Usage: bash tests/replay.sh BUILD_DIR   (from the repository root)
 set -u
@@ -22,7 +23,8 @@ if [ ${#traces[@]} -lt 4 ]; then
 	fail=$((fail + 1))
 fi
 for t in "${traces[@]}"; do
-	for mode in "" "--free-mode class" "--free-mode class-unlocked" "--deferred"; do
+	for mode in "" "--free-mode class" "--free-mode class-unlocked" "--deferred" "--checked" \
+		"--store --verify"; do
 		# shellcheck disable=SC2086
 		out=$("$zs" replay "$t" $mode 2>&1)
 		rc=$?

@@ -8,6 +8,12 @@
  * pages hold no object; huge pages are page-size objects) and nothing else.
  * Public headers only.  Plain and .xz traces (liblzma stream decoder).
  *
+ * --store replays through libzs's zram store (zs/zram.h) instead: each write
+ * becomes a real page that the store compresses, built so that the store's
+ * compressor (lz4) yields exactly the recorded size (a zero page for 's', a
+ * random page for 'h'), so the store's own write/overwrite/slot_free path and
+ * its mm_stat are what is compared.
+ *
  * Exit: 0 no mismatch, 1 mismatches, 2 usage, I/O, parse or allocator error.
  */
 #include <errno.h>
@@ -20,6 +26,9 @@
 #include <time.h>
 
 #include "cmds.h"
+#include "zs/backend.h"
+#include "zs/compress.h"
+#include "zs/zram.h"
 #include "zs/zsmalloc.h"
 
 /* ------------------------------------------------------------------ */
@@ -181,6 +190,9 @@ struct slot {
 	uint32_t size;
 	uint8_t flags;
 	uint8_t used;
+	int16_t synth_delta;   /* --store: synthesized length - recorded size */
+	uint16_t synth_k;      /* --store: page recipe (see synth_page) */
+	uint8_t synth_v;
 };
 
 struct ctx_entry {
@@ -193,7 +205,7 @@ struct ctx_entry {
 struct opts {
 	const char *path;
 	long chain;           /* -1: from the header */
-	int verbose, json, deferred, checked, fail_fast;
+	int verbose, json, deferred, checked, fail_fast, store, verify;
 	int context, max_report;
 	enum zs_free_mode free_mode;
 };
@@ -206,9 +218,28 @@ struct mismatch {
 	int cls;
 };
 
+/*
+ * --store: pages whose compressed length (with the store's compressor) is a
+ * wanted size.  Recipe (k, v): k bytes of a fixed random buffer followed by
+ * tail variant v.  len_k/len_v map a length to the first recipe giving it.
+ */
+#define SYNTH_VARIANTS 4
+struct synth {
+	struct zs_comp *comp;
+	size_t ps;
+	uint8_t *rnd, *page, *out;
+	size_t out_cap;
+	int32_t *len_k; /* -1: no recipe for this length */
+	uint8_t *len_v;
+};
+
 struct replay {
 	struct opts o;
 	struct zs_pool *pool;
+	struct zs_zram *z;
+	struct synth sy;
+	long synth_inexact, verify_errors;
+	int64_t synth_delta_total;
 	size_t page_size;
 	struct slot *slots;
 	size_t nslots;
@@ -282,13 +313,197 @@ static int slot_free(struct replay *R, struct slot *s, long line)
 	} else {
 		if (s->flags & SL_HUGE)
 			R->st[F_HUGE]--;
-		if (do_free(R, s->handle, line))
+		if (!R->z && do_free(R, s->handle, line))
 			return 2;
 		R->st[F_COMPR] -= s->size;
 	}
 	R->st[F_STORED]--;
 	memset(s, 0, sizeof(*s));
 	return 0;
+}
+
+static void synth_page(struct synth *sy, unsigned k, unsigned v, uint8_t *page)
+{
+	size_t ps = sy->ps;
+	memcpy(page, sy->rnd, k);
+	switch (v) {
+	case 0: /* zeros */
+		memset(page + k, 0, ps - k);
+		break;
+	case 1: /* zeros, one random byte in the middle of them */
+		memset(page + k, 0, ps - k);
+		page[k + (ps - k) / 2] = sy->rnd[ps - 1] | 1;
+		break;
+	case 2: /* a two-byte pattern */
+		for (size_t i = k; i < ps; i++)
+			page[i] = (i & 1) ? 0x5a : 0xa5;
+		break;
+	default: /* zeros with a random 8-byte run near the end */
+		memset(page + k, 0, ps - k);
+		if (ps - k > 64)
+			memcpy(page + ps - 40, sy->rnd + ps - 8, 8);
+		break;
+	}
+}
+
+static int same_filled(const uint8_t *page, size_t ps)
+{
+	uint64_t w0, w;
+	memcpy(&w0, page, 8);
+	for (size_t i = 8; i < ps; i += 8) {
+		memcpy(&w, page + i, 8);
+		if (w != w0)
+			return 0;
+	}
+	return 1;
+}
+
+static int synth_init(struct synth *sy, const char *comp, size_t ps)
+{
+	int rc = zs_comp_create(comp, ps, &sy->comp);
+	if (rc)
+		return rc;
+	sy->ps = ps;
+	sy->out_cap = zs_comp_bound(sy->comp, ps);
+	sy->rnd = malloc(ps);
+	sy->page = malloc(ps);
+	sy->out = malloc(sy->out_cap);
+	sy->len_k = malloc((ps + 1) * sizeof(*sy->len_k));
+	sy->len_v = calloc(ps + 1, 1);
+	if (!sy->rnd || !sy->page || !sy->out || !sy->len_k || !sy->len_v)
+		return -ENOMEM;
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (size_t i = 0; i < ps; i++) { /* xorshift64*: fixed, incompressible bytes */
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		sy->rnd[i] = (uint8_t)((x * 0x2545f4914f6cdd1dull) >> 56);
+	}
+	for (size_t i = 0; i <= ps; i++)
+		sy->len_k[i] = -1;
+	for (unsigned v = 0; v < SYNTH_VARIANTS; v++)
+		for (size_t k = 0; k < ps; k++) {
+			synth_page(sy, (unsigned)k, v, sy->page);
+			if (same_filled(sy->page, ps))
+				continue;
+			int n = zs_compress(sy->comp, sy->page, ps, sy->out, sy->out_cap);
+			if (n > 0 && (size_t)n <= ps && sy->len_k[n] < 0) {
+				sy->len_k[n] = (int32_t)k;
+				sy->len_v[n] = (uint8_t)v;
+			}
+		}
+	return 0;
+}
+
+static void synth_free(struct synth *sy)
+{
+	if (sy->comp)
+		zs_comp_destroy(sy->comp);
+	free(sy->rnd);
+	free(sy->page);
+	free(sy->out);
+	free(sy->len_k);
+	free(sy->len_v);
+}
+
+static int class_of(struct replay *R, size_t size);
+
+/*
+ * Pick the recipe for a compressed object of `size` bytes: exact if one
+ * exists, else the nearest length in the same size class (same page
+ * accounting; the compr_bytes difference is tracked).  -1 if none.
+ */
+static long synth_pick(struct replay *R, size_t size)
+{
+	struct synth *sy = &R->sy;
+	if (sy->len_k[size] >= 0)
+		return (long)size;
+	size_t huge = zs_huge_class_size(R->pool);
+	int cls = class_of(R, size);
+	for (size_t d = 1; d < sy->ps; d++) {
+		size_t c[2] = { size - d, size + d };
+		for (int i = 0; i < 2; i++) {
+			if (c[i] == 0 || c[i] > sy->ps || (d > size && i == 0))
+				continue;
+			if (sy->len_k[c[i]] >= 0 && c[i] < huge && class_of(R, c[i]) == cls)
+				return (long)c[i];
+		}
+		if (d > 64)
+			break;
+	}
+	return -1;
+}
+
+static int store_write(struct replay *R, struct slot *s, unsigned long idx, unsigned long size,
+		       char flag, long line)
+{
+	struct synth *sy = &R->sy;
+	long len = (long)size;
+	unsigned k = 0, v = 0;
+	if (flag == 's') {
+		memset(sy->page, 0, sy->ps);
+		v = 255;
+	} else if (flag == 'h') {
+		memcpy(sy->page, sy->rnd, sy->ps);
+		k = (unsigned)sy->ps;
+		v = 254;
+	} else {
+		len = synth_pick(R, size);
+		if (len < 0) {
+			fprintf(stderr, "zs replay: line %ld: --store cannot make a page that compresses to "
+					"%lu bytes (or another size of its class)\n", line, size);
+			return 2;
+		}
+		if (len != (long)size)
+			R->synth_inexact++;
+		k = (unsigned)sy->len_k[len];
+		v = sy->len_v[len];
+		synth_page(sy, k, v, sy->page);
+	}
+	int rc = zs_zram_write(R->z, idx, sy->page);
+	if (rc) {
+		fprintf(stderr, "zs replay: line %ld: zs_zram_write(slot %lu): %s\n", line, idx,
+			strerror(-rc));
+		return 2;
+	}
+	if (s->used)
+		R->synth_delta_total -= s->synth_delta;
+	s->synth_delta = flag == 'n' ? (int16_t)(len - (long)size) : 0;
+	R->synth_delta_total += s->synth_delta;
+	s->synth_k = (uint16_t)k;
+	s->synth_v = (uint8_t)v;
+	return 0;
+}
+
+/* --verify: read every stored slot back through the store and compare. */
+static void store_verify(struct replay *R, long line)
+{
+	struct synth *sy = &R->sy;
+	uint8_t *want = malloc(sy->ps), *got = malloc(sy->ps);
+	if (!want || !got) {
+		free(want);
+		free(got);
+		return;
+	}
+	for (size_t i = 0; i < R->nslots; i++) {
+		struct slot *s = &R->slots[i];
+		if (!s->used)
+			continue;
+		if (s->synth_v == 255)
+			memset(want, 0, sy->ps);
+		else if (s->synth_v == 254)
+			memcpy(want, sy->rnd, sy->ps);
+		else
+			synth_page(sy, s->synth_k, s->synth_v, want);
+		int rc = zs_zram_read(R->z, i, got, sy->ps);
+		if (rc || memcmp(want, got, sy->ps)) {
+			if (R->verify_errors++ < 5)
+				fprintf(stderr, "zs replay: line %ld: slot %zu reads back %s\n", line, i,
+					rc ? strerror(-rc) : "different contents");
+		}
+	}
+	free(want);
+	free(got);
 }
 
 static int class_of(struct replay *R, size_t size)
@@ -306,6 +521,29 @@ static int op_write(struct replay *R, unsigned long idx, unsigned long size, cha
 		return fail(line, "%s", "out of memory for slots");
 	R->nw++;
 	R->pending_cls = -1;
+	if (R->z) {
+		if (flag != 's')
+			R->pending_cls = class_of(R, flag == 'h' ? R->page_size : size);
+		if (store_write(R, s, idx, size, flag, line))
+			return 2;
+		if (!s->used)
+			R->st[F_STORED]++;
+		else
+			R->st[F_COMPR] -= s->size;
+		if (s->used && (s->flags & SL_SAME))
+			R->st[F_SAME]--;
+		if (s->used && (s->flags & SL_HUGE))
+			R->st[F_HUGE]--;
+		s->used = 1;
+		s->size = (uint32_t)size;
+		s->flags = flag == 's' ? SL_SAME : flag == 'h' ? SL_HUGE : 0;
+		R->st[F_COMPR] += size;
+		R->st[F_SAME] += flag == 's';
+		R->st[F_HUGE] += flag == 'h';
+		R->nsame += flag == 's';
+		R->nhuge += flag == 'h';
+		return 0;
+	}
 	if (flag == 's') {
 		/* same-filled: free the old object, allocate nothing */
 		if (slot_free(R, s, line))
@@ -346,6 +584,19 @@ static int op_write(struct replay *R, unsigned long idx, unsigned long size, cha
 static void current(struct replay *R, uint64_t got[NF])
 {
 	struct zs_pool_stats ps;
+	if (R->z) {
+		struct zs_zram_stats st;
+		if (R->o.deferred)
+			zs_zram_flush(R->z);
+		zs_zram_get_stats(R->z, &st);
+		got[F_MEM] = st.mem_used_total / R->page_size;
+		got[F_COMPACTED] = st.pages_compacted;
+		got[F_STORED] = st.orig_data_size / R->page_size;
+		got[F_COMPR] = st.compr_data_size - (uint64_t)R->synth_delta_total;
+		got[F_SAME] = st.same_pages;
+		got[F_HUGE] = st.huge_pages;
+		return;
+	}
 	if (R->o.deferred)
 		zs_free_deferred_flush(R->pool);
 	zs_pool_stats(R->pool, &ps);
@@ -480,6 +731,10 @@ static void usage(FILE *f)
 		"  --free-mode M      pool | class | class-unlocked (zs_free locking policy)\n"
 		"  --deferred         free with zs_free_deferred, flush before each comparison\n"
 		"  --checked          checked pool mode (every handle validated)\n"
+		"  --store            replay through the zram store (zs/zram.h): real pages made\n"
+		"                     to compress (lz4) to the recorded sizes\n"
+		"  --verify           with --store: read every slot back after each compaction\n"
+		"                     and at the end\n"
 		"  --context N        preceding operations shown per mismatch (default 8, max 64)\n"
 		"  --max-report N     mismatches shown in detail (default 3)\n"
 		"  --fail-fast        stop at the first mismatch\n"
@@ -526,6 +781,30 @@ static int parse_fields(const char *s, uint64_t *v, int n, const char **rest)
 
 #define MAX_SLOT (1UL << 26)
 
+/* --store prepass: the largest slot a 'w' or 'd' names (the store needs a disksize). */
+static long scan_max_slot(const char *path)
+{
+	struct reader *r = malloc(sizeof(*r));
+	char *line = NULL;
+	size_t cap = 0;
+	long n, max = 0;
+	if (!r || rd_open(r, path)) {
+		free(r);
+		return -1;
+	}
+	while ((n = rd_line(r, &line, &cap)) >= 0) {
+		if ((line[0] == 'w' || line[0] == 'd') && line[1] == ' ') {
+			unsigned long v = strtoul(line + 2, NULL, 10);
+			if (v < MAX_SLOT && (long)v > max)
+				max = (long)v;
+		}
+	}
+	rd_close(r);
+	free(r);
+	free(line);
+	return n == -2 ? -1 : max;
+}
+
 int cmd_replay(int argc, char **argv)
 {
 	struct opts o = { .chain = -1, .context = 8, .max_report = 3,
@@ -544,6 +823,10 @@ int cmd_replay(int argc, char **argv)
 			o.deferred = 1;
 		} else if (!strcmp(a, "--checked")) {
 			o.checked = 1;
+		} else if (!strcmp(a, "--store")) {
+			o.store = 1;
+		} else if (!strcmp(a, "--verify")) {
+			o.verify = 1;
 		} else if (!strcmp(a, "--fail-fast")) {
 			o.fail_fast = 1;
 		} else if (!strcmp(a, "--chain") || !strcmp(a, "--context") ||
@@ -681,7 +964,42 @@ int cmd_replay(int argc, char **argv)
 			cfg.max_chain = (unsigned)(o.chain > 0 ? o.chain : hdr_chain > 0 ? hdr_chain : 8);
 			cfg.free_mode = o.free_mode;
 			cfg.checked = o.checked;
-			R->pool = zs_create_pool(&cfg);
+			if (o.store) {
+				long maxslot = scan_max_slot(o.path);
+				if (maxslot < 0) {
+					fail(0, "%s: cannot read the trace", o.path);
+					goto out;
+				}
+				struct zs_zram_config zc;
+				zs_zram_config_init(&zc);
+				zc.page_size = (size_t)page_size;
+				zc.disksize = (uint64_t)(maxslot + 1) * (uint64_t)page_size;
+				zc.comp = "lz4";
+				zc.backend.kind = "zsmalloc";
+				zc.backend.page_size = (size_t)page_size;
+				zc.backend.checked = o.checked;
+				zc.backend.zs = cfg;
+				zc.deferred_free = o.deferred;
+				int zr = zs_zram_create(&zc, &R->z);
+				if (zr) {
+					fprintf(stderr, "zs replay: zs_zram_create(page_size %ld, chain %u): %s\n",
+						page_size, cfg.max_chain, strerror(-zr));
+					goto out;
+				}
+				R->pool = zs_backend_zspool(zs_zram_backend(R->z));
+				if (!R->pool) {
+					fail(0, "%s", "--store: the zram store has no zsmalloc pool");
+					goto out;
+				}
+				zr = synth_init(&R->sy, zc.comp, (size_t)page_size);
+				if (zr) {
+					fprintf(stderr, "zs replay: --store: compressor %s: %s\n", zc.comp,
+						strerror(-zr));
+					goto out;
+				}
+			} else {
+				R->pool = zs_create_pool(&cfg);
+			}
 			if (!R->pool) {
 				fprintf(stderr, "zs replay: zs_create_pool(page_size %ld, chain %u): %s\n",
 					page_size, cfg.max_chain, strerror(errno));
@@ -696,8 +1014,9 @@ int cmd_replay(int argc, char **argv)
 				       o.path, comp, kernel, page_size, chs);
 				if (data_desc[0])
 					printf("  data %s\n", data_desc);
-				printf("pool: page_size %zu, chain %u, free_mode %s%s%s, huge_class_size %zu, "
+				printf("%s: page_size %zu, chain %u, free_mode %s%s%s, huge_class_size %zu, "
 				       "%d logical classes\n",
+				       o.store ? "zram store (lz4) on pool" : "pool",
 				       zs_pool_page_size(R->pool), cfg.max_chain, free_mode_name(o.free_mode),
 				       o.deferred ? ", deferred" : "", o.checked ? ", checked" : "",
 				       zs_huge_class_size(R->pool), zs_class_count(R->pool));
@@ -760,6 +1079,16 @@ int cmd_replay(int argc, char **argv)
 				goto out;
 			}
 			R->nd++;
+			if (R->z) {
+				int zr = zs_zram_discard(R->z, v[0]);
+				if (zr) {
+					fprintf(stderr, "zs replay: line %ld: zs_zram_discard(%" PRIu64 "): %s\n",
+						lineno, v[0], strerror(-zr));
+					goto out;
+				}
+				if (v[0] < R->nslots && R->slots[v[0]].used)
+					R->synth_delta_total -= R->slots[v[0]].synth_delta;
+			}
 			if (v[0] < R->nslots && slot_free(R, &R->slots[v[0]], lineno))
 				goto out;
 		} else if (s[0] == 'c') {
@@ -768,9 +1097,17 @@ int cmd_replay(int argc, char **argv)
 				goto out;
 			}
 			R->nc++;
-			if (o.deferred)
-				zs_free_deferred_flush(R->pool);
-			zs_compact(R->pool);
+			if (R->z) {
+				if (o.deferred)
+					zs_zram_flush(R->z);
+				zs_zram_compact(R->z);
+				if (o.verify)
+					store_verify(R, lineno);
+			} else {
+				if (o.deferred)
+					zs_free_deferred_flush(R->pool);
+				zs_compact(R->pool);
+			}
 		} else {
 			fail(lineno, "unknown record '%s'", s);
 			goto out;
@@ -786,6 +1123,8 @@ int cmd_replay(int argc, char **argv)
 		fail(0, "%s: no operations with '=' records (not a zram-trace?)", o.path);
 		goto out;
 	}
+	if (R->z && o.verify)
+		store_verify(R, lineno);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 
@@ -803,7 +1142,9 @@ int cmd_replay(int argc, char **argv)
 		       R->mismatches, R->first_bad_record, R->nw, R->nd, R->nc, R->nsame, R->nhuge, secs);
 		for (int i = 0; i < NF; i++)
 			printf("%s\"%s\": %u", i ? ", " : "", fname[i], R->field_bad[i]);
-		printf("}, \"first_mismatches\": [");
+		printf("}, \"store\": %s, \"store_inexact_sizes\": %ld, \"verify_errors\": %ld",
+		       o.store ? "true" : "false", R->synth_inexact, R->verify_errors);
+		printf(", \"first_mismatches\": [");
 		for (int i = 0; i < R->nshown; i++) {
 			const struct mismatch *m = &R->shown[i];
 			printf("%s{\"record\": %ld, \"line\": %ld, \"op\": ", i ? ", " : "", m->record,
@@ -830,6 +1171,13 @@ int cmd_replay(int argc, char **argv)
 				printf(" %s %u", fname[i], R->field_bad[i]);
 			printf("\n");
 		}
+		if (R->z)
+			printf("  store: %ld writes synthesized at another size of the same class%s\n",
+			       R->synth_inexact,
+			       o.verify ? (R->verify_errors ? ", READ-BACK ERRORS" : ", all slots read back intact")
+					: "");
+		if (R->verify_errors)
+			printf("  %ld slots read back wrong\n", R->verify_errors);
 		if (R->huge_class_warnings)
 			printf("  warning: %ld 'n' writes at or above libzs huge_class_size %zu "
 			       "(the kernel stored them as normal objects)\n",
@@ -837,10 +1185,13 @@ int cmd_replay(int argc, char **argv)
 		for (int i = 0; i < R->nshown; i++)
 			print_mismatch(R, &R->shown[i]);
 	}
-	rc = R->mismatches ? 1 : 0;
+	rc = R->mismatches || R->verify_errors ? 1 : 0;
 out:
-	if (R->pool)
+	if (R->z)
+		zs_zram_destroy(R->z);
+	else if (R->pool)
 		zs_destroy_pool(R->pool);
+	synth_free(&R->sy);
 	free(R->slots);
 	free(R->ring);
 	free(R->shown);
