@@ -1,0 +1,288 @@
+/*
+ * bench_zram: what the zram store costs on top of its compressor, and how it
+ * compares with the kernel's zram, on the same pages in one run.
+ *
+ * For each compressor and thread count: raw compress / decompress of every
+ * page with the library's contexts (the floor: no allocator, no slot table),
+ * then the store's write / read of the same pages.  store/raw is the
+ * allocator's (and slot table's) share of the time.  With root and zram
+ * present the kernel device gets the same pages with 4 KiB O_DIRECT I/O
+ * (single thread, as one process doing swap-like I/O), and store/kernel is
+ * printed for the single-thread rows.  Times are the best of --reps runs.
+ *
+ * usage: bench_zram [--max SIZE_MB] [--reps N] [--comp lz4,zstd] [--threads 1,2]
+ *                   [--backend KIND] [--no-kernel] [PATH...]   (default /usr/bin)
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "zs/compress.h"
+#include "zs/zram.h"
+
+#define MAXT 16
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+enum phase { RAW_COMP, RAW_DECOMP, STORE_WRITE, STORE_READ };
+
+struct ctx {
+	const struct zs_pageset *ps;
+	const char *comp;
+	unsigned char *cbuf;     /* raw: compressed pages, `stride` bytes apart */
+	int *clen;
+	size_t stride;
+	unsigned char *out;      /* read / decompress target (prefaulted) */
+	struct zs_zram *z;
+};
+
+struct job {
+	struct ctx *c;
+	enum phase ph;
+	size_t first, n;
+	struct zs_comp *comp;
+	long errors;
+	pthread_barrier_t *bar;
+	double t0, t1;
+};
+
+static void *work(void *arg)
+{
+	struct job *j = arg;
+	struct ctx *c = j->c;
+	size_t psz = c->ps->page_size;
+
+	pthread_barrier_wait(j->bar);
+	j->t0 = now_s();
+	for (size_t i = j->first; i < j->first + j->n; i++) {
+		const unsigned char *page = c->ps->data + i * psz;
+		int rc;
+
+		switch (j->ph) {
+		case RAW_COMP:
+			rc = zs_compress(j->comp, page, psz, c->cbuf + i * c->stride, c->stride);
+			c->clen[i] = rc;
+			break;
+		case RAW_DECOMP:
+			rc = zs_decompress(j->comp, c->cbuf + i * c->stride, (size_t)c->clen[i],
+					   c->out + i * psz, psz);
+			break;
+		case STORE_WRITE:
+			rc = zs_zram_write(c->z, i, page);
+			break;
+		default:
+			rc = zs_zram_read(c->z, i, c->out + i * psz, psz);
+			break;
+		}
+		j->errors += rc < 0;
+	}
+	j->t1 = now_s();
+	return NULL;
+}
+
+/* Wall time of one phase over all pages with `nt` threads, contiguous page ranges each. */
+static double run(struct ctx *c, enum phase ph, unsigned nt, struct zs_comp **comps, long *errors)
+{
+	pthread_t tid[MAXT];
+	struct job jobs[MAXT];
+	pthread_barrier_t bar;
+	size_t np = c->ps->npages, per = (np + nt - 1) / nt;
+	double t0 = 1e30, t1 = 0;
+
+	pthread_barrier_init(&bar, NULL, nt);
+	for (unsigned k = 0; k < nt; k++) {
+		size_t first = (size_t)k * per < np ? (size_t)k * per : np;
+
+		jobs[k] = (struct job){ c, ph, first, np - first < per ? np - first : per,
+					comps ? comps[k] : NULL, 0, &bar, 0, 0 };
+		if (k)
+			pthread_create(&tid[k], NULL, work, &jobs[k]);
+	}
+	work(&jobs[0]);
+	for (unsigned k = 1; k < nt; k++)
+		pthread_join(tid[k], NULL);
+	pthread_barrier_destroy(&bar);
+	for (unsigned k = 0; k < nt; k++) {
+		t0 = jobs[k].t0 < t0 ? jobs[k].t0 : t0;
+		t1 = jobs[k].t1 > t1 ? jobs[k].t1 : t1;
+		*errors += jobs[k].errors;
+	}
+	return t1 - t0;
+}
+
+static double mbps(uint64_t bytes, double s)
+{
+	return s > 0 ? (double)bytes / s / 1e6 : 0;
+}
+
+static int split_list(char *s, char **out, int max)
+{
+	int n = 0;
+
+	for (char *tok = strtok(s, ","); tok && n < max; tok = strtok(NULL, ","))
+		out[n++] = tok;
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	char comp_arg[128] = "lz4,zstd", thr_arg[64] = "1,2", *comps[8], *thr[8];
+	const char *backend = "zsmalloc";
+	char *def_paths[] = { "/usr/bin" }, **paths = def_paths;
+	int npaths = 1, reps = 3, kernel = 1, ncomp, nthr;
+	uint64_t max_mb = 64;
+	struct zs_pageset ps;
+	unsigned char *out;
+	size_t bytes;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--max") && i + 1 < argc)
+			max_mb = strtoull(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+			reps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--comp") && i + 1 < argc)
+			snprintf(comp_arg, sizeof(comp_arg), "%s", argv[++i]);
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			snprintf(thr_arg, sizeof(thr_arg), "%s", argv[++i]);
+		else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+			backend = argv[++i];
+		else if (!strcmp(argv[i], "--no-kernel"))
+			kernel = 0;
+		else if (argv[i][0] == '-') {
+			fprintf(stderr, "usage: bench_zram [--max MB] [--reps N] [--comp a,b] "
+					"[--threads 1,2] [--backend KIND] [--no-kernel] [PATH...]\n");
+			return 2;
+		} else {
+			paths = argv + i;
+			npaths = argc - i;
+			break;
+		}
+	}
+	ncomp = split_list(comp_arg, comps, 8);
+	nthr = split_list(thr_arg, thr, 8);
+	if (reps < 1)
+		reps = 1;
+
+	if (zs_pageset_load(&ps, 4096, paths, npaths, max_mb << 20) || !ps.npages) {
+		fprintf(stderr, "bench_zram: no pages\n");
+		return 2;
+	}
+	bytes = ps.npages * ps.page_size;
+	out = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (out == MAP_FAILED)
+		return 2;
+	memset(out, 0, bytes);   /* prefault: page faults are billed to nobody */
+	printf("bench_zram: %zu pages (%.1f MiB) from %zu files, backend %s, best of %d\n",
+	       ps.npages, (double)bytes / 1048576.0, ps.files, backend, reps);
+	printf("%-8s %3s %12s %12s %12s %12s %9s %9s %8s\n", "comp", "thr", "raw_comp", "store_wr",
+	       "raw_dec", "store_rd", "wr/raw", "rd/raw", "ratio");
+
+	for (int ci = 0; ci < ncomp; ci++) {
+		double st_wr1 = 0, st_rd1 = 0;
+		int have_kernel_base = 0;
+
+		for (int ti = 0; ti < nthr; ti++) {
+			unsigned nt = (unsigned)atoi(thr[ti]);
+			struct zs_comp *cc[MAXT] = { 0 };
+			struct ctx c = { &ps, comps[ci], NULL, NULL, 0, out, NULL };
+			double t_rc = 1e30, t_rd = 1e30, t_sw = 1e30, t_sr = 1e30;
+			long errors = 0;
+			struct zs_zram_stats st = { 0 };
+			int ok = 1;
+
+			if (nt < 1 || nt > MAXT)
+				continue;
+			for (unsigned k = 0; k < nt && ok; k++)
+				ok = zs_comp_create(comps[ci], ps.page_size, &cc[k]) == 0;
+			if (!ok) {
+				printf("%-8s: cannot create compressor\n", comps[ci]);
+				break;
+			}
+			c.stride = zs_comp_bound(cc[0], ps.page_size);
+			c.cbuf = malloc(ps.npages * c.stride);
+			c.clen = calloc(ps.npages, sizeof(int));
+			if (!c.cbuf || !c.clen)
+				return 2;
+			memset(c.cbuf, 0, ps.npages * c.stride);
+
+			for (int r = 0; r < reps; r++) {
+				struct zs_zram_config cfg;
+				double t;
+
+				t = run(&c, RAW_COMP, nt, cc, &errors);
+				t_rc = t < t_rc ? t : t_rc;
+				t = run(&c, RAW_DECOMP, nt, cc, &errors);
+				t_rd = t < t_rd ? t : t_rd;
+
+				zs_zram_config_init(&cfg);
+				cfg.disksize = bytes;
+				cfg.comp = comps[ci];
+				cfg.backend.kind = backend;
+				if (zs_zram_create(&cfg, &c.z)) {
+					fprintf(stderr, "bench_zram: store create failed\n");
+					return 2;
+				}
+				t = run(&c, STORE_WRITE, nt, NULL, &errors);
+				t_sw = t < t_sw ? t : t_sw;
+				t = run(&c, STORE_READ, nt, NULL, &errors);
+				t_sr = t < t_sr ? t : t_sr;
+				zs_zram_get_stats(c.z, &st);
+				zs_zram_destroy(c.z);
+				if (memcmp(out, ps.data, bytes))
+					errors++;
+			}
+			printf("%-8s %3u %9.1f MB/s %7.1f MB/s %7.1f MB/s %7.1f MB/s %8.3f %9.3f %8.3f%s\n",
+			       comps[ci], nt, mbps(bytes, t_rc), mbps(bytes, t_sw), mbps(bytes, t_rd),
+			       mbps(bytes, t_sr), t_rc / t_sw, t_rd / t_sr,
+			       (double)st.orig_data_size / (double)(st.mem_used_total ? st.mem_used_total : 1),
+			       errors ? "  ERRORS" : "");
+			if (nt == 1) {
+				st_wr1 = t_sw;
+				st_rd1 = t_sr;
+				have_kernel_base = 1;
+			}
+			for (unsigned k = 0; k < nt; k++)
+				zs_comp_destroy(cc[k]);
+			free(c.cbuf);
+			free(c.clen);
+		}
+		if (kernel && have_kernel_base && zs_kzram_available()) {
+			struct zs_kzram_result kr;
+			char msg[200] = "", kname[32];
+			double best_w = 1e30, best_r = 1e30;
+			int rc = 0;
+
+			snprintf(kname, sizeof(kname), "%s", comps[ci]);
+			kname[strcspn(kname, ":")] = 0;
+			for (int r = 0; r < reps && !rc; r++) {
+				rc = zs_kzram_run(kname, ps.data, ps.npages, &kr, msg, sizeof(msg));
+				if (!rc) {
+					best_w = kr.write_s < best_w ? kr.write_s : best_w;
+					best_r = kr.read_s < best_r ? kr.read_s : best_r;
+				}
+			}
+			if (rc)
+				printf("%-8s kernel: %s\n", comps[ci], msg);
+			else
+				printf("%-8s kernel zram 1 thread: write %.1f MB/s, read %.1f MB/s, ratio %.3f; "
+				       "store/kernel: write %.2fx, read %.2fx%s\n",
+				       kname, mbps(bytes, best_w), mbps(bytes, best_r),
+				       (double)kr.mm_stat[0] / (double)(kr.mm_stat[2] ? kr.mm_stat[2] : 1),
+				       best_w / st_wr1, best_r / st_rd1,
+				       kr.mismatches ? "  KERNEL MISMATCHES" : "");
+		}
+	}
+	munmap(out, bytes);
+	zs_pageset_free(&ps);
+	return 0;
+}
