@@ -1,10 +1,834 @@
-/* zs compare: placeholder until its issue lands. */
+/*
+ * zs compare: the same workload on every backend, one table.
+ *
+ * Answers the zblock thread's question (seed 003) with measurements instead
+ * of kernel-build anecdotes: density and speed of zsmalloc vs zblock at 4K and
+ * 16K pages, after a random churn and after compaction, next to what an
+ * application gets from glibc/jemalloc/mimalloc holding exact-size buffers.
+ *
+ * Fairness rules, and why:
+ *  - Workloads are built once per page size in the parent (page data is
+ *    compressed with LZ4 here, directly, so this tool does not depend on the
+ *    zram layer); each backend then runs in its own forked child, so malloc
+ *    kinds start from a clean heap and their RSS is theirs alone.
+ *  - Memory: pool kinds report pool pages * page size (what the kernel would
+ *    count); malloc kinds have no pages, so their memory is the child's RSS
+ *    growth since just before the backend was created.  Both are printed for
+ *    every kind in --json.
+ *  - Pages are stored as zram does: same-filled pages are not stored at all,
+ *    pages that compress to zsmalloc's huge class size or more are stored
+ *    raw at page size.  The rule is computed once per page size so every
+ *    backend stores exactly the same blobs.
+ * Public headers only (include/zs/), plus <lz4.h>.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <lz4.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 #include "cmds.h"
+#include "zs/backend.h"
+#include "zs/pages.h"
+
+/* ---- options ---- */
+
+struct opts {
+	const char *files[64];
+	int nfiles;
+	const char *heap_file;
+	int pid;
+	size_t page_sizes[4];
+	int nps;
+	const char *backends;   /* comma list or NULL = all */
+	const char *workloads;  /* comma list or NULL = all */
+	size_t max_mib;         /* raw input per page workload */
+	size_t mix_n;           /* objects in the churn mix */
+	size_t testmod_n;       /* objects per testmod size */
+	int rounds;             /* churn rounds */
+	int repeat;             /* runs per backend; speeds are the best run's */
+	uint64_t seed;
+	int json;
+};
+
+static uint64_t rnd(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int in_list(const char *list, const char *name)
+{
+	if (!list)
+		return 1;
+	size_t n = strlen(name);
+	for (const char *p = list; *p;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (len == n && !strncmp(p, name, n))
+			return 1;
+		p += len + (e ? 1 : 0);
+	}
+	return 0;
+}
+
+/* ---- raw page sources ---- */
+
+struct raw {
+	unsigned char *buf;
+	size_t len, cap;
+	const char *what;
+};
+
+static int raw_reserve(struct raw *r, size_t cap)
+{
+	r->buf = malloc(cap);
+	r->cap = cap;
+	r->len = 0;
+	return r->buf ? 0 : -ENOMEM;
+}
+
+/* Append up to `want` bytes of a file. */
+static void raw_add_file(struct raw *r, const char *path, size_t want)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return;
+	while (r->len < r->cap && want) {
+		size_t chunk = r->cap - r->len < want ? r->cap - r->len : want;
+		ssize_t got = read(fd, r->buf + r->len, chunk);
+		if (got <= 0)
+			break;
+		r->len += (size_t)got;
+		want -= (size_t)got;
+	}
+	close(fd);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Regular files of one directory level, sorted, until `want` bytes. */
+static void raw_add_dir(struct raw *r, const char *dir, size_t want)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			names = realloc(names, cap * sizeof(*names));
+		}
+		names[n++] = strdup(e->d_name);
+	}
+	closedir(d);
+	qsort(names, n, sizeof(*names), cmp_str);
+	size_t start = r->len;
+	for (size_t i = 0; i < n; i++) {
+		char path[4096];
+		struct stat st;
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		if (r->len - start < want && !lstat(path, &st) && S_ISREG(st.st_mode))
+			raw_add_file(r, path, want - (r->len - start));
+		free(names[i]);
+	}
+	free(names);
+}
+
+/* Anonymous writable mappings of a process (heap, anon mmaps) via /proc/PID/mem. */
+static int raw_add_process(struct raw *r, int pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	FILE *maps = fopen(path, "r");
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	int mem = open(path, O_RDONLY);
+	if (!maps || mem < 0) {
+		if (maps)
+			fclose(maps);
+		if (mem >= 0)
+			close(mem);
+		return -errno;
+	}
+	char line[512];
+	while (r->len < r->cap && fgets(line, sizeof(line), maps)) {
+		unsigned long lo, hi;
+		char perms[8], name[256] = "";
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &lo, &hi, perms, name) < 3)
+			continue;
+		if (perms[0] != 'r' || perms[1] != 'w' || (name[0] && strcmp(name, "[heap]")))
+			continue;
+		for (unsigned long a = lo; a < hi && r->len < r->cap;) {
+			size_t chunk = hi - a < r->cap - r->len ? hi - a : r->cap - r->len;
+			ssize_t got = pread(mem, r->buf + r->len, chunk, (off_t)a);
+			if (got <= 0)
+				break;
+			r->len += (size_t)got;
+			a += (unsigned long)got;
+		}
+	}
+	fclose(maps);
+	close(mem);
+	return 0;
+}
+
+/*
+ * A real heap when none is given: a Python process building dicts, strings,
+ * lists and floats (the kind of anonymous memory zram swaps), read while it
+ * waits on stdin.  We are its parent, so ptrace_scope=1 lets us read its mem.
+ */
+static int raw_add_python_heap(struct raw *r)
+{
+	int in[2], out[2];
+	if (pipe(in) || pipe(out))
+		return -errno;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execlp("python3", "python3", "-c",
+		       "import sys,random\n"
+		       "random.seed(3)\n"
+		       "d={('k%d'%i):[i,str(i)*(i%7),i*0.5,(i,'v')] for i in range(250000)}\n"
+		       "l=[random.random() for _ in range(800000)]\n"
+		       "s=[' '.join(random.choice(['alpha','beta','gamma','delta','zeta']) for _ in range(20)) for _ in range(80000)]\n"
+		       "sys.stdout.write('ready\\n');sys.stdout.flush();sys.stdin.read()\n",
+		       (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	char buf[16] = "";
+	ssize_t got = read(out[0], buf, sizeof(buf) - 1);
+	int err = got > 0 && !strncmp(buf, "ready", 5) ? raw_add_process(r, pid) : -ECHILD;
+	close(in[1]);
+	close(out[0]);
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	return err;
+}
+
+/* ---- workloads: lists of blobs ---- */
+
+struct blob {
+	const unsigned char *data;
+	uint32_t len;
+};
+
+struct workload {
+	const char *name;
+	struct blob *b;
+	size_t n;
+	unsigned char *store; /* owned compressed data */
+	size_t pages_in, same_filled, raw_stored;
+	const char *source;
+};
+
+static void wl_free(struct workload *w)
+{
+	free(w->b);
+	free(w->store);
+	memset(w, 0, sizeof(*w));
+}
+
+static int same_filled(const unsigned char *p, size_t ps)
+{
+	uint64_t first, v;
+	memcpy(&first, p, 8);
+	for (size_t i = 8; i < ps; i += 8) {
+		memcpy(&v, p + i, 8);
+		if (v != first)
+			return 0;
+	}
+	return 1;
+}
+
+/* zram's store rule on raw pages: skip same-filled, raw at >= huge, else LZ4. */
+static int wl_from_pages(struct workload *w, const struct raw *r, size_t ps, size_t huge)
+{
+	size_t npages = r->len / ps;
+	w->b = calloc(npages ? npages : 1, sizeof(*w->b));
+	w->store = malloc(npages * (size_t)LZ4_compressBound((int)ps) + 1);
+	if (!w->b || !w->store)
+		return -ENOMEM;
+	w->source = r->what;
+	size_t off = 0;
+	for (size_t i = 0; i < npages; i++) {
+		const unsigned char *page = r->buf + i * ps;
+		w->pages_in++;
+		if (same_filled(page, ps)) {
+			w->same_filled++;
+			continue;
+		}
+		int c = LZ4_compress_default((const char *)page, (char *)w->store + off, (int)ps,
+					     LZ4_compressBound((int)ps));
+		if (c <= 0 || (size_t)c >= huge) {
+			w->b[w->n++] = (struct blob){ page, (uint32_t)ps };
+			w->raw_stored++;
+		} else {
+			w->b[w->n++] = (struct blob){ w->store + off, (uint32_t)c };
+			off += (size_t)c;
+		}
+	}
+	return 0;
+}
+
+/* zsmalloc_test's sizes: 32, 48, ... 4080 at 4K (step page/256), n of each. */
+static int wl_testmod(struct workload *w, size_t ps, size_t n, const unsigned char *noise)
+{
+	size_t step = ps / 256, nsizes = (ps - 16 - 32) / step + 1;
+	w->b = calloc(nsizes * n, sizeof(*w->b));
+	if (!w->b)
+		return -ENOMEM;
+	for (size_t k = 0; k < n; k++)
+		for (size_t s = 0; s < nsizes; s++)
+			w->b[w->n++] = (struct blob){ noise, (uint32_t)(32 + s * step) };
+	w->source = "sizes 32..page-16";
+	return 0;
+}
+
+/*
+ * A seeded mix shaped like compressed anonymous pages: 30% small (32..512 B),
+ * 50% around 1.2 KB, 15% large (2..3.2 KB), 5% page size; scaled to the page.
+ */
+static int wl_mix(struct workload *w, size_t ps, size_t n, uint64_t seed,
+		  const unsigned char *noise)
+{
+	w->b = calloc(n, sizeof(*w->b));
+	if (!w->b)
+		return -ENOMEM;
+	uint64_t s = seed;
+	double k = (double)ps / 4096.0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t r = rnd(&s) % 100;
+		double v;
+		if (r < 30)
+			v = 32 + (double)(rnd(&s) % 481);
+		else if (r < 80)
+			v = 600 + (double)(rnd(&s) % 600) + (double)(rnd(&s) % 600);
+		else if (r < 95)
+			v = 2048 + (double)(rnd(&s) % 1200);
+		else
+			v = 4096;
+		size_t len = (size_t)(v * k);
+		if (len > ps)
+			len = ps;
+		w->b[w->n++] = (struct blob){ noise + rnd(&s) % 64, (uint32_t)len };
+	}
+	w->source = "seeded size mix";
+	return 0;
+}
+
+/* ---- one backend run (in a child) ---- */
+
+enum { PH_FILL, PH_CHURN, PH_COMPACT, NR_PH };
+static const char *const ph_name[NR_PH] = { "fill", "churn", "compact" };
+
+struct result {
+	int ok, errors;
+	double store_ops, load_ops, free_ops, restore_ops;
+	size_t objects[NR_PH], live[NR_PH], mem[NR_PH], rss[NR_PH], be_mem[NR_PH];
+	unsigned long pages[NR_PH];
+};
+
+static int is_pool_kind(const char *kind)
+{
+	return !strcmp(kind, "zsmalloc") || !strcmp(kind, "zblock");
+}
+
+static void measure(struct zs_backend *b, size_t rss0, size_t live, size_t nobj, struct result *res,
+		    int ph)
+{
+	struct zs_backend_stats st;
+	zs_backend_stats(b, &st);
+	size_t rss = zs_process_rss();
+	res->rss[ph] = rss > rss0 ? rss - rss0 : 0;
+	res->pages[ph] = st.pages;
+	res->be_mem[ph] = st.mem_bytes;
+	res->mem[ph] = is_pool_kind(b->kind) ? st.pages * b->page_size : res->rss[ph];
+	res->live[ph] = live;
+	res->objects[ph] = nobj;
+}
+
+static void run_backend(const char *kind, size_t ps, const struct workload *w, int rounds,
+			uint64_t seed, unsigned long *h, uint32_t *bi, unsigned char *local,
+			struct result *res)
+{
+	memset(res, 0, sizeof(*res));
+	size_t rss0 = zs_process_rss();
+	struct zs_backend_config c;
+	memset(&c, 0, sizeof(c));
+	zs_pool_config_init(&c.zs);
+	c.kind = kind;
+	c.page_size = ps;
+	struct zs_backend *b = zs_backend_create(&c);
+	if (!b)
+		return;
+	size_t n = w->n, live = 0, bytes = 0, frees = 0, restores = 0;
+	double tfree = 0, trestore = 0;
+
+	double t0 = now();
+	for (size_t i = 0; i < n; i++) {
+		const struct blob *bl = &w->b[i];
+		unsigned long x = zs_backend_malloc(b, bl->len);
+		if (ZS_IS_ERR(x)) {
+			res->errors++;
+			continue;
+		}
+		zs_backend_write(b, x, bl->data, bl->len);
+		h[live] = x;
+		bi[live++] = (uint32_t)i;
+		bytes += bl->len;
+	}
+	double t1 = now();
+	res->store_ops = (double)live / (t1 - t0);
+	measure(b, rss0, bytes, live, res, PH_FILL);
+
+	/* Load: what a swap-in does before decompressing: map, copy out, unmap. */
+	t0 = now();
+	for (size_t i = 0; i < live; i++) {
+		uint32_t len = w->b[bi[i]].len;
+		void *m = zs_backend_read_begin(b, h[i], len, local);
+		memcpy(local + ps, m, len);
+		zs_backend_read_end(b, h[i], len, m);
+	}
+	t1 = now();
+	res->load_ops = (double)live / (t1 - t0);
+
+	/* Churn: each round frees 30% of the live objects at random and stores
+	 * 20% of the original count again (random blobs), so the pool shrinks
+	 * while its blocks/zspages get holes -- the fragmentation argument. */
+	uint64_t s = seed;
+	for (int r = 0; r < rounds; r++) {
+		size_t kill = live * 3 / 10;
+		t0 = now();
+		for (size_t k = 0; k < kill; k++) {
+			size_t i = rnd(&s) % live;
+			zs_backend_free(b, h[i]);
+			bytes -= w->b[bi[i]].len;
+			h[i] = h[--live];
+			bi[i] = bi[live];
+		}
+		tfree += now() - t0;
+		frees += kill;
+		size_t add = n / 5;
+		t0 = now();
+		for (size_t k = 0; k < add && live < n; k++) {
+			uint32_t j = (uint32_t)(rnd(&s) % n);
+			unsigned long x = zs_backend_malloc(b, w->b[j].len);
+			if (ZS_IS_ERR(x)) {
+				res->errors++;
+				continue;
+			}
+			zs_backend_write(b, x, w->b[j].data, w->b[j].len);
+			h[live] = x;
+			bi[live++] = j;
+			bytes += w->b[j].len;
+			restores++;
+		}
+		trestore += now() - t0;
+	}
+	res->restore_ops = trestore > 0 ? (double)restores / trestore : 0;
+	zs_backend_flush(b);
+	measure(b, rss0, bytes, live, res, PH_CHURN);
+	zs_backend_compact(b);
+	measure(b, rss0, bytes, live, res, PH_COMPACT);
+
+	/* Every object must still hold its bytes (compaction moved some). */
+	for (size_t i = 0; i < live; i++) {
+		const struct blob *bl = &w->b[bi[i]];
+		void *m = zs_backend_read_begin(b, h[i], bl->len, local);
+		if (!m || memcmp(m, bl->data, bl->len))
+			res->errors++;
+		if (m)
+			zs_backend_read_end(b, h[i], bl->len, m);
+	}
+	t0 = now();
+	for (size_t i = 0; i < live; i++)
+		zs_backend_free(b, h[i]);
+	tfree += now() - t0;
+	frees += live;
+	res->free_ops = tfree > 0 ? (double)frees / tfree : 0;
+	zs_backend_destroy(b);
+	res->ok = 1;
+}
+
+/* Fork so malloc kinds get a clean heap and their own RSS. */
+static int run_isolated(const char *kind, size_t ps, const struct workload *w, int rounds,
+			uint64_t seed, struct result *res)
+{
+	unsigned long *h = malloc(w->n * sizeof(*h) + 1);
+	uint32_t *bi = malloc(w->n * sizeof(*bi) + 1);
+	unsigned char *local = malloc(2 * ps);
+	int fd[2];
+	if (!h || !bi || !local || pipe(fd)) {
+		free(h);
+		free(bi);
+		free(local);
+		return -ENOMEM;
+	}
+	/* Touch everything the child will write before it measures its baseline. */
+	memset(h, 0, w->n * sizeof(*h));
+	memset(bi, 0, w->n * sizeof(*bi));
+	memset(local, 0, 2 * ps);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(fd[0]);
+		struct result r;
+		run_backend(kind, ps, w, rounds, seed, h, bi, local, &r);
+		ssize_t wr = write(fd[1], &r, sizeof(r));
+		_exit(wr == (ssize_t)sizeof(r) ? 0 : 1);
+	}
+	close(fd[1]);
+	memset(res, 0, sizeof(*res));
+	ssize_t got = pid > 0 ? read(fd[0], res, sizeof(*res)) : -1;
+	close(fd[0]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	free(h);
+	free(bi);
+	free(local);
+	return got == (ssize_t)sizeof(*res) ? 0 : -ECHILD;
+}
+
+/* ---- output ---- */
+
+static double mib(size_t b)
+{
+	return (double)b / 1048576.0;
+}
+
+static double util(const struct result *r, int ph)
+{
+	return r->mem[ph] ? 100.0 * (double)r->live[ph] / (double)r->mem[ph] : 0.0;
+}
+
+static void print_header(void)
+{
+	printf("%-8s %5s %-9s %7s | %9s %6s | %9s %6s | %9s %6s | %7s %7s %7s %7s | %s\n",
+	       "workload", "page", "backend", "objects", "fill MiB", "util%", "churn MiB", "util%",
+	       "compc MiB", "util%", "store/s", "restor/s", "load/s", "free/s", "err");
+}
+
+static void print_row(const char *wl, size_t ps, const char *kind, const struct result *r)
+{
+	if (!r->ok) {
+		printf("%-8s %4zuK %-9s   (failed)\n", wl, ps / 1024, kind);
+		return;
+	}
+	printf("%-8s %4zuK %-9s %7zu | %9.2f %6.1f | %9.2f %6.1f | %9.2f %6.1f | %6.2fM %6.2fM %6.2fM %6.2fM | %d\n",
+	       wl, ps / 1024, kind, r->objects[PH_FILL], mib(r->mem[PH_FILL]), util(r, PH_FILL),
+	       mib(r->mem[PH_CHURN]), util(r, PH_CHURN), mib(r->mem[PH_COMPACT]), util(r, PH_COMPACT),
+	       r->store_ops / 1e6, r->restore_ops / 1e6, r->load_ops / 1e6, r->free_ops / 1e6,
+	       r->errors);
+}
+
+static void print_json(FILE *f, int *first, const char *wl, const struct workload *w, size_t ps,
+		       const char *kind, const struct result *r)
+{
+	fprintf(f, "%s\n  {\"workload\": \"%s\", \"source\": \"%s\", \"page_size\": %zu, \"backend\": \"%s\", "
+		   "\"ok\": %d, \"errors\": %d, \"blobs\": %zu, \"pages_in\": %zu, \"same_filled\": %zu, "
+		   "\"raw_stored\": %zu, \"store_ops\": %.0f, \"restore_ops\": %.0f, \"load_ops\": %.0f, "
+		   "\"free_ops\": %.0f",
+		*first ? "" : ",", wl, w->source ? w->source : "", ps, kind, r->ok, r->errors, w->n,
+		w->pages_in, w->same_filled, w->raw_stored, r->store_ops, r->restore_ops, r->load_ops,
+		r->free_ops);
+	for (int ph = 0; ph < NR_PH; ph++)
+		fprintf(f, ", \"%s\": {\"objects\": %zu, \"live_bytes\": %zu, \"mem_bytes\": %zu, "
+			   "\"pool_pages\": %lu, \"rss_delta\": %zu, \"backend_mem_bytes\": %zu, \"util\": %.4f}",
+			ph_name[ph], r->objects[ph], r->live[ph], r->mem[ph], r->pages[ph], r->rss[ph],
+			r->be_mem[ph], util(r, ph) / 100.0);
+	fprintf(f, "}");
+	*first = 0;
+}
+
+/* Per workload and page size: each pool kind against the best malloc kind. */
+static void print_summary(const char *wl, size_t ps, const char *const *kinds,
+			  const struct result *res, int nk)
+{
+	int best = -1;
+	for (int i = 0; i < nk; i++)
+		if (res[i].ok && !is_pool_kind(kinds[i]) &&
+		    (best < 0 || res[i].mem[PH_COMPACT] < res[best].mem[PH_COMPACT]))
+			best = i;
+	if (best < 0)
+		return;
+	for (int i = 0; i < nk; i++) {
+		if (!res[i].ok || !is_pool_kind(kinds[i]) || !res[i].mem[PH_COMPACT])
+			continue;
+		printf("  %-8s %2zuK %-8s vs best malloc (%s): %.2fx less memory after fill, %.2fx after churn, "
+		       "%.2fx after churn+compaction\n",
+		       wl, ps / 1024, kinds[i], kinds[best],
+		       (double)res[best].mem[PH_FILL] / (double)res[i].mem[PH_FILL],
+		       (double)res[best].mem[PH_CHURN] / (double)res[i].mem[PH_CHURN],
+		       (double)res[best].mem[PH_COMPACT] / (double)res[i].mem[PH_COMPACT]);
+	}
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: zs compare [options]\n"
+		"  --workloads LIST   files,heap,testmod,mix (default all)\n"
+		"  --backends LIST    kinds to run (default every kind built in)\n"
+		"  --page-size N      4096 or 16384 or ...; repeatable (default 4096 and 16384)\n"
+		"  --files PATH       file or directory for the files workload; repeatable\n"
+		"                     (default /usr/lib/x86_64-linux-gnu + /usr/include)\n"
+		"  --heap FILE        raw memory dump for the heap workload\n"
+		"  --pid PID          read that process's anonymous memory (default: a python3 heap)\n"
+		"  --max-mib N        raw MiB per page workload (default 64)\n"
+		"  --mix-n N          objects in the mix workload (default 100000)\n"
+		"  --testmod-n N      objects per testmod size (default 64)\n"
+		"  --rounds N         churn rounds (default 4)\n"
+		"  --repeat N         runs per backend, best speed reported (default 3)\n"
+		"  --seed N           churn and mix seed (default 1)\n"
+		"  --json             JSON instead of the table\n");
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->max_mib = 64;
+	o->mix_n = 100000;
+	o->testmod_n = 64;
+	o->rounds = 4;
+	o->repeat = 3;
+	o->seed = 1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--json")) {
+			o->json = 1;
+			continue;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			exit(0);
+		}
+		if (!v) {
+			fprintf(stderr, "zs compare: unknown option or missing value: %s\n", a);
+			return -1;
+		}
+		i++;
+		if (!strcmp(a, "--workloads"))
+			o->workloads = v;
+		else if (!strcmp(a, "--backends"))
+			o->backends = v;
+		else if (!strcmp(a, "--page-size") && o->nps < 4)
+			o->page_sizes[o->nps++] = strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--files") && o->nfiles < 64)
+			o->files[o->nfiles++] = v;
+		else if (!strcmp(a, "--heap"))
+			o->heap_file = v;
+		else if (!strcmp(a, "--pid"))
+			o->pid = atoi(v);
+		else if (!strcmp(a, "--max-mib"))
+			o->max_mib = strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--mix-n"))
+			o->mix_n = strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--testmod-n"))
+			o->testmod_n = strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--rounds"))
+			o->rounds = atoi(v);
+		else if (!strcmp(a, "--repeat"))
+			o->repeat = atoi(v);
+		else if (!strcmp(a, "--seed"))
+			o->seed = strtoull(v, NULL, 0);
+		else {
+			fprintf(stderr, "zs compare: unknown option %s\n", a);
+			return -1;
+		}
+	}
+	if (!o->nps) {
+		o->page_sizes[o->nps++] = 4096;
+		o->page_sizes[o->nps++] = 16384;
+	}
+	for (int i = 0; i < o->nps; i++)
+		if (o->page_sizes[i] < 4096 || o->page_sizes[i] > 65536 ||
+		    (o->page_sizes[i] & (o->page_sizes[i] - 1))) {
+			fprintf(stderr, "zs compare: bad page size %zu\n", o->page_sizes[i]);
+			return -1;
+		}
+	if (o->max_mib < 1 || o->mix_n < 1 || o->testmod_n < 1 || o->rounds < 0 || o->repeat < 1) {
+		fprintf(stderr, "zs compare: sizes must be positive\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* zram stores a page raw once it compresses to zsmalloc's huge class size. */
+static size_t huge_threshold(size_t ps)
+{
+	struct zs_backend_config c;
+	memset(&c, 0, sizeof(c));
+	zs_pool_config_init(&c.zs);
+	c.kind = "zsmalloc";
+	c.page_size = ps;
+	struct zs_backend *b = zs_backend_create(&c);
+	size_t huge = b ? zs_backend_huge_class_size(b) : ps;
+	zs_backend_destroy(b);
+	return huge;
+}
 
 int cmd_compare(int argc, char **argv)
 {
-	(void)argc;
-	fprintf(stderr, "zs %s: not implemented yet\n", argv[0]);
-	return 2;
+	struct opts o;
+	if (parse(argc, argv, &o)) {
+		usage(stderr);
+		return 2;
+	}
+	const char *kinds[8];
+	int nk = 0;
+	for (const char *const *k = zs_backend_kinds(); *k && nk < 8; k++)
+		if (in_list(o.backends, *k))
+			kinds[nk++] = *k;
+	if (!nk) {
+		fprintf(stderr, "zs compare: no backend selected\n");
+		return 2;
+	}
+
+	/* Raw pages are read once; each page size compresses them its own way. */
+	size_t cap = o.max_mib << 20;
+	struct raw files = { .what = "files" }, heap = { .what = "heap" };
+	if (in_list(o.workloads, "files")) {
+		if (raw_reserve(&files, cap))
+			return 2;
+		if (o.nfiles) {
+			for (int i = 0; i < o.nfiles; i++) {
+				struct stat st;
+				if (!stat(o.files[i], &st) && S_ISDIR(st.st_mode))
+					raw_add_dir(&files, o.files[i], cap);
+				else
+					raw_add_file(&files, o.files[i], cap);
+			}
+		} else {
+			raw_add_dir(&files, "/usr/lib/x86_64-linux-gnu", cap / 2);
+			raw_add_dir(&files, "/usr/include", cap - files.len);
+		}
+		files.what = o.nfiles ? "given files" : "/usr/lib/x86_64-linux-gnu + /usr/include";
+	}
+	if (in_list(o.workloads, "heap")) {
+		if (raw_reserve(&heap, cap))
+			return 2;
+		int err;
+		if (o.heap_file) {
+			raw_add_file(&heap, o.heap_file, cap);
+			heap.what = o.heap_file;
+			err = heap.len ? 0 : -ENOENT;
+		} else if (o.pid) {
+			err = raw_add_process(&heap, o.pid);
+			heap.what = "process anon memory";
+		} else {
+			err = raw_add_python_heap(&heap);
+			heap.what = "python3 heap";
+		}
+		if (err || !heap.len)
+			fprintf(stderr, "zs compare: heap workload unavailable (%s), skipped\n",
+				strerror(err ? -err : ENOENT));
+	}
+	unsigned char *noise = malloc(65536 + 64);
+	uint64_t ns = o.seed ^ 0x5eed;
+	for (size_t i = 0; i < 65536 + 64; i++)
+		noise[i] = (unsigned char)rnd(&ns);
+
+	const char *const wl_names[] = { "files", "heap", "testmod", "mix" };
+	int first = 1;
+	double t_start = now();
+	if (o.json)
+		printf("{\"seed\": %" PRIu64 ", \"rounds\": %d, \"repeat\": %d, \"results\": [", o.seed,
+		       o.rounds, o.repeat);
+	else
+		print_header();
+	for (int p = 0; p < o.nps; p++) {
+		size_t ps = o.page_sizes[p];
+		size_t huge = huge_threshold(ps);
+		for (int wi = 0; wi < 4; wi++) {
+			const char *wl = wl_names[wi];
+			if (!in_list(o.workloads, wl))
+				continue;
+			struct workload w = { .name = wl };
+			int err = 0;
+			if (wi == 0)
+				err = files.len >= ps ? wl_from_pages(&w, &files, ps, huge) : -ENOENT;
+			else if (wi == 1)
+				err = heap.len >= ps ? wl_from_pages(&w, &heap, ps, huge) : -ENOENT;
+			else if (wi == 2)
+				err = wl_testmod(&w, ps, o.testmod_n, noise);
+			else
+				err = wl_mix(&w, ps, o.mix_n, o.seed, noise);
+			if (err || !w.n) {
+				wl_free(&w);
+				continue;
+			}
+			struct result res[8];
+			for (int k = 0; k < nk; k++) {
+				if (run_isolated(kinds[k], ps, &w, o.rounds, o.seed + (uint64_t)p, &res[k]))
+					memset(&res[k], 0, sizeof(res[k]));
+				/* Same seed, same memory; repeats only steady the timings on a busy box. */
+				for (int r = 1; r < o.repeat && res[k].ok; r++) {
+					struct result again;
+					if (run_isolated(kinds[k], ps, &w, o.rounds, o.seed + (uint64_t)p, &again) ||
+					    !again.ok)
+						continue;
+					res[k].errors += again.errors;
+					if (again.store_ops > res[k].store_ops)
+						res[k].store_ops = again.store_ops;
+					if (again.restore_ops > res[k].restore_ops)
+						res[k].restore_ops = again.restore_ops;
+					if (again.load_ops > res[k].load_ops)
+						res[k].load_ops = again.load_ops;
+					if (again.free_ops > res[k].free_ops)
+						res[k].free_ops = again.free_ops;
+				}
+				if (o.json)
+					print_json(stdout, &first, wl, &w, ps, kinds[k], &res[k]);
+				else
+					print_row(wl, ps, kinds[k], &res[k]);
+			}
+			if (!o.json) {
+				if (wi < 2)
+					printf("  (%s: %zu pages in, %zu same-filled not stored, %zu stored raw)\n",
+					       w.source, w.pages_in, w.same_filled, w.raw_stored);
+				print_summary(wl, ps, kinds, res, nk);
+			}
+			wl_free(&w);
+		}
+	}
+	if (o.json)
+		printf("\n], \"seconds\": %.1f}\n", now() - t_start);
+	else
+		printf("(%.1f s; memory = pool pages x page size for zsmalloc/zblock, RSS growth for malloc kinds)\n",
+		       now() - t_start);
+	free(files.buf);
+	free(heap.buf);
+	free(noise);
+	return 0;
 }
