@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Owner: trace replay (issue 2 §4-5).  Records a fresh trace on this machine's
 # kernel (../shared/tools/zram-trace and zram-trace-mix, small, random seed)
-# and replays it with BUILD_DIR/zs replay: libzs must match the running kernel
-# record for record.  Skips (exit 0, "SKIP ...") when not root, when there is
+# and replays it with BUILD_DIR/zs replay, on the bare pool and through the
+# zram store (--store): libzs must match the running kernel record for record.  Skips (exit 0, "SKIP ...") when not root, when there is
 # no zram (/sys/class/zram-control) or no recorder tools or python3.
 # Usage: bash tests/record_replay.sh BUILD_DIR   (ZS_TRACE_TOOLS=DIR overrides the tools dir)
 set -u
@@ -43,15 +43,20 @@ run() { # NAME TOOL ARGS...
 		fi
 		fail=$((fail + 1)); echo "FAIL record $name:"; sed 's/^/    /' "$tmp/rec.log"; return
 	fi
-	out=$("$zs" replay "$tmp/$name" 2>&1)
-	rc=$?
-	if [ $rc -eq 0 ]; then
-		pass=$((pass + 1)); echo "ok   $name ($tool $*): $(head -1 <<< "$out")"
-	else
-		fail=$((fail + 1)); echo "FAIL $name ($tool $*) exit $rc:"; head -40 <<< "$out" | sed 's/^/    /'
-		mkdir -p "$build/record_replay-failed" && cp "$tmp/$name" "$build/record_replay-failed/" &&
-			echo "    trace kept in $build/record_replay-failed/$name"
-	fi
+	local mode
+	for mode in "" "--store --verify"; do
+		# shellcheck disable=SC2086
+		out=$("$zs" replay "$tmp/$name" $mode 2>&1)
+		rc=$?
+		if [ $rc -eq 0 ]; then
+			pass=$((pass + 1)); echo "ok   $name ${mode:+$mode }($tool $*): $(head -1 <<< "$out")"
+		else
+			fail=$((fail + 1)); echo "FAIL $name ${mode:+$mode }($tool $*) exit $rc:"
+			head -40 <<< "$out" | sed 's/^/    /'
+			mkdir -p "$build/record_replay-failed" && cp "$tmp/$name" "$build/record_replay-failed/" &&
+				echo "    trace kept in $build/record_replay-failed/$name"
+		fi
+	done
 }
 run fresh.trace zram-trace --comp "$comp" --pages 1500 --seed "$seed"
 run fresh-mix.trace zram-trace-mix --comp "$comp" --pages 800 --ops 6000 --seed "$seed" --p-compact 0.03
