@@ -266,6 +266,41 @@ static void test_run_uses_cache(void)
 	zs_pages_destroy(p);
 }
 
+/* An emptied chunk is unmapped at once without a cache, and its slot (so its pfns) reused. */
+static void test_slot_reuse(void)
+{
+	struct zs_pages *p = mk(4096, 64 * KIB, 0, ZS_PAGES_NO_CACHE); /* 16 pages per chunk */
+	zs_pfn_t pf[48];
+	struct zs_pages_stats st;
+
+	for (int i = 0; i < 48; i++) {
+		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+		CHECK_EQ(pf[i], i);
+	}
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.chunks_mapped, 3);
+	for (int i = 0; i < 16; i++)
+		zs_pages_free(p, pf[i]);
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.chunks_mapped, 2);
+	CHECK_EQ(st.bytes_mapped, 128 * KIB);
+	CHECK(!zs_pages_valid(p, pf[0]));
+	for (int i = 0; i < 16; i++) {
+		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+		CHECK_EQ(pf[i], i);
+		CHECK(desc_is_zero(zs_pages_desc(p, pf[i])));
+		CHECK_EQ(zs_pages_pfn_of(p, zs_pages_addr(p, pf[i])), pf[i]);
+	}
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.chunks_mapped, 3);
+	/* Freed low pages are refilled before a new chunk is mapped. */
+	zs_pages_free(p, pf[20]);
+	zs_pfn_t x;
+	REQUIRE(zs_pages_alloc(p, &x) == 0);
+	CHECK_EQ(x, 20);
+	zs_pages_destroy(p); /* with pages in use */
+}
+
 static void test_limit(void)
 {
 	struct zs_pages *p = mk(4096, 0, 10, 0);
@@ -582,6 +617,7 @@ int main(void)
 		test_random(&rng, ps, 0, 0);
 	}
 	test_run_uses_cache();
+	test_slot_reuse();
 	test_limit();
 	test_fail_injection();
 	test_garbage_lookups(&rng);
