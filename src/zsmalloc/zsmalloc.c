@@ -607,12 +607,16 @@ void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
 	if (area && area->spanning && area->mode != ZS_MM_RO) {
 		struct size_class *class = zspage_class(pool, zspage);
 		zs_pfn_t pfn = obj_to_pfn(obj);
+		/* Write back the payload only: after a WO map the buffer's header is stale. */
+		unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
 		unsigned off = (unsigned)(((unsigned long)obj_to_idx(obj) * class->size) &
-					  (pool->page_size - 1));
-		size_t first = pool->page_size - off;
-		memcpy(page_addr(pool, pfn) + off, area->buf, first);
-		memcpy(page_addr(pool, page_desc(pool, pfn)->next), area->buf + first,
-		       class->size - first);
+					  (pool->page_size - 1)) + hdr;
+		size_t len = class->size - hdr;
+		size_t first = pool->page_size - off < len ? pool->page_size - off : len;
+		memcpy(page_addr(pool, pfn) + off, area->buf + hdr, first);
+		if (first < len)
+			memcpy(page_addr(pool, page_desc(pool, pfn)->next), area->buf + hdr + first,
+			       len - first);
 	}
 	zs_zspage_read_unlock(&zspage->lock);
 }
