@@ -164,7 +164,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!rounds)
-		rounds = quick ? 3 : 7;
+		rounds = quick ? 3 : 5;
 	if (rounds > 64)
 		rounds = 64;
 	if (!mib)
