@@ -1,0 +1,285 @@
+/*
+ * Deferred free (seed 001, issue 3 item 4), single-threaded where counts are
+ * exact: zs_free_deferred really defers (nothing freed until a flush when
+ * there is no worker), zs_free_deferred_flush frees everything enqueued
+ * (pages, object counts), the fixed-capacity queue falls back to a
+ * synchronous free when full (capacity given, and the default scaled with
+ * page size), compaction moves objects that are queued, the background
+ * worker drains on its own, destroying a pool with pending handles drains
+ * cleanly (ASan/LSan find nothing), and checked mode refuses a second
+ * deferred free or a zs_free of a queued handle with -EINVAL.
+ */
+#include "testutil.h"
+#include "zs/zsmalloc.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+static unsigned char wbuf[65536], rbuf[65536], ebuf[65536];
+
+static struct zs_pool *mk(size_t ps, enum zs_free_mode fm, int checked, size_t cap, int worker)
+{
+	struct zs_pool_config c;
+	zs_pool_config_init(&c);
+	c.page_size = ps;
+	c.free_mode = fm;
+	c.checked = checked;
+	c.deferred_capacity = cap;
+	c.deferred_worker = worker;
+	struct zs_pool *p = zs_create_pool(&c);
+	REQUIRE(p);
+	return p;
+}
+
+static void fill(unsigned char *b, size_t n, uint64_t seed)
+{
+	for (size_t i = 0; i < n; i += 8) {
+		uint64_t z = (seed + (i >> 3)) * 0x9e3779b97f4a7c15ULL;
+		z ^= z >> 29;
+		memcpy(b + i, &z, n - i < 8 ? n - i : 8);
+	}
+}
+
+static unsigned long put(struct zs_pool *p, size_t size, uint64_t seed)
+{
+	unsigned long h = zs_malloc(p, size);
+	REQUIRE(!ZS_IS_ERR(h));
+	fill(wbuf, size, seed);
+	CHECK_EQ(zs_obj_write(p, h, wbuf, size), 0);
+	return h;
+}
+
+static int ok(struct zs_pool *p, unsigned long h, size_t size, uint64_t seed)
+{
+	void *m = zs_obj_read_begin(p, h, size, rbuf);
+	if (!m)
+		return 0;
+	fill(ebuf, size, seed);
+	int r = !memcmp(m, ebuf, size);
+	zs_obj_read_end(p, h, size, m);
+	return r;
+}
+
+static unsigned long stats_pages(struct zs_pool *p)
+{
+	unsigned long n = 0;
+	struct zs_class_stats st;
+	for (int i = 0; i < zs_class_count(p); i++)
+		if (!zs_class_stats(p, i, &st))
+			n += st.pages_used;
+	return n;
+}
+
+static size_t size_of(int i, size_t ps)
+{
+	return 1 + ((size_t)i * 2654435761u) % ps;
+}
+
+/* No worker: enqueued objects stay until flush; then all are gone. */
+static void test_defer_then_flush(void)
+{
+	enum { N = 3000 };
+	static unsigned long h[N];
+	for (int fm = 0; fm <= 2; fm++) {
+		struct zs_pool *p = mk(4096, (enum zs_free_mode)fm, fm == 1, 0, -1);
+		for (int i = 0; i < N; i++)
+			h[i] = put(p, size_of(i, 4096), i);
+		unsigned long pages = zs_get_total_pages(p);
+		for (int i = 0; i < N; i += 2)
+			CHECK_EQ(zs_free_deferred(p, h[i]), 0);
+		CHECK_EQ(zs_pool_objects(p), N);
+		CHECK_EQ(zs_get_total_pages(p), pages);
+		zs_free_deferred_flush(p);
+		CHECK_EQ(zs_pool_objects(p), N / 2);
+		CHECK_EQ(zs_get_total_pages(p), stats_pages(p));
+		int bad = 0;
+		for (int i = 1; i < N; i += 2)
+			bad += !ok(p, h[i], size_of(i, 4096), i);
+		CHECK_EQ(bad, 0);
+		for (int i = 1; i < N; i += 2)
+			CHECK_EQ(zs_free_deferred(p, h[i]), 0);
+		zs_free_deferred_flush(p);
+		CHECK_EQ(zs_pool_objects(p), 0);
+		CHECK_EQ(zs_get_total_pages(p), 0);
+		/* Flushing an empty queue is a no-op. */
+		zs_free_deferred_flush(p);
+		CHECK_EQ(zs_get_total_pages(p), 0);
+		zs_destroy_pool(p);
+	}
+}
+
+/* A full queue frees synchronously: with capacity C and no worker, C stay queued. */
+static void test_full_queue_fallback(void)
+{
+	struct zs_pool *p = mk(4096, ZS_FREE_CLASS_INDEX, 1, 16, -1);
+	unsigned long h[100];
+	for (int i = 0; i < 100; i++)
+		h[i] = put(p, size_of(i, 4096), i);
+	for (int i = 0; i < 100; i++)
+		CHECK_EQ(zs_free_deferred(p, h[i]), 0);
+	CHECK_EQ(zs_pool_objects(p), 16);
+	/* The queued ones are the first 16; the rest are gone (checked: refused now). */
+	CHECK_EQ(zs_free(p, h[99]), -EINVAL);
+	CHECK_EQ(zs_free(p, h[0]), -EINVAL); /* queued, not free yet: still refused */
+	zs_free_deferred_flush(p);
+	CHECK_EQ(zs_pool_objects(p), 0);
+	CHECK_EQ(zs_get_total_pages(p), 0);
+	/* The queue is reusable after a drain. */
+	for (int i = 0; i < 40; i++)
+		h[i] = put(p, 100, i);
+	for (int i = 0; i < 40; i++)
+		CHECK_EQ(zs_free_deferred(p, h[i]), 0);
+	CHECK_EQ(zs_pool_objects(p), 16);
+	zs_free_deferred_flush(p);
+	CHECK_EQ(zs_pool_objects(p), 0);
+	CHECK_EQ(zs_get_total_pages(p), 0);
+	zs_destroy_pool(p);
+}
+
+/* The default capacity is the RFC's 128 MiB of page-size objects: 32768 at 4K, 8192 at 16K. */
+static void test_default_capacity(void)
+{
+	static const size_t ps[] = { 4096, 16384 };
+	static const long cap[] = { 32768, 8192 };
+	static unsigned long h[32768 + 100];
+	for (int k = 0; k < 2; k++) {
+		struct zs_pool *p = mk(ps[k], ZS_FREE_POOL_LOCK, 0, 0, -1);
+		long n = cap[k] + 100;
+		for (long i = 0; i < n; i++) {
+			h[i] = zs_malloc(p, 24);
+			REQUIRE(!ZS_IS_ERR(h[i]));
+		}
+		for (long i = 0; i < n; i++)
+			CHECK_EQ(zs_free_deferred(p, h[i]), 0);
+		CHECK_EQ(zs_pool_objects(p), cap[k]);
+		zs_free_deferred_flush(p);
+		CHECK_EQ(zs_pool_objects(p), 0);
+		CHECK_EQ(zs_get_total_pages(p), 0);
+		zs_destroy_pool(p);
+	}
+}
+
+/* Queued objects are still objects: compaction may move them; flush frees them where they are. */
+static void test_compact_with_pending(void)
+{
+	enum { N = 8 * 128 };
+	static unsigned long h[N];
+	for (int checked = 0; checked <= 1; checked++) {
+		struct zs_pool *p = mk(4096, ZS_FREE_CLASS_INDEX_UNLOCKED, checked, 0, -1);
+		for (int i = 0; i < N; i++)
+			h[i] = put(p, 24, i); /* 32-byte class: 8 one-page zspages */
+		CHECK_EQ(zs_get_total_pages(p), 8);
+		/* i%4: 0 freed now, 1 queued, 2 and 3 kept. */
+		for (int i = 0; i < N; i += 4)
+			CHECK_EQ(zs_free(p, h[i]), 0);
+		for (int i = 1; i < N; i += 4)
+			CHECK_EQ(zs_free_deferred(p, h[i]), 0);
+		CHECK_EQ(zs_pool_objects(p), N * 3 / 4);
+		CHECK_EQ(zs_compact(p), 2); /* 256 free slots = 2 zspages */
+		CHECK_EQ(zs_get_total_pages(p), 6);
+		if (checked) {
+			CHECK_EQ(zs_free_deferred(p, h[1]), -EINVAL); /* still queued after the move */
+			CHECK_EQ(zs_free(p, h[5]), -EINVAL);
+		}
+		zs_free_deferred_flush(p);
+		CHECK_EQ(zs_pool_objects(p), N / 2);
+		int bad = 0;
+		for (int i = 0; i < N; i++)
+			if (i % 4 >= 2)
+				bad += !ok(p, h[i], 24, i);
+		CHECK_EQ(bad, 0);
+		CHECK_EQ(zs_compact(p), 2);
+		CHECK_EQ(zs_get_total_pages(p), 4);
+		for (int i = 0; i < N; i++)
+			if (i % 4 >= 2)
+				CHECK_EQ(zs_free(p, h[i]), 0);
+		CHECK_EQ(zs_get_total_pages(p), 0);
+		zs_destroy_pool(p);
+	}
+}
+
+/* The background worker drains without a flush. */
+static void test_worker_drains(void)
+{
+	enum { N = 5000 };
+	static unsigned long h[N];
+	struct zs_pool *p = mk(16384, ZS_FREE_CLASS_INDEX, 0, 0, 0);
+	for (int i = 0; i < N; i++)
+		h[i] = put(p, size_of(i, 16384), i);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(zs_free_deferred(p, h[i]), 0);
+	/* Up to 2 s for the worker; it wakes at least every few ms. */
+	for (int t = 0; t < 2000 && zs_pool_objects(p); t++) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	CHECK_EQ(zs_pool_objects(p), 0);
+	CHECK_EQ(zs_get_total_pages(p), 0);
+	zs_free_deferred_flush(p);
+	CHECK_EQ(zs_get_total_pages(p), 0);
+	zs_destroy_pool(p);
+}
+
+/* Destroying a pool with queued handles (worker or not) drains them; ASan checks the rest. */
+static void test_destroy_pending(void)
+{
+	for (int worker = -1; worker <= 1; worker += 2) {
+		struct zs_pool *p = mk(4096, ZS_FREE_CLASS_INDEX, 1, 64, worker);
+		for (int i = 0; i < 500; i++) {
+			unsigned long h = put(p, size_of(i, 4096), i);
+			if (i % 5)
+				CHECK_EQ(zs_free_deferred(p, h), 0);
+		}
+		zs_destroy_pool(p);
+	}
+}
+
+static void test_checked_deferred(void)
+{
+	for (int fm = 0; fm <= 2; fm++) {
+		struct zs_pool *p = mk(4096, (enum zs_free_mode)fm, 1, 0, -1);
+		unsigned long a = put(p, 500, 1), b = put(p, 4096, 2), c = put(p, 60, 3);
+		/* Double deferred free. */
+		CHECK_EQ(zs_free_deferred(p, a), 0);
+		CHECK_EQ(zs_free_deferred(p, a), -EINVAL);
+		/* Deferred, then zs_free. */
+		CHECK_EQ(zs_free_deferred(p, b), 0);
+		CHECK_EQ(zs_free(p, b), -EINVAL);
+		/* Freed, then deferred. */
+		CHECK_EQ(zs_free(p, c), 0);
+		CHECK_EQ(zs_free_deferred(p, c), -EINVAL);
+		/* Bad and foreign handles. */
+		long local = 0;
+		CHECK_EQ(zs_free_deferred(p, (unsigned long)&local), -EINVAL);
+		CHECK_EQ(zs_free_deferred(p, 0x1000), -EINVAL);
+		CHECK_EQ(zs_free_deferred(p, a + 3), -EINVAL);
+		struct zs_pool *q = mk(4096, (enum zs_free_mode)fm, 1, 0, -1);
+		unsigned long qa = put(q, 70, 9);
+		CHECK_EQ(zs_free_deferred(p, qa), -EINVAL);
+		CHECK(ok(q, qa, 70, 9));
+		CHECK_EQ(zs_pool_objects(p), 2);
+		zs_free_deferred_flush(p);
+		CHECK_EQ(zs_pool_objects(p), 0);
+		CHECK_EQ(zs_get_total_pages(p), 0);
+		/* After the flush, both are plain freed handles. */
+		CHECK_EQ(zs_free(p, a), -EINVAL);
+		CHECK_EQ(zs_free_deferred(p, b), -EINVAL);
+		CHECK_EQ(zs_pool_objects(q), 1);
+		CHECK_EQ(zs_free(q, qa), 0);
+		zs_destroy_pool(q);
+		zs_destroy_pool(p);
+	}
+}
+
+int main(void)
+{
+	test_defer_then_flush();
+	test_full_queue_fallback();
+	test_default_capacity();
+	test_compact_with_pending();
+	test_worker_drains();
+	test_destroy_pending();
+	test_checked_deferred();
+	return tu_done();
+}
