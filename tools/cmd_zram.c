@@ -27,7 +27,7 @@ struct opts {
 	size_t page_size;
 	unsigned threads;
 	uint64_t limit, max_bytes;
-	int json, vs_kernel, quiet;
+	int json, vs_kernel, quiet, agree;
 };
 
 static void usage(FILE *f)
@@ -43,6 +43,8 @@ static void usage(FILE *f)
 		"  --json             machine-readable output\n"
 		"  --vs-kernel        also run the pages through a kernel zram device (root)\n"
 		"  --kernel-comp NAME kernel comp_algorithm (default: same as --comp)\n"
+		"  --agree            with --vs-kernel: keep only the pages that kernel and user\n"
+		"                     space compress to the same size (exact mm_stat parity)\n"
 		"  --quiet            no progress on stderr\n");
 }
 
@@ -149,6 +151,51 @@ static double run_phase(struct zs_zram *z, const struct zs_pageset *ps, unsigned
 	return t;
 }
 
+/*
+ * Drop the pages whose stored size differs between the kernel's compressor
+ * and ours (lz4 versions differ on a few pages; lzo-rle vs lzo1x on most),
+ * so what remains isolates the allocator: mem_used_total must then agree.
+ */
+static int keep_agreeing_pages(struct zs_pageset *ps, struct zs_zram *z, const char *comp,
+			       const char *kcomp, char *msg, size_t msg_len)
+{
+	size_t huge = zs_backend_huge_class_size(zs_zram_backend(z)), kept = 0, psz = ps->page_size;
+	uint32_t *ksz = calloc(ps->npages, sizeof(*ksz));
+	struct zs_comp *c = NULL;
+	unsigned char *buf = NULL;
+	int rc = -ENOMEM;
+
+	if (!ksz)
+		return rc;
+	rc = zs_kzram_sizes(kcomp, ps->data, ps->npages, ksz, msg, msg_len);
+	if (!rc)
+		rc = zs_comp_create(comp, psz, &c);
+	if (!rc && !(buf = malloc(zs_comp_bound(c, psz))))
+		rc = -ENOMEM;
+	for (size_t i = 0; !rc && i < ps->npages; i++) {
+		const unsigned char *p = ps->data + i * psz;
+		int n;
+
+		if (!memcmp(p, p + 8, psz - 8))
+			n = 0;
+		else if ((n = zs_compress(c, p, psz, buf, zs_comp_bound(c, psz))) < 0)
+			continue;
+		else if ((size_t)n >= huge)
+			n = (int)psz;
+		if ((uint32_t)n != ksz[i])
+			continue;
+		if (kept != i)
+			memcpy(ps->data + kept * psz, p, psz);
+		kept++;
+	}
+	if (!rc)
+		ps->npages = kept;
+	free(buf);
+	zs_comp_destroy(c);
+	free(ksz);
+	return rc;
+}
+
 /* ---- Output ---- */
 
 static const char *const mm_cols[9] = { "orig_data_size", "compr_data_size", "mem_used_total",
@@ -191,10 +238,11 @@ int cmd_zram(int argc, char **argv)
 		{ "vs-kernel", no_argument, NULL, 'k' },
 		{ "kernel-comp", required_argument, NULL, 'K' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "agree", no_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { "lz4", "zsmalloc", NULL, 4096, 1, 0, 256ull << 20, 0, 0, 0 };
+	struct opts o = { "lz4", "zsmalloc", NULL, 4096, 1, 0, 256ull << 20, 0, 0, 0, 0 };
 	struct zs_zram_config cfg;
 	struct zs_zram_stats st;
 	struct zs_pageset ps;
@@ -217,6 +265,7 @@ int cmd_zram(int argc, char **argv)
 		case 'j': o.json = 1; break;
 		case 'k': o.vs_kernel = 1; break;
 		case 'q': o.quiet = 1; break;
+		case 'a': o.agree = 1; break;
 		case 'p':
 		case 't':
 		case 'l':
@@ -249,6 +298,10 @@ int cmd_zram(int argc, char **argv)
 	if ((rc = zs_comp_check(o.comp))) {
 		fprintf(stderr, "zs zram: compressor '%s': %s%s\n", o.comp, strerror(-rc),
 			rc == -EOPNOTSUPP ? " (lzo-rle is kernel-only; use lzo)" : "");
+		return 2;
+	}
+	if (o.agree && !o.vs_kernel) {
+		fprintf(stderr, "zs zram: --agree needs --vs-kernel\n");
 		return 2;
 	}
 	if (o.vs_kernel && o.page_size != 4096) {
@@ -285,6 +338,26 @@ int cmd_zram(int argc, char **argv)
 		fprintf(stderr, "zs zram: store: %s\n", strerror(-rc));
 		zs_pageset_free(&ps);
 		return 2;
+	}
+	if (o.agree) {
+		size_t before = ps.npages;
+
+		rc = keep_agreeing_pages(&ps, z, o.comp, o.kcomp, kmsg, sizeof(kmsg));
+		if (rc) {
+			fprintf(stderr, "zs zram: --agree: %s\n", kmsg[0] ? kmsg : strerror(-rc));
+			zs_zram_destroy(z);
+			zs_pageset_free(&ps);
+			return 2;
+		}
+		fprintf(o.json ? stderr : stdout,
+			"zs zram: --agree: %zu of %zu pages compress to the same size in the "
+			"kernel and here; using those\n", ps.npages, before);
+		bytes = (uint64_t)ps.npages * ps.page_size;
+		if (!ps.npages) {
+			zs_zram_destroy(z);
+			zs_pageset_free(&ps);
+			return 2;
+		}
 	}
 	out = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (out == MAP_FAILED) {

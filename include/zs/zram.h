@@ -204,6 +204,15 @@ struct zs_kzram_result {
 int zs_kzram_run(const char *comp, const unsigned char *pages, size_t npages,
 		 struct zs_kzram_result *res, char *msg, size_t msg_len);
 
+/*
+ * The kernel's stored size of each page (compr_data_size after each write,
+ * one 4 KiB O_DIRECT write at a time on a fresh device: 0 same-filled,
+ * 4096 huge), to find the pages where kernel and user-space compressors
+ * agree.  Same device handling and returns as zs_kzram_run.
+ */
+int zs_kzram_sizes(const char *comp, const unsigned char *pages, size_t npages, uint32_t *sizes,
+		   char *msg, size_t msg_len);
+
 #ifdef __cplusplus
 }
 #endif

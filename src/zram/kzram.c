@@ -120,16 +120,22 @@ static int open_dev(int dev, char *node, size_t len, int *made)
 	}
 }
 
-int zs_kzram_run(const char *comp, const unsigned char *pages, size_t npages,
-		 struct zs_kzram_result *res, char *msg, size_t msg_len)
-{
-	char path[128], buf[256], node[128];
-	unsigned char *io = NULL;
-	int dev, fd = -1, made = 0, rc;
-	double t;
+struct kdev {
+	int dev, fd, made;
+	char node[128];
+};
 
-	memset(res, 0, sizeof(*res));
-	res->dev = -1;
+/* hot_add + comp_algorithm + disksize + open; on error the device is already removed. */
+static void dev_remove(struct kdev *k);
+
+static int dev_setup(struct kdev *k, const char *comp, size_t npages, char *msg, size_t msg_len)
+{
+	char path[128], buf[256];
+	int rc;
+
+	k->dev = -1;
+	k->fd = -1;
+	k->made = 0;
 	if (!zs_kzram_available()) {
 		set_msg(msg, msg_len, "needs root and %s", CTL);
 		return -EPERM;
@@ -141,31 +147,74 @@ int zs_kzram_run(const char *comp, const unsigned char *pages, size_t npages,
 		set_msg(msg, msg_len, "hot_add: %s", strerror(-rc));
 		return rc;
 	}
-	dev = atoi(buf);
-	res->dev = dev;
-
-	snprintf(path, sizeof(path), "/sys/block/zram%d/comp_algorithm", dev);
+	k->dev = atoi(buf);
+	snprintf(path, sizeof(path), "/sys/block/zram%d/comp_algorithm", k->dev);
 	rc = sysfs_write(path, comp);
 	if (rc) {
 		sysfs_read(path, buf, sizeof(buf));
 		buf[strcspn(buf, "\n")] = 0;
 		set_msg(msg, msg_len, "kernel zram has no '%s' (has: %s)", comp, buf);
-		goto out;
+		goto fail;
 	}
-	snprintf(res->comp, sizeof(res->comp), "%s", comp);
-	snprintf(path, sizeof(path), "/sys/block/zram%d/disksize", dev);
+	snprintf(path, sizeof(path), "/sys/block/zram%d/disksize", k->dev);
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)npages * KPAGE);
 	rc = sysfs_write(path, buf);
 	if (rc) {
 		set_msg(msg, msg_len, "disksize: %s", strerror(-rc));
-		goto out;
+		goto fail;
 	}
-	fd = open_dev(dev, node, sizeof(node), &made);
-	if (fd < 0) {
-		rc = fd;
-		set_msg(msg, msg_len, "open %s: %s", node, strerror(-rc));
-		goto out;
+	k->fd = open_dev(k->dev, k->node, sizeof(k->node), &k->made);
+	if (k->fd < 0) {
+		rc = k->fd;
+		set_msg(msg, msg_len, "open %s: %s", k->node, strerror(-rc));
+		goto fail;
 	}
+	return 0;
+fail:
+	dev_remove(k);
+	return rc;
+}
+
+static void dev_remove(struct kdev *k)
+{
+	char buf[32];
+
+	if (k->fd >= 0)
+		close(k->fd);
+	k->fd = -1;
+	if (k->made)
+		unlink(k->node);
+	if (k->dev < 0)
+		return;
+	snprintf(buf, sizeof(buf), "%d", k->dev);
+	/* A device just closed can be busy for a moment; retry the removal briefly. */
+	for (int i = 0; i < 50; i++) {
+		int r = sysfs_write(CTL "/hot_remove", buf);
+
+		if (r != -EBUSY)
+			break;
+		usleep(20000);
+	}
+	k->dev = -1;
+}
+
+int zs_kzram_run(const char *comp, const unsigned char *pages, size_t npages,
+		 struct zs_kzram_result *res, char *msg, size_t msg_len)
+{
+	char path[128];
+	unsigned char *io = NULL;
+	struct kdev k;
+	int dev, fd, rc;
+	double t;
+
+	memset(res, 0, sizeof(*res));
+	rc = dev_setup(&k, comp, npages, msg, msg_len);
+	res->dev = k.dev;
+	if (rc)
+		return rc;
+	dev = k.dev;
+	fd = k.fd;
+	snprintf(res->comp, sizeof(res->comp), "%s", comp);
 	/* Reads land in one prefaulted buffer and are compared after the clock stops. */
 	if (posix_memalign((void **)&io, KPAGE, npages * KPAGE)) {
 		rc = -ENOMEM;
@@ -213,18 +262,43 @@ int zs_kzram_run(const char *comp, const unsigned char *pages, size_t npages,
 	rc = 0;
 out:
 	free(io);
-	if (fd >= 0)
-		close(fd);
-	if (made)
-		unlink(node);
-	snprintf(buf, sizeof(buf), "%d", dev);
-	/* A device just closed can be busy for a moment; retry the removal briefly. */
-	for (int i = 0; i < 50; i++) {
-		int r = sysfs_write(CTL "/hot_remove", buf);
+	dev_remove(&k);
+	return rc;
+}
 
-		if (r != -EBUSY)
-			break;
-		usleep(20000);
+int zs_kzram_sizes(const char *comp, const unsigned char *pages, size_t npages, uint32_t *sizes,
+		   char *msg, size_t msg_len)
+{
+	char path[128];
+	unsigned char *io = NULL;
+	uint64_t mm[9], prev = 0;
+	struct kdev k;
+	int rc = dev_setup(&k, comp, npages, msg, msg_len);
+
+	if (rc)
+		return rc;
+	if (posix_memalign((void **)&io, KPAGE, KPAGE)) {
+		rc = -ENOMEM;
+		goto out;
 	}
+	snprintf(path, sizeof(path), "/sys/block/zram%d/mm_stat", k.dev);
+	for (size_t i = 0; i < npages; i++) {
+		memcpy(io, pages + i * KPAGE, KPAGE);
+		if (pwrite(k.fd, io, KPAGE, (off_t)i * KPAGE) != KPAGE) {
+			rc = errno ? -errno : -EIO;
+			set_msg(msg, msg_len, "pwrite page %zu: %s", i, strerror(-rc));
+			goto out;
+		}
+		rc = read_u64s(path, mm, 9);
+		if (rc) {
+			set_msg(msg, msg_len, "mm_stat: %s", strerror(-rc));
+			goto out;
+		}
+		sizes[i] = (uint32_t)(mm[1] - prev);
+		prev = mm[1];
+	}
+out:
+	free(io);
+	dev_remove(&k);
 	return rc;
 }
