@@ -1,0 +1,538 @@
+"""
+libzs: Python bindings for the libzs C library (zsmalloc, zblock, zram in
+user space), over ctypes.
+
+This file owns the Python-facing API: Pool (a zsmalloc pool with its policy
+config, handles as ints, bytes in and out, compaction and statistics),
+Compressor, ZramStore (the compressed page store) and the exceptions.  C
+errors (negative errno values, NULL returns) become ZsError; misuse caught on
+the Python side (wrong types, sizes, unknown or freed handles) becomes
+ValueError/TypeError/ZsError before the C library is called, so a Python
+caller cannot crash the process with a bad handle.
+
+    import libzs
+    with libzs.Pool(page_size=4096, chain=8, chain_policy="heuristic") as pool:
+        h = pool.malloc(100)
+        pool.write(h, b"x" * 100)
+        assert pool.read(h) == b"x" * 100
+        pool.free(h)
+"""
+import ctypes
+import errno as _errno
+import os
+
+from . import _lib as _L
+from ._lib import LibraryNotFound, library_path, tls_env
+
+__all__ = [
+    "Pool", "Compressor", "ZramStore", "ZsError", "LibraryNotFound", "library_path",
+    "ClassInfo", "ClassStats", "backend_kinds", "compressor_names",
+    "CHAIN_POLICIES", "FREE_MODES", "tls_env",
+]
+__version__ = "0.1.0"
+
+CHAIN_POLICIES = {"exhaustive": 0, "heuristic": 1}
+FREE_MODES = {"pool": 0, "class": 1, "class-unlocked": 2}
+RECOMP_TYPES = {"all": 0, "idle": 1, "huge": 2, "huge_idle": 3}
+
+
+class ZsError(OSError):
+    """A libzs call failed; .errno holds the (positive) errno value."""
+
+    def __init__(self, err, what):
+        err = abs(int(err))
+        super().__init__(err, f"{what}: {os.strerror(err)}")
+
+
+def _check(rc, what):
+    if rc < 0:
+        raise ZsError(rc, what)
+    return rc
+
+
+def _is_err(h):
+    return h >= (1 << 64) - 4095 or h >= (1 << (8 * ctypes.sizeof(ctypes.c_ulong))) - 4095
+
+
+def _to_bytes(data):
+    if isinstance(data, str):
+        raise TypeError("data must be bytes-like, not str")
+    return bytes(memoryview(data))
+
+
+def _strs(ptr):
+    out, i = [], 0
+    while ptr[i]:
+        out.append(ptr[i].decode())
+        i += 1
+    return out
+
+
+def backend_kinds():
+    """Backends compiled into the library ("zsmalloc", "zblock", "malloc", ...)."""
+    return _strs(_L.need("zs_backend_kinds")())
+
+
+def compressor_names():
+    """Base compressor names ("lz4", "lz4hc", "zstd", "lzo")."""
+    return _strs(_L.need("zs_comp_names")())
+
+
+def _choice(value, table, what):
+    if isinstance(value, int) and value in table.values():
+        return value
+    try:
+        return table[value]
+    except (KeyError, TypeError):
+        raise ValueError(f"{what} must be one of {sorted(table)}, not {value!r}") from None
+
+
+def _pool_config(page_size=4096, chain=8, delta=0, chain_policy="exhaustive",
+                 free_mode="pool", checked=True, max_pages=0, deferred_capacity=0,
+                 deferred_worker=True):
+    cfg = _L.PoolConfig()
+    _L.need("zs_pool_config_init")(ctypes.byref(cfg))
+    for name, v in (("page_size", page_size), ("chain", chain), ("delta", delta),
+                    ("max_pages", max_pages), ("deferred_capacity", deferred_capacity)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise ValueError(f"{name} must be a non-negative int, not {v!r}")
+    if page_size and (page_size < 4096 or page_size > 65536 or page_size & (page_size - 1)):
+        raise ValueError(f"page_size must be a power of two in 4096..65536, not {page_size}")
+    if chain and not 1 <= chain <= _L.ZS_MAX_CHAIN:
+        raise ValueError(f"chain must be in 1..{_L.ZS_MAX_CHAIN}, not {chain}")
+    if delta and (delta < 8 or delta % 8):
+        raise ValueError(f"delta must be a multiple of 8 and >= 8, not {delta}")
+    cfg.page_size = page_size
+    cfg.max_chain = chain
+    cfg.class_delta = delta
+    cfg.chain_policy = _choice(chain_policy, CHAIN_POLICIES, "chain_policy")
+    cfg.free_mode = _choice(free_mode, FREE_MODES, "free_mode")
+    cfg.checked = 1 if checked else 0
+    cfg.max_pages = max_pages
+    cfg.deferred_capacity = deferred_capacity
+    cfg.deferred_worker = 1 if deferred_worker else -1
+    return cfg
+
+
+class ClassInfo:
+    """Geometry of one logical size class (struct zs_class_info)."""
+    __slots__ = ("index", "phys_index", "size", "phys_size", "pages_per_zspage",
+                 "objs_per_zspage", "tail_waste", "spanning", "huge")
+
+    def __init__(self, c):
+        for f in self.__slots__:
+            setattr(self, f, getattr(c, f))
+        self.huge = bool(self.huge)
+
+    def as_dict(self):
+        return {f: getattr(self, f) for f in self.__slots__}
+
+    def __repr__(self):
+        return f"ClassInfo({self.as_dict()})"
+
+
+class ClassStats:
+    """Per physical class statistics (the kernel's debugfs "classes" columns)."""
+    __slots__ = ("index", "size", "fullness", "obj_allocated", "obj_used", "pages_used",
+                 "pages_per_zspage", "objs_per_zspage", "freeable")
+
+    def __init__(self, c):
+        for f in self.__slots__:
+            v = getattr(c, f)
+            setattr(self, f, list(v) if f == "fullness" else v)
+
+    def as_dict(self):
+        return {f: getattr(self, f) for f in self.__slots__}
+
+    def __repr__(self):
+        return f"ClassStats({self.as_dict()})"
+
+
+class Pool:
+    """
+    A zsmalloc pool.  Handles are ints.  Config (all optional):
+      page_size      4096..65536, power of two
+      chain          max pages per zspage, 1..16 (kernel: 8)
+      delta          class delta in bytes (0: kernel's max(page_size/256, 16))
+      chain_policy   "exhaustive" (kernel today) | "heuristic" (seed 002)
+      free_mode      "pool" (kernel today) | "class" | "class-unlocked"
+      checked        validate handles in C too (default True)
+      max_pages      page limit, malloc raises ZsError(ENOMEM) past it (0: none)
+    """
+
+    def __init__(self, page_size=4096, chain=8, delta=0, chain_policy="exhaustive",
+                 free_mode="pool", checked=True, max_pages=0, deferred_capacity=0,
+                 deferred_worker=True):
+        cfg = _pool_config(page_size, chain, delta, chain_policy, free_mode, checked,
+                           max_pages, deferred_capacity, deferred_worker)
+        ctypes.set_errno(0)
+        p = _L.need("zs_create_pool")(ctypes.byref(cfg))
+        if not p:
+            raise ZsError(ctypes.get_errno() or _errno.EINVAL, "zs_create_pool")
+        self._p = p
+        self._live = {}        # handle -> allocated size
+        self.config = {"page_size": page_size or 4096, "chain": chain or 8, "delta": delta,
+                       "chain_policy": chain_policy, "free_mode": free_mode,
+                       "checked": bool(checked), "max_pages": max_pages}
+
+    # -- lifetime --
+    def close(self):
+        if getattr(self, "_p", None):
+            _L.need("zs_destroy_pool")(self._p)
+            self._p = None
+            self._live.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _pool(self):
+        if not self._p:
+            raise ValueError("pool is closed")
+        return self._p
+
+    def _size_of(self, handle):
+        if not isinstance(handle, int) or isinstance(handle, bool):
+            raise TypeError(f"handle must be an int, not {type(handle).__name__}")
+        try:
+            return self._live[handle]
+        except KeyError:
+            raise ZsError(_errno.EINVAL, f"handle {handle:#x} is not live in this pool") from None
+
+    # -- objects --
+    @property
+    def page_size(self):
+        return _L.need("zs_pool_page_size")(self._pool())
+
+    def malloc(self, size):
+        """Allocate size bytes (1..page_size); returns a handle."""
+        if not isinstance(size, int) or isinstance(size, bool):
+            raise TypeError("size must be an int")
+        if size <= 0:
+            raise ZsError(_errno.EINVAL, f"zs_malloc({size})")
+        h = _L.need("zs_malloc")(self._pool(), size)
+        if _is_err(h):
+            raise ZsError(h - (1 << (8 * ctypes.sizeof(ctypes.c_ulong))), f"zs_malloc({size})")
+        self._live[h] = size
+        return h
+
+    def free(self, handle, deferred=False):
+        """Free an object (deferred=True: zs_free_deferred, see flush())."""
+        self._size_of(handle)
+        fn = "zs_free_deferred" if deferred else "zs_free"
+        _check(_L.need(fn)(self._pool(), handle), fn)
+        del self._live[handle]
+
+    def flush(self):
+        """Wait until every deferred free issued so far is done."""
+        _L.need("zs_free_deferred_flush")(self._pool())
+
+    def write(self, handle, data, offset=0):
+        """Write bytes at the start of the object (len(data) <= its size)."""
+        size = self._size_of(handle)
+        data = _to_bytes(data)
+        if offset != 0:
+            raise ValueError("only offset 0 is supported (zs_obj_write writes from the start)")
+        if len(data) > size:
+            raise ValueError(f"{len(data)} bytes do not fit in a {size}-byte object")
+        _check(_L.need("zs_obj_write")(self._pool(), handle, data, len(data)), "zs_obj_write")
+
+    def read(self, handle, length=None):
+        """Return the first `length` bytes of the object (default: all of it)."""
+        size = self._size_of(handle)
+        if length is None:
+            length = size
+        if not isinstance(length, int) or length < 0 or length > size:
+            raise ValueError(f"length must be in 0..{size}, not {length!r}")
+        if length == 0:
+            return b""
+        copy = ctypes.create_string_buffer(length)
+        p = _L.need("zs_obj_read_begin")(self._pool(), handle, length, copy)
+        if not p:
+            raise ZsError(_errno.EINVAL, "zs_obj_read_begin")
+        try:
+            return ctypes.string_at(p, length)
+        finally:
+            _L.need("zs_obj_read_end")(self._pool(), handle, length, p)
+
+    def store(self, data):
+        """malloc + write: keep bytes, return the handle."""
+        data = _to_bytes(data)
+        h = self.malloc(len(data))
+        try:
+            self.write(h, data)
+        except Exception:
+            self.free(h)
+            raise
+        return h
+
+    def handles(self):
+        return list(self._live)
+
+    def __len__(self):
+        return len(self._live)
+
+    # -- pool --
+    def compact(self):
+        """Compact every class; returns pages freed."""
+        return _L.need("zs_compact")(self._pool())
+
+    def total_pages(self):
+        """Pool pages in use (the kernel's pages_allocated)."""
+        return _L.need("zs_get_total_pages")(self._pool())
+
+    def trim(self):
+        _L.need("zs_pool_trim")(self._pool())
+
+    def huge_class_size(self):
+        return _L.need("zs_huge_class_size")(self._pool())
+
+    def class_index(self, size):
+        """Physical class index for a request of `size` bytes."""
+        return _check(_L.need("zs_lookup_class_index")(self._pool(), size), "zs_lookup_class_index")
+
+    def stats(self):
+        st = _L.PoolStats()
+        _L.need("zs_pool_stats")(self._pool(), ctypes.byref(st))
+        ps = self.page_size
+        pages = self.total_pages()
+        used = sum(self._live.values())
+        return {"pages": pages, "mem_bytes": pages * ps, "objects": len(self._live),
+                "object_bytes": used,
+                "utilization": used / (pages * ps) if pages else 0.0,
+                "pages_compacted": st.pages_compacted}
+
+    def class_count(self):
+        return _L.need("zs_class_count")(self._pool())
+
+    def class_info(self, index=None):
+        """ClassInfo of one logical class, or a list of all of them."""
+        fn = _L.need("zs_class_info")
+        if index is None:
+            return [self.class_info(i) for i in range(self.class_count())]
+        c = _L.ClassInfoC()
+        _check(fn(self._pool(), index, ctypes.byref(c)), f"zs_class_info({index})")
+        return ClassInfo(c)
+
+    def class_stats(self, index=None, used_only=True):
+        """ClassStats of one physical class, or a list (those with objects if used_only)."""
+        fn = _L.need("zs_class_stats")
+        if index is None:
+            out = []
+            for i in range(self.class_count()):
+                c = _L.ClassStatsC()
+                if fn(self._pool(), i, ctypes.byref(c)) == 0:
+                    if not used_only or c.obj_allocated:
+                        out.append(ClassStats(c))
+            return out
+        c = _L.ClassStatsC()
+        _check(fn(self._pool(), index, ctypes.byref(c)), f"zs_class_stats({index})")
+        return ClassStats(c)
+
+
+class Compressor:
+    """One compressor context: "lz4", "lz4:N", "lz4hc[:N]", "zstd[:N]", "lzo"."""
+
+    def __init__(self, name="lz4", max_src=65536):
+        if not isinstance(name, str):
+            raise TypeError("compressor name must be a str")
+        out = ctypes.c_void_p()
+        _check(_L.need("zs_comp_create")(name.encode(), max_src, ctypes.byref(out)),
+               f"zs_comp_create({name!r})")
+        self._c = out.value
+        self.max_src = max_src
+        self.name = _L.need("zs_comp_name")(self._c).decode()
+        self._dst = ctypes.create_string_buffer(_L.need("zs_comp_bound")(self._c, max_src))
+
+    def close(self):
+        if getattr(self, "_c", None):
+            _L.need("zs_comp_destroy")(self._c)
+            self._c = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _ctx(self):
+        if not self._c:
+            raise ValueError("compressor is closed")
+        return self._c
+
+    def compress(self, data):
+        data = _to_bytes(data)
+        if len(data) > self.max_src:
+            raise ValueError(f"input of {len(data)} bytes exceeds max_src {self.max_src}")
+        n = _check(_L.need("zs_compress")(self._ctx(), data, len(data), self._dst, len(self._dst)),
+                   "zs_compress")
+        return self._dst.raw[:n]
+
+    def compressed_size(self, data):
+        data = _to_bytes(data)
+        if len(data) > self.max_src:
+            raise ValueError(f"input of {len(data)} bytes exceeds max_src {self.max_src}")
+        return _check(_L.need("zs_compress")(self._ctx(), data, len(data), self._dst,
+                                             len(self._dst)), "zs_compress")
+
+    def decompress(self, data, orig_len):
+        data = _to_bytes(data)
+        if not isinstance(orig_len, int) or orig_len <= 0:
+            raise ValueError("orig_len must be a positive int")
+        out = ctypes.create_string_buffer(orig_len)
+        _check(_L.need("zs_decompress")(self._ctx(), data, len(data), out, orig_len),
+               "zs_decompress")
+        return out.raw
+
+
+class ZramStore:
+    """
+    The user-space zram store: `slots` pages of page_size bytes (or give
+    disksize in bytes).  backend: "zsmalloc" | "zblock" | "malloc" | ...;
+    pool policies (chain, delta, chain_policy, free_mode) apply to zsmalloc.
+    """
+
+    def __init__(self, slots=None, disksize=None, page_size=4096, comp="lz4", recomp=None,
+                 backend="zsmalloc", mem_limit=0, deferred_free=False, streams=0,
+                 track_actime=False, chain=8, delta=0, chain_policy="exhaustive",
+                 free_mode="pool", checked=True):
+        cfg = _L.ZramConfig()
+        _L.need("zs_zram_config_init")(ctypes.byref(cfg))
+        if (slots is None) == (disksize is None):
+            raise ValueError("give exactly one of slots or disksize")
+        if slots is not None and (not isinstance(slots, int) or slots <= 0):
+            raise ValueError("slots must be a positive int")
+        if disksize is not None and (not isinstance(disksize, int) or disksize < page_size):
+            raise ValueError("disksize must be an int >= page_size")
+        if not isinstance(comp, str) or (recomp is not None and not isinstance(recomp, str)):
+            raise TypeError("comp/recomp must be str")
+        if not isinstance(backend, str):
+            raise TypeError("backend must be a str")
+        # keep the encoded strings alive as long as the store
+        self._keep = [comp.encode(), recomp.encode() if recomp else None, backend.encode()]
+        cfg.page_size = page_size
+        cfg.disksize = disksize if disksize is not None else slots * page_size
+        cfg.comp = self._keep[0]
+        cfg.recomp = self._keep[1]
+        cfg.backend.kind = self._keep[2]
+        cfg.backend.page_size = page_size
+        cfg.backend.checked = 1 if checked else 0
+        cfg.backend.zs = _pool_config(page_size, chain, delta, chain_policy, free_mode, checked)
+        cfg.mem_limit = mem_limit
+        cfg.deferred_free = 1 if deferred_free else 0
+        cfg.streams = streams
+        cfg.track_actime = 1 if track_actime else 0
+        out = ctypes.c_void_p()
+        _check(_L.need("zs_zram_create")(ctypes.byref(cfg), ctypes.byref(out)), "zs_zram_create")
+        self._z = out.value
+        self.page_size = _L.need("zs_zram_page_size")(self._z)
+        self.slots = _L.need("zs_zram_slots")(self._z)
+        self.comp = _L.need("zs_zram_comp_name")(self._z).decode()
+        self.backend = backend
+        self._buf = ctypes.create_string_buffer(self.page_size)
+
+    def close(self):
+        if getattr(self, "_z", None):
+            _L.need("zs_zram_destroy")(self._z)
+            self._z = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __len__(self):
+        return self.slots
+
+    def _store(self):
+        if not self._z:
+            raise ValueError("store is closed")
+        return self._z
+
+    def _index(self, index):
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise TypeError("slot index must be an int")
+        if not 0 <= index < self.slots:
+            raise IndexError(f"slot {index} out of range 0..{self.slots - 1}")
+        return index
+
+    def write(self, index, page):
+        """Store exactly page_size bytes in slot `index`."""
+        page = _to_bytes(page)
+        if len(page) != self.page_size:
+            raise ValueError(f"a page is {self.page_size} bytes, got {len(page)}")
+        _check(_L.need("zs_zram_write")(self._store(), self._index(index), page),
+               f"zs_zram_write({index})")
+
+    def read(self, index):
+        _check(_L.need("zs_zram_read")(self._store(), self._index(index), self._buf,
+                                       self.page_size), f"zs_zram_read({index})")
+        return self._buf.raw
+
+    def discard(self, index):
+        _check(_L.need("zs_zram_discard")(self._store(), self._index(index)),
+               f"zs_zram_discard({index})")
+
+    def reset(self):
+        _L.need("zs_zram_reset")(self._store())
+
+    def flush(self):
+        _L.need("zs_zram_flush")(self._store())
+
+    def compact(self):
+        return _L.need("zs_zram_compact")(self._store())
+
+    def mark_idle(self, age_seconds=0):
+        return _check(_L.need("zs_zram_mark_idle")(self._store(), age_seconds), "zs_zram_mark_idle")
+
+    def recompress(self, type="all", threshold=0, max_pages=0):
+        r = _L.ZramRecompResult()
+        t = _choice(type, RECOMP_TYPES, "type")
+        _check(_L.need("zs_zram_recompress")(self._store(), t, threshold, max_pages,
+                                             ctypes.byref(r)), "zs_zram_recompress")
+        return {"scanned": r.scanned, "recompressed": r.recompressed,
+                "incompressible": r.incompressible}
+
+    def slot_info(self, index):
+        size, flags, prio = ctypes.c_size_t(), ctypes.c_uint(), ctypes.c_uint()
+        _check(_L.need("zs_zram_slot_info")(self._store(), self._index(index), ctypes.byref(size),
+                                            ctypes.byref(flags), ctypes.byref(prio)),
+               "zs_zram_slot_info")
+        f = flags.value
+        return {"size": size.value, "flags": f, "prio": prio.value,
+                "same": bool(f & (1 << 17)), "huge": bool(f & (1 << 21)),
+                "idle": bool(f & (1 << 22)), "incompressible": bool(f & (1 << 23))}
+
+    def stats(self):
+        st = _L.ZramStatsC()
+        _L.need("zs_zram_get_stats")(self._store(), ctypes.byref(st))
+        return {n: getattr(st, n) for n in _L.ZRAM_STAT_FIELDS}
+
+    def mm_stat(self):
+        """The nine mm_stat columns, in the kernel's order, as a dict."""
+        s = self.stats()
+        return {n: s[n] for n in _L.ZRAM_STAT_FIELDS[:9]}
+
+    def reset_mem_used_max(self):
+        _L.need("zs_zram_reset_mem_used_max")(self._store())

@@ -1,0 +1,275 @@
+"""
+Loading libzs.so and declaring the C API for ctypes.
+
+This module owns the one place where Python meets the C ABI: the library
+lookup (LIBZS_LIBRARY, then build directories next to the package source,
+then the system's loader path) and mirrors of the public structs in
+include/zs/*.h.  The struct mirrors must follow the headers field by field;
+tests/test_abi.py compiles a small C program against the headers and checks
+every size and offset, so a header change that is not mirrored here fails CI
+instead of corrupting memory.
+"""
+import ctypes
+import ctypes.util
+import glob
+import os
+
+c_size_t = ctypes.c_size_t
+c_ulong = ctypes.c_ulong
+c_uint = ctypes.c_uint
+c_int = ctypes.c_int
+c_u64 = ctypes.c_uint64
+c_char_p = ctypes.c_char_p
+c_void_p = ctypes.c_void_p
+
+ZS_NR_FULLNESS_GROUPS = 12
+ZS_MAX_CHAIN = 16
+ZS_MIN_ALLOC_SIZE = 32
+
+
+class PoolConfig(ctypes.Structure):
+    """struct zs_pool_config (include/zs/zsmalloc.h)."""
+    _fields_ = [
+        ("name", c_char_p),
+        ("page_size", c_size_t),
+        ("max_chain", c_uint),
+        ("class_delta", c_uint),
+        ("chain_policy", c_int),
+        ("free_mode", c_int),
+        ("checked", c_int),
+        ("max_pages", c_size_t),
+        ("deferred_capacity", c_size_t),
+        ("deferred_worker", c_int),
+        ("page_cache_pages", c_size_t),
+    ]
+
+
+class PoolStats(ctypes.Structure):
+    """struct zs_pool_stats."""
+    _fields_ = [("pages_compacted", c_ulong)]
+
+
+class ClassInfoC(ctypes.Structure):
+    """struct zs_class_info."""
+    _fields_ = [
+        ("index", c_int),
+        ("phys_index", c_int),
+        ("size", c_uint),
+        ("phys_size", c_uint),
+        ("pages_per_zspage", c_uint),
+        ("objs_per_zspage", c_uint),
+        ("tail_waste", c_uint),
+        ("spanning", c_uint),
+        ("huge", c_int),
+    ]
+
+
+class ClassStatsC(ctypes.Structure):
+    """struct zs_class_stats."""
+    _fields_ = [
+        ("index", c_int),
+        ("size", c_uint),
+        ("fullness", c_ulong * ZS_NR_FULLNESS_GROUPS),
+        ("obj_allocated", c_ulong),
+        ("obj_used", c_ulong),
+        ("pages_used", c_ulong),
+        ("pages_per_zspage", c_uint),
+        ("objs_per_zspage", c_uint),
+        ("freeable", c_ulong),
+    ]
+
+
+class BackendConfig(ctypes.Structure):
+    """struct zs_backend_config (include/zs/backend.h)."""
+    _fields_ = [
+        ("kind", c_char_p),
+        ("page_size", c_size_t),
+        ("max_pages", c_size_t),
+        ("checked", c_int),
+        ("zs", PoolConfig),
+    ]
+
+
+class ZramConfig(ctypes.Structure):
+    """struct zs_zram_config (include/zs/zram.h)."""
+    _fields_ = [
+        ("page_size", c_size_t),
+        ("disksize", c_u64),
+        ("comp", c_char_p),
+        ("recomp", c_char_p),
+        ("backend", BackendConfig),
+        ("mem_limit", c_u64),
+        ("deferred_free", c_int),
+        ("streams", c_uint),
+        ("track_actime", c_int),
+    ]
+
+
+ZRAM_STAT_FIELDS = [
+    "orig_data_size", "compr_data_size", "mem_used_total", "mem_limit", "mem_used_max",
+    "same_pages", "pages_compacted", "huge_pages", "huge_pages_since",
+    "failed_reads", "failed_writes", "invalid_io", "notify_free",
+    "miss_free", "num_reads", "num_writes", "pages_stored", "incompressible_pages",
+]
+
+
+class ZramStatsC(ctypes.Structure):
+    """struct zs_zram_stats."""
+    _fields_ = [(n, c_u64) for n in ZRAM_STAT_FIELDS]
+
+
+class ZramRecompResult(ctypes.Structure):
+    """struct zs_zram_recomp_result."""
+    _fields_ = [("scanned", c_ulong), ("recompressed", c_ulong), ("incompressible", c_ulong)]
+
+
+STRUCTS = {
+    "zs_pool_config": PoolConfig,
+    "zs_pool_stats": PoolStats,
+    "zs_class_info": ClassInfoC,
+    "zs_class_stats": ClassStatsC,
+    "zs_backend_config": BackendConfig,
+    "zs_zram_config": ZramConfig,
+    "zs_zram_stats": ZramStatsC,
+    "zs_zram_recomp_result": ZramRecompResult,
+}
+
+# name: (restype, [argtypes])
+_P = c_void_p
+_PROTOS = {
+    "zs_pool_config_init": (None, [ctypes.POINTER(PoolConfig)]),
+    "zs_create_pool": (_P, [ctypes.POINTER(PoolConfig)]),
+    "zs_destroy_pool": (None, [_P]),
+    "zs_malloc": (c_ulong, [_P, c_size_t]),
+    "zs_free": (c_int, [_P, c_ulong]),
+    "zs_free_deferred": (c_int, [_P, c_ulong]),
+    "zs_free_deferred_flush": (None, [_P]),
+    "zs_obj_read_begin": (_P, [_P, c_ulong, c_size_t, _P]),
+    "zs_obj_read_end": (None, [_P, c_ulong, c_size_t, _P]),
+    "zs_obj_write": (c_int, [_P, c_ulong, _P, c_size_t]),
+    "zs_huge_class_size": (c_size_t, [_P]),
+    "zs_lookup_class_index": (c_int, [_P, c_size_t]),
+    "zs_compact": (c_ulong, [_P]),
+    "zs_get_total_pages": (c_ulong, [_P]),
+    "zs_pool_stats": (None, [_P, ctypes.POINTER(PoolStats)]),
+    "zs_class_count": (c_int, [_P]),
+    "zs_class_info": (c_int, [_P, c_int, ctypes.POINTER(ClassInfoC)]),
+    "zs_class_stats": (c_int, [_P, c_int, ctypes.POINTER(ClassStatsC)]),
+    "zs_pool_page_size": (c_size_t, [_P]),
+    "zs_pool_objects": (c_ulong, [_P]),
+    "zs_pool_trim": (None, [_P]),
+    "zs_backend_kinds": (ctypes.POINTER(c_char_p), []),
+    "zs_comp_create": (c_int, [c_char_p, c_size_t, ctypes.POINTER(c_void_p)]),
+    "zs_comp_destroy": (None, [_P]),
+    "zs_comp_check": (c_int, [c_char_p]),
+    "zs_comp_name": (c_char_p, [_P]),
+    "zs_comp_bound": (c_size_t, [_P, c_size_t]),
+    "zs_compress": (c_int, [_P, _P, c_size_t, _P, c_size_t]),
+    "zs_decompress": (c_int, [_P, _P, c_size_t, _P, c_size_t]),
+    "zs_comp_names": (ctypes.POINTER(c_char_p), []),
+    "zs_zram_config_init": (None, [ctypes.POINTER(ZramConfig)]),
+    "zs_zram_create": (c_int, [ctypes.POINTER(ZramConfig), ctypes.POINTER(c_void_p)]),
+    "zs_zram_destroy": (None, [_P]),
+    "zs_zram_slots": (c_u64, [_P]),
+    "zs_zram_page_size": (c_size_t, [_P]),
+    "zs_zram_comp_name": (c_char_p, [_P]),
+    "zs_zram_write": (c_int, [_P, c_u64, _P]),
+    "zs_zram_read": (c_int, [_P, c_u64, _P, c_size_t]),
+    "zs_zram_discard": (c_int, [_P, c_u64]),
+    "zs_zram_reset": (None, [_P]),
+    "zs_zram_flush": (None, [_P]),
+    "zs_zram_compact": (c_ulong, [_P]),
+    "zs_zram_mark_idle": (ctypes.c_long, [_P, c_uint]),
+    "zs_zram_recompress": (c_int, [_P, c_int, c_size_t, c_ulong, ctypes.POINTER(ZramRecompResult)]),
+    "zs_zram_get_stats": (None, [_P, ctypes.POINTER(ZramStatsC)]),
+    "zs_zram_reset_mem_used_max": (None, [_P]),
+    "zs_zram_slot_info": (c_int, [_P, c_u64, ctypes.POINTER(c_size_t), ctypes.POINTER(c_uint),
+                                  ctypes.POINTER(c_uint)]),
+}
+
+
+def _candidates():
+    env = os.environ.get("LIBZS_LIBRARY")
+    if env:
+        return [env]
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = []
+    # Source checkout: python/libzs/_lib.py -> repo root is two levels up.
+    for root in (os.path.join(here, "..", ".."), os.path.join(here, "..")):
+        root = os.path.normpath(root)
+        for d in ["build"] + sorted(glob.glob(os.path.join(root, "build*"))):
+            p = os.path.join(root, d, "libzs.so")
+            if os.path.isfile(p) and p not in out:
+                out.append(p)
+    found = ctypes.util.find_library("zs")
+    if found:
+        out.append(found)
+    out.append("libzs.so")
+    return out
+
+
+# libzs.so may link jemalloc/mimalloc (the malloc baselines); jemalloc's
+# initial-exec TLS needs more static TLS than glibc leaves for dlopen by
+# default, so processes that load libzs.so via ctypes need this tunable set
+# before they start (the report launcher and python/run-tests.sh set it).
+TLS_TUNABLE = "glibc.rtld.optional_static_tls=65536"
+TLS_ENV = "GLIBC_TUNABLES=" + TLS_TUNABLE
+
+
+def tls_env(env=None):
+    """A copy of env (default os.environ) with the static-TLS tunable added."""
+    env = dict(os.environ if env is None else env)
+    cur = env.get("GLIBC_TUNABLES", "")
+    if "optional_static_tls" not in cur:
+        env["GLIBC_TUNABLES"] = (cur + ":" if cur else "") + TLS_TUNABLE
+    return env
+
+
+class LibraryNotFound(ImportError):
+    """No loadable libzs.so: set LIBZS_LIBRARY or build the library."""
+
+
+_lib = None
+_lib_path = None
+
+
+def lib():
+    """The loaded library (loaded and declared on first use)."""
+    global _lib, _lib_path
+    if _lib is not None:
+        return _lib
+    errors = []
+    for path in _candidates():
+        try:
+            handle = ctypes.CDLL(path, use_errno=True)
+        except OSError as e:
+            msg = f"{path}: {e}"
+            if "static TLS" in str(e):
+                msg += ("\n    (libzs.so links jemalloc, whose initial-exec TLS does not fit the"
+                        " space glibc reserves for dlopen; start Python with\n    " + TLS_ENV +
+                        " in the environment, see libzs.tls_env())")
+            errors.append(msg)
+            continue
+        for name, (res, args) in _PROTOS.items():
+            fn = getattr(handle, name, None)
+            if fn is None:
+                continue  # declared lazily-missing: callers get AttributeError via need()
+            fn.restype = res
+            fn.argtypes = args
+        _lib, _lib_path = handle, path
+        return _lib
+    raise LibraryNotFound("cannot load libzs.so (set LIBZS_LIBRARY to its path); tried:\n  "
+                          + "\n  ".join(errors or ["nothing found"]))
+
+
+def library_path():
+    lib()
+    return _lib_path
+
+
+def need(name):
+    """A C function by name, with a clear error if this build lacks it."""
+    fn = getattr(lib(), name, None)
+    if fn is None:
+        raise NotImplementedError(f"{name} is not in {_lib_path}")
+    return fn

@@ -1,0 +1,823 @@
+"""
+`zs report`: runs the seed experiments and writes report.md with tables and
+PNG plots.  tools/cmd_report.c finds this file and execs a Python 3 that has
+matplotlib on it with:
+
+    report.py --zs PATH/zs --build-dir DIR [--quick] [--data FILE|DIR ...] [--out DIR]
+
+This file owns the experiment plan (what runs, with which options, in quick
+and full mode), the parsing of the CLI's and the benchmarks' JSON, the plots
+and the markdown.  The measurements themselves are done by the C tools
+(`zs classes|testmod|zram|compare`, bench_*) so the report shows exactly what
+those commands print; the Python bindings are used for the corpus and its
+compressibility.  A step whose tool is missing or fails becomes a
+"not available: <why>" section and the report goes on.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+if __package__ in (None, ""):
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from libzs import _lib  # noqa: E402  (after the path fix above)
+
+QUICK_PAGES = 3000          # embedded corpus, quick run (~12 MiB)
+FULL_PAGES = 16384          # embedded corpus, full run without --data (64 MiB)
+SEED = {  # seed 002's zsmalloc_test numbers at 4K pages, chain 10
+    "exhaustive": {"pool_pages": 175111, "spanning": 110377, "memcpy_bytes": 278318624},
+    "heuristic": {"pool_pages": 175920, "spanning": 103256, "memcpy_bytes": 265378608},
+}
+
+
+# ---------------------------------------------------------------- helpers
+
+class Progress:
+    """One stderr line per step: bar, percent of the planned weight, elapsed time."""
+
+    def __init__(self, steps):
+        self.total = float(sum(w for _, w in steps)) or 1.0
+        self.done = 0.0
+        self.t0 = time.monotonic()
+        self.n = len(steps)
+        self.i = 0
+
+    def start(self, name):
+        self.i += 1
+        self._line(f"{name} ...")
+
+    def finish(self, name, weight, note=""):
+        self.done += weight
+        self._line(f"{name}: {note or 'done'}")
+
+    def _line(self, text):
+        frac = min(self.done / self.total, 1.0)
+        bar = "#" * int(frac * 24)
+        el = time.monotonic() - self.t0
+        sys.stderr.write(f"[{bar:<24}] {frac * 100:3.0f}%  {int(el) // 60:d}:{int(el) % 60:02d}"
+                         f"  ({self.i}/{self.n}) {text}\n")
+        sys.stderr.flush()
+
+
+class Unavailable(Exception):
+    """A step cannot run here (tool missing, not root, ...)."""
+
+
+def run(cmd, timeout=600, env=None):
+    """Run a command; returns stdout.  Raises Unavailable with the reason on failure."""
+    exe = cmd[0]
+    if not os.path.exists(exe) and shutil.which(exe) is None:
+        raise Unavailable(f"{os.path.basename(exe)} is not built (looked for {exe})")
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise Unavailable(f"`{' '.join(cmd)}` took longer than {timeout} s") from None
+    if p.returncode != 0:
+        err = (p.stderr or p.stdout).strip().splitlines()
+        raise Unavailable(f"`{' '.join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))}`"
+                          f" exited with {p.returncode}: {err[-1] if err else 'no output'}")
+    return p.stdout
+
+
+def run_json(cmd, timeout=600):
+    out = run(cmd, timeout)
+    try:
+        return json.loads(out)
+    except ValueError:
+        m = out.find("{")
+        try:
+            return json.loads(out[m:]) if m >= 0 else None
+        except ValueError:
+            pass
+        raise Unavailable(f"`{os.path.basename(cmd[0])}` printed no JSON "
+                          f"(first line: {out.strip().splitlines()[:1]})") from None
+
+
+def md_table(headers, rows):
+    def fmt(v):
+        if isinstance(v, float):
+            return f"{v:,.3g}" if abs(v) < 100 else f"{v:,.0f}"
+        if isinstance(v, int):
+            return f"{v:,}"
+        return str(v)
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for r in rows:
+        out.append("| " + " | ".join(fmt(v) for v in r) + " |")
+    return "\n".join(out) + "\n"
+
+
+def mib(b):
+    return b / 1048576.0
+
+
+class Report:
+    def __init__(self, args):
+        self.args = args
+        self.out = args.out
+        self.sections = []      # (title, markdown)
+        self.results = {}       # raw data, written as results.json
+        self.figures = []
+
+    def section(self, title, md):
+        self.sections.append((title, md))
+
+    def figure(self, fig, name, caption):
+        path = os.path.join(self.out, name)
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        import matplotlib.pyplot as plt
+        plt.close(fig)
+        self.figures.append(name)
+        return f"![{caption}]({name})\n\n*Figure: {caption}*\n\n"
+
+
+# ---------------------------------------------------------------- steps
+
+def step_corpus(rep, ctx):
+    """The pages the store/backend experiments run on, and their compressibility."""
+    from libzs import corpus, Compressor
+    a = ctx["args"]
+    pages, kinds = [], []
+    if a.data:
+        limit = (12 if a.quick else 256) << 20
+        pages = _load_pages(a.data, limit)
+        kinds = ["data"] * len(pages)
+        if not pages:
+            raise Unavailable(f"no readable pages in {' '.join(a.data)}")
+        ctx["paths"] = list(a.data)
+        ctx["max_mib"] = limit >> 20
+        src = (f"your data: {len(pages)} pages of 4 KiB from {', '.join(a.data)} "
+               f"(at most {limit >> 20} MiB)")
+    else:
+        n = QUICK_PAGES if a.quick else FULL_PAGES
+        path = os.path.join(ctx["tmp"], "corpus.bin")
+        pages, kinds = corpus.generate(n)
+        with open(path, "wb") as f:
+            f.write(b"".join(pages))
+        ctx["paths"] = [path]
+        ctx["max_mib"] = (len(pages) * 4096 >> 20) + 1
+        src = (f"the embedded corpus (`libzs.corpus`, seed 2024): {len(pages)} pages of 4 KiB "
+               f"generated deterministically, no files shipped")
+    sizes = {}
+    for comp in ("lz4", "zstd"):
+        with Compressor(comp, 4096) as c:
+            sizes[comp] = [0 if _same_filled(p) else min(c.compressed_size(p), 4096)
+                           for p in pages]
+    ctx["npages"] = len(pages)
+    order = [k for k, _ in corpus.MIX] if not a.data else ["data"]
+    rows = []
+    for k in order:
+        idx = [i for i, kk in enumerate(kinds) if kk == k]
+        if not idx:
+            continue
+        same = sum(1 for i in idx if sizes["lz4"][i] == 0)
+        ratio = {c: len(idx) * 4096 / max(1, sum(sizes[c][i] for i in idx)) for c in sizes}
+        rows.append([k, len(idx), same, f"{ratio['lz4']:.2f}x", f"{ratio['zstd']:.2f}x"])
+    rep.results["corpus"] = {"source": src, "pages": len(pages),
+                             "kinds": {r[0]: r[1] for r in rows}}
+
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    data = [[sizes["lz4"][i] for i, kk in enumerate(kinds) if kk == k] for k in order]
+    ax.hist(data, bins=list(range(0, 4097 + 128, 128)), stacked=True, label=order)
+    ax.axvline(3264, color="k", ls="--", lw=1)
+    ax.text(3290, ax.get_ylim()[1] * 0.9, "4K huge class\n(3264 B): stored raw", fontsize=8)
+    ax.set_xlabel("lz4 compressed size of a page (bytes; same-filled pages at 0)")
+    ax.set_ylabel("pages")
+    ax.set_title("Corpus compressibility: compressed page sizes by page kind")
+    ax.legend(title="page kind", fontsize=8)
+    md = f"Source: {src}.\n\n"
+    md += md_table(["kind", "pages", "same-filled", "lz4 ratio", "zstd ratio"], rows)
+    md += ("\nRatios are original bytes / compressed bytes over the kind's pages (same-filled "
+           "pages count 0 bytes, as zram stores only their fill word).\n\n")
+    md += rep.figure(fig, "corpus.png", "lz4 compressed size of every corpus page, stacked by "
+                     "page kind; the dashed line is the 4K huge-class size")
+    rep.section("Corpus", md)
+    return f"{len(pages)} pages"
+
+
+def _same_filled(p):
+    return p == p[:8] * (len(p) // 8)
+
+
+def _load_pages(paths, limit):
+    pages, total = [], 0
+
+    def add(fn):
+        nonlocal total
+        try:
+            with open(fn, "rb") as f:
+                while total < limit:
+                    b = f.read(4096)
+                    if not b:
+                        break
+                    pages.append(b.ljust(4096, b"\0"))
+                    total += 4096
+        except OSError:
+            pass
+    for p in paths:
+        if os.path.isdir(p):
+            for root, dirs, files in os.walk(p):
+                dirs.sort()
+                for fn in sorted(files):
+                    full = os.path.join(root, fn)
+                    if os.path.isfile(full) and not os.path.islink(full):
+                        add(full)
+        else:
+            add(p)
+    return pages
+
+
+def step_classes(rep, ctx):
+    """zs classes for each page size / policy / delta: waste per size class."""
+    zs = ctx["zs"]
+    sizes = [4096, 16384] + ([] if ctx["args"].quick else [65536])
+    runs = []
+    for ps in sizes:
+        deltas = [0] if ps == 4096 else [0, 16]
+        for d in deltas:
+            for pol in ("exhaustive", "heuristic"):
+                cmd = [zs, "classes", "--page-size", str(ps), "--chain", "8",
+                       "--chain-policy", pol, "--json"]
+                if d:
+                    cmd += ["--delta", str(d)]
+                j = run_json(cmd)
+                runs.append(j)
+    rep.results["classes"] = [{k: v for k, v in j.items() if k != "rows"} for j in runs]
+
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(len(sizes), 1, figsize=(9, 3.4 * len(sizes)))
+    for ax, ps in zip(axes, sizes):
+        for j in (r for r in runs if r["page_size"] == ps):
+            xs, ys = [], []
+            for row in j["rows"]:
+                slot = row["chain"] * ps / row["objs"]
+                w = (row["phys"] - row["log"]) + row["tail_waste"] / row["objs"]
+                xs.append(row["log"])
+                ys.append(100.0 * w / slot)
+            ls = "-" if j["chain_policy"] == "exhaustive" else "--"
+            ax.plot(xs, ys, ls, lw=0.9, label=f"{j['chain_policy']}, delta {j['delta']} "
+                    f"(avg {j['avg_effective_waste_pct']:.2f}%, {j['physical_classes']} classes)")
+        ax.set_title(f"Waste per size class, {ps // 1024}K pages, max chain 8")
+        ax.set_xlabel("request size (bytes)")
+        ax.set_ylabel("effective waste (% of slot)")
+        ax.set_yscale("symlog", linthresh=1)
+        ax.legend(fontsize=8, title="chain policy, class delta")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    rows = [[f"{j['page_size'] // 1024}K", j["chain_policy"], j["delta"], j["logical_classes"],
+             j["physical_classes"], j["huge_class_size"], f"{j['avg_effective_waste_pct']:.2f}%",
+             j["total_span"]] for j in runs]
+    md = ("`zs classes --page-size P --chain 8 --chain-policy POLICY [--delta D] --json`: the "
+          "simulate_zsmalloc table computed from the allocator's own class table.  Effective "
+          "waste of a request size = (slot padding + the zspage tail's share per object) / "
+          "slot bytes, averaged over request sizes 32, 48, ... page size.\n\n")
+    md += md_table(["page", "chain policy", "delta", "logical classes", "physical classes",
+                    "huge class size", "avg effective waste", "spanning slots (sum)"], rows)
+    md += "\n" + rep.figure(fig, "classes_waste.png",
+                            "effective waste per request size for each chain policy and class "
+                            "delta (symlog y axis), one panel per page size")
+    rep.section("Size classes: waste per class", md)
+    return f"{len(runs)} tables"
+
+
+def step_testmod(rep, ctx):
+    """zs testmod per chain policy and chain size: pool pages vs spanning objects."""
+    zs = ctx["zs"]
+    quick = ctx["args"].quick
+    chains = [4, 8, 10, 16] if quick else [2, 4, 6, 8, 10, 12, 14, 16]
+    count = 256 if quick else 1337
+    res = []
+    for pol in ("exhaustive", "heuristic"):
+        for c in chains:
+            j = run_json([zs, "testmod", "--chain", str(c), "--chain-policy", pol,
+                          "--count", str(count), "--json"])
+            j["chain"] = c
+            res.append(j)
+    seed_rows = []
+    for pol in ("exhaustive", "heuristic"):
+        if count == 1337:
+            j = next(r for r in res if r["chain"] == 10 and r["chain_policy"] == pol)
+        else:
+            j = run_json([zs, "testmod", "--chain", "10", "--chain-policy", pol, "--json"])
+        s = SEED[pol]
+        ok = all(j[k] == s[k] for k in s)
+        seed_rows.append([pol, j["pool_pages"], s["pool_pages"], j["spanning"], s["spanning"],
+                          j["memcpy_bytes"], s["memcpy_bytes"], "yes" if ok else "**NO**"])
+    rep.results["testmod"] = res
+    rep.results["testmod_seed"] = seed_rows
+
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for pol, mk in (("exhaustive", "o-"), ("heuristic", "s--")):
+        pts = [r for r in res if r["chain_policy"] == pol]
+        ax.plot([r["spanning"] for r in pts], [r["pool_pages"] for r in pts], mk,
+                label=f"{pol}")
+        for r in pts:
+            ax.annotate(f"chain {r['chain']}", (r["spanning"], r["pool_pages"]), fontsize=7,
+                        textcoords="offset points", xytext=(4, 4 if pol == "exhaustive" else -10))
+    ax.set_xlabel("spanning objects (reads that copy two pages)")
+    ax.set_ylabel("pool pages used")
+    ax.set_title(f"zsmalloc_test workload ({count} objects per size, 32..4080 B, 4K pages):\n"
+                 "pool pages vs spanning objects per chain policy")
+    ax.legend(title="chain policy")
+    ax.grid(alpha=0.3)
+    rows = [[r["chain_policy"], r["chain"], r["pool_pages"],
+             f"{r['utilization_permille'] / 10:.1f}%", r["spanning"],
+             f"{mib(r['memcpy_bytes']):.1f}"] for r in res]
+    md = (f"`zs testmod --chain N --chain-policy P --count {count} --json` (the zsmalloc_test "
+          f"module's workload on the real allocator: sizes 32, 48, ..., 4080, {count} objects "
+          "each, written then read back).  Fewer pages is denser; fewer spanning objects is "
+          "cheaper to read.\n\n")
+    md += md_table(["chain policy", "max chain", "pool pages", "utilization", "spanning objects",
+                    "memcpy MiB"], rows)
+    md += "\n" + rep.figure(fig, "testmod_chain.png",
+                            "pool pages vs spanning objects, one line per chain policy, one point "
+                            "per max chain length")
+    md += ("Seed check, full workload (1337 objects per size, chain 10), "
+           "`zs testmod --chain 10 [--chain-policy heuristic]`:\n\n")
+    md += md_table(["policy", "pool pages", "seed", "spanning", "seed", "memcpy bytes", "seed",
+                    "matches"], seed_rows)
+    rep.section("Chain policy: testmod", md)
+    return f"{len(res) + (0 if count == 1337 else 2)} runs"
+
+
+def step_chain_bench(rep, ctx):
+    """bench_chain: the same trade-off with read cost, on testmod and real pages."""
+    j = run_json([os.path.join(ctx["build"], "bench_chain"), "--json"]
+                 + (["--quick"] if ctx["args"].quick else []), timeout=900)
+    rep.results["bench_chain"] = j
+    rows = []
+    pat = re.compile(r"^(testmod|real)_p(\d+)_c(\d+)_(exhaustive|heuristic)_pages$")
+    for k in j:
+        m = pat.match(k)
+        if not m:
+            continue
+        pre = k[:-len("pages")]
+        rows.append([m.group(1), f"{int(m.group(2)) // 1024}K", int(m.group(3)), m.group(4),
+                     j[k], j.get(pre + "spanning", ""),
+                     f"{j.get(pre + 'util_permille', 0) / 10:.1f}%",
+                     f"{j.get(pre + 'read_ns', 0):.0f}"])
+    if not rows:
+        raise Unavailable("bench_chain printed no per-config results")
+    md = (f"`bench_chain {'--quick ' if ctx['args'].quick else ''}--json` (workload `real` = "
+          f"{j.get('real_glob', 'real file pages')}, lz4 per page).  Read ns: one "
+          "read_begin/read_end (and, for real pages, the decompression), median over rounds.\n\n")
+    md += md_table(["workload", "page", "max chain", "policy", "pool pages", "spanning",
+                    "utilization", "read ns"], rows)
+    rep.section("Chain policy: pages, spanning and read cost (bench_chain)", md)
+    return f"{len(rows)} configs"
+
+
+def step_release(rep, ctx):
+    """bench_release: concurrent release time vs threads per lock mode."""
+    j = run_json([os.path.join(ctx["build"], "bench_release"), "--json"]
+                 + (["--quick"] if ctx["args"].quick else []), timeout=900)
+    rep.results["bench_release"] = j
+    pat = re.compile(r"^(cached|os)_t(\d+)_(pool_lock|class_index|ci_unlocked)_ms$")
+    data = {}
+    for k, v in j.items():
+        m = pat.match(k)
+        if m:
+            data.setdefault(m.group(1), {}).setdefault(m.group(3), {})[int(m.group(2))] = v
+    if not data:
+        raise Unavailable("bench_release printed no per-mode timings")
+    names = {"pool_lock": "pool lock (kernel today)", "class_index": "class index",
+             "ci_unlocked": "class index + unlocked zspage free"}
+    panels = {"cached": "freed pages kept in the page cache",
+              "os": "freed pages returned to the OS"}
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(data), figsize=(5.2 * len(data), 4.2), squeeze=False)
+    nproc = j.get("nproc", os.cpu_count())
+    rows = []
+    for ax, (panel, modes) in zip(axes[0], sorted(data.items())):
+        for mode in ("pool_lock", "class_index", "ci_unlocked"):
+            if mode not in modes:
+                continue
+            ts = sorted(modes[mode])
+            ax.plot(ts, [modes[mode][t] for t in ts], "o-", label=names[mode])
+        allt = sorted({t for m in modes.values() for t in m})
+        if nproc and max(allt) > nproc:
+            ax.axvspan(nproc + 0.5, max(allt) + 0.5, color="grey", alpha=0.12,
+                       label=f"threads > {nproc} CPUs")
+        ax.set_xticks(allt)
+        ax.set_xlabel("threads releasing at once")
+        ax.set_ylabel("release time, wall (ms)")
+        ax.set_title(f"Concurrent zs_free: {panels.get(panel, panel)}", fontsize=10)
+        ax.legend(fontsize=8, title="zs_free lock mode")
+        ax.grid(alpha=0.3)
+        for t in allt:
+            base = modes.get("pool_lock", {}).get(t)
+            for mode in ("pool_lock", "class_index", "ci_unlocked"):
+                if t in modes.get(mode, {}):
+                    v = modes[mode][t]
+                    rows.append([panel, t, names[mode], f"{v:.2f}",
+                                 f"{base / v:.2f}x" if base else ""])
+    fig.tight_layout()
+    md = (f"`bench_release {'--quick ' if ctx['args'].quick else ''}--json`: T threads share one "
+          f"pool, each allocates {j.get('mib_per_thread', '?')} MiB of 200..3600 B objects, then "
+          "all free at once; wall time of the free phase, median of "
+          f"{j.get('rounds', '?')} interleaved rounds.  Each thread frees its own set, so the "
+          "work grows with T.  Seed 000: 1.40x at 2 processes, 1.39-1.83x at 4.  This machine "
+          f"has {nproc} CPUs; load average at start {j.get('loadavg_start', '?')}.\n\n")
+    md += md_table(["pages", "threads", "lock mode", "ms", "speedup vs pool lock"], rows)
+    md += "\n" + rep.figure(fig, "release_threads.png",
+                            "release time vs threads, one line per zs_free lock mode")
+    rep.section("zs_free lock modes: concurrent release", md)
+    return "ok"
+
+
+def step_deferred(rep, ctx):
+    """bench_deferred: release latency with deferred vs synchronous free."""
+    j = run_json([os.path.join(ctx["build"], "bench_deferred"), "--json"]
+                 + (["--quick"] if ctx["args"].quick else []), timeout=900)
+    rep.results["bench_deferred"] = j
+    pat = re.compile(r"^(cached|os)_(sync|deferred_default_cap|deferred_big_cap|"
+                     r"deferred_no_worker)_release_ms$")
+    names = {"sync": "zs_free (sync)", "deferred_default_cap": "deferred, default capacity",
+             "deferred_big_cap": "deferred, capacity >= N",
+             "deferred_no_worker": "deferred, no worker (flush frees)"}
+    rows = []
+    for k in j:
+        m = pat.match(k)
+        if not m:
+            continue
+        pre = f"{m.group(1)}_{m.group(2)}_"
+        rows.append([m.group(1), names[m.group(2)], f"{j[k]:.2f}",
+                     f"{j.get(pre + 'total_ms', 0):.2f}", f"{j.get(pre + 'held_pct', 0):.0f}%",
+                     f"{j[pre + 'release_speedup']:.2f}x" if pre + "release_speedup" in j else "1x",
+                     f"{j[pre + 'total_speedup']:.2f}x" if pre + "total_speedup" in j else "1x"])
+    if not rows:
+        raise Unavailable("bench_deferred printed no per-variant timings")
+    import matplotlib.pyplot as plt
+    panels = sorted({r[0] for r in rows})
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+    for ax, panel in zip(axes[0], panels):
+        pr = [r for r in rows if r[0] == panel]
+        x = range(len(pr))
+        ax.bar([i - 0.2 for i in x], [float(r[2]) for r in pr], 0.4, label="caller's release loop")
+        ax.bar([i + 0.2 for i in x], [float(r[3]) for r in pr], 0.4,
+               label="until every object is freed")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels([r[1].replace(", ", ",\n") for r in pr], fontsize=7)
+        ax.set_ylabel("time (ms)")
+        ax.set_title(f"Deferred vs sync free ({'page cache' if panel == 'cached' else 'pages to OS'})",
+                     fontsize=10)
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    md = (f"`bench_deferred {'--quick ' if ctx['args'].quick else ''}--json`: one caller frees "
+          f"{j.get('handles', '?')} handles ({j.get('mib', '?')} MiB); *release* is the caller's "
+          "loop, *total* includes the drain, *held* is the share of pool pages still allocated "
+          "when the loop returns.  Seed 001: munmap 3.4x faster.\n\n")
+    md += md_table(["pages", "variant", "release ms", "total ms", "held at return",
+                    "release speedup", "total speedup"], rows)
+    md += "\n" + rep.figure(fig, "deferred.png", "caller's release time and time until all "
+                            "memory is freed, sync vs deferred free variants")
+    rep.section("Deferred vs synchronous free", md)
+    return "ok"
+
+
+def step_api(rep, ctx):
+    """bench_api: new read/write API vs legacy map/unmap."""
+    j = run_json([os.path.join(ctx["build"], "bench_api"), "--json"]
+                 + (["--quick"] if ctx["args"].quick else []), timeout=900)
+    rep.results["bench_api"] = j
+    skip = {"bench", "nproc", "cpu", "kernel"}
+    rows = [[k, v] for k, v in j.items() if k not in skip]
+    md = (f"`bench_api {'--quick ' if ctx['args'].quick else ''}--json`: the seed-004 workload "
+          "(fixed sizes, map read-only then read-write vs zs_obj_read_begin/zs_obj_write).  "
+          "Seed 004: -28% instructions (callgrind; run `bench_api` without --json under "
+          "valgrind for that).\n\n")
+    md += md_table(["measure", "value"], rows)
+    if "speedup" in j:
+        md += (f"\nThe new API is **{j['speedup']:.2f}x** the legacy API's speed "
+               f"({j.get('new_vs_legacy_time_pct', 0):+.1f}% time per object).\n")
+    rep.section("New vs legacy object API", md)
+    return f"{j.get('speedup', 0):.2f}x" if "speedup" in j else "ok"
+
+
+def _parse_bench_zram(text):
+    rows, kernel = [], {}
+    head = None
+    for line in text.splitlines():
+        t = line.split()
+        if t[:2] == ["comp", "thr"]:
+            head = t
+            continue
+        if head and len(t) >= 7 and t[1].isdigit():
+            vals = re.findall(r"([\d.]+)(?:\s*MB/s)?", " ".join(t[2:]))
+            rows.append({"comp": t[0], "threads": int(t[1]),
+                         **{h: float(v) for h, v in zip(head[2:], vals)}})
+        m = re.match(r"(\S+)\s+kernel zram.*write ([\d.]+) MB/s, read ([\d.]+) MB/s", line)
+        if m:
+            kernel[m.group(1)] = {"write": float(m.group(2)), "read": float(m.group(3))}
+        m = re.match(r"(\S+)\s+kernel: (.*)", line)
+        if m and m.group(1) not in kernel:
+            kernel[m.group(1)] = {"note": m.group(2)}
+    return rows, kernel
+
+
+def step_zram(rep, ctx):
+    """bench_zram (store vs raw compressor vs kernel zram) and zs zram --vs-kernel."""
+    quick = ctx["args"].quick
+    cmd = [os.path.join(ctx["build"], "bench_zram"), "--max", str(ctx["max_mib"]),
+           "--reps", "1" if quick else "3", "--comp", "lz4,zstd", "--threads", "1,2"]
+    text = run(cmd + ctx["paths"], timeout=900)
+    rows, kernel = _parse_bench_zram(text)
+    rep.results["bench_zram"] = {"rows": rows, "kernel": kernel, "text": text}
+    md = ("`" + " ".join([os.path.basename(cmd[0])] + cmd[1:]) + " CORPUS`: the same pages "
+          "compressed/decompressed raw (no allocator) and written/read through the store; "
+          "`wr/raw` > 1 means the store is faster than compressing alone (same-filled pages "
+          "skip the compressor).\n\n```\n" + text.strip() + "\n```\n\n")
+    if rows:
+        import matplotlib.pyplot as plt
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        labels = [f"{r['comp']}, {r['threads']} thr" for r in rows]
+        for ax, (raw, st, what) in zip(axes, (("raw_comp", "store_wr", "write"),
+                                              ("raw_dec", "store_rd", "read"))):
+            x = list(range(len(rows)))
+            ax.bar([i - 0.27 for i in x], [r.get(raw, 0) for r in rows], 0.27,
+                   label="raw compressor")
+            ax.bar(x, [r.get(st, 0) for r in rows], 0.27, label="libzs zram store")
+            kv = [kernel.get(r["comp"], {}).get(what, 0) if r["threads"] == 1 else 0
+                  for r in rows]
+            if any(kv):
+                ax.bar([i + 0.27 for i in x], kv, 0.27, label="kernel zram (O_DIRECT, 1 thr)")
+            ax.set_xticks(x)
+            ax.set_xticklabels(labels, fontsize=8)
+            ax.set_ylabel("MB/s")
+            ax.set_title(f"{what} throughput", fontsize=10)
+            ax.legend(fontsize=8)
+            ax.grid(alpha=0.3, axis="y")
+        fig.suptitle("zram store vs raw compressor" + (" vs kernel zram" if kernel else ""))
+        fig.tight_layout()
+        md += rep.figure(fig, "zram_vs_raw.png", "write and read throughput: raw compressor, "
+                         "the libzs store and (when root with zram) the kernel's zram")
+    # mm_stat side by side with the kernel
+    vs = []
+    if os.geteuid() == 0 and os.path.isdir("/sys/class/zram-control"):
+        try:
+            j = run_json([ctx["zs"], "zram", "--vs-kernel", "--json", "--quiet", "--max",
+                          f"{ctx['max_mib']}M"] + ctx["paths"], timeout=900)
+            rep.results["zram_vs_kernel"] = j
+            k = j.get("kernel") or {}
+            s = j.get("store") or {}
+            cols = ["orig_data_size", "compr_data_size", "mem_used_total", "same_pages",
+                    "huge_pages", "write_MBps", "read_MBps"]
+            for c in cols:
+                if c in s or c in k:
+                    vs.append([c, s.get(c, ""), k.get(c, "")])
+            if vs:
+                md += "`zs zram --vs-kernel --json` (lz4, same pages):\n\n"
+                md += md_table(["mm_stat / throughput", "libzs store", "kernel zram"], vs)
+            else:
+                md += ("`zs zram --vs-kernel` ran but printed no kernel columns:\n\n```\n"
+                       + json.dumps(j)[:1500] + "\n```\n")
+        except Unavailable as e:
+            md += f"Kernel zram side by side: not available: {e}\n"
+    else:
+        md += "Kernel zram side by side: not available: needs root and /sys/class/zram-control.\n"
+    rep.section("zram store vs raw compressor (and kernel zram)", md)
+    return f"{len(rows)} rows"
+
+
+def step_backends(rep, ctx):
+    """zs zram on every backend with every compressor: throughput and density."""
+    from libzs import backend_kinds
+    kinds = backend_kinds()
+    comps = ["lz4", "zstd", "lzo"]
+    res = []
+    for b in kinds:
+        for c in comps:
+            j = run_json([ctx["zs"], "zram", "--backend", b, "--comp", c, "--json", "--quiet",
+                          "--max", f"{ctx['max_mib']}M"] + ctx["paths"], timeout=900)
+            s = j.get("store", j)
+            res.append({"backend": b, "comp": c, "write_MBps": s.get("write_MBps", 0),
+                        "read_MBps": s.get("read_MBps", 0),
+                        "mem_used_total": s.get("mem_used_total", 0),
+                        "orig_data_size": s.get("orig_data_size", 0),
+                        "compr_data_size": s.get("compr_data_size", 0)})
+    rep.results["backends_zram"] = res
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    w = 0.8 / len(comps)
+    for ax, key, what in ((axes[0], "write_MBps", "write"), (axes[1], "read_MBps", "read")):
+        for ci, c in enumerate(comps):
+            xs = [i + (ci - (len(comps) - 1) / 2) * w for i in range(len(kinds))]
+            ax.bar(xs, [next(r[key] for r in res if r["backend"] == b and r["comp"] == c)
+                        for b in kinds], w, label=c)
+        ax.set_xticks(range(len(kinds)))
+        ax.set_xticklabels(kinds)
+        ax.set_xlabel("backend")
+        ax.set_ylabel(f"store {what} throughput (MB/s of pages)")
+        ax.set_title(f"zram store {what} throughput per backend and compressor", fontsize=10)
+        ax.legend(title="compressor", fontsize=8)
+        ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    rows = [[r["backend"], r["comp"], f"{r['write_MBps']:.0f}", f"{r['read_MBps']:.0f}",
+             f"{mib(r['mem_used_total']):.2f}" if r["mem_used_total"] else "n/a",
+             f"{r['orig_data_size'] / r['mem_used_total']:.2f}x" if r["mem_used_total"] else "n/a"]
+            for r in res]
+    md = ("`zs zram --backend B --comp C --json CORPUS`, single thread: every page written, "
+          "then read back and checked.  Ratio = original bytes / memory the backend holds "
+          "(malloc baselines report the allocator's own count where it has one).\n\n")
+    md += md_table(["backend", "compressor", "write MB/s", "read MB/s", "memory MiB",
+                    "ratio"], rows)
+    md += "\n" + rep.figure(fig, "backend_throughput.png",
+                            "zram store write and read throughput per backend (x) and "
+                            "compressor (bars)")
+    rep.section("Backends x compressors: throughput", md)
+    return f"{len(res)} runs"
+
+
+def step_compare(rep, ctx):
+    """zs compare: memory after fill, churn and compaction per backend."""
+    quick = ctx["args"].quick
+    cmd = [ctx["zs"], "compare", "--json"]
+    for p in ctx["paths"]:
+        cmd += ["--files", p]
+    cmd += ["--max-mib", str(ctx["max_mib"])]
+    if quick:
+        cmd += ["--mix-n", "20000", "--testmod-n", "16", "--rounds", "2", "--repeat", "1",
+                "--page-size", "4096"]
+    j = run_json(cmd, timeout=1800)
+    res = j.get("results", [])
+    res = [r for r in res if r.get("ok", 1)]
+    if not res:
+        raise Unavailable("zs compare returned no results")
+    rep.results["compare"] = j
+    import matplotlib.pyplot as plt
+    groups = []
+    for r in res:
+        g = (r["workload"], r["page_size"])
+        if g not in groups:
+            groups.append(g)
+    ncol = min(2, len(groups))
+    nrow = (len(groups) + ncol - 1) // ncol
+    fig, axes = plt.subplots(nrow, ncol, figsize=(6 * ncol, 3.8 * nrow), squeeze=False)
+    phases = [("fill", "after fill"), ("churn", "after churn"), ("compact", "after compaction")]
+    rows = []
+    for ax, g in zip(axes.flat, groups):
+        rs = [r for r in res if (r["workload"], r["page_size"]) == g]
+        x = list(range(len(rs)))
+        for pi, (ph, lab) in enumerate(phases):
+            ax.bar([i + (pi - 1) * 0.27 for i in x], [mib(r[ph]["mem_bytes"]) for r in rs],
+                   0.27, label=lab)
+        live = mib(rs[0]["churn"]["live_bytes"])
+        ax.axhline(live, color="k", ls="--", lw=1, label="live bytes after churn")
+        ax.set_xticks(x)
+        ax.set_xticklabels([r["backend"] for r in rs], fontsize=8)
+        ax.set_ylabel("memory held (MiB)")
+        ax.set_title(f"Memory per backend: {g[0]} workload, {g[1] // 1024}K pages", fontsize=10)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3, axis="y")
+        for r in rs:
+            rows.append([g[0], f"{g[1] // 1024}K", r["backend"],
+                         f"{mib(r['fill']['mem_bytes']):.2f}", f"{mib(r['churn']['mem_bytes']):.2f}",
+                         f"{mib(r['compact']['mem_bytes']):.2f}",
+                         f"{r['compact'].get('util', 0) * 100:.1f}%",
+                         f"{r.get('store_ops', 0) / 1e3:.0f}k", f"{r.get('load_ops', 0) / 1e3:.0f}k",
+                         f"{r.get('free_ops', 0) / 1e3:.0f}k"])
+    for ax in list(axes.flat)[len(groups):]:
+        ax.axis("off")
+    fig.tight_layout()
+    md = ("`" + " ".join(["zs"] + [os.path.basename(c) if c in ctx["paths"] else c
+                                   for c in cmd[1:]]) + "`: the same blobs on every backend; "
+          "memory is pool pages x page size for zsmalloc/zblock and RSS growth for the malloc "
+          "baselines.  Churn frees and reallocates a random share of the blobs; compaction is a "
+          "no-op where the backend has none.  ops/s are store / load / free.\n\n")
+    md += md_table(["workload", "page", "backend", "fill MiB", "churn MiB", "compacted MiB",
+                    "utilization after", "store ops/s", "load ops/s", "free ops/s"], rows)
+    md += "\n" + rep.figure(fig, "backend_memory.png",
+                            "memory held by each backend after fill, after churn and after "
+                            "compaction, one panel per workload and page size")
+    rep.section("Backend comparison: memory after churn", md)
+    return f"{len(res)} results"
+
+
+STEPS = [  # (name, function, weight in expected quick seconds)
+    ("corpus", step_corpus, 4),
+    ("size classes", step_classes, 2),
+    ("testmod per chain policy", step_testmod, 20),
+    ("chain policy bench", step_chain_bench, 15),
+    ("lock-mode release", step_release, 8),
+    ("deferred free", step_deferred, 5),
+    ("new vs legacy API", step_api, 2),
+    ("zram store vs raw/kernel", step_zram, 5),
+    ("backends x compressors", step_backends, 8),
+    ("backend comparison", step_compare, 10),
+]
+
+
+def machine():
+    cpu = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} CPUs ({cpu}), kernel {platform.release()}, Python {platform.python_version()}"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="zs report", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--zs", required=True, help="the zs binary")
+    ap.add_argument("--build-dir", required=True, help="where libzs.so and bench_* are")
+    ap.add_argument("--quick", action="store_true", help="embedded corpus, short runs (< 2 min)")
+    ap.add_argument("--data", nargs="+", action="extend", default=[], metavar="FILE|DIR",
+                    help="pages of these files instead of the embedded corpus")
+    ap.add_argument("--out", default="report", help="output directory (default ./report)")
+    ap.add_argument("--only", default="", help="comma-separated step names to run (debugging)")
+    args = ap.parse_args(argv)
+
+    for d in args.data:
+        if not os.path.exists(d):
+            ap.error(f"--data {d}: no such file or directory")
+    lib = os.path.join(args.build_dir, "libzs.so")
+    os.environ.setdefault("LIBZS_LIBRARY", lib)
+    if "optional_static_tls" not in os.environ.get("GLIBC_TUNABLES", ""):
+        # libzs.so links jemalloc (see libzs._lib): re-exec once with the tunable set.
+        env = _lib.tls_env()
+        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] +
+                  (argv if argv is not None else sys.argv[1:]), env)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+    except ImportError:
+        sys.exit("zs report: this Python has no matplotlib (install python3-matplotlib)")
+
+    os.makedirs(args.out, exist_ok=True)
+    rep = Report(args)
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    steps = [s for s in STEPS if not only or any(o in s[0] for o in only)]
+    if steps and steps[0][0] != "corpus":
+        steps.insert(0, STEPS[0])
+    prog = Progress([(n, w) for n, _, w in steps])
+    t0 = time.monotonic()
+    tmp = tempfile.mkdtemp(prefix="zs-report-")
+    ctx = {"args": args, "zs": os.path.abspath(args.zs), "build": os.path.abspath(args.build_dir),
+           "tmp": tmp}
+    status = []
+    try:
+        for name, fn, w in steps:
+            prog.start(name)
+            ts = time.monotonic()
+            try:
+                note = fn(rep, ctx)
+                status.append((name, "ok", time.monotonic() - ts))
+            except Unavailable as e:
+                rep.section(name[0].upper() + name[1:], f"**not available**: {e}\n")
+                note = f"not available: {e}"
+                status.append((name, "not available", time.monotonic() - ts))
+            except Exception as e:  # a bug in one step must not lose the others
+                rep.section(name[0].upper() + name[1:],
+                            f"**not available**: the report step failed: "
+                            f"{type(e).__name__}: {e}\n")
+                note = f"failed: {type(e).__name__}: {e}"
+                status.append((name, "failed", time.monotonic() - ts))
+            prog.finish(name, w, note)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    total = time.monotonic() - t0
+
+    mode = "quick" if args.quick else "full"
+    lines = [f"# libzs report ({mode})", "",
+             f"Generated {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')} by "
+             f"`zs report{' --quick' if args.quick else ''}"
+             f"{' --data ' + ' '.join(args.data) if args.data else ''}` in {total:.0f} s on "
+             f"{machine()}.", "",
+             "Every number below was measured in this run by the command shown with it; "
+             "raw values are in `results.json`.", "", "## Contents", ""]
+    for title, _ in rep.sections:
+        anchor = re.sub(r"[^a-z0-9 -]", "", title.lower()).replace(" ", "-")
+        lines.append(f"- [{title}](#{anchor})")
+    lines.append("")
+    for title, md in rep.sections:
+        lines += [f"## {title}", "", md.rstrip(), ""]
+    lines += ["## Steps", "", md_table(["step", "status", "seconds"],
+                                       [[n, s, f"{t:.1f}"] for n, s, t in status])]
+    with open(os.path.join(args.out, "report.md"), "w") as f:
+        f.write("\n".join(lines))
+    rep.results["steps"] = status
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(rep.results, f, indent=1, default=str)
+    sys.stderr.write(f"zs report: wrote {os.path.join(args.out, 'report.md')} and "
+                     f"{len(rep.figures)} plots in {total:.0f} s\n")
+    bad = [n for n, s, _ in status if s == "failed"]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
