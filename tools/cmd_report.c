@@ -1,10 +1,166 @@
-/* zs report: placeholder until its issue lands. */
+/*
+ * zs report: a thin launcher for the report script (python/libzs/report.py).
+ *
+ * The experiments, plots and markdown live in Python (matplotlib); this file
+ * only finds the script and an interpreter that can import matplotlib, then
+ * execs it with the zs binary's path and the build directory (where
+ * libzs.so and bench_* are) followed by the user's arguments.
+ *
+ * Script lookup: $ZS_PYTHON_DIR/libzs/report.py, then ../python and
+ * ../../python relative to the directory of the zs executable
+ * (/proc/self/exe), which covers build, build-NAME and nested build directories.
+ * Interpreter: $ZS_PYTHON, then /usr/bin/python3 (Debian's, which has
+ * python3-matplotlib from scripts/deps.sh), then python3 on PATH; the first
+ * one that can `import matplotlib` wins.
+ *
+ * The environment gets GLIBC_TUNABLES=glibc.rtld.optional_static_tls=...:
+ * libzs.so links jemalloc, whose initial-exec TLS does not fit glibc's
+ * default dlopen reserve, and the script loads libzs.so through ctypes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "cmds.h"
+
+#define TLS_TUNABLE "glibc.rtld.optional_static_tls=65536"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: zs report [--quick] [--data FILE|DIR ...] [--out DIR]\n"
+		"  --quick            short runs on the embedded corpus (under 2 minutes)\n"
+		"  --data FILE|DIR    pages of these files instead of the embedded corpus\n"
+		"  --out DIR          where report.md, the PNG plots and results.json go\n"
+		"                     (default ./report)\n"
+		"Runs the class table, testmod per chain policy, the lock-mode, deferred-free,\n"
+		"API and chain benchmarks, zram store vs raw compressor (and kernel zram as\n"
+		"root), and the backend comparison; progress on stderr.\n"
+		"Environment: ZS_PYTHON (interpreter), ZS_PYTHON_DIR (the python/ directory).\n");
+}
+
+static int is_file(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Run `py -c "import matplotlib"` quietly; 1 if it succeeds. */
+static int has_matplotlib(const char *py)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return 0;
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execlp(py, py, "-c", "import matplotlib", (char *)NULL);
+		_exit(127);
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return 0;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
 
 int cmd_report(int argc, char **argv)
 {
-	(void)argc;
-	fprintf(stderr, "zs %s: not implemented yet\n", argv[0]);
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			usage(stdout);
+			return 0;
+		}
+
+	char exe[PATH_MAX], dir[PATH_MAX], script[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0) {
+		fprintf(stderr, "zs report: cannot read /proc/self/exe: %s\n", strerror(errno));
+		return 2;
+	}
+	exe[n] = 0;
+	snprintf(dir, sizeof(dir), "%s", exe);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = 0;
+
+	script[0] = 0;
+	const char *env_dir = getenv("ZS_PYTHON_DIR");
+	const char *rel[] = {"/../python", "/../../python"};
+	if (env_dir && *env_dir) {
+		snprintf(script, sizeof(script), "%s/libzs/report.py", env_dir);
+		if (!is_file(script)) {
+			fprintf(stderr, "zs report: ZS_PYTHON_DIR=%s has no libzs/report.py\n", env_dir);
+			return 2;
+		}
+	} else {
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]) && !script[0]; i++) {
+			snprintf(script, sizeof(script), "%s%s/libzs/report.py", dir, rel[i]);
+			if (!is_file(script))
+				script[0] = 0;
+		}
+	}
+	if (!script[0]) {
+		fprintf(stderr,
+			"zs report: cannot find python/libzs/report.py next to %s (looked in "
+			"%s/../python and %s/../../python); set ZS_PYTHON_DIR to the repository's "
+			"python/ directory\n",
+			exe, dir, dir);
+		return 2;
+	}
+
+	const char *env_py = getenv("ZS_PYTHON");
+	const char *cands[] = {env_py && *env_py ? env_py : NULL, "/usr/bin/python3", "python3"};
+	const char *py = NULL;
+	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]) && !py; i++)
+		if (cands[i] && has_matplotlib(cands[i]))
+			py = cands[i];
+	if (!py) {
+		fprintf(stderr,
+			"zs report: no Python 3 with matplotlib found (tried %s/usr/bin/python3 and "
+			"python3 on PATH).\n"
+			"Install it with `bash scripts/deps.sh` (Debian: python3-matplotlib), or set "
+			"ZS_PYTHON to an interpreter that has matplotlib.\n",
+			env_py && *env_py ? "$ZS_PYTHON, " : "");
+		return 2;
+	}
+
+	const char *cur = getenv("GLIBC_TUNABLES");
+	if (!cur || !strstr(cur, "optional_static_tls")) {
+		char tun[1024];
+		snprintf(tun, sizeof(tun), "%s%s%s", cur && *cur ? cur : "", cur && *cur ? ":" : "",
+			 TLS_TUNABLE);
+		setenv("GLIBC_TUNABLES", tun, 1);
+	}
+
+	char **nargv = calloc((size_t)argc + 8, sizeof(char *));
+	if (!nargv) {
+		fprintf(stderr, "zs report: out of memory\n");
+		return 2;
+	}
+	int k = 0;
+	nargv[k++] = (char *)py;
+	nargv[k++] = script;
+	nargv[k++] = "--zs";
+	nargv[k++] = exe;
+	nargv[k++] = "--build-dir";
+	nargv[k++] = dir;
+	for (int i = 1; i < argc; i++)
+		nargv[k++] = argv[i];
+	nargv[k] = NULL;
+	fflush(stdout);
+	execvp(py, nargv);
+	fprintf(stderr, "zs report: cannot run %s: %s\n", py, strerror(errno));
+	free(nargv);
 	return 2;
 }
