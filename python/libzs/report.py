@@ -179,10 +179,17 @@ def step_corpus(rep, ctx):
         if not idx:
             continue
         same = sum(1 for i in idx if sizes["lz4"][i] == 0)
-        ratio = {c: len(idx) * 4096 / max(1, sum(sizes[c][i] for i in idx)) for c in sizes}
-        rows.append([k, len(idx), same, f"{ratio['lz4']:.2f}x", f"{ratio['zstd']:.2f}x"])
+        tot = {c: sum(sizes[c][i] for i in idx) for c in sizes}
+        ratio = {c: f"{len(idx) * 4096 / tot[c]:.2f}x" if tot[c] else "fill word only"
+                 for c in sizes}
+        rows.append([k, len(idx), same, ratio["lz4"], ratio["zstd"]])
+    if kinds:
+        tot = {c: sum(sizes[c]) for c in sizes}
+        rows.append(["**all**", len(pages), sum(1 for s in sizes["lz4"] if s == 0),
+                     f"{len(pages) * 4096 / max(1, tot['lz4']):.2f}x",
+                     f"{len(pages) * 4096 / max(1, tot['zstd']):.2f}x"])
     rep.results["corpus"] = {"source": src, "pages": len(pages),
-                             "kinds": {r[0]: r[1] for r in rows}}
+                             "kinds": {r[0]: r[1] for r in rows[:-1]}}
 
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(8, 4.2))
@@ -254,7 +261,7 @@ def step_classes(rep, ctx):
     rep.results["classes"] = [{k: v for k, v in j.items() if k != "rows"} for j in runs]
 
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(len(sizes), 1, figsize=(9, 3.4 * len(sizes)))
+    fig, axes = plt.subplots(len(sizes), 1, figsize=(12, 3.4 * len(sizes)))
     for ax, ps in zip(axes, sizes):
         for j in (r for r in runs if r["page_size"] == ps):
             xs, ys = [], []
@@ -270,7 +277,8 @@ def step_classes(rep, ctx):
         ax.set_xlabel("request size (bytes)")
         ax.set_ylabel("effective waste (% of slot)")
         ax.set_yscale("symlog", linthresh=1)
-        ax.legend(fontsize=8, title="chain policy, class delta")
+        ax.legend(fontsize=8, title="chain policy, class delta", loc="upper left",
+                  bbox_to_anchor=(1.01, 1.0))
         ax.grid(alpha=0.3)
     fig.tight_layout()
     rows = [[f"{j['page_size'] // 1024}K", j["chain_policy"], j["delta"], j["logical_classes"],
@@ -471,7 +479,8 @@ def step_deferred(rep, ctx):
         ax.set_ylabel("time (ms)")
         ax.set_title(f"Deferred vs sync free ({'page cache' if panel == 'cached' else 'pages to OS'})",
                      fontsize=10)
-        ax.legend(fontsize=8)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.3)
+        ax.legend(fontsize=8, loc="upper right")
         ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     md = (f"`bench_deferred {'--quick ' if ctx['args'].quick else ''}--json`: one caller frees "
@@ -556,6 +565,7 @@ def step_zram(rep, ctx):
             ax.set_xticklabels(labels, fontsize=8)
             ax.set_ylabel("MB/s")
             ax.set_title(f"{what} throughput", fontsize=10)
+            ax.set_ylim(0, ax.get_ylim()[1] * 1.25)
             ax.legend(fontsize=8)
             ax.grid(alpha=0.3, axis="y")
         fig.suptitle("zram store vs raw compressor" + (" vs kernel zram" if kernel else ""))
@@ -620,7 +630,8 @@ def step_backends(rep, ctx):
         ax.set_xlabel("backend")
         ax.set_ylabel(f"store {what} throughput (MB/s of pages)")
         ax.set_title(f"zram store {what} throughput per backend and compressor", fontsize=10)
-        ax.legend(title="compressor", fontsize=8)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.2)
+        ax.legend(title="compressor", fontsize=8, ncol=3, loc="upper left")
         ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     rows = [[r["backend"], r["comp"], f"{r['write_MBps']:.0f}", f"{r['read_MBps']:.0f}",
@@ -678,7 +689,6 @@ def step_compare(rep, ctx):
         ax.set_xticklabels([r["backend"] for r in rs], fontsize=8)
         ax.set_ylabel("memory held (MiB)")
         ax.set_title(f"Memory per backend: {g[0]} workload, {g[1] // 1024}K pages", fontsize=10)
-        ax.legend(fontsize=7)
         ax.grid(alpha=0.3, axis="y")
         for r in rs:
             rows.append([g[0], f"{g[1] // 1024}K", r["backend"],
@@ -689,7 +699,10 @@ def step_compare(rep, ctx):
                          f"{r.get('free_ops', 0) / 1e3:.0f}k"])
     for ax in list(axes.flat)[len(groups):]:
         ax.axis("off")
-    fig.tight_layout()
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=9,
+               bbox_to_anchor=(0.5, -0.02))
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     md = ("`" + " ".join(["zs"] + [os.path.basename(c) if c in ctx["paths"] else c
                                    for c in cmd[1:]]) + "`: the same blobs on every backend; "
           "memory is pool pages x page size for zsmalloc/zblock and RSS growth for the malloc "

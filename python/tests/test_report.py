@@ -1,0 +1,44 @@
+# The report script: its parsers and table helper, and a real (small) run of
+# `zs report --only classes` that must write report.md and the PNGs.
+import os
+import subprocess
+
+import pytest
+
+from libzs import report
+
+
+def test_md_table():
+    t = report.md_table(["a", "b"], [[1, 2.5], ["x", 12345]])
+    assert t.splitlines()[0] == "| a | b |" and "12,345" in t
+
+
+def test_parse_bench_zram():
+    text = ("comp     thr     raw_comp     store_wr   st_wr_warm      raw_dec     store_rd  wr/raw\n"
+            "lz4        1   152.1 MB/s   242.9 MB/s   257.1 MB/s  1475.0 MB/s  1188.9 MB/s   1.598\n"
+            "lz4      kernel zram 1 thread: write 150.1 MB/s, read 371.5 MB/s, ratio 1.667\n"
+            "zstd     kernel: kernel zram has no 'zstd'\n")
+    rows, kernel = report._parse_bench_zram(text)
+    assert rows[0]["comp"] == "lz4" and rows[0]["store_wr"] == 242.9
+    assert kernel["lz4"] == {"write": 150.1, "read": 371.5}
+    assert "note" in kernel["zstd"]
+
+
+def test_report_classes_run(build_dir, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "rep"
+    p = subprocess.run([os.path.join(build_dir, "zs"), "report", "--quick", "--only", "classes",
+                        "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    md = (out / "report.md").read_text()
+    assert "## Size classes" in md and "classes_waste.png" in md
+    assert (out / "classes_waste.png").stat().st_size > 10000
+    assert (out / "corpus.png").exists()
+    assert "%" in p.stderr  # progress lines
+
+
+def test_report_bad_args(build_dir):
+    p = subprocess.run([os.path.join(build_dir, "zs"), "report", "--data", "/nonexistent"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.returncode != 0 and "nonexistent" in p.stderr
