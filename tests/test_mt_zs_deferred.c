@@ -9,7 +9,8 @@
  * one runs in checked mode.  After joining and one flush the pool's counts
  * are exact: live objects == the objects the threads kept, total pages ==
  * sum of pages_used, every kept object's contents intact, and releasing
- * those leaves 0 pages.  Seed printed; ZS_MT_SECONDS sets the time per run.
+ * those leaves 0 pages.  A last part checks that checked-mode
+ * zs_free_deferred never refuses a valid handle while compaction moves it.  Seed printed; ZS_MT_SECONDS sets the time per run.
  */
 #include "testutil.h"
 #include "zs/zsmalloc.h"
@@ -24,6 +25,18 @@
 #define BATCH 64
 #define KEEP 128
 #define ASLOTS 256
+
+/* Sanitized builds run the compaction-race part with fewer rounds (TSan widens the window anyway). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RACE_ROUNDS 50
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define RACE_ROUNDS 50
+#endif
+#endif
+#ifndef RACE_ROUNDS
+#define RACE_ROUNDS 250
+#endif
 
 struct obj {
 	unsigned long h;
@@ -240,6 +253,76 @@ static void run(enum zs_free_mode fm, int checked, size_t cap, double seconds)
 	zs_destroy_pool(pool);
 }
 
+/*
+ * Checked mode: a valid handle must be accepted by zs_free_deferred even
+ * while a compactor is moving its object (the check must read the handle's
+ * obj under the pool lock, not before taking it).
+ */
+static atomic_long spurious;
+
+static void *frag_releaser(void *arg)
+{
+	(void)arg;
+	enum { N = 4096 };
+	unsigned long *h = malloc(sizeof(*h) * N);
+	REQUIRE(h);
+	for (int round = 0; round < RACE_ROUNDS; round++) {
+		for (int i = 0; i < N; i++) {
+			h[i] = zs_malloc(pool, 24);
+			REQUIRE(!ZS_IS_ERR(h[i]));
+		}
+		for (int i = 0; i < N; i += 2) /* holes, so compaction moves the rest */
+			if (zs_free(pool, h[i]))
+				atomic_fetch_add(&errors, 1);
+		for (int i = 1; i < N; i += 2) {
+			if (zs_free_deferred(pool, h[i]) == 0)
+				continue;
+			atomic_fetch_add(&spurious, 1);
+			if (zs_free(pool, h[i])) /* it was valid: the direct free takes it */
+				atomic_fetch_add(&errors, 1);
+		}
+	}
+	free(h);
+	return NULL;
+}
+
+static void *spin_compactor(void *arg)
+{
+	(void)arg;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed))
+		zs_compact(pool);
+	return NULL;
+}
+
+static void test_checked_deferred_vs_compaction(void)
+{
+	struct zs_pool_config c;
+	zs_pool_config_init(&c);
+	c.free_mode = ZS_FREE_CLASS_INDEX;
+	c.checked = 1;
+	pool = zs_create_pool(&c);
+	REQUIRE(pool);
+	atomic_store(&stop, 0);
+	atomic_store(&errors, 0);
+	atomic_store(&spurious, 0);
+	pthread_t t[4];
+	REQUIRE(pthread_create(&t[0], NULL, spin_compactor, NULL) == 0);
+	for (int i = 1; i < 4; i++)
+		REQUIRE(pthread_create(&t[i], NULL, frag_releaser, NULL) == 0);
+	for (int i = 1; i < 4; i++)
+		pthread_join(t[i], NULL);
+	atomic_store(&stop, 1);
+	pthread_join(t[0], NULL);
+	zs_free_deferred_flush(pool);
+	printf("checked deferred free under compaction: %ld valid handles refused\n",
+	       (long)spurious);
+	CHECK_EQ(spurious, 0);
+	CHECK_EQ(errors, 0);
+	CHECK_EQ(zs_pool_objects(pool), 0);
+	CHECK_EQ(zs_get_total_pages(pool), 0);
+	zs_destroy_pool(pool);
+}
+
 int main(void)
 {
 	base_seed = tu_seed("test_mt_zs_deferred");
@@ -248,5 +331,6 @@ int main(void)
 	run(ZS_FREE_CLASS_INDEX, 0, 0, secs);
 	run(ZS_FREE_CLASS_INDEX, 1, 256, secs);  /* small queue: the sync fallback races too */
 	run(ZS_FREE_CLASS_INDEX_UNLOCKED, 1, 0, secs);
+	test_checked_deferred_vs_compaction();
 	return tu_done();
 }
