@@ -226,11 +226,11 @@ int zs_free_deferred(struct zs_pool *pool, unsigned long handle)
 		/* Mark it queued so a second free of the same handle is caught now. */
 		if (!zs_handle_in_pool(pool, handle))
 			return -EINVAL;
-		unsigned long v = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
-		if (v & (HANDLE_FREE_BIT | HANDLE_PENDING_BIT))
-			return -EINVAL;
+		/* Read obj under the pool lock: compaction (pool write lock) may be moving it. */
 		zs_read_lock(&pool->lock);
-		int bad = zs_validate_obj(pool, handle, v) ||
+		unsigned long v = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
+		int bad = (v & (HANDLE_FREE_BIT | HANDLE_PENDING_BIT)) ||
+			  zs_validate_obj(pool, handle, v) ||
 			  !atomic_compare_exchange_strong_explicit(handle_slot(handle), &v,
 								   v | HANDLE_PENDING_BIT,
 								   memory_order_relaxed,
