@@ -17,7 +17,46 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include "backend_internal.h"
+
+/*
+ * The library does not link jemalloc: linked into libzs.so, its initial-exec
+ * TLS stops the library from being loaded with dlopen (Python's ctypes), and
+ * it would replace malloc for every program using libzs.  Instead the symbols
+ * are weak: programs that link jemalloc themselves (the zs tool, tests,
+ * benchmarks) resolve them; otherwise dlopen is tried, which works only where
+ * the loader has static TLS to spare; else the kind reports -ENOTSUP.
+ */
+#pragma weak mallocx
+#pragma weak dallocx
+#pragma weak mallctl
+static int (*p_mallctl)(const char *, void *, size_t *, void *, size_t);
+static void *(*p_mallocx)(size_t, int);
+static void (*p_dallocx)(void *, int);
+static pthread_once_t je_once = PTHREAD_ONCE_INIT;
+
+static void je_load(void)
+{
+	if (mallocx && dallocx && mallctl) {
+		p_mallocx = mallocx;
+		p_dallocx = dallocx;
+		p_mallctl = mallctl;
+		return;
+	}
+	void *lib = dlopen("libjemalloc.so.2", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return;
+	*(void **)&p_mallocx = dlsym(lib, "mallocx");
+	*(void **)&p_dallocx = dlsym(lib, "dallocx");
+	*(void **)&p_mallctl = dlsym(lib, "mallctl");
+	if (!p_mallocx || !p_dallocx)
+		p_mallctl = NULL;
+}
+#define mallctl p_mallctl
+#define mallocx p_mallocx
+#define dallocx p_dallocx
 
 struct je_be {
 	struct zs_be_count count;
@@ -28,6 +67,9 @@ struct je_be {
 static int je_create(struct zs_backend *b, const struct zs_backend_config *cfg)
 {
 	(void)cfg;
+	pthread_once(&je_once, je_load);
+	if (!p_mallctl)
+		return -ENOTSUP;
 	struct je_be *j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;

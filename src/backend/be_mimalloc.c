@@ -14,11 +14,40 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dlfcn.h>
+#include <pthread.h>
 #include "backend_internal.h"
+
+/* Loaded with dlopen(RTLD_LOCAL) on first use, not linked: see be_jemalloc.c for why. */
+static void *(*p_mi_malloc)(size_t);
+static void (*p_mi_free)(void *);
+static void (*p_mi_collect)(bool);
+static void (*p_mi_process_info)(size_t *, size_t *, size_t *, size_t *, size_t *, size_t *,
+				 size_t *, size_t *);
+static pthread_once_t mi_once = PTHREAD_ONCE_INIT;
+
+static void mi_load(void)
+{
+	void *lib = dlopen("libmimalloc.so.2", RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		return;
+	*(void **)&p_mi_free = dlsym(lib, "mi_free");
+	*(void **)&p_mi_collect = dlsym(lib, "mi_collect");
+	*(void **)&p_mi_process_info = dlsym(lib, "mi_process_info");
+	if (p_mi_free && p_mi_collect && p_mi_process_info)
+		*(void **)&p_mi_malloc = dlsym(lib, "mi_malloc");
+}
+#define mi_malloc p_mi_malloc
+#define mi_free p_mi_free
+#define mi_collect p_mi_collect
+#define mi_process_info p_mi_process_info
 
 static int mi_be_create(struct zs_backend *b, const struct zs_backend_config *cfg)
 {
 	(void)cfg;
+	pthread_once(&mi_once, mi_load);
+	if (!p_mi_malloc)
+		return -ENOTSUP;
 	b->impl = calloc(1, sizeof(struct zs_be_count));
 	return b->impl ? 0 : -ENOMEM;
 }
