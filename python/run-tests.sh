@@ -22,10 +22,6 @@ if "$vpy" -c "import setuptools" 2>/dev/null; then nbi=--no-build-isolation; els
 "$vpy" -c "import pytest" 2>/dev/null || "$vpy" -m pip install -q pytest || exit 2
 export LIBZS_LIBRARY=$build/libzs.so
 export ZS_BUILD_DIR=$build
-case ${GLIBC_TUNABLES:-} in
-  *optional_static_tls*) ;;
-  *) export GLIBC_TUNABLES=${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.rtld.optional_static_tls=65536 ;;
-esac
 # Run from the tests dir against the installed package, not the source tree.
 cd python/tests
 "$vpy" -m pytest -q -p no:cacheprovider .

@@ -12,10 +12,6 @@
  * Interpreter: $ZS_PYTHON, then /usr/bin/python3 (Debian's, which has
  * python3-matplotlib from scripts/deps.sh), then python3 on PATH; the first
  * one that can `import matplotlib` wins.
- *
- * The environment gets GLIBC_TUNABLES=glibc.rtld.optional_static_tls=...:
- * libzs.so links jemalloc, whose initial-exec TLS does not fit glibc's
- * default dlopen reserve, and the script loads libzs.so through ctypes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,8 +25,6 @@
 #include <unistd.h>
 
 #include "cmds.h"
-
-#define TLS_TUNABLE "glibc.rtld.optional_static_tls=65536"
 
 static void usage(FILE *f)
 {
@@ -133,14 +127,6 @@ int cmd_report(int argc, char **argv)
 			"ZS_PYTHON to an interpreter that has matplotlib.\n",
 			env_py && *env_py ? "$ZS_PYTHON, " : "");
 		return 2;
-	}
-
-	const char *cur = getenv("GLIBC_TUNABLES");
-	if (!cur || !strstr(cur, "optional_static_tls")) {
-		char tun[1024];
-		snprintf(tun, sizeof(tun), "%s%s%s", cur && *cur ? cur : "", cur && *cur ? ":" : "",
-			 TLS_TUNABLE);
-		setenv("GLIBC_TUNABLES", tun, 1);
 	}
 
 	char **nargv = calloc((size_t)argc + 8, sizeof(char *));

@@ -22,12 +22,12 @@ import errno as _errno
 import os
 
 from . import _lib as _L
-from ._lib import LibraryNotFound, library_path, tls_env
+from ._lib import LibraryNotFound, library_path
 
 __all__ = [
     "Pool", "Compressor", "ZramStore", "ZsError", "LibraryNotFound", "library_path",
     "ClassInfo", "ClassStats", "backend_kinds", "compressor_names",
-    "CHAIN_POLICIES", "FREE_MODES", "tls_env",
+    "CHAIN_POLICIES", "FREE_MODES",
 ]
 __version__ = "0.1.0"
 

@@ -208,23 +208,6 @@ def _candidates():
     return out
 
 
-# libzs.so may link jemalloc/mimalloc (the malloc baselines); jemalloc's
-# initial-exec TLS needs more static TLS than glibc leaves for dlopen by
-# default, so processes that load libzs.so via ctypes need this tunable set
-# before they start (the report launcher and python/run-tests.sh set it).
-TLS_TUNABLE = "glibc.rtld.optional_static_tls=65536"
-TLS_ENV = "GLIBC_TUNABLES=" + TLS_TUNABLE
-
-
-def tls_env(env=None):
-    """A copy of env (default os.environ) with the static-TLS tunable added."""
-    env = dict(os.environ if env is None else env)
-    cur = env.get("GLIBC_TUNABLES", "")
-    if "optional_static_tls" not in cur:
-        env["GLIBC_TUNABLES"] = (cur + ":" if cur else "") + TLS_TUNABLE
-    return env
-
-
 class LibraryNotFound(ImportError):
     """No loadable libzs.so: set LIBZS_LIBRARY or build the library."""
 
@@ -243,12 +226,7 @@ def lib():
         try:
             handle = ctypes.CDLL(path, use_errno=True)
         except OSError as e:
-            msg = f"{path}: {e}"
-            if "static TLS" in str(e):
-                msg += ("\n    (libzs.so links jemalloc, whose initial-exec TLS does not fit the"
-                        " space glibc reserves for dlopen; start Python with\n    " + TLS_ENV +
-                        " in the environment, see libzs.tls_env())")
-            errors.append(msg)
+            errors.append(f"{path}: {e}")
             continue
         for name, (res, args) in _PROTOS.items():
             fn = getattr(handle, name, None)

@@ -760,11 +760,6 @@ def main(argv=None):
             ap.error(f"--data {d}: no such file or directory")
     lib = os.path.join(args.build_dir, "libzs.so")
     os.environ.setdefault("LIBZS_LIBRARY", lib)
-    if "optional_static_tls" not in os.environ.get("GLIBC_TUNABLES", ""):
-        # libzs.so links jemalloc (see libzs._lib): re-exec once with the tunable set.
-        env = _lib.tls_env()
-        os.execve(sys.executable, [sys.executable, os.path.abspath(__file__)] +
-                  (argv if argv is not None else sys.argv[1:]), env)
     try:
         import matplotlib
         matplotlib.use("Agg")

@@ -17,10 +17,16 @@ def pages():
     return corpus.generate(200, seed=7)[0]
 
 
-@pytest.mark.parametrize("backend", libzs.backend_kinds() if os.environ.get("LIBZS_LIBRARY")
-                         or True else [])
+@pytest.mark.parametrize("backend", libzs.backend_kinds())
 def test_store_roundtrip_backends(backend, pages):
-    with libzs.ZramStore(slots=len(pages), backend=backend) as z:
+    try:
+        store = libzs.ZramStore(slots=len(pages), backend=backend)
+    except libzs.ZsError as e:
+        # jemalloc cannot be dlopen'ed into Python (initial-exec TLS); the C tests cover it.
+        if backend == "jemalloc" and e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            pytest.skip("jemalloc is not loadable in this process: " + str(e))
+        raise
+    with store as z:
         for i, p in enumerate(pages):
             z.write(i, p)
         for i, p in enumerate(pages):
