@@ -7,8 +7,9 @@
  * (and stats would leak into) other arenas.  That costs jemalloc its tcache
  * fast path; density, which is what the comparison is about, is measured
  * exactly, per arena.  Debian's libjemalloc exports unprefixed malloc, so
- * linking it replaces malloc process-wide; the "malloc" kind avoids that by
- * calling __libc_malloc (see be_malloc.c).
+ * the executables that link it (zs, tests, benchmarks) get jemalloc as their
+ * process malloc; the "malloc" kind stays glibc's by calling __libc_malloc
+ * (see be_malloc.c).
  */
 #ifdef ZS_HAVE_JEMALLOC
 #include <errno.h>

@@ -2,10 +2,9 @@
  * Backend kind "malloc": glibc's allocator holding each object in an
  * exact-size buffer, the baseline an application would use today.
  *
- * Why __libc_malloc and not malloc: when libzs is built with jemalloc or
- * mimalloc (both Debian builds export malloc/free), linking them interposes
- * `malloc` for the whole process, so plain malloc() here would silently be
- * jemalloc.  glibc exports its own allocator as __libc_malloc/__libc_free,
+ * Why __libc_malloc and not malloc: the zs tool, tests and benchmarks link
+ * jemalloc (Debian's build exports malloc/free), which interposes `malloc`
+ * for the whole process, so plain malloc() here would silently be jemalloc.  glibc exports its own allocator as __libc_malloc/__libc_free,
  * which no interposer replaces, so this kind stays ptmalloc in every build.
  * mem_bytes comes from mallinfo2() (arena + mmapped bytes); it is process
  * wide, which is honest only while nothing else uses ptmalloc -- true when
