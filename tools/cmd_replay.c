@@ -18,7 +18,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <lzma.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,161 +25,17 @@
 #include <time.h>
 
 #include "cmds.h"
+#include "trace.h"
 #include "zs/backend.h"
 #include "zs/compress.h"
 #include "zs/zram.h"
 #include "zs/zsmalloc.h"
 
 /* ------------------------------------------------------------------ */
-/* Trace reader: plain text or xz (detected by magic, not by name).    */
-
-struct reader {
-	FILE *f;
-	int xz;
-	lzma_stream strm;
-	uint8_t in[1 << 16];
-	uint8_t out[1 << 16];
-	size_t pos, len;    /* unread decoded bytes in out[] */
-	int in_eof, done;
-	const char *err;
-};
-
-static int rd_open(struct reader *r, const char *path)
-{
-	memset(r, 0, sizeof(*r));
-	r->f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-	if (!r->f)
-		return -errno;
-	size_t n = fread(r->in, 1, 6, r->f);
-	static const uint8_t magic[6] = { 0xFD, '7', 'z', 'X', 'Z', 0 };
-	if (n == 6 && !memcmp(r->in, magic, 6)) {
-		r->xz = 1;
-		lzma_stream init = LZMA_STREAM_INIT;
-		r->strm = init;
-		if (lzma_stream_decoder(&r->strm, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
-			return -ENOMEM;
-		r->strm.next_in = r->in;
-		r->strm.avail_in = n;
-	} else {
-		memcpy(r->out, r->in, n);
-		r->len = n;
-	}
-	return 0;
-}
-
-static void rd_close(struct reader *r)
-{
-	if (r->xz)
-		lzma_end(&r->strm);
-	if (r->f && r->f != stdin)
-		fclose(r->f);
-}
-
-/* Refill out[]; returns bytes available, 0 at end, -1 on error (r->err set). */
-static long rd_fill(struct reader *r)
-{
-	if (r->done)
-		return 0;
-	if (!r->xz) {
-		size_t n = fread(r->out, 1, sizeof(r->out), r->f);
-		if (n == 0) {
-			if (ferror(r->f)) {
-				r->err = "read error";
-				return -1;
-			}
-			r->done = 1;
-		}
-		r->pos = 0;
-		r->len = n;
-		return (long)n;
-	}
-	for (;;) {
-		if (r->strm.avail_in == 0 && !r->in_eof) {
-			size_t n = fread(r->in, 1, sizeof(r->in), r->f);
-			if (n == 0) {
-				if (ferror(r->f)) {
-					r->err = "read error";
-					return -1;
-				}
-				r->in_eof = 1;
-			}
-			r->strm.next_in = r->in;
-			r->strm.avail_in = n;
-		}
-		r->strm.next_out = r->out;
-		r->strm.avail_out = sizeof(r->out);
-		lzma_ret ret = lzma_code(&r->strm, r->in_eof ? LZMA_FINISH : LZMA_RUN);
-		size_t got = sizeof(r->out) - r->strm.avail_out;
-		r->pos = 0;
-		r->len = got;
-		if (ret == LZMA_STREAM_END) {
-			r->done = 1;
-			return (long)got;
-		}
-		if (ret != LZMA_OK) {
-			r->err = ret == LZMA_DATA_ERROR    ? "xz: corrupt data"
-				 : ret == LZMA_BUF_ERROR   ? "xz: truncated file"
-				 : ret == LZMA_FORMAT_ERROR ? "xz: not an xz file"
-							    : "xz: decoder error";
-			return -1;
-		}
-		if (got)
-			return (long)got;
-	}
-}
-
-/* Next line without its newline into *buf; returns length, -1 at EOF, -2 on error. */
-static long rd_line(struct reader *r, char **buf, size_t *cap)
-{
-	size_t n = 0;
-	int any = 0;
-	for (;;) {
-		if (r->pos == r->len) {
-			long got = rd_fill(r);
-			if (got < 0)
-				return -2;
-			if (got == 0)
-				break;
-		}
-		any = 1;
-		uint8_t *s = r->out + r->pos;
-		size_t avail = r->len - r->pos;
-		uint8_t *nl = memchr(s, '\n', avail);
-		size_t take = nl ? (size_t)(nl - s) : avail;
-		if (n + take > 4096) {
-			r->err = "line too long (not a zram-trace?)";
-			return -2;
-		}
-		if (n + take + 1 > *cap) {
-			size_t nc = (*cap ? *cap * 2 : 256);
-			while (nc < n + take + 1)
-				nc *= 2;
-			char *nb = realloc(*buf, nc);
-			if (!nb) {
-				r->err = "out of memory";
-				return -2;
-			}
-			*buf = nb;
-			*cap = nc;
-		}
-		memcpy(*buf + n, s, take);
-		n += take;
-		r->pos += take + (nl ? 1 : 0);
-		if (nl)
-			break;
-	}
-	if (!any)
-		return -1;
-	(*buf)[n] = 0;
-	if (n && (*buf)[n - 1] == '\r')
-		(*buf)[--n] = 0;
-	return (long)n;
-}
-
-/* ------------------------------------------------------------------ */
 /* Replay state.                                                        */
 
 enum { F_MEM, F_COMPACTED, F_STORED, F_COMPR, F_SAME, F_HUGE, NF };
+_Static_assert(NF == TRACE_NF, "an '=' record carries one value per field");
 static const char *const fname[NF] = { "mem_used_pages", "pages_compacted", "pages_stored",
 				       "compr_bytes",    "same_pages",      "huge_pages" };
 
@@ -255,26 +110,6 @@ struct replay {
 	int have_pending;
 	int pending_cls;
 };
-
-/* Print an error; arg is trace text, shown printable and at most 80 characters. */
-static int fail(long line, const char *fmt, const char *arg)
-{
-	char safe[84];
-	size_t k = 0;
-	for (; arg && arg[k] && k < 80; k++)
-		safe[k] = (arg[k] >= 0x20 && arg[k] < 0x7f) ? arg[k] : '?';
-	if (arg && arg[k])
-		safe[k - 1] = safe[k - 2] = safe[k - 3] = '.';
-	safe[k] = 0;
-	arg = safe;
-	if (line > 0)
-		fprintf(stderr, "zs replay: line %ld: ", line);
-	else
-		fprintf(stderr, "zs replay: ");
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	return 2;
-}
 
 static struct slot *get_slot(struct replay *R, unsigned long idx)
 {
@@ -518,7 +353,7 @@ static int op_write(struct replay *R, unsigned long idx, unsigned long size, cha
 {
 	struct slot *s = get_slot(R, idx);
 	if (!s)
-		return fail(line, "%s", "out of memory for slots");
+		return trace_fail(line, "%s", "out of memory for slots");
 	R->nw++;
 	R->pending_cls = -1;
 	if (R->z) {
@@ -743,68 +578,6 @@ static void usage(FILE *f)
 		"Exit status: 0 no mismatch, 1 mismatches, 2 error.\n");
 }
 
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* Parse up to n unsigned decimal fields after the first token; returns count parsed. */
-static int parse_fields(const char *s, uint64_t *v, int n, const char **rest)
-{
-	int k = 0;
-	while (k < n) {
-		while (*s == ' ' || *s == '\t')
-			s++;
-		if (*s < '0' || *s > '9')
-			break;
-		char *end;
-		errno = 0;
-		unsigned long long x = strtoull(s, &end, 10);
-		if (errno)
-			return -1;
-		v[k++] = x;
-		s = end;
-		if (*s && *s != ' ' && *s != '\t')
-			return -1;
-	}
-	while (*s == ' ' || *s == '\t')
-		s++;
-	*rest = s;
-	return k;
-}
-
-#define MAX_SLOT (1UL << 26)
-
-/* --store prepass: the largest slot a 'w' or 'd' names (the store needs a disksize). */
-static long scan_max_slot(const char *path)
-{
-	struct reader *r = malloc(sizeof(*r));
-	char *line = NULL;
-	size_t cap = 0;
-	long n, max = 0;
-	if (!r || rd_open(r, path)) {
-		free(r);
-		return -1;
-	}
-	while ((n = rd_line(r, &line, &cap)) >= 0) {
-		if ((line[0] == 'w' || line[0] == 'd') && line[1] == ' ') {
-			unsigned long v = strtoul(line + 2, NULL, 10);
-			if (v < MAX_SLOT && (long)v > max)
-				max = (long)v;
-		}
-	}
-	rd_close(r);
-	free(r);
-	free(line);
-	return n == -2 ? -1 : max;
-}
-
 int cmd_replay(int argc, char **argv)
 {
 	struct opts o = { .chain = -1, .context = 8, .max_report = 3,
@@ -848,19 +621,19 @@ int cmd_replay(int argc, char **argv)
 					return 2;
 				}
 			} else if (!strcmp(a, "--chain")) {
-				if (parse_long(val, 1, ZS_MAX_CHAIN, &v)) {
+				if (trace_parse_long(val, 1, ZS_MAX_CHAIN, &v)) {
 					fprintf(stderr, "zs replay: --chain: 1..%d\n", ZS_MAX_CHAIN);
 					return 2;
 				}
 				o.chain = v;
 			} else if (!strcmp(a, "--context")) {
-				if (parse_long(val, 0, 64, &v)) {
+				if (trace_parse_long(val, 0, 64, &v)) {
 					fprintf(stderr, "zs replay: --context: 0..64\n");
 					return 2;
 				}
 				o.context = (int)v;
 			} else {
-				if (parse_long(val, 0, 1000, &v)) {
+				if (trace_parse_long(val, 0, 1000, &v)) {
 					fprintf(stderr, "zs replay: --max-report: 0..1000\n");
 					return 2;
 				}
@@ -882,21 +655,18 @@ int cmd_replay(int argc, char **argv)
 		return 2;
 	}
 
-	struct reader *rd = malloc(sizeof(*rd));
+	struct trace *rd = trace_new();
 	struct replay *R = calloc(1, sizeof(*R));
 	if (!rd || !R) {
 		free(rd);
 		free(R);
-		return fail(0, "%s", "out of memory");
+		return trace_fail(0, "%s", "out of memory");
 	}
 	int rc = 2;
-	char *line = NULL;
-	size_t cap = 0;
-	long lineno = 0;
-	int ret = rd_open(rd, o.path);
+	int ret = trace_open(rd, o.path);
 	if (ret) {
 		fprintf(stderr, "zs replay: %s: %s\n", o.path, strerror(-ret));
-		free(rd);
+		trace_free(rd);
 		free(R);
 		return 2;
 	}
@@ -905,93 +675,56 @@ int cmd_replay(int argc, char **argv)
 	R->ring = calloc(o.context ? (size_t)o.context : 1, sizeof(*R->ring));
 	R->shown = calloc(o.max_report ? (size_t)o.max_report : 1, sizeof(*R->shown));
 	if (!R->ring || !R->shown) {
-		fail(0, "%s", "out of memory");
+		trace_fail(0, "%s", "out of memory");
 		goto out;
 	}
 
-	long page_size = 4096, hdr_chain = -1;
-	int seen_magic = 0;
-	char comp[32] = "?", kernel[64] = "?", data_desc[160] = "";
+	const struct trace_header *h = trace_hdr(rd);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 
-	long n;
-	while ((n = rd_line(rd, &line, &cap)) >= 0) {
-		lineno++;
-		char *s = line;
-		while (*s == ' ' || *s == '\t')
-			s++;
-		if (!*s)
-			continue;
-		if (*s == '#') {
-			char key[32], val[160];
-			if (R->pool) /* late comment lines are ignored */
-				continue;
-			if (sscanf(s, "# %31s %159[^\n]", key, val) != 2)
-				continue;
-			if (!strcmp(key, "zram-trace")) {
-				if (strcmp(val, "1")) {
-					fail(lineno, "unsupported trace version '%s'", val);
-					goto out;
-				}
-				seen_magic = 1;
-			} else if (!strcmp(key, "page_size")) {
-				if (parse_long(val, 4096, 65536, &page_size) || (page_size & (page_size - 1))) {
-					fail(lineno, "bad page_size '%s' (power of two, 4096..65536)", val);
-					goto out;
-				}
-			} else if (!strcmp(key, "chain_size")) {
-				if (strcmp(val, "?") && parse_long(val, 1, ZS_MAX_CHAIN, &hdr_chain)) {
-					fail(lineno, "bad chain_size '%s'", val);
-					goto out;
-				}
-			} else if (!strcmp(key, "comp")) {
-				snprintf(comp, sizeof(comp), "%.31s", val);
-			} else if (!strcmp(key, "kernel")) {
-				snprintf(kernel, sizeof(kernel), "%.63s", val);
-			} else if (!strcmp(key, "data")) {
-				snprintf(data_desc, sizeof(data_desc), "%s", val);
-			}
-			continue;
-		}
+	const char *s;
+	int n;
+	while ((n = trace_next(rd, &s)) > 0) {
+		long lineno = trace_lineno(rd);
 		if (!R->pool) {
-			if (!seen_magic)
+			if (!h->seen_magic)
 				fprintf(stderr, "zs replay: warning: no '# zram-trace 1' header\n");
 			struct zs_pool_config cfg;
 			zs_pool_config_init(&cfg);
 			cfg.name = "replay";
-			cfg.page_size = (size_t)page_size;
-			cfg.max_chain = (unsigned)(o.chain > 0 ? o.chain : hdr_chain > 0 ? hdr_chain : 8);
+			cfg.page_size = (size_t)h->page_size;
+			cfg.max_chain = (unsigned)(o.chain > 0 ? o.chain : h->chain > 0 ? h->chain : 8);
 			cfg.free_mode = o.free_mode;
 			cfg.checked = o.checked;
 			if (o.store) {
-				long maxslot = scan_max_slot(o.path);
+				long maxslot = trace_max_slot(o.path);
 				if (maxslot < 0) {
-					fail(0, "%s: cannot read the trace", o.path);
+					trace_fail(0, "%s: cannot read the trace", o.path);
 					goto out;
 				}
 				struct zs_zram_config zc;
 				zs_zram_config_init(&zc);
-				zc.page_size = (size_t)page_size;
-				zc.disksize = (uint64_t)(maxslot + 1) * (uint64_t)page_size;
+				zc.page_size = (size_t)h->page_size;
+				zc.disksize = (uint64_t)(maxslot + 1) * (uint64_t)h->page_size;
 				zc.comp = "lz4";
 				zc.backend.kind = "zsmalloc";
-				zc.backend.page_size = (size_t)page_size;
+				zc.backend.page_size = (size_t)h->page_size;
 				zc.backend.checked = o.checked;
 				zc.backend.zs = cfg;
 				zc.deferred_free = o.deferred;
 				int zr = zs_zram_create(&zc, &R->z);
 				if (zr) {
 					fprintf(stderr, "zs replay: zs_zram_create(page_size %ld, chain %u): %s\n",
-						page_size, cfg.max_chain, strerror(-zr));
+						h->page_size, cfg.max_chain, strerror(-zr));
 					goto out;
 				}
 				R->pool = zs_backend_zspool(zs_zram_backend(R->z));
 				if (!R->pool) {
-					fail(0, "%s", "--store: the zram store has no zsmalloc pool");
+					trace_fail(0, "%s", "--store: the zram store has no zsmalloc pool");
 					goto out;
 				}
-				zr = synth_init(&R->sy, zc.comp, (size_t)page_size);
+				zr = synth_init(&R->sy, zc.comp, (size_t)h->page_size);
 				if (zr) {
 					fprintf(stderr, "zs replay: --store: compressor %s: %s\n", zc.comp,
 						strerror(-zr));
@@ -1002,18 +735,18 @@ int cmd_replay(int argc, char **argv)
 			}
 			if (!R->pool) {
 				fprintf(stderr, "zs replay: zs_create_pool(page_size %ld, chain %u): %s\n",
-					page_size, cfg.max_chain, strerror(errno));
+					h->page_size, cfg.max_chain, strerror(errno));
 				goto out;
 			}
-			R->page_size = (size_t)page_size;
+			R->page_size = (size_t)h->page_size;
 			if (o.verbose && !o.json) {
 				char chs[24] = "?";
-				if (hdr_chain > 0)
-					snprintf(chs, sizeof(chs), "%ld", hdr_chain);
+				if (h->chain > 0)
+					snprintf(chs, sizeof(chs), "%ld", h->chain);
 				printf("trace %s: comp %s, kernel %s, page_size %ld, chain_size %s\n",
-				       o.path, comp, kernel, page_size, chs);
-				if (data_desc[0])
-					printf("  data %s\n", data_desc);
+				       o.path, h->comp, h->kernel, h->page_size, chs);
+				if (h->data[0])
+					printf("  data %s\n", h->data);
 				printf("%s: page_size %zu, chain %u, free_mode %s%s%s, huge_class_size %zu, "
 				       "%d logical classes\n",
 				       o.store ? "zram store (lz4) on pool" : "pool",
@@ -1022,18 +755,15 @@ int cmd_replay(int argc, char **argv)
 				       zs_huge_class_size(R->pool), zs_class_count(R->pool));
 			}
 		}
-		if (*s == '=') {
-			uint64_t exp[NF];
-			const char *rest;
-			if (parse_fields(s + 1, exp, NF, &rest) != NF || *rest) {
-				fail(lineno, "bad '=' record: '%s'", s);
-				goto out;
-			}
+		struct trace_rec rec;
+		if (trace_parse(rd, s, &rec))
+			goto out;
+		if (rec.op == '=') {
 			if (!R->have_pending) {
-				fail(lineno, "%s", "'=' record without an operation before it");
+				trace_fail(lineno, "%s", "'=' record without an operation before it");
 				goto out;
 			}
-			if (on_record(R, exp, lineno) && o.fail_fast)
+			if (on_record(R, rec.exp, lineno) && o.fail_fast)
 				break;
 			continue;
 		}
@@ -1043,59 +773,28 @@ int cmd_replay(int argc, char **argv)
 			ring_push(R, &R->pending);
 			R->have_pending = 0;
 		}
-		uint64_t v[2];
-		const char *rest;
-		int k = parse_fields(s + 1, v, 2, &rest);
-		if (s[1] && s[1] != ' ' && s[1] != '\t')
-			k = -1;
 		memset(&R->pending, 0, sizeof(R->pending));
 		R->pending.line = lineno;
 		snprintf(R->pending.op, sizeof(R->pending.op), "%.47s", s);
 		R->pending_cls = -1;
-		if (s[0] == 'w') {
-			if (k != 2 || !rest[0] || rest[1] || !strchr("nsh", rest[0])) {
-				fail(lineno, "bad write '%s' (want: w SLOT SIZE n|s|h)", s);
+		if (rec.op == 'w') {
+			if (op_write(R, (unsigned long)rec.slot, (unsigned long)rec.size, rec.flag, lineno))
 				goto out;
-			}
-			char flag = rest[0];
-			if (v[0] >= MAX_SLOT) {
-				fail(lineno, "slot number too large in '%s'", s);
-				goto out;
-			}
-			if ((flag == 'n' && (v[1] == 0 || v[1] > (uint64_t)page_size)) ||
-			    (flag == 's' && v[1] != 0) || (flag == 'h' && v[1] > (uint64_t)page_size)) {
-				fail(lineno, "size out of range in '%s'", s);
-				goto out;
-			}
-			if (op_write(R, (unsigned long)v[0], (unsigned long)v[1], flag, lineno))
-				goto out;
-		} else if (s[0] == 'd') {
-			if (k != 1 || *rest) {
-				fail(lineno, "bad discard '%s' (want: d SLOT)", s);
-				goto out;
-			}
-			if (v[0] >= MAX_SLOT) {
-				fail(lineno, "slot number too large in '%s'", s);
-				goto out;
-			}
+		} else if (rec.op == 'd') {
 			R->nd++;
 			if (R->z) {
-				int zr = zs_zram_discard(R->z, v[0]);
+				int zr = zs_zram_discard(R->z, rec.slot);
 				if (zr) {
 					fprintf(stderr, "zs replay: line %ld: zs_zram_discard(%" PRIu64 "): %s\n",
-						lineno, v[0], strerror(-zr));
+						lineno, rec.slot, strerror(-zr));
 					goto out;
 				}
-				if (v[0] < R->nslots && R->slots[v[0]].used)
-					R->synth_delta_total -= R->slots[v[0]].synth_delta;
+				if (rec.slot < R->nslots && R->slots[rec.slot].used)
+					R->synth_delta_total -= R->slots[rec.slot].synth_delta;
 			}
-			if (v[0] < R->nslots && slot_free(R, &R->slots[v[0]], lineno))
+			if (rec.slot < R->nslots && slot_free(R, &R->slots[rec.slot], lineno))
 				goto out;
-		} else if (s[0] == 'c') {
-			if (k != 0 || *rest) {
-				fail(lineno, "bad compaction line '%s' (want: c)", s);
-				goto out;
-			}
+		} else {
 			R->nc++;
 			if (R->z) {
 				if (o.deferred)
@@ -1108,23 +807,17 @@ int cmd_replay(int argc, char **argv)
 					zs_free_deferred_flush(R->pool);
 				zs_compact(R->pool);
 			}
-		} else {
-			fail(lineno, "unknown record '%s'", s);
-			goto out;
 		}
 		R->have_pending = 1;
 	}
-	if (n == -2) {
-		fprintf(stderr, "zs replay: %s: line %ld: %s\n", o.path, lineno + 1,
-			rd->err ? rd->err : "read error");
+	if (n < 0)
 		goto out;
-	}
 	if (!R->pool || R->records == 0) {
-		fail(0, "%s: no operations with '=' records (not a zram-trace?)", o.path);
+		trace_fail(0, "%s: no operations with '=' records (not a zram-trace?)", o.path);
 		goto out;
 	}
 	if (R->z && o.verify)
-		store_verify(R, lineno);
+		store_verify(R, trace_lineno(rd));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 
@@ -1132,12 +825,12 @@ int cmd_replay(int argc, char **argv)
 		printf("{\"trace\": ");
 		json_str(stdout, o.path);
 		printf(", \"comp\": ");
-		json_str(stdout, comp);
+		json_str(stdout, h->comp);
 		printf(", \"page_size\": %ld, \"chain\": %ld, \"free_mode\": \"%s\", \"deferred\": %s,"
 		       " \"records\": %ld, \"mismatches\": %ld, \"first_mismatch_record\": %ld,"
 		       " \"writes\": %ld, \"discards\": %ld, \"compactions\": %ld, \"same\": %ld,"
 		       " \"huge\": %ld, \"seconds\": %.3f, \"field_mismatches\": {",
-		       page_size, o.chain > 0 ? o.chain : hdr_chain > 0 ? hdr_chain : 8,
+		       h->page_size, o.chain > 0 ? o.chain : h->chain > 0 ? h->chain : 8,
 		       free_mode_name(o.free_mode), o.deferred ? "true" : "false", R->records,
 		       R->mismatches, R->first_bad_record, R->nw, R->nd, R->nc, R->nsame, R->nhuge, secs);
 		for (int i = 0; i < NF; i++)
@@ -1196,8 +889,6 @@ out:
 	free(R->ring);
 	free(R->shown);
 	free(R);
-	free(line);
-	rd_close(rd);
-	free(rd);
+	trace_free(rd);
 	return rc;
 }
