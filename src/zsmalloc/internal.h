@@ -56,7 +56,7 @@ struct zspage {
 	uint8_t huge;
 	atomic_int lock;           /* zspage reader/writer lock */
 	unsigned long huge_handle; /* huge zspage: the object's handle (no in-object header) */
-	uint32_t first_obj_offset; /* per page: offset of the first object starting here */
+	uint32_t reserved;         /* keeps the overlay exactly one descriptor long */
 	uint32_t pfn;              /* first page: its own page number */
 };
 static_assert(sizeof(struct zspage) == sizeof(struct zs_page_desc), "zspage overlays a page desc");
@@ -118,7 +118,6 @@ struct zs_pool {
 	size_t nr_handle_chunks, cap_handle_chunks;
 
 	struct deferred_queue *deferred;
-	pthread_key_t map_key;          /* legacy per-thread mapping area */
 };
 
 /* ---- encodings ---- */

@@ -100,8 +100,6 @@ static struct zspage *alloc_zspage(struct zs_pool *pool, struct size_class *clas
 		struct zspage *d = page_desc(pool, pfns[i]);
 		d->owner = zspage;
 		d->next = i + 1 < n ? pfns[i + 1] : ZS_PFN_NONE;
-		unsigned long first = i ? ((unsigned long)i * P + class->size - 1) / class->size : 0;
-		d->first_obj_offset = (uint32_t)(first * class->size - (unsigned long)i * P);
 	}
 	zspage->pfn = (uint32_t)pfns[0];
 	zspage->class_idx = (uint16_t)class->index;
