@@ -148,7 +148,23 @@ class ClassStats:
         return f"ClassStats({self.as_dict()})"
 
 
-class Pool:
+class _Closable:
+    """with-statement and finalizer support for objects that own a C handle (close() frees it)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Pool(_Closable):
     """
     A zsmalloc pool.  Handles are ints.  Config (all optional):
       page_size      4096..65536, power of two
@@ -181,18 +197,6 @@ class Pool:
             _L.need("zs_destroy_pool")(self._p)
             self._p = None
             self._live.clear()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def _pool(self):
         if not self._p:
@@ -338,7 +342,7 @@ class Pool:
         return ClassStats(c)
 
 
-class Compressor:
+class Compressor(_Closable):
     """One compressor context: "lz4", "lz4:N", "lz4hc[:N]", "zstd[:N]", "lzo"."""
 
     def __init__(self, name="lz4", max_src=65536):
@@ -356,18 +360,6 @@ class Compressor:
         if getattr(self, "_c", None):
             _L.need("zs_comp_destroy")(self._c)
             self._c = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def _ctx(self):
         if not self._c:
@@ -399,7 +391,7 @@ class Compressor:
         return out.raw
 
 
-class ZramStore:
+class ZramStore(_Closable):
     """
     The user-space zram store: `slots` pages of page_size bytes (or give
     disksize in bytes).  backend: "zsmalloc" | "zblock" | "malloc" | ...;
@@ -449,18 +441,6 @@ class ZramStore:
         if getattr(self, "_z", None):
             _L.need("zs_zram_destroy")(self._z)
             self._z = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __len__(self):
         return self.slots
