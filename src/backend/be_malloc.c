@@ -48,6 +48,22 @@ int zs_be_ptr_write(struct zs_backend *b, unsigned long h, const void *src, size
 
 /* ---- glibc ---- */
 
+/*
+ * ptmalloc initialises itself on its first call and hands the calling thread
+ * main_arena without counting it as attached: it assumes that thread is the
+ * main thread.  With jemalloc interposed nothing calls __libc_malloc during
+ * start-up, so the first call would come from whichever worker thread first
+ * stores an object; when that thread exits glibc detaches it from
+ * main_arena, the count underflows and a later thread exit aborts
+ * ("a->attached_threads > 0", seen in test_mt_zram).  Initialising ptmalloc
+ * from a constructor -- the main thread, or the thread that dlopen()s us --
+ * keeps its bookkeeping right.
+ */
+__attribute__((constructor)) static void gl_init_ptmalloc(void)
+{
+	__libc_free(__libc_malloc(1));
+}
+
 static int gl_create(struct zs_backend *b, const struct zs_backend_config *cfg)
 {
 	(void)cfg;
