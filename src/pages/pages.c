@@ -25,6 +25,7 @@
  * Bookkeeping runs under one mutex; lookups use atomics only.
  */
 #include "zs/pages.h"
+#include "pages/lookup.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -46,12 +47,6 @@ enum { PG_FREE = 0, PG_IN_USE = 1, PG_CACHED = 2, PG_RELEASING = 3 };
 #define ZS_MAX_SLOTS (1u << 20)
 #define ZS_MAX_CHUNK_BYTES ((size_t)1 << 30)
 
-/* The lock-free part: read by zs_pages_addr/desc/valid without the lock. */
-struct zs_slot {
-	_Atomic(char *) base;                 /* chunk data, NULL when unmapped */
-	_Atomic(struct zs_page_desc *) meta;  /* set once on first use, kept until destroy */
-};
-
 /* Bookkeeping, only touched under the lock. */
 struct zs_chunk {
 	unsigned ninuse;   /* bits set in the bitmap (in use or being released) */
@@ -59,11 +54,8 @@ struct zs_chunk {
 };
 
 struct zs_pages {
-	/* Read-only after create; grouped so a lookup touches one line. */
-	struct zs_slot *slots;
-	unsigned page_shift;
-	unsigned ppc_shift;     /* log2(pages per chunk) */
-	zs_pfn_t ppc_mask;
+	struct zs_pages_lookup lk;  /* first: see pages/lookup.h */
+	/* Read-only after create. */
 	zs_pfn_t pfn_limit;     /* nslots << ppc_shift */
 	size_t state_off;       /* byte offset of the state array in a meta region */
 	size_t page_size;
@@ -117,7 +109,7 @@ static inline bool is_pow2(size_t v)
 
 static inline struct zs_page_desc *meta_desc(const struct zs_pages *p, size_t slot)
 {
-	return atomic_load_explicit(&p->slots[slot].meta, memory_order_acquire);
+	return atomic_load_explicit(&p->lk.slots[slot].meta, memory_order_acquire);
 }
 
 static inline _Atomic uint8_t *meta_state(const struct zs_pages *p, struct zs_page_desc *m)
@@ -136,12 +128,12 @@ static inline bool bm_test(const uint64_t *bm, size_t i) { return bm[i >> 6] >> 
 
 static inline size_t pfn_slot(const struct zs_pages *p, zs_pfn_t pfn)
 {
-	return (size_t)(pfn >> p->ppc_shift);
+	return (size_t)(pfn >> p->lk.ppc_shift);
 }
 
 static inline size_t pfn_idx(const struct zs_pages *p, zs_pfn_t pfn)
 {
-	return (size_t)(pfn & p->ppc_mask);
+	return (size_t)(pfn & p->lk.ppc_mask);
 }
 
 static inline _Atomic uint8_t *pfn_state(const struct zs_pages *p, zs_pfn_t pfn)
@@ -199,11 +191,11 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 		return NULL;
 	}
 	p->page_size = c.page_size;
-	p->page_shift = ilog2(c.page_size);
+	p->lk.page_shift = ilog2(c.page_size);
 	p->chunk_bytes = c.chunk_bytes;
 	p->ppc = c.chunk_bytes / c.page_size;
-	p->ppc_shift = ilog2(p->ppc);
-	p->ppc_mask = p->ppc - 1;
+	p->lk.ppc_shift = ilog2(p->ppc);
+	p->lk.ppc_mask = p->ppc - 1;
 	p->os_page = os_page;
 	/* mmap only promises OS-page alignment; over-map so we can align. */
 	p->map_bytes = c.chunk_bytes + (c.page_size > os_page ? c.page_size - os_page : 0);
@@ -214,7 +206,7 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 	if (nslots > ZS_MAX_SLOTS)
 		nslots = ZS_MAX_SLOTS;
 	p->nslots = nslots;
-	p->pfn_limit = (zs_pfn_t)nslots << p->ppc_shift;
+	p->pfn_limit = (zs_pfn_t)nslots << p->lk.ppc_shift;
 
 	size_t bm_words = (p->ppc + 63) / 64;
 	p->state_off = p->ppc * sizeof(struct zs_page_desc);
@@ -224,7 +216,7 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 	/* One lazily-faulted mapping for all per-slot arrays (8-byte aligned pieces). */
 	size_t slot_bm_words = (nslots + 63) / 64;
 	size_t off_slots = 0;
-	size_t off_chunks = off_slots + nslots * sizeof(struct zs_slot);
+	size_t off_chunks = off_slots + nslots * sizeof(struct zs_pages_slot);
 	size_t off_mapped = off_chunks + nslots * sizeof(struct zs_chunk);
 	size_t off_partial = off_mapped + slot_bm_words * 8;
 	size_t off_sbase = off_partial + slot_bm_words * 8;
@@ -240,7 +232,7 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 	}
 	p->tables = t;
 	p->tables_bytes = total;
-	p->slots = (struct zs_slot *)(t + off_slots);
+	p->lk.slots = (struct zs_pages_slot *)(t + off_slots);
 	p->chunks = (struct zs_chunk *)(t + off_chunks);
 	p->mapped_bm = (uint64_t *)(t + off_mapped);
 	p->partial_bm = (uint64_t *)(t + off_partial);
@@ -270,8 +262,8 @@ void zs_pages_destroy(struct zs_pages *p)
 	if (!p)
 		return;
 	for (size_t s = 0; s < p->slot_words * 64 && s < p->nslots; s++) {
-		char *base = atomic_load_explicit(&p->slots[s].base, memory_order_relaxed);
-		struct zs_page_desc *m = atomic_load_explicit(&p->slots[s].meta, memory_order_relaxed);
+		char *base = atomic_load_explicit(&p->lk.slots[s].base, memory_order_relaxed);
+		struct zs_page_desc *m = atomic_load_explicit(&p->lk.slots[s].meta, memory_order_relaxed);
 		if (base)
 			munmap(base, p->chunk_bytes);
 		if (m)
@@ -286,14 +278,12 @@ void zs_pages_destroy(struct zs_pages *p)
 
 void *zs_pages_addr(const struct zs_pages *p, zs_pfn_t pfn)
 {
-	char *base = atomic_load_explicit(&p->slots[pfn >> p->ppc_shift].base, memory_order_relaxed);
-	return base + ((size_t)(pfn & p->ppc_mask) << p->page_shift);
+	return zs_page_addr(p, pfn);
 }
 
 struct zs_page_desc *zs_pages_desc(const struct zs_pages *p, zs_pfn_t pfn)
 {
-	return atomic_load_explicit(&p->slots[pfn >> p->ppc_shift].meta, memory_order_relaxed) +
-	       (pfn & p->ppc_mask);
+	return zs_page_desc(p, pfn);
 }
 
 int zs_pages_valid(const struct zs_pages *p, zs_pfn_t pfn)
@@ -341,7 +331,7 @@ zs_pfn_t zs_pages_pfn_of(const struct zs_pages *p, const void *addr)
 
 	if (!found || a - base >= p->chunk_bytes || slot >= p->nslots)
 		return ZS_PFN_NONE;
-	zs_pfn_t pfn = ((zs_pfn_t)slot << p->ppc_shift) + ((a - base) >> p->page_shift);
+	zs_pfn_t pfn = ((zs_pfn_t)slot << p->lk.ppc_shift) + ((a - base) >> p->lk.page_shift);
 	return zs_pages_valid(p, pfn) ? pfn : ZS_PFN_NONE;
 }
 
@@ -424,14 +414,14 @@ static long chunk_map(struct zs_pages *p)
 	if (slot >= p->nslots)
 		return -1;
 
-	struct zs_page_desc *m = atomic_load_explicit(&p->slots[slot].meta, memory_order_relaxed);
+	struct zs_page_desc *m = atomic_load_explicit(&p->lk.slots[slot].meta, memory_order_relaxed);
 	if (!m) {
 		void *mm = mmap(NULL, p->meta_bytes, PROT_READ | PROT_WRITE,
 				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (mm == MAP_FAILED)
 			return -1;
 		m = mm;
-		atomic_store_explicit(&p->slots[slot].meta, m, memory_order_release);
+		atomic_store_explicit(&p->lk.slots[slot].meta, m, memory_order_release);
 		/* destroy() walks slot_words; count the slot as soon as it owns a mapping. */
 		if ((slot >> 6) + 1 > p->slot_words)
 			p->slot_words = (slot >> 6) + 1;
@@ -461,7 +451,7 @@ static long chunk_map(struct zs_pages *p)
 	p->chunks[slot].ncached = 0;
 	bm_set(p->mapped_bm, slot);
 	partial_set(p, slot);
-	atomic_store_explicit(&p->slots[slot].base, base, memory_order_relaxed);
+	atomic_store_explicit(&p->lk.slots[slot].base, base, memory_order_relaxed);
 	sorted_insert(p, (uintptr_t)base, (uint32_t)slot);
 	p->chunks_mapped++;
 	return (long)slot;
@@ -470,11 +460,11 @@ static long chunk_map(struct zs_pages *p)
 /* Detach an empty chunk; returns its base for the caller to munmap unlocked. */
 static char *chunk_unmap(struct zs_pages *p, size_t slot)
 {
-	char *base = atomic_load_explicit(&p->slots[slot].base, memory_order_relaxed);
-	struct zs_page_desc *m = atomic_load_explicit(&p->slots[slot].meta, memory_order_relaxed);
+	char *base = atomic_load_explicit(&p->lk.slots[slot].base, memory_order_relaxed);
+	struct zs_page_desc *m = atomic_load_explicit(&p->lk.slots[slot].meta, memory_order_relaxed);
 
 	sorted_remove(p, (uintptr_t)base);
-	atomic_store_explicit(&p->slots[slot].base, NULL, memory_order_relaxed);
+	atomic_store_explicit(&p->lk.slots[slot].base, NULL, memory_order_relaxed);
 	bm_clr(p->mapped_bm, slot);
 	bm_clr(p->partial_bm, slot);
 	/* All states are FREE and all bits clear, which is what zeroed memory says. */
@@ -598,7 +588,7 @@ static bool find_in_partial(struct zs_pages *p, unsigned n, zs_pfn_t *out)
 				continue;
 			long idx = find_clear_run(meta_bits(p, meta_desc(p, slot)), p->ppc, n);
 			if (idx >= 0) {
-				*out = ((zs_pfn_t)slot << p->ppc_shift) + (zs_pfn_t)idx;
+				*out = ((zs_pfn_t)slot << p->lk.ppc_shift) + (zs_pfn_t)idx;
 				return true;
 			}
 		}
@@ -618,7 +608,7 @@ static int alloc_locked(struct zs_pages *p, unsigned n, zs_pfn_t *out)
 		long slot = chunk_map(p);
 		if (slot < 0)
 			return -ENOMEM;
-		pfn = (zs_pfn_t)slot << p->ppc_shift;
+		pfn = (zs_pfn_t)slot << p->lk.ppc_shift;
 	}
 	take_pages(p, pfn, n);
 	*out = pfn;
@@ -694,7 +684,7 @@ static void release_pages(struct zs_pages *p, zs_pfn_t first, unsigned n)
 	 * The rest go back to the OS.  Their bits stay set meanwhile, so the
 	 * chunk can neither be reused nor unmapped under the madvise.
 	 */
-	madvise(zs_pages_addr(p, first + k), (size_t)(n - k) << p->page_shift, MADV_DONTNEED);
+	madvise(zs_pages_addr(p, first + k), (size_t)(n - k) << p->lk.page_shift, MADV_DONTNEED);
 
 	char *unmap = NULL;
 	pthread_mutex_lock(&p->lock);

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "zs/pages.h"
+#include "pages/lookup.h"
 #include "zs/zblock.h"
 
 #define ZB_MAX_SLOTS 256        /* bitmap/handle limit; the 16K table peaks at 185 */
@@ -332,7 +333,7 @@ static struct zb_block *new_block(struct zblock_pool *pool, int type)
 	zs_pfn_t pfn;
 	if (zs_pages_alloc_run(pool->pages, d->pages, &pfn))
 		return NULL;
-	struct zb_block *b = zs_pages_addr(pool->pages, pfn);
+	struct zb_block *b = zs_page_addr(pool->pages, pfn);
 	if ((uintptr_t)b & ZB_SLOT_MASK)
 		abort(); /* the page provider broke its alignment promise */
 	memset(b, 0, pool->hdr);
@@ -342,7 +343,7 @@ static struct zb_block *new_block(struct zblock_pool *pool, int type)
 	b->free_slots = (uint16_t)(d->n - 1);
 	b->bitmap[0] = 1;
 	/* Marks the first page as a block head for checked-mode validation. */
-	zs_pages_desc(pool->pages, pfn)->owner = b;
+	zs_page_desc(pool->pages, pfn)->owner = b;
 	atomic_fetch_add_explicit(&pool->total_pages, d->pages, memory_order_relaxed);
 	return b;
 }
@@ -350,7 +351,7 @@ static struct zb_block *new_block(struct zblock_pool *pool, int type)
 static void free_block(struct zblock_pool *pool, struct zb_block *b)
 {
 	unsigned pages = pool->cls[b->type].d.pages;
-	zs_pages_desc(pool->pages, b->pfn)->owner = NULL;
+	zs_page_desc(pool->pages, b->pfn)->owner = NULL;
 	zs_pages_free_run(pool->pages, b->pfn, pages);
 	atomic_fetch_sub_explicit(&pool->total_pages, pages, memory_order_relaxed);
 }
@@ -368,7 +369,7 @@ static struct zb_block *checked_block(const struct zblock_pool *pool, unsigned l
 	struct zb_block *b = handle_block(h);
 	zs_pfn_t pfn = zs_pages_pfn_of(pool->pages, b);
 	if (pfn == ZS_PFN_NONE || !zs_pages_valid(pool->pages, pfn) ||
-	    zs_pages_addr(pool->pages, pfn) != (void *)b || zs_pages_desc(pool->pages, pfn)->owner != b)
+	    zs_page_addr(pool->pages, pfn) != (void *)b || zs_page_desc(pool->pages, pfn)->owner != b)
 		return NULL;
 	if (b->pool != pool || b->type >= pool->nr_classes ||
 	    handle_slot(h) >= pool->cls[b->type].d.n)

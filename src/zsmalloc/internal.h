@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "zs/pages.h"
+#include "pages/lookup.h"
 #include "zs/zsmalloc.h"
 #include "zsmalloc/lock.h"
 
@@ -154,11 +155,11 @@ static inline void record_obj(unsigned long handle, unsigned long obj)
 
 static inline struct zspage *page_desc(const struct zs_pool *pool, zs_pfn_t pfn)
 {
-	return (struct zspage *)zs_pages_desc(pool->pages, pfn);
+	return (struct zspage *)zs_page_desc(pool->pages, pfn);
 }
 static inline char *page_addr(const struct zs_pool *pool, zs_pfn_t pfn)
 {
-	return zs_pages_addr(pool->pages, pfn);
+	return zs_page_addr(pool->pages, pfn);
 }
 static inline struct zspage *obj_to_zspage(const struct zs_pool *pool, unsigned long obj)
 {

@@ -1,0 +1,57 @@
+/*
+ * The page provider's lock-free lookups (pfn -> address, pfn -> descriptor)
+ * as inline functions for the allocators in this library.
+ *
+ * Why a second, internal header: these two lookups run on every object
+ * access, and as calls into pages.c they cost about a fifth of zsmalloc's own
+ * instructions on the read/write path (callgrind, bench_api).  Inlining needs
+ * the lookup fields' layout, which stays out of the public include/zs/pages.h
+ * so applications never depend on it; zs_pages_addr()/zs_pages_desc() there
+ * remain the stable entry points and are these same functions.
+ *
+ * struct zs_pages begins with struct zs_pages_lookup, so a provider pointer
+ * is also a pointer to its lookup fields (C11 6.7.2.1: a pointer to a struct
+ * converts to a pointer to its first member).
+ */
+#ifndef ZS_PAGES_LOOKUP_H
+#define ZS_PAGES_LOOKUP_H
+
+#include <stdatomic.h>
+#include "zs/pages.h"
+
+/* One chunk-table entry; read without the lock. */
+struct zs_pages_slot {
+	_Atomic(char *) base;                 /* chunk data, NULL when unmapped */
+	_Atomic(struct zs_page_desc *) meta;  /* set once on first use, kept until destroy */
+};
+
+/* Read-only after create; grouped so a lookup touches one cache line. */
+struct zs_pages_lookup {
+	struct zs_pages_slot *slots;
+	unsigned page_shift;
+	unsigned ppc_shift;  /* log2(pages per chunk) */
+	zs_pfn_t ppc_mask;
+};
+
+static inline const struct zs_pages_lookup *zs_pages_lk(const struct zs_pages *p)
+{
+	return (const struct zs_pages_lookup *)(const void *)p;
+}
+
+/* pfn must be a page the caller holds (allocated, not yet freed). */
+static inline void *zs_page_addr(const struct zs_pages *p, zs_pfn_t pfn)
+{
+	const struct zs_pages_lookup *lk = zs_pages_lk(p);
+	char *base = atomic_load_explicit(&lk->slots[pfn >> lk->ppc_shift].base,
+					  memory_order_relaxed);
+	return base + ((size_t)(pfn & lk->ppc_mask) << lk->page_shift);
+}
+
+static inline struct zs_page_desc *zs_page_desc(const struct zs_pages *p, zs_pfn_t pfn)
+{
+	const struct zs_pages_lookup *lk = zs_pages_lk(p);
+	return atomic_load_explicit(&lk->slots[pfn >> lk->ppc_shift].meta, memory_order_relaxed) +
+	       (pfn & lk->ppc_mask);
+}
+
+#endif
