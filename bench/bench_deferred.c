@@ -21,7 +21,8 @@
  * the total slower; this machine has 2 (and other jobs may be using them).
  *
  * Usage: bench_deferred [--quick] [--json] [--rounds N] [--mib M]
- *                       [--free-mode pool-lock|class-index|ci-unlocked]
+ *                       [--free-mode pool|class|class-unlocked]
+ *   (as in `zs`; bench_release's pool-lock|class-index|ci-unlocked also work)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,13 +96,14 @@ static struct result run_once(int var, int cached, enum zs_free_mode mode, size_
 	return r;
 }
 
+/* The zs tool's and Python's spellings, and bench_release's column names. */
 static enum zs_free_mode parse_mode(const char *s)
 {
-	if (!strcmp(s, "pool-lock"))
+	if (!strcmp(s, "pool") || !strcmp(s, "pool-lock"))
 		return ZS_FREE_POOL_LOCK;
-	if (!strcmp(s, "class-index"))
+	if (!strcmp(s, "class") || !strcmp(s, "class-index"))
 		return ZS_FREE_CLASS_INDEX;
-	if (!strcmp(s, "ci-unlocked"))
+	if (!strcmp(s, "class-unlocked") || !strcmp(s, "ci-unlocked"))
 		return ZS_FREE_CLASS_INDEX_UNLOCKED;
 	fprintf(stderr, "bad --free-mode %s\n", s);
 	exit(2);
@@ -127,7 +129,7 @@ int main(int argc, char **argv)
 		else {
 			fprintf(stderr,
 				"usage: %s [--quick] [--json] [--rounds N] [--mib M] "
-				"[--free-mode pool-lock|class-index|ci-unlocked]\n",
+				"[--free-mode pool|class|class-unlocked]\n",
 				argv[0]);
 			return 2;
 		}
