@@ -506,6 +506,100 @@ static void test_cache(void)
 	zs_pages_destroy(p);
 }
 
+/*
+ * zs_pages_free_bulk: same result as one zs_pages_free per page, in any
+ * order, ignoring repeated and foreign pfns; pages beyond the cache go back
+ * to the OS (RSS) and a chunk left empty is unmapped.
+ */
+static void test_free_bulk(uint64_t *rng)
+{
+	enum { N = 96, CACHE = 5 };
+	/* 32 pages per chunk: 3 chunks. */
+	struct zs_pages *p = mk(4096, 128 * KIB, 0, CACHE);
+	zs_pfn_t pf[N], batch[N + 2];
+	struct zs_pages_stats st;
+
+	for (int i = 0; i < N; i++) {
+		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+		fill(zs_pages_addr(p, pf[i]), 4096, pf[i]);
+	}
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.chunks_mapped, 3);
+	/* Free all of chunk 0 and the even pages of chunks 1-2, shuffled, plus junk. */
+	unsigned nb = 0;
+	for (int i = 0; i < N; i++)
+		if (i < 32 || i % 2 == 0)
+			batch[nb++] = pf[i];
+	unsigned nvalid = nb;
+	batch[nb++] = pf[0];        /* repeated */
+	batch[nb++] = ZS_PFN_NONE;  /* foreign */
+	for (unsigned i = nb - 1; i > 0; i--) {
+		unsigned j = (unsigned)(tu_rand(rng) % (i + 1));
+		zs_pfn_t t = batch[i];
+		batch[i] = batch[j];
+		batch[j] = t;
+	}
+	zs_pages_free_bulk(p, batch, nb);
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.pages_in_use, N - nvalid);
+	CHECK_EQ(st.frees, nvalid);
+	CHECK_EQ(st.pages_cached, CACHE);
+	int ok = 1;
+	for (int i = 0; i < N; i++) {
+		int freed = i < 32 || i % 2 == 0;
+		ok &= zs_pages_valid(p, pf[i]) == !freed;
+		if (!freed)
+			ok &= verify(zs_pages_addr(p, pf[i]), 4096, pf[i]);
+	}
+	CHECK(ok);
+	/* Chunk 0 went away unless a cached page still pins it. */
+	CHECK(st.chunks_mapped == 2 || st.chunks_mapped == 3);
+	zs_pages_trim(p);
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.chunks_mapped, 2);
+
+	/* The rest, in one call: everything is unmapped, nothing cached survives a trim. */
+	nb = 0;
+	for (int i = 32; i < N; i++)
+		if (i % 2)
+			batch[nb++] = pf[i];
+	zs_pages_free_bulk(p, batch, nb);
+	zs_pages_free_bulk(p, batch, nb); /* all double frees: ignored */
+	zs_pages_free_bulk(p, batch, 0);
+	zs_pages_free_bulk(NULL, batch, nb);
+	zs_pages_trim(p);
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.pages_in_use, 0);
+	CHECK_EQ(st.frees, N);
+	CHECK_EQ(st.chunks_mapped, 0);
+	zs_pages_destroy(p);
+
+	/* Beyond the cache the memory leaves the process. */
+	size_t n = 32 * MIB / 4096;
+	zs_pfn_t *big = malloc(n * sizeof(*big));
+	REQUIRE(big);
+	p = mk(4096, 0, 0, 0);
+	size_t rss0 = zs_process_rss();
+	for (size_t i = 0; i < n; i++) {
+		REQUIRE(zs_pages_alloc(p, &big[i]) == 0);
+		memset(zs_pages_addr(p, big[i]), 0x5a, 4096);
+	}
+	size_t rss1 = zs_process_rss();
+	/* In batches of 7 (a zspage chain), more than ZS_FREE_BULK_MAX at the end. */
+	size_t i = 0;
+	for (; i + 7 <= n - 100; i += 7)
+		zs_pages_free_bulk(p, big + i, 7);
+	zs_pages_free_bulk(p, big + i, (unsigned)(n - i));
+	size_t rss2 = zs_process_rss();
+	printf("free_bulk rss: start %zu KiB, touched %zu KiB, freed %zu KiB\n", rss0 / KIB,
+	       rss1 / KIB, rss2 / KIB);
+	CHECK(rss1 >= rss0 + 30 * MIB);
+	CHECK(!RSS_MEANINGFUL || rss2 <= rss0 + MIB);
+	CHECK_EQ(zs_pages_in_use(p), 0);
+	zs_pages_destroy(p);
+	free(big);
+}
+
 /* 64 MiB touched then freed must leave the process, not just the pool. */
 static void test_rss(size_t ps)
 {
@@ -622,6 +716,7 @@ int main(void)
 	test_fail_injection();
 	test_garbage_lookups(&rng);
 	test_cache();
+	test_free_bulk(&rng);
 	test_random(&rng, 4096, 64 * KIB, 3);
 	test_random(&rng, 4096, 32 * KIB, ZS_PAGES_NO_CACHE);
 	test_random(&rng, 16384, 16384, 1);

@@ -57,7 +57,7 @@ struct zs_pages_stats {
 	size_t pages_cached;    /* freed but still mapped (bounded by cache_pages) */
 	size_t chunks_mapped;   /* chunks currently mmap'd */
 	size_t bytes_mapped;    /* chunk bytes currently mmap'd (virtual) */
-	uint64_t allocs, frees, failed_allocs;
+	uint64_t allocs, frees, failed_allocs;  /* calls; a bulk free counts each page */
 };
 
 struct zs_pages;
@@ -83,6 +83,14 @@ int zs_pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first);
 /* Free one page / a run from zs_pages_alloc_run.  The pages' memory is gone. */
 void zs_pages_free(struct zs_pages *p, zs_pfn_t pfn);
 void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n);
+/*
+ * Free n pages from zs_pages_alloc/_run, in any order: the same as n calls of
+ * zs_pages_free (invalid or repeated pfns are ignored), but the bookkeeping
+ * takes the lock twice in all and neighbouring pages that go back to the OS
+ * share one madvise.  zsmalloc frees a zspage's chain with it.
+ */
+#define ZS_FREE_BULK_MAX 64u
+void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
 
 /* Address of a page in use (lock-free).  Behaviour is undefined for pages not in use. */
 void *zs_pages_addr(const struct zs_pages *p, zs_pfn_t pfn);

@@ -711,6 +711,88 @@ void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n)
 	release_pages(p, first, n);
 }
 
+/*
+ * Free pages that need not be contiguous (a zspage's chain) in one pass: one
+ * lock round for the bookkeeping instead of one per page, and the pages that
+ * go back to the OS are sorted so that neighbours share one madvise -- the
+ * syscall and its TLB shootdown are what a free that returns memory costs.
+ */
+static int cmp_pfn(const void *a, const void *b)
+{
+	zs_pfn_t x = *(const zs_pfn_t *)a, y = *(const zs_pfn_t *)b;
+	return (x > y) - (x < y);
+}
+
+void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
+{
+	zs_pfn_t rel_buf[ZS_FREE_BULK_MAX];
+	unsigned nrel = 0, nfreed = 0;
+
+	if (!p || !pfns || n == 0)
+		return;
+	if (n > ZS_FREE_BULK_MAX) {
+		/* Bounded stack use: larger batches go in pieces. */
+		for (unsigned i = 0; i < n; i += ZS_FREE_BULK_MAX)
+			zs_pages_free_bulk(p, pfns + i, n - i < ZS_FREE_BULK_MAX ? n - i : ZS_FREE_BULK_MAX);
+		return;
+	}
+	pthread_mutex_lock(&p->lock);
+	for (unsigned i = 0; i < n; i++) {
+		zs_pfn_t pfn = pfns[i];
+		/* A double, foreign or repeated pfn is ignored, as by zs_pages_free. */
+		if (!zs_pages_valid(p, pfn))
+			continue;
+		nfreed++;
+		if (p->ncached < p->cache_cap) {
+			size_t slot = pfn_slot(p, pfn);
+			bm_clr(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
+			set_state(p, pfn, PG_CACHED);
+			cache_push(p, pfn);
+			p->chunks[slot].ninuse--;
+			partial_set(p, slot);
+		} else {
+			/* Bit stays set until the madvise is done: see release_pages. */
+			set_state(p, pfn, PG_RELEASING);
+			rel_buf[nrel++] = pfn;
+		}
+	}
+	atomic_store_explicit(&p->in_use,
+			      atomic_load_explicit(&p->in_use, memory_order_relaxed) - nfreed,
+			      memory_order_relaxed);
+	p->frees += nfreed;
+	pthread_mutex_unlock(&p->lock);
+	if (nrel == 0)
+		return;
+
+	qsort(rel_buf, nrel, sizeof(rel_buf[0]), cmp_pfn);
+	for (unsigned i = 0; i < nrel;) {
+		unsigned j = i + 1;
+		while (j < nrel && rel_buf[j] == rel_buf[j - 1] + 1 &&
+		       pfn_slot(p, rel_buf[j]) == pfn_slot(p, rel_buf[i]))
+			j++;
+		madvise(zs_pages_addr(p, rel_buf[i]), (size_t)(j - i) << p->lk.page_shift,
+			MADV_DONTNEED);
+		i = j;
+	}
+
+	char *unmap[ZS_FREE_BULK_MAX];
+	unsigned nunmap = 0;
+	pthread_mutex_lock(&p->lock);
+	for (unsigned i = 0; i < nrel; i++) {
+		zs_pfn_t pfn = rel_buf[i];
+		size_t slot = pfn_slot(p, pfn);
+		bm_clr(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
+		set_state(p, pfn, PG_FREE);
+		p->chunks[slot].ninuse--;
+		partial_set(p, slot);
+		if (p->chunks[slot].ninuse == 0 && p->chunks[slot].ncached == 0)
+			unmap[nunmap++] = chunk_unmap(p, slot);
+	}
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < nunmap; i++)
+		munmap(unmap[i], p->chunk_bytes);
+}
+
 /* ---- maintenance & stats ---------------------------------------------- */
 
 void zs_pages_trim(struct zs_pages *p)

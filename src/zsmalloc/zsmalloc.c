@@ -90,8 +90,7 @@ static struct zspage *alloc_zspage(struct zs_pool *pool, struct size_class *clas
 	unsigned n = class->pages_per_zspage, P = pool->page_size;
 	for (unsigned i = 0; i < n; i++) {
 		if (zs_pages_alloc(pool->pages, &pfns[i])) {
-			while (i--)
-				zs_pages_free(pool->pages, pfns[i]);
+			zs_pages_free_bulk(pool->pages, pfns, i);
 			return NULL;
 		}
 	}
@@ -128,8 +127,7 @@ void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage, unsigned 
 		pfns[i] = pfn;
 		pfn = page_desc(pool, pfn)->next;
 	}
-	for (unsigned i = 0; i < pages; i++)
-		zs_pages_free(pool->pages, pfns[i]);
+	zs_pages_free_bulk(pool->pages, pfns, pages);
 }
 
 /* Take an empty zspage off its list and out of the accounting (class lock held). */
