@@ -548,25 +548,32 @@ static void take_pages(struct zs_pages *p, zs_pfn_t first, unsigned n)
 }
 
 /* First n clear bits in a row within nbits, or -1. */
+/* First bit >= i that is clear (want 0) or set (want 1), or nbits; a word at a time. */
+static size_t next_bit(const uint64_t *bits, size_t nbits, size_t i, int want)
+{
+	size_t w = i >> 6, nwords = (nbits + 63) >> 6;
+	uint64_t flip = want ? 0 : ~0ull;
+
+	if (i >= nbits)
+		return nbits;
+	uint64_t word = (bits[w] ^ flip) & (~0ull << (i & 63));
+	while (!word) {
+		if (++w >= nwords)
+			return nbits;
+		word = bits[w] ^ flip;
+	}
+	size_t r = (w << 6) + (size_t)__builtin_ctzll(word);
+	return r < nbits ? r : nbits;
+}
+
+/* Lowest run of n clear bits, or -1: jumps from clear run to clear run. */
 static long find_clear_run(const uint64_t *bits, size_t nbits, unsigned n)
 {
-	size_t i = 0, start = 0, len = 0;
-
-	while (i < nbits) {
-		if ((i & 63) == 0 && bits[i >> 6] == ~0ull) {
-			i += 64;
-			len = 0;
-			continue;
-		}
-		if (bm_test(bits, i)) {
-			len = 0;
-		} else {
-			if (len++ == 0)
-				start = i;
-			if (len == n)
-				return (long)start;
-		}
-		i++;
+	for (size_t i = next_bit(bits, nbits, 0, 0); i < nbits;) {
+		size_t end = next_bit(bits, nbits, i, 1);
+		if (end - i >= n)
+			return (long)i;
+		i = next_bit(bits, nbits, end, 0);
 	}
 	return -1;
 }
@@ -717,10 +724,16 @@ void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n)
  * go back to the OS are sorted so that neighbours share one madvise -- the
  * syscall and its TLB shootdown are what a free that returns memory costs.
  */
-static int cmp_pfn(const void *a, const void *b)
+static void sort_pfns(zs_pfn_t *v, unsigned n)
 {
-	zs_pfn_t x = *(const zs_pfn_t *)a, y = *(const zs_pfn_t *)b;
-	return (x > y) - (x < y);
+	/* n <= ZS_FREE_BULK_MAX and usually a zspage's few pages, nearly sorted. */
+	for (unsigned i = 1; i < n; i++) {
+		zs_pfn_t x = v[i];
+		unsigned j = i;
+		for (; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
 }
 
 void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
@@ -764,7 +777,7 @@ void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 	if (nrel == 0)
 		return;
 
-	qsort(rel_buf, nrel, sizeof(rel_buf[0]), cmp_pfn);
+	sort_pfns(rel_buf, nrel);
 	for (unsigned i = 0; i < nrel;) {
 		unsigned j = i + 1;
 		while (j < nrel && rel_buf[j] == rel_buf[j - 1] + 1 &&
