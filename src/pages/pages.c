@@ -124,7 +124,6 @@ static inline uint64_t *meta_bits(const struct zs_pages *p, struct zs_page_desc 
 
 static inline void bm_set(uint64_t *bm, size_t i) { bm[i >> 6] |= 1ull << (i & 63); }
 static inline void bm_clr(uint64_t *bm, size_t i) { bm[i >> 6] &= ~(1ull << (i & 63)); }
-static inline bool bm_test(const uint64_t *bm, size_t i) { return bm[i >> 6] >> (i & 63) & 1; }
 
 static inline size_t pfn_slot(const struct zs_pages *p, zs_pfn_t pfn)
 {
