@@ -88,6 +88,33 @@ static int in_list(const char *list, const char *name)
 	return 0;
 }
 
+/* Every item of a comma list names something in known[] (a typo must not run nothing). */
+static int list_known(const char *list, const char *const *known, const char *what)
+{
+	if (!list)
+		return 1;
+	if (!*list) {
+		fprintf(stderr, "zs compare: empty %s list\n", what);
+		return 0;
+	}
+	for (const char *p = list; *p;) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		int ok = 0;
+		for (const char *const *k = known; *k && !ok; k++)
+			ok = strlen(*k) == len && !strncmp(p, *k, len);
+		if (!ok) {
+			fprintf(stderr, "zs compare: unknown %s '%.*s' (known:", what, (int)len, p);
+			for (const char *const *k = known; *k; k++)
+				fprintf(stderr, " %s", *k);
+			fprintf(stderr, ")\n");
+			return 0;
+		}
+		p += len + (e ? 1 : 0);
+	}
+	return 1;
+}
+
 /* ---- raw page sources ---- */
 
 struct raw {
@@ -678,6 +705,10 @@ static int parse(int argc, char **argv, struct opts *o)
 			fprintf(stderr, "zs compare: bad page size %zu\n", o->page_sizes[i]);
 			return -1;
 		}
+	static const char *const workloads[] = { "files", "heap", "testmod", "mix", NULL };
+	if (!list_known(o->workloads, workloads, "workload") ||
+	    !list_known(o->backends, zs_backend_kinds(), "backend"))
+		return -1;
 	if (o->max_mib < 1 || o->mix_n < 1 || o->testmod_n < 1 || o->rounds < 0 || o->repeat < 1) {
 		fprintf(stderr, "zs compare: sizes must be positive\n");
 		return -1;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -317,6 +318,15 @@ int cmd_zram(int argc, char **argv)
 		o.kcomp = kbuf;
 	}
 
+	/* The loader skips what it cannot read inside directories; a path named
+	 * on the command line that does not exist is a typo, not an empty set. */
+	for (int i = optind; i < argc; i++) {
+		struct stat st;
+		if (stat(argv[i], &st)) {
+			fprintf(stderr, "zs zram: %s: %s\n", argv[i], strerror(errno));
+			return 2;
+		}
+	}
 	o.quiet |= o.json;
 	if (!o.quiet)
 		fprintf(stderr, "zs zram: loading pages...\n");

@@ -766,7 +766,14 @@ def main(argv=None):
     except ImportError:
         sys.exit("zs report: this Python has no matplotlib (install python3-matplotlib)")
 
-    os.makedirs(args.out, exist_ok=True)
+    try:
+        os.makedirs(args.out, exist_ok=True)
+        probe = os.path.join(args.out, ".zs-report-write-test")
+        with open(probe, "w"):
+            pass
+        os.unlink(probe)
+    except OSError as e:
+        sys.exit(f"zs report: cannot write to --out {args.out}: {e.strerror}")
     rep = Report(args)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     steps = [s for s in STEPS if not only or any(o in s[0] for o in only)]
