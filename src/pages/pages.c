@@ -19,8 +19,10 @@
  * threaded through the free pages' own descriptors (so taking one out of the
  * middle, which a run allocation may need, is O(1)).  When the cache is
  * full the page is MADV_DONTNEED'd (outside the lock: the syscall and its
- * TLB shootdown are the slow part) and a chunk left with no page in use and
- * none cached is unmapped, so RSS really drops.
+ * TLB shootdown are the slow part; neighbouring pages freed together share
+ * one call) and a chunk left with no page in use and none cached is
+ * unmapped, so RSS really drops.  Single, run and bulk frees share one path,
+ * free_pages().
  *
  * Bookkeeping runs under one mutex; lookups use atomics only.
  */
@@ -476,27 +478,27 @@ static char *chunk_unmap(struct zs_pages *p, size_t slot)
 
 static void cache_unlink(struct zs_pages *p, zs_pfn_t pfn)
 {
-	struct zs_page_desc *d = zs_pages_desc(p, pfn);
+	struct zs_page_desc *d = zs_page_desc(p, pfn);
 	zs_pfn_t prev = (zs_pfn_t)d->word[0], next = d->next;
 
 	if (prev != ZS_PFN_NONE)
-		zs_pages_desc(p, prev)->next = next;
+		zs_page_desc(p, prev)->next = next;
 	else
 		p->cache_head = next;
 	if (next != ZS_PFN_NONE)
-		zs_pages_desc(p, next)->word[0] = (uintptr_t)prev;
+		zs_page_desc(p, next)->word[0] = (uintptr_t)prev;
 	p->ncached--;
 	p->chunks[pfn_slot(p, pfn)].ncached--;
 }
 
 static void cache_push(struct zs_pages *p, zs_pfn_t pfn)
 {
-	struct zs_page_desc *d = zs_pages_desc(p, pfn);
+	struct zs_page_desc *d = zs_page_desc(p, pfn);
 
 	d->word[0] = (uintptr_t)ZS_PFN_NONE;
 	d->next = p->cache_head;
 	if (p->cache_head != ZS_PFN_NONE)
-		zs_pages_desc(p, p->cache_head)->word[0] = (uintptr_t)pfn;
+		zs_page_desc(p, p->cache_head)->word[0] = (uintptr_t)pfn;
 	p->cache_head = pfn;
 	p->ncached++;
 	p->chunks[pfn_slot(p, pfn)].ncached++;
@@ -639,7 +641,7 @@ int zs_pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first)
 	if (rc)
 		return rc;
 	/* The pages are ours now: nobody else writes these descriptors. */
-	memset(zs_pages_desc(p, *first), 0, n * sizeof(struct zs_page_desc));
+	memset(zs_page_desc(p, *first), 0, n * sizeof(struct zs_page_desc));
 	return 0;
 }
 
@@ -650,79 +652,6 @@ int zs_pages_alloc(struct zs_pages *p, zs_pfn_t *pfn)
 
 /* ---- freeing ---------------------------------------------------------- */
 
-static void release_pages(struct zs_pages *p, zs_pfn_t first, unsigned n)
-{
-	if (!p || n == 0 || n > p->ppc || first >= p->pfn_limit ||
-	    first + n > p->pfn_limit || pfn_slot(p, first) != pfn_slot(p, first + n - 1))
-		return;
-
-	size_t slot = pfn_slot(p, first);
-	unsigned k = 0;
-
-	pthread_mutex_lock(&p->lock);
-	/* A double or foreign free is ignored rather than corrupting the lists. */
-	for (unsigned i = 0; i < n; i++) {
-		if (!zs_pages_valid(p, first + i)) {
-			pthread_mutex_unlock(&p->lock);
-			return;
-		}
-	}
-	uint64_t *bits = meta_bits(p, meta_desc(p, slot));
-	for (; k < n && p->ncached < p->cache_cap; k++) {
-		zs_pfn_t pfn = first + k;
-		bm_clr(bits, pfn_idx(p, pfn));
-		set_state(p, pfn, PG_CACHED);
-		cache_push(p, pfn);
-	}
-	for (unsigned i = k; i < n; i++)
-		set_state(p, first + i, PG_RELEASING);
-	p->chunks[slot].ninuse -= k;
-	if (k)
-		partial_set(p, slot);
-	atomic_store_explicit(&p->in_use, atomic_load_explicit(&p->in_use, memory_order_relaxed) - n,
-			      memory_order_relaxed);
-	p->frees++;
-	pthread_mutex_unlock(&p->lock);
-	if (k == n)
-		return;
-
-	/*
-	 * The rest go back to the OS.  Their bits stay set meanwhile, so the
-	 * chunk can neither be reused nor unmapped under the madvise.
-	 */
-	madvise(zs_pages_addr(p, first + k), (size_t)(n - k) << p->lk.page_shift, MADV_DONTNEED);
-
-	char *unmap = NULL;
-	pthread_mutex_lock(&p->lock);
-	for (unsigned i = k; i < n; i++) {
-		bm_clr(bits, pfn_idx(p, first + i));
-		set_state(p, first + i, PG_FREE);
-	}
-	p->chunks[slot].ninuse -= n - k;
-	partial_set(p, slot);
-	if (p->chunks[slot].ninuse == 0 && p->chunks[slot].ncached == 0)
-		unmap = chunk_unmap(p, slot);
-	pthread_mutex_unlock(&p->lock);
-	if (unmap)
-		munmap(unmap, p->chunk_bytes);
-}
-
-void zs_pages_free(struct zs_pages *p, zs_pfn_t pfn)
-{
-	release_pages(p, pfn, 1);
-}
-
-void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n)
-{
-	release_pages(p, first, n);
-}
-
-/*
- * Free pages that need not be contiguous (a zspage's chain) in one pass: one
- * lock round for the bookkeeping instead of one per page, and the pages that
- * go back to the OS are sorted so that neighbours share one madvise -- the
- * syscall and its TLB shootdown are what a free that returns memory costs.
- */
 static void sort_pfns(zs_pfn_t *v, unsigned n)
 {
 	/* n <= ZS_FREE_BULK_MAX and usually a zspage's few pages, nearly sorted. */
@@ -735,23 +664,36 @@ static void sort_pfns(zs_pfn_t *v, unsigned n)
 	}
 }
 
-void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
-{
-	zs_pfn_t rel_buf[ZS_FREE_BULK_MAX];
-	unsigned nrel = 0, nfreed = 0;
+_Static_assert(ZS_MAX_RUN <= ZS_FREE_BULK_MAX, "a run must fit one free_pages call");
 
-	if (!p || !pfns || n == 0)
-		return;
-	if (n > ZS_FREE_BULK_MAX) {
-		/* Bounded stack use: larger batches go in pieces. */
-		for (unsigned i = 0; i < n; i += ZS_FREE_BULK_MAX)
-			zs_pages_free_bulk(p, pfns + i, n - i < ZS_FREE_BULK_MAX ? n - i : ZS_FREE_BULK_MAX);
-		return;
-	}
+/*
+ * The one free path, for single pages, runs and bulk frees alike.  Pages go
+ * to the hot cache while it has room.  The rest go back to the OS: marked
+ * RELEASING with their bitmap bit still set, so the chunk can neither be
+ * reused nor unmapped under the madvise, which runs outside the lock (the
+ * syscall and its TLB shootdown are the slow part) with neighbouring pages
+ * sharing one call; then they are marked free and a chunk left empty is
+ * unmapped.  Two lock rounds per call, however many pages.
+ *
+ * whole: the pfns are one run, freed all or not at all (any invalid page
+ * and the run is ignored) and counted as one free.  Otherwise each double,
+ * foreign or repeated pfn is skipped and every page freed counts.
+ */
+static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, bool whole)
+{
+	zs_pfn_t rel[ZS_FREE_BULK_MAX];
+	char *unmap[ZS_FREE_BULK_MAX];
+	unsigned nrel = 0, nfreed = 0, nunmap = 0;
+
 	pthread_mutex_lock(&p->lock);
+	for (unsigned i = 0; whole && i < n; i++) {
+		if (!zs_pages_valid(p, pfns[i])) {
+			pthread_mutex_unlock(&p->lock);
+			return;
+		}
+	}
 	for (unsigned i = 0; i < n; i++) {
 		zs_pfn_t pfn = pfns[i];
-		/* A double, foreign or repeated pfn is ignored, as by zs_pages_free. */
 		if (!zs_pages_valid(p, pfn))
 			continue;
 		nfreed++;
@@ -763,35 +705,30 @@ void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 			p->chunks[slot].ninuse--;
 			partial_set(p, slot);
 		} else {
-			/* Bit stays set until the madvise is done: see release_pages. */
 			set_state(p, pfn, PG_RELEASING);
-			rel_buf[nrel++] = pfn;
+			rel[nrel++] = pfn;
 		}
 	}
 	atomic_store_explicit(&p->in_use,
 			      atomic_load_explicit(&p->in_use, memory_order_relaxed) - nfreed,
 			      memory_order_relaxed);
-	p->frees += nfreed;
+	p->frees += whole ? 1 : nfreed;
 	pthread_mutex_unlock(&p->lock);
 	if (nrel == 0)
 		return;
 
-	sort_pfns(rel_buf, nrel);
+	sort_pfns(rel, nrel);
 	for (unsigned i = 0; i < nrel;) {
 		unsigned j = i + 1;
-		while (j < nrel && rel_buf[j] == rel_buf[j - 1] + 1 &&
-		       pfn_slot(p, rel_buf[j]) == pfn_slot(p, rel_buf[i]))
+		while (j < nrel && rel[j] == rel[j - 1] + 1 && pfn_slot(p, rel[j]) == pfn_slot(p, rel[i]))
 			j++;
-		madvise(zs_pages_addr(p, rel_buf[i]), (size_t)(j - i) << p->lk.page_shift,
-			MADV_DONTNEED);
+		madvise(zs_page_addr(p, rel[i]), (size_t)(j - i) << p->lk.page_shift, MADV_DONTNEED);
 		i = j;
 	}
 
-	char *unmap[ZS_FREE_BULK_MAX];
-	unsigned nunmap = 0;
 	pthread_mutex_lock(&p->lock);
 	for (unsigned i = 0; i < nrel; i++) {
-		zs_pfn_t pfn = rel_buf[i];
+		zs_pfn_t pfn = rel[i];
 		size_t slot = pfn_slot(p, pfn);
 		bm_clr(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
 		set_state(p, pfn, PG_FREE);
@@ -803,6 +740,34 @@ void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 	pthread_mutex_unlock(&p->lock);
 	for (unsigned i = 0; i < nunmap; i++)
 		munmap(unmap[i], p->chunk_bytes);
+}
+
+void zs_pages_free(struct zs_pages *p, zs_pfn_t pfn)
+{
+	if (p)
+		free_pages(p, &pfn, 1, true);
+}
+
+void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n)
+{
+	zs_pfn_t run[ZS_MAX_RUN];
+
+	/* Only what zs_pages_alloc_run hands out: up to ZS_MAX_RUN pages of one chunk. */
+	if (!p || n == 0 || n > ZS_MAX_RUN || n > p->ppc || first >= p->pfn_limit ||
+	    first + n > p->pfn_limit || pfn_slot(p, first) != pfn_slot(p, first + n - 1))
+		return;
+	for (unsigned i = 0; i < n; i++)
+		run[i] = first + i;
+	free_pages(p, run, n, true);
+}
+
+void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
+{
+	if (!p || !pfns)
+		return;
+	/* Bounded stack use: larger batches go in pieces. */
+	for (unsigned i = 0; i < n; i += ZS_FREE_BULK_MAX)
+		free_pages(p, pfns + i, n - i < ZS_FREE_BULK_MAX ? n - i : ZS_FREE_BULK_MAX, false);
 }
 
 /* ---- maintenance & stats ---------------------------------------------- */
@@ -822,7 +787,7 @@ void zs_pages_trim(struct zs_pages *p)
 			munmap(base, p->chunk_bytes);
 		} else if (p->chunks[slot].ninuse) {
 			/* An empty chunk's pages go with its munmap; skip their madvise. */
-			madvise(zs_pages_addr(p, pfn), p->page_size, MADV_DONTNEED);
+			madvise(zs_page_addr(p, pfn), p->page_size, MADV_DONTNEED);
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
