@@ -114,13 +114,9 @@ int main(int argc, char **argv)
 	const char *variant = "both";
 	struct bench_json js = {0};
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--quick"))
-			quick = 1;
-		else if (!strcmp(argv[i], "--json"))
-			js.enabled = 1;
-		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-			rounds = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
+		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
+			continue;
+		if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
 			iterations = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--per-size") && i + 1 < argc)
 			per_size = atoi(argv[++i]);
@@ -191,10 +187,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "self-check failed: legacy and new API disagree\n");
 		return 1;
 	}
-	if (!rounds)
-		rounds = quick ? 5 : 15;
-	if (rounds > 64)
-		rounds = 64;
+	rounds = bench_rounds(rounds, quick, 5, 15);
 	/* Size a round to about 30 ms (quick) / 200 ms of work per variant. */
 	bench_api_loop_legacy(&c, 1); /* warm-up */
 	bench_api_loop_new(&c, 1);

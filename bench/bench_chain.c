@@ -348,13 +348,9 @@ int main(int argc, char **argv)
 	const char *pattern = "/usr/lib/x86_64-linux-gnu/*.so*";
 	struct bench_json js = {0};
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--quick"))
-			quick = 1;
-		else if (!strcmp(argv[i], "--json"))
-			js.enabled = 1;
-		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-			rounds = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--input-mib") && i + 1 < argc)
+		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
+			continue;
+		if (!strcmp(argv[i], "--input-mib") && i + 1 < argc)
 			input_mib = strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--glob") && i + 1 < argc)
 			pattern = argv[++i];
@@ -366,10 +362,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!rounds)
-		rounds = quick ? 3 : 7;
-	if (rounds > 64)
-		rounds = 64;
+	rounds = bench_rounds(rounds, quick, 3, 7);
 	if (!input_mib)
 		input_mib = quick ? 32 : 256;
 	unsigned count4k = quick ? 167 : 1337;

@@ -160,6 +160,34 @@ static inline void bench_json_end(struct bench_json *j)
 		printf("\n}\n");
 }
 
+/* ---- options every benchmark takes ---- */
+
+/*
+ * --quick, --json and --rounds N: if argv[*i] is one of them, take it (and
+ * its value) and return 1; the benchmark parses its own options otherwise.
+ */
+static inline int bench_common_opt(int argc, char **argv, int *i, int *quick, int *rounds,
+				   struct bench_json *js)
+{
+	if (!strcmp(argv[*i], "--quick"))
+		*quick = 1;
+	else if (!strcmp(argv[*i], "--json"))
+		js->enabled = 1;
+	else if (!strcmp(argv[*i], "--rounds") && *i + 1 < argc)
+		*rounds = atoi(argv[++*i]);
+	else
+		return 0;
+	return 1;
+}
+
+/* The rounds to run: --rounds if given, else the quick or full default; at most 64. */
+static inline int bench_rounds(int rounds, int quick, int quick_default, int full_default)
+{
+	if (!rounds)
+		rounds = quick ? quick_default : full_default;
+	return rounds > 64 ? 64 : rounds;
+}
+
 /* Human-readable output goes to stdout, or nowhere with --json. */
 static int bench_quiet;
 static inline void bench_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

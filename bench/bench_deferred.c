@@ -116,13 +116,9 @@ int main(int argc, char **argv)
 	const char *mode_s = "pool-lock";
 	struct bench_json js = {0};
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--quick"))
-			quick = 1;
-		else if (!strcmp(argv[i], "--json"))
-			js.enabled = 1;
-		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-			rounds = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--mib") && i + 1 < argc)
+		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
+			continue;
+		if (!strcmp(argv[i], "--mib") && i + 1 < argc)
 			mib = strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--free-mode") && i + 1 < argc)
 			mode_s = argv[++i];
@@ -135,10 +131,7 @@ int main(int argc, char **argv)
 		}
 	}
 	enum zs_free_mode mode = parse_mode(mode_s);
-	if (!rounds)
-		rounds = quick ? 3 : 9;
-	if (rounds > 64)
-		rounds = 64;
+	rounds = bench_rounds(rounds, quick, 3, 9);
 	if (!mib)
 		mib = quick ? 32 : 128;
 	bench_quiet = js.enabled;

@@ -136,13 +136,9 @@ int main(int argc, char **argv)
 	size_t mib = 0;
 	struct bench_json js = {0};
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--quick"))
-			quick = 1;
-		else if (!strcmp(argv[i], "--json"))
-			js.enabled = 1;
-		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-			rounds = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--mib") && i + 1 < argc)
+		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
+			continue;
+		if (!strcmp(argv[i], "--mib") && i + 1 < argc)
 			mib = strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
 			char *s = argv[++i], *end;
@@ -163,10 +159,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!rounds)
-		rounds = quick ? 3 : 5;
-	if (rounds > 64)
-		rounds = 64;
+	rounds = bench_rounds(rounds, quick, 3, 5);
 	if (!mib)
 		mib = quick ? 16 : 64;
 	if (!nt) {
