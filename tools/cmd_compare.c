@@ -73,17 +73,23 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* One item of a comma list at p: its length in *len; returns where the next starts. */
+static const char *list_item(const char *p, size_t *len)
+{
+	const char *e = strchr(p, ',');
+	*len = e ? (size_t)(e - p) : strlen(p);
+	return p + *len + (e ? 1 : 0);
+}
+
 static int in_list(const char *list, const char *name)
 {
 	if (!list)
 		return 1;
-	size_t n = strlen(name);
-	for (const char *p = list; *p;) {
-		const char *e = strchr(p, ',');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
+	size_t n = strlen(name), len;
+	for (const char *p = list, *next; *p; p = next) {
+		next = list_item(p, &len);
 		if (len == n && !strncmp(p, name, n))
 			return 1;
-		p += len + (e ? 1 : 0);
 	}
 	return 0;
 }
@@ -97,9 +103,9 @@ static int list_known(const char *list, const char *const *known, const char *wh
 		fprintf(stderr, "zs compare: empty %s list\n", what);
 		return 0;
 	}
-	for (const char *p = list; *p;) {
-		const char *e = strchr(p, ',');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
+	size_t len;
+	for (const char *p = list, *next; *p; p = next) {
+		next = list_item(p, &len);
 		int ok = 0;
 		for (const char *const *k = known; *k && !ok; k++)
 			ok = strlen(*k) == len && !strncmp(p, *k, len);
@@ -110,7 +116,6 @@ static int list_known(const char *list, const char *const *known, const char *wh
 			fprintf(stderr, ")\n");
 			return 0;
 		}
-		p += len + (e ? 1 : 0);
 	}
 	return 1;
 }
