@@ -27,100 +27,20 @@
  *     the caller's buffer; huge objects are copied, using the caller's buffer
  *     as the local copy so a spanning huge object costs one copy.
  */
-#include "zs/zram.h"
-
 #include <errno.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "zs/compress.h"
+#include "zram/internal.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax() __builtin_ia32_pause()
-#else
-#define cpu_relax() ((void)0)
-#endif
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
-
-/* ---- Slot flags (the kernel's layout: size bits, then the named flags) ---- */
-
-#define F_SIZE_MASK ((1u << 17) - 1)   /* PAGE_SHIFT + 1 bits for up to 64 KiB pages */
-#define F_SAME ZS_ZRAM_F_SAME
-#define F_SLOCK (1u << 18)
-#define F_PP_SLOT (1u << 20)
-#define F_HUGE ZS_ZRAM_F_HUGE
-#define F_IDLE ZS_ZRAM_F_IDLE
-#define F_INCOMPRESSIBLE ZS_ZRAM_F_INCOMPRESSIBLE
-#define F_PRIO_SHIFT 24
-#define F_PRIO_MASK (3u << F_PRIO_SHIFT)
-
-struct slot {
-	unsigned long handle;      /* backend handle, or the fill word if F_SAME; under the lock */
-	_Atomic uint32_t flags;
-	uint32_t ac_time;          /* seconds since store creation; under the lock */
-};
-
-/* ---- Counters (per stream; see the design note) ---- */
-
-enum {
-	C_PAGES_STORED, C_COMPR_SIZE, C_SAME, C_HUGE, C_HUGE_SINCE, C_FAILED_READS,
-	C_FAILED_WRITES, C_NOTIFY_FREE, C_MISS_FREE, C_READS, C_WRITES, C_INCOMPRESSIBLE,
-	C_NR
-};
-
-struct stream {
-	_Atomic int busy;
-	struct zs_comp *comp;
-	struct zs_comp *recomp;     /* secondary (priority 1) slots; NULL if none configured */
-	unsigned char *buf;         /* compression output, zs_comp_bound(page) bytes */
-	size_t buf_cap;
-	unsigned char *local_copy;  /* one page, for objects spanning two pool pages */
-	_Atomic int64_t cnt[C_NR];
-} __attribute__((aligned(64)));
-
-struct zs_zram {
-	size_t page_size;
-	uint64_t nslots;
-	struct slot *slots;
-	struct zs_backend *b;
-	struct zs_pool *pool;       /* kind "zsmalloc": cheap page count for the limit check */
-	size_t huge_size;
-	uint64_t limit_bytes;       /* mem_limit rounded up to pages; 0 none */
-	int deferred;
-	int track_actime;
-	struct timespec t0;
-	unsigned nstreams;
-	struct stream *streams;
-	_Atomic uint64_t mem_used_max;
-	_Atomic uint64_t invalid_io;
-	char comp_name[32];
-	char recomp_name[32];
-};
-
-static void count_invalid(struct zs_zram *z)
-{
-	atomic_fetch_add_explicit(&z->invalid_io, 1, memory_order_relaxed);
-}
-
-static inline void cnt_add(struct stream *s, int c, int64_t d)
-{
-	/* Only the stream's holder writes; the stream lock orders holders. */
-	atomic_store_explicit(&s->cnt[c], atomic_load_explicit(&s->cnt[c], memory_order_relaxed) + d,
-			      memory_order_relaxed);
-}
-
-/* ---- Streams ---- */
+/* ---- Streams, slot lock, memory accounting ---- */
 
 static _Atomic unsigned stream_hint_next;
 static _Thread_local unsigned stream_hint;
 static _Thread_local int stream_hint_set;
 
-static struct stream *stream_get(struct zs_zram *z)
+struct stream *zram_stream_get(struct zs_zram *z)
 {
 	unsigned n = z->nstreams, start, i;
 
@@ -144,14 +64,9 @@ static struct stream *stream_get(struct zs_zram *z)
 	}
 }
 
-static inline void stream_put(struct stream *s)
-{
-	atomic_store_explicit(&s->busy, 0, memory_order_release);
-}
-
 /* ---- Slot lock ---- */
 
-static uint32_t slot_lock_slow(struct slot *sl)
+uint32_t zram_slot_lock_slow(struct slot *sl)
 {
 	for (unsigned spins = 0;; spins++) {
 		uint32_t f = atomic_load_explicit(&sl->flags, memory_order_relaxed);
@@ -168,33 +83,11 @@ static uint32_t slot_lock_slow(struct slot *sl)
 	}
 }
 
-/* Returns the flags as they were (without F_SLOCK). */
-static inline uint32_t slot_lock(struct slot *sl)
-{
-	uint32_t f = atomic_fetch_or_explicit(&sl->flags, F_SLOCK, memory_order_acquire);
-
-	return likely(!(f & F_SLOCK)) ? f : slot_lock_slow(sl);
-}
-
-/* Publish new flags and release the lock in one store. */
-static inline void slot_unlock(struct slot *sl, uint32_t f)
-{
-	atomic_store_explicit(&sl->flags, f & ~F_SLOCK, memory_order_release);
-}
-
-static uint32_t now_secs(const struct zs_zram *z)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
-	return (uint32_t)(t.tv_sec - z->t0.tv_sec);
-}
-
 /*
  * The kernel's slot_free, slot locked: drop whatever the slot holds and
  * return the cleared flags (idle, incompressible, priority all reset).
  */
-static uint32_t slot_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f)
+uint32_t zram_slot_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f)
 {
 	if (f & F_INCOMPRESSIBLE)
 		cnt_add(s, C_INCOMPRESSIBLE, -1);
@@ -218,7 +111,7 @@ static uint32_t slot_free_locked(struct zs_zram *z, struct stream *s, struct slo
 
 /* ---- Memory accounting ---- */
 
-static uint64_t used_bytes(struct zs_zram *z)
+uint64_t zram_used_bytes(struct zs_zram *z)
 {
 	struct zs_backend_stats st;
 
@@ -228,7 +121,7 @@ static uint64_t used_bytes(struct zs_zram *z)
 	return st.mem_bytes ? st.mem_bytes : st.object_bytes;
 }
 
-static void update_used_max(struct zs_zram *z, uint64_t used)
+void zram_update_used_max(struct zs_zram *z, uint64_t used)
 {
 	uint64_t cur = atomic_load_explicit(&z->mem_used_max, memory_order_relaxed);
 
@@ -246,8 +139,8 @@ static inline int can_store(struct zs_zram *z)
 	/* Backends without a cheap page count are only asked when a limit is set. */
 	if (!z->pool && !z->limit_bytes)
 		return 1;
-	used = used_bytes(z);
-	update_used_max(z, used);
+	used = zram_used_bytes(z);
+	zram_update_used_max(z, used);
 	return !z->limit_bytes || used <= z->limit_bytes;
 }
 
@@ -433,7 +326,7 @@ static int write_same(struct zs_zram *z, struct stream *s, struct slot *sl, unsi
 {
 	uint32_t f = slot_lock(sl);
 
-	f = slot_free_locked(z, s, sl, f);
+	f = zram_slot_free_locked(z, s, sl, f);
 	sl->handle = val;
 	if (z->track_actime)
 		sl->ac_time = now_secs(z);
@@ -457,7 +350,7 @@ int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 		return -EINVAL;
 	}
 	sl = &z->slots[index];
-	s = stream_get(z);
+	s = zram_stream_get(z);
 	cnt_add(s, C_WRITES, 1);
 
 	if (unlikely(page_same_filled(page, z->page_size, &val))) {
@@ -490,7 +383,7 @@ int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 	}
 
 	f = slot_lock(sl);
-	f = slot_free_locked(z, s, sl, f);
+	f = zram_slot_free_locked(z, s, sl, f);
 	sl->handle = h;
 	if (z->track_actime)
 		sl->ac_time = now_secs(z);
@@ -513,7 +406,7 @@ fail:
 /* ---- Read ---- */
 
 /* Slot locked: read its page into buf with stream s's contexts. */
-static int read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f, void *buf)
+int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f, void *buf)
 {
 	size_t ps = z->page_size, size = f & F_SIZE_MASK;
 	unsigned long h = sl->handle;
@@ -559,10 +452,10 @@ int zs_zram_read(struct zs_zram *z, uint64_t index, void *buf, size_t buf_len)
 		return -EINVAL;
 	}
 	sl = &z->slots[index];
-	s = stream_get(z);
+	s = zram_stream_get(z);
 	cnt_add(s, C_READS, 1);
 	f = slot_lock(sl);
-	rc = read_locked(z, s, sl, f, buf);
+	rc = zram_read_locked(z, s, sl, f, buf);
 	/* Any access ends idleness and post-processing candidacy, as the kernel's mark_slot_accessed. */
 	if (z->track_actime && sl->handle)
 		sl->ac_time = now_secs(z);
@@ -586,9 +479,9 @@ int zs_zram_discard(struct zs_zram *z, uint64_t index)
 		return -EINVAL;
 	}
 	sl = &z->slots[index];
-	s = stream_get(z);
+	s = zram_stream_get(z);
 	f = slot_lock(sl);
-	f = slot_free_locked(z, s, sl, f);
+	f = zram_slot_free_locked(z, s, sl, f);
 	slot_unlock(sl, f);
 	cnt_add(s, C_NOTIFY_FREE, 1);
 	stream_put(s);
@@ -607,14 +500,14 @@ int zs_zram_free_notify(struct zs_zram *z, uint64_t index)
 		return -EINVAL;
 	}
 	sl = &z->slots[index];
-	s = stream_get(z);
+	s = zram_stream_get(z);
 	cnt_add(s, C_NOTIFY_FREE, 1);
 	f = atomic_fetch_or_explicit(&sl->flags, F_SLOCK, memory_order_acquire);
 	if (f & F_SLOCK) {
 		cnt_add(s, C_MISS_FREE, 1);
 		rc = -EBUSY;
 	} else {
-		f = slot_free_locked(z, s, sl, f);
+		f = zram_slot_free_locked(z, s, sl, f);
 		slot_unlock(sl, f);
 	}
 	stream_put(s);
@@ -680,13 +573,13 @@ int zs_zram_discard_range(struct zs_zram *z, uint64_t first, uint64_t n)
 
 void zs_zram_reset(struct zs_zram *z)
 {
-	struct stream *s = stream_get(z);
+	struct stream *s = zram_stream_get(z);
 
 	for (uint64_t i = 0; i < z->nslots; i++) {
 		struct slot *sl = &z->slots[i];
 		uint32_t f = slot_lock(sl);
 
-		slot_unlock(sl, slot_free_locked(z, s, sl, f));
+		slot_unlock(sl, zram_slot_free_locked(z, s, sl, f));
 	}
 	stream_put(s);
 	zs_zram_flush(z);
@@ -701,203 +594,4 @@ void zs_zram_flush(struct zs_zram *z)
 unsigned long zs_zram_compact(struct zs_zram *z)
 {
 	return zs_backend_compact(z->b);
-}
-
-/* ---- Idle and recompression ---- */
-
-long zs_zram_mark_idle(struct zs_zram *z, unsigned age_seconds)
-{
-	uint32_t now;
-	long marked = 0;
-
-	if (age_seconds && !z->track_actime)
-		return -EINVAL;
-	now = now_secs(z);
-	for (uint64_t i = 0; i < z->nslots; i++) {
-		struct slot *sl = &z->slots[i];
-		uint32_t f = slot_lock(sl);
-
-		if (sl->handle && !(f & F_SAME) &&
-		    (!age_seconds || now - sl->ac_time >= age_seconds)) {
-			marked += !(f & F_IDLE);
-			f |= F_IDLE;
-		}
-		slot_unlock(sl, f);
-	}
-	return marked;
-}
-
-static int recomp_wanted(uint32_t f, unsigned long h, enum zs_zram_recomp_type type)
-{
-	if (!h || (f & (F_SAME | F_INCOMPRESSIBLE)) || (f & F_PRIO_MASK))
-		return 0;
-	if ((type & ZS_ZRAM_RECOMP_IDLE) && !(f & F_IDLE))
-		return 0;
-	if ((type & ZS_ZRAM_RECOMP_HUGE) && !(f & F_HUGE))
-		return 0;
-	return 1;
-}
-
-/* A smaller physical class, or a smaller size where the backend has no classes. */
-static int recomp_gains(struct zs_zram *z, size_t old_len, size_t new_len, size_t threshold)
-{
-	int old_class, new_class;
-
-	if (new_len >= z->huge_size || (threshold && new_len >= threshold))
-		return 0;
-	old_class = zs_backend_lookup_class(z->b, old_len);
-	new_class = zs_backend_lookup_class(z->b, new_len);
-	if (old_class >= 0 && new_class >= 0)
-		return new_class < old_class;
-	return new_len < old_len;
-}
-
-int zs_zram_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t threshold,
-		       unsigned long max_pages, struct zs_zram_recomp_result *res)
-{
-	struct zs_zram_recomp_result r = { 0, 0, 0 };
-	size_t ps = z->page_size;
-	unsigned char *page;
-	struct stream *s;
-	int rc = 0;
-
-	if (!z->recomp_name[0] || (threshold && threshold >= z->huge_size))
-		return -EINVAL;
-	page = malloc(ps);
-	if (!page)
-		return -ENOMEM;
-
-	s = stream_get(z);
-	for (uint64_t i = 0; i < z->nslots && (!max_pages || r.scanned < max_pages); i++) {
-		struct slot *sl = &z->slots[i];
-		uint32_t f = slot_lock(sl);
-		size_t old_len = f & F_SIZE_MASK;
-		unsigned long h;
-		int n;
-
-		if (!recomp_wanted(f, sl->handle, type)) {
-			slot_unlock(sl, f);
-			continue;
-		}
-		r.scanned++;
-		/* Touched now: it must not stay a candidate for other idle post-processing. */
-		f &= ~F_IDLE;
-		if (read_locked(z, s, sl, f, page)) {
-			slot_unlock(sl, f);
-			rc = -EIO;
-			break;
-		}
-		n = zs_compress(s->recomp, page, ps, s->buf, s->buf_cap);
-		if (n <= 0 || !recomp_gains(z, old_len, (size_t)n, threshold)) {
-			/* One secondary algorithm: it is also the highest priority, so give up on the page. */
-			cnt_add(s, C_INCOMPRESSIBLE, 1);
-			r.incompressible++;
-			slot_unlock(sl, f | F_INCOMPRESSIBLE);
-			continue;
-		}
-		h = zs_backend_malloc(z->b, (size_t)n);
-		if (ZS_IS_ERR(h) || zs_backend_write(z->b, h, s->buf, (size_t)n)) {
-			if (!ZS_IS_ERR(h))
-				zs_backend_free(z->b, h);
-			slot_unlock(sl, f);
-			rc = -ENOMEM;
-			break;
-		}
-		f = slot_free_locked(z, s, sl, f);
-		sl->handle = h;
-		if (z->track_actime)
-			sl->ac_time = now_secs(z);
-		cnt_add(s, C_PAGES_STORED, 1);
-		cnt_add(s, C_COMPR_SIZE, n);
-		slot_unlock(sl, f | (uint32_t)n | (1u << F_PRIO_SHIFT));
-		r.recompressed++;
-	}
-	stream_put(s);
-	if (res)
-		*res = r;
-	free(page);
-	return rc;
-}
-
-/* ---- Statistics ---- */
-
-int zs_zram_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsigned *flags,
-		      unsigned *prio)
-{
-	struct slot *sl;
-	uint32_t f;
-
-	if (index >= z->nslots)
-		return -EINVAL;
-	sl = &z->slots[index];
-	f = slot_lock(sl);
-	slot_unlock(sl, f);
-	if (size)
-		*size = (f & F_SAME) ? 0 : (f & F_SIZE_MASK);
-	if (flags)
-		*flags = f & (F_SAME | F_HUGE | F_IDLE | F_INCOMPRESSIBLE);
-	if (prio)
-		*prio = (f & F_PRIO_MASK) >> F_PRIO_SHIFT;
-	return 0;
-}
-
-void zs_zram_get_stats(struct zs_zram *z, struct zs_zram_stats *st)
-{
-	int64_t c[C_NR] = { 0 };
-	struct zs_backend_stats bs;
-	uint64_t used;
-
-	for (unsigned i = 0; i < z->nstreams; i++)
-		for (int k = 0; k < C_NR; k++)
-			c[k] += atomic_load_explicit(&z->streams[i].cnt[k], memory_order_relaxed);
-	zs_backend_stats(z->b, &bs);
-	used = z->pool ? (uint64_t)bs.pages * z->page_size
-		       : (bs.mem_bytes ? bs.mem_bytes : bs.object_bytes);
-	update_used_max(z, used);
-
-	memset(st, 0, sizeof(*st));
-	st->pages_stored = (uint64_t)c[C_PAGES_STORED];
-	st->orig_data_size = st->pages_stored * z->page_size;
-	st->compr_data_size = (uint64_t)c[C_COMPR_SIZE];
-	st->mem_used_total = used;
-	st->mem_limit = z->limit_bytes;
-	st->mem_used_max = atomic_load_explicit(&z->mem_used_max, memory_order_relaxed);
-	st->same_pages = (uint64_t)c[C_SAME];
-	st->pages_compacted = bs.pages_compacted;
-	st->huge_pages = (uint64_t)c[C_HUGE];
-	st->huge_pages_since = (uint64_t)c[C_HUGE_SINCE];
-	st->failed_reads = (uint64_t)c[C_FAILED_READS];
-	st->failed_writes = (uint64_t)c[C_FAILED_WRITES];
-	st->invalid_io = atomic_load_explicit(&z->invalid_io, memory_order_relaxed);
-	st->notify_free = (uint64_t)c[C_NOTIFY_FREE];
-	st->miss_free = (uint64_t)c[C_MISS_FREE];
-	st->num_reads = (uint64_t)c[C_READS];
-	st->num_writes = (uint64_t)c[C_WRITES];
-	st->incompressible_pages = (uint64_t)c[C_INCOMPRESSIBLE];
-}
-
-void zs_zram_reset_mem_used_max(struct zs_zram *z)
-{
-	struct zs_zram_stats st;
-
-	atomic_store_explicit(&z->mem_used_max, 0, memory_order_relaxed);
-	zs_zram_get_stats(z, &st);  /* re-seeds the peak with current usage */
-}
-
-int zs_zram_format_mm_stat(const struct zs_zram_stats *st, char *buf, size_t len)
-{
-	return snprintf(buf, len, "%8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu\n",
-			(unsigned long long)st->orig_data_size,
-			(unsigned long long)st->compr_data_size,
-			(unsigned long long)st->mem_used_total, (unsigned long long)st->mem_limit,
-			(unsigned long long)st->mem_used_max, (unsigned long long)st->same_pages,
-			(unsigned long long)st->pages_compacted, (unsigned long long)st->huge_pages,
-			(unsigned long long)st->huge_pages_since);
-}
-
-int zs_zram_format_io_stat(const struct zs_zram_stats *st, char *buf, size_t len)
-{
-	return snprintf(buf, len, "%8llu %8llu %8llu %8llu\n",
-			(unsigned long long)st->failed_reads, (unsigned long long)st->failed_writes,
-			(unsigned long long)st->invalid_io, (unsigned long long)st->notify_free);
 }

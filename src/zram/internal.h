@@ -1,0 +1,145 @@
+/*
+ * The zram store's internals, shared by zram.c (slot table, write/read/free
+ * paths), recompress.c (idle marking, recompression) and stats.c (mm_stat,
+ * io_stat): the slot and stream layouts, the slot lock and the per-stream
+ * counters.  The design note is at the top of zram.c.
+ */
+#ifndef ZS_ZRAM_INTERNAL_H
+#define ZS_ZRAM_INTERNAL_H
+
+#include "zs/zram.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "zs/compress.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- Slot flags (the kernel's layout: size bits, then the named flags) ---- */
+
+#define F_SIZE_MASK ((1u << 17) - 1)   /* PAGE_SHIFT + 1 bits for up to 64 KiB pages */
+#define F_SAME ZS_ZRAM_F_SAME
+#define F_SLOCK (1u << 18)
+#define F_PP_SLOT (1u << 20)
+#define F_HUGE ZS_ZRAM_F_HUGE
+#define F_IDLE ZS_ZRAM_F_IDLE
+#define F_INCOMPRESSIBLE ZS_ZRAM_F_INCOMPRESSIBLE
+#define F_PRIO_SHIFT 24
+#define F_PRIO_MASK (3u << F_PRIO_SHIFT)
+
+struct slot {
+	unsigned long handle;      /* backend handle, or the fill word if F_SAME; under the lock */
+	_Atomic uint32_t flags;
+	uint32_t ac_time;          /* seconds since store creation; under the lock */
+};
+
+/* ---- Counters (per stream; see the design note) ---- */
+
+enum {
+	C_PAGES_STORED, C_COMPR_SIZE, C_SAME, C_HUGE, C_HUGE_SINCE, C_FAILED_READS,
+	C_FAILED_WRITES, C_NOTIFY_FREE, C_MISS_FREE, C_READS, C_WRITES, C_INCOMPRESSIBLE,
+	C_NR
+};
+
+struct stream {
+	_Atomic int busy;
+	struct zs_comp *comp;
+	struct zs_comp *recomp;     /* secondary (priority 1) slots; NULL if none configured */
+	unsigned char *buf;         /* compression output, zs_comp_bound(page) bytes */
+	size_t buf_cap;
+	unsigned char *local_copy;  /* one page, for objects spanning two pool pages */
+	_Atomic int64_t cnt[C_NR];
+} __attribute__((aligned(64)));
+
+struct zs_zram {
+	size_t page_size;
+	uint64_t nslots;
+	struct slot *slots;
+	struct zs_backend *b;
+	struct zs_pool *pool;       /* kind "zsmalloc": cheap page count for the limit check */
+	size_t huge_size;
+	uint64_t limit_bytes;       /* mem_limit rounded up to pages; 0 none */
+	int deferred;
+	int track_actime;
+	struct timespec t0;
+	unsigned nstreams;
+	struct stream *streams;
+	_Atomic uint64_t mem_used_max;
+	_Atomic uint64_t invalid_io;
+	char comp_name[32];
+	char recomp_name[32];
+};
+
+static inline void count_invalid(struct zs_zram *z)
+{
+	atomic_fetch_add_explicit(&z->invalid_io, 1, memory_order_relaxed);
+}
+
+static inline void cnt_add(struct stream *s, int c, int64_t d)
+{
+	/* Only the stream's holder writes; the stream lock orders holders. */
+	atomic_store_explicit(&s->cnt[c], atomic_load_explicit(&s->cnt[c], memory_order_relaxed) + d,
+			      memory_order_relaxed);
+}
+
+/* ---- Streams ---- */
+
+
+
+/* A free stream, spinning then yielding while all are busy; the thread keeps a hint. */
+struct stream *zram_stream_get(struct zs_zram *z);
+
+static inline void stream_put(struct stream *s)
+{
+	atomic_store_explicit(&s->busy, 0, memory_order_release);
+}
+
+
+uint32_t zram_slot_lock_slow(struct slot *sl);
+
+/* Returns the flags as they were (without F_SLOCK). */
+static inline uint32_t slot_lock(struct slot *sl)
+{
+	uint32_t f = atomic_fetch_or_explicit(&sl->flags, F_SLOCK, memory_order_acquire);
+
+	return likely(!(f & F_SLOCK)) ? f : zram_slot_lock_slow(sl);
+}
+
+/* Publish new flags and release the lock in one store. */
+static inline void slot_unlock(struct slot *sl, uint32_t f)
+{
+	atomic_store_explicit(&sl->flags, f & ~F_SLOCK, memory_order_release);
+}
+
+static inline uint32_t now_secs(const struct zs_zram *z)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+	return (uint32_t)(t.tv_sec - z->t0.tv_sec);
+}
+
+/*
+ * The kernel's slot_free, slot locked: drop whatever the slot holds and
+ * return the cleared flags (idle, incompressible, priority all reset).
+ */
+uint32_t zram_slot_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f);
+/* Slot locked: read its page into buf with stream s's contexts. */
+int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f, void *buf);
+/* Pool memory in bytes as mem_used_total counts it. */
+uint64_t zram_used_bytes(struct zs_zram *z);
+void zram_update_used_max(struct zs_zram *z, uint64_t used);
+
+#endif
