@@ -115,6 +115,13 @@ void zs_free_deferred_flush(struct zs_pool *pool);
  */
 void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
 			void *local_copy);
+/*
+ * End a read begun by a successful zs_obj_read_begin.  Checked mode: a bad,
+ * foreign or freed handle, or one whose zspage no reader holds (an end after
+ * a failed begin), is ignored and touches nothing else; a handle freed and
+ * handed out again cannot be told from the new object (no generation count).
+ * Unchecked, such a call is undefined behaviour.
+ */
 void zs_obj_read_end(struct zs_pool *pool, unsigned long handle, size_t mem_len, void *mem);
 /* Copy len bytes into the object (one or two memcpys).  -EINVAL on bad handle/len. */
 int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, size_t len);
@@ -126,6 +133,11 @@ int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, si
  * mapping per thread at a time.  NULL on a bad handle (checked mode).
  */
 void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode mm);
+/*
+ * Checked mode: only the calling thread's mapping in force is undone; an
+ * unmap after a failed map, or of another handle or pool, is ignored, and a
+ * second map before the unmap returns NULL.  Unchecked: undefined behaviour.
+ */
 void zs_unmap_object(struct zs_pool *pool, unsigned long handle);
 
 /* Requests of this size or more go to a one-object-per-page class. */

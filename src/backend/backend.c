@@ -191,8 +191,11 @@ static void *chk_read_begin(struct zs_backend *b, unsigned long h, size_t len, v
 	return priv(b)->inner->read_begin(b, h, len, local);
 }
 
+/* An end for a handle that is not live (e.g. after a failed begin) must not reach the allocator. */
 static void chk_read_end(struct zs_backend *b, unsigned long h, size_t len, void *mem)
 {
+	if (!chk_access(priv(b), h, 0))
+		return;
 	priv(b)->inner->read_end(b, h, len, mem);
 }
 

@@ -455,8 +455,55 @@ static struct zspage *pin_object(struct zs_pool *pool, unsigned long handle, uns
 	return zspage;
 }
 
+/*
+ * Checked mode, for the end/unmap calls: the zspage a begin/map of `handle`
+ * read-locked, or NULL when `handle` is garbage, foreign or freed, or its
+ * zspage holds no read lock (an end without a successful begin).  Without
+ * this an end after a failed begin drops the lock of whatever zspage the
+ * stale slot happens to name, and a later reader or compaction spins forever.
+ * A queued (deferred) handle is still live, so it may be unpinned.
+ */
+static struct zspage *pinned_zspage_checked(struct zs_pool *pool, unsigned long handle,
+					    unsigned long *objp)
+{
+	if (!zs_handle_in_pool(pool, handle))
+		return NULL;
+	unsigned long v = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
+	if (v & HANDLE_FREE_BIT)
+		return NULL;
+	struct zspage *zspage = NULL;
+	zs_read_lock(&pool->lock);
+	unsigned long obj = handle_to_obj(handle);
+	unsigned cidx = obj_to_class_idx(obj);
+	if (cidx < (unsigned)pool->nr_classes && pool->geom[cidx].phys == (int)cidx &&
+	    !zs_validate_obj(pool, handle, obj)) {
+		zspage = obj_to_zspage(pool, obj);
+		if (atomic_load_explicit(&zspage->lock, memory_order_relaxed) <= 0)
+			zspage = NULL;
+	}
+	zs_read_unlock(&pool->lock);
+	*objp = obj;
+	return zspage;
+}
+
+/* Drop one reader unless there is none (checked mode: never wrap into the writer state). */
+static void zspage_read_unlock_checked(atomic_int *cnt)
+{
+	int c = atomic_load_explicit(cnt, memory_order_relaxed);
+	while (c > 0 && !atomic_compare_exchange_weak_explicit(cnt, &c, c - 1, memory_order_release,
+							       memory_order_relaxed))
+		;
+}
+
 static void unpin_object(struct zs_pool *pool, unsigned long handle)
 {
+	if (zs_unlikely(pool->cfg.checked)) {
+		unsigned long obj;
+		struct zspage *zspage = pinned_zspage_checked(pool, handle, &obj);
+		if (zspage)
+			zspage_read_unlock_checked(&zspage->lock);
+		return;
+	}
 	/* No pool lock: a read-locked zspage cannot be migrated, so obj is stable. */
 	struct zspage *zspage = obj_to_zspage(pool, handle_to_obj(handle));
 	zs_zspage_read_unlock(&zspage->lock);
@@ -541,6 +588,8 @@ struct mapping_area {
 	char buf[65536]; /* largest pool page */
 	enum zs_mapmode mode;
 	int spanning;
+	const struct zs_pool *pool; /* the mapping in force (checked mode matches unmap to it) */
+	unsigned long handle;       /* 0: nothing mapped */
 };
 static pthread_key_t map_key;
 static pthread_once_t map_key_once = PTHREAD_ONCE_INIT;
@@ -556,6 +605,10 @@ static struct mapping_area *get_mapping_area(void)
 	struct mapping_area *a = pthread_getspecific(map_key);
 	if (!a) {
 		a = malloc(sizeof(*a));
+		if (a) {
+			a->pool = NULL;
+			a->handle = 0;
+		}
 		if (a && pthread_setspecific(map_key, a)) {
 			free(a);
 			a = NULL;
@@ -570,6 +623,8 @@ void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode 
 	if (!area)
 		return NULL;
 	unsigned long obj;
+	if (pool->cfg.checked && area->handle)
+		return NULL; /* one mapping per thread at a time */
 	struct zspage *zspage = pin_object(pool, handle, &obj);
 	if (!zspage)
 		return NULL;
@@ -580,6 +635,8 @@ void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode 
 	unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
 	char *addr = page_addr(pool, pfn);
 	area->mode = mm;
+	area->pool = pool;
+	area->handle = handle;
 	/* The old API decided "spans" from the whole slot (header included), as the kernel did. */
 	if (off + class->size <= pool->page_size) {
 		area->spanning = 0;
@@ -598,8 +655,22 @@ void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode 
 void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
 {
 	struct mapping_area *area = get_mapping_area();
-	unsigned long obj = handle_to_obj(handle);
-	struct zspage *zspage = obj_to_zspage(pool, obj);
+	unsigned long obj;
+	struct zspage *zspage;
+	if (zs_unlikely(pool->cfg.checked)) {
+		/* Only the mapping this thread made: a failed or foreign map leaves nothing to undo. */
+		if (!area || area->handle != handle || area->pool != pool)
+			return;
+		zspage = pinned_zspage_checked(pool, handle, &obj);
+		area->handle = 0;
+		if (!zspage)
+			return;
+	} else {
+		obj = handle_to_obj(handle);
+		zspage = obj_to_zspage(pool, obj);
+		if (area)
+			area->handle = 0;
+	}
 	if (area && area->spanning && area->mode != ZS_MM_RO) {
 		struct size_class *class = zspage_class(pool, zspage);
 		zs_pfn_t pfn = obj_to_pfn(obj);
@@ -614,7 +685,10 @@ void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
 			memcpy(page_addr(pool, page_desc(pool, pfn)->next), area->buf + hdr + first,
 			       len - first);
 	}
-	zs_zspage_read_unlock(&zspage->lock);
+	if (pool->cfg.checked)
+		zspage_read_unlock_checked(&zspage->lock);
+	else
+		zs_zspage_read_unlock(&zspage->lock);
 }
 
 /* ---- accounting ---- */
