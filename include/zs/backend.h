@@ -19,12 +19,17 @@
 extern "C" {
 #endif
 
+/* Each field's range is beside it; zs_backend_create refuses anything else with EINVAL. */
 struct zs_backend_config {
-	const char *kind;           /* "zsmalloc", "zblock", "malloc", "jemalloc", "mimalloc" */
-	size_t page_size;           /* 0 -> 4096 (zsmalloc/zblock) */
-	size_t max_pages;           /* 0 -> no limit (zsmalloc/zblock) */
-	int checked;                /* validate handles where the backend can */
-	struct zs_pool_config zs;   /* zsmalloc only: policies; page_size/max_pages/checked above win */
+	const char *kind;           /* "zsmalloc", "zblock", "malloc", "jemalloc", "mimalloc";
+	                               NULL -> "zsmalloc" */
+	size_t page_size;           /* 0 -> 4096 (4096..65536, power of two); for the malloc
+	                               kinds the largest object */
+	size_t max_pages;           /* 0 -> no limit (zsmalloc/zblock; ignored by the malloc
+	                               kinds); 0..ZS_PAGES_MAX_SPAN / page_size (zs/pages.h) */
+	int checked;                /* 0 or 1: validate handles where the backend can */
+	struct zs_pool_config zs;   /* zsmalloc only: policies, ranges as in zsmalloc.h;
+	                               page_size/max_pages/checked above win */
 };
 
 struct zs_backend_stats {

@@ -9,10 +9,12 @@
  * a small pool of them, as the kernel keeps per-CPU streams); create one per
  * thread.
  *
- * Names: "lz4" (acceleration 1, as the kernel), "lz4:N" (acceleration N),
- * "lz4hc" / "lz4hc:N" (level, default 9), "zstd" / "zstd:N" (level, default
- * 3, negative levels allowed), "lzo" (lzo1x_1 from liblzo2, the kernel's
- * "lzo").  The kernel's default "lzo-rle" is a kernel-only variant of lzo1x
+ * Names: "lz4" (acceleration 1, as the kernel), "lz4:N" (acceleration N,
+ * 1..65537), "lz4hc" / "lz4hc:N" (level 1..12, default 9), "zstd" /
+ * "zstd:N" (level ZSTD_minCLevel()..ZSTD_maxCLevel() of the linked libzstd,
+ * e.g. -131072..22, default 3), "lzo" (lzo1x_1 from liblzo2, the kernel's
+ * "lzo", no level).  N is a decimal integer; anything else, or a level out of
+ * range, is -EINVAL.  The kernel's default "lzo-rle" is a kernel-only variant of lzo1x
  * that liblzo2 does not have; asking for it returns -EOPNOTSUPP.
  *
  * Errors are negative errno values: -EINVAL (unknown name, bad level,
@@ -29,9 +31,12 @@ extern "C" {
 
 struct zs_comp;
 
+/* Largest max_src: 1 MiB (a context's work memory scales with it). */
+#define ZS_COMP_MAX_SRC ((size_t)1 << 20)
+
 /*
  * Create a context for `name`, able to take inputs of up to `max_src` bytes
- * (a page).  Returns 0 and sets *out, or a negative errno.
+ * (a page; 1..ZS_COMP_MAX_SRC).  Returns 0 and sets *out, or a negative errno.
  */
 int zs_comp_create(const char *name, size_t max_src, struct zs_comp **out);
 void zs_comp_destroy(struct zs_comp *c);

@@ -41,12 +41,23 @@ struct zs_page_desc {
 	uintptr_t word[6];  /* owner-defined */
 };
 
+/*
+ * Every count of pages in a config is bounded by the span a provider can
+ * describe, ZS_PAGES_MAX_SPAN bytes (1 TiB): at most ZS_PAGES_MAX_SPAN /
+ * page_size pages.  A value outside a field's range is refused with EINVAL.
+ */
+#define ZS_PAGES_MAX_SPAN ((size_t)1 << 40)
+#define ZS_PAGES_MAX_CHUNK ((size_t)1 << 30)
+
 struct zs_pages_config {
-	size_t page_size;    /* bytes; 0 -> 4096.  Power of two, 4096..65536. */
-	size_t chunk_bytes;  /* mmap granule; 0 -> max(2 MiB, 16 pages). */
-	size_t max_pages;    /* hard limit on pages in use; 0 -> none (-ENOMEM past it) */
+	size_t page_size;    /* bytes; 0 -> 4096.  Power of two, 4096..65536 (and >= the OS page). */
+	size_t chunk_bytes;  /* mmap granule; 0 -> max(2 MiB, 16 pages).
+	                        Power of two, page_size..ZS_PAGES_MAX_CHUNK (1 GiB). */
+	size_t max_pages;    /* hard limit on pages in use (-ENOMEM past it); 0 -> none.
+	                        0..ZS_PAGES_MAX_SPAN / page_size. */
 	size_t cache_pages;  /* freed pages kept mapped for reuse; 0 -> 256 KiB worth.
-	                        Set ZS_PAGES_NO_CACHE to return every page at once. */
+	                        0..ZS_PAGES_MAX_SPAN / page_size, or ZS_PAGES_NO_CACHE
+	                        to return every page at once. */
 };
 #define ZS_PAGES_NO_CACHE ((size_t)-1)
 
@@ -105,7 +116,8 @@ int zs_pages_valid(const struct zs_pages *p, zs_pfn_t pfn);
 void zs_pages_trim(struct zs_pages *p);
 void zs_pages_get_stats(const struct zs_pages *p, struct zs_pages_stats *st);
 size_t zs_pages_in_use(const struct zs_pages *p);
-/* Change the limit at run time (0 = none); pages already in use are kept. */
+/* Change the limit at run time (0 = none; above ZS_PAGES_MAX_SPAN / page_size means none
+ * too); pages already in use are kept. */
 void zs_pages_set_limit(struct zs_pages *p, size_t max_pages);
 
 /*

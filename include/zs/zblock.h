@@ -30,14 +30,17 @@ extern "C" {
 
 #define ZBLOCK_MAX_PAGES_PER_BLOCK 8
 
+/* Each field's range is beside it; zblock_create_pool refuses anything else with EINVAL. */
 struct zblock_config {
 	size_t page_size;        /* pool page size; 0 -> 4096 (4096..65536, power of two) */
-	size_t max_pages;        /* pool page limit (zblock_malloc -> -ENOMEM); 0 -> none */
-	int checked;             /* 1: bad/foreign/double-freed handles -> -EINVAL */
-	int huge;                /* 1: one extra class (7 slots in 8 pages) for sizes above the
-	                            table's largest slot up to page_size, so zram can store
-	                            incompressible pages; 0: the kernel's -ENOSPC there */
-	size_t page_cache_pages; /* passed to the page provider; 0 -> its default */
+	size_t max_pages;        /* pool page limit (zblock_malloc -> -ENOMEM); 0 -> none;
+	                            0..ZS_PAGES_MAX_SPAN / page_size (zs/pages.h) */
+	int checked;             /* 0 or 1: bad/foreign/double-freed handles -> -EINVAL */
+	int huge;                /* 0 or 1.  1: one extra class (7 slots in 8 pages) for sizes
+	                            above the table's largest slot up to page_size, so zram can
+	                            store incompressible pages; 0: the kernel's -ENOSPC there */
+	size_t page_cache_pages; /* passed to the page provider (its cache_pages); 0 -> its
+	                            default; 0..ZS_PAGES_MAX_SPAN / page_size or ZS_PAGES_NO_CACHE */
 };
 
 /* Geometry of one size class (block descriptor). */

@@ -33,16 +33,27 @@
 extern "C" {
 #endif
 
+/* Bounds of the numeric config fields (see struct zs_zram_config). */
+#define ZS_ZRAM_MAX_SLOTS ((uint64_t)1 << 32)      /* 16 bytes each, allocated at creation */
+#define ZS_ZRAM_MAX_STREAMS 1024u
+#define ZS_ZRAM_MAX_MEM_LIMIT ((uint64_t)1 << 60)
+
+/* Each field's range is beside it; zs_zram_create refuses anything else with -EINVAL. */
 struct zs_zram_config {
-	size_t page_size;      /* 0 -> 4096; also the backend's page size */
-	uint64_t disksize;     /* bytes; slots = disksize / page_size (rounded down, >= 1) */
-	const char *comp;      /* primary compressor, zs/compress.h names; NULL -> "lz4" */
+	size_t page_size;      /* 0 -> 4096 (4096..65536, power of two); also the backend's */
+	uint64_t disksize;     /* bytes; slots = disksize / page_size (rounded down), which must
+	                          be 1..ZS_ZRAM_MAX_SLOTS */
+	const char *comp;      /* primary compressor, zs/compress.h names and level ranges;
+	                          NULL -> "lz4" */
 	const char *recomp;    /* secondary for zs_zram_recompress; NULL -> none */
-	struct zs_backend_config backend;  /* kind NULL -> "zsmalloc"; page_size is overridden */
-	uint64_t mem_limit;    /* bytes of backend memory; 0 -> none */
-	int deferred_free;     /* 1: free slots' objects with zs_backend_free_deferred */
-	unsigned streams;      /* compression streams; 0 -> 2 x online CPUs (min 4) */
-	int track_actime;      /* 1: stamp each slot's last access (for idle by age) */
+	struct zs_backend_config backend;  /* kind NULL -> "zsmalloc"; page_size is overridden;
+	                                      other fields as zs/backend.h */
+	uint64_t mem_limit;    /* bytes of backend memory, rounded up to pages; 0 -> none;
+	                          0..ZS_ZRAM_MAX_MEM_LIMIT */
+	int deferred_free;     /* 0 or 1.  1: free slots' objects with zs_backend_free_deferred */
+	unsigned streams;      /* compression streams; 0 -> 2 x online CPUs (min 4, at most
+	                          ZS_ZRAM_MAX_STREAMS); 0..ZS_ZRAM_MAX_STREAMS */
+	int track_actime;      /* 0 or 1.  1: stamp each slot's last access (for idle by age) */
 };
 
 /* Fill *cfg with defaults (4 KiB pages, 1 GiB disksize, lz4, zsmalloc). */
@@ -117,7 +128,8 @@ struct zs_zram_recomp_result {
  * smaller size for backends without classes) and below `threshold` bytes
  * (0 -> the huge class size); otherwise the slot is marked incompressible
  * and never tried again until rewritten.  max_pages 0 -> no limit.
- * Returns 0 or -EINVAL (no secondary configured), -ENOMEM.
+ * Returns 0 or -EINVAL (no secondary configured, type not one of the four
+ * above, threshold not below the huge class size), -ENOMEM.
  */
 int zs_zram_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t threshold,
 		       unsigned long max_pages, struct zs_zram_recomp_result *res);

@@ -53,21 +53,35 @@ enum zs_free_mode {
 	ZS_FREE_CLASS_INDEX_UNLOCKED = 2, /* as above, and empty zspages freed after the class lock drops */
 };
 
+/* Largest deferred_capacity: 2^24 queued handles (16 bytes each, allocated at creation). */
+#define ZS_MAX_DEFERRED_CAPACITY ((size_t)1 << 24)
+
+/*
+ * Pool configuration.  Every field has the range given beside it (after its
+ * 0 default is applied); zs_create_pool refuses anything else with EINVAL,
+ * so no value, however extreme, can overflow a size or loop for long.
+ */
 struct zs_pool_config {
-	const char *name;           /* for stats output; NULL -> "zs" */
+	const char *name;           /* for stats output; NULL -> "zs" (truncated to 31 bytes) */
 	size_t page_size;           /* pool page size; 0 -> 4096 (4096..65536, power of two) */
 	unsigned max_chain;         /* max pages per zspage; 0 -> 8 (1..16; the kernel allows 4..16) */
 	unsigned class_delta;       /* bytes between classes; 0 -> kernel: max(page_size >> 8, 16).
-	                               Multiple of 8, >= 8.  16 at any page size is seed 002 patch 1. */
-	enum zs_chain_policy chain_policy;
-	enum zs_free_mode free_mode;
-	int checked;                /* 1: validate every handle; bad/foreign/double-freed -> -EINVAL */
-	size_t max_pages;           /* pool page limit (zs_malloc fails with -ENOMEM); 0 -> none */
+	                               Multiple of 8, 8..page_size.  16 at any page size is seed 002
+	                               patch 1. */
+	enum zs_chain_policy chain_policy; /* ZS_CHAIN_EXHAUSTIVE or ZS_CHAIN_HEURISTIC */
+	enum zs_free_mode free_mode;       /* ZS_FREE_POOL_LOCK .. ZS_FREE_CLASS_INDEX_UNLOCKED */
+	int checked;                /* 0 or 1: validate every handle; bad/foreign/double-freed -> -EINVAL */
+	size_t max_pages;           /* pool page limit (zs_malloc fails with -ENOMEM); 0 -> none;
+	                               0..ZS_PAGES_MAX_SPAN / page_size (zs/pages.h) */
 	size_t deferred_capacity;   /* zs_free_deferred queue length; 0 -> sized like the RFC:
-	                               128 MiB of page-size objects / 8 (scales with page size) */
+	                               128 MiB of page-size objects / 8 (scales with page size).
+	                               0..ZS_MAX_DEFERRED_CAPACITY, rounded up to a power of two
+	                               (at least 16) */
 	int deferred_worker;        /* 1 (default when 0): drain in a background thread;
-	                               -1: no thread, drained only by flush/full queue */
-	size_t page_cache_pages;    /* passed to the page provider; 0 -> its default */
+	                               -1: no thread, drained only by flush/full queue.  -1..1 */
+	size_t page_cache_pages;    /* passed to the page provider (its cache_pages); 0 -> its
+	                               default; 0..ZS_PAGES_MAX_SPAN / page_size or
+	                               ZS_PAGES_NO_CACHE */
 };
 
 /* Legacy mapping modes (zs_map_object). */

@@ -55,7 +55,8 @@ static int parse_level(const char *s, int lo, int hi, int *level)
 	char *end;
 	long v;
 
-	if (!*s)
+	/* Only [-]digits: strtol alone would also take spaces, '+' and hex-looking junk. */
+	if (!s[*s == '-'] || s[*s == '-'] < '0' || s[*s == '-'] > '9')
 		return -EINVAL;
 	errno = 0;
 	v = strtol(s, &end, 10);
@@ -122,7 +123,7 @@ int zs_comp_create(const char *name, size_t max_src, struct zs_comp **out)
 	rc = parse_name(name, &algo, &level);
 	if (rc)
 		return rc;
-	if (max_src == 0 || max_src > (size_t)LZ4_MAX_INPUT_SIZE)
+	if (max_src == 0 || max_src > ZS_COMP_MAX_SRC)
 		return -EINVAL;
 	c = calloc(1, sizeof(*c));
 	if (!c)

@@ -43,11 +43,9 @@
 enum { PG_FREE = 0, PG_IN_USE = 1, PG_CACHED = 2, PG_RELEASING = 3 };
 
 #define ZS_MAX_RUN 64u
-/* Virtual span the slot table can describe; only touched entries cost RSS. */
-#define ZS_POOL_SPAN_SHIFT 40
+/* The slot table describes ZS_PAGES_MAX_SPAN bytes; only touched entries cost RSS. */
 #define ZS_MIN_SLOTS 64u
 #define ZS_MAX_SLOTS (1u << 20)
-#define ZS_MAX_CHUNK_BYTES ((size_t)1 << 30)
 
 /* Bookkeeping, only touched under the lock. */
 struct zs_chunk {
@@ -179,7 +177,12 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 	}
 	/* Power-of-two pages per chunk keeps pfn -> slot a shift. */
 	if (!is_pow2(c.chunk_bytes) || c.chunk_bytes < c.page_size ||
-	    c.chunk_bytes > ZS_MAX_CHUNK_BYTES)
+	    c.chunk_bytes > ZS_PAGES_MAX_CHUNK)
+		goto inval;
+	/* Counts past the span are nonsense and would overflow page -> byte arithmetic. */
+	if (c.max_pages > ZS_PAGES_MAX_SPAN / c.page_size)
+		goto inval;
+	if (c.cache_pages != ZS_PAGES_NO_CACHE && c.cache_pages > ZS_PAGES_MAX_SPAN / c.page_size)
 		goto inval;
 	if (c.cache_pages == ZS_PAGES_NO_CACHE)
 		c.cache_pages = 0;
@@ -201,7 +204,7 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 	/* mmap only promises OS-page alignment; over-map so we can align. */
 	p->map_bytes = c.chunk_bytes + (c.page_size > os_page ? c.page_size - os_page : 0);
 
-	size_t nslots = ((size_t)1 << ZS_POOL_SPAN_SHIFT) / c.chunk_bytes;
+	size_t nslots = ZS_PAGES_MAX_SPAN / c.chunk_bytes;
 	if (nslots < ZS_MIN_SLOTS)
 		nslots = ZS_MIN_SLOTS;
 	if (nslots > ZS_MAX_SLOTS)

@@ -409,7 +409,10 @@ struct zblock_pool *zblock_create_pool(const struct zblock_config *cfg)
 		c.page_size = 4096;
 	struct zb_desc d[ZB_MAX_CLASSES];
 	size_t hdr;
-	int cnt = build_table(c.page_size, c.huge, d, &hdr);
+	int cnt = -EINVAL;
+	/* The ranges in zblock.h; page counts are checked again by the page provider. */
+	if ((c.checked == 0 || c.checked == 1) && (c.huge == 0 || c.huge == 1))
+		cnt = build_table(c.page_size, c.huge, d, &hdr);
 	if (cnt <= 0) {
 		errno = EINVAL;
 		return NULL;

@@ -67,7 +67,8 @@ int zs_zram_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t 
 	struct stream *s;
 	int rc = 0;
 
-	if (!z->recomp_name[0] || (threshold && threshold >= z->huge_size))
+	if (!z->recomp_name[0] || (threshold && threshold >= z->huge_size) ||
+	    (unsigned)type > ZS_ZRAM_RECOMP_HUGE_IDLE)
 		return -EINVAL;
 	page = malloc(ps);
 	if (!page)

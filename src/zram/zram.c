@@ -186,7 +186,12 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 	ps = cfg->page_size ? cfg->page_size : 4096;
 	if (ps < 4096 || ps > 65536 || (ps & (ps - 1)))
 		return -EINVAL;
-	if (cfg->disksize / ps == 0)
+	if (cfg->disksize / ps == 0 || cfg->disksize / ps > ZS_ZRAM_MAX_SLOTS)
+		return -EINVAL;
+	if (cfg->mem_limit > ZS_ZRAM_MAX_MEM_LIMIT || cfg->streams > ZS_ZRAM_MAX_STREAMS)
+		return -EINVAL;
+	if ((cfg->deferred_free != 0 && cfg->deferred_free != 1) ||
+	    (cfg->track_actime != 0 && cfg->track_actime != 1))
 		return -EINVAL;
 	rc = zs_comp_check(cfg->comp ? cfg->comp : "lz4");
 	if (rc)
@@ -232,6 +237,8 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
 		z->nstreams = ncpu > 2 ? (unsigned)ncpu * 2 : 4;
+		if (z->nstreams > ZS_ZRAM_MAX_STREAMS)
+			z->nstreams = ZS_ZRAM_MAX_STREAMS;
 	}
 	z->streams = aligned_alloc(64, sizeof(struct stream) * z->nstreams);
 	if (!z->streams)

@@ -171,13 +171,18 @@ int zs_deferred_init(struct zs_pool *pool)
 	struct deferred_queue *q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
+	/* zs_create_pool bounded the capacity, so neither the rounding nor the size can overflow. */
 	size_t cap = pool->cfg.deferred_capacity;
 	if (!cap)
 		cap = (128UL << 20) / pool->page_size;
+	if (cap > ZS_MAX_DEFERRED_CAPACITY) {
+		free(q);
+		return -EINVAL;
+	}
 	size_t p2 = 16;
 	while (p2 < cap)
 		p2 <<= 1;
-	q->cells = malloc(p2 * sizeof(*q->cells));
+	q->cells = calloc(p2, sizeof(*q->cells));
 	if (!q->cells) {
 		free(q);
 		return -ENOMEM;

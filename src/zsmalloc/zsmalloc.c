@@ -218,13 +218,30 @@ void zs_pool_config_init(struct zs_pool_config *cfg)
 	cfg->max_chain = 8;
 }
 
+/* The ranges documented in zsmalloc.h; defaults (0) already filled in. */
 static int config_valid(const struct zs_pool_config *c)
 {
 	if (c->page_size < 4096 || c->page_size > 65536 || (c->page_size & (c->page_size - 1)))
 		return 0;
 	if (c->max_chain < 1 || c->max_chain > ZS_MAX_CHAIN)
 		return 0;
-	if (c->free_mode > ZS_FREE_CLASS_INDEX_UNLOCKED || c->chain_policy > ZS_CHAIN_HEURISTIC)
+	if (c->class_delta && (c->class_delta < 8 || c->class_delta % 8 ||
+			       c->class_delta > c->page_size))
+		return 0;
+	/* Enums are compared unsigned so a negative value cast in is caught too. */
+	if ((unsigned)c->free_mode > ZS_FREE_CLASS_INDEX_UNLOCKED ||
+	    (unsigned)c->chain_policy > ZS_CHAIN_HEURISTIC)
+		return 0;
+	if (c->checked != 0 && c->checked != 1)
+		return 0;
+	if (c->deferred_worker < -1 || c->deferred_worker > 1)
+		return 0;
+	if (c->deferred_capacity > ZS_MAX_DEFERRED_CAPACITY)
+		return 0;
+	if (c->max_pages > ZS_PAGES_MAX_SPAN / c->page_size)
+		return 0;
+	if (c->page_cache_pages != ZS_PAGES_NO_CACHE &&
+	    c->page_cache_pages > ZS_PAGES_MAX_SPAN / c->page_size)
 		return 0;
 	return 1;
 }
@@ -264,8 +281,9 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 	if (!err) {
 		struct zs_pages_config pc = { .page_size = cfg.page_size, .max_pages = cfg.max_pages,
 					      .cache_pages = cfg.page_cache_pages };
+		errno = 0;
 		pool->pages = zs_pages_create(&pc);
-		err = pool->pages ? zs_handles_init(pool) : -ENOMEM;
+		err = pool->pages ? zs_handles_init(pool) : errno ? -errno : -ENOMEM;
 	}
 	if (!err)
 		err = zs_deferred_init(pool);
