@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz/fuzz_*.c, clang, -DZS_FUZZ=ON) and
+# runs each for SECONDS (default 60) from its committed seed corpus
+# (tests/fuzz/corpus/<target>/) plus what earlier runs found (kept in the
+# build dir).  Fails if any target crashes, hangs (-timeout), leaks or runs
+# out of memory; the input is saved as BUILD/crash-<target>-*.  Prints the
+# executions per target and their total.
+#   scripts/fuzz.sh [SECONDS] [TARGET...]
+#   env: ZS_FUZZ_DIR (build dir, default build-fuzz), ZS_FUZZ_SANITIZE
+#        (default address,undefined), ZS_FUZZ_ARGS (extra libFuzzer flags)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-60}
+shift || true
+dir=${ZS_FUZZ_DIR:-build-fuzz}
+san=${ZS_FUZZ_SANITIZE:-address,undefined}
+if ! command -v clang >/dev/null; then
+  echo "fuzz.sh: clang not found: fuzzers not built (they need libFuzzer)"
+  exit 0
+fi
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  for f in tests/fuzz/fuzz_*.c; do targets+=("$(basename "$f" .c)"); done
+fi
+CC=clang cmake -S . -B "$dir" -DZS_FUZZ=ON -DZS_FUZZ_SANITIZE="$san" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
+cmake --build "$dir" -j"$(nproc)" --target "${targets[@]}" >/dev/null || { echo "fuzz.sh: build failed"; exit 1; }
+fail=0 total=0
+summary=""
+for t in "${targets[@]}"; do
+  work="$dir/corpus-$t"
+  mkdir -p "$work"
+  log="$dir/$t.log"
+  # stderr of the code under test is closed (-close_fd_mask=2); libFuzzer and the
+  # sanitizers still report on their own descriptor.
+  "$dir/$t" -max_total_time="$secs" -max_len=4096 -timeout=30 -rss_limit_mb=3072 \
+    -print_final_stats=1 -close_fd_mask=2 -artifact_prefix="$dir/crash-$t-" \
+    ${ZS_FUZZ_ARGS:-} "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1
+  rc=$?
+  n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  n=${n:-0}
+  total=$((total + n))
+  if [ $rc -ne 0 ]; then
+    fail=1
+    echo "fuzz.sh: $t FAILED (exit $rc); log $log:"
+    grep -E "ERROR|check failed|SUMMARY|Test unit written|==[0-9]+==" "$log" | head -20
+    # rerun the saved input with stderr open, for the failed check's message
+    for c in "$dir/crash-$t-"* ; do
+      [ -f "$c" ] && "$dir/$t" "$c" 2>&1 | grep -E "check failed|ERROR: [A-Z]" | head -5
+    done
+  fi
+  line=$(printf "  %-12s %10d executions in %ss (%d/s)%s" "$t" "$n" "$secs" $((n / (secs > 0 ? secs : 1))) \
+    "$([ $rc -ne 0 ] && echo '  FAILED')")
+  echo "$line"
+  summary+="$line"$'\n'
+done
+echo "fuzz.sh: $total executions in total over ${#targets[@]} targets ($san), $([ $fail -eq 0 ] && echo ok || echo FAILED)"
+exit $fail
