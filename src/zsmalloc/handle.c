@@ -6,9 +6,18 @@
  *
  * Slots are carved from 64 KiB pages of a private page provider, which gives
  * checked mode a cheap, crash-free test for "is this one of our handles".
- * Free slots are kept on per-thread-sharded LIFO lists so that threads
- * freeing at once (the seed-000 munmap case) do not meet on one lock, the
- * way the kernel's per-CPU slab caches keep kmem_cache_free off shared locks.
+ *
+ * Free slots are cached per thread shard, the way the kernel's per-CPU slab
+ * caches keep kmem_cache_free off shared locks, so threads freeing at once
+ * (the seed-000 munmap case) do not meet on one lock.  A shard's cache is
+ * bounded (2 * ZS_HANDLE_BATCH slots); past that a whole batch moves to the
+ * pool's shared free list in O(1), and a shard with nothing cached takes a
+ * batch from there before it carves never-used slots.  So when one thread
+ * allocates and another frees (every deferred-free pool: the worker frees;
+ * every producer/consumer program) the freed slots come back to the
+ * allocator instead of the allocator carving new chunks forever: handle
+ * memory stays bounded by the peak number of live handles plus 16 shards'
+ * caches (issue 9).  Chunks are given back once the pool holds no object.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -28,6 +37,23 @@ static struct handle_shard *this_shard(struct zs_pool *pool)
 	return &pool->shards[my_shard];
 }
 
+static void list_init(struct handle_list *l)
+{
+	l->head = l->tail = 0;
+	l->n = 0;
+}
+
+static inline unsigned long slot_next(unsigned long h)
+{
+	return atomic_load_explicit(handle_slot(h), memory_order_relaxed) & ~HANDLE_FREE_BIT;
+}
+
+/* A free slot holds the next free slot's address with HANDLE_FREE_BIT set (checked mode reads it). */
+static inline void slot_set_next(unsigned long h, unsigned long next)
+{
+	atomic_store_explicit(handle_slot(h), next | HANDLE_FREE_BIT, memory_order_relaxed);
+}
+
 int zs_handles_init(struct zs_pool *pool)
 {
 	struct zs_pages_config pc = { .page_size = HANDLE_CHUNK, .chunk_bytes = 16 * HANDLE_CHUNK,
@@ -37,10 +63,13 @@ int zs_handles_init(struct zs_pool *pool)
 		return -ENOMEM;
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
 		zs_spin_init(&pool->shards[i].lock);
-		pool->shards[i].free_head = 0;
+		list_init(&pool->shards[i].cur);
+		list_init(&pool->shards[i].spare);
 		pool->shards[i].bump = pool->shards[i].bump_end = NULL;
 		pool->shards[i].live = 0;
 	}
+	zs_spin_init(&pool->handle_free_lock);
+	list_init(&pool->handle_free);
 	pthread_mutex_init(&pool->handle_chunks_lock, NULL);
 	pool->handle_chunks = NULL;
 	pool->nr_handle_chunks = pool->cap_handle_chunks = 0;
@@ -53,6 +82,44 @@ void zs_handles_destroy(struct zs_pool *pool)
 		zs_pages_destroy(pool->handle_pages);
 	free(pool->handle_chunks);
 	pthread_mutex_destroy(&pool->handle_chunks_lock);
+}
+
+/* Shard lock held: hand a full batch to the shared list (O(1): its tail is known). */
+static void give_batch(struct zs_pool *pool, struct handle_list *b)
+{
+	zs_spin_lock(&pool->handle_free_lock);
+	slot_set_next(b->tail, pool->handle_free.n ? pool->handle_free.head : 0);
+	pool->handle_free.head = b->head;
+	pool->handle_free.n += b->n;
+	zs_spin_unlock(&pool->handle_free_lock);
+	list_init(b);
+}
+
+/*
+ * Shard lock held: take up to a batch from the shared list into *b.  The
+ * walk to the batch's end touches the slots the allocations are about to
+ * touch anyway, once per ZS_HANDLE_BATCH allocations.
+ */
+static int take_batch(struct zs_pool *pool, struct handle_list *b)
+{
+	zs_spin_lock(&pool->handle_free_lock);
+	if (!pool->handle_free.n) {
+		zs_spin_unlock(&pool->handle_free_lock);
+		return 0;
+	}
+	unsigned long head = pool->handle_free.head, tail = head, n = 1;
+	while (n < ZS_HANDLE_BATCH && n < pool->handle_free.n) {
+		tail = slot_next(tail);
+		n++;
+	}
+	pool->handle_free.head = slot_next(tail);
+	pool->handle_free.n -= n;
+	zs_spin_unlock(&pool->handle_free_lock);
+	slot_set_next(tail, 0);
+	b->head = head;
+	b->tail = tail;
+	b->n = n;
+	return 1;
 }
 
 /* Slow path: give the shard a fresh chunk of never-used slots. */
@@ -82,24 +149,42 @@ static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 	return 0;
 }
 
+static unsigned long list_pop(struct handle_list *l)
+{
+	unsigned long h = l->head;
+	l->head = slot_next(h);
+	l->n--;
+	return h;
+}
+
+/* Shard lock held, its cur list empty: spare batch, then the shared list, then fresh slots. */
+static unsigned long alloc_slow(struct zs_pool *pool, struct handle_shard *s)
+{
+	if (s->spare.n) {
+		s->cur = s->spare;
+		list_init(&s->spare);
+		return list_pop(&s->cur);
+	}
+	if (take_batch(pool, &s->cur))
+		return list_pop(&s->cur);
+	if (s->bump == s->bump_end && refill_shard(pool, s))
+		return 0;
+	unsigned long h = (unsigned long)s->bump;
+	s->bump += sizeof(unsigned long);
+	return h;
+}
+
 unsigned long zs_handle_alloc(struct zs_pool *pool)
 {
 	struct handle_shard *s = this_shard(pool);
 	unsigned long h;
 	zs_spin_lock(&s->lock);
-	if (zs_likely(s->free_head)) {
-		h = s->free_head;
-		s->free_head = atomic_load_explicit(handle_slot(h), memory_order_relaxed) &
-			       ~HANDLE_FREE_BIT;
-	} else {
-		if (s->bump == s->bump_end && refill_shard(pool, s)) {
-			zs_spin_unlock(&s->lock);
-			return 0;
-		}
-		h = (unsigned long)s->bump;
-		s->bump += sizeof(unsigned long);
-	}
-	s->live++;
+	if (zs_likely(s->cur.n))
+		h = list_pop(&s->cur);
+	else
+		h = alloc_slow(pool, s);
+	if (zs_likely(h))
+		s->live++;
 	zs_spin_unlock(&s->lock);
 	return h;
 }
@@ -108,9 +193,18 @@ void zs_handle_free(struct zs_pool *pool, unsigned long handle)
 {
 	struct handle_shard *s = this_shard(pool);
 	zs_spin_lock(&s->lock);
-	atomic_store_explicit(handle_slot(handle), s->free_head | HANDLE_FREE_BIT,
-			      memory_order_relaxed);
-	s->free_head = handle;
+	if (zs_unlikely(s->cur.n == ZS_HANDLE_BATCH)) {
+		/* The cache is full: keep this batch as the spare, pass an older one on. */
+		if (s->spare.n)
+			give_batch(pool, &s->spare);
+		s->spare = s->cur;
+		list_init(&s->cur);
+	}
+	slot_set_next(handle, s->cur.n ? s->cur.head : 0);
+	if (!s->cur.n)
+		s->cur.tail = handle;
+	s->cur.head = handle;
+	s->cur.n++;
 	s->live--;
 	zs_spin_unlock(&s->lock);
 }
@@ -128,14 +222,15 @@ int zs_handle_in_pool(const struct zs_pool *pool, unsigned long handle)
 
 /*
  * Once the pool holds no objects, give the handle chunks back too, so a
- * drained pool returns all its memory.  All shards are locked so no handle
- * is being handed out meanwhile.
+ * drained pool returns all its memory.  All shards and the shared list are
+ * locked so no handle is being handed out or passed on meanwhile.
  */
 void zs_handles_trim_if_unused(struct zs_pool *pool)
 {
 	long live = 0;
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++)
 		zs_spin_lock(&pool->shards[i].lock);
+	zs_spin_lock(&pool->handle_free_lock);
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++)
 		live += pool->shards[i].live;
 	if (live == 0 && pool->nr_handle_chunks) {
@@ -145,12 +240,15 @@ void zs_handles_trim_if_unused(struct zs_pool *pool)
 		pool->nr_handle_chunks = 0;
 		pthread_mutex_unlock(&pool->handle_chunks_lock);
 		for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
-			pool->shards[i].free_head = 0;
+			list_init(&pool->shards[i].cur);
+			list_init(&pool->shards[i].spare);
 			pool->shards[i].bump = pool->shards[i].bump_end = NULL;
 			pool->shards[i].live = 0;
 		}
+		list_init(&pool->handle_free);
 		zs_pages_trim(pool->handle_pages);
 	}
+	zs_spin_unlock(&pool->handle_free_lock);
 	for (int i = ZS_HANDLE_SHARDS - 1; i >= 0; i--)
 		zs_spin_unlock(&pool->shards[i].lock);
 }

@@ -84,11 +84,25 @@ struct class_geom {
 };
 
 #define ZS_HANDLE_SHARDS 16
+#define ZS_HANDLE_BATCH 64 /* free slots moved between a shard and the pool at a time */
+
+/* A LIFO list of free handle slots threaded through the slots (handle.c). */
+struct handle_list {
+	unsigned long head, tail; /* slot addresses; valid only while n > 0 */
+	unsigned long n;
+};
+
+/*
+ * A shard caches at most 2 * ZS_HANDLE_BATCH free slots: `cur`, which alloc
+ * pops and free pushes, and `spare`, one full batch.  Past that, a full batch
+ * goes to the pool's shared list, where any shard's alloc finds it.
+ */
 struct handle_shard {
 	zs_spinlock_t lock;
-	unsigned long free_head; /* address of the first free slot, 0 if none */
-	char *bump, *bump_end;   /* never-used slots of the shard's current chunk */
-	long live;               /* allocations minus frees through this shard */
+	struct handle_list cur;   /* n <= ZS_HANDLE_BATCH */
+	struct handle_list spare; /* n == 0 or ZS_HANDLE_BATCH */
+	char *bump, *bump_end;    /* never-used slots of the shard's current chunk */
+	long live;                /* allocations minus frees through this shard */
 } __attribute__((aligned(64)));
 
 struct deferred_queue; /* deferred.c */
@@ -114,6 +128,8 @@ struct zs_pool {
 	atomic_int compaction_in_progress;
 
 	struct handle_shard shards[ZS_HANDLE_SHARDS];
+	zs_spinlock_t handle_free_lock;   /* after a shard lock */
+	struct handle_list handle_free;   /* batches that shards gave back (tail unused) */
 	pthread_mutex_t handle_chunks_lock;
 	zs_pfn_t *handle_chunks;
 	size_t nr_handle_chunks, cap_handle_chunks;
