@@ -7,7 +7,8 @@
 # executions per target and their total.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #   env: ZS_FUZZ_DIR (build dir, default build-fuzz), ZS_FUZZ_SANITIZE
-#        (default address,undefined), ZS_FUZZ_ARGS (extra libFuzzer flags)
+#        (default address,undefined), ZS_FUZZ_EXTRA (extra compile flags),
+#        ZS_FUZZ_ARGS (extra libFuzzer flags)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
@@ -22,7 +23,7 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   for f in tests/fuzz/fuzz_*.c; do targets+=("$(basename "$f" .c)"); done
 fi
-CC=clang cmake -S . -B "$dir" -DZS_FUZZ=ON -DZS_FUZZ_SANITIZE="$san" \
+CC=clang cmake -S . -B "$dir" -DZS_FUZZ=ON -DZS_FUZZ_SANITIZE="$san" -DZS_FUZZ_EXTRA="${ZS_FUZZ_EXTRA:-}" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
 cmake --build "$dir" -j"$(nproc)" --target "${targets[@]}" >/dev/null || { echo "fuzz.sh: build failed"; exit 1; }
 fail=0 total=0

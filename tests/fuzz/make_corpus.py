@@ -55,6 +55,7 @@ write("fuzz_trace", "plain", [0] + list(good))
 write("fuzz_trace", "xz", [1] + list(good))
 write("fuzz_trace", "xz-flip", [5 | 3 << 4] + list(good))
 write("fuzz_trace", "xz-cut", [9 | 2 << 4] + list(good))
-write("fuzz_trace", "xz-file", [0] + list(lzma.compress(good, format=lzma.FORMAT_XZ)))
+write("fuzz_trace", "xz-file", [0] + list(lzma.compress(good, format=lzma.FORMAT_XZ,
+                                                             filters=[{"id": lzma.FILTER_LZMA2, "dict_size": 4096}])))
 for i, b in enumerate(bad):
     write("fuzz_trace", "bad-%02d" % i, [2 * (i % 2)] + list(good[:60] + b))
