@@ -45,6 +45,9 @@ expect 2 "unknown backend 'jemaloc'" compare --backends zsmalloc,jemaloc
 expect 2 "empty workload list" compare --workloads ""
 expect 2 "bad page size 5" compare --page-size 5
 expect 2 "sizes must be positive" compare --max-mib 0
+expect 2 "bad value for --threads: '0'" soak --threads 0
+expect 2 "bad value for --seconds: 'x'" soak --seconds x
+expect 2 "cannot create the zram store" soak --comp bogus --seconds 1
 # zs report needs Python with matplotlib, as the report itself does.
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
 	expect 1 "cannot write to --out /proc/nope" report --quick --out /proc/nope

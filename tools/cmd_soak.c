@@ -429,7 +429,9 @@ int cmd_soak(int argc, char **argv)
 		}
 		continue;
 bad:
-		fprintf(stderr, "zs soak: bad option value '%s'\n", optarg);
+		for (int k = 0; lo[k].name; k++)
+			if (lo[k].val == c)
+				fprintf(stderr, "zs soak: bad value for --%s: '%s'\n", lo[k].name, optarg);
 		return 2;
 	}
 	if (optind < argc) {
@@ -460,7 +462,8 @@ bad:
 	zc.deferred_free = 1;
 	int ret = zs_zram_create(&zc, &zram);
 	if (ret) {
-		fprintf(stderr, "zs soak: zs_zram_create: %s\n", strerror(-ret));
+		fprintf(stderr, "zs soak: cannot create the zram store (--comp %s, --recomp %s, "
+			"--zram-backend %s): %s\n", o.comp, o.recomp, o.zbackend, strerror(-ret));
 		zs_destroy_pool(pool);
 		return 2;
 	}
