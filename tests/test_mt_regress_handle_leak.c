@@ -11,10 +11,13 @@
  * sanitizers).  The bound asserted is what the design promises: the peak of
  * live handles plus every shard's bounded cache, plus a partly carved chunk
  * per allocating shard.  The cross-thread churn also checks, byte for byte,
- * that no slot is ever handed out twice.  Runs under TSan (test_mt_*).
+ * that no slot is ever handed out twice; the last two parts check that
+ * zs_pool_trim gives back chunks whose slots are all free, also while other
+ * threads allocate and free.  Runs under TSan (test_mt_*).
  */
 #include <pthread.h>
 #include <sched.h>
+#include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -235,6 +238,155 @@ static void cross_thread_churn(unsigned long ops_per_thread, uint64_t seed)
 	free(c);
 }
 
+/* ---- 4. a peak, then most objects freed: zs_pool_trim gives the free chunks back ---- */
+
+static void peak_then_trim(void)
+{
+	enum { PEAK = 100000, KEEP = 1000 };
+	struct zs_pool_config c;
+	zs_pool_config_init(&c);
+	c.checked = 1;
+	c.deferred_worker = -1;
+	struct zs_pool *pool = zs_create_pool(&c);
+	REQUIRE(pool);
+	unsigned long *h = calloc(PEAK, sizeof(*h));
+	REQUIRE(h);
+	for (int i = 0; i < PEAK; i++) {
+		h[i] = zs_malloc(pool, 64);
+		REQUIRE(!ZS_IS_ERR(h[i]));
+		REQUIRE(zs_obj_write(pool, h[i], &h[i], sizeof(h[i])) == 0);
+	}
+	size_t at_peak = chunks(pool);
+	/* The first KEEP stay: they were carved first, so they pin one chunk. */
+	for (int i = KEEP; i < PEAK; i++)
+		CHECK_EQ(zs_free(pool, h[i]), 0);
+	zs_compact(pool);
+	zs_pool_trim(pool);
+	size_t after = chunks(pool);
+	printf("peak %d handles: %zu chunks; %d kept after trim: %zu chunks\n", PEAK, at_peak, KEEP,
+	       after);
+	CHECK(at_peak >= PEAK / SLOTS_PER_CHUNK);
+	CHECK(after <= 2); /* the survivors' chunk, and the one this thread's shard still carves */
+	/* A handle in a chunk given back is no longer the pool's: checked mode refuses it. */
+	CHECK_EQ(zs_free(pool, h[PEAK - 100]), -EINVAL);
+	for (int i = 0; i < KEEP; i++) {
+		unsigned long v = 0, *m = zs_obj_read_begin(pool, h[i], sizeof(v), &v);
+		CHECK(m && *m == h[i]);
+		if (m)
+			zs_obj_read_end(pool, h[i], sizeof(v), m);
+	}
+	/* Grow again: the slots left on the free lists and fresh chunks serve it. */
+	for (int i = KEEP; i < PEAK; i++) {
+		h[i] = zs_malloc(pool, 64);
+		REQUIRE(!ZS_IS_ERR(h[i]));
+		REQUIRE(zs_obj_write(pool, h[i], &h[i], sizeof(h[i])) == 0);
+	}
+	int ok = 1;
+	for (int i = 0; i < PEAK; i++) {
+		unsigned long v = 0, *m = zs_obj_read_begin(pool, h[i], sizeof(v), &v);
+		ok &= m && *m == h[i];
+		if (m)
+			zs_obj_read_end(pool, h[i], sizeof(v), m);
+		CHECK_EQ(zs_free(pool, h[i]), 0);
+	}
+	CHECK(ok);
+	zs_compact(pool);
+	CHECK_EQ(chunks(pool), 0);
+	CHECK_EQ(zs_get_total_pages(pool), 0);
+	zs_destroy_pool(pool);
+	free(h);
+}
+
+/* ---- 5. bursts on several threads while another thread keeps trimming ---- */
+
+#define BURST 20000
+struct burst {
+	struct zs_pool *pool;
+	atomic_int running, bad;
+	unsigned long trims, shrinks; /* trims, and trims after which fewer chunks were left */
+};
+
+static void *burster(void *arg)
+{
+	struct burst *b = arg;
+	unsigned long *h = malloc(BURST * sizeof(*h));
+	if (!h) {
+		atomic_fetch_add(&b->bad, 1);
+		atomic_fetch_sub(&b->running, 1);
+		return NULL;
+	}
+	for (int round = 0; round < 6; round++) {
+		int n = BURST / (1 + round % 3);
+		for (int i = 0; i < n; i++) {
+			h[i] = zs_malloc(b->pool, 48);
+			if (ZS_IS_ERR(h[i]) || zs_obj_write(b->pool, h[i], &h[i], sizeof(h[i]))) {
+				atomic_fetch_add(&b->bad, 1);
+				n = i;
+				break;
+			}
+		}
+		for (int i = 0; i < n; i++) {
+			unsigned long v = 0, *m = zs_obj_read_begin(b->pool, h[i], sizeof(v), &v);
+			if (!m || *m != h[i])
+				atomic_fetch_add(&b->bad, 1);
+			if (m)
+				zs_obj_read_end(b->pool, h[i], sizeof(v), m);
+		}
+		sched_yield(); /* let the trimmer in at the peak, too */
+		/* Free in an order that leaves whole chunks free now and then. */
+		for (int i = 0; i < n; i++) {
+			if (zs_free(b->pool, h[(round & 1) ? n - 1 - i : i]))
+				atomic_fetch_add(&b->bad, 1);
+			if (i % 4096 == 0)
+				sched_yield();
+		}
+	}
+	free(h);
+	atomic_fetch_sub(&b->running, 1);
+	return NULL;
+}
+
+static void *trimmer(void *arg)
+{
+	struct burst *b = arg;
+	while (atomic_load(&b->running) > 0) {
+		size_t before = chunks(b->pool);
+		zs_pool_trim(b->pool);
+		if (chunks(b->pool) < before)
+			b->shrinks++;
+		if (b->trims++ % 4 == 0)
+			zs_compact(b->pool);
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void bursts_with_trim(void)
+{
+	struct zs_pool_config c;
+	zs_pool_config_init(&c);
+	c.checked = 1;
+	c.free_mode = ZS_FREE_CLASS_INDEX_UNLOCKED;
+	c.deferred_worker = -1;
+	struct burst b = { .pool = zs_create_pool(&c) };
+	REQUIRE(b.pool);
+	atomic_init(&b.running, 3);
+	atomic_init(&b.bad, 0);
+	pthread_t th[4];
+	for (int i = 0; i < 3; i++)
+		REQUIRE(pthread_create(&th[i], NULL, burster, &b) == 0);
+	REQUIRE(pthread_create(&th[3], NULL, trimmer, &b) == 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	printf("bursts with a concurrent trimmer: %lu trims, %lu gave chunks back, %zu chunks left\n",
+	       b.trims, b.shrinks, chunks(b.pool));
+	CHECK_EQ(atomic_load(&b.bad), 0);
+	CHECK_EQ(zs_pool_objects(b.pool), 0);
+	zs_pool_trim(b.pool);
+	CHECK_EQ(chunks(b.pool), 0);
+	zs_destroy_pool(b.pool);
+}
+
 int main(void)
 {
 	uint64_t seed = tu_seed("test_mt_regress_handle_leak");
@@ -243,5 +395,7 @@ int main(void)
 	producer_consumer(ZS_FREE_CLASS_INDEX_UNLOCKED, 300000);
 	deferred_worker_frees(300000);
 	cross_thread_churn(50000, seed);
+	peak_then_trim();
+	bursts_with_trim();
 	return tu_done();
 }

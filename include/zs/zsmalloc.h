@@ -208,7 +208,11 @@ size_t zs_pool_page_size(const struct zs_pool *pool);
 const struct zs_pool_config *zs_pool_get_config(const struct zs_pool *pool);
 /* Live objects (sum of obj_used). */
 unsigned long zs_pool_objects(struct zs_pool *pool);
-/* Return the page provider's cached pages and unused handle memory to the OS. */
+/*
+ * Return the page provider's cached pages and unused handle memory to the OS:
+ * every 64 KiB chunk of handle slots whose slots are all free (all of them
+ * once the pool is empty).  Briefly stops allocation and free on the pool.
+ */
 void zs_pool_trim(struct zs_pool *pool);
 /*
  * Test hook: fail page allocations after `after` successes for `count`

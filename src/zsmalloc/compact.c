@@ -172,7 +172,7 @@ unsigned long zs_compact(struct zs_pool *pool)
 	}
 	atomic_fetch_add_explicit(&pool->pages_compacted, freed, memory_order_relaxed);
 	atomic_store_explicit(&pool->compaction_in_progress, 0, memory_order_release);
-	zs_handles_trim_if_unused(pool);
+	zs_handles_trim(pool, 0);
 	return freed;
 }
 

@@ -17,7 +17,9 @@
  * every producer/consumer program) the freed slots come back to the
  * allocator instead of the allocator carving new chunks forever: handle
  * memory stays bounded by the peak number of live handles plus 16 shards'
- * caches (issue 9).  Chunks are given back once the pool holds no object.
+ * caches (issue 9).  Chunks whose slots are all free go back to the OS on
+ * zs_pool_trim (and from compaction when much is free), every chunk once the
+ * pool holds no object.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -220,19 +222,117 @@ int zs_handle_in_pool(const struct zs_pool *pool, unsigned long handle)
 	return (handle & (HANDLE_CHUNK - 1)) != 0;
 }
 
+/* ---- giving handle memory back ---- */
+
+#define SLOTS_PER_CHUNK (HANDLE_CHUNK / sizeof(unsigned long) - 1) /* slot 0 is never used */
+
 /*
- * Once the pool holds no objects, give the handle chunks back too, so a
- * drained pool returns all its memory.  All shards and the shared list are
- * locked so no handle is being handed out or passed on meanwhile.
+ * The descriptor of the chunk a slot lies in (chunks are HANDLE_CHUNK
+ * aligned).  Trimming keeps its per-chunk tallies there: word[0] free slots
+ * seen, word[1] "keep" (a shard is still carving it), word[2] "give back".
  */
-void zs_handles_trim_if_unused(struct zs_pool *pool)
+static struct zs_page_desc *slot_chunk(struct zs_pool *pool, unsigned long h)
+{
+	void *base = (void *)(h & ~(unsigned long)(HANDLE_CHUNK - 1));
+	return zs_pages_desc(pool->handle_pages, zs_pages_pfn_of(pool->handle_pages, base));
+}
+
+/* Move l's slots that stay onto *out (every lock held). */
+static void filter_list(struct zs_pool *pool, struct handle_list *l, struct handle_list *out)
+{
+	unsigned long h = l->n ? l->head : 0;
+	for (unsigned long k = 0; k < l->n; k++) {
+		unsigned long next = slot_next(h);
+		if (!slot_chunk(pool, h)->word[2]) {
+			slot_set_next(h, out->n ? out->head : 0);
+			if (!out->n)
+				out->tail = h;
+			out->head = h;
+			out->n++;
+		}
+		h = next;
+	}
+	list_init(l);
+}
+
+/*
+ * Every lock held, objects still live: give back the chunks whose slots are
+ * all on free lists.  Cost: a walk of the free lists, so callers only come
+ * here when enough is free for a chunk to be possible.
+ */
+static void reclaim_free_chunks(struct zs_pool *pool)
+{
+	struct handle_list *lists[2 * ZS_HANDLE_SHARDS + 1];
+	int nl = 0;
+	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
+		lists[nl++] = &pool->shards[i].cur;
+		lists[nl++] = &pool->shards[i].spare;
+	}
+	lists[nl++] = &pool->handle_free;
+
+	for (size_t i = 0; i < pool->nr_handle_chunks; i++) {
+		struct zs_page_desc *d = zs_pages_desc(pool->handle_pages, pool->handle_chunks[i]);
+		d->word[0] = d->word[1] = d->word[2] = 0;
+	}
+	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
+		struct handle_shard *s = &pool->shards[i];
+		if (s->bump_end && s->bump < s->bump_end)
+			slot_chunk(pool, (unsigned long)s->bump)->word[1] = 1;
+	}
+	for (int i = 0; i < nl; i++) {
+		unsigned long h = lists[i]->n ? lists[i]->head : 0;
+		for (unsigned long k = 0; k < lists[i]->n; k++, h = slot_next(h))
+			slot_chunk(pool, h)->word[0]++;
+	}
+	size_t give = 0;
+	for (size_t i = 0; i < pool->nr_handle_chunks; i++) {
+		struct zs_page_desc *d = zs_pages_desc(pool->handle_pages, pool->handle_chunks[i]);
+		if (!d->word[1] && d->word[0] == SLOTS_PER_CHUNK) {
+			d->word[2] = 1;
+			give++;
+		}
+	}
+	if (!give)
+		return;
+	/* What stays goes to the shared list; shards refill from it on their next alloc. */
+	struct handle_list keep;
+	list_init(&keep);
+	for (int i = 0; i < nl; i++)
+		filter_list(pool, lists[i], &keep);
+	pool->handle_free = keep;
+	pthread_mutex_lock(&pool->handle_chunks_lock);
+	for (size_t i = 0; i < pool->nr_handle_chunks;) {
+		zs_pfn_t pfn = pool->handle_chunks[i];
+		if (zs_pages_desc(pool->handle_pages, pfn)->word[2]) {
+			zs_pages_free(pool->handle_pages, pfn);
+			pool->handle_chunks[i] = pool->handle_chunks[--pool->nr_handle_chunks];
+		} else {
+			i++;
+		}
+	}
+	pthread_mutex_unlock(&pool->handle_chunks_lock);
+}
+
+/*
+ * Give handle memory back.  Once the pool holds no objects, every chunk goes,
+ * so a drained pool returns all its memory.  Otherwise chunks whose slots
+ * are all free go: always when `eager` (zs_pool_trim, an explicit request),
+ * and from compaction only when free slots are at least 4 chunks' worth and
+ * twice the live handles, so a steady pool does not pay for the walk.  All
+ * shards and the shared list are locked so no handle is being handed out
+ * or passed on meanwhile.
+ */
+void zs_handles_trim(struct zs_pool *pool, int eager)
 {
 	long live = 0;
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++)
 		zs_spin_lock(&pool->shards[i].lock);
 	zs_spin_lock(&pool->handle_free_lock);
-	for (int i = 0; i < ZS_HANDLE_SHARDS; i++)
+	unsigned long nfree = pool->handle_free.n;
+	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
 		live += pool->shards[i].live;
+		nfree += pool->shards[i].cur.n + pool->shards[i].spare.n;
+	}
 	if (live == 0 && pool->nr_handle_chunks) {
 		pthread_mutex_lock(&pool->handle_chunks_lock);
 		for (size_t i = 0; i < pool->nr_handle_chunks; i++)
@@ -247,6 +347,9 @@ void zs_handles_trim_if_unused(struct zs_pool *pool)
 		}
 		list_init(&pool->handle_free);
 		zs_pages_trim(pool->handle_pages);
+	} else if (live > 0 && (eager ? nfree >= SLOTS_PER_CHUNK
+				      : nfree >= 4 * SLOTS_PER_CHUNK && nfree >= 2 * (unsigned long)live)) {
+		reclaim_free_chunks(pool);
 	}
 	zs_spin_unlock(&pool->handle_free_lock);
 	for (int i = ZS_HANDLE_SHARDS - 1; i >= 0; i--)

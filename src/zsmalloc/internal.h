@@ -200,7 +200,7 @@ void zs_handles_destroy(struct zs_pool *pool);
 unsigned long zs_handle_alloc(struct zs_pool *pool);
 void zs_handle_free(struct zs_pool *pool, unsigned long handle);
 int zs_handle_in_pool(const struct zs_pool *pool, unsigned long handle);
-void zs_handles_trim_if_unused(struct zs_pool *pool);
+void zs_handles_trim(struct zs_pool *pool, int eager);
 
 /* ---- zsmalloc.c: used by compaction and deferred free ---- */
 int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage);

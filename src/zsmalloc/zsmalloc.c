@@ -736,7 +736,7 @@ const struct zs_pool_config *zs_pool_get_config(const struct zs_pool *pool)
 
 void zs_pool_trim(struct zs_pool *pool)
 {
-	zs_handles_trim_if_unused(pool);
+	zs_handles_trim(pool, 1);
 	zs_pages_trim(pool->pages);
 }
 
