@@ -27,7 +27,7 @@ if os.path.isdir(root):
 # fuzz_alloc: b0 = kind | pageshift<<2 | checked<<5, b1 = limit, b2 = chain/policy/free mode,
 # b3 = delta/worker/queue
 for kind in range(4):
-    for ps in range(5):
+    for ps in (0, 4, 5, 6, 7):  # page size index: 0-3 -> 4K, 4..7 -> 8K..64K
         for checked in (0, 1):
             b0 = kind | ps << 2 | checked << 5
             b1 = rng.choice([0, 0, 1 | rng.randrange(128) << 1])
