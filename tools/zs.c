@@ -19,9 +19,14 @@ static const struct {
 	{ "report", cmd_report, "run the seed experiments and write a report with plots" },
 };
 
+#ifndef ZS_VERSION_STRING
+#define ZS_VERSION_STRING "unknown"
+#endif
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: zs COMMAND [options]   (zs COMMAND --help for a command's options)\n\n");
+	fprintf(f, "usage: zs COMMAND [options]   (zs help COMMAND for a command's options)\n"
+		   "       zs --version\n\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
 }
@@ -31,6 +36,24 @@ int main(int argc, char **argv)
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("zs (libzs) %s\n", ZS_VERSION_STRING);
+		return 0;
+	}
+	if (!strcmp(argv[1], "help")) {
+		if (argc < 3) {
+			usage(stdout);
+			return 0;
+		}
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (!strcmp(argv[2], commands[i].name)) {
+				char *hargv[] = { argv[2], "--help", NULL };
+				return commands[i].fn(2, hargv);
+			}
+		fprintf(stderr, "zs help: unknown command '%s'\n", argv[2]);
+		usage(stderr);
+		return 2;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
