@@ -123,6 +123,12 @@ expect_out 0 "usage: zs replay TRACE" help replay
 expect 2 "unknown command 'nope'" help nope
 expect 2 "unrecognized option '--bogus'" classes --bogus
 expect 2 "--verify reads slots back through the store: it needs --store" replay "$trace" --verify
+# -- zs record: usage errors are found before anything touches the kernel
+expect 2 "-o TRACE is required" record /usr/bin/ls
+expect 2 "--pages: '-1' is not a whole number in 1\\.\\." record -o "$tmp/t" --pages -1 /usr/bin/ls
+expect 2 "--workload: 'x' is not one of: fill, mix" record -o "$tmp/t" --workload x /usr/bin/ls
+expect 2 "--p-compact: '2' is not a number in 0..1" record -o "$tmp/t" --p-compact 2 /usr/bin/ls
+expect 2 "FILE /nonexistent: No such file or directory" record -o "$tmp/t" /nonexistent
 
 # zs report needs Python with matplotlib, as the report itself does.
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then

@@ -11,6 +11,7 @@ static const struct {
 	int (*fn)(int, char **);
 	const char *help;
 } commands[] = {
+	{ "record", cmd_record, "record a zram-trace on the running kernel (root, zram)" },
 	{ "replay", cmd_replay, "replay a zram-trace against the allocator, compare with the kernel" },
 	{ "classes", cmd_classes, "print the size-class table (simulate_zsmalloc's view)" },
 	{ "testmod", cmd_testmod, "run the zsmalloc_test module's workload on the allocator" },
