@@ -22,6 +22,7 @@
 #include "cmds.h"
 #include "opts.h"
 #include "zs/compress.h"
+#include "zs/pages.h"
 #include "zs/zram.h"
 
 struct opts {
@@ -369,7 +370,12 @@ int cmd_zram(int argc, char **argv)
 	/* Prefault the read target so page faults are not billed to reads. */
 	memset(out, 0, bytes);
 
+	/* Memory the writes made resident: the store's pages or, for malloc kinds (whose
+	 * own counters may count reserved arenas), the heap they grew. */
+	size_t rss0 = zs_process_rss();
 	tw = run_phase(z, &ps, out, o.threads, 1, o.progress, &wfail);
+	size_t rss1 = zs_process_rss();
+	uint64_t rss_growth = rss1 > rss0 ? rss1 - rss0 : 0;
 	zs_zram_get_stats(z, &st);
 	tr = run_phase(z, &ps, out, o.threads, 0, o.progress, &rfail);
 	for (size_t i = 0; i < ps.npages; i++)
@@ -401,10 +407,12 @@ int cmd_zram(int argc, char **argv)
 			printf("\"%s\": %llu, ", mm_cols[i], (unsigned long long)v[i]);
 		printf("\"failed_reads\": %llu, \"failed_writes\": %llu, \"notify_free\": %llu, "
 		       "\"ratio\": %.4f, \"ratio_compr\": %.4f, \"write_s\": %.6f, \"read_s\": %.6f, "
-		       "\"write_MBps\": %.1f, \"read_MBps\": %.1f, \"mismatches\": %llu}",
+		       "\"write_MBps\": %.1f, \"read_MBps\": %.1f, \"mismatches\": %llu, "
+		       "\"rss_growth\": %llu}",
 		       (unsigned long long)st.failed_reads, (unsigned long long)st.failed_writes,
 		       (unsigned long long)st.notify_free, ratio(v[0], v[2]), ratio(v[0], v[1]), tw,
-		       tr, mbps(bytes, tw), mbps(bytes, tr), (unsigned long long)mism);
+		       tr, mbps(bytes, tw), mbps(bytes, tr), (unsigned long long)mism,
+		       (unsigned long long)rss_growth);
 		if (have_k) {
 			printf(",\n \"kernel\": {\"comp\": \"%s\", ", kr.comp);
 			for (int i = 0; i < 9; i++)
@@ -438,6 +446,7 @@ int cmd_zram(int argc, char **argv)
 			}
 			printf("\n");
 		}
+		printf("%-18s %16llu\n", "rss growth (write)", (unsigned long long)rss_growth);
 		printf("%-18s %16.3f", "ratio orig/mem", ratio(v[0], v[2]));
 		if (have_k)
 			printf(" %16.3f", ratio(kr.mm_stat[0], kr.mm_stat[2]));

@@ -42,3 +42,38 @@ def test_report_bad_args(build_dir):
     p = subprocess.run([os.path.join(build_dir, "zs"), "report", "--data", "/nonexistent"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert p.returncode != 0 and "nonexistent" in p.stderr
+
+
+def test_report_numbers_come_from_the_run(build_dir, tmp_path):
+    # corpus.png's huge-class line is the pool's huge_class_size for the run's pool shape,
+    # not a constant (it was a hard-coded 3264 while the pool said 3625).
+    pytest.importorskip("matplotlib")
+    import json
+    import libzs
+    for chain in (8, 4):
+        out = tmp_path / f"rep{chain}"
+        p = subprocess.run([os.path.join(build_dir, "zs"), "report", "--quick", "--only",
+                            "corpus", "--chain", str(chain), "--out", str(out)],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        res = json.loads((out / "results.json").read_text())
+        with libzs.Pool(chain=chain) as pool:
+            huge = pool.huge_class_size()
+        assert res["corpus"]["huge_class_size_4k"] == huge
+        assert f"({huge} B" in (out / "report.md").read_text()
+    assert "3264" not in open(report.__file__).read()
+
+
+def _fake(backend, ws, compact_mem, live):
+    ph = {"mem_bytes": compact_mem, "live_bytes": live}
+    return {"workload": ws, "page_size": 4096, "backend": backend, "fill": ph, "churn": ph,
+            "compact": ph}
+
+
+def test_quick_report_explains_rows_against_the_readme():
+    res = [_fake("zsmalloc", "heap", 5080000, 3800000), _fake("malloc", "heap", 4770000, 0),
+           _fake("zsmalloc", "mix", 20000000, 19000000), _fake("malloc", "mix", 28000000, 0)]
+    note = report._compare_vs_readme(res, quick=True)
+    assert "contradict the README" in note
+    assert "heap, 4K: malloc" in note and "mix, 4K" not in note
+    assert report._compare_vs_readme(res[2:], quick=True) == ""
