@@ -1,6 +1,6 @@
 /*
- * zs replay: replays a kernel zram-trace (../shared/tools/zram-trace,
- * zram-trace-mix) against libzs's zsmalloc and compares the pool's page
+ * zs replay: replays a kernel zram-trace (`zs record`, docs/trace-format.md)
+ * against libzs's zsmalloc and compares the pool's page
  * accounting with the kernel's after every operation.  This is the check
  * behind libzs's core promise (page-exact agreement with the running kernel),
  * so it owns the zram slot semantics a replay needs (kernel zram_write_page /
