@@ -273,8 +273,8 @@ void opt_pool_help(FILE *f, unsigned accepted)
 		"  --page-size N        pool page size, a power of two in 4K..64K (default 4096)\n",
 		"  --chain N            max pages per zspage, 1..16 (default 8, the kernel's)\n",
 		"  --chain-policy P     exhaustive (the kernel's) | heuristic (seed 002)\n",
-		"  --delta N            bytes between size classes, multiple of 8 in 8..65536\n"
-		"                       (default: the kernel's, max(page/256, 16))\n",
+		("  --delta N            bytes between size classes, multiple of 8 in 8..65536\n"
+		 "                       (default: the kernel's, max(page/256, 16))\n"),
 		"  --free-mode M        pool | class | class-unlocked (zs_free locking)\n",
 		"  --deferred           free through zs_free_deferred (batched frees)\n",
 		"  --backend KIND       zsmalloc (default), zblock, malloc, ... (zs_backend_kinds)\n",
