@@ -490,7 +490,7 @@ static int on_record(struct replay *R, const uint64_t exp[NF], long line)
 			R->first_bad_record = R->records;
 		if (R->o.verbose && !R->o.json) {
 			printf("%s record %ld (line %ld, after '%s'): expected ",
-			       R->o.kernel_policy ? "mismatch" : "difference", R->records, line,
+			       R->o.kernel_policy || R->o.strict ? "mismatch" : "difference", R->records, line,
 			       e->op);
 			print_vals(stdout, exp);
 			printf(" got ");
@@ -518,7 +518,7 @@ static int on_record(struct replay *R, const uint64_t exp[NF], long line)
 static void print_mismatch(struct replay *R, const struct mismatch *m)
 {
 	printf("\n%s at record %ld: line %ld '%s', kernel record on line %ld",
-	       R->o.kernel_policy ? "mismatch" : "difference", m->record, m->at.line, m->at.op, m->line);
+	       R->o.kernel_policy || R->o.strict ? "mismatch" : "difference", m->record, m->at.line, m->at.op, m->line);
 	if (m->cls >= 0)
 		printf(" (class %d)", m->cls);
 	printf("\n");
