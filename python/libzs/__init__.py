@@ -588,11 +588,14 @@ class ZramStore(_Closable):
         return _L.need("zs_zram_compact")(self._store())
 
     def mark_idle(self, age_seconds=0):
+        _int_arg("age_seconds", age_seconds, 0, (1 << 32) - 1)
         return _check(_L.need("zs_zram_mark_idle")(self._store(), age_seconds), "zs_zram_mark_idle")
 
     def recompress(self, type="all", threshold=0, max_pages=0):
         r = _L.ZramRecompResult()
         t = _choice(type, RECOMP_TYPES, "type")
+        _int_arg("threshold", threshold, 0, _U64)
+        _int_arg("max_pages", max_pages, 0, (1 << (8 * ctypes.sizeof(ctypes.c_ulong))) - 1)
         _check(_L.need("zs_zram_recompress")(self._store(), t, threshold, max_pages,
                                              ctypes.byref(r)), "zs_zram_recompress")
         return {"scanned": r.scanned, "recompressed": r.recompressed,
