@@ -153,18 +153,72 @@ int opt_progress_default(void)
 	return isatty(2);
 }
 
+static uint64_t read_u64_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	unsigned long long v = 0;
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0; /* "max": no limit */
+	fclose(f);
+	return v;
+}
+
+/* Room left under this process's cgroup memory limit (v2 or v1), 0 if none. */
+static uint64_t cgroup_room(void)
+{
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	char line[512], path[700];
+	uint64_t room = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *cg = NULL;
+		const char *lim = NULL, *use = NULL, *base = NULL;
+		line[strcspn(line, "\n")] = 0;
+		if (!strncmp(line, "0::", 3)) {
+			cg = line + 3;
+			base = "/sys/fs/cgroup";
+			lim = "memory.max";
+			use = "memory.current";
+		} else if ((cg = strstr(line, ":memory:"))) {
+			cg += 8;
+			base = "/sys/fs/cgroup/memory";
+			lim = "memory.limit_in_bytes";
+			use = "memory.usage_in_bytes";
+		}
+		if (!cg)
+			continue;
+		snprintf(path, sizeof(path), "%s%s/%s", base, cg, lim);
+		uint64_t max = read_u64_file(path);
+		snprintf(path, sizeof(path), "%s%s/%s", base, cg, use);
+		uint64_t cur = read_u64_file(path);
+		if (max && max < (1ull << 60)) {
+			uint64_t r = max > cur ? max - cur : 1;
+			if (!room || r < room)
+				room = r;
+		}
+	}
+	fclose(f);
+	return room;
+}
+
 uint64_t mem_available(void)
 {
 	FILE *f = fopen("/proc/meminfo", "r");
 	char line[128];
 	unsigned long long kb = 0;
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return (uint64_t)kb * 1024;
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+				break;
+		fclose(f);
+	}
+	uint64_t avail = (uint64_t)kb * 1024, room = cgroup_room();
+	if (room && (!avail || room < avail))
+		avail = room;
+	return avail;
 }
 
 const char *chain_policy_name(enum zs_chain_policy p)

@@ -98,7 +98,8 @@ int opt_bad(const char *cmd, int argc, char **argv);
 /* Progress lines: on when stderr is a terminal, or forced by --progress. */
 int opt_progress_default(void);
 
-/* MemAvailable from /proc/meminfo in bytes, 0 if unknown. */
+/* MemAvailable from /proc/meminfo, or less when this process's cgroup has less
+ * room under its memory limit; bytes, 0 if unknown. */
 uint64_t mem_available(void);
 
 const char *chain_policy_name(enum zs_chain_policy p);
