@@ -47,7 +47,7 @@ struct rec {
 	int progress;
 };
 
-static volatile sig_atomic_t g_dev = -1;
+static volatile sig_atomic_t g_dev = -1, g_fd = -1;
 
 static uint64_t next_rand(uint64_t *s)
 {
@@ -96,27 +96,36 @@ static int mm_stat(int dev, uint64_t v[9])
 	return 0;
 }
 
-/* Remove our device; also from the signal handler, so it uses only syscalls. */
+/* Paths for removing our device, prepared before any signal can need them. */
+static char g_reset_path[64], g_dev_num[16];
+
 static void remove_dev(int dev)
 {
-	char num[16];
-	int k = 0, d = dev;
-	char tmp[16];
 	if (dev < 0)
 		return;
 	sys_write(dev, "reset", "1");
-	do
-		tmp[k++] = (char)('0' + d % 10);
-	while ((d /= 10) && k < 15);
-	for (int i = 0; i < k; i++)
-		num[i] = tmp[k - 1 - i];
-	num[k] = 0;
-	sys_write(-1, "hot_remove", num);
+	sys_write(-1, "hot_remove", g_dev_num);
 }
 
+/* Async-signal-safe: open/write/close on the prepared paths only. */
 static void on_signal(int sig)
 {
-	remove_dev(g_dev);
+	if (g_fd >= 0)
+		close(g_fd); /* an open device cannot be reset or removed */
+	if (g_dev >= 0) {
+		int fd = open(g_reset_path, O_WRONLY);
+		if (fd >= 0) {
+			ssize_t n = write(fd, "1", 1);
+			(void)n;
+			close(fd);
+		}
+		fd = open("/sys/class/zram-control/hot_remove", O_WRONLY);
+		if (fd >= 0) {
+			ssize_t n = write(fd, g_dev_num, strlen(g_dev_num));
+			(void)n;
+			close(fd);
+		}
+	}
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -358,6 +367,8 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	r.dev = (int)devnum;
+	snprintf(g_reset_path, sizeof(g_reset_path), "/sys/block/zram%d/reset", r.dev);
+	snprintf(g_dev_num, sizeof(g_dev_num), "%d", r.dev);
 	g_dev = r.dev;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -374,6 +385,7 @@ int cmd_record(int argc, char **argv)
 	}
 	snprintf(path, sizeof(path), "/dev/zram%d", r.dev);
 	r.fd = open(path, O_RDWR | O_DIRECT);
+	g_fd = r.fd;
 	if (r.fd < 0) {
 		err = -errno;
 		fprintf(stderr, "zs record: %s: %s\n", path, strerror(errno));
@@ -474,6 +486,7 @@ io:
 				"chain_size %s)\n",
 			out_path, r.ops, n, comp, u.release, chain);
 out:
+	g_fd = -1;
 	if (r.fd >= 0)
 		close(r.fd);
 	remove_dev(r.dev);
