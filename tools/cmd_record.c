@@ -163,7 +163,7 @@ static int record_state(struct rec *r)
 	memcpy(r->prev, v, sizeof(v));
 	r->ops++;
 	if (r->progress && !(r->ops & 1023))
-		fprintf(stderr, "\r  %ld operations", r->ops);
+		progress_line("  %ld operations", r->ops);
 	return 0;
 }
 
@@ -475,8 +475,10 @@ int cmd_record(int argc, char **argv)
 io:
 	if (err)
 		fprintf(stderr, "zs record: zram%d: %s\n", r.dev, strerror(-err));
-	else if (r.progress)
-		fprintf(stderr, "\r  %ld operations\n", r.ops);
+	else if (r.progress) {
+		progress_line("  %ld operations", r.ops);
+		progress_done();
+	}
 	if (r.out && fclose(r.out) && !err) {
 		err = -errno;
 		fprintf(stderr, "zs record: %s: %s\n", out_path, strerror(errno));

@@ -138,7 +138,7 @@ int cmd_testmod(int argc, char **argv)
 	int rc = 0;
 	for (uint64_t sz = min; sz <= max; sz += step) {
 		if (progress && nsizes > 1)
-			fprintf(stderr, "\r  size %llu/%llu", (unsigned long long)sz,
+			progress_line("  size %llu/%llu", (unsigned long long)sz,
 				(unsigned long long)max);
 		for (uint64_t k = 0; k < count; k++) {
 			unsigned long h = zs_malloc(pool, (size_t)sz);
@@ -154,7 +154,7 @@ int cmd_testmod(int argc, char **argv)
 		}
 	}
 	if (progress)
-		fprintf(stderr, "\n");
+		progress_done();
 	for (size_t i = 0; i < n; i++) {
 		memset(buf, (int)(i & 0xff), sizes[i]);
 		zs_obj_write(pool, handles[i], buf, sizes[i]);

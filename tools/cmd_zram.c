@@ -92,7 +92,7 @@ static void *worker(void *arg)
 			size_t d = atomic_fetch_add(j->done, 4096) + 4096;
 
 			if (j->progress)
-				fprintf(stderr, "\r  %s %zu/%zu pages", j->writing ? "write" : "read ",
+				progress_line("  %s %zu/%zu pages", j->writing ? "write" : "read ",
 					d, j->total);
 		}
 	}
@@ -125,9 +125,11 @@ static double run_phase(struct zs_zram *z, const struct zs_pageset *ps, unsigned
 		for (unsigned k = 0; k < threads; k++)
 			pthread_join(tid[k], NULL);
 	t = now_s() - t;
-	if (progress)
-		fprintf(stderr, "\r  %s %zu/%zu pages\n", writing ? "write" : "read ", ps->npages,
-			ps->npages);
+	if (progress) {
+		progress_line("  %s %zu/%zu pages", writing ? "write" : "read ", ps->npages,
+			      ps->npages);
+		progress_done();
+	}
 	*failed = 0;
 	for (unsigned k = 0; k < threads; k++)
 		*failed += jobs[k].failed;

@@ -5,6 +5,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -202,6 +203,25 @@ static uint64_t cgroup_room(void)
 	}
 	fclose(f);
 	return room;
+}
+
+void progress_line(const char *fmt, ...)
+{
+	int tty = isatty(2);
+	va_list ap;
+	if (tty)
+		fputc('\r', stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (!tty)
+		fputc('\n', stderr);
+}
+
+void progress_done(void)
+{
+	if (isatty(2))
+		fputc('\n', stderr);
 }
 
 uint64_t mem_available(void)

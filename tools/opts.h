@@ -97,6 +97,10 @@ int opt_bad(const char *cmd, int argc, char **argv);
 
 /* Progress lines: on when stderr is a terminal, or forced by --progress. */
 int opt_progress_default(void);
+/* One progress update: rewritten in place ('\r') on a terminal, one line each elsewhere;
+ * progress_done() ends the in-place line. */
+void progress_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void progress_done(void);
 
 /* MemAvailable from /proc/meminfo, or less when this process's cgroup has less
  * room under its memory limit; bytes, 0 if unknown. */
