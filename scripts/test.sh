@@ -18,7 +18,9 @@ count() {
     f=${t%% *}; n=${t##* }; s=$(grep -c '\*\*\*Skipped' "$1"); found=1
     p=$((n - f - s))
   fi
-  if t=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|errors?)' "$1" | tail -1) && [ -n "$t" ]; then
+  # pytest's summary ("3 failed, 40 passed, 1 skipped in 2.1s"), not the shell tests' own lines
+  if t=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|errors?)(, [0-9]+ [a-z]+)* in [0-9.]+s' "$1" |
+    tail -1) && [ -n "$t" ]; then
     found=1
     p=$((p + $(grep -oE '[0-9]+ passed' <<< "$t" | grep -oE '[0-9]+' || echo 0)))
     f=$((f + $(grep -oE '[0-9]+ failed' <<< "$t" | grep -oE '[0-9]+' || echo 0)))
