@@ -86,6 +86,7 @@ expect_out 0 "^mix +4K zsmalloc" compare --chain-policy heuristic --delta 16 --d
 expect_out 0 "^mix +16K zsmalloc" compare --workloads mix --backends zsmalloc --mix-n 200 --repeat 1 --page-size 16K
 expect_out 0 "records [0-9]+, [0-9]+ differ from the kernel's \(expected: not the kernel's policy: chain policy heuristic\)" replay "$trace" --chain-policy heuristic
 expect_out 0 "usrlib-lz4.trace.xz: records [0-9]+ mismatches 0" replay "$trace" --delta 16
+expect_out 0 "\"kernel_policy\": false, \"not_kernel_because\": \"chain policy heuristic\"" replay "$trace" --chain-policy heuristic --json
 expect_out 1 "mismatches [1-9]" replay "$trace" --chain 4 --strict
 expect 2 "--page-size: the trace fixes the page size" replay "$trace" --page-size 16K
 expect 2 "--backend does not apply to this command" classes --backend zblock

@@ -491,7 +491,7 @@ def step_deferred(rep, ctx):
         ax.set_xticklabels([r[1].replace(", ", ",\n") for r in pr], fontsize=7)
         vals = [float(r[2]) for r in pr] + [float(r[3]) for r in pr]
         pos = [v for v in vals if v > 0]
-        if pos and max(pos) / min(pos) >= 100:
+        if _needs_log_axis(vals):
             # A linear axis would hide the short bars next to the long ones.
             ax.set_yscale("log")
             ax.set_ylabel("time (ms, log scale)")
@@ -520,6 +520,12 @@ def step_deferred(rep, ctx):
                             "the bars differ by 100x or more; each bar is labelled with its ms)")
     rep.section("Deferred vs synchronous free", md)
     return "ok"
+
+
+def _needs_log_axis(values, ratio=100):
+    """Bars that differ by `ratio` or more: a linear axis would hide the short ones."""
+    pos = [v for v in values if v > 0]
+    return bool(pos) and max(pos) / min(pos) >= ratio
 
 
 def step_api(rep, ctx):
