@@ -393,17 +393,48 @@ def step_chain_bench(rep, ctx):
     return f"{len(rows)} configs"
 
 
-def step_release(rep, ctx):
-    """bench_release: concurrent release time vs threads per lock mode."""
-    j = run_json([os.path.join(ctx["build"], "bench_release"), "--json"]
-                 + (["--quick"] if ctx["args"].quick else []), timeout=900)
-    rep.results["bench_release"] = j
-    pat = re.compile(r"^(cached|os)_t(\d+)_(pool_lock|class_index|ci_unlocked)_ms$")
-    data = {}
-    for k, v in j.items():
-        m = pat.match(k)
+MODES = ("pool_lock", "class_index", "ci_unlocked")
+
+
+def _parse_bench_release(text):
+    """bench_release's text output: per page mode and thread count, each lock mode's median
+    ms and min..max spread, the object count, and the run's settings.  (Its --json output has
+    only the medians.)"""
+    out = {"data": {}, "spread": {}, "objects": {}}
+    for key, pat, conv in (("nproc", r"nproc=(\d+)", int), ("loadavg_start", r"at start=([\d.]+)", float),
+                           ("rounds", r"median of (\d+)", int), ("mib_per_thread", r"own (\d+) MiB", int)):
+        m = re.search(pat, text)
         if m:
-            data.setdefault(m.group(1), {}).setdefault(m.group(3), {})[int(m.group(2))] = v
+            out[key] = conv(m.group(1))
+    panel = t = None
+    for line in text.splitlines():
+        m = re.match(r"^page release: (\w+)", line)
+        if m:
+            panel = m.group(1)
+            continue
+        m = re.match(r"^\s*(\d+)\s+(\d+) \|\s+([\d.]+)\s+([\d.]+)\s+([\d.]+) \|", line)
+        if m and panel:
+            t = int(m.group(1))
+            out["objects"].setdefault(panel, {})[t] = int(m.group(2))
+            for mode, v in zip(MODES, m.groups()[2:]):
+                out["data"].setdefault(panel, {}).setdefault(mode, {})[t] = float(v)
+            continue
+        m = re.match(r"^\s*spread \(min\.\.max ms\):\s+(.*)$", line)
+        if m and panel and t is not None:
+            for mode, rng in zip(MODES, m.group(1).split()):
+                lo, hi = (float(x) for x in rng.split(".."))
+                out["spread"].setdefault(panel, {}).setdefault(mode, {})[t] = (lo, hi)
+    return out
+
+
+def step_release(rep, ctx):
+    """bench_release: concurrent release, speedup per lock mode and the per-free cost with its
+    spread."""
+    text = run([os.path.join(ctx["build"], "bench_release")]
+               + (["--quick"] if ctx["args"].quick else []), timeout=900)
+    j = _parse_bench_release(text)
+    rep.results["bench_release"] = {**j, "text": text}
+    data, spread, objs = j["data"], j["spread"], j["objects"]
     if not data:
         raise Unavailable("bench_release printed no per-mode timings")
     names = {"pool_lock": "pool lock (kernel today)", "class_index": "class index",
@@ -411,47 +442,67 @@ def step_release(rep, ctx):
     panels = {"cached": "freed pages kept in the page cache",
               "os": "freed pages returned to the OS"}
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(data), figsize=(5.2 * len(data), 4.2), squeeze=False)
+    fig, axes = plt.subplots(2, len(data), figsize=(5.4 * len(data), 7.6), squeeze=False)
     nproc = j.get("nproc", os.cpu_count())
     rows = []
-    for ax, (panel, modes) in zip(axes[0], sorted(data.items())):
-        # Speedup vs the pool lock at the same thread count: each thread frees its own
+    for col, (panel, modes) in enumerate(sorted(data.items())):
+        ax, ax2 = axes[0][col], axes[1][col]
+        allt = sorted({t for m in modes.values() for t in m})
+        # Top: speedup vs the pool lock at the same thread count.  Each thread frees its own
         # set, so the work grows with T and raw times would mix more work with slowdown.
         base = modes.get("pool_lock", {})
-        for mode in ("pool_lock", "class_index", "ci_unlocked"):
+        for mode in MODES:
             if mode not in modes:
                 continue
             ts = [t for t in sorted(modes[mode]) if base.get(t)]
             ax.plot(ts, [base[t] / modes[mode][t] for t in ts], "o-", label=names[mode])
-        allt = sorted({t for m in modes.values() for t in m})
-        if nproc and max(allt) > nproc:
-            ax.axvspan(nproc + 0.5, max(allt) + 0.5, color="grey", alpha=0.12,
-                       label=f"threads > {nproc} CPUs")
-        ax.set_xticks(allt)
+            # Bottom: cost per free (ns), median with the min..max of the rounds.
+            sp = spread.get(panel, {}).get(mode, {})
+            ts2 = [t for t in sorted(modes[mode]) if objs.get(panel, {}).get(t)]
+            per = [modes[mode][t] * 1e6 / objs[panel][t] for t in ts2]
+            lo = [p - sp[t][0] * 1e6 / objs[panel][t] if t in sp else 0 for p, t in zip(per, ts2)]
+            hi = [sp[t][1] * 1e6 / objs[panel][t] - p if t in sp else 0 for p, t in zip(per, ts2)]
+            off = (MODES.index(mode) - 1) * 0.08
+            ax2.errorbar([t + off for t in ts2], per, yerr=[lo, hi], fmt="o-", capsize=3,
+                         label=names[mode])
+        for a in (ax, ax2):
+            if nproc and max(allt) > nproc:
+                a.axvspan(nproc + 0.5, max(allt) + 0.5, color="grey", alpha=0.12,
+                          label=f"threads > {nproc} CPUs")
+            a.set_xticks(allt)
+            a.grid(alpha=0.3)
+        ax.axhline(1.0, color="k", lw=0.8)
         ax.set_xlabel("threads releasing at once (each frees its own objects)")
         ax.set_ylabel("speedup vs pool lock (pool-lock ms / mode ms)")
         ax.set_title(f"Concurrent zs_free: {panels.get(panel, panel)}", fontsize=10)
         ax.legend(fontsize=8, title="zs_free lock mode")
-        ax.grid(alpha=0.3)
+        ax2.set_xlabel("threads releasing at once")
+        ax2.set_ylabel("wall ns per free (median; bars: min..max of rounds)")
+        ax2.set_yscale("log")
+        ax2.set_title("cost per free, with the spread of the rounds", fontsize=10)
         for t in allt:
-            base = modes.get("pool_lock", {}).get(t)
-            for mode in ("pool_lock", "class_index", "ci_unlocked"):
+            b = base.get(t)
+            for mode in MODES:
                 if t in modes.get(mode, {}):
                     v = modes[mode][t]
+                    sp = spread.get(panel, {}).get(mode, {}).get(t)
                     rows.append([panel, t, names[mode], f"{v:.2f}",
-                                 f"{base / v:.2f}x" if base else ""])
+                                 f"{sp[0]:.2f}..{sp[1]:.2f}" if sp else "",
+                                 f"{b / v:.2f}x" if b else ""])
     fig.tight_layout()
-    md = (f"`bench_release {'--quick ' if ctx['args'].quick else ''}--json`: T threads share one "
+    md = (f"`bench_release {'--quick' if ctx['args'].quick else ''}`: T threads share one "
           f"pool, each allocates {j.get('mib_per_thread', '?')} MiB of 200..3600 B objects, then "
-          "all free at once; wall time of the free phase, median of "
+          "all free at once; wall time of the free phase, median (and min..max) of "
           f"{j.get('rounds', '?')} interleaved rounds.  Each thread frees its own set, so the "
-          "work grows with T.  Seed 000: 1.40x at 2 processes, 1.39-1.83x at 4.  This machine "
+          "work grows with T: the plot shows the speedup over the pool lock at the same T and "
+          "the cost per free.  Seed 000: 1.40x at 2 processes, 1.39-1.83x at 4.  This machine "
           f"has {nproc} CPUs; load average at start {j.get('loadavg_start', '?')}.\n\n")
-    md += md_table(["pages", "threads", "lock mode", "ms", "speedup vs pool lock"], rows)
+    md += md_table(["pages", "threads", "lock mode", "median ms", "min..max ms",
+                    "speedup vs pool lock"], rows)
     md += "\n" + rep.figure(fig, "release_threads.png",
-                            "speedup of each zs_free lock mode over the pool lock at the same "
-                            "thread count (medians; the table has the ms; bench_release prints "
-                            "the min..max spread without --json)")
+                            "top: speedup of each zs_free lock mode over the pool lock at the "
+                            "same thread count (medians); bottom: wall ns per free with the "
+                            "min..max of the rounds (log scale)")
     rep.section("zs_free lock modes: concurrent release", md)
     return "ok"
 

@@ -106,3 +106,21 @@ def test_backend_memory_is_memory_in_use(build_dir, tmp_path):
         assert 0 < r["memory"] < r["orig_data_size"]
     assert len({r["memory"] for r in rs}) > 1        # differs by compressor, as in-use memory does
     assert "memory measured as" in (out / "report.md").read_text()
+
+
+def test_parse_bench_release_keeps_the_spread():
+    text = ("machine: nproc=2, cpu=\"x\", kernel=6, loadavg(1min) at start=1.50\n"
+            "bench_release: T threads free their own 16 MiB of objects (200..3600 B) at once;\n"
+            "free-phase wall time (first start -> last end), median of 3 interleaved rounds\n\n"
+            "page release: cached (freed pages kept)\n"
+            "  T      objs | pool-lock ms class-idx ms  ci-unlck ms | class-idx x  ci-unlck x | note\n"
+            "  1      9547 |         9.96         5.30         1.91 |       1.88x       5.22x | \n"
+            "    spread (min..max ms): 1.34..11.26  1.74..13.61  1.16..11.86\n"
+            "page release: os (freed pages returned)\n"
+            "  2     19161 |        38.74        27.53        40.40 |       1.41x       0.96x | \n"
+            "    spread (min..max ms): 32.87..41.05  22.22..28.86  31.49..41.73\n")
+    j = report._parse_bench_release(text)
+    assert j["nproc"] == 2 and j["rounds"] == 3 and j["mib_per_thread"] == 16
+    assert j["data"]["cached"]["class_index"][1] == 5.30
+    assert j["spread"]["os"]["ci_unlocked"][2] == (31.49, 41.73)
+    assert j["objects"]["os"][2] == 19161
