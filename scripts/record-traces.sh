@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# Owner: trace replay (issue 2 §4-5).  Reproduces the kernel traces committed
-# under tests/data/: builds the data files (a tar of shared libraries, a tar of
-# text docs, an anonymous-memory dump of a live python3 process) and records
-# them with ../shared/tools/zram-trace and zram-trace-mix, then xz-compresses
-# them.  The data is whatever this machine has, so a re-recording matches the
+# Owner: trace replay (issue 2 §4-5).  Re-records kernel traces like the ones
+# committed under tests/data/: builds the data files (a tar of shared
+# libraries, a tar of text docs, an anonymous-memory dump of a live python3
+# process) and records them with the project's own recorder (`zs record`,
+# docs/trace-format.md), then xz-compresses them.  (The committed traces were
+# recorded with an earlier, external recorder of the same format.)  The data is whatever this machine has, so a re-recording matches the
 # committed traces in kind, not byte for byte.  Needs root and zram.
 #
-# Usage: scripts/record-traces.sh [OUTDIR]   (default tests/data)
+# Usage: scripts/record-traces.sh [OUTDIR]   (default tests/data; ZS_BIN=path/to/zs,
+#        default build/zs)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$here/tests/data}
-tools=${ZS_TRACE_TOOLS:-$here/../shared/tools}
+zs=${ZS_BIN:-$here/build/zs}
+[ -x "$zs" ] || { echo "record-traces: $zs not built (cmake --build build)" >&2; exit 1; }
 work=$(mktemp -d /tmp/zs-record.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
@@ -69,16 +72,16 @@ read -r _ <&"${HP[0]}"
 python3 "$work/dumpanon.py" "$HP_PID" "$work/heap.bin"
 kill "$HP_PID"; wait "$HP_PID" 2>/dev/null || true
 
-rec() { # NAME TOOL DATA ARGS...
-	local name=$1 tool=$2 data=$3; shift 3
-	echo "+ $tool $(basename "$data") $name $*"
-	"$tools/$tool" "$data" "$work/$name" "$@"
+rec() { # NAME DATA ARGS...
+	local name=$1 data=$2; shift 2
+	echo "+ zs record -o $name $* $(basename "$data")"
+	"$zs" record -o "$work/$name" "$@" "$data"
 	xz -9 -c "$work/$name" > "$out/$name.xz"
 }
-rec usrlib-lz4.trace            zram-trace     "$work/usrlib.tar" --comp lz4     --pages 8000 --seed 11
-rec heap-lzorle.trace           zram-trace     "$work/heap.bin"   --comp lzo-rle --pages 6000 --seed 12 --discard 0.4 --overwrite 0.5
-rec text-lzorle.trace           zram-trace     "$work/text.tar"   --comp lzo-rle --pages 6000 --seed 13
-rec mix-text-lz4.trace          zram-trace-mix "$work/text.tar"   --comp lz4     --pages 3000 --ops 20000 --seed 21
-rec mix-heap-lzorle.trace       zram-trace-mix "$work/heap.bin"   --comp lzo-rle --pages 3000 --ops 20000 --seed 22 --p-compact 0.02
-rec mix-usrlib-lzorle.trace     zram-trace-mix "$work/usrlib.tar" --comp lzo-rle --pages 3000 --ops 20000 --seed 23 --p-compact 0.05 --p-discard 0.6
+rec usrlib-lz4.trace            "$work/usrlib.tar" --comp lz4     --pages 8000 --seed 11
+rec heap-lzorle.trace           "$work/heap.bin"   --comp lzo-rle --pages 6000 --seed 12 --discard 0.4 --overwrite 0.5
+rec text-lzorle.trace           "$work/text.tar"   --comp lzo-rle --pages 6000 --seed 13
+rec mix-text-lz4.trace          "$work/text.tar"   --comp lz4     --workload mix --pages 3000 --ops 20000 --seed 21
+rec mix-heap-lzorle.trace       "$work/heap.bin"   --comp lzo-rle --workload mix --pages 3000 --ops 20000 --seed 22 --p-compact 0.02
+rec mix-usrlib-lzorle.trace     "$work/usrlib.tar" --comp lzo-rle --workload mix --pages 3000 --ops 20000 --seed 23 --p-compact 0.05 --p-discard 0.6
 ls -l "$out"/*.xz

@@ -3,16 +3,41 @@
 # an ASan+UBSan build with ctest; a TSan build running the concurrency tests
 # (tests/test_mt_*); the libFuzzer targets for ZS_FUZZ_SECONDS (default 60)
 # each (scripts/fuzz.sh); and the Python package's tests.  Exits non-zero on any
-# failure and ends with one "N passed, N failed" summary line.
+# failure and ends with one "test.sh: N passed, M failed" line counting tests
+# (ctest's and pytest's totals; a failed build or a run without a summary
+# counts as one failure; skipped tests are listed on the line before).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 jobs=$(nproc)
-pass=0; fail=0
+pass=0; fail=0; skipped=0
+log=$(mktemp); trap 'rm -f "$log"' EXIT
+# count LOG RC: add ctest's / pytest's totals from LOG; a failed step without any counts is 1.
+count() {
+  local t f=0 n=0 s=0 p=0 found=0
+  if t=$(grep -oE '[0-9]+ tests? failed out of [0-9]+' "$1" | tail -1) && [ -n "$t" ]; then
+    f=${t%% *}; n=${t##* }; s=$(grep -c '\*\*\*Skipped' "$1"); found=1
+    p=$((n - f - s))
+  fi
+  # pytest's summary ("3 failed, 40 passed, 1 skipped in 2.1s"), not the shell tests' own lines
+  if t=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|errors?)(, [0-9]+ [a-z]+)* in [0-9.]+s' "$1" |
+    tail -1) && [ -n "$t" ]; then
+    found=1
+    p=$((p + $(grep -oE '[0-9]+ passed' <<< "$t" | grep -oE '[0-9]+' || echo 0)))
+    f=$((f + $(grep -oE '[0-9]+ failed' <<< "$t" | grep -oE '[0-9]+' || echo 0)))
+    f=$((f + $(grep -oE '[0-9]+ errors?' <<< "$t" | grep -oE '[0-9]+' || echo 0)))
+    s=$((s + $(grep -oE '[0-9]+ skipped' <<< "$t" | grep -oE '[0-9]+' || echo 0)))
+  fi
+  [ "$found" = 0 ] && [ "$2" != 0 ] && f=1
+  pass=$((pass + p)); fail=$((fail + f)); skipped=$((skipped + s))
+}
 step() {  # step NAME COMMAND...
   echo "=== $1"
   shift
-  if "$@"; then pass=$((pass+1)); else fail=$((fail+1)); echo "=== FAILED: $*"; fi
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  count "$log" "$rc"
+  [ "$rc" = 0 ] || echo "=== FAILED: $*"
 }
 build() {  # build DIR CC [cmake args...]
   local dir=$1 cc=$2; shift 2
@@ -38,5 +63,6 @@ step "tsan concurrency tests" tsan_run bash -c "cd build-tsan && ctest --output-
 if [ -f python/pyproject.toml ]; then
   step "python tests" bash python/run-tests.sh build-gcc
 fi
+echo "test.sh: $skipped skipped (cannot run here: see SKIP lines above)"
 echo "test.sh: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

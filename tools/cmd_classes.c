@@ -12,37 +12,49 @@
 #include "opts.h"
 #include "zs/zsmalloc.h"
 
+#define CLASSES_OPTS (OPT_PAGE_SIZE | OPT_POLICY)
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: zs classes [options]\n"
 		   "One row per request size from 32 to the page size in steps of 16:\n"
 		   "Log | Phys | Chain | Objs/Page | TailWaste | MergeWaste | Span, and a summary.\n"
 		   "(Objs/Page is objects per zspage, as in simulate_zsmalloc; Log is the request\n"
-		   "size without the 8-byte handle header.)\n" OPT_POOL_HELP
-		   "  --json               machine-readable output\n");
+		   "size without the 8-byte handle header.)\n");
+	opt_pool_help(f, CLASSES_OPTS);
+	fprintf(f, "  --json               machine-readable output\n");
 }
 
 int cmd_classes(int argc, char **argv)
 {
-	struct zs_pool_config cfg;
-	int json = 0;
-	zs_pool_config_init(&cfg);
-	for (int i = 1; i < argc; i++) {
-		int r = opt_pool(argc, argv, &i, &cfg);
-		if (r < 0)
-			return 2;
-		if (r)
-			continue;
-		if (!strcmp(argv[i], "--json")) {
+	static const struct option lopts[] = {
+		OPT_POOL_LONGOPTS,
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct pool_opts po;
+	int json = 0, opt;
+	pool_opts_init(&po);
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
+			if (opt_pool_arg("classes", CLASSES_OPTS, opt, optarg, &po))
+				return 2;
+		} else if (opt == 'j') {
 			json = 1;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+		} else if (opt == 'h') {
 			usage(stdout);
 			return 0;
 		} else {
-			usage(stderr);
-			return 2;
+			return opt_bad("classes", argc, argv);
 		}
 	}
+	if (optind < argc) {
+		fprintf(stderr, "zs classes: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	struct zs_pool_config cfg = po.cfg;
 	cfg.deferred_worker = -1;
 	struct zs_pool *pool = zs_create_pool(&cfg);
 	if (!pool) {

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cmds.h"
+#include "opts.h"
 #include "zs/backend.h"
 #include "zs/pages.h"
 
@@ -56,7 +57,13 @@ struct opts {
 	int repeat;             /* runs per backend; speeds are the best run's */
 	uint64_t seed;
 	int json;
+	struct pool_opts po;  /* --chain/--chain-policy/--delta/--free-mode shape zsmalloc */
 };
+
+#define COMPARE_OPTS OPT_ALL
+
+/* The pool shape of every zsmalloc run (a policy experiment changes only these). */
+static const struct pool_opts *g_po;
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -419,11 +426,14 @@ static void run_backend(const char *kind, size_t ps, const struct workload *w, i
 	struct zs_backend_config c;
 	memset(&c, 0, sizeof(c));
 	zs_pool_config_init(&c.zs);
+	if (g_po)
+		c.zs = g_po->cfg;
 	c.kind = kind;
 	c.page_size = ps;
 	struct zs_backend *b = zs_backend_create(&c);
 	if (!b)
 		return;
+	int deferred = g_po && g_po->deferred;
 	size_t n = w->n, live = 0, bytes = 0, frees = 0, restores = 0;
 	double tfree = 0, trestore = 0;
 
@@ -464,7 +474,10 @@ static void run_backend(const char *kind, size_t ps, const struct workload *w, i
 		t0 = now();
 		for (size_t k = 0; k < kill; k++) {
 			size_t i = rnd(&s) % live;
-			zs_backend_free(b, h[i]);
+			if (deferred)
+				zs_backend_free_deferred(b, h[i]);
+			else
+				zs_backend_free(b, h[i]);
 			bytes -= w->b[bi[i]].len;
 			h[i] = h[--live];
 			bi[i] = bi[live];
@@ -631,93 +644,161 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: zs compare [options]\n"
 		"  --workloads LIST   files,heap,testmod,mix (default all)\n"
-		"  --backends LIST    kinds to run (default every kind built in)\n"
-		"  --page-size N      4096 or 16384 or ...; repeatable (default 4096 and 16384)\n"
+		"  --backends LIST    kinds to run (default every kind built in)\n");
+	opt_pool_help(f, COMPARE_OPTS);
+	fprintf(f,
+		"                     (--page-size is repeatable, default 4096 and 16384;\n"
+		"                     --backend KIND is --backends KIND; --chain, --chain-policy,\n"
+		"                     --delta and --free-mode shape the zsmalloc pool; --deferred\n"
+		"                     frees through the backend's deferred path)\n"
 		"  --files PATH       file or directory for the files workload; repeatable\n"
 		"                     (default /usr/lib/x86_64-linux-gnu + /usr/include)\n"
 		"  --heap FILE        raw memory dump for the heap workload\n"
 		"  --pid PID          read that process's anonymous memory (default: a python3 heap)\n"
-		"  --max-mib N        raw MiB per page workload (default 64)\n"
-		"  --mix-n N          objects in the mix workload (default 100000)\n"
-		"  --testmod-n N      objects per testmod size (default 64)\n"
-		"  --rounds N         churn rounds (default 4)\n"
-		"  --repeat N         runs per backend, best speed reported (default 2)\n"
+		"  --max-mib N        raw MiB per page workload, 1..65536 (default 64)\n"
+		"  --mix-n N          objects in the mix workload, 1..100000000 (default 100000)\n"
+		"  --testmod-n N      objects per testmod size, 1..1000000 (default 64)\n"
+		"  --rounds N         churn rounds, 0..1000 (default 4)\n"
+		"  --repeat N         runs per backend, best speed reported, 1..100 (default 2)\n"
 		"  --seed N           churn and mix seed (default 1)\n"
 		"  --json             JSON instead of the table\n");
 }
 
 static int parse(int argc, char **argv, struct opts *o)
 {
+	enum { O_WORKLOADS = 1, O_BACKENDS, O_FILES, O_HEAP, O_PID, O_MAXMIB, O_MIXN, O_TESTMODN,
+	       O_ROUNDS, O_REPEAT, O_SEED, O_JSON };
+	static const struct option lopts[] = {
+		OPT_POOL_LONGOPTS,
+		{ "workloads", required_argument, NULL, O_WORKLOADS },
+		{ "backends", required_argument, NULL, O_BACKENDS },
+		{ "files", required_argument, NULL, O_FILES },
+		{ "heap", required_argument, NULL, O_HEAP },
+		{ "pid", required_argument, NULL, O_PID },
+		{ "max-mib", required_argument, NULL, O_MAXMIB },
+		{ "mix-n", required_argument, NULL, O_MIXN },
+		{ "testmod-n", required_argument, NULL, O_TESTMODN },
+		{ "rounds", required_argument, NULL, O_ROUNDS },
+		{ "repeat", required_argument, NULL, O_REPEAT },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
 	memset(o, 0, sizeof(*o));
+	pool_opts_init(&o->po);
 	o->max_mib = 64;
 	o->mix_n = 100000;
 	o->testmod_n = 64;
 	o->rounds = 4;
 	o->repeat = 2;
 	o->seed = 1;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (!strcmp(a, "--json")) {
-			o->json = 1;
+	int opt, backend_set = 0;
+	uint64_t v;
+	char path[64];
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
+			if (opt_pool_arg("compare", COMPARE_OPTS, opt, optarg, &o->po))
+				return -1;
+			if (opt == OPTC_PAGE_SIZE) {
+				if (o->nps == 4) {
+					fprintf(stderr, "zs compare: --page-size: at most 4\n");
+					return -1;
+				}
+				o->page_sizes[o->nps++] = o->po.cfg.page_size;
+			}
+			if (opt == OPTC_BACKEND)
+				backend_set = 1;
 			continue;
 		}
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			exit(0);
+		switch (opt) {
+		case O_WORKLOADS: o->workloads = optarg; break;
+		case O_BACKENDS: o->backends = optarg; break;
+		case O_FILES:
+			if (o->nfiles == 64) {
+				fprintf(stderr, "zs compare: --files: at most 64\n");
+				return -1;
+			}
+			if (opt_path("compare", "--files", optarg, 1))
+				return -1;
+			o->files[o->nfiles++] = optarg;
+			break;
+		case O_HEAP:
+			if (opt_path("compare", "--heap", optarg, 0))
+				return -1;
+			o->heap_file = optarg;
+			break;
+		case O_PID:
+			if (opt_u64("compare", "--pid", optarg, 1, 4194304, &v))
+				return -1;
+			snprintf(path, sizeof(path), "/proc/%llu", (unsigned long long)v);
+			if (access(path, F_OK)) {
+				fprintf(stderr, "zs compare: --pid %s: no such process\n", optarg);
+				return -1;
+			}
+			o->pid = (int)v;
+			break;
+		case O_MAXMIB:
+			if (opt_u64("compare", "--max-mib", optarg, 1, 65536, &v))
+				return -1;
+			o->max_mib = (size_t)v;
+			break;
+		case O_MIXN:
+			if (opt_u64("compare", "--mix-n", optarg, 1, 100000000, &v))
+				return -1;
+			o->mix_n = (size_t)v;
+			break;
+		case O_TESTMODN:
+			if (opt_u64("compare", "--testmod-n", optarg, 1, 1000000, &v))
+				return -1;
+			o->testmod_n = (size_t)v;
+			break;
+		case O_ROUNDS:
+			if (opt_u64("compare", "--rounds", optarg, 0, 1000, &v))
+				return -1;
+			o->rounds = (int)v;
+			break;
+		case O_REPEAT:
+			if (opt_u64("compare", "--repeat", optarg, 1, 100, &v))
+				return -1;
+			o->repeat = (int)v;
+			break;
+		case O_SEED:
+			if (opt_u64("compare", "--seed", optarg, 0, UINT64_MAX, &o->seed))
+				return -1;
+			break;
+		case O_JSON: o->json = 1; break;
+		case 'h': usage(stdout); exit(0);
+		default: opt_bad("compare", argc, argv); return -1;
 		}
-		if (!v) {
-			fprintf(stderr, "zs compare: unknown option or missing value: %s\n", a);
+	}
+	if (optind < argc) {
+		fprintf(stderr, "zs compare: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (backend_set) {
+		if (o->backends) {
+			fprintf(stderr, "zs compare: give --backend or --backends, not both\n");
 			return -1;
 		}
-		i++;
-		if (!strcmp(a, "--workloads"))
-			o->workloads = v;
-		else if (!strcmp(a, "--backends"))
-			o->backends = v;
-		else if (!strcmp(a, "--page-size") && o->nps < 4)
-			o->page_sizes[o->nps++] = strtoul(v, NULL, 0);
-		else if (!strcmp(a, "--files") && o->nfiles < 64)
-			o->files[o->nfiles++] = v;
-		else if (!strcmp(a, "--heap"))
-			o->heap_file = v;
-		else if (!strcmp(a, "--pid"))
-			o->pid = atoi(v);
-		else if (!strcmp(a, "--max-mib"))
-			o->max_mib = strtoul(v, NULL, 0);
-		else if (!strcmp(a, "--mix-n"))
-			o->mix_n = strtoul(v, NULL, 0);
-		else if (!strcmp(a, "--testmod-n"))
-			o->testmod_n = strtoul(v, NULL, 0);
-		else if (!strcmp(a, "--rounds"))
-			o->rounds = atoi(v);
-		else if (!strcmp(a, "--repeat"))
-			o->repeat = atoi(v);
-		else if (!strcmp(a, "--seed"))
-			o->seed = strtoull(v, NULL, 0);
-		else {
-			fprintf(stderr, "zs compare: unknown option %s\n", a);
-			return -1;
-		}
+		o->backends = o->po.backend;
+	}
+	if (o->heap_file && o->pid) {
+		fprintf(stderr, "zs compare: give --heap or --pid, not both\n");
+		return -1;
 	}
 	if (!o->nps) {
 		o->page_sizes[o->nps++] = 4096;
 		o->page_sizes[o->nps++] = 16384;
 	}
-	for (int i = 0; i < o->nps; i++)
-		if (o->page_sizes[i] < 4096 || o->page_sizes[i] > 65536 ||
-		    (o->page_sizes[i] & (o->page_sizes[i] - 1))) {
-			fprintf(stderr, "zs compare: bad page size %zu\n", o->page_sizes[i]);
-			return -1;
-		}
 	static const char *const workloads[] = { "files", "heap", "testmod", "mix", NULL };
 	if (!list_known(o->workloads, workloads, "workload") ||
 	    !list_known(o->backends, zs_backend_kinds(), "backend"))
 		return -1;
-	if (o->max_mib < 1 || o->mix_n < 1 || o->testmod_n < 1 || o->rounds < 0 || o->repeat < 1) {
-		fprintf(stderr, "zs compare: sizes must be positive\n");
-		return -1;
-	}
+	static struct pool_opts po_copy; /* outlives parse(): the forked runs read it */
+	po_copy = o->po;
+	g_po = &po_copy;
 	return 0;
 }
 
@@ -727,6 +808,8 @@ static size_t huge_threshold(size_t ps)
 	struct zs_backend_config c;
 	memset(&c, 0, sizeof(c));
 	zs_pool_config_init(&c.zs);
+	if (g_po)
+		c.zs = g_po->cfg;
 	c.kind = "zsmalloc";
 	c.page_size = ps;
 	struct zs_backend *b = zs_backend_create(&c);
@@ -738,10 +821,8 @@ static size_t huge_threshold(size_t ps)
 int cmd_compare(int argc, char **argv)
 {
 	struct opts o;
-	if (parse(argc, argv, &o)) {
-		usage(stderr);
+	if (parse(argc, argv, &o))
 		return 2;
-	}
 	const char *kinds[8];
 	int nk = 0;
 	for (const char *const *k = zs_backend_kinds(); *k && nk < 8; k++)
@@ -771,6 +852,11 @@ int cmd_compare(int argc, char **argv)
 			raw_add_dir(&files, "/usr/include", cap - files.len);
 		}
 		files.what = o.nfiles ? "given files" : "/usr/lib/x86_64-linux-gnu + /usr/include";
+		if (o.nfiles && files.len < 4096) {
+			fprintf(stderr, "zs compare: --files: the given paths hold %zu bytes, not one "
+					"whole page (regular files, one directory level)\n", files.len);
+			return 2;
+		}
 	}
 	if (in_list(o.workloads, "heap")) {
 		if (raw_reserve(&heap, cap))
@@ -787,6 +873,12 @@ int cmd_compare(int argc, char **argv)
 			err = raw_add_python_heap(&heap);
 			heap.what = "python3 heap";
 		}
+		if ((o.heap_file || o.pid) && (err || heap.len < 4096)) {
+			fprintf(stderr, "zs compare: %s %s: %s\n", o.heap_file ? "--heap" : "--pid",
+				o.heap_file ? o.heap_file : "", err ? strerror(-err)
+								     : "less than one page of data");
+			return 2;
+		}
 		if (err || !heap.len)
 			fprintf(stderr, "zs compare: heap workload unavailable (%s), skipped\n",
 				strerror(err ? -err : ENOENT));
@@ -797,7 +889,7 @@ int cmd_compare(int argc, char **argv)
 		noise[i] = (unsigned char)rnd(&ns);
 
 	const char *const wl_names[] = { "files", "heap", "testmod", "mix" };
-	int first = 1;
+	int first = 1, measured = 0;
 	double t_start = now();
 	if (o.json)
 		printf("{\"seed\": %" PRIu64 ", \"rounds\": %d, \"repeat\": %d, \"results\": [", o.seed,
@@ -825,6 +917,7 @@ int cmd_compare(int argc, char **argv)
 				wl_free(&w);
 				continue;
 			}
+			measured++;
 			struct result res[8];
 			for (int k = 0; k < nk; k++) {
 				if (run_isolated(kinds[k], ps, &w, o.rounds, o.seed + (uint64_t)p, &res[k]))
@@ -867,5 +960,10 @@ int cmd_compare(int argc, char **argv)
 	free(files.buf);
 	free(heap.buf);
 	free(noise);
+	if (!measured) {
+		fprintf(stderr, "zs compare: nothing was measured (no workload had data at these page "
+				"sizes)\n");
+		return 2;
+	}
 	return 0;
 }

@@ -1,6 +1,6 @@
 /*
- * zs replay: replays a kernel zram-trace (../shared/tools/zram-trace,
- * zram-trace-mix) against libzs's zsmalloc and compares the pool's page
+ * zs replay: replays a kernel zram-trace (`zs record`, docs/trace-format.md)
+ * against libzs's zsmalloc and compares the pool's page
  * accounting with the kernel's after every operation.  This is the check
  * behind libzs's core promise (page-exact agreement with the running kernel),
  * so it owns the zram slot semantics a replay needs (kernel zram_write_page /
@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "cmds.h"
+#include "opts.h"
 #include "trace.h"
 #include "zs/backend.h"
 #include "zs/compress.h"
@@ -60,9 +61,11 @@ struct ctx_entry {
 struct opts {
 	const char *path;
 	long chain;           /* -1: from the header */
-	int verbose, json, deferred, checked, fail_fast, store, verify;
-	int context, max_report;
-	enum zs_free_mode free_mode;
+	int verbose, json, deferred, checked, fail_fast, store, verify, strict, progress;
+	int context, max_report, max_report_set;
+	struct pool_opts po;  /* --chain-policy, --delta, --free-mode, --deferred */
+	int kernel_policy;    /* 1: the pool is configured as the recording kernel's */
+	char why[160];        /* when not: what differs */
 };
 
 struct mismatch {
@@ -101,6 +104,7 @@ struct replay {
 	uint64_t st[NF]; /* zram-level bookkeeping: stored, compr, same, huge */
 	long records, mismatches, nw, nd, nc, nsame, nhuge, first_bad_record;
 	long huge_class_warnings;
+	uint64_t kmem_peak, kmem_sum, zmem_peak, zmem_sum, kmem_end, zmem_end;
 	unsigned field_bad[NF];
 	struct ctx_entry *ring;
 	int ring_n, ring_head;
@@ -462,6 +466,14 @@ static int on_record(struct replay *R, const uint64_t exp[NF], long line)
 	uint64_t got[NF];
 	current(R, got);
 	R->records++;
+	R->kmem_sum += exp[F_MEM];
+	R->zmem_sum += got[F_MEM];
+	R->kmem_end = exp[F_MEM];
+	R->zmem_end = got[F_MEM];
+	if (exp[F_MEM] > R->kmem_peak)
+		R->kmem_peak = exp[F_MEM];
+	if (got[F_MEM] > R->zmem_peak)
+		R->zmem_peak = got[F_MEM];
 	struct ctx_entry *e = &R->pending;
 	memcpy(e->exp, exp, sizeof(e->exp));
 	memcpy(e->got, got, sizeof(e->got));
@@ -477,7 +489,8 @@ static int on_record(struct replay *R, const uint64_t exp[NF], long line)
 		if (R->first_bad_record < 0)
 			R->first_bad_record = R->records;
 		if (R->o.verbose && !R->o.json) {
-			printf("mismatch record %ld (line %ld, after '%s'): expected ", R->records, line,
+			printf("%s record %ld (line %ld, after '%s'): expected ",
+			       R->o.kernel_policy || R->o.strict ? "mismatch" : "difference", R->records, line,
 			       e->op);
 			print_vals(stdout, exp);
 			printf(" got ");
@@ -504,8 +517,8 @@ static int on_record(struct replay *R, const uint64_t exp[NF], long line)
 
 static void print_mismatch(struct replay *R, const struct mismatch *m)
 {
-	printf("\nmismatch at record %ld: line %ld '%s', kernel record on line %ld", m->record,
-	       m->at.line, m->at.op, m->line);
+	printf("\n%s at record %ld: line %ld '%s', kernel record on line %ld",
+	       R->o.kernel_policy || R->o.strict ? "mismatch" : "difference", m->record, m->at.line, m->at.op, m->line);
 	if (m->cls >= 0)
 		printf(" (class %d)", m->cls);
 	printf("\n");
@@ -523,7 +536,6 @@ static void print_mismatch(struct replay *R, const struct mismatch *m)
 			       memcmp(c->exp, c->got, sizeof(c->exp)) ? "  (mismatch)" : "");
 		}
 	}
-	(void)R;
 }
 
 static void json_str(FILE *f, const char *s)
@@ -549,111 +561,116 @@ static void json_vals(FILE *f, const uint64_t v[NF])
 	fputc('}', f);
 }
 
-static const char *free_mode_name(enum zs_free_mode m)
-{
-	return m == ZS_FREE_CLASS_INDEX ? "class"
-	       : m == ZS_FREE_CLASS_INDEX_UNLOCKED ? "class-unlocked"
-						    : "pool";
-}
+#define REPLAY_OPTS (OPT_CHAIN | OPT_CHAIN_POLICY | OPT_DELTA | OPT_FREE_MODE | OPT_DEFERRED)
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: zs replay TRACE [options]\n"
-		"Replay a zram-trace (plain or .xz) on a libzs zsmalloc pool and compare the\n"
-		"kernel's numbers with libzs's after every operation.\n\n"
-		"  --chain N          max pages per zspage (default: the trace's # chain_size, else 8)\n"
-		"  --free-mode M      pool | class | class-unlocked (zs_free locking policy)\n"
-		"  --deferred         free with zs_free_deferred, flush before each comparison\n"
-		"  --checked          checked pool mode (every handle validated)\n"
-		"  --store            replay through the zram store (zs/zram.h): real pages made\n"
-		"                     to compress (lz4) to the recorded sizes\n"
-		"  --verify           with --store: read every slot back after each compaction\n"
-		"                     and at the end\n"
-		"  --context N        preceding operations shown per mismatch (default 8, max 64)\n"
-		"  --max-report N     mismatches shown in detail (default 3)\n"
-		"  --fail-fast        stop at the first mismatch\n"
-		"  --verbose          print the trace header, pool geometry and every mismatch\n"
-		"  --json             print a JSON summary instead of text\n\n"
-		"Exit status: 0 no mismatch, 1 mismatches, 2 error.\n");
+		"Replay a zram-trace (plain or .xz; `zs record` makes one, docs/trace-format.md)\n"
+		"on a libzs zsmalloc pool and compare the kernel's numbers with libzs's after\n"
+		"every operation.  The trace fixes the page size.\n\n");
+	opt_pool_help(f, REPLAY_OPTS);
+	fprintf(f,
+		"                       (--chain default: the trace's # chain_size, else 8)\n"
+		"  --checked            checked pool mode (every handle validated)\n"
+		"  --store              replay through the zram store (zs/zram.h): real pages made\n"
+		"                       to compress (lz4) to the recorded sizes\n"
+		"  --verify             with --store: read every slot back after each compaction\n"
+		"                       and at the end\n"
+		"  --context N          preceding operations shown per mismatch, 0..64 (default 8)\n"
+		"  --max-report N       mismatches shown in detail, 0..1000 (default 3; 0 when the\n"
+		"                       policy is not the kernel's)\n"
+		"  --fail-fast          stop at the first mismatch\n"
+		"  --strict             count differences as mismatches (exit 1) even when the\n"
+		"                       pool is not configured as the recording kernel\n"
+		"  --verbose            print the trace header, pool geometry and every mismatch\n"
+		"  --json               print a JSON summary instead of text\n\n"
+		"With the kernel's own policy (exhaustive chain search, the trace's chain size,\n"
+		"the kernel's class delta) every record must match: exit 0, or 1 on a mismatch.\n"
+		"With another policy (--chain-policy heuristic, another --chain or --delta) the\n"
+		"records are expected to differ: the replay reports how many differ and the\n"
+		"memory each side used (kernel vs this policy), and exits 0 unless --strict.\n"
+		"Exit status: 0 no mismatch (or a policy experiment), 1 mismatches, 2 error.\n");
 }
 
 int cmd_replay(int argc, char **argv)
 {
-	struct opts o = { .chain = -1, .context = 8, .max_report = 3,
-			  .free_mode = ZS_FREE_POOL_LOCK };
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		long v;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "--verbose") || !strcmp(a, "-v")) {
-			o.verbose = 1;
-		} else if (!strcmp(a, "--json")) {
-			o.json = 1;
-		} else if (!strcmp(a, "--deferred")) {
-			o.deferred = 1;
-		} else if (!strcmp(a, "--checked")) {
-			o.checked = 1;
-		} else if (!strcmp(a, "--store")) {
-			o.store = 1;
-		} else if (!strcmp(a, "--verify")) {
-			o.verify = 1;
-		} else if (!strcmp(a, "--fail-fast")) {
-			o.fail_fast = 1;
-		} else if (!strcmp(a, "--chain") || !strcmp(a, "--context") ||
-			   !strcmp(a, "--max-report") || !strcmp(a, "--free-mode")) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "zs replay: %s needs a value\n", a);
-				return 2;
-			}
-			const char *val = argv[++i];
-			if (!strcmp(a, "--free-mode")) {
-				if (!strcmp(val, "pool"))
-					o.free_mode = ZS_FREE_POOL_LOCK;
-				else if (!strcmp(val, "class"))
-					o.free_mode = ZS_FREE_CLASS_INDEX;
-				else if (!strcmp(val, "class-unlocked"))
-					o.free_mode = ZS_FREE_CLASS_INDEX_UNLOCKED;
-				else {
-					fprintf(stderr, "zs replay: --free-mode: pool, class or class-unlocked\n");
-					return 2;
-				}
-			} else if (!strcmp(a, "--chain")) {
-				if (trace_parse_long(val, 1, ZS_MAX_CHAIN, &v)) {
-					fprintf(stderr, "zs replay: --chain: 1..%d\n", ZS_MAX_CHAIN);
-					return 2;
-				}
-				o.chain = v;
-			} else if (!strcmp(a, "--context")) {
-				if (trace_parse_long(val, 0, 64, &v)) {
-					fprintf(stderr, "zs replay: --context: 0..64\n");
-					return 2;
-				}
-				o.context = (int)v;
-			} else {
-				if (trace_parse_long(val, 0, 1000, &v)) {
-					fprintf(stderr, "zs replay: --max-report: 0..1000\n");
-					return 2;
-				}
-				o.max_report = (int)v;
-			}
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "zs replay: unknown option '%s'\n", a);
-			usage(stderr);
-			return 2;
-		} else if (!o.path) {
-			o.path = a;
-		} else {
-			fprintf(stderr, "zs replay: one trace at a time ('%s')\n", a);
+	enum { O_VERBOSE = 1, O_JSON, O_CHECKED, O_STORE, O_VERIFY, O_FAILFAST, O_STRICT, O_CONTEXT,
+	       O_MAXREP };
+	static const struct option lopts[] = {
+		OPT_POOL_LONGOPTS,
+		{ "verbose", no_argument, NULL, O_VERBOSE },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "checked", no_argument, NULL, O_CHECKED },
+		{ "store", no_argument, NULL, O_STORE },
+		{ "verify", no_argument, NULL, O_VERIFY },
+		{ "fail-fast", no_argument, NULL, O_FAILFAST },
+		{ "strict", no_argument, NULL, O_STRICT },
+		{ "context", required_argument, NULL, O_CONTEXT },
+		{ "max-report", required_argument, NULL, O_MAXREP },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct opts o = { .chain = -1, .context = 8, .max_report = 3 };
+	int opt;
+	uint64_t v;
+	pool_opts_init(&o.po);
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "hv", lopts, NULL)) != -1) {
+		if (opt == OPTC_PAGE_SIZE) {
+			fprintf(stderr, "zs replay: --page-size: the trace fixes the page size (its "
+					"'# page_size' header)\n");
 			return 2;
 		}
+		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
+			if (opt_pool_arg("replay", REPLAY_OPTS, opt, optarg, &o.po))
+				return 2;
+			continue;
+		}
+		switch (opt) {
+		case 'h': usage(stdout); return 0;
+		case 'v':
+		case O_VERBOSE: o.verbose = 1; break;
+		case O_JSON: o.json = 1; break;
+		case O_CHECKED: o.checked = 1; break;
+		case O_STORE: o.store = 1; break;
+		case O_VERIFY: o.verify = 1; break;
+		case O_FAILFAST: o.fail_fast = 1; break;
+		case O_STRICT: o.strict = 1; break;
+		case O_CONTEXT:
+			if (opt_u64("replay", "--context", optarg, 0, 64, &v))
+				return 2;
+			o.context = (int)v;
+			break;
+		case O_MAXREP:
+			if (opt_u64("replay", "--max-report", optarg, 0, 1000, &v))
+				return 2;
+			o.max_report = (int)v;
+			o.max_report_set = 1;
+			break;
+		default: return opt_bad("replay", argc, argv);
+		}
+	}
+	if (optind < argc)
+		o.path = argv[optind++];
+	if (optind < argc) {
+		fprintf(stderr, "zs replay: one trace at a time ('%s')\n", argv[optind]);
+		return 2;
 	}
 	if (!o.path) {
+		fprintf(stderr, "zs replay: no trace given\n");
 		usage(stderr);
 		return 2;
 	}
+	if (o.verify && !o.store) {
+		fprintf(stderr, "zs replay: --verify reads slots back through the store: it needs "
+				"--store\n");
+		return 2;
+	}
+	if (o.po.set & OPT_CHAIN)
+		o.chain = (long)o.po.cfg.max_chain;
+	o.deferred = o.po.deferred;
 
 	struct trace *rd = trace_new();
 	struct replay *R = calloc(1, sizeof(*R));
@@ -695,7 +712,35 @@ int cmd_replay(int argc, char **argv)
 			cfg.name = "replay";
 			cfg.page_size = (size_t)h->page_size;
 			cfg.max_chain = (unsigned)(o.chain > 0 ? o.chain : h->chain > 0 ? h->chain : 8);
-			cfg.free_mode = o.free_mode;
+			cfg.free_mode = o.po.cfg.free_mode;
+			cfg.chain_policy = o.po.cfg.chain_policy;
+			cfg.class_delta = o.po.cfg.class_delta;
+			/* The kernel's own policy: the recorder's chain size, exhaustive chain
+			 * search, delta max(page/256, 16).  Anything else is an experiment. */
+			{
+				unsigned kdelta = (unsigned)(h->page_size >> 8) > 16
+							  ? (unsigned)(h->page_size >> 8) : 16;
+				long kchain = h->chain > 0 ? h->chain : 8;
+				size_t wl = 0;
+				R->o.why[0] = 0;
+				if (cfg.chain_policy != ZS_CHAIN_EXHAUSTIVE)
+					wl += (size_t)snprintf(R->o.why + wl, sizeof(R->o.why) - wl,
+							       "chain policy %s, ",
+							       chain_policy_name(cfg.chain_policy));
+				if ((long)cfg.max_chain != kchain)
+					wl += (size_t)snprintf(R->o.why + wl, sizeof(R->o.why) - wl,
+							       "chain %u vs the kernel's %ld, ",
+							       cfg.max_chain, kchain);
+				if (cfg.class_delta && cfg.class_delta != kdelta)
+					wl += (size_t)snprintf(R->o.why + wl, sizeof(R->o.why) - wl,
+							       "delta %u vs the kernel's %u, ",
+							       cfg.class_delta, kdelta);
+				if (wl >= 2 && wl < sizeof(R->o.why))
+					R->o.why[wl - 2] = 0;
+				R->o.kernel_policy = wl == 0;
+				if (!R->o.kernel_policy && !o.strict && !o.max_report_set)
+					R->o.max_report = 0;
+			}
 			cfg.checked = o.checked;
 			if (o.store) {
 				long maxslot = trace_max_slot(o.path);
@@ -750,7 +795,7 @@ int cmd_replay(int argc, char **argv)
 				printf("%s: page_size %zu, chain %u, free_mode %s%s%s, huge_class_size %zu, "
 				       "%d logical classes\n",
 				       o.store ? "zram store (lz4) on pool" : "pool",
-				       zs_pool_page_size(R->pool), cfg.max_chain, free_mode_name(o.free_mode),
+				       zs_pool_page_size(R->pool), cfg.max_chain, free_mode_name(o.po.cfg.free_mode),
 				       o.deferred ? ", deferred" : "", o.checked ? ", checked" : "",
 				       zs_huge_class_size(R->pool), zs_class_count(R->pool));
 			}
@@ -831,12 +876,22 @@ int cmd_replay(int argc, char **argv)
 		       " \"writes\": %ld, \"discards\": %ld, \"compactions\": %ld, \"same\": %ld,"
 		       " \"huge\": %ld, \"seconds\": %.3f, \"field_mismatches\": {",
 		       h->page_size, o.chain > 0 ? o.chain : h->chain > 0 ? h->chain : 8,
-		       free_mode_name(o.free_mode), o.deferred ? "true" : "false", R->records,
+		       free_mode_name(o.po.cfg.free_mode), o.deferred ? "true" : "false", R->records,
 		       R->mismatches, R->first_bad_record, R->nw, R->nd, R->nc, R->nsame, R->nhuge, secs);
 		for (int i = 0; i < NF; i++)
 			printf("%s\"%s\": %u", i ? ", " : "", fname[i], R->field_bad[i]);
 		printf("}, \"store\": %s, \"store_inexact_sizes\": %ld, \"verify_errors\": %ld",
 		       o.store ? "true" : "false", R->synth_inexact, R->verify_errors);
+		printf(", \"chain_policy\": \"%s\", \"delta\": %u, \"kernel_policy\": %s, "
+		       "\"not_kernel_because\": ",
+		       chain_policy_name(o.po.cfg.chain_policy), o.po.cfg.class_delta,
+		       R->o.kernel_policy ? "true" : "false");
+		json_str(stdout, R->o.why);
+		printf(", \"mem_used_pages\": {\"kernel_peak\": %" PRIu64 ", \"kernel_mean\": %.1f, "
+		       "\"kernel_end\": %" PRIu64 ", \"libzs_peak\": %" PRIu64 ", \"libzs_mean\": %.1f, "
+		       "\"libzs_end\": %" PRIu64 "}",
+		       R->kmem_peak, (double)R->kmem_sum / (double)R->records, R->kmem_end,
+		       R->zmem_peak, (double)R->zmem_sum / (double)R->records, R->zmem_end);
 		printf(", \"first_mismatches\": [");
 		for (int i = 0; i < R->nshown; i++) {
 			const struct mismatch *m = &R->shown[i];
@@ -851,13 +906,31 @@ int cmd_replay(int argc, char **argv)
 		}
 		printf("]}\n");
 	} else {
-		printf("records %ld mismatches %ld\n", R->records, R->mismatches);
-		if (o.verbose || R->mismatches) {
+		if (R->o.kernel_policy || o.strict)
+			printf("%s: records %ld mismatches %ld\n", o.path, R->records, R->mismatches);
+		else
+			printf("%s: records %ld, %ld differ from the kernel's (expected: not the kernel's "
+			       "policy: %s)\n",
+			       o.path, R->records, R->mismatches, R->o.why);
+		if (!R->o.kernel_policy) {
+			double kmean = (double)R->kmem_sum / (double)R->records;
+			double zmean = (double)R->zmem_sum / (double)R->records;
+			printf("  mem_used pages   %10s %10s %10s\n"
+			       "  kernel           %10" PRIu64 " %10.1f %10" PRIu64 "\n"
+			       "  this policy      %10" PRIu64 " %10.1f %10" PRIu64 "\n"
+			       "  policy/kernel    %10.4f %10.4f %10.4f\n",
+			       "peak", "mean", "end", R->kmem_peak, kmean, R->kmem_end, R->zmem_peak,
+			       zmean, R->zmem_end,
+			       R->kmem_peak ? (double)R->zmem_peak / (double)R->kmem_peak : 0.0,
+			       kmean > 0 ? zmean / kmean : 0.0,
+			       R->kmem_end ? (double)R->zmem_end / (double)R->kmem_end : 0.0);
+		}
+		if (o.verbose || (R->mismatches && (R->o.kernel_policy || o.strict))) {
 			printf("  %ld writes (%ld same-filled, %ld huge), %ld discards, %ld compactions, "
 			       "%.2fs\n",
 			       R->nw, R->nsame, R->nhuge, R->nd, R->nc, secs);
 		}
-		if (R->mismatches) {
+		if (R->mismatches && (R->o.kernel_policy || o.strict)) {
 			printf("  first mismatch at record %ld; mismatching records per field:",
 			       R->first_bad_record);
 			for (int i = 0; i < NF; i++)
@@ -878,7 +951,7 @@ int cmd_replay(int argc, char **argv)
 		for (int i = 0; i < R->nshown; i++)
 			print_mismatch(R, &R->shown[i]);
 	}
-	rc = R->mismatches || R->verify_errors ? 1 : 0;
+	rc = (R->mismatches && (R->o.kernel_policy || o.strict)) || R->verify_errors ? 1 : 0;
 out:
 	if (R->z)
 		zs_zram_destroy(R->z);

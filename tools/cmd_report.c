@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "opts.h"
 
 static void usage(FILE *f)
 {
@@ -34,6 +35,11 @@ static void usage(FILE *f)
 		"  --data FILE|DIR    pages of these files instead of the embedded corpus\n"
 		"  --out DIR          where report.md, the PNG plots and results.json go\n"
 		"                     (default ./report)\n"
+		"Pool shape of the zram-store and backend-comparison steps (the class-table and\n"
+		"testmod steps sweep the chain policies themselves):\n");
+	opt_pool_help(f, OPT_ALL);
+	fprintf(f,
+		"                     (--backend: compare zsmalloc with this kind only)\n"
 		"Runs the class table, testmod per chain policy, the lock-mode, deferred-free,\n"
 		"API and chain benchmarks, zram store vs raw compressor (and kernel zram as\n"
 		"root), and the backend comparison; progress on stderr.\n"
@@ -70,11 +76,31 @@ static int has_matplotlib(const char *py)
 
 int cmd_report(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++)
+	static const struct option pool_lopts[] = { OPT_POOL_LONGOPTS, { NULL, 0, NULL, 0 } };
+	struct pool_opts po;
+	pool_opts_init(&po);
+	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			usage(stdout);
 			return 0;
 		}
+		/* The pool flags are checked here, as every command checks them; the script
+		 * gets them as given. */
+		for (const struct option *o = pool_lopts; o->name; o++) {
+			if (strncmp(argv[i], "--", 2) || strcmp(argv[i] + 2, o->name))
+				continue;
+			const char *v = NULL;
+			if (o->has_arg == required_argument) {
+				if (i + 1 >= argc) {
+					fprintf(stderr, "zs report: %s needs a value\n", argv[i]);
+					return 2;
+				}
+				v = argv[i + 1];
+			}
+			if (opt_pool_arg("report", OPT_ALL, o->val, v, &po))
+				return 2;
+		}
+	}
 
 	char exe[PATH_MAX], dir[PATH_MAX], script[PATH_MAX + 64];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);

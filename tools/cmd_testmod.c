@@ -18,47 +18,80 @@
 #include "opts.h"
 #include "zs/zsmalloc.h"
 
+#define TESTMOD_OPTS (OPT_PAGE_SIZE | OPT_POLICY | OPT_FREE_MODE)
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: zs testmod [options]\n" OPT_POOL_HELP
-		   "  --count N            objects per size (default 1337)\n"
-		   "  --step N             size step (default 16)\n"
-		   "  --min N / --max N    size range (default 32 .. page_size-16)\n"
-		   "  --json               machine-readable output\n");
+	fprintf(f, "usage: zs testmod [options]\n");
+	opt_pool_help(f, TESTMOD_OPTS);
+	fprintf(f, "  --count N            objects per size, 1..100000000 (default 1337)\n"
+		   "  --step N             size step, 1..65536 (default 16)\n"
+		   "  --min N / --max N    size range, 1..page size (default 32 .. page_size-16)\n"
+		   "  --force              run even when the estimate exceeds MemAvailable\n"
+		   "  --progress           progress on stderr even when it is not a terminal\n"
+		   "  --json               machine-readable output\n"
+		   "The workload needs about count x (sum of the sizes) bytes; it is estimated\n"
+		   "first and refused (without --force) when larger than MemAvailable.\n");
+}
+
+static double gib(uint64_t b)
+{
+	return (double)b / (1024.0 * 1024 * 1024);
 }
 
 int cmd_testmod(int argc, char **argv)
 {
-	struct zs_pool_config cfg;
-	long count = 1337, step = 16, min = 32, max = -1;
-	int json = 0;
-	zs_pool_config_init(&cfg);
-	for (int i = 1; i < argc; i++) {
-		int r = opt_pool(argc, argv, &i, &cfg);
-		if (r < 0)
-			return 2;
-		if (r)
-			continue;
-		const char *a = argv[i];
-		if (!strcmp(a, "--json")) {
-			json = 1;
-		} else if ((!strcmp(a, "--count") || !strcmp(a, "--step") || !strcmp(a, "--min") ||
-			    !strcmp(a, "--max")) && i + 1 < argc) {
-			long v = atol(argv[++i]);
-			if (v <= 0) {
-				fprintf(stderr, "zs testmod: %s must be positive\n", a);
+	enum { O_COUNT = 1, O_STEP, O_MIN, O_MAX, O_FORCE, O_PROGRESS, O_JSON };
+	static const struct option lopts[] = {
+		OPT_POOL_LONGOPTS,
+		{ "count", required_argument, NULL, O_COUNT },
+		{ "step", required_argument, NULL, O_STEP },
+		{ "min", required_argument, NULL, O_MIN },
+		{ "max", required_argument, NULL, O_MAX },
+		{ "force", no_argument, NULL, O_FORCE },
+		{ "progress", no_argument, NULL, O_PROGRESS },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct pool_opts po;
+	uint64_t count = 1337, step = 16, min = 32, max = 0;
+	int json = 0, force = 0, progress = opt_progress_default(), opt;
+	pool_opts_init(&po);
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
+			if (opt_pool_arg("testmod", TESTMOD_OPTS, opt, optarg, &po))
 				return 2;
-			}
-			*(!strcmp(a, "--count") ? &count : !strcmp(a, "--step") ? &step
-							 : !strcmp(a, "--min") ? &min : &max) = v;
-		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			return 0;
-		} else {
-			usage(stderr);
-			return 2;
+			continue;
+		}
+		switch (opt) {
+		case O_COUNT:
+			if (opt_u64("testmod", "--count", optarg, 1, 100000000, &count))
+				return 2;
+			break;
+		case O_STEP:
+			if (opt_u64("testmod", "--step", optarg, 1, 65536, &step))
+				return 2;
+			break;
+		case O_MIN:
+		case O_MAX:
+			if (opt_u64("testmod", opt == O_MIN ? "--min" : "--max", optarg, 1, 65536,
+				    opt == O_MIN ? &min : &max))
+				return 2;
+			break;
+		case O_FORCE: force = 1; break;
+		case O_PROGRESS: progress = 1; break;
+		case O_JSON: json = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: return opt_bad("testmod", argc, argv);
 		}
 	}
+	if (optind < argc) {
+		fprintf(stderr, "zs testmod: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	struct zs_pool_config cfg = po.cfg;
 	cfg.deferred_worker = -1;
 	struct zs_pool *pool = zs_create_pool(&cfg);
 	if (!pool) {
@@ -66,13 +99,32 @@ int cmd_testmod(int argc, char **argv)
 		return 2;
 	}
 	size_t P = zs_pool_page_size(pool);
-	if (max < 0)
-		max = (long)P - 16;
-	if (max > (long)P || min > max) {
-		fprintf(stderr, "zs testmod: size range %ld..%ld outside 1..%zu\n", min, max, P);
+	if (!max)
+		max = P - 16;
+	if (max > P || min > max) {
+		fprintf(stderr, "zs testmod: size range %llu..%llu outside 1..%zu (--min/--max)\n",
+			(unsigned long long)min, (unsigned long long)max, P);
 		zs_destroy_pool(pool);
 		return 2;
 	}
+	/* Objects (count per size, sizes min..max by step) and their bytes, plus the
+	 * tool's own handle/size arrays; the pool's packing adds a little on top. */
+	uint64_t nsizes = (max - min) / step + 1;
+	uint64_t sum_sizes = nsizes * min + step * nsizes * (nsizes - 1) / 2;
+	uint64_t need = count * sum_sizes / 100 * 105 + count * nsizes * 12;
+	uint64_t avail = mem_available();
+	if (avail && need > avail && !force) {
+		fprintf(stderr, "zs testmod: this workload needs about %.1f GiB (%llu objects, %llu "
+				"sizes x --count %llu) but MemAvailable is %.1f GiB; lower --count or "
+				"--max, or pass --force\n",
+			gib(need), (unsigned long long)(count * nsizes), (unsigned long long)nsizes,
+			(unsigned long long)count, gib(avail));
+		zs_destroy_pool(pool);
+		return 2;
+	}
+	if (progress)
+		fprintf(stderr, "zs testmod: %llu objects, about %.2f GiB\n",
+			(unsigned long long)(count * nsizes), gib(need));
 	size_t nobj = (size_t)((max - min) / step + 1) * (size_t)count;
 	unsigned long *handles = malloc(nobj * sizeof(*handles));
 	uint32_t *sizes = malloc(nobj * sizeof(*sizes));
@@ -84,11 +136,15 @@ int cmd_testmod(int argc, char **argv)
 	size_t n = 0;
 	unsigned long long total = 0;
 	int rc = 0;
-	for (long sz = min; sz <= max; sz += step) {
-		for (long k = 0; k < count; k++) {
+	for (uint64_t sz = min; sz <= max; sz += step) {
+		if (progress && nsizes > 1)
+			progress_line("  size %llu/%llu", (unsigned long long)sz,
+				(unsigned long long)max);
+		for (uint64_t k = 0; k < count; k++) {
 			unsigned long h = zs_malloc(pool, (size_t)sz);
 			if (ZS_IS_ERR(h)) {
-				fprintf(stderr, "zs testmod: zs_malloc(%ld): %s\n", sz, strerror(-ZS_ERR(h)));
+				fprintf(stderr, "zs testmod: zs_malloc(%llu): %s\n", (unsigned long long)sz,
+					strerror(-ZS_ERR(h)));
 				rc = 2;
 				goto out;
 			}
@@ -97,6 +153,8 @@ int cmd_testmod(int argc, char **argv)
 			total += (unsigned long long)sz;
 		}
 	}
+	if (progress)
+		progress_done();
 	for (size_t i = 0; i < n; i++) {
 		memset(buf, (int)(i & 0xff), sizes[i]);
 		zs_obj_write(pool, handles[i], buf, sizes[i]);

@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "opts.h"
 #include "zs/compress.h"
+#include "zs/pages.h"
 #include "zs/zram.h"
 
 struct opts {
@@ -28,50 +30,30 @@ struct opts {
 	size_t page_size;
 	unsigned threads;
 	uint64_t limit, max_bytes;
-	int json, vs_kernel, quiet, agree;
+	int json, vs_kernel, quiet, agree, progress;
+	struct pool_opts po;
 };
+
+#define ZRAM_OPTS OPT_ALL
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: zs zram [options] FILE|DIR...\n"
-		"  --comp NAME        lz4 (default), lz4hc[:N], zstd[:N], lzo\n"
-		"  --backend KIND     zsmalloc (default), zblock, malloc, ...\n"
-		"  --page-size N      store page size (default 4096)\n"
-		"  --threads N        writer/reader threads (default 1)\n"
-		"  --limit SIZE       mem_limit (K/M/G suffixes); writes past it fail\n"
-		"  --max SIZE         load at most SIZE bytes of pages (default 256M)\n"
+		"  --comp NAME        lz4 (default), lz4hc[:N], zstd[:N], lzo\n");
+	opt_pool_help(f, ZRAM_OPTS);
+	fprintf(f,
+		"  --threads N        writer/reader threads, 1..64 (default 1)\n"
+		"  --limit SIZE       mem_limit, 4K..1T (K/M/G suffixes); writes past it fail\n"
+		"  --max SIZE         load at most SIZE bytes of pages, 4K..1T (default 256M)\n"
 		"  --json             machine-readable output\n"
 		"  --vs-kernel        also run the pages through a kernel zram device (root)\n"
 		"  --kernel-comp NAME kernel comp_algorithm (default: same as --comp)\n"
 		"  --agree            with --vs-kernel: keep only the pages that kernel and user\n"
 		"                     space compress to the same size (exact mm_stat parity)\n"
-		"  --quiet            no progress on stderr\n");
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	default: break;
-	}
-	if (*end == 'i' || *end == 'B')
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end)
-		return -1;
-	*out = v;
-	return 0;
+		"  --quiet            no progress on stderr\n"
+		"  --progress         progress on stderr even when it is not a terminal\n"
+		"                     (default: only on a terminal)\n");
 }
 
 static double now_s(void)
@@ -110,7 +92,7 @@ static void *worker(void *arg)
 			size_t d = atomic_fetch_add(j->done, 4096) + 4096;
 
 			if (j->progress)
-				fprintf(stderr, "\r  %s %zu/%zu pages", j->writing ? "write" : "read ",
+				progress_line("  %s %zu/%zu pages", j->writing ? "write" : "read ",
 					d, j->total);
 		}
 	}
@@ -143,9 +125,11 @@ static double run_phase(struct zs_zram *z, const struct zs_pageset *ps, unsigned
 		for (unsigned k = 0; k < threads; k++)
 			pthread_join(tid[k], NULL);
 	t = now_s() - t;
-	if (progress)
-		fprintf(stderr, "\r  %s %zu/%zu pages\n", writing ? "write" : "read ", ps->npages,
-			ps->npages);
+	if (progress) {
+		progress_line("  %s %zu/%zu pages", writing ? "write" : "read ", ps->npages,
+			      ps->npages);
+		progress_done();
+	}
 	*failed = 0;
 	for (unsigned k = 0; k < threads; k++)
 		*failed += jobs[k].failed;
@@ -229,9 +213,9 @@ static double mbps(uint64_t bytes, double s)
 int cmd_zram(int argc, char **argv)
 {
 	static const struct option lopts[] = {
+		OPT_POOL_LONGOPTS,
 		{ "comp", required_argument, NULL, 'c' },
-		{ "backend", required_argument, NULL, 'b' },
-		{ "page-size", required_argument, NULL, 'p' },
+		{ "progress", no_argument, NULL, 'P' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "limit", required_argument, NULL, 'l' },
 		{ "max", required_argument, NULL, 'm' },
@@ -243,7 +227,8 @@ int cmd_zram(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { "lz4", "zsmalloc", NULL, 4096, 1, 0, 256ull << 20, 0, 0, 0, 0 };
+	struct opts o = { .comp = "lz4", .backend = "zsmalloc", .page_size = 4096, .threads = 1,
+			  .max_bytes = 256ull << 20 };
 	struct zs_zram_config cfg;
 	struct zs_zram_stats st;
 	struct zs_pageset ps;
@@ -255,47 +240,52 @@ int cmd_zram(int argc, char **argv)
 	int opt, rc, wfail, rfail, have_k = 0, ret = 0;
 	char kmsg[256] = "", line[256];
 
+	pool_opts_init(&o.po);
+	o.progress = opt_progress_default();
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		uint64_t x;
 
+		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
+			if (opt_pool_arg("zram", ZRAM_OPTS, opt, optarg, &o.po))
+				return 2;
+			continue;
+		}
 		switch (opt) {
 		case 'c': o.comp = optarg; break;
-		case 'b': o.backend = optarg; break;
+		case 'P': o.progress = 1; break;
 		case 'K': o.kcomp = optarg; break;
 		case 'j': o.json = 1; break;
 		case 'k': o.vs_kernel = 1; break;
 		case 'q': o.quiet = 1; break;
 		case 'a': o.agree = 1; break;
-		case 'p':
 		case 't':
+			if (opt_u64("zram", "--threads", optarg, 1, 64, &x))
+				return 2;
+			o.threads = (unsigned)x;
+			break;
 		case 'l':
 		case 'm':
-			if (parse_size(optarg, &x)) {
-				fprintf(stderr, "zs zram: bad number '%s'\n", optarg);
+			if (opt_bytes("zram", opt == 'l' ? "--limit" : "--max", optarg, 4096, 1ull << 40,
+				      &x))
 				return 2;
-			}
-			if (opt == 'p')
-				o.page_size = (size_t)x;
-			else if (opt == 't')
-				o.threads = (unsigned)x;
-			else if (opt == 'l')
+			if (opt == 'l')
 				o.limit = x;
 			else
 				o.max_bytes = x;
 			break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: return opt_bad("zram", argc, argv);
 		}
 	}
 	if (optind >= argc) {
+		fprintf(stderr, "zs zram: no FILE or DIR given\n");
 		usage(stderr);
 		return 2;
 	}
-	if (o.threads < 1 || o.threads > 64) {
-		fprintf(stderr, "zs zram: --threads must be 1..64\n");
-		return 2;
-	}
+	o.backend = o.po.backend;
+	if (o.po.set & OPT_PAGE_SIZE)
+		o.page_size = o.po.cfg.page_size;
 	if ((rc = zs_comp_check(o.comp))) {
 		fprintf(stderr, "zs zram: compressor '%s': %s%s\n", o.comp, strerror(-rc),
 			rc == -EOPNOTSUPP ? " (lzo-rle is kernel-only; use lzo)" : "");
@@ -320,15 +310,13 @@ int cmd_zram(int argc, char **argv)
 
 	/* The loader skips what it cannot read inside directories; a path named
 	 * on the command line that does not exist is a typo, not an empty set. */
-	for (int i = optind; i < argc; i++) {
-		struct stat st;
-		if (stat(argv[i], &st)) {
-			fprintf(stderr, "zs zram: %s: %s\n", argv[i], strerror(errno));
+	for (int i = optind; i < argc; i++)
+		if (opt_path("zram", "FILE", argv[i], 1))
 			return 2;
-		}
-	}
 	o.quiet |= o.json;
-	if (!o.quiet)
+	if (o.quiet)
+		o.progress = 0;
+	if (o.progress)
 		fprintf(stderr, "zs zram: loading pages...\n");
 	rc = zs_pageset_load(&ps, o.page_size, argv + optind, argc - optind, o.max_bytes);
 	if (rc || !ps.npages) {
@@ -342,10 +330,15 @@ int cmd_zram(int argc, char **argv)
 	cfg.disksize = bytes;
 	cfg.comp = o.comp;
 	cfg.backend.kind = o.backend;
+	cfg.backend.zs = o.po.cfg;
+	cfg.deferred_free = o.po.deferred;
 	cfg.mem_limit = o.limit;
 	rc = zs_zram_create(&cfg, &z);
 	if (rc) {
-		fprintf(stderr, "zs zram: store: %s\n", strerror(-rc));
+		fprintf(stderr, "zs zram: store (backend %s, page size %zu, comp %s): %s%s\n", o.backend,
+			o.page_size, o.comp, strerror(-rc),
+			rc == -EOPNOTSUPP ? " (this backend cannot hold a zram store; use zsmalloc, "
+					    "zblock or malloc)" : "");
 		zs_pageset_free(&ps);
 		return 2;
 	}
@@ -379,9 +372,14 @@ int cmd_zram(int argc, char **argv)
 	/* Prefault the read target so page faults are not billed to reads. */
 	memset(out, 0, bytes);
 
-	tw = run_phase(z, &ps, out, o.threads, 1, !o.quiet, &wfail);
+	/* Memory the writes made resident: the store's pages or, for malloc kinds (whose
+	 * own counters may count reserved arenas), the heap they grew. */
+	size_t rss0 = zs_process_rss();
+	tw = run_phase(z, &ps, out, o.threads, 1, o.progress, &wfail);
+	size_t rss1 = zs_process_rss();
+	uint64_t rss_growth = rss1 > rss0 ? rss1 - rss0 : 0;
 	zs_zram_get_stats(z, &st);
-	tr = run_phase(z, &ps, out, o.threads, 0, !o.quiet, &rfail);
+	tr = run_phase(z, &ps, out, o.threads, 0, o.progress, &rfail);
 	for (size_t i = 0; i < ps.npages; i++)
 		mism += memcmp(out + i * ps.page_size, ps.data + i * ps.page_size, ps.page_size) != 0;
 	/* Pages whose write failed (limit) read back as zeros; they are not lost data. */
@@ -411,10 +409,12 @@ int cmd_zram(int argc, char **argv)
 			printf("\"%s\": %llu, ", mm_cols[i], (unsigned long long)v[i]);
 		printf("\"failed_reads\": %llu, \"failed_writes\": %llu, \"notify_free\": %llu, "
 		       "\"ratio\": %.4f, \"ratio_compr\": %.4f, \"write_s\": %.6f, \"read_s\": %.6f, "
-		       "\"write_MBps\": %.1f, \"read_MBps\": %.1f, \"mismatches\": %llu}",
+		       "\"write_MBps\": %.1f, \"read_MBps\": %.1f, \"mismatches\": %llu, "
+		       "\"rss_growth\": %llu}",
 		       (unsigned long long)st.failed_reads, (unsigned long long)st.failed_writes,
 		       (unsigned long long)st.notify_free, ratio(v[0], v[2]), ratio(v[0], v[1]), tw,
-		       tr, mbps(bytes, tw), mbps(bytes, tr), (unsigned long long)mism);
+		       tr, mbps(bytes, tw), mbps(bytes, tr), (unsigned long long)mism,
+		       (unsigned long long)rss_growth);
 		if (have_k) {
 			printf(",\n \"kernel\": {\"comp\": \"%s\", ", kr.comp);
 			for (int i = 0; i < 9; i++)
@@ -448,6 +448,7 @@ int cmd_zram(int argc, char **argv)
 			}
 			printf("\n");
 		}
+		printf("%-18s %16llu\n", "rss growth (write)", (unsigned long long)rss_growth);
 		printf("%-18s %16.3f", "ratio orig/mem", ratio(v[0], v[2]));
 		if (have_k)
 			printf(" %16.3f", ratio(kr.mm_stat[0], kr.mm_stat[2]));

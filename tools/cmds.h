@@ -7,6 +7,7 @@
 #ifndef ZS_TOOLS_CMDS_H
 #define ZS_TOOLS_CMDS_H
 
+int cmd_record(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_classes(int argc, char **argv);
 int cmd_testmod(int argc, char **argv);

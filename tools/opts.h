@@ -1,93 +1,112 @@
 /*
- * Shared option parsing for the pool-shaping flags every `zs` command takes
- * (--page-size, --chain, --delta, --chain-policy, --free-mode), so each
- * command spells them the same way.  Header-only: tools/ has no library.
+ * Option parsing shared by every `zs` command: the pool-shaping flags
+ * (--page-size, --chain, --chain-policy, --delta, --free-mode, --deferred,
+ * --backend) and the checked number/size/path parsers.  One place, so that
+ * every command spells, range-checks and reports them the same way: a bad
+ * value is one message naming the option and the accepted range, exit 2.
+ * Commands parse with getopt_long; they splice OPT_POOL_LONGOPTS into their
+ * table and hand the codes >= OPT_POOL_FIRST to opt_pool_arg().
  */
 #ifndef ZS_TOOLS_OPTS_H
 #define ZS_TOOLS_OPTS_H
 
+#include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include "zs/zsmalloc.h"
 
-/* Parse a size with an optional K/M/G suffix; 0 on error. */
-static inline size_t opt_size(const char *s)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || v < 0)
-		return 0;
-	switch (*end) {
-	case 'k': case 'K': v *= 1024; end++; break;
-	case 'm': case 'M': v *= 1024 * 1024; end++; break;
-	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-	}
-	return *end ? 0 : (size_t)v;
-}
+/* Pool options a command accepts (a mask) and which were given (po->set). */
+enum {
+	OPT_PAGE_SIZE = 1 << 0,
+	OPT_CHAIN = 1 << 1,
+	OPT_CHAIN_POLICY = 1 << 2,
+	OPT_DELTA = 1 << 3,
+	OPT_FREE_MODE = 1 << 4,
+	OPT_DEFERRED = 1 << 5,
+	OPT_BACKEND = 1 << 6,
+	OPT_POLICY = OPT_CHAIN | OPT_CHAIN_POLICY | OPT_DELTA, /* change the class table */
+	OPT_ALL = 0x7f,
+};
+
+/* getopt_long codes of the pool options (above any short option character). */
+enum {
+	OPT_POOL_FIRST = 0x1000,
+	OPTC_PAGE_SIZE = OPT_POOL_FIRST,
+	OPTC_CHAIN,
+	OPTC_CHAIN_POLICY,
+	OPTC_DELTA,
+	OPTC_FREE_MODE,
+	OPTC_DEFERRED,
+	OPTC_BACKEND,
+	OPT_POOL_LAST = OPTC_BACKEND,
+};
+
+#define OPT_POOL_LONGOPTS                                                   \
+	{ "page-size", required_argument, NULL, OPTC_PAGE_SIZE },           \
+	{ "chain", required_argument, NULL, OPTC_CHAIN },                   \
+	{ "chain-policy", required_argument, NULL, OPTC_CHAIN_POLICY },     \
+	{ "delta", required_argument, NULL, OPTC_DELTA },                   \
+	{ "free-mode", required_argument, NULL, OPTC_FREE_MODE },           \
+	{ "deferred", no_argument, NULL, OPTC_DEFERRED },                   \
+	{ "backend", required_argument, NULL, OPTC_BACKEND }
+
+struct pool_opts {
+	struct zs_pool_config cfg; /* page_size/max_chain/class_delta/policies */
+	const char *backend;       /* --backend kind (checked against zs_backend_kinds) */
+	int deferred;              /* --deferred: free through zs_free_deferred */
+	unsigned set;              /* OPT_* given on the command line */
+};
+
+void pool_opts_init(struct pool_opts *po);
 
 /*
- * If argv[*i] is a pool option, apply it to cfg (consuming its value) and
- * return 1; return -1 on a bad value (message printed), 0 if not a pool option.
+ * Apply the pool option with getopt code `code` and value `arg` (NULL for
+ * --deferred).  `accepted` is the command's OPT_* mask: an option outside it
+ * is refused with a message saying it does not change this command's result.
+ * Returns 0, or 2 after printing the error.
  */
-static inline int opt_pool(int argc, char **argv, int *i, struct zs_pool_config *cfg)
-{
-	const char *a = argv[*i];
-	const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-	int known = !strcmp(a, "--page-size") || !strcmp(a, "--chain") || !strcmp(a, "--delta") ||
-		    !strcmp(a, "--chain-policy") || !strcmp(a, "--free-mode");
-	if (!known)
-		return 0;
-	if (!v) {
-		fprintf(stderr, "%s needs a value\n", a);
-		return -1;
-	}
-	(*i)++;
-	if (!strcmp(a, "--page-size")) {
-		cfg->page_size = opt_size(v);
-		if (!cfg->page_size)
-			goto bad;
-	} else if (!strcmp(a, "--chain")) {
-		cfg->max_chain = (unsigned)atoi(v);
-		if (cfg->max_chain < 1 || cfg->max_chain > ZS_MAX_CHAIN)
-			goto bad;
-	} else if (!strcmp(a, "--delta")) {
-		cfg->class_delta = (unsigned)atoi(v);
-		if (!cfg->class_delta)
-			goto bad;
-	} else if (!strcmp(a, "--chain-policy")) {
-		if (!strcmp(v, "exhaustive"))
-			cfg->chain_policy = ZS_CHAIN_EXHAUSTIVE;
-		else if (!strcmp(v, "heuristic"))
-			cfg->chain_policy = ZS_CHAIN_HEURISTIC;
-		else
-			goto bad;
-	} else {
-		if (!strcmp(v, "pool"))
-			cfg->free_mode = ZS_FREE_POOL_LOCK;
-		else if (!strcmp(v, "class"))
-			cfg->free_mode = ZS_FREE_CLASS_INDEX;
-		else if (!strcmp(v, "class-unlocked"))
-			cfg->free_mode = ZS_FREE_CLASS_INDEX_UNLOCKED;
-		else
-			goto bad;
-	}
-	return 1;
-bad:
-	fprintf(stderr, "bad value for %s: '%s'\n", a, v);
-	return -1;
-}
+int opt_pool_arg(const char *cmd, unsigned accepted, int code, const char *arg,
+		 struct pool_opts *po);
 
-#define OPT_POOL_HELP                                                                  \
-	"  --page-size N        pool page size, 4K..64K (default 4096)\n"              \
-	"  --chain N            max pages per zspage, 1..16 (default 8)\n"            \
-	"  --delta N            size-class delta in bytes (default: max(page/256, 16))\n" \
-	"  --chain-policy P     exhaustive (kernel today) | heuristic (seed 002)\n"     \
-	"  --free-mode M        pool | class | class-unlocked (zs_free locking)\n"
+/* Help lines for the options in `accepted`. */
+void opt_pool_help(FILE *f, unsigned accepted);
 
-static inline const char *chain_policy_name(enum zs_chain_policy p)
-{
-	return p == ZS_CHAIN_HEURISTIC ? "heuristic" : "exhaustive";
-}
+/*
+ * Checked numbers: the whole string must be a decimal integer (no sign, no
+ * trailing text, no overflow) in lo..hi.  opt_bytes also takes a K/M/G
+ * suffix (binary units, optional "iB"/"B").  0, or 2 after printing
+ * "zs CMD: OPT: 'S' is not ... (accepted: lo..hi)".
+ */
+int opt_u64(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+	    uint64_t *out);
+int opt_bytes(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+	      uint64_t *out);
+/* Same rules, no message: 0 or -1. */
+int parse_u64(const char *s, uint64_t *out);
+int parse_bytes(const char *s, uint64_t *out);
+
+/*
+ * A path option: must exist; a regular file must be non-empty, a directory
+ * must hold at least one entry (when dir_ok), anything else is refused.
+ * 0, or 2 after a message naming the option.
+ */
+int opt_path(const char *cmd, const char *opt, const char *path, int dir_ok);
+
+/* The message getopt_long's '?' deserves: names the bad option; returns 2. */
+int opt_bad(const char *cmd, int argc, char **argv);
+
+/* Progress lines: on when stderr is a terminal, or forced by --progress. */
+int opt_progress_default(void);
+/* One progress update: rewritten in place ('\r') on a terminal, one line each elsewhere;
+ * progress_done() ends the in-place line. */
+void progress_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void progress_done(void);
+
+/* MemAvailable from /proc/meminfo, or less when this process's cgroup has less
+ * room under its memory limit; bytes, 0 if unknown. */
+uint64_t mem_available(void);
+
+const char *chain_policy_name(enum zs_chain_policy p);
+const char *free_mode_name(enum zs_free_mode m);
 
 #endif

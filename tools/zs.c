@@ -11,6 +11,7 @@ static const struct {
 	int (*fn)(int, char **);
 	const char *help;
 } commands[] = {
+	{ "record", cmd_record, "record a zram-trace on the running kernel (root, zram)" },
 	{ "replay", cmd_replay, "replay a zram-trace against the allocator, compare with the kernel" },
 	{ "classes", cmd_classes, "print the size-class table (simulate_zsmalloc's view)" },
 	{ "testmod", cmd_testmod, "run the zsmalloc_test module's workload on the allocator" },
@@ -20,9 +21,14 @@ static const struct {
 	{ "soak", cmd_soak, "threads on one pool and one zram store for a time: nothing lost, RSS drift" },
 };
 
+#ifndef ZS_VERSION_STRING
+#define ZS_VERSION_STRING "unknown"
+#endif
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: zs COMMAND [options]   (zs COMMAND --help for a command's options)\n\n");
+	fprintf(f, "usage: zs COMMAND [options]   (zs help COMMAND for a command's options)\n"
+		   "       zs --version\n\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
 }
@@ -32,6 +38,24 @@ int main(int argc, char **argv)
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("zs (libzs) %s\n", ZS_VERSION_STRING);
+		return 0;
+	}
+	if (!strcmp(argv[1], "help")) {
+		if (argc < 3) {
+			usage(stdout);
+			return 0;
+		}
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (!strcmp(argv[2], commands[i].name)) {
+				char *hargv[] = { argv[2], "--help", NULL };
+				return commands[i].fn(2, hargv);
+			}
+		fprintf(stderr, "zs help: unknown command '%s'\n", argv[2]);
+		usage(stderr);
+		return 2;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))

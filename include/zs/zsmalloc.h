@@ -107,6 +107,9 @@ unsigned long zs_malloc(struct zs_pool *pool, size_t size);
  * Free an object.  0 and error values are ignored (returns 0), like the kernel.
  * In checked mode a bad, foreign or already freed handle returns -EINVAL and
  * changes nothing; unchecked, such a handle is undefined behaviour.
+ * Checked mode cannot detect a stale handle whose value a later zs_malloc
+ * has handed out again (handles carry no generation, as in the kernel): that
+ * handle now names the new object.  The Python binding adds a generation.
  */
 int zs_free(struct zs_pool *pool, unsigned long handle);
 

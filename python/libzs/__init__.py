@@ -6,9 +6,19 @@ This file owns the Python-facing API: Pool (a zsmalloc pool with its policy
 config, handles as ints, bytes in and out, compaction and statistics),
 Compressor, ZramStore (the compressed page store) and the exceptions.  C
 errors (negative errno values, NULL returns) become ZsError; misuse caught on
-the Python side (wrong types, sizes, unknown or freed handles) becomes
-ValueError/TypeError/ZsError before the C library is called, so a Python
-caller cannot crash the process with a bad handle.
+the Python side (wrong types, out-of-range sizes, unknown, freed or stale
+handles) is caught before the C library is called and raises TypeError, or
+ZsArgumentError, which is both a ValueError and a ZsError (with errno EINVAL,
+or ENOSPC for a size above the page size), so a Python caller cannot crash
+the process with a bad handle and ctypes never truncates a size.
+
+Handles carry a generation: freeing a handle and allocating again may give
+the C library's same handle value, but Python hands out a different int
+(generation << 64 | C handle), so the freed one raises instead of reading
+someone else's object.
+
+The library is loaded when the package is imported: without a loadable
+libzs.so, `import libzs` raises LibraryNotFound (an ImportError).
 
     import libzs
     with libzs.Pool(page_size=4096, chain=8, chain_policy="heuristic") as pool:
@@ -25,7 +35,8 @@ from . import _lib as _L
 from ._lib import LibraryNotFound, library_path
 
 __all__ = [
-    "Pool", "Compressor", "ZramStore", "ZsError", "LibraryNotFound", "library_path",
+    "Pool", "Compressor", "ZramStore", "ZsError", "ZsArgumentError", "LibraryNotFound",
+    "library_path",
     "ClassInfo", "ClassStats", "backend_kinds", "compressor_names",
     "CHAIN_POLICIES", "FREE_MODES",
 ]
@@ -42,6 +53,28 @@ class ZsError(OSError):
     def __init__(self, err, what):
         err = abs(int(err))
         super().__init__(err, f"{what}: {os.strerror(err)}")
+
+
+class ZsArgumentError(ZsError, ValueError):
+    """A bad argument, refused before C is called: a ZsError (errno EINVAL, or ENOSPC for a
+    size above the page size) that is also a ValueError."""
+
+
+_U64 = (1 << 64) - 1
+
+
+def _int_arg(name, v, lo, hi, err=_errno.EINVAL):
+    """An int argument in lo..hi, checked here so that ctypes never truncates it."""
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TypeError(f"{name} must be an int, not {type(v).__name__}")
+    if not lo <= v <= hi:
+        raise ZsArgumentError(err if v > hi else _errno.EINVAL,
+                              f"{name} {v} is outside {lo}..{hi}")
+    return v
+
+
+# Load the library now: a missing libzs.so is an import error, not a surprise at first use.
+_L.lib()
 
 
 def _check(rc, what):
@@ -68,9 +101,35 @@ def _strs(ptr):
     return out
 
 
-def backend_kinds():
-    """Backends compiled into the library ("zsmalloc", "zblock", "malloc", ...)."""
-    return _strs(_L.need("zs_backend_kinds")())
+_usable_kinds = None
+
+
+def backend_kinds(all=False):
+    """
+    Backends a ZramStore can use in this process ("zsmalloc", "zblock", "malloc", ...).
+    Each kind compiled into the library is tried once; a kind that cannot run here (jemalloc,
+    which cannot be dlopen'ed into Python because of its initial-exec TLS; mimalloc when its
+    library is missing) is left out.  all=True: every kind compiled in, usable or not.
+    """
+    global _usable_kinds
+    kinds = _strs(_L.need("zs_backend_kinds")())
+    if all:
+        return kinds
+    if _usable_kinds is None:
+        create, destroy = _L.need("zs_backend_create"), _L.need("zs_backend_destroy")
+        usable = []
+        for k in kinds:
+            cfg = _L.BackendConfig()
+            _L.need("zs_pool_config_init")(ctypes.byref(cfg.zs))
+            name = k.encode()
+            cfg.kind = name
+            cfg.page_size = 4096
+            b = create(ctypes.byref(cfg))
+            if b:
+                destroy(b)
+                usable.append(k)
+        _usable_kinds = usable
+    return list(_usable_kinds)
 
 
 def compressor_names():
@@ -186,7 +245,8 @@ class Pool(_Closable):
         if not p:
             raise ZsError(ctypes.get_errno() or _errno.EINVAL, "zs_create_pool")
         self._p = p
-        self._live = {}        # handle -> allocated size
+        self._live = {}        # C handle -> (allocated size, generation)
+        self._gen = {}         # C handle -> generation of its last use (kept after free)
         self.config = {"page_size": page_size or 4096, "chain": chain or 8, "delta": delta,
                        "chain_policy": chain_policy, "free_mode": free_mode,
                        "checked": bool(checked), "max_pages": max_pages}
@@ -197,19 +257,29 @@ class Pool(_Closable):
             _L.need("zs_destroy_pool")(self._p)
             self._p = None
             self._live.clear()
+            self._gen.clear()
 
     def _pool(self):
-        if not self._p:
-            raise ValueError("pool is closed")
+        if not getattr(self, "_p", None):
+            raise ZsArgumentError(_errno.EINVAL, "pool is closed")
         return self._p
 
-    def _size_of(self, handle):
+    def _c_handle(self, handle):
+        """The C handle behind a Python handle, checking that it is live and not stale."""
         if not isinstance(handle, int) or isinstance(handle, bool):
             raise TypeError(f"handle must be an int, not {type(handle).__name__}")
-        try:
-            return self._live[handle]
-        except KeyError:
-            raise ZsError(_errno.EINVAL, f"handle {handle:#x} is not live in this pool") from None
+        self._pool()
+        c, gen = handle & _U64, handle >> 64
+        live = self._live.get(c) if handle >= 0 else None
+        if live is None:
+            raise ZsArgumentError(_errno.EINVAL, f"handle {handle:#x} is not live in this pool")
+        if live[1] != gen:
+            raise ZsArgumentError(_errno.EINVAL, f"handle {handle:#x} is stale: it was freed "
+                                  f"and its slot reused (generation {gen}, now {live[1]})")
+        return c
+
+    def _size_of(self, handle):
+        return self._live[self._c_handle(handle)][0]
 
     # -- objects --
     @property
@@ -217,23 +287,24 @@ class Pool(_Closable):
         return _L.need("zs_pool_page_size")(self._pool())
 
     def malloc(self, size):
-        """Allocate size bytes (1..page_size); returns a handle."""
-        if not isinstance(size, int) or isinstance(size, bool):
-            raise TypeError("size must be an int")
-        if size <= 0:
-            raise ZsError(_errno.EINVAL, f"zs_malloc({size})")
-        h = _L.need("zs_malloc")(self._pool(), size)
+        """Allocate size bytes (1..page_size); returns a handle.  Size 0 or above the page
+        size raises ZsArgumentError (errno EINVAL / ENOSPC) before C is called."""
+        pool = self._pool()
+        _int_arg("zs_malloc size", size, 1, self.page_size, _errno.ENOSPC)
+        h = _L.need("zs_malloc")(pool, size)
         if _is_err(h):
             raise ZsError(h - (1 << (8 * ctypes.sizeof(ctypes.c_ulong))), f"zs_malloc({size})")
-        self._live[h] = size
-        return h
+        gen = self._gen.get(h, -1) + 1
+        self._gen[h] = gen
+        self._live[h] = (size, gen)
+        return (gen << 64) | h
 
     def free(self, handle, deferred=False):
         """Free an object (deferred=True: zs_free_deferred, see flush())."""
-        self._size_of(handle)
+        c = self._c_handle(handle)
         fn = "zs_free_deferred" if deferred else "zs_free"
-        _check(_L.need(fn)(self._pool(), handle), fn)
-        del self._live[handle]
+        _check(_L.need(fn)(self._pool(), c), fn)
+        del self._live[c]
 
     def flush(self):
         """Wait until every deferred free issued so far is done."""
@@ -242,16 +313,18 @@ class Pool(_Closable):
     def write(self, handle, data, offset=0):
         """Write bytes at the start of the object (len(data) <= its size)."""
         size = self._size_of(handle)
+        c = handle & _U64
         data = _to_bytes(data)
         if offset != 0:
             raise ValueError("only offset 0 is supported (zs_obj_write writes from the start)")
         if len(data) > size:
             raise ValueError(f"{len(data)} bytes do not fit in a {size}-byte object")
-        _check(_L.need("zs_obj_write")(self._pool(), handle, data, len(data)), "zs_obj_write")
+        _check(_L.need("zs_obj_write")(self._pool(), c, data, len(data)), "zs_obj_write")
 
     def read(self, handle, length=None):
         """Return the first `length` bytes of the object (default: all of it)."""
         size = self._size_of(handle)
+        c = handle & _U64
         if length is None:
             length = size
         if not isinstance(length, int) or length < 0 or length > size:
@@ -259,13 +332,13 @@ class Pool(_Closable):
         if length == 0:
             return b""
         copy = ctypes.create_string_buffer(length)
-        p = _L.need("zs_obj_read_begin")(self._pool(), handle, length, copy)
+        p = _L.need("zs_obj_read_begin")(self._pool(), c, length, copy)
         if not p:
             raise ZsError(_errno.EINVAL, "zs_obj_read_begin")
         try:
             return ctypes.string_at(p, length)
         finally:
-            _L.need("zs_obj_read_end")(self._pool(), handle, length, p)
+            _L.need("zs_obj_read_end")(self._pool(), c, length, p)
 
     def store(self, data):
         """malloc + write: keep bytes, return the handle."""
@@ -279,7 +352,7 @@ class Pool(_Closable):
         return h
 
     def handles(self):
-        return list(self._live)
+        return [(gen << 64) | c for c, (_, gen) in self._live.items()]
 
     def __len__(self):
         return len(self._live)
@@ -301,6 +374,7 @@ class Pool(_Closable):
 
     def class_index(self, size):
         """Physical class index for a request of `size` bytes."""
+        _int_arg("size", size, 1, self.page_size, _errno.ENOSPC)
         return _check(_L.need("zs_lookup_class_index")(self._pool(), size), "zs_lookup_class_index")
 
     def stats(self):
@@ -308,7 +382,7 @@ class Pool(_Closable):
         _L.need("zs_pool_stats")(self._pool(), ctypes.byref(st))
         ps = self.page_size
         pages = self.total_pages()
-        used = sum(self._live.values())
+        used = sum(size for size, _ in self._live.values())
         return {"pages": pages, "mem_bytes": pages * ps, "objects": len(self._live),
                 "object_bytes": used,
                 "utilization": used / (pages * ps) if pages else 0.0,
@@ -342,12 +416,24 @@ class Pool(_Closable):
         return ClassStats(c)
 
 
+def _comp_ok(name):
+    """Refuse an unknown compressor by naming the valid ones (C would say only EINVAL)."""
+    rc = _L.need("zs_comp_check")(name.encode())
+    if rc < 0:
+        names = compressor_names()
+        hint = " (lzo-rle is the kernel's; use lzo)" if name.startswith("lzo-rle") else ""
+        raise ZsArgumentError(-rc, f"compressor {name!r} is not available{hint}; valid: "
+                              f"{', '.join(names)} (with an optional :LEVEL, e.g. zstd:3)")
+
+
 class Compressor(_Closable):
     """One compressor context: "lz4", "lz4:N", "lz4hc[:N]", "zstd[:N]", "lzo"."""
 
     def __init__(self, name="lz4", max_src=65536):
         if not isinstance(name, str):
             raise TypeError("compressor name must be a str")
+        _int_arg("max_src", max_src, 1, 1 << 30)
+        _comp_ok(name)
         out = ctypes.c_void_p()
         _check(_L.need("zs_comp_create")(name.encode(), max_src, ctypes.byref(out)),
                f"zs_comp_create({name!r})")
@@ -363,7 +449,7 @@ class Compressor(_Closable):
 
     def _ctx(self):
         if not self._c:
-            raise ValueError("compressor is closed")
+            raise ZsArgumentError(_errno.EINVAL, "compressor is closed")
         return self._c
 
     def compress(self, data):
@@ -383,8 +469,9 @@ class Compressor(_Closable):
 
     def decompress(self, data, orig_len):
         data = _to_bytes(data)
-        if not isinstance(orig_len, int) or orig_len <= 0:
+        if not isinstance(orig_len, int) or isinstance(orig_len, bool) or orig_len <= 0:
             raise ValueError("orig_len must be a positive int")
+        _int_arg("orig_len", orig_len, 1, 1 << 30)
         out = ctypes.create_string_buffer(orig_len)
         _check(_L.need("zs_decompress")(self._ctx(), data, len(data), out, orig_len),
                "zs_decompress")
@@ -406,14 +493,27 @@ class ZramStore(_Closable):
         _L.need("zs_zram_config_init")(ctypes.byref(cfg))
         if (slots is None) == (disksize is None):
             raise ValueError("give exactly one of slots or disksize")
+        _int_arg("page_size", page_size, 4096, 65536)
         if slots is not None and (not isinstance(slots, int) or slots <= 0):
             raise ValueError("slots must be a positive int")
+        if slots is not None:
+            _int_arg("slots", slots, 1, _U64 // page_size)
         if disksize is not None and (not isinstance(disksize, int) or disksize < page_size):
             raise ValueError("disksize must be an int >= page_size")
+        if disksize is not None:
+            _int_arg("disksize", disksize, page_size, _U64)
+        _int_arg("mem_limit", mem_limit, 0, _U64)
+        _int_arg("streams", streams, 0, 1 << 16)
         if not isinstance(comp, str) or (recomp is not None and not isinstance(recomp, str)):
             raise TypeError("comp/recomp must be str")
         if not isinstance(backend, str):
             raise TypeError("backend must be a str")
+        _comp_ok(comp)
+        if recomp is not None:
+            _comp_ok(recomp)
+        if backend not in backend_kinds(all=True):
+            raise ZsArgumentError(_errno.EINVAL, f"backend {backend!r} is not one of "
+                                  f"{', '.join(backend_kinds(all=True))}")
         # keep the encoded strings alive as long as the store
         self._keep = [comp.encode(), recomp.encode() if recomp else None, backend.encode()]
         cfg.page_size = page_size
@@ -429,7 +529,11 @@ class ZramStore(_Closable):
         cfg.streams = streams
         cfg.track_actime = 1 if track_actime else 0
         out = ctypes.c_void_p()
-        _check(_L.need("zs_zram_create")(ctypes.byref(cfg), ctypes.byref(out)), "zs_zram_create")
+        rc = _L.need("zs_zram_create")(ctypes.byref(cfg), ctypes.byref(out))
+        if rc in (-_errno.EOPNOTSUPP, -_errno.ENOTSUP) and backend not in backend_kinds():
+            raise ZsError(rc, f"zs_zram_create: backend {backend!r} cannot run in this process "
+                          f"(usable here: {', '.join(backend_kinds())})")
+        _check(rc, "zs_zram_create")
         self._z = out.value
         self.page_size = _L.need("zs_zram_page_size")(self._z)
         self.slots = _L.need("zs_zram_slots")(self._z)
@@ -446,8 +550,8 @@ class ZramStore(_Closable):
         return self.slots
 
     def _store(self):
-        if not self._z:
-            raise ValueError("store is closed")
+        if not getattr(self, "_z", None):
+            raise ZsArgumentError(_errno.EINVAL, "store is closed")
         return self._z
 
     def _index(self, index):
@@ -484,11 +588,14 @@ class ZramStore(_Closable):
         return _L.need("zs_zram_compact")(self._store())
 
     def mark_idle(self, age_seconds=0):
+        _int_arg("age_seconds", age_seconds, 0, (1 << 32) - 1)
         return _check(_L.need("zs_zram_mark_idle")(self._store(), age_seconds), "zs_zram_mark_idle")
 
     def recompress(self, type="all", threshold=0, max_pages=0):
         r = _L.ZramRecompResult()
         t = _choice(type, RECOMP_TYPES, "type")
+        _int_arg("threshold", threshold, 0, _U64)
+        _int_arg("max_pages", max_pages, 0, (1 << (8 * ctypes.sizeof(ctypes.c_ulong))) - 1)
         _check(_L.need("zs_zram_recompress")(self._store(), t, threshold, max_pages,
                                              ctypes.byref(r)), "zs_zram_recompress")
         return {"scanned": r.scanned, "recompressed": r.recompressed,

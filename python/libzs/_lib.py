@@ -159,6 +159,8 @@ _PROTOS = {
     "zs_pool_objects": (c_ulong, [_P]),
     "zs_pool_trim": (None, [_P]),
     "zs_backend_kinds": (ctypes.POINTER(c_char_p), []),
+    "zs_backend_create": (_P, [ctypes.POINTER(BackendConfig)]),
+    "zs_backend_destroy": (None, [_P]),
     "zs_comp_create": (c_int, [c_char_p, c_size_t, ctypes.POINTER(c_void_p)]),
     "zs_comp_destroy": (None, [_P]),
     "zs_comp_check": (c_int, [c_char_p]),

@@ -42,3 +42,85 @@ def test_report_bad_args(build_dir):
     p = subprocess.run([os.path.join(build_dir, "zs"), "report", "--data", "/nonexistent"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert p.returncode != 0 and "nonexistent" in p.stderr
+
+
+def test_report_numbers_come_from_the_run(build_dir, tmp_path):
+    # corpus.png's huge-class line is the pool's huge_class_size for the run's pool shape,
+    # not a constant (it was a hard-coded 3264 while the pool said 3625).
+    pytest.importorskip("matplotlib")
+    import json
+    import libzs
+    for chain in (8, 4):
+        out = tmp_path / f"rep{chain}"
+        p = subprocess.run([os.path.join(build_dir, "zs"), "report", "--quick", "--only",
+                            "corpus", "--chain", str(chain), "--out", str(out)],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        res = json.loads((out / "results.json").read_text())
+        with libzs.Pool(chain=chain) as pool:
+            huge = pool.huge_class_size()
+        assert res["corpus"]["huge_class_size_4k"] == huge
+        assert f"({huge} B" in (out / "report.md").read_text()
+    assert "3264" not in open(report.__file__).read()
+
+
+def _fake(backend, ws, compact_mem, live):
+    ph = {"mem_bytes": compact_mem, "live_bytes": live}
+    return {"workload": ws, "page_size": 4096, "backend": backend, "fill": ph, "churn": ph,
+            "compact": ph}
+
+
+def test_quick_report_explains_rows_against_the_readme():
+    res = [_fake("zsmalloc", "heap", 5080000, 3800000), _fake("malloc", "heap", 4770000, 0),
+           _fake("zsmalloc", "mix", 20000000, 19000000), _fake("malloc", "mix", 28000000, 0)]
+    note = report._compare_vs_readme(res, quick=True)
+    assert "contradict the README" in note
+    assert "heap, 4K: malloc" in note and "mix, 4K" not in note
+    assert report._compare_vs_readme(res[2:], quick=True) == ""
+
+
+def test_log_axis_where_bars_differ_100x():
+    # deferred.png: ~0.1 ms bars next to 3-15 ms ones were invisible on a linear axis
+    assert report._needs_log_axis([0.1, 9, 4.1, 12, 3])
+    assert not report._needs_log_axis([9, 4.1, 12, 3])
+    assert not report._needs_log_axis([0, 0])
+
+
+def test_backend_memory_is_memory_in_use(build_dir, tmp_path):
+    # mimalloc's own counter reported its reserved 32 MiB arena for every compressor;
+    # malloc kinds are measured by RSS growth, and the table says which measure it is.
+    pytest.importorskip("matplotlib")
+    import json
+    import libzs
+    kind = "mimalloc" if "mimalloc" in libzs.backend_kinds(all=True) else "malloc"
+    out = tmp_path / "rep"
+    p = subprocess.run([os.path.join(build_dir, "zs"), "report", "--quick", "--only",
+                        "backends x", "--backend", kind, "--out", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads((out / "results.json").read_text())["backends_zram"]
+    rs = [r for r in rows if r["backend"] == kind]
+    assert len(rs) == 3
+    for r in rs:
+        assert r["memory_measure"].startswith("RSS growth") and r["memory"] == r["rss_growth"]
+        assert 0 < r["memory"] < r["orig_data_size"]
+    assert len({r["memory"] for r in rs}) > 1        # differs by compressor, as in-use memory does
+    assert "memory measured as" in (out / "report.md").read_text()
+
+
+def test_parse_bench_release_keeps_the_spread():
+    text = ("machine: nproc=2, cpu=\"x\", kernel=6, loadavg(1min) at start=1.50\n"
+            "bench_release: T threads free their own 16 MiB of objects (200..3600 B) at once;\n"
+            "free-phase wall time (first start -> last end), median of 3 interleaved rounds\n\n"
+            "page release: cached (freed pages kept)\n"
+            "  T      objs | pool-lock ms class-idx ms  ci-unlck ms | class-idx x  ci-unlck x | note\n"
+            "  1      9547 |         9.96         5.30         1.91 |       1.88x       5.22x | \n"
+            "    spread (min..max ms): 1.34..11.26  1.74..13.61  1.16..11.86\n"
+            "page release: os (freed pages returned)\n"
+            "  2     19161 |        38.74        27.53        40.40 |       1.41x       0.96x | \n"
+            "    spread (min..max ms): 32.87..41.05  22.22..28.86  31.49..41.73\n")
+    j = report._parse_bench_release(text)
+    assert j["nproc"] == 2 and j["rounds"] == 3 and j["mib_per_thread"] == 16
+    assert j["data"]["cached"]["class_index"][1] == 5.30
+    assert j["spread"]["os"]["ci_unlocked"][2] == (31.49, 41.73)
+    assert j["objects"]["os"][2] == 19161

@@ -1,0 +1,113 @@
+"""
+Issue 14's Python findings, one test each: sizes are checked before ctypes can
+truncate them, a freed handle whose slot is reused raises instead of reading
+another object, bad arguments raise what the README says, an unknown compressor
+names the valid ones, backend_kinds() lists only backends a store accepts, a
+closed pool says so, and a missing library fails at import.
+"""
+import errno
+import os
+import subprocess
+import sys
+
+import pytest
+
+import libzs
+
+
+def test_huge_size_refused_before_ctypes():
+    with libzs.Pool() as p:
+        for size in (2 ** 64 + 100, 2 ** 64, 2 ** 63, 4097, -1):
+            with pytest.raises(ValueError) as e:
+                p.malloc(size)
+            assert isinstance(e.value, libzs.ZsError)
+        assert len(p) == 0
+        st = p.stats()
+        assert st["object_bytes"] == 0 and st["utilization"] == 0.0
+        with pytest.raises(libzs.ZsError) as e:
+            p.malloc(4097)
+        assert e.value.errno == errno.ENOSPC
+        with pytest.raises(ValueError):
+            p.class_index(2 ** 64 + 1)
+
+
+def test_stale_handle_raises():
+    with libzs.Pool() as p:
+        h1 = p.store(b"first-A!")
+        p.free(h1)
+        h2 = p.store(b"other-B!")
+        assert h2 != h1
+        assert p.read(h2) == b"other-B!"
+        with pytest.raises(libzs.ZsError) as e:
+            p.read(h1)
+        assert "stale" in str(e.value) or "not live" in str(e.value)
+        with pytest.raises(ValueError):
+            p.free(h1)
+        with pytest.raises(ValueError):
+            p.write(h1, b"x")
+        assert p.read(h2) == b"other-B!"
+        assert p.handles() == [h2]
+        p.free(h2)
+
+
+def test_bad_arguments_are_value_errors():
+    # python/README.md: bad arguments raise ValueError/TypeError/IndexError before C is called.
+    with libzs.Pool() as p:
+        for bad in (0, 4097):
+            with pytest.raises(ValueError):
+                p.malloc(bad)
+        with pytest.raises(TypeError):
+            p.malloc("1")
+    with pytest.raises(ValueError):
+        libzs.Pool(chain=17)
+    with pytest.raises(ValueError):
+        libzs.ZramStore(slots=4, comp="gzip")
+    with pytest.raises(ValueError):
+        libzs.ZramStore(slots=4, backend="nope")
+    with pytest.raises(ValueError):
+        libzs.ZramStore(slots=2 ** 64)
+    with pytest.raises(ValueError):
+        libzs.Compressor("lz4", max_src=2 ** 64 + 4096)
+
+
+def test_unknown_compressor_names_the_valid_ones():
+    with pytest.raises(libzs.ZsError) as e:
+        libzs.ZramStore(slots=4, comp="gzip")
+    msg = str(e.value)
+    assert "gzip" in msg and "lz4" in msg and "zstd" in msg
+    with pytest.raises(libzs.ZsError) as e:
+        libzs.Compressor("gzip")
+    assert "lz4" in str(e.value)
+
+
+def test_backend_kinds_are_usable():
+    kinds = libzs.backend_kinds()
+    assert "zsmalloc" in kinds
+    assert set(kinds) <= set(libzs.backend_kinds(all=True))
+    for k in kinds:
+        with libzs.ZramStore(slots=4, backend=k) as z:
+            z.write(0, b"a" * 4096)
+            assert z.read(0) == b"a" * 4096
+
+
+def test_closed_pool_says_closed():
+    p = libzs.Pool()
+    h = p.store(b"abc")
+    p.close()
+    for call in (lambda: p.read(h), lambda: p.free(h), lambda: p.write(h, b"x"),
+                 lambda: p.malloc(10), lambda: p.stats(), lambda: p.compact()):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert "pool is closed" in str(e.value)
+    z = libzs.ZramStore(slots=2)
+    z.close()
+    with pytest.raises(ValueError, match="store is closed"):
+        z.read(0)
+
+
+def test_missing_library_fails_at_import(tmp_path):
+    env = dict(os.environ, LIBZS_LIBRARY=str(tmp_path / "no-libzs.so"))
+    r = subprocess.run([sys.executable, "-c", "import libzs"], env=env, capture_output=True,
+                       text=True)
+    assert r.returncode != 0
+    assert "LibraryNotFound" in r.stderr and "LIBZS_LIBRARY" in r.stderr

@@ -1,0 +1,502 @@
+/*
+ * zs record: records a zram-trace on the running kernel, so that the
+ * kernel developer's loop (record here, `zs replay` there, change a policy,
+ * replay again) needs nothing outside this repository.  The trace format is
+ * docs/trace-format.md; tools/trace.c is its reader.
+ *
+ * Method: a fresh zram device (hot_add, removed again at the end), pages of
+ * the given files written one 4 KiB O_DIRECT write at a time, slots
+ * discarded with BLKDISCARD and the pool compacted through sysfs; after
+ * every operation the device's mm_stat is read and written as an '=' record.
+ * A write's stored size and kind are the change in compr_data_size,
+ * same_pages and huge_pages that the write caused (plus what the slot held
+ * before, for overwrites), so the trace says what the kernel stored, not
+ * what a user-space compressor would have.
+ *
+ * Two workloads: "fill" (write every page, discard a share, overwrite a
+ * share, compact, refill a share, compact) and "mix" (fill, then random
+ * writes, discards and compactions, then compact and discard everything),
+ * which exercises the allocator's placement and compaction decisions.
+ * Needs root and CONFIG_ZRAM.  Exit: 0 ok, 2 usage or kernel error.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "cmds.h"
+#include "opts.h"
+#include "zs/zram.h"
+
+struct rec {
+	int dev, fd;
+	size_t P;
+	FILE *out;
+	uint64_t prev[9];
+	struct { uint32_t size; uint8_t kind, used; } *slot; /* kind: 'n', 's' or 'h' */
+	size_t nslots, stored;
+	uint64_t rng;
+	long ops;
+	int progress;
+};
+
+static volatile sig_atomic_t g_dev = -1, g_fd = -1;
+
+static uint64_t next_rand(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static double rand01(uint64_t *s)
+{
+	return (double)(next_rand(s) >> 11) / 9007199254740992.0;
+}
+
+static int sys_write(int dev, const char *attr, const char *val)
+{
+	char path[96];
+	if (dev >= 0)
+		snprintf(path, sizeof(path), "/sys/block/zram%d/%s", dev, attr);
+	else
+		snprintf(path, sizeof(path), "/sys/class/zram-control/%s", attr);
+	int fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = write(fd, val, strlen(val));
+	int err = n < 0 ? -errno : 0;
+	close(fd);
+	return err;
+}
+
+static int mm_stat(int dev, uint64_t v[9])
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/sys/block/zram%d/mm_stat", dev);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	unsigned long long x[9] = { 0 };
+	int n = fscanf(f, "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &x[0], &x[1], &x[2], &x[3],
+		       &x[4], &x[5], &x[6], &x[7], &x[8]);
+	fclose(f);
+	if (n < 8)
+		return -EIO;
+	for (int i = 0; i < 9; i++)
+		v[i] = x[i];
+	return 0;
+}
+
+/* Paths for removing our device, prepared before any signal can need them. */
+static char g_reset_path[64], g_dev_num[16];
+
+static void remove_dev(int dev)
+{
+	if (dev < 0)
+		return;
+	sys_write(dev, "reset", "1");
+	sys_write(-1, "hot_remove", g_dev_num);
+}
+
+/* Async-signal-safe: open/write/close on the prepared paths only. */
+static void on_signal(int sig)
+{
+	if (g_fd >= 0)
+		close(g_fd); /* an open device cannot be reset or removed */
+	if (g_dev >= 0) {
+		int fd = open(g_reset_path, O_WRONLY);
+		if (fd >= 0) {
+			ssize_t n = write(fd, "1", 1);
+			(void)n;
+			close(fd);
+		}
+		fd = open("/sys/class/zram-control/hot_remove", O_WRONLY);
+		if (fd >= 0) {
+			ssize_t n = write(fd, g_dev_num, strlen(g_dev_num));
+			(void)n;
+			close(fd);
+		}
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* CONFIG_ZSMALLOC_CHAIN_SIZE of the running kernel, or "?". */
+static void kernel_chain(char *out, size_t len)
+{
+	struct utsname u;
+	char cmd[256];
+	snprintf(out, len, "?");
+	uname(&u);
+	snprintf(cmd, sizeof(cmd),
+		 "(gzip -dc /proc/config.gz || cat /boot/config-%s) 2>/dev/null", u.release);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return;
+	char line[256];
+	while (fgets(line, sizeof(line), p)) {
+		unsigned v;
+		if (sscanf(line, "CONFIG_ZSMALLOC_CHAIN_SIZE=%u", &v) == 1)
+			snprintf(out, len, "%u", v);
+	}
+	pclose(p);
+}
+
+static int record_state(struct rec *r)
+{
+	uint64_t v[9];
+	int err = mm_stat(r->dev, v);
+	if (err)
+		return err;
+	fprintf(r->out, "= %llu %llu %llu %llu %llu %llu\n", (unsigned long long)(v[2] / r->P),
+		(unsigned long long)v[6], (unsigned long long)(v[0] / r->P),
+		(unsigned long long)v[1], (unsigned long long)v[5], (unsigned long long)v[7]);
+	memcpy(r->prev, v, sizeof(v));
+	r->ops++;
+	if (r->progress && !(r->ops & 1023))
+		progress_line("  %ld operations", r->ops);
+	return 0;
+}
+
+static int op_write(struct rec *r, size_t slot, const unsigned char *page, void *buf)
+{
+	uint64_t v[9];
+	memcpy(buf, page, r->P);
+	if (pwrite(r->fd, buf, r->P, (off_t)(slot * r->P)) != (ssize_t)r->P)
+		return errno ? -errno : -EIO;
+	int err = mm_stat(r->dev, v);
+	if (err)
+		return err;
+	/* What the slot holds now = the counters' change + what it held before. */
+	int64_t size = (int64_t)(v[1] - r->prev[1]);
+	int64_t same = (int64_t)(v[5] - r->prev[5]);
+	int64_t huge = (int64_t)(v[7] - r->prev[7]);
+	if (r->slot[slot].used) {
+		size += r->slot[slot].size;
+		same += r->slot[slot].kind == 's';
+		huge += r->slot[slot].kind == 'h';
+	} else {
+		r->stored++;
+	}
+	char kind = same > 0 ? 's' : huge > 0 ? 'h' : 'n';
+	if (size < 0 || (kind == 'n' && size == 0))
+		return -EIO; /* someone else wrote to our device */
+	r->slot[slot].size = (uint32_t)size;
+	r->slot[slot].kind = (uint8_t)kind;
+	r->slot[slot].used = 1;
+	fprintf(r->out, "w %zu %lld %c\n", slot, (long long)size, kind);
+	return record_state(r);
+}
+
+static int op_discard(struct rec *r, size_t slot)
+{
+	uint64_t range[2] = { (uint64_t)slot * r->P, r->P };
+	if (ioctl(r->fd, BLKDISCARD, range))
+		return -errno;
+	if (r->slot[slot].used)
+		r->stored--;
+	r->slot[slot].used = 0;
+	fprintf(r->out, "d %zu\n", slot);
+	return record_state(r);
+}
+
+static int op_compact(struct rec *r)
+{
+	int err = sys_write(r->dev, "compact", "1");
+	if (err)
+		return err;
+	fprintf(r->out, "c\n");
+	return record_state(r);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: zs record -o TRACE [options] FILE|DIR...\n"
+		"Record a zram-trace (docs/trace-format.md) on the running kernel: pages of the\n"
+		"given files go through a fresh zram device, and the kernel's mm_stat is\n"
+		"recorded after every write, discard and compaction.  Needs root and zram.\n"
+		"Replay it with `zs replay TRACE`.\n\n"
+		"  -o, --out TRACE    the trace to write (plain text; xz it if you like)\n"
+		"  --comp NAME        the kernel's comp_algorithm (default lz4)\n"
+		"  --pages N          data pages to use, 1..4194304 (default 4000)\n"
+		"  --workload W       fill (default) or mix\n"
+		"  --seed N           the workload's random seed (default 1)\n"
+		"  fill: --discard F, --overwrite F, --refill F   shares of the pages, 0..1\n"
+		"        (defaults 0.5, 0.3, 0.25)\n"
+		"  mix:  --ops N (default 20000), --p-compact F (0.01), --p-discard F (0.5)\n"
+		"  --progress         progress on stderr even when it is not a terminal\n");
+}
+
+static int parse_frac(const char *opt, const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0 && v <= 1)) {
+		fprintf(stderr, "zs record: %s: '%s' is not a number in 0..1\n", opt, s);
+		return 2;
+	}
+	*out = v;
+	return 0;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	enum { O_COMP = 1, O_PAGES, O_WORKLOAD, O_SEED, O_DISCARD, O_OVERWRITE, O_REFILL, O_OPS,
+	       O_PCOMPACT, O_PDISCARD, O_PROGRESS };
+	static const struct option lopts[] = {
+		{ "out", required_argument, NULL, 'o' },
+		{ "comp", required_argument, NULL, O_COMP },
+		{ "pages", required_argument, NULL, O_PAGES },
+		{ "workload", required_argument, NULL, O_WORKLOAD },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "discard", required_argument, NULL, O_DISCARD },
+		{ "overwrite", required_argument, NULL, O_OVERWRITE },
+		{ "refill", required_argument, NULL, O_REFILL },
+		{ "ops", required_argument, NULL, O_OPS },
+		{ "p-compact", required_argument, NULL, O_PCOMPACT },
+		{ "p-discard", required_argument, NULL, O_PDISCARD },
+		{ "progress", no_argument, NULL, O_PROGRESS },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *out_path = NULL, *comp = "lz4";
+	uint64_t npages = 4000, seed = 1, nops = 20000;
+	double discard = 0.5, overwrite = 0.3, refill = 0.25, p_compact = 0.01, p_discard = 0.5;
+	int mix = 0, progress = opt_progress_default(), opt, err = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
+		int bad = 0;
+		switch (opt) {
+		case 'o': out_path = optarg; break;
+		case O_COMP: comp = optarg; break;
+		case O_PAGES: bad = opt_u64("record", "--pages", optarg, 1, 1u << 22, &npages); break;
+		case O_SEED: bad = opt_u64("record", "--seed", optarg, 0, UINT64_MAX, &seed); break;
+		case O_OPS: bad = opt_u64("record", "--ops", optarg, 0, 100000000, &nops); break;
+		case O_DISCARD: bad = parse_frac("--discard", optarg, &discard); break;
+		case O_OVERWRITE: bad = parse_frac("--overwrite", optarg, &overwrite); break;
+		case O_REFILL: bad = parse_frac("--refill", optarg, &refill); break;
+		case O_PCOMPACT: bad = parse_frac("--p-compact", optarg, &p_compact); break;
+		case O_PDISCARD: bad = parse_frac("--p-discard", optarg, &p_discard); break;
+		case O_PROGRESS: progress = 1; break;
+		case O_WORKLOAD:
+			if (!strcmp(optarg, "fill") || !strcmp(optarg, "mix")) {
+				mix = optarg[0] == 'm';
+			} else {
+				fprintf(stderr, "zs record: --workload: '%s' is not one of: fill, mix\n",
+					optarg);
+				bad = 2;
+			}
+			break;
+		case 'h': usage(stdout); return 0;
+		default: return opt_bad("record", argc, argv);
+		}
+		if (bad)
+			return 2;
+	}
+	if (!out_path) {
+		fprintf(stderr, "zs record: -o TRACE is required\n");
+		return 2;
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "zs record: no FILE or DIR to take pages from\n");
+		return 2;
+	}
+	for (int i = optind; i < argc; i++)
+		if (opt_path("record", "FILE", argv[i], 1))
+			return 2;
+	if (access("/sys/class/zram-control/hot_add", F_OK)) {
+		fprintf(stderr, "zs record: no zram on this kernel (/sys/class/zram-control missing; "
+				"modprobe zram)\n");
+		return 2;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "zs record: needs root (it creates a zram device)\n");
+		return 2;
+	}
+
+	struct utsname u;
+	char chain[16] = "?";
+	uname(&u);
+	struct rec r = { .dev = -1, .fd = -1, .P = (size_t)sysconf(_SC_PAGESIZE), .rng = seed };
+	struct zs_pageset ps = { 0 };
+	void *buf = NULL;
+	r.progress = progress;
+	err = zs_pageset_load(&ps, r.P, argv + optind, argc - optind, npages * r.P);
+	if (err || ps.npages == 0) {
+		fprintf(stderr, "zs record: no whole page in the given files%s%s\n", err ? ": " : "",
+			err ? strerror(-err) : "");
+		zs_pageset_free(&ps);
+		return 2;
+	}
+	size_t n = ps.npages;
+	r.slot = calloc(n, sizeof(*r.slot));
+	if (!r.slot || posix_memalign(&buf, r.P, r.P)) {
+		fprintf(stderr, "zs record: out of memory\n");
+		free(r.slot);
+		zs_pageset_free(&ps);
+		return 2;
+	}
+
+	/* A device of our own: hot_add prints its number. */
+	int fd = open("/sys/class/zram-control/hot_add", O_RDONLY);
+	char num[16] = "";
+	ssize_t got = fd >= 0 ? read(fd, num, sizeof(num) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (got <= 0) {
+		fprintf(stderr, "zs record: zram hot_add: %s\n", strerror(errno));
+		err = -1;
+		goto out;
+	}
+	num[strcspn(num, "\n")] = 0;
+	uint64_t devnum;
+	if (parse_u64(num, &devnum) || devnum > 1000000) {
+		fprintf(stderr, "zs record: zram hot_add returned '%s'\n", num);
+		err = -1;
+		goto out;
+	}
+	r.dev = (int)devnum;
+	snprintf(g_reset_path, sizeof(g_reset_path), "/sys/block/zram%d/reset", r.dev);
+	snprintf(g_dev_num, sizeof(g_dev_num), "%d", r.dev);
+	g_dev = r.dev;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	char disk[32], path[64];
+	snprintf(disk, sizeof(disk), "%zu", (n + 64) * r.P);
+	if ((err = sys_write(r.dev, "comp_algorithm", comp))) {
+		fprintf(stderr, "zs record: comp_algorithm %s: %s (see /sys/block/zram%d/comp_algorithm)\n",
+			comp, strerror(-err), r.dev);
+		goto out;
+	}
+	if ((err = sys_write(r.dev, "disksize", disk))) {
+		fprintf(stderr, "zs record: disksize %s: %s\n", disk, strerror(-err));
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/dev/zram%d", r.dev);
+	r.fd = open(path, O_RDWR | O_DIRECT);
+	g_fd = r.fd;
+	if (r.fd < 0) {
+		err = -errno;
+		fprintf(stderr, "zs record: %s: %s\n", path, strerror(errno));
+		goto out;
+	}
+	r.out = fopen(out_path, "w");
+	if (!r.out) {
+		err = -errno;
+		fprintf(stderr, "zs record: %s: %s\n", out_path, strerror(errno));
+		goto out;
+	}
+	kernel_chain(chain, sizeof(chain));
+	fprintf(r.out, "# zram-trace 1\n# page_size %zu\n# comp %s\n# kernel %s\n# chain_size %s\n",
+		r.P, comp, u.release, chain);
+	if (mix)
+		fprintf(r.out, "# data %s%s pages %zu workload mix seed %llu ops %llu p_compact %g "
+			       "p_discard %g (zs record)\n",
+			argv[optind], argc - optind > 1 ? " ..." : "", n, (unsigned long long)seed,
+			(unsigned long long)nops, p_compact, p_discard);
+	else
+		fprintf(r.out, "# data %s%s pages %zu workload fill seed %llu discard %g overwrite %g "
+			       "refill %g (zs record)\n",
+			argv[optind], argc - optind > 1 ? " ..." : "", n, (unsigned long long)seed,
+			discard, overwrite, refill);
+	if ((err = mm_stat(r.dev, r.prev)))
+		goto io;
+
+	const unsigned char *data = ps.data;
+#define PAGE(i) (data + (size_t)(i) * r.P)
+	for (size_t i = 0; i < n && !err; i++)
+		err = op_write(&r, i, PAGE(i), buf);
+	size_t *order = malloc(n * sizeof(*order));
+	if (!order) {
+		err = -ENOMEM;
+		goto io;
+	}
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	if (!mix) {
+		/* Shuffled order; the first shares of it are discarded / rewritten. */
+		for (size_t i = n - 1; i > 0; i--) {
+			size_t j = next_rand(&r.rng) % (i + 1), t = order[i];
+			order[i] = order[j];
+			order[j] = t;
+		}
+		size_t nd = (size_t)((double)n * discard);
+		for (size_t i = 0; i < nd && !err; i++)
+			err = op_discard(&r, order[i]);
+		size_t no = (size_t)((double)n * overwrite);
+		for (size_t i = 0; i < no && !err; i++)
+			err = op_write(&r, next_rand(&r.rng) % n, PAGE(next_rand(&r.rng) % n), buf);
+		if (!err)
+			err = op_compact(&r);
+		size_t nr = (size_t)((double)n * refill);
+		for (size_t i = 0; i < nr && !err; i++)
+			err = op_write(&r, next_rand(&r.rng) % n, PAGE(next_rand(&r.rng) % n), buf);
+		if (!err)
+			err = op_compact(&r);
+	} else {
+		for (uint64_t k = 0; k < nops && !err; k++) {
+			double x = rand01(&r.rng);
+			if (x < p_compact) {
+				err = op_compact(&r);
+			} else if (rand01(&r.rng) < p_discard && r.stored) {
+				size_t s;
+				do
+					s = next_rand(&r.rng) % n;
+				while (!r.slot[s].used);
+				err = op_discard(&r, s);
+			} else {
+				err = op_write(&r, next_rand(&r.rng) % n, PAGE(next_rand(&r.rng) % n), buf);
+			}
+		}
+		if (!err)
+			err = op_compact(&r);
+		for (size_t i = n - 1; i > 0; i--) {
+			size_t j = next_rand(&r.rng) % (i + 1), t = order[i];
+			order[i] = order[j];
+			order[j] = t;
+		}
+		for (size_t i = 0; i < n && !err; i++)
+			if (r.slot[order[i]].used)
+				err = op_discard(&r, order[i]);
+	}
+#undef PAGE
+	free(order);
+io:
+	if (err)
+		fprintf(stderr, "zs record: zram%d: %s\n", r.dev, strerror(-err));
+	else if (r.progress) {
+		progress_line("  %ld operations", r.ops);
+		progress_done();
+	}
+	if (r.out && fclose(r.out) && !err) {
+		err = -errno;
+		fprintf(stderr, "zs record: %s: %s\n", out_path, strerror(errno));
+	}
+	if (!err)
+		fprintf(stderr, "zs record: %s: %ld operations on %zu pages (comp %s, kernel %s, "
+				"chain_size %s)\n",
+			out_path, r.ops, n, comp, u.release, chain);
+out:
+	g_fd = -1;
+	if (r.fd >= 0)
+		close(r.fd);
+	remove_dev(r.dev);
+	g_dev = -1;
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	free(buf);
+	free(r.slot);
+	zs_pageset_free(&ps);
+	return err ? 2 : 0;
+}

@@ -1,0 +1,359 @@
+/*
+ * The one parser of `zs`'s shared options and checked values (see opts.h).
+ * Everything that turns a command-line string into a number, a size, a
+ * policy or a path is here, so a range or a message is fixed once.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "opts.h"
+#include "zs/backend.h"
+
+static const char *const pool_opt_name[] = { "--page-size",  "--chain",    "--chain-policy",
+					     "--delta",      "--free-mode", "--deferred",
+					     "--backend" };
+
+void pool_opts_init(struct pool_opts *po)
+{
+	memset(po, 0, sizeof(*po));
+	zs_pool_config_init(&po->cfg);
+	po->backend = "zsmalloc";
+}
+
+int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || *s < '0' || *s > '9') /* strtoull would take "-1" as 2^64-1 and " 5" as 5 */
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int parse_bytes(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	unsigned shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	}
+	if (shift && *end == 'i')
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int range_msg(const char *cmd, const char *opt, const char *s, const char *what,
+		     uint64_t lo, uint64_t hi)
+{
+	fprintf(stderr, "zs %s: %s: '%s' is not %s in %llu..%llu\n", cmd, opt, s, what,
+		(unsigned long long)lo, (unsigned long long)hi);
+	return 2;
+}
+
+int opt_u64(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+	    uint64_t *out)
+{
+	uint64_t v;
+	if (parse_u64(s, &v) || v < lo || v > hi)
+		return range_msg(cmd, opt, s, "a whole number", lo, hi);
+	*out = v;
+	return 0;
+}
+
+int opt_bytes(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
+	      uint64_t *out)
+{
+	uint64_t v;
+	if (parse_bytes(s, &v) || v < lo || v > hi)
+		return range_msg(cmd, opt, s, "a size (bytes, K/M/G suffix)", lo, hi);
+	*out = v;
+	return 0;
+}
+
+int opt_path(const char *cmd, const char *opt, const char *path, int dir_ok)
+{
+	struct stat st;
+	if (!*path) {
+		fprintf(stderr, "zs %s: %s: empty path\n", cmd, opt);
+		return 2;
+	}
+	if (stat(path, &st)) {
+		fprintf(stderr, "zs %s: %s %s: %s\n", cmd, opt, path, strerror(errno));
+		return 2;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (!dir_ok) {
+			fprintf(stderr, "zs %s: %s %s: is a directory (a file is needed)\n", cmd, opt,
+				path);
+			return 2;
+		}
+		DIR *d = opendir(path);
+		if (!d) {
+			fprintf(stderr, "zs %s: %s %s: %s\n", cmd, opt, path, strerror(errno));
+			return 2;
+		}
+		struct dirent *e;
+		int any = 0;
+		while (!any && (e = readdir(d)))
+			any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+		closedir(d);
+		if (!any) {
+			fprintf(stderr, "zs %s: %s %s: empty directory\n", cmd, opt, path);
+			return 2;
+		}
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "zs %s: %s %s: not a regular file or directory\n", cmd, opt, path);
+		return 2;
+	}
+	if (st.st_size == 0) {
+		fprintf(stderr, "zs %s: %s %s: empty file\n", cmd, opt, path);
+		return 2;
+	}
+	if (access(path, R_OK)) {
+		fprintf(stderr, "zs %s: %s %s: %s\n", cmd, opt, path, strerror(errno));
+		return 2;
+	}
+	return 0;
+}
+
+int opt_bad(const char *cmd, int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	/* getopt_long has already named the option on stderr. */
+	fprintf(stderr, "zs %s: `zs help %s` lists the options\n", cmd, cmd);
+	return 2;
+}
+
+int opt_progress_default(void)
+{
+	return isatty(2);
+}
+
+static uint64_t read_u64_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	unsigned long long v = 0;
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0; /* "max": no limit */
+	fclose(f);
+	return v;
+}
+
+/* Room left under this process's cgroup memory limit (v2 or v1), 0 if none. */
+static uint64_t cgroup_room(void)
+{
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	char line[512], path[700];
+	uint64_t room = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *cg = NULL;
+		const char *lim = NULL, *use = NULL, *base = NULL;
+		line[strcspn(line, "\n")] = 0;
+		if (!strncmp(line, "0::", 3)) {
+			cg = line + 3;
+			base = "/sys/fs/cgroup";
+			lim = "memory.max";
+			use = "memory.current";
+		} else if ((cg = strstr(line, ":memory:"))) {
+			cg += 8;
+			base = "/sys/fs/cgroup/memory";
+			lim = "memory.limit_in_bytes";
+			use = "memory.usage_in_bytes";
+		}
+		if (!cg)
+			continue;
+		snprintf(path, sizeof(path), "%s%s/%s", base, cg, lim);
+		uint64_t max = read_u64_file(path);
+		snprintf(path, sizeof(path), "%s%s/%s", base, cg, use);
+		uint64_t cur = read_u64_file(path);
+		if (max && max < (1ull << 60)) {
+			uint64_t r = max > cur ? max - cur : 1;
+			if (!room || r < room)
+				room = r;
+		}
+	}
+	fclose(f);
+	return room;
+}
+
+void progress_line(const char *fmt, ...)
+{
+	int tty = isatty(2);
+	va_list ap;
+	if (tty)
+		fputc('\r', stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (!tty)
+		fputc('\n', stderr);
+}
+
+void progress_done(void)
+{
+	if (isatty(2))
+		fputc('\n', stderr);
+}
+
+uint64_t mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long kb = 0;
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+				break;
+		fclose(f);
+	}
+	uint64_t avail = (uint64_t)kb * 1024, room = cgroup_room();
+	if (room && (!avail || room < avail))
+		avail = room;
+	return avail;
+}
+
+const char *chain_policy_name(enum zs_chain_policy p)
+{
+	return p == ZS_CHAIN_HEURISTIC ? "heuristic" : "exhaustive";
+}
+
+const char *free_mode_name(enum zs_free_mode m)
+{
+	return m == ZS_FREE_CLASS_INDEX ? "class"
+	       : m == ZS_FREE_CLASS_INDEX_UNLOCKED ? "class-unlocked"
+						    : "pool";
+}
+
+static int backend_known(const char *kind)
+{
+	for (const char *const *k = zs_backend_kinds(); *k; k++)
+		if (!strcmp(*k, kind))
+			return 1;
+	return 0;
+}
+
+int opt_pool_arg(const char *cmd, unsigned accepted, int code, const char *arg,
+		 struct pool_opts *po)
+{
+	unsigned bit = 1u << (code - OPT_POOL_FIRST);
+	const char *name = pool_opt_name[code - OPT_POOL_FIRST];
+	uint64_t v;
+	if (!(accepted & bit)) {
+		fprintf(stderr, "zs %s: %s does not apply to this command (it would not change the "
+				"result); `zs help %s` lists the options\n",
+			cmd, name, cmd);
+		return 2;
+	}
+	po->set |= bit;
+	switch (code) {
+	case OPTC_PAGE_SIZE:
+		if (opt_bytes(cmd, name, arg, 4096, 65536, &v))
+			return 2;
+		if (v & (v - 1)) {
+			fprintf(stderr, "zs %s: %s: '%s' is not a power of two in 4096..65536 (4K..64K)\n",
+				cmd, name, arg);
+			return 2;
+		}
+		po->cfg.page_size = (size_t)v;
+		return 0;
+	case OPTC_CHAIN:
+		if (opt_u64(cmd, name, arg, 1, ZS_MAX_CHAIN, &v))
+			return 2;
+		po->cfg.max_chain = (unsigned)v;
+		return 0;
+	case OPTC_DELTA:
+		if (opt_u64(cmd, name, arg, 8, 65536, &v))
+			return 2;
+		if (v % 8) {
+			fprintf(stderr, "zs %s: %s: '%s' is not a multiple of 8 in 8..65536\n", cmd,
+				name, arg);
+			return 2;
+		}
+		po->cfg.class_delta = (unsigned)v;
+		return 0;
+	case OPTC_CHAIN_POLICY:
+		if (!strcmp(arg, "exhaustive"))
+			po->cfg.chain_policy = ZS_CHAIN_EXHAUSTIVE;
+		else if (!strcmp(arg, "heuristic"))
+			po->cfg.chain_policy = ZS_CHAIN_HEURISTIC;
+		else {
+			fprintf(stderr, "zs %s: %s: '%s' is not one of: exhaustive (the kernel's), "
+					"heuristic\n", cmd, name, arg);
+			return 2;
+		}
+		return 0;
+	case OPTC_FREE_MODE:
+		if (!strcmp(arg, "pool"))
+			po->cfg.free_mode = ZS_FREE_POOL_LOCK;
+		else if (!strcmp(arg, "class"))
+			po->cfg.free_mode = ZS_FREE_CLASS_INDEX;
+		else if (!strcmp(arg, "class-unlocked"))
+			po->cfg.free_mode = ZS_FREE_CLASS_INDEX_UNLOCKED;
+		else {
+			fprintf(stderr, "zs %s: %s: '%s' is not one of: pool, class, class-unlocked\n",
+				cmd, name, arg);
+			return 2;
+		}
+		return 0;
+	case OPTC_DEFERRED:
+		po->deferred = 1;
+		return 0;
+	case OPTC_BACKEND:
+		if (!backend_known(arg)) {
+			fprintf(stderr, "zs %s: %s: '%s' is not one of:", cmd, name, arg);
+			for (const char *const *k = zs_backend_kinds(); *k; k++)
+				fprintf(stderr, " %s", *k);
+			fprintf(stderr, "\n");
+			return 2;
+		}
+		po->backend = arg;
+		return 0;
+	}
+	return 2;
+}
+
+void opt_pool_help(FILE *f, unsigned accepted)
+{
+	static const char *const help[] = {
+		"  --page-size N        pool page size, a power of two in 4K..64K (default 4096)\n",
+		"  --chain N            max pages per zspage, 1..16 (default 8, the kernel's)\n",
+		"  --chain-policy P     exhaustive (the kernel's) | heuristic (seed 002)\n",
+		("  --delta N            bytes between size classes, multiple of 8 in 8..65536\n"
+		 "                       (default: the kernel's, max(page/256, 16))\n"),
+		"  --free-mode M        pool | class | class-unlocked (zs_free locking)\n",
+		"  --deferred           free through zs_free_deferred (batched frees)\n",
+		"  --backend KIND       zsmalloc (default), zblock, malloc, ... (zs_backend_kinds)\n",
+	};
+	for (unsigned i = 0; i < sizeof(help) / sizeof(help[0]); i++)
+		if (accepted & (1u << i))
+			fputs(help[i], f);
+}
