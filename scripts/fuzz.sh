@@ -56,4 +56,6 @@ for t in "${targets[@]}"; do
   summary+="$line"$'\n'
 done
 echo "fuzz.sh: $total executions in total over ${#targets[@]} targets ($san), $([ $fail -eq 0 ] && echo ok || echo FAILED)"
+nf=$(grep -c FAILED <<< "$summary")
+echo "fuzz.sh: $((${#targets[@]} - nf)) passed, $nf failed"
 exit $fail

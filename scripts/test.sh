@@ -28,6 +28,12 @@ count() {
     f=$((f + $(grep -oE '[0-9]+ errors?' <<< "$t" | grep -oE '[0-9]+' || echo 0)))
     s=$((s + $(grep -oE '[0-9]+ skipped' <<< "$t" | grep -oE '[0-9]+' || echo 0)))
   fi
+  # a plain "NAME: N passed, M failed" line (scripts/fuzz.sh), when neither runner printed totals
+  if [ "$found" = 0 ] && t=$(grep -E '^[a-z.]+: [0-9]+ passed, [0-9]+ failed' "$1" | tail -1) &&
+    [ -n "$t" ]; then
+    found=1
+    p=$(grep -oE '[0-9]+ passed' <<< "$t" | grep -oE '[0-9]+'); f=$(grep -oE '[0-9]+ failed' <<< "$t" | grep -oE '[0-9]+')
+  fi
   [ "$found" = 0 ] && [ "$2" != 0 ] && f=1
   pass=$((pass + p)); fail=$((fail + f)); skipped=$((skipped + s))
 }
