@@ -368,6 +368,7 @@ int cmd_soak(int argc, char **argv)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		char *end = NULL;
+		uint64_t u;
 		switch (c) {
 		case 's':
 			o.seconds = strtod(optarg, &end);
@@ -380,7 +381,9 @@ int cmd_soak(int argc, char **argv)
 				goto bad;
 			break;
 		case 'p':
-			o.page_size = opt_size(optarg);
+			if (parse_bytes(optarg, &u))
+				goto bad;
+			o.page_size = (size_t)u;
 			if (o.page_size < 4096 || o.page_size > 65536 || (o.page_size & (o.page_size - 1)))
 				goto bad;
 			break;
@@ -398,8 +401,7 @@ int cmd_soak(int argc, char **argv)
 		case 'r': o.recomp = optarg; break;
 		case 'b': o.zbackend = optarg; break;
 		case 'l':
-			o.mem_limit = opt_size(optarg);
-			if (!o.mem_limit)
+			if (parse_bytes(optarg, &o.mem_limit) || !o.mem_limit)
 				goto bad;
 			break;
 		case 'f':
