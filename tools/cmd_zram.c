@@ -24,11 +24,12 @@
 #include "zs/zram.h"
 
 struct opts {
-	const char *comp, *backend, *kcomp;
+	const char *comp, *backend, *kcomp, *dict;
 	size_t page_size;
 	unsigned threads;
 	uint64_t limit, max_bytes;
 	int json, vs_kernel, quiet, agree;
+	int level;
 };
 
 static void usage(FILE *f)
@@ -36,6 +37,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: zs zram [options] FILE|DIR...\n"
 		"  --comp NAME        lz4 (default), lz4hc[:N], zstd[:N], lzo\n"
+		"  --level N          compression level (replaces NAME's :N; zs/compress.h ranges)\n"
+		"  --dict FILE        dictionary for zstd or lz4 (e.g. from `zs dict train`)\n"
 		"  --backend KIND     zsmalloc (default), zblock, malloc, ...\n"
 		"  --page-size N      store page size (default 4096)\n"
 		"  --threads N        writer/reader threads (default 1)\n"
@@ -240,10 +243,12 @@ int cmd_zram(int argc, char **argv)
 		{ "kernel-comp", required_argument, NULL, 'K' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "agree", no_argument, NULL, 'a' },
+		{ "dict", required_argument, NULL, 'D' },
+		{ "level", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { "lz4", "zsmalloc", NULL, 4096, 1, 0, 256ull << 20, 0, 0, 0, 0 };
+	struct opts o = { "lz4", "zsmalloc", NULL, NULL, 4096, 1, 0, 256ull << 20, 0, 0, 0, 0, 0 };
 	struct zs_zram_config cfg;
 	struct zs_zram_stats st;
 	struct zs_pageset ps;
@@ -267,6 +272,20 @@ int cmd_zram(int argc, char **argv)
 		case 'k': o.vs_kernel = 1; break;
 		case 'q': o.quiet = 1; break;
 		case 'a': o.agree = 1; break;
+		case 'D': o.dict = optarg; break;
+		case 'L': {
+			char *end;
+			long lv;
+
+			errno = 0;
+			lv = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || lv < -1000000 || lv > 1000000) {
+				fprintf(stderr, "zs zram: bad level '%s'\n", optarg);
+				return 2;
+			}
+			o.level = (int)lv;
+			break;
+		}
 		case 'p':
 		case 't':
 		case 'l':
@@ -343,9 +362,12 @@ int cmd_zram(int argc, char **argv)
 	cfg.comp = o.comp;
 	cfg.backend.kind = o.backend;
 	cfg.mem_limit = o.limit;
+	cfg.comp_level = o.level;
+	cfg.comp_dict_path = o.dict;
 	rc = zs_zram_create(&cfg, &z);
 	if (rc) {
-		fprintf(stderr, "zs zram: store: %s\n", strerror(-rc));
+		fprintf(stderr, "zs zram: store: %s%s\n", strerror(-rc),
+			o.dict || o.level ? " (check --level/--dict for this compressor)" : "");
 		zs_pageset_free(&ps);
 		return 2;
 	}

@@ -14,5 +14,6 @@ int cmd_zram(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_soak(int argc, char **argv);
+int cmd_dict(int argc, char **argv);
 
 #endif

@@ -54,6 +54,23 @@ struct zs_zram_config {
 	unsigned streams;      /* compression streams; 0 -> 2 x online CPUs (min 4, at most
 	                          ZS_ZRAM_MAX_STREAMS); 0..ZS_ZRAM_MAX_STREAMS */
 	int track_actime;      /* 0 or 1.  1: stamp each slot's last access (for idle by age) */
+	/*
+	 * Algorithm parameters (zs/compress.h, struct zs_comp_params: ranges and
+	 * which algorithms take a dictionary).  A dictionary is given as bytes
+	 * (comp_dict/comp_dict_len, copied at create) or as a file whose whole
+	 * contents are the dictionary (comp_dict_path, 1..ZS_COMP_MAX_DICT bytes,
+	 * e.g. from `zs dict train`), not both.  recomp_* are the secondary's own.
+	 * Out of range, both forms, or a dictionary for recomp without recomp:
+	 * -EINVAL; an unreadable path: its -errno.  All 0/NULL: today's behaviour.
+	 */
+	int comp_level;
+	const void *comp_dict;
+	size_t comp_dict_len;
+	const char *comp_dict_path;
+	int recomp_level;
+	const void *recomp_dict;
+	size_t recomp_dict_len;
+	const char *recomp_dict_path;
 };
 
 /* Fill *cfg with defaults (4 KiB pages, 1 GiB disksize, lz4, zsmalloc). */

@@ -138,6 +138,14 @@ static inline uint32_t now_secs(const struct zs_zram *z)
 uint32_t zram_slot_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f);
 /* Slot locked: read its page into buf with stream s's contexts. */
 int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f, void *buf);
+/* Compressor parameters resolved from the config (params.c); owned[] are loaded files. */
+struct zram_params {
+	struct zs_comp_params comp, recomp;
+	void *owned[2];
+};
+int zram_params_load(const struct zs_zram_config *cfg, struct zram_params *out);
+void zram_params_free(struct zram_params *p);
+
 /* Pool memory in bytes as mem_used_total counts it. */
 uint64_t zram_used_bytes(struct zs_zram *z);
 void zram_update_used_max(struct zs_zram *z, uint64_t used);

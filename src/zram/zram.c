@@ -198,10 +198,15 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 		return rc;
 	if (cfg->recomp && (rc = zs_comp_check(cfg->recomp)))
 		return rc;
+	struct zram_params prm;
+	if ((rc = zram_params_load(cfg, &prm)))
+		return rc;
 
 	z = calloc(1, sizeof(*z));
-	if (!z)
+	if (!z) {
+		zram_params_free(&prm);
 		return -ENOMEM;
+	}
 	z->page_size = ps;
 	z->nslots = cfg->disksize / ps;
 	z->deferred = cfg->deferred_free;
@@ -247,10 +252,11 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 	for (unsigned i = 0; i < z->nstreams; i++) {
 		struct stream *s = &z->streams[i];
 
-		rc = zs_comp_create(cfg->comp ? cfg->comp : "lz4", ps, &s->comp);
+		rc = zs_comp_create_params(cfg->comp ? cfg->comp : "lz4", ps, &prm.comp, &s->comp);
 		if (rc)
 			goto fail;
-		if (cfg->recomp && (rc = zs_comp_create(cfg->recomp, ps, &s->recomp)))
+		if (cfg->recomp &&
+		    (rc = zs_comp_create_params(cfg->recomp, ps, &prm.recomp, &s->recomp)))
 			goto fail;
 		s->buf_cap = zs_comp_bound(s->comp, ps);
 		if (s->recomp && zs_comp_bound(s->recomp, ps) > s->buf_cap)
@@ -262,9 +268,11 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 			goto fail;
 	}
 	snprintf(z->comp_name, sizeof(z->comp_name), "%s", zs_comp_name(z->streams[0].comp));
+	zram_params_free(&prm);
 	*out = z;
 	return 0;
 fail:
+	zram_params_free(&prm);
 	streams_free(z);
 	if (z->b)
 		zs_backend_destroy(z->b);
@@ -437,6 +445,14 @@ int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint3
 		zs_backend_read_end(z->b, h, ps, p);
 		return 0;
 	}
+	/*
+	 * Not the scatter-gather read (zs_obj_read_sg_begin + zs_decompress_sg),
+	 * by measurement (docs/zram.md, bench_sg under callgrind): lz4/lzo
+	 * blocks must be contiguous, so a split object is copied either way, and
+	 * zstd's streaming decoder over two pieces costs ~1100 instructions more
+	 * per spanning object than copying the pieces and decoding in one shot.
+	 * Decompression is >99% of a read, so the copy is not what to save.
+	 */
 	p = zs_backend_read_begin(z->b, h, size, s->local_copy);
 	if (unlikely(!p))
 		return -EIO;
