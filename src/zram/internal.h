@@ -32,6 +32,7 @@
 #define F_SIZE_MASK ((1u << 17) - 1)   /* PAGE_SHIFT + 1 bits for up to 64 KiB pages */
 #define F_SAME ZS_ZRAM_F_SAME
 #define F_SLOCK (1u << 18)
+#define F_WB ZS_ZRAM_F_WB  /* handle is a block of the backing file; size = bytes there */
 #define F_PP_SLOT (1u << 20)
 #define F_HUGE ZS_ZRAM_F_HUGE
 #define F_IDLE ZS_ZRAM_F_IDLE
@@ -80,6 +81,7 @@ struct zs_zram {
 	_Atomic uint64_t invalid_io;
 	char comp_name[32];
 	char recomp_name[32];
+	struct zram_wb *wb;         /* writeback.c; NULL without a backing file */
 };
 
 static inline void count_invalid(struct zs_zram *z)
@@ -145,6 +147,17 @@ struct zram_params {
 };
 int zram_params_load(const struct zs_zram_config *cfg, struct zram_params *out);
 void zram_params_free(struct zram_params *p);
+
+/* ---- writeback.c: hooks the slot code calls only for F_WB slots ---- */
+struct zram_wb;
+int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg);
+void zram_wb_destroy(struct zs_zram *z);
+/* Slot locked, F_WB set: release its block (punching the hole) and drop it from the counts. */
+void zram_wb_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f);
+/* Slot locked, F_WB set: read the page back from the file. */
+int zram_wb_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f,
+			void *buf);
+void zram_wb_stats(struct zs_zram *z, struct zs_zram_stats *st);
 
 /* Pool memory in bytes as mem_used_total counts it. */
 uint64_t zram_used_bytes(struct zs_zram *z);

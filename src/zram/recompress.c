@@ -23,7 +23,7 @@ long zs_zram_mark_idle(struct zs_zram *z, unsigned age_seconds)
 		struct slot *sl = &z->slots[i];
 		uint32_t f = slot_lock(sl);
 
-		if (sl->handle && !(f & F_SAME) &&
+		if (sl->handle && !(f & (F_SAME | F_WB)) &&
 		    (!age_seconds || now - sl->ac_time >= age_seconds)) {
 			marked += !(f & F_IDLE);
 			f |= F_IDLE;
@@ -35,7 +35,7 @@ long zs_zram_mark_idle(struct zs_zram *z, unsigned age_seconds)
 
 static int recomp_wanted(uint32_t f, unsigned long h, enum zs_zram_recomp_type type)
 {
-	if (!h || (f & (F_SAME | F_INCOMPRESSIBLE)) || (f & F_PRIO_MASK))
+	if (!h || (f & (F_SAME | F_INCOMPRESSIBLE | F_WB)) || (f & F_PRIO_MASK))
 		return 0;
 	if ((type & ZS_ZRAM_RECOMP_IDLE) && !(f & F_IDLE))
 		return 0;

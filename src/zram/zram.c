@@ -89,6 +89,12 @@ uint32_t zram_slot_lock_slow(struct slot *sl)
  */
 uint32_t zram_slot_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f)
 {
+	if (unlikely(f & F_WB)) {
+		zram_wb_free_locked(z, s, sl, f);
+		sl->handle = 0;
+		sl->ac_time = 0;
+		return 0;
+	}
 	if (f & F_INCOMPRESSIBLE)
 		cnt_add(s, C_INCOMPRESSIBLE, -1);
 	if (f & F_HUGE)
@@ -268,6 +274,8 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 			goto fail;
 	}
 	snprintf(z->comp_name, sizeof(z->comp_name), "%s", zs_comp_name(z->streams[0].comp));
+	if ((rc = zram_wb_create(z, cfg)))
+		goto fail;
 	zram_params_free(&prm);
 	*out = z;
 	return 0;
@@ -286,6 +294,7 @@ void zs_zram_destroy(struct zs_zram *z)
 	if (!z)
 		return;
 	zs_zram_reset(z);
+	zram_wb_destroy(z);
 	streams_free(z);
 	zs_backend_destroy(z->b);
 	free(z->slots);
@@ -428,6 +437,8 @@ int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint3
 	void *p;
 	int rc = 0;
 
+	if (unlikely(f & F_WB))
+		return zram_wb_read_locked(z, s, sl, f, buf);
 	if (f & F_SAME) {
 		fill_page(buf, ps, h);
 		return 0;
