@@ -8,6 +8,7 @@
  * Public headers only.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,6 +26,10 @@
 
 struct opts {
 	const char *comp, *backend, *kcomp, *dict;
+	const char *backing;       /* writeback: file, type, batch, limit (pages), options */
+	int wb_type, wb_compressed, wb_drop_cache, wb_limit_set;
+	unsigned wb_batch;
+	uint64_t wb_limit;
 	size_t page_size;
 	unsigned threads;
 	uint64_t limit, max_bytes;
@@ -39,6 +44,14 @@ static void usage(FILE *f)
 		"  --comp NAME        lz4 (default), lz4hc[:N], zstd[:N], lzo\n"
 		"  --level N          compression level (replaces NAME's :N; zs/compress.h ranges)\n"
 		"  --dict FILE        dictionary for zstd or lz4 (e.g. from `zs dict train`)\n"
+		"  --backing FILE     backing file for writeback (existing file or device)\n"
+		"  --writeback TYPE   after writing: idle (marks all idle first), huge, huge_idle,\n"
+		"                     incompressible; the read phase then reads from the file\n"
+		"  --wb-compressed    write back compressed objects instead of pages\n"
+		"  --wb-batch N       writeback batch size (default 32)\n"
+		"  --wb-limit PAGES   enable writeback_limit with this budget\n"
+		"  --wb-drop-cache    fsync the backing file and drop it from the page cache\n"
+		"                     before reading back (reads then hit the disk)\n"
 		"  --backend KIND     zsmalloc (default), zblock, malloc, ...\n"
 		"  --page-size N      store page size (default 4096)\n"
 		"  --threads N        writer/reader threads (default 1)\n"
@@ -245,10 +258,20 @@ int cmd_zram(int argc, char **argv)
 		{ "agree", no_argument, NULL, 'a' },
 		{ "dict", required_argument, NULL, 'D' },
 		{ "level", required_argument, NULL, 'L' },
+		{ "backing", required_argument, NULL, 'B' },
+		{ "writeback", required_argument, NULL, 'W' },
+		{ "wb-compressed", no_argument, NULL, 'C' },
+		{ "wb-batch", required_argument, NULL, 'N' },
+		{ "wb-limit", required_argument, NULL, 'T' },
+		{ "wb-drop-cache", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { "lz4", "zsmalloc", NULL, NULL, 4096, 1, 0, 256ull << 20, 0, 0, 0, 0, 0 };
+	struct opts o = { .comp = "lz4", .backend = "zsmalloc", .page_size = 4096, .threads = 1,
+			  .max_bytes = 256ull << 20 };
+	struct zs_zram_wb_result wr = { 0, 0 };
+	double twb = 0;
+	int wb_rc = 0;
 	struct zs_zram_config cfg;
 	struct zs_zram_stats st;
 	struct zs_pageset ps;
@@ -273,6 +296,41 @@ int cmd_zram(int argc, char **argv)
 		case 'q': o.quiet = 1; break;
 		case 'a': o.agree = 1; break;
 		case 'D': o.dict = optarg; break;
+		case 'B': o.backing = optarg; break;
+		case 'C': o.wb_compressed = 1; break;
+		case 'P': o.wb_drop_cache = 1; break;
+		case 'W': {
+			static const char *const types[] = { "idle", "huge", "huge_idle",
+							     "incompressible" };
+			for (int k = 0; k < 4; k++)
+				if (!strcmp(optarg, types[k]))
+					o.wb_type = k + 1;
+			if (!o.wb_type) {
+				fprintf(stderr, "zs zram: --writeback: unknown type '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'N':
+		case 'T': {
+			char *end;
+			unsigned long long v;
+
+			errno = 0;
+			v = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' ||
+			    (opt == 'N' && (v < 1 || v > ZS_ZRAM_MAX_WB_BATCH))) {
+				fprintf(stderr, "zs zram: bad number '%s'\n", optarg);
+				return 2;
+			}
+			if (opt == 'N')
+				o.wb_batch = (unsigned)v;
+			else {
+				o.wb_limit = v;
+				o.wb_limit_set = 1;
+			}
+			break;
+		}
 		case 'L': {
 			char *end;
 			long lv;
@@ -320,6 +378,11 @@ int cmd_zram(int argc, char **argv)
 			rc == -EOPNOTSUPP ? " (lzo-rle is kernel-only; use lzo)" : "");
 		return 2;
 	}
+	if (!o.backing && (o.wb_type || o.wb_compressed || o.wb_batch || o.wb_limit_set ||
+			   o.wb_drop_cache)) {
+		fprintf(stderr, "zs zram: the --writeback/--wb-* options need --backing FILE\n");
+		return 2;
+	}
 	if (o.agree && !o.vs_kernel) {
 		fprintf(stderr, "zs zram: --agree needs --vs-kernel\n");
 		return 2;
@@ -364,6 +427,9 @@ int cmd_zram(int argc, char **argv)
 	cfg.mem_limit = o.limit;
 	cfg.comp_level = o.level;
 	cfg.comp_dict_path = o.dict;
+	cfg.backing_path = o.backing;
+	cfg.writeback_batch_size = o.wb_batch;
+	cfg.writeback_compressed = o.wb_compressed;
 	rc = zs_zram_create(&cfg, &z);
 	if (rc) {
 		fprintf(stderr, "zs zram: store: %s%s\n", strerror(-rc),
@@ -403,7 +469,44 @@ int cmd_zram(int argc, char **argv)
 
 	tw = run_phase(z, &ps, out, o.threads, 1, !o.quiet, &wfail);
 	zs_zram_get_stats(z, &st);
+	if (o.wb_type) {
+		struct zs_zram_stats st2;
+
+		if (o.wb_type == ZS_ZRAM_WB_IDLE || o.wb_type == ZS_ZRAM_WB_HUGE_IDLE)
+			zs_zram_mark_idle(z, 0);
+		if (o.wb_limit_set)
+			zs_zram_set_writeback_limit(z, 1, o.wb_limit);
+		twb = now_s();
+		wb_rc = zs_zram_writeback(z, (enum zs_zram_wb_type)o.wb_type, 0, &wr);
+		twb = now_s() - twb;
+		if (o.wb_drop_cache) {
+			int fd = open(o.backing, O_RDWR);
+
+			if (fd < 0 || fsync(fd) || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+				fprintf(stderr, "zs zram: --wb-drop-cache: %s\n", strerror(errno));
+			if (fd >= 0)
+				close(fd);
+		}
+		zs_zram_get_stats(z, &st2);
+		st.bd_count = st2.bd_count;
+		st.bd_writes = st2.bd_writes;
+		if (!o.quiet)
+			fprintf(stderr, "zs zram: writeback: %lu of %lu pages (%s)\n", wr.written,
+				wr.scanned, wb_rc ? strerror(-wb_rc) : "ok");
+		if (wb_rc)
+			ret = 1;
+		/* The memory numbers printed are those after writeback. */
+		st.mem_used_total = st2.mem_used_total;
+		st.compr_data_size = st2.compr_data_size;
+		st.huge_pages = st2.huge_pages;
+	}
 	tr = run_phase(z, &ps, out, o.threads, 0, !o.quiet, &rfail);
+	if (o.wb_type) {
+		struct zs_zram_stats st3;
+
+		zs_zram_get_stats(z, &st3);
+		st.bd_reads = st3.bd_reads;
+	}
 	for (size_t i = 0; i < ps.npages; i++)
 		mism += memcmp(out + i * ps.page_size, ps.data + i * ps.page_size, ps.page_size) != 0;
 	/* Pages whose write failed (limit) read back as zeros; they are not lost data. */
@@ -428,6 +531,16 @@ int cmd_zram(int argc, char **argv)
 		       "\"comp\": \"%s\", \"backend\": \"%s\", \"threads\": %u,\n",
 		       ps.npages, ps.files, (unsigned long long)ps.file_bytes, ps.page_size,
 		       zs_zram_comp_name(z), o.backend, o.threads);
+		if (o.wb_type)
+			printf(" \"writeback\": {\"written\": %lu, \"scanned\": %lu, \"rc\": %d, "
+			       "\"seconds\": %.6f, \"MBps\": %.1f, \"read_us_per_page\": %.3f, "
+			       "\"bd_count\": %llu, \"bd_reads\": %llu, \"bd_writes\": %llu, "
+			       "\"compressed\": %d},\n",
+			       wr.written, wr.scanned, wb_rc, twb,
+			       mbps((uint64_t)wr.written * ps.page_size, twb),
+			       1e6 * tr / (double)ps.npages, (unsigned long long)st.bd_count,
+			       (unsigned long long)st.bd_reads, (unsigned long long)st.bd_writes,
+			       o.wb_compressed);
 		printf(" \"store\": {");
 		for (int i = 0; i < 9; i++)
 			printf("\"%s\": %llu, ", mm_cols[i], (unsigned long long)v[i]);
@@ -457,6 +570,16 @@ int cmd_zram(int argc, char **argv)
 		printf("mm_stat  %s", line);
 		zs_zram_format_io_stat(&st, line, sizeof(line));
 		printf("io_stat  %s", line);
+		if (o.wb_type) {
+			zs_zram_format_bd_stat(&st, line, sizeof(line));
+			printf("bd_stat  %s", line);
+			printf("writeback: %lu of %lu pages in %.3f s (%.1f MB/s%s), %s; read back "
+			       "%.2f us/page\n",
+			       wr.written, wr.scanned, twb,
+			       mbps((uint64_t)wr.written * ps.page_size, twb),
+			       o.wb_compressed ? ", compressed" : "",
+			       wb_rc ? strerror(-wb_rc) : "ok", 1e6 * tr / (double)ps.npages);
+		}
 		printf("\n%-18s %16s", "", "store");
 		if (have_k)
 			printf(" %16s %10s", "kernel", "store/kern");
