@@ -84,6 +84,24 @@ struct zs_zram_config {
 	                                  0 -> 32; 0..ZS_ZRAM_MAX_WB_BATCH */
 	int writeback_compressed;      /* 0 or 1.  1: write the compressed object (decompressed
 	                                  on read) instead of the page */
+	/*
+	 * Large-folio objects (the 64 KiB mTHP RFC): group_pages contiguous
+	 * slots are compressed together as one object.  0 or 1 -> off (every
+	 * slot its own object, today's behaviour); otherwise a power of two
+	 * 2..16 with group_pages * page_size <= 65536.  Layout: the group store
+	 * is a store whose page is the group (group_pages * page_size), so its
+	 * zsmalloc pool has that page size and size classes up to it (class
+	 * delta page/256, as the kernel's formula scales); a group compressing
+	 * to the pool's huge size is kept raw.  The slot API is unchanged: a
+	 * read of one slot decompresses its group; a write or discard of one
+	 * slot is a read-modify-write of the group under a per-group stripe
+	 * lock; zs_zram_write_range/read_range move whole aligned groups
+	 * without the read-modify-write.  Statistics, idle, recompression and
+	 * writeback work per group (orig_data_size counts whole groups, a
+	 * partial write counts as a group read plus a group write).
+	 * disksize is rounded up to whole groups inside.
+	 */
+	unsigned group_pages;
 };
 
 /* Fill *cfg with defaults (4 KiB pages, 1 GiB disksize, lz4, zsmalloc). */

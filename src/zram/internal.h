@@ -82,7 +82,26 @@ struct zs_zram {
 	char comp_name[32];
 	char recomp_name[32];
 	struct zram_wb *wb;         /* writeback.c; NULL without a backing file */
+	struct zram_group *grp;     /* group.c: this store is the slot view of `inner` */
+	struct zs_zram *inner;      /* the group store (page = group); NULL when not grouped */
 };
+
+/* ---- group.c: large-folio groups (cfg.group_pages > 1) ---- */
+struct zram_group;
+int zram_group_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zram **out);
+void zram_group_destroy(struct zs_zram *z);
+int zram_group_write(struct zs_zram *z, uint64_t index, const void *page);
+int zram_group_read(struct zs_zram *z, uint64_t index, void *buf);
+int zram_group_discard(struct zs_zram *z, uint64_t index);
+int zram_group_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const void *buf);
+int zram_group_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf);
+int zram_group_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsigned *flags,
+			 unsigned *prio);
+/* The store whose slots maintenance and statistics walk: the group store when grouped. */
+static inline struct zs_zram *zram_inner(struct zs_zram *z)
+{
+	return z->inner ? z->inner : z;
+}
 
 static inline void count_invalid(struct zs_zram *z)
 {

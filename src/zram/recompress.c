@@ -11,8 +11,9 @@
 
 #include "zram/internal.h"
 
-long zs_zram_mark_idle(struct zs_zram *z, unsigned age_seconds)
+long zs_zram_mark_idle(struct zs_zram *zv, unsigned age_seconds)
 {
+	struct zs_zram *z = zram_inner(zv);
 	uint32_t now;
 	long marked = 0;
 
@@ -58,9 +59,10 @@ static int recomp_gains(struct zs_zram *z, size_t old_len, size_t new_len, size_
 	return new_len < old_len;
 }
 
-int zs_zram_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t threshold,
+int zs_zram_recompress(struct zs_zram *zv, enum zs_zram_recomp_type type, size_t threshold,
 		       unsigned long max_pages, struct zs_zram_recomp_result *res)
 {
+	struct zs_zram *z = zram_inner(zv);
 	struct zs_zram_recomp_result r = { 0, 0, 0 };
 	size_t ps = z->page_size;
 	unsigned char *page;

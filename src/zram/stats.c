@@ -14,6 +14,8 @@ int zs_zram_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsigned 
 	struct slot *sl;
 	uint32_t f;
 
+	if (z->grp)
+		return zram_group_slot_info(z, index, size, flags, prio);
 	if (index >= z->nslots)
 		return -EINVAL;
 	sl = &z->slots[index];
@@ -28,8 +30,9 @@ int zs_zram_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsigned 
 	return 0;
 }
 
-void zs_zram_get_stats(struct zs_zram *z, struct zs_zram_stats *st)
+void zs_zram_get_stats(struct zs_zram *zv, struct zs_zram_stats *st)
 {
+	struct zs_zram *z = zram_inner(zv);
 	int64_t c[C_NR] = { 0 };
 	struct zs_backend_stats bs;
 	uint64_t used;
@@ -64,8 +67,9 @@ void zs_zram_get_stats(struct zs_zram *z, struct zs_zram_stats *st)
 	zram_wb_stats(z, st);
 }
 
-void zs_zram_reset_mem_used_max(struct zs_zram *z)
+void zs_zram_reset_mem_used_max(struct zs_zram *zv)
 {
+	struct zs_zram *z = zram_inner(zv);
 	struct zs_zram_stats st;
 
 	atomic_store_explicit(&z->mem_used_max, 0, memory_order_relaxed);

@@ -212,8 +212,9 @@ static int file_io(struct zs_zram *z, int reads, void *buf, size_t len, uint64_t
 	return 0;
 }
 
-void zs_zram_wb_inject(struct zs_zram *z, int reads, uint64_t after, uint64_t count)
+void zs_zram_wb_inject(struct zs_zram *zv, int reads, uint64_t after, uint64_t count)
 {
+	struct zs_zram *z = zram_inner(zv);
 	struct zram_wb *wb = z->wb;
 
 	if (!wb)
@@ -267,8 +268,9 @@ void zram_wb_stats(struct zs_zram *z, struct zs_zram_stats *st)
 
 /* ---- limit ---- */
 
-int zs_zram_set_writeback_limit(struct zs_zram *z, int enable, uint64_t pages)
+int zs_zram_set_writeback_limit(struct zs_zram *zv, int enable, uint64_t pages)
 {
+	struct zs_zram *z = zram_inner(zv);
 	if (!z->wb || (enable != 0 && enable != 1))
 		return -EINVAL;
 	pthread_mutex_lock(&z->wb->lock);
@@ -278,8 +280,9 @@ int zs_zram_set_writeback_limit(struct zs_zram *z, int enable, uint64_t pages)
 	return 0;
 }
 
-int zs_zram_get_writeback_limit(struct zs_zram *z, int *enable, uint64_t *pages)
+int zs_zram_get_writeback_limit(struct zs_zram *zv, int *enable, uint64_t *pages)
 {
+	struct zs_zram *z = zram_inner(zv);
 	if (!z->wb)
 		return -EINVAL;
 	pthread_mutex_lock(&z->wb->lock);
@@ -354,9 +357,10 @@ static int copy_out(struct zs_zram *z, struct stream *s, struct slot *sl, uint32
 	return (int)size;
 }
 
-int zs_zram_writeback(struct zs_zram *z, enum zs_zram_wb_type type, unsigned long max_pages,
+int zs_zram_writeback(struct zs_zram *zv, enum zs_zram_wb_type type, unsigned long max_pages,
 		      struct zs_zram_wb_result *res)
 {
+	struct zs_zram *z = zram_inner(zv);
 	struct zram_wb *wb = z->wb;
 	struct zs_zram_wb_result r = { 0, 0 };
 	size_t ps = z->page_size;

@@ -194,6 +194,8 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 		return -EINVAL;
 	if (cfg->disksize / ps == 0 || cfg->disksize / ps > ZS_ZRAM_MAX_SLOTS)
 		return -EINVAL;
+	if (cfg->group_pages > 1)
+		return zram_group_create(cfg, ps, out);
 	if (cfg->mem_limit > ZS_ZRAM_MAX_MEM_LIMIT || cfg->streams > ZS_ZRAM_MAX_STREAMS)
 		return -EINVAL;
 	if ((cfg->deferred_free != 0 && cfg->deferred_free != 1) ||
@@ -291,6 +293,10 @@ fail:
 
 void zs_zram_destroy(struct zs_zram *z)
 {
+	if (z && z->grp) {
+		zram_group_destroy(z);
+		return;
+	}
 	if (!z)
 		return;
 	zs_zram_reset(z);
@@ -362,6 +368,8 @@ static int write_same(struct zs_zram *z, struct stream *s, struct slot *sl, unsi
 
 int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 {
+	if (unlikely(z->grp))
+		return zram_group_write(z, index, page);
 	struct stream *s;
 	struct slot *sl;
 	const void *src;
@@ -476,6 +484,13 @@ int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint3
 
 int zs_zram_read(struct zs_zram *z, uint64_t index, void *buf, size_t buf_len)
 {
+	if (unlikely(z->grp)) {
+		if (!buf || buf_len < z->page_size) {
+			count_invalid(z->inner);
+			return -EINVAL;
+		}
+		return zram_group_read(z, index, buf);
+	}
 	struct stream *s;
 	struct slot *sl;
 	uint32_t f;
@@ -504,6 +519,8 @@ int zs_zram_read(struct zs_zram *z, uint64_t index, void *buf, size_t buf_len)
 
 int zs_zram_discard(struct zs_zram *z, uint64_t index)
 {
+	if (unlikely(z->grp))
+		return zram_group_discard(z, index);
 	struct stream *s;
 	struct slot *sl;
 	uint32_t f;
@@ -524,6 +541,8 @@ int zs_zram_discard(struct zs_zram *z, uint64_t index)
 
 int zs_zram_free_notify(struct zs_zram *z, uint64_t index)
 {
+	if (unlikely(z->grp))
+		return zram_group_discard(z, index);
 	struct stream *s;
 	struct slot *sl;
 	uint32_t f;
@@ -554,7 +573,7 @@ static int range_ok(struct zs_zram *z, uint64_t first, uint64_t n)
 {
 	if (first < z->nslots && n <= z->nslots - first)
 		return 1;
-	count_invalid(z);
+	count_invalid(zram_inner(z));
 	return 0;
 }
 
@@ -568,6 +587,8 @@ int zs_zram_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const voi
 		count_invalid(z);
 		return -EINVAL;
 	}
+	if (z->grp)
+		return zram_group_write_range(z, first, n, buf);
 	for (uint64_t i = 0; i < n; i++) {
 		int rc = zs_zram_write(z, first + i, p + i * z->page_size);
 
@@ -587,6 +608,8 @@ int zs_zram_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf,
 		count_invalid(z);
 		return -EINVAL;
 	}
+	if (z->grp)
+		return zram_group_read_range(z, first, n, buf);
 	for (uint64_t i = 0; i < n; i++) {
 		int rc = zs_zram_read(z, first + i, p + i * z->page_size, z->page_size);
 
@@ -607,6 +630,7 @@ int zs_zram_discard_range(struct zs_zram *z, uint64_t first, uint64_t n)
 
 void zs_zram_reset(struct zs_zram *z)
 {
+	z = zram_inner(z);
 	struct stream *s = zram_stream_get(z);
 
 	for (uint64_t i = 0; i < z->nslots; i++) {
@@ -621,11 +645,13 @@ void zs_zram_reset(struct zs_zram *z)
 
 void zs_zram_flush(struct zs_zram *z)
 {
+	z = zram_inner(z);
 	if (z->deferred)
 		zs_backend_flush(z->b);
 }
 
 unsigned long zs_zram_compact(struct zs_zram *z)
 {
+	z = zram_inner(z);
 	return zs_backend_compact(z->b);
 }
