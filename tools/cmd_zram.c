@@ -32,6 +32,7 @@ struct opts {
 	unsigned wb_batch;
 	uint64_t wb_limit;
 	unsigned group;            /* group_pages; the phases then move whole groups */
+	int matrix;
 	size_t page_size;
 	unsigned threads;
 	uint64_t limit, max_bytes;
@@ -52,6 +53,8 @@ static void usage(FILE *f)
 		"  --wb-compressed    write back compressed objects instead of pages\n"
 		"  --wb-batch N       writeback batch size (default 32)\n"
 		"  --wb-limit PAGES   enable writeback_limit with this budget\n"
+		"  --matrix           table of every compressor x level (x --dict) at 4K and 64K\n"
+		"                     groups: ratio, pool memory, MB/s, CPU (--json: one array)\n"
 		"  --group N          compress N contiguous pages as one object (2..16, power of 2)\n"
 		"  --wb-drop-cache    fsync the backing file and drop it from the page cache\n"
 		"                     before reading back (reads then hit the disk)\n"
@@ -294,6 +297,7 @@ int cmd_zram(int argc, char **argv)
 		{ "wb-limit", required_argument, NULL, 'T' },
 		{ "wb-drop-cache", no_argument, NULL, 'P' },
 		{ "group", required_argument, NULL, 'G' },
+		{ "matrix", no_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -326,6 +330,7 @@ int cmd_zram(int argc, char **argv)
 		case 'q': o.quiet = 1; break;
 		case 'a': o.agree = 1; break;
 		case 'D': o.dict = optarg; break;
+		case 'X': o.matrix = 1; break;
 		case 'B': o.backing = optarg; break;
 		case 'C': o.wb_compressed = 1; break;
 		case 'P': o.wb_drop_cache = 1; break;
@@ -452,6 +457,11 @@ int cmd_zram(int argc, char **argv)
 		return 2;
 	}
 	bytes = (uint64_t)ps.npages * ps.page_size;
+	if (o.matrix) {
+		ret = zram_matrix(&ps, o.dict, o.json);
+		zs_pageset_free(&ps);
+		return ret;
+	}
 
 	zs_zram_config_init(&cfg);
 	cfg.page_size = o.page_size;
