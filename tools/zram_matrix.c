@@ -39,6 +39,7 @@ struct row {
 	unsigned group;
 	uint64_t orig, compr, mem;
 	double w_s, r_s, w_cpu, r_cpu;
+	double rand_read_us, rand_write_us; /* one 4 KiB slot at a time, random slots */
 	uint64_t mismatches;
 	int rc;
 };
@@ -81,6 +82,26 @@ static void run_one(const struct zs_pageset *ps, const char *comp, const char *d
 	r->r_cpu = cpu() - c;
 	for (size_t i = 0; i < ps->npages; i++)
 		r->mismatches += memcmp(out + i * psz, ps->data + i * psz, psz) != 0;
+	/*
+	 * Random single-slot access, after the check: with groups a read
+	 * decompresses the whole group and a write is a read-modify-write.
+	 */
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	size_t nr = ps->npages < 20000 ? ps->npages : 20000, nw = nr / 10 ? nr / 10 : 1;
+	t = wall();
+	for (size_t k = 0; k < nr && !r->rc; k++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		size_t i = (size_t)(x >> 33) % ps->npages;
+		r->rc = zs_zram_read(z, i, out + i * psz, psz);
+	}
+	r->rand_read_us = (wall() - t) * 1e6 / (double)nr;
+	t = wall();
+	for (size_t k = 0; k < nw && !r->rc; k++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		size_t i = (size_t)(x >> 33) % ps->npages;
+		r->rc = zs_zram_write(z, i, ps->data + i * psz);
+	}
+	r->rand_write_us = (wall() - t) * 1e6 / (double)nw;
 	r->orig = st.orig_data_size;
 	r->compr = st.compr_data_size;
 	r->mem = st.mem_used_total;
@@ -109,9 +130,9 @@ int zram_matrix(const struct zs_pageset *ps, const char *dict, int json)
 		printf("{\"pages\": %zu, \"page_size\": %zu, \"files\": %zu, \"rows\": [\n",
 		       ps->npages, ps->page_size, ps->files);
 	else
-		printf("%-16s %5s %10s %10s %12s %12s %9s %9s %9s %9s %s\n", "comp", "group",
-		       "orig/mem", "orig/compr", "compr_bytes", "mem_bytes", "write_MBs",
-		       "read_MBs", "write_cpu", "read_cpu", "check");
+		printf("%-16s %5s %10s %10s %12s %12s %9s %9s %9s %9s %8s %8s %s\n", "comp",
+		       "group", "orig/mem", "orig/compr", "compr_bytes", "mem_bytes", "write_MBs",
+		       "read_MBs", "write_cpu", "read_cpu", "rd4k_us", "wr4k_us", "check");
 	for (size_t c = 0; c < sizeof(comps) / sizeof(comps[0]); c++)
 		for (int d = 0; d < (dict ? 2 : 1); d++) {
 			/* Only zstd and lz4 (not lz4hc) take a dictionary. */
@@ -131,6 +152,7 @@ int zram_matrix(const struct zs_pageset *ps, const char *dict, int json)
 					       "\"ratio_mem\": %.4f, \"ratio_compr\": %.4f, "
 					       "\"write_MBps\": %.1f, \"read_MBps\": %.1f, "
 					       "\"write_cpu_s\": %.4f, \"read_cpu_s\": %.4f, "
+					       "\"rand_read_4k_us\": %.3f, \"rand_write_4k_us\": %.3f, "
 					       "\"mismatches\": %llu}",
 					       first ? "" : ",\n", r.comp,
 					       (size_t)r.group * ps->page_size, r.rc,
@@ -140,17 +162,19 @@ int zram_matrix(const struct zs_pageset *ps, const char *dict, int json)
 					       div0((double)r.orig, (double)r.compr),
 					       div0((double)bytes / 1e6, r.w_s),
 					       div0((double)bytes / 1e6, r.r_s), r.w_cpu, r.r_cpu,
+					       r.rand_read_us, r.rand_write_us,
 					       (unsigned long long)r.mismatches);
 					first = 0;
 				} else {
 					printf("%-16s %4zuK %10.3f %10.3f %12llu %12llu %9.1f %9.1f "
-					       "%9.2f %9.2f %s\n",
+					       "%9.2f %9.2f %8.2f %8.2f %s\n",
 					       r.comp, (size_t)r.group * ps->page_size / 1024,
 					       div0((double)r.orig, (double)r.mem),
 					       div0((double)r.orig, (double)r.compr),
 					       (unsigned long long)r.compr, (unsigned long long)r.mem,
 					       div0((double)bytes / 1e6, r.w_s),
 					       div0((double)bytes / 1e6, r.r_s), r.w_cpu, r.r_cpu,
+					       r.rand_read_us, r.rand_write_us,
 					       r.rc ? "error" : r.mismatches ? "MISMATCH" : "ok");
 				}
 				fflush(stdout);
