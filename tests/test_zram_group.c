@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "zs/zram.h"
@@ -167,6 +168,43 @@ static void ratio(uint64_t *seed)
 	CHECK(compr[2] < compr[1]);
 }
 
+/* Groups and writeback together: whole groups move to the file and read back per slot. */
+static void with_writeback(uint64_t *seed)
+{
+	char path[] = "/tmp/zs_group_wb_XXXXXX";
+	int fd = mkstemp(path);
+	REQUIRE(fd >= 0);
+	close(fd);
+	struct zs_zram_config cfg;
+	struct zs_zram *z;
+	zs_zram_config_init(&cfg);
+	cfg.disksize = (uint64_t)N * PS;
+	cfg.group_pages = 4;
+	cfg.backing_path = path;
+	cfg.writeback_compressed = 1;
+	REQUIRE(zs_zram_create(&cfg, &z) == 0);
+	for (unsigned i = 0; i < N; i++) {
+		page(seed, shadow[i], i);
+		CHECK_EQ(zs_zram_write(z, i, shadow[i]), 0);
+	}
+	CHECK(zs_zram_mark_idle(z, 0) > 0);
+	struct zs_zram_wb_result r;
+	CHECK_EQ(zs_zram_writeback(z, ZS_ZRAM_WB_IDLE, 0, &r), 0);
+	CHECK(r.written > 0);
+	verify(z, "groups written back");
+	/* A partial overwrite of a written-back group: RMW reads it from the file. */
+	page(seed, shadow[5], 5);
+	CHECK_EQ(zs_zram_write(z, 5, shadow[5]), 0);
+	CHECK_EQ(zs_zram_discard(z, 9), 0);
+	memset(shadow[9], 0, PS);
+	verify(z, "after partial overwrite of written-back groups");
+	struct zs_zram_stats st;
+	zs_zram_get_stats(z, &st);
+	CHECK(st.bd_reads > 0);
+	zs_zram_destroy(z);
+	unlink(path);
+}
+
 int main(void)
 {
 	uint64_t seed = tu_seed("test_zram_group");
@@ -174,6 +212,7 @@ int main(void)
 	random_run(16, &seed);
 	threads();
 	ratio(&seed);
+	with_writeback(&seed);
 
 	struct zs_zram_config cfg;
 	struct zs_zram *z;
