@@ -413,6 +413,24 @@ static void test_zram(void)
 	ZRAM_FIELD(track_actime, -1, 0);
 	ZRAM_FIELD(track_actime, 1, 1);
 
+	/* Issue 13: levels, dictionaries, writeback and groups. */
+	ZRAM_FIELD(comp_level, INT_MAX, 0);
+	ZRAM_FIELD(comp_level, INT_MIN, 0);
+	ZRAM_FIELD(comp_level, 65538, 0);  /* lz4 acceleration 1..65537 */
+	ZRAM_FIELD(comp_level, 65537, 1);
+	ZRAM_FIELD(comp_dict_len, SIZE_MAX, 0); /* length without bytes */
+	ZRAM_FIELD(recomp_level, 3, 0);          /* no recomp configured */
+	ZRAM_FIELD(recomp_dict_len, 1, 0);
+	ZRAM_FIELD(writeback_batch_size, UINT_MAX, 0);
+	ZRAM_FIELD(writeback_batch_size, 1, 0);  /* no backing file */
+	ZRAM_FIELD(writeback_compressed, 1, 0);
+	ZRAM_FIELD(writeback_compressed, -1, 0);
+	ZRAM_FIELD(group_pages, UINT_MAX, 0);
+	ZRAM_FIELD(group_pages, 3, 0);
+	ZRAM_FIELD(group_pages, 32, 0);
+	ZRAM_FIELD(group_pages, 1, 1);
+	ZRAM_FIELD(group_pages, 16, 1);
+
 	/* Nested backend and pool configs are checked through the store too. */
 	ZRAM_FIELD(backend.max_pages, SIZE_MAX, 0);
 	ZRAM_FIELD(backend.checked, 7, 0);

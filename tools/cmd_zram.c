@@ -8,6 +8,7 @@
  * Public headers only.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,12 +28,19 @@
 #include "zs/zram.h"
 
 struct opts {
-	const char *comp, *backend, *kcomp;
+	const char *comp, *backend, *kcomp, *dict;
+	const char *backing;       /* writeback: file, type, batch, limit (pages), options */
+	int wb_type, wb_compressed, wb_drop_cache, wb_limit_set;
+	unsigned wb_batch;
+	uint64_t wb_limit;
+	unsigned group;            /* group_pages; the phases then move whole groups */
+	int matrix;
 	size_t page_size;
 	unsigned threads;
 	uint64_t limit, max_bytes;
 	int json, vs_kernel, quiet, agree, progress;
 	struct pool_opts po;
+	int level;
 };
 
 #define ZRAM_OPTS OPT_ALL
@@ -40,7 +49,20 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: zs zram [options] FILE|DIR...\n"
-		"  --comp NAME        lz4 (default), lz4hc[:N], zstd[:N], lzo\n");
+		"  --comp NAME        lz4 (default), lz4hc[:N], zstd[:N], lzo\n"
+		"  --level N          compression level (replaces NAME's :N; zs/compress.h ranges)\n"
+		"  --dict FILE        dictionary for zstd or lz4 (e.g. from `zs dict train`)\n"
+		"  --backing FILE     backing file for writeback (existing file or device)\n"
+		"  --writeback TYPE   after writing: idle (marks all idle first), huge, huge_idle,\n"
+		"                     incompressible; the read phase then reads from the file\n"
+		"  --wb-compressed    write back compressed objects instead of pages\n"
+		"  --wb-batch N       writeback batch size (default 32)\n"
+		"  --wb-limit PAGES   enable writeback_limit with this budget\n"
+		"  --matrix           table of every compressor x level (x --dict) at 4K and 64K\n"
+		"                     groups: ratio, pool memory, MB/s, CPU (--json: one array)\n"
+		"  --group N          compress N contiguous pages as one object (2..16, power of 2)\n"
+		"  --wb-drop-cache    fsync the backing file and drop it from the page cache\n"
+		"                     before reading back (reads then hit the disk)\n");
 	opt_pool_help(f, ZRAM_OPTS);
 	fprintf(f,
 		"  --threads N        writer/reader threads, 1..64 (default 1)\n"
@@ -75,6 +97,7 @@ struct job {
 	_Atomic size_t *done;
 	size_t total;
 	int failed;
+	unsigned group;
 };
 
 static void *worker(void *arg)
@@ -83,8 +106,22 @@ static void *worker(void *arg)
 	size_t psz = j->ps->page_size;
 
 	for (size_t i = j->first; i < j->first + j->n; i++) {
-		int rc = j->writing ? zs_zram_write(j->z, i, j->ps->data + i * psz)
-				    : zs_zram_read(j->z, i, j->out + i * psz, psz);
+		int rc;
+
+		if (j->group > 1 && i % j->group == 0 && j->first + j->n - i >= j->group) {
+			/* A whole group at once: one object, no read-modify-write. */
+			rc = j->writing ? zs_zram_write_range(j->z, i, j->group, j->ps->data + i * psz)
+					: zs_zram_read_range(j->z, i, j->group, j->out + i * psz,
+							     j->group * psz);
+			if (rc)
+				j->failed += (int)j->group;
+			i += j->group - 1;
+			if (((i - j->first) & 4095) == 4095)
+				atomic_fetch_add(j->done, 4096);
+			continue;
+		}
+		rc = j->writing ? zs_zram_write(j->z, i, j->ps->data + i * psz)
+				: zs_zram_read(j->z, i, j->out + i * psz, psz);
 
 		if (rc)
 			j->failed++;
@@ -97,6 +134,16 @@ static void *worker(void *arg)
 		}
 	}
 	return NULL;
+}
+
+static unsigned phase_group; /* --group, read by run_phase */
+static double cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
 static double run_phase(struct zs_zram *z, const struct zs_pageset *ps, unsigned char *out,
@@ -113,7 +160,8 @@ static double run_phase(struct zs_zram *z, const struct zs_pageset *ps, unsigned
 		size_t first = (size_t)k * per;
 
 		jobs[k] = (struct job){ z, ps, out, first > ps->npages ? ps->npages : first, 0,
-					writing, progress && k == 0, &done, ps->npages, 0 };
+					writing, progress && k == 0, &done, ps->npages, 0,
+					phase_group };
 		jobs[k].n = first >= ps->npages ? 0
 			    : (ps->npages - first < per ? ps->npages - first : per);
 		if (threads == 1)
@@ -224,11 +272,24 @@ int cmd_zram(int argc, char **argv)
 		{ "kernel-comp", required_argument, NULL, 'K' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "agree", no_argument, NULL, 'a' },
+		{ "dict", required_argument, NULL, 'D' },
+		{ "level", required_argument, NULL, 'L' },
+		{ "backing", required_argument, NULL, 'B' },
+		{ "writeback", required_argument, NULL, 'W' },
+		{ "wb-compressed", no_argument, NULL, 'C' },
+		{ "wb-batch", required_argument, NULL, 'N' },
+		{ "wb-limit", required_argument, NULL, 'T' },
+		{ "wb-drop-cache", no_argument, NULL, 'Y' },
+		{ "group", required_argument, NULL, 'G' },
+		{ "matrix", no_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .comp = "lz4", .backend = "zsmalloc", .page_size = 4096, .threads = 1,
 			  .max_bytes = 256ull << 20 };
+	struct zs_zram_wb_result wr = { 0, 0 };
+	double twb = 0;
+	int wb_rc = 0;
 	struct zs_zram_config cfg;
 	struct zs_zram_stats st;
 	struct zs_pageset ps;
@@ -259,6 +320,60 @@ int cmd_zram(int argc, char **argv)
 		case 'k': o.vs_kernel = 1; break;
 		case 'q': o.quiet = 1; break;
 		case 'a': o.agree = 1; break;
+		case 'D': o.dict = optarg; break;
+		case 'X': o.matrix = 1; break;
+		case 'B': o.backing = optarg; break;
+		case 'C': o.wb_compressed = 1; break;
+		case 'Y': o.wb_drop_cache = 1; break;
+		case 'W': {
+			static const char *const types[] = { "idle", "huge", "huge_idle",
+							     "incompressible" };
+			for (int k = 0; k < 4; k++)
+				if (!strcmp(optarg, types[k]))
+					o.wb_type = k + 1;
+			if (!o.wb_type) {
+				fprintf(stderr, "zs zram: --writeback: unknown type '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'N':
+		case 'G':
+		case 'T': {
+			char *end;
+			unsigned long long v;
+
+			errno = 0;
+			v = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' ||
+			    (opt == 'N' && (v < 1 || v > ZS_ZRAM_MAX_WB_BATCH)) ||
+			    (opt == 'G' && v > 16)) {
+				fprintf(stderr, "zs zram: bad number '%s'\n", optarg);
+				return 2;
+			}
+			if (opt == 'N')
+				o.wb_batch = (unsigned)v;
+			else if (opt == 'G')
+				o.group = (unsigned)v;
+			else {
+				o.wb_limit = v;
+				o.wb_limit_set = 1;
+			}
+			break;
+		}
+		case 'L': {
+			char *end;
+			long lv;
+
+			errno = 0;
+			lv = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || lv < -1000000 || lv > 1000000) {
+				fprintf(stderr, "zs zram: bad level '%s'\n", optarg);
+				return 2;
+			}
+			o.level = (int)lv;
+			break;
+		}
 		case 't':
 			if (opt_u64("zram", "--threads", optarg, 1, 64, &x))
 				return 2;
@@ -289,6 +404,11 @@ int cmd_zram(int argc, char **argv)
 	if ((rc = zs_comp_check(o.comp))) {
 		fprintf(stderr, "zs zram: compressor '%s': %s%s\n", o.comp, strerror(-rc),
 			rc == -EOPNOTSUPP ? " (lzo-rle is kernel-only; use lzo)" : "");
+		return 2;
+	}
+	if (!o.backing && (o.wb_type || o.wb_compressed || o.wb_batch || o.wb_limit_set ||
+			   o.wb_drop_cache)) {
+		fprintf(stderr, "zs zram: the --writeback/--wb-* options need --backing FILE\n");
 		return 2;
 	}
 	if (o.agree && !o.vs_kernel) {
@@ -324,6 +444,11 @@ int cmd_zram(int argc, char **argv)
 		return 2;
 	}
 	bytes = (uint64_t)ps.npages * ps.page_size;
+	if (o.matrix) {
+		ret = zram_matrix(&ps, o.dict, o.json);
+		zs_pageset_free(&ps);
+		return ret;
+	}
 
 	zs_zram_config_init(&cfg);
 	cfg.page_size = o.page_size;
@@ -333,12 +458,19 @@ int cmd_zram(int argc, char **argv)
 	cfg.backend.zs = o.po.cfg;
 	cfg.deferred_free = o.po.deferred;
 	cfg.mem_limit = o.limit;
+	cfg.comp_level = o.level;
+	cfg.comp_dict_path = o.dict;
+	cfg.backing_path = o.backing;
+	cfg.group_pages = o.group;
+	cfg.writeback_batch_size = o.wb_batch;
+	cfg.writeback_compressed = o.wb_compressed;
 	rc = zs_zram_create(&cfg, &z);
 	if (rc) {
 		fprintf(stderr, "zs zram: store (backend %s, page size %zu, comp %s): %s%s\n", o.backend,
 			o.page_size, o.comp, strerror(-rc),
 			rc == -EOPNOTSUPP ? " (this backend cannot hold a zram store; use zsmalloc, "
-					    "zblock or malloc)" : "");
+					    "zblock or malloc)"
+			: o.dict || o.level ? " (check --level/--dict for this compressor)" : "");
 		zs_pageset_free(&ps);
 		return 2;
 	}
@@ -372,14 +504,56 @@ int cmd_zram(int argc, char **argv)
 	/* Prefault the read target so page faults are not billed to reads. */
 	memset(out, 0, bytes);
 
+	phase_group = o.group;
 	/* Memory the writes made resident: the store's pages or, for malloc kinds (whose
 	 * own counters may count reserved arenas), the heap they grew. */
 	size_t rss0 = zs_process_rss();
+	double cw = cpu_s();
 	tw = run_phase(z, &ps, out, o.threads, 1, o.progress, &wfail);
+	cw = cpu_s() - cw;
 	size_t rss1 = zs_process_rss();
 	uint64_t rss_growth = rss1 > rss0 ? rss1 - rss0 : 0;
 	zs_zram_get_stats(z, &st);
+	if (o.wb_type) {
+		struct zs_zram_stats st2;
+
+		if (o.wb_type == ZS_ZRAM_WB_IDLE || o.wb_type == ZS_ZRAM_WB_HUGE_IDLE)
+			zs_zram_mark_idle(z, 0);
+		if (o.wb_limit_set)
+			zs_zram_set_writeback_limit(z, 1, o.wb_limit);
+		twb = now_s();
+		wb_rc = zs_zram_writeback(z, (enum zs_zram_wb_type)o.wb_type, 0, &wr);
+		twb = now_s() - twb;
+		if (o.wb_drop_cache) {
+			int fd = open(o.backing, O_RDWR);
+
+			if (fd < 0 || fsync(fd) || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+				fprintf(stderr, "zs zram: --wb-drop-cache: %s\n", strerror(errno));
+			if (fd >= 0)
+				close(fd);
+		}
+		zs_zram_get_stats(z, &st2);
+		st.bd_count = st2.bd_count;
+		st.bd_writes = st2.bd_writes;
+		if (!o.quiet)
+			fprintf(stderr, "zs zram: writeback: %lu of %lu pages (%s)\n", wr.written,
+				wr.scanned, wb_rc ? strerror(-wb_rc) : "ok");
+		if (wb_rc)
+			ret = 1;
+		/* The memory numbers printed are those after writeback. */
+		st.mem_used_total = st2.mem_used_total;
+		st.compr_data_size = st2.compr_data_size;
+		st.huge_pages = st2.huge_pages;
+	}
+	double cr = cpu_s();
 	tr = run_phase(z, &ps, out, o.threads, 0, o.progress, &rfail);
+	cr = cpu_s() - cr;
+	if (o.wb_type) {
+		struct zs_zram_stats st3;
+
+		zs_zram_get_stats(z, &st3);
+		st.bd_reads = st3.bd_reads;
+	}
 	for (size_t i = 0; i < ps.npages; i++)
 		mism += memcmp(out + i * ps.page_size, ps.data + i * ps.page_size, ps.page_size) != 0;
 	/* Pages whose write failed (limit) read back as zeros; they are not lost data. */
@@ -404,16 +578,28 @@ int cmd_zram(int argc, char **argv)
 		       "\"comp\": \"%s\", \"backend\": \"%s\", \"threads\": %u,\n",
 		       ps.npages, ps.files, (unsigned long long)ps.file_bytes, ps.page_size,
 		       zs_zram_comp_name(z), o.backend, o.threads);
+		if (o.wb_type)
+			printf(" \"writeback\": {\"written\": %lu, \"scanned\": %lu, \"rc\": %d, "
+			       "\"seconds\": %.6f, \"MBps\": %.1f, \"read_us_per_page\": %.3f, "
+			       "\"bd_count\": %llu, \"bd_reads\": %llu, \"bd_writes\": %llu, "
+			       "\"compressed\": %d},\n",
+			       wr.written, wr.scanned, wb_rc, twb,
+			       mbps((uint64_t)wr.written * ps.page_size, twb),
+			       1e6 * tr / (double)ps.npages, (unsigned long long)st.bd_count,
+			       (unsigned long long)st.bd_reads, (unsigned long long)st.bd_writes,
+			       o.wb_compressed);
 		printf(" \"store\": {");
 		for (int i = 0; i < 9; i++)
 			printf("\"%s\": %llu, ", mm_cols[i], (unsigned long long)v[i]);
 		printf("\"failed_reads\": %llu, \"failed_writes\": %llu, \"notify_free\": %llu, "
 		       "\"ratio\": %.4f, \"ratio_compr\": %.4f, \"write_s\": %.6f, \"read_s\": %.6f, "
-		       "\"write_MBps\": %.1f, \"read_MBps\": %.1f, \"mismatches\": %llu, "
+		       "\"write_MBps\": %.1f, \"read_MBps\": %.1f, \"write_cpu_s\": %.4f, "
+		       "\"read_cpu_s\": %.4f, \"group\": %u, \"mismatches\": %llu, "
 		       "\"rss_growth\": %llu}",
 		       (unsigned long long)st.failed_reads, (unsigned long long)st.failed_writes,
 		       (unsigned long long)st.notify_free, ratio(v[0], v[2]), ratio(v[0], v[1]), tw,
-		       tr, mbps(bytes, tw), mbps(bytes, tr), (unsigned long long)mism,
+		       tr, mbps(bytes, tw), mbps(bytes, tr), cw, cr, o.group ? o.group : 1,
+		       (unsigned long long)mism,
 		       (unsigned long long)rss_growth);
 		if (have_k) {
 			printf(",\n \"kernel\": {\"comp\": \"%s\", ", kr.comp);
@@ -435,6 +621,16 @@ int cmd_zram(int argc, char **argv)
 		printf("mm_stat  %s", line);
 		zs_zram_format_io_stat(&st, line, sizeof(line));
 		printf("io_stat  %s", line);
+		if (o.wb_type) {
+			zs_zram_format_bd_stat(&st, line, sizeof(line));
+			printf("bd_stat  %s", line);
+			printf("writeback: %lu of %lu pages in %.3f s (%.1f MB/s%s), %s; read back "
+			       "%.2f us/page\n",
+			       wr.written, wr.scanned, twb,
+			       mbps((uint64_t)wr.written * ps.page_size, twb),
+			       o.wb_compressed ? ", compressed" : "",
+			       wb_rc ? strerror(-wb_rc) : "ok", 1e6 * tr / (double)ps.npages);
+		}
 		printf("\n%-18s %16s", "", "store");
 		if (have_k)
 			printf(" %16s %10s", "kernel", "store/kern");
@@ -467,6 +663,8 @@ int cmd_zram(int argc, char **argv)
 		printf("\n%-18s %16.0f", "read pages/s", (double)ps.npages / tr);
 		if (have_k)
 			printf(" %16.0f", (double)ps.npages / kr.read_s);
+		printf("\n%-18s %16.3f", "write cpu s", cw);
+		printf("\n%-18s %16.3f", "read cpu s", cr);
 		printf("\n%-18s %16llu", "mismatches", (unsigned long long)mism);
 		if (have_k)
 			printf(" %16llu", (unsigned long long)kr.mismatches);

@@ -15,5 +15,10 @@ int cmd_zram(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_soak(int argc, char **argv);
+int cmd_dict(int argc, char **argv);
+
+struct zs_pageset;
+/* zram_matrix.c: `zs zram --matrix` (compressor x level x dict x 4K/64K groups). */
+int zram_matrix(const struct zs_pageset *ps, const char *dict, int json);
 
 #endif

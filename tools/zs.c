@@ -18,6 +18,7 @@ static const struct {
 	{ "zram", cmd_zram, "load files into a user-space zram store, print mm_stat and throughput" },
 	{ "compare", cmd_compare, "compare zsmalloc, zblock and malloc baselines on one workload" },
 	{ "report", cmd_report, "run the seed experiments and write a report with plots" },
+	{ "dict", cmd_dict, "train a zstd/lz4 dictionary on 4 KiB samples of your files (dict train)" },
 	{ "soak", cmd_soak, "threads on one pool and one zram store for a time: nothing lost, RSS drift" },
 };
 

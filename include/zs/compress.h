@@ -63,6 +63,50 @@ int zs_compress(struct zs_comp *c, const void *src, size_t src_len, void *dst, s
  */
 int zs_decompress(struct zs_comp *c, const void *src, size_t src_len, void *dst, size_t dst_len);
 
+/* ---- Parameters beyond the name: level and dictionary ---- */
+
+/* Largest dictionary: 1 MiB (zstd; lz4 uses the last 64 KiB of a longer one). */
+#define ZS_COMP_MAX_DICT ((size_t)1 << 20)
+
+/*
+ * level: 0 -> the name's level (or the algorithm's default); otherwise it
+ * replaces the name's ":N" with the same range (lz4 1..65537, lz4hc 1..12,
+ * zstd ZSTD_minCLevel()..ZSTD_maxCLevel()); lzo has no level (only 0).
+ * dict/dict_len: NULL/0 -> no dictionary.  Otherwise 1..ZS_COMP_MAX_DICT
+ * bytes, for "zstd" (a dictionary in zstd's format, e.g. from `zs dict
+ * train` / ZDICT_trainFromBuffer, or any bytes as raw content) and "lz4"
+ * (any bytes; the last 64 KiB count).  lz4hc and lzo take none.  The bytes
+ * are copied (and for zstd digested once into a CDict/DDict), so the caller
+ * may free them after zs_comp_create_params returns.  Output made with a
+ * dictionary decompresses only with the same dictionary.
+ * Anything out of range, a dictionary for another algorithm, a dict_len
+ * without dict, or a zstd-format dictionary libzstd refuses: -EINVAL.
+ */
+struct zs_comp_params {
+	int level;
+	const void *dict;
+	size_t dict_len;
+};
+
+/* As zs_comp_create, with parameters (NULL params -> as zs_comp_create). */
+int zs_comp_create_params(const char *name, size_t max_src, const struct zs_comp_params *params,
+			  struct zs_comp **out);
+/* The checks zs_comp_create_params makes without creating anything (the dictionary is not parsed). */
+int zs_comp_check_params(const char *name, const struct zs_comp_params *params);
+/* 1 if the context compresses with a dictionary. */
+int zs_comp_has_dict(const struct zs_comp *c);
+
+/*
+ * Decompress input given as n pieces (1..2, e.g. from zs_obj_read_sg_begin)
+ * laid end to end.  zstd streams over the pieces (ZSTD_decompressStream, no
+ * copy of the input by us); the block formats (lz4, lz4hc, lzo) need their
+ * input contiguous, so a split input is first copied into the context's
+ * scratch buffer.  Returns as zs_decompress; -EINVAL for n outside 1..2 or
+ * a total over zs_comp_bound(max_src).
+ */
+int zs_decompress_sg(struct zs_comp *c, const void *const src[], const size_t src_len[], int n,
+		     void *dst, size_t dst_len);
+
 /* NULL-terminated list of the base algorithm names ("lz4", "lz4hc", "zstd", "lzo"). */
 const char *const *zs_comp_names(void);
 

@@ -37,6 +37,7 @@ extern "C" {
 #define ZS_ZRAM_MAX_SLOTS ((uint64_t)1 << 32)      /* 16 bytes each, allocated at creation */
 #define ZS_ZRAM_MAX_STREAMS 1024u
 #define ZS_ZRAM_MAX_MEM_LIMIT ((uint64_t)1 << 60)
+#define ZS_ZRAM_MAX_WB_BATCH 1024u
 
 /* Each field's range is beside it; zs_zram_create refuses anything else with -EINVAL. */
 struct zs_zram_config {
@@ -54,6 +55,53 @@ struct zs_zram_config {
 	unsigned streams;      /* compression streams; 0 -> 2 x online CPUs (min 4, at most
 	                          ZS_ZRAM_MAX_STREAMS); 0..ZS_ZRAM_MAX_STREAMS */
 	int track_actime;      /* 0 or 1.  1: stamp each slot's last access (for idle by age) */
+	/*
+	 * Algorithm parameters (zs/compress.h, struct zs_comp_params: ranges and
+	 * which algorithms take a dictionary).  A dictionary is given as bytes
+	 * (comp_dict/comp_dict_len, copied at create) or as a file whose whole
+	 * contents are the dictionary (comp_dict_path, 1..ZS_COMP_MAX_DICT bytes,
+	 * e.g. from `zs dict train`), not both.  recomp_* are the secondary's own.
+	 * Out of range, both forms, or a dictionary for recomp without recomp:
+	 * -EINVAL; an unreadable path: its -errno.  All 0/NULL: today's behaviour.
+	 */
+	int comp_level;
+	const void *comp_dict;
+	size_t comp_dict_len;
+	const char *comp_dict_path;
+	int recomp_level;
+	const void *recomp_dict;
+	size_t recomp_dict_len;
+	const char *recomp_dict_path;
+	/*
+	 * Writeback (the kernel's backing_dev, CONFIG_ZRAM_WRITEBACK): an
+	 * existing file or device opened read-write at create.  A regular file
+	 * is grown (sparse) to disksize; a block device offers min(its size,
+	 * disksize) / page_size blocks.  NULL -> no writeback (the fields below
+	 * must then stay 0: -EINVAL otherwise).  Open errors: their -errno.
+	 */
+	const char *backing_path;
+	unsigned writeback_batch_size; /* slots read, written and committed per batch;
+	                                  0 -> 32; 0..ZS_ZRAM_MAX_WB_BATCH */
+	int writeback_compressed;      /* 0 or 1.  1: write the compressed object (decompressed
+	                                  on read) instead of the page */
+	/*
+	 * Large-folio objects (the 64 KiB mTHP RFC): group_pages contiguous
+	 * slots are compressed together as one object.  0 or 1 -> off (every
+	 * slot its own object, today's behaviour); otherwise a power of two
+	 * 2..16 with group_pages * page_size <= 65536.  Layout: the group store
+	 * is a store whose page is the group (group_pages * page_size), so its
+	 * zsmalloc pool has that page size and size classes up to it (class
+	 * delta page/256, as the kernel's formula scales); a group compressing
+	 * to the pool's huge size is kept raw.  The slot API is unchanged: a
+	 * read of one slot decompresses its group; a write or discard of one
+	 * slot is a read-modify-write of the group under a per-group stripe
+	 * lock; zs_zram_write_range/read_range move whole aligned groups
+	 * without the read-modify-write.  Statistics, idle, recompression and
+	 * writeback work per group (orig_data_size counts whole groups, a
+	 * partial write counts as a group read plus a group write).
+	 * disksize is rounded up to whole groups inside.
+	 */
+	unsigned group_pages;
 };
 
 /* Fill *cfg with defaults (4 KiB pages, 1 GiB disksize, lz4, zsmalloc). */
@@ -134,6 +182,53 @@ struct zs_zram_recomp_result {
 int zs_zram_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t threshold,
 		       unsigned long max_pages, struct zs_zram_recomp_result *res);
 
+/* ---- Writeback to the backing file (needs cfg.backing_path) ---- */
+
+/* Which slots zs_zram_writeback moves (the kernel's writeback `type=`). */
+enum zs_zram_wb_type {
+	ZS_ZRAM_WB_IDLE = 1,           /* marked idle (zs_zram_mark_idle) */
+	ZS_ZRAM_WB_HUGE = 2,           /* stored raw */
+	ZS_ZRAM_WB_HUGE_IDLE = 3,      /* both */
+	ZS_ZRAM_WB_INCOMPRESSIBLE = 4, /* marked incompressible by recompression */
+};
+
+struct zs_zram_wb_result {
+	unsigned long scanned;   /* slots that matched the type */
+	unsigned long written;   /* moved to the file (their objects freed) */
+};
+
+/*
+ * Move the data of matching slots to the backing file, writeback_batch_size
+ * at a time: read (or, with writeback_compressed, copy the compressed
+ * object) under the slot lock, write the batch without slot locks, then
+ * commit each slot whose contents did not change meanwhile (a slot read,
+ * written, discarded or recompressed during the batch keeps its object and
+ * its block is released): its object is freed and later reads come from the
+ * file.  Same-filled and already written-back slots are never moved.
+ * max_pages 0 -> no limit.  One writeback runs at a time (others wait).
+ * Returns 0; -EINVAL (no backing file, bad type); -EIO when the writeback
+ * limit is enabled and used up (pages before that are written); -ENOSPC
+ * when the file has no free block; a file error as its -errno (e.g. -EIO,
+ * -ENOSPC), after which the slots of the failed batch keep their objects.
+ */
+int zs_zram_writeback(struct zs_zram *z, enum zs_zram_wb_type type, unsigned long max_pages,
+		      struct zs_zram_wb_result *res);
+/*
+ * The kernel's writeback_limit_enable and writeback_limit: with enable 1,
+ * each page written back uses one unit of `pages` (units of page_size;
+ * 0..UINT64_MAX) and writeback stops with -EIO at 0.  Disabled (the
+ * initial state) there is no limit.  -EINVAL without a backing file or for
+ * enable outside 0..1.  get returns the remaining budget.
+ */
+int zs_zram_set_writeback_limit(struct zs_zram *z, int enable, uint64_t pages);
+int zs_zram_get_writeback_limit(struct zs_zram *z, int *enable, uint64_t *pages);
+/*
+ * Test hook: after `after` more successful file writes (reads: 0 is writes, 1
+ * reads) the next `count` fail with -EIO (count 0: all); after == UINT64_MAX
+ * clears it.  No-op without a backing file.
+ */
+void zs_zram_wb_inject(struct zs_zram *z, int reads, uint64_t after, uint64_t count);
+
 /* ---- Statistics ---- */
 
 struct zs_zram_stats {
@@ -154,6 +249,9 @@ struct zs_zram_stats {
 	uint64_t num_reads, num_writes;
 	uint64_t pages_stored;
 	uint64_t incompressible_pages;  /* slots marked by recompression */
+	/* bd_stat (kernel meanings, in pages): blocks in use on the backing file, pages
+	   read from it, pages written to it */
+	uint64_t bd_count, bd_reads, bd_writes;
 };
 
 void zs_zram_get_stats(struct zs_zram *z, struct zs_zram_stats *st);
@@ -162,9 +260,11 @@ void zs_zram_reset_mem_used_max(struct zs_zram *z);
 /* The kernel's file formats, one line each (newline included). */
 int zs_zram_format_mm_stat(const struct zs_zram_stats *st, char *buf, size_t len);
 int zs_zram_format_io_stat(const struct zs_zram_stats *st, char *buf, size_t len);
+int zs_zram_format_bd_stat(const struct zs_zram_stats *st, char *buf, size_t len);
 
 /* Per-slot flags as the kernel names them (for tests and tools). */
 #define ZS_ZRAM_F_SAME           (1u << 17)
+#define ZS_ZRAM_F_WB             (1u << 19) /* data lives in the backing file */
 #define ZS_ZRAM_F_HUGE           (1u << 21)
 #define ZS_ZRAM_F_IDLE           (1u << 22)
 #define ZS_ZRAM_F_INCOMPRESSIBLE (1u << 23)

@@ -140,6 +140,24 @@ void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_l
  * Unchecked, such a call is undefined behaviour.
  */
 void zs_obj_read_end(struct zs_pool *pool, unsigned long handle, size_t mem_len, void *mem);
+/*
+ * Scatter-gather read (the kernel's zs_obj_read_sg_begin/end, 7.0): the
+ * object's first mem_len payload bytes as one piece, or two when the object
+ * spans two pool pages, pointing straight into the pool pages, no copy and
+ * no bounce buffer.  sg[0] then sg[1] in order; their lengths add up to
+ * mem_len.  The object cannot move until zs_obj_read_sg_end.  Returns the
+ * number of pieces (1 or 2), or -EINVAL on a bad handle (checked mode,
+ * validated as zs_obj_read_begin) or mem_len 0 or larger than the object's
+ * slot (nothing stays locked then).  Read-only: never write through a piece.
+ */
+struct zs_obj_piece {
+	const void *addr;
+	size_t len;
+};
+int zs_obj_read_sg_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
+			 struct zs_obj_piece sg[2]);
+/* End a read begun by a successful zs_obj_read_sg_begin; checked mode as zs_obj_read_end. */
+void zs_obj_read_sg_end(struct zs_pool *pool, unsigned long handle);
 /* Copy len bytes into the object (one or two memcpys).  -EINVAL on bad handle/len. */
 int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, size_t len);
 

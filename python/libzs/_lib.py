@@ -102,6 +102,18 @@ class ZramConfig(ctypes.Structure):
         ("deferred_free", c_int),
         ("streams", c_uint),
         ("track_actime", c_int),
+        ("comp_level", c_int),
+        ("comp_dict", c_void_p),
+        ("comp_dict_len", c_size_t),
+        ("comp_dict_path", c_char_p),
+        ("recomp_level", c_int),
+        ("recomp_dict", c_void_p),
+        ("recomp_dict_len", c_size_t),
+        ("recomp_dict_path", c_char_p),
+        ("backing_path", c_char_p),
+        ("writeback_batch_size", c_uint),
+        ("writeback_compressed", c_int),
+        ("group_pages", c_uint),
     ]
 
 
@@ -110,6 +122,7 @@ ZRAM_STAT_FIELDS = [
     "same_pages", "pages_compacted", "huge_pages", "huge_pages_since",
     "failed_reads", "failed_writes", "invalid_io", "notify_free",
     "miss_free", "num_reads", "num_writes", "pages_stored", "incompressible_pages",
+    "bd_count", "bd_reads", "bd_writes",
 ]
 
 

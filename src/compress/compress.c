@@ -20,6 +20,9 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
+/* LZ4 keeps at most this much history: a longer dictionary only counts by its tail. */
+#define LZ4_DICT_MAX 65536
+
 enum comp_algo { ALGO_LZ4, ALGO_LZ4HC, ALGO_ZSTD, ALGO_LZO };
 
 struct zs_comp {
@@ -29,7 +32,14 @@ struct zs_comp {
 	void *work;           /* lz4/lz4hc state, lzo work memory */
 	ZSTD_CCtx *cctx;
 	ZSTD_DCtx *dctx;
-	char name[24];
+	ZSTD_CDict *cdict;    /* zstd with a dictionary: digested once at creation */
+	ZSTD_DDict *ddict;
+	char *lz4_dict;       /* lz4 with a dictionary: our copy (at most 64 KiB) ... */
+	int lz4_dict_len;
+	LZ4_stream_t *lz4_dict_state; /* ... and the stream LZ4_loadDict prepared from it */
+	unsigned char *sg_buf; /* zs_decompress_sg of a split block-format input */
+	size_t sg_cap;
+	char name[40];
 };
 
 static const char *const comp_names[] = { "lz4", "lz4hc", "zstd", "lzo", NULL };
@@ -113,14 +123,100 @@ int zs_comp_check(const char *name)
 
 /* ---- Create / destroy ---- */
 
+/* Name plus parameters -> algorithm and effective level, with every range check. */
+static int parse_params(const char *name, const struct zs_comp_params *p, enum comp_algo *algo,
+			int *level)
+{
+	int rc = parse_name(name, algo, level);
+
+	if (rc || !p)
+		return rc;
+	if (p->level) {
+		char num[16];
+
+		/* The same ranges as a name's ":N": reuse that check. */
+		if (*algo == ALGO_LZO)
+			return -EINVAL;
+		snprintf(num, sizeof(num), "%d", p->level);
+		switch (*algo) {
+		case ALGO_LZ4:
+			rc = parse_level(num, 1, 65537, level);
+			break;
+		case ALGO_LZ4HC:
+			rc = parse_level(num, 1, LZ4HC_CLEVEL_MAX, level);
+			break;
+		case ALGO_ZSTD:
+			rc = parse_level(num, ZSTD_minCLevel(), ZSTD_maxCLevel(), level);
+			break;
+		case ALGO_LZO:
+			break;
+		}
+		if (rc)
+			return rc;
+	}
+	if (!p->dict != !p->dict_len)
+		return -EINVAL;
+	if (p->dict && (p->dict_len > ZS_COMP_MAX_DICT || (*algo != ALGO_ZSTD && *algo != ALGO_LZ4)))
+		return -EINVAL;
+	return 0;
+}
+
+int zs_comp_check_params(const char *name, const struct zs_comp_params *params)
+{
+	enum comp_algo algo;
+	int level;
+
+	return parse_params(name, params, &algo, &level);
+}
+
+int zs_comp_has_dict(const struct zs_comp *c)
+{
+	return c->cdict || c->lz4_dict;
+}
+
+/* Digest the dictionary once; every compress/decompress then only references it. */
+static int load_dict(struct zs_comp *c, const void *dict, size_t len)
+{
+	if (c->algo == ALGO_ZSTD) {
+		c->cdict = ZSTD_createCDict(dict, len, c->level);
+		c->ddict = ZSTD_createDDict(dict, len);
+		if (!c->cdict || !c->ddict)
+			return -EINVAL; /* libzstd refused it (a corrupt zstd-format dictionary) */
+		if (ZSTD_isError(ZSTD_CCtx_refCDict(c->cctx, c->cdict)) ||
+		    ZSTD_isError(ZSTD_DCtx_refDDict(c->dctx, c->ddict)))
+			return -EINVAL;
+		return 0;
+	}
+	/* lz4: keep the tail it can use, and a stream LZ4_loadDict prepared once. */
+	if (len > LZ4_DICT_MAX) {
+		dict = (const char *)dict + (len - LZ4_DICT_MAX);
+		len = LZ4_DICT_MAX;
+	}
+	c->lz4_dict = malloc(len);
+	c->lz4_dict_state = malloc(sizeof(LZ4_stream_t));
+	if (!c->lz4_dict || !c->lz4_dict_state)
+		return -ENOMEM;
+	memcpy(c->lz4_dict, dict, len);
+	c->lz4_dict_len = (int)len;
+	LZ4_initStream(c->lz4_dict_state, sizeof(LZ4_stream_t));
+	LZ4_loadDict(c->lz4_dict_state, c->lz4_dict, c->lz4_dict_len);
+	return 0;
+}
+
 int zs_comp_create(const char *name, size_t max_src, struct zs_comp **out)
+{
+	return zs_comp_create_params(name, max_src, NULL, out);
+}
+
+int zs_comp_create_params(const char *name, size_t max_src, const struct zs_comp_params *params,
+			  struct zs_comp **out)
 {
 	struct zs_comp *c;
 	enum comp_algo algo;
 	int level, rc;
 
 	*out = NULL;
-	rc = parse_name(name, &algo, &level);
+	rc = parse_params(name, params, &algo, &level);
 	if (rc)
 		return rc;
 	if (max_src == 0 || max_src > ZS_COMP_MAX_SRC)
@@ -171,6 +267,22 @@ int zs_comp_create(const char *name, size_t max_src, struct zs_comp **out)
 		zs_comp_destroy(c);
 		return -ENOMEM;
 	}
+	c->sg_cap = zs_comp_bound(c, max_src);
+	c->sg_buf = malloc(c->sg_cap);
+	if (!c->sg_buf) {
+		zs_comp_destroy(c);
+		return -ENOMEM;
+	}
+	if (params && params->dict) {
+		rc = load_dict(c, params->dict, params->dict_len);
+		if (rc) {
+			zs_comp_destroy(c);
+			return rc;
+		}
+		/* Name it so stats and tools show that a dictionary is in use. */
+		size_t nl = strlen(c->name);
+		snprintf(c->name + nl, sizeof(c->name) - nl, "+dict");
+	}
 	/* Warm zstd's lazily sized tables now so the first real page allocates nothing. */
 	if (algo == ALGO_ZSTD) {
 		char *src = calloc(1, max_src), *dst = malloc(ZSTD_compressBound(max_src));
@@ -199,6 +311,11 @@ void zs_comp_destroy(struct zs_comp *c)
 		free(c->work);
 	ZSTD_freeCCtx(c->cctx);
 	ZSTD_freeDCtx(c->dctx);
+	ZSTD_freeCDict(c->cdict);
+	ZSTD_freeDDict(c->ddict);
+	free(c->lz4_dict);
+	free(c->lz4_dict_state);
+	free(c->sg_buf);
 	free(c);
 }
 
@@ -235,6 +352,18 @@ int zs_compress(struct zs_comp *c, const void *src, size_t src_len, void *dst, s
 
 	switch (c->algo) {
 	case ALGO_LZ4:
+		if (c->lz4_dict_state) {
+			/*
+			 * Start from the stream LZ4_loadDict prepared at creation: copying
+			 * its state (16 KiB) is far cheaper than hashing the dictionary
+			 * again, and liblz4's shared library does not export
+			 * LZ4_attach_dictionary.
+			 */
+			memcpy(c->work, c->lz4_dict_state, sizeof(LZ4_stream_t));
+			n = LZ4_compress_fast_continue(c->work, src, dst, (int)src_len, (int)dst_cap,
+						       c->level);
+			return n > 0 ? n : -ENOSPC;
+		}
 		/* extState keeps the kernel's small-input (16-bit) table, so sizes match its lz4. */
 		n = LZ4_compress_fast_extState(c->work, src, dst, (int)src_len, (int)dst_cap,
 					       c->level);
@@ -272,12 +401,17 @@ int zs_decompress(struct zs_comp *c, const void *src, size_t src_len, void *dst,
 	switch (c->algo) {
 	case ALGO_LZ4:
 	case ALGO_LZ4HC: {
-		int n = LZ4_decompress_safe(src, dst, (int)src_len, (int)dst_len);
+		int n = c->lz4_dict ? LZ4_decompress_safe_usingDict(src, dst, (int)src_len,
+								     (int)dst_len, c->lz4_dict,
+								     c->lz4_dict_len)
+				    : LZ4_decompress_safe(src, dst, (int)src_len, (int)dst_len);
 
 		return n == (int)dst_len ? n : -EINVAL;
 	}
 	case ALGO_ZSTD: {
-		size_t r = ZSTD_decompressDCtx(c->dctx, dst, dst_len, src, src_len);
+		size_t r = c->ddict ? ZSTD_decompress_usingDDict(c->dctx, dst, dst_len, src, src_len,
+								 c->ddict)
+				    : ZSTD_decompressDCtx(c->dctx, dst, dst_len, src, src_len);
 
 		return !ZSTD_isError(r) && r == dst_len ? (int)r : -EINVAL;
 	}
@@ -289,4 +423,43 @@ int zs_decompress(struct zs_comp *c, const void *src, size_t src_len, void *dst,
 	}
 	}
 	return -EINVAL;
+}
+
+int zs_decompress_sg(struct zs_comp *c, const void *const src[], const size_t src_len[], int n,
+		     void *dst, size_t dst_len)
+{
+	size_t total;
+
+	if (n == 1)
+		return zs_decompress(c, src[0], src_len[0], dst, dst_len);
+	if (n != 2 || dst_len > INT_MAX)
+		return -EINVAL;
+	total = src_len[0] + src_len[1];
+	if (total < src_len[0] || total > c->sg_cap || !src_len[0] || !src_len[1])
+		return -EINVAL;
+	if (c->algo == ALGO_ZSTD) {
+		/* The streaming decoder takes the frame in any split; it resumes mid-block. */
+		ZSTD_outBuffer out = { dst, dst_len, 0 };
+		size_t r = 0;
+
+		ZSTD_DCtx_reset(c->dctx, ZSTD_reset_session_only);
+		for (int i = 0; i < 2; i++) {
+			ZSTD_inBuffer in = { src[i], src_len[i], 0 };
+
+			while (in.pos < in.size) {
+				r = ZSTD_decompressStream(c->dctx, &out, &in);
+				if (ZSTD_isError(r))
+					return -EINVAL;
+				if (out.pos == out.size && in.pos < in.size && r)
+					return -EINVAL; /* more output than dst_len */
+				if (!r)
+					break;
+			}
+		}
+		return !r && out.pos == dst_len ? (int)dst_len : -EINVAL;
+	}
+	/* Block formats decode from one contiguous buffer only. */
+	memcpy(c->sg_buf, src[0], src_len[0]);
+	memcpy(c->sg_buf + src_len[0], src[1], src_len[1]);
+	return zs_decompress(c, c->sg_buf, total, dst, dst_len);
 }

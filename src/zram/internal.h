@@ -32,6 +32,7 @@
 #define F_SIZE_MASK ((1u << 17) - 1)   /* PAGE_SHIFT + 1 bits for up to 64 KiB pages */
 #define F_SAME ZS_ZRAM_F_SAME
 #define F_SLOCK (1u << 18)
+#define F_WB ZS_ZRAM_F_WB  /* handle is a block of the backing file; size = bytes there */
 #define F_PP_SLOT (1u << 20)
 #define F_HUGE ZS_ZRAM_F_HUGE
 #define F_IDLE ZS_ZRAM_F_IDLE
@@ -80,7 +81,27 @@ struct zs_zram {
 	_Atomic uint64_t invalid_io;
 	char comp_name[32];
 	char recomp_name[32];
+	struct zram_wb *wb;         /* writeback.c; NULL without a backing file */
+	struct zram_group *grp;     /* group.c: this store is the slot view of `inner` */
+	struct zs_zram *inner;      /* the group store (page = group); NULL when not grouped */
 };
+
+/* ---- group.c: large-folio groups (cfg.group_pages > 1) ---- */
+struct zram_group;
+int zram_group_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zram **out);
+void zram_group_destroy(struct zs_zram *z);
+int zram_group_write(struct zs_zram *z, uint64_t index, const void *page);
+int zram_group_read(struct zs_zram *z, uint64_t index, void *buf);
+int zram_group_discard(struct zs_zram *z, uint64_t index);
+int zram_group_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const void *buf);
+int zram_group_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf);
+int zram_group_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsigned *flags,
+			 unsigned *prio);
+/* The store whose slots maintenance and statistics walk: the group store when grouped. */
+static inline struct zs_zram *zram_inner(struct zs_zram *z)
+{
+	return z->inner ? z->inner : z;
+}
 
 static inline void count_invalid(struct zs_zram *z)
 {
@@ -138,6 +159,25 @@ static inline uint32_t now_secs(const struct zs_zram *z)
 uint32_t zram_slot_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f);
 /* Slot locked: read its page into buf with stream s's contexts. */
 int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f, void *buf);
+/* Compressor parameters resolved from the config (params.c); owned[] are loaded files. */
+struct zram_params {
+	struct zs_comp_params comp, recomp;
+	void *owned[2];
+};
+int zram_params_load(const struct zs_zram_config *cfg, struct zram_params *out);
+void zram_params_free(struct zram_params *p);
+
+/* ---- writeback.c: hooks the slot code calls only for F_WB slots ---- */
+struct zram_wb;
+int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg);
+void zram_wb_destroy(struct zs_zram *z);
+/* Slot locked, F_WB set: release its block (punching the hole) and drop it from the counts. */
+void zram_wb_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f);
+/* Slot locked, F_WB set: read the page back from the file. */
+int zram_wb_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f,
+			void *buf);
+void zram_wb_stats(struct zs_zram *z, struct zs_zram_stats *st);
+
 /* Pool memory in bytes as mem_used_total counts it. */
 uint64_t zram_used_bytes(struct zs_zram *z);
 void zram_update_used_max(struct zs_zram *z, uint64_t used);

@@ -11,8 +11,9 @@
 
 #include "zram/internal.h"
 
-long zs_zram_mark_idle(struct zs_zram *z, unsigned age_seconds)
+long zs_zram_mark_idle(struct zs_zram *zv, unsigned age_seconds)
 {
+	struct zs_zram *z = zram_inner(zv);
 	uint32_t now;
 	long marked = 0;
 
@@ -23,7 +24,7 @@ long zs_zram_mark_idle(struct zs_zram *z, unsigned age_seconds)
 		struct slot *sl = &z->slots[i];
 		uint32_t f = slot_lock(sl);
 
-		if (sl->handle && !(f & F_SAME) &&
+		if (sl->handle && !(f & (F_SAME | F_WB)) &&
 		    (!age_seconds || now - sl->ac_time >= age_seconds)) {
 			marked += !(f & F_IDLE);
 			f |= F_IDLE;
@@ -35,7 +36,7 @@ long zs_zram_mark_idle(struct zs_zram *z, unsigned age_seconds)
 
 static int recomp_wanted(uint32_t f, unsigned long h, enum zs_zram_recomp_type type)
 {
-	if (!h || (f & (F_SAME | F_INCOMPRESSIBLE)) || (f & F_PRIO_MASK))
+	if (!h || (f & (F_SAME | F_INCOMPRESSIBLE | F_WB)) || (f & F_PRIO_MASK))
 		return 0;
 	if ((type & ZS_ZRAM_RECOMP_IDLE) && !(f & F_IDLE))
 		return 0;
@@ -58,9 +59,10 @@ static int recomp_gains(struct zs_zram *z, size_t old_len, size_t new_len, size_
 	return new_len < old_len;
 }
 
-int zs_zram_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t threshold,
+int zs_zram_recompress(struct zs_zram *zv, enum zs_zram_recomp_type type, size_t threshold,
 		       unsigned long max_pages, struct zs_zram_recomp_result *res)
 {
+	struct zs_zram *z = zram_inner(zv);
 	struct zs_zram_recomp_result r = { 0, 0, 0 };
 	size_t ps = z->page_size;
 	unsigned char *page;

@@ -14,6 +14,8 @@ int zs_zram_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsigned 
 	struct slot *sl;
 	uint32_t f;
 
+	if (z->grp)
+		return zram_group_slot_info(z, index, size, flags, prio);
 	if (index >= z->nslots)
 		return -EINVAL;
 	sl = &z->slots[index];
@@ -22,14 +24,15 @@ int zs_zram_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsigned 
 	if (size)
 		*size = (f & F_SAME) ? 0 : (f & F_SIZE_MASK);
 	if (flags)
-		*flags = f & (F_SAME | F_HUGE | F_IDLE | F_INCOMPRESSIBLE);
+		*flags = f & (F_SAME | F_HUGE | F_IDLE | F_INCOMPRESSIBLE | F_WB);
 	if (prio)
 		*prio = (f & F_PRIO_MASK) >> F_PRIO_SHIFT;
 	return 0;
 }
 
-void zs_zram_get_stats(struct zs_zram *z, struct zs_zram_stats *st)
+void zs_zram_get_stats(struct zs_zram *zv, struct zs_zram_stats *st)
 {
+	struct zs_zram *z = zram_inner(zv);
 	int64_t c[C_NR] = { 0 };
 	struct zs_backend_stats bs;
 	uint64_t used;
@@ -61,10 +64,12 @@ void zs_zram_get_stats(struct zs_zram *z, struct zs_zram_stats *st)
 	st->num_reads = (uint64_t)c[C_READS];
 	st->num_writes = (uint64_t)c[C_WRITES];
 	st->incompressible_pages = (uint64_t)c[C_INCOMPRESSIBLE];
+	zram_wb_stats(z, st);
 }
 
-void zs_zram_reset_mem_used_max(struct zs_zram *z)
+void zs_zram_reset_mem_used_max(struct zs_zram *zv)
 {
+	struct zs_zram *z = zram_inner(zv);
 	struct zs_zram_stats st;
 
 	atomic_store_explicit(&z->mem_used_max, 0, memory_order_relaxed);
@@ -87,4 +92,10 @@ int zs_zram_format_io_stat(const struct zs_zram_stats *st, char *buf, size_t len
 	return snprintf(buf, len, "%8llu %8llu %8llu %8llu\n",
 			(unsigned long long)st->failed_reads, (unsigned long long)st->failed_writes,
 			(unsigned long long)st->invalid_io, (unsigned long long)st->notify_free);
+}
+
+int zs_zram_format_bd_stat(const struct zs_zram_stats *st, char *buf, size_t len)
+{
+	return snprintf(buf, len, "%8llu %8llu %8llu\n", (unsigned long long)st->bd_count,
+			(unsigned long long)st->bd_reads, (unsigned long long)st->bd_writes);
 }

@@ -89,6 +89,12 @@ uint32_t zram_slot_lock_slow(struct slot *sl)
  */
 uint32_t zram_slot_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f)
 {
+	if (unlikely(f & F_WB)) {
+		zram_wb_free_locked(z, s, sl, f);
+		sl->handle = 0;
+		sl->ac_time = 0;
+		return 0;
+	}
 	if (f & F_INCOMPRESSIBLE)
 		cnt_add(s, C_INCOMPRESSIBLE, -1);
 	if (f & F_HUGE)
@@ -188,6 +194,8 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 		return -EINVAL;
 	if (cfg->disksize / ps == 0 || cfg->disksize / ps > ZS_ZRAM_MAX_SLOTS)
 		return -EINVAL;
+	if (cfg->group_pages > 1)
+		return zram_group_create(cfg, ps, out);
 	if (cfg->mem_limit > ZS_ZRAM_MAX_MEM_LIMIT || cfg->streams > ZS_ZRAM_MAX_STREAMS)
 		return -EINVAL;
 	if ((cfg->deferred_free != 0 && cfg->deferred_free != 1) ||
@@ -198,10 +206,15 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 		return rc;
 	if (cfg->recomp && (rc = zs_comp_check(cfg->recomp)))
 		return rc;
+	struct zram_params prm;
+	if ((rc = zram_params_load(cfg, &prm)))
+		return rc;
 
 	z = calloc(1, sizeof(*z));
-	if (!z)
+	if (!z) {
+		zram_params_free(&prm);
 		return -ENOMEM;
+	}
 	z->page_size = ps;
 	z->nslots = cfg->disksize / ps;
 	z->deferred = cfg->deferred_free;
@@ -247,10 +260,11 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 	for (unsigned i = 0; i < z->nstreams; i++) {
 		struct stream *s = &z->streams[i];
 
-		rc = zs_comp_create(cfg->comp ? cfg->comp : "lz4", ps, &s->comp);
+		rc = zs_comp_create_params(cfg->comp ? cfg->comp : "lz4", ps, &prm.comp, &s->comp);
 		if (rc)
 			goto fail;
-		if (cfg->recomp && (rc = zs_comp_create(cfg->recomp, ps, &s->recomp)))
+		if (cfg->recomp &&
+		    (rc = zs_comp_create_params(cfg->recomp, ps, &prm.recomp, &s->recomp)))
 			goto fail;
 		s->buf_cap = zs_comp_bound(s->comp, ps);
 		if (s->recomp && zs_comp_bound(s->recomp, ps) > s->buf_cap)
@@ -262,9 +276,13 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 			goto fail;
 	}
 	snprintf(z->comp_name, sizeof(z->comp_name), "%s", zs_comp_name(z->streams[0].comp));
+	if ((rc = zram_wb_create(z, cfg)))
+		goto fail;
+	zram_params_free(&prm);
 	*out = z;
 	return 0;
 fail:
+	zram_params_free(&prm);
 	streams_free(z);
 	if (z->b)
 		zs_backend_destroy(z->b);
@@ -275,9 +293,14 @@ fail:
 
 void zs_zram_destroy(struct zs_zram *z)
 {
+	if (z && z->grp) {
+		zram_group_destroy(z);
+		return;
+	}
 	if (!z)
 		return;
 	zs_zram_reset(z);
+	zram_wb_destroy(z);
 	streams_free(z);
 	zs_backend_destroy(z->b);
 	free(z->slots);
@@ -345,6 +368,8 @@ static int write_same(struct zs_zram *z, struct stream *s, struct slot *sl, unsi
 
 int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 {
+	if (unlikely(z->grp))
+		return zram_group_write(z, index, page);
 	struct stream *s;
 	struct slot *sl;
 	const void *src;
@@ -420,6 +445,8 @@ int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint3
 	void *p;
 	int rc = 0;
 
+	if (unlikely(f & F_WB))
+		return zram_wb_read_locked(z, s, sl, f, buf);
 	if (f & F_SAME) {
 		fill_page(buf, ps, h);
 		return 0;
@@ -437,6 +464,14 @@ int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint3
 		zs_backend_read_end(z->b, h, ps, p);
 		return 0;
 	}
+	/*
+	 * Not the scatter-gather read (zs_obj_read_sg_begin + zs_decompress_sg),
+	 * by measurement (docs/zram.md, bench_sg under callgrind): lz4/lzo
+	 * blocks must be contiguous, so a split object is copied either way, and
+	 * zstd's streaming decoder over two pieces costs ~1100 instructions more
+	 * per spanning object than copying the pieces and decoding in one shot.
+	 * Decompression is >99% of a read, so the copy is not what to save.
+	 */
 	p = zs_backend_read_begin(z->b, h, size, s->local_copy);
 	if (unlikely(!p))
 		return -EIO;
@@ -449,6 +484,13 @@ int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint3
 
 int zs_zram_read(struct zs_zram *z, uint64_t index, void *buf, size_t buf_len)
 {
+	if (unlikely(z->grp)) {
+		if (!buf || buf_len < z->page_size) {
+			count_invalid(z->inner);
+			return -EINVAL;
+		}
+		return zram_group_read(z, index, buf);
+	}
 	struct stream *s;
 	struct slot *sl;
 	uint32_t f;
@@ -477,6 +519,8 @@ int zs_zram_read(struct zs_zram *z, uint64_t index, void *buf, size_t buf_len)
 
 int zs_zram_discard(struct zs_zram *z, uint64_t index)
 {
+	if (unlikely(z->grp))
+		return zram_group_discard(z, index);
 	struct stream *s;
 	struct slot *sl;
 	uint32_t f;
@@ -497,6 +541,8 @@ int zs_zram_discard(struct zs_zram *z, uint64_t index)
 
 int zs_zram_free_notify(struct zs_zram *z, uint64_t index)
 {
+	if (unlikely(z->grp))
+		return zram_group_discard(z, index);
 	struct stream *s;
 	struct slot *sl;
 	uint32_t f;
@@ -527,7 +573,7 @@ static int range_ok(struct zs_zram *z, uint64_t first, uint64_t n)
 {
 	if (first < z->nslots && n <= z->nslots - first)
 		return 1;
-	count_invalid(z);
+	count_invalid(zram_inner(z));
 	return 0;
 }
 
@@ -541,6 +587,8 @@ int zs_zram_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const voi
 		count_invalid(z);
 		return -EINVAL;
 	}
+	if (z->grp)
+		return zram_group_write_range(z, first, n, buf);
 	for (uint64_t i = 0; i < n; i++) {
 		int rc = zs_zram_write(z, first + i, p + i * z->page_size);
 
@@ -560,6 +608,8 @@ int zs_zram_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf,
 		count_invalid(z);
 		return -EINVAL;
 	}
+	if (z->grp)
+		return zram_group_read_range(z, first, n, buf);
 	for (uint64_t i = 0; i < n; i++) {
 		int rc = zs_zram_read(z, first + i, p + i * z->page_size, z->page_size);
 
@@ -580,6 +630,7 @@ int zs_zram_discard_range(struct zs_zram *z, uint64_t first, uint64_t n)
 
 void zs_zram_reset(struct zs_zram *z)
 {
+	z = zram_inner(z);
 	struct stream *s = zram_stream_get(z);
 
 	for (uint64_t i = 0; i < z->nslots; i++) {
@@ -594,11 +645,13 @@ void zs_zram_reset(struct zs_zram *z)
 
 void zs_zram_flush(struct zs_zram *z)
 {
+	z = zram_inner(z);
 	if (z->deferred)
 		zs_backend_flush(z->b);
 }
 
 unsigned long zs_zram_compact(struct zs_zram *z)
 {
+	z = zram_inner(z);
 	return zs_backend_compact(z->b);
 }

@@ -573,6 +573,40 @@ void zs_obj_read_end(struct zs_pool *pool, unsigned long handle, size_t mem_len,
 	unpin_object(pool, handle);
 }
 
+int zs_obj_read_sg_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
+			 struct zs_obj_piece sg[2])
+{
+	unsigned long obj;
+	if (zs_unlikely(!mem_len))
+		return -EINVAL;
+	struct zspage *zspage = pin_object(pool, handle, &obj);
+	if (zs_unlikely(!zspage))
+		return -EINVAL;
+	struct size_class *class = zspage_class(pool, zspage);
+	unsigned cap, off = payload_offset(pool, class, obj, &cap);
+	if (zs_unlikely(mem_len > cap)) {
+		zs_zspage_read_unlock(&zspage->lock);
+		return -EINVAL;
+	}
+	zs_pfn_t pfn = obj_to_pfn(obj);
+	char *addr = page_addr(pool, pfn);
+	sg[0].addr = addr + off;
+	if (zs_likely(off + mem_len <= pool->page_size)) {
+		sg[0].len = mem_len;
+		return 1;
+	}
+	/* Spanning: the tail lies at the start of the zspage's next page. */
+	sg[0].len = pool->page_size - off;
+	sg[1].addr = page_addr(pool, page_desc(pool, pfn)->next);
+	sg[1].len = mem_len - sg[0].len;
+	return 2;
+}
+
+void zs_obj_read_sg_end(struct zs_pool *pool, unsigned long handle)
+{
+	unpin_object(pool, handle);
+}
+
 int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, size_t len)
 {
 	unsigned long obj;

@@ -1,0 +1,471 @@
+/*
+ * Writeback to a backing file (the kernel's CONFIG_ZRAM_WRITEBACK, after
+ * Documentation/admin-guide/blockdev/zram.rst): idle / huge / incompressible
+ * slots move to page-size blocks of a file, their objects are freed, and
+ * reads fetch them back.  Owns the block bitmap, the writeback limit,
+ * bd_stat and the file I/O (with a failure-injection hook); zram.c only
+ * calls in here for slots flagged F_WB.
+ *
+ * Design:
+ *   - A written-back slot keeps F_WB, its block number as the handle, the
+ *     bytes stored in the block as its size (page_size: the page itself;
+ *     less: the compressed object, writeback_compressed) and its priority
+ *     bits (which algorithm decompresses it).  It is counted in
+ *     pages_stored but not in compr_data_size, as the kernel counts it.
+ *   - Three phases per batch, as the kernel's writeback: under each slot's
+ *     lock copy the data out and set F_PP_SLOT; write the batch with no slot
+ *     lock held; then under the slot lock again commit only if F_PP_SLOT is
+ *     still set and the handle is the one copied.  Any read, write, discard
+ *     or recompression in between clears F_PP_SLOT or changes the handle, so
+ *     a slot never ends up pointing at another version of its data, and a
+ *     block is handed out only after the hole of its previous owner was
+ *     punched (the bit is cleared last).
+ *   - No fsync: zram's writeback is not crash safe either; data written is
+ *     read back through the page cache of the same file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#endif
+
+#include "zram/internal.h"
+
+struct zram_wb {
+	int fd;
+	int punch;                 /* regular file: free blocks with FALLOC_FL_PUNCH_HOLE */
+	int compressed;
+	unsigned batch;
+	uint64_t nblocks;
+	pthread_mutex_t lock;      /* bitmap, hint, limit, injection */
+	uint64_t *bitmap;
+	uint64_t hint;
+	int limit_enable;
+	uint64_t limit;
+	uint64_t inj_after[2], inj_count[2];
+	int inj_on[2];
+	pthread_mutex_t run;       /* one zs_zram_writeback at a time */
+	_Atomic uint64_t bd_count, bd_reads, bd_writes;
+};
+
+int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg)
+{
+	struct zram_wb *wb;
+	struct stat st;
+	uint64_t blocks = z->nslots;
+	int fd;
+
+	if (cfg->writeback_batch_size > ZS_ZRAM_MAX_WB_BATCH ||
+	    (cfg->writeback_compressed != 0 && cfg->writeback_compressed != 1))
+		return -EINVAL;
+	if (!cfg->backing_path)
+		return cfg->writeback_batch_size || cfg->writeback_compressed ? -EINVAL : 0;
+	fd = open(cfg->backing_path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || S_ISDIR(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (S_ISREG(st.st_mode)) {
+		/* Grow sparse to the disk size; blocks take space only while used. */
+		if ((uint64_t)st.st_size < blocks * z->page_size &&
+		    ftruncate(fd, (off_t)(blocks * z->page_size))) {
+			int e = errno;
+			close(fd);
+			return -e;
+		}
+	}
+#ifdef BLKGETSIZE64
+	else if (S_ISBLK(st.st_mode)) {
+		uint64_t bytes = 0;
+		if (ioctl(fd, BLKGETSIZE64, &bytes) == 0 && bytes / z->page_size < blocks)
+			blocks = bytes / z->page_size;
+	}
+#endif
+	if (!blocks) {
+		close(fd);
+		return -EINVAL;
+	}
+	wb = calloc(1, sizeof(*wb));
+	if (wb)
+		wb->bitmap = calloc((blocks + 63) / 64, sizeof(uint64_t));
+	if (!wb || !wb->bitmap) {
+		if (wb)
+			free(wb);
+		close(fd);
+		return -ENOMEM;
+	}
+	wb->fd = fd;
+	wb->punch = S_ISREG(st.st_mode);
+	wb->compressed = cfg->writeback_compressed;
+	wb->batch = cfg->writeback_batch_size ? cfg->writeback_batch_size : 32;
+	wb->nblocks = blocks;
+	pthread_mutex_init(&wb->lock, NULL);
+	pthread_mutex_init(&wb->run, NULL);
+	z->wb = wb;
+	return 0;
+}
+
+void zram_wb_destroy(struct zs_zram *z)
+{
+	struct zram_wb *wb = z->wb;
+
+	if (!wb)
+		return;
+	close(wb->fd);
+	pthread_mutex_destroy(&wb->lock);
+	pthread_mutex_destroy(&wb->run);
+	free(wb->bitmap);
+	free(wb);
+	z->wb = NULL;
+}
+
+/* ---- blocks ---- */
+
+/* A free block, marked used, or UINT64_MAX if the file is full. */
+static uint64_t block_alloc(struct zram_wb *wb)
+{
+	uint64_t r = UINT64_MAX, words = (wb->nblocks + 63) / 64;
+
+	pthread_mutex_lock(&wb->lock);
+	for (uint64_t k = 0; k < words; k++) {
+		uint64_t w = (wb->hint + k) % words, free_bits = ~wb->bitmap[w];
+
+		if (w == words - 1 && wb->nblocks % 64)
+			free_bits &= (1ull << (wb->nblocks % 64)) - 1;
+		if (free_bits) {
+			unsigned b = (unsigned)__builtin_ctzll(free_bits);
+
+			wb->bitmap[w] |= 1ull << b;
+			wb->hint = w;
+			r = w * 64 + b;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&wb->lock);
+	return r;
+}
+
+static void block_free(struct zs_zram *z, uint64_t blk)
+{
+	struct zram_wb *wb = z->wb;
+
+	/* Punch before the bit clears: a new owner must never lose its data to our hole. */
+	if (wb->punch)
+		(void)fallocate(wb->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				(off_t)(blk * z->page_size), (off_t)z->page_size);
+	pthread_mutex_lock(&wb->lock);
+	wb->bitmap[blk / 64] &= ~(1ull << (blk % 64));
+	pthread_mutex_unlock(&wb->lock);
+}
+
+/* ---- file I/O with failure injection ---- */
+
+static int inject(struct zram_wb *wb, int reads)
+{
+	int fail = 0;
+
+	pthread_mutex_lock(&wb->lock);
+	if (wb->inj_on[reads]) {
+		if (wb->inj_after[reads]) {
+			wb->inj_after[reads]--;
+		} else {
+			fail = 1;
+			if (wb->inj_count[reads] && !--wb->inj_count[reads])
+				wb->inj_on[reads] = 0;
+		}
+	}
+	pthread_mutex_unlock(&wb->lock);
+	return fail;
+}
+
+/* Whole transfer or -errno (a short transfer is -EIO). */
+static int file_io(struct zs_zram *z, int reads, void *buf, size_t len, uint64_t blk)
+{
+	struct zram_wb *wb = z->wb;
+	off_t off = (off_t)(blk * z->page_size);
+	size_t done = 0;
+
+	if (inject(wb, reads))
+		return -EIO;
+	while (done < len) {
+		ssize_t n = reads ? pread(wb->fd, (char *)buf + done, len - done, off + (off_t)done)
+				  : pwrite(wb->fd, (const char *)buf + done, len - done,
+					   off + (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+void zs_zram_wb_inject(struct zs_zram *zv, int reads, uint64_t after, uint64_t count)
+{
+	struct zs_zram *z = zram_inner(zv);
+	struct zram_wb *wb = z->wb;
+
+	if (!wb)
+		return;
+	reads = !!reads;
+	pthread_mutex_lock(&wb->lock);
+	wb->inj_on[reads] = after != UINT64_MAX;
+	wb->inj_after[reads] = after;
+	wb->inj_count[reads] = count;
+	pthread_mutex_unlock(&wb->lock);
+}
+
+/* ---- hooks from the slot code ---- */
+
+void zram_wb_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f)
+{
+	(void)f;
+	block_free(z, sl->handle);
+	atomic_fetch_sub_explicit(&z->wb->bd_count, 1, memory_order_relaxed);
+	cnt_add(s, C_PAGES_STORED, -1);
+}
+
+int zram_wb_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f,
+			void *buf)
+{
+	size_t len = f & F_SIZE_MASK;
+	int rc;
+
+	if (len == z->page_size) {
+		rc = file_io(z, 1, buf, len, sl->handle);
+	} else {
+		rc = file_io(z, 1, s->local_copy, len, sl->handle);
+		if (!rc && zs_decompress((f & F_PRIO_MASK) ? s->recomp : s->comp, s->local_copy, len,
+					 buf, z->page_size) < 0)
+			rc = -EIO;
+	}
+	if (rc)
+		return rc;
+	atomic_fetch_add_explicit(&z->wb->bd_reads, 1, memory_order_relaxed);
+	return 0;
+}
+
+void zram_wb_stats(struct zs_zram *z, struct zs_zram_stats *st)
+{
+	if (!z->wb)
+		return;
+	st->bd_count = atomic_load_explicit(&z->wb->bd_count, memory_order_relaxed);
+	st->bd_reads = atomic_load_explicit(&z->wb->bd_reads, memory_order_relaxed);
+	st->bd_writes = atomic_load_explicit(&z->wb->bd_writes, memory_order_relaxed);
+}
+
+/* ---- limit ---- */
+
+int zs_zram_set_writeback_limit(struct zs_zram *zv, int enable, uint64_t pages)
+{
+	struct zs_zram *z = zram_inner(zv);
+	if (!z->wb || (enable != 0 && enable != 1))
+		return -EINVAL;
+	pthread_mutex_lock(&z->wb->lock);
+	z->wb->limit_enable = enable;
+	z->wb->limit = pages;
+	pthread_mutex_unlock(&z->wb->lock);
+	return 0;
+}
+
+int zs_zram_get_writeback_limit(struct zs_zram *zv, int *enable, uint64_t *pages)
+{
+	struct zs_zram *z = zram_inner(zv);
+	if (!z->wb)
+		return -EINVAL;
+	pthread_mutex_lock(&z->wb->lock);
+	if (enable)
+		*enable = z->wb->limit_enable;
+	if (pages)
+		*pages = z->wb->limit;
+	pthread_mutex_unlock(&z->wb->lock);
+	return 0;
+}
+
+/* Take one page of budget; 0 if the enabled limit is used up. */
+static int limit_take(struct zram_wb *wb)
+{
+	int ok = 1;
+
+	pthread_mutex_lock(&wb->lock);
+	if (wb->limit_enable) {
+		if (wb->limit)
+			wb->limit--;
+		else
+			ok = 0;
+	}
+	pthread_mutex_unlock(&wb->lock);
+	return ok;
+}
+
+static void limit_give_back(struct zram_wb *wb)
+{
+	pthread_mutex_lock(&wb->lock);
+	if (wb->limit_enable)
+		wb->limit++;
+	pthread_mutex_unlock(&wb->lock);
+}
+
+/* ---- writeback ---- */
+
+static int wb_wanted(uint32_t f, unsigned long h, enum zs_zram_wb_type type)
+{
+	if (!h || (f & (F_SAME | F_WB | F_PP_SLOT)))
+		return 0;
+	switch (type) {
+	case ZS_ZRAM_WB_IDLE: return !!(f & F_IDLE);
+	case ZS_ZRAM_WB_HUGE: return !!(f & F_HUGE);
+	case ZS_ZRAM_WB_HUGE_IDLE: return (f & (F_HUGE | F_IDLE)) == (F_HUGE | F_IDLE);
+	case ZS_ZRAM_WB_INCOMPRESSIBLE: return !!(f & F_INCOMPRESSIBLE);
+	}
+	return 0;
+}
+
+struct wb_item {
+	uint64_t index, blk;
+	unsigned long handle;
+	uint32_t len, prio;
+};
+
+/* Phase 1, slot locked: copy the slot's data into out; returns bytes or -errno. */
+static int copy_out(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f, void *out)
+{
+	size_t size = f & F_SIZE_MASK;
+	int rc;
+
+	if (!z->wb->compressed || (f & F_HUGE)) {
+		rc = zram_read_locked(z, s, sl, f, out);
+		return rc ? rc : (int)z->page_size;
+	}
+	void *p = zs_backend_read_begin(z->b, sl->handle, size, s->local_copy);
+	if (!p)
+		return -EIO;
+	memcpy(out, p, size);
+	zs_backend_read_end(z->b, sl->handle, size, p);
+	return (int)size;
+}
+
+int zs_zram_writeback(struct zs_zram *zv, enum zs_zram_wb_type type, unsigned long max_pages,
+		      struct zs_zram_wb_result *res)
+{
+	struct zs_zram *z = zram_inner(zv);
+	struct zram_wb *wb = z->wb;
+	struct zs_zram_wb_result r = { 0, 0 };
+	size_t ps = z->page_size;
+	unsigned char *bufs;
+	struct wb_item *items;
+	uint64_t next = 0;
+	int rc = 0;
+
+	if (res)
+		*res = r;
+	if (!wb || type < ZS_ZRAM_WB_IDLE || type > ZS_ZRAM_WB_INCOMPRESSIBLE)
+		return -EINVAL;
+	bufs = malloc((size_t)wb->batch * ps);
+	items = malloc(wb->batch * sizeof(*items));
+	if (!bufs || !items) {
+		free(bufs);
+		free(items);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&wb->run);
+	while (!rc && next < z->nslots && (!max_pages || r.written < max_pages)) {
+		unsigned n = 0;
+		struct stream *s = zram_stream_get(z);
+
+		/* Phase 1: pick and copy out up to a batch, marking each F_PP_SLOT. */
+		for (; next < z->nslots && n < wb->batch &&
+		       (!max_pages || r.written + n < max_pages); next++) {
+			struct slot *sl = &z->slots[next];
+			uint32_t f = slot_lock(sl);
+			int len;
+
+			if (!wb_wanted(f, sl->handle, type)) {
+				slot_unlock(sl, f);
+				continue;
+			}
+			r.scanned++;
+			if (!limit_take(wb)) {
+				slot_unlock(sl, f);
+				rc = -EIO;
+				break;
+			}
+			items[n].blk = block_alloc(wb);
+			if (items[n].blk == UINT64_MAX) {
+				limit_give_back(wb);
+				slot_unlock(sl, f);
+				rc = -ENOSPC;
+				break;
+			}
+			len = copy_out(z, s, sl, f, bufs + (size_t)n * ps);
+			if (len < 0) {
+				block_free(z, items[n].blk);
+				limit_give_back(wb);
+				slot_unlock(sl, f);
+				rc = len;
+				break;
+			}
+			items[n].index = next;
+			items[n].handle = sl->handle;
+			items[n].len = (uint32_t)len;
+			items[n].prio = f & F_PRIO_MASK;
+			n++;
+			slot_unlock(sl, f | F_PP_SLOT);
+		}
+		stream_put(s);
+
+		/* Phase 2: write the batch, no slot lock held. */
+		unsigned ok = 0;
+		int werr = 0;
+		for (; ok < n; ok++) {
+			werr = file_io(z, 0, bufs + (size_t)ok * ps, items[ok].len, items[ok].blk);
+			if (werr)
+				break;
+		}
+
+		/* Phase 3: commit what was written and is unchanged; undo the rest. */
+		s = zram_stream_get(z);
+		for (unsigned k = 0; k < n; k++) {
+			struct slot *sl = &z->slots[items[k].index];
+			uint32_t f = slot_lock(sl);
+			int same = (f & F_PP_SLOT) && !(f & F_WB) && sl->handle == items[k].handle;
+
+			if (k >= ok || !same) {
+				slot_unlock(sl, same ? f & ~F_PP_SLOT : f);
+				block_free(z, items[k].blk);
+				if (k >= ok)
+					limit_give_back(wb);
+				continue;
+			}
+			f = zram_slot_free_locked(z, s, sl, f);
+			sl->handle = (unsigned long)items[k].blk;
+			cnt_add(s, C_PAGES_STORED, 1);
+			slot_unlock(sl, f | F_WB | items[k].len | items[k].prio);
+			atomic_fetch_add_explicit(&wb->bd_count, 1, memory_order_relaxed);
+			r.written++;
+		}
+		stream_put(s);
+		/* bd_writes counts pages that reached the file, committed or not (the kernel's). */
+		atomic_fetch_add_explicit(&wb->bd_writes, ok, memory_order_relaxed);
+		if (werr && !rc)
+			rc = werr;
+	}
+	pthread_mutex_unlock(&wb->run);
+	free(bufs);
+	free(items);
+	if (res)
+		*res = r;
+	return rc;
+}

@@ -1,0 +1,187 @@
+/*
+ * `zs zram --matrix`: "which algorithm on my data".  Runs the loaded pages
+ * through a fresh store for each compressor x level (x the dictionary given
+ * with --dict) at 4 KiB and 64 KiB groups, and prints one row each: ratio
+ * against pool memory (mem_used_total, what the memory costs) and against
+ * compressed bytes, write/read MB/s and CPU seconds, read-back check.  Text
+ * table or a JSON array that python/libzs/report.py can read.  Public
+ * headers only.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "cmds.h"
+#include "zs/compress.h"
+#include "zs/zram.h"
+
+static double wall(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static double cpu(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+struct row {
+	char comp[40];
+	unsigned group;
+	uint64_t orig, compr, mem;
+	double w_s, r_s, w_cpu, r_cpu;
+	double rand_read_us, rand_write_us; /* one 4 KiB slot at a time, random slots */
+	uint64_t mismatches;
+	int rc;
+};
+
+static void run_one(const struct zs_pageset *ps, const char *comp, const char *dict,
+		    unsigned group, unsigned char *out, struct row *r)
+{
+	struct zs_zram_config cfg;
+	struct zs_zram_stats st;
+	struct zs_zram *z;
+	size_t psz = ps->page_size, chunk = group;
+
+	memset(r, 0, sizeof(*r));
+	r->group = group;
+	zs_zram_config_init(&cfg);
+	cfg.page_size = psz;
+	cfg.disksize = (uint64_t)ps->npages * psz;
+	cfg.comp = comp;
+	cfg.comp_dict_path = dict;
+	cfg.group_pages = group > 1 ? group : 0;
+	r->rc = zs_zram_create(&cfg, &z);
+	snprintf(r->comp, sizeof(r->comp), "%s", r->rc ? comp : zs_zram_comp_name(z));
+	if (r->rc)
+		return;
+	double t = wall(), c = cpu();
+	for (size_t i = 0; i < ps->npages && !r->rc; i += chunk) {
+		size_t n = ps->npages - i < chunk ? ps->npages - i : chunk;
+		r->rc = zs_zram_write_range(z, i, n, ps->data + i * psz);
+	}
+	r->w_s = wall() - t;
+	r->w_cpu = cpu() - c;
+	zs_zram_get_stats(z, &st);
+	t = wall();
+	c = cpu();
+	for (size_t i = 0; i < ps->npages && !r->rc; i += chunk) {
+		size_t n = ps->npages - i < chunk ? ps->npages - i : chunk;
+		r->rc = zs_zram_read_range(z, i, n, out + i * psz, n * psz);
+	}
+	r->r_s = wall() - t;
+	r->r_cpu = cpu() - c;
+	for (size_t i = 0; i < ps->npages; i++)
+		r->mismatches += memcmp(out + i * psz, ps->data + i * psz, psz) != 0;
+	/*
+	 * Random single-slot access, after the check: with groups a read
+	 * decompresses the whole group and a write is a read-modify-write.
+	 */
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	size_t nr = ps->npages < 20000 ? ps->npages : 20000, nw = nr / 10 ? nr / 10 : 1;
+	t = wall();
+	for (size_t k = 0; k < nr && !r->rc; k++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		size_t i = (size_t)(x >> 33) % ps->npages;
+		r->rc = zs_zram_read(z, i, out + i * psz, psz);
+	}
+	r->rand_read_us = (wall() - t) * 1e6 / (double)nr;
+	t = wall();
+	for (size_t k = 0; k < nw && !r->rc; k++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		size_t i = (size_t)(x >> 33) % ps->npages;
+		r->rc = zs_zram_write(z, i, ps->data + i * psz);
+	}
+	r->rand_write_us = (wall() - t) * 1e6 / (double)nw;
+	r->orig = st.orig_data_size;
+	r->compr = st.compr_data_size;
+	r->mem = st.mem_used_total;
+	zs_zram_destroy(z);
+}
+
+static double div0(double a, double b)
+{
+	return b > 0 ? a / b : 0;
+}
+
+int zram_matrix(const struct zs_pageset *ps, const char *dict, int json)
+{
+	static const char *const comps[] = { "lz4", "lz4hc:9", "zstd:1", "zstd:3", "zstd:9",
+					     "lzo" };
+	static const unsigned groups[] = { 1, 16 };
+	uint64_t bytes = (uint64_t)ps->npages * ps->page_size;
+	unsigned char *out = malloc(bytes);
+	int bad = 0, first = 1;
+
+	if (!out) {
+		fprintf(stderr, "zs zram --matrix: out of memory\n");
+		return 2;
+	}
+	if (json)
+		printf("{\"pages\": %zu, \"page_size\": %zu, \"files\": %zu, \"rows\": [\n",
+		       ps->npages, ps->page_size, ps->files);
+	else
+		printf("%-16s %5s %10s %10s %12s %12s %9s %9s %9s %9s %8s %8s %s\n", "comp",
+		       "group", "orig/mem", "orig/compr", "compr_bytes", "mem_bytes", "write_MBs",
+		       "read_MBs", "write_cpu", "read_cpu", "rd4k_us", "wr4k_us", "check");
+	for (size_t c = 0; c < sizeof(comps) / sizeof(comps[0]); c++)
+		for (int d = 0; d < (dict ? 2 : 1); d++) {
+			/* Only zstd and lz4 (not lz4hc) take a dictionary. */
+			if (d && strncmp(comps[c], "zstd", 4) && strcmp(comps[c], "lz4"))
+				continue;
+			for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
+				struct row r;
+
+				if (groups[g] * ps->page_size > 65536)
+					continue;
+				run_one(ps, comps[c], d ? dict : NULL, groups[g], out, &r);
+				bad |= r.rc || r.mismatches;
+				if (json) {
+					printf("%s {\"comp\": \"%s\", \"group_bytes\": %zu, "
+					       "\"rc\": %d, \"orig_data_size\": %llu, "
+					       "\"compr_data_size\": %llu, \"mem_used_total\": %llu, "
+					       "\"ratio_mem\": %.4f, \"ratio_compr\": %.4f, "
+					       "\"write_MBps\": %.1f, \"read_MBps\": %.1f, "
+					       "\"write_cpu_s\": %.4f, \"read_cpu_s\": %.4f, "
+					       "\"rand_read_4k_us\": %.3f, \"rand_write_4k_us\": %.3f, "
+					       "\"mismatches\": %llu}",
+					       first ? "" : ",\n", r.comp,
+					       (size_t)r.group * ps->page_size, r.rc,
+					       (unsigned long long)r.orig, (unsigned long long)r.compr,
+					       (unsigned long long)r.mem, div0((double)r.orig,
+									 (double)r.mem),
+					       div0((double)r.orig, (double)r.compr),
+					       div0((double)bytes / 1e6, r.w_s),
+					       div0((double)bytes / 1e6, r.r_s), r.w_cpu, r.r_cpu,
+					       r.rand_read_us, r.rand_write_us,
+					       (unsigned long long)r.mismatches);
+					first = 0;
+				} else {
+					printf("%-16s %4zuK %10.3f %10.3f %12llu %12llu %9.1f %9.1f "
+					       "%9.2f %9.2f %8.2f %8.2f %s\n",
+					       r.comp, (size_t)r.group * ps->page_size / 1024,
+					       div0((double)r.orig, (double)r.mem),
+					       div0((double)r.orig, (double)r.compr),
+					       (unsigned long long)r.compr, (unsigned long long)r.mem,
+					       div0((double)bytes / 1e6, r.w_s),
+					       div0((double)bytes / 1e6, r.r_s), r.w_cpu, r.r_cpu,
+					       r.rand_read_us, r.rand_write_us,
+					       r.rc ? "error" : r.mismatches ? "MISMATCH" : "ok");
+				}
+				fflush(stdout);
+			}
+		}
+	if (json)
+		printf("\n]}\n");
+	free(out);
+	return bad ? 1 : 0;
+}
