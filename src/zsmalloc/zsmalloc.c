@@ -263,9 +263,10 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 	int err = zs_classes_build(pool);
 	if (!err) {
 		struct zs_pages_config pc = { .page_size = cfg.page_size, .max_pages = cfg.max_pages,
-					      .cache_pages = cfg.page_cache_pages };
+					      .cache_pages = cfg.page_cache_pages,
+					      .decay_ms = cfg.page_cache_decay_ms };
 		pool->pages = zs_pages_create(&pc);
-		err = pool->pages ? zs_handles_init(pool) : -ENOMEM;
+		err = pool->pages ? zs_handles_init(pool) : -errno;
 	}
 	if (!err)
 		err = zs_deferred_init(pool);
