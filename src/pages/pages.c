@@ -918,14 +918,27 @@ static unsigned pcp_refill_locked(struct zs_pages *p, struct zs_pcp *c, zs_pfn_t
 	return n;
 }
 
-/* Both locks held: move the PCP_BATCH coldest pages of a full cache to the shared cache. */
+/*
+ * Both locks held: move the k coldest pages of a per-CPU cache to the shared
+ * cache.  What does not fit under the bound is released straight away (it
+ * keeps its bitmap bit and ninuse, as RELEASING pages must), rather than
+ * pushed and pushed out again.  Returns the pages to release, in rel
+ * (k <= RELEASE_MAX).
+ */
 static unsigned pcp_drain_locked(struct zs_pages *p, struct zs_pcp *c, unsigned k, zs_pfn_t *rel)
 {
 	uint64_t now = now_ns();
+	size_t room = p->cache_cap > p->ncached ? p->cache_cap - p->ncached : 0;
+	unsigned nrel = 0, ndirect = k > room ? (unsigned)(k - room) : 0;
 
 	for (unsigned i = 0; i < k; i++) {
 		zs_pfn_t pfn = c->pfn[i];
 		size_t slot = pfn_slot(p, pfn);
+		if (i < ndirect) {
+			set_state(p, pfn, PG_RELEASING);
+			rel[nrel++] = pfn;
+			continue;
+		}
 		bm_clr(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
 		set_state(p, pfn, PG_CACHED);
 		cache_push(p, pfn, now);
@@ -935,7 +948,7 @@ static unsigned pcp_drain_locked(struct zs_pages *p, struct zs_pcp *c, unsigned 
 	memmove(c->pfn, c->pfn + k, (c->count - k) * sizeof(c->pfn[0]));
 	c->count -= k;
 	note_peak(p);
-	return purge_locked(p, now, false, rel, RELEASE_MAX);
+	return nrel + purge_locked(p, now, false, rel + nrel, RELEASE_MAX - nrel);
 }
 
 /* Every DECAY_CHECK_OPS operations of a per-CPU cache: is the shared cache's tail stale? */
@@ -1091,8 +1104,9 @@ _Static_assert(ZS_FREE_BULK_MAX <= 2 * PCP_BATCH, "pcp_free drains at most twice
 
 /*
  * The shared free path, for runs, and for single and bulk frees when there
- * are no per-CPU caches: the pages go to the hot cache, stamped now, and
- * what the bound or the decay pushes out of its cold end is released.
+ * are no per-CPU caches: the pages go to the hot cache, stamped now, while
+ * it has room under the bound; the rest, and what the decay pushes out of
+ * the cache's cold end, is released.
  *
  * whole: the pfns are one run, freed all or not at all (any invalid page
  * and the run is ignored) and counted as one free.  Otherwise each double,
@@ -1101,7 +1115,7 @@ _Static_assert(ZS_FREE_BULK_MAX <= 2 * PCP_BATCH, "pcp_free drains at most twice
 static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, bool whole)
 {
 	zs_pfn_t rel[RELEASE_MAX];
-	unsigned nrel, nfreed = 0;
+	unsigned nrel = 0, nfreed = 0;
 
 	pthread_mutex_lock(&p->lock);
 	for (unsigned i = 0; whole && i < n; i++) {
@@ -1116,6 +1130,12 @@ static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, boo
 		if (!zs_pages_valid(p, pfn))
 			continue;
 		nfreed++;
+		if (p->ncached >= p->cache_cap) {
+			/* Bit and ninuse stay: the chunk can be neither reused nor unmapped meanwhile. */
+			set_state(p, pfn, PG_RELEASING);
+			rel[nrel++] = pfn;
+			continue;
+		}
 		size_t slot = pfn_slot(p, pfn);
 		bm_clr(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
 		set_state(p, pfn, PG_CACHED);
@@ -1125,7 +1145,7 @@ static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, boo
 	}
 	add_relaxed(&p->in_use, -(long)nfreed);
 	p->frees += whole ? 1 : nfreed;
-	nrel = purge_locked(p, now, false, rel, RELEASE_MAX);
+	nrel += purge_locked(p, now, false, rel + nrel, RELEASE_MAX - nrel);
 	pthread_mutex_unlock(&p->lock);
 	release_pages(p, rel, nrel);
 	if (nrel == RELEASE_MAX)
