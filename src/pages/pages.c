@@ -18,9 +18,9 @@
  * Freeing.  A freed page goes to a LIFO cache of hot pages, threaded
  * through the free pages' own descriptors (so taking one out of the middle,
  * which a run allocation may need, is O(1)) and stamped with the time it
- * was freed; the list's tail is its oldest page.  Pages leave the cache from
- * the tail when the cache is over its bound or the tail is older than the
- * decay: they are MADV_DONTNEED'd (outside the lock: the syscall and its TLB
+ * was freed; the list's tail is its oldest page.  A freed page that does not
+ * fit under the bound goes back at once; cached pages leave from the tail
+ * when the tail is older than the decay (or on a trim): they are MADV_DONTNEED'd (outside the lock: the syscall and its TLB
  * shootdown are the slow part; neighbouring pages share one call) and a
  * chunk left with no page in use and none cached is unmapped, so RSS really
  * drops.  Giving pages back at once on every free made each allocate/free
