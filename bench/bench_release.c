@@ -88,10 +88,11 @@ static double run_once(enum zs_free_mode mode, int cached, int T, size_t bytes_p
 	/*
 	 * cached: freed pool pages stay in the page provider's cache (a mutex and
 	 * a list push, closer to the kernel's cheap __free_page); os: the
-	 * provider's default, which returns freed pages with MADV_DONTNEED (a
-	 * syscall per freed zspage, far dearer than the kernel's page free).
+	 * provider's former default (a 256 KiB cache, no per-CPU caches), which
+	 * returns freed pages with MADV_DONTNEED at once (a syscall per freed
+	 * zspage, far dearer than the kernel's page free).
 	 */
-	cfg.page_cache_pages = cached ? (T * bytes_per_thread) / 4096 + 1024 : 0;
+	cfg.page_cache_pages = cached ? (T * bytes_per_thread) / 4096 + 1024 : 64;
 	struct shared sh = {.bytes_per_thread = bytes_per_thread};
 	sh.pool = zs_create_pool(&cfg);
 	if (!sh.pool) {

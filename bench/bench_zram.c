@@ -7,8 +7,9 @@
  * then the store's write / read of the same pages.  store/raw is the
  * allocator's (and slot table's) share of the time.  With root and zram
  * present the kernel device gets the same pages with 4 KiB O_DIRECT I/O
- * (single thread, as one process doing swap-like I/O), and store/kernel is
- * printed for the single-thread rows.  Times are the best of --reps runs.
+ * from the same number of threads (each on its own contiguous range of the
+ * one device, as swap-like I/O from T CPUs), and store/kernel is printed for
+ * every thread count.  Times are the best of --reps runs.
  *
  * usage: bench_zram [--max SIZE_MB] [--reps N] [--comp lz4,zstd] [--threads 1,2]
  *                   [--backend KIND] [--no-kernel] [PATH...]   (default /usr/bin)
@@ -191,7 +192,6 @@ int main(int argc, char **argv)
 	for (int ci = 0; ci < ncomp; ci++) {
 		/* Kernel runs interleave with the store's single-thread reps: same noise for both. */
 		int kern_ok = kernel && zs_kzram_available();
-		double kw = 1e30, kr_s = 1e30;
 		struct zs_kzram_result kr;
 		char kmsg[200] = "", kname[32];
 
@@ -203,6 +203,7 @@ int main(int argc, char **argv)
 			struct zs_comp *cc[MAXT] = { 0 };
 			struct ctx c = { &ps, comps[ci], NULL, NULL, 0, out, NULL };
 			double t_rc = 1e30, t_rd = 1e30, t_sw = 1e30, t_sr = 1e30, t_ww = 1e30;
+			double kw = 1e30, kr_s = 1e30;
 			long errors = 0;
 			struct zs_zram_stats st = { 0 };
 			int ok = 1;
@@ -253,8 +254,9 @@ int main(int argc, char **argv)
 				zs_zram_destroy(c.z);
 				if (memcmp(out, ps.data, bytes))
 					errors++;
-				if (nt == 1 && kern_ok) {
-					if (zs_kzram_run(kname, ps.data, ps.npages, &kr, kmsg, sizeof(kmsg))) {
+				if (kern_ok) {
+					if (zs_kzram_run_threads(kname, ps.data, ps.npages, nt, &kr, kmsg,
+								 sizeof(kmsg))) {
 						kern_ok = 0;
 						printf("%-8s kernel: %s\n", comps[ci], kmsg);
 					} else {
@@ -269,11 +271,11 @@ int main(int argc, char **argv)
 			       mbps(bytes, t_rd), mbps(bytes, t_sr), t_rc / t_sw, t_rc / t_ww, t_rd / t_sr,
 			       (double)st.orig_data_size / (double)(st.mem_used_total ? st.mem_used_total : 1),
 			       errors ? "  ERRORS" : "");
-			if (nt == 1 && kern_ok)
-				printf("%-8s kernel zram 1 thread: write %.1f MB/s, read %.1f MB/s, ratio %.3f "
+			if (kern_ok && kw < 1e30)
+				printf("%-8s kernel zram %u thread(s): write %.1f MB/s, read %.1f MB/s, ratio %.3f "
 				       "(mem_used_total %llu, store %llu: %+.2f%%); store/kernel: write %.2fx "
 				       "(warm %.2fx), read %.2fx%s\n",
-				       kname, mbps(bytes, kw), mbps(bytes, kr_s),
+				       kname, nt, mbps(bytes, kw), mbps(bytes, kr_s),
 				       (double)kr.mm_stat[0] / (double)(kr.mm_stat[2] ? kr.mm_stat[2] : 1),
 				       (unsigned long long)kr.mm_stat[2],
 				       (unsigned long long)st.mem_used_total,

@@ -4,15 +4,20 @@
  * each other to free (the zram pattern: written by one CPU, freed by
  * another), and probe zs_pages_valid / zs_pages_pfn_of with garbage while
  * chunks are being mapped and unmapped.  Small chunks and a tiny cache keep
- * the map/unmap and cache paths busy.  Meant to run under TSan too, so all
- * sharing here goes through C11 atomics or pthread.
+ * the map/unmap and cache paths busy.  The per-CPU cache runs add a
+ * maintainer thread that trims, decays (1 ms) and reads stats while the
+ * workers run, so per-CPU caches are drained under their owners' feet.
+ * Meant to run under TSan too, so all sharing here goes through C11 atomics
+ * or pthread.
  */
 #include "testutil.h"
 #include "zs/pages.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NTHREADS 4
 #define SLOTS 64
@@ -153,10 +158,32 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static void run(uint64_t seed, size_t ps, size_t chunk, size_t cache)
+static atomic_int workers_done;
+
+static void *maintainer(void *arg)
 {
-	struct zs_pages_config c = { .page_size = ps, .chunk_bytes = chunk, .cache_pages = cache };
-	pthread_t th[NTHREADS];
+	(void)arg;
+	unsigned i = 0;
+	struct zs_pages_stats st;
+	while (!atomic_load(&workers_done)) {
+		if (i % 3 == 0)
+			zs_pages_trim(pool);
+		else
+			zs_pages_decay(pool);
+		zs_pages_get_stats(pool, &st);
+		if (st.pages_cached > st.pages_in_use + 1000000)
+			atomic_fetch_add(&failures, 1); /* nonsense counters */
+		i++;
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void run(uint64_t seed, size_t ps, size_t chunk, size_t cache, unsigned decay_ms, int maint)
+{
+	struct zs_pages_config c = { .page_size = ps, .chunk_bytes = chunk, .cache_pages = cache,
+				     .decay_ms = decay_ms };
+	pthread_t th[NTHREADS], mt;
 	uint64_t seeds[NTHREADS];
 
 	pool = zs_pages_create(&c);
@@ -165,12 +192,18 @@ static void run(uint64_t seed, size_t ps, size_t chunk, size_t cache)
 	for (int i = 0; i < MAILBOX; i++)
 		atomic_store(&mailbox[i], MB_EMPTY);
 	atomic_store(&failures, 0);
+	atomic_store(&workers_done, 0);
 	for (int i = 0; i < NTHREADS; i++) {
 		seeds[i] = seed + (uint64_t)i * 7919;
 		REQUIRE(pthread_create(&th[i], NULL, worker, &seeds[i]) == 0);
 	}
+	if (maint)
+		REQUIRE(pthread_create(&mt, NULL, maintainer, NULL) == 0);
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(th[i], NULL);
+	atomic_store(&workers_done, 1);
+	if (maint)
+		pthread_join(mt, NULL);
 	CHECK_EQ(atomic_load(&failures), 0);
 
 	for (int i = 0; i < MAILBOX; i++) {
@@ -195,9 +228,15 @@ int main(void)
 {
 	uint64_t seed = tu_seed("test_mt_pages");
 
-	run(seed, 4096, 64 * 1024, 4);        /* 16-page chunks: constant map/unmap */
-	run(seed + 1, 4096, 0, 0);            /* defaults */
-	run(seed + 2, 16384, 16384 * 4, ZS_PAGES_NO_CACHE);
-	run(seed + 3, 65536, 0, 0);
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	size_t pcp_min = 2 * 64 * (size_t)(ncpu > 0 ? (ncpu > 256 ? 256 : ncpu) : 1);
+
+	run(seed, 4096, 64 * 1024, 4, 0, 0);  /* 16-page chunks: constant map/unmap */
+	run(seed + 1, 4096, 0, 0, 0, 0);      /* defaults: per-CPU caches */
+	run(seed + 2, 16384, 16384 * 4, ZS_PAGES_NO_CACHE, 0, 0);
+	run(seed + 3, 65536, 0, 0, 0, 0);
+	/* Per-CPU caches over a small shared cache, 1 ms decay, trims and decays meanwhile. */
+	run(seed + 4, 4096, 64 * 1024, pcp_min + 8, 1, 1);
+	run(seed + 5, 4096, 0, 0, 1, 1);
 	return tu_done();
 }

@@ -9,9 +9,18 @@
  * kernel packs a PFN.  Every page has a 64-byte descriptor (the analog of the
  * kernel's struct page / zpdesc) that the owning allocator may use freely.
  *
- * Freed pages go back to the OS (MADV_DONTNEED; a chunk whose pages are all
- * free is unmapped), except for a small bounded cache of hot pages, so the
- * process RSS really drops.  Tests can inject allocation failures.
+ * Freed pages are cached, still mapped, for reuse: first in small per-CPU
+ * caches (the kernel's per-CPU page lists: single-page allocations and frees
+ * take no shared lock; a cache is refilled from and drained to the shared
+ * cache a batch at a time), then in one shared cache of hot pages.  Cached
+ * pages go back to the OS (MADV_DONTNEED; a chunk whose pages are all free is
+ * unmapped) lazily, by a decay: pages that sat unused in the shared cache
+ * for longer than decay_ms are returned the next time the provider takes its
+ * lock or a per-CPU cache checks the clock (every 64 operations), so a busy
+ * pool recycles its pages hot and no background thread is needed; and at
+ * once by zs_pages_trim(), and whenever the cache would exceed cache_pages.
+ * A pool that goes idle keeps its cache until its next call or a trim.
+ * Tests can inject allocation failures.
  *
  * Thread safety: all functions are safe to call concurrently.  Address and
  * descriptor lookups (zs_pages_addr, zs_pages_desc) take no lock.
@@ -55,17 +64,28 @@ struct zs_pages_config {
 	                        Power of two, page_size..ZS_PAGES_MAX_CHUNK (1 GiB). */
 	size_t max_pages;    /* hard limit on pages in use (-ENOMEM past it); 0 -> none.
 	                        0..ZS_PAGES_MAX_SPAN / page_size. */
-	size_t cache_pages;  /* freed pages kept mapped for reuse; 0 -> 256 KiB worth.
-	                        0..ZS_PAGES_MAX_SPAN / page_size, or ZS_PAGES_NO_CACHE
-	                        to return every page at once. */
+	size_t cache_pages;  /* bound on freed pages kept mapped for reuse, per-CPU caches
+	                        included; 0 -> ZS_PAGES_DEFAULT_CACHE_BYTES worth.
+	                        0..ZS_PAGES_MAX_SPAN / page_size, else EINVAL.  ZS_PAGES_NO_CACHE
+	                        returns every page at once.  Per-CPU caches are used only when the
+	                        bound is at least 128 pages per possible CPU (they then
+	                        hold at most 64 pages each, half the bound at most). */
+	unsigned decay_ms;   /* cached pages unused this long go back to the OS;
+	                        0 -> ZS_PAGES_DEFAULT_DECAY_MS.  1..3600000, else EINVAL. */
 };
 #define ZS_PAGES_NO_CACHE ((size_t)-1)
+#define ZS_PAGES_DEFAULT_CACHE_BYTES ((size_t)128 << 20)
+#define ZS_PAGES_DEFAULT_DECAY_MS 500u
+#define ZS_PAGES_MAX_DECAY_MS 3600000u
 
 struct zs_pages_stats {
 	size_t page_size;
 	size_t pages_in_use;    /* handed out and not yet freed */
-	size_t pages_peak;      /* high-water mark of pages_in_use */
+	size_t pages_peak;      /* high-water mark of pages_in_use; with per-CPU caches
+	                           sampled when the shared lock is taken and on this call */
 	size_t pages_cached;    /* freed but still mapped (bounded by cache_pages) */
+	size_t pages_cpu_cached;/* of which in per-CPU caches */
+	uint64_t pages_decayed; /* returned to the OS by the decay (not by trim or bound) */
 	size_t chunks_mapped;   /* chunks currently mmap'd */
 	size_t bytes_mapped;    /* chunk bytes currently mmap'd (virtual) */
 	uint64_t allocs, frees, failed_allocs;  /* calls; a bulk free counts each page */
@@ -112,8 +132,10 @@ zs_pfn_t zs_pages_pfn_of(const struct zs_pages *p, const void *addr);
 /* 1 if pfn names a page currently handed out (for checked modes), else 0. */
 int zs_pages_valid(const struct zs_pages *p, zs_pfn_t pfn);
 
-/* Return every cached page to the OS (and unmap chunks left empty). */
+/* Return every cached page, per-CPU caches included, to the OS (and unmap chunks left empty). */
 void zs_pages_trim(struct zs_pages *p);
+/* Return the cached pages older than decay_ms now (what any call does lazily). */
+void zs_pages_decay(struct zs_pages *p);
 void zs_pages_get_stats(const struct zs_pages *p, struct zs_pages_stats *st);
 size_t zs_pages_in_use(const struct zs_pages *p);
 /* Change the limit at run time (0 = none; above ZS_PAGES_MAX_SPAN / page_size means none

@@ -315,6 +315,14 @@ struct zs_kzram_result {
  */
 int zs_kzram_run(const char *comp, const unsigned char *pages, size_t npages,
 		 struct zs_kzram_result *res, char *msg, size_t msg_len);
+/*
+ * The same with `threads` (1..ZS_KZRAM_MAX_THREADS, else -EINVAL) threads,
+ * each writing and then reading its own contiguous range of the device's
+ * pages; write_s/read_s are the wall time from the first start to the last end.
+ */
+#define ZS_KZRAM_MAX_THREADS 64
+int zs_kzram_run_threads(const char *comp, const unsigned char *pages, size_t npages,
+			 unsigned threads, struct zs_kzram_result *res, char *msg, size_t msg_len);
 
 /*
  * The kernel's stored size of each page (compr_data_size after each write,

@@ -79,9 +79,11 @@ struct zs_pool_config {
 	                               (at least 16) */
 	int deferred_worker;        /* 1 (default when 0): drain in a background thread;
 	                               -1: no thread, drained only by flush/full queue.  -1..1 */
-	size_t page_cache_pages;    /* passed to the page provider (its cache_pages); 0 -> its
-	                               default; 0..ZS_PAGES_MAX_SPAN / page_size or
-	                               ZS_PAGES_NO_CACHE */
+	size_t page_cache_pages;    /* freed pages the page provider keeps mapped for reuse;
+	                               0 -> its default (128 MiB worth); 0..ZS_PAGES_MAX_SPAN /
+	                               page_size or ZS_PAGES_NO_CACHE; see zs/pages.h */
+	unsigned page_cache_decay_ms; /* cached pages unused this long go back to the OS;
+	                               0 -> 500 ms; 1..3600000 (else EINVAL), see zs/pages.h */
 };
 
 /* Legacy mapping modes (zs_map_object). */
@@ -180,7 +182,10 @@ size_t zs_huge_class_size(const struct zs_pool *pool);
 /* Physical class index for a request of `size` bytes (no header added), as the kernel. */
 int zs_lookup_class_index(const struct zs_pool *pool, size_t size);
 
-/* Compact every class; returns pages freed by this call. */
+/*
+ * Compact every class; returns pages freed by this call.  Then returns the
+ * page provider's cached pages to the OS (as zs_pool_trim).
+ */
 unsigned long zs_compact(struct zs_pool *pool);
 /* Pool pages in use (the kernel's pages_allocated). */
 unsigned long zs_get_total_pages(const struct zs_pool *pool);
@@ -230,9 +235,11 @@ const struct zs_pool_config *zs_pool_get_config(const struct zs_pool *pool);
 /* Live objects (sum of obj_used). */
 unsigned long zs_pool_objects(struct zs_pool *pool);
 /*
- * Return the page provider's cached pages and unused handle memory to the OS:
- * every 64 KiB chunk of handle slots whose slots are all free (all of them
- * once the pool is empty).  Briefly stops allocation and free on the pool.
+ * Return the page provider's cached pages (per-CPU caches included) and unused
+ * handle memory to the OS now, rather than at the cache's decay: every 64 KiB
+ * chunk of handle slots whose slots are all free (all of them once the pool is
+ * empty).  Briefly stops allocation and free on the pool.  Call it when the
+ * pool goes idle: the decay runs only when the pool is used.
  */
 void zs_pool_trim(struct zs_pool *pool);
 /*

@@ -41,6 +41,7 @@ class PoolConfig(ctypes.Structure):
         ("deferred_capacity", c_size_t),
         ("deferred_worker", c_int),
         ("page_cache_pages", c_size_t),
+        ("page_cache_decay_ms", c_uint),
     ]
 
 

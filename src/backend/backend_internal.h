@@ -30,9 +30,20 @@ static inline int zs_be_bad_size(const struct zs_backend *b, size_t size)
  * holding exact-size buffers does.  Live objects are counted in a
  * struct zs_be_count that each malloc adapter keeps first in its impl.
  */
+#define ZS_BE_COUNT_SHARDS 16
 struct zs_be_count {
-	_Atomic unsigned long objects;
+	/*
+	 * Sharded by thread: one shared counter was an atomic add on one cache
+	 * line per malloc and per free, which capped the baselines' scaling
+	 * with threads (bench_threads).  Padded, not aligned: impls come from calloc.
+	 */
+	struct {
+		_Atomic long objects;
+		char pad[64 - sizeof(long)];
+	} shard[ZS_BE_COUNT_SHARDS];
 };
+void zs_be_count_add(struct zs_be_count *c, long d);
+unsigned long zs_be_count_objects(struct zs_be_count *c);
 void *zs_be_ptr_read_begin(struct zs_backend *b, unsigned long h, size_t len, void *local);
 void zs_be_ptr_read_end(struct zs_backend *b, unsigned long h, size_t len, void *mem);
 int zs_be_ptr_write(struct zs_backend *b, unsigned long h, const void *src, size_t len);

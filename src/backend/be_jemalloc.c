@@ -102,7 +102,7 @@ static unsigned long je_malloc(struct zs_backend *b, size_t size)
 	void *p = mallocx(size, j->flags);
 	if (!p)
 		return (unsigned long)-ENOMEM;
-	atomic_fetch_add_explicit(&j->count.objects, 1, memory_order_relaxed);
+	zs_be_count_add(&j->count, 1);
 	return (unsigned long)p;
 }
 
@@ -112,7 +112,7 @@ static int je_free(struct zs_backend *b, unsigned long h)
 	if (h == 0 || ZS_IS_ERR(h))
 		return 0;
 	dallocx((void *)h, MALLOCX_TCACHE_NONE);
-	atomic_fetch_sub_explicit(&j->count.objects, 1, memory_order_relaxed);
+	zs_be_count_add(&j->count, -1);
 	return 0;
 }
 
@@ -142,7 +142,7 @@ static void je_stats(struct zs_backend *b, struct zs_backend_stats *st)
 	uint64_t epoch = 1;
 	size_t sz = sizeof(epoch), page = 0, psz = sizeof(page);
 	memset(st, 0, sizeof(*st));
-	st->objects = atomic_load_explicit(&j->count.objects, memory_order_relaxed);
+	st->objects = zs_be_count_objects(&j->count);
 	/* Stats are snapshots refreshed by bumping the epoch. */
 	mallctl("epoch", &epoch, &sz, &epoch, sz);
 	if (mallctl("arenas.page", &page, &psz, NULL, 0))

@@ -46,6 +46,25 @@ int zs_be_ptr_write(struct zs_backend *b, unsigned long h, const void *src, size
 	return 0;
 }
 
+static atomic_uint be_count_next;
+static _Thread_local unsigned be_count_mine = -1u;
+
+void zs_be_count_add(struct zs_be_count *c, long d)
+{
+	if (be_count_mine == -1u)
+		be_count_mine = atomic_fetch_add_explicit(&be_count_next, 1, memory_order_relaxed) %
+				ZS_BE_COUNT_SHARDS;
+	atomic_fetch_add_explicit(&c->shard[be_count_mine].objects, d, memory_order_relaxed);
+}
+
+unsigned long zs_be_count_objects(struct zs_be_count *c)
+{
+	long n = 0;
+	for (int i = 0; i < ZS_BE_COUNT_SHARDS; i++)
+		n += atomic_load_explicit(&c->shard[i].objects, memory_order_relaxed);
+	return n > 0 ? (unsigned long)n : 0;
+}
+
 /* ---- glibc ---- */
 
 /*
@@ -87,7 +106,7 @@ static unsigned long gl_malloc(struct zs_backend *b, size_t size)
 	if (!p)
 		return (unsigned long)-ENOMEM;
 	struct zs_be_count *c = b->impl;
-	atomic_fetch_add_explicit(&c->objects, 1, memory_order_relaxed);
+	zs_be_count_add(c, 1);
 	return (unsigned long)p;
 }
 
@@ -97,7 +116,7 @@ static int gl_free(struct zs_backend *b, unsigned long h)
 		return 0;
 	__libc_free((void *)h);
 	struct zs_be_count *c = b->impl;
-	atomic_fetch_sub_explicit(&c->objects, 1, memory_order_relaxed);
+	zs_be_count_add(c, -1);
 	return 0;
 }
 
@@ -115,7 +134,7 @@ static void gl_stats(struct zs_backend *b, struct zs_backend_stats *st)
 	struct mallinfo2 mi = mallinfo2();
 	memset(st, 0, sizeof(*st));
 	st->mem_bytes = mi.arena + mi.hblkhd;
-	st->objects = atomic_load_explicit(&c->objects, memory_order_relaxed);
+	st->objects = zs_be_count_objects(c);
 }
 
 const struct zs_backend_ops zs_be_malloc_ops = {

@@ -65,7 +65,7 @@ static unsigned long mi_be_malloc(struct zs_backend *b, size_t size)
 	if (!p)
 		return (unsigned long)-ENOMEM;
 	struct zs_be_count *c = b->impl;
-	atomic_fetch_add_explicit(&c->objects, 1, memory_order_relaxed);
+	zs_be_count_add(c, 1);
 	return (unsigned long)p;
 }
 
@@ -75,7 +75,7 @@ static int mi_be_free(struct zs_backend *b, unsigned long h)
 		return 0;
 	mi_free((void *)h);
 	struct zs_be_count *c = b->impl;
-	atomic_fetch_sub_explicit(&c->objects, 1, memory_order_relaxed);
+	zs_be_count_add(c, -1);
 	return 0;
 }
 
@@ -92,7 +92,7 @@ static void mi_be_stats(struct zs_backend *b, struct zs_backend_stats *st)
 	struct zs_be_count *c = b->impl;
 	size_t commit = 0, peak_commit = 0, rss = 0, peak_rss = 0, faults = 0;
 	memset(st, 0, sizeof(*st));
-	st->objects = atomic_load_explicit(&c->objects, memory_order_relaxed);
+	st->objects = zs_be_count_objects(c);
 	mi_process_info(NULL, NULL, NULL, &rss, &peak_rss, &commit, &peak_commit, &faults);
 	st->mem_bytes = commit;
 }

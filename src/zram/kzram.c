@@ -1,7 +1,8 @@
 /*
  * The kernel's zram as a measuring stick: a fresh device from zram-control,
  * the same pages written and read with 4 KiB O_DIRECT I/O (one bio per page,
- * the path swap takes), mm_stat read in between.  Lives in the library so the
+ * the path swap takes; by T threads on disjoint ranges of the one device for
+ * the scaling rows), mm_stat read in between.  Lives in the library so the
  * CLI and the benchmark drive the kernel the same way.  The device is always
  * removed again, also on error.
  */
@@ -9,6 +10,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,16 +202,112 @@ static void dev_remove(struct kdev *k)
 	k->dev = -1;
 }
 
-int zs_kzram_run(const char *comp, const unsigned char *pages, size_t npages,
-		 struct zs_kzram_result *res, char *msg, size_t msg_len)
+/* One thread's share of the I/O: pages [first, first + n) of the device. */
+struct kjob {
+	int fd, write;
+	const unsigned char *pages;
+	unsigned char *io;
+	size_t first, n;
+	atomic_int *go;  /* 0 wait, 1 run, -1 give up (a thread could not be started) */
+	double t0, t1;
+	int rc;
+	size_t bad;
+};
+
+static void *kjob_run(void *arg)
+{
+	struct kjob *j = arg;
+
+	int go;
+
+	while (!(go = atomic_load_explicit(j->go, memory_order_acquire)))
+		sched_yield();
+	if (go < 0)
+		return NULL;
+	j->t0 = now_s();
+	for (size_t i = j->first; i < j->first + j->n; i++) {
+		ssize_t got;
+
+		if (j->write) {
+			const unsigned char *src = j->pages + i * KPAGE;
+
+			/* Unaligned pages go through this page's own slot of the bounce buffer. */
+			if ((uintptr_t)src % KPAGE) {
+				memcpy(j->io + i * KPAGE, src, KPAGE);
+				src = j->io + i * KPAGE;
+			}
+			got = pwrite(j->fd, src, KPAGE, (off_t)i * KPAGE);
+		} else {
+			got = pread(j->fd, j->io + i * KPAGE, KPAGE, (off_t)i * KPAGE);
+		}
+		if (got != KPAGE) {
+			j->rc = errno ? -errno : -EIO;
+			j->bad = i;
+			break;
+		}
+	}
+	j->t1 = now_s();
+	return NULL;
+}
+
+/* Wall time of one pass with nt threads on disjoint contiguous ranges; 0 or -errno. */
+static int kpass(int fd, int write, const unsigned char *pages, unsigned char *io, size_t npages,
+		 unsigned nt, double *secs, char *msg, size_t msg_len)
+{
+	pthread_t tid[ZS_KZRAM_MAX_THREADS];
+	struct kjob jobs[ZS_KZRAM_MAX_THREADS];
+	atomic_int go = 0;
+	size_t per = (npages + nt - 1) / nt;
+	double t0 = 1e300, t1 = 0;
+	unsigned started = 1;
+	int rc = 0;
+
+	for (unsigned k = 0; k < nt; k++) {
+		size_t first = (size_t)k * per < npages ? (size_t)k * per : npages;
+
+		jobs[k] = (struct kjob){ fd, write, pages, io, first,
+					 npages - first < per ? npages - first : per, &go, 0, 0, 0, 0 };
+	}
+	for (unsigned k = 1; k < nt; k++) {
+		if (pthread_create(&tid[k], NULL, kjob_run, &jobs[k]))
+			break;
+		started++;
+	}
+	atomic_store_explicit(&go, started < nt ? -1 : 1, memory_order_release);
+	if (started == nt)
+		kjob_run(&jobs[0]);
+	for (unsigned k = 1; k < started; k++)
+		pthread_join(tid[k], NULL);
+	if (started < nt) {
+		set_msg(msg, msg_len, "pthread_create failed");
+		return -EAGAIN;
+	}
+	for (unsigned k = 0; k < nt; k++) {
+		t0 = jobs[k].t0 < t0 ? jobs[k].t0 : t0;
+		t1 = jobs[k].t1 > t1 ? jobs[k].t1 : t1;
+		if (jobs[k].rc && !rc) {
+			rc = jobs[k].rc;
+			set_msg(msg, msg_len, "%s page %zu: %s", write ? "pwrite" : "pread",
+				jobs[k].bad, strerror(-rc));
+		}
+	}
+	*secs = t1 - t0;
+	return rc;
+}
+
+int zs_kzram_run_threads(const char *comp, const unsigned char *pages, size_t npages,
+			 unsigned threads, struct zs_kzram_result *res, char *msg, size_t msg_len)
 {
 	char path[128];
 	unsigned char *io = NULL;
 	struct kdev k;
 	int dev, fd, rc;
-	double t;
 
 	memset(res, 0, sizeof(*res));
+	if (threads < 1 || threads > ZS_KZRAM_MAX_THREADS) {
+		set_msg(msg, msg_len, "threads must be 1..%d", ZS_KZRAM_MAX_THREADS);
+		return -EINVAL;
+	}
 	rc = dev_setup(&k, comp, npages, msg, msg_len);
 	res->dev = k.dev;
 	if (rc)
@@ -223,21 +323,9 @@ int zs_kzram_run(const char *comp, const unsigned char *pages, size_t npages,
 	memset(io, 0, npages * KPAGE);
 
 	/* Writes straight from the caller's pages when they are aligned, as the store reads them. */
-	t = now_s();
-	for (size_t i = 0; i < npages; i++) {
-		const unsigned char *src = pages + i * KPAGE;
-
-		if ((uintptr_t)src % KPAGE) {
-			memcpy(io, src, KPAGE);
-			src = io;
-		}
-		if (pwrite(fd, src, KPAGE, (off_t)i * KPAGE) != KPAGE) {
-			rc = errno ? -errno : -EIO;
-			set_msg(msg, msg_len, "pwrite page %zu: %s", i, strerror(-rc));
-			goto out;
-		}
-	}
-	res->write_s = now_s() - t;
+	rc = kpass(fd, 1, pages, io, npages, threads, &res->write_s, msg, msg_len);
+	if (rc)
+		goto out;
 
 	snprintf(path, sizeof(path), "/sys/block/zram%d/mm_stat", dev);
 	rc = read_u64s(path, res->mm_stat, 9);
@@ -248,15 +336,9 @@ int zs_kzram_run(const char *comp, const unsigned char *pages, size_t npages,
 	snprintf(path, sizeof(path), "/sys/block/zram%d/io_stat", dev);
 	read_u64s(path, res->io_stat, 4);
 
-	t = now_s();
-	for (size_t i = 0; i < npages; i++) {
-		if (pread(fd, io + i * KPAGE, KPAGE, (off_t)i * KPAGE) != KPAGE) {
-			rc = errno ? -errno : -EIO;
-			set_msg(msg, msg_len, "pread page %zu: %s", i, strerror(-rc));
-			goto out;
-		}
-	}
-	res->read_s = now_s() - t;
+	rc = kpass(fd, 0, pages, io, npages, threads, &res->read_s, msg, msg_len);
+	if (rc)
+		goto out;
 	for (size_t i = 0; i < npages; i++)
 		res->mismatches += memcmp(io + i * KPAGE, pages + i * KPAGE, KPAGE) != 0;
 	rc = 0;
@@ -264,6 +346,12 @@ out:
 	free(io);
 	dev_remove(&k);
 	return rc;
+}
+
+int zs_kzram_run(const char *comp, const unsigned char *pages, size_t npages,
+		 struct zs_kzram_result *res, char *msg, size_t msg_len)
+{
+	return zs_kzram_run_threads(comp, pages, npages, 1, res, msg, msg_len);
 }
 
 int zs_kzram_sizes(const char *comp, const unsigned char *pages, size_t npages, uint32_t *sizes,

@@ -173,6 +173,8 @@ unsigned long zs_compact(struct zs_pool *pool)
 	atomic_fetch_add_explicit(&pool->pages_compacted, freed, memory_order_relaxed);
 	atomic_store_explicit(&pool->compaction_in_progress, 0, memory_order_release);
 	zs_handles_trim(pool, 0);
+	/* Compaction is how a pool gives memory back: the page cache goes too, not at its decay. */
+	zs_pages_trim(pool->pages);
 	return freed;
 }
 

@@ -123,7 +123,10 @@ struct zs_pool {
 	size_t huge_class_size;
 
 	zs_rwlock_t lock;
-	atomic_long pages_allocated;
+	/* The kernel's pages_allocated, sharded by thread (a shared counter bounced per zspage); summed on read. */
+	struct {
+		atomic_long n;
+	} __attribute__((aligned(64))) pages_allocated[ZS_RW_SHARDS];
 	atomic_ulong pages_compacted;
 	atomic_int compaction_in_progress;
 
@@ -136,6 +139,12 @@ struct zs_pool {
 
 	struct deferred_queue *deferred;
 };
+
+static inline void pool_pages_add(struct zs_pool *pool, long d)
+{
+	atomic_fetch_add_explicit(&pool->pages_allocated[zs_thread_shard() % ZS_RW_SHARDS].n, d,
+				  memory_order_relaxed);
+}
 
 /* ---- encodings ---- */
 

@@ -7,7 +7,14 @@
  *    it yields, because user-space threads can be preempted while holding it.
  *  - zs_rwlock: the pool lock.  Readers are a counter on one shared word, so
  *    its cost under many concurrent readers is the cache-line bouncing the
- *    seed-000 patch removes from zs_free; that cost is what we want to measure.
+ *    seed-000 patch removes from zs_free; that cost is what we want to measure,
+ *    so the pool-lock free mode keeps it.  In the class-index modes the pool
+ *    lock only pins objects for reads/writes against compaction, and one
+ *    shared word there was one cache-line bounce per object access between
+ *    all threads (bench_threads); those pools init the lock "sharded":
+ *    readers count on a per-thread shard and only look at the shared word,
+ *    the writer sets its bit and waits for every shard to drain (a
+ *    big-reader lock, like the kernel's percpu_rw_semaphore).
  *  - zs_zspage_lock: readers may hold it across the caller's work; the only
  *    writer (compaction) uses trylock, so a reader never waits for long.
  *
@@ -61,20 +68,64 @@ static inline void zs_spin_unlock(zs_spinlock_t *l)
 
 /* ---- pool lock ---- */
 
-/* Bit 0: writer holds or wants the lock; readers count in units of 2. */
+#define ZS_RW_SHARDS 16
+
+/* Small per-thread index, handed out round robin, for sharded counters. */
+static inline unsigned zs_thread_shard(void)
+{
+	static atomic_uint next;
+	static _Thread_local unsigned mine = -1u;
+	if (zs_unlikely(mine == -1u))
+		mine = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
+	return mine;
+}
+
+/* Bit 0: writer holds or wants the lock; unsharded readers count in units of 2. */
 typedef struct {
 	atomic_uint v;
 	atomic_uint waiters; /* readers spinning behind a writer: rwlock_is_contended() */
+	int sharded;
+	struct {
+		atomic_uint readers;
+	} __attribute__((aligned(64))) shard[ZS_RW_SHARDS];
 } zs_rwlock_t;
 
-static inline void zs_rw_init(zs_rwlock_t *l)
+static inline void zs_rw_init(zs_rwlock_t *l, int sharded)
 {
 	atomic_init(&l->v, 0);
 	atomic_init(&l->waiters, 0);
+	l->sharded = sharded;
+	for (int i = 0; i < ZS_RW_SHARDS; i++)
+		atomic_init(&l->shard[i].readers, 0);
+}
+
+/*
+ * Sharded readers: the shard increment and the writer's bit are a Dekker
+ * pair, so both sides use seq_cst (a reader that misses the bit is seen by
+ * the writer's scan of the shards, and the other way round).
+ */
+static inline void zs_read_lock_sharded(zs_rwlock_t *l)
+{
+	atomic_uint *r = &l->shard[zs_thread_shard() % ZS_RW_SHARDS].readers;
+	for (;;) {
+		atomic_fetch_add_explicit(r, 1, memory_order_seq_cst);
+		if (zs_likely(!(atomic_load_explicit(&l->v, memory_order_seq_cst) & 1)))
+			return;
+		atomic_fetch_sub_explicit(r, 1, memory_order_release);
+		atomic_fetch_add_explicit(&l->waiters, 1, memory_order_relaxed);
+		unsigned spins = 0;
+		while (atomic_load_explicit(&l->v, memory_order_relaxed) & 1)
+			zs_cpu_relax(&spins);
+		atomic_fetch_sub_explicit(&l->waiters, 1, memory_order_relaxed);
+	}
 }
 
 static inline void zs_read_lock(zs_rwlock_t *l)
 {
+	if (l->sharded) {
+		zs_read_lock_sharded(l);
+		return;
+	}
 	for (;;) {
 		unsigned v = atomic_fetch_add_explicit(&l->v, 2, memory_order_acquire);
 		if (zs_likely(!(v & 1)))
@@ -90,7 +141,11 @@ static inline void zs_read_lock(zs_rwlock_t *l)
 
 static inline void zs_read_unlock(zs_rwlock_t *l)
 {
-	atomic_fetch_sub_explicit(&l->v, 2, memory_order_release);
+	if (l->sharded)
+		atomic_fetch_sub_explicit(&l->shard[zs_thread_shard() % ZS_RW_SHARDS].readers, 1,
+					  memory_order_release);
+	else
+		atomic_fetch_sub_explicit(&l->v, 2, memory_order_release);
 }
 
 static inline void zs_write_lock(zs_rwlock_t *l)
@@ -99,7 +154,7 @@ static inline void zs_write_lock(zs_rwlock_t *l)
 	for (;;) {
 		unsigned v = atomic_load_explicit(&l->v, memory_order_relaxed);
 		if (!(v & 1) && atomic_compare_exchange_weak_explicit(&l->v, &v, v | 1,
-								      memory_order_acquire,
+								      memory_order_seq_cst,
 								      memory_order_relaxed))
 			break;
 		zs_cpu_relax(&spins);
@@ -107,6 +162,9 @@ static inline void zs_write_lock(zs_rwlock_t *l)
 	spins = 0;
 	while (atomic_load_explicit(&l->v, memory_order_acquire) != 1)
 		zs_cpu_relax(&spins);
+	for (int i = 0; l->sharded && i < ZS_RW_SHARDS; i++)
+		while (atomic_load_explicit(&l->shard[i].readers, memory_order_seq_cst))
+			zs_cpu_relax(&spins);
 }
 
 static inline void zs_write_unlock(zs_rwlock_t *l)

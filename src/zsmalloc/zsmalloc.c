@@ -135,8 +135,7 @@ void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, stru
 {
 	zs_remove_zspage(class, zspage);
 	class->stats[ZS_OBJS_ALLOCATED] -= class->objs_per_zspage;
-	atomic_fetch_sub_explicit(&pool->pages_allocated, class->pages_per_zspage,
-				  memory_order_relaxed);
+	pool_pages_add(pool, -(long)class->pages_per_zspage);
 }
 
 /* ---- objects ---- */
@@ -272,15 +271,17 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 	pool->cfg.name = pool->name;
 	pool->page_size = (unsigned)cfg.page_size;
 	pool->page_shift = (unsigned)__builtin_ctz(pool->page_size);
-	zs_rw_init(&pool->lock);
-	atomic_init(&pool->pages_allocated, 0);
+	zs_rw_init(&pool->lock, cfg.free_mode != ZS_FREE_POOL_LOCK);
+	for (int i = 0; i < ZS_RW_SHARDS; i++)
+		atomic_init(&pool->pages_allocated[i].n, 0);
 	atomic_init(&pool->pages_compacted, 0);
 	atomic_init(&pool->compaction_in_progress, 0);
 
 	int err = zs_classes_build(pool);
 	if (!err) {
 		struct zs_pages_config pc = { .page_size = cfg.page_size, .max_pages = cfg.max_pages,
-					      .cache_pages = cfg.page_cache_pages };
+					      .cache_pages = cfg.page_cache_pages,
+					      .decay_ms = cfg.page_cache_decay_ms };
 		errno = 0;
 		pool->pages = zs_pages_create(&pc);
 		err = pool->pages ? zs_handles_init(pool) : errno ? -errno : -ENOMEM;
@@ -354,8 +355,7 @@ unsigned long zs_malloc(struct zs_pool *pool, size_t size)
 	unsigned long obj = zs_obj_malloc(pool, zspage, handle);
 	zs_insert_zspage(class, zspage, zs_get_fullness_group(class, zspage));
 	record_obj(handle, obj);
-	atomic_fetch_add_explicit(&pool->pages_allocated, class->pages_per_zspage,
-				  memory_order_relaxed);
+	pool_pages_add(pool, (long)class->pages_per_zspage);
 	class->stats[ZS_OBJS_ALLOCATED] += class->objs_per_zspage;
 	class->stats[ZS_OBJS_INUSE]++;
 	zs_spin_unlock(&class->lock);
@@ -747,8 +747,10 @@ void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
 
 unsigned long zs_get_total_pages(const struct zs_pool *pool)
 {
-	long n = atomic_load_explicit(&((struct zs_pool *)pool)->pages_allocated,
-				      memory_order_relaxed);
+	long n = 0;
+	for (int i = 0; i < ZS_RW_SHARDS; i++)
+		n += atomic_load_explicit(&((struct zs_pool *)pool)->pages_allocated[i].n,
+					  memory_order_relaxed);
 	return n > 0 ? (unsigned long)n : 0;
 }
 
