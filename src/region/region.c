@@ -908,6 +908,14 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 		goto fail;
 	}
 
+	/* The reclaimer first: handlers read have_reclaimer. */
+	if (r->resident_limit) {
+		if (pthread_create(&r->rtid, NULL, reclaim_main, r)) {
+			rc = -EAGAIN;
+			goto fail;
+		}
+		r->have_reclaimer = 1;
+	}
 	r->h = calloc(r->nhandlers, sizeof(*r->h));
 	if (!r->h) {
 		rc = -ENOMEM;
@@ -927,13 +935,6 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 			rc = -EAGAIN;
 			goto fail;
 		}
-	}
-	if (r->resident_limit) {
-		if (pthread_create(&r->rtid, NULL, reclaim_main, r)) {
-			rc = -EAGAIN;
-			goto fail;
-		}
-		r->have_reclaimer = 1;
 	}
 	*out = r;
 	return 0;
