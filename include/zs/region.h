@@ -34,6 +34,9 @@
  * while other threads write into it leaves those pages in an unspecified
  * (but consistent, page-granular) state, like munmap racing with stores.
  *
+ * Statistics are counters read without stopping anything: a page whose
+ * fault has just returned may be counted a moment later.
+ *
  * Errors are negative errno values.
  */
 #ifndef ZS_REGION_H

@@ -585,6 +585,13 @@ static long pageout_pages(struct zs_region *r, size_t first, size_t end, int onl
 				i++;
 				continue;
 			}
+			/*
+			 * IN: a handler has woken the faulting thread and is finishing
+			 * (freeing the object); it becomes RES in microseconds.  Wait, so
+			 * a pageout right after a touch does not miss the page.
+			 */
+			while (st_load(r, i) == ST_IN)
+				sched_yield();
 			if (st_load(r, i) == ST_RES && st_cas(r, i, ST_RES, ST_OUT))
 				break;
 			i++;
