@@ -445,6 +445,33 @@ static void summarize(struct shared *sh, int P, struct side *s)
 	s->flush_ms = fl * 1e3;
 }
 
+/* Field-wise median of n runs (memory counters: the first run's). */
+static void side_median(const struct side *v, int n, struct side *out)
+{
+	double t[64];
+	memset(out, 0, sizeof(*out));
+	if (n <= 0)
+		return;
+	*out = v[0];
+#define SMED(f)                                 \
+	do {                                    \
+		for (int i = 0; i < n; i++)     \
+			t[i] = v[i].f;          \
+		out->f = bench_median(t, n);    \
+	} while (0)
+	SMED(pageout_mbs);
+	SMED(seq_mbs);
+	SMED(rand_mbs);
+	SMED(seq_p50);
+	SMED(seq_p99);
+	SMED(rand_p50);
+	SMED(rand_p99);
+	SMED(release_ms);
+	SMED(flush_ms);
+	SMED(rand_us_page);
+#undef SMED
+}
+
 /* ---- the floor ---- */
 
 static int floor_uffd;
@@ -601,10 +628,15 @@ int main(int argc, char **argv)
 	bench_json_str(&js, "comp", comp);
 	bench_json_num(&js, "fault_around", fault_around);
 
-	double rt = floor_roundtrip(quick ? 2048 : 8192), dc = floor_decompress();
+	int nrounds = bench_rounds(rounds, quick, 1, 3);
+	double rts[64];
+	for (int i = 0; i < nrounds; i++)
+		rts[i] = floor_roundtrip(quick ? 2048 : 8192);
+	double rt = bench_median(rts, nrounds), dc = floor_decompress();
 	double fl = rt + dc;
-	bench_say("floor: userfaultfd round trip %.2f us (p50, spinning handler, UFFDIO_COPY) + "
-		  "%s decompression %.2f us = %.2f us per random page\n", rt / 1e3, comp, dc / 1e3,
+	bench_say("floor: userfaultfd round trip %.2f us (p50, spinning handler, UFFDIO_COPY, median "
+		  "of %d) + "
+		  "%s decompression %.2f us = %.2f us per random page\n", rt / 1e3, nrounds, comp, dc / 1e3,
 		  fl / 1e3);
 	bench_json_num(&js, "floor_roundtrip_us", rt / 1e3);
 	bench_json_num(&js, "floor_decompress_us", dc / 1e3);
@@ -615,46 +647,40 @@ int main(int argc, char **argv)
 	int rc = 0;
 	for (int pi = 0; pi < nprocs; pi++) {
 		int P = procs[pi];
-		struct side k = { 0 }, rg[NMODES];
-		uint64_t kmem[9] = { 0 };
-		int have_k = 0;
+		struct side k = { 0 }, rg[NMODES], kr[64], rr[NMODES][64], all[NMODES * 64];
+		uint64_t kmem[9] = { 0 }, km[9];
+		int have_k = 0, nk = 0, nr[NMODES] = { 0 }, nall = 0;
 		char msg[256] = "";
-		bench_say("\n== P=%d processes x %zu MiB ==\n", P, mib);
-		if (!nokernel && kzram_up((uint64_t)P * npages * PG * 2 + (64u << 20), msg,
-					  sizeof(msg)) == 0) {
-			if (run_side(sh, P, 1, 0, kmem) == 0) {
-				summarize(sh, P, &k);
-				have_k = 1;
+		bench_say("\n== P=%d processes x %zu MiB, %d round(s) ==\n", P, mib, nrounds);
+		/* Rounds interleave the kernel and every region mode; rows are medians. */
+		for (int rd = 0; rd < nrounds; rd++) {
+			if (!nokernel && kzram_up((uint64_t)P * npages * PG * 2 + (64u << 20), msg,
+						  sizeof(msg)) == 0) {
+				if (run_side(sh, P, 1, 0, km) == 0) {
+					summarize(sh, P, &kr[nk++]);
+					if (!have_k)
+						memcpy(kmem, km, sizeof(kmem));
+					have_k = 1;
+				}
+				kzram_down();
+			} else if (!nokernel && rd == 0) {
+				bench_say("%s\n", msg);
 			}
-			kzram_down();
-		} else if (!nokernel) {
-			bench_say("%s\n", msg);
-		}
-		for (int m = 0; m < NMODES; m++) {
-			if (run_side(sh, P, 0, m, NULL)) {
-				rc = 1;
-				memset(&rg[m], 0, sizeof(rg[m]));
-				continue;
+			for (int m = 0; m < NMODES; m++) {
+				if (run_side(sh, P, 0, m, NULL)) {
+					rc = 1;
+					continue;
+				}
+				summarize(sh, P, &rr[m][nr[m]]);
+				all[nall++] = rr[m][nr[m]++];
 			}
-			summarize(sh, P, &rg[m]);
 		}
-		/* pageout and touch rows: median over the four region runs */
-		double v[NMODES];
-		struct side r = rg[0];
-#define MED(f)                                        \
-	do {                                          \
-		for (int m = 0; m < NMODES; m++)      \
-			v[m] = rg[m].f;               \
-		r.f = bench_median(v, NMODES);        \
-	} while (0)
-		MED(pageout_mbs);
-		MED(seq_mbs);
-		MED(rand_mbs);
-		MED(seq_p50);
-		MED(seq_p99);
-		MED(rand_p50);
-		MED(rand_p99);
-		MED(rand_us_page);
+		/* pageout and touch rows: median over every region run (all modes, rounds) */
+		struct side r;
+		side_median(all, nall, &r);
+		side_median(kr, nk, &k);
+		for (int m = 0; m < NMODES; m++)
+			side_median(rr[m], nr[m], &rg[m]);
 		bench_say("%-34s %12s %12s %8s\n", "", "zs_region", "kernel", "ratio");
 #define ROW(name, a, b, hib)                                                                 \
 	bench_say("%-34s %12.2f %12s %8s\n", name, (a),                                       \
