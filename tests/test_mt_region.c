@@ -304,6 +304,37 @@ int main(void)
 	CHECK_EQ(zs_region_release(reg, base, (size_t)(NPAGES + 1) * PG), -EINVAL);
 	CHECK_EQ(zs_region_pageout(reg, base - PG, PG), -EINVAL);
 
+	/* Fault-around: ascending and descending streams take one fault per window. */
+	{
+		struct zs_region *r3;
+		struct zs_region_config c3;
+		zs_region_config_init(&c3);
+		c3.size = 1024 * PG;
+		c3.fault_around = 16;
+		REQUIRE(zs_region_create(&c3, &r3, err, sizeof(err)) == 0);
+		unsigned char *b3 = zs_region_addr(r3);
+		for (size_t i = 0; i < 1024; i++)
+			memcpy(b3 + i * PG, corpus.data + i % corpus.npages * PG, PG);
+		struct zs_region_stats s0, s1, s2;
+		CHECK_EQ(zs_region_pageout(r3, b3, 1024 * PG), 1024);
+		zs_region_get_stats(r3, &s0);
+		int bad = 0;
+		for (size_t i = 0; i < 1024; i++)
+			bad += memcmp(b3 + i * PG, corpus.data + i % corpus.npages * PG, PG) != 0;
+		zs_region_get_stats(r3, &s1);
+		CHECK_EQ(zs_region_pageout(r3, b3, 1024 * PG), 1024);
+		for (size_t i = 1024; i-- > 0;)
+			bad += memcmp(b3 + i * PG, corpus.data + i % corpus.npages * PG, PG) != 0;
+		zs_region_get_stats(r3, &s2);
+		printf("fault-around 16: %llu faults ascending, %llu descending for 1024 pages\n",
+		       (unsigned long long)(s1.faults - s0.faults),
+		       (unsigned long long)(s2.faults - s1.faults));
+		CHECK_EQ(bad, 0);
+		CHECK(s1.faults - s0.faults <= 1024 / 16 + 4);
+		CHECK(s2.faults - s1.faults <= 1024 / 16 + 4);
+		zs_region_destroy(r3);
+	}
+
 	/* Automatic reclaim keeps resident memory near the limit. */
 	{
 		struct zs_region *r2;

@@ -17,6 +17,7 @@ static const struct {
 	{ "zram", cmd_zram, "load files into a user-space zram store, print mm_stat and throughput" },
 	{ "compare", cmd_compare, "compare zsmalloc, zblock and malloc baselines on one workload" },
 	{ "report", cmd_report, "run the seed experiments and write a report with plots" },
+	{ "region", cmd_region, "compressed memory through userfaultfd: pageout, touch, release" },
 };
 
 static void usage(FILE *f)

@@ -123,7 +123,8 @@ struct zs_region {
 	struct handler *h;
 	unsigned char *zero;     /* MAX_AROUND zero pages */
 
-	_Atomic uint64_t streams[NSTREAMS];
+	_Atomic uint64_t streams[NSTREAMS];    /* next page expected, ascending */
+	_Atomic uint64_t rstreams[NSTREAMS];   /* next page expected, descending */
 	atomic_uint stream_next;
 
 	/* counters */
@@ -289,19 +290,32 @@ static void kick_reclaim(struct zs_region *r)
 
 /* ---- fault handling ---- */
 
-static unsigned stream_window(struct zs_region *r, size_t p)
+/*
+ * Fault-around window for a fault at p: > 0 ascending, < 0 descending (the
+ * faulting page included), 1 when the fault continues no stream.  Streams are
+ * a few "next page expected" slots updated racily (relaxed): a lost update
+ * only costs one window.  Descending streams matter: glibc's memcpy of
+ * page-aligned buffers copies backwards.
+ */
+static int stream_window(struct zs_region *r, size_t p)
 {
-	if (r->fault_around <= 1)
+	int k = (int)r->fault_around;
+
+	if (k <= 1)
 		return 1;
 	for (int i = 0; i < NSTREAMS; i++) {
 		if (atomic_load_explicit(&r->streams[i], memory_order_relaxed) == p) {
-			atomic_store_explicit(&r->streams[i], p + r->fault_around,
-					      memory_order_relaxed);
-			return r->fault_around;
+			atomic_store_explicit(&r->streams[i], p + (uint64_t)k, memory_order_relaxed);
+			return k;
+		}
+		if (atomic_load_explicit(&r->rstreams[i], memory_order_relaxed) == p) {
+			atomic_store_explicit(&r->rstreams[i], p - (uint64_t)k, memory_order_relaxed);
+			return -k;
 		}
 	}
 	unsigned s = atomic_fetch_add_explicit(&r->stream_next, 1, memory_order_relaxed) % NSTREAMS;
 	atomic_store_explicit(&r->streams[s], p + 1, memory_order_relaxed);
+	atomic_store_explicit(&r->rstreams[s], p - 1, memory_order_relaxed);
 	return 1;
 }
 
@@ -419,12 +433,28 @@ static void handle_missing(struct zs_region *r, struct handler *h, unsigned long
 	}
 	atomic_fetch_add_explicit(&r->faults, 1, memory_order_relaxed);
 	size_t n = 1;
-	unsigned win = stream_window(r, p);
-	while (n < win && p + n < r->npages) {
-		unsigned char s = st_load(r, p + n);
-		if ((s != ST_STORED && s != ST_NONE) || !st_cas(r, p + n, s, ST_IN))
-			break;
-		was[n++] = s == ST_STORED;
+	int win = stream_window(r, p);
+	if (win > 0) {
+		while (n < (size_t)win && p + n < r->npages) {
+			unsigned char s = st_load(r, p + n);
+			if ((s != ST_STORED && s != ST_NONE) || !st_cas(r, p + n, s, ST_IN))
+				break;
+			was[n++] = s == ST_STORED;
+		}
+	} else {
+		/* claim downwards, then shift so was[] starts at the lowest page */
+		unsigned char down[MAX_AROUND];
+		while (n < (size_t)-win && n <= p) {
+			unsigned char s = st_load(r, p - n);
+			if ((s != ST_STORED && s != ST_NONE) || !st_cas(r, p - n, s, ST_IN))
+				break;
+			down[n++] = s == ST_STORED;
+		}
+		unsigned char top = was[0];
+		for (size_t i = 1; i < n; i++)
+			was[n - 1 - i] = down[i];
+		was[n - 1] = top;
+		p -= n - 1;
 	}
 	install_run(r, h, p, n, was, write);
 }
@@ -830,8 +860,10 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 		     (cfg->spin_us ? cfg->spin_us : 50) * 1000.0;
 	r->resident_limit = (cfg->resident_limit + r->page - 1) / r->page;
 	r->nhandlers = cfg->handler_threads ? cfg->handler_threads : 1;
-	for (int i = 0; i < NSTREAMS; i++)
+	for (int i = 0; i < NSTREAMS; i++) {
 		atomic_init(&r->streams[i], (uint64_t)-1);
+		atomic_init(&r->rstreams[i], (uint64_t)-1);
+	}
 
 	rc = open_uffd(err, err_len);
 	if (rc < 0)
