@@ -387,6 +387,10 @@ static int run_side(struct shared *sh, int P, int kernel, int mode, uint64_t *km
 	for (int i = 0; i < P; i++) {
 		pids[i] = fork();
 		if (pids[i] == 0) {
+			/* the device belongs to the parent: children never tear it down */
+			kdev = -1;
+			signal(SIGINT, SIG_DFL);
+			signal(SIGTERM, SIG_DFL);
 			if (kernel)
 				kernel_child(sh, i, P);
 			else
