@@ -335,6 +335,34 @@ int main(void)
 		zs_region_destroy(r3);
 	}
 
+	/* mremap is unsupported: the region marks itself broken, nothing hangs. */
+	{
+		struct zs_region *r4;
+		struct zs_region_config c4;
+		zs_region_config_init(&c4);
+		c4.size = 64 * PG;
+		REQUIRE(zs_region_create(&c4, &r4, err, sizeof(err)) == 0);
+		unsigned char *b4 = zs_region_addr(r4);
+		memset(b4, 7, 64 * PG);
+		CHECK_EQ(zs_region_pageout(r4, b4, 32 * PG), 32);
+		void *dst = mmap(NULL, 64 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		REQUIRE(dst != MAP_FAILED);
+		unsigned char *moved = mremap(b4, 64 * PG, 64 * PG, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+		REQUIRE(moved == dst);
+		struct zs_region_stats s4 = { 0 };
+		for (int i = 0; i < 1000 && !s4.broken; i++) {
+			zs_region_get_stats(r4, &s4);
+			if (!s4.broken)
+				usleep(1000);
+		}
+		CHECK(s4.broken);
+		CHECK_EQ(zs_region_pageout(r4, b4, PG), -EFAULT);
+		CHECK(moved[40 * PG] == 7);      /* resident pages moved along */
+		CHECK(moved[3 * PG] == 0);       /* stored ones are lost: a zero page, no hang */
+		munmap(moved, 64 * PG);
+		zs_region_destroy(r4);
+	}
+
 	/* Automatic reclaim keeps resident memory near the limit. */
 	{
 		struct zs_region *r2;

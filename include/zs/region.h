@@ -21,7 +21,9 @@
  *   - mremap()/munmap()/madvise(MADV_DONTNEED) of (part of) the range by the
  *     application: the region asks for the remap/unmap/remove events and
  *     marks itself broken when one arrives; every later call returns -EFAULT.
- *     Pages already stored are lost to the application in that case.
+ *     Pages already stored are lost to the application in that case, and
+ *     zs_region_destroy then leaves the old range alone (it may belong to
+ *     another mapping by then): the caller unmaps what it moved.
  *   - mprotect making the range read-only while pages are stored: a fault
  *     install needs a writable mapping.
  *   - Huge pages (THP) inside the range: the range is MADV_NOHUGEPAGE.

@@ -407,8 +407,19 @@ static void handle_missing(struct zs_region *r, struct handler *h, unsigned long
 	unsigned char was[MAX_AROUND];
 	unsigned spins = 0;
 
-	if (p >= r->npages)
+	if (addr < (uintptr_t)r->base || p >= r->npages) {
+		/*
+		 * Outside the region: only after an (unsupported) mremap carried the
+		 * registration along.  The region is broken already; give the
+		 * thread a zero page rather than leave it asleep forever.
+		 */
+		struct uffdio_zeropage zp = { .range = { .start = addr, .len = r->page } };
+		if (ioctl(r->uffd, UFFDIO_ZEROPAGE, &zp)) {
+			struct uffdio_range rg = { .start = addr, .len = r->page };
+			ioctl(r->uffd, UFFDIO_WAKE, &rg);
+		}
 		return;
+	}
 	for (;;) {
 		unsigned char s = st_load(r, p);
 		if (s == ST_NONE || s == ST_STORED) {
@@ -464,8 +475,11 @@ static void handle_wp(struct zs_region *r, unsigned long addr)
 	size_t p = (addr - (uintptr_t)r->base) / r->page;
 
 	atomic_fetch_add_explicit(&r->faults_wp, 1, memory_order_relaxed);
-	if (p >= r->npages)
+	if (addr < (uintptr_t)r->base || p >= r->npages) {
+		struct uffdio_range rg = { .start = addr, .len = r->page };
+		ioctl(r->uffd, UFFDIO_WAKE, &rg);
 		return;
+	}
 	/* Still OUT: pageout wakes the writer after the page is dropped. */
 	if (st_load(r, p) == ST_OUT)
 		return;
@@ -806,7 +820,11 @@ static void teardown(struct zs_region *r)
 		pthread_mutex_unlock(&r->rlock);
 		pthread_join(r->rtid, NULL);
 	}
-	if (r->base) {
+	/*
+	 * After an mremap (broken) the range may hold someone else's mapping
+	 * now: leave it alone rather than unmap foreign memory.
+	 */
+	if (r->base && !atomic_load(&r->broken)) {
 		if (r->uffd >= 0) {
 			struct uffdio_range rg = { .start = (uintptr_t)r->base, .len = r->size };
 			ioctl(r->uffd, UFFDIO_UNREGISTER, &rg);
