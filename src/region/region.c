@@ -498,8 +498,16 @@ static void *handler_main(void *arg)
 		if (got <= 0) {
 			if (got < 0 && errno != EAGAIN && errno != EINTR)
 				break;
+			/*
+			 * Spin on the non-blocking read, yielding the core each time:
+			 * with more busy threads than cores (P processes, each an
+			 * application thread and a handler) a pure spin keeps the
+			 * faulting thread from running once woken; measured on 2 cores
+			 * at P=2 the yield doubled random swap-in throughput, and
+			 * costs nothing when nothing else is runnable.
+			 */
 			if (r->spin_ns > 0 && now_ns() - last < r->spin_ns) {
-				cpu_relax();
+				sched_yield();
 				continue;
 			}
 			struct pollfd pf[2] = { { .fd = r->uffd, .events = POLLIN },
