@@ -32,6 +32,7 @@
  * Usage: bench_region [--quick] [--json] [--mib M] [--procs 1,2] [--comp lz4]
  *                     [--fault-around N] [--handlers N] [--spin US (0: poll only)]
  *                     [--page-cache PAGES (pool's freed-page cache; default the region size)]
+ *                     [--threads (P threads of one process; default P processes)]
  *                     [--no-kernel]
  */
 #include <errno.h>
@@ -276,27 +277,41 @@ static void kernel_child(struct shared *sh, int i, int P)
 	unsigned char *b = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 				-1, 0);
 	(void)P;
-	if (b == MAP_FAILED)
-		_exit(1);
-	madvise(b, bytes, MADV_NOHUGEPAGE);
-	fill(b, i);
+	/* Every worker must reach every barrier, even on error. */
+	if (b == MAP_FAILED) {
+		b = NULL;
+		snprintf(r->err, sizeof(r->err), "mmap: %s", strerror(errno));
+	} else {
+		madvise(b, bytes, MADV_NOHUGEPAGE);
+		fill(b, i);
+	}
 	pthread_barrier_wait(&sh->bar);
-	TIMED(r->pageout_s, madvise(b, bytes, MADV_PAGEOUT));
+	if (b)
+		TIMED(r->pageout_s, madvise(b, bytes, MADV_PAGEOUT));
 	pthread_barrier_wait(&sh->bar);   /* parent reads mm_stat */
 	pthread_barrier_wait(&sh->bar);
-	r->seq_s = touch(b, NULL, lat);
-	pct(lat, npages, &r->seq_p50, &r->seq_p99);
+	if (b) {
+		r->seq_s = touch(b, NULL, lat);
+		pct(lat, npages, &r->seq_p50, &r->seq_p99);
+	}
 	pthread_barrier_wait(&sh->bar);
-	TIMED(r->pageout2_s, madvise(b, bytes, MADV_PAGEOUT));
+	if (b)
+		TIMED(r->pageout2_s, madvise(b, bytes, MADV_PAGEOUT));
 	pthread_barrier_wait(&sh->bar);
-	r->rand_s = touch(b, order, lat);
-	pct(lat, npages, &r->rand_p50, &r->rand_p99);
+	if (b) {
+		r->rand_s = touch(b, order, lat);
+		pct(lat, npages, &r->rand_p50, &r->rand_p99);
+	}
 	pthread_barrier_wait(&sh->bar);
-	TIMED(r->pageout3_s, madvise(b, bytes, MADV_PAGEOUT));
+	if (b)
+		TIMED(r->pageout3_s, madvise(b, bytes, MADV_PAGEOUT));
 	pthread_barrier_wait(&sh->bar);
-	TIMED(r->release_s, munmap(b, bytes));
-	r->ok = 1;
-	_exit(0);
+	if (b) {
+		TIMED(r->release_s, munmap(b, bytes));
+		r->ok = 1;
+	}
+	free(lat);
+	free(order);
 }
 
 static void region_child(struct shared *sh, int i, int mode)
@@ -372,10 +387,32 @@ static void region_child(struct shared *sh, int i, int mode)
 			snprintf(r->err, sizeof(r->err), "store not empty after release");
 		zs_region_destroy(reg);
 	}
-	_exit(0);
+	free(lat);
+	free(order);
 }
 
-/* Run P children of one side; parent joins every barrier. kmem: kernel mm_stat after pageout. */
+struct worker_arg {
+	struct shared *sh;
+	int i, P, kernel, mode;
+};
+
+static void *worker_thread(void *p)
+{
+	struct worker_arg *a = p;
+	if (a->kernel)
+		kernel_child(a->sh, a->i, a->P);
+	else
+		region_child(a->sh, a->i, a->mode);
+	return NULL;
+}
+
+static int use_threads;   /* --threads: P threads of one process instead of P processes */
+
+/*
+ * Run P workers of one side (processes, or threads with --threads); the
+ * parent joins every barrier.  kmem: the kernel device's mm_stat after the
+ * first pageout.
+ */
 static int run_side(struct shared *sh, int P, int kernel, int mode, uint64_t *kmem)
 {
 	pthread_barrierattr_t ba;
@@ -384,31 +421,42 @@ static int run_side(struct shared *sh, int P, int kernel, int mode, uint64_t *km
 	pthread_barrier_init(&sh->bar, &ba, (unsigned)P + 1);
 	memset(sh->r, 0, sizeof(sh->r));
 	pid_t pids[MAXP];
+	pthread_t tids[MAXP];
+	struct worker_arg args[MAXP];
 	for (int i = 0; i < P; i++) {
+		args[i] = (struct worker_arg){ sh, i, P, kernel, mode };
+		if (use_threads) {
+			if (pthread_create(&tids[i], NULL, worker_thread, &args[i])) {
+				fprintf(stderr, "bench_region: pthread_create failed\n");
+				exit(2);
+			}
+			continue;
+		}
 		pids[i] = fork();
 		if (pids[i] == 0) {
 			/* the device belongs to the parent: children never tear it down */
 			kdev = -1;
 			signal(SIGINT, SIG_DFL);
 			signal(SIGTERM, SIG_DFL);
-			if (kernel)
-				kernel_child(sh, i, P);
-			else
-				region_child(sh, i, mode);
+			worker_thread(&args[i]);
+			_exit(0);
 		}
 	}
-	for (int b = 0; b < 7; b++) {   /* the children's seven barriers */
+	for (int b = 0; b < 7; b++) {   /* the workers' seven barriers */
 		pthread_barrier_wait(&sh->bar);
 		if (b == 1 && kernel && kmem)
 			kzram_mm_stat(kmem);
 	}
 	int ok = 1;
 	for (int i = 0; i < P; i++) {
-		int st;
-		waitpid(pids[i], &st, 0);
+		int st = 0;
+		if (use_threads)
+			pthread_join(tids[i], NULL);
+		else
+			waitpid(pids[i], &st, 0);
 		if (!WIFEXITED(st) || WEXITSTATUS(st) || !sh->r[i].ok) {
 			ok = 0;
-			fprintf(stderr, "bench_region: %s child %d failed: %s\n",
+			fprintf(stderr, "bench_region: %s worker %d failed: %s\n",
 				kernel ? "kernel" : mode_name[mode], i, sh->r[i].err);
 		}
 	}
@@ -584,6 +632,8 @@ int main(int argc, char **argv)
 			page_cache = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--no-kernel"))
 			nokernel = 1;
+		else if (!strcmp(argv[i], "--threads"))
+			use_threads = 1;
 		else if (!strcmp(argv[i], "--procs") && i + 1 < argc) {
 			nprocs = 0;
 			for (char *t = strtok(argv[++i], ","); t && nprocs < MAXP; t = strtok(NULL, ","))
@@ -591,7 +641,7 @@ int main(int argc, char **argv)
 		} else {
 			fprintf(stderr, "usage: bench_region [--quick] [--json] [--mib M] "
 				"[--procs 1,2] [--comp lz4] [--fault-around N] [--handlers N] "
-				"[--spin US] [--page-cache PAGES] [--no-kernel]\n");
+				"[--spin US] [--page-cache PAGES] [--threads] [--no-kernel]\n");
 			return 2;
 		}
 	}
@@ -655,7 +705,8 @@ int main(int argc, char **argv)
 		uint64_t kmem[9] = { 0 }, km[9];
 		int have_k = 0, nk = 0, nr[NMODES] = { 0 }, nall = 0;
 		char msg[256] = "";
-		bench_say("\n== P=%d processes x %zu MiB, %d round(s) ==\n", P, mib, nrounds);
+		bench_say("\n== P=%d %s x %zu MiB, %d round(s) ==\n", P,
+			  use_threads ? "threads" : "processes", mib, nrounds);
 		/* Rounds interleave the kernel and every region mode; rows are medians. */
 		for (int rd = 0; rd < nrounds; rd++) {
 			if (!nokernel && kzram_up((uint64_t)P * npages * PG * 2 + (64u << 20), msg,
