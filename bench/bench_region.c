@@ -198,8 +198,18 @@ static void kzram_down(void)
 	kdev = -1;
 }
 
+static pid_t live_pids[MAXP];   /* workers running now (processes mode) */
+static volatile int nlive;
+
 static void on_signal(int sig)
 {
+	/* Workers first (they hold swapped pages and would wait at a barrier forever). */
+	for (int i = 0; i < nlive; i++)
+		if (live_pids[i] > 0)
+			kill(live_pids[i], SIGKILL);
+	for (int i = 0; i < nlive; i++)
+		if (live_pids[i] > 0)
+			waitpid(live_pids[i], NULL, 0);
 	kzram_down();
 	signal(sig, SIG_DFL);
 	raise(sig);
@@ -441,6 +451,8 @@ static int run_side(struct shared *sh, int P, int kernel, int mode, uint64_t *km
 			worker_thread(&args[i]);
 			_exit(0);
 		}
+		live_pids[i] = pids[i];
+		nlive = i + 1;
 	}
 	for (int b = 0; b < 7; b++) {   /* the workers' seven barriers */
 		pthread_barrier_wait(&sh->bar);
@@ -454,6 +466,7 @@ static int run_side(struct shared *sh, int P, int kernel, int mode, uint64_t *km
 			pthread_join(tids[i], NULL);
 		else
 			waitpid(pids[i], &st, 0);
+		live_pids[i] = 0;
 		if (!WIFEXITED(st) || WEXITSTATUS(st) || !sh->r[i].ok) {
 			ok = 0;
 			fprintf(stderr, "bench_region: %s worker %d failed: %s\n",
