@@ -130,6 +130,19 @@ static void *pager(void *arg)
 	return NULL;
 }
 
+/* Phase 3: several readers fault the same page while it is paged out again and again. */
+static atomic_long same_bad;
+
+static void *same_reader(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&hot_stop))
+		for (int i = 0; i < 4; i++)
+			if (memcmp(base + (200 + i) * PG, shadow + (200 + i) * PG, PG))
+				atomic_fetch_add(&same_bad, 1);
+	return NULL;
+}
+
 static size_t resident_pages(void)
 {
 	static unsigned char vec[NPAGES];
@@ -276,6 +289,20 @@ int main(void)
 	CHECK_EQ(atomic_load(&pageout_errors), 0);
 	/* keep the shadow in sync for the final check */
 	memcpy(shadow, base, HOT * PG);
+
+	/* Phase 3: same pages, many faulting readers, continuous pageout. */
+	atomic_store(&hot_stop, 0);
+	pthread_t rd[3];
+	for (int i = 0; i < 3; i++)
+		REQUIRE(pthread_create(&rd[i], NULL, same_reader, NULL) == 0);
+	for (long k = 0; k < g_ops; k++)
+		if (zs_region_pageout(reg, base + 200 * PG, 4 * PG) < 0)
+			atomic_fetch_add(&pageout_errors, 1);
+	atomic_store(&hot_stop, 1);
+	for (int i = 0; i < 3; i++)
+		pthread_join(rd[i], NULL);
+	CHECK_EQ(atomic_load(&same_bad), 0);
+	CHECK_EQ(atomic_load(&pageout_errors), 0);
 
 	/* fork: the child has no mapping there (mincore: ENOMEM, unmapped). */
 	pid_t pid = fork();
