@@ -417,6 +417,45 @@ int main(void)
 		zs_region_destroy(r2);
 	}
 
+	/* Reclaim honours the access signal: hot-hinted and just-faulted pages stay. */
+	{
+		struct zs_region *r5;
+		struct zs_region_config c5;
+		zs_region_config_init(&c5);
+		c5.size = 1024 * PG;
+		c5.fault_around = 1;
+		REQUIRE(zs_region_create(&c5, &r5, err, sizeof(err)) == 0);
+		unsigned char *b5 = zs_region_addr(r5);
+		memset(b5, 3, 1024 * PG);
+		CHECK_EQ(zs_region_advise(r5, b5, 1024 * PG, ZS_REGION_COLD), 0);
+		CHECK_EQ(zs_region_advise(r5, b5 + 100 * PG, 64 * PG, ZS_REGION_HOT), 0);
+		/* pages 500..531 paged out and faulted back: referenced by the fault */
+		CHECK_EQ(zs_region_pageout(r5, b5 + 500 * PG, 32 * PG), 32);
+		int sum = 0;
+		for (int i = 500; i < 532; i++)
+			sum += b5[(size_t)i * PG];
+		CHECK_EQ(sum, 3 * 32);
+		long out5 = zs_region_reclaim(r5, 128 * PG);
+		unsigned char vec[1024];
+		REQUIRE(mincore(b5, 1024 * PG, vec) == 0);
+		int hot_in = 0, faulted_in = 0, cold_in = 0;
+		for (int i = 0; i < 1024; i++) {
+			int in = vec[i] & 1;
+			if (i >= 100 && i < 164)
+				hot_in += in;
+			else if (i >= 500 && i < 532)
+				faulted_in += in;
+			else
+				cold_in += in;
+		}
+		printf("reclaim by access: %ld paged out; resident hot %d/64, faulted %d/32, "
+		       "cold %d/928\n", out5, hot_in, faulted_in, cold_in);
+		CHECK_EQ(hot_in, 64);
+		CHECK_EQ(faulted_in, 32);
+		CHECK(cold_in <= 128 - 96);
+		zs_region_destroy(r5);
+	}
+
 	zs_region_destroy(reg);
 	free(shadow);
 	if (synthetic)
