@@ -633,17 +633,18 @@ static long pageout_pages(struct zs_region *r, size_t first, size_t end, int onl
 	while (i < end) {
 		/* find the next claimable page */
 		while (i < end) {
+			/*
+			 * IN: a handler has woken the faulting thread and is finishing
+			 * (freeing the object); it becomes RES in microseconds.  Wait, so
+			 * a pageout right after a touch does not miss the page - and
+			 * read the referenced bit only after, as the handler sets it.
+			 */
+			while (st_load(r, i) == ST_IN)
+				sched_yield();
 			if (only_cold && atomic_load_explicit(&r->ref[i], memory_order_relaxed)) {
 				i++;
 				continue;
 			}
-			/*
-			 * IN: a handler has woken the faulting thread and is finishing
-			 * (freeing the object); it becomes RES in microseconds.  Wait, so
-			 * a pageout right after a touch does not miss the page.
-			 */
-			while (st_load(r, i) == ST_IN)
-				sched_yield();
 			if (st_load(r, i) == ST_RES && st_cas(r, i, ST_RES, ST_OUT))
 				break;
 			i++;
@@ -651,9 +652,10 @@ static long pageout_pages(struct zs_region *r, size_t first, size_t end, int onl
 		if (i >= end)
 			break;
 		size_t p = i++, n = 1;
-		while (i < end && n < OUT_CHUNK &&
+		/* state first: a handler sets the referenced bit before it publishes RES */
+		while (i < end && n < OUT_CHUNK && st_load(r, i) == ST_RES &&
 		       !(only_cold && atomic_load_explicit(&r->ref[i], memory_order_relaxed)) &&
-		       st_load(r, i) == ST_RES && st_cas(r, i, ST_RES, ST_OUT)) {
+		       st_cas(r, i, ST_RES, ST_OUT)) {
 			i++;
 			n++;
 		}
