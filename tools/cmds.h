@@ -14,6 +14,7 @@ int cmd_testmod(int argc, char **argv);
 int cmd_zram(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_region(int argc, char **argv);
 int cmd_soak(int argc, char **argv);
 int cmd_dict(int argc, char **argv);
 

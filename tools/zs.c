@@ -20,6 +20,7 @@ static const struct {
 	{ "report", cmd_report, "run the seed experiments and write a report with plots" },
 	{ "dict", cmd_dict, "train a zstd/lz4 dictionary on 4 KiB samples of your files (dict train)" },
 	{ "soak", cmd_soak, "threads on one pool and one zram store for a time: nothing lost, RSS drift" },
+	{ "region", cmd_region, "compressed memory through userfaultfd: pageout, touch, release" },
 };
 
 #ifndef ZS_VERSION_STRING

@@ -623,3 +623,9 @@ class ZramStore(_Closable):
 
     def reset_mem_used_max(self):
         _L.need("zs_zram_reset_mem_used_max")(self._store())
+
+
+# Compressed memory (userfaultfd): python/libzs/region.py
+from .region import Region, available as region_available  # noqa: E402
+
+__all__ += ["Region", "region_available"]

@@ -137,6 +137,35 @@ class ZramRecompResult(ctypes.Structure):
     _fields_ = [("scanned", c_ulong), ("recompressed", c_ulong), ("incompressible", c_ulong)]
 
 
+class RegionConfig(ctypes.Structure):
+    """struct zs_region_config (include/zs/region.h)."""
+    _fields_ = [
+        ("size", c_size_t),
+        ("store", ZramConfig),
+        ("handler_threads", c_uint),
+        ("fault_around", c_uint),
+        ("spin_us", c_uint),
+        ("resident_limit", c_size_t),
+    ]
+
+
+ZS_REGION_LAT_BUCKETS = 24
+REGION_STAT_FIELDS = [
+    "pages", "resident", "stored", "faults", "faults_zero", "faults_wp", "pages_in",
+    "fault_around_pages", "pageouts", "reclaimed", "releases",
+]
+
+
+class RegionStatsC(ctypes.Structure):
+    """struct zs_region_stats."""
+    _fields_ = [(n, c_u64) for n in REGION_STAT_FIELDS] + [
+        ("lat_hist", c_u64 * ZS_REGION_LAT_BUCKETS),
+        ("store", ZramStatsC),
+        ("uffd_move", c_int),
+        ("broken", c_int),
+    ]
+
+
 STRUCTS = {
     "zs_pool_config": PoolConfig,
     "zs_pool_stats": PoolStats,
@@ -146,6 +175,8 @@ STRUCTS = {
     "zs_zram_config": ZramConfig,
     "zs_zram_stats": ZramStatsC,
     "zs_zram_recomp_result": ZramRecompResult,
+    "zs_region_config": RegionConfig,
+    "zs_region_stats": RegionStatsC,
 }
 
 # name: (restype, [argtypes])
@@ -199,6 +230,20 @@ _PROTOS = {
     "zs_zram_recompress": (c_int, [_P, c_int, c_size_t, c_ulong, ctypes.POINTER(ZramRecompResult)]),
     "zs_zram_get_stats": (None, [_P, ctypes.POINTER(ZramStatsC)]),
     "zs_zram_reset_mem_used_max": (None, [_P]),
+    "zs_region_config_init": (None, [ctypes.POINTER(RegionConfig)]),
+    "zs_region_create": (c_int, [ctypes.POINTER(RegionConfig), ctypes.POINTER(c_void_p),
+                                 c_char_p, c_size_t]),
+    "zs_region_destroy": (None, [_P]),
+    "zs_region_addr": (_P, [_P]),
+    "zs_region_size": (c_size_t, [_P]),
+    "zs_region_store": (_P, [_P]),
+    "zs_region_pageout": (ctypes.c_long, [_P, _P, c_size_t]),
+    "zs_region_release": (c_int, [_P, _P, c_size_t]),
+    "zs_region_advise": (c_int, [_P, _P, c_size_t, c_int]),
+    "zs_region_reclaim": (ctypes.c_long, [_P, c_size_t]),
+    "zs_region_get_stats": (c_int, [_P, ctypes.POINTER(RegionStatsC)]),
+    "zs_region_lat_percentile": (ctypes.c_double, [ctypes.POINTER(c_u64), ctypes.c_double]),
+    "zs_region_available": (c_int, [c_char_p, c_size_t]),
     "zs_zram_slot_info": (c_int, [_P, c_u64, ctypes.POINTER(c_size_t), ctypes.POINTER(c_uint),
                                   ctypes.POINTER(c_uint)]),
 }

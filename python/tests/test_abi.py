@@ -17,7 +17,8 @@ def test_struct_layout(tmp_path):
     if not cc or not os.path.isdir(inc):
         pytest.skip("no C compiler or headers")
     lines = ["#include <stdio.h>", "#include <stddef.h>", "#include \"zs/zsmalloc.h\"",
-             "#include \"zs/backend.h\"", "#include \"zs/zram.h\"", "int main(void) {"]
+             "#include \"zs/backend.h\"", "#include \"zs/zram.h\"", "#include \"zs/region.h\"",
+             "int main(void) {"]
     for cname, py in _lib.STRUCTS.items():
         lines.append(f'printf("{cname} %zu\\n", sizeof(struct {cname}));')
         for f, _t in py._fields_:

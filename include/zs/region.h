@@ -1,0 +1,153 @@
+/*
+ * libzs region: compressed memory for a running program.  A zs_region is an
+ * anonymous private mapping registered with Linux userfaultfd and backed by a
+ * libzs zram store (any backend, any compressor).  zs_region_pageout()
+ * compresses resident pages into the store and drops them (RSS falls); the
+ * next touch of such a page faults, a handler thread decompresses it and
+ * installs it with UFFDIO_COPY (never-written pages: the zero page), and
+ * frees its stored object.  This is the kernel's anonymous memory on a zram
+ * swap device, done in user space with libzs's allocator and policies.
+ * See docs/region.md for how it works and what it costs.
+ *
+ * Requirements: Linux userfaultfd with missing and write-protect modes for
+ * anonymous memory (5.7+).  Creating a region needs one of: root
+ * (CAP_SYS_PTRACE), read/write access to /dev/userfaultfd, or
+ * sysctl vm.unprivileged_userfaultfd=1.  Without it zs_region_create returns
+ * -EPERM and, when `err` is given, a message naming those fixes.
+ *
+ * Not supported (fails cleanly rather than silently losing data):
+ *   - fork(): the range is MADV_DONTFORK, so a child has no mapping there
+ *     (touching it in the child is SIGSEGV); the parent is unaffected.
+ *   - mremap()/munmap()/madvise(MADV_DONTNEED) of (part of) the range by the
+ *     application: the region asks for the remap/unmap/remove events and
+ *     marks itself broken when one arrives; every later call returns -EFAULT.
+ *     Pages already stored are lost to the application in that case, and
+ *     zs_region_destroy then leaves the old range alone (it may belong to
+ *     another mapping by then): the caller unmaps what it moved.
+ *   - mprotect making the range read-only while pages are stored: a fault
+ *     install needs a writable mapping.
+ *   - Huge pages (THP) inside the range: the range is MADV_NOHUGEPAGE.
+ *
+ * Threading: every call may run concurrently with any other call and with
+ * application threads touching the memory, except zs_region_destroy (no
+ * other call may be in progress or follow).  Writes to a page while it is
+ * being paged out are never lost (see src/region/region.c, "pageout
+ * protocol").  Accessing a released range reads zeros; releasing a range
+ * while other threads write into it leaves those pages in an unspecified
+ * (but consistent, page-granular) state, like munmap racing with stores.
+ *
+ * Statistics are counters read without stopping anything: a page whose
+ * fault has just returned may be counted a moment later.
+ *
+ * Errors are negative errno values.
+ */
+#ifndef ZS_REGION_H
+#define ZS_REGION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zs/zram.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct zs_region_config {
+	size_t size;                 /* bytes; rounded up to page size; > 0 */
+	struct zs_zram_config store; /* the backing store; disksize is set to size, page_size
+	                                must be the system page size (0 -> it) */
+	unsigned handler_threads;    /* fault-handler threads; 0 -> 1 (1..64) */
+	unsigned fault_around;       /* pages installed per fault when access looks sequential,
+	                                the faulting page included; 0/1 -> off (max 256) */
+	unsigned spin_us;            /* handlers spin on a non-blocking read this long after the
+	                                last event before sleeping in poll(); 0 -> 50, set
+	                                ZS_REGION_NO_SPIN for poll() only */
+	size_t resident_limit;       /* bytes; 0 -> no automatic reclaim.  Above it a reclaim
+	                                thread pages out cold pages (CLOCK over fault-in and
+	                                explicit hints) until resident < 7/8 of the limit */
+};
+#define ZS_REGION_NO_SPIN 0xffffffffu
+
+/* Defaults: size 0 (must be set), store defaults (lz4, zsmalloc), 1 handler, fault-around 16. */
+void zs_region_config_init(struct zs_region_config *cfg);
+
+struct zs_region;
+
+/*
+ * Create a region.  0 and *out, or -EINVAL (bad config), -EPERM (no
+ * userfaultfd permission), -ENOSYS/-EOPNOTSUPP (kernel lacks the needed
+ * userfaultfd features), -ENOMEM.  On error, if err != NULL, a one-line
+ * reason is written into err (err_len bytes).
+ */
+int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out, char *err,
+		     size_t err_len);
+/* Free every stored object, unmap the range, stop the handlers.  NULL is a no-op. */
+void zs_region_destroy(struct zs_region *r);
+
+void *zs_region_addr(const struct zs_region *r);
+size_t zs_region_size(const struct zs_region *r);
+struct zs_zram *zs_region_store(struct zs_region *r);
+
+/*
+ * Compress every resident page of [addr, addr+len) into the store and drop
+ * it.  Pages never touched (or released) are skipped.  Range must lie in the
+ * region and be page aligned.  Returns the number of pages stored (>= 0), or
+ * -EINVAL, -EFAULT (region broken), -ENOMEM (store full/limit: pages not yet
+ * stored stay resident and intact).
+ */
+long zs_region_pageout(struct zs_region *r, void *addr, size_t len);
+
+/*
+ * Forget the contents of [addr, addr+len): free stored objects, drop
+ * resident pages; the pages read as zeros afterwards (the munmap analogue,
+ * keeping the range).  Objects are freed with the store's free mode and,
+ * with store.deferred_free, only queued (zs_zram_flush to wait).
+ * Returns 0, -EINVAL, -EFAULT.
+ */
+int zs_region_release(struct zs_region *r, void *addr, size_t len);
+
+/* Access hints for automatic reclaim. */
+enum zs_region_advice {
+	ZS_REGION_COLD = 1,      /* page these out first */
+	ZS_REGION_HOT = 2,       /* treat as just accessed */
+	ZS_REGION_PAGEOUT = 3,   /* page out now (zs_region_pageout) */
+};
+int zs_region_advise(struct zs_region *r, void *addr, size_t len, enum zs_region_advice adv);
+
+/* Run one reclaim pass now: page out cold pages until resident <= target bytes. Pages stored. */
+long zs_region_reclaim(struct zs_region *r, size_t target);
+
+#define ZS_REGION_LAT_BUCKETS 24   /* bucket i: service time in [2^i, 2^(i+1)) * 128 ns */
+
+struct zs_region_stats {
+	uint64_t pages;              /* region size in pages */
+	uint64_t resident;           /* pages mapped (installed or written, not paged out) */
+	uint64_t stored;             /* pages held in the store */
+	uint64_t faults;             /* missing-page faults handled */
+	uint64_t faults_zero;        /* ... answered with zero pages (never written) */
+	uint64_t faults_wp;          /* write-protect faults: writers that hit a page mid-pageout */
+	uint64_t pages_in;           /* pages installed from the store (fault-around included) */
+	uint64_t fault_around_pages; /* of pages_in, installed beside the faulting page */
+	uint64_t pageouts;           /* pages stored by pageout/reclaim */
+	uint64_t reclaimed;          /* of pageouts, by automatic reclaim */
+	uint64_t releases;           /* pages released */
+	uint64_t lat_hist[ZS_REGION_LAT_BUCKETS]; /* handler service time per fault */
+	struct zs_zram_stats store;  /* the store's mm_stat and counters */
+	int uffd_move;               /* 1: the kernel has UFFDIO_MOVE (not used: see region.c) */
+	int broken;                  /* 1: an unsupported remap/unmap event arrived */
+};
+int zs_region_get_stats(struct zs_region *r, struct zs_region_stats *st);
+/* Latency percentile (0..100) in ns from a histogram (bucket's upper bound). */
+double zs_region_lat_percentile(const uint64_t *hist, double pct);
+
+/*
+ * 1 if this process can create regions, 0 if not (reason in err), without
+ * creating one: opens userfaultfd and checks the features.
+ */
+int zs_region_available(char *err, size_t err_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,196 @@
+/*
+ * `zs region`: put files' pages into a zs_region (compressed memory through
+ * userfaultfd), page them out, touch them back sequentially and at random,
+ * and print what it cost: RSS before/after, mm_stat of the store, fault
+ * counts, handler service-time percentiles and a byte-for-byte check.  The
+ * side-by-side comparison with the kernel's zram swap is bench/bench_region.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "cmds.h"
+#include "opts.h"
+#include "zs/region.h"
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static size_t rss_pages(void *base, size_t npages)
+{
+	unsigned char *vec = malloc(npages);
+	size_t n = 0;
+	if (vec && !mincore(base, npages * 4096, vec))
+		for (size_t i = 0; i < npages; i++)
+			n += vec[i] & 1;
+	free(vec);
+	return n;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: zs region [options] [PATH...]\n"
+		   "  PATHs default to /usr/lib; --mib M (1..1048576, default 64) MiB of their pages\n"
+		   "  are used.\n"
+		   "  --comp NAME        lz4 (default), lz4hc[:N], zstd[:N], lzo\n"
+		   "  --fault-around N   pages installed per sequential fault, 0..256 (default 32)\n"
+		   "  --handlers N       fault-handler threads, 1..64 (default 1)\n");
+	opt_pool_help(f, OPT_ALL & ~OPT_PAGE_SIZE);
+}
+
+int cmd_region(int argc, char **argv)
+{
+	struct zs_region_config cfg;
+	size_t mib = 64;
+	char *paths[64];
+	int npaths = 0;
+
+	static const struct option lopts[] = {
+		OPT_POOL_LONGOPTS,
+		{ "mib", required_argument, NULL, 'm' },
+		{ "comp", required_argument, NULL, 'c' },
+		{ "fault-around", required_argument, NULL, 'f' },
+		{ "handlers", required_argument, NULL, 'H' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct pool_opts po;
+	int opt;
+
+	zs_region_config_init(&cfg);
+	cfg.fault_around = 32;
+	pool_opts_init(&po);
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
+		uint64_t x;
+
+		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
+			if (opt_pool_arg("region", OPT_ALL & ~OPT_PAGE_SIZE, opt, optarg, &po))
+				return 2;
+			continue;
+		}
+		switch (opt) {
+		case 'h': usage(stdout); return 0;
+		case 'c': cfg.store.comp = optarg; break;
+		case 'm':
+			if (opt_u64("region", "--mib", optarg, 1, 1 << 20, &x))
+				return 2;
+			mib = (size_t)x;
+			break;
+		case 'f':
+			if (opt_u64("region", "--fault-around", optarg, 0, 256, &x))
+				return 2;
+			cfg.fault_around = (unsigned)x;
+			break;
+		case 'H':
+			if (opt_u64("region", "--handlers", optarg, 1, 64, &x))
+				return 2;
+			cfg.handler_threads = (unsigned)x;
+			break;
+		default: return opt_bad("region", argc, argv);
+		}
+	}
+	cfg.store.backend.zs = po.cfg;
+	cfg.store.backend.kind = po.backend;
+	cfg.store.deferred_free = po.deferred;
+	for (int i = optind; i < argc; i++) {
+		if (opt_path("region", "PATH", argv[i], 1))
+			return 2;
+		if (npaths < 64)
+			paths[npaths++] = argv[i];
+	}
+	if (!npaths)
+		paths[npaths++] = "/usr/lib";
+
+	struct zs_pageset ps;
+	int rc = zs_pageset_load(&ps, 4096, paths, npaths, (uint64_t)mib << 20);
+	if (rc || !ps.npages) {
+		fprintf(stderr, "zs region: no pages loaded from the paths given\n");
+		if (!rc)
+			zs_pageset_free(&ps);
+		return 2;
+	}
+	size_t n = ps.npages, bytes = n * 4096;
+	cfg.size = bytes;
+	struct zs_region *r;
+	char err[512];
+	rc = zs_region_create(&cfg, &r, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "zs region: %s\n", err[0] ? err : strerror(-rc));
+		zs_pageset_free(&ps);
+		return 2;
+	}
+	unsigned char *b = zs_region_addr(r);
+	memcpy(b, ps.data, bytes);
+	printf("region: %zu pages (%.1f MiB) from %zu files, %s on %s, fault-around %u\n", n,
+	       (double)bytes / 1048576.0, ps.files, zs_zram_comp_name(zs_region_store(r)),
+	       cfg.store.backend.kind ? cfg.store.backend.kind : "zsmalloc", cfg.fault_around);
+
+	size_t rss0 = rss_pages(b, n);
+	double t0 = now_s();
+	long out = zs_region_pageout(r, b, bytes);
+	double t1 = now_s();
+	size_t rss1 = rss_pages(b, n);
+	struct zs_region_stats st;
+	zs_region_get_stats(r, &st);
+	char mm[256];
+	zs_zram_format_mm_stat(&st.store, mm, sizeof(mm));
+	printf("pageout: %ld pages in %.1f ms (%.0f MB/s); resident %zu -> %zu pages\n", out,
+	       (t1 - t0) * 1e3, (double)bytes / 1e6 / (t1 - t0), rss0, rss1);
+	printf("mm_stat: %s", mm);
+	printf("(filling the region took %llu faults)\n", (unsigned long long)st.faults);
+
+	/* sequential touch, then pageout again and random touch; verify as we go */
+	size_t bad = 0;
+	uint64_t fill_faults = st.faults, hist_fill[ZS_REGION_LAT_BUCKETS];
+	memcpy(hist_fill, st.lat_hist, sizeof(hist_fill));
+	t0 = now_s();
+	for (size_t i = 0; i < n; i++)
+		bad += memcmp(b + i * 4096, ps.data + i * 4096, 4096) != 0;
+	t1 = now_s();
+	zs_region_get_stats(r, &st);
+	for (int i = 0; i < ZS_REGION_LAT_BUCKETS; i++)
+		hist_fill[i] = st.lat_hist[i] - hist_fill[i];
+	printf("sequential touch: %.0f MB/s, %llu faults for %zu pages, handler p50 %.1f us "
+	       "p99 %.1f us\n", (double)bytes / 1e6 / (t1 - t0),
+	       (unsigned long long)(st.faults - fill_faults), n,
+	       zs_region_lat_percentile(hist_fill, 50) / 1e3,
+	       zs_region_lat_percentile(hist_fill, 99) / 1e3);
+	uint64_t faults0 = st.faults, hist0[ZS_REGION_LAT_BUCKETS];
+	memcpy(hist0, st.lat_hist, sizeof(hist0));
+	zs_region_pageout(r, b, bytes);
+	uint64_t seed = 0x9e3779b97f4a7c15ULL;
+	t0 = now_s();
+	for (size_t k = 0; k < n; k++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		size_t i = (size_t)(seed >> 33) % n;
+		bad += memcmp(b + i * 4096, ps.data + i * 4096, 4096) != 0;
+	}
+	t1 = now_s();
+	zs_region_get_stats(r, &st);
+	for (int i = 0; i < ZS_REGION_LAT_BUCKETS; i++)
+		hist0[i] = st.lat_hist[i] - hist0[i];
+	printf("random touch: %.1f us per touch, %llu faults, handler p50 %.1f us p99 %.1f us\n",
+	       (t1 - t0) * 1e6 / (double)n, (unsigned long long)(st.faults - faults0),
+	       zs_region_lat_percentile(hist0, 50) / 1e3, zs_region_lat_percentile(hist0, 99) / 1e3);
+	t0 = now_s();
+	zs_region_release(r, b, bytes);
+	t1 = now_s();
+	zs_zram_flush(zs_region_store(r));
+	zs_region_get_stats(r, &st);
+	printf("release: %.2f ms; store pages now %llu\n", (t1 - t0) * 1e3,
+	       (unsigned long long)st.store.pages_stored);
+	printf("check: %zu pages differ\n", bad);
+	zs_region_destroy(r);
+	zs_pageset_free(&ps);
+	return bad ? 1 : 0;
+}
