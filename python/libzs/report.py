@@ -871,6 +871,96 @@ def _compare_vs_readme(res, quick):
     return "\nRows that contradict the README, and why:\n\n" + "\n".join(notes) + "\n"
 
 
+def step_threads(rep, ctx):
+    """bench_threads: aggregate throughput and speedup over one thread, per allocator."""
+    quick = ctx["args"].quick
+    nproc = os.cpu_count() or 1
+    ts = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= nproc] or [1]
+    rows_wanted = ["zs-pool", "zs-unlocked", "zs-cached", "zs-private", "zblock", "glibc",
+                   "mimalloc"]
+    j = run_json([os.path.join(ctx["build"], "bench_threads"), "--json", "--workload", "churn",
+                  "--threads", ",".join(map(str, ts)), "--rows", ",".join(rows_wanted)]
+                 + (["--quick"] if quick else []), timeout=1800)
+    rep.results["bench_threads"] = j
+    rows = [r for r in rows_wanted if f"churn_{r}_t1_mops" in j]
+    if not rows:
+        raise Unavailable("bench_threads printed no churn rows")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for r in rows:
+        got = [t for t in ts if f"churn_{r}_t{t}_mops" in j]
+        axes[0].plot(got, [j[f"churn_{r}_t{t}_mops"] for t in got], marker="o", label=r)
+        axes[1].plot(got, [j[f"churn_{r}_t{t}_scaling"] for t in got], marker="o", label=r)
+    axes[1].plot(ts, ts, color="grey", linestyle=":", label="linear")
+    for ax, what in ((axes[0], "Mops/s, all threads (malloc+write+free)"),
+                     (axes[1], "speedup over the same allocator at T=1")):
+        ax.set_xlabel("threads T (one shared pool or heap)")
+        ax.set_ylabel(what)
+        ax.set_xticks(ts)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0].set_title("churn throughput", fontsize=10)
+    axes[1].set_title("speedup (T / T=1); load at start %.1f" % j.get("loadavg_start", 0),
+                      fontsize=10)
+    fig.tight_layout()
+    table = [[r] + [f"{j.get(f'churn_{r}_t{t}_mops', 0):.2f} ({j.get(f'churn_{r}_t{t}_scaling', 0):.2f}x)"
+                    for t in ts] for r in rows]
+    md = (f"`bench_threads --json --workload churn --threads {','.join(map(str, ts))}"
+          f"{' --quick' if quick else ''}`: T threads, each allocating 200..3600 B objects, "
+          "writing and freeing them in rounds; zs-* rows share one pool (zs-private: a pool "
+          "per thread), the malloc rows one heap.  Mops/s (speedup over T=1).  On a loaded "
+          "machine (load average at start: %.1f, %d CPUs) the speedup says more about the "
+          "machine than the allocator; `bench_threads` also prints Mops per CPU-second.\n\n"
+          % (j.get("loadavg_start", 0), nproc))
+    md += md_table(["row"] + [f"T={t}" for t in ts], table)
+    md += "\n" + rep.figure(fig, "threads.png", "churn throughput and speedup per thread count")
+    rep.section("Threads: throughput and speedup (bench_threads)", md)
+    best = max(j.get(f"churn_zs-unlocked_t{t}_scaling", 0) for t in ts)
+    return f"zs-unlocked speedup up to {best:.2f}x"
+
+
+def step_algorithms(rep, ctx):
+    """zs zram --matrix: which compressor and level (and group size) suits this data."""
+    j = run_json([ctx["zs"], "zram", "--matrix", "--json", "--max", f"{ctx['max_mib']}M"]
+                 + ctx["paths"], timeout=1800)
+    res = [r for r in j.get("rows", []) if not r.get("rc")]
+    rep.results["algorithms"] = j
+    if not res:
+        raise Unavailable("zs zram --matrix printed no rows")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    for g, marker in ((4096, "o"), (65536, "s")):
+        pts = [r for r in res if r["group_bytes"] == g]
+        ax.scatter([r["write_MBps"] for r in pts], [r["ratio_mem"] for r in pts], marker=marker,
+                   label=f"{g // 1024} KiB objects")
+        for r in pts:
+            ax.annotate(r["comp"], (r["write_MBps"], r["ratio_mem"]), fontsize=6,
+                        xytext=(3, 2), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_xlabel("store write MB/s (log)")
+    ax.set_ylabel("original bytes / pool memory (pages x page size)")
+    ax.set_title("which algorithm on this data: density vs write speed", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    table = [[r["comp"], f"{r['group_bytes'] // 1024}K", f"{r['ratio_mem']:.3f}",
+              f"{r['ratio_compr']:.3f}", f"{r['write_MBps']:.0f}", f"{r['read_MBps']:.0f}",
+              f"{r['rand_read_4k_us']:.1f}"] for r in res]
+    md = (f"`zs zram --matrix --json --max {ctx['max_mib']}M CORPUS`: every compressor and "
+          "level, with 4 KiB objects (today's zram) and 64 KiB groups (the large-folio RFC), "
+          "on this run's pages.  Ratio against pool memory is what a store really costs; the "
+          "ratio against compressed bytes alone ignores size-class rounding.  Small corpora "
+          "(quick mode) penalise 64 KiB groups: each size class holds a partly filled "
+          "zspage of 64 KiB pages.\n\n")
+    md += md_table(["compressor", "object", "ratio (pool memory)", "ratio (compressed bytes)",
+                    "write MB/s", "read MB/s", "random 4K read us"], table)
+    md += "\n" + rep.figure(fig, "algorithms.png", "density against write speed per "
+                             "compressor and level, 4 KiB vs 64 KiB objects")
+    rep.section("Which algorithm on my data", md)
+    best = max(res, key=lambda r: r["ratio_mem"])
+    return f"densest {best['comp']} at {best['group_bytes'] // 1024}K ({best['ratio_mem']:.2f}x)"
+
+
 STEPS = [  # (name, function, weight in expected quick seconds)
     ("corpus", step_corpus, 4),
     ("size classes", step_classes, 2),
@@ -882,6 +972,8 @@ STEPS = [  # (name, function, weight in expected quick seconds)
     ("zram store vs raw/kernel", step_zram, 5),
     ("backends x compressors", step_backends, 8),
     ("backend comparison", step_compare, 10),
+    ("which algorithm", step_algorithms, 10),
+    ("threads", step_threads, 15),
 ]
 
 
