@@ -28,7 +28,7 @@
 #include "zs/zsmalloc.h"
 
 struct sopts {
-	double seconds, report;
+	double seconds, report, max_drift_mib;
 	unsigned threads;
 	size_t page_size, objects, slots;
 	uint64_t mem_limit, seed;
@@ -333,6 +333,7 @@ static void usage(FILE *f)
 		"  --checked         checked pool\n"
 		"  --seed N          RNG seed (default: time)\n"
 		"  --report S        progress line every S seconds (default 60; 0 none)\n"
+		"  --max-drift MIB   also fail if RSS grows more than MIB after the warm-up\n"
 		"  --quiet           no progress lines\n");
 }
 
@@ -362,7 +363,7 @@ int cmd_soak(int argc, char **argv)
 		{ "objects", 1, 0, 'o' }, { "slots", 1, 0, 'n' }, { "comp", 1, 0, 'c' },
 		{ "recomp", 1, 0, 'r' }, { "zram-backend", 1, 0, 'b' }, { "mem-limit", 1, 0, 'l' },
 		{ "free-mode", 1, 0, 'f' }, { "checked", 0, 0, 'k' }, { "seed", 1, 0, 'S' },
-		{ "report", 1, 0, 'R' }, { "quiet", 0, 0, 'q' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+		{ "report", 1, 0, 'R' }, { "max-drift", 1, 0, 'D' }, { "quiet", 0, 0, 'q' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	int c;
 	optind = 1;
@@ -423,6 +424,11 @@ int cmd_soak(int argc, char **argv)
 		case 'R':
 			o.report = strtod(optarg, &end);
 			if (*end || o.report < 0)
+				goto bad;
+			break;
+		case 'D':
+			o.max_drift_mib = strtod(optarg, &end);
+			if (*end || o.max_drift_mib <= 0)
 				goto bad;
 			break;
 		case 'q': o.quiet = 1; break;
@@ -533,6 +539,7 @@ bad:
 	rss_end = zs_process_rss();
 	if (!rss_warm)
 		rss_warm = rss_end;
+	double drift = ((double)rss_end - (double)rss_warm) / 1048576.0;
 	atomic_store(&stop, 1);
 	for (unsigned i = 0; i < o.threads; i++)
 		pthread_join(ws[i].tid, NULL);
@@ -587,9 +594,10 @@ bad:
 	       rss_start / 1048576.0, warm_at, rss_warm / 1048576.0,
 	       (rss_min_after == (size_t)-1 ? rss_end : rss_min_after) / 1048576.0,
 	       rss_max / 1048576.0, rss_end / 1048576.0);
-	printf("rss drift: %+.1f MiB (end - after warm-up)\n",
-	       ((double)rss_end - (double)rss_warm) / 1048576.0);
-	int fail = lost || errors || pool_left || pool_objs || st.mem_used_total || st.pages_stored;
+	printf("rss drift: %+.1f MiB (end - after warm-up)%s\n", drift,
+	       o.max_drift_mib > 0 && drift > o.max_drift_mib ? ", over --max-drift" : "");
+	int fail = lost || errors || pool_left || pool_objs || st.mem_used_total || st.pages_stored ||
+		   (o.max_drift_mib > 0 && drift > o.max_drift_mib);
 	printf("soak: %s\n", fail ? "FAILED" : "ok");
 
 	zs_zram_destroy(zram);

@@ -248,6 +248,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				FUZZ_CHECK(zs_zram_read(s.z, i + k, s.exp, s.ps) == 0, "read");
 				if (memcmp(s.exp, s.buf + k * s.ps, s.ps))
 					break;
+				/* an empty slot and a stored zero page read alike: whether the slot
+				 * holds anything tells */
+				unsigned fl = 0;
+				size_t sz = 0;
+				zs_zram_slot_info(s.z, i + k, &sz, &fl, NULL);
+				if (!s.sh[i + k].kind && !s.sh[i + k].seed && !(fl & ZS_ZRAM_F_SAME) && !sz)
+					break;
 				do_write(&s, i + k, nw[k], 0);
 			}
 			for (; k < n; k++)
