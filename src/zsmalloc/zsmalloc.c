@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "zsmalloc/internal.h"
+#include "zs/harness.h"
 
 /* ---- fullness lists ---- */
 
