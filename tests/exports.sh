@@ -1,7 +1,8 @@
 #!/bin/bash
 # The API line (issue 12): libzs.so exports exactly the functions declared
 # with ZS_API in include/zs/*.h, no internal helper and no undeclared symbol,
-# and the headers' ZS_VERSION_* match the library's file version.
+# every function the Python binding declares is among them, and the
+# headers' ZS_VERSION_* match the library's file version.
 # Usage: tests/exports.sh BUILD_DIR (run from the source root).
 set -u
 B=${1:-build}
@@ -22,6 +23,14 @@ fi
 if nm -D --defined-only "$LIB" | awk '$2 ~ /^[DdBbRr]$/' | grep -v ' _' | grep .; then
 	echo "FAIL: data symbols exported"
 	rc=1
+fi
+# The Python binding loads functions by name and skips missing ones until
+# used: every function it declares (_PROTOS in python/libzs/_lib.py) must be exported.
+if [ -f python/libzs/_lib.py ]; then
+	sed -n 's/^    "\([a-z][a-z0-9_]*\)": (.*/\1/p' python/libzs/_lib.py | sort -u > "$tmp/python"
+	missing=$(comm -23 "$tmp/python" "$tmp/exported")
+	[ -s "$tmp/python" ] || { echo "FAIL: no functions parsed from python/libzs/_lib.py"; rc=1; }
+	[ -z "$missing" ] || { echo "FAIL: python/libzs/_lib.py uses functions libzs.so does not export:" $missing; rc=1; }
 fi
 n=$(wc -l < "$tmp/declared")
 [ "$n" -gt 50 ] || { echo "FAIL: only $n ZS_API declarations found (header parse broken?)"; rc=1; }
