@@ -26,8 +26,15 @@
 
 #define DRAIN_BATCH 256
 
+/*
+ * A bounded MPMC queue cell with its sequence number stored relative to the
+ * cell's index (seq - index): the classic scheme starts cell i at seq i, which
+ * would make the first zs_free_deferred write the whole array (up to 256 MiB)
+ * before its first enqueue.  Relative, every cell starts at 0, which calloc's
+ * fresh zero pages already are, so the OS maps them as the queue first uses them.
+ */
 struct cell {
-	atomic_size_t seq;
+	atomic_size_t seq; /* seq - index */
 	unsigned long handle;
 };
 
@@ -51,14 +58,15 @@ static int enqueue(struct deferred_queue *q, unsigned long handle)
 	size_t pos = atomic_load_explicit(&q->enq, memory_order_relaxed);
 	for (;;) {
 		struct cell *c = &q->cells[pos & q->mask];
-		size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+		size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire) + (pos & q->mask);
 		intptr_t dif = (intptr_t)seq - (intptr_t)pos;
 		if (dif == 0) {
 			if (atomic_compare_exchange_weak_explicit(&q->enq, &pos, pos + 1,
 								  memory_order_relaxed,
 								  memory_order_relaxed)) {
 				c->handle = handle;
-				atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+				atomic_store_explicit(&c->seq, pos + 1 - (pos & q->mask),
+						      memory_order_release);
 				return 0;
 			}
 		} else if (dif < 0) {
@@ -75,10 +83,11 @@ static size_t dequeue_batch(struct deferred_queue *q, unsigned long *out, size_t
 	size_t pos = atomic_load_explicit(&q->deq, memory_order_relaxed), n = 0;
 	while (n < max) {
 		struct cell *c = &q->cells[pos & q->mask];
-		if (atomic_load_explicit(&c->seq, memory_order_acquire) != pos + 1)
+		if (atomic_load_explicit(&c->seq, memory_order_acquire) + (pos & q->mask) != pos + 1)
 			break;
 		out[n++] = c->handle;
-		atomic_store_explicit(&c->seq, pos + q->mask + 1, memory_order_release);
+		atomic_store_explicit(&c->seq, pos + q->mask + 1 - (pos & q->mask),
+				      memory_order_release);
 		pos++;
 	}
 	return n;
@@ -204,8 +213,7 @@ static struct deferred_queue *queue_create(struct zs_pool *pool)
 		free(q);
 		return NULL;
 	}
-	for (size_t i = 0; i < p2; i++)
-		atomic_init(&q->cells[i].seq, i);
+	/* Every cell's relative seq is 0 (see struct cell): calloc's zeros, no pass over them. */
 	q->mask = p2 - 1;
 	pthread_mutex_init(&q->consume_lock, NULL);
 	pthread_mutex_init(&q->wake_lock, NULL);
