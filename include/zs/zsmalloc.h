@@ -54,7 +54,8 @@ enum zs_free_mode {
 	ZS_FREE_CLASS_INDEX_UNLOCKED = 2, /* as above, and empty zspages freed after the class lock drops */
 };
 
-/* Largest deferred_capacity: 2^24 queued handles (16 bytes each, allocated at creation). */
+/* Largest deferred_capacity: 2^24 queued handles (16 bytes each, reserved by the first
+ * zs_free_deferred and faulted in as the queue is used). */
 #define ZS_MAX_DEFERRED_CAPACITY ((size_t)1 << 24)
 
 /*
@@ -78,8 +79,10 @@ struct zs_pool_config {
 	                               128 MiB of page-size objects / 8 (scales with page size).
 	                               0..ZS_MAX_DEFERRED_CAPACITY, rounded up to a power of two
 	                               (at least 16) */
-	int deferred_worker;        /* 1 (default when 0): drain in a background thread;
-	                               -1: no thread, drained only by flush/full queue.  -1..1 */
+	int deferred_worker;        /* 1 (default when 0): drain in a background thread,
+	                               started by the first zs_free_deferred (a pool that
+	                               never calls it starts none); -1: no thread, drained
+	                               only by flush/full queue.  -1..1 */
 	size_t page_cache_pages;    /* freed pages the page provider keeps mapped for reuse;
 	                               0 -> its default (128 MiB worth); 0..ZS_PAGES_MAX_SPAN /
 	                               page_size or ZS_PAGES_NO_CACHE; see zs/pages.h */
@@ -121,6 +124,9 @@ ZS_API int zs_free(struct zs_pool *pool, unsigned long handle);
  * allocation; a worker drains in batches, taking each class lock once per
  * batch of that class.  Falls back to a synchronous zs_free when the array is
  * full.  Returns as zs_free (checked mode validates before enqueueing).
+ * The pool's first call creates the queue and the worker, once, whichever
+ * thread gets there first (a short lock); without memory for the queue it
+ * frees synchronously.  The worker sleeps until an enqueue finds it idle.
  */
 ZS_API int zs_free_deferred(struct zs_pool *pool, unsigned long handle);
 /* Wait until every handle enqueued before the call is freed. */
