@@ -56,6 +56,7 @@
 #endif
 #include "zs/compress.h"
 #include "zs/region.h"
+#include "zs/harness.h"
 
 #define PG 4096
 #define MAXP 16

@@ -25,6 +25,7 @@
 #include "zs/compress.h"
 #include "zs/zram.h"
 #include "zs/zsmalloc.h"
+#include "zs/harness.h"
 
 struct obj {
 	unsigned long h;

@@ -51,6 +51,7 @@
 #include "zs/pages.h"
 #include "zs/zram.h"
 #include "zs/zsmalloc.h"
+#include "zs/harness.h"
 
 #define MAXT 64
 #define MAXROWS 16

@@ -24,6 +24,7 @@
 
 #include "zs/compress.h"
 #include "zs/zram.h"
+#include "zs/harness.h"
 
 #define MAXT 16
 

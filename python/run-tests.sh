@@ -18,6 +18,8 @@ fi
 vpy=$venv/bin/python
 # setuptools from the system site: build without isolation (no downloads).
 if "$vpy" -c "import setuptools" 2>/dev/null; then nbi=--no-build-isolation; else nbi=; fi
+# The package normally builds libzs.so itself (setup.py); ship the one just built.
+export LIBZS_PREBUILT=$build/libzs.so
 "$vpy" -m pip install -q --disable-pip-version-check $nbi ./python || exit 2
 "$vpy" -c "import pytest" 2>/dev/null || "$vpy" -m pip install -q pytest || exit 2
 export LIBZS_LIBRARY=$build/libzs.so

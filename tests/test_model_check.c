@@ -22,6 +22,7 @@
 #include "zs/backend.h"
 #include "zs/zblock.h"
 #include "zs/zsmalloc.h"
+#include "zs/harness.h"
 
 #include <errno.h>
 #include <string.h>

@@ -20,6 +20,7 @@
 
 #include "testutil.h"
 #include "zs/region.h"
+#include "zs/harness.h"
 
 #define PG 4096
 #define NPAGES 4096            /* 16 MiB region */

@@ -18,6 +18,7 @@
 
 #include "testutil.h"
 #include "zs/zram.h"
+#include "zs/harness.h"
 
 #define PS 4096
 

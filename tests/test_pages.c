@@ -7,6 +7,7 @@
  */
 #include "testutil.h"
 #include "zs/pages.h"
+#include "zs/harness.h"
 
 #include <errno.h>
 #include <string.h>

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "testutil.h"
 #include "zs/zblock.h"
+#include "zs/harness.h"
 
 /* S for the final 4K table as computed in the reference (LP64, H = 48). */
 static const unsigned kernel_4k_S[] = {

@@ -12,6 +12,7 @@
 #include "testutil.h"
 #include "zs/compress.h"
 #include "zs/zram.h"
+#include "zs/harness.h"
 
 #define PS 4096
 

@@ -17,6 +17,7 @@
 
 #include "testutil.h"
 #include "zs/zram.h"
+#include "zs/harness.h"
 
 #define PS 4096
 #define N 512

@@ -12,6 +12,7 @@
 #include "testutil.h"
 #include "zs/pages.h"
 #include "zs/zsmalloc.h"
+#include "zs/harness.h"
 
 #include <string.h>
 

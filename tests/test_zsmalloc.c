@@ -17,6 +17,7 @@
  */
 #include "testutil.h"
 #include "zs/zsmalloc.h"
+#include "zs/harness.h"
 
 #include <errno.h>
 #include <string.h>

@@ -38,6 +38,7 @@
 #include "opts.h"
 #include "zs/backend.h"
 #include "zs/pages.h"
+#include "zs/harness.h"
 
 /* ---- options ---- */
 

@@ -15,6 +15,7 @@
 #include "cmds.h"
 #include "zs/compress.h"
 #include "zs/zram.h"
+#include "zs/harness.h"
 
 #define SAMPLE 4096
 

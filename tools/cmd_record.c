@@ -34,6 +34,7 @@
 #include "cmds.h"
 #include "opts.h"
 #include "zs/zram.h"
+#include "zs/harness.h"
 
 struct rec {
 	int dev, fd;

@@ -17,6 +17,7 @@
 #include "cmds.h"
 #include "opts.h"
 #include "zs/region.h"
+#include "zs/harness.h"
 
 static double now_s(void)
 {

@@ -26,6 +26,7 @@
 #include "zs/pages.h"
 #include "zs/zram.h"
 #include "zs/zsmalloc.h"
+#include "zs/harness.h"
 
 struct sopts {
 	double seconds, report, max_drift_mib;

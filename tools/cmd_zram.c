@@ -26,6 +26,7 @@
 #include "zs/compress.h"
 #include "zs/pages.h"
 #include "zs/zram.h"
+#include "zs/harness.h"
 
 struct opts {
 	const char *comp, *backend, *kcomp, *dict;

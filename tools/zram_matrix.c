@@ -16,6 +16,7 @@
 #include "cmds.h"
 #include "zs/compress.h"
 #include "zs/zram.h"
+#include "zs/harness.h"
 
 static double wall(void)
 {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cmds.h"
+#include "zs/common.h"
 
 static const struct {
 	const char *name;
@@ -23,10 +24,6 @@ static const struct {
 	{ "region", cmd_region, "compressed memory through userfaultfd: pageout, touch, release" },
 };
 
-#ifndef ZS_VERSION_STRING
-#define ZS_VERSION_STRING "unknown"
-#endif
-
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: zs COMMAND [options]   (zs help COMMAND for a command's options)\n"
@@ -42,7 +39,7 @@ int main(int argc, char **argv)
 		return argc < 2 ? 2 : 0;
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-		printf("zs (libzs) %s\n", ZS_VERSION_STRING);
+		printf("zs (libzs) %s\n", zs_version_string());
 		return 0;
 	}
 	if (!strcmp(argv[1], "help")) {

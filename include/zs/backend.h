@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "zs/zsmalloc.h"
+#include "zs/common.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -69,12 +70,12 @@ struct zs_backend {
 };
 
 /* Create a backend by kind; NULL with errno (EINVAL unknown kind, ENOTSUP not built in). */
-struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg);
-void zs_backend_destroy(struct zs_backend *b);
+ZS_API struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg);
+ZS_API void zs_backend_destroy(struct zs_backend *b);
 /* NULL-terminated list of the kinds compiled in. */
-const char *const *zs_backend_kinds(void);
+ZS_API const char *const *zs_backend_kinds(void);
 /* For kind "zsmalloc": the underlying pool (NULL otherwise). */
-struct zs_pool *zs_backend_zspool(struct zs_backend *b);
+ZS_API struct zs_pool *zs_backend_zspool(struct zs_backend *b);
 
 static inline unsigned long zs_backend_malloc(struct zs_backend *b, size_t size)
 {

@@ -24,6 +24,7 @@
 #define ZS_COMPRESS_H
 
 #include <stddef.h>
+#include "zs/common.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,30 +39,30 @@ struct zs_comp;
  * Create a context for `name`, able to take inputs of up to `max_src` bytes
  * (a page; 1..ZS_COMP_MAX_SRC).  Returns 0 and sets *out, or a negative errno.
  */
-int zs_comp_create(const char *name, size_t max_src, struct zs_comp **out);
-void zs_comp_destroy(struct zs_comp *c);
+ZS_API int zs_comp_create(const char *name, size_t max_src, struct zs_comp **out);
+ZS_API void zs_comp_destroy(struct zs_comp *c);
 
 /* 0 if `name` is a compressor this build can create, else the error zs_comp_create would return. */
-int zs_comp_check(const char *name);
+ZS_API int zs_comp_check(const char *name);
 
 /* The canonical name ("zstd:3", "lz4"). */
-const char *zs_comp_name(const struct zs_comp *c);
+ZS_API const char *zs_comp_name(const struct zs_comp *c);
 
 /* Worst-case output for `src_len` input bytes: a dst buffer this large never fails. */
-size_t zs_comp_bound(const struct zs_comp *c, size_t src_len);
+ZS_API size_t zs_comp_bound(const struct zs_comp *c, size_t src_len);
 
 /*
  * Compress src_len bytes into dst (dst_cap bytes).  Returns the compressed
  * length (> 0), -ENOSPC if it does not fit in dst_cap, or another -errno.
  */
-int zs_compress(struct zs_comp *c, const void *src, size_t src_len, void *dst, size_t dst_cap);
+ZS_API int zs_compress(struct zs_comp *c, const void *src, size_t src_len, void *dst, size_t dst_cap);
 
 /*
  * Decompress src_len bytes into dst, which must take exactly dst_len bytes
  * (the original length).  Returns dst_len, or -EINVAL for corrupt input or
  * a length mismatch.
  */
-int zs_decompress(struct zs_comp *c, const void *src, size_t src_len, void *dst, size_t dst_len);
+ZS_API int zs_decompress(struct zs_comp *c, const void *src, size_t src_len, void *dst, size_t dst_len);
 
 /* ---- Parameters beyond the name: level and dictionary ---- */
 
@@ -89,12 +90,12 @@ struct zs_comp_params {
 };
 
 /* As zs_comp_create, with parameters (NULL params -> as zs_comp_create). */
-int zs_comp_create_params(const char *name, size_t max_src, const struct zs_comp_params *params,
+ZS_API int zs_comp_create_params(const char *name, size_t max_src, const struct zs_comp_params *params,
 			  struct zs_comp **out);
 /* The checks zs_comp_create_params makes without creating anything (the dictionary is not parsed). */
-int zs_comp_check_params(const char *name, const struct zs_comp_params *params);
+ZS_API int zs_comp_check_params(const char *name, const struct zs_comp_params *params);
 /* 1 if the context compresses with a dictionary. */
-int zs_comp_has_dict(const struct zs_comp *c);
+ZS_API int zs_comp_has_dict(const struct zs_comp *c);
 
 /*
  * Decompress input given as n pieces (1..2, e.g. from zs_obj_read_sg_begin)
@@ -104,11 +105,11 @@ int zs_comp_has_dict(const struct zs_comp *c);
  * scratch buffer.  Returns as zs_decompress; -EINVAL for n outside 1..2 or
  * a total over zs_comp_bound(max_src).
  */
-int zs_decompress_sg(struct zs_comp *c, const void *const src[], const size_t src_len[], int n,
+ZS_API int zs_decompress_sg(struct zs_comp *c, const void *const src[], const size_t src_len[], int n,
 		     void *dst, size_t dst_len);
 
 /* NULL-terminated list of the base algorithm names ("lz4", "lz4hc", "zstd", "lzo"). */
-const char *const *zs_comp_names(void);
+ZS_API const char *const *zs_comp_names(void);
 
 #ifdef __cplusplus
 }

@@ -30,6 +30,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "zs/common.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -94,26 +95,26 @@ struct zs_pages_stats {
 struct zs_pages;
 
 /* Returns NULL with errno = EINVAL (bad config) or ENOMEM. */
-struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg);
+ZS_API struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg);
 /* Unmaps everything, including pages still in use. */
-void zs_pages_destroy(struct zs_pages *p);
+ZS_API void zs_pages_destroy(struct zs_pages *p);
 
-size_t zs_pages_page_size(const struct zs_pages *p);
+ZS_API size_t zs_pages_page_size(const struct zs_pages *p);
 
 /*
  * Allocate one page; its contents are unspecified (not necessarily zero, as
  * with the kernel's alloc_page without __GFP_ZERO).  Returns 0 and sets *pfn,
  * or -ENOMEM (limit reached, mmap failed, or injected failure).
  */
-int zs_pages_alloc(struct zs_pages *p, zs_pfn_t *pfn);
+ZS_API int zs_pages_alloc(struct zs_pages *p, zs_pfn_t *pfn);
 /*
  * Allocate n (1..64) pages that are contiguous in the address space and have
  * consecutive page numbers (for zblock's multi-page blocks).  Same returns.
  */
-int zs_pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first);
+ZS_API int zs_pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first);
 /* Free one page / a run from zs_pages_alloc_run.  The pages' memory is gone. */
-void zs_pages_free(struct zs_pages *p, zs_pfn_t pfn);
-void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n);
+ZS_API void zs_pages_free(struct zs_pages *p, zs_pfn_t pfn);
+ZS_API void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n);
 /*
  * Free n pages from zs_pages_alloc/_run, in any order: the same as n calls of
  * zs_pages_free (invalid or repeated pfns are ignored), but the bookkeeping
@@ -121,37 +122,26 @@ void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n);
  * share one madvise.  zsmalloc frees a zspage's chain with it.
  */
 #define ZS_FREE_BULK_MAX 64u
-void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
+ZS_API void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
 
 /* Address of a page in use (lock-free).  Behaviour is undefined for pages not in use. */
-void *zs_pages_addr(const struct zs_pages *p, zs_pfn_t pfn);
+ZS_API void *zs_pages_addr(const struct zs_pages *p, zs_pfn_t pfn);
 /* Descriptor of a page in use (lock-free). */
-struct zs_page_desc *zs_pages_desc(const struct zs_pages *p, zs_pfn_t pfn);
+ZS_API struct zs_page_desc *zs_pages_desc(const struct zs_pages *p, zs_pfn_t pfn);
 /* Page number of an address inside a page in use, or ZS_PFN_NONE. */
-zs_pfn_t zs_pages_pfn_of(const struct zs_pages *p, const void *addr);
+ZS_API zs_pfn_t zs_pages_pfn_of(const struct zs_pages *p, const void *addr);
 /* 1 if pfn names a page currently handed out (for checked modes), else 0. */
-int zs_pages_valid(const struct zs_pages *p, zs_pfn_t pfn);
+ZS_API int zs_pages_valid(const struct zs_pages *p, zs_pfn_t pfn);
 
 /* Return every cached page, per-CPU caches included, to the OS (and unmap chunks left empty). */
-void zs_pages_trim(struct zs_pages *p);
+ZS_API void zs_pages_trim(struct zs_pages *p);
 /* Return the cached pages older than decay_ms now (what any call does lazily). */
-void zs_pages_decay(struct zs_pages *p);
-void zs_pages_get_stats(const struct zs_pages *p, struct zs_pages_stats *st);
-size_t zs_pages_in_use(const struct zs_pages *p);
+ZS_API void zs_pages_decay(struct zs_pages *p);
+ZS_API void zs_pages_get_stats(const struct zs_pages *p, struct zs_pages_stats *st);
+ZS_API size_t zs_pages_in_use(const struct zs_pages *p);
 /* Change the limit at run time (0 = none; above ZS_PAGES_MAX_SPAN / page_size means none
  * too); pages already in use are kept. */
-void zs_pages_set_limit(struct zs_pages *p, size_t max_pages);
-
-/*
- * Failure injection for tests: after `after` more successful allocations,
- * fail the next `count` allocations (count 0 = every one until reset).
- * zs_pages_fail_reset() turns injection off.
- */
-void zs_pages_fail_after(struct zs_pages *p, uint64_t after, uint64_t count);
-void zs_pages_fail_reset(struct zs_pages *p);
-
-/* The process's resident set size in bytes (from /proc/self/statm), for tests and tools. */
-size_t zs_process_rss(void);
+ZS_API void zs_pages_set_limit(struct zs_pages *p, size_t max_pages);
 
 #ifdef __cplusplus
 }

@@ -46,6 +46,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "zs/common.h"
 
 #include "zs/zram.h"
 
@@ -70,7 +71,7 @@ struct zs_region_config {
 #define ZS_REGION_NO_SPIN 0xffffffffu
 
 /* Defaults: size 0 (must be set), store defaults (lz4, zsmalloc), 1 handler, fault-around 16. */
-void zs_region_config_init(struct zs_region_config *cfg);
+ZS_API void zs_region_config_init(struct zs_region_config *cfg);
 
 struct zs_region;
 
@@ -80,14 +81,14 @@ struct zs_region;
  * userfaultfd features), -ENOMEM.  On error, if err != NULL, a one-line
  * reason is written into err (err_len bytes).
  */
-int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out, char *err,
+ZS_API int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out, char *err,
 		     size_t err_len);
 /* Free every stored object, unmap the range, stop the handlers.  NULL is a no-op. */
-void zs_region_destroy(struct zs_region *r);
+ZS_API void zs_region_destroy(struct zs_region *r);
 
-void *zs_region_addr(const struct zs_region *r);
-size_t zs_region_size(const struct zs_region *r);
-struct zs_zram *zs_region_store(struct zs_region *r);
+ZS_API void *zs_region_addr(const struct zs_region *r);
+ZS_API size_t zs_region_size(const struct zs_region *r);
+ZS_API struct zs_zram *zs_region_store(struct zs_region *r);
 
 /*
  * Compress every resident page of [addr, addr+len) into the store and drop
@@ -96,7 +97,7 @@ struct zs_zram *zs_region_store(struct zs_region *r);
  * -EINVAL, -EFAULT (region broken), -ENOMEM (store full/limit: pages not yet
  * stored stay resident and intact).
  */
-long zs_region_pageout(struct zs_region *r, void *addr, size_t len);
+ZS_API long zs_region_pageout(struct zs_region *r, void *addr, size_t len);
 
 /*
  * Forget the contents of [addr, addr+len): free stored objects, drop
@@ -105,7 +106,7 @@ long zs_region_pageout(struct zs_region *r, void *addr, size_t len);
  * with store.deferred_free, only queued (zs_zram_flush to wait).
  * Returns 0, -EINVAL, -EFAULT.
  */
-int zs_region_release(struct zs_region *r, void *addr, size_t len);
+ZS_API int zs_region_release(struct zs_region *r, void *addr, size_t len);
 
 /* Access hints for automatic reclaim. */
 enum zs_region_advice {
@@ -113,10 +114,10 @@ enum zs_region_advice {
 	ZS_REGION_HOT = 2,       /* treat as just accessed */
 	ZS_REGION_PAGEOUT = 3,   /* page out now (zs_region_pageout) */
 };
-int zs_region_advise(struct zs_region *r, void *addr, size_t len, enum zs_region_advice adv);
+ZS_API int zs_region_advise(struct zs_region *r, void *addr, size_t len, enum zs_region_advice adv);
 
 /* Run one reclaim pass now: page out cold pages until resident <= target bytes. Pages stored. */
-long zs_region_reclaim(struct zs_region *r, size_t target);
+ZS_API long zs_region_reclaim(struct zs_region *r, size_t target);
 
 #define ZS_REGION_LAT_BUCKETS 24   /* bucket i: service time in [2^i, 2^(i+1)) * 128 ns */
 
@@ -137,15 +138,15 @@ struct zs_region_stats {
 	int uffd_move;               /* 1: the kernel has UFFDIO_MOVE (not used: see region.c) */
 	int broken;                  /* 1: an unsupported remap/unmap event arrived */
 };
-int zs_region_get_stats(struct zs_region *r, struct zs_region_stats *st);
+ZS_API int zs_region_get_stats(struct zs_region *r, struct zs_region_stats *st);
 /* Latency percentile (0..100) in ns from a histogram (bucket's upper bound). */
-double zs_region_lat_percentile(const uint64_t *hist, double pct);
+ZS_API double zs_region_lat_percentile(const uint64_t *hist, double pct);
 
 /*
  * 1 if this process can create regions, 0 if not (reason in err), without
  * creating one: opens userfaultfd and checks the features.
  */
-int zs_region_available(char *err, size_t err_len);
+ZS_API int zs_region_available(char *err, size_t err_len);
 
 #ifdef __cplusplus
 }

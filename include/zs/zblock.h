@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "zs/zsmalloc.h"
+#include "zs/common.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,62 +63,59 @@ struct zblock_class_stats {
 struct zblock_pool;
 
 /* Defaults: 4K pages, no limit, unchecked, huge off (kernel behaviour). */
-void zblock_config_init(struct zblock_config *cfg);
+ZS_API void zblock_config_init(struct zblock_config *cfg);
 
 /* NULL cfg -> defaults.  NULL with errno EINVAL (bad config) or ENOMEM. */
-struct zblock_pool *zblock_create_pool(const struct zblock_config *cfg);
+ZS_API struct zblock_pool *zblock_create_pool(const struct zblock_config *cfg);
 /* Frees everything, live objects included. */
-void zblock_destroy_pool(struct zblock_pool *pool);
+ZS_API void zblock_destroy_pool(struct zblock_pool *pool);
 
 /*
  * Allocate `size` bytes.  Returns a handle, or -EINVAL (size 0), -ENOSPC
  * (size above the largest class), -ENOMEM (no memory / page limit).
  */
-unsigned long zblock_malloc(struct zblock_pool *pool, size_t size);
+ZS_API unsigned long zblock_malloc(struct zblock_pool *pool, size_t size);
 /*
  * Free; 0 and error values are ignored (returns 0).  Checked mode: a bad,
  * foreign or already freed handle returns -EINVAL and changes nothing.
  */
-int zblock_free(struct zblock_pool *pool, unsigned long handle);
+ZS_API int zblock_free(struct zblock_pool *pool, unsigned long handle);
 
 /* A plain pointer into the block; local_copy is never used.  NULL on a bad
  * handle (checked mode) or mem_len larger than the slot. */
-void *zblock_obj_read_begin(struct zblock_pool *pool, unsigned long handle, size_t mem_len,
+ZS_API void *zblock_obj_read_begin(struct zblock_pool *pool, unsigned long handle, size_t mem_len,
 			    void *local_copy);
-void zblock_obj_read_end(struct zblock_pool *pool, unsigned long handle, size_t mem_len,
+ZS_API void zblock_obj_read_end(struct zblock_pool *pool, unsigned long handle, size_t mem_len,
 			 void *mem);
 /* One memcpy.  -EINVAL on a bad handle (checked mode) or len larger than the slot. */
-int zblock_obj_write(struct zblock_pool *pool, unsigned long handle, const void *src, size_t len);
+ZS_API int zblock_obj_write(struct zblock_pool *pool, unsigned long handle, const void *src, size_t len);
 
 /* zblock moves nothing: always 0. */
-unsigned long zblock_compact(struct zblock_pool *pool);
+ZS_API unsigned long zblock_compact(struct zblock_pool *pool);
 /* Pool pages in use (sum over classes of blocks * pages per block). */
-unsigned long zblock_get_total_pages(const struct zblock_pool *pool);
+ZS_API unsigned long zblock_get_total_pages(const struct zblock_pool *pool);
 /* Live objects. */
-unsigned long zblock_pool_objects(const struct zblock_pool *pool);
-size_t zblock_pool_page_size(const struct zblock_pool *pool);
+ZS_API unsigned long zblock_pool_objects(const struct zblock_pool *pool);
+ZS_API size_t zblock_pool_page_size(const struct zblock_pool *pool);
 /* Largest size zblock_malloc accepts. */
-size_t zblock_max_size(const struct zblock_pool *pool);
+ZS_API size_t zblock_max_size(const struct zblock_pool *pool);
 /* Header bytes H at the start of every block. */
-size_t zblock_header_size(const struct zblock_pool *pool);
+ZS_API size_t zblock_header_size(const struct zblock_pool *pool);
 
-int zblock_class_count(const struct zblock_pool *pool);
-int zblock_class_info(const struct zblock_pool *pool, int index, struct zblock_class_info *info);
+ZS_API int zblock_class_count(const struct zblock_pool *pool);
+ZS_API int zblock_class_info(const struct zblock_pool *pool, int index, struct zblock_class_info *info);
 /* Class for `size`: the smallest slot >= size; -1 if none. */
-int zblock_lookup_class(const struct zblock_pool *pool, size_t size);
-int zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_stats *st);
+ZS_API int zblock_lookup_class(const struct zblock_pool *pool, size_t size);
+ZS_API int zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_stats *st);
 /* One line per class with blocks, plus a total. */
-void zblock_print_classes(struct zblock_pool *pool, FILE *out);
+ZS_API void zblock_print_classes(struct zblock_pool *pool, FILE *out);
 
 /*
  * The descriptor table a pool of this page size would use, without a pool:
  * fills up to `max` entries and returns the class count, or -EINVAL.  4K and
  * 16K use the final kernel tables; other sizes a derived table (zblock.c).
  */
-int zblock_geometry(size_t page_size, int huge, struct zblock_class_info *out, int max);
-
-/* Test hook: as zs_pool_fail_pages (after == UINT64_MAX resets). */
-void zblock_pool_fail_pages(struct zblock_pool *pool, uint64_t after, uint64_t count);
+ZS_API int zblock_geometry(size_t page_size, int huge, struct zblock_class_info *out, int max);
 
 #ifdef __cplusplus
 }

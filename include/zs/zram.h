@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "zs/common.h"
 
 #include "zs/backend.h"
 
@@ -105,48 +106,48 @@ struct zs_zram_config {
 };
 
 /* Fill *cfg with defaults (4 KiB pages, 1 GiB disksize, lz4, zsmalloc). */
-void zs_zram_config_init(struct zs_zram_config *cfg);
+ZS_API void zs_zram_config_init(struct zs_zram_config *cfg);
 
 struct zs_zram;
 
 /* Returns 0 and sets *out, or -EINVAL (bad config/compressor), -EOPNOTSUPP, -ENOMEM. */
-int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out);
+ZS_API int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out);
 /* Frees every stored object (deferred frees drained) and the store. */
-void zs_zram_destroy(struct zs_zram *z);
+ZS_API void zs_zram_destroy(struct zs_zram *z);
 
-uint64_t zs_zram_slots(const struct zs_zram *z);
-size_t zs_zram_page_size(const struct zs_zram *z);
-struct zs_backend *zs_zram_backend(struct zs_zram *z);
-const char *zs_zram_comp_name(const struct zs_zram *z);
+ZS_API uint64_t zs_zram_slots(const struct zs_zram *z);
+ZS_API size_t zs_zram_page_size(const struct zs_zram *z);
+ZS_API struct zs_backend *zs_zram_backend(struct zs_zram *z);
+ZS_API const char *zs_zram_comp_name(const struct zs_zram *z);
 
 /*
  * Store one page (page_size bytes) in slot `index`.  0, or -EINVAL (index
  * out of range), -ENOMEM (allocation failed or memory limit reached: the
  * slot keeps its old contents).
  */
-int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page);
+ZS_API int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page);
 /* Read slot `index` into buf (buf_len >= page_size).  Never-written slots read as zeros. */
-int zs_zram_read(struct zs_zram *z, uint64_t index, void *buf, size_t buf_len);
+ZS_API int zs_zram_read(struct zs_zram *z, uint64_t index, void *buf, size_t buf_len);
 /* Drop slot `index` (the kernel's discard: counts notify_free). */
-int zs_zram_discard(struct zs_zram *z, uint64_t index);
+ZS_API int zs_zram_discard(struct zs_zram *z, uint64_t index);
 /*
  * The swap slot-free hook: like discard but never waits; if the slot is
  * locked it counts miss_free and returns -EBUSY.
  */
-int zs_zram_free_notify(struct zs_zram *z, uint64_t index);
+ZS_API int zs_zram_free_notify(struct zs_zram *z, uint64_t index);
 
 /* Ranges: `n` consecutive slots from `first`, pages back to back in buf. */
-int zs_zram_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const void *buf);
-int zs_zram_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf, size_t buf_len);
-int zs_zram_discard_range(struct zs_zram *z, uint64_t first, uint64_t n);
+ZS_API int zs_zram_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const void *buf);
+ZS_API int zs_zram_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf, size_t buf_len);
+ZS_API int zs_zram_discard_range(struct zs_zram *z, uint64_t first, uint64_t n);
 
 /* Free every slot (the kernel's reset, keeping the store configured). */
-void zs_zram_reset(struct zs_zram *z);
+ZS_API void zs_zram_reset(struct zs_zram *z);
 /* Wait for deferred frees queued so far (no-op when deferred_free is off). */
-void zs_zram_flush(struct zs_zram *z);
+ZS_API void zs_zram_flush(struct zs_zram *z);
 
 /* Backend compaction (the sysfs `compact` write); returns pages freed. */
-unsigned long zs_zram_compact(struct zs_zram *z);
+ZS_API unsigned long zs_zram_compact(struct zs_zram *z);
 
 /*
  * Mark slots idle, as writing to sysfs `idle`: age_seconds 0 marks every
@@ -154,7 +155,7 @@ unsigned long zs_zram_compact(struct zs_zram *z);
  * at least that long.  Same-filled slots are never marked.  Returns the
  * number of slots marked.
  */
-long zs_zram_mark_idle(struct zs_zram *z, unsigned age_seconds);
+ZS_API long zs_zram_mark_idle(struct zs_zram *z, unsigned age_seconds);
 
 /* Which slots zs_zram_recompress considers (the kernel's `type=`). */
 enum zs_zram_recomp_type {
@@ -179,7 +180,7 @@ struct zs_zram_recomp_result {
  * Returns 0 or -EINVAL (no secondary configured, type not one of the four
  * above, threshold not below the huge class size), -ENOMEM.
  */
-int zs_zram_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t threshold,
+ZS_API int zs_zram_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t threshold,
 		       unsigned long max_pages, struct zs_zram_recomp_result *res);
 
 /* ---- Writeback to the backing file (needs cfg.backing_path) ---- */
@@ -211,7 +212,7 @@ struct zs_zram_wb_result {
  * when the file has no free block; a file error as its -errno (e.g. -EIO,
  * -ENOSPC), after which the slots of the failed batch keep their objects.
  */
-int zs_zram_writeback(struct zs_zram *z, enum zs_zram_wb_type type, unsigned long max_pages,
+ZS_API int zs_zram_writeback(struct zs_zram *z, enum zs_zram_wb_type type, unsigned long max_pages,
 		      struct zs_zram_wb_result *res);
 /*
  * The kernel's writeback_limit_enable and writeback_limit: with enable 1,
@@ -220,14 +221,8 @@ int zs_zram_writeback(struct zs_zram *z, enum zs_zram_wb_type type, unsigned lon
  * initial state) there is no limit.  -EINVAL without a backing file or for
  * enable outside 0..1.  get returns the remaining budget.
  */
-int zs_zram_set_writeback_limit(struct zs_zram *z, int enable, uint64_t pages);
-int zs_zram_get_writeback_limit(struct zs_zram *z, int *enable, uint64_t *pages);
-/*
- * Test hook: after `after` more successful file writes (reads: 0 is writes, 1
- * reads) the next `count` fail with -EIO (count 0: all); after == UINT64_MAX
- * clears it.  No-op without a backing file.
- */
-void zs_zram_wb_inject(struct zs_zram *z, int reads, uint64_t after, uint64_t count);
+ZS_API int zs_zram_set_writeback_limit(struct zs_zram *z, int enable, uint64_t pages);
+ZS_API int zs_zram_get_writeback_limit(struct zs_zram *z, int *enable, uint64_t *pages);
 
 /* ---- Statistics ---- */
 
@@ -254,13 +249,13 @@ struct zs_zram_stats {
 	uint64_t bd_count, bd_reads, bd_writes;
 };
 
-void zs_zram_get_stats(struct zs_zram *z, struct zs_zram_stats *st);
+ZS_API void zs_zram_get_stats(struct zs_zram *z, struct zs_zram_stats *st);
 /* The kernel's "echo 0 > mem_used_max": reset the peak to current usage. */
-void zs_zram_reset_mem_used_max(struct zs_zram *z);
+ZS_API void zs_zram_reset_mem_used_max(struct zs_zram *z);
 /* The kernel's file formats, one line each (newline included). */
-int zs_zram_format_mm_stat(const struct zs_zram_stats *st, char *buf, size_t len);
-int zs_zram_format_io_stat(const struct zs_zram_stats *st, char *buf, size_t len);
-int zs_zram_format_bd_stat(const struct zs_zram_stats *st, char *buf, size_t len);
+ZS_API int zs_zram_format_mm_stat(const struct zs_zram_stats *st, char *buf, size_t len);
+ZS_API int zs_zram_format_io_stat(const struct zs_zram_stats *st, char *buf, size_t len);
+ZS_API int zs_zram_format_bd_stat(const struct zs_zram_stats *st, char *buf, size_t len);
 
 /* Per-slot flags as the kernel names them (for tests and tools). */
 #define ZS_ZRAM_F_SAME           (1u << 17)
@@ -269,69 +264,8 @@ int zs_zram_format_bd_stat(const struct zs_zram_stats *st, char *buf, size_t len
 #define ZS_ZRAM_F_IDLE           (1u << 22)
 #define ZS_ZRAM_F_INCOMPRESSIBLE (1u << 23)
 /* Stored size, flags (ZS_ZRAM_F_*) and recompression priority of a slot; -EINVAL out of range. */
-int zs_zram_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsigned *flags,
+ZS_API int zs_zram_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsigned *flags,
 		      unsigned *prio);
-
-/* ---- Pages of real files (for the CLI, benchmarks and tests) ---- */
-
-struct zs_pageset {
-	size_t page_size;
-	size_t npages;
-	unsigned char *data;   /* npages x page_size, page aligned */
-	size_t files;          /* files read */
-	uint64_t file_bytes;   /* bytes read (the last page of each file is zero padded) */
-	size_t map_bytes;      /* internal: size of the mapping behind data */
-};
-
-/*
- * Load the pages of files and of regular files under directories
- * (recursively, symlinks not followed), stopping at max_bytes (0 -> no
- * limit).  Unreadable files are skipped.  Returns 0 or -errno; *ps is valid
- * (maybe empty) on 0.
- */
-int zs_pageset_load(struct zs_pageset *ps, size_t page_size, char *const *paths, int npaths,
-		    uint64_t max_bytes);
-void zs_pageset_free(struct zs_pageset *ps);
-
-/* ---- The kernel's zram, driven through sysfs and O_DIRECT (root only) ---- */
-
-/* 1 if /sys/class/zram-control exists and we can write to it. */
-int zs_kzram_available(void);
-
-struct zs_kzram_result {
-	int dev;                 /* device number used (removed again) */
-	double write_s, read_s;  /* wall time of the O_DIRECT page writes / reads */
-	uint64_t mm_stat[9];     /* mm_stat after writing, kernel column order */
-	uint64_t io_stat[4];
-	uint64_t mismatches;     /* pages read back different from what was written */
-	char comp[32];           /* algorithm the device used */
-};
-
-/*
- * hot_add a device, set comp_algorithm and disksize (npages pages), write
- * every page with 4 KiB O_DIRECT pwrite, read mm_stat, read the pages back
- * with O_DIRECT and compare, then hot_remove (always, also on error).
- * Pages must be 4096 bytes.  Returns 0 or -errno; msg gets a reason.
- */
-int zs_kzram_run(const char *comp, const unsigned char *pages, size_t npages,
-		 struct zs_kzram_result *res, char *msg, size_t msg_len);
-/*
- * The same with `threads` (1..ZS_KZRAM_MAX_THREADS, else -EINVAL) threads,
- * each writing and then reading its own contiguous range of the device's
- * pages; write_s/read_s are the wall time from the first start to the last end.
- */
-#define ZS_KZRAM_MAX_THREADS 64
-int zs_kzram_run_threads(const char *comp, const unsigned char *pages, size_t npages,
-			 unsigned threads, struct zs_kzram_result *res, char *msg, size_t msg_len);
-
-/*
- * The kernel's stored size of each page (compr_data_size after each write,
- * one 4 KiB O_DIRECT write at a time on a fresh device: 0 same-filled,
- * 4096 huge), to find the pages where kernel and user-space compressors
- * agree.  Same device handling and returns as zs_kzram_run.
- */
-int zs_kzram_sizes(const char *comp, const unsigned char *pages, size_t npages, uint32_t *sizes,
-		   char *msg, size_t msg_len);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "zs/common.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -53,7 +54,8 @@ enum zs_free_mode {
 	ZS_FREE_CLASS_INDEX_UNLOCKED = 2, /* as above, and empty zspages freed after the class lock drops */
 };
 
-/* Largest deferred_capacity: 2^24 queued handles (16 bytes each, allocated at creation). */
+/* Largest deferred_capacity: 2^24 queued handles (16 bytes each, reserved by the first
+ * zs_free_deferred and faulted in as the queue is used). */
 #define ZS_MAX_DEFERRED_CAPACITY ((size_t)1 << 24)
 
 /*
@@ -77,8 +79,10 @@ struct zs_pool_config {
 	                               128 MiB of page-size objects / 8 (scales with page size).
 	                               0..ZS_MAX_DEFERRED_CAPACITY, rounded up to a power of two
 	                               (at least 16) */
-	int deferred_worker;        /* 1 (default when 0): drain in a background thread;
-	                               -1: no thread, drained only by flush/full queue.  -1..1 */
+	int deferred_worker;        /* 1 (default when 0): drain in a background thread,
+	                               started by the first zs_free_deferred (a pool that
+	                               never calls it starts none); -1: no thread, drained
+	                               only by flush/full queue.  -1..1 */
 	size_t page_cache_pages;    /* freed pages the page provider keeps mapped for reuse;
 	                               0 -> its default (128 MiB worth); 0..ZS_PAGES_MAX_SPAN /
 	                               page_size or ZS_PAGES_NO_CACHE; see zs/pages.h */
@@ -92,19 +96,19 @@ enum zs_mapmode { ZS_MM_RW = 0, ZS_MM_RO = 1, ZS_MM_WO = 2 };
 struct zs_pool;
 
 /* Fill *cfg with the defaults (today's kernel, 4K pages, chain 8). */
-void zs_pool_config_init(struct zs_pool_config *cfg);
+ZS_API void zs_pool_config_init(struct zs_pool_config *cfg);
 
 /* NULL cfg -> defaults.  Returns NULL and sets errno (EINVAL for a bad config, ENOMEM). */
-struct zs_pool *zs_create_pool(const struct zs_pool_config *cfg);
+ZS_API struct zs_pool *zs_create_pool(const struct zs_pool_config *cfg);
 /* Frees everything, live objects included; drains deferred frees first. */
-void zs_destroy_pool(struct zs_pool *pool);
+ZS_API void zs_destroy_pool(struct zs_pool *pool);
 
 /*
  * Allocate an object of `size` bytes (1..page_size).  Returns a handle, or
  * -EINVAL (size 0), -ENOSPC (size > page size), -ENOMEM (no memory / limit).
  * Contents are unspecified until written.
  */
-unsigned long zs_malloc(struct zs_pool *pool, size_t size);
+ZS_API unsigned long zs_malloc(struct zs_pool *pool, size_t size);
 /*
  * Free an object.  0 and error values are ignored (returns 0), like the kernel.
  * In checked mode a bad, foreign or already freed handle returns -EINVAL and
@@ -113,17 +117,20 @@ unsigned long zs_malloc(struct zs_pool *pool, size_t size);
  * has handed out again (handles carry no generation, as in the kernel): that
  * handle now names the new object.  The Python binding adds a generation.
  */
-int zs_free(struct zs_pool *pool, unsigned long handle);
+ZS_API int zs_free(struct zs_pool *pool, unsigned long handle);
 
 /*
  * Deferred free (seed 001): O(1) enqueue into a fixed per-pool array, no
  * allocation; a worker drains in batches, taking each class lock once per
  * batch of that class.  Falls back to a synchronous zs_free when the array is
  * full.  Returns as zs_free (checked mode validates before enqueueing).
+ * The pool's first call creates the queue and the worker, once, whichever
+ * thread gets there first (a short lock); without memory for the queue it
+ * frees synchronously.  The worker sleeps until an enqueue finds it idle.
  */
-int zs_free_deferred(struct zs_pool *pool, unsigned long handle);
+ZS_API int zs_free_deferred(struct zs_pool *pool, unsigned long handle);
 /* Wait until every handle enqueued before the call is freed. */
-void zs_free_deferred_flush(struct zs_pool *pool);
+ZS_API void zs_free_deferred_flush(struct zs_pool *pool);
 
 /*
  * Read access (seed 004 API).  Returns a pointer to mem_len bytes of the
@@ -132,7 +139,7 @@ void zs_free_deferred_flush(struct zs_pool *pool);
  * cannot move until zs_obj_read_end.  Returns NULL on a bad handle (checked
  * mode) or mem_len larger than the object's slot.
  */
-void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
+ZS_API void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
 			void *local_copy);
 /*
  * End a read begun by a successful zs_obj_read_begin.  Checked mode: a bad,
@@ -141,7 +148,7 @@ void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_l
  * handed out again cannot be told from the new object (no generation count).
  * Unchecked, such a call is undefined behaviour.
  */
-void zs_obj_read_end(struct zs_pool *pool, unsigned long handle, size_t mem_len, void *mem);
+ZS_API void zs_obj_read_end(struct zs_pool *pool, unsigned long handle, size_t mem_len, void *mem);
 /*
  * Scatter-gather read (the kernel's zs_obj_read_sg_begin/end, 7.0): the
  * object's first mem_len payload bytes as one piece, or two when the object
@@ -156,12 +163,12 @@ struct zs_obj_piece {
 	const void *addr;
 	size_t len;
 };
-int zs_obj_read_sg_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
+ZS_API int zs_obj_read_sg_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
 			 struct zs_obj_piece sg[2]);
 /* End a read begun by a successful zs_obj_read_sg_begin; checked mode as zs_obj_read_end. */
-void zs_obj_read_sg_end(struct zs_pool *pool, unsigned long handle);
+ZS_API void zs_obj_read_sg_end(struct zs_pool *pool, unsigned long handle);
 /* Copy len bytes into the object (one or two memcpys).  -EINVAL on bad handle/len. */
-int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, size_t len);
+ZS_API int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, size_t len);
 
 /*
  * Legacy API (pre seed 004), kept to measure against: returns a pointer to the
@@ -169,31 +176,31 @@ int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, si
  * mapping area) for spanning objects, copied back on unmap for RW/WO.  One
  * mapping per thread at a time.  NULL on a bad handle (checked mode).
  */
-void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode mm);
+ZS_API void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode mm);
 /*
  * Checked mode: only the calling thread's mapping in force is undone; an
  * unmap after a failed map, or of another handle or pool, is ignored, and a
  * second map before the unmap returns NULL.  Unchecked: undefined behaviour.
  */
-void zs_unmap_object(struct zs_pool *pool, unsigned long handle);
+ZS_API void zs_unmap_object(struct zs_pool *pool, unsigned long handle);
 
 /* Requests of this size or more go to a one-object-per-page class. */
-size_t zs_huge_class_size(const struct zs_pool *pool);
+ZS_API size_t zs_huge_class_size(const struct zs_pool *pool);
 /* Physical class index for a request of `size` bytes (no header added), as the kernel. */
-int zs_lookup_class_index(const struct zs_pool *pool, size_t size);
+ZS_API int zs_lookup_class_index(const struct zs_pool *pool, size_t size);
 
 /*
  * Compact every class; returns pages freed by this call.  Then returns the
  * page provider's cached pages to the OS (as zs_pool_trim).
  */
-unsigned long zs_compact(struct zs_pool *pool);
+ZS_API unsigned long zs_compact(struct zs_pool *pool);
 /* Pool pages in use (the kernel's pages_allocated). */
-unsigned long zs_get_total_pages(const struct zs_pool *pool);
+ZS_API unsigned long zs_get_total_pages(const struct zs_pool *pool);
 
 struct zs_pool_stats {
 	unsigned long pages_compacted;  /* total over the pool's life */
 };
-void zs_pool_stats(const struct zs_pool *pool, struct zs_pool_stats *stats);
+ZS_API void zs_pool_stats(const struct zs_pool *pool, struct zs_pool_stats *stats);
 
 /* --- Introspection: class table and per-class statistics --- */
 
@@ -210,8 +217,8 @@ struct zs_class_info {
 	int huge;               /* one object per one-page zspage */
 };
 /* Number of logical classes. */
-int zs_class_count(const struct zs_pool *pool);
-int zs_class_info(const struct zs_pool *pool, int index, struct zs_class_info *info);
+ZS_API int zs_class_count(const struct zs_pool *pool);
+ZS_API int zs_class_info(const struct zs_pool *pool, int index, struct zs_class_info *info);
 
 /* Per physical class stats, the kernel's debugfs "classes" columns. */
 struct zs_class_stats {
@@ -226,14 +233,14 @@ struct zs_class_stats {
 	unsigned long freeable;   /* pages zs_compact could free (zs_can_compact) */
 };
 /* Returns 0, or -ENOENT if `index` is not a physical class. */
-int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st);
+ZS_API int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st);
 /* Print the debugfs "classes" table (physical classes with objects, plus Total). */
-void zs_print_classes(struct zs_pool *pool, FILE *out);
+ZS_API void zs_print_classes(struct zs_pool *pool, FILE *out);
 
-size_t zs_pool_page_size(const struct zs_pool *pool);
-const struct zs_pool_config *zs_pool_get_config(const struct zs_pool *pool);
+ZS_API size_t zs_pool_page_size(const struct zs_pool *pool);
+ZS_API const struct zs_pool_config *zs_pool_get_config(const struct zs_pool *pool);
 /* Live objects (sum of obj_used). */
-unsigned long zs_pool_objects(struct zs_pool *pool);
+ZS_API unsigned long zs_pool_objects(struct zs_pool *pool);
 /*
  * Return the page provider's cached pages (per-CPU caches included) and unused
  * handle memory to the OS now, rather than at the cache's decay: every 64 KiB
@@ -241,12 +248,7 @@ unsigned long zs_pool_objects(struct zs_pool *pool);
  * empty).  Briefly stops allocation and free on the pool.  Call it when the
  * pool goes idle: the decay runs only when the pool is used.
  */
-void zs_pool_trim(struct zs_pool *pool);
-/*
- * Test hook: fail page allocations after `after` successes for `count`
- * allocations (0 = until reset); after == UINT64_MAX resets.
- */
-void zs_pool_fail_pages(struct zs_pool *pool, uint64_t after, uint64_t count);
+ZS_API void zs_pool_trim(struct zs_pool *pool);
 
 #ifdef __cplusplus
 }

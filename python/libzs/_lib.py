@@ -2,8 +2,9 @@
 Loading libzs.so and declaring the C API for ctypes.
 
 This module owns the one place where Python meets the C ABI: the library
-lookup (LIBZS_LIBRARY, then build directories next to the package source,
-then the system's loader path) and mirrors of the public structs in
+lookup (LIBZS_LIBRARY, then the libzs.so that `pip install` built into the
+package, then build directories next to the package source, then the
+system's loader path) and mirrors of the public structs in
 include/zs/*.h.  The struct mirrors must follow the headers field by field;
 tests/test_abi.py compiles a small C program against the headers and checks
 every size and offset, so a header change that is not mirrored here fails CI
@@ -255,6 +256,10 @@ def _candidates():
         return [env]
     here = os.path.dirname(os.path.abspath(__file__))
     out = []
+    # Installed with pip: the library built and shipped with the package (setup.py).
+    bundled = os.path.join(here, "libzs.so")
+    if os.path.isfile(bundled):
+        out.append(bundled)
     # Source checkout: python/libzs/_lib.py -> repo root is two levels up.
     for root in (os.path.join(here, "..", ".."), os.path.join(here, "..")):
         root = os.path.normpath(root)

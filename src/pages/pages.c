@@ -43,6 +43,7 @@
  */
 #include "zs/pages.h"
 #include "pages/lookup.h"
+#include "zs/harness.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -41,6 +41,7 @@
 #include "zs/pages.h"
 #include "pages/lookup.h"
 #include "zs/zblock.h"
+#include "zs/harness.h"
 
 #define ZB_MAX_SLOTS 256        /* bitmap/handle limit; the 16K table peaks at 185 */
 #define ZB_MAX_CLASSES 72       /* 64 like the kernel's limit, + huge, + slack */

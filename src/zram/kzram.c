@@ -7,6 +7,7 @@
  * removed again, also on error.
  */
 #include "zs/zram.h"
+#include "zs/harness.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,6 +5,7 @@
  * the same pages.
  */
 #include "zs/zram.h"
+#include "zs/harness.h"
 
 #include <errno.h>
 #include <fcntl.h>

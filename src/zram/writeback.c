@@ -38,6 +38,7 @@
 #endif
 
 #include "zram/internal.h"
+#include "zs/harness.h"
 
 struct zram_wb {
 	int fd;

@@ -9,19 +9,32 @@
  *
  * Capacity follows the RFC's sizing (an array for 128 MiB worth of pages),
  * so it scales with page size: 32768 handles at 4K, 8192 at 16K.
+ *
+ * Nothing of this exists until it is used (issue 12 item 5): a pool that
+ * never calls zs_free_deferred must not pay 512 KiB of queue and an idle
+ * thread, so the first zs_free_deferred creates both, once, under
+ * pool->deferred_init_lock (double-checked through the atomic pointer).  The
+ * worker sleeps on a condition variable with no timeout; the producer that
+ * finds it asleep after an enqueue wakes it, so an idle pool costs no
+ * wake-ups.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "zsmalloc/internal.h"
 
 #define DRAIN_BATCH 256
-#define WAKE_PENDING 64
 
+/*
+ * A bounded MPMC queue cell with its sequence number stored relative to the
+ * cell's index (seq - index): the classic scheme starts cell i at seq i, which
+ * would make the first zs_free_deferred write the whole array (up to 256 MiB)
+ * before its first enqueue.  Relative, every cell starts at 0, which calloc's
+ * fresh zero pages already are, so the OS maps them as the queue first uses them.
+ */
 struct cell {
-	atomic_size_t seq;
+	atomic_size_t seq; /* seq - index */
 	unsigned long handle;
 };
 
@@ -33,10 +46,11 @@ struct deferred_queue {
 	pthread_mutex_t consume_lock;
 	pthread_mutex_t wake_lock;
 	pthread_cond_t wake;
-	atomic_int sleeping;
+	atomic_int sleeping; /* 1: the worker waits (or is about to) for a wake-up */
 	atomic_int stop;
-	int has_thread;
+	int has_thread;       /* set before the queue is published, read-only after */
 	pthread_t thread;
+	struct zs_pool *pool; /* the worker's */
 };
 
 static int enqueue(struct deferred_queue *q, unsigned long handle)
@@ -44,14 +58,15 @@ static int enqueue(struct deferred_queue *q, unsigned long handle)
 	size_t pos = atomic_load_explicit(&q->enq, memory_order_relaxed);
 	for (;;) {
 		struct cell *c = &q->cells[pos & q->mask];
-		size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+		size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire) + (pos & q->mask);
 		intptr_t dif = (intptr_t)seq - (intptr_t)pos;
 		if (dif == 0) {
 			if (atomic_compare_exchange_weak_explicit(&q->enq, &pos, pos + 1,
 								  memory_order_relaxed,
 								  memory_order_relaxed)) {
 				c->handle = handle;
-				atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+				atomic_store_explicit(&c->seq, pos + 1 - (pos & q->mask),
+						      memory_order_release);
 				return 0;
 			}
 		} else if (dif < 0) {
@@ -68,10 +83,11 @@ static size_t dequeue_batch(struct deferred_queue *q, unsigned long *out, size_t
 	size_t pos = atomic_load_explicit(&q->deq, memory_order_relaxed), n = 0;
 	while (n < max) {
 		struct cell *c = &q->cells[pos & q->mask];
-		if (atomic_load_explicit(&c->seq, memory_order_acquire) != pos + 1)
+		if (atomic_load_explicit(&c->seq, memory_order_acquire) + (pos & q->mask) != pos + 1)
 			break;
 		out[n++] = c->handle;
-		atomic_store_explicit(&c->seq, pos + q->mask + 1, memory_order_release);
+		atomic_store_explicit(&c->seq, pos + q->mask + 1 - (pos & q->mask),
+				      memory_order_release);
 		pos++;
 	}
 	return n;
@@ -120,9 +136,8 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 }
 
 /* Drain until deq reaches target (or the queue is momentarily empty when target is 0). */
-static void drain(struct zs_pool *pool, size_t target)
+static void drain(struct zs_pool *pool, struct deferred_queue *q, size_t target)
 {
-	struct deferred_queue *q = pool->deferred;
 	unsigned long batch[DRAIN_BATCH];
 	pthread_mutex_lock(&q->consume_lock);
 	for (;;) {
@@ -142,23 +157,23 @@ static void drain(struct zs_pool *pool, size_t target)
 
 static void *worker(void *arg)
 {
-	struct zs_pool *pool = arg;
-	struct deferred_queue *q = pool->deferred;
+	struct deferred_queue *q = arg;
+	struct zs_pool *pool = q->pool;
 	while (!atomic_load_explicit(&q->stop, memory_order_acquire)) {
-		drain(pool, 0);
+		drain(pool, q, 0);
 		pthread_mutex_lock(&q->wake_lock);
-		atomic_store_explicit(&q->sleeping, 1, memory_order_seq_cst);
-		if (atomic_load_explicit(&q->enq, memory_order_seq_cst) ==
-			    atomic_load_explicit(&q->deq, memory_order_relaxed) &&
-		    !atomic_load_explicit(&q->stop, memory_order_relaxed)) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 2 * 1000 * 1000;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&q->wake, &q->wake_lock, &ts);
+		atomic_store_explicit(&q->sleeping, 1, memory_order_relaxed);
+		/*
+		 * Pairs with the fence in wake_worker(): either this load sees the
+		 * producer's enqueue, or the producer sees sleeping == 1 and signals
+		 * (under wake_lock, so not before the wait below has started).
+		 */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load_explicit(&q->enq, memory_order_relaxed) ==
+		    atomic_load_explicit(&q->deq, memory_order_relaxed)) {
+			while (atomic_load_explicit(&q->sleeping, memory_order_relaxed) &&
+			       !atomic_load_explicit(&q->stop, memory_order_relaxed))
+				pthread_cond_wait(&q->wake, &q->wake_lock);
 		}
 		atomic_store_explicit(&q->sleeping, 0, memory_order_relaxed);
 		pthread_mutex_unlock(&q->wake_lock);
@@ -166,46 +181,75 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int zs_deferred_init(struct zs_pool *pool)
+/* After an enqueue: the one producer that finds the worker asleep wakes it. */
+static void wake_worker(struct deferred_queue *q)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load_explicit(&q->sleeping, memory_order_relaxed) ||
+	    !atomic_exchange_explicit(&q->sleeping, 0, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&q->wake_lock);
+	pthread_cond_signal(&q->wake);
+	pthread_mutex_unlock(&q->wake_lock);
+}
+
+/* Build the queue (and start the worker); NULL when memory is short. */
+static struct deferred_queue *queue_create(struct zs_pool *pool)
 {
 	/* enq/deq sit on cache lines of their own (_Alignas(64)); calloc only promises 16. */
 	struct deferred_queue *q = aligned_alloc(64, sizeof(*q));
 	if (!q)
-		return -ENOMEM;
+		return NULL;
 	memset(q, 0, sizeof(*q));
 	/* zs_create_pool bounded the capacity, so neither the rounding nor the size can overflow. */
 	size_t cap = pool->cfg.deferred_capacity;
 	if (!cap)
 		cap = (128UL << 20) / pool->page_size;
-	if (cap > ZS_MAX_DEFERRED_CAPACITY) {
-		free(q);
-		return -EINVAL;
-	}
 	size_t p2 = 16;
 	while (p2 < cap)
 		p2 <<= 1;
 	q->cells = calloc(p2, sizeof(*q->cells));
 	if (!q->cells) {
 		free(q);
-		return -ENOMEM;
+		return NULL;
 	}
-	for (size_t i = 0; i < p2; i++)
-		atomic_init(&q->cells[i].seq, i);
+	/* Every cell's relative seq is 0 (see struct cell): calloc's zeros, no pass over them. */
 	q->mask = p2 - 1;
 	pthread_mutex_init(&q->consume_lock, NULL);
 	pthread_mutex_init(&q->wake_lock, NULL);
 	pthread_cond_init(&q->wake, NULL);
-	pool->deferred = q;
-	if (pool->cfg.deferred_worker >= 0) {
-		if (pthread_create(&q->thread, NULL, worker, pool) == 0)
-			q->has_thread = 1;
-	}
-	return 0;
+	q->pool = pool;
+	/* No thread (creation failed or deferred_worker -1): drained by flush and full-queue frees. */
+	if (pool->cfg.deferred_worker >= 0 && pthread_create(&q->thread, NULL, worker, q) == 0)
+		q->has_thread = 1;
+	atomic_store_explicit(&pool->deferred, q, memory_order_release);
+	return q;
+}
+
+/* The pool's queue, created by the first caller; NULL only when memory is short. */
+static struct deferred_queue *queue_get(struct zs_pool *pool)
+{
+	struct deferred_queue *q = atomic_load_explicit(&pool->deferred, memory_order_acquire);
+	if (zs_likely(q))
+		return q;
+	pthread_mutex_lock(&pool->deferred_init_lock);
+	q = atomic_load_explicit(&pool->deferred, memory_order_acquire);
+	if (!q)
+		q = queue_create(pool);
+	pthread_mutex_unlock(&pool->deferred_init_lock);
+	return q;
+}
+
+void zs_deferred_init(struct zs_pool *pool)
+{
+	atomic_init(&pool->deferred, NULL);
+	pthread_mutex_init(&pool->deferred_init_lock, NULL);
 }
 
 void zs_deferred_destroy(struct zs_pool *pool)
 {
-	struct deferred_queue *q = pool->deferred;
+	struct deferred_queue *q = atomic_load_explicit(&pool->deferred, memory_order_acquire);
+	pthread_mutex_destroy(&pool->deferred_init_lock);
 	if (!q)
 		return;
 	if (q->has_thread) {
@@ -215,20 +259,22 @@ void zs_deferred_destroy(struct zs_pool *pool)
 		pthread_mutex_unlock(&q->wake_lock);
 		pthread_join(q->thread, NULL);
 	}
-	drain(pool, atomic_load_explicit(&q->enq, memory_order_acquire));
+	drain(pool, q, atomic_load_explicit(&q->enq, memory_order_acquire));
 	pthread_cond_destroy(&q->wake);
 	pthread_mutex_destroy(&q->wake_lock);
 	pthread_mutex_destroy(&q->consume_lock);
 	free(q->cells);
 	free(q);
-	pool->deferred = NULL;
+	atomic_store_explicit(&pool->deferred, NULL, memory_order_relaxed);
 }
 
 int zs_free_deferred(struct zs_pool *pool, unsigned long handle)
 {
 	if (zs_unlikely(!handle || ZS_IS_ERR(handle)))
 		return 0;
-	struct deferred_queue *q = pool->deferred;
+	struct deferred_queue *q = queue_get(pool);
+	if (zs_unlikely(!q))
+		return zs_free(pool, handle); /* no memory for a queue: free now */
 	if (pool->cfg.checked) {
 		/* Mark it queued so a second free of the same handle is caught now. */
 		if (!zs_handle_in_pool(pool, handle))
@@ -253,17 +299,15 @@ int zs_free_deferred(struct zs_pool *pool, unsigned long handle)
 						  memory_order_relaxed);
 		return zs_free(pool, handle);
 	}
-	if (q->has_thread && atomic_load_explicit(&q->sleeping, memory_order_relaxed)) {
-		size_t pending = atomic_load_explicit(&q->enq, memory_order_relaxed) -
-				 atomic_load_explicit(&q->deq, memory_order_relaxed);
-		if (pending >= WAKE_PENDING && pending % WAKE_PENDING == 0)
-			pthread_cond_signal(&q->wake);
-	}
+	if (q->has_thread)
+		wake_worker(q);
 	return 0;
 }
 
 void zs_free_deferred_flush(struct zs_pool *pool)
 {
-	struct deferred_queue *q = pool->deferred;
-	drain(pool, atomic_load_explicit(&q->enq, memory_order_acquire));
+	struct deferred_queue *q = atomic_load_explicit(&pool->deferred, memory_order_acquire);
+	if (!q)
+		return; /* never used: nothing queued */
+	drain(pool, q, atomic_load_explicit(&q->enq, memory_order_acquire));
 }

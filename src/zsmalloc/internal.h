@@ -137,7 +137,9 @@ struct zs_pool {
 	zs_pfn_t *handle_chunks;
 	size_t nr_handle_chunks, cap_handle_chunks;
 
-	struct deferred_queue *deferred;
+	/* deferred.c: NULL until the first zs_free_deferred creates it under the lock */
+	_Atomic(struct deferred_queue *) deferred;
+	pthread_mutex_t deferred_init_lock;
 };
 
 static inline void pool_pages_add(struct zs_pool *pool, long d)
@@ -225,7 +227,7 @@ int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long ob
 struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj);
 
 /* ---- deferred.c ---- */
-int zs_deferred_init(struct zs_pool *pool);
+void zs_deferred_init(struct zs_pool *pool);
 void zs_deferred_destroy(struct zs_pool *pool);
 
 /* ---- compact.c ---- */

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "zsmalloc/internal.h"
+#include "zs/harness.h"
 
 /* ---- fullness lists ---- */
 
@@ -276,6 +277,7 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 		atomic_init(&pool->pages_allocated[i].n, 0);
 	atomic_init(&pool->pages_compacted, 0);
 	atomic_init(&pool->compaction_in_progress, 0);
+	zs_deferred_init(pool); /* nothing allocated until the first zs_free_deferred */
 
 	int err = zs_classes_build(pool);
 	if (!err) {
@@ -286,8 +288,6 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 		pool->pages = zs_pages_create(&pc);
 		err = pool->pages ? zs_handles_init(pool) : errno ? -errno : -ENOMEM;
 	}
-	if (!err)
-		err = zs_deferred_init(pool);
 	if (err) {
 		zs_deferred_destroy(pool);
 		zs_handles_destroy(pool);

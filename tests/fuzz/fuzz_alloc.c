@@ -17,6 +17,7 @@
 #include "zs/backend.h"
 #include "zs/zblock.h"
 #include "zs/zsmalloc.h"
+#include "zs/harness.h"
 
 #define MAXOBJ 48
 

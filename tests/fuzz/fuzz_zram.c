@@ -16,6 +16,7 @@
 #include "fuzz_common.h"
 #include "zs/backend.h"
 #include "zs/zram.h"
+#include "zs/harness.h"
 
 #define MAXSLOT 32
 

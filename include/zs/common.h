@@ -1,0 +1,37 @@
+/*
+ * libzs's API line: the version, and ZS_API, which every public function
+ * declaration in include/zs/ carries.  The library is built with
+ * -fvisibility=hidden, so ZS_API is what exports a symbol from libzs.so;
+ * everything else (the layers' cross-file helpers) stays inside it and can
+ * change freely.  docs/abi.md states the compatibility policy.
+ */
+#ifndef ZS_COMMON_H
+#define ZS_COMMON_H
+
+#ifndef ZS_API
+#if defined(__GNUC__) || defined(__clang__)
+#define ZS_API __attribute__((visibility("default")))
+#else
+#define ZS_API
+#endif
+#endif
+
+/* Kept equal to project(VERSION) in CMakeLists.txt (tests/exports.sh checks). */
+#define ZS_VERSION_MAJOR 0
+#define ZS_VERSION_MINOR 1
+#define ZS_VERSION_PATCH 0
+#define ZS_VERSION_NUMBER (ZS_VERSION_MAJOR * 10000 + ZS_VERSION_MINOR * 100 + ZS_VERSION_PATCH)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ZS_VERSION_NUMBER of the library actually loaded (may differ from the header's). */
+ZS_API unsigned zs_version(void);
+/* "MAJOR.MINOR.PATCH" of the library actually loaded; a static string. */
+ZS_API const char *zs_version_string(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Owner: the Python package installs like one (issue 12 item 3).  In a fresh
+# virtual environment (no system site packages), `pip install ./python`
+# builds libzs.so itself and ships it in the package; then, from a directory
+# outside the repository and with no LIBZS_LIBRARY, `import libzs` must load
+# that bundled library and a pool must work.
+# Usage: bash tests/python_install.sh BUILD_DIR   (BUILD_DIR holds the venv)
+# Exit 77 (skipped): no python3 with venv, pip cannot fetch its build
+# requirements (offline), or a sanitizer build directory.
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-build}" && pwd)
+if grep -qE '^ZS_SANITIZE:[A-Z]*=(address|thread|undefined)' "$build/CMakeCache.txt" 2>/dev/null; then
+	echo "SKIP python_install: the plain build covers it"; exit 77
+fi
+py=python3
+[ -x /usr/bin/python3 ] && py=/usr/bin/python3
+command -v "$py" > /dev/null || { echo "SKIP: no python3"; exit 77; }
+venv=$build/pyvenv-fresh
+rm -rf "$venv"
+"$py" -m venv "$venv" > /dev/null 2>&1 || { echo "SKIP: python3 -m venv unavailable"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp" "$venv"' EXIT
+unset LIBZS_LIBRARY LIBZS_PREBUILT
+if ! (cd "$tmp" && "$venv/bin/python" -m pip install -q --disable-pip-version-check "$root/python") \
+	> "$tmp/log" 2>&1; then
+	if grep -qiE "could not find a version|network|connection|temporary failure" "$tmp/log"; then
+		echo "SKIP: pip could not fetch the build requirements:"; tail -3 "$tmp/log"; exit 77
+	fi
+	echo "FAIL pip install ./python:"; tail -30 "$tmp/log" | sed 's/^/    /'; exit 1
+fi
+out=$(cd "$tmp" && env -u LIBZS_LIBRARY "$venv/bin/python" -c '
+import libzs, libzs._lib as L
+p = libzs.Pool()
+h = p.malloc(100)
+p.write(h, b"x" * 100)
+ok = p.read(h, 100) == b"x" * 100
+p.free(h)
+p.close()
+print(L.library_path(), "ok" if ok else "DIFFERENT")' 2>&1)
+rc=$?
+echo "$out"
+case "$rc:$out" in
+0:"$venv"/*/site-packages/libzs/libzs.so" ok") echo "ok   fresh venv: pip install ./python, import libzs, bundled libzs.so" ;;
+*) echo "FAIL fresh venv import (want the bundled library)"; exit 1 ;;
+esac
