@@ -29,6 +29,10 @@
  * missing fault with UFFDIO_COPY of a ready page, no decompression, p50 of
  * random touches) plus one decompression of a corpus page (mean), measured
  * in this run.  Random swap-in through any user-space handler cannot beat it.
+ * At P > 1 the round trip is measured with P processes at once (each its own
+ * userfaultfd and handler) and, with --threads, also in the shared region's
+ * topology (one userfaultfd, P spinning handlers, P touching threads), which
+ * is then the floor the threads-mode target uses.
  *
  * Kernel rows need root and /sys/class/zram-control: the bench hot_adds a
  * free zram device, mkswap + swapon (top priority), and swapoff + hot_remove
@@ -711,6 +715,79 @@ static double floor_at(struct shared *sh, int P, size_t n)
 	return sum / P;
 }
 
+struct floor_toucher {
+	unsigned char *base;
+	uint64_t seed;
+	double p50;
+};
+
+static void *floor_touch_thread(void *p)
+{
+	struct floor_toucher *t = p;
+	uint32_t *lat = malloc(npages * sizeof(*lat)), *order = make_order(t->seed);
+	double p99;
+	touch(t->base, order, lat);
+	pct(lat, npages, &t->p50, &p99);
+	free(lat);
+	free(order);
+	return NULL;
+}
+
+/*
+ * The round trip in the shared region's topology (--threads): ONE
+ * userfaultfd over P slices of n pages, P spinning handlers reading it and
+ * P application threads each touching its own slice in random order, all in
+ * one process.  Mean of the threads' p50s (ns), -1 when userfaultfd fails.
+ */
+static double floor_shared(int P, size_t n)
+{
+	floor_uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (floor_uffd < 0)
+		return -1;
+	struct uffdio_api api = { .api = UFFD_API };
+	size_t len = (size_t)P * n * PG;
+	unsigned char *b = MAP_FAILED;
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	if (ioctl(floor_uffd, UFFDIO_API, &api) == 0)
+		b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b == MAP_FAILED) {
+		close(floor_uffd);
+		return -1;
+	}
+	floor_src = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memset(floor_src, 0x5a, PG);
+	madvise(b, len, MADV_NOHUGEPAGE);
+	reg.range.start = (uintptr_t)b;
+	reg.range.len = len;
+	double sum = -1;
+	if (ioctl(floor_uffd, UFFDIO_REGISTER, &reg) == 0) {
+		pthread_t h[MAXP], a[MAXP];
+		struct floor_toucher t[MAXP];
+		size_t save = npages;
+		npages = n;
+		atomic_store(&floor_stop, 0);
+		for (int i = 0; i < P; i++)
+			pthread_create(&h[i], NULL, floor_handler, NULL);
+		for (int i = 0; i < P; i++) {
+			t[i] = (struct floor_toucher){ b + (size_t)i * n * PG, 77 + (uint64_t)i, 0 };
+			pthread_create(&a[i], NULL, floor_touch_thread, &t[i]);
+		}
+		sum = 0;
+		for (int i = 0; i < P; i++) {
+			pthread_join(a[i], NULL);
+			sum += t[i].p50 / P;
+		}
+		atomic_store(&floor_stop, 1);
+		for (int i = 0; i < P; i++)
+			pthread_join(h[i], NULL);
+		npages = save;
+	}
+	munmap(b, len);
+	munmap(floor_src, PG);
+	close(floor_uffd);
+	return sum;
+}
+
 /*
  * Median ns to get one page of this corpus back from its stored form:
  * decompression, or a copy for pages stored raw (compressed size >= 3/4 page,
@@ -877,13 +954,30 @@ int main(int argc, char **argv)
 			}
 		}
 		/* the floor with P at once (P=1: the one printed above) */
-		double flp = fl;
+		double flp = fl, flproc = fl;
 		if (P > 1) {
 			for (int i = 0; i < nrounds; i++)
 				rts[i] = floor_at(sh, P, quick ? 2048 : 8192);
-			flp = bench_median(rts, nrounds) + dc;
+			flp = flproc = bench_median(rts, nrounds) + dc;
 			bench_say("floor with %d processes at once: round trip %.2f us + %.2f us = "
 				  "%.2f us\n", P, (flp - dc) / 1e3, dc / 1e3, flp / 1e3);
+		}
+		if (P > 1 && use_threads) {
+			/*
+			 * The shared region has one userfaultfd for all threads: its
+			 * floor is the round trip in that topology (the target's
+			 * floor in threads mode); the per-process one is printed too.
+			 */
+			int ok = 1;
+			for (int i = 0; i < nrounds; i++)
+				if ((rts[i] = floor_shared(P, quick ? 2048 : 8192)) < 0)
+					ok = 0;
+			if (ok) {
+				flp = bench_median(rts, nrounds) + dc;
+				bench_say("floor with %d threads on one userfaultfd (%d spinning "
+					  "handlers): round trip %.2f us + %.2f us = %.2f us\n", P, P,
+					  (flp - dc) / 1e3, dc / 1e3, flp / 1e3);
+			}
 		}
 		/* pageout and touch rows: median over every region run (all modes, rounds) */
 		struct side r;
@@ -909,6 +1003,9 @@ int main(int argc, char **argv)
 		ROW("  touch p99 us", r.rand_p99 / 1e3, k.rand_p99 / 1e3, 0);
 		bench_say("random swap-in vs floor: p50 %.2fx, mean %.2fx of %.2f us\n",
 			  r.rand_p50 / flp, r.rand_us_page * 1e3 / flp, flp / 1e3);
+		if (flp != flproc)
+			bench_say("  vs the %d-process floor: p50 %.2fx, mean %.2fx of %.2f us\n", P,
+				  r.rand_p50 / flproc, r.rand_us_page * 1e3 / flproc, flproc / 1e3);
 		for (int m = 0; m < NMODES; m++) {
 			char name[64];
 			snprintf(name, sizeof(name), "release ms (%s)", mode_name[m]);
@@ -970,6 +1067,7 @@ int main(int argc, char **argv)
 		JS("region_seq_p50_us", r.seq_p50 / 1e3);
 		JS("region_rand_us_page", r.rand_us_page);
 		JS("floor_us", flp / 1e3);
+		JS("floor_processes_us", flproc / 1e3);
 		for (int m = 0; m < NMODES; m++) {
 			char nm[64];
 			snprintf(nm, sizeof(nm), "region_release_ms_%s", mode_name[m]);
