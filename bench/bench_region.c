@@ -12,7 +12,13 @@
  *   pageout   again
  *   release   kernel: munmap   region: zs_region_release of the whole range
  * all P processes behind one barrier per phase.  Throughputs are summed over
- * the processes; release times are the slowest process.  The region side runs
+ * the processes; release times are the slowest process.  With --threads the
+ * P workers are threads of one process; the kernel side is unchanged (one
+ * mapping per thread, one zram device for all, as with processes) and the
+ * region side is ONE region of P x M MiB (one store, one pool) in which
+ * each thread fills, pages out, touches and releases only its own M MiB
+ * slice: the kernel's situation, where all processes swap into one device.
+ * Processes mode keeps a region (store, pool) per process.  The region side runs
  * once per free mode (pool lock, class index, class index unlocked, and
  * deferred free = caller-side release) so its pageout/touch rows are medians
  * over those runs.  Memory: after the first pageout, the kernel device's
@@ -23,6 +29,10 @@
  * missing fault with UFFDIO_COPY of a ready page, no decompression, p50 of
  * random touches) plus one decompression of a corpus page (mean), measured
  * in this run.  Random swap-in through any user-space handler cannot beat it.
+ * At P > 1 the round trip is measured with P processes at once (each its own
+ * userfaultfd and handler) and, with --threads, also in the shared region's
+ * topology (one userfaultfd, P spinning handlers, P touching threads), which
+ * is then the floor the threads-mode target uses.
  *
  * Kernel rows need root and /sys/class/zram-control: the bench hot_adds a
  * free zram device, mkswap + swapon (top priority), and swapoff + hot_remove
@@ -30,7 +40,9 @@
  * kernel rows are skipped with a message.
  *
  * Usage: bench_region [--quick] [--json] [--mib M] [--procs 1,2] [--comp lz4]
- *                     [--fault-around N] [--handlers N] [--spin US (0: poll only)]
+ *                     [--fault-around N] [--spin US (0: poll only)]
+ *                     [--handlers N (fault handlers per region; default 1 per
+ *                      process's region, P for the threads' shared region)]
  *                     [--page-cache PAGES (pool's freed-page cache; default the region size)]
  *                     [--threads (P threads of one process; default P processes)]
  *                     [--no-kernel]
@@ -87,7 +99,16 @@ static struct zs_pageset corpus;
 static size_t npages;        /* per process */
 static const char *comp = "lz4";
 static unsigned fault_around = 32, handlers = 1, spin_us = 50;
+static int handlers_set;       /* --handlers given (threads mode: else one per worker) */
 static long page_cache = -1;   /* pool's freed-page cache; -1: the region's size */
+/*
+ * --threads, region side: the one region of P x M MiB the P threads share,
+ * each owning the slice [i * M MiB, (i + 1) * M MiB).  One store, one pool,
+ * as the kernel has one zram device for every process swapping into it, so
+ * partly filled zspages are shared and the memory rows compare like with
+ * like.  NULL in processes mode (each process has its own region).
+ */
+static struct zs_region *shared_reg;
 
 /* ---- helpers ---- */
 
@@ -325,16 +346,13 @@ static void kernel_child(struct shared *sh, int i, int P)
 	free(order);
 }
 
-static void region_child(struct shared *sh, int i, int mode)
+/* A region of `pages` pages with free mode `mode` and `nhandlers` fault handlers. */
+static int region_make(size_t pages, int mode, unsigned nhandlers, struct zs_region **reg,
+		       char *err, size_t err_len)
 {
-	struct child_res *r = &sh->r[i];
-	uint32_t *lat = malloc(npages * sizeof(*lat)), *order = make_order(0x5eed + (uint64_t)i);
-	size_t bytes = npages * PG;
 	struct zs_region_config cfg;
-	struct zs_region *reg = NULL;
-
 	zs_region_config_init(&cfg);
-	cfg.size = bytes;
+	cfg.size = pages * PG;
 	cfg.store.comp = comp;
 	cfg.store.backend.zs.free_mode = mode >= 3 ? ZS_FREE_CLASS_INDEX_UNLOCKED :
 				       (enum zs_free_mode)mode;
@@ -342,34 +360,57 @@ static void region_child(struct shared *sh, int i, int mode)
 	if (mode == 4)
 		cfg.store.backend.zs.deferred_worker = -1;
 	if (mode >= 3)   /* room for every object: no fallback to zs_free when full */
-		cfg.store.backend.zs.deferred_capacity = npages;
+		cfg.store.backend.zs.deferred_capacity = pages;
 	/*
 	 * Freed zspage pages stay with the pool's page provider (as the kernel's
 	 * zs_free hands them to the buddy allocator) instead of going back to
 	 * the OS with one madvise each; --page-cache 0 measures the latter.
 	 */
-	cfg.store.backend.zs.page_cache_pages = page_cache < 0 ? npages : (size_t)page_cache;
-	cfg.handler_threads = handlers;
+	cfg.store.backend.zs.page_cache_pages = page_cache < 0 ? pages : (size_t)page_cache;
+	cfg.handler_threads = nhandlers;
 	cfg.fault_around = fault_around;
 	cfg.spin_us = spin_us ? spin_us : ZS_REGION_NO_SPIN;
-	int rc = zs_region_create(&cfg, &reg, r->err, sizeof(r->err));
+	return zs_region_create(&cfg, reg, err, err_len);
+}
+
+/* The store's memory counters after the first pageout, into r. */
+static void region_mem(struct zs_region *reg, struct child_res *r)
+{
+	struct zs_region_stats st;
+	zs_region_get_stats(reg, &st);
+	r->mem_used = st.store.mem_used_total;
+	r->compr = st.store.compr_data_size;
+	r->stored = st.store.pages_stored;
+	r->same = st.store.same_pages;
+	r->huge = st.store.huge_pages;
+}
+
+/*
+ * One worker of the region side: its own region (processes mode), or its
+ * slice of shared_reg (threads mode; the parent creates, measures and
+ * destroys it).  Either way the worker touches only its own M MiB.
+ */
+static void region_child(struct shared *sh, int i, int mode)
+{
+	struct child_res *r = &sh->r[i];
+	uint32_t *lat = malloc(npages * sizeof(*lat)), *order = make_order(0x5eed + (uint64_t)i);
+	size_t bytes = npages * PG;
+	struct zs_region *reg = shared_reg;
+	unsigned char *b = NULL;
+
+	if (reg)
+		b = (unsigned char *)zs_region_addr(reg) + (size_t)i * bytes;
+	else if (region_make(npages, mode, handlers, &reg, r->err, sizeof(r->err)) == 0)
+		b = zs_region_addr(reg);
 	/* Every child must reach every barrier, even on error. */
-	unsigned char *b = rc ? NULL : zs_region_addr(reg);
 	if (b)
 		fill(b, i);
 	pthread_barrier_wait(&sh->bar);
 	if (b)
 		TIMED(r->pageout_s, zs_region_pageout(reg, b, bytes));
-	if (b) {
-		struct zs_region_stats st;
-		zs_region_get_stats(reg, &st);
-		r->mem_used = st.store.mem_used_total;
-		r->compr = st.store.compr_data_size;
-		r->stored = st.store.pages_stored;
-		r->same = st.store.same_pages;
-		r->huge = st.store.huge_pages;
-	}
-	pthread_barrier_wait(&sh->bar);
+	if (b && !shared_reg)
+		region_mem(reg, r);
+	pthread_barrier_wait(&sh->bar);   /* threads mode: the parent reads the shared store */
 	pthread_barrier_wait(&sh->bar);
 	if (b) {
 		r->seq_s = touch(b, NULL, lat);
@@ -387,7 +428,17 @@ static void region_child(struct shared *sh, int i, int mode)
 	if (b)
 		TIMED(r->pageout3_s, zs_region_pageout(reg, b, bytes));
 	pthread_barrier_wait(&sh->bar);
-	if (b) {
+	if (b && shared_reg) {
+		/*
+		 * Each thread waits for the deferred frees queued so far, its own
+		 * and possibly its neighbours' (one queue per pool, as one zram
+		 * device's): the flush row is the slowest thread's wait.  The
+		 * parent checks the store is empty after every thread is done.
+		 */
+		TIMED(r->release_s, zs_region_release(reg, b, bytes));
+		TIMED(r->flush_s, zs_zram_flush(zs_region_store(reg)));
+		r->ok = 1;
+	} else if (b) {
 		TIMED(r->release_s, zs_region_release(reg, b, bytes));
 		TIMED(r->flush_s, zs_zram_flush(zs_region_store(reg)));
 		struct zs_region_stats st;
@@ -420,6 +471,18 @@ static void *worker_thread(void *p)
 static int use_threads;   /* --threads: P threads of one process instead of P processes */
 
 /*
+ * Fault handlers of a region: --handlers when given; otherwise 1 for each
+ * process's own region, and one per worker for the threads' shared region
+ * (the processes mode has P regions with one handler each, so P in all).
+ */
+static unsigned region_handlers(int P)
+{
+	if (handlers_set || !use_threads)
+		return handlers;
+	return (unsigned)P;
+}
+
+/*
  * Run P workers of one side (processes, or threads with --threads); the
  * parent joins every barrier.  kmem: the kernel device's mm_stat after the
  * first pageout.
@@ -434,6 +497,16 @@ static int run_side(struct shared *sh, int P, int kernel, int mode, uint64_t *km
 	pid_t pids[MAXP];
 	pthread_t tids[MAXP];
 	struct worker_arg args[MAXP];
+	if (use_threads && !kernel) {
+		char err[256];
+		if (region_make((size_t)P * npages, mode, region_handlers(P), &shared_reg, err,
+				sizeof(err))) {
+			fprintf(stderr, "bench_region: %s: shared region: %s\n", mode_name[mode],
+				err);
+			pthread_barrier_destroy(&sh->bar);
+			return -1;
+		}
+	}
 	for (int i = 0; i < P; i++) {
 		args[i] = (struct worker_arg){ sh, i, P, kernel, mode };
 		if (use_threads) {
@@ -459,6 +532,8 @@ static int run_side(struct shared *sh, int P, int kernel, int mode, uint64_t *km
 		pthread_barrier_wait(&sh->bar);
 		if (b == 1 && kernel && kmem)
 			kzram_mm_stat(kmem);
+		if (b == 1 && shared_reg)   /* every slice paged out, nothing touched yet */
+			region_mem(shared_reg, &sh->r[0]);
 	}
 	int ok = 1;
 	for (int i = 0; i < P; i++) {
@@ -473,6 +548,19 @@ static int run_side(struct shared *sh, int P, int kernel, int mode, uint64_t *km
 			fprintf(stderr, "bench_region: %s worker %d failed: %s\n",
 				kernel ? "kernel" : mode_name[mode], i, sh->r[i].err);
 		}
+	}
+	if (shared_reg) {
+		struct zs_region_stats st;
+		zs_region_get_stats(shared_reg, &st);
+		sh->r[0].faults = st.faults;
+		if (st.store.pages_stored) {
+			ok = 0;
+			fprintf(stderr, "bench_region: %s: shared store not empty after release "
+				"(%llu pages)\n", mode_name[mode],
+				(unsigned long long)st.store.pages_stored);
+		}
+		zs_region_destroy(shared_reg);
+		shared_reg = NULL;
 	}
 	pthread_barrier_destroy(&sh->bar);
 	return ok ? 0 : -1;
@@ -628,6 +716,79 @@ static double floor_at(struct shared *sh, int P, size_t n)
 	return sum / P;
 }
 
+struct floor_toucher {
+	unsigned char *base;
+	uint64_t seed;
+	double p50;
+};
+
+static void *floor_touch_thread(void *p)
+{
+	struct floor_toucher *t = p;
+	uint32_t *lat = malloc(npages * sizeof(*lat)), *order = make_order(t->seed);
+	double p99;
+	touch(t->base, order, lat);
+	pct(lat, npages, &t->p50, &p99);
+	free(lat);
+	free(order);
+	return NULL;
+}
+
+/*
+ * The round trip in the shared region's topology (--threads): ONE
+ * userfaultfd over P slices of n pages, P spinning handlers reading it and
+ * P application threads each touching its own slice in random order, all in
+ * one process.  Mean of the threads' p50s (ns), -1 when userfaultfd fails.
+ */
+static double floor_shared(int P, size_t n)
+{
+	floor_uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (floor_uffd < 0)
+		return -1;
+	struct uffdio_api api = { .api = UFFD_API };
+	size_t len = (size_t)P * n * PG;
+	unsigned char *b = MAP_FAILED;
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	if (ioctl(floor_uffd, UFFDIO_API, &api) == 0)
+		b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (b == MAP_FAILED) {
+		close(floor_uffd);
+		return -1;
+	}
+	floor_src = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memset(floor_src, 0x5a, PG);
+	madvise(b, len, MADV_NOHUGEPAGE);
+	reg.range.start = (uintptr_t)b;
+	reg.range.len = len;
+	double sum = -1;
+	if (ioctl(floor_uffd, UFFDIO_REGISTER, &reg) == 0) {
+		pthread_t h[MAXP], a[MAXP];
+		struct floor_toucher t[MAXP];
+		size_t save = npages;
+		npages = n;
+		atomic_store(&floor_stop, 0);
+		for (int i = 0; i < P; i++)
+			pthread_create(&h[i], NULL, floor_handler, NULL);
+		for (int i = 0; i < P; i++) {
+			t[i] = (struct floor_toucher){ b + (size_t)i * n * PG, 77 + (uint64_t)i, 0 };
+			pthread_create(&a[i], NULL, floor_touch_thread, &t[i]);
+		}
+		sum = 0;
+		for (int i = 0; i < P; i++) {
+			pthread_join(a[i], NULL);
+			sum += t[i].p50 / P;
+		}
+		atomic_store(&floor_stop, 1);
+		for (int i = 0; i < P; i++)
+			pthread_join(h[i], NULL);
+		npages = save;
+	}
+	munmap(b, len);
+	munmap(floor_src, PG);
+	close(floor_uffd);
+	return sum;
+}
+
 /*
  * Median ns to get one page of this corpus back from its stored form:
  * decompression, or a copy for pages stored raw (compressed size >= 3/4 page,
@@ -680,7 +841,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--fault-around") && i + 1 < argc)
 			fault_around = (unsigned)atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--handlers") && i + 1 < argc)
-			handlers = (unsigned)atoi(argv[++i]);
+			handlers = (unsigned)atoi(argv[++i]), handlers_set = 1;
 		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)
 			spin_us = (unsigned)atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--page-cache") && i + 1 < argc)
@@ -730,9 +891,10 @@ int main(int argc, char **argv)
 
 	bench_print_machine();
 	bench_json_begin(&js, "bench_region");
-	bench_say("corpus: %zu pages from /usr/lib; %zu MiB per process; %s; fault-around %u, "
-		  "%u handler(s), spin %u us, pool page cache %ld pages\n", corpus.npages, mib, comp,
-		  fault_around, handlers, spin_us, page_cache < 0 ? (long)npages : page_cache);
+	bench_say("corpus: %zu pages from /usr/lib; %zu MiB per worker; %s; fault-around %u, "
+		  "spin %u us, pool page cache %s pages\n", corpus.npages, mib, comp,
+		  fault_around, spin_us,
+		  page_cache < 0 ? "the region's" : (snprintf(err, sizeof(err), "%ld", page_cache), err));
 	bench_json_num(&js, "mib", (double)mib);
 	bench_json_str(&js, "comp", comp);
 	bench_json_num(&js, "fault_around", fault_around);
@@ -760,8 +922,15 @@ int main(int argc, char **argv)
 		uint64_t kmem[9] = { 0 }, km[9];
 		int have_k = 0, nk = 0, nr[NMODES] = { 0 }, nall = 0;
 		char msg[256] = "";
-		bench_say("\n== P=%d %s x %zu MiB, %d round(s) ==\n", P,
-			  use_threads ? "threads" : "processes", mib, nrounds);
+		if (use_threads)
+			bench_say("\n== P=%d threads x %zu MiB, %d round(s); region side: one shared "
+				  "region of %zu MiB (one store, one pool), a %zu MiB slice per thread, "
+				  "%u handler(s) ==\n", P, mib, nrounds, (size_t)P * mib, mib,
+				  region_handlers(P));
+		else
+			bench_say("\n== P=%d processes x %zu MiB, %d round(s); region side: a region "
+				  "per process, %u handler(s) each ==\n", P, mib, nrounds,
+				  region_handlers(P));
 		/* Rounds interleave the kernel and every region mode; rows are medians. */
 		for (int rd = 0; rd < nrounds; rd++) {
 			if (!nokernel && kzram_up((uint64_t)P * npages * PG * 2 + (64u << 20), msg,
@@ -786,13 +955,30 @@ int main(int argc, char **argv)
 			}
 		}
 		/* the floor with P at once (P=1: the one printed above) */
-		double flp = fl;
+		double flp = fl, flproc = fl;
 		if (P > 1) {
 			for (int i = 0; i < nrounds; i++)
 				rts[i] = floor_at(sh, P, quick ? 2048 : 8192);
-			flp = bench_median(rts, nrounds) + dc;
+			flp = flproc = bench_median(rts, nrounds) + dc;
 			bench_say("floor with %d processes at once: round trip %.2f us + %.2f us = "
 				  "%.2f us\n", P, (flp - dc) / 1e3, dc / 1e3, flp / 1e3);
+		}
+		if (P > 1 && use_threads) {
+			/*
+			 * The shared region has one userfaultfd for all threads: its
+			 * floor is the round trip in that topology (the target's
+			 * floor in threads mode); the per-process one is printed too.
+			 */
+			int ok = 1;
+			for (int i = 0; i < nrounds; i++)
+				if ((rts[i] = floor_shared(P, quick ? 2048 : 8192)) < 0)
+					ok = 0;
+			if (ok) {
+				flp = bench_median(rts, nrounds) + dc;
+				bench_say("floor with %d threads on one userfaultfd (%d spinning "
+					  "handlers): round trip %.2f us + %.2f us = %.2f us\n", P, P,
+					  (flp - dc) / 1e3, dc / 1e3, flp / 1e3);
+			}
 		}
 		/* pageout and touch rows: median over every region run (all modes, rounds) */
 		struct side r;
@@ -818,6 +1004,9 @@ int main(int argc, char **argv)
 		ROW("  touch p99 us", r.rand_p99 / 1e3, k.rand_p99 / 1e3, 0);
 		bench_say("random swap-in vs floor: p50 %.2fx, mean %.2fx of %.2f us\n",
 			  r.rand_p50 / flp, r.rand_us_page * 1e3 / flp, flp / 1e3);
+		if (flp != flproc)
+			bench_say("  vs the %d-process floor: p50 %.2fx, mean %.2fx of %.2f us\n", P,
+				  r.rand_p50 / flproc, r.rand_us_page * 1e3 / flproc, flproc / 1e3);
 		for (int m = 0; m < NMODES; m++) {
 			char name[64];
 			snprintf(name, sizeof(name), "release ms (%s)", mode_name[m]);
@@ -879,6 +1068,7 @@ int main(int argc, char **argv)
 		JS("region_seq_p50_us", r.seq_p50 / 1e3);
 		JS("region_rand_us_page", r.rand_us_page);
 		JS("floor_us", flp / 1e3);
+		JS("floor_processes_us", flproc / 1e3);
 		for (int m = 0; m < NMODES; m++) {
 			char nm[64];
 			snprintf(nm, sizeof(nm), "region_release_ms_%s", mode_name[m]);
