@@ -921,8 +921,13 @@ def step_threads(rep, ctx):
 
 def step_algorithms(rep, ctx):
     """zs zram --matrix: which compressor and level (and group size) suits this data."""
+    # A dictionary trained on the same pages adds the lz4/zstd "+dict" rows.
+    dict_path = os.path.join(ctx["tmp"], "zs.dict")
+    trained = subprocess.run([ctx["zs"], "dict", "train", "-o", dict_path, "--max",
+                              str(min(ctx['max_mib'], 64) << 20)] + ctx["paths"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
     j = run_json([ctx["zs"], "zram", "--matrix", "--json", "--max", f"{ctx['max_mib']}M"]
-                 + ctx["paths"], timeout=1800)
+                 + (["--dict", dict_path] if trained else []) + ctx["paths"], timeout=1800)
     res = [r for r in j.get("rows", []) if not r.get("rc")]
     rep.results["algorithms"] = j
     if not res:
@@ -946,8 +951,10 @@ def step_algorithms(rep, ctx):
     table = [[r["comp"], f"{r['group_bytes'] // 1024}K", f"{r['ratio_mem']:.3f}",
               f"{r['ratio_compr']:.3f}", f"{r['write_MBps']:.0f}", f"{r['read_MBps']:.0f}",
               f"{r['rand_read_4k_us']:.1f}"] for r in res]
-    md = (f"`zs zram --matrix --json --max {ctx['max_mib']}M CORPUS`: every compressor and "
-          "level, with 4 KiB objects (today's zram) and 64 KiB groups (the large-folio RFC), "
+    md = (f"`zs dict train -o D CORPUS; zs zram --matrix --json --max {ctx['max_mib']}M "
+          f"{'--dict D ' if trained else ''}CORPUS`: every compressor and level "
+          f"{'(and lz4/zstd with a dictionary trained on these pages) ' if trained else ''}"
+          "with 4 KiB objects (today's zram) and 64 KiB groups (the large-folio RFC), "
           "on this run's pages.  Ratio against pool memory is what a store really costs; the "
           "ratio against compressed bytes alone ignores size-class rounding.  Small corpora "
           "(quick mode) penalise 64 KiB groups: each size class holds a partly filled "
