@@ -39,7 +39,8 @@ struct zs_backend_stats {
 	                               for malloc kinds the allocator's own count of mapped/active
 	                               bytes (0 if it has none: measure RSS instead) */
 	unsigned long objects;      /* live objects */
-	size_t object_bytes;        /* sum of live object sizes as requested */
+	size_t object_bytes;        /* sum of live object sizes as requested; only a checked
+	                               backend records sizes, so 0 when cfg.checked is 0 */
 	unsigned long pages_compacted;
 };
 

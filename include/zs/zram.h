@@ -153,7 +153,8 @@ ZS_API unsigned long zs_zram_compact(struct zs_zram *z);
  * Mark slots idle, as writing to sysfs `idle`: age_seconds 0 marks every
  * stored slot ("all"); otherwise (track_actime only) slots not accessed for
  * at least that long.  Same-filled slots are never marked.  Returns the
- * number of slots marked.
+ * number of slots marked, or -EINVAL for a nonzero age when the store was
+ * created without track_actime (there is no access time to compare).
  */
 ZS_API long zs_zram_mark_idle(struct zs_zram *z, unsigned age_seconds);
 
