@@ -1,0 +1,666 @@
+/*
+ * Allocation side of the page provider: the per-CPU caches, the shared hot
+ * cache with its decay/trim, the run search and the (bulk) free paths.
+ * Split from pages.c (which keeps the pool's layout, chunk mapping and
+ * lookups) because this is the part that changes with caching policy; the
+ * design notes for both are at the top of pages.c.
+ */
+#include "pages/internal.h"
+#include "zs/harness.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+
+/* ---- hot cache (lock held) -------------------------------------------- */
+
+static void cache_unlink(struct zs_pages *p, zs_pfn_t pfn)
+{
+	struct zs_page_desc *d = zs_page_desc(p, pfn);
+	zs_pfn_t prev = (zs_pfn_t)d->word[0], next = d->next;
+
+	if (prev != ZS_PFN_NONE)
+		zs_page_desc(p, prev)->next = next;
+	else
+		p->cache_head = next;
+	if (next != ZS_PFN_NONE)
+		zs_page_desc(p, next)->word[0] = (uintptr_t)prev;
+	else
+		p->cache_tail = prev;
+	p->ncached--;
+	p->chunks[pfn_slot(p, pfn)].ncached--;
+}
+
+/* word[0]: previous (hotter) page, next: the colder one, word[1]: when it was freed. */
+static void cache_push(struct zs_pages *p, zs_pfn_t pfn, uint64_t now)
+{
+	struct zs_page_desc *d = zs_page_desc(p, pfn);
+
+	d->word[0] = (uintptr_t)ZS_PFN_NONE;
+	d->word[1] = (uintptr_t)now;
+	d->next = p->cache_head;
+	if (p->cache_head != ZS_PFN_NONE)
+		zs_page_desc(p, p->cache_head)->word[0] = (uintptr_t)pfn;
+	else
+		p->cache_tail = pfn;
+	p->cache_head = pfn;
+	p->ncached++;
+	p->chunks[pfn_slot(p, pfn)].ncached++;
+}
+
+/* ---- time, counters, decay (lock held unless said) -------------------- */
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+	/* The coarse clock is a vDSO read; a tick (a few ms) is plenty for a decay. */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline bool expired(const struct zs_pages *p, uint64_t stamp, uint64_t now)
+{
+	return stamp != NO_TIME && now > stamp && now - stamp >= p->decay_ns;
+}
+
+static void note_oldest(struct zs_pages *p)
+{
+	uint64_t t = p->cache_tail == ZS_PFN_NONE ? NO_TIME
+						   : (uint64_t)zs_page_desc(p, p->cache_tail)->word[1];
+	atomic_store_explicit(&p->oldest_ns, t, memory_order_relaxed);
+}
+
+
+/*
+ * Take pages off the cache's cold end for release: all of them (force), or
+ * while the cache is over its bound or its tail has outlived the decay.  They
+ * become RELEASING with their bitmap bit set, so their chunk can be neither
+ * reused nor unmapped until release_pages() is done.  At most max pages.
+ */
+static unsigned purge_locked(struct zs_pages *p, uint64_t now, bool force, zs_pfn_t *rel,
+			     unsigned max)
+{
+	unsigned n = 0;
+
+	while (n < max && p->cache_tail != ZS_PFN_NONE) {
+		zs_pfn_t pfn = p->cache_tail;
+		bool over = p->ncached > p->cache_cap;
+		bool old = expired(p, (uint64_t)zs_page_desc(p, pfn)->word[1], now);
+		if (!force && !over && !old)
+			break;
+		size_t slot = pfn_slot(p, pfn);
+		cache_unlink(p, pfn);
+		bm_set(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
+		p->chunks[slot].ninuse++;
+		set_state(p, pfn, PG_RELEASING);
+		if (!force && !over)
+			p->decayed++;
+		rel[n++] = pfn;
+	}
+	note_oldest(p);
+	return n;
+}
+
+static void sort_pfns(zs_pfn_t *v, unsigned n)
+{
+	/* n <= RELEASE_MAX and usually nearly sorted. */
+	for (unsigned i = 1; i < n; i++) {
+		zs_pfn_t x = v[i];
+		unsigned j = i;
+		for (; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+}
+
+/*
+ * Lock NOT held: give RELEASING pages back to the OS (neighbours share one
+ * madvise), then mark them free and unmap the chunks left empty.
+ */
+static void release_pages(struct zs_pages *p, zs_pfn_t *rel, unsigned nrel)
+{
+	char *unmap[RELEASE_MAX];
+	unsigned nunmap = 0;
+
+	if (nrel == 0)
+		return;
+	sort_pfns(rel, nrel);
+	for (unsigned i = 0; i < nrel;) {
+		unsigned j = i + 1;
+		while (j < nrel && rel[j] == rel[j - 1] + 1 && pfn_slot(p, rel[j]) == pfn_slot(p, rel[i]))
+			j++;
+		madvise(zs_page_addr(p, rel[i]), (size_t)(j - i) << p->lk.page_shift, MADV_DONTNEED);
+		i = j;
+	}
+	pthread_mutex_lock(&p->lock);
+	for (unsigned i = 0; i < nrel; i++) {
+		zs_pfn_t pfn = rel[i];
+		size_t slot = pfn_slot(p, pfn);
+		bm_clr(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
+		set_state(p, pfn, PG_FREE);
+		p->chunks[slot].ninuse--;
+		pages_partial_set(p, slot);
+		if (p->chunks[slot].ninuse == 0 && p->chunks[slot].ncached == 0)
+			unmap[nunmap++] = pages_chunk_unmap(p, slot);
+	}
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < nunmap; i++)
+		munmap(unmap[i], p->chunk_bytes);
+}
+
+/* Lock NOT held: release what the bound and the decay (or force: everything) say must go. */
+static void purge(struct zs_pages *p, bool force)
+{
+	zs_pfn_t rel[RELEASE_MAX];
+	unsigned n;
+
+	do {
+		pthread_mutex_lock(&p->lock);
+		n = purge_locked(p, now_ns(), force, rel, RELEASE_MAX);
+		pthread_mutex_unlock(&p->lock);
+		release_pages(p, rel, n);
+	} while (n == RELEASE_MAX);
+}
+
+/* ---- allocation ------------------------------------------------------- */
+
+/* Lock held. Decides limit / injected failure for an allocation of n pages. */
+static bool alloc_allowed(struct zs_pages *p, unsigned n)
+{
+	if (p->max_pages && total_in_use(p) + n > p->max_pages)
+		return false;
+	if (p->fi_on && p->fi_after == 0) {
+		if (!p->fi_forever && --p->fi_count == 0) {
+			p->fi_on = false;
+			set_slow_only(p);
+		}
+		return false;
+	}
+	return true;
+}
+
+/* Lock held: mark [first, first+n) of one chunk in use. */
+static void take_pages(struct zs_pages *p, zs_pfn_t first, unsigned n)
+{
+	size_t slot = pfn_slot(p, first);
+	struct zs_page_desc *m = meta_desc(p, slot);
+	uint64_t *bits = meta_bits(p, m);
+
+	for (unsigned i = 0; i < n; i++) {
+		zs_pfn_t pfn = first + i;
+		if (get_state(p, pfn) == PG_CACHED)
+			cache_unlink(p, pfn);
+		bm_set(bits, pfn_idx(p, pfn));
+		set_state(p, pfn, PG_IN_USE);
+	}
+	p->chunks[slot].ninuse += n;
+	if (p->chunks[slot].ninuse == p->ppc)
+		bm_clr(p->partial_bm, slot);
+
+	atomic_store_explicit(&p->in_use,
+			      atomic_load_explicit(&p->in_use, memory_order_relaxed) + (long)n,
+			      memory_order_relaxed);
+	if (!p->npcp)
+		note_peak(p);
+	p->allocs++;
+	if (p->fi_on)
+		p->fi_after--;
+}
+
+/* First bit >= i that is clear (want 0) or set (want 1), or nbits; a word at a time. */
+static size_t next_bit(const uint64_t *bits, size_t nbits, size_t i, int want)
+{
+	size_t w = i >> 6, nwords = (nbits + 63) >> 6;
+	uint64_t flip = want ? 0 : ~0ull;
+
+	if (i >= nbits)
+		return nbits;
+	uint64_t word = (bits[w] ^ flip) & (~0ull << (i & 63));
+	while (!word) {
+		if (++w >= nwords)
+			return nbits;
+		word = bits[w] ^ flip;
+	}
+	size_t r = (w << 6) + (size_t)__builtin_ctzll(word);
+	return r < nbits ? r : nbits;
+}
+
+/* Lowest run of n clear bits, or -1: jumps from clear run to clear run. */
+static long find_clear_run(const uint64_t *bits, size_t nbits, unsigned n)
+{
+	for (size_t i = next_bit(bits, nbits, 0, 0); i < nbits;) {
+		size_t end = next_bit(bits, nbits, i, 1);
+		if (end - i >= n)
+			return (long)i;
+		i = next_bit(bits, nbits, end, 0);
+	}
+	return -1;
+}
+
+/* Lock held: lowest partial chunk with at least n free pages in a row. */
+static bool find_in_partial(struct zs_pages *p, unsigned n, zs_pfn_t *out)
+{
+	for (size_t w = p->partial_lo; w < p->slot_words; w++) {
+		uint64_t word = p->partial_bm[w];
+		if (!word) {
+			if (w == p->partial_lo)
+				p->partial_lo = w + 1;
+			continue;
+		}
+		while (word) {
+			size_t slot = w * 64 + (size_t)__builtin_ctzll(word);
+			word &= word - 1;
+			if (p->ppc - p->chunks[slot].ninuse < n)
+				continue;
+			long idx = find_clear_run(meta_bits(p, meta_desc(p, slot)), p->ppc, n);
+			if (idx >= 0) {
+				*out = ((zs_pfn_t)slot << p->lk.ppc_shift) + (zs_pfn_t)idx;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* Lock held: the hottest cached page, else a never-used or released one, else a new chunk. */
+static bool pick_pages(struct zs_pages *p, unsigned n, zs_pfn_t *out)
+{
+	if (n == 1 && p->cache_head != ZS_PFN_NONE) {
+		*out = p->cache_head;
+		return true;
+	}
+	if (find_in_partial(p, n, out))
+		return true;
+	long slot = pages_chunk_map(p);
+	if (slot < 0)
+		return false;
+	*out = (zs_pfn_t)slot << p->lk.ppc_shift;
+	return true;
+}
+
+static int alloc_locked(struct zs_pages *p, unsigned n, zs_pfn_t *out)
+{
+	zs_pfn_t pfn;
+
+	if (!alloc_allowed(p, n))
+		return -ENOMEM;
+	if (!pick_pages(p, n, &pfn))
+		return -ENOMEM;
+	take_pages(p, pfn, n);
+	*out = pfn;
+	return 0;
+}
+
+/* ---- per-CPU caches --------------------------------------------------- */
+
+static inline struct zs_pcp *this_pcp(struct zs_pages *p)
+{
+	int cpu = sched_getcpu();
+	return &p->pcp[cpu > 0 ? (unsigned)cpu % p->npcp : 0];
+}
+
+static inline void pcp_lock(struct zs_pcp *c)
+{
+	unsigned spins = 0;
+	while (__builtin_expect(atomic_exchange_explicit(&c->lock, 1, memory_order_acquire), 0)) {
+		while (atomic_load_explicit(&c->lock, memory_order_relaxed)) {
+			/* Another thread on this CPU slot was preempted holding it: let it run. */
+			if (++spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+				__builtin_ia32_pause();
+#endif
+			} else {
+				sched_yield();
+			}
+		}
+	}
+}
+
+static inline void pcp_unlock(struct zs_pcp *c)
+{
+	atomic_store_explicit(&c->nheld, c->count, memory_order_relaxed);
+	atomic_store_explicit(&c->lock, 0, memory_order_release);
+}
+
+static inline void add_relaxed(_Atomic long *v, long d)
+{
+	atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + d,
+			      memory_order_relaxed);
+}
+
+static inline void add_relaxed_u64(_Atomic uint64_t *v, uint64_t d)
+{
+	atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + d,
+			      memory_order_relaxed);
+}
+
+/*
+ * Both locks held: move up to PCP_BATCH pages from the shared side into an
+ * empty per-CPU cache, hottest on top; collect what the decay says to
+ * release into rel.  Returns the pages moved.
+ */
+static unsigned pcp_refill_locked(struct zs_pages *p, struct zs_pcp *c, zs_pfn_t *rel,
+				  unsigned *nrel)
+{
+	zs_pfn_t got[PCP_BATCH];
+	unsigned n = 0;
+
+	while (n < PCP_BATCH) {
+		zs_pfn_t pfn;
+		if (!pick_pages(p, 1, &pfn))
+			break;
+		size_t slot = pfn_slot(p, pfn);
+		if (get_state(p, pfn) == PG_CACHED)
+			cache_unlink(p, pfn);
+		bm_set(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
+		set_state(p, pfn, PG_PCP);
+		if (++p->chunks[slot].ninuse == p->ppc)
+			bm_clr(p->partial_bm, slot);
+		got[n++] = pfn;
+	}
+	for (unsigned i = n; i-- > 0;)
+		c->pfn[c->count++] = got[i];
+	note_peak(p);
+	*nrel = purge_locked(p, now_ns(), false, rel, RELEASE_MAX);
+	return n;
+}
+
+/*
+ * Both locks held: move the k coldest pages of a per-CPU cache to the shared
+ * cache.  What does not fit under the bound is released straight away (it
+ * keeps its bitmap bit and ninuse, as RELEASING pages must), rather than
+ * pushed and pushed out again.  Returns the pages to release, in rel
+ * (k <= RELEASE_MAX).
+ */
+static unsigned pcp_drain_locked(struct zs_pages *p, struct zs_pcp *c, unsigned k, zs_pfn_t *rel)
+{
+	uint64_t now = now_ns();
+	size_t room = p->cache_cap > p->ncached ? p->cache_cap - p->ncached : 0;
+	unsigned nrel = 0, ndirect = k > room ? (unsigned)(k - room) : 0;
+
+	for (unsigned i = 0; i < k; i++) {
+		zs_pfn_t pfn = c->pfn[i];
+		size_t slot = pfn_slot(p, pfn);
+		if (i < ndirect) {
+			set_state(p, pfn, PG_RELEASING);
+			rel[nrel++] = pfn;
+			continue;
+		}
+		bm_clr(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
+		set_state(p, pfn, PG_CACHED);
+		cache_push(p, pfn, now);
+		p->chunks[slot].ninuse--;
+		pages_partial_set(p, slot);
+	}
+	memmove(c->pfn, c->pfn + k, (c->count - k) * sizeof(c->pfn[0]));
+	c->count -= k;
+	note_peak(p);
+	return nrel + purge_locked(p, now, false, rel + nrel, RELEASE_MAX - nrel);
+}
+
+/* Every DECAY_CHECK_OPS operations of a per-CPU cache: is the shared cache's tail stale? */
+static void maybe_decay(struct zs_pages *p)
+{
+	if (expired(p, atomic_load_explicit(&p->oldest_ns, memory_order_relaxed), now_ns()))
+		purge(p, false);
+}
+
+static int pcp_alloc(struct zs_pages *p, zs_pfn_t *out)
+{
+	struct zs_pcp *c = this_pcp(p);
+	zs_pfn_t rel[RELEASE_MAX];
+	unsigned nrel = 0;
+	bool check;
+
+	pcp_lock(c);
+	if (__builtin_expect(c->count == 0, 0)) {
+		pthread_mutex_lock(&p->lock);
+		unsigned got = pcp_refill_locked(p, c, rel, &nrel);
+		if (!got)
+			p->failed++;
+		pthread_mutex_unlock(&p->lock);
+		if (!got) {
+			pcp_unlock(c);
+			release_pages(p, rel, nrel);
+			return -ENOMEM;
+		}
+	}
+	zs_pfn_t pfn = c->pfn[--c->count];
+	set_state(p, pfn, PG_IN_USE);
+	add_relaxed(&c->in_use, 1);
+	add_relaxed_u64(&c->allocs, 1);
+	check = ++c->ops >= DECAY_CHECK_OPS;
+	if (check)
+		c->ops = 0;
+	pcp_unlock(c);
+	release_pages(p, rel, nrel);
+	if (check && !nrel)
+		maybe_decay(p);
+	*out = pfn;
+	return 0;
+}
+
+/* Free n single pages into this CPU's cache; invalid or repeated pfns are skipped. */
+static void pcp_free(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
+{
+	struct zs_pcp *c = this_pcp(p);
+	zs_pfn_t rel[2 * RELEASE_MAX];
+	unsigned nrel = 0, nfreed = 0;
+	bool check;
+
+	pcp_lock(c);
+	for (unsigned i = 0; i < n; i++) {
+		zs_pfn_t pfn = pfns[i];
+		if (pfn >= p->pfn_limit)
+			continue;
+		struct zs_page_desc *m = meta_desc(p, pfn_slot(p, pfn));
+		if (!m)
+			continue;
+		/* The state is the owner's proof: a double or foreign free fails here. */
+		uint8_t st = PG_IN_USE;
+		if (!atomic_compare_exchange_strong_explicit(meta_state(p, m) + pfn_idx(p, pfn), &st,
+							     PG_PCP, memory_order_relaxed,
+							     memory_order_relaxed))
+			continue;
+		if (c->count == PCP_MAX) {
+			/* At most two drains per call (n <= 64): rel has room for both. */
+			pthread_mutex_lock(&p->lock);
+			nrel += pcp_drain_locked(p, c, PCP_BATCH, rel + nrel);
+			pthread_mutex_unlock(&p->lock);
+		}
+		c->pfn[c->count++] = pfn;
+		nfreed++;
+	}
+	add_relaxed(&c->in_use, -(long)nfreed);
+	add_relaxed_u64(&c->frees, nfreed);
+	c->ops += n;
+	check = c->ops >= DECAY_CHECK_OPS;
+	if (check)
+		c->ops = 0;
+	pcp_unlock(c);
+	release_pages(p, rel, nrel < RELEASE_MAX ? nrel : RELEASE_MAX);
+	if (nrel > RELEASE_MAX)
+		release_pages(p, rel + RELEASE_MAX, nrel - RELEASE_MAX);
+	if (check && !nrel)
+		maybe_decay(p);
+}
+
+/* Lock NOT held: every per-CPU cache's pages back to the shared cache. */
+static void pcp_drain_all(struct zs_pages *p)
+{
+	zs_pfn_t rel[RELEASE_MAX];
+
+	for (unsigned i = 0; i < p->npcp; i++) {
+		struct zs_pcp *c = &p->pcp[i];
+		unsigned nrel = 0;
+		pcp_lock(c);
+		if (c->count) {
+			pthread_mutex_lock(&p->lock);
+			nrel = pcp_drain_locked(p, c, c->count, rel);
+			pthread_mutex_unlock(&p->lock);
+		}
+		pcp_unlock(c);
+		release_pages(p, rel, nrel);
+	}
+}
+
+int zs_pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first)
+{
+	zs_pfn_t rel[RELEASE_MAX];
+	unsigned nrel = 0;
+
+	if (!p || !first || n == 0 || n > ZS_MAX_RUN)
+		return -EINVAL;
+	if (n == 1 && p->npcp && !atomic_load_explicit(&p->slow_only, memory_order_relaxed)) {
+		int rc = pcp_alloc(p, first);
+		if (rc)
+			return rc;
+		memset(zs_page_desc(p, *first), 0, sizeof(struct zs_page_desc));
+		return 0;
+	}
+	if (n > p->ppc) {
+		pthread_mutex_lock(&p->lock);
+		p->failed++;
+		pthread_mutex_unlock(&p->lock);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&p->lock);
+	int rc = alloc_locked(p, n, first);
+	if (rc)
+		p->failed++;
+	nrel = purge_locked(p, now_ns(), false, rel, RELEASE_MAX);
+	pthread_mutex_unlock(&p->lock);
+	release_pages(p, rel, nrel);
+	if (rc)
+		return rc;
+	/* The pages are ours now: nobody else writes these descriptors. */
+	memset(zs_page_desc(p, *first), 0, n * sizeof(struct zs_page_desc));
+	return 0;
+}
+
+int zs_pages_alloc(struct zs_pages *p, zs_pfn_t *pfn)
+{
+	return zs_pages_alloc_run(p, 1, pfn);
+}
+
+/* ---- freeing ---------------------------------------------------------- */
+
+_Static_assert(ZS_MAX_RUN <= ZS_FREE_BULK_MAX, "a run must fit one free_pages call");
+_Static_assert(ZS_FREE_BULK_MAX <= RELEASE_MAX, "a free's pages must fit one release");
+_Static_assert(ZS_FREE_BULK_MAX <= 2 * PCP_BATCH, "pcp_free drains at most twice");
+
+/*
+ * The shared free path, for runs, and for single and bulk frees when there
+ * are no per-CPU caches: the pages go to the hot cache, stamped now, while
+ * it has room under the bound; the rest, and what the decay pushes out of
+ * the cache's cold end, is released.
+ *
+ * whole: the pfns are one run, freed all or not at all (any invalid page
+ * and the run is ignored) and counted as one free.  Otherwise each double,
+ * foreign or repeated pfn is skipped and every page freed counts.
+ */
+static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, bool whole)
+{
+	zs_pfn_t rel[RELEASE_MAX];
+	unsigned nrel = 0, nfreed = 0;
+
+	pthread_mutex_lock(&p->lock);
+	for (unsigned i = 0; whole && i < n; i++) {
+		if (!zs_pages_valid(p, pfns[i])) {
+			pthread_mutex_unlock(&p->lock);
+			return;
+		}
+	}
+	uint64_t now = now_ns();
+	for (unsigned i = 0; i < n; i++) {
+		zs_pfn_t pfn = pfns[i];
+		if (!zs_pages_valid(p, pfn))
+			continue;
+		nfreed++;
+		if (p->ncached >= p->cache_cap) {
+			/* Bit and ninuse stay: the chunk can be neither reused nor unmapped meanwhile. */
+			set_state(p, pfn, PG_RELEASING);
+			rel[nrel++] = pfn;
+			continue;
+		}
+		size_t slot = pfn_slot(p, pfn);
+		bm_clr(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
+		set_state(p, pfn, PG_CACHED);
+		cache_push(p, pfn, now);
+		p->chunks[slot].ninuse--;
+		pages_partial_set(p, slot);
+	}
+	add_relaxed(&p->in_use, -(long)nfreed);
+	p->frees += whole ? 1 : nfreed;
+	nrel += purge_locked(p, now, false, rel + nrel, RELEASE_MAX - nrel);
+	pthread_mutex_unlock(&p->lock);
+	release_pages(p, rel, nrel);
+	if (nrel == RELEASE_MAX)
+		purge(p, false);
+}
+
+void zs_pages_free(struct zs_pages *p, zs_pfn_t pfn)
+{
+	if (!p)
+		return;
+	if (p->npcp)
+		pcp_free(p, &pfn, 1);
+	else
+		free_pages(p, &pfn, 1, true);
+}
+
+void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n)
+{
+	zs_pfn_t run[ZS_MAX_RUN];
+
+	/* Only what zs_pages_alloc_run hands out: up to ZS_MAX_RUN pages of one chunk. */
+	if (!p || n == 0 || n > ZS_MAX_RUN || n > p->ppc || first >= p->pfn_limit ||
+	    first + n > p->pfn_limit || pfn_slot(p, first) != pfn_slot(p, first + n - 1))
+		return;
+	if (n == 1 && p->npcp) {
+		pcp_free(p, &first, 1);
+		return;
+	}
+	for (unsigned i = 0; i < n; i++)
+		run[i] = first + i;
+	free_pages(p, run, n, true);
+}
+
+void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
+{
+	if (!p || !pfns)
+		return;
+	/* Bounded stack use: larger batches go in pieces. */
+	for (unsigned i = 0; i < n; i += ZS_FREE_BULK_MAX) {
+		unsigned k = n - i < ZS_FREE_BULK_MAX ? n - i : ZS_FREE_BULK_MAX;
+		if (p->npcp)
+			pcp_free(p, pfns + i, k);
+		else
+			free_pages(p, pfns + i, k, false);
+	}
+}
+
+/* ---- maintenance ------------------------------------------------------ */
+
+void zs_pages_trim(struct zs_pages *p)
+{
+	if (!p)
+		return;
+	pcp_drain_all(p);
+	purge(p, true);
+}
+
+void zs_pages_decay(struct zs_pages *p)
+{
+	if (p)
+		purge(p, false);
+}

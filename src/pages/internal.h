@@ -1,0 +1,189 @@
+/*
+ * Private to src/pages: the provider's struct, its constants and the small
+ * inline helpers that both pages.c (create/destroy, chunk mapping, pfn
+ * lookup, stats) and cache.c (per-CPU caches, shared hot cache, decay and
+ * run allocation) need.  Kept out of include/ so the layout stays internal.
+ */
+#ifndef ZS_PAGES_INTERNAL_H
+#define ZS_PAGES_INTERNAL_H
+
+#include "zs/pages.h"
+#include "pages/lookup.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+
+/* Per-page states; FREE must be 0 so DONTNEED'd meta reads as free. */
+enum { PG_FREE = 0, PG_IN_USE = 1, PG_CACHED = 2, PG_RELEASING = 3, PG_PCP = 4 };
+
+/*
+ * Per-CPU cache geometry: up to PCP_MAX pages each, moved PCP_BATCH at a
+ * time (the kernel's pcp "high" and "batch").  The caches are only used
+ * when the bound leaves at least twice their total for the shared cache.
+ */
+#define PCP_MAX 64u
+#define PCP_BATCH 32u
+#define PCP_MAX_CACHES 256u
+/* A per-CPU cache looks at the clock for the decay every this many operations. */
+#define DECAY_CHECK_OPS 64u
+/* Pages returned to the OS per lock round (bounded stack buffers). */
+#define RELEASE_MAX 64u
+#define NO_TIME UINT64_MAX
+
+#define ZS_MAX_RUN 64u
+/* The slot table describes ZS_PAGES_MAX_SPAN bytes; only touched entries cost RSS. */
+#define ZS_MIN_SLOTS 64u
+#define ZS_MAX_SLOTS (1u << 20)
+
+/* Bookkeeping, only touched under the lock. */
+struct zs_chunk {
+	unsigned ninuse;   /* bits set in the bitmap (in use or being released) */
+	unsigned ncached;  /* free pages of this chunk sitting in the hot cache */
+};
+
+struct zs_pcp {
+	atomic_int lock;
+	unsigned count;             /* pages in pfn[], under lock */
+	unsigned ops;               /* operations since the last decay check, under lock */
+	_Atomic unsigned nheld;     /* count, for stats readers without the lock */
+	_Atomic long in_use;        /* allocations minus frees through this cache */
+	_Atomic uint64_t allocs, frees;
+	zs_pfn_t pfn[PCP_MAX];      /* a stack: the top is the hottest page */
+} __attribute__((aligned(64)));
+
+struct zs_pages {
+	struct zs_pages_lookup lk;  /* first: see pages/lookup.h */
+	/* Read-only after create. */
+	zs_pfn_t pfn_limit;     /* nslots << ppc_shift */
+	size_t state_off;       /* byte offset of the state array in a meta region */
+	size_t page_size;
+	size_t ppc;
+	size_t nslots;
+	size_t chunk_bytes;
+	size_t map_bytes;       /* what we mmap per chunk (over-sized for alignment) */
+	size_t bits_off;        /* byte offset of the bitmap in a meta region */
+	size_t meta_bytes;
+	size_t os_page;
+	void *tables;           /* one mapping holding every per-slot array */
+	size_t tables_bytes;
+
+	pthread_mutex_t lock;
+	struct zs_chunk *chunks;
+	uint64_t *mapped_bm;    /* slot has a chunk mapped */
+	uint64_t *partial_bm;   /* mapped chunk has a page not in use */
+	size_t slot_words;      /* words of the two bitmaps worth scanning (high-water) */
+	size_t partial_lo;      /* no partial bit below this word */
+
+	zs_pfn_t cache_head, cache_tail;
+	size_t ncached, cache_cap;  /* the shared cache and its share of the bound */
+	uint64_t decay_ns;
+	_Atomic uint64_t oldest_ns; /* free time of the cache's tail, NO_TIME if empty */
+	uint64_t decayed;
+
+	/* Per-CPU caches (npcp 0: off); read-only pointers after create. */
+	struct zs_pcp *pcp;
+	unsigned npcp;
+	_Atomic int slow_only;      /* a limit or failure injection: allocate under the mutex */
+
+	size_t max_pages;
+	_Atomic long in_use;        /* through the shared path; see total_in_use() */
+	size_t peak, chunks_mapped;
+	uint64_t allocs, frees, failed;
+
+	bool fi_on, fi_forever;
+	uint64_t fi_after, fi_count;
+
+	/*
+	 * Address -> chunk for zs_pages_pfn_of: chunk bases sorted, read under
+	 * a seqlock so the lookup takes no lock either.
+	 */
+	_Atomic unsigned seq;
+	_Atomic size_t nsorted;
+	_Atomic(uintptr_t) *sorted_base;
+	_Atomic(uint32_t) *sorted_slot;
+};
+
+static inline unsigned ilog2(size_t v)
+{
+	return (unsigned)(63 - __builtin_clzll((unsigned long long)v));
+}
+
+static inline bool is_pow2(size_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static inline struct zs_page_desc *meta_desc(const struct zs_pages *p, size_t slot)
+{
+	return atomic_load_explicit(&p->lk.slots[slot].meta, memory_order_acquire);
+}
+
+static inline _Atomic uint8_t *meta_state(const struct zs_pages *p, struct zs_page_desc *m)
+{
+	return (_Atomic uint8_t *)((char *)m + p->state_off);
+}
+
+static inline uint64_t *meta_bits(const struct zs_pages *p, struct zs_page_desc *m)
+{
+	return (uint64_t *)((char *)m + p->bits_off);
+}
+
+static inline void bm_set(uint64_t *bm, size_t i) { bm[i >> 6] |= 1ull << (i & 63); }
+static inline void bm_clr(uint64_t *bm, size_t i) { bm[i >> 6] &= ~(1ull << (i & 63)); }
+
+static inline size_t pfn_slot(const struct zs_pages *p, zs_pfn_t pfn)
+{
+	return (size_t)(pfn >> p->lk.ppc_shift);
+}
+
+static inline size_t pfn_idx(const struct zs_pages *p, zs_pfn_t pfn)
+{
+	return (size_t)(pfn & p->lk.ppc_mask);
+}
+
+static inline _Atomic uint8_t *pfn_state(const struct zs_pages *p, zs_pfn_t pfn)
+{
+	return meta_state(p, meta_desc(p, pfn_slot(p, pfn))) + pfn_idx(p, pfn);
+}
+
+static inline void set_state(const struct zs_pages *p, zs_pfn_t pfn, uint8_t st)
+{
+	atomic_store_explicit(pfn_state(p, pfn), st, memory_order_relaxed);
+}
+
+static inline uint8_t get_state(const struct zs_pages *p, zs_pfn_t pfn)
+{
+	return atomic_load_explicit(pfn_state(p, pfn), memory_order_relaxed);
+}
+
+/* Pages handed out: the shared path's count plus every per-CPU cache's (no lock). */
+static inline size_t total_in_use(const struct zs_pages *p)
+{
+	long n = atomic_load_explicit(&((struct zs_pages *)p)->in_use, memory_order_relaxed);
+	for (unsigned i = 0; i < p->npcp; i++)
+		n += atomic_load_explicit(&p->pcp[i].in_use, memory_order_relaxed);
+	return n > 0 ? (size_t)n : 0;
+}
+
+static inline void note_peak(struct zs_pages *p)
+{
+	size_t used = total_in_use(p);
+	if (used > p->peak)
+		p->peak = used;
+}
+
+static inline void set_slow_only(struct zs_pages *p)
+{
+	atomic_store_explicit(&p->slow_only, p->max_pages != 0 || p->fi_on, memory_order_relaxed);
+}
+
+/* Chunk bookkeeping (pages.c), called by the allocator with the lock held. */
+void pages_partial_set(struct zs_pages *p, size_t slot);
+long pages_chunk_map(struct zs_pages *p);
+char *pages_chunk_unmap(struct zs_pages *p, size_t slot);
+
+#endif
