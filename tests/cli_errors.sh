@@ -145,5 +145,13 @@ if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
 else
 	expect 2 "no Python 3 with matplotlib" report --quick --out /proc/nope
 fi
+# Issue 12: JSON output escapes user strings (a quote in a path used to break it).
+quoted_heap() {
+	local f="$tmp/he\"ap.bin"
+	head -c 20000 /usr/bin/ls > "$f" || return 1
+	"$zs" compare --json --heap "$f" --workloads heap --backends zsmalloc --repeat 1 2>/dev/null |
+		python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["results"][0]["source"].endswith("he\"ap.bin")'
+}
+check "compare --json --heap 'he\"ap.bin' parses" quoted_heap
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -601,11 +601,13 @@ static void print_row(const char *wl, size_t ps, const char *kind, const struct 
 static void print_json(FILE *f, int *first, const char *wl, const struct workload *w, size_t ps,
 		       const char *kind, const struct result *r)
 {
-	fprintf(f, "%s\n  {\"workload\": \"%s\", \"source\": \"%s\", \"page_size\": %zu, \"backend\": \"%s\", "
+	fprintf(f, "%s\n  {\"workload\": \"%s\", \"source\": ", *first ? "" : ",", wl);
+	json_string(f, w->source ? w->source : "");
+	fprintf(f, ", \"page_size\": %zu, \"backend\": \"%s\", "
 		   "\"ok\": %d, \"errors\": %d, \"blobs\": %zu, \"pages_in\": %zu, \"same_filled\": %zu, "
 		   "\"raw_stored\": %zu, \"store_ops\": %.0f, \"restore_ops\": %.0f, \"load_ops\": %.0f, "
 		   "\"free_ops\": %.0f",
-		*first ? "" : ",", wl, w->source ? w->source : "", ps, kind, r->ok, r->errors, w->n,
+		ps, kind, r->ok, r->errors, w->n,
 		w->pages_in, w->same_filled, w->raw_stored, r->store_ops, r->restore_ops, r->load_ops,
 		r->free_ops);
 	for (int ph = 0; ph < NR_PH; ph++)

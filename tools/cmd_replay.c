@@ -538,21 +538,6 @@ static void print_mismatch(struct replay *R, const struct mismatch *m)
 	}
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 static void json_vals(FILE *f, const uint64_t v[NF])
 {
 	fputc('{', f);
@@ -868,9 +853,9 @@ int cmd_replay(int argc, char **argv)
 
 	if (o.json) {
 		printf("{\"trace\": ");
-		json_str(stdout, o.path);
+		json_string(stdout, o.path);
 		printf(", \"comp\": ");
-		json_str(stdout, h->comp);
+		json_string(stdout, h->comp);
 		printf(", \"page_size\": %ld, \"chain\": %ld, \"free_mode\": \"%s\", \"deferred\": %s,"
 		       " \"records\": %ld, \"mismatches\": %ld, \"first_mismatch_record\": %ld,"
 		       " \"writes\": %ld, \"discards\": %ld, \"compactions\": %ld, \"same\": %ld,"
@@ -886,7 +871,7 @@ int cmd_replay(int argc, char **argv)
 		       "\"not_kernel_because\": ",
 		       chain_policy_name(o.po.cfg.chain_policy), o.po.cfg.class_delta,
 		       R->o.kernel_policy ? "true" : "false");
-		json_str(stdout, R->o.why);
+		json_string(stdout, R->o.why);
 		printf(", \"mem_used_pages\": {\"kernel_peak\": %" PRIu64 ", \"kernel_mean\": %.1f, "
 		       "\"kernel_end\": %" PRIu64 ", \"libzs_peak\": %" PRIu64 ", \"libzs_mean\": %.1f, "
 		       "\"libzs_end\": %" PRIu64 "}",
@@ -897,7 +882,7 @@ int cmd_replay(int argc, char **argv)
 			const struct mismatch *m = &R->shown[i];
 			printf("%s{\"record\": %ld, \"line\": %ld, \"op\": ", i ? ", " : "", m->record,
 			       m->line);
-			json_str(stdout, m->at.op);
+			json_string(stdout, m->at.op);
 			printf(", \"class\": %d, \"expected\": ", m->cls);
 			json_vals(stdout, m->at.exp);
 			printf(", \"got\": ");

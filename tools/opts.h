@@ -106,6 +106,9 @@ void progress_done(void);
  * room under its memory limit; bytes, 0 if unknown. */
 uint64_t mem_available(void);
 
+/* `s` as a JSON string literal (quotes, backslashes and control bytes escaped). */
+void json_string(FILE *f, const char *s);
+
 const char *chain_policy_name(enum zs_chain_policy p);
 const char *free_mode_name(enum zs_free_mode m);
 
