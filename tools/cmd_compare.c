@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cmds.h"
+#include "util.h"
 #include "opts.h"
 #include "zs/backend.h"
 #include "zs/pages.h"
@@ -65,21 +66,6 @@ struct opts {
 
 /* The pool shape of every zsmalloc run (a policy experiment changes only these). */
 static const struct pool_opts *g_po;
-
-static uint64_t rnd(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* One item of a comma list at p: its length in *len; returns where the next starts. */
 static const char *list_item(const char *p, size_t *len)
@@ -368,20 +354,20 @@ static int wl_mix(struct workload *w, size_t ps, size_t n, uint64_t seed,
 	uint64_t s = seed;
 	double k = (double)ps / 4096.0;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t r = rnd(&s) % 100;
+		uint64_t r = tool_rand64(&s) % 100;
 		double v;
 		if (r < 30)
-			v = 32 + (double)(rnd(&s) % 481);
+			v = 32 + (double)(tool_rand64(&s) % 481);
 		else if (r < 80)
-			v = 600 + (double)(rnd(&s) % 600) + (double)(rnd(&s) % 600);
+			v = 600 + (double)(tool_rand64(&s) % 600) + (double)(tool_rand64(&s) % 600);
 		else if (r < 95)
-			v = 2048 + (double)(rnd(&s) % 1200);
+			v = 2048 + (double)(tool_rand64(&s) % 1200);
 		else
 			v = 4096;
 		size_t len = (size_t)(v * k);
 		if (len > ps)
 			len = ps;
-		w->b[w->n++] = (struct blob){ noise + rnd(&s) % 64, (uint32_t)len };
+		w->b[w->n++] = (struct blob){ noise + tool_rand64(&s) % 64, (uint32_t)len };
 	}
 	w->source = "seeded size mix";
 	return 0;
@@ -438,7 +424,7 @@ static void run_backend(const char *kind, size_t ps, const struct workload *w, i
 	size_t n = w->n, live = 0, bytes = 0, frees = 0, restores = 0;
 	double tfree = 0, trestore = 0;
 
-	double t0 = now();
+	double t0 = tool_now();
 	for (size_t i = 0; i < n; i++) {
 		const struct blob *bl = &w->b[i];
 		unsigned long x = zs_backend_malloc(b, bl->len);
@@ -451,19 +437,19 @@ static void run_backend(const char *kind, size_t ps, const struct workload *w, i
 		bi[live++] = (uint32_t)i;
 		bytes += bl->len;
 	}
-	double t1 = now();
+	double t1 = tool_now();
 	res->store_ops = (double)live / (t1 - t0);
 	measure(b, rss0, bytes, live, res, PH_FILL);
 
 	/* Load: what a swap-in does before decompressing: map, copy out, unmap. */
-	t0 = now();
+	t0 = tool_now();
 	for (size_t i = 0; i < live; i++) {
 		uint32_t len = w->b[bi[i]].len;
 		void *m = zs_backend_read_begin(b, h[i], len, local);
 		memcpy(local + ps, m, len);
 		zs_backend_read_end(b, h[i], len, m);
 	}
-	t1 = now();
+	t1 = tool_now();
 	res->load_ops = (double)live / (t1 - t0);
 
 	/* Churn: each round frees 30% of the live objects at random and stores
@@ -472,9 +458,9 @@ static void run_backend(const char *kind, size_t ps, const struct workload *w, i
 	uint64_t s = seed;
 	for (int r = 0; r < rounds; r++) {
 		size_t kill = live * 3 / 10;
-		t0 = now();
+		t0 = tool_now();
 		for (size_t k = 0; k < kill; k++) {
-			size_t i = rnd(&s) % live;
+			size_t i = tool_rand64(&s) % live;
 			if (deferred)
 				zs_backend_free_deferred(b, h[i]);
 			else
@@ -483,12 +469,12 @@ static void run_backend(const char *kind, size_t ps, const struct workload *w, i
 			h[i] = h[--live];
 			bi[i] = bi[live];
 		}
-		tfree += now() - t0;
+		tfree += tool_now() - t0;
 		frees += kill;
 		size_t add = n / 5;
-		t0 = now();
+		t0 = tool_now();
 		for (size_t k = 0; k < add && live < n; k++) {
-			uint32_t j = (uint32_t)(rnd(&s) % n);
+			uint32_t j = (uint32_t)(tool_rand64(&s) % n);
 			unsigned long x = zs_backend_malloc(b, w->b[j].len);
 			if (ZS_IS_ERR(x)) {
 				res->errors++;
@@ -500,7 +486,7 @@ static void run_backend(const char *kind, size_t ps, const struct workload *w, i
 			bytes += w->b[j].len;
 			restores++;
 		}
-		trestore += now() - t0;
+		trestore += tool_now() - t0;
 	}
 	res->restore_ops = trestore > 0 ? (double)restores / trestore : 0;
 	zs_backend_flush(b);
@@ -517,10 +503,10 @@ static void run_backend(const char *kind, size_t ps, const struct workload *w, i
 		if (m)
 			zs_backend_read_end(b, h[i], bl->len, m);
 	}
-	t0 = now();
+	t0 = tool_now();
 	for (size_t i = 0; i < live; i++)
 		zs_backend_free(b, h[i]);
-	tfree += now() - t0;
+	tfree += tool_now() - t0;
 	frees += live;
 	res->free_ops = tfree > 0 ? (double)frees / tfree : 0;
 	zs_backend_destroy(b);
@@ -889,11 +875,11 @@ int cmd_compare(int argc, char **argv)
 	unsigned char *noise = malloc(65536 + 64);
 	uint64_t ns = o.seed ^ 0x5eed;
 	for (size_t i = 0; i < 65536 + 64; i++)
-		noise[i] = (unsigned char)rnd(&ns);
+		noise[i] = (unsigned char)tool_rand64(&ns);
 
 	const char *const wl_names[] = { "files", "heap", "testmod", "mix" };
 	int first = 1, measured = 0;
-	double t_start = now();
+	double t_start = tool_now();
 	if (o.json)
 		printf("{\"seed\": %" PRIu64 ", \"rounds\": %d, \"repeat\": %d, \"results\": [", o.seed,
 		       o.rounds, o.repeat);
@@ -956,10 +942,10 @@ int cmd_compare(int argc, char **argv)
 		}
 	}
 	if (o.json)
-		printf("\n], \"seconds\": %.1f}\n", now() - t_start);
+		printf("\n], \"seconds\": %.1f}\n", tool_now() - t_start);
 	else
 		printf("(%.1f s; memory = pool pages x page size for zsmalloc/zblock, RSS growth for malloc kinds)\n",
-		       now() - t_start);
+		       tool_now() - t_start);
 	free(files.buf);
 	free(heap.buf);
 	free(noise);

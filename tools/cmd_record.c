@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "util.h"
 #include "opts.h"
 #include "zs/zram.h"
 #include "zs/harness.h"
@@ -50,17 +51,9 @@ struct rec {
 
 static volatile sig_atomic_t g_dev = -1, g_fd = -1;
 
-static uint64_t next_rand(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 static double rand01(uint64_t *s)
 {
-	return (double)(next_rand(s) >> 11) / 9007199254740992.0;
+	return (double)(tool_rand64(s) >> 11) / 9007199254740992.0;
 }
 
 static int sys_write(int dev, const char *attr, const char *val)
@@ -428,7 +421,7 @@ int cmd_record(int argc, char **argv)
 	if (!mix) {
 		/* Shuffled order; the first shares of it are discarded / rewritten. */
 		for (size_t i = n - 1; i > 0; i--) {
-			size_t j = next_rand(&r.rng) % (i + 1), t = order[i];
+			size_t j = tool_rand64(&r.rng) % (i + 1), t = order[i];
 			order[i] = order[j];
 			order[j] = t;
 		}
@@ -437,12 +430,12 @@ int cmd_record(int argc, char **argv)
 			err = op_discard(&r, order[i]);
 		size_t no = (size_t)((double)n * overwrite);
 		for (size_t i = 0; i < no && !err; i++)
-			err = op_write(&r, next_rand(&r.rng) % n, PAGE(next_rand(&r.rng) % n), buf);
+			err = op_write(&r, tool_rand64(&r.rng) % n, PAGE(tool_rand64(&r.rng) % n), buf);
 		if (!err)
 			err = op_compact(&r);
 		size_t nr = (size_t)((double)n * refill);
 		for (size_t i = 0; i < nr && !err; i++)
-			err = op_write(&r, next_rand(&r.rng) % n, PAGE(next_rand(&r.rng) % n), buf);
+			err = op_write(&r, tool_rand64(&r.rng) % n, PAGE(tool_rand64(&r.rng) % n), buf);
 		if (!err)
 			err = op_compact(&r);
 	} else {
@@ -453,17 +446,17 @@ int cmd_record(int argc, char **argv)
 			} else if (rand01(&r.rng) < p_discard && r.stored) {
 				size_t s;
 				do
-					s = next_rand(&r.rng) % n;
+					s = tool_rand64(&r.rng) % n;
 				while (!r.slot[s].used);
 				err = op_discard(&r, s);
 			} else {
-				err = op_write(&r, next_rand(&r.rng) % n, PAGE(next_rand(&r.rng) % n), buf);
+				err = op_write(&r, tool_rand64(&r.rng) % n, PAGE(tool_rand64(&r.rng) % n), buf);
 			}
 		}
 		if (!err)
 			err = op_compact(&r);
 		for (size_t i = n - 1; i > 0; i--) {
-			size_t j = next_rand(&r.rng) % (i + 1), t = order[i];
+			size_t j = tool_rand64(&r.rng) % (i + 1), t = order[i];
 			order[i] = order[j];
 			order[j] = t;
 		}

@@ -15,16 +15,10 @@
 #include <time.h>
 
 #include "cmds.h"
+#include "util.h"
 #include "opts.h"
 #include "zs/region.h"
 #include "zs/harness.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static size_t rss_pages(void *base, size_t npages)
 {
@@ -137,9 +131,9 @@ int cmd_region(int argc, char **argv)
 	       cfg.store.backend.kind ? cfg.store.backend.kind : "zsmalloc", cfg.fault_around);
 
 	size_t rss0 = rss_pages(b, n);
-	double t0 = now_s();
+	double t0 = tool_now();
 	long out = zs_region_pageout(r, b, bytes);
-	double t1 = now_s();
+	double t1 = tool_now();
 	size_t rss1 = rss_pages(b, n);
 	struct zs_region_stats st;
 	zs_region_get_stats(r, &st);
@@ -154,10 +148,10 @@ int cmd_region(int argc, char **argv)
 	size_t bad = 0;
 	uint64_t fill_faults = st.faults, hist_fill[ZS_REGION_LAT_BUCKETS];
 	memcpy(hist_fill, st.lat_hist, sizeof(hist_fill));
-	t0 = now_s();
+	t0 = tool_now();
 	for (size_t i = 0; i < n; i++)
 		bad += memcmp(b + i * 4096, ps.data + i * 4096, 4096) != 0;
-	t1 = now_s();
+	t1 = tool_now();
 	zs_region_get_stats(r, &st);
 	for (int i = 0; i < ZS_REGION_LAT_BUCKETS; i++)
 		hist_fill[i] = st.lat_hist[i] - hist_fill[i];
@@ -170,22 +164,22 @@ int cmd_region(int argc, char **argv)
 	memcpy(hist0, st.lat_hist, sizeof(hist0));
 	zs_region_pageout(r, b, bytes);
 	uint64_t seed = 0x9e3779b97f4a7c15ULL;
-	t0 = now_s();
+	t0 = tool_now();
 	for (size_t k = 0; k < n; k++) {
 		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
 		size_t i = (size_t)(seed >> 33) % n;
 		bad += memcmp(b + i * 4096, ps.data + i * 4096, 4096) != 0;
 	}
-	t1 = now_s();
+	t1 = tool_now();
 	zs_region_get_stats(r, &st);
 	for (int i = 0; i < ZS_REGION_LAT_BUCKETS; i++)
 		hist0[i] = st.lat_hist[i] - hist0[i];
 	printf("random touch: %.1f us per touch, %llu faults, handler p50 %.1f us p99 %.1f us\n",
 	       (t1 - t0) * 1e6 / (double)n, (unsigned long long)(st.faults - faults0),
 	       zs_region_lat_percentile(hist0, 50) / 1e3, zs_region_lat_percentile(hist0, 99) / 1e3);
-	t0 = now_s();
+	t0 = tool_now();
 	zs_region_release(r, b, bytes);
-	t1 = now_s();
+	t1 = tool_now();
 	zs_zram_flush(zs_region_store(r));
 	zs_region_get_stats(r, &st);
 	printf("release: %.2f ms; store pages now %llu\n", (t1 - t0) * 1e3,

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "util.h"
 #include "opts.h"
 #include "zs/pages.h"
 #include "zs/zram.h"
@@ -75,21 +76,6 @@ static struct sopts o;
 static atomic_int stop;
 static _Atomic uint64_t m_compact_pool, m_compact_zram, m_idle, m_recomp, m_scanned, m_loops;
 static _Atomic int reported;
-
-static uint64_t rnd(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* An object's bytes: word i is a hash of (seed, i). */
 static void fill(unsigned char *b, size_t n, uint64_t seed)
@@ -175,7 +161,7 @@ static void inc(struct worker *w, int c)
 
 static void pool_op(struct worker *w)
 {
-	uint64_t r = rnd(&w->rng);
+	uint64_t r = tool_rand64(&w->rng);
 	size_t idx = (size_t)(r % o.objects);
 	struct pobj *e = &objs[idx];
 	int z = 0;
@@ -183,7 +169,7 @@ static void pool_op(struct worker *w)
 		inc(w, C_BUSY);
 		return;
 	}
-	r = rnd(&w->rng);
+	r = tool_rand64(&w->rng);
 	unsigned kind = (unsigned)(r >> 56);
 	if (!e->h) {
 		size_t sz = pick_size(r, o.page_size);
@@ -194,7 +180,7 @@ static void pool_op(struct worker *w)
 		} else {
 			e->h = h;
 			e->size = (uint32_t)sz;
-			e->seed = rnd(&w->rng);
+			e->seed = tool_rand64(&w->rng);
 			fill(w->buf, sz, e->seed);
 			if (zs_obj_write(pool, h, w->buf, sz)) {
 				atomic_fetch_add(&w->cnt[C_ERR], 1);
@@ -211,7 +197,7 @@ static void pool_op(struct worker *w)
 		e->h = 0;
 		inc(w, def ? C_FREE_DEF : C_FREE);
 	} else if (kind < 144) {
-		e->seed = rnd(&w->rng);
+		e->seed = tool_rand64(&w->rng);
 		fill(w->buf, e->size, e->seed);
 		if (zs_obj_write(pool, e->h, w->buf, e->size)) {
 			atomic_fetch_add(&w->cnt[C_ERR], 1);
@@ -239,7 +225,7 @@ static int zram_verify(struct worker *w, struct zslot *s, size_t idx)
 
 static void zram_op(struct worker *w)
 {
-	uint64_t r = rnd(&w->rng);
+	uint64_t r = tool_rand64(&w->rng);
 	size_t idx = (size_t)(r % o.slots);
 	struct zslot *s = &slots[idx];
 	int z = 0;
@@ -247,11 +233,11 @@ static void zram_op(struct worker *w)
 		inc(w, C_BUSY);
 		return;
 	}
-	r = rnd(&w->rng);
+	r = tool_rand64(&w->rng);
 	unsigned kind = (unsigned)(r >> 56);
 	if (!s->kind || kind < 96) {
 		int k = 1 + (int)((r >> 8) % 4);
-		uint64_t seed = rnd(&w->rng);
+		uint64_t seed = tool_rand64(&w->rng);
 		gen_page(w->buf, o.page_size, k, seed);
 		int ret = zs_zram_write(zram, idx, w->buf);
 		if (ret == 0) {
@@ -508,17 +494,17 @@ bad:
 	}
 
 	/* RSS drift is measured from the end of the warm-up: 10% of the run, at least 1 s. */
-	double t0 = now(), warm_at = o.seconds / 10 < 1 ? 1 : o.seconds / 10, next_report = o.report;
+	double t0 = tool_now(), warm_at = o.seconds / 10 < 1 ? 1 : o.seconds / 10, next_report = o.report;
 	if (warm_at > o.seconds)
 		warm_at = o.seconds;
 	size_t rss_warm = 0, rss_max = rss_start, rss_min_after = (size_t)-1, rss_end = 0;
 	for (;;) {
-		double t = now() - t0;
+		double t = tool_now() - t0;
 		if (t >= o.seconds)
 			break;
 		double nap = o.seconds - t < 0.25 ? o.seconds - t : 0.25;
 		usleep((useconds_t)(nap * 1e6));
-		t = now() - t0;
+		t = tool_now() - t0;
 		size_t rss = zs_process_rss();
 		if (rss > rss_max)
 			rss_max = rss;
@@ -545,7 +531,7 @@ bad:
 	for (unsigned i = 0; i < o.threads; i++)
 		pthread_join(ws[i].tid, NULL);
 	pthread_join(mt, NULL);
-	double elapsed = now() - t0;
+	double elapsed = tool_now() - t0;
 
 	/* Final check: every object and slot reads back, then everything is freed. */
 	struct worker *w0 = &ws[0];

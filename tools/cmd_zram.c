@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "util.h"
 #include "opts.h"
 #include "zs/compress.h"
 #include "zs/pages.h"
@@ -77,14 +78,6 @@ static void usage(FILE *f)
 		"  --quiet            no progress on stderr\n"
 		"  --progress         progress on stderr even when it is not a terminal\n"
 		"                     (default: only on a terminal)\n");
-}
-
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 /* ---- Threaded write / read ---- */
@@ -156,7 +149,7 @@ static double run_phase(struct zs_zram *z, const struct zs_pageset *ps, unsigned
 	size_t per = (ps->npages + threads - 1) / threads;
 	double t;
 
-	t = now_s();
+	t = tool_now();
 	for (unsigned k = 0; k < threads; k++) {
 		size_t first = (size_t)k * per;
 
@@ -173,7 +166,7 @@ static double run_phase(struct zs_zram *z, const struct zs_pageset *ps, unsigned
 	if (threads > 1)
 		for (unsigned k = 0; k < threads; k++)
 			pthread_join(tid[k], NULL);
-	t = now_s() - t;
+	t = tool_now() - t;
 	if (progress) {
 		progress_line("  %s %zu/%zu pages", writing ? "write" : "read ", ps->npages,
 			      ps->npages);
@@ -522,9 +515,9 @@ int cmd_zram(int argc, char **argv)
 			zs_zram_mark_idle(z, 0);
 		if (o.wb_limit_set)
 			zs_zram_set_writeback_limit(z, 1, o.wb_limit);
-		twb = now_s();
+		twb = tool_now();
 		wb_rc = zs_zram_writeback(z, (enum zs_zram_wb_type)o.wb_type, 0, &wr);
-		twb = now_s() - twb;
+		twb = tool_now() - twb;
 		if (o.wb_drop_cache) {
 			int fd = open(o.backing, O_RDWR);
 

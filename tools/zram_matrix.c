@@ -14,17 +14,10 @@
 #include <time.h>
 
 #include "cmds.h"
+#include "util.h"
 #include "zs/compress.h"
 #include "zs/zram.h"
 #include "zs/harness.h"
-
-static double wall(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static double cpu(void)
 {
@@ -65,21 +58,21 @@ static void run_one(const struct zs_pageset *ps, const char *comp, const char *d
 	snprintf(r->comp, sizeof(r->comp), "%s", r->rc ? comp : zs_zram_comp_name(z));
 	if (r->rc)
 		return;
-	double t = wall(), c = cpu();
+	double t = tool_now(), c = cpu();
 	for (size_t i = 0; i < ps->npages && !r->rc; i += chunk) {
 		size_t n = ps->npages - i < chunk ? ps->npages - i : chunk;
 		r->rc = zs_zram_write_range(z, i, n, ps->data + i * psz);
 	}
-	r->w_s = wall() - t;
+	r->w_s = tool_now() - t;
 	r->w_cpu = cpu() - c;
 	zs_zram_get_stats(z, &st);
-	t = wall();
+	t = tool_now();
 	c = cpu();
 	for (size_t i = 0; i < ps->npages && !r->rc; i += chunk) {
 		size_t n = ps->npages - i < chunk ? ps->npages - i : chunk;
 		r->rc = zs_zram_read_range(z, i, n, out + i * psz, n * psz);
 	}
-	r->r_s = wall() - t;
+	r->r_s = tool_now() - t;
 	r->r_cpu = cpu() - c;
 	for (size_t i = 0; i < ps->npages; i++)
 		r->mismatches += memcmp(out + i * psz, ps->data + i * psz, psz) != 0;
@@ -89,20 +82,20 @@ static void run_one(const struct zs_pageset *ps, const char *comp, const char *d
 	 */
 	uint64_t x = 0x9e3779b97f4a7c15ull;
 	size_t nr = ps->npages < 20000 ? ps->npages : 20000, nw = nr / 10 ? nr / 10 : 1;
-	t = wall();
+	t = tool_now();
 	for (size_t k = 0; k < nr && !r->rc; k++) {
 		x = x * 6364136223846793005ull + 1442695040888963407ull;
 		size_t i = (size_t)(x >> 33) % ps->npages;
 		r->rc = zs_zram_read(z, i, out + i * psz, psz);
 	}
-	r->rand_read_us = (wall() - t) * 1e6 / (double)nr;
-	t = wall();
+	r->rand_read_us = (tool_now() - t) * 1e6 / (double)nr;
+	t = tool_now();
 	for (size_t k = 0; k < nw && !r->rc; k++) {
 		x = x * 6364136223846793005ull + 1442695040888963407ull;
 		size_t i = (size_t)(x >> 33) % ps->npages;
 		r->rc = zs_zram_write(z, i, ps->data + i * psz);
 	}
-	r->rand_write_us = (wall() - t) * 1e6 / (double)nw;
+	r->rand_write_us = (tool_now() - t) * 1e6 / (double)nw;
 	r->orig = st.orig_data_size;
 	r->compr = st.compr_data_size;
 	r->mem = st.mem_used_total;
