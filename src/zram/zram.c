@@ -34,54 +34,7 @@
 
 #include "zram/internal.h"
 
-/* ---- Streams, slot lock, memory accounting ---- */
-
-static _Atomic unsigned stream_hint_next;
-static _Thread_local unsigned stream_hint;
-static _Thread_local int stream_hint_set;
-
-struct stream *zram_stream_get(struct zs_zram *z)
-{
-	unsigned n = z->nstreams, start, i;
-
-	if (unlikely(!stream_hint_set)) {
-		stream_hint = atomic_fetch_add_explicit(&stream_hint_next, 1, memory_order_relaxed);
-		stream_hint_set = 1;
-	}
-	start = stream_hint % n;
-	for (;;) {
-		for (i = 0; i < n; i++) {
-			struct stream *s = &z->streams[(start + i) % n];
-
-			if (!atomic_load_explicit(&s->busy, memory_order_relaxed) &&
-			    !atomic_exchange_explicit(&s->busy, 1, memory_order_acquire)) {
-				if (i)
-					stream_hint = (start + i) % n;
-				return s;
-			}
-		}
-		sched_yield();
-	}
-}
-
-/* ---- Slot lock ---- */
-
-uint32_t zram_slot_lock_slow(struct slot *sl)
-{
-	for (unsigned spins = 0;; spins++) {
-		uint32_t f = atomic_load_explicit(&sl->flags, memory_order_relaxed);
-
-		if (!(f & F_SLOCK)) {
-			f = atomic_fetch_or_explicit(&sl->flags, F_SLOCK, memory_order_acquire);
-			if (!(f & F_SLOCK))
-				return f;
-		}
-		if (spins < 128)
-			cpu_relax();
-		else
-			sched_yield();
-	}
-}
+/* ---- Slot free, memory accounting ---- */
 
 /*
  * The kernel's slot_free, slot locked: drop whatever the slot holds and
