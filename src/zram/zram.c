@@ -115,20 +115,6 @@ void zs_zram_config_init(struct zs_zram_config *cfg)
 	zs_pool_config_init(&cfg->backend.zs);
 }
 
-static void streams_free(struct zs_zram *z)
-{
-	if (!z->streams)
-		return;
-	for (unsigned i = 0; i < z->nstreams; i++) {
-		zs_comp_destroy(z->streams[i].comp);
-		zs_comp_destroy(z->streams[i].recomp);
-		free(z->streams[i].buf);
-		free(z->streams[i].local_copy);
-	}
-	free(z->streams);
-	z->streams = NULL;
-}
-
 int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 {
 	struct zs_zram_config def;
@@ -197,37 +183,8 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 	if (!z->huge_size || z->huge_size > ps)
 		z->huge_size = ps;
 
-	if (cfg->streams) {
-		z->nstreams = cfg->streams;
-	} else {
-		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
-		z->nstreams = ncpu > 2 ? (unsigned)ncpu * 2 : 4;
-		if (z->nstreams > ZS_ZRAM_MAX_STREAMS)
-			z->nstreams = ZS_ZRAM_MAX_STREAMS;
-	}
-	z->streams = aligned_alloc(64, sizeof(struct stream) * z->nstreams);
-	if (!z->streams)
+	if ((rc = zram_streams_create(z, cfg, &prm)))
 		goto fail;
-	memset(z->streams, 0, sizeof(struct stream) * z->nstreams);
-	for (unsigned i = 0; i < z->nstreams; i++) {
-		struct stream *s = &z->streams[i];
-
-		rc = zs_comp_create_params(cfg->comp ? cfg->comp : "lz4", ps, &prm.comp, &s->comp);
-		if (rc)
-			goto fail;
-		if (cfg->recomp &&
-		    (rc = zs_comp_create_params(cfg->recomp, ps, &prm.recomp, &s->recomp)))
-			goto fail;
-		s->buf_cap = zs_comp_bound(s->comp, ps);
-		if (s->recomp && zs_comp_bound(s->recomp, ps) > s->buf_cap)
-			s->buf_cap = zs_comp_bound(s->recomp, ps);
-		s->buf = malloc(s->buf_cap);
-		s->local_copy = malloc(ps);
-		rc = -ENOMEM;
-		if (!s->buf || !s->local_copy)
-			goto fail;
-	}
 	snprintf(z->comp_name, sizeof(z->comp_name), "%s", zs_comp_name(z->streams[0].comp));
 	if ((rc = zram_wb_create(z, cfg)))
 		goto fail;
@@ -236,7 +193,7 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 	return 0;
 fail:
 	zram_params_free(&prm);
-	streams_free(z);
+	zram_streams_free(z);
 	if (z->b)
 		zs_backend_destroy(z->b);
 	free(z->slots);
@@ -254,7 +211,7 @@ void zs_zram_destroy(struct zs_zram *z)
 		return;
 	zs_zram_reset(z);
 	zram_wb_destroy(z);
-	streams_free(z);
+	zram_streams_free(z);
 	zs_backend_destroy(z->b);
 	free(z->slots);
 	free(z);
