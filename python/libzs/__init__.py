@@ -77,6 +77,14 @@ def _int_arg(name, v, lo, hi, err=_errno.EINVAL):
 _L.lib()
 
 
+def _page_size_arg(page_size):
+    """A pool page size, as C decides it (zs_page_size_valid: the rule has one home)."""
+    _int_arg("page_size", page_size, 0, _U64)
+    if not _L.need("zs_page_size_valid")(page_size):
+        raise ZsArgumentError(_errno.EINVAL, f"page_size must be a power of two in 4K..64K, not {page_size}")
+    return page_size
+
+
 def _check(rc, what):
     if rc < 0:
         raise ZsError(rc, what)
@@ -155,8 +163,8 @@ def _pool_config(page_size=4096, chain=8, delta=0, chain_policy="exhaustive",
                     ("max_pages", max_pages), ("deferred_capacity", deferred_capacity)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise ValueError(f"{name} must be a non-negative int, not {v!r}")
-    if page_size and (page_size < 4096 or page_size > 65536 or page_size & (page_size - 1)):
-        raise ValueError(f"page_size must be a power of two in 4096..65536, not {page_size}")
+    if page_size:
+        _page_size_arg(page_size)
     if chain and not 1 <= chain <= _L.ZS_MAX_CHAIN:
         raise ValueError(f"chain must be in 1..{_L.ZS_MAX_CHAIN}, not {chain}")
     if delta and (delta < 8 or delta % 8):
@@ -493,7 +501,7 @@ class ZramStore(_Closable):
         _L.need("zs_zram_config_init")(ctypes.byref(cfg))
         if (slots is None) == (disksize is None):
             raise ValueError("give exactly one of slots or disksize")
-        _int_arg("page_size", page_size, 4096, 65536)
+        _page_size_arg(page_size)
         if slots is not None and (not isinstance(slots, int) or slots <= 0):
             raise ValueError("slots must be a positive int")
         if slots is not None:

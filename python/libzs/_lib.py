@@ -202,6 +202,7 @@ _PROTOS = {
     "zs_class_info": (c_int, [_P, c_int, ctypes.POINTER(ClassInfoC)]),
     "zs_class_stats": (c_int, [_P, c_int, ctypes.POINTER(ClassStatsC)]),
     "zs_pool_page_size": (c_size_t, [_P]),
+    "zs_page_size_valid": (c_int, [c_size_t]),
     "zs_pool_objects": (c_ulong, [_P]),
     "zs_pool_trim": (None, [_P]),
     "zs_backend_kinds": (ctypes.POINTER(c_char_p), []),

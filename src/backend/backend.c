@@ -256,7 +256,7 @@ struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
 	c.kind = kind;
 	if (!c.page_size)
 		c.page_size = 4096;
-	if (c.page_size < 4096 || c.page_size > 65536 || (c.page_size & (c.page_size - 1)) ||
+	if (!zs_page_size_valid(c.page_size) ||
 	    (c.checked != 0 && c.checked != 1) || c.max_pages > ZS_PAGES_MAX_SPAN / c.page_size) {
 		errno = EINVAL;
 		return NULL;

@@ -43,6 +43,11 @@ size_t zs_pages_page_size(const struct zs_pages *p)
 	return p ? p->page_size : 0;
 }
 
+int zs_page_size_valid(size_t size)
+{
+	return is_pow2(size) && size >= ZS_PAGE_SIZE_MIN && size <= ZS_PAGE_SIZE_MAX;
+}
+
 struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 {
 	struct zs_pages_config c = { 0 };
@@ -53,8 +58,7 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 		c = *cfg;
 	if (!c.page_size)
 		c.page_size = 4096;
-	if (!is_pow2(c.page_size) || c.page_size < 4096 || c.page_size > 65536 ||
-	    c.page_size < os_page)
+	if (!zs_page_size_valid(c.page_size) || c.page_size < os_page)
 		goto inval;
 	if (!c.chunk_bytes) {
 		c.chunk_bytes = (size_t)2 << 20;

@@ -177,7 +177,7 @@ static int derive_table(size_t ps, size_t hdr, struct zb_desc *d)
 /* Fills d (ZB_MAX_CLASSES) and *hdr; returns the class count or -EINVAL. */
 static int build_table(size_t ps, int huge, struct zb_desc *d, size_t *hdr)
 {
-	if (ps < 4096 || ps > 65536 || (ps & (ps - 1)))
+	if (!zs_page_size_valid(ps))
 		return -EINVAL;
 	const uint8_t(*t)[2] = NULL;
 	int cnt = 0;

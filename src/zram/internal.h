@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "zs/compress.h"
+#include "zs/pages.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()

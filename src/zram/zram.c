@@ -129,7 +129,7 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 		cfg = &def;
 	}
 	ps = cfg->page_size ? cfg->page_size : 4096;
-	if (ps < 4096 || ps > 65536 || (ps & (ps - 1)))
+	if (!zs_page_size_valid(ps))
 		return -EINVAL;
 	if (cfg->disksize / ps == 0 || cfg->disksize / ps > ZS_ZRAM_MAX_SLOTS)
 		return -EINVAL;
