@@ -367,15 +367,13 @@ static uint32_t *corpus_sizes(char **paths, int npaths, size_t *n, size_t *files
 	uint32_t *s = malloc(ps.npages * sizeof(*s));
 	size_t k = 0;
 	for (size_t i = 0; s && i < ps.npages; i++) {
-		const unsigned char *pg = ps.data + i * PAGE;
-		const uint64_t *wd = (const uint64_t *)pg;
-		int same = 1;
-		for (size_t j = 1; j < PAGE / 8 && same; j++)
-			same = wd[j] == wd[0];
-		if (same)
+		struct zs_zram_store_decision d;
+		/* huge at PAGE: only pages that do not compress at all are whole. */
+		if (zs_zram_store_decide(c, ps.data + i * PAGE, PAGE, PAGE, out, sizeof(out), &d))
+			d.kind = ZS_ZRAM_STORE_RAW, d.len = PAGE;
+		if (d.kind == ZS_ZRAM_STORE_SAME)
 			continue;
-		int len = zs_compress(c, pg, PAGE, out, sizeof(out));
-		s[k++] = len <= 0 || len >= PAGE ? PAGE : (uint32_t)len;
+		s[k++] = (uint32_t)d.len;
 	}
 	*files = ps.files;
 	zs_comp_destroy(c);

@@ -37,7 +37,7 @@ from ._lib import LibraryNotFound, library_path
 __all__ = [
     "Pool", "Compressor", "ZramStore", "ZsError", "ZsArgumentError", "LibraryNotFound",
     "library_path",
-    "ClassInfo", "ClassStats", "backend_kinds", "compressor_names",
+    "ClassInfo", "ClassStats", "backend_kinds", "compressor_names", "page_same_filled",
     "CHAIN_POLICIES", "FREE_MODES",
 ]
 __version__ = "0.1.0"
@@ -138,6 +138,19 @@ def backend_kinds(all=False):
                 usable.append(k)
         _usable_kinds = usable
     return list(_usable_kinds)
+
+
+def page_same_filled(page):
+    """
+    True when zram keeps only this page's fill word: every machine word equal to the first
+    (zs_zram_page_same_filled, the rule's one home in zs/zram.h).  page: a whole page of
+    bytes, a non-zero multiple of the machine word.
+    """
+    page = _to_bytes(page)
+    if not page or len(page) % ctypes.sizeof(ctypes.c_ulong):
+        raise ValueError(f"a page is a non-zero multiple of {ctypes.sizeof(ctypes.c_ulong)} "
+                         f"bytes, not {len(page)}")
+    return bool(_L.need("zs_zram_page_same_filled")(page, len(page), None))
 
 
 def compressor_names():

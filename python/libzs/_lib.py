@@ -223,6 +223,7 @@ _PROTOS = {
     "zs_zram_page_size": (c_size_t, [_P]),
     "zs_zram_comp_name": (c_char_p, [_P]),
     "zs_zram_write": (c_int, [_P, c_u64, _P]),
+    "zs_zram_page_same_filled": (c_int, [_P, c_size_t, _P]),
     "zs_zram_read": (c_int, [_P, c_u64, _P, c_size_t]),
     "zs_zram_discard": (c_int, [_P, c_u64]),
     "zs_zram_reset": (None, [_P]),

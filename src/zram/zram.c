@@ -240,14 +240,47 @@ const char *zs_zram_comp_name(const struct zs_zram *z)
 /* ---- Write ---- */
 
 /* Every machine word equal to the first: word i == word i+1 for all i. */
-static inline int page_same_filled(const void *page, size_t ps, unsigned long *val)
+int zs_zram_page_same_filled(const void *page, size_t ps, unsigned long *fill)
 {
 	const unsigned char *p = page;
 
 	if (memcmp(p, p + sizeof(unsigned long), ps - sizeof(unsigned long)))
 		return 0;
-	memcpy(val, p, sizeof(*val));
+	if (fill)
+		memcpy(fill, p, sizeof(*fill));
 	return 1;
+}
+
+enum zs_zram_store_kind zs_zram_store_kind(long comp_len, size_t huge_size)
+{
+	return comp_len <= 0 || (size_t)comp_len >= huge_size ? ZS_ZRAM_STORE_RAW
+							       : ZS_ZRAM_STORE_COMPRESSED;
+}
+
+int zs_zram_store_decide(struct zs_comp *comp, const void *page, size_t ps, size_t huge_size,
+			 void *buf, size_t buf_cap, struct zs_zram_store_decision *d)
+{
+	int n;
+
+	memset(d, 0, sizeof(*d));
+	if (unlikely(zs_zram_page_same_filled(page, ps, &d->fill))) {
+		d->kind = ZS_ZRAM_STORE_SAME;
+		return 0;
+	}
+	n = zs_compress(comp, page, ps, buf, buf_cap);
+	if (unlikely(n < 0))
+		return n;
+	d->comp_len = (size_t)n;
+	d->kind = zs_zram_store_kind(n, huge_size);
+	if (unlikely(d->kind == ZS_ZRAM_STORE_RAW)) {
+		/* Not worth a compressed object: keep the raw page, one per pool page. */
+		d->data = page;
+		d->len = ps;
+	} else {
+		d->data = buf;
+		d->len = (size_t)n;
+	}
+	return 0;
 }
 
 static void fill_page(void *buf, size_t ps, unsigned long val)
@@ -280,10 +313,10 @@ int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 {
 	if (unlikely(z->grp))
 		return zram_group_write(z, index, page);
+	struct zs_zram_store_decision d;
 	struct stream *s;
 	struct slot *sl;
-	const void *src;
-	unsigned long h, val;
+	unsigned long h;
 	uint32_t f, nf;
 	int n;
 
@@ -295,30 +328,23 @@ int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 	s = zram_stream_get(z);
 	cnt_add(s, C_WRITES, 1);
 
-	if (unlikely(page_same_filled(page, z->page_size, &val))) {
-		write_same(z, s, sl, val);
+	n = zs_zram_store_decide(s->comp, page, z->page_size, z->huge_size, s->buf, s->buf_cap, &d);
+	if (unlikely(n < 0))
+		goto fail;
+	if (unlikely(d.kind == ZS_ZRAM_STORE_SAME)) {
+		write_same(z, s, sl, d.fill);
 		stream_put(s);
 		return 0;
 	}
-
-	n = zs_compress(s->comp, page, z->page_size, s->buf, s->buf_cap);
-	if (unlikely(n < 0))
-		goto fail;
-	src = s->buf;
-	nf = (uint32_t)n;
-	if (unlikely((size_t)n >= z->huge_size)) {
-		/* Not worth a compressed object: keep the raw page, one per pool page. */
-		n = (int)z->page_size;
-		src = page;
-		nf = (uint32_t)n | F_HUGE;
-	}
+	n = (int)d.len;
+	nf = (uint32_t)n | (d.kind == ZS_ZRAM_STORE_RAW ? F_HUGE : 0);
 
 	h = zs_backend_malloc(z->b, (size_t)n);
 	if (unlikely(ZS_IS_ERR(h))) {
 		n = -ENOMEM;
 		goto fail;
 	}
-	if (unlikely(!can_store(z) || zs_backend_write(z->b, h, src, (size_t)n))) {
+	if (unlikely(!can_store(z) || zs_backend_write(z->b, h, d.data, (size_t)n))) {
 		zs_backend_free(z->b, h);
 		n = -ENOMEM;
 		goto fail;
