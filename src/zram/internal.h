@@ -76,7 +76,6 @@ struct zs_zram {
 	uint64_t nslots;
 	struct slot *slots;
 	struct zs_backend *b;
-	struct zs_pool *pool;       /* kind "zsmalloc": cheap page count for the limit check */
 	size_t huge_size;
 	uint64_t limit_bytes;       /* mem_limit rounded up to pages; 0 none */
 	int deferred;
@@ -191,8 +190,13 @@ int zram_wb_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, ui
 			void *buf);
 void zram_wb_stats(struct zs_zram *z, struct zs_zram_stats *st);
 
-/* Pool memory in bytes as mem_used_total counts it. */
-uint64_t zram_used_bytes(struct zs_zram *z);
+/*
+ * mem_used_total, the one place it is computed (the write path's limit
+ * check and the statistics): zs_backend_mem_bytes of the backend.  bs: the
+ * backend's stats if the caller has them; NULL reads the cheap page count
+ * where the backend has one (ZS_BACKEND_CAP_PAGES), else the stats.
+ */
+uint64_t zram_used_bytes(struct zs_zram *z, const struct zs_backend_stats *bs);
 void zram_update_used_max(struct zs_zram *z, uint64_t used);
 
 #endif

@@ -70,14 +70,17 @@ uint32_t zram_slot_free_locked(struct zs_zram *z, struct stream *s, struct slot 
 
 /* ---- Memory accounting ---- */
 
-uint64_t zram_used_bytes(struct zs_zram *z)
+uint64_t zram_used_bytes(struct zs_zram *z, const struct zs_backend_stats *bs)
 {
 	struct zs_backend_stats st;
 
-	if (z->pool)
-		return (uint64_t)zs_get_total_pages(z->pool) * z->page_size;
-	zs_backend_stats(z->b, &st);
-	return st.mem_bytes ? st.mem_bytes : st.object_bytes;
+	if (!bs) {
+		if (zs_backend_caps(z->b) & ZS_BACKEND_CAP_PAGES)
+			return (uint64_t)zs_backend_total_pages(z->b) * z->page_size;
+		zs_backend_stats(z->b, &st);
+		bs = &st;
+	}
+	return zs_backend_mem_bytes(z->b, bs);
 }
 
 void zram_update_used_max(struct zs_zram *z, uint64_t used)
@@ -96,9 +99,9 @@ static inline int can_store(struct zs_zram *z)
 	uint64_t used;
 
 	/* Backends without a cheap page count are only asked when a limit is set. */
-	if (!z->pool && !z->limit_bytes)
+	if (!(zs_backend_caps(z->b) & ZS_BACKEND_CAP_PAGES) && !z->limit_bytes)
 		return 1;
-	used = zram_used_bytes(z);
+	used = zram_used_bytes(z, NULL);
 	zram_update_used_max(z, used);
 	return !z->limit_bytes || used <= z->limit_bytes;
 }
@@ -111,8 +114,7 @@ void zs_zram_config_init(struct zs_zram_config *cfg)
 	cfg->page_size = 4096;
 	cfg->disksize = 1ull << 30;
 	cfg->comp = "lz4";
-	cfg->backend.kind = "zsmalloc";
-	zs_pool_config_init(&cfg->backend.zs);
+	zs_backend_config_init(&cfg->backend);
 }
 
 int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
@@ -170,15 +172,13 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 	bc = cfg->backend;
 	if (!bc.kind)
 		bc.kind = "zsmalloc";
-	bc.page_size = ps;
-	bc.zs.page_size = ps;
+	bc.page_size = ps; /* the store's page size is the one knob (zs/backend.h) */
 	errno = 0;
 	z->b = zs_backend_create(&bc);
 	if (!z->b) {
 		rc = errno ? -errno : -EINVAL;
 		goto fail;
 	}
-	z->pool = zs_backend_zspool(z->b);
 	z->huge_size = zs_backend_huge_class_size(z->b);
 	if (!z->huge_size || z->huge_size > ps)
 		z->huge_size = ps;
