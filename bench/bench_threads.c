@@ -233,10 +233,9 @@ static struct zs_backend *make_backend(const struct row *rw)
 	struct zs_backend_config bc;
 	if (!strcmp(rw->kind, "none"))
 		return NULL;
-	memset(&bc, 0, sizeof(bc));
+	zs_backend_config_init(&bc);
 	bc.kind = rw->kind;
 	bc.page_size = PAGE;
-	zs_pool_config_init(&bc.zs);
 	bc.zs.free_mode = (enum zs_free_mode)rw->free_mode;
 	bc.zs.deferred_worker = -1;
 	bc.zs.page_cache_pages = rw->cache_pages;
@@ -250,7 +249,7 @@ static double live_mib(struct zs_backend **bs, int nb, const struct worker *w, i
 	struct zs_backend_stats st;
 	if (!bs[0])
 		return 0;
-	int pages = !strcmp(bs[0]->kind, "zsmalloc") || !strcmp(bs[0]->kind, "zblock");
+	int pages = !!(zs_backend_caps(bs[0]) & ZS_BACKEND_CAP_PAGES);
 	if (pages) {
 		for (int i = 0; i < nb; i++) {
 			zs_backend_stats(bs[i], &st);

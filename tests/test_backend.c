@@ -23,8 +23,7 @@ static void fill(unsigned char *buf, size_t len, uint64_t key)
 static struct zs_backend *mk(const char *kind, size_t ps, int checked)
 {
 	struct zs_backend_config c;
-	memset(&c, 0, sizeof(c));
-	zs_pool_config_init(&c.zs);
+	zs_backend_config_init(&c);
 	c.kind = kind;
 	c.page_size = ps;
 	c.checked = checked;
@@ -160,7 +159,7 @@ static void registry(void)
 	}
 	CHECK(n >= 3 && zs && zb && ml);
 	struct zs_backend_config c;
-	memset(&c, 0, sizeof(c));
+	zs_backend_config_init(&c);
 	c.kind = "nosuch";
 	errno = 0;
 	CHECK(zs_backend_create(&c) == NULL);

@@ -128,7 +128,7 @@ def backend_kinds(all=False):
         usable = []
         for k in kinds:
             cfg = _L.BackendConfig()
-            _L.need("zs_pool_config_init")(ctypes.byref(cfg.zs))
+            _L.need("zs_backend_config_init")(ctypes.byref(cfg))
             name = k.encode()
             cfg.kind = name
             cfg.page_size = 4096

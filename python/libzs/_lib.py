@@ -206,6 +206,7 @@ _PROTOS = {
     "zs_pool_objects": (c_ulong, [_P]),
     "zs_pool_trim": (None, [_P]),
     "zs_backend_kinds": (ctypes.POINTER(c_char_p), []),
+    "zs_backend_config_init": (None, [ctypes.POINTER(BackendConfig)]),
     "zs_backend_create": (_P, [ctypes.POINTER(BackendConfig)]),
     "zs_backend_destroy": (None, [_P]),
     "zs_comp_create": (c_int, [c_char_p, c_size_t, ctypes.POINTER(c_void_p)]),
