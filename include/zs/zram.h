@@ -48,8 +48,9 @@ struct zs_zram_config {
 	const char *comp;      /* primary compressor, zs/compress.h names and level ranges;
 	                          NULL -> "lz4" */
 	const char *recomp;    /* secondary for zs_zram_recompress; NULL -> none */
-	struct zs_backend_config backend;  /* kind NULL -> "zsmalloc"; page_size is overridden;
-	                                      other fields as zs/backend.h */
+	struct zs_backend_config backend;  /* kind NULL -> "zsmalloc"; its page_size (and its
+	                                      pool's) is not read: page_size above is the one
+	                                      knob; other fields as zs/backend.h */
 	uint64_t mem_limit;    /* bytes of backend memory, rounded up to pages; 0 -> none;
 	                          0..ZS_ZRAM_MAX_MEM_LIMIT */
 	int deferred_free;     /* 0 or 1.  1: free slots' objects with zs_backend_free_deferred */
