@@ -122,7 +122,7 @@ static void run_mode(struct ctx *c, int m, size_t ps)
 int main(int argc, char **argv)
 {
 	int quick = 0, rounds = 0, only = -1;
-	struct bench_json js = { 0, 1 };
+	struct bench_json js = { 0 };
 	size_t mib = 0;
 	const char *comps[4] = { "lz4", "zstd", NULL, NULL };
 	int ncomp = 2;

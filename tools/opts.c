@@ -357,19 +357,3 @@ void opt_pool_help(FILE *f, unsigned accepted)
 		if (accepted & (1u << i))
 			fputs(help[i], f);
 }
-
-/* One JSON string writer for every command: quotes, backslashes and control bytes escaped. */
-void json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}

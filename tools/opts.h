@@ -13,6 +13,7 @@
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "json.h"
 #include "zs/zsmalloc.h"
 
 /* Pool options a command accepts (a mask) and which were given (po->set). */
@@ -105,9 +106,6 @@ void progress_done(void);
 /* MemAvailable from /proc/meminfo, or less when this process's cgroup has less
  * room under its memory limit; bytes, 0 if unknown. */
 uint64_t mem_available(void);
-
-/* `s` as a JSON string literal (quotes, backslashes and control bytes escaped). */
-void json_string(FILE *f, const char *s);
 
 const char *chain_policy_name(enum zs_chain_policy p);
 const char *free_mode_name(enum zs_free_mode m);
