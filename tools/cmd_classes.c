@@ -73,11 +73,16 @@ int cmd_classes(int argc, char **argv)
 		phys += ci.phys_index == i;
 	}
 
-	if (json)
-		printf("{\"page_size\": %u, \"max_chain\": %u, \"delta\": %u, \"chain_policy\": \"%s\", "
-		       "\"rows\": [",
-		       P, c->max_chain, delta, chain_policy_name(c->chain_policy));
-	else
+	struct json js;
+	if (json) {
+		json_init(&js, stdout, 0);
+		json_obj(&js);
+		json_kuint(&js, "page_size", P);
+		json_kuint(&js, "max_chain", c->max_chain);
+		json_kuint(&js, "delta", delta);
+		json_kstr(&js, "chain_policy", chain_policy_name(c->chain_policy));
+		json_karr(&js, "rows");
+	} else
 		printf("page size %u, chain %u, delta %u, chain policy %s\n\n"
 		       "%5s | %5s | %5s | %9s | %9s | %10s | %4s\n",
 		       P, c->max_chain, delta, chain_policy_name(c->chain_policy), "Log", "Phys",
@@ -95,23 +100,34 @@ int cmd_classes(int argc, char **argv)
 		double slot = (double)ci.pages_per_zspage * P / ci.objs_per_zspage;
 		waste_sum += ((ci.phys_size - req) + (double)ci.tail_waste / ci.objs_per_zspage) / slot;
 		span_sum += ci.spanning;
-		if (json)
-			printf("%s{\"log\": %u, \"phys\": %u, \"chain\": %u, \"objs\": %u, \"tail_waste\": %u, "
-			       "\"merge_waste\": %lu, \"span\": %u, \"class\": %d, \"phys_class\": %d}",
-			       req == ZS_MIN_ALLOC_SIZE ? "" : ", ", req, ci.phys_size,
-			       ci.pages_per_zspage, ci.objs_per_zspage, ci.tail_waste, merge,
-			       ci.spanning, ci.index, ci.phys_index);
-		else
+		if (json) {
+			json_obj(&js);
+			json_kuint(&js, "log", req);
+			json_kuint(&js, "phys", ci.phys_size);
+			json_kuint(&js, "chain", ci.pages_per_zspage);
+			json_kuint(&js, "objs", ci.objs_per_zspage);
+			json_kuint(&js, "tail_waste", ci.tail_waste);
+			json_kuint(&js, "merge_waste", merge);
+			json_kuint(&js, "span", ci.spanning);
+			json_kint(&js, "class", ci.index);
+			json_kint(&js, "phys_class", ci.phys_index);
+			json_obj_end(&js);
+		} else
 			printf("%5u | %5u | %5u | %9u | %9u | %10lu | %4u\n", req, ci.phys_size,
 			       ci.pages_per_zspage, ci.objs_per_zspage, ci.tail_waste, merge,
 			       ci.spanning);
 	}
 	double avg = rows ? 100.0 * waste_sum / rows : 0;
-	if (json)
-		printf("], \"logical_classes\": %d, \"physical_classes\": %d, \"huge_class_size\": %zu, "
-		       "\"avg_effective_waste_pct\": %.3f, \"total_span\": %lu}\n",
-		       n, phys, zs_huge_class_size(pool), avg, span_sum);
-	else
+	if (json) {
+		json_arr_end(&js);
+		json_kint(&js, "logical_classes", n);
+		json_kint(&js, "physical_classes", phys);
+		json_kuint(&js, "huge_class_size", zs_huge_class_size(pool));
+		json_kfixed(&js, "avg_effective_waste_pct", avg, 3);
+		json_kuint(&js, "total_span", span_sum);
+		json_obj_end(&js);
+		json_done(&js);
+	} else
 		printf("\nlogical classes %d, physical classes %d, huge_class_size %zu\n"
 		       "average effective waste %.2f%% over %d request sizes, spanning slots summed %lu\n",
 		       n, phys, zs_huge_class_size(pool), avg, rows, span_sum);

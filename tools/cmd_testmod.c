@@ -182,13 +182,23 @@ int cmd_testmod(int argc, char **argv)
 		nread++;
 	}
 	if (json) {
-		printf("{\"page_size\": %zu, \"max_chain\": %u, \"chain_policy\": \"%s\", "
-		       "\"write_objects\": %zu, \"pool_pages\": %lu, \"total_allocated\": %llu, "
-		       "\"utilization_permille\": %llu, \"read_objects\": %zu, \"spanning\": %zu, "
-		       "\"memcpy_bytes\": %llu, \"verify_errors\": %zu}\n",
-		       P, zs_pool_get_config(pool)->max_chain,
-		       chain_policy_name(zs_pool_get_config(pool)->chain_policy), n, pages, total,
-		       ratio, nread, spanning, memcpy_bytes, bad);
+		const struct zs_pool_config *pc = zs_pool_get_config(pool);
+		struct json js;
+		json_init(&js, stdout, 0);
+		json_obj(&js);
+		json_kuint(&js, "page_size", P);
+		json_kuint(&js, "max_chain", pc->max_chain);
+		json_kstr(&js, "chain_policy", chain_policy_name(pc->chain_policy));
+		json_kuint(&js, "write_objects", n);
+		json_kuint(&js, "pool_pages", pages);
+		json_kuint(&js, "total_allocated", total);
+		json_kuint(&js, "utilization_permille", ratio);
+		json_kuint(&js, "read_objects", nread);
+		json_kuint(&js, "spanning", spanning);
+		json_kuint(&js, "memcpy_bytes", memcpy_bytes);
+		json_kuint(&js, "verify_errors", bad);
+		json_obj_end(&js);
+		json_done(&js);
 	} else {
 		printf("zsmalloc_test: num write objects: %zu\n", n);
 		printf("zsmalloc_test: pool pages used %lu, total allocated size %llu\n", pages, total);

@@ -568,44 +568,63 @@ int cmd_zram(int argc, char **argv)
 	}
 
 	if (o.json) {
-		printf("{\"pages\": %zu, \"files\": %zu, \"file_bytes\": %llu, \"page_size\": %zu, "
-		       "\"comp\": \"%s\", \"backend\": \"%s\", \"threads\": %u,\n",
-		       ps.npages, ps.files, (unsigned long long)ps.file_bytes, ps.page_size,
-		       zs_zram_comp_name(z), o.backend, o.threads);
-		if (o.wb_type)
-			printf(" \"writeback\": {\"written\": %lu, \"scanned\": %lu, \"rc\": %d, "
-			       "\"seconds\": %.6f, \"MBps\": %.1f, \"read_us_per_page\": %.3f, "
-			       "\"bd_count\": %llu, \"bd_reads\": %llu, \"bd_writes\": %llu, "
-			       "\"compressed\": %d},\n",
-			       wr.written, wr.scanned, wb_rc, twb,
-			       mbps((uint64_t)wr.written * ps.page_size, twb),
-			       1e6 * tr / (double)ps.npages, (unsigned long long)st.bd_count,
-			       (unsigned long long)st.bd_reads, (unsigned long long)st.bd_writes,
-			       o.wb_compressed);
-		printf(" \"store\": {");
-		for (int i = 0; i < 9; i++)
-			printf("\"%s\": %llu, ", mm_cols[i], (unsigned long long)v[i]);
-		printf("\"failed_reads\": %llu, \"failed_writes\": %llu, \"notify_free\": %llu, "
-		       "\"ratio\": %.4f, \"ratio_compr\": %.4f, \"write_s\": %.6f, \"read_s\": %.6f, "
-		       "\"write_MBps\": %.1f, \"read_MBps\": %.1f, \"write_cpu_s\": %.4f, "
-		       "\"read_cpu_s\": %.4f, \"group\": %u, \"mismatches\": %llu, "
-		       "\"rss_growth\": %llu}",
-		       (unsigned long long)st.failed_reads, (unsigned long long)st.failed_writes,
-		       (unsigned long long)st.notify_free, ratio(v[0], v[2]), ratio(v[0], v[1]), tw,
-		       tr, mbps(bytes, tw), mbps(bytes, tr), cw, cr, o.group ? o.group : 1,
-		       (unsigned long long)mism,
-		       (unsigned long long)rss_growth);
-		if (have_k) {
-			printf(",\n \"kernel\": {\"comp\": \"%s\", ", kr.comp);
-			for (int i = 0; i < 9; i++)
-				printf("\"%s\": %llu, ", mm_cols[i], (unsigned long long)kr.mm_stat[i]);
-			printf("\"ratio\": %.4f, \"write_s\": %.6f, \"read_s\": %.6f, "
-			       "\"write_MBps\": %.1f, \"read_MBps\": %.1f, \"mismatches\": %llu}",
-			       ratio(kr.mm_stat[0], kr.mm_stat[2]), kr.write_s, kr.read_s,
-			       mbps(bytes, kr.write_s), mbps(bytes, kr.read_s),
-			       (unsigned long long)kr.mismatches);
+		struct json js;
+		json_init(&js, stdout, 1);
+		json_obj(&js);
+		json_kuint(&js, "pages", ps.npages);
+		json_kuint(&js, "files", ps.files);
+		json_kuint(&js, "file_bytes", ps.file_bytes);
+		json_kuint(&js, "page_size", ps.page_size);
+		json_kstr(&js, "comp", zs_zram_comp_name(z));
+		json_kstr(&js, "backend", o.backend);
+		json_kuint(&js, "threads", o.threads);
+		if (o.wb_type) {
+			json_kobj(&js, "writeback");
+			json_kuint(&js, "written", wr.written);
+			json_kuint(&js, "scanned", wr.scanned);
+			json_kint(&js, "rc", wb_rc);
+			json_kfixed(&js, "seconds", twb, 6);
+			json_kfixed(&js, "MBps", mbps((uint64_t)wr.written * ps.page_size, twb), 1);
+			json_kfixed(&js, "read_us_per_page", 1e6 * tr / (double)ps.npages, 3);
+			json_kuint(&js, "bd_count", st.bd_count);
+			json_kuint(&js, "bd_reads", st.bd_reads);
+			json_kuint(&js, "bd_writes", st.bd_writes);
+			json_kint(&js, "compressed", o.wb_compressed);
+			json_obj_end(&js);
 		}
-		printf("}\n");
+		json_kobj(&js, "store");
+		for (int i = 0; i < 9; i++)
+			json_kuint(&js, mm_cols[i], v[i]);
+		json_kuint(&js, "failed_reads", st.failed_reads);
+		json_kuint(&js, "failed_writes", st.failed_writes);
+		json_kuint(&js, "notify_free", st.notify_free);
+		json_kfixed(&js, "ratio", ratio(v[0], v[2]), 4);
+		json_kfixed(&js, "ratio_compr", ratio(v[0], v[1]), 4);
+		json_kfixed(&js, "write_s", tw, 6);
+		json_kfixed(&js, "read_s", tr, 6);
+		json_kfixed(&js, "write_MBps", mbps(bytes, tw), 1);
+		json_kfixed(&js, "read_MBps", mbps(bytes, tr), 1);
+		json_kfixed(&js, "write_cpu_s", cw, 4);
+		json_kfixed(&js, "read_cpu_s", cr, 4);
+		json_kuint(&js, "group", o.group ? o.group : 1);
+		json_kuint(&js, "mismatches", mism);
+		json_kuint(&js, "rss_growth", rss_growth);
+		json_obj_end(&js);
+		if (have_k) {
+			json_kobj(&js, "kernel");
+			json_kstr(&js, "comp", kr.comp);
+			for (int i = 0; i < 9; i++)
+				json_kuint(&js, mm_cols[i], kr.mm_stat[i]);
+			json_kfixed(&js, "ratio", ratio(kr.mm_stat[0], kr.mm_stat[2]), 4);
+			json_kfixed(&js, "write_s", kr.write_s, 6);
+			json_kfixed(&js, "read_s", kr.read_s, 6);
+			json_kfixed(&js, "write_MBps", mbps(bytes, kr.write_s), 1);
+			json_kfixed(&js, "read_MBps", mbps(bytes, kr.read_s), 1);
+			json_kuint(&js, "mismatches", kr.mismatches);
+			json_obj_end(&js);
+		}
+		json_obj_end(&js);
+		json_done(&js);
 	} else {
 		printf("zs zram: %zu pages (%.1f MiB) from %zu files; comp %s, backend %s, page %zu, "
 		       "threads %u\n",
