@@ -80,6 +80,7 @@ struct replay {
 	long records, mismatches, nw, nd, nc, nsame, nhuge, first_bad_record;
 	long huge_class_warnings;
 	uint64_t kmem_peak, kmem_sum, zmem_peak, zmem_sum, kmem_end, zmem_end;
+	double secs;             /* wall time of the replay */
 	unsigned field_bad[NF];
 	struct ctx_entry *ring;
 	int ring_n, ring_head;
