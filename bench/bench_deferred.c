@@ -151,6 +151,7 @@ int main(int argc, char **argv)
 	bench_json_str(&js, "free_mode", mode_s);
 
 	static const char *page_mode[2] = {"cached", "os"};
+	static double rows_ms[2][NVAR][3];   /* release, total, held %: for --json's rows */
 	for (int pm = 0; pm < 2; pm++) {
 		struct result res[NVAR][64];
 		size_t n = 0;
@@ -182,6 +183,11 @@ int main(int argc, char **argv)
 			bench_say("%-13s | %10.2f %8.2fx | %10.2f %8.2fx | %5.1f%%\n", var_name[v],
 				  rel[v], rel[0] / rel[v], tot[v], tot[0] / tot[v], held[v]);
 		bench_say("\n");
+		for (int v = 0; v < NVAR; v++) {
+			rows_ms[pm][v][0] = rel[v];
+			rows_ms[pm][v][1] = tot[v];
+			rows_ms[pm][v][2] = held[v];
+		}
 		if (pm == 0)
 			bench_json_num(&js, "handles", (double)n);
 		for (int v = 0; v < NVAR; v++) {
@@ -209,6 +215,24 @@ int main(int argc, char **argv)
 		  "frees synchronously\nunless the worker has made room.\n",
 		  (size_t)(128UL << 20) / 4096);
 	free(h);
+	struct json *w = bench_json_w(&js);
+	if (w) {
+		json_karr(w, "rows");
+		for (int pm = 0; pm < 2; pm++)
+			for (int v = 0; v < NVAR; v++) {
+				const double *r = rows_ms[pm][v];
+				json_obj(w);
+				json_kstr(w, "pages", page_mode[pm]);
+				json_kstr(w, "variant", var_key[v]);
+				json_knum(w, "release_ms", r[0]);
+				json_knum(w, "total_ms", r[1]);
+				json_knum(w, "held_pct", r[2]);
+				json_knum(w, "release_speedup", rows_ms[pm][0][0] / r[0]);
+				json_knum(w, "total_speedup", rows_ms[pm][0][1] / r[1]);
+				json_obj_end(w);
+			}
+		json_arr_end(w);
+	}
 	bench_json_end(&js);
 	return 0;
 }
