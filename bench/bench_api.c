@@ -117,9 +117,9 @@ int main(int argc, char **argv)
 		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
 			continue;
 		if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
-			iterations = atol(argv[++i]);
+			iterations = (long)bench_arg_u64(argv[0], "--iterations", argv[++i], 1, 1ull << 40);
 		else if (!strcmp(argv[i], "--per-size") && i + 1 < argc)
-			per_size = atoi(argv[++i]);
+			per_size = (int)bench_arg_u64(argv[0], "--per-size", argv[++i], 1, 1 << 24);
 		else if (!strcmp(argv[i], "--variant") && i + 1 < argc)
 			variant = argv[++i];
 		else {

@@ -369,7 +369,7 @@ int main(int argc, char **argv)
 		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
 			continue;
 		if (!strcmp(argv[i], "--input-mib") && i + 1 < argc)
-			input_mib = strtoul(argv[++i], NULL, 10);
+			input_mib = bench_arg_u64(argv[0], "--input-mib", argv[++i], 1, 1 << 20);
 		else if (!strcmp(argv[i], "--glob") && i + 1 < argc)
 			pattern = argv[++i];
 		else {

@@ -14,7 +14,6 @@
 #ifndef ZS_BENCH_COMMON_H
 #define ZS_BENCH_COMMON_H
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #include <unistd.h>
 
 #include "json.h"
+#include "parse.h"
 
 static inline double bench_now_ns(void)
 {
@@ -184,15 +184,8 @@ static inline void bench_json_end(struct bench_json *j)
 static inline unsigned long long bench_arg_u64(const char *bench, const char *opt, const char *s,
 					       unsigned long long lo, unsigned long long hi)
 {
-	char *end;
-	unsigned long long v = 0;
-	int ok = s && *s >= '0' && *s <= '9';
-	if (ok) {
-		errno = 0;
-		v = strtoull(s, &end, 10);
-		ok = !errno && !*end && v >= lo && v <= hi;
-	}
-	if (!ok) {
+	uint64_t v = 0;
+	if (parse_u64(s, &v) || v < lo || v > hi) {
 		fprintf(stderr, "%s: %s: '%s' is not a whole number in %llu..%llu\n", bench, opt,
 			s ? s : "", lo, hi);
 		exit(2);

@@ -97,17 +97,16 @@ static struct result run_once(int var, int cached, enum zs_free_mode mode, size_
 	return r;
 }
 
-/* The zs tool's and Python's spellings, and bench_release's column names. */
+/* The one --free-mode parser (tools/parse.c): the zs tool's spellings and bench_release's. */
 static enum zs_free_mode parse_mode(const char *s)
 {
-	if (!strcmp(s, "pool") || !strcmp(s, "pool-lock"))
-		return ZS_FREE_POOL_LOCK;
-	if (!strcmp(s, "class") || !strcmp(s, "class-index"))
-		return ZS_FREE_CLASS_INDEX;
-	if (!strcmp(s, "class-unlocked") || !strcmp(s, "ci-unlocked"))
-		return ZS_FREE_CLASS_INDEX_UNLOCKED;
-	fprintf(stderr, "bad --free-mode %s\n", s);
-	exit(2);
+	enum zs_free_mode m;
+	if (parse_free_mode(s, &m)) {
+		fprintf(stderr, "bench_deferred: --free-mode: '%s' is not one of: " FREE_MODE_NAMES
+				" (or pool-lock, class-index, ci-unlocked)\n", s);
+		exit(2);
+	}
+	return m;
 }
 
 int main(int argc, char **argv)
@@ -120,7 +119,7 @@ int main(int argc, char **argv)
 		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
 			continue;
 		if (!strcmp(argv[i], "--mib") && i + 1 < argc)
-			mib = strtoul(argv[++i], NULL, 10);
+			mib = bench_arg_u64(argv[0], "--mib", argv[++i], 1, 1 << 20);
 		else if (!strcmp(argv[i], "--free-mode") && i + 1 < argc)
 			mode_s = argv[++i];
 		else {

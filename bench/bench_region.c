@@ -499,25 +499,23 @@ int main(int argc, char **argv)
 		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
 			continue;
 		if (!strcmp(argv[i], "--mib") && i + 1 < argc)
-			mib = (size_t)atol(argv[++i]);
+			mib = bench_arg_u64(argv[0], "--mib", argv[++i], 1, 1 << 20);
 		else if (!strcmp(argv[i], "--comp") && i + 1 < argc)
 			comp = argv[++i];
 		else if (!strcmp(argv[i], "--fault-around") && i + 1 < argc)
-			fault_around = (unsigned)atoi(argv[++i]);
+			fault_around = (unsigned)bench_arg_u64(argv[0], "--fault-around", argv[++i], 0, 1 << 20);
 		else if (!strcmp(argv[i], "--handlers") && i + 1 < argc)
-			handlers = (unsigned)atoi(argv[++i]), handlers_set = 1;
+			handlers = (unsigned)bench_arg_u64(argv[0], "--handlers", argv[++i], 1, 64), handlers_set = 1;
 		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)
-			spin_us = (unsigned)atoi(argv[++i]);
+			spin_us = (unsigned)bench_arg_u64(argv[0], "--spin", argv[++i], 0, 10000000);
 		else if (!strcmp(argv[i], "--page-cache") && i + 1 < argc)
-			page_cache = atol(argv[++i]);
+			page_cache = (long)bench_arg_u64(argv[0], "--page-cache", argv[++i], 0, 1ull << 40);
 		else if (!strcmp(argv[i], "--no-kernel"))
 			nokernel = 1;
 		else if (!strcmp(argv[i], "--threads"))
 			use_threads = 1;
 		else if (!strcmp(argv[i], "--procs") && i + 1 < argc) {
-			nprocs = 0;
-			for (char *t = strtok(argv[++i], ","); t && nprocs < MAXP; t = strtok(NULL, ","))
-				procs[nprocs++] = atoi(t);
+			nprocs = bench_arg_list(argv[0], "--procs", argv[++i], procs, MAXP, 1, MAXP);
 		} else {
 			fprintf(stderr, "usage: bench_region [--quick] [--json] [--mib M] "
 				"[--procs 1,2] [--comp lz4] [--fault-around N] [--handlers N] "

@@ -140,19 +140,10 @@ int main(int argc, char **argv)
 		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
 			continue;
 		if (!strcmp(argv[i], "--mib") && i + 1 < argc)
-			mib = strtoul(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-			char *s = argv[++i], *end;
-			while (*s && nt < MAXT) {
-				long t = strtol(s, &end, 10);
-				if (end == s || t < 1 || t > MAXT) {
-					fprintf(stderr, "bad --threads\n");
-					return 2;
-				}
-				threads[nt++] = (int)t;
-				s = *end == ',' ? end + 1 : end;
-			}
-		} else {
+			mib = bench_arg_u64(argv[0], "--mib", argv[++i], 1, 1 << 20);
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			nt = bench_arg_list(argv[0], "--threads", argv[++i], threads, MAXT, 1, MAXT);
+		else {
 			fprintf(stderr,
 				"usage: %s [--quick] [--json] [--rounds N] [--mib M per thread] "
 				"[--threads 1,2,4]\n",

@@ -133,7 +133,7 @@ int main(int argc, char **argv)
 		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
 			continue;
 		if (!strcmp(argv[i], "--input-mib") && i + 1 < argc)
-			mib = strtoull(argv[++i], NULL, 10);
+			mib = bench_arg_u64(argv[0], "--input-mib", argv[++i], 1, 1 << 20);
 		else if (!strcmp(argv[i], "--comp") && i + 1 < argc) {
 			comps[0] = argv[++i];
 			ncomp = 1;

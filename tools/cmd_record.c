@@ -233,15 +233,7 @@ static void usage(FILE *f)
 
 static int parse_frac(const char *opt, const char *s, double *out)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= 0 && v <= 1)) {
-		fprintf(stderr, "zs record: %s: '%s' is not a number in 0..1\n", opt, s);
-		return 2;
-	}
-	*out = v;
-	return 0;
+	return opt_double("record", opt, s, 0, 1, out);
 }
 
 int cmd_record(int argc, char **argv)

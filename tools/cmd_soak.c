@@ -355,18 +355,17 @@ int cmd_soak(int argc, char **argv)
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		char *end = NULL;
 		uint64_t u;
+		enum zs_free_mode fm;
 		switch (c) {
 		case 's':
-			o.seconds = strtod(optarg, &end);
-			if (*end || o.seconds <= 0)
+			if (parse_double(optarg, &o.seconds) || o.seconds <= 0)
 				goto bad;
 			break;
 		case 't':
-			o.threads = (unsigned)strtoul(optarg, &end, 10);
-			if (*end || o.threads < 1 || o.threads > 256)
+			if (parse_u64(optarg, &u) || u < 1 || u > 256)
 				goto bad;
+			o.threads = (unsigned)u;
 			break;
 		case 'p':
 			if (parse_bytes(optarg, &u))
@@ -376,14 +375,14 @@ int cmd_soak(int argc, char **argv)
 				goto bad;
 			break;
 		case 'o':
-			o.objects = (size_t)strtoull(optarg, &end, 10);
-			if (*end || o.objects < 1 || o.objects > (1u << 26))
+			if (parse_u64(optarg, &u) || u < 1 || u > (1u << 26))
 				goto bad;
+			o.objects = (size_t)u;
 			break;
 		case 'n':
-			o.slots = (size_t)strtoull(optarg, &end, 10);
-			if (*end || o.slots < 1 || o.slots > (1u << 24))
+			if (parse_u64(optarg, &u) || u < 1 || u > (1u << 24))
 				goto bad;
+			o.slots = (size_t)u;
 			break;
 		case 'c': o.comp = optarg; break;
 		case 'r': o.recomp = optarg; break;
@@ -393,29 +392,21 @@ int cmd_soak(int argc, char **argv)
 				goto bad;
 			break;
 		case 'f':
-			if (!strcmp(optarg, "pool"))
-				o.free_mode = ZS_FREE_POOL_LOCK;
-			else if (!strcmp(optarg, "class"))
-				o.free_mode = ZS_FREE_CLASS_INDEX;
-			else if (!strcmp(optarg, "class-unlocked"))
-				o.free_mode = ZS_FREE_CLASS_INDEX_UNLOCKED;
-			else
+			if (parse_free_mode(optarg, &fm))
 				goto bad;
+			o.free_mode = (int)fm;
 			break;
 		case 'k': o.checked = 1; break;
 		case 'S':
-			o.seed = strtoull(optarg, &end, 0);
-			if (*end)
+			if (parse_u64(optarg, &o.seed))
 				goto bad;
 			break;
 		case 'R':
-			o.report = strtod(optarg, &end);
-			if (*end || o.report < 0)
+			if (parse_double(optarg, &o.report) || o.report < 0)
 				goto bad;
 			break;
 		case 'D':
-			o.max_drift_mib = strtod(optarg, &end);
-			if (*end || o.max_drift_mib <= 0)
+			if (parse_double(optarg, &o.max_drift_mib) || o.max_drift_mib <= 0)
 				goto bad;
 			break;
 		case 'q': o.quiet = 1; break;

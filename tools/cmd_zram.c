@@ -332,29 +332,20 @@ int cmd_zram(int argc, char **argv)
 			break;
 		}
 		case 'N':
-		case 'G':
-		case 'T': {
-			char *end;
-			unsigned long long v;
-
-			errno = 0;
-			v = strtoull(optarg, &end, 10);
-			if (errno || end == optarg || *end || optarg[0] == '-' ||
-			    (opt == 'N' && (v < 1 || v > ZS_ZRAM_MAX_WB_BATCH)) ||
-			    (opt == 'G' && v > 16)) {
-				fprintf(stderr, "zs zram: bad number '%s'\n", optarg);
+			if (opt_u64("zram", "--wb-batch", optarg, 1, ZS_ZRAM_MAX_WB_BATCH, &x))
 				return 2;
-			}
-			if (opt == 'N')
-				o.wb_batch = (unsigned)v;
-			else if (opt == 'G')
-				o.group = (unsigned)v;
-			else {
-				o.wb_limit = v;
-				o.wb_limit_set = 1;
-			}
+			o.wb_batch = (unsigned)x;
 			break;
-		}
+		case 'G':
+			if (opt_u64("zram", "--group", optarg, 0, 16, &x))
+				return 2;
+			o.group = (unsigned)x;
+			break;
+		case 'T':
+			if (opt_u64("zram", "--wb-limit", optarg, 0, UINT64_MAX, &o.wb_limit))
+				return 2;
+			o.wb_limit_set = 1;
+			break;
 		case 'L': {
 			char *end;
 			long lv;
