@@ -53,8 +53,12 @@ static inline int ut_create(struct ut_alloc *a, int kind, size_t page_size, size
 		a->zp = zs_create_pool(zc);
 		a->max_size = a->zp ? page_size : 0;
 	} else if (kind == UT_ZS_BACKEND) {
-		struct zs_backend_config bc = { .kind = "zsmalloc", .page_size = page_size,
-						.max_pages = max_pages, .checked = checked, .zs = *zc };
+		struct zs_backend_config bc;
+		zs_backend_config_init(&bc);
+		bc.page_size = page_size;
+		bc.max_pages = max_pages;
+		bc.checked = checked;
+		bc.zs = *zc;
 		a->be = zs_backend_create(&bc);
 		a->zp = a->be ? zs_backend_zspool(a->be) : NULL;
 		a->max_size = a->be ? page_size : 0;
@@ -68,8 +72,12 @@ static inline int ut_create(struct ut_alloc *a, int kind, size_t page_size, size
 		a->zb = zblock_create_pool(&c);
 		a->max_size = a->zb ? zblock_max_size(a->zb) : 0;
 	} else {
-		struct zs_backend_config bc = { .kind = "zblock", .page_size = page_size,
-						.max_pages = max_pages, .checked = checked };
+		struct zs_backend_config bc;
+		zs_backend_config_init(&bc);
+		bc.kind = "zblock";
+		bc.page_size = page_size;
+		bc.max_pages = max_pages;
+		bc.checked = checked;
 		a->be = zs_backend_create(&bc);
 		a->max_size = a->be ? page_size : 0; /* the backend turns huge on */
 	}

@@ -31,11 +31,6 @@ static void usage(FILE *f)
 		   ZS_COMP_MAX_DICT);
 }
 
-static int page_same_filled(const unsigned char *p)
-{
-	return !memcmp(p, p + 8, SAMPLE - 8);
-}
-
 /* Options of `zs dict train`; the paths stay in argv[optind..].  0, 1 after --help, or 2. */
 static int parse(int argc, char **argv, const char **out, uint64_t *size, uint64_t *samples,
 		 uint64_t *max)
@@ -103,7 +98,7 @@ int cmd_dict(int argc, char **argv)
 	/* Same-filled pages never reach a compressor in zram: leave them out. */
 	size_t useful = 0;
 	for (size_t i = 0; i < ps.npages; i++)
-		useful += !page_same_filled(ps.data + i * SAMPLE);
+		useful += !zs_zram_page_same_filled(ps.data + i * SAMPLE, SAMPLE, NULL);
 	size_t n = useful < samples ? useful : (size_t)samples;
 	unsigned char *buf = malloc(n * SAMPLE + 1);
 	size_t *sizes = malloc((n + 1) * sizeof(*sizes));
@@ -122,7 +117,7 @@ int cmd_dict(int argc, char **argv)
 	for (size_t i = 0; i < ps.npages && taken < n; i++) {
 		const unsigned char *pg = ps.data + i * SAMPLE;
 
-		if (page_same_filled(pg))
+		if (zs_zram_page_same_filled(pg, SAMPLE, NULL))
 			continue;
 		if (seen++ * n / useful == taken || useful - seen < n - taken) {
 			memcpy(buf + taken * SAMPLE, pg, SAMPLE);

@@ -91,7 +91,13 @@ int class_of(struct replay *R, size_t size)
 	size_t req = size + ZS_HANDLE_SIZE;
 	if (req > R->page_size)
 		req = R->page_size;
-	return zs_lookup_class_index(R->pool, req);
+	return R->b ? zs_backend_lookup_class(R->b, req) : zs_lookup_class_index(R->pool, req);
+}
+
+/* The allocator answers replay needs, from the store's backend (--store) or the pool. */
+size_t huge_size(struct replay *R)
+{
+	return R->b ? zs_backend_huge_class_size(R->b) : zs_huge_class_size(R->pool);
 }
 
 static int op_write(struct replay *R, unsigned long idx, unsigned long size, char flag, long line)
@@ -137,7 +143,7 @@ static int op_write(struct replay *R, unsigned long idx, unsigned long size, cha
 	}
 	/* compressed or huge: allocate the new object first, then free the old one */
 	size_t req = flag == 'h' ? R->page_size : size;
-	if (flag == 'n' && size >= zs_huge_class_size(R->pool))
+	if (flag == 'n' && zs_zram_store_kind((long)size, huge_size(R)) == ZS_ZRAM_STORE_RAW)
 		R->huge_class_warnings++;
 	R->pending_cls = class_of(R, req);
 	unsigned long h = zs_malloc(R->pool, req);
@@ -459,9 +465,9 @@ static int setup(struct replay *R, const struct trace_header *h)
 				h->page_size, cfg.max_chain, strerror(-zr));
 			return 2;
 		}
-		R->pool = zs_backend_zspool(zs_zram_backend(R->z));
-		if (!R->pool) {
-			trace_fail(0, "%s", "--store: the zram store has no zsmalloc pool");
+		R->b = zs_zram_backend(R->z);
+		if (!(zs_backend_caps(R->b) & ZS_BACKEND_CAP_CLASSES)) {
+			trace_fail(0, "%s", "--store: the zram store's backend has no size classes");
 			return 2;
 		}
 		zr = synth_init(&R->sy, zc.comp, (size_t)h->page_size);
@@ -473,7 +479,7 @@ static int setup(struct replay *R, const struct trace_header *h)
 	} else {
 		R->pool = zs_create_pool(&cfg);
 	}
-	if (!R->pool) {
+	if (!R->pool && !R->b) {
 		fprintf(stderr, "zs replay: zs_create_pool(page_size %ld, chain %u): %s\n",
 			h->page_size, cfg.max_chain, strerror(errno));
 		return 2;
@@ -490,9 +496,9 @@ static int setup(struct replay *R, const struct trace_header *h)
 		printf("%s: page_size %zu, chain %u, free_mode %s%s%s, huge_class_size %zu, "
 		       "%d logical classes\n",
 		       R->o.store ? "zram store (lz4) on pool" : "pool",
-		       zs_pool_page_size(R->pool), cfg.max_chain, free_mode_name(R->o.po.cfg.free_mode),
+		       R->page_size, cfg.max_chain, free_mode_name(R->o.po.cfg.free_mode),
 		       R->o.deferred ? ", deferred" : "", R->o.checked ? ", checked" : "",
-		       zs_huge_class_size(R->pool), zs_class_count(R->pool));
+		       huge_size(R), R->b ? zs_backend_class_count(R->b) : zs_class_count(R->pool));
 	}
 	return 0;
 }
@@ -566,7 +572,7 @@ static int run(struct replay *R, struct trace *rd)
 	int n, st = 0;
 	while (st != 1 && (n = trace_next(rd, &s)) > 0) {
 		long lineno = trace_lineno(rd);
-		if (!R->pool && setup(R, h))
+		if (!R->pool && !R->b && setup(R, h))
 			return 2;
 		st = step(R, rd, s, lineno);
 		if (st == 2)
@@ -574,7 +580,7 @@ static int run(struct replay *R, struct trace *rd)
 	}
 	if (st != 1 && n < 0)
 		return 2;
-	if (!R->pool || R->records == 0) {
+	if ((!R->pool && !R->b) || R->records == 0) {
 		trace_fail(0, "%s: no operations with '=' records (not a zram-trace?)", R->o.path);
 		return 2;
 	}
@@ -691,7 +697,7 @@ static void print_text(struct replay *R)
 	if (R->huge_class_warnings)
 		printf("  warning: %ld 'n' writes at or above libzs huge_class_size %zu "
 		       "(the kernel stored them as normal objects)\n",
-		       R->huge_class_warnings, zs_huge_class_size(R->pool));
+		       R->huge_class_warnings, huge_size(R));
 	for (int i = 0; i < R->nshown; i++)
 		print_mismatch(R, &R->shown[i]);
 }

@@ -17,6 +17,7 @@
 
 #include "compare.h"
 #include "util.h"
+#include "zs/zram.h"
 
 /* ---- raw page sources ---- */
 
@@ -169,19 +170,7 @@ void wl_free(struct workload *w)
 	memset(w, 0, sizeof(*w));
 }
 
-static int same_filled(const unsigned char *p, size_t ps)
-{
-	uint64_t first, v;
-	memcpy(&first, p, 8);
-	for (size_t i = 8; i < ps; i += 8) {
-		memcpy(&v, p + i, 8);
-		if (v != first)
-			return 0;
-	}
-	return 1;
-}
-
-/* zram's store rule on raw pages: skip same-filled, raw at >= huge, else LZ4. */
+/* zram's store rule (zs/zram.h) on raw pages: skip same-filled, raw at >= huge, else LZ4. */
 int wl_from_pages(struct workload *w, const struct raw *r, size_t ps, size_t huge)
 {
 	size_t npages = r->len / ps;
@@ -194,13 +183,13 @@ int wl_from_pages(struct workload *w, const struct raw *r, size_t ps, size_t hug
 	for (size_t i = 0; i < npages; i++) {
 		const unsigned char *page = r->buf + i * ps;
 		w->pages_in++;
-		if (same_filled(page, ps)) {
+		if (zs_zram_page_same_filled(page, ps, NULL)) {
 			w->same_filled++;
 			continue;
 		}
 		int c = LZ4_compress_default((const char *)page, (char *)w->store + off, (int)ps,
 					     LZ4_compressBound((int)ps));
-		if (c <= 0 || (size_t)c >= huge) {
+		if (zs_zram_store_kind(c, huge) == ZS_ZRAM_STORE_RAW) {
 			w->b[w->n++] = (struct blob){ page, (uint32_t)ps };
 			w->raw_stored++;
 		} else {

@@ -68,8 +68,9 @@ struct synth {
 
 struct replay {
 	struct opts o;
-	struct zs_pool *pool;
+	struct zs_pool *pool;   /* plain replay: the pool itself */
 	struct zs_zram *z;
+	struct zs_backend *b;   /* --store: the store's backend, asked through its ops */
 	struct synth sy;
 	long synth_inexact, verify_errors;
 	int64_t synth_delta_total;
@@ -98,7 +99,9 @@ int store_write(struct replay *R, struct slot *s, unsigned long idx, unsigned lo
 		char flag, long line);
 void store_verify(struct replay *R, long line);
 
-/* cmd_replay.c: the pool class index of a compressed object of `size` bytes. */
+/* cmd_replay.c: the pool class index of a compressed object of `size` bytes, and the
+ * huge class size, from the store's backend (--store) or the pool. */
 int class_of(struct replay *R, size_t size);
+size_t huge_size(struct replay *R);
 
 #endif

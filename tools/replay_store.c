@@ -39,18 +39,6 @@ static void synth_page(struct synth *sy, unsigned k, unsigned v, uint8_t *page)
 	}
 }
 
-static int same_filled(const uint8_t *page, size_t ps)
-{
-	uint64_t w0, w;
-	memcpy(&w0, page, 8);
-	for (size_t i = 8; i < ps; i += 8) {
-		memcpy(&w, page + i, 8);
-		if (w != w0)
-			return 0;
-	}
-	return 1;
-}
-
 int synth_init(struct synth *sy, const char *comp, size_t ps)
 {
 	int rc = zs_comp_create(comp, ps, &sy->comp);
@@ -77,7 +65,7 @@ int synth_init(struct synth *sy, const char *comp, size_t ps)
 	for (unsigned v = 0; v < SYNTH_VARIANTS; v++)
 		for (size_t k = 0; k < ps; k++) {
 			synth_page(sy, (unsigned)k, v, sy->page);
-			if (same_filled(sy->page, ps))
+			if (zs_zram_page_same_filled(sy->page, ps, NULL))
 				continue;
 			int n = zs_compress(sy->comp, sy->page, ps, sy->out, sy->out_cap);
 			if (n > 0 && (size_t)n <= ps && sy->len_k[n] < 0) {
@@ -109,14 +97,16 @@ static long synth_pick(struct replay *R, size_t size)
 	struct synth *sy = &R->sy;
 	if (sy->len_k[size] >= 0)
 		return (long)size;
-	size_t huge = zs_huge_class_size(R->pool);
+	size_t huge = huge_size(R);
 	int cls = class_of(R, size);
 	for (size_t d = 1; d < sy->ps; d++) {
 		size_t c[2] = { size - d, size + d };
 		for (int i = 0; i < 2; i++) {
 			if (c[i] == 0 || c[i] > sy->ps || (d > size && i == 0))
 				continue;
-			if (sy->len_k[c[i]] >= 0 && c[i] < huge && class_of(R, c[i]) == cls)
+			if (sy->len_k[c[i]] >= 0 &&
+			    zs_zram_store_kind((long)c[i], huge) == ZS_ZRAM_STORE_COMPRESSED &&
+			    class_of(R, c[i]) == cls)
 				return (long)c[i];
 		}
 		if (d > 64)
