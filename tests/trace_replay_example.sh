@@ -3,9 +3,9 @@
 # It must agree with the kernel on every recorded trace in tests/data (each
 # '=' record's mem_used pages, as `zs replay` checks) and read as many
 # records as the tool's own reader (tools/trace.c) does.
-# Usage: bash tests/example_trace_replay.sh BUILD_DIR   (from the repository root)
+# Usage: bash tests/trace_replay_example.sh BUILD_DIR   (from the repository root)
 set -u
-build=${1:?usage: tests/example_trace_replay.sh BUILD_DIR}
+build=${1:?usage: tests/trace_replay_example.sh BUILD_DIR}
 ex=$build/example_trace_replay
 [ -x "$ex" ] || { echo "skip: $ex not built (ZS_EXAMPLES off)"; exit 77; }
 command -v xz >/dev/null || { echo "skip: no xz to decompress the traces"; exit 77; }
