@@ -290,7 +290,7 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 			if (!strcmp(optarg, "fill") || !strcmp(optarg, "mix")) {
 				o->mix = optarg[0] == 'm';
 			} else {
-				fprintf(stderr, "zs record: --workload: '%s' is not one of: fill, o->mix\n",
+				fprintf(stderr, "zs record: --workload: '%s' is not one of: fill, mix\n",
 					optarg);
 				bad = 2;
 			}
