@@ -117,9 +117,9 @@ int main(int argc, char **argv)
 		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
 			continue;
 		if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
-			iterations = atol(argv[++i]);
+			iterations = (long)bench_arg_u64(argv[0], "--iterations", argv[++i], 0, 1ull << 40);
 		else if (!strcmp(argv[i], "--per-size") && i + 1 < argc)
-			per_size = atoi(argv[++i]);
+			per_size = (int)bench_arg_u64(argv[0], "--per-size", argv[++i], 1, 1 << 24);
 		else if (!strcmp(argv[i], "--variant") && i + 1 < argc)
 			variant = argv[++i];
 		else {
@@ -175,10 +175,17 @@ int main(int argc, char **argv)
 		if (!js.enabled)
 			printf("bench_api: variant %s, %zu objects, %ld iterations done\n", variant, c.n,
 			       iterations);
-		else
-			printf("{\"bench\": \"api\", \"variant\": \"%s\", \"objects\": %zu, "
-			       "\"iterations\": %ld}\n",
-			       variant, c.n, iterations);
+		else {
+			struct json w;
+			json_init(&w, stdout, 0);
+			json_obj(&w);
+			json_kstr(&w, "bench", "api");
+			json_kstr(&w, "variant", variant);
+			json_kuint(&w, "objects", c.n);
+			json_kint(&w, "iterations", iterations);
+			json_obj_end(&w);
+			json_done(&w);
+		}
 		zs_destroy_pool(c.pool);
 		return 0;
 	}

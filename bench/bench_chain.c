@@ -333,6 +333,24 @@ static void time_configs(struct objset *os, const struct corpus *c, int rounds, 
 		med[k] = bench_median(ns[k], rounds);
 }
 
+/* One configuration's result, kept for --json's rows (emitted in run order). */
+struct chain_row {
+	const char *workload, *policy;
+	unsigned page, chain;
+	unsigned long pages, util_permille, spanning;
+	double read_ns;
+};
+static struct chain_row rows[64];
+static int nrows;
+
+static void add_row(const char *wl, unsigned page, unsigned chain, const char *policy,
+		    unsigned long pages, unsigned long util, unsigned long spanning, double read_ns)
+{
+	if (nrows < (int)(sizeof(rows) / sizeof(rows[0])))
+		rows[nrows++] = (struct chain_row){ wl, policy, page, chain, pages, util, spanning,
+						    read_ns };
+}
+
 int main(int argc, char **argv)
 {
 	int quick = 0, rounds = 0;
@@ -343,7 +361,7 @@ int main(int argc, char **argv)
 		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
 			continue;
 		if (!strcmp(argv[i], "--input-mib") && i + 1 < argc)
-			input_mib = strtoul(argv[++i], NULL, 10);
+			input_mib = bench_arg_u64(argv[0], "--input-mib", argv[++i], 1, 1 << 20);
 		else if (!strcmp(argv[i], "--glob") && i + 1 < argc)
 			pattern = argv[++i];
 		else {
@@ -425,6 +443,8 @@ int main(int argc, char **argv)
 			snprintf(key, sizeof(key), "%s_p%u_c%u_%s_read_ns", pre, page, chains[k / 2],
 				 pol_name[k % 2]);
 			bench_json_num(&js, key, med[k]);
+			add_row("testmod", page, chains[k / 2], pol_name[k % 2], tm[k].pages, util,
+				tm[k].spanning, med[k]);
 		}
 		snprintf(key, sizeof(key), "testmod_p%u_objects", page);
 		bench_json_num(&js, key, (double)tm[0].objects);
@@ -470,6 +490,8 @@ int main(int argc, char **argv)
 			snprintf(key, sizeof(key), "real_p%u_c%u_%s_read_ns", page, chains[k / 2],
 				 pol_name[k % 2]);
 			bench_json_num(&js, key, med[k]);
+			add_row("real", page, chains[k / 2], pol_name[k % 2], pages, util,
+				os[k].spanning, med[k]);
 		}
 		snprintf(key, sizeof(key), "real_p%u_input_pages", page);
 		bench_json_num(&js, key, (double)c.pages_in);
@@ -485,6 +507,23 @@ int main(int argc, char **argv)
 	free(local);
 	free(out);
 	free(fill);
+	struct json *w = bench_json_w(&js);
+	if (w) {
+		json_karr(w, "rows");
+		for (int r = 0; r < nrows; r++) {
+			json_obj(w);
+			json_kstr(w, "workload", rows[r].workload);
+			json_kuint(w, "page_size", rows[r].page);
+			json_kuint(w, "chain", rows[r].chain);
+			json_kstr(w, "policy", rows[r].policy);
+			json_kuint(w, "pages", rows[r].pages);
+			json_kuint(w, "util_permille", rows[r].util_permille);
+			json_kuint(w, "spanning", rows[r].spanning);
+			json_knum(w, "read_ns", rows[r].read_ns);
+			json_obj_end(w);
+		}
+		json_arr_end(w);
+	}
 	bench_json_end(&js);
 	return 0;
 }

@@ -1,9 +1,9 @@
 /*
  * Shared helpers for the bench/ programs: monotonic clock, a small seeded
  * PRNG and the synthetic compressed-size distribution, median of repeated
- * rounds, flat JSON output, and the machine description every result is
- * printed with.  Header-only (static functions) so each bench .c file stays a
- * single translation unit (public headers only).
+ * rounds, JSON output (through the writer the CLI uses, tools/json.h) and
+ * the machine description every result is printed with.  Header-only
+ * (static functions); benches use the public headers and tools/json.h.
  *
  * Method shared by all benchmarks: the competitors are measured in the same
  * process, interleaved round by round (the order rotates each round), and
@@ -22,6 +22,9 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "json.h"
+#include "parse.h"
 
 static inline double bench_now_ns(void)
 {
@@ -117,12 +120,18 @@ static inline void bench_cpu_model(char *buf, size_t len)
 	fclose(f);
 }
 
-/* ---- flat JSON: one object, "key": number | "string" ---- */
+/* ---- JSON: one object per run, written with the shared writer (tools/json.h) ---- */
 
 struct bench_json {
 	int enabled;
-	int first;
+	struct json w;   /* the writer, for nested values: bench_json_w() */
 };
+
+/* The writer for nested values (arrays of rows); NULL without --json. */
+static inline struct json *bench_json_w(struct bench_json *j)
+{
+	return j->enabled ? &j->w : NULL;
+}
 
 static inline void bench_json_begin(struct bench_json *j, const char *bench)
 {
@@ -136,31 +145,75 @@ static inline void bench_json_begin(struct bench_json *j, const char *bench)
 	double la[1] = {-1};
 	if (getloadavg(la, 1) < 1)
 		la[0] = -1;
-	printf("{\"bench\": \"%s\", \"nproc\": %ld, \"cpu\": \"%s\", \"kernel\": \"%s\", "
-	       "\"loadavg_start\": %.2f",
-	       bench, sysconf(_SC_NPROCESSORS_ONLN), cpu, u.release, la[0]);
-	j->first = 0;
+	json_init(&j->w, stdout, 1);
+	json_obj(&j->w);
+	json_kstr(&j->w, "bench", bench);
+	json_kint(&j->w, "nproc", sysconf(_SC_NPROCESSORS_ONLN));
+	json_kstr(&j->w, "cpu", cpu);
+	json_kstr(&j->w, "kernel", u.release);
+	json_kfixed(&j->w, "loadavg_start", la[0], 2);
 }
 
 static inline void bench_json_num(struct bench_json *j, const char *key, double v)
 {
 	if (j->enabled)
-		printf(",\n \"%s\": %.6g", key, v);
+		json_knum(&j->w, key, v);
 }
 
 static inline void bench_json_str(struct bench_json *j, const char *key, const char *v)
 {
 	if (j->enabled)
-		printf(",\n \"%s\": \"%s\"", key, v);
+		json_kstr(&j->w, key, v);
 }
 
 static inline void bench_json_end(struct bench_json *j)
 {
-	if (j->enabled)
-		printf("\n}\n");
+	if (!j->enabled)
+		return;
+	json_obj_end(&j->w);
+	json_done(&j->w);
 }
 
 /* ---- options every benchmark takes ---- */
+
+/*
+ * A whole decimal number in lo..hi (no sign, no trailing text, no overflow),
+ * or exit 2 with a message naming the option: a typo must not run a
+ * different benchmark than the one asked for.
+ */
+static inline unsigned long long bench_arg_u64(const char *bench, const char *opt, const char *s,
+					       unsigned long long lo, unsigned long long hi)
+{
+	uint64_t v = 0;
+	if (parse_u64(s, &v) || v < lo || v > hi) {
+		fprintf(stderr, "%s: %s: '%s' is not a whole number in %llu..%llu\n", bench, opt,
+			s ? s : "", lo, hi);
+		exit(2);
+	}
+	return v;
+}
+
+/* A comma list of whole numbers in lo..hi into out[max]; exit 2 on a bad item. Returns the count. */
+static inline int bench_arg_list(const char *bench, const char *opt, const char *s, int *out,
+				 int max, int lo, int hi)
+{
+	char item[32];
+	int n = 0;
+	while (*s) {
+		size_t len = strcspn(s, ",");
+		if (n == max || len == 0 || len >= sizeof(item)) {
+			fprintf(stderr, "%s: %s: '%s' is not a list of at most %d numbers in %d..%d\n",
+				bench, opt, s, max, lo, hi);
+			exit(2);
+		}
+		memcpy(item, s, len);
+		item[len] = 0;
+		out[n++] = (int)bench_arg_u64(bench, opt, item, (unsigned long long)lo,
+					      (unsigned long long)hi);
+		s += len + (s[len] == ',');
+	}
+	return n;
+}
 
 /*
  * --quick, --json and --rounds N: if argv[*i] is one of them, take it (and
@@ -174,7 +227,7 @@ static inline int bench_common_opt(int argc, char **argv, int *i, int *quick, in
 	else if (!strcmp(argv[*i], "--json"))
 		js->enabled = 1;
 	else if (!strcmp(argv[*i], "--rounds") && *i + 1 < argc)
-		*rounds = atoi(argv[++*i]);
+		*rounds = (int)bench_arg_u64(argv[0], "--rounds", argv[++*i], 1, 64);
 	else
 		return 0;
 	return 1;

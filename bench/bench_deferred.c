@@ -97,17 +97,16 @@ static struct result run_once(int var, int cached, enum zs_free_mode mode, size_
 	return r;
 }
 
-/* The zs tool's and Python's spellings, and bench_release's column names. */
+/* The one --free-mode parser (tools/parse.c): the zs tool's spellings and bench_release's. */
 static enum zs_free_mode parse_mode(const char *s)
 {
-	if (!strcmp(s, "pool") || !strcmp(s, "pool-lock"))
-		return ZS_FREE_POOL_LOCK;
-	if (!strcmp(s, "class") || !strcmp(s, "class-index"))
-		return ZS_FREE_CLASS_INDEX;
-	if (!strcmp(s, "class-unlocked") || !strcmp(s, "ci-unlocked"))
-		return ZS_FREE_CLASS_INDEX_UNLOCKED;
-	fprintf(stderr, "bad --free-mode %s\n", s);
-	exit(2);
+	enum zs_free_mode m;
+	if (parse_free_mode(s, &m)) {
+		fprintf(stderr, "bench_deferred: --free-mode: '%s' is not one of: " FREE_MODE_NAMES
+				" (or pool-lock, class-index, ci-unlocked)\n", s);
+		exit(2);
+	}
+	return m;
 }
 
 int main(int argc, char **argv)
@@ -120,7 +119,7 @@ int main(int argc, char **argv)
 		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
 			continue;
 		if (!strcmp(argv[i], "--mib") && i + 1 < argc)
-			mib = strtoul(argv[++i], NULL, 10);
+			mib = bench_arg_u64(argv[0], "--mib", argv[++i], 1, 1 << 20);
 		else if (!strcmp(argv[i], "--free-mode") && i + 1 < argc)
 			mode_s = argv[++i];
 		else {
@@ -151,6 +150,7 @@ int main(int argc, char **argv)
 	bench_json_str(&js, "free_mode", mode_s);
 
 	static const char *page_mode[2] = {"cached", "os"};
+	static double rows_ms[2][NVAR][3];   /* release, total, held %: for --json's rows */
 	for (int pm = 0; pm < 2; pm++) {
 		struct result res[NVAR][64];
 		size_t n = 0;
@@ -182,6 +182,11 @@ int main(int argc, char **argv)
 			bench_say("%-13s | %10.2f %8.2fx | %10.2f %8.2fx | %5.1f%%\n", var_name[v],
 				  rel[v], rel[0] / rel[v], tot[v], tot[0] / tot[v], held[v]);
 		bench_say("\n");
+		for (int v = 0; v < NVAR; v++) {
+			rows_ms[pm][v][0] = rel[v];
+			rows_ms[pm][v][1] = tot[v];
+			rows_ms[pm][v][2] = held[v];
+		}
 		if (pm == 0)
 			bench_json_num(&js, "handles", (double)n);
 		for (int v = 0; v < NVAR; v++) {
@@ -209,6 +214,24 @@ int main(int argc, char **argv)
 		  "frees synchronously\nunless the worker has made room.\n",
 		  (size_t)(128UL << 20) / 4096);
 	free(h);
+	struct json *w = bench_json_w(&js);
+	if (w) {
+		json_karr(w, "rows");
+		for (int pm = 0; pm < 2; pm++)
+			for (int v = 0; v < NVAR; v++) {
+				const double *r = rows_ms[pm][v];
+				json_obj(w);
+				json_kstr(w, "pages", page_mode[pm]);
+				json_kstr(w, "variant", var_key[v]);
+				json_knum(w, "release_ms", r[0]);
+				json_knum(w, "total_ms", r[1]);
+				json_knum(w, "held_pct", r[2]);
+				json_knum(w, "release_speedup", rows_ms[pm][0][0] / r[0]);
+				json_knum(w, "total_speedup", rows_ms[pm][0][1] / r[1]);
+				json_obj_end(w);
+			}
+		json_arr_end(w);
+	}
 	bench_json_end(&js);
 	return 0;
 }

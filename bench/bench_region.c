@@ -61,6 +61,7 @@
 #include <sys/wait.h>
 
 #include "bench_common.h"
+#include "region/region.h"
 #include <sys/swap.h>
 
 #ifndef MADV_PAGEOUT
@@ -70,8 +71,6 @@
 #include "zs/region.h"
 #include "zs/harness.h"
 
-#define PG 4096
-#define MAXP 16
 #define NMODES 5
 /*
  * deferred: zs_free_deferred with the pool's background worker (seed 001);
@@ -82,22 +81,9 @@
 static const char *mode_name[NMODES] = { "pool-lock", "class-index", "class-unlocked",
 					 "deferred", "deferred-later" };
 
-struct child_res {
-	double pageout_s, seq_s, pageout2_s, rand_s, pageout3_s, release_s, flush_s;
-	double seq_p50, seq_p99, rand_p50, rand_p99;   /* ns per touch */
-	uint64_t mem_used, compr, stored, same, huge, faults;
-	int ok;
-	char err[160];
-};
-
-struct shared {
-	pthread_barrier_t bar;
-	struct child_res r[MAXP];
-};
-
-static struct zs_pageset corpus;
-static size_t npages;        /* per process */
-static const char *comp = "lz4";
+struct zs_pageset corpus;
+size_t npages;        /* per process */
+const char *comp = "lz4";
 static unsigned fault_around = 32, handlers = 1, spin_us = 50;
 static int handlers_set;       /* --handlers given (threads mode: else one per worker) */
 static long page_cache = -1;   /* pool's freed-page cache; -1: the region's size */
@@ -118,7 +104,7 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void pct(uint32_t *lat, size_t n, double *p50, double *p99)
+void pct(uint32_t *lat, size_t n, double *p50, double *p99)
 {
 	qsort(lat, n, sizeof(*lat), cmp_u32);
 	*p50 = lat[n / 2];
@@ -132,10 +118,10 @@ static void fill(unsigned char *base, int proc)
 		       PG);
 }
 
-static volatile unsigned long sink;
+volatile unsigned long sink;
 
 /* Touch every page in `order` (NULL: address order); per-touch latency into lat. */
-static double touch(unsigned char *base, const uint32_t *order, uint32_t *lat)
+double touch(unsigned char *base, const uint32_t *order, uint32_t *lat)
 {
 	unsigned long s = 0;
 	double t0 = bench_now_ns();
@@ -150,7 +136,7 @@ static double touch(unsigned char *base, const uint32_t *order, uint32_t *lat)
 	return (bench_now_ns() - t0) / 1e9;
 }
 
-static uint32_t *make_order(uint64_t seed)
+uint32_t *make_order(uint64_t seed)
 {
 	uint32_t *o = malloc(npages * sizeof(*o));
 	for (size_t i = 0; i < npages; i++)
@@ -170,134 +156,6 @@ static uint32_t *make_order(uint64_t seed)
 		stmt;                                    \
 		dst = (bench_now_ns() - _t) / 1e9;       \
 	} while (0)
-
-/* ---- kernel zram swap device ---- */
-
-static int kdev = -1, kswap_on;
-static char kdevpath[64];
-
-static int write_sys(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = write(fd, val, strlen(val));
-	int e = n < 0 ? -errno : 0;
-	close(fd);
-	return e;
-}
-
-static int run_cmd(char *const argv[])
-{
-	pid_t pid = fork();
-	if (pid == 0) {
-		int nul = open("/dev/null", O_WRONLY);
-		if (nul >= 0) {
-			dup2(nul, 1);
-			dup2(nul, 2);
-		}
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	int st;
-	if (pid < 0 || waitpid(pid, &st, 0) < 0)
-		return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void kzram_down(void)
-{
-	char buf[32];
-	if (kdev < 0)
-		return;
-	if (kswap_on)
-		swapoff(kdevpath);
-	kswap_on = 0;
-	snprintf(buf, sizeof(buf), "/sys/block/zram%d/reset", kdev);
-	write_sys(buf, "1");
-	snprintf(buf, sizeof(buf), "%d", kdev);
-	write_sys("/sys/class/zram-control/hot_remove", buf);
-	kdev = -1;
-}
-
-static pid_t live_pids[MAXP];   /* workers running now (processes mode) */
-static volatile int nlive;
-
-static void on_signal(int sig)
-{
-	/* Workers first (they hold swapped pages and would wait at a barrier forever). */
-	for (int i = 0; i < nlive; i++)
-		if (live_pids[i] > 0)
-			kill(live_pids[i], SIGKILL);
-	for (int i = 0; i < nlive; i++)
-		if (live_pids[i] > 0)
-			waitpid(live_pids[i], NULL, 0);
-	kzram_down();
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
-
-/* hot_add, comp, disksize, mkswap, swapon.  0 or -1 with msg. */
-static int kzram_up(uint64_t bytes, char *msg, size_t len)
-{
-	char path[96], buf[32];
-	if (geteuid() != 0 || access("/sys/class/zram-control/hot_add", R_OK)) {
-		snprintf(msg, len, "kernel rows skipped: need root and /sys/class/zram-control "
-			 "(modprobe zram)");
-		return -1;
-	}
-	int fd = open("/sys/class/zram-control/hot_add", O_RDONLY);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0) {
-		snprintf(msg, len, "kernel rows skipped: hot_add failed");
-		return -1;
-	}
-	buf[n] = 0;
-	kdev = atoi(buf);
-	snprintf(kdevpath, sizeof(kdevpath), "/dev/zram%d", kdev);
-	snprintf(path, sizeof(path), "/sys/block/zram%d/comp_algorithm", kdev);
-	if (write_sys(path, comp)) {
-		snprintf(msg, len, "kernel rows skipped: zram has no %s", comp);
-		kzram_down();
-		return -1;
-	}
-	snprintf(path, sizeof(path), "/sys/block/zram%d/disksize", kdev);
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)bytes);
-	if (write_sys(path, buf)) {
-		snprintf(msg, len, "kernel rows skipped: disksize failed");
-		kzram_down();
-		return -1;
-	}
-	char *mk[] = { "mkswap", kdevpath, NULL };
-	if (run_cmd(mk) != 0) {
-		snprintf(msg, len, "kernel rows skipped: mkswap %s failed", kdevpath);
-		kzram_down();
-		return -1;
-	}
-	if (swapon(kdevpath, SWAP_FLAG_PREFER | (32767 & SWAP_FLAG_PRIO_MASK))) {
-		snprintf(msg, len, "kernel rows skipped: swapon %s: %s", kdevpath, strerror(errno));
-		kzram_down();
-		return -1;
-	}
-	kswap_on = 1;
-	return 0;
-}
-
-static void kzram_mm_stat(uint64_t *v)
-{
-	char path[96];
-	memset(v, 0, 9 * sizeof(*v));
-	snprintf(path, sizeof(path), "/sys/block/zram%d/mm_stat", kdev);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return;
-	for (int i = 0; i < 9; i++)
-		if (fscanf(f, "%lu", (unsigned long *)&v[i]) != 1)
-			break;
-	fclose(f);
-}
 
 /* ---- the two sides, one child each ---- */
 
@@ -630,200 +488,6 @@ static void side_median(const struct side *v, int n, struct side *out)
 #undef SMED
 }
 
-/* ---- the floor ---- */
-
-static int floor_uffd;
-static unsigned char *floor_src;
-static atomic_int floor_stop;
-
-static void *floor_handler(void *arg)
-{
-	(void)arg;
-	struct uffd_msg m;
-	while (!atomic_load_explicit(&floor_stop, memory_order_relaxed)) {
-		if (read(floor_uffd, &m, sizeof(m)) != sizeof(m))
-			continue;   /* spin on the non-blocking read */
-		if (m.event != UFFD_EVENT_PAGEFAULT)
-			continue;
-		struct uffdio_copy cp = { .dst = m.arg.pagefault.address & ~(uint64_t)(PG - 1),
-					  .src = (uintptr_t)floor_src, .len = PG };
-		ioctl(floor_uffd, UFFDIO_COPY, &cp);
-	}
-	return NULL;
-}
-
-/* p50 ns of a random-order missing fault answered by a spinning UFFDIO_COPY handler. */
-static double floor_roundtrip(size_t n)
-{
-	floor_uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (floor_uffd < 0)
-		return -1;
-	struct uffdio_api api = { .api = UFFD_API };
-	if (ioctl(floor_uffd, UFFDIO_API, &api))
-		return -1;
-	unsigned char *b = mmap(NULL, n * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-				-1, 0);
-	floor_src = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	memset(floor_src, 0x5a, PG);
-	madvise(b, n * PG, MADV_NOHUGEPAGE);
-	struct uffdio_register reg = { .range = { .start = (uintptr_t)b, .len = n * PG },
-				       .mode = UFFDIO_REGISTER_MODE_MISSING };
-	if (ioctl(floor_uffd, UFFDIO_REGISTER, &reg))
-		return -1;
-	pthread_t t;
-	atomic_store(&floor_stop, 0);
-	pthread_create(&t, NULL, floor_handler, NULL);
-	size_t save = npages;
-	npages = n;
-	uint32_t *lat = malloc(n * sizeof(*lat)), *order = make_order(77);
-	touch(b, order, lat);
-	double p50, p99;
-	pct(lat, n, &p50, &p99);
-	npages = save;
-	atomic_store(&floor_stop, 1);
-	pthread_join(t, NULL);
-	munmap(b, n * PG);
-	munmap(floor_src, PG);
-	close(floor_uffd);
-	free(lat);
-	free(order);
-	return p50;
-}
-
-/*
- * The round trip with P processes doing it at once (each an application
- * thread and a spinning handler): the floor for P workers on this machine,
- * where P > cores/2 means they share CPUs.  Mean of the processes' p50s.
- */
-static double floor_at(struct shared *sh, int P, size_t n)
-{
-	if (P == 1)
-		return floor_roundtrip(n);
-	pid_t pids[MAXP];
-	memset(sh->r, 0, sizeof(sh->r));
-	for (int i = 0; i < P; i++) {
-		pids[i] = fork();
-		if (pids[i] == 0) {
-			sh->r[i].rand_p50 = floor_roundtrip(n);
-			_exit(0);
-		}
-	}
-	double sum = 0;
-	for (int i = 0; i < P; i++) {
-		waitpid(pids[i], NULL, 0);
-		sum += sh->r[i].rand_p50;
-	}
-	return sum / P;
-}
-
-struct floor_toucher {
-	unsigned char *base;
-	uint64_t seed;
-	double p50;
-};
-
-static void *floor_touch_thread(void *p)
-{
-	struct floor_toucher *t = p;
-	uint32_t *lat = malloc(npages * sizeof(*lat)), *order = make_order(t->seed);
-	double p99;
-	touch(t->base, order, lat);
-	pct(lat, npages, &t->p50, &p99);
-	free(lat);
-	free(order);
-	return NULL;
-}
-
-/*
- * The round trip in the shared region's topology (--threads): ONE
- * userfaultfd over P slices of n pages, P spinning handlers reading it and
- * P application threads each touching its own slice in random order, all in
- * one process.  Mean of the threads' p50s (ns), -1 when userfaultfd fails.
- */
-static double floor_shared(int P, size_t n)
-{
-	floor_uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (floor_uffd < 0)
-		return -1;
-	struct uffdio_api api = { .api = UFFD_API };
-	size_t len = (size_t)P * n * PG;
-	unsigned char *b = MAP_FAILED;
-	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
-	if (ioctl(floor_uffd, UFFDIO_API, &api) == 0)
-		b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (b == MAP_FAILED) {
-		close(floor_uffd);
-		return -1;
-	}
-	floor_src = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	memset(floor_src, 0x5a, PG);
-	madvise(b, len, MADV_NOHUGEPAGE);
-	reg.range.start = (uintptr_t)b;
-	reg.range.len = len;
-	double sum = -1;
-	if (ioctl(floor_uffd, UFFDIO_REGISTER, &reg) == 0) {
-		pthread_t h[MAXP], a[MAXP];
-		struct floor_toucher t[MAXP];
-		size_t save = npages;
-		npages = n;
-		atomic_store(&floor_stop, 0);
-		for (int i = 0; i < P; i++)
-			pthread_create(&h[i], NULL, floor_handler, NULL);
-		for (int i = 0; i < P; i++) {
-			t[i] = (struct floor_toucher){ b + (size_t)i * n * PG, 77 + (uint64_t)i, 0 };
-			pthread_create(&a[i], NULL, floor_touch_thread, &t[i]);
-		}
-		sum = 0;
-		for (int i = 0; i < P; i++) {
-			pthread_join(a[i], NULL);
-			sum += t[i].p50 / P;
-		}
-		atomic_store(&floor_stop, 1);
-		for (int i = 0; i < P; i++)
-			pthread_join(h[i], NULL);
-		npages = save;
-	}
-	munmap(b, len);
-	munmap(floor_src, PG);
-	close(floor_uffd);
-	return sum;
-}
-
-/*
- * Median ns to get one page of this corpus back from its stored form:
- * decompression, or a copy for pages stored raw (compressed size >= 3/4 page,
- * about zsmalloc's huge class).  The median, because this machine is shared
- * and a preempted measurement must not inflate the floor.
- */
-static double floor_decompress(void)
-{
-	struct zs_comp *c;
-	if (zs_comp_create(comp, PG, &c))
-		return -1;
-	size_t cap = zs_comp_bound(c, PG), n = corpus.npages < 4096 ? corpus.npages : 4096;
-	unsigned char *dst = malloc(cap), out[PG];
-	double *t = malloc(n * sizeof(*t));
-	size_t cnt = 0;
-	for (size_t i = 0; i < n; i++) {
-		int len = zs_compress(c, corpus.data + i * PG, PG, dst, cap);
-		if (len <= 0)
-			continue;
-		double t0 = bench_now_ns();
-		if (len >= PG * 3 / 4)
-			memcpy(out, corpus.data + i * PG, PG);
-		else
-			zs_decompress(c, dst, (size_t)len, out, PG);
-		t[cnt++] = bench_now_ns() - t0;
-		sink += out[i % PG];
-	}
-	qsort(t, cnt, sizeof(*t), bench_cmp_double);
-	double med = cnt ? t[cnt / 2] : -1;
-	free(t);
-	free(dst);
-	zs_comp_destroy(c);
-	return med;
-}
-
 int main(int argc, char **argv)
 {
 	int quick = 0, rounds = 0, nokernel = 0;
@@ -835,25 +499,23 @@ int main(int argc, char **argv)
 		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
 			continue;
 		if (!strcmp(argv[i], "--mib") && i + 1 < argc)
-			mib = (size_t)atol(argv[++i]);
+			mib = bench_arg_u64(argv[0], "--mib", argv[++i], 1, 1 << 20);
 		else if (!strcmp(argv[i], "--comp") && i + 1 < argc)
 			comp = argv[++i];
 		else if (!strcmp(argv[i], "--fault-around") && i + 1 < argc)
-			fault_around = (unsigned)atoi(argv[++i]);
+			fault_around = (unsigned)bench_arg_u64(argv[0], "--fault-around", argv[++i], 0, 1 << 20);
 		else if (!strcmp(argv[i], "--handlers") && i + 1 < argc)
-			handlers = (unsigned)atoi(argv[++i]), handlers_set = 1;
+			handlers = (unsigned)bench_arg_u64(argv[0], "--handlers", argv[++i], 1, 64), handlers_set = 1;
 		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)
-			spin_us = (unsigned)atoi(argv[++i]);
+			spin_us = (unsigned)bench_arg_u64(argv[0], "--spin", argv[++i], 0, 10000000);
 		else if (!strcmp(argv[i], "--page-cache") && i + 1 < argc)
-			page_cache = atol(argv[++i]);
+			page_cache = (long)bench_arg_u64(argv[0], "--page-cache", argv[++i], 0, 1ull << 40);
 		else if (!strcmp(argv[i], "--no-kernel"))
 			nokernel = 1;
 		else if (!strcmp(argv[i], "--threads"))
 			use_threads = 1;
 		else if (!strcmp(argv[i], "--procs") && i + 1 < argc) {
-			nprocs = 0;
-			for (char *t = strtok(argv[++i], ","); t && nprocs < MAXP; t = strtok(NULL, ","))
-				procs[nprocs++] = atoi(t);
+			nprocs = bench_arg_list(argv[0], "--procs", argv[++i], procs, MAXP, 1, MAXP);
 		} else {
 			fprintf(stderr, "usage: bench_region [--quick] [--json] [--mib M] "
 				"[--procs 1,2] [--comp lz4] [--fault-around N] [--handlers N] "

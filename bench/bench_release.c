@@ -140,19 +140,10 @@ int main(int argc, char **argv)
 		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
 			continue;
 		if (!strcmp(argv[i], "--mib") && i + 1 < argc)
-			mib = strtoul(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-			char *s = argv[++i], *end;
-			while (*s && nt < MAXT) {
-				long t = strtol(s, &end, 10);
-				if (end == s || t < 1 || t > MAXT) {
-					fprintf(stderr, "bad --threads\n");
-					return 2;
-				}
-				threads[nt++] = (int)t;
-				s = *end == ',' ? end + 1 : end;
-			}
-		} else {
+			mib = bench_arg_u64(argv[0], "--mib", argv[++i], 1, 1 << 20);
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			nt = bench_arg_list(argv[0], "--threads", argv[++i], threads, MAXT, 1, MAXT);
+		else {
 			fprintf(stderr,
 				"usage: %s [--quick] [--json] [--rounds N] [--mib M per thread] "
 				"[--threads 1,2,4]\n",
@@ -183,6 +174,9 @@ int main(int argc, char **argv)
 	bench_json_num(&js, "mib_per_thread", (double)mib);
 
 	static const char *page_mode[2] = {"cached", "os"};
+	/* Per page mode, thread count and lock mode: median, min, max ms; for the rows. */
+	static double res_ms[2][MAXT][NMODES][3];
+	static size_t res_objs[2][MAXT];
 	for (int pm = 0; pm < 2; pm++) {
 		int cached = pm == 0;
 		bench_say("page release: %s (%s)\n", page_mode[pm],
@@ -212,6 +206,12 @@ int main(int argc, char **argv)
 				  bench_min(ms[0], rounds), bench_max(ms[0], rounds),
 				  bench_min(ms[1], rounds), bench_max(ms[1], rounds),
 				  bench_min(ms[2], rounds), bench_max(ms[2], rounds));
+			res_objs[pm][ti] = objs;
+			for (int m = 0; m < NMODES; m++) {
+				res_ms[pm][ti][m][0] = med[m];
+				res_ms[pm][ti][m][1] = bench_min(ms[m], rounds);
+				res_ms[pm][ti][m][2] = bench_max(ms[m], rounds);
+			}
 			char key[96];
 			if (pm == 0) {
 				snprintf(key, sizeof(key), "t%d_objects", T);
@@ -241,6 +241,32 @@ int main(int argc, char **argv)
 		bench_say("note: nproc=%ld; runs with T > nproc are time-sliced, not parallel.\n",
 			  ncpu);
 	(void)mode_name;
+	struct json *w = bench_json_w(&js);
+	if (w) {
+		/* The same numbers as rows, with each mode's min..max over the rounds. */
+		json_karr(w, "rows");
+		for (int pm = 0; pm < 2; pm++)
+			for (int ti = 0; ti < nt; ti++) {
+				json_obj(w);
+				json_kstr(w, "pages", page_mode[pm]);
+				json_kint(w, "threads", threads[ti]);
+				json_kuint(w, "objects", res_objs[pm][ti]);
+				json_kbool(w, "oversubscribed", threads[ti] > ncpu);
+				json_kobj(w, "modes");
+				for (int m = 0; m < NMODES; m++) {
+					const double *r = res_ms[pm][ti][m];
+					json_kobj(w, mode_key[m]);
+					json_knum(w, "median_ms", r[0]);
+					json_knum(w, "min_ms", r[1]);
+					json_knum(w, "max_ms", r[2]);
+					json_knum(w, "ns_per_free", r[0] * 1e6 / (double)res_objs[pm][ti]);
+					json_obj_end(w);
+				}
+				json_obj_end(w);
+				json_obj_end(w);
+			}
+		json_arr_end(w);
+	}
 	bench_json_end(&js);
 	return 0;
 }

@@ -122,7 +122,7 @@ static void run_mode(struct ctx *c, int m, size_t ps)
 int main(int argc, char **argv)
 {
 	int quick = 0, rounds = 0, only = -1;
-	struct bench_json js = { 0, 1 };
+	struct bench_json js = { 0 };
 	size_t mib = 0;
 	const char *comps[4] = { "lz4", "zstd", NULL, NULL };
 	int ncomp = 2;
@@ -133,7 +133,7 @@ int main(int argc, char **argv)
 		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
 			continue;
 		if (!strcmp(argv[i], "--input-mib") && i + 1 < argc)
-			mib = strtoull(argv[++i], NULL, 10);
+			mib = bench_arg_u64(argv[0], "--input-mib", argv[++i], 1, 1 << 20);
 		else if (!strcmp(argv[i], "--comp") && i + 1 < argc) {
 			comps[0] = argv[++i];
 			ncomp = 1;

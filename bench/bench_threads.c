@@ -389,20 +389,6 @@ static uint32_t *corpus_sizes(char **paths, int npaths, size_t *n, size_t *files
 	return s;
 }
 
-static int parse_list(const char *arg, int *out, int max)
-{
-	int n = 0;
-	const char *p = arg;
-	while (*p && n < max) {
-		out[n++] = atoi(p);
-		p = strchr(p, ',');
-		if (!p)
-			break;
-		p++;
-	}
-	return n;
-}
-
 static int kind_available(const char *kind)
 {
 	if (!strcmp(kind, "none"))
@@ -426,20 +412,26 @@ int main(int argc, char **argv)
 		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
 			continue;
 		if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-			nthr = parse_list(argv[++i], thr, MAXT);
+			nthr = bench_arg_list(argv[0], "--threads", argv[++i], thr, MAXT, 1, MAXT);
 		else if (!strcmp(argv[i], "--workload") && i + 1 < argc) {
 			i++;
-			workloads = !strcmp(argv[i], "churn") ? 1 : !strcmp(argv[i], "zram") ? 2 : 3;
+			workloads = !strcmp(argv[i], "churn") ? 1 : !strcmp(argv[i], "zram") ? 2
+				    : !strcmp(argv[i], "both") ? 3 : 0;
+			if (!workloads) {
+				fprintf(stderr, "bench_threads: --workload: '%s' is not one of: churn, "
+						"zram, both\n", argv[i]);
+				return 2;
+			}
 		} else if (!strcmp(argv[i], "--rows") && i + 1 < argc)
 			rows_arg = argv[++i];
 		else if (!strcmp(argv[i], "--n") && i + 1 < argc)
-			n = (unsigned)atoi(argv[++i]);
+			n = (unsigned)bench_arg_u64(argv[0], "--n", argv[++i], 1, 1u << 30);
 		else if (!strcmp(argv[i], "--r") && i + 1 < argc)
-			r = (unsigned)atoi(argv[++i]);
+			r = (unsigned)bench_arg_u64(argv[0], "--r", argv[++i], 1, 1u << 20);
 		else if (!strcmp(argv[i], "--slots") && i + 1 < argc)
-			slots = (unsigned)atoi(argv[++i]);
+			slots = (unsigned)bench_arg_u64(argv[0], "--slots", argv[++i], 1, 1u << 30);
 		else if (!strcmp(argv[i], "--ops") && i + 1 < argc)
-			ops = (unsigned)atoi(argv[++i]);
+			ops = (unsigned)bench_arg_u64(argv[0], "--ops", argv[++i], 1, 1u << 31);
 		else if (argv[i][0] == '-') {
 			fprintf(stderr,
 				"usage: bench_threads [--quick] [--json] [--rounds N] [--threads 1,2,..]\n"

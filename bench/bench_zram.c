@@ -11,8 +11,9 @@
  * one device, as swap-like I/O from T CPUs), and store/kernel is printed for
  * every thread count.  Times are the best of --reps runs.
  *
- * usage: bench_zram [--max SIZE_MB] [--reps N] [--comp lz4,zstd] [--threads 1,2]
- *                   [--backend KIND] [--no-kernel] [PATH...]   (default /usr/bin)
+ * usage: bench_zram [--quick] [--json] [--max SIZE_MB] [--reps N | --rounds N]
+ *                   [--comp lz4,zstd] [--threads 1,2] [--backend KIND] [--no-kernel]
+ *                   [PATH...]   (default /usr/bin; --quick: 8 MiB, lz4, 1 thread, 1 rep)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -22,6 +23,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "bench_common.h"
 #include "zs/compress.h"
 #include "zs/zram.h"
 #include "zs/harness.h"
@@ -127,42 +129,38 @@ static double mbps(uint64_t bytes, double s)
 	return s > 0 ? (double)bytes / s / 1e6 : 0;
 }
 
-static int split_list(char *s, char **out, int max)
-{
-	int n = 0;
-
-	for (char *tok = strtok(s, ","); tok && n < max; tok = strtok(NULL, ","))
-		out[n++] = tok;
-	return n;
-}
-
 int main(int argc, char **argv)
 {
-	char comp_arg[128] = "lz4,zstd", thr_arg[64] = "1,2", *comps[8], *thr[8];
+	char comp_arg[128] = "", *comps[8];
+	int threads[MAXT], nthr = 0;
 	const char *backend = "zsmalloc";
 	char *def_paths[] = { "/usr/bin" }, **paths = def_paths;
-	int npaths = 1, reps = 3, kernel = 1, ncomp, nthr;
-	uint64_t max_mb = 64;
+	int npaths = 1, reps = 0, kernel = 1, ncomp = 0, quick = 0;
+	uint64_t max_mb = 0;
 	struct zs_pageset ps;
 	unsigned char *out;
 	size_t bytes;
+	struct bench_json js = { 0 };
 
 	for (int i = 1; i < argc; i++) {
+		if (bench_common_opt(argc, argv, &i, &quick, &reps, &js))
+			continue;
 		if (!strcmp(argv[i], "--max") && i + 1 < argc)
-			max_mb = strtoull(argv[++i], NULL, 10);
+			max_mb = bench_arg_u64("bench_zram", "--max", argv[++i], 1, 1 << 20);
 		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-			reps = atoi(argv[++i]);
+			reps = (int)bench_arg_u64("bench_zram", "--reps", argv[++i], 1, 64);
 		else if (!strcmp(argv[i], "--comp") && i + 1 < argc)
 			snprintf(comp_arg, sizeof(comp_arg), "%s", argv[++i]);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-			snprintf(thr_arg, sizeof(thr_arg), "%s", argv[++i]);
+			nthr = bench_arg_list("bench_zram", "--threads", argv[++i], threads, 8, 1, MAXT);
 		else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
 			backend = argv[++i];
 		else if (!strcmp(argv[i], "--no-kernel"))
 			kernel = 0;
 		else if (argv[i][0] == '-') {
-			fprintf(stderr, "usage: bench_zram [--max MB] [--reps N] [--comp a,b] "
-					"[--threads 1,2] [--backend KIND] [--no-kernel] [PATH...]\n");
+			fprintf(stderr, "usage: bench_zram [--quick] [--json] [--max MB] [--reps N] "
+					"[--comp a,b] [--threads 1,2] [--backend KIND] [--no-kernel] "
+					"[PATH...]\n");
 			return 2;
 		} else {
 			paths = argv + i;
@@ -170,10 +168,20 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-	ncomp = split_list(comp_arg, comps, 8);
-	nthr = split_list(thr_arg, thr, 8);
-	if (reps < 1)
-		reps = 1;
+	if (!comp_arg[0])
+		snprintf(comp_arg, sizeof(comp_arg), "%s", quick ? "lz4" : "lz4,zstd");
+	for (char *tok = strtok(comp_arg, ","); tok && ncomp < 8; tok = strtok(NULL, ","))
+		comps[ncomp++] = tok;
+	if (!nthr) {
+		threads[nthr++] = 1;
+		if (!quick)
+			threads[nthr++] = 2;
+	}
+	if (!reps)
+		reps = quick ? 1 : 3;
+	if (!max_mb)
+		max_mb = quick ? 8 : 64;
+	bench_quiet = js.enabled;
 
 	if (zs_pageset_load(&ps, 4096, paths, npaths, max_mb << 20) || !ps.npages) {
 		fprintf(stderr, "bench_zram: no pages\n");
@@ -184,11 +192,19 @@ int main(int argc, char **argv)
 	if (out == MAP_FAILED)
 		return 2;
 	memset(out, 0, bytes);   /* prefault: page faults are billed to nobody */
-	printf("bench_zram: %zu pages (%.1f MiB) from %zu files, backend %s, best of %d\n",
-	       ps.npages, (double)bytes / 1048576.0, ps.files, backend, reps);
-	printf("%-8s %3s %12s %12s %12s %12s %12s %7s %7s %7s %6s\n", "comp", "thr", "raw_comp",
-	       "store_wr", "st_wr_warm", "raw_dec", "store_rd", "wr/raw", "wrw/raw", "rd/raw",
-	       "ratio");
+	bench_say("bench_zram: %zu pages (%.1f MiB) from %zu files, backend %s, best of %d\n",
+		  ps.npages, (double)bytes / 1048576.0, ps.files, backend, reps);
+	bench_json_begin(&js, "zram");
+	bench_json_num(&js, "pages", (double)ps.npages);
+	bench_json_num(&js, "files", (double)ps.files);
+	bench_json_str(&js, "backend", backend);
+	bench_json_num(&js, "reps", reps);
+	struct json *w = bench_json_w(&js);
+	if (w)
+		json_karr(w, "rows");
+	bench_say("%-8s %3s %12s %12s %12s %12s %12s %7s %7s %7s %6s\n", "comp", "thr", "raw_comp",
+		  "store_wr", "st_wr_warm", "raw_dec", "store_rd", "wr/raw", "wrw/raw", "rd/raw",
+		  "ratio");
 
 	for (int ci = 0; ci < ncomp; ci++) {
 		/* Kernel runs interleave with the store's single-thread reps: same noise for both. */
@@ -200,7 +216,7 @@ int main(int argc, char **argv)
 		kname[strcspn(kname, ":")] = 0;
 
 		for (int ti = 0; ti < nthr; ti++) {
-			unsigned nt = (unsigned)atoi(thr[ti]);
+			unsigned nt = (unsigned)threads[ti];
 			struct zs_comp *cc[MAXT] = { 0 };
 			struct ctx c = { &ps, comps[ci], NULL, NULL, 0, out, NULL };
 			double t_rc = 1e30, t_rd = 1e30, t_sw = 1e30, t_sr = 1e30, t_ww = 1e30;
@@ -209,12 +225,10 @@ int main(int argc, char **argv)
 			struct zs_zram_stats st = { 0 };
 			int ok = 1;
 
-			if (nt < 1 || nt > MAXT)
-				continue;
 			for (unsigned k = 0; k < nt && ok; k++)
 				ok = zs_comp_create(comps[ci], ps.page_size, &cc[k]) == 0;
 			if (!ok) {
-				printf("%-8s: cannot create compressor\n", comps[ci]);
+				fprintf(stderr, "bench_zram: %s: cannot create compressor\n", comps[ci]);
 				break;
 			}
 			c.stride = zs_comp_bound(cc[0], ps.page_size);
@@ -259,37 +273,74 @@ int main(int argc, char **argv)
 					if (zs_kzram_run_threads(kname, ps.data, ps.npages, nt, &kr, kmsg,
 								 sizeof(kmsg))) {
 						kern_ok = 0;
-						printf("%-8s kernel: %s\n", comps[ci], kmsg);
+						bench_say("%-8s kernel: %s\n", comps[ci], kmsg);
 					} else {
 						kw = kr.write_s < kw ? kr.write_s : kw;
 						kr_s = kr.read_s < kr_s ? kr.read_s : kr_s;
 					}
 				}
 			}
-			printf("%-8s %3u %7.1f MB/s %7.1f MB/s %7.1f MB/s %7.1f MB/s %7.1f MB/s %7.3f %7.3f "
-			       "%7.3f %6.3f%s\n",
-			       comps[ci], nt, mbps(bytes, t_rc), mbps(bytes, t_sw), mbps(bytes, t_ww),
-			       mbps(bytes, t_rd), mbps(bytes, t_sr), t_rc / t_sw, t_rc / t_ww, t_rd / t_sr,
-			       (double)st.orig_data_size / (double)(st.mem_used_total ? st.mem_used_total : 1),
-			       errors ? "  ERRORS" : "");
-			if (kern_ok && kw < 1e30)
-				printf("%-8s kernel zram %u thread(s): write %.1f MB/s, read %.1f MB/s, ratio %.3f "
-				       "(mem_used_total %llu, store %llu: %+.2f%%); store/kernel: write %.2fx "
-				       "(warm %.2fx), read %.2fx%s\n",
-				       kname, nt, mbps(bytes, kw), mbps(bytes, kr_s),
-				       (double)kr.mm_stat[0] / (double)(kr.mm_stat[2] ? kr.mm_stat[2] : 1),
-				       (unsigned long long)kr.mm_stat[2],
-				       (unsigned long long)st.mem_used_total,
-				       100.0 * ((double)st.mem_used_total - (double)kr.mm_stat[2]) /
-					       (double)(kr.mm_stat[2] ? kr.mm_stat[2] : 1),
-				       kw / t_sw, kw / t_ww, kr_s / t_sr,
-				       kr.mismatches ? "  KERNEL MISMATCHES" : "");
+			double ratio = (double)st.orig_data_size /
+				       (double)(st.mem_used_total ? st.mem_used_total : 1);
+			bench_say("%-8s %3u %7.1f MB/s %7.1f MB/s %7.1f MB/s %7.1f MB/s %7.1f MB/s %7.3f %7.3f "
+				  "%7.3f %6.3f%s\n",
+				  comps[ci], nt, mbps(bytes, t_rc), mbps(bytes, t_sw), mbps(bytes, t_ww),
+				  mbps(bytes, t_rd), mbps(bytes, t_sr), t_rc / t_sw, t_rc / t_ww, t_rd / t_sr,
+				  ratio, errors ? "  ERRORS" : "");
+			int have_k = kern_ok && kw < 1e30;
+			double kmem = (double)(kr.mm_stat[2] ? kr.mm_stat[2] : 1);
+			if (have_k)
+				bench_say("%-8s kernel zram %u thread(s): write %.1f MB/s, read %.1f MB/s, ratio %.3f "
+					  "(mem_used_total %llu, store %llu: %+.2f%%); store/kernel: write %.2fx "
+					  "(warm %.2fx), read %.2fx%s\n",
+					  kname, nt, mbps(bytes, kw), mbps(bytes, kr_s),
+					  (double)kr.mm_stat[0] / kmem, (unsigned long long)kr.mm_stat[2],
+					  (unsigned long long)st.mem_used_total,
+					  100.0 * ((double)st.mem_used_total - (double)kr.mm_stat[2]) / kmem,
+					  kw / t_sw, kw / t_ww, kr_s / t_sr,
+					  kr.mismatches ? "  KERNEL MISMATCHES" : "");
+			if (w) {
+				json_obj(w);
+				json_kstr(w, "comp", comps[ci]);
+				json_kuint(w, "threads", nt);
+				json_knum(w, "raw_comp_MBps", mbps(bytes, t_rc));
+				json_knum(w, "store_write_MBps", mbps(bytes, t_sw));
+				json_knum(w, "store_write_warm_MBps", mbps(bytes, t_ww));
+				json_knum(w, "raw_decomp_MBps", mbps(bytes, t_rd));
+				json_knum(w, "store_read_MBps", mbps(bytes, t_sr));
+				json_knum(w, "write_vs_raw", t_rc / t_sw);
+				json_knum(w, "warm_write_vs_raw", t_rc / t_ww);
+				json_knum(w, "read_vs_raw", t_rd / t_sr);
+				json_knum(w, "ratio", ratio);
+				json_kuint(w, "mem_used_total", st.mem_used_total);
+				json_kint(w, "errors", errors);
+				if (have_k) {
+					json_kobj(w, "kernel");
+					json_knum(w, "write_MBps", mbps(bytes, kw));
+					json_knum(w, "read_MBps", mbps(bytes, kr_s));
+					json_knum(w, "ratio", (double)kr.mm_stat[0] / kmem);
+					json_kuint(w, "mem_used_total", kr.mm_stat[2]);
+					json_knum(w, "store_vs_kernel_write", kw / t_sw);
+					json_knum(w, "store_vs_kernel_warm_write", kw / t_ww);
+					json_knum(w, "store_vs_kernel_read", kr_s / t_sr);
+					json_kuint(w, "mismatches", kr.mismatches);
+					json_obj_end(w);
+				} else {
+					json_kstr(w, "kernel_note", !kernel ? "--no-kernel"
+								: kmsg[0] ? kmsg
+								: "kernel zram unavailable (needs root and /sys/class/zram-control)");
+				}
+				json_obj_end(w);
+			}
 			for (unsigned k = 0; k < nt; k++)
 				zs_comp_destroy(cc[k]);
 			free(c.cbuf);
 			free(c.clen);
 		}
 	}
+	if (w)
+		json_arr_end(w);
+	bench_json_end(&js);
 	munmap(out, bytes);
 	zs_pageset_free(&ps);
 	return 0;

@@ -153,5 +153,21 @@ quoted_heap() {
 		python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["results"][0]["source"].endswith("he\"ap.bin")'
 }
 check "compare --json --heap 'he\"ap.bin' parses" quoted_heap
+# Issue 12: one checked number parser everywhere (each of these ran, or ran forever, before).
+expect 2 "bad value for --report: 'nan'" soak --report nan --seconds 0.3 --quiet
+expect 2 "bad value for --seconds: 'inf'" soak --seconds inf --quiet
+expect 2 "bad value for --threads: ' 2'" soak --threads " 2" --seconds 0.3 --quiet
+expect 2 "bad value for --seed: '-1'" soak --seed -1 --seconds 0.3 --quiet
+expect 2 "--max: '4x' is not a size" dict train -o "$tmp/d" --max 4x /usr/bin/ls
+expect 2 "--samples: '8x' is not a whole number in 8\.\." dict train -o "$tmp/d" --samples 8x /usr/bin/ls
+expect 2 "--group: '17' is not a whole number in 0\.\.16" zram --group 17 /usr/bin/ls
+expect 2 "--p-compact: 'nan' is not a number in 0\.\.1" record -o "$tmp/t" --workload mix --p-compact nan /usr/bin/ls
+expect 2 "--chain: '8x' is not a whole number in 1..16" classes --chain 8x
+expect 2 "--chain: '8x' is not a whole number in 1..16" replay "$trace" --chain 8x
+# ... and one --free-mode parser: soak takes the same names (and messages) as every command.
+expect_out 0 "^usage: zs compare" compare --help
+expect 2 "bad value for --free-mode: 'bogus'" soak --free-mode bogus --quiet
+check "soak --free-mode ci-unlocked (bench_release's name) is accepted like class-unlocked" \
+	bash -c "'$zs' soak --free-mode ci-unlocked --seconds 0.2 --threads 1 --objects 512 --slots 64 --quiet >/dev/null 2>&1"
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -33,12 +33,12 @@ expect 2 "check --level/--dict" zram --comp lzo --level 2 /usr/bin/ls
 expect 2 "No such file" zram --dict /nonexistent/d /usr/bin/ls
 expect 2 "need --backing" zram --writeback idle /usr/bin/ls
 expect 2 "unknown type 'cold'" zram --backing /dev/null --writeback cold /usr/bin/ls
-expect 2 "bad number '0'" zram --backing /dev/null --wb-batch 0 /usr/bin/ls
-expect 2 "bad number '32'" zram --group 32 /usr/bin/ls
+expect 2 "--wb-batch: '0' is not a whole number in 1\.\." zram --backing /dev/null --wb-batch 0 /usr/bin/ls
+expect 2 "--group: '32' is not a whole number in 0\.\.16" zram --group 32 /usr/bin/ls
 expect 2 "Invalid argument" zram --group 3 /usr/bin/ls
 expect 2 "usage: zs dict train" dict
 expect 2 "usage: zs dict train" dict train /usr/bin
-expect 2 "bad option or value at '--size'" dict train -o "$tmp/d" --size 10 /usr/bin
+expect 2 "--size: '10' is not a size .* in 256\.\." dict train -o "$tmp/d" --size 10 /usr/bin
 
 # End to end: train, use the dictionary, write back compressed, read back from the file.
 expect 0 "dictionary from" dict train -o "$tmp/d" --size 4096 --max 4194304 /usr/bin

@@ -18,6 +18,7 @@
  *   ZS_MODEL_SEED=S    seed (or ZS_SEED; default: time), printed for reruns
  *   By hand, 10^8:     ZS_MODEL_OPS=100000000 build-rel/test_model_check
  */
+#include "alloc_ut.h"
 #include "testutil.h"
 #include "zs/backend.h"
 #include "zs/zblock.h"
@@ -29,7 +30,6 @@
 
 #define MAXLIVE 2048
 
-enum { K_ZS, K_ZBLOCK, K_ZS_BACKEND, K_ZBLOCK_BACKEND };
 static const char *const kind_name[] = { "zsmalloc", "zblock", "zsmalloc/backend",
 					 "zblock/backend" };
 
@@ -41,12 +41,10 @@ struct obj {
 };
 
 struct seg {
-	int kind, checked, deferred, worker, injecting, zb_huge;
+	struct ut_alloc a;
+	int checked, deferred, worker, injecting, zb_huge;
 	size_t ps, max_size, max_pages, huge;
 	struct zs_pool_config zc;
-	struct zs_pool *zp;
-	struct zblock_pool *zb;
-	struct zs_backend *be;
 	int live_cap;
 	char name[200];
 };
@@ -93,83 +91,6 @@ static const unsigned char *expected(const struct obj *o)
 	return expect;
 }
 
-/* ---- the allocator under test, whichever it is ---- */
-
-static unsigned long s_malloc(struct seg *s, size_t n)
-{
-	switch (s->kind) {
-	case K_ZS: return zs_malloc(s->zp, n);
-	case K_ZBLOCK: return zblock_malloc(s->zb, n);
-	default: return zs_backend_malloc(s->be, n);
-	}
-}
-
-static int s_free(struct seg *s, unsigned long h, int deferred)
-{
-	switch (s->kind) {
-	case K_ZS: return deferred ? zs_free_deferred(s->zp, h) : zs_free(s->zp, h);
-	case K_ZBLOCK: return zblock_free(s->zb, h);
-	default: return deferred ? zs_backend_free_deferred(s->be, h) : zs_backend_free(s->be, h);
-	}
-}
-
-static void s_flush(struct seg *s)
-{
-	if (s->kind == K_ZS)
-		zs_free_deferred_flush(s->zp);
-	else if (s->be)
-		zs_backend_flush(s->be);
-}
-
-static void *s_read_begin(struct seg *s, unsigned long h, size_t len)
-{
-	switch (s->kind) {
-	case K_ZS: return zs_obj_read_begin(s->zp, h, len, rbuf);
-	case K_ZBLOCK: return zblock_obj_read_begin(s->zb, h, len, rbuf);
-	default: return zs_backend_read_begin(s->be, h, len, rbuf);
-	}
-}
-
-static void s_read_end(struct seg *s, unsigned long h, size_t len, void *m)
-{
-	switch (s->kind) {
-	case K_ZS: zs_obj_read_end(s->zp, h, len, m); break;
-	case K_ZBLOCK: zblock_obj_read_end(s->zb, h, len, m); break;
-	default: zs_backend_read_end(s->be, h, len, m);
-	}
-}
-
-static int s_write(struct seg *s, unsigned long h, const void *src, size_t len)
-{
-	switch (s->kind) {
-	case K_ZS: return zs_obj_write(s->zp, h, src, len);
-	case K_ZBLOCK: return zblock_obj_write(s->zb, h, src, len);
-	default: return zs_backend_write(s->be, h, src, len);
-	}
-}
-
-static unsigned long s_pages(struct seg *s)
-{
-	if (s->zp)
-		return zs_get_total_pages(s->zp);
-	if (s->zb)
-		return zblock_get_total_pages(s->zb);
-	struct zs_backend_stats bs;
-	zs_backend_stats(s->be, &bs);
-	return bs.pages;
-}
-
-static unsigned long s_objects(struct seg *s)
-{
-	if (s->zp)
-		return zs_pool_objects(s->zp);
-	if (s->zb)
-		return zblock_pool_objects(s->zb);
-	struct zs_backend_stats bs;
-	zs_backend_stats(s->be, &bs);
-	return bs.objects;
-}
-
 /* ---- checks ---- */
 
 static int verify(struct seg *s, const struct obj *o, size_t len, int use_map)
@@ -177,29 +98,29 @@ static int verify(struct seg *s, const struct obj *o, size_t len, int use_map)
 	const unsigned char *exp = expected(o);
 	int bad;
 	if (use_map) {
-		unsigned char *m = zs_map_object(s->zp, o->h, ZS_MM_RO);
+		unsigned char *m = zs_map_object(s->a.zp, o->h, ZS_MM_RO);
 		if (!m) {
 			FAIL(s, "map of a live object (%u bytes) NULL", o->size);
 			return 0;
 		}
 		bad = memcmp(m, exp, len);
-		zs_unmap_object(s->zp, o->h);
+		zs_unmap_object(s->a.zp, o->h);
 	} else {
-		void *m = s_read_begin(s, o->h, len);
+		void *m = ut_read_begin(&s->a, o->h, len, rbuf);
 		if (!m) {
 			FAIL(s, "read_begin of a live object (%u bytes, len %zu) NULL", o->size, len);
 			return 0;
 		}
 		bad = memcmp(m, exp, len);
-		s_read_end(s, o->h, len, m);
+		ut_read_end(&s->a, o->h, len, m);
 	}
 	if (bad) {
 		size_t at = 0;
-		const unsigned char *m = s_read_begin(s, o->h, len);
+		const unsigned char *m = ut_read_begin(&s->a, o->h, len, rbuf);
 		while (m && at < len && m[at] == exp[at])
 			at++;
 		if (m)
-			s_read_end(s, o->h, len, (void *)m);
+			ut_read_end(&s->a, o->h, len, (void *)m);
 		FAIL(s, "object of %u bytes differs at byte %zu (split %u)", o->size, at, o->split);
 		return 0;
 	}
@@ -227,10 +148,10 @@ static void check_accounting(struct seg *s)
 {
 	long live = model_live(s);
 	unsigned long pages = 0, used = 0;
-	if (s->zp) {
+	if (s->a.zp) {
 		struct zs_class_stats st;
-		for (int i = 0; i < zs_class_count(s->zp); i++) {
-			if (zs_class_stats(s->zp, i, &st))
+		for (int i = 0; i < zs_class_count(s->a.zp); i++) {
+			if (zs_class_stats(s->a.zp, i, &st))
 				continue;
 			pages += st.pages_used;
 			used += st.obj_used;
@@ -241,10 +162,10 @@ static void check_accounting(struct seg *s)
 				FAIL(s, "class %d: %lu zspages x %u objects != %lu allocated (%lu used)", i,
 				     z, st.objs_per_zspage, st.obj_allocated, st.obj_used);
 		}
-	} else if (s->zb) {
+	} else if (s->a.zb) {
 		struct zblock_class_stats st;
-		for (int i = 0; i < zblock_class_count(s->zb); i++) {
-			if (zblock_class_stats(s->zb, i, &st))
+		for (int i = 0; i < zblock_class_count(s->a.zb); i++) {
+			if (zblock_class_stats(s->a.zb, i, &st))
 				continue;
 			pages += st.pages;
 			used += st.objects;
@@ -254,16 +175,16 @@ static void check_accounting(struct seg *s)
 		}
 	}
 	else
-		pages = s_pages(s), used = s_objects(s); /* zblock through the backend: no classes */
-	if (pages != s_pages(s))
-		FAIL(s, "class pages %lu != pool pages %lu", pages, s_pages(s));
-	if ((long)used != live || (long)s_objects(s) != live)
-		FAIL(s, "objects: classes %lu, pool %lu, model %ld", used, s_objects(s), live);
-	if (s->max_pages && s_pages(s) > s->max_pages)
-		FAIL(s, "%lu pages over the limit %zu", s_pages(s), s->max_pages);
-	if (s->be) {
+		pages = ut_pages(&s->a), used = ut_objects(&s->a); /* zblock through the backend: no classes */
+	if (pages != ut_pages(&s->a))
+		FAIL(s, "class pages %lu != pool pages %lu", pages, ut_pages(&s->a));
+	if ((long)used != live || (long)ut_objects(&s->a) != live)
+		FAIL(s, "objects: classes %lu, pool %lu, model %ld", used, ut_objects(&s->a), live);
+	if (s->max_pages && ut_pages(&s->a) > s->max_pages)
+		FAIL(s, "%lu pages over the limit %zu", ut_pages(&s->a), s->max_pages);
+	if (s->a.be) {
 		struct zs_backend_stats bs;
-		zs_backend_stats(s->be, &bs);
+		zs_backend_stats(s->a.be, &bs);
 		if ((long)bs.objects != live || bs.pages != pages)
 			FAIL(s, "backend stats: %lu objects, %lu pages", bs.objects, bs.pages);
 	}
@@ -271,16 +192,16 @@ static void check_accounting(struct seg *s)
 
 static void do_compact(struct seg *s)
 {
-	s_flush(s);
+	ut_flush(&s->a);
 	unsigned long freeable = 0, got;
-	if (s->zp) {
+	if (s->a.zp) {
 		struct zs_class_stats st;
-		for (int i = 0; i < zs_class_count(s->zp); i++)
-			if (!zs_class_stats(s->zp, i, &st))
+		for (int i = 0; i < zs_class_count(s->a.zp); i++)
+			if (!zs_class_stats(s->a.zp, i, &st))
 				freeable += st.freeable;
 	}
-	got = s->kind == K_ZS ? zs_compact(s->zp) : s->kind == K_ZBLOCK ? zblock_compact(s->zb)
-									 : zs_backend_compact(s->be);
+	got = s->a.kind == UT_ZS ? zs_compact(s->a.zp) : s->a.kind == UT_ZBLOCK ? zblock_compact(s->a.zb)
+									 : zs_backend_compact(s->a.be);
 	if (got != freeable)
 		FAIL(s, "compact freed %lu pages, the classes said %lu", got, freeable);
 	n_compact++;
@@ -298,15 +219,15 @@ static void check_enomem(struct seg *s, size_t size, unsigned long pages_before)
 		 * gives their pages back to the provider that enforces max_pages, so for that
 		 * moment the pool looks further from the limit than it is.  Once the queue is
 		 * flushed the same request must succeed when far from the limit. */
-		s_flush(s);
-		pages_before = s_pages(s);
+		ut_flush(&s->a);
+		pages_before = ut_pages(&s->a);
 		if (s->injecting || (s->max_pages && pages_before + ZS_MAX_CHAIN > s->max_pages))
 			return;
-		unsigned long h = s_malloc(s, size);
+		unsigned long h = ut_malloc(&s->a, size);
 		if (ZS_IS_ERR(h))
 			FAIL(s, "malloc(%zu) -ENOMEM after a flush at %lu pages, limit %zu", size,
 			     pages_before, s->max_pages);
-		else if (s_free(s, h, 0))
+		else if (ut_free(&s->a, h, 0))
 			FAIL(s, "free of the retried object failed");
 		n_enomem_worker++;
 		return;
@@ -314,22 +235,22 @@ static void check_enomem(struct seg *s, size_t size, unsigned long pages_before)
 	if (!s->injecting && !(s->max_pages && pages_before + ZS_MAX_CHAIN > s->max_pages))
 		FAIL(s, "malloc(%zu) -ENOMEM at %lu pages, limit %zu, no injection", size,
 		     pages_before, s->max_pages);
-	if (s->zp) {
+	if (s->a.zp) {
 		struct zs_class_stats st;
-		int c = zs_lookup_class_index(s->zp, size + ZS_HANDLE_SIZE); /* as zs_malloc */
-		if (c >= 0 && !zs_class_stats(s->zp, c, &st) && st.obj_used < st.obj_allocated)
+		int c = zs_lookup_class_index(s->a.zp, size + ZS_HANDLE_SIZE); /* as zs_malloc */
+		if (c >= 0 && !zs_class_stats(s->a.zp, c, &st) && st.obj_used < st.obj_allocated)
 			FAIL(s, "malloc(%zu) -ENOMEM with a free slot in class %d (%lu/%lu)", size, c,
 			     st.obj_used, st.obj_allocated);
-	} else if (s->zb) {
+	} else if (s->a.zb) {
 		struct zblock_class_stats st;
-		int c = zblock_lookup_class(s->zb, size);
-		if (c >= 0 && !zblock_class_stats(s->zb, c, &st) &&
+		int c = zblock_lookup_class(s->a.zb, size);
+		if (c >= 0 && !zblock_class_stats(s->a.zb, c, &st) &&
 		    st.objects < st.blocks * st.slots_per_block)
 			FAIL(s, "zblock_malloc(%zu) -ENOMEM with a free slot in class %d", size, c);
 	}
-	if (s_pages(s) != pages_before)
+	if (ut_pages(&s->a) != pages_before)
 		FAIL(s, "a failed malloc changed the pool's pages %lu -> %lu", pages_before,
-		     s_pages(s));
+		     ut_pages(&s->a));
 }
 
 /* ---- configuration ---- */
@@ -339,7 +260,7 @@ static int setup(struct seg *s, uint64_t *rng)
 	memset(s, 0, sizeof(*s));
 	uint64_t r = tu_rand(rng), r2 = tu_rand(rng);
 	unsigned k = r % 16;
-	s->kind = k < 11 ? K_ZS : k < 13 ? K_ZBLOCK : k < 15 ? K_ZS_BACKEND : K_ZBLOCK_BACKEND;
+	int kind = k < 11 ? UT_ZS : k < 13 ? UT_ZBLOCK : k < 15 ? UT_ZS_BACKEND : UT_ZBLOCK_BACKEND;
 	s->ps = (size_t)4096 << ((r >> 4) % 5);
 	s->checked = (r >> 8) & 1;
 	s->max_pages = (r >> 9) % 4 == 0 ? 32 + (r2 % 4096) : 0;
@@ -349,11 +270,8 @@ static int setup(struct seg *s, uint64_t *rng)
 		s->live_cap = 512;
 	zs_pool_config_init(&s->zc);
 	s->zc.page_size = s->ps;
-	s->zc.max_chain = 1 + (unsigned)((r >> 12) % 16);
-	s->zc.chain_policy = (enum zs_chain_policy)((r >> 16) & 1);
-	s->zc.free_mode = (enum zs_free_mode)((r >> 17) % 3);
 	static const unsigned deltas[] = { 0, 0, 0, 8, 16, 24, 32, 64, 128, 512 };
-	s->zc.class_delta = deltas[(r >> 20) % 10];
+	ut_draw_zs(&s->zc, (unsigned)(r >> 12), deltas, 10);
 	s->zc.checked = s->checked;
 	s->zc.max_pages = s->max_pages;
 	s->deferred = (r >> 24) % 3;  /* 0 none, 1 queue drained by flush/full, 2 worker */
@@ -361,39 +279,13 @@ static int setup(struct seg *s, uint64_t *rng)
 	s->zc.deferred_worker = s->worker ? 1 : -1;
 	s->zc.deferred_capacity = (r >> 26) & 1 ? (size_t)16 << ((r >> 27) % 8) : 0;
 	s->zb_huge = (r >> 30) & 1;
-	const char *kn = kind_name[s->kind];
-	if (s->kind == K_ZS) {
-		s->zp = zs_create_pool(&s->zc);
-	} else if (s->kind == K_ZS_BACKEND) {
-		struct zs_backend_config bc;
-		zs_backend_config_init(&bc);
-		bc.page_size = s->ps;
-		bc.max_pages = s->max_pages;
-		bc.checked = s->checked;
-		bc.zs = s->zc;
-		s->be = zs_backend_create(&bc);
-		s->zp = s->be ? zs_backend_zspool(s->be) : NULL;
-	} else if (s->kind == K_ZBLOCK) {
-		struct zblock_config c;
-		zblock_config_init(&c);
-		c.page_size = s->ps;
-		c.max_pages = s->max_pages;
-		c.checked = s->checked;
-		c.huge = s->zb_huge;
-		s->zb = zblock_create_pool(&c);
-	} else {
-		struct zs_backend_config bc;
-		zs_backend_config_init(&bc);
-		bc.kind = "zblock";
-		bc.page_size = s->ps;
-		bc.max_pages = s->max_pages;
-		bc.checked = s->checked;
-		s->be = zs_backend_create(&bc);
+	const char *kn = kind_name[kind];
+	int err = ut_create(&s->a, kind, s->ps, s->max_pages, s->checked, s->zb_huge, &s->zc);
+	if (kind == UT_ZBLOCK_BACKEND)
 		s->zb_huge = 1; /* the backend asks for the huge class */
-	}
-	if (s->zp) {
-		s->max_size = s->ps;
-		s->huge = zs_huge_class_size(s->zp);
+	s->max_size = s->a.max_size;
+	if (s->a.zp) {
+		s->huge = zs_huge_class_size(s->a.zp);
 		snprintf(s->name, sizeof(s->name),
 			 "%s ps %zu chain %u policy %d delta %u free_mode %d checked %d deferred %d "
 			 "(cap %zu) max_pages %zu live %d",
@@ -401,16 +293,12 @@ static int setup(struct seg *s, uint64_t *rng)
 			 s->zc.free_mode, s->checked, s->deferred, s->zc.deferred_capacity,
 			 s->max_pages, s->live_cap);
 	} else {
-		if (s->kind == K_ZBLOCK_BACKEND)
-			s->max_size = s->be ? s->ps : 0;
-		else
-			s->max_size = s->zb ? zblock_max_size(s->zb) : 0;
 		snprintf(s->name, sizeof(s->name), "%s ps %zu huge %d checked %d max_pages %zu live %d",
 			 kn, s->ps, s->zb_huge, s->checked, s->max_pages, s->live_cap);
-		s->deferred = s->kind == K_ZBLOCK_BACKEND ? s->deferred : 0;
+		s->deferred = s->a.kind == UT_ZBLOCK_BACKEND ? s->deferred : 0;
 		s->worker = 0;
 	}
-	if (!s->zp && !s->zb && !s->be) {
+	if (err) {
 		FAIL(s, "create failed: errno %d", errno);
 		return 0;
 	}
@@ -419,12 +307,7 @@ static int setup(struct seg *s, uint64_t *rng)
 
 static void teardown(struct seg *s)
 {
-	if (s->kind == K_ZS)
-		zs_destroy_pool(s->zp);
-	else if (s->kind == K_ZBLOCK)
-		zblock_destroy_pool(s->zb);
-	else
-		zs_backend_destroy(s->be);
+	ut_destroy(&s->a);
 }
 
 static size_t pick_size(struct seg *s, uint64_t r)
@@ -454,12 +337,12 @@ static void run_segment(uint64_t *rng, uint64_t ops)
 	if (!setup(&s, rng))
 		return;
 	n_segs++;
-	n_kind[s.kind]++;
+	n_kind[s.a.kind]++;
 	n_ps[s.ps >> 12]++;
 	memset(tab, 0, sizeof(tab));
 	/* failure injection: armed at a random point for a random count, in half the segments */
 	uint64_t inject_at = tu_rand(rng) % 2 ? tu_rand(rng) % (ops + 1) : UINT64_MAX;
-	int can_inject = s.zp || s.zb;
+	int can_inject = s.a.zp || s.a.zb;
 
 	for (uint64_t i = 0; i < ops; i++, op_no++) {
 		uint64_t r = tu_rand(rng);
@@ -468,20 +351,20 @@ static void run_segment(uint64_t *rng, uint64_t ops)
 		r = tu_rand(rng);
 		if (i == inject_at && can_inject) {
 			uint64_t after = r % 64, count = (r >> 8) % 8;
-			if (s.zp)
-				zs_pool_fail_pages(s.zp, after, count);
+			if (s.a.zp)
+				zs_pool_fail_pages(s.a.zp, after, count);
 			else
-				zblock_pool_fail_pages(s.zb, after, count);
+				zblock_pool_fail_pages(s.a.zb, after, count);
 			s.injecting = 1;
 		}
 		if (kind < 1) {
 			do_compact(&s);
 		} else if (kind < 3) {
-			s_flush(&s);
+			ut_flush(&s.a);
 		} else if (!o->h) {
 			size_t size = pick_size(&s, r);
-			unsigned long before = s_pages(&s);
-			unsigned long h = s_malloc(&s, size);
+			unsigned long before = ut_pages(&s.a);
+			unsigned long h = ut_malloc(&s.a, size);
 			n_alloc++;
 			if (ZS_IS_ERR(h)) {
 				if (ZS_ERR(h) != -ENOMEM)
@@ -499,12 +382,12 @@ static void run_segment(uint64_t *rng, uint64_t ops)
 			o->split = 0;
 			o->cseed = tu_rand(rng);
 			fill(wbuf, size, o->cseed);
-			if (s_write(&s, h, wbuf, size))
+			if (ut_write(&s.a, h, wbuf, size))
 				FAIL(&s, "write of a new object of %zu bytes failed", size);
 		} else if (kind < 400) {
 			verify(&s, o, o->size, 0);
 			int deferred = s.deferred && (r & 1);
-			int ret = s_free(&s, o->h, deferred);
+			int ret = ut_free(&s.a, o->h, deferred);
 			n_free++;
 			n_deferred += deferred;
 			if (ret)
@@ -512,19 +395,19 @@ static void run_segment(uint64_t *rng, uint64_t ops)
 			if (s.checked && !deferred && (r & 6) == 0) {
 				/* misuse, refused and harmless in checked mode */
 				n_misuse++;
-				if ((ret = s_free(&s, o->h, 0)) != -EINVAL)
+				if ((ret = ut_free(&s.a, o->h, 0)) != -EINVAL)
 					FAIL(&s, "double free -> %d", ret);
-				void *m = s_read_begin(&s, o->h, 1);
+				void *m = ut_read_begin(&s.a, o->h, 1, rbuf);
 				if (m)
 					FAIL(&s, "read_begin of a freed handle -> %p", m);
-				s_read_end(&s, o->h, 1, m); /* an end after a failed begin: a no-op */
-				if (s_write(&s, o->h, wbuf, 1) != -EINVAL)
+				ut_read_end(&s.a, o->h, 1, m); /* an end after a failed begin: a no-op */
+				if (ut_write(&s.a, o->h, wbuf, 1) != -EINVAL)
 					FAIL(&s, "write to a freed handle accepted");
-				if (s.kind == K_ZS) {
-					m = zs_map_object(s.zp, o->h, ZS_MM_RO);
+				if (s.a.kind == UT_ZS) {
+					m = zs_map_object(s.a.zp, o->h, ZS_MM_RO);
 					if (m)
 						FAIL(&s, "map of a freed handle -> %p", m);
-					zs_unmap_object(s.zp, o->h);
+					zs_unmap_object(s.a.zp, o->h);
 				}
 			}
 			o->h = 0;
@@ -538,19 +421,19 @@ static void run_segment(uint64_t *rng, uint64_t ops)
 				o->split = (uint32_t)split;
 				o->pseed = ns;
 				fill(wbuf, split, ns);
-				if (s_write(&s, o->h, wbuf, split))
+				if (ut_write(&s.a, o->h, wbuf, split))
 					FAIL(&s, "prefix write of %zu failed", split);
-			} else if (s.kind == K_ZS && r % 4 == 1) {
+			} else if (s.a.kind == UT_ZS && r % 4 == 1) {
 				/* legacy write through a mapping */
 				enum zs_mapmode mm = (r >> 8) & 1 ? ZS_MM_RW : ZS_MM_WO;
-				unsigned char *m = zs_map_object(s.zp, o->h, mm);
+				unsigned char *m = zs_map_object(s.a.zp, o->h, mm);
 				if (!m) {
 					FAIL(&s, "map RW/WO NULL");
 				} else {
 					if (mm == ZS_MM_RW && memcmp(m, expected(o), o->size))
 						FAIL(&s, "RW mapping of %u bytes differs", o->size);
 					fill(m, o->size, ns);
-					zs_unmap_object(s.zp, o->h);
+					zs_unmap_object(s.a.zp, o->h);
 					o->cseed = ns;
 					o->split = 0;
 				}
@@ -559,11 +442,11 @@ static void run_segment(uint64_t *rng, uint64_t ops)
 				o->cseed = ns;
 				o->split = 0;
 				fill(wbuf, o->size, ns);
-				if (s_write(&s, o->h, wbuf, o->size))
+				if (ut_write(&s.a, o->h, wbuf, o->size))
 					FAIL(&s, "write of %u bytes failed", o->size);
 			}
 		} else {
-			int use_map = s.kind == K_ZS && r % 8 == 0;
+			int use_map = s.a.kind == UT_ZS && r % 8 == 0;
 			size_t len = r % 4 == 1 ? 1 + (size_t)(r >> 8) % o->size : o->size;
 			verify(&s, o, use_map ? o->size : len, use_map);
 			n_read++;
@@ -576,10 +459,10 @@ static void run_segment(uint64_t *rng, uint64_t ops)
 	}
 
 	/* free-all + compact: 0 pages */
-	if (s.zp)
-		zs_pool_fail_pages(s.zp, UINT64_MAX, 0);
-	else if (s.zb)
-		zblock_pool_fail_pages(s.zb, UINT64_MAX, 0);
+	if (s.a.zp)
+		zs_pool_fail_pages(s.a.zp, UINT64_MAX, 0);
+	else if (s.a.zb)
+		zblock_pool_fail_pages(s.a.zb, UINT64_MAX, 0);
 	do_compact(&s);
 	for (int i = 0; i < s.live_cap; i++) {
 		int j = (int)(tu_rand(rng) % (uint64_t)s.live_cap);
@@ -591,15 +474,15 @@ static void run_segment(uint64_t *rng, uint64_t ops)
 		if (!tab[i].h)
 			continue;
 		verify(&s, &tab[i], tab[i].size, 0);
-		int ret = s_free(&s, tab[i].h, s.deferred && (i & 1));
+		int ret = ut_free(&s.a, tab[i].h, s.deferred && (i & 1));
 		if (ret)
 			FAIL(&s, "free at the end -> %d", ret);
 		tab[i].h = 0;
 	}
 	do_compact(&s);
-	if (s_pages(&s) != 0 || s_objects(&s) != 0)
-		FAIL(&s, "after free-all + compact: %lu pages, %lu objects", s_pages(&s),
-		     s_objects(&s));
+	if (ut_pages(&s.a) != 0 || ut_objects(&s.a) != 0)
+		FAIL(&s, "after free-all + compact: %lu pages, %lu objects", ut_pages(&s.a),
+		     ut_objects(&s.a));
 	teardown(&s);
 	n_ops += ops;
 }

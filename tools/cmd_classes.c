@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmds.h"
@@ -25,7 +26,24 @@ static void usage(FILE *f)
 	fprintf(f, "  --json               machine-readable output\n");
 }
 
-int cmd_classes(int argc, char **argv)
+/* One request size's row of the table. */
+struct row {
+	unsigned req;
+	struct zs_class_info ci;
+	unsigned long merge;
+};
+
+struct table {
+	struct zs_pool *pool;
+	unsigned P, delta;
+	int n, phys, nrows;
+	struct row *rows;
+	double avg_waste;             /* simulate_zsmalloc's effective waste, % */
+	unsigned long span_sum;
+};
+
+/* Options -> po and *json.  0, 1 after --help, or 2 after a message. */
+static int parse(int argc, char **argv, struct pool_opts *po, int *json)
 {
 	static const struct option lopts[] = {
 		OPT_POOL_LONGOPTS,
@@ -33,19 +51,19 @@ int cmd_classes(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct pool_opts po;
-	int json = 0, opt;
-	pool_opts_init(&po);
+	int opt;
+	*json = 0;
+	pool_opts_init(po);
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
-			if (opt_pool_arg("classes", CLASSES_OPTS, opt, optarg, &po))
+			if (opt_pool_arg("classes", CLASSES_OPTS, opt, optarg, po))
 				return 2;
 		} else if (opt == 'j') {
-			json = 1;
+			*json = 1;
 		} else if (opt == 'h') {
 			usage(stdout);
-			return 0;
+			return 1;
 		} else {
 			return opt_bad("classes", argc, argv);
 		}
@@ -54,67 +72,128 @@ int cmd_classes(int argc, char **argv)
 		fprintf(stderr, "zs classes: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	struct zs_pool_config cfg = po.cfg;
+	return 0;
+}
+
+/* A pool with the requested policy: the table is read from it.  0 or 2. */
+static int setup(const struct pool_opts *po, struct table *t)
+{
+	struct zs_pool_config cfg = po->cfg;
 	cfg.deferred_worker = -1;
-	struct zs_pool *pool = zs_create_pool(&cfg);
-	if (!pool) {
+	t->pool = zs_create_pool(&cfg);
+	if (!t->pool) {
 		fprintf(stderr, "zs classes: cannot create a pool with this configuration: %s\n",
 			strerror(errno));
 		return 2;
 	}
-	const struct zs_pool_config *c = zs_pool_get_config(pool);
-	unsigned P = (unsigned)zs_pool_page_size(pool);
-	int n = zs_class_count(pool), phys = 0;
+	t->P = (unsigned)zs_pool_page_size(t->pool);
+	t->n = zs_class_count(t->pool);
 	struct zs_class_info ci, first;
-	zs_class_info(pool, 1 < n ? 1 : 0, &first);
-	unsigned delta = n > 1 ? first.size - ZS_MIN_ALLOC_SIZE : 0;
-	for (int i = 0; i < n; i++) {
-		zs_class_info(pool, i, &ci);
-		phys += ci.phys_index == i;
+	zs_class_info(t->pool, 1 < t->n ? 1 : 0, &first);
+	t->delta = t->n > 1 ? first.size - ZS_MIN_ALLOC_SIZE : 0;
+	for (int i = 0; i < t->n; i++) {
+		zs_class_info(t->pool, i, &ci);
+		t->phys += ci.phys_index == i;
 	}
-
-	if (json)
-		printf("{\"page_size\": %u, \"max_chain\": %u, \"delta\": %u, \"chain_policy\": \"%s\", "
-		       "\"rows\": [",
-		       P, c->max_chain, delta, chain_policy_name(c->chain_policy));
-	else
-		printf("page size %u, chain %u, delta %u, chain policy %s\n\n"
-		       "%5s | %5s | %5s | %9s | %9s | %10s | %4s\n",
-		       P, c->max_chain, delta, chain_policy_name(c->chain_policy), "Log", "Phys",
-		       "Chain", "Objs/Page", "TailWaste", "MergeWaste", "Span");
-	double waste_sum = 0;
-	unsigned long span_sum = 0;
-	int rows = 0;
-	for (unsigned req = ZS_MIN_ALLOC_SIZE; req <= P; req += 16, rows++) {
-		int idx = (int)((req - ZS_MIN_ALLOC_SIZE + delta - 1) / delta);
-		if (idx >= n)
-			idx = n - 1;
-		zs_class_info(pool, idx, &ci);
-		unsigned long merge = (unsigned long)(ci.phys_size - req) * ci.objs_per_zspage;
-		/* simulate_zsmalloc's effective waste: padding plus the tail's share, per slot. */
-		double slot = (double)ci.pages_per_zspage * P / ci.objs_per_zspage;
-		waste_sum += ((ci.phys_size - req) + (double)ci.tail_waste / ci.objs_per_zspage) / slot;
-		span_sum += ci.spanning;
-		if (json)
-			printf("%s{\"log\": %u, \"phys\": %u, \"chain\": %u, \"objs\": %u, \"tail_waste\": %u, "
-			       "\"merge_waste\": %lu, \"span\": %u, \"class\": %d, \"phys_class\": %d}",
-			       req == ZS_MIN_ALLOC_SIZE ? "" : ", ", req, ci.phys_size,
-			       ci.pages_per_zspage, ci.objs_per_zspage, ci.tail_waste, merge,
-			       ci.spanning, ci.index, ci.phys_index);
-		else
-			printf("%5u | %5u | %5u | %9u | %9u | %10lu | %4u\n", req, ci.phys_size,
-			       ci.pages_per_zspage, ci.objs_per_zspage, ci.tail_waste, merge,
-			       ci.spanning);
+	t->rows = calloc(t->P / 16 + 1, sizeof(*t->rows));
+	if (!t->rows) {
+		fprintf(stderr, "zs classes: out of memory\n");
+		return 2;
 	}
-	double avg = rows ? 100.0 * waste_sum / rows : 0;
-	if (json)
-		printf("], \"logical_classes\": %d, \"physical_classes\": %d, \"huge_class_size\": %zu, "
-		       "\"avg_effective_waste_pct\": %.3f, \"total_span\": %lu}\n",
-		       n, phys, zs_huge_class_size(pool), avg, span_sum);
-	else
-		printf("\nlogical classes %d, physical classes %d, huge_class_size %zu\n"
-		       "average effective waste %.2f%% over %d request sizes, spanning slots summed %lu\n",
-		       n, phys, zs_huge_class_size(pool), avg, rows, span_sum);
-	zs_destroy_pool(pool);
 	return 0;
+}
+
+/* Each request size from 32 to the page size in steps of 16: what zs_malloc gives it. */
+static void run(struct table *t)
+{
+	double waste_sum = 0;
+	for (unsigned req = ZS_MIN_ALLOC_SIZE; req <= t->P; req += 16) {
+		int idx = (int)((req - ZS_MIN_ALLOC_SIZE + t->delta - 1) / t->delta);
+		if (idx >= t->n)
+			idx = t->n - 1;
+		struct row *r = &t->rows[t->nrows++];
+		struct zs_class_info *ci = &r->ci;
+		zs_class_info(t->pool, idx, ci);
+		r->req = req;
+		r->merge = (unsigned long)(ci->phys_size - req) * ci->objs_per_zspage;
+		/* simulate_zsmalloc's effective waste: padding plus the tail's share, per slot. */
+		double slot = (double)ci->pages_per_zspage * t->P / ci->objs_per_zspage;
+		waste_sum += ((ci->phys_size - req) + (double)ci->tail_waste / ci->objs_per_zspage) / slot;
+		t->span_sum += ci->spanning;
+	}
+	t->avg_waste = t->nrows ? 100.0 * waste_sum / t->nrows : 0;
+}
+
+static void print_json(const struct table *t)
+{
+	const struct zs_pool_config *c = zs_pool_get_config(t->pool);
+	struct json js;
+	json_init(&js, stdout, 0);
+	json_obj(&js);
+	json_kuint(&js, "page_size", t->P);
+	json_kuint(&js, "max_chain", c->max_chain);
+	json_kuint(&js, "delta", t->delta);
+	json_kstr(&js, "chain_policy", chain_policy_name(c->chain_policy));
+	json_karr(&js, "rows");
+	for (int i = 0; i < t->nrows; i++) {
+		const struct row *r = &t->rows[i];
+		json_obj(&js);
+		json_kuint(&js, "log", r->req);
+		json_kuint(&js, "phys", r->ci.phys_size);
+		json_kuint(&js, "chain", r->ci.pages_per_zspage);
+		json_kuint(&js, "objs", r->ci.objs_per_zspage);
+		json_kuint(&js, "tail_waste", r->ci.tail_waste);
+		json_kuint(&js, "merge_waste", r->merge);
+		json_kuint(&js, "span", r->ci.spanning);
+		json_kint(&js, "class", r->ci.index);
+		json_kint(&js, "phys_class", r->ci.phys_index);
+		json_obj_end(&js);
+	}
+	json_arr_end(&js);
+	json_kint(&js, "logical_classes", t->n);
+	json_kint(&js, "physical_classes", t->phys);
+	json_kuint(&js, "huge_class_size", zs_huge_class_size(t->pool));
+	json_kfixed(&js, "avg_effective_waste_pct", t->avg_waste, 3);
+	json_kuint(&js, "total_span", t->span_sum);
+	json_obj_end(&js);
+	json_done(&js);
+}
+
+static void print_text(const struct table *t)
+{
+	const struct zs_pool_config *c = zs_pool_get_config(t->pool);
+	printf("page size %u, chain %u, delta %u, chain policy %s\n\n"
+	       "%5s | %5s | %5s | %9s | %9s | %10s | %4s\n",
+	       t->P, c->max_chain, t->delta, chain_policy_name(c->chain_policy), "Log", "Phys",
+	       "Chain", "Objs/Page", "TailWaste", "MergeWaste", "Span");
+	for (int i = 0; i < t->nrows; i++) {
+		const struct row *r = &t->rows[i];
+		printf("%5u | %5u | %5u | %9u | %9u | %10lu | %4u\n", r->req, r->ci.phys_size,
+		       r->ci.pages_per_zspage, r->ci.objs_per_zspage, r->ci.tail_waste, r->merge,
+		       r->ci.spanning);
+	}
+	printf("\nlogical classes %d, physical classes %d, huge_class_size %zu\n"
+	       "average effective waste %.2f%% over %d request sizes, spanning slots summed %lu\n",
+	       t->n, t->phys, zs_huge_class_size(t->pool), t->avg_waste, t->nrows, t->span_sum);
+}
+
+int cmd_classes(int argc, char **argv)
+{
+	struct pool_opts po;
+	struct table t = { 0 };
+	int json, rc = parse(argc, argv, &po, &json);
+	if (rc)
+		return rc == 1 ? 0 : 2;
+	rc = setup(&po, &t);
+	if (!rc) {
+		run(&t);
+		if (json)
+			print_json(&t);
+		else
+			print_text(&t);
+	}
+	free(t.rows);
+	if (t.pool)
+		zs_destroy_pool(t.pool);
+	return rc;
 }

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cmds.h"
+#include "compare.h"
 #include "util.h"
 #include "opts.h"
 #include "zs/backend.h"
@@ -113,253 +114,6 @@ static int list_known(const char *list, const char *const *known, const char *wh
 		}
 	}
 	return 1;
-}
-
-/* ---- raw page sources ---- */
-
-struct raw {
-	unsigned char *buf;
-	size_t len, cap;
-	const char *what;
-};
-
-static int raw_reserve(struct raw *r, size_t cap)
-{
-	r->buf = malloc(cap);
-	r->cap = cap;
-	r->len = 0;
-	return r->buf ? 0 : -ENOMEM;
-}
-
-/* Append up to `want` bytes of a file. */
-static void raw_add_file(struct raw *r, const char *path, size_t want)
-{
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return;
-	while (r->len < r->cap && want) {
-		size_t chunk = r->cap - r->len < want ? r->cap - r->len : want;
-		ssize_t got = read(fd, r->buf + r->len, chunk);
-		if (got <= 0)
-			break;
-		r->len += (size_t)got;
-		want -= (size_t)got;
-	}
-	close(fd);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Regular files of one directory level, sorted, until `want` bytes. */
-static void raw_add_dir(struct raw *r, const char *dir, size_t want)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			names = realloc(names, cap * sizeof(*names));
-		}
-		names[n++] = strdup(e->d_name);
-	}
-	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
-	size_t start = r->len;
-	for (size_t i = 0; i < n; i++) {
-		char path[4096];
-		struct stat st;
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		if (r->len - start < want && !lstat(path, &st) && S_ISREG(st.st_mode))
-			raw_add_file(r, path, want - (r->len - start));
-		free(names[i]);
-	}
-	free(names);
-}
-
-/* Anonymous writable mappings of a process (heap, anon mmaps) via /proc/PID/mem. */
-static int raw_add_process(struct raw *r, int pid)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	FILE *maps = fopen(path, "r");
-	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
-	int mem = open(path, O_RDONLY);
-	if (!maps || mem < 0) {
-		if (maps)
-			fclose(maps);
-		if (mem >= 0)
-			close(mem);
-		return -errno;
-	}
-	char line[512];
-	while (r->len < r->cap && fgets(line, sizeof(line), maps)) {
-		unsigned long lo, hi;
-		char perms[8], name[256] = "";
-		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &lo, &hi, perms, name) < 3)
-			continue;
-		if (perms[0] != 'r' || perms[1] != 'w' || (name[0] && strcmp(name, "[heap]")))
-			continue;
-		for (unsigned long a = lo; a < hi && r->len < r->cap;) {
-			size_t chunk = hi - a < r->cap - r->len ? hi - a : r->cap - r->len;
-			ssize_t got = pread(mem, r->buf + r->len, chunk, (off_t)a);
-			if (got <= 0)
-				break;
-			r->len += (size_t)got;
-			a += (unsigned long)got;
-		}
-	}
-	fclose(maps);
-	close(mem);
-	return 0;
-}
-
-/*
- * A real heap when none is given: a Python process building dicts, strings,
- * lists and floats (the kind of anonymous memory zram swaps), read while it
- * waits on stdin.  We are its parent, so ptrace_scope=1 lets us read its mem.
- */
-static int raw_add_python_heap(struct raw *r)
-{
-	int in[2], out[2];
-	if (pipe(in) || pipe(out))
-		return -errno;
-	pid_t pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		setenv("PYTHONHASHSEED", "0", 1); /* same heap every run */
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		close(in[1]);
-		close(out[0]);
-		execlp("python3", "python3", "-c",
-		       "import sys,random\n"
-		       "random.seed(3)\n"
-		       "d={('k%d'%i):[i,str(i)*(i%7),i*0.5,(i,'v')] for i in range(250000)}\n"
-		       "l=[random.random() for _ in range(800000)]\n"
-		       "s=[' '.join(random.choice(['alpha','beta','gamma','delta','zeta']) for _ in range(20)) for _ in range(80000)]\n"
-		       "sys.stdout.write('ready\\n');sys.stdout.flush();sys.stdin.read()\n",
-		       (char *)NULL);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	char buf[16] = "";
-	ssize_t got = read(out[0], buf, sizeof(buf) - 1);
-	int err = got > 0 && !strncmp(buf, "ready", 5) ? raw_add_process(r, pid) : -ECHILD;
-	close(in[1]);
-	close(out[0]);
-	kill(pid, SIGTERM);
-	waitpid(pid, NULL, 0);
-	return err;
-}
-
-/* ---- workloads: lists of blobs ---- */
-
-struct blob {
-	const unsigned char *data;
-	uint32_t len;
-};
-
-struct workload {
-	const char *name;
-	struct blob *b;
-	size_t n;
-	unsigned char *store; /* owned compressed data */
-	size_t pages_in, same_filled, raw_stored;
-	const char *source;
-};
-
-static void wl_free(struct workload *w)
-{
-	free(w->b);
-	free(w->store);
-	memset(w, 0, sizeof(*w));
-}
-
-/* zram's store rule (zs/zram.h) on raw pages: skip same-filled, raw at >= huge, else LZ4. */
-static int wl_from_pages(struct workload *w, const struct raw *r, size_t ps, size_t huge)
-{
-	size_t npages = r->len / ps;
-	w->b = calloc(npages ? npages : 1, sizeof(*w->b));
-	w->store = malloc(npages * (size_t)LZ4_compressBound((int)ps) + 1);
-	if (!w->b || !w->store)
-		return -ENOMEM;
-	w->source = r->what;
-	size_t off = 0;
-	for (size_t i = 0; i < npages; i++) {
-		const unsigned char *page = r->buf + i * ps;
-		w->pages_in++;
-		if (zs_zram_page_same_filled(page, ps, NULL)) {
-			w->same_filled++;
-			continue;
-		}
-		int c = LZ4_compress_default((const char *)page, (char *)w->store + off, (int)ps,
-					     LZ4_compressBound((int)ps));
-		if (zs_zram_store_kind(c, huge) == ZS_ZRAM_STORE_RAW) {
-			w->b[w->n++] = (struct blob){ page, (uint32_t)ps };
-			w->raw_stored++;
-		} else {
-			w->b[w->n++] = (struct blob){ w->store + off, (uint32_t)c };
-			off += (size_t)c;
-		}
-	}
-	return 0;
-}
-
-/* zsmalloc_test's sizes: 32, 48, ... 4080 at 4K (step page/256), n of each. */
-static int wl_testmod(struct workload *w, size_t ps, size_t n, const unsigned char *noise)
-{
-	size_t step = ps / 256, nsizes = (ps - 16 - 32) / step + 1;
-	w->b = calloc(nsizes * n, sizeof(*w->b));
-	if (!w->b)
-		return -ENOMEM;
-	for (size_t k = 0; k < n; k++)
-		for (size_t s = 0; s < nsizes; s++)
-			w->b[w->n++] = (struct blob){ noise, (uint32_t)(32 + s * step) };
-	w->source = "sizes 32..page-16";
-	return 0;
-}
-
-/*
- * A seeded mix shaped like compressed anonymous pages: 30% small (32..512 B),
- * 50% around 1.2 KB, 15% large (2..3.2 KB), 5% page size; scaled to the page.
- */
-static int wl_mix(struct workload *w, size_t ps, size_t n, uint64_t seed,
-		  const unsigned char *noise)
-{
-	w->b = calloc(n, sizeof(*w->b));
-	if (!w->b)
-		return -ENOMEM;
-	uint64_t s = seed;
-	double k = (double)ps / 4096.0;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t r = tool_rand64(&s) % 100;
-		double v;
-		if (r < 30)
-			v = 32 + (double)(tool_rand64(&s) % 481);
-		else if (r < 80)
-			v = 600 + (double)(tool_rand64(&s) % 600) + (double)(tool_rand64(&s) % 600);
-		else if (r < 95)
-			v = 2048 + (double)(tool_rand64(&s) % 1200);
-		else
-			v = 4096;
-		size_t len = (size_t)(v * k);
-		if (len > ps)
-			len = ps;
-		w->b[w->n++] = (struct blob){ noise + tool_rand64(&s) % 64, (uint32_t)len };
-	}
-	w->source = "seeded size mix";
-	return 0;
 }
 
 /* ---- one backend run (in a child) ---- */
@@ -569,25 +323,36 @@ static void print_row(const char *wl, size_t ps, const char *kind, const struct 
 	       r->errors);
 }
 
-static void print_json(FILE *f, int *first, const char *wl, const struct workload *w, size_t ps,
+static void print_json(struct json *js, const char *wl, const struct workload *w, size_t ps,
 		       const char *kind, const struct result *r)
 {
-	fprintf(f, "%s\n  {\"workload\": \"%s\", \"source\": ", *first ? "" : ",", wl);
-	json_string(f, w->source ? w->source : "");
-	fprintf(f, ", \"page_size\": %zu, \"backend\": \"%s\", "
-		   "\"ok\": %d, \"errors\": %d, \"blobs\": %zu, \"pages_in\": %zu, \"same_filled\": %zu, "
-		   "\"raw_stored\": %zu, \"store_ops\": %.0f, \"restore_ops\": %.0f, \"load_ops\": %.0f, "
-		   "\"free_ops\": %.0f",
-		ps, kind, r->ok, r->errors, w->n,
-		w->pages_in, w->same_filled, w->raw_stored, r->store_ops, r->restore_ops, r->load_ops,
-		r->free_ops);
-	for (int ph = 0; ph < NR_PH; ph++)
-		fprintf(f, ", \"%s\": {\"objects\": %zu, \"live_bytes\": %zu, \"mem_bytes\": %zu, "
-			   "\"pool_pages\": %lu, \"rss_delta\": %zu, \"backend_mem_bytes\": %zu, \"util\": %.4f}",
-			ph_name[ph], r->objects[ph], r->live[ph], r->mem[ph], r->pages[ph], r->rss[ph],
-			r->be_mem[ph], util(r, ph) / 100.0);
-	fprintf(f, "}");
-	*first = 0;
+	json_obj(js);
+	json_kstr(js, "workload", wl);
+	json_kstr(js, "source", w->source ? w->source : "");
+	json_kuint(js, "page_size", ps);
+	json_kstr(js, "backend", kind);
+	json_kint(js, "ok", r->ok);
+	json_kint(js, "errors", r->errors);
+	json_kuint(js, "blobs", w->n);
+	json_kuint(js, "pages_in", w->pages_in);
+	json_kuint(js, "same_filled", w->same_filled);
+	json_kuint(js, "raw_stored", w->raw_stored);
+	json_kfixed(js, "store_ops", r->store_ops, 0);
+	json_kfixed(js, "restore_ops", r->restore_ops, 0);
+	json_kfixed(js, "load_ops", r->load_ops, 0);
+	json_kfixed(js, "free_ops", r->free_ops, 0);
+	for (int ph = 0; ph < NR_PH; ph++) {
+		json_kobj(js, ph_name[ph]);
+		json_kuint(js, "objects", r->objects[ph]);
+		json_kuint(js, "live_bytes", r->live[ph]);
+		json_kuint(js, "mem_bytes", r->mem[ph]);
+		json_kuint(js, "pool_pages", r->pages[ph]);
+		json_kuint(js, "rss_delta", r->rss[ph]);
+		json_kuint(js, "backend_mem_bytes", r->be_mem[ph]);
+		json_kfixed(js, "util", util(r, ph) / 100.0, 4);
+		json_obj_end(js);
+	}
+	json_obj_end(js);
 }
 
 /* Per workload and page size: each pool kind against the best malloc kind. */
@@ -743,7 +508,7 @@ static int parse(int argc, char **argv, struct opts *o)
 				return -1;
 			break;
 		case O_JSON: o->json = 1; break;
-		case 'h': usage(stdout); exit(0);
+		case 'h': usage(stdout); return 1;
 		default: opt_bad("compare", argc, argv); return -1;
 		}
 	}
@@ -790,84 +555,157 @@ static size_t huge_threshold(size_t ps)
 	return huge;
 }
 
-int cmd_compare(int argc, char **argv)
-{
-	struct opts o;
-	if (parse(argc, argv, &o))
-		return 2;
+/* What every measurement shares: the selected kinds and the raw pages, read once. */
+struct inputs {
 	const char *kinds[8];
-	int nk = 0;
-	for (const char *const *k = zs_backend_kinds(); *k && nk < 8; k++)
-		if (in_list(o.backends, *k))
-			kinds[nk++] = *k;
-	if (!nk) {
+	int nk;
+	struct raw files, heap;
+	unsigned char *noise;   /* bytes the synthetic workloads' blobs point into */
+};
+
+static void inputs_free(struct inputs *in)
+{
+	free(in->files.buf);
+	free(in->heap.buf);
+	free(in->noise);
+}
+
+/* Kinds and raw pages (each page size compresses them its own way).  0 or 2. */
+static int setup(const struct opts *o, struct inputs *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->files.what = "files";
+	in->heap.what = "heap";
+	for (const char *const *k = zs_backend_kinds(); *k && in->nk < 8; k++)
+		if (in_list(o->backends, *k))
+			in->kinds[in->nk++] = *k;
+	if (!in->nk) {
 		fprintf(stderr, "zs compare: no backend selected\n");
 		return 2;
 	}
-
-	/* Raw pages are read once; each page size compresses them its own way. */
-	size_t cap = o.max_mib << 20;
-	struct raw files = { .what = "files" }, heap = { .what = "heap" };
-	if (in_list(o.workloads, "files")) {
-		if (raw_reserve(&files, cap))
+	size_t cap = o->max_mib << 20;
+	struct raw *files = &in->files, *heap = &in->heap;
+	if (in_list(o->workloads, "files")) {
+		if (raw_reserve(files, cap))
 			return 2;
-		if (o.nfiles) {
-			for (int i = 0; i < o.nfiles; i++) {
+		if (o->nfiles) {
+			for (int i = 0; i < o->nfiles; i++) {
 				struct stat st;
-				if (!stat(o.files[i], &st) && S_ISDIR(st.st_mode))
-					raw_add_dir(&files, o.files[i], cap);
+				if (!stat(o->files[i], &st) && S_ISDIR(st.st_mode))
+					raw_add_dir(files, o->files[i], cap);
 				else
-					raw_add_file(&files, o.files[i], cap);
+					raw_add_file(files, o->files[i], cap);
 			}
 		} else {
-			raw_add_dir(&files, "/usr/lib/x86_64-linux-gnu", cap / 2);
-			raw_add_dir(&files, "/usr/include", cap - files.len);
+			raw_add_dir(files, "/usr/lib/x86_64-linux-gnu", cap / 2);
+			raw_add_dir(files, "/usr/include", cap - files->len);
 		}
-		files.what = o.nfiles ? "given files" : "/usr/lib/x86_64-linux-gnu + /usr/include";
-		if (o.nfiles && files.len < 4096) {
+		files->what = o->nfiles ? "given files" : "/usr/lib/x86_64-linux-gnu + /usr/include";
+		if (o->nfiles && files->len < 4096) {
 			fprintf(stderr, "zs compare: --files: the given paths hold %zu bytes, not one "
-					"whole page (regular files, one directory level)\n", files.len);
+					"whole page (regular files, one directory level)\n", files->len);
 			return 2;
 		}
 	}
-	if (in_list(o.workloads, "heap")) {
-		if (raw_reserve(&heap, cap))
+	if (in_list(o->workloads, "heap")) {
+		if (raw_reserve(heap, cap))
 			return 2;
 		int err;
-		if (o.heap_file) {
-			raw_add_file(&heap, o.heap_file, cap);
-			heap.what = o.heap_file;
-			err = heap.len ? 0 : -ENOENT;
-		} else if (o.pid) {
-			err = raw_add_process(&heap, o.pid);
-			heap.what = "process anon memory";
+		if (o->heap_file) {
+			raw_add_file(heap, o->heap_file, cap);
+			heap->what = o->heap_file;
+			err = heap->len ? 0 : -ENOENT;
+		} else if (o->pid) {
+			err = raw_add_process(heap, o->pid);
+			heap->what = "process anon memory";
 		} else {
-			err = raw_add_python_heap(&heap);
-			heap.what = "python3 heap";
+			err = raw_add_python_heap(heap);
+			heap->what = "python3 heap";
 		}
-		if ((o.heap_file || o.pid) && (err || heap.len < 4096)) {
-			fprintf(stderr, "zs compare: %s %s: %s\n", o.heap_file ? "--heap" : "--pid",
-				o.heap_file ? o.heap_file : "", err ? strerror(-err)
-								     : "less than one page of data");
+		if ((o->heap_file || o->pid) && (err || heap->len < 4096)) {
+			fprintf(stderr, "zs compare: %s %s: %s\n", o->heap_file ? "--heap" : "--pid",
+				o->heap_file ? o->heap_file : "", err ? strerror(-err)
+								      : "less than one page of data");
 			return 2;
 		}
-		if (err || !heap.len)
+		if (err || !heap->len)
 			fprintf(stderr, "zs compare: heap workload unavailable (%s), skipped\n",
 				strerror(err ? -err : ENOENT));
 	}
-	unsigned char *noise = malloc(65536 + 64);
-	uint64_t ns = o.seed ^ 0x5eed;
+	in->noise = malloc(65536 + 64);
+	if (!in->noise)
+		return 2;
+	uint64_t ns = o->seed ^ 0x5eed;
 	for (size_t i = 0; i < 65536 + 64; i++)
-		noise[i] = (unsigned char)tool_rand64(&ns);
+		in->noise[i] = (unsigned char)tool_rand64(&ns);
+	return 0;
+}
 
-	const char *const wl_names[] = { "files", "heap", "testmod", "mix" };
-	int first = 1, measured = 0;
+static const char *const wl_names[] = { "files", "heap", "testmod", "mix" };
+
+/* Workload wi at page size ps; -ENOENT when it has no data there. */
+static int build_workload(const struct opts *o, const struct inputs *in, int wi, size_t ps,
+			  size_t huge, struct workload *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->name = wl_names[wi];
+	if (wi == 0)
+		return in->files.len >= ps ? wl_from_pages(w, &in->files, ps, huge) : -ENOENT;
+	if (wi == 1)
+		return in->heap.len >= ps ? wl_from_pages(w, &in->heap, ps, huge) : -ENOENT;
+	if (wi == 2)
+		return wl_testmod(w, ps, o->testmod_n, in->noise);
+	return wl_mix(w, ps, o->mix_n, o->seed, in->noise);
+}
+
+/* One kind on one workload, --repeat times: same seed, same memory; the
+ * repeats only steady the timings on a busy box (best speed kept). */
+static void run_kind(const struct opts *o, const char *kind, size_t ps, const struct workload *w,
+		     uint64_t seed, struct result *res)
+{
+	if (run_isolated(kind, ps, w, o->rounds, seed, res))
+		memset(res, 0, sizeof(*res));
+	for (int r = 1; r < o->repeat && res->ok; r++) {
+		struct result again;
+		if (run_isolated(kind, ps, w, o->rounds, seed, &again) || !again.ok)
+			continue;
+		res->errors += again.errors;
+		if (again.store_ops > res->store_ops)
+			res->store_ops = again.store_ops;
+		if (again.restore_ops > res->restore_ops)
+			res->restore_ops = again.restore_ops;
+		if (again.load_ops > res->load_ops)
+			res->load_ops = again.load_ops;
+		if (again.free_ops > res->free_ops)
+			res->free_ops = again.free_ops;
+	}
+}
+
+int cmd_compare(int argc, char **argv)
+{
+	struct opts o;
+	int pr = parse(argc, argv, &o);
+	if (pr)
+		return pr > 0 ? 0 : 2;
+	struct inputs in;
+	if (setup(&o, &in)) {
+		inputs_free(&in);
+		return 2;
+	}
+
+	int measured = 0;
 	double t_start = tool_now();
-	if (o.json)
-		printf("{\"seed\": %" PRIu64 ", \"rounds\": %d, \"repeat\": %d, \"results\": [", o.seed,
-		       o.rounds, o.repeat);
-	else
+	struct json js;
+	if (o.json) {
+		json_init(&js, stdout, 2);
+		json_obj(&js);
+		json_kuint(&js, "seed", o.seed);
+		json_kint(&js, "rounds", o.rounds);
+		json_kint(&js, "repeat", o.repeat);
+		json_karr(&js, "results");
+	} else {
 		print_header();
+	}
 	for (int p = 0; p < o.nps; p++) {
 		size_t ps = o.page_sizes[p];
 		size_t huge = huge_threshold(ps);
@@ -875,63 +713,39 @@ int cmd_compare(int argc, char **argv)
 			const char *wl = wl_names[wi];
 			if (!in_list(o.workloads, wl))
 				continue;
-			struct workload w = { .name = wl };
-			int err = 0;
-			if (wi == 0)
-				err = files.len >= ps ? wl_from_pages(&w, &files, ps, huge) : -ENOENT;
-			else if (wi == 1)
-				err = heap.len >= ps ? wl_from_pages(&w, &heap, ps, huge) : -ENOENT;
-			else if (wi == 2)
-				err = wl_testmod(&w, ps, o.testmod_n, noise);
-			else
-				err = wl_mix(&w, ps, o.mix_n, o.seed, noise);
-			if (err || !w.n) {
+			struct workload w;
+			if (build_workload(&o, &in, wi, ps, huge, &w) || !w.n) {
 				wl_free(&w);
 				continue;
 			}
 			measured++;
 			struct result res[8];
-			for (int k = 0; k < nk; k++) {
-				if (run_isolated(kinds[k], ps, &w, o.rounds, o.seed + (uint64_t)p, &res[k]))
-					memset(&res[k], 0, sizeof(res[k]));
-				/* Same seed, same memory; repeats only steady the timings on a busy box. */
-				for (int r = 1; r < o.repeat && res[k].ok; r++) {
-					struct result again;
-					if (run_isolated(kinds[k], ps, &w, o.rounds, o.seed + (uint64_t)p, &again) ||
-					    !again.ok)
-						continue;
-					res[k].errors += again.errors;
-					if (again.store_ops > res[k].store_ops)
-						res[k].store_ops = again.store_ops;
-					if (again.restore_ops > res[k].restore_ops)
-						res[k].restore_ops = again.restore_ops;
-					if (again.load_ops > res[k].load_ops)
-						res[k].load_ops = again.load_ops;
-					if (again.free_ops > res[k].free_ops)
-						res[k].free_ops = again.free_ops;
-				}
+			for (int k = 0; k < in.nk; k++) {
+				run_kind(&o, in.kinds[k], ps, &w, o.seed + (uint64_t)p, &res[k]);
 				if (o.json)
-					print_json(stdout, &first, wl, &w, ps, kinds[k], &res[k]);
+					print_json(&js, wl, &w, ps, in.kinds[k], &res[k]);
 				else
-					print_row(wl, ps, kinds[k], &res[k]);
+					print_row(wl, ps, in.kinds[k], &res[k]);
 			}
 			if (!o.json) {
 				if (wi < 2)
 					printf("  (%s: %zu pages in, %zu same-filled not stored, %zu stored raw)\n",
 					       w.source, w.pages_in, w.same_filled, w.raw_stored);
-				print_summary(wl, ps, kinds, res, nk);
+				print_summary(wl, ps, in.kinds, res, in.nk);
 			}
 			wl_free(&w);
 		}
 	}
-	if (o.json)
-		printf("\n], \"seconds\": %.1f}\n", tool_now() - t_start);
-	else
+	if (o.json) {
+		json_arr_end(&js);
+		json_kfixed(&js, "seconds", tool_now() - t_start, 1);
+		json_obj_end(&js);
+		json_done(&js);
+	} else {
 		printf("(%.1f s; memory = pool pages x page size for zsmalloc/zblock, RSS growth for malloc kinds)\n",
 		       tool_now() - t_start);
-	free(files.buf);
-	free(heap.buf);
-	free(noise);
+	}
+	inputs_free(&in);
 	if (!measured) {
 		fprintf(stderr, "zs compare: nothing was measured (no workload had data at these page "
 				"sizes)\n");

@@ -13,6 +13,7 @@
 #include <zdict.h>
 
 #include "cmds.h"
+#include "opts.h"
 #include "zs/compress.h"
 #include "zs/zram.h"
 #include "zs/harness.h"
@@ -24,76 +25,72 @@ static void usage(FILE *f)
 	fprintf(f, "usage: zs dict train -o FILE [--size BYTES] [--samples N] [--max BYTES] "
 		   "FILE|DIR...\n"
 		   "  -o FILE        where to write the dictionary\n"
-		   "  --size BYTES   dictionary size (default 65536; 256..%zu)\n"
+		   "  --size BYTES   dictionary size (default 65536; 256..%zu; K/M suffix)\n"
 		   "  --samples N    at most N 4 KiB pages, spread evenly (default 8192; 8..1048576)\n"
-		   "  --max BYTES    read at most BYTES of the inputs (default 268435456)\n",
+		   "  --max BYTES    read at most BYTES of the inputs (default 256M; K/M/G suffix)\n",
 		   ZS_COMP_MAX_DICT);
 }
 
-/* Decimal only, whole string, within [lo, hi]. */
-static int num(const char *s, unsigned long long lo, unsigned long long hi, unsigned long long *v)
+/* Options of `zs dict train`; the paths stay in argv[optind..].  0, 1 after --help, or 2. */
+static int parse(int argc, char **argv, const char **out, uint64_t *size, uint64_t *samples,
+		 uint64_t *max)
 {
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return errno || *end || *v < lo || *v > hi ? -1 : 0;
+	enum { O_SIZE = 1, O_SAMPLES, O_MAX };
+	static const struct option lopts[] = {
+		{ "size", required_argument, NULL, O_SIZE },
+		{ "samples", required_argument, NULL, O_SAMPLES },
+		{ "max", required_argument, NULL, O_MAX },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
+		switch (opt) {
+		case 'h': usage(stdout); return 1;
+		case 'o': *out = optarg; break;
+		case O_SIZE:
+			if (opt_bytes("dict", "--size", optarg, 256, ZS_COMP_MAX_DICT, size))
+				return 2;
+			break;
+		case O_SAMPLES:
+			if (opt_u64("dict", "--samples", optarg, 8, 1u << 20, samples))
+				return 2;
+			break;
+		case O_MAX:
+			if (opt_bytes("dict", "--max", optarg, SAMPLE, 1ull << 40, max))
+				return 2;
+			break;
+		default: return opt_bad("dict", argc, argv);
+		}
+	}
+	if (!*out || optind >= argc) {
+		fprintf(stderr, "zs dict: %s\n", !*out ? "no -o FILE given" : "no input FILE|DIR given");
+		usage(stderr);
+		return 2;
+	}
+	return 0;
 }
 
 int cmd_dict(int argc, char **argv)
 {
-	unsigned long long size = 65536, samples = 8192, max = 256ull << 20;
+	uint64_t size = 65536, samples = 8192, max = 256ull << 20;
 	const char *out = NULL;
-	char **paths;
-	int npaths = 0;
 
 	if (argc < 2 || strcmp(argv[1], "train")) {
-		usage(argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? stdout
-											   : stderr);
-		return argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? 0 : 2;
+		int help = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+		usage(help ? stdout : stderr);
+		return help ? 0 : 2;
 	}
-	paths = calloc((size_t)argc, sizeof(*paths));
-	if (!paths)
-		return 2;
-	for (int i = 2; i < argc; i++) {
-		const char *a = argv[i];
-		int bad = 0;
-
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			free(paths);
-			return 0;
-		} else if (!strcmp(a, "-o") && i + 1 < argc) {
-			out = argv[++i];
-		} else if (!strcmp(a, "--size") && i + 1 < argc) {
-			bad = num(argv[++i], 256, ZS_COMP_MAX_DICT, &size);
-		} else if (!strcmp(a, "--samples") && i + 1 < argc) {
-			bad = num(argv[++i], 8, 1u << 20, &samples);
-		} else if (!strcmp(a, "--max") && i + 1 < argc) {
-			bad = num(argv[++i], SAMPLE, 1ull << 40, &max);
-		} else if (a[0] == '-') {
-			bad = 1;
-		} else {
-			paths[npaths++] = argv[i];
-		}
-		if (bad) {
-			fprintf(stderr, "zs dict: bad option or value at '%s'\n", a);
-			usage(stderr);
-			free(paths);
-			return 2;
-		}
-	}
-	if (!out || !npaths) {
-		usage(stderr);
-		free(paths);
-		return 2;
-	}
+	/* getopt_long sees "train" as argv[0]. */
+	int pr = parse(argc - 1, argv + 1, &out, &size, &samples, &max);
+	if (pr)
+		return pr == 1 ? 0 : 2;
+	char **paths = argv + 1 + optind;
+	int npaths = argc - 1 - optind;
 
 	struct zs_pageset ps;
 	int rc = zs_pageset_load(&ps, SAMPLE, paths, npaths, max);
-	free(paths);
 	if (rc || !ps.npages) {
 		fprintf(stderr, "zs dict: no pages loaded (%s)\n", rc ? strerror(-rc) : "empty");
 		return 2;

@@ -233,18 +233,21 @@ static void usage(FILE *f)
 
 static int parse_frac(const char *opt, const char *s, double *out)
 {
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= 0 && v <= 1)) {
-		fprintf(stderr, "zs record: %s: '%s' is not a number in 0..1\n", opt, s);
-		return 2;
-	}
-	*out = v;
-	return 0;
+	return opt_double("record", opt, s, 0, 1, out);
 }
 
-int cmd_record(int argc, char **argv)
+struct rec_opts {
+	const char *out_path, *comp;
+	uint64_t npages, seed, nops;
+	double discard, overwrite, refill, p_compact, p_discard;
+	int mix, progress;
+	char **paths;         /* the FILEs/DIRs pages come from */
+	int npaths;
+};
+
+/* Options -> o, and what must hold before anything touches the kernel.  0, 1 after
+ * --help, or 2 after a message. */
+static int parse(int argc, char **argv, struct rec_opts *o)
 {
 	enum { O_COMP = 1, O_PAGES, O_WORKLOAD, O_SEED, O_DISCARD, O_OVERWRITE, O_REFILL, O_OPS,
 	       O_PCOMPACT, O_PDISCARD, O_PROGRESS };
@@ -264,41 +267,41 @@ int cmd_record(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *out_path = NULL, *comp = "lz4";
-	uint64_t npages = 4000, seed = 1, nops = 20000;
-	double discard = 0.5, overwrite = 0.3, refill = 0.25, p_compact = 0.01, p_discard = 0.5;
-	int mix = 0, progress = opt_progress_default(), opt, err = 0;
+	*o = (struct rec_opts){ .comp = "lz4", .npages = 4000, .seed = 1, .nops = 20000,
+				.discard = 0.5, .overwrite = 0.3, .refill = 0.25, .p_compact = 0.01,
+				.p_discard = 0.5, .progress = opt_progress_default() };
+	int opt;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
 		int bad = 0;
 		switch (opt) {
-		case 'o': out_path = optarg; break;
-		case O_COMP: comp = optarg; break;
-		case O_PAGES: bad = opt_u64("record", "--pages", optarg, 1, 1u << 22, &npages); break;
-		case O_SEED: bad = opt_u64("record", "--seed", optarg, 0, UINT64_MAX, &seed); break;
-		case O_OPS: bad = opt_u64("record", "--ops", optarg, 0, 100000000, &nops); break;
-		case O_DISCARD: bad = parse_frac("--discard", optarg, &discard); break;
-		case O_OVERWRITE: bad = parse_frac("--overwrite", optarg, &overwrite); break;
-		case O_REFILL: bad = parse_frac("--refill", optarg, &refill); break;
-		case O_PCOMPACT: bad = parse_frac("--p-compact", optarg, &p_compact); break;
-		case O_PDISCARD: bad = parse_frac("--p-discard", optarg, &p_discard); break;
-		case O_PROGRESS: progress = 1; break;
+		case 'o': o->out_path = optarg; break;
+		case O_COMP: o->comp = optarg; break;
+		case O_PAGES: bad = opt_u64("record", "--pages", optarg, 1, 1u << 22, &o->npages); break;
+		case O_SEED: bad = opt_u64("record", "--seed", optarg, 0, UINT64_MAX, &o->seed); break;
+		case O_OPS: bad = opt_u64("record", "--ops", optarg, 0, 100000000, &o->nops); break;
+		case O_DISCARD: bad = parse_frac("--discard", optarg, &o->discard); break;
+		case O_OVERWRITE: bad = parse_frac("--overwrite", optarg, &o->overwrite); break;
+		case O_REFILL: bad = parse_frac("--refill", optarg, &o->refill); break;
+		case O_PCOMPACT: bad = parse_frac("--p-compact", optarg, &o->p_compact); break;
+		case O_PDISCARD: bad = parse_frac("--p-discard", optarg, &o->p_discard); break;
+		case O_PROGRESS: o->progress = 1; break;
 		case O_WORKLOAD:
 			if (!strcmp(optarg, "fill") || !strcmp(optarg, "mix")) {
-				mix = optarg[0] == 'm';
+				o->mix = optarg[0] == 'm';
 			} else {
 				fprintf(stderr, "zs record: --workload: '%s' is not one of: fill, mix\n",
 					optarg);
 				bad = 2;
 			}
 			break;
-		case 'h': usage(stdout); return 0;
+		case 'h': usage(stdout); return 1;
 		default: return opt_bad("record", argc, argv);
 		}
 		if (bad)
 			return 2;
 	}
-	if (!out_path) {
+	if (!o->out_path) {
 		fprintf(stderr, "zs record: -o TRACE is required\n");
 		return 2;
 	}
@@ -306,8 +309,10 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "zs record: no FILE or DIR to take pages from\n");
 		return 2;
 	}
-	for (int i = optind; i < argc; i++)
-		if (opt_path("record", "FILE", argv[i], 1))
+	o->paths = argv + optind;
+	o->npaths = argc - optind;
+	for (int i = 0; i < o->npaths; i++)
+		if (opt_path("record", "FILE", o->paths[i], 1))
 			return 2;
 	if (access("/sys/class/zram-control/hot_add", F_OK)) {
 		fprintf(stderr, "zs record: no zram on this kernel (/sys/class/zram-control missing; "
@@ -318,28 +323,28 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "zs record: needs root (it creates a zram device)\n");
 		return 2;
 	}
+	return 0;
+}
 
-	struct utsname u;
-	char chain[16] = "?";
-	uname(&u);
-	struct rec r = { .dev = -1, .fd = -1, .P = (size_t)sysconf(_SC_PAGESIZE), .rng = seed };
-	struct zs_pageset ps = { 0 };
-	void *buf = NULL;
-	r.progress = progress;
-	err = zs_pageset_load(&ps, r.P, argv + optind, argc - optind, npages * r.P);
-	if (err || ps.npages == 0) {
+/*
+ * The pages, a zram device of our own (hot_add, comp, disksize, O_DIRECT),
+ * the trace file with its header and the device's first mm_stat.  0, or
+ * non-zero after a message; teardown() undoes what was done either way.
+ */
+static int setup(const struct rec_opts *o, struct rec *r, struct zs_pageset *ps, void **buf,
+		 const char *kernel, const char *chain)
+{
+	int err = zs_pageset_load(ps, r->P, o->paths, o->npaths, o->npages * r->P);
+	if (err || ps->npages == 0) {
 		fprintf(stderr, "zs record: no whole page in the given files%s%s\n", err ? ": " : "",
 			err ? strerror(-err) : "");
-		zs_pageset_free(&ps);
-		return 2;
+		return -1;
 	}
-	size_t n = ps.npages;
-	r.slot = calloc(n, sizeof(*r.slot));
-	if (!r.slot || posix_memalign(&buf, r.P, r.P)) {
+	size_t n = ps->npages;
+	r->slot = calloc(n, sizeof(*r->slot));
+	if (!r->slot || posix_memalign(buf, r->P, r->P)) {
 		fprintf(stderr, "zs record: out of memory\n");
-		free(r.slot);
-		zs_pageset_free(&ps);
-		return 2;
+		return -1;
 	}
 
 	/* A device of our own: hot_add prints its number. */
@@ -350,147 +355,185 @@ int cmd_record(int argc, char **argv)
 		close(fd);
 	if (got <= 0) {
 		fprintf(stderr, "zs record: zram hot_add: %s\n", strerror(errno));
-		err = -1;
-		goto out;
+		return -1;
 	}
 	num[strcspn(num, "\n")] = 0;
 	uint64_t devnum;
 	if (parse_u64(num, &devnum) || devnum > 1000000) {
 		fprintf(stderr, "zs record: zram hot_add returned '%s'\n", num);
-		err = -1;
-		goto out;
+		return -1;
 	}
-	r.dev = (int)devnum;
-	snprintf(g_reset_path, sizeof(g_reset_path), "/sys/block/zram%d/reset", r.dev);
-	snprintf(g_dev_num, sizeof(g_dev_num), "%d", r.dev);
-	g_dev = r.dev;
+	r->dev = (int)devnum;
+	snprintf(g_reset_path, sizeof(g_reset_path), "/sys/block/zram%d/reset", r->dev);
+	snprintf(g_dev_num, sizeof(g_dev_num), "%d", r->dev);
+	g_dev = r->dev;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	char disk[32], path[64];
-	snprintf(disk, sizeof(disk), "%zu", (n + 64) * r.P);
-	if ((err = sys_write(r.dev, "comp_algorithm", comp))) {
+	snprintf(disk, sizeof(disk), "%zu", (n + 64) * r->P);
+	if ((err = sys_write(r->dev, "comp_algorithm", o->comp))) {
 		fprintf(stderr, "zs record: comp_algorithm %s: %s (see /sys/block/zram%d/comp_algorithm)\n",
-			comp, strerror(-err), r.dev);
-		goto out;
+			o->comp, strerror(-err), r->dev);
+		return err;
 	}
-	if ((err = sys_write(r.dev, "disksize", disk))) {
+	if ((err = sys_write(r->dev, "disksize", disk))) {
 		fprintf(stderr, "zs record: disksize %s: %s\n", disk, strerror(-err));
-		goto out;
+		return err;
 	}
-	snprintf(path, sizeof(path), "/dev/zram%d", r.dev);
-	r.fd = open(path, O_RDWR | O_DIRECT);
-	g_fd = r.fd;
-	if (r.fd < 0) {
-		err = -errno;
+	snprintf(path, sizeof(path), "/dev/zram%d", r->dev);
+	r->fd = open(path, O_RDWR | O_DIRECT);
+	g_fd = r->fd;
+	if (r->fd < 0) {
 		fprintf(stderr, "zs record: %s: %s\n", path, strerror(errno));
-		goto out;
+		return -errno;
 	}
-	r.out = fopen(out_path, "w");
-	if (!r.out) {
-		err = -errno;
-		fprintf(stderr, "zs record: %s: %s\n", out_path, strerror(errno));
-		goto out;
+	r->out = fopen(o->out_path, "w");
+	if (!r->out) {
+		fprintf(stderr, "zs record: %s: %s\n", o->out_path, strerror(errno));
+		return -errno;
 	}
-	kernel_chain(chain, sizeof(chain));
-	fprintf(r.out, "# zram-trace 1\n# page_size %zu\n# comp %s\n# kernel %s\n# chain_size %s\n",
-		r.P, comp, u.release, chain);
-	if (mix)
-		fprintf(r.out, "# data %s%s pages %zu workload mix seed %llu ops %llu p_compact %g "
-			       "p_discard %g (zs record)\n",
-			argv[optind], argc - optind > 1 ? " ..." : "", n, (unsigned long long)seed,
-			(unsigned long long)nops, p_compact, p_discard);
+	fprintf(r->out, "# zram-trace 1\n# page_size %zu\n# comp %s\n# kernel %s\n# chain_size %s\n",
+		r->P, o->comp, kernel, chain);
+	if (o->mix)
+		fprintf(r->out, "# data %s%s pages %zu workload mix seed %llu ops %llu p_compact %g "
+				"p_discard %g (zs record)\n",
+			o->paths[0], o->npaths > 1 ? " ..." : "", n, (unsigned long long)o->seed,
+			(unsigned long long)o->nops, o->p_compact, o->p_discard);
 	else
-		fprintf(r.out, "# data %s%s pages %zu workload fill seed %llu discard %g overwrite %g "
-			       "refill %g (zs record)\n",
-			argv[optind], argc - optind > 1 ? " ..." : "", n, (unsigned long long)seed,
-			discard, overwrite, refill);
-	if ((err = mm_stat(r.dev, r.prev)))
-		goto io;
+		fprintf(r->out, "# data %s%s pages %zu workload fill seed %llu discard %g overwrite %g "
+				"refill %g (zs record)\n",
+			o->paths[0], o->npaths > 1 ? " ..." : "", n, (unsigned long long)o->seed,
+			o->discard, o->overwrite, o->refill);
+	if ((err = mm_stat(r->dev, r->prev)))
+		fprintf(stderr, "zs record: zram%d: %s\n", r->dev, strerror(-err));
+	return err;
+}
 
-	const unsigned char *data = ps.data;
-#define PAGE(i) (data + (size_t)(i) * r.P)
+/* The workload (fill, or fill + random mix), one trace record per operation.
+ * 0 or -errno. */
+static int run(const struct rec_opts *o, struct rec *r, const struct zs_pageset *ps, void *buf)
+{
+	const unsigned char *data = ps->data;
+	size_t n = ps->npages;
+	int err = 0;
+#define PAGE(i) (data + (size_t)(i) * r->P)
 	for (size_t i = 0; i < n && !err; i++)
-		err = op_write(&r, i, PAGE(i), buf);
+		err = op_write(r, i, PAGE(i), buf);
 	size_t *order = malloc(n * sizeof(*order));
-	if (!order) {
-		err = -ENOMEM;
-		goto io;
-	}
+	if (!order)
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		order[i] = i;
-	if (!mix) {
+	if (!o->mix) {
 		/* Shuffled order; the first shares of it are discarded / rewritten. */
 		for (size_t i = n - 1; i > 0; i--) {
-			size_t j = tool_rand64(&r.rng) % (i + 1), t = order[i];
+			size_t j = tool_rand64(&r->rng) % (i + 1), t = order[i];
 			order[i] = order[j];
 			order[j] = t;
 		}
-		size_t nd = (size_t)((double)n * discard);
+		size_t nd = (size_t)((double)n * o->discard);
 		for (size_t i = 0; i < nd && !err; i++)
-			err = op_discard(&r, order[i]);
-		size_t no = (size_t)((double)n * overwrite);
+			err = op_discard(r, order[i]);
+		size_t no = (size_t)((double)n * o->overwrite);
 		for (size_t i = 0; i < no && !err; i++)
-			err = op_write(&r, tool_rand64(&r.rng) % n, PAGE(tool_rand64(&r.rng) % n), buf);
+			err = op_write(r, tool_rand64(&r->rng) % n, PAGE(tool_rand64(&r->rng) % n), buf);
 		if (!err)
-			err = op_compact(&r);
-		size_t nr = (size_t)((double)n * refill);
+			err = op_compact(r);
+		size_t nr = (size_t)((double)n * o->refill);
 		for (size_t i = 0; i < nr && !err; i++)
-			err = op_write(&r, tool_rand64(&r.rng) % n, PAGE(tool_rand64(&r.rng) % n), buf);
+			err = op_write(r, tool_rand64(&r->rng) % n, PAGE(tool_rand64(&r->rng) % n), buf);
 		if (!err)
-			err = op_compact(&r);
+			err = op_compact(r);
 	} else {
-		for (uint64_t k = 0; k < nops && !err; k++) {
-			double x = rand01(&r.rng);
-			if (x < p_compact) {
-				err = op_compact(&r);
-			} else if (rand01(&r.rng) < p_discard && r.stored) {
+		for (uint64_t k = 0; k < o->nops && !err; k++) {
+			double x = rand01(&r->rng);
+			if (x < o->p_compact) {
+				err = op_compact(r);
+			} else if (rand01(&r->rng) < o->p_discard && r->stored) {
 				size_t s;
 				do
-					s = tool_rand64(&r.rng) % n;
-				while (!r.slot[s].used);
-				err = op_discard(&r, s);
+					s = tool_rand64(&r->rng) % n;
+				while (!r->slot[s].used);
+				err = op_discard(r, s);
 			} else {
-				err = op_write(&r, tool_rand64(&r.rng) % n, PAGE(tool_rand64(&r.rng) % n), buf);
+				err = op_write(r, tool_rand64(&r->rng) % n, PAGE(tool_rand64(&r->rng) % n), buf);
 			}
 		}
 		if (!err)
-			err = op_compact(&r);
+			err = op_compact(r);
 		for (size_t i = n - 1; i > 0; i--) {
-			size_t j = tool_rand64(&r.rng) % (i + 1), t = order[i];
+			size_t j = tool_rand64(&r->rng) % (i + 1), t = order[i];
 			order[i] = order[j];
 			order[j] = t;
 		}
 		for (size_t i = 0; i < n && !err; i++)
-			if (r.slot[order[i]].used)
-				err = op_discard(&r, order[i]);
+			if (r->slot[order[i]].used)
+				err = op_discard(r, order[i]);
 	}
 #undef PAGE
 	free(order);
-io:
-	if (err)
-		fprintf(stderr, "zs record: zram%d: %s\n", r.dev, strerror(-err));
-	else if (r.progress) {
-		progress_line("  %ld operations", r.ops);
-		progress_done();
-	}
-	if (r.out && fclose(r.out) && !err) {
+	return err;
+}
+
+/* Close the trace; the summary line when all went well (err: the run's).  The run's
+ * error, or -errno when the trace could not be written. */
+static int finish(const struct rec_opts *o, struct rec *r, size_t n, const char *kernel,
+		  const char *chain, int err)
+{
+	if (r->out && fclose(r->out) && !err) {
 		err = -errno;
-		fprintf(stderr, "zs record: %s: %s\n", out_path, strerror(errno));
+		fprintf(stderr, "zs record: %s: %s\n", o->out_path, strerror(errno));
 	}
+	r->out = NULL;
 	if (!err)
 		fprintf(stderr, "zs record: %s: %ld operations on %zu pages (comp %s, kernel %s, "
 				"chain_size %s)\n",
-			out_path, r.ops, n, comp, u.release, chain);
-out:
+			o->out_path, r->ops, n, o->comp, kernel, chain);
+	return err;
+}
+
+/* The device goes away, also after an error. */
+static void teardown(struct rec *r, struct zs_pageset *ps, void *buf)
+{
+	if (r->out)
+		fclose(r->out);
 	g_fd = -1;
-	if (r.fd >= 0)
-		close(r.fd);
-	remove_dev(r.dev);
+	if (r->fd >= 0)
+		close(r->fd);
+	remove_dev(r->dev);
 	g_dev = -1;
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	free(buf);
-	free(r.slot);
-	zs_pageset_free(&ps);
+	free(r->slot);
+	zs_pageset_free(ps);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct rec_opts o;
+	int err = parse(argc, argv, &o);
+	if (err)
+		return err == 1 ? 0 : 2;
+	struct utsname u;
+	char chain[16] = "?";
+	uname(&u);
+	kernel_chain(chain, sizeof(chain));
+	struct rec r = { .dev = -1, .fd = -1, .P = (size_t)sysconf(_SC_PAGESIZE), .rng = o.seed,
+			 .progress = o.progress };
+	struct zs_pageset ps = { 0 };
+	void *buf = NULL;
+	err = setup(&o, &r, &ps, &buf, u.release, chain);
+	if (!err) {
+		err = run(&o, &r, &ps, buf);
+		if (err)
+			fprintf(stderr, "zs record: zram%d: %s\n", r.dev, strerror(-err));
+		else if (r.progress) {
+			progress_line("  %ld operations", r.ops);
+			progress_done();
+		}
+		err = finish(&o, &r, ps.npages, u.release, chain, err);
+	}
+	teardown(&r, &ps, buf);
 	return err ? 2 : 0;
 }

@@ -42,13 +42,16 @@ static void usage(FILE *f)
 	opt_pool_help(f, OPT_ALL & ~OPT_PAGE_SIZE);
 }
 
-int cmd_region(int argc, char **argv)
-{
+struct region_opts {
 	struct zs_region_config cfg;
-	size_t mib = 64;
+	size_t mib;
 	char *paths[64];
-	int npaths = 0;
+	int npaths;
+};
 
+/* Options -> o.  0, 1 after --help, or 2 after a message. */
+static int parse(int argc, char **argv, struct region_opts *o)
+{
 	static const struct option lopts[] = {
 		OPT_POOL_LONGOPTS,
 		{ "mib", required_argument, NULL, 'm' },
@@ -61,8 +64,10 @@ int cmd_region(int argc, char **argv)
 	struct pool_opts po;
 	int opt;
 
-	zs_region_config_init(&cfg);
-	cfg.fault_around = 32;
+	memset(o, 0, sizeof(*o));
+	o->mib = 64;
+	zs_region_config_init(&o->cfg);
+	o->cfg.fault_around = 32;
 	pool_opts_init(&po);
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -74,61 +79,75 @@ int cmd_region(int argc, char **argv)
 			continue;
 		}
 		switch (opt) {
-		case 'h': usage(stdout); return 0;
-		case 'c': cfg.store.comp = optarg; break;
+		case 'h': usage(stdout); return 1;
+		case 'c': o->cfg.store.comp = optarg; break;
 		case 'm':
 			if (opt_u64("region", "--mib", optarg, 1, 1 << 20, &x))
 				return 2;
-			mib = (size_t)x;
+			o->mib = (size_t)x;
 			break;
 		case 'f':
 			if (opt_u64("region", "--fault-around", optarg, 0, 256, &x))
 				return 2;
-			cfg.fault_around = (unsigned)x;
+			o->cfg.fault_around = (unsigned)x;
 			break;
 		case 'H':
 			if (opt_u64("region", "--handlers", optarg, 1, 64, &x))
 				return 2;
-			cfg.handler_threads = (unsigned)x;
+			o->cfg.handler_threads = (unsigned)x;
 			break;
 		default: return opt_bad("region", argc, argv);
 		}
 	}
-	cfg.store.backend.zs = po.cfg;
-	cfg.store.backend.kind = po.backend;
-	cfg.store.deferred_free = po.deferred;
+	o->cfg.store.backend.zs = po.cfg;
+	o->cfg.store.backend.kind = po.backend;
+	o->cfg.store.deferred_free = po.deferred;
 	for (int i = optind; i < argc; i++) {
 		if (opt_path("region", "PATH", argv[i], 1))
 			return 2;
-		if (npaths < 64)
-			paths[npaths++] = argv[i];
+		if (o->npaths < 64)
+			o->paths[o->npaths++] = argv[i];
 	}
-	if (!npaths)
-		paths[npaths++] = "/usr/lib";
+	if (!o->npaths)
+		o->paths[o->npaths++] = "/usr/lib";
+	return 0;
+}
 
-	struct zs_pageset ps;
-	int rc = zs_pageset_load(&ps, 4096, paths, npaths, (uint64_t)mib << 20);
-	if (rc || !ps.npages) {
+/* The pages and a region of their size.  0, or 2 after a message (nothing left to free). */
+static int setup(struct region_opts *o, struct zs_pageset *ps, struct zs_region **r)
+{
+	int rc = zs_pageset_load(ps, 4096, o->paths, o->npaths, (uint64_t)o->mib << 20);
+	if (rc || !ps->npages) {
 		fprintf(stderr, "zs region: no pages loaded from the paths given\n");
 		if (!rc)
-			zs_pageset_free(&ps);
+			zs_pageset_free(ps);
 		return 2;
 	}
-	size_t n = ps.npages, bytes = n * 4096;
-	cfg.size = bytes;
-	struct zs_region *r;
+	o->cfg.size = ps->npages * 4096;
 	char err[512];
-	rc = zs_region_create(&cfg, &r, err, sizeof(err));
+	rc = zs_region_create(&o->cfg, r, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "zs region: %s\n", err[0] ? err : strerror(-rc));
-		zs_pageset_free(&ps);
+		zs_pageset_free(ps);
 		return 2;
 	}
+	return 0;
+}
+
+/*
+ * The region's life as a swap device sees it, each phase reported as it
+ * ends: fill, pageout, sequential touch, pageout, random touch, release;
+ * every touched page compared with its source.  Returns the pages that differ.
+ */
+static size_t run(const struct zs_region_config *cfg, struct zs_region *r,
+		  const struct zs_pageset *ps)
+{
+	size_t n = ps->npages, bytes = n * 4096;
 	unsigned char *b = zs_region_addr(r);
-	memcpy(b, ps.data, bytes);
+	memcpy(b, ps->data, bytes);
 	printf("region: %zu pages (%.1f MiB) from %zu files, %s on %s, fault-around %u\n", n,
-	       (double)bytes / 1048576.0, ps.files, zs_zram_comp_name(zs_region_store(r)),
-	       cfg.store.backend.kind ? cfg.store.backend.kind : "zsmalloc", cfg.fault_around);
+	       (double)bytes / 1048576.0, ps->files, zs_zram_comp_name(zs_region_store(r)),
+	       cfg->store.backend.kind ? cfg->store.backend.kind : "zsmalloc", cfg->fault_around);
 
 	size_t rss0 = rss_pages(b, n);
 	double t0 = tool_now();
@@ -150,7 +169,7 @@ int cmd_region(int argc, char **argv)
 	memcpy(hist_fill, st.lat_hist, sizeof(hist_fill));
 	t0 = tool_now();
 	for (size_t i = 0; i < n; i++)
-		bad += memcmp(b + i * 4096, ps.data + i * 4096, 4096) != 0;
+		bad += memcmp(b + i * 4096, ps->data + i * 4096, 4096) != 0;
 	t1 = tool_now();
 	zs_region_get_stats(r, &st);
 	for (int i = 0; i < ZS_REGION_LAT_BUCKETS; i++)
@@ -168,7 +187,7 @@ int cmd_region(int argc, char **argv)
 	for (size_t k = 0; k < n; k++) {
 		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
 		size_t i = (size_t)(seed >> 33) % n;
-		bad += memcmp(b + i * 4096, ps.data + i * 4096, 4096) != 0;
+		bad += memcmp(b + i * 4096, ps->data + i * 4096, 4096) != 0;
 	}
 	t1 = tool_now();
 	zs_region_get_stats(r, &st);
@@ -185,6 +204,20 @@ int cmd_region(int argc, char **argv)
 	printf("release: %.2f ms; store pages now %llu\n", (t1 - t0) * 1e3,
 	       (unsigned long long)st.store.pages_stored);
 	printf("check: %zu pages differ\n", bad);
+	return bad;
+}
+
+int cmd_region(int argc, char **argv)
+{
+	struct region_opts o;
+	struct zs_pageset ps;
+	struct zs_region *r;
+	int rc = parse(argc, argv, &o);
+	if (rc)
+		return rc == 1 ? 0 : 2;
+	if (setup(&o, &ps, &r))
+		return 2;
+	size_t bad = run(&o.cfg, r, &ps);
 	zs_region_destroy(r);
 	zs_pageset_free(&ps);
 	return bad ? 1 : 0;

@@ -26,6 +26,8 @@
 
 #include "cmds.h"
 #include "opts.h"
+#include "replay.h"
+#include "util.h"
 #include "trace.h"
 #include "zs/backend.h"
 #include "zs/compress.h"
@@ -35,92 +37,8 @@
 /* ------------------------------------------------------------------ */
 /* Replay state.                                                        */
 
-enum { F_MEM, F_COMPACTED, F_STORED, F_COMPR, F_SAME, F_HUGE, NF };
-_Static_assert(NF == TRACE_NF, "an '=' record carries one value per field");
 static const char *const fname[NF] = { "mem_used_pages", "pages_compacted", "pages_stored",
 				       "compr_bytes",    "same_pages",      "huge_pages" };
-
-enum { SL_SAME = 1, SL_HUGE = 2 };
-struct slot {
-	unsigned long handle;
-	uint32_t size;
-	uint8_t flags;
-	uint8_t used;
-	int16_t synth_delta;   /* --store: synthesized length - recorded size */
-	uint16_t synth_k;      /* --store: page recipe (see synth_page) */
-	uint8_t synth_v;
-};
-
-struct ctx_entry {
-	long line;
-	char op[48];
-	uint64_t exp[NF], got[NF];
-	int has_exp;
-};
-
-struct opts {
-	const char *path;
-	long chain;           /* -1: from the header */
-	int verbose, json, deferred, checked, fail_fast, store, verify, strict, progress;
-	int context, max_report, max_report_set;
-	struct pool_opts po;  /* --chain-policy, --delta, --free-mode, --deferred */
-	int kernel_policy;    /* 1: the pool is configured as the recording kernel's */
-	char why[160];        /* when not: what differs */
-};
-
-struct mismatch {
-	long line, record;
-	struct ctx_entry before[64];
-	int nbefore;
-	struct ctx_entry at;
-	int cls;
-};
-
-/*
- * --store: pages whose compressed length (with the store's compressor) is a
- * wanted size.  Recipe (k, v): k bytes of a fixed random buffer followed by
- * tail variant v.  len_k/len_v map a length to the first recipe giving it.
- */
-#define SYNTH_VARIANTS 4
-struct synth {
-	struct zs_comp *comp;
-	size_t ps;
-	uint8_t *rnd, *page, *out;
-	size_t out_cap;
-	int32_t *len_k; /* -1: no recipe for this length */
-	uint8_t *len_v;
-};
-
-struct replay {
-	struct opts o;
-	struct zs_pool *pool;   /* plain replay: the pool itself */
-	struct zs_zram *z;
-	struct zs_backend *b;   /* --store: the store's backend, asked through its ops */
-	struct synth sy;
-	long synth_inexact, verify_errors;
-	int64_t synth_delta_total;
-	size_t page_size;
-	struct slot *slots;
-	size_t nslots;
-	uint64_t st[NF]; /* zram-level bookkeeping: stored, compr, same, huge */
-	long records, mismatches, nw, nd, nc, nsame, nhuge, first_bad_record;
-	long huge_class_warnings;
-	uint64_t kmem_peak, kmem_sum, zmem_peak, zmem_sum, kmem_end, zmem_end;
-	unsigned field_bad[NF];
-	struct ctx_entry *ring;
-	int ring_n, ring_head;
-	struct mismatch *shown;
-	int nshown;
-	struct ctx_entry pending; /* the last op, waiting for its '=' record */
-	int have_pending;
-	int pending_cls;
-};
-
-/* The allocator answers replay needs, from the store's backend (--store) or the pool. */
-static size_t huge_size(struct replay *R)
-{
-	return R->b ? zs_backend_huge_class_size(R->b) : zs_huge_class_size(R->pool);
-}
 
 static struct slot *get_slot(struct replay *R, unsigned long idx)
 {
@@ -168,186 +86,18 @@ static int slot_free(struct replay *R, struct slot *s, long line)
 	return 0;
 }
 
-static void synth_page(struct synth *sy, unsigned k, unsigned v, uint8_t *page)
-{
-	size_t ps = sy->ps;
-	memcpy(page, sy->rnd, k);
-	switch (v) {
-	case 0: /* zeros */
-		memset(page + k, 0, ps - k);
-		break;
-	case 1: /* zeros, one random byte in the middle of them */
-		memset(page + k, 0, ps - k);
-		page[k + (ps - k) / 2] = sy->rnd[ps - 1] | 1;
-		break;
-	case 2: /* a two-byte pattern */
-		for (size_t i = k; i < ps; i++)
-			page[i] = (i & 1) ? 0x5a : 0xa5;
-		break;
-	default: /* zeros with a random 8-byte run near the end */
-		memset(page + k, 0, ps - k);
-		if (ps - k > 64)
-			memcpy(page + ps - 40, sy->rnd + ps - 8, 8);
-		break;
-	}
-}
-
-static int synth_init(struct synth *sy, const char *comp, size_t ps)
-{
-	int rc = zs_comp_create(comp, ps, &sy->comp);
-	if (rc)
-		return rc;
-	sy->ps = ps;
-	sy->out_cap = zs_comp_bound(sy->comp, ps);
-	sy->rnd = malloc(ps);
-	sy->page = malloc(ps);
-	sy->out = malloc(sy->out_cap);
-	sy->len_k = malloc((ps + 1) * sizeof(*sy->len_k));
-	sy->len_v = calloc(ps + 1, 1);
-	if (!sy->rnd || !sy->page || !sy->out || !sy->len_k || !sy->len_v)
-		return -ENOMEM;
-	uint64_t x = 0x9e3779b97f4a7c15ull;
-	for (size_t i = 0; i < ps; i++) { /* xorshift64*: fixed, incompressible bytes */
-		x ^= x >> 12;
-		x ^= x << 25;
-		x ^= x >> 27;
-		sy->rnd[i] = (uint8_t)((x * 0x2545f4914f6cdd1dull) >> 56);
-	}
-	for (size_t i = 0; i <= ps; i++)
-		sy->len_k[i] = -1;
-	for (unsigned v = 0; v < SYNTH_VARIANTS; v++)
-		for (size_t k = 0; k < ps; k++) {
-			synth_page(sy, (unsigned)k, v, sy->page);
-			if (zs_zram_page_same_filled(sy->page, ps, NULL))
-				continue;
-			int n = zs_compress(sy->comp, sy->page, ps, sy->out, sy->out_cap);
-			if (n > 0 && (size_t)n <= ps && sy->len_k[n] < 0) {
-				sy->len_k[n] = (int32_t)k;
-				sy->len_v[n] = (uint8_t)v;
-			}
-		}
-	return 0;
-}
-
-static void synth_free(struct synth *sy)
-{
-	if (sy->comp)
-		zs_comp_destroy(sy->comp);
-	free(sy->rnd);
-	free(sy->page);
-	free(sy->out);
-	free(sy->len_k);
-	free(sy->len_v);
-}
-
-static int class_of(struct replay *R, size_t size);
-
-/*
- * Pick the recipe for a compressed object of `size` bytes: exact if one
- * exists, else the nearest length in the same size class (same page
- * accounting; the compr_bytes difference is tracked).  -1 if none.
- */
-static long synth_pick(struct replay *R, size_t size)
-{
-	struct synth *sy = &R->sy;
-	if (sy->len_k[size] >= 0)
-		return (long)size;
-	size_t huge = huge_size(R);
-	int cls = class_of(R, size);
-	for (size_t d = 1; d < sy->ps; d++) {
-		size_t c[2] = { size - d, size + d };
-		for (int i = 0; i < 2; i++) {
-			if (c[i] == 0 || c[i] > sy->ps || (d > size && i == 0))
-				continue;
-			if (sy->len_k[c[i]] >= 0 &&
-			    zs_zram_store_kind((long)c[i], huge) == ZS_ZRAM_STORE_COMPRESSED &&
-			    class_of(R, c[i]) == cls)
-				return (long)c[i];
-		}
-		if (d > 64)
-			break;
-	}
-	return -1;
-}
-
-static int store_write(struct replay *R, struct slot *s, unsigned long idx, unsigned long size,
-		       char flag, long line)
-{
-	struct synth *sy = &R->sy;
-	long len = (long)size;
-	unsigned k = 0, v = 0;
-	if (flag == 's') {
-		memset(sy->page, 0, sy->ps);
-		v = 255;
-	} else if (flag == 'h') {
-		memcpy(sy->page, sy->rnd, sy->ps);
-		k = (unsigned)sy->ps;
-		v = 254;
-	} else {
-		len = synth_pick(R, size);
-		if (len < 0) {
-			fprintf(stderr, "zs replay: line %ld: --store cannot make a page that compresses to "
-					"%lu bytes (or another size of its class)\n", line, size);
-			return 2;
-		}
-		if (len != (long)size)
-			R->synth_inexact++;
-		k = (unsigned)sy->len_k[len];
-		v = sy->len_v[len];
-		synth_page(sy, k, v, sy->page);
-	}
-	int rc = zs_zram_write(R->z, idx, sy->page);
-	if (rc) {
-		fprintf(stderr, "zs replay: line %ld: zs_zram_write(slot %lu): %s\n", line, idx,
-			strerror(-rc));
-		return 2;
-	}
-	if (s->used)
-		R->synth_delta_total -= s->synth_delta;
-	s->synth_delta = flag == 'n' ? (int16_t)(len - (long)size) : 0;
-	R->synth_delta_total += s->synth_delta;
-	s->synth_k = (uint16_t)k;
-	s->synth_v = (uint8_t)v;
-	return 0;
-}
-
-/* --verify: read every stored slot back through the store and compare. */
-static void store_verify(struct replay *R, long line)
-{
-	struct synth *sy = &R->sy;
-	uint8_t *want = malloc(sy->ps), *got = malloc(sy->ps);
-	if (!want || !got) {
-		free(want);
-		free(got);
-		return;
-	}
-	for (size_t i = 0; i < R->nslots; i++) {
-		struct slot *s = &R->slots[i];
-		if (!s->used)
-			continue;
-		if (s->synth_v == 255)
-			memset(want, 0, sy->ps);
-		else if (s->synth_v == 254)
-			memcpy(want, sy->rnd, sy->ps);
-		else
-			synth_page(sy, s->synth_k, s->synth_v, want);
-		int rc = zs_zram_read(R->z, i, got, sy->ps);
-		if (rc || memcmp(want, got, sy->ps)) {
-			if (R->verify_errors++ < 5)
-				fprintf(stderr, "zs replay: line %ld: slot %zu reads back %s\n", line, i,
-					rc ? strerror(-rc) : "different contents");
-		}
-	}
-	free(want);
-	free(got);
-}
-
-static int class_of(struct replay *R, size_t size)
+int class_of(struct replay *R, size_t size)
 {
 	size_t req = size + ZS_HANDLE_SIZE;
 	if (req > R->page_size)
 		req = R->page_size;
 	return R->b ? zs_backend_lookup_class(R->b, req) : zs_lookup_class_index(R->pool, req);
+}
+
+/* The allocator answers replay needs, from the store's backend (--store) or the pool. */
+size_t huge_size(struct replay *R)
+{
+	return R->b ? zs_backend_huge_class_size(R->b) : zs_huge_class_size(R->pool);
 }
 
 static int op_write(struct replay *R, unsigned long idx, unsigned long size, char flag, long line)
@@ -535,14 +285,6 @@ static void print_mismatch(struct replay *R, const struct mismatch *m)
 	}
 }
 
-static void json_vals(FILE *f, const uint64_t v[NF])
-{
-	fputc('{', f);
-	for (int i = 0; i < NF; i++)
-		fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", fname[i], v[i]);
-	fputc('}', f);
-}
-
 #define REPLAY_OPTS (OPT_CHAIN | OPT_CHAIN_POLICY | OPT_DELTA | OPT_FREE_MODE | OPT_DEFERRED)
 
 static void usage(FILE *f)
@@ -576,7 +318,8 @@ static void usage(FILE *f)
 		"Exit status: 0 no mismatch (or a policy experiment), 1 mismatches, 2 error.\n");
 }
 
-int cmd_replay(int argc, char **argv)
+/* Options -> o.  0, 1 after --help (exit 0), or 2 after a usage message. */
+static int parse(int argc, char **argv, struct opts *o)
 {
 	enum { O_VERBOSE = 1, O_JSON, O_CHECKED, O_STORE, O_VERIFY, O_FAILFAST, O_STRICT, O_CONTEXT,
 	       O_MAXREP };
@@ -594,10 +337,10 @@ int cmd_replay(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { .chain = -1, .context = 8, .max_report = 3 };
+	*o = (struct opts){ .chain = -1, .context = 8, .max_report = 3 };
 	int opt;
 	uint64_t v;
-	pool_opts_init(&o.po);
+	pool_opts_init(&o->po);
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "hv", lopts, NULL)) != -1) {
 		if (opt == OPTC_PAGE_SIZE) {
@@ -606,53 +349,365 @@ int cmd_replay(int argc, char **argv)
 			return 2;
 		}
 		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
-			if (opt_pool_arg("replay", REPLAY_OPTS, opt, optarg, &o.po))
+			if (opt_pool_arg("replay", REPLAY_OPTS, opt, optarg, &o->po))
 				return 2;
 			continue;
 		}
 		switch (opt) {
-		case 'h': usage(stdout); return 0;
+		case 'h': usage(stdout); return 1;
 		case 'v':
-		case O_VERBOSE: o.verbose = 1; break;
-		case O_JSON: o.json = 1; break;
-		case O_CHECKED: o.checked = 1; break;
-		case O_STORE: o.store = 1; break;
-		case O_VERIFY: o.verify = 1; break;
-		case O_FAILFAST: o.fail_fast = 1; break;
-		case O_STRICT: o.strict = 1; break;
+		case O_VERBOSE: o->verbose = 1; break;
+		case O_JSON: o->json = 1; break;
+		case O_CHECKED: o->checked = 1; break;
+		case O_STORE: o->store = 1; break;
+		case O_VERIFY: o->verify = 1; break;
+		case O_FAILFAST: o->fail_fast = 1; break;
+		case O_STRICT: o->strict = 1; break;
 		case O_CONTEXT:
 			if (opt_u64("replay", "--context", optarg, 0, 64, &v))
 				return 2;
-			o.context = (int)v;
+			o->context = (int)v;
 			break;
 		case O_MAXREP:
 			if (opt_u64("replay", "--max-report", optarg, 0, 1000, &v))
 				return 2;
-			o.max_report = (int)v;
-			o.max_report_set = 1;
+			o->max_report = (int)v;
+			o->max_report_set = 1;
 			break;
 		default: return opt_bad("replay", argc, argv);
 		}
 	}
 	if (optind < argc)
-		o.path = argv[optind++];
+		o->path = argv[optind++];
 	if (optind < argc) {
 		fprintf(stderr, "zs replay: one trace at a time ('%s')\n", argv[optind]);
 		return 2;
 	}
-	if (!o.path) {
+	if (!o->path) {
 		fprintf(stderr, "zs replay: no trace given\n");
 		usage(stderr);
 		return 2;
 	}
-	if (o.verify && !o.store) {
+	if (o->verify && !o->store) {
 		fprintf(stderr, "zs replay: --verify reads slots back through the store: it needs "
 				"--store\n");
 		return 2;
 	}
-	if (o.po.set & OPT_CHAIN)
-		o.chain = (long)o.po.cfg.max_chain;
-	o.deferred = o.po.deferred;
+	if (o->po.set & OPT_CHAIN)
+		o->chain = (long)o->po.cfg.max_chain;
+	o->deferred = o->po.deferred;
+	return 0;
+}
+
+/*
+ * The pool (or the zram store) the trace is replayed on, configured from
+ * its header and the options; notes whether that is the recording kernel's
+ * own policy.  0, or 2 after a message.
+ */
+static int setup(struct replay *R, const struct trace_header *h)
+{
+	if (!h->seen_magic)
+		fprintf(stderr, "zs replay: warning: no '# zram-trace 1' header\n");
+	struct zs_pool_config cfg;
+	zs_pool_config_init(&cfg);
+	cfg.name = "replay";
+	cfg.page_size = (size_t)h->page_size;
+	cfg.max_chain = (unsigned)(R->o.chain > 0 ? R->o.chain : h->chain > 0 ? h->chain : 8);
+	cfg.free_mode = R->o.po.cfg.free_mode;
+	cfg.chain_policy = R->o.po.cfg.chain_policy;
+	cfg.class_delta = R->o.po.cfg.class_delta;
+	/* The kernel's own policy: the recorder's chain size, exhaustive chain
+	 * search, delta max(page/256, 16).  Anything else is an experiment. */
+	{
+		unsigned kdelta = (unsigned)(h->page_size >> 8) > 16
+					  ? (unsigned)(h->page_size >> 8) : 16;
+		long kchain = h->chain > 0 ? h->chain : 8;
+		size_t wl = 0;
+		R->o.why[0] = 0;
+		if (cfg.chain_policy != ZS_CHAIN_EXHAUSTIVE)
+			wl += (size_t)snprintf(R->o.why + wl, sizeof(R->o.why) - wl,
+					       "chain policy %s, ",
+					       chain_policy_name(cfg.chain_policy));
+		if ((long)cfg.max_chain != kchain)
+			wl += (size_t)snprintf(R->o.why + wl, sizeof(R->o.why) - wl,
+					       "chain %u vs the kernel's %ld, ",
+					       cfg.max_chain, kchain);
+		if (cfg.class_delta && cfg.class_delta != kdelta)
+			wl += (size_t)snprintf(R->o.why + wl, sizeof(R->o.why) - wl,
+					       "delta %u vs the kernel's %u, ",
+					       cfg.class_delta, kdelta);
+		if (wl >= 2 && wl < sizeof(R->o.why))
+			R->o.why[wl - 2] = 0;
+		R->o.kernel_policy = wl == 0;
+		if (!R->o.kernel_policy && !R->o.strict && !R->o.max_report_set)
+			R->o.max_report = 0;
+	}
+	cfg.checked = R->o.checked;
+	if (R->o.store) {
+		long maxslot = trace_max_slot(R->o.path);
+		if (maxslot < 0) {
+			trace_fail(0, "%s: cannot read the trace", R->o.path);
+			return 2;
+		}
+		struct zs_zram_config zc;
+		zs_zram_config_init(&zc);
+		zc.page_size = (size_t)h->page_size;
+		zc.disksize = (uint64_t)(maxslot + 1) * (uint64_t)h->page_size;
+		zc.comp = "lz4";
+		zc.backend.kind = "zsmalloc";
+		zc.backend.page_size = (size_t)h->page_size;
+		zc.backend.checked = R->o.checked;
+		zc.backend.zs = cfg;
+		zc.deferred_free = R->o.deferred;
+		int zr = zs_zram_create(&zc, &R->z);
+		if (zr) {
+			fprintf(stderr, "zs replay: zs_zram_create(page_size %ld, chain %u): %s\n",
+				h->page_size, cfg.max_chain, strerror(-zr));
+			return 2;
+		}
+		R->b = zs_zram_backend(R->z);
+		if (!(zs_backend_caps(R->b) & ZS_BACKEND_CAP_CLASSES)) {
+			trace_fail(0, "%s", "--store: the zram store's backend has no size classes");
+			return 2;
+		}
+		zr = synth_init(&R->sy, zc.comp, (size_t)h->page_size);
+		if (zr) {
+			fprintf(stderr, "zs replay: --store: compressor %s: %s\n", zc.comp,
+				strerror(-zr));
+			return 2;
+		}
+	} else {
+		R->pool = zs_create_pool(&cfg);
+	}
+	if (!R->pool && !R->b) {
+		fprintf(stderr, "zs replay: zs_create_pool(page_size %ld, chain %u): %s\n",
+			h->page_size, cfg.max_chain, strerror(errno));
+		return 2;
+	}
+	R->page_size = (size_t)h->page_size;
+	if (R->o.verbose && !R->o.json) {
+		char chs[24] = "?";
+		if (h->chain > 0)
+			snprintf(chs, sizeof(chs), "%ld", h->chain);
+		printf("trace %s: comp %s, kernel %s, page_size %ld, chain_size %s\n",
+		       R->o.path, h->comp, h->kernel, h->page_size, chs);
+		if (h->data[0])
+			printf("  data %s\n", h->data);
+		printf("%s: page_size %zu, chain %u, free_mode %s%s%s, huge_class_size %zu, "
+		       "%d logical classes\n",
+		       R->o.store ? "zram store (lz4) on pool" : "pool",
+		       R->page_size, cfg.max_chain, free_mode_name(R->o.po.cfg.free_mode),
+		       R->o.deferred ? ", deferred" : "", R->o.checked ? ", checked" : "",
+		       huge_size(R), R->b ? zs_backend_class_count(R->b) : zs_class_count(R->pool));
+	}
+	return 0;
+}
+
+/* One trace line: an operation, or the '=' record after one.  0 next line,
+ * 1 stop (--fail-fast), 2 error (reported). */
+static int step(struct replay *R, struct trace *rd, const char *s, long lineno)
+{
+	struct trace_rec rec;
+	if (trace_parse(rd, s, &rec))
+		return 2;
+	if (rec.op == '=') {
+		if (!R->have_pending) {
+			trace_fail(lineno, "%s", "'=' record without an operation before it");
+			return 2;
+		}
+		if (on_record(R, rec.exp, lineno) && R->o.fail_fast)
+			return 1;
+		return 0;
+	}
+	if (R->have_pending) {
+		/* an operation without its '=' record: keep it as context only */
+		R->pending.has_exp = 0;
+		ring_push(R, &R->pending);
+		R->have_pending = 0;
+	}
+	memset(&R->pending, 0, sizeof(R->pending));
+	R->pending.line = lineno;
+	snprintf(R->pending.op, sizeof(R->pending.op), "%.47s", s);
+	R->pending_cls = -1;
+	if (rec.op == 'w') {
+		if (op_write(R, (unsigned long)rec.slot, (unsigned long)rec.size, rec.flag, lineno))
+			return 2;
+	} else if (rec.op == 'd') {
+		R->nd++;
+		if (R->z) {
+			int zr = zs_zram_discard(R->z, rec.slot);
+			if (zr) {
+				fprintf(stderr, "zs replay: line %ld: zs_zram_discard(%" PRIu64 "): %s\n",
+					lineno, rec.slot, strerror(-zr));
+				return 2;
+			}
+			if (rec.slot < R->nslots && R->slots[rec.slot].used)
+				R->synth_delta_total -= R->slots[rec.slot].synth_delta;
+		}
+		if (rec.slot < R->nslots && slot_free(R, &R->slots[rec.slot], lineno))
+			return 2;
+	} else {
+		R->nc++;
+		if (R->z) {
+			if (R->o.deferred)
+				zs_zram_flush(R->z);
+			zs_zram_compact(R->z);
+			if (R->o.verify)
+				store_verify(R, lineno);
+		} else {
+			if (R->o.deferred)
+				zs_free_deferred_flush(R->pool);
+			zs_compact(R->pool);
+		}
+	}
+	R->have_pending = 1;
+	return 0;
+}
+
+/* Every line of the trace.  0, or 2 on an error (reported). */
+static int run(struct replay *R, struct trace *rd)
+{
+	const struct trace_header *h = trace_hdr(rd);
+	const char *s;
+	int n, st = 0;
+	while (st != 1 && (n = trace_next(rd, &s)) > 0) {
+		long lineno = trace_lineno(rd);
+		if (!R->pool && !R->b && setup(R, h))
+			return 2;
+		st = step(R, rd, s, lineno);
+		if (st == 2)
+			return 2;
+	}
+	if (st != 1 && n < 0)
+		return 2;
+	if ((!R->pool && !R->b) || R->records == 0) {
+		trace_fail(0, "%s: no operations with '=' records (not a zram-trace?)", R->o.path);
+		return 2;
+	}
+	if (R->z && R->o.verify)
+		store_verify(R, trace_lineno(rd));
+	return 0;
+}
+
+static void json_vals(struct json *js, const char *key, const uint64_t v[NF])
+{
+	json_kobj(js, key);
+	for (int i = 0; i < NF; i++)
+		json_kuint(js, fname[i], v[i]);
+	json_obj_end(js);
+}
+
+static void print_json(const struct replay *R, const struct trace_header *h)
+{
+	const struct opts *o = &R->o;
+	struct json js;
+	json_init(&js, stdout, 0);
+	json_obj(&js);
+	json_kstr(&js, "trace", o->path);
+	json_kstr(&js, "comp", h->comp);
+	json_kint(&js, "page_size", h->page_size);
+	json_kint(&js, "chain", o->chain > 0 ? o->chain : h->chain > 0 ? h->chain : 8);
+	json_kstr(&js, "free_mode", free_mode_name(o->po.cfg.free_mode));
+	json_kbool(&js, "deferred", o->deferred);
+	json_kint(&js, "records", R->records);
+	json_kint(&js, "mismatches", R->mismatches);
+	json_kint(&js, "first_mismatch_record", R->first_bad_record);
+	json_kint(&js, "writes", R->nw);
+	json_kint(&js, "discards", R->nd);
+	json_kint(&js, "compactions", R->nc);
+	json_kint(&js, "same", R->nsame);
+	json_kint(&js, "huge", R->nhuge);
+	json_kfixed(&js, "seconds", R->secs, 3);
+	json_kobj(&js, "field_mismatches");
+	for (int i = 0; i < NF; i++)
+		json_kuint(&js, fname[i], R->field_bad[i]);
+	json_obj_end(&js);
+	json_kbool(&js, "store", o->store);
+	json_kint(&js, "store_inexact_sizes", R->synth_inexact);
+	json_kint(&js, "verify_errors", R->verify_errors);
+	json_kstr(&js, "chain_policy", chain_policy_name(o->po.cfg.chain_policy));
+	json_kuint(&js, "delta", o->po.cfg.class_delta);
+	json_kbool(&js, "kernel_policy", o->kernel_policy);
+	json_kstr(&js, "not_kernel_because", o->why);
+	json_kobj(&js, "mem_used_pages");
+	json_kuint(&js, "kernel_peak", R->kmem_peak);
+	json_kfixed(&js, "kernel_mean", (double)R->kmem_sum / (double)R->records, 1);
+	json_kuint(&js, "kernel_end", R->kmem_end);
+	json_kuint(&js, "libzs_peak", R->zmem_peak);
+	json_kfixed(&js, "libzs_mean", (double)R->zmem_sum / (double)R->records, 1);
+	json_kuint(&js, "libzs_end", R->zmem_end);
+	json_obj_end(&js);
+	json_karr(&js, "first_mismatches");
+	for (int i = 0; i < R->nshown; i++) {
+		const struct mismatch *m = &R->shown[i];
+		json_obj(&js);
+		json_kint(&js, "record", m->record);
+		json_kint(&js, "line", m->line);
+		json_kstr(&js, "op", m->at.op);
+		json_kint(&js, "class", m->cls);
+		json_vals(&js, "expected", m->at.exp);
+		json_vals(&js, "got", m->at.got);
+		json_obj_end(&js);
+	}
+	json_arr_end(&js);
+	json_obj_end(&js);
+	json_done(&js);
+}
+
+static void print_text(struct replay *R)
+{
+	if (R->o.kernel_policy || R->o.strict)
+		printf("%s: records %ld mismatches %ld\n", R->o.path, R->records, R->mismatches);
+	else
+		printf("%s: records %ld, %ld differ from the kernel's (expected: not the kernel's "
+		       "policy: %s)\n",
+		       R->o.path, R->records, R->mismatches, R->o.why);
+	if (!R->o.kernel_policy) {
+		double kmean = (double)R->kmem_sum / (double)R->records;
+		double zmean = (double)R->zmem_sum / (double)R->records;
+		printf("  mem_used pages   %10s %10s %10s\n"
+		       "  kernel           %10" PRIu64 " %10.1f %10" PRIu64 "\n"
+		       "  this policy      %10" PRIu64 " %10.1f %10" PRIu64 "\n"
+		       "  policy/kernel    %10.4f %10.4f %10.4f\n",
+		       "peak", "mean", "end", R->kmem_peak, kmean, R->kmem_end, R->zmem_peak,
+		       zmean, R->zmem_end,
+		       R->kmem_peak ? (double)R->zmem_peak / (double)R->kmem_peak : 0.0,
+		       kmean > 0 ? zmean / kmean : 0.0,
+		       R->kmem_end ? (double)R->zmem_end / (double)R->kmem_end : 0.0);
+	}
+	if (R->o.verbose || (R->mismatches && (R->o.kernel_policy || R->o.strict))) {
+		printf("  %ld writes (%ld same-filled, %ld huge), %ld discards, %ld compactions, "
+		       "%.2fs\n",
+		       R->nw, R->nsame, R->nhuge, R->nd, R->nc, R->secs);
+	}
+	if (R->mismatches && (R->o.kernel_policy || R->o.strict)) {
+		printf("  first mismatch at record %ld; mismatching records per field:",
+		       R->first_bad_record);
+		for (int i = 0; i < NF; i++)
+			printf(" %s %u", fname[i], R->field_bad[i]);
+		printf("\n");
+	}
+	if (R->z)
+		printf("  store: %ld writes synthesized at another size of the same class%s\n",
+		       R->synth_inexact,
+		       R->o.verify ? (R->verify_errors ? ", READ-BACK ERRORS" : ", all slots read back intact")
+				: "");
+	if (R->verify_errors)
+		printf("  %ld slots read back wrong\n", R->verify_errors);
+	if (R->huge_class_warnings)
+		printf("  warning: %ld 'n' writes at or above libzs huge_class_size %zu "
+		       "(the kernel stored them as normal objects)\n",
+		       R->huge_class_warnings, huge_size(R));
+	for (int i = 0; i < R->nshown; i++)
+		print_mismatch(R, &R->shown[i]);
+}
+
+int cmd_replay(int argc, char **argv)
+{
+	struct opts o;
+	int rc = parse(argc, argv, &o);
+	if (rc)
+		return rc == 1 ? 0 : 2;
 
 	struct trace *rd = trace_new();
 	struct replay *R = calloc(1, sizeof(*R));
@@ -661,7 +716,7 @@ int cmd_replay(int argc, char **argv)
 		free(R);
 		return trace_fail(0, "%s", "out of memory");
 	}
-	int rc = 2;
+	rc = 2;
 	int ret = trace_open(rd, o.path);
 	if (ret) {
 		fprintf(stderr, "zs replay: %s: %s\n", o.path, strerror(-ret));
@@ -677,262 +732,14 @@ int cmd_replay(int argc, char **argv)
 		trace_fail(0, "%s", "out of memory");
 		goto out;
 	}
-
-	const struct trace_header *h = trace_hdr(rd);
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-
-	const char *s;
-	int n;
-	while ((n = trace_next(rd, &s)) > 0) {
-		long lineno = trace_lineno(rd);
-		if (!R->pool && !R->b) {
-			if (!h->seen_magic)
-				fprintf(stderr, "zs replay: warning: no '# zram-trace 1' header\n");
-			struct zs_pool_config cfg;
-			zs_pool_config_init(&cfg);
-			cfg.name = "replay";
-			cfg.page_size = (size_t)h->page_size;
-			cfg.max_chain = (unsigned)(o.chain > 0 ? o.chain : h->chain > 0 ? h->chain : 8);
-			cfg.free_mode = o.po.cfg.free_mode;
-			cfg.chain_policy = o.po.cfg.chain_policy;
-			cfg.class_delta = o.po.cfg.class_delta;
-			/* The kernel's own policy: the recorder's chain size, exhaustive chain
-			 * search, delta max(page/256, 16).  Anything else is an experiment. */
-			{
-				unsigned kdelta = (unsigned)(h->page_size >> 8) > 16
-							  ? (unsigned)(h->page_size >> 8) : 16;
-				long kchain = h->chain > 0 ? h->chain : 8;
-				size_t wl = 0;
-				R->o.why[0] = 0;
-				if (cfg.chain_policy != ZS_CHAIN_EXHAUSTIVE)
-					wl += (size_t)snprintf(R->o.why + wl, sizeof(R->o.why) - wl,
-							       "chain policy %s, ",
-							       chain_policy_name(cfg.chain_policy));
-				if ((long)cfg.max_chain != kchain)
-					wl += (size_t)snprintf(R->o.why + wl, sizeof(R->o.why) - wl,
-							       "chain %u vs the kernel's %ld, ",
-							       cfg.max_chain, kchain);
-				if (cfg.class_delta && cfg.class_delta != kdelta)
-					wl += (size_t)snprintf(R->o.why + wl, sizeof(R->o.why) - wl,
-							       "delta %u vs the kernel's %u, ",
-							       cfg.class_delta, kdelta);
-				if (wl >= 2 && wl < sizeof(R->o.why))
-					R->o.why[wl - 2] = 0;
-				R->o.kernel_policy = wl == 0;
-				if (!R->o.kernel_policy && !o.strict && !o.max_report_set)
-					R->o.max_report = 0;
-			}
-			cfg.checked = o.checked;
-			if (o.store) {
-				long maxslot = trace_max_slot(o.path);
-				if (maxslot < 0) {
-					trace_fail(0, "%s: cannot read the trace", o.path);
-					goto out;
-				}
-				struct zs_zram_config zc;
-				zs_zram_config_init(&zc);
-				zc.page_size = (size_t)h->page_size;
-				zc.disksize = (uint64_t)(maxslot + 1) * (uint64_t)h->page_size;
-				zc.comp = "lz4";
-				zc.backend.kind = "zsmalloc";
-				zc.backend.page_size = (size_t)h->page_size;
-				zc.backend.checked = o.checked;
-				zc.backend.zs = cfg;
-				zc.deferred_free = o.deferred;
-				int zr = zs_zram_create(&zc, &R->z);
-				if (zr) {
-					fprintf(stderr, "zs replay: zs_zram_create(page_size %ld, chain %u): %s\n",
-						h->page_size, cfg.max_chain, strerror(-zr));
-					goto out;
-				}
-				R->b = zs_zram_backend(R->z);
-				if (!(zs_backend_caps(R->b) & ZS_BACKEND_CAP_CLASSES)) {
-					trace_fail(0, "%s", "--store: the zram store's backend has no size classes");
-					goto out;
-				}
-				zr = synth_init(&R->sy, zc.comp, (size_t)h->page_size);
-				if (zr) {
-					fprintf(stderr, "zs replay: --store: compressor %s: %s\n", zc.comp,
-						strerror(-zr));
-					goto out;
-				}
-			} else {
-				R->pool = zs_create_pool(&cfg);
-			}
-			if (!R->pool && !R->b) {
-				fprintf(stderr, "zs replay: zs_create_pool(page_size %ld, chain %u): %s\n",
-					h->page_size, cfg.max_chain, strerror(errno));
-				goto out;
-			}
-			R->page_size = (size_t)h->page_size;
-			if (o.verbose && !o.json) {
-				char chs[24] = "?";
-				if (h->chain > 0)
-					snprintf(chs, sizeof(chs), "%ld", h->chain);
-				printf("trace %s: comp %s, kernel %s, page_size %ld, chain_size %s\n",
-				       o.path, h->comp, h->kernel, h->page_size, chs);
-				if (h->data[0])
-					printf("  data %s\n", h->data);
-				printf("%s: page_size %zu, chain %u, free_mode %s%s%s, huge_class_size %zu, "
-				       "%d logical classes\n",
-				       o.store ? "zram store (lz4) on pool" : "pool",
-				       R->page_size, cfg.max_chain, free_mode_name(o.po.cfg.free_mode),
-				       o.deferred ? ", deferred" : "", o.checked ? ", checked" : "",
-				       huge_size(R), R->b ? zs_backend_class_count(R->b) : zs_class_count(R->pool));
-			}
-		}
-		struct trace_rec rec;
-		if (trace_parse(rd, s, &rec))
-			goto out;
-		if (rec.op == '=') {
-			if (!R->have_pending) {
-				trace_fail(lineno, "%s", "'=' record without an operation before it");
-				goto out;
-			}
-			if (on_record(R, rec.exp, lineno) && o.fail_fast)
-				break;
-			continue;
-		}
-		if (R->have_pending) {
-			/* an operation without its '=' record: keep it as context only */
-			R->pending.has_exp = 0;
-			ring_push(R, &R->pending);
-			R->have_pending = 0;
-		}
-		memset(&R->pending, 0, sizeof(R->pending));
-		R->pending.line = lineno;
-		snprintf(R->pending.op, sizeof(R->pending.op), "%.47s", s);
-		R->pending_cls = -1;
-		if (rec.op == 'w') {
-			if (op_write(R, (unsigned long)rec.slot, (unsigned long)rec.size, rec.flag, lineno))
-				goto out;
-		} else if (rec.op == 'd') {
-			R->nd++;
-			if (R->z) {
-				int zr = zs_zram_discard(R->z, rec.slot);
-				if (zr) {
-					fprintf(stderr, "zs replay: line %ld: zs_zram_discard(%" PRIu64 "): %s\n",
-						lineno, rec.slot, strerror(-zr));
-					goto out;
-				}
-				if (rec.slot < R->nslots && R->slots[rec.slot].used)
-					R->synth_delta_total -= R->slots[rec.slot].synth_delta;
-			}
-			if (rec.slot < R->nslots && slot_free(R, &R->slots[rec.slot], lineno))
-				goto out;
-		} else {
-			R->nc++;
-			if (R->z) {
-				if (o.deferred)
-					zs_zram_flush(R->z);
-				zs_zram_compact(R->z);
-				if (o.verify)
-					store_verify(R, lineno);
-			} else {
-				if (o.deferred)
-					zs_free_deferred_flush(R->pool);
-				zs_compact(R->pool);
-			}
-		}
-		R->have_pending = 1;
-	}
-	if (n < 0)
+	double t0 = tool_now();
+	if (run(R, rd))
 		goto out;
-	if ((!R->pool && !R->b) || R->records == 0) {
-		trace_fail(0, "%s: no operations with '=' records (not a zram-trace?)", o.path);
-		goto out;
-	}
-	if (R->z && o.verify)
-		store_verify(R, trace_lineno(rd));
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-
-	if (o.json) {
-		printf("{\"trace\": ");
-		json_string(stdout, o.path);
-		printf(", \"comp\": ");
-		json_string(stdout, h->comp);
-		printf(", \"page_size\": %ld, \"chain\": %ld, \"free_mode\": \"%s\", \"deferred\": %s,"
-		       " \"records\": %ld, \"mismatches\": %ld, \"first_mismatch_record\": %ld,"
-		       " \"writes\": %ld, \"discards\": %ld, \"compactions\": %ld, \"same\": %ld,"
-		       " \"huge\": %ld, \"seconds\": %.3f, \"field_mismatches\": {",
-		       h->page_size, o.chain > 0 ? o.chain : h->chain > 0 ? h->chain : 8,
-		       free_mode_name(o.po.cfg.free_mode), o.deferred ? "true" : "false", R->records,
-		       R->mismatches, R->first_bad_record, R->nw, R->nd, R->nc, R->nsame, R->nhuge, secs);
-		for (int i = 0; i < NF; i++)
-			printf("%s\"%s\": %u", i ? ", " : "", fname[i], R->field_bad[i]);
-		printf("}, \"store\": %s, \"store_inexact_sizes\": %ld, \"verify_errors\": %ld",
-		       o.store ? "true" : "false", R->synth_inexact, R->verify_errors);
-		printf(", \"chain_policy\": \"%s\", \"delta\": %u, \"kernel_policy\": %s, "
-		       "\"not_kernel_because\": ",
-		       chain_policy_name(o.po.cfg.chain_policy), o.po.cfg.class_delta,
-		       R->o.kernel_policy ? "true" : "false");
-		json_string(stdout, R->o.why);
-		printf(", \"mem_used_pages\": {\"kernel_peak\": %" PRIu64 ", \"kernel_mean\": %.1f, "
-		       "\"kernel_end\": %" PRIu64 ", \"libzs_peak\": %" PRIu64 ", \"libzs_mean\": %.1f, "
-		       "\"libzs_end\": %" PRIu64 "}",
-		       R->kmem_peak, (double)R->kmem_sum / (double)R->records, R->kmem_end,
-		       R->zmem_peak, (double)R->zmem_sum / (double)R->records, R->zmem_end);
-		printf(", \"first_mismatches\": [");
-		for (int i = 0; i < R->nshown; i++) {
-			const struct mismatch *m = &R->shown[i];
-			printf("%s{\"record\": %ld, \"line\": %ld, \"op\": ", i ? ", " : "", m->record,
-			       m->line);
-			json_string(stdout, m->at.op);
-			printf(", \"class\": %d, \"expected\": ", m->cls);
-			json_vals(stdout, m->at.exp);
-			printf(", \"got\": ");
-			json_vals(stdout, m->at.got);
-			printf("}");
-		}
-		printf("]}\n");
-	} else {
-		if (R->o.kernel_policy || o.strict)
-			printf("%s: records %ld mismatches %ld\n", o.path, R->records, R->mismatches);
-		else
-			printf("%s: records %ld, %ld differ from the kernel's (expected: not the kernel's "
-			       "policy: %s)\n",
-			       o.path, R->records, R->mismatches, R->o.why);
-		if (!R->o.kernel_policy) {
-			double kmean = (double)R->kmem_sum / (double)R->records;
-			double zmean = (double)R->zmem_sum / (double)R->records;
-			printf("  mem_used pages   %10s %10s %10s\n"
-			       "  kernel           %10" PRIu64 " %10.1f %10" PRIu64 "\n"
-			       "  this policy      %10" PRIu64 " %10.1f %10" PRIu64 "\n"
-			       "  policy/kernel    %10.4f %10.4f %10.4f\n",
-			       "peak", "mean", "end", R->kmem_peak, kmean, R->kmem_end, R->zmem_peak,
-			       zmean, R->zmem_end,
-			       R->kmem_peak ? (double)R->zmem_peak / (double)R->kmem_peak : 0.0,
-			       kmean > 0 ? zmean / kmean : 0.0,
-			       R->kmem_end ? (double)R->zmem_end / (double)R->kmem_end : 0.0);
-		}
-		if (o.verbose || (R->mismatches && (R->o.kernel_policy || o.strict))) {
-			printf("  %ld writes (%ld same-filled, %ld huge), %ld discards, %ld compactions, "
-			       "%.2fs\n",
-			       R->nw, R->nsame, R->nhuge, R->nd, R->nc, secs);
-		}
-		if (R->mismatches && (R->o.kernel_policy || o.strict)) {
-			printf("  first mismatch at record %ld; mismatching records per field:",
-			       R->first_bad_record);
-			for (int i = 0; i < NF; i++)
-				printf(" %s %u", fname[i], R->field_bad[i]);
-			printf("\n");
-		}
-		if (R->z)
-			printf("  store: %ld writes synthesized at another size of the same class%s\n",
-			       R->synth_inexact,
-			       o.verify ? (R->verify_errors ? ", READ-BACK ERRORS" : ", all slots read back intact")
-					: "");
-		if (R->verify_errors)
-			printf("  %ld slots read back wrong\n", R->verify_errors);
-		if (R->huge_class_warnings)
-			printf("  warning: %ld 'n' writes at or above libzs huge_class_size %zu "
-			       "(the kernel stored them as normal objects)\n",
-			       R->huge_class_warnings, huge_size(R));
-		for (int i = 0; i < R->nshown; i++)
-			print_mismatch(R, &R->shown[i]);
-	}
+	R->secs = tool_now() - t0;
+	if (o.json)
+		print_json(R, trace_hdr(rd));
+	else
+		print_text(R);
 	rc = (R->mismatches && (R->o.kernel_policy || o.strict)) || R->verify_errors ? 1 : 0;
 out:
 	if (R->z)

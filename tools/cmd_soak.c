@@ -332,7 +332,16 @@ static uint64_t sum(struct worker *ws, int c)
 	return t;
 }
 
-int cmd_soak(int argc, char **argv)
+/* What a run leaves for the report. */
+struct soak_result {
+	size_t rss_start, rss_warm, rss_max, rss_min_after, rss_end;
+	double warm_at, drift, elapsed;
+	unsigned long pool_left, pool_objs;   /* after free-all + compact: must be 0 */
+	struct zs_zram_stats st;              /* likewise */
+};
+
+/* Options -> o.  0, 1 after --help, or 2 after a message. */
+static int parse(int argc, char **argv)
 {
 	memset(&o, 0, sizeof(o));
 	o.seconds = 10;
@@ -355,18 +364,17 @@ int cmd_soak(int argc, char **argv)
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-		char *end = NULL;
 		uint64_t u;
+		enum zs_free_mode fm;
 		switch (c) {
 		case 's':
-			o.seconds = strtod(optarg, &end);
-			if (*end || o.seconds <= 0)
+			if (parse_double(optarg, &o.seconds) || o.seconds <= 0)
 				goto bad;
 			break;
 		case 't':
-			o.threads = (unsigned)strtoul(optarg, &end, 10);
-			if (*end || o.threads < 1 || o.threads > 256)
+			if (parse_u64(optarg, &u) || u < 1 || u > 256)
 				goto bad;
+			o.threads = (unsigned)u;
 			break;
 		case 'p':
 			if (parse_bytes(optarg, &u))
@@ -376,14 +384,14 @@ int cmd_soak(int argc, char **argv)
 				goto bad;
 			break;
 		case 'o':
-			o.objects = (size_t)strtoull(optarg, &end, 10);
-			if (*end || o.objects < 1 || o.objects > (1u << 26))
+			if (parse_u64(optarg, &u) || u < 1 || u > (1u << 26))
 				goto bad;
+			o.objects = (size_t)u;
 			break;
 		case 'n':
-			o.slots = (size_t)strtoull(optarg, &end, 10);
-			if (*end || o.slots < 1 || o.slots > (1u << 24))
+			if (parse_u64(optarg, &u) || u < 1 || u > (1u << 24))
 				goto bad;
+			o.slots = (size_t)u;
 			break;
 		case 'c': o.comp = optarg; break;
 		case 'r': o.recomp = optarg; break;
@@ -393,33 +401,25 @@ int cmd_soak(int argc, char **argv)
 				goto bad;
 			break;
 		case 'f':
-			if (!strcmp(optarg, "pool"))
-				o.free_mode = ZS_FREE_POOL_LOCK;
-			else if (!strcmp(optarg, "class"))
-				o.free_mode = ZS_FREE_CLASS_INDEX;
-			else if (!strcmp(optarg, "class-unlocked"))
-				o.free_mode = ZS_FREE_CLASS_INDEX_UNLOCKED;
-			else
+			if (parse_free_mode(optarg, &fm))
 				goto bad;
+			o.free_mode = (int)fm;
 			break;
 		case 'k': o.checked = 1; break;
 		case 'S':
-			o.seed = strtoull(optarg, &end, 0);
-			if (*end)
+			if (parse_u64(optarg, &o.seed))
 				goto bad;
 			break;
 		case 'R':
-			o.report = strtod(optarg, &end);
-			if (*end || o.report < 0)
+			if (parse_double(optarg, &o.report) || o.report < 0)
 				goto bad;
 			break;
 		case 'D':
-			o.max_drift_mib = strtod(optarg, &end);
-			if (*end || o.max_drift_mib <= 0)
+			if (parse_double(optarg, &o.max_drift_mib) || o.max_drift_mib <= 0)
 				goto bad;
 			break;
 		case 'q': o.quiet = 1; break;
-		case 'h': usage(stdout); return 0;
+		case 'h': usage(stdout); return 1;
 		default: usage(stderr); return 2;
 		}
 		continue;
@@ -434,7 +434,13 @@ bad:
 		usage(stderr);
 		return 2;
 	}
+	return 0;
+}
 
+/* The pool, the zram store, the shadow tables and the workers' slots.  0, or 2
+ * after a message (teardown() releases what was made). */
+static int setup(struct worker **wsp)
+{
 	struct zs_pool_config pc;
 	zs_pool_config_init(&pc);
 	pc.name = "soak";
@@ -459,13 +465,12 @@ bad:
 	if (ret) {
 		fprintf(stderr, "zs soak: cannot create the zram store (--comp %s, --recomp %s, "
 			"--zram-backend %s): %s\n", o.comp, o.recomp, o.zbackend, strerror(-ret));
-		zs_destroy_pool(pool);
 		return 2;
 	}
 	objs = calloc(o.objects, sizeof(*objs));
 	slots = calloc(o.slots, sizeof(*slots));
-	struct worker *ws = calloc(o.threads, sizeof(*ws));
-	if (!objs || !slots || !ws) {
+	*wsp = calloc(o.threads, sizeof(**wsp));
+	if (!objs || !slots || !*wsp) {
 		fprintf(stderr, "zs soak: out of memory\n");
 		return 2;
 	}
@@ -474,8 +479,22 @@ bad:
 	       o.threads, o.seconds, o.page_size, o.objects, o.slots, o.comp, o.recomp, o.zbackend,
 	       o.free_mode, o.checked ? ", checked" : "", (unsigned long long)o.seed);
 	fflush(stdout);
+	return 0;
+}
 
-	size_t rss_start = zs_process_rss();
+/* Stop and join the first n workers (a thread failed to start). */
+static void stop_workers(struct worker *ws, unsigned n)
+{
+	atomic_store(&stop, 1);
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(ws[i].tid, NULL);
+}
+
+/* Workers and the maintenance thread for --seconds, sampling RSS; then every
+ * object and slot is read back and freed.  0, or 2 if a thread cannot start. */
+static int run(struct worker *ws, struct soak_result *r)
+{
+	r->rss_start = zs_process_rss();
 	atomic_store(&stop, 0);
 	for (unsigned i = 0; i < o.threads; i++) {
 		ws[i].id = (int)i;
@@ -484,20 +503,26 @@ bad:
 		ws[i].exp = malloc(o.page_size);
 		if (!ws[i].buf || !ws[i].exp || pthread_create(&ws[i].tid, NULL, worker_main, &ws[i])) {
 			fprintf(stderr, "zs soak: cannot start thread %u\n", i);
+			stop_workers(ws, i);
 			return 2;
 		}
 	}
 	pthread_t mt;
 	if (pthread_create(&mt, NULL, maint_main, NULL)) {
 		fprintf(stderr, "zs soak: cannot start the maintenance thread\n");
+		stop_workers(ws, o.threads);
 		return 2;
 	}
 
 	/* RSS drift is measured from the end of the warm-up: 10% of the run, at least 1 s. */
-	double t0 = tool_now(), warm_at = o.seconds / 10 < 1 ? 1 : o.seconds / 10, next_report = o.report;
-	if (warm_at > o.seconds)
-		warm_at = o.seconds;
-	size_t rss_warm = 0, rss_max = rss_start, rss_min_after = (size_t)-1, rss_end = 0;
+	double t0 = tool_now(), next_report = o.report;
+	r->warm_at = o.seconds / 10 < 1 ? 1 : o.seconds / 10;
+	if (r->warm_at > o.seconds)
+		r->warm_at = o.seconds;
+	r->rss_warm = 0;
+	r->rss_max = r->rss_start;
+	r->rss_min_after = (size_t)-1;
+	r->rss_end = 0;
 	for (;;) {
 		double t = tool_now() - t0;
 		if (t >= o.seconds)
@@ -506,12 +531,12 @@ bad:
 		usleep((useconds_t)(nap * 1e6));
 		t = tool_now() - t0;
 		size_t rss = zs_process_rss();
-		if (rss > rss_max)
-			rss_max = rss;
-		if (!rss_warm && t >= warm_at)
-			rss_warm = rss;
-		if (rss_warm && rss < rss_min_after)
-			rss_min_after = rss;
+		if (rss > r->rss_max)
+			r->rss_max = rss;
+		if (!r->rss_warm && t >= r->warm_at)
+			r->rss_warm = rss;
+		if (r->rss_warm && rss < r->rss_min_after)
+			r->rss_min_after = rss;
 		if (o.report > 0 && !o.quiet && t >= next_report) {
 			uint64_t ops = 0;
 			for (int k = 0; k < C_BUSY; k++)
@@ -523,15 +548,15 @@ bad:
 			next_report += o.report;
 		}
 	}
-	rss_end = zs_process_rss();
-	if (!rss_warm)
-		rss_warm = rss_end;
-	double drift = ((double)rss_end - (double)rss_warm) / 1048576.0;
+	r->rss_end = zs_process_rss();
+	if (!r->rss_warm)
+		r->rss_warm = r->rss_end;
+	r->drift = ((double)r->rss_end - (double)r->rss_warm) / 1048576.0;
 	atomic_store(&stop, 1);
 	for (unsigned i = 0; i < o.threads; i++)
 		pthread_join(ws[i].tid, NULL);
 	pthread_join(mt, NULL);
-	double elapsed = tool_now() - t0;
+	r->elapsed = tool_now() - t0;
 
 	/* Final check: every object and slot reads back, then everything is freed. */
 	struct worker *w0 = &ws[0];
@@ -547,19 +572,23 @@ bad:
 			zram_verify(w0, &slots[i], i);
 	zs_free_deferred_flush(pool);
 	zs_compact(pool);
-	unsigned long pool_left = zs_get_total_pages(pool);
-	unsigned long pool_objs = zs_pool_objects(pool);
+	r->pool_left = zs_get_total_pages(pool);
+	r->pool_objs = zs_pool_objects(pool);
 	zs_zram_discard_range(zram, 0, o.slots);
 	zs_zram_flush(zram);
 	zs_zram_compact(zram);
-	struct zs_zram_stats st;
-	zs_zram_get_stats(zram, &st);
+	zs_zram_get_stats(zram, &r->st);
+	return 0;
+}
 
+/* The report; returns 1 when the run failed (lost bytes, errors, leftovers, drift). */
+static int print_report(struct worker *ws, const struct soak_result *r)
+{
 	uint64_t ops = 0;
 	for (int k = 0; k < C_BUSY; k++)
 		ops += sum(ws, k);
 	uint64_t lost = sum(ws, C_LOST), errors = sum(ws, C_ERR);
-	printf("operations: %llu (%.0f/s)\n", (unsigned long long)ops, ops / elapsed);
+	printf("operations: %llu (%.0f/s)\n", (unsigned long long)ops, ops / r->elapsed);
 	for (int k = 0; k < C_NR; k++)
 		printf("  %-18s %llu\n", cname[k], (unsigned long long)sum(ws, k));
 	printf("maintenance: %llu rounds, pool pages compacted %llu, zram pages compacted %llu, "
@@ -567,34 +596,60 @@ bad:
 	       (unsigned long long)m_loops, (unsigned long long)m_compact_pool,
 	       (unsigned long long)m_compact_zram, (unsigned long long)m_idle,
 	       (unsigned long long)m_recomp, (unsigned long long)m_scanned);
-	printf("threads x seconds: %u x %.1f = %.1f thread-seconds\n", o.threads + 1, elapsed,
-	       (o.threads + 1) * elapsed);
+	printf("threads x seconds: %u x %.1f = %.1f thread-seconds\n", o.threads + 1, r->elapsed,
+	       (o.threads + 1) * r->elapsed);
 	printf("bytes verified: %llu\n", (unsigned long long)sum(ws, C_VERIFIED));
 	printf("bytes lost: %llu\n", (unsigned long long)lost);
 	printf("errors: %llu\n", (unsigned long long)errors);
 	printf("after free-all + compact: pool %lu pages, %lu objects; zram mem_used_total %llu, "
 	       "pages_stored %llu\n",
-	       pool_left, pool_objs, (unsigned long long)st.mem_used_total,
-	       (unsigned long long)st.pages_stored);
+	       r->pool_left, r->pool_objs, (unsigned long long)r->st.mem_used_total,
+	       (unsigned long long)r->st.pages_stored);
 	printf("rss: start %.1f MiB, after warm-up (%.0f s) %.1f MiB, min after %.1f MiB, "
 	       "max %.1f MiB, end %.1f MiB\n",
-	       rss_start / 1048576.0, warm_at, rss_warm / 1048576.0,
-	       (rss_min_after == (size_t)-1 ? rss_end : rss_min_after) / 1048576.0,
-	       rss_max / 1048576.0, rss_end / 1048576.0);
-	printf("rss drift: %+.1f MiB (end - after warm-up)%s\n", drift,
-	       o.max_drift_mib > 0 && drift > o.max_drift_mib ? ", over --max-drift" : "");
-	int fail = lost || errors || pool_left || pool_objs || st.mem_used_total || st.pages_stored ||
-		   (o.max_drift_mib > 0 && drift > o.max_drift_mib);
+	       r->rss_start / 1048576.0, r->warm_at, r->rss_warm / 1048576.0,
+	       (r->rss_min_after == (size_t)-1 ? r->rss_end : r->rss_min_after) / 1048576.0,
+	       r->rss_max / 1048576.0, r->rss_end / 1048576.0);
+	printf("rss drift: %+.1f MiB (end - after warm-up)%s\n", r->drift,
+	       o.max_drift_mib > 0 && r->drift > o.max_drift_mib ? ", over --max-drift" : "");
+	int fail = lost || errors || r->pool_left || r->pool_objs || r->st.mem_used_total ||
+		   r->st.pages_stored || (o.max_drift_mib > 0 && r->drift > o.max_drift_mib);
 	printf("soak: %s\n", fail ? "FAILED" : "ok");
+	return fail;
+}
 
-	zs_zram_destroy(zram);
-	zs_destroy_pool(pool);
-	for (unsigned i = 0; i < o.threads; i++) {
+static void teardown(struct worker *ws)
+{
+	if (zram)
+		zs_zram_destroy(zram);
+	if (pool)
+		zs_destroy_pool(pool);
+	for (unsigned i = 0; ws && i < o.threads; i++) {
 		free(ws[i].buf);
 		free(ws[i].exp);
 	}
 	free(ws);
 	free(objs);
 	free(slots);
-	return fail ? 1 : 0;
+	zram = NULL;
+	pool = NULL;
+	objs = NULL;
+	slots = NULL;
+}
+
+int cmd_soak(int argc, char **argv)
+{
+	int rc = parse(argc, argv);
+	if (rc)
+		return rc == 1 ? 0 : 2;
+	struct worker *ws = NULL;
+	struct soak_result r;
+	memset(&r, 0, sizeof(r));
+	rc = setup(&ws);
+	if (!rc)
+		rc = run(ws, &r);
+	if (!rc)
+		rc = print_report(ws, &r) ? 1 : 0;
+	teardown(ws);
+	return rc;
 }

@@ -39,7 +39,26 @@ static double gib(uint64_t b)
 	return (double)b / (1024.0 * 1024 * 1024);
 }
 
-int cmd_testmod(int argc, char **argv)
+struct tm_opts {
+	struct pool_opts po;
+	uint64_t count, step, min, max;   /* max 0: page_size - 16 */
+	int json, force, progress;
+};
+
+/* The pool, the objects and what the run measured. */
+struct tm {
+	struct zs_pool *pool;
+	size_t P, n;                     /* page size; objects allocated */
+	unsigned long *handles;
+	uint32_t *sizes;
+	unsigned char *buf, *local_copy;
+	unsigned long pages;
+	unsigned long long total, ratio, memcpy_bytes;
+	size_t nread, spanning, bad;
+};
+
+/* Options -> o.  0, 1 after --help, or 2 after a message. */
+static int parse(int argc, char **argv, struct tm_opts *o)
 {
 	enum { O_COUNT = 1, O_STEP, O_MIN, O_MAX, O_FORCE, O_PROGRESS, O_JSON };
 	static const struct option lopts[] = {
@@ -54,36 +73,36 @@ int cmd_testmod(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct pool_opts po;
-	uint64_t count = 1337, step = 16, min = 32, max = 0;
-	int json = 0, force = 0, progress = opt_progress_default(), opt;
-	pool_opts_init(&po);
+	*o = (struct tm_opts){ .count = 1337, .step = 16, .min = 32,
+			       .progress = opt_progress_default() };
+	pool_opts_init(&o->po);
+	int opt;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
-			if (opt_pool_arg("testmod", TESTMOD_OPTS, opt, optarg, &po))
+			if (opt_pool_arg("testmod", TESTMOD_OPTS, opt, optarg, &o->po))
 				return 2;
 			continue;
 		}
 		switch (opt) {
 		case O_COUNT:
-			if (opt_u64("testmod", "--count", optarg, 1, 100000000, &count))
+			if (opt_u64("testmod", "--count", optarg, 1, 100000000, &o->count))
 				return 2;
 			break;
 		case O_STEP:
-			if (opt_u64("testmod", "--step", optarg, 1, 65536, &step))
+			if (opt_u64("testmod", "--step", optarg, 1, 65536, &o->step))
 				return 2;
 			break;
 		case O_MIN:
 		case O_MAX:
 			if (opt_u64("testmod", opt == O_MIN ? "--min" : "--max", optarg, 1, 65536,
-				    opt == O_MIN ? &min : &max))
+				    opt == O_MIN ? &o->min : &o->max))
 				return 2;
 			break;
-		case O_FORCE: force = 1; break;
-		case O_PROGRESS: progress = 1; break;
-		case O_JSON: json = 1; break;
-		case 'h': usage(stdout); return 0;
+		case O_FORCE: o->force = 1; break;
+		case O_PROGRESS: o->progress = 1; break;
+		case O_JSON: o->json = 1; break;
+		case 'h': usage(stdout); return 1;
 		default: return opt_bad("testmod", argc, argv);
 		}
 	}
@@ -91,123 +110,170 @@ int cmd_testmod(int argc, char **argv)
 		fprintf(stderr, "zs testmod: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	struct zs_pool_config cfg = po.cfg;
+	return 0;
+}
+
+/* The pool, the size range checked against its page size, the memory estimate
+ * checked against MemAvailable, the arrays.  0, or 2 after a message. */
+static int setup(struct tm_opts *o, struct tm *t)
+{
+	struct zs_pool_config cfg = o->po.cfg;
 	cfg.deferred_worker = -1;
-	struct zs_pool *pool = zs_create_pool(&cfg);
-	if (!pool) {
+	t->pool = zs_create_pool(&cfg);
+	if (!t->pool) {
 		fprintf(stderr, "zs testmod: cannot create the pool: %s\n", strerror(errno));
 		return 2;
 	}
-	size_t P = zs_pool_page_size(pool);
-	if (!max)
-		max = P - 16;
-	if (max > P || min > max) {
+	size_t P = t->P = zs_pool_page_size(t->pool);
+	if (!o->max)
+		o->max = P - 16;
+	if (o->max > P || o->min > o->max) {
 		fprintf(stderr, "zs testmod: size range %llu..%llu outside 1..%zu (--min/--max)\n",
-			(unsigned long long)min, (unsigned long long)max, P);
-		zs_destroy_pool(pool);
+			(unsigned long long)o->min, (unsigned long long)o->max, P);
 		return 2;
 	}
 	/* Objects (count per size, sizes min..max by step) and their bytes, plus the
 	 * tool's own handle/size arrays; the pool's packing adds a little on top. */
-	uint64_t nsizes = (max - min) / step + 1;
-	uint64_t sum_sizes = nsizes * min + step * nsizes * (nsizes - 1) / 2;
-	uint64_t need = count * sum_sizes / 100 * 105 + count * nsizes * 12;
+	uint64_t nsizes = (o->max - o->min) / o->step + 1;
+	uint64_t sum_sizes = nsizes * o->min + o->step * nsizes * (nsizes - 1) / 2;
+	uint64_t need = o->count * sum_sizes / 100 * 105 + o->count * nsizes * 12;
 	uint64_t avail = mem_available();
-	if (avail && need > avail && !force) {
+	if (avail && need > avail && !o->force) {
 		fprintf(stderr, "zs testmod: this workload needs about %.1f GiB (%llu objects, %llu "
 				"sizes x --count %llu) but MemAvailable is %.1f GiB; lower --count or "
 				"--max, or pass --force\n",
-			gib(need), (unsigned long long)(count * nsizes), (unsigned long long)nsizes,
-			(unsigned long long)count, gib(avail));
-		zs_destroy_pool(pool);
+			gib(need), (unsigned long long)(o->count * nsizes), (unsigned long long)nsizes,
+			(unsigned long long)o->count, gib(avail));
 		return 2;
 	}
-	if (progress)
+	if (o->progress)
 		fprintf(stderr, "zs testmod: %llu objects, about %.2f GiB\n",
-			(unsigned long long)(count * nsizes), gib(need));
-	size_t nobj = (size_t)((max - min) / step + 1) * (size_t)count;
-	unsigned long *handles = malloc(nobj * sizeof(*handles));
-	uint32_t *sizes = malloc(nobj * sizeof(*sizes));
-	unsigned char *buf = malloc(P), *local_copy = malloc(P);
-	if (!handles || !sizes || !buf || !local_copy) {
+			(unsigned long long)(o->count * nsizes), gib(need));
+	size_t nobj = (size_t)nsizes * (size_t)o->count;
+	t->handles = malloc(nobj * sizeof(*t->handles));
+	t->sizes = malloc(nobj * sizeof(*t->sizes));
+	t->buf = malloc(P);
+	t->local_copy = malloc(P);
+	if (!t->handles || !t->sizes || !t->buf || !t->local_copy) {
 		fprintf(stderr, "zs testmod: out of memory\n");
 		return 2;
 	}
-	size_t n = 0;
-	unsigned long long total = 0;
-	int rc = 0;
-	for (uint64_t sz = min; sz <= max; sz += step) {
-		if (progress && nsizes > 1)
+	return 0;
+}
+
+/* The module's workload: allocate in ascending size order, fill, read back.
+ * 0, or 2 when an allocation fails. */
+static int run(const struct tm_opts *o, struct tm *t)
+{
+	uint64_t nsizes = (o->max - o->min) / o->step + 1;
+	for (uint64_t sz = o->min; sz <= o->max; sz += o->step) {
+		if (o->progress && nsizes > 1)
 			progress_line("  size %llu/%llu", (unsigned long long)sz,
-				(unsigned long long)max);
-		for (uint64_t k = 0; k < count; k++) {
-			unsigned long h = zs_malloc(pool, (size_t)sz);
+				      (unsigned long long)o->max);
+		for (uint64_t k = 0; k < o->count; k++) {
+			unsigned long h = zs_malloc(t->pool, (size_t)sz);
 			if (ZS_IS_ERR(h)) {
 				fprintf(stderr, "zs testmod: zs_malloc(%llu): %s\n", (unsigned long long)sz,
 					strerror(-ZS_ERR(h)));
-				rc = 2;
-				goto out;
+				return 2;
 			}
-			handles[n] = h;
-			sizes[n++] = (uint32_t)sz;
-			total += (unsigned long long)sz;
+			t->handles[t->n] = h;
+			t->sizes[t->n++] = (uint32_t)sz;
+			t->total += (unsigned long long)sz;
 		}
 	}
-	if (progress)
+	if (o->progress)
 		progress_done();
-	for (size_t i = 0; i < n; i++) {
-		memset(buf, (int)(i & 0xff), sizes[i]);
-		zs_obj_write(pool, handles[i], buf, sizes[i]);
+	for (size_t i = 0; i < t->n; i++) {
+		memset(t->buf, (int)(i & 0xff), t->sizes[i]);
+		zs_obj_write(t->pool, t->handles[i], t->buf, t->sizes[i]);
 	}
-	unsigned long pages = zs_get_total_pages(pool);
-	unsigned long long ratio = total * 1000 / ((unsigned long long)pages * P);
-	size_t nread = 0, spanning = 0, bad = 0;
-	unsigned long long memcpy_bytes = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char *p = zs_obj_read_begin(pool, handles[i], sizes[i], local_copy);
+	t->pages = zs_get_total_pages(t->pool);
+	t->ratio = t->total * 1000 / ((unsigned long long)t->pages * t->P);
+	for (size_t i = 0; i < t->n; i++) {
+		unsigned char *p = zs_obj_read_begin(t->pool, t->handles[i], t->sizes[i], t->local_copy);
 		if (!p) {
-			bad++;
+			t->bad++;
 			continue;
 		}
-		if (p == local_copy) {
-			spanning++;
-			memcpy_bytes += sizes[i];
+		if (p == t->local_copy) {
+			t->spanning++;
+			t->memcpy_bytes += t->sizes[i];
 		}
-		for (uint32_t b = 0; b < sizes[i]; b++)
+		for (uint32_t b = 0; b < t->sizes[i]; b++)
 			if (p[b] != (unsigned char)(i & 0xff)) {
-				bad++;
+				t->bad++;
 				break;
 			}
-		zs_obj_read_end(pool, handles[i], sizes[i], p);
-		nread++;
+		zs_obj_read_end(t->pool, t->handles[i], t->sizes[i], p);
+		t->nread++;
 	}
-	if (json) {
-		printf("{\"page_size\": %zu, \"max_chain\": %u, \"chain_policy\": \"%s\", "
-		       "\"write_objects\": %zu, \"pool_pages\": %lu, \"total_allocated\": %llu, "
-		       "\"utilization_permille\": %llu, \"read_objects\": %zu, \"spanning\": %zu, "
-		       "\"memcpy_bytes\": %llu, \"verify_errors\": %zu}\n",
-		       P, zs_pool_get_config(pool)->max_chain,
-		       chain_policy_name(zs_pool_get_config(pool)->chain_policy), n, pages, total,
-		       ratio, nread, spanning, memcpy_bytes, bad);
-	} else {
-		printf("zsmalloc_test: num write objects: %zu\n", n);
-		printf("zsmalloc_test: pool pages used %lu, total allocated size %llu\n", pages, total);
-		printf("zsmalloc_test: pool memory utilization: %llu.%llu\n", ratio / 10, ratio % 10);
-		printf("zsmalloc_test: num read objects: %zu\n", nread);
-		printf("zsmalloc_test: spanning objects: %zu, total memcpy size: %llu\n", spanning,
-		       memcpy_bytes);
-		if (bad)
-			printf("zsmalloc_test: %zu objects failed verification\n", bad);
+	return 0;
+}
+
+static void print_json(const struct tm *t)
+{
+	const struct zs_pool_config *pc = zs_pool_get_config(t->pool);
+	struct json js;
+	json_init(&js, stdout, 0);
+	json_obj(&js);
+	json_kuint(&js, "page_size", t->P);
+	json_kuint(&js, "max_chain", pc->max_chain);
+	json_kstr(&js, "chain_policy", chain_policy_name(pc->chain_policy));
+	json_kuint(&js, "write_objects", t->n);
+	json_kuint(&js, "pool_pages", t->pages);
+	json_kuint(&js, "total_allocated", t->total);
+	json_kuint(&js, "utilization_permille", t->ratio);
+	json_kuint(&js, "read_objects", t->nread);
+	json_kuint(&js, "spanning", t->spanning);
+	json_kuint(&js, "memcpy_bytes", t->memcpy_bytes);
+	json_kuint(&js, "verify_errors", t->bad);
+	json_obj_end(&js);
+	json_done(&js);
+}
+
+/* The module's own lines. */
+static void print_text(const struct tm *t)
+{
+	printf("zsmalloc_test: num write objects: %zu\n", t->n);
+	printf("zsmalloc_test: pool pages used %lu, total allocated size %llu\n", t->pages, t->total);
+	printf("zsmalloc_test: pool memory utilization: %llu.%llu\n", t->ratio / 10, t->ratio % 10);
+	printf("zsmalloc_test: num read objects: %zu\n", t->nread);
+	printf("zsmalloc_test: spanning objects: %zu, total memcpy size: %llu\n", t->spanning,
+	       t->memcpy_bytes);
+	if (t->bad)
+		printf("zsmalloc_test: %zu objects failed verification\n", t->bad);
+}
+
+static void teardown(struct tm *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		zs_free(t->pool, t->handles[i]);
+	free(t->handles);
+	free(t->sizes);
+	free(t->buf);
+	free(t->local_copy);
+	if (t->pool)
+		zs_destroy_pool(t->pool);
+}
+
+int cmd_testmod(int argc, char **argv)
+{
+	struct tm_opts o;
+	struct tm t = { 0 };
+	int rc = parse(argc, argv, &o);
+	if (rc)
+		return rc == 1 ? 0 : 2;
+	rc = setup(&o, &t);
+	if (!rc)
+		rc = run(&o, &t);
+	if (!rc) {
+		if (o.json)
+			print_json(&t);
+		else
+			print_text(&t);
+		rc = t.bad ? 1 : 0;
 	}
-	if (bad)
-		rc = 1;
-out:
-	for (size_t i = 0; i < n; i++)
-		zs_free(pool, handles[i]);
-	free(handles);
-	free(sizes);
-	free(buf);
-	free(local_copy);
-	zs_destroy_pool(pool);
+	teardown(&t);
 	return rc;
 }

@@ -249,7 +249,22 @@ static double mbps(uint64_t bytes, double s)
 	return s > 0 ? (double)bytes / s / 1e6 : 0.0;
 }
 
-int cmd_zram(int argc, char **argv)
+/* What one run measured, for the printers. */
+struct zrun {
+	struct zs_pageset ps;
+	struct zs_zram *z;
+	unsigned char *out;        /* read-back target, prefaulted */
+	uint64_t bytes, v[9], mism, rss_growth;
+	struct zs_zram_stats st;
+	double tw, tr, cw, cr, twb;
+	int wfail, rfail, wb_rc, have_k;
+	struct zs_zram_wb_result wr;
+	struct zs_kzram_result kr;
+	char kmsg[256];
+};
+
+/* Options -> o; FILEs stay in argv[optind..].  0, 1 after --help, or 2 after a message. */
+static int parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lopts[] = {
 		OPT_POOL_LONGOPTS,
@@ -276,82 +291,61 @@ int cmd_zram(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { .comp = "lz4", .backend = "zsmalloc", .page_size = 4096, .threads = 1,
-			  .max_bytes = 256ull << 20 };
-	struct zs_zram_wb_result wr = { 0, 0 };
-	double twb = 0;
-	int wb_rc = 0;
-	struct zs_zram_config cfg;
-	struct zs_zram_stats st;
-	struct zs_pageset ps;
-	struct zs_kzram_result kr;
-	struct zs_zram *z;
-	unsigned char *out;
-	uint64_t v[9], mism = 0, bytes;
-	double tw, tr;
-	int opt, rc, wfail, rfail, have_k = 0, ret = 0;
-	char kmsg[256] = "", line[256];
+	int opt, rc;
 
-	pool_opts_init(&o.po);
-	o.progress = opt_progress_default();
+	*o = (struct opts){ .comp = "lz4", .backend = "zsmalloc", .page_size = 4096, .threads = 1,
+			    .max_bytes = 256ull << 20 };
+	pool_opts_init(&o->po);
+	o->progress = opt_progress_default();
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		uint64_t x;
 
 		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
-			if (opt_pool_arg("zram", ZRAM_OPTS, opt, optarg, &o.po))
+			if (opt_pool_arg("zram", ZRAM_OPTS, opt, optarg, &o->po))
 				return 2;
 			continue;
 		}
 		switch (opt) {
-		case 'c': o.comp = optarg; break;
-		case 'P': o.progress = 1; break;
-		case 'K': o.kcomp = optarg; break;
-		case 'j': o.json = 1; break;
-		case 'k': o.vs_kernel = 1; break;
-		case 'q': o.quiet = 1; break;
-		case 'a': o.agree = 1; break;
-		case 'D': o.dict = optarg; break;
-		case 'X': o.matrix = 1; break;
-		case 'B': o.backing = optarg; break;
-		case 'C': o.wb_compressed = 1; break;
-		case 'Y': o.wb_drop_cache = 1; break;
+		case 'c': o->comp = optarg; break;
+		case 'P': o->progress = 1; break;
+		case 'K': o->kcomp = optarg; break;
+		case 'j': o->json = 1; break;
+		case 'k': o->vs_kernel = 1; break;
+		case 'q': o->quiet = 1; break;
+		case 'a': o->agree = 1; break;
+		case 'D': o->dict = optarg; break;
+		case 'X': o->matrix = 1; break;
+		case 'B': o->backing = optarg; break;
+		case 'C': o->wb_compressed = 1; break;
+		case 'Y': o->wb_drop_cache = 1; break;
 		case 'W': {
 			static const char *const types[] = { "idle", "huge", "huge_idle",
 							     "incompressible" };
 			for (int k = 0; k < 4; k++)
 				if (!strcmp(optarg, types[k]))
-					o.wb_type = k + 1;
-			if (!o.wb_type) {
+					o->wb_type = k + 1;
+			if (!o->wb_type) {
 				fprintf(stderr, "zs zram: --writeback: unknown type '%s'\n", optarg);
 				return 2;
 			}
 			break;
 		}
 		case 'N':
-		case 'G':
-		case 'T': {
-			char *end;
-			unsigned long long v;
-
-			errno = 0;
-			v = strtoull(optarg, &end, 10);
-			if (errno || end == optarg || *end || optarg[0] == '-' ||
-			    (opt == 'N' && (v < 1 || v > ZS_ZRAM_MAX_WB_BATCH)) ||
-			    (opt == 'G' && v > 16)) {
-				fprintf(stderr, "zs zram: bad number '%s'\n", optarg);
+			if (opt_u64("zram", "--wb-batch", optarg, 1, ZS_ZRAM_MAX_WB_BATCH, &x))
 				return 2;
-			}
-			if (opt == 'N')
-				o.wb_batch = (unsigned)v;
-			else if (opt == 'G')
-				o.group = (unsigned)v;
-			else {
-				o.wb_limit = v;
-				o.wb_limit_set = 1;
-			}
+			o->wb_batch = (unsigned)x;
 			break;
-		}
+		case 'G':
+			if (opt_u64("zram", "--group", optarg, 0, 16, &x))
+				return 2;
+			o->group = (unsigned)x;
+			break;
+		case 'T':
+			if (opt_u64("zram", "--wb-limit", optarg, 0, UINT64_MAX, &o->wb_limit))
+				return 2;
+			o->wb_limit_set = 1;
+			break;
 		case 'L': {
 			char *end;
 			long lv;
@@ -362,13 +356,13 @@ int cmd_zram(int argc, char **argv)
 				fprintf(stderr, "zs zram: bad level '%s'\n", optarg);
 				return 2;
 			}
-			o.level = (int)lv;
+			o->level = (int)lv;
 			break;
 		}
 		case 't':
 			if (opt_u64("zram", "--threads", optarg, 1, 64, &x))
 				return 2;
-			o.threads = (unsigned)x;
+			o->threads = (unsigned)x;
 			break;
 		case 'l':
 		case 'm':
@@ -376,11 +370,11 @@ int cmd_zram(int argc, char **argv)
 				      &x))
 				return 2;
 			if (opt == 'l')
-				o.limit = x;
+				o->limit = x;
 			else
-				o.max_bytes = x;
+				o->max_bytes = x;
 			break;
-		case 'h': usage(stdout); return 0;
+		case 'h': usage(stdout); return 1;
 		default: return opt_bad("zram", argc, argv);
 		}
 	}
@@ -389,296 +383,359 @@ int cmd_zram(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	o.backend = o.po.backend;
-	if (o.po.set & OPT_PAGE_SIZE)
-		o.page_size = o.po.cfg.page_size;
-	if ((rc = zs_comp_check(o.comp))) {
-		fprintf(stderr, "zs zram: compressor '%s': %s%s\n", o.comp, strerror(-rc),
+	o->backend = o->po.backend;
+	if (o->po.set & OPT_PAGE_SIZE)
+		o->page_size = o->po.cfg.page_size;
+	if ((rc = zs_comp_check(o->comp))) {
+		fprintf(stderr, "zs zram: compressor '%s': %s%s\n", o->comp, strerror(-rc),
 			rc == -EOPNOTSUPP ? " (lzo-rle is kernel-only; use lzo)" : "");
 		return 2;
 	}
-	if (!o.backing && (o.wb_type || o.wb_compressed || o.wb_batch || o.wb_limit_set ||
-			   o.wb_drop_cache)) {
+	if (!o->backing && (o->wb_type || o->wb_compressed || o->wb_batch || o->wb_limit_set ||
+			   o->wb_drop_cache)) {
 		fprintf(stderr, "zs zram: the --writeback/--wb-* options need --backing FILE\n");
 		return 2;
 	}
-	if (o.agree && !o.vs_kernel) {
+	if (o->agree && !o->vs_kernel) {
 		fprintf(stderr, "zs zram: --agree needs --vs-kernel\n");
 		return 2;
 	}
-	if (o.vs_kernel && o.page_size != 4096) {
+	if (o->vs_kernel && o->page_size != 4096) {
 		fprintf(stderr, "zs zram: --vs-kernel needs --page-size 4096\n");
 		return 2;
 	}
-	if (!o.kcomp) {
+	if (!o->kcomp) {
 		/* The kernel names the algorithm without our level suffix. */
 		static char kbuf[32];
 
-		snprintf(kbuf, sizeof(kbuf), "%s", o.comp);
+		snprintf(kbuf, sizeof(kbuf), "%s", o->comp);
 		kbuf[strcspn(kbuf, ":")] = 0;
-		o.kcomp = kbuf;
+		o->kcomp = kbuf;
 	}
+	o->quiet |= o->json;
+	if (o->quiet)
+		o->progress = 0;
+	return 0;
+}
 
+/* Load the pages, create the store (and --agree's page selection), map the read target.
+ * 0, or 2 after a message; zrun_free() releases what was made either way. */
+static int setup(const struct opts *o, char **paths, int npaths, struct zrun *r)
+{
 	/* The loader skips what it cannot read inside directories; a path named
 	 * on the command line that does not exist is a typo, not an empty set. */
-	for (int i = optind; i < argc; i++)
-		if (opt_path("zram", "FILE", argv[i], 1))
+	for (int i = 0; i < npaths; i++)
+		if (opt_path("zram", "FILE", paths[i], 1))
 			return 2;
-	o.quiet |= o.json;
-	if (o.quiet)
-		o.progress = 0;
-	if (o.progress)
+	if (o->progress)
 		fprintf(stderr, "zs zram: loading pages...\n");
-	rc = zs_pageset_load(&ps, o.page_size, argv + optind, argc - optind, o.max_bytes);
-	if (rc || !ps.npages) {
-		fprintf(stderr, "zs zram: no pages loaded (%s)\n", rc ? strerror(-rc) : "empty");
+	int lrc = zs_pageset_load(&r->ps, o->page_size, paths, npaths, o->max_bytes);
+	if (lrc || !r->ps.npages) {
+		fprintf(stderr, "zs zram: no pages loaded (%s)\n", lrc ? strerror(-lrc) : "empty");
 		return 2;
 	}
-	bytes = (uint64_t)ps.npages * ps.page_size;
-	if (o.matrix) {
-		ret = zram_matrix(&ps, o.dict, o.json);
-		zs_pageset_free(&ps);
-		return ret;
-	}
+	r->bytes = (uint64_t)r->ps.npages * r->ps.page_size;
+	if (o->matrix)
+		return 0;
+
+	struct zs_zram_config cfg;
+	int rc;
 
 	zs_zram_config_init(&cfg);
-	cfg.page_size = o.page_size;
-	cfg.disksize = bytes;
-	cfg.comp = o.comp;
-	cfg.backend.kind = o.backend;
-	cfg.backend.zs = o.po.cfg;
-	cfg.deferred_free = o.po.deferred;
-	cfg.mem_limit = o.limit;
-	cfg.comp_level = o.level;
-	cfg.comp_dict_path = o.dict;
-	cfg.backing_path = o.backing;
-	cfg.group_pages = o.group;
-	cfg.writeback_batch_size = o.wb_batch;
-	cfg.writeback_compressed = o.wb_compressed;
-	rc = zs_zram_create(&cfg, &z);
+	cfg.page_size = o->page_size;
+	cfg.disksize = r->bytes;
+	cfg.comp = o->comp;
+	cfg.backend.kind = o->backend;
+	cfg.backend.zs = o->po.cfg;
+	cfg.deferred_free = o->po.deferred;
+	cfg.mem_limit = o->limit;
+	cfg.comp_level = o->level;
+	cfg.comp_dict_path = o->dict;
+	cfg.backing_path = o->backing;
+	cfg.group_pages = o->group;
+	cfg.writeback_batch_size = o->wb_batch;
+	cfg.writeback_compressed = o->wb_compressed;
+	rc = zs_zram_create(&cfg, &r->z);
 	if (rc) {
-		fprintf(stderr, "zs zram: store (backend %s, page size %zu, comp %s): %s%s\n", o.backend,
-			o.page_size, o.comp, strerror(-rc),
+		fprintf(stderr, "zs zram: store (backend %s, page size %zu, comp %s): %s%s\n", o->backend,
+			o->page_size, o->comp, strerror(-rc),
 			rc == -EOPNOTSUPP ? " (this backend cannot hold a zram store; use zsmalloc, "
 					    "zblock or malloc)"
-			: o.dict || o.level ? " (check --level/--dict for this compressor)" : "");
-		zs_pageset_free(&ps);
+			: o->dict || o->level ? " (check --level/--dict for this compressor)" : "");
 		return 2;
 	}
-	if (o.agree) {
-		size_t before = ps.npages;
+	if (o->agree) {
+		size_t before = r->ps.npages;
 
-		rc = keep_agreeing_pages(&ps, z, o.comp, o.kcomp, kmsg, sizeof(kmsg));
+		rc = keep_agreeing_pages(&r->ps, r->z, o->comp, o->kcomp, r->kmsg, sizeof(r->kmsg));
 		if (rc) {
-			fprintf(stderr, "zs zram: --agree: %s\n", kmsg[0] ? kmsg : strerror(-rc));
-			zs_zram_destroy(z);
-			zs_pageset_free(&ps);
+			fprintf(stderr, "zs zram: --agree: %s\n", r->kmsg[0] ? r->kmsg : strerror(-rc));
 			return 2;
 		}
-		fprintf(o.json ? stderr : stdout,
+		fprintf(o->json ? stderr : stdout,
 			"zs zram: --agree: %zu of %zu pages compress to the same size in the "
-			"kernel and here; using those\n", ps.npages, before);
-		bytes = (uint64_t)ps.npages * ps.page_size;
-		if (!ps.npages) {
-			zs_zram_destroy(z);
-			zs_pageset_free(&ps);
+			"kernel and here; using those\n", r->ps.npages, before);
+		r->bytes = (uint64_t)r->ps.npages * r->ps.page_size;
+		if (!r->ps.npages)
 			return 2;
-		}
 	}
-	out = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (out == MAP_FAILED) {
+	r->out = mmap(NULL, r->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (r->out == MAP_FAILED) {
+		r->out = NULL;
 		fprintf(stderr, "zs zram: out of memory\n");
-		zs_zram_destroy(z);
-		zs_pageset_free(&ps);
 		return 2;
 	}
 	/* Prefault the read target so page faults are not billed to reads. */
-	memset(out, 0, bytes);
+	memset(r->out, 0, r->bytes);
+	return 0;
+}
 
-	phase_group = o.group;
+/* Write, writeback, read back, compare, and the kernel's side.  0, 1 (mismatches,
+ * writeback error) or 2 (--vs-kernel failed). */
+static int run(const struct opts *o, struct zrun *r)
+{
+	phase_group = o->group;
 	/* Memory the writes made resident: the store's pages or, for malloc kinds (whose
 	 * own counters may count reserved arenas), the heap they grew. */
+	int rc, ret = 0;
 	size_t rss0 = zs_process_rss();
-	double cw = cpu_s();
-	tw = run_phase(z, &ps, out, o.threads, 1, o.progress, &wfail);
-	cw = cpu_s() - cw;
+	r->cw = cpu_s();
+	r->tw = run_phase(r->z, &r->ps, r->out, o->threads, 1, o->progress, &r->wfail);
+	r->cw = cpu_s() - r->cw;
 	size_t rss1 = zs_process_rss();
-	uint64_t rss_growth = rss1 > rss0 ? rss1 - rss0 : 0;
-	zs_zram_get_stats(z, &st);
-	if (o.wb_type) {
+	r->rss_growth = rss1 > rss0 ? rss1 - rss0 : 0;
+	zs_zram_get_stats(r->z, &r->st);
+	if (o->wb_type) {
 		struct zs_zram_stats st2;
 
-		if (o.wb_type == ZS_ZRAM_WB_IDLE || o.wb_type == ZS_ZRAM_WB_HUGE_IDLE)
-			zs_zram_mark_idle(z, 0);
-		if (o.wb_limit_set)
-			zs_zram_set_writeback_limit(z, 1, o.wb_limit);
-		twb = tool_now();
-		wb_rc = zs_zram_writeback(z, (enum zs_zram_wb_type)o.wb_type, 0, &wr);
-		twb = tool_now() - twb;
-		if (o.wb_drop_cache) {
-			int fd = open(o.backing, O_RDWR);
+		if (o->wb_type == ZS_ZRAM_WB_IDLE || o->wb_type == ZS_ZRAM_WB_HUGE_IDLE)
+			zs_zram_mark_idle(r->z, 0);
+		if (o->wb_limit_set)
+			zs_zram_set_writeback_limit(r->z, 1, o->wb_limit);
+		r->twb = tool_now();
+		r->wb_rc = zs_zram_writeback(r->z, (enum zs_zram_wb_type)o->wb_type, 0, &r->wr);
+		r->twb = tool_now() - r->twb;
+		if (o->wb_drop_cache) {
+			int fd = open(o->backing, O_RDWR);
 
 			if (fd < 0 || fsync(fd) || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
 				fprintf(stderr, "zs zram: --wb-drop-cache: %s\n", strerror(errno));
 			if (fd >= 0)
 				close(fd);
 		}
-		zs_zram_get_stats(z, &st2);
-		st.bd_count = st2.bd_count;
-		st.bd_writes = st2.bd_writes;
-		if (!o.quiet)
-			fprintf(stderr, "zs zram: writeback: %lu of %lu pages (%s)\n", wr.written,
-				wr.scanned, wb_rc ? strerror(-wb_rc) : "ok");
-		if (wb_rc)
+		zs_zram_get_stats(r->z, &st2);
+		r->st.bd_count = st2.bd_count;
+		r->st.bd_writes = st2.bd_writes;
+		if (!o->quiet)
+			fprintf(stderr, "zs zram: writeback: %lu of %lu pages (%s)\n", r->wr.written,
+				r->wr.scanned, r->wb_rc ? strerror(-r->wb_rc) : "ok");
+		if (r->wb_rc)
 			ret = 1;
 		/* The memory numbers printed are those after writeback. */
-		st.mem_used_total = st2.mem_used_total;
-		st.compr_data_size = st2.compr_data_size;
-		st.huge_pages = st2.huge_pages;
+		r->st.mem_used_total = st2.mem_used_total;
+		r->st.compr_data_size = st2.compr_data_size;
+		r->st.huge_pages = st2.huge_pages;
 	}
-	double cr = cpu_s();
-	tr = run_phase(z, &ps, out, o.threads, 0, o.progress, &rfail);
-	cr = cpu_s() - cr;
-	if (o.wb_type) {
+	r->cr = cpu_s();
+	r->tr = run_phase(r->z, &r->ps, r->out, o->threads, 0, o->progress, &r->rfail);
+	r->cr = cpu_s() - r->cr;
+	if (o->wb_type) {
 		struct zs_zram_stats st3;
 
-		zs_zram_get_stats(z, &st3);
-		st.bd_reads = st3.bd_reads;
+		zs_zram_get_stats(r->z, &st3);
+		r->st.bd_reads = st3.bd_reads;
 	}
-	for (size_t i = 0; i < ps.npages; i++)
-		mism += memcmp(out + i * ps.page_size, ps.data + i * ps.page_size, ps.page_size) != 0;
+	for (size_t i = 0; i < r->ps.npages; i++)
+		r->mism += memcmp(r->out + i * r->ps.page_size, r->ps.data + i * r->ps.page_size, r->ps.page_size) != 0;
 	/* Pages whose write failed (limit) read back as zeros; they are not lost data. */
-	if (wfail && mism >= (uint64_t)wfail)
-		mism -= (uint64_t)wfail;
-	mm_array(&st, v);
+	if (r->wfail && r->mism >= (uint64_t)r->wfail)
+		r->mism -= (uint64_t)r->wfail;
+	mm_array(&r->st, r->v);
 
-	if (o.vs_kernel) {
-		if (!o.quiet)
-			fprintf(stderr, "zs zram: kernel zram (%s), O_DIRECT 4 KiB...\n", o.kcomp);
-		rc = zs_kzram_run(o.kcomp, ps.data, ps.npages, &kr, kmsg, sizeof(kmsg));
+	if (o->vs_kernel) {
+		if (!o->quiet)
+			fprintf(stderr, "zs zram: kernel zram (%s), O_DIRECT 4 KiB...\n", o->kcomp);
+		rc = zs_kzram_run(o->kcomp, r->ps.data, r->ps.npages, &r->kr, r->kmsg, sizeof(r->kmsg));
 		if (rc) {
-			fprintf(stderr, "zs zram: --vs-kernel: %s\n", kmsg[0] ? kmsg : strerror(-rc));
+			fprintf(stderr, "zs zram: --vs-kernel: %s\n", r->kmsg[0] ? r->kmsg : strerror(-rc));
 			ret = 2;
 		} else {
-			have_k = 1;
+			r->have_k = 1;
 		}
 	}
 
-	if (o.json) {
-		printf("{\"pages\": %zu, \"files\": %zu, \"file_bytes\": %llu, \"page_size\": %zu, "
-		       "\"comp\": \"%s\", \"backend\": \"%s\", \"threads\": %u,\n",
-		       ps.npages, ps.files, (unsigned long long)ps.file_bytes, ps.page_size,
-		       zs_zram_comp_name(z), o.backend, o.threads);
-		if (o.wb_type)
-			printf(" \"writeback\": {\"written\": %lu, \"scanned\": %lu, \"rc\": %d, "
-			       "\"seconds\": %.6f, \"MBps\": %.1f, \"read_us_per_page\": %.3f, "
-			       "\"bd_count\": %llu, \"bd_reads\": %llu, \"bd_writes\": %llu, "
-			       "\"compressed\": %d},\n",
-			       wr.written, wr.scanned, wb_rc, twb,
-			       mbps((uint64_t)wr.written * ps.page_size, twb),
-			       1e6 * tr / (double)ps.npages, (unsigned long long)st.bd_count,
-			       (unsigned long long)st.bd_reads, (unsigned long long)st.bd_writes,
-			       o.wb_compressed);
-		printf(" \"store\": {");
-		for (int i = 0; i < 9; i++)
-			printf("\"%s\": %llu, ", mm_cols[i], (unsigned long long)v[i]);
-		printf("\"failed_reads\": %llu, \"failed_writes\": %llu, \"notify_free\": %llu, "
-		       "\"ratio\": %.4f, \"ratio_compr\": %.4f, \"write_s\": %.6f, \"read_s\": %.6f, "
-		       "\"write_MBps\": %.1f, \"read_MBps\": %.1f, \"write_cpu_s\": %.4f, "
-		       "\"read_cpu_s\": %.4f, \"group\": %u, \"mismatches\": %llu, "
-		       "\"rss_growth\": %llu}",
-		       (unsigned long long)st.failed_reads, (unsigned long long)st.failed_writes,
-		       (unsigned long long)st.notify_free, ratio(v[0], v[2]), ratio(v[0], v[1]), tw,
-		       tr, mbps(bytes, tw), mbps(bytes, tr), cw, cr, o.group ? o.group : 1,
-		       (unsigned long long)mism,
-		       (unsigned long long)rss_growth);
-		if (have_k) {
-			printf(",\n \"kernel\": {\"comp\": \"%s\", ", kr.comp);
-			for (int i = 0; i < 9; i++)
-				printf("\"%s\": %llu, ", mm_cols[i], (unsigned long long)kr.mm_stat[i]);
-			printf("\"ratio\": %.4f, \"write_s\": %.6f, \"read_s\": %.6f, "
-			       "\"write_MBps\": %.1f, \"read_MBps\": %.1f, \"mismatches\": %llu}",
-			       ratio(kr.mm_stat[0], kr.mm_stat[2]), kr.write_s, kr.read_s,
-			       mbps(bytes, kr.write_s), mbps(bytes, kr.read_s),
-			       (unsigned long long)kr.mismatches);
-		}
-		printf("}\n");
-	} else {
-		printf("zs zram: %zu pages (%.1f MiB) from %zu files; comp %s, backend %s, page %zu, "
-		       "threads %u\n",
-		       ps.npages, (double)bytes / 1048576.0, ps.files, zs_zram_comp_name(z), o.backend,
-		       ps.page_size, o.threads);
-		zs_zram_format_mm_stat(&st, line, sizeof(line));
-		printf("mm_stat  %s", line);
-		zs_zram_format_io_stat(&st, line, sizeof(line));
-		printf("io_stat  %s", line);
-		if (o.wb_type) {
-			zs_zram_format_bd_stat(&st, line, sizeof(line));
-			printf("bd_stat  %s", line);
-			printf("writeback: %lu of %lu pages in %.3f s (%.1f MB/s%s), %s; read back "
-			       "%.2f us/page\n",
-			       wr.written, wr.scanned, twb,
-			       mbps((uint64_t)wr.written * ps.page_size, twb),
-			       o.wb_compressed ? ", compressed" : "",
-			       wb_rc ? strerror(-wb_rc) : "ok", 1e6 * tr / (double)ps.npages);
-		}
-		printf("\n%-18s %16s", "", "store");
-		if (have_k)
-			printf(" %16s %10s", "kernel", "store/kern");
-		printf("\n");
-		for (int i = 0; i < 9; i++) {
-			printf("%-18s %16llu", mm_cols[i], (unsigned long long)v[i]);
-			if (have_k) {
-				printf(" %16llu", (unsigned long long)kr.mm_stat[i]);
-				if (kr.mm_stat[i])
-					printf(" %10.4f", ratio(v[i], kr.mm_stat[i]));
-			}
-			printf("\n");
-		}
-		printf("%-18s %16llu\n", "rss growth (write)", (unsigned long long)rss_growth);
-		printf("%-18s %16.3f", "ratio orig/mem", ratio(v[0], v[2]));
-		if (have_k)
-			printf(" %16.3f", ratio(kr.mm_stat[0], kr.mm_stat[2]));
-		printf("\n%-18s %16.3f", "ratio orig/compr", ratio(v[0], v[1]));
-		if (have_k)
-			printf(" %16.3f", ratio(kr.mm_stat[0], kr.mm_stat[1]));
-		printf("\n%-18s %16.1f", "write MB/s", mbps(bytes, tw));
-		if (have_k)
-			printf(" %16.1f %10.2f", mbps(bytes, kr.write_s), kr.write_s / tw);
-		printf("\n%-18s %16.0f", "write pages/s", (double)ps.npages / tw);
-		if (have_k)
-			printf(" %16.0f", (double)ps.npages / kr.write_s);
-		printf("\n%-18s %16.1f", "read MB/s", mbps(bytes, tr));
-		if (have_k)
-			printf(" %16.1f %10.2f", mbps(bytes, kr.read_s), kr.read_s / tr);
-		printf("\n%-18s %16.0f", "read pages/s", (double)ps.npages / tr);
-		if (have_k)
-			printf(" %16.0f", (double)ps.npages / kr.read_s);
-		printf("\n%-18s %16.3f", "write cpu s", cw);
-		printf("\n%-18s %16.3f", "read cpu s", cr);
-		printf("\n%-18s %16llu", "mismatches", (unsigned long long)mism);
-		if (have_k)
-			printf(" %16llu", (unsigned long long)kr.mismatches);
-		printf("\n");
-		if (have_k) {
-			double dm = 100.0 * ((double)v[2] - (double)kr.mm_stat[2]) /
-				    (double)(kr.mm_stat[2] ? kr.mm_stat[2] : 1);
-			double dc = 100.0 * ((double)v[1] - (double)kr.mm_stat[1]) /
-				    (double)(kr.mm_stat[1] ? kr.mm_stat[1] : 1);
-
-			printf("mem_used_total: store %+.2f%% vs kernel (compr_data_size %+.2f%%)\n",
-			       dm, dc);
-			if (o.threads > 1)
-				printf("note: the kernel side is single threaded; store uses %u threads\n",
-				       o.threads);
-		}
-		if (wfail)
-			printf("failed writes: %d (memory limit)\n", wfail);
-	}
-	if (mism || rfail || (have_k && kr.mismatches))
+	if (r->mism || r->rfail || (r->have_k && r->kr.mismatches))
 		ret = 1;
-	munmap(out, bytes);
-	zs_zram_destroy(z);
-	zs_pageset_free(&ps);
 	return ret;
+}
+
+static void print_json(const struct opts *o, const struct zrun *r)
+{
+	struct json js;
+	json_init(&js, stdout, 1);
+	json_obj(&js);
+	json_kuint(&js, "pages", r->ps.npages);
+	json_kuint(&js, "files", r->ps.files);
+	json_kuint(&js, "file_bytes", r->ps.file_bytes);
+	json_kuint(&js, "page_size", r->ps.page_size);
+	json_kstr(&js, "comp", zs_zram_comp_name(r->z));
+	json_kstr(&js, "backend", o->backend);
+	json_kuint(&js, "threads", o->threads);
+	if (o->wb_type) {
+		json_kobj(&js, "writeback");
+		json_kuint(&js, "written", r->wr.written);
+		json_kuint(&js, "scanned", r->wr.scanned);
+		json_kint(&js, "rc", r->wb_rc);
+		json_kfixed(&js, "seconds", r->twb, 6);
+		json_kfixed(&js, "MBps", mbps((uint64_t)r->wr.written * r->ps.page_size, r->twb), 1);
+		json_kfixed(&js, "read_us_per_page", 1e6 * r->tr / (double)r->ps.npages, 3);
+		json_kuint(&js, "bd_count", r->st.bd_count);
+		json_kuint(&js, "bd_reads", r->st.bd_reads);
+		json_kuint(&js, "bd_writes", r->st.bd_writes);
+		json_kint(&js, "compressed", o->wb_compressed);
+		json_obj_end(&js);
+	}
+	json_kobj(&js, "store");
+	for (int i = 0; i < 9; i++)
+		json_kuint(&js, mm_cols[i], r->v[i]);
+	json_kuint(&js, "failed_reads", r->st.failed_reads);
+	json_kuint(&js, "failed_writes", r->st.failed_writes);
+	json_kuint(&js, "notify_free", r->st.notify_free);
+	json_kfixed(&js, "ratio", ratio(r->v[0], r->v[2]), 4);
+	json_kfixed(&js, "ratio_compr", ratio(r->v[0], r->v[1]), 4);
+	json_kfixed(&js, "write_s", r->tw, 6);
+	json_kfixed(&js, "read_s", r->tr, 6);
+	json_kfixed(&js, "write_MBps", mbps(r->bytes, r->tw), 1);
+	json_kfixed(&js, "read_MBps", mbps(r->bytes, r->tr), 1);
+	json_kfixed(&js, "write_cpu_s", r->cw, 4);
+	json_kfixed(&js, "read_cpu_s", r->cr, 4);
+	json_kuint(&js, "group", o->group ? o->group : 1);
+	json_kuint(&js, "mismatches", r->mism);
+	json_kuint(&js, "rss_growth", r->rss_growth);
+	json_obj_end(&js);
+	if (r->have_k) {
+		json_kobj(&js, "kernel");
+		json_kstr(&js, "comp", r->kr.comp);
+		for (int i = 0; i < 9; i++)
+			json_kuint(&js, mm_cols[i], r->kr.mm_stat[i]);
+		json_kfixed(&js, "ratio", ratio(r->kr.mm_stat[0], r->kr.mm_stat[2]), 4);
+		json_kfixed(&js, "write_s", r->kr.write_s, 6);
+		json_kfixed(&js, "read_s", r->kr.read_s, 6);
+		json_kfixed(&js, "write_MBps", mbps(r->bytes, r->kr.write_s), 1);
+		json_kfixed(&js, "read_MBps", mbps(r->bytes, r->kr.read_s), 1);
+		json_kuint(&js, "mismatches", r->kr.mismatches);
+		json_obj_end(&js);
+	}
+	json_obj_end(&js);
+	json_done(&js);
+}
+
+static void print_text(const struct opts *o, const struct zrun *r)
+{
+	char line[256];
+
+	printf("zs zram: %zu pages (%.1f MiB) from %zu files; comp %s, backend %s, page %zu, "
+	       "threads %u\n",
+	       r->ps.npages, (double)r->bytes / 1048576.0, r->ps.files, zs_zram_comp_name(r->z), o->backend,
+	       r->ps.page_size, o->threads);
+	zs_zram_format_mm_stat(&r->st, line, sizeof(line));
+	printf("mm_stat  %s", line);
+	zs_zram_format_io_stat(&r->st, line, sizeof(line));
+	printf("io_stat  %s", line);
+	if (o->wb_type) {
+		zs_zram_format_bd_stat(&r->st, line, sizeof(line));
+		printf("bd_stat  %s", line);
+		printf("writeback: %lu of %lu pages in %.3f s (%.1f MB/s%s), %s; read back "
+		       "%.2f us/page\n",
+		       r->wr.written, r->wr.scanned, r->twb,
+		       mbps((uint64_t)r->wr.written * r->ps.page_size, r->twb),
+		       o->wb_compressed ? ", compressed" : "",
+		       r->wb_rc ? strerror(-r->wb_rc) : "ok", 1e6 * r->tr / (double)r->ps.npages);
+	}
+	printf("\n%-18s %16s", "", "store");
+	if (r->have_k)
+		printf(" %16s %10s", "kernel", "store/kern");
+	printf("\n");
+	for (int i = 0; i < 9; i++) {
+		printf("%-18s %16llu", mm_cols[i], (unsigned long long)r->v[i]);
+		if (r->have_k) {
+			printf(" %16llu", (unsigned long long)r->kr.mm_stat[i]);
+			if (r->kr.mm_stat[i])
+				printf(" %10.4f", ratio(r->v[i], r->kr.mm_stat[i]));
+		}
+		printf("\n");
+	}
+	printf("%-18s %16llu\n", "rss growth (write)", (unsigned long long)r->rss_growth);
+	printf("%-18s %16.3f", "ratio orig/mem", ratio(r->v[0], r->v[2]));
+	if (r->have_k)
+		printf(" %16.3f", ratio(r->kr.mm_stat[0], r->kr.mm_stat[2]));
+	printf("\n%-18s %16.3f", "ratio orig/compr", ratio(r->v[0], r->v[1]));
+	if (r->have_k)
+		printf(" %16.3f", ratio(r->kr.mm_stat[0], r->kr.mm_stat[1]));
+	printf("\n%-18s %16.1f", "write MB/s", mbps(r->bytes, r->tw));
+	if (r->have_k)
+		printf(" %16.1f %10.2f", mbps(r->bytes, r->kr.write_s), r->kr.write_s / r->tw);
+	printf("\n%-18s %16.0f", "write pages/s", (double)r->ps.npages / r->tw);
+	if (r->have_k)
+		printf(" %16.0f", (double)r->ps.npages / r->kr.write_s);
+	printf("\n%-18s %16.1f", "read MB/s", mbps(r->bytes, r->tr));
+	if (r->have_k)
+		printf(" %16.1f %10.2f", mbps(r->bytes, r->kr.read_s), r->kr.read_s / r->tr);
+	printf("\n%-18s %16.0f", "read pages/s", (double)r->ps.npages / r->tr);
+	if (r->have_k)
+		printf(" %16.0f", (double)r->ps.npages / r->kr.read_s);
+	printf("\n%-18s %16.3f", "write cpu s", r->cw);
+	printf("\n%-18s %16.3f", "read cpu s", r->cr);
+	printf("\n%-18s %16llu", "mismatches", (unsigned long long)r->mism);
+	if (r->have_k)
+		printf(" %16llu", (unsigned long long)r->kr.mismatches);
+	printf("\n");
+	if (r->have_k) {
+		double dm = 100.0 * ((double)r->v[2] - (double)r->kr.mm_stat[2]) /
+			    (double)(r->kr.mm_stat[2] ? r->kr.mm_stat[2] : 1);
+		double dc = 100.0 * ((double)r->v[1] - (double)r->kr.mm_stat[1]) /
+			    (double)(r->kr.mm_stat[1] ? r->kr.mm_stat[1] : 1);
+
+		printf("mem_used_total: store %+.2f%% vs kernel (compr_data_size %+.2f%%)\n",
+		       dm, dc);
+		if (o->threads > 1)
+			printf("note: the kernel side is single threaded; store uses %u threads\n",
+			       o->threads);
+	}
+	if (r->wfail)
+		printf("failed writes: %d (memory limit)\n", r->wfail);
+}
+
+static void zrun_free(struct zrun *r)
+{
+	if (r->out)
+		munmap(r->out, r->bytes);
+	if (r->z)
+		zs_zram_destroy(r->z);
+	if (r->ps.data)
+		zs_pageset_free(&r->ps);
+}
+
+int cmd_zram(int argc, char **argv)
+{
+	struct opts o;
+	int rc = parse(argc, argv, &o);
+	if (rc)
+		return rc == 1 ? 0 : 2;
+	struct zrun *r = calloc(1, sizeof(*r));
+	if (!r)
+		return 2;
+	rc = setup(&o, argv + optind, argc - optind, r);
+	if (!rc && o.matrix)
+		rc = zram_matrix(&r->ps, o.dict, o.json);
+	else if (!rc) {
+		rc = run(&o, r);
+		if (o.json)
+			print_json(&o, r);
+		else
+			print_text(&o, r);
+	}
+	zrun_free(r);
+	free(r);
+	return rc;
 }

@@ -26,42 +26,24 @@ void pool_opts_init(struct pool_opts *po)
 	po->backend = "zsmalloc";
 }
 
-int parse_u64(const char *s, uint64_t *out)
+int opt_free_mode(const char *cmd, const char *opt, const char *s, enum zs_free_mode *out)
 {
-	char *end;
-	if (!s || *s < '0' || *s > '9') /* strtoull would take "-1" as 2^64-1 and " 5" as 5 */
-		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return -1;
-	*out = v;
+	if (parse_free_mode(s, out)) {
+		fprintf(stderr, "zs %s: %s: '%s' is not one of: " FREE_MODE_NAMES "\n", cmd, opt, s);
+		return 2;
+	}
 	return 0;
 }
 
-int parse_bytes(const char *s, uint64_t *out)
+int opt_double(const char *cmd, const char *opt, const char *s, double lo, double hi,
+	       double *out)
 {
-	char *end;
-	if (!s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	unsigned shift = 0;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
+	double v;
+	if (parse_double(s, &v) || v < lo || v > hi) {
+		fprintf(stderr, "zs %s: %s: '%s' is not a number in %g..%g\n", cmd, opt, s, lo, hi);
+		return 2;
 	}
-	if (shift && *end == 'i')
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -1;
-	*out = (uint64_t)v << shift;
+	*out = v;
 	return 0;
 }
 
@@ -313,18 +295,7 @@ int opt_pool_arg(const char *cmd, unsigned accepted, int code, const char *arg,
 		}
 		return 0;
 	case OPTC_FREE_MODE:
-		if (!strcmp(arg, "pool"))
-			po->cfg.free_mode = ZS_FREE_POOL_LOCK;
-		else if (!strcmp(arg, "class"))
-			po->cfg.free_mode = ZS_FREE_CLASS_INDEX;
-		else if (!strcmp(arg, "class-unlocked"))
-			po->cfg.free_mode = ZS_FREE_CLASS_INDEX_UNLOCKED;
-		else {
-			fprintf(stderr, "zs %s: %s: '%s' is not one of: pool, class, class-unlocked\n",
-				cmd, name, arg);
-			return 2;
-		}
-		return 0;
+		return opt_free_mode(cmd, name, arg, &po->cfg.free_mode);
 	case OPTC_DEFERRED:
 		po->deferred = 1;
 		return 0;
@@ -357,20 +328,4 @@ void opt_pool_help(FILE *f, unsigned accepted)
 	for (unsigned i = 0; i < sizeof(help) / sizeof(help[0]); i++)
 		if (accepted & (1u << i))
 			fputs(help[i], f);
-}
-
-/* One JSON string writer for every command: quotes, backslashes and control bytes escaped. */
-void json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
 }

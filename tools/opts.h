@@ -13,6 +13,8 @@
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "json.h"
+#include "parse.h"
 #include "zs/zsmalloc.h"
 
 /* Pool options a command accepts (a mask) and which were given (po->set). */
@@ -81,9 +83,12 @@ int opt_u64(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64
 	    uint64_t *out);
 int opt_bytes(const char *cmd, const char *opt, const char *s, uint64_t lo, uint64_t hi,
 	      uint64_t *out);
-/* Same rules, no message: 0 or -1. */
-int parse_u64(const char *s, uint64_t *out);
-int parse_bytes(const char *s, uint64_t *out);
+/* A finite number in lo..hi (parse_double); 0, or 2 after the message. */
+int opt_double(const char *cmd, const char *opt, const char *s, double lo, double hi,
+	       double *out);
+/* A --free-mode value (parse_free_mode); 0, or 2 after the message. */
+int opt_free_mode(const char *cmd, const char *opt, const char *s, enum zs_free_mode *out);
+/* The same rules without a message (parse_u64, parse_bytes, ...) are in parse.h. */
 
 /*
  * A path option: must exist; a regular file must be non-empty, a directory
@@ -105,9 +110,6 @@ void progress_done(void);
 /* MemAvailable from /proc/meminfo, or less when this process's cgroup has less
  * room under its memory limit; bytes, 0 if unknown. */
 uint64_t mem_available(void);
-
-/* `s` as a JSON string literal (quotes, backslashes and control bytes escaped). */
-void json_string(FILE *f, const char *s);
 
 const char *chain_policy_name(enum zs_chain_policy p);
 const char *free_mode_name(enum zs_free_mode m);

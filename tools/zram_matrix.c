@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "cmds.h"
+#include "json.h"
 #include "util.h"
 #include "zs/compress.h"
 #include "zs/zram.h"
@@ -115,16 +116,21 @@ int zram_matrix(const struct zs_pageset *ps, const char *dict, int json)
 	static const unsigned groups[] = { 1, 16 };
 	uint64_t bytes = (uint64_t)ps->npages * ps->page_size;
 	unsigned char *out = malloc(bytes);
-	int bad = 0, first = 1;
+	int bad = 0;
+	struct json js;
 
 	if (!out) {
 		fprintf(stderr, "zs zram --matrix: out of memory\n");
 		return 2;
 	}
-	if (json)
-		printf("{\"pages\": %zu, \"page_size\": %zu, \"files\": %zu, \"rows\": [\n",
-		       ps->npages, ps->page_size, ps->files);
-	else
+	if (json) {
+		json_init(&js, stdout, 2);
+		json_obj(&js);
+		json_kuint(&js, "pages", ps->npages);
+		json_kuint(&js, "page_size", ps->page_size);
+		json_kuint(&js, "files", ps->files);
+		json_karr(&js, "rows");
+	} else
 		printf("%-16s %5s %10s %10s %12s %12s %9s %9s %9s %9s %8s %8s %s\n", "comp",
 		       "group", "orig/mem", "orig/compr", "compr_bytes", "mem_bytes", "write_MBs",
 		       "read_MBs", "write_cpu", "read_cpu", "rd4k_us", "wr4k_us", "check");
@@ -141,25 +147,23 @@ int zram_matrix(const struct zs_pageset *ps, const char *dict, int json)
 				run_one(ps, comps[c], d ? dict : NULL, groups[g], out, &r);
 				bad |= r.rc || r.mismatches;
 				if (json) {
-					printf("%s {\"comp\": \"%s\", \"group_bytes\": %zu, "
-					       "\"rc\": %d, \"orig_data_size\": %llu, "
-					       "\"compr_data_size\": %llu, \"mem_used_total\": %llu, "
-					       "\"ratio_mem\": %.4f, \"ratio_compr\": %.4f, "
-					       "\"write_MBps\": %.1f, \"read_MBps\": %.1f, "
-					       "\"write_cpu_s\": %.4f, \"read_cpu_s\": %.4f, "
-					       "\"rand_read_4k_us\": %.3f, \"rand_write_4k_us\": %.3f, "
-					       "\"mismatches\": %llu}",
-					       first ? "" : ",\n", r.comp,
-					       (size_t)r.group * ps->page_size, r.rc,
-					       (unsigned long long)r.orig, (unsigned long long)r.compr,
-					       (unsigned long long)r.mem, div0((double)r.orig,
-									 (double)r.mem),
-					       div0((double)r.orig, (double)r.compr),
-					       div0((double)bytes / 1e6, r.w_s),
-					       div0((double)bytes / 1e6, r.r_s), r.w_cpu, r.r_cpu,
-					       r.rand_read_us, r.rand_write_us,
-					       (unsigned long long)r.mismatches);
-					first = 0;
+					json_obj(&js);
+					json_kstr(&js, "comp", r.comp);
+					json_kuint(&js, "group_bytes", (size_t)r.group * ps->page_size);
+					json_kint(&js, "rc", r.rc);
+					json_kuint(&js, "orig_data_size", r.orig);
+					json_kuint(&js, "compr_data_size", r.compr);
+					json_kuint(&js, "mem_used_total", r.mem);
+					json_kfixed(&js, "ratio_mem", div0((double)r.orig, (double)r.mem), 4);
+					json_kfixed(&js, "ratio_compr", div0((double)r.orig, (double)r.compr), 4);
+					json_kfixed(&js, "write_MBps", div0((double)bytes / 1e6, r.w_s), 1);
+					json_kfixed(&js, "read_MBps", div0((double)bytes / 1e6, r.r_s), 1);
+					json_kfixed(&js, "write_cpu_s", r.w_cpu, 4);
+					json_kfixed(&js, "read_cpu_s", r.r_cpu, 4);
+					json_kfixed(&js, "rand_read_4k_us", r.rand_read_us, 3);
+					json_kfixed(&js, "rand_write_4k_us", r.rand_write_us, 3);
+					json_kuint(&js, "mismatches", r.mismatches);
+					json_obj_end(&js);
 				} else {
 					printf("%-16s %4zuK %10.3f %10.3f %12llu %12llu %9.1f %9.1f "
 					       "%9.2f %9.2f %8.2f %8.2f %s\n",
@@ -175,8 +179,11 @@ int zram_matrix(const struct zs_pageset *ps, const char *dict, int json)
 				fflush(stdout);
 			}
 		}
-	if (json)
-		printf("\n]}\n");
+	if (json) {
+		json_arr_end(&js);
+		json_obj_end(&js);
+		json_done(&js);
+	}
 	free(out);
 	return bad ? 1 : 0;
 }

@@ -18,7 +18,6 @@ import datetime
 import json
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -367,17 +366,9 @@ def step_chain_bench(rep, ctx):
     j = run_json([os.path.join(ctx["build"], "bench_chain"), "--json"]
                  + (["--quick"] if ctx["args"].quick else []), timeout=900)
     rep.results["bench_chain"] = j
-    rows = []
-    pat = re.compile(r"^(testmod|real)_p(\d+)_c(\d+)_(exhaustive|heuristic)_pages$")
-    for k in j:
-        m = pat.match(k)
-        if not m:
-            continue
-        pre = k[:-len("pages")]
-        rows.append([m.group(1), f"{int(m.group(2)) // 1024}K", int(m.group(3)), m.group(4),
-                     j[k], j.get(pre + "spanning", ""),
-                     f"{j.get(pre + 'util_permille', 0) / 10:.1f}%",
-                     f"{j.get(pre + 'read_ns', 0):.0f}"])
+    rows = [[r["workload"], f"{r['page_size'] // 1024}K", r["chain"], r["policy"], r["pages"],
+             r["spanning"], f"{r['util_permille'] / 10:.1f}%", f"{r['read_ns']:.0f}"]
+            for r in j.get("rows", [])]
     if not rows:
         raise Unavailable("bench_chain printed no per-config results")
     md = (f"`bench_chain {'--quick ' if ctx['args'].quick else ''}--json` (workload `real` = "
@@ -392,45 +383,29 @@ def step_chain_bench(rep, ctx):
 MODES = ("pool_lock", "class_index", "ci_unlocked")
 
 
-def _parse_bench_release(text):
-    """bench_release's text output: per page mode and thread count, each lock mode's median
-    ms and min..max spread, the object count, and the run's settings.  (Its --json output has
-    only the medians.)"""
+def _bench_release_tables(j):
+    """bench_release --json's rows as the tables the plots use: per page mode, lock mode and
+    thread count the median ms and the (min, max) spread; per page mode and thread count the
+    object count."""
     out = {"data": {}, "spread": {}, "objects": {}}
-    for key, pat, conv in (("nproc", r"nproc=(\d+)", int), ("loadavg_start", r"at start=([\d.]+)", float),
-                           ("rounds", r"median of (\d+)", int), ("mib_per_thread", r"own (\d+) MiB", int)):
-        m = re.search(pat, text)
-        if m:
-            out[key] = conv(m.group(1))
-    panel = t = None
-    for line in text.splitlines():
-        m = re.match(r"^page release: (\w+)", line)
-        if m:
-            panel = m.group(1)
-            continue
-        m = re.match(r"^\s*(\d+)\s+(\d+) \|\s+([\d.]+)\s+([\d.]+)\s+([\d.]+) \|", line)
-        if m and panel:
-            t = int(m.group(1))
-            out["objects"].setdefault(panel, {})[t] = int(m.group(2))
-            for mode, v in zip(MODES, m.groups()[2:]):
-                out["data"].setdefault(panel, {}).setdefault(mode, {})[t] = float(v)
-            continue
-        m = re.match(r"^\s*spread \(min\.\.max ms\):\s+(.*)$", line)
-        if m and panel and t is not None:
-            for mode, rng in zip(MODES, m.group(1).split()):
-                lo, hi = (float(x) for x in rng.split(".."))
-                out["spread"].setdefault(panel, {}).setdefault(mode, {})[t] = (lo, hi)
+    for r in j.get("rows", []):
+        panel, t = r["pages"], r["threads"]
+        out["objects"].setdefault(panel, {})[t] = r["objects"]
+        for mode, v in r["modes"].items():
+            out["data"].setdefault(panel, {}).setdefault(mode, {})[t] = v["median_ms"]
+            out["spread"].setdefault(panel, {}).setdefault(mode, {})[t] = (v["min_ms"],
+                                                                           v["max_ms"])
     return out
 
 
 def step_release(rep, ctx):
     """bench_release: concurrent release, speedup per lock mode and the per-free cost with its
     spread."""
-    text = run([os.path.join(ctx["build"], "bench_release")]
-               + (["--quick"] if ctx["args"].quick else []), timeout=900)
-    j = _parse_bench_release(text)
-    rep.results["bench_release"] = {**j, "text": text}
-    data, spread, objs = j["data"], j["spread"], j["objects"]
+    j = run_json([os.path.join(ctx["build"], "bench_release"), "--json"]
+                 + (["--quick"] if ctx["args"].quick else []), timeout=900)
+    rep.results["bench_release"] = j
+    tables = _bench_release_tables(j)
+    data, spread, objs = tables["data"], tables["spread"], tables["objects"]
     if not data:
         raise Unavailable("bench_release printed no per-mode timings")
     names = {"pool_lock": "pool lock (kernel today)", "class_index": "class index",
@@ -486,7 +461,7 @@ def step_release(rep, ctx):
                                  f"{sp[0]:.2f}..{sp[1]:.2f}" if sp else "",
                                  f"{b / v:.2f}x" if b else ""])
     fig.tight_layout()
-    md = (f"`bench_release {'--quick' if ctx['args'].quick else ''}`: T threads share one "
+    md = (f"`bench_release {'--quick ' if ctx['args'].quick else ''}--json`: T threads share one "
           f"pool, each allocates {j.get('mib_per_thread', '?')} MiB of 200..3600 B objects, then "
           "all free at once; wall time of the free phase, median (and min..max) of "
           f"{j.get('rounds', '?')} interleaved rounds.  Each thread frees its own set, so the "
@@ -508,21 +483,14 @@ def step_deferred(rep, ctx):
     j = run_json([os.path.join(ctx["build"], "bench_deferred"), "--json"]
                  + (["--quick"] if ctx["args"].quick else []), timeout=900)
     rep.results["bench_deferred"] = j
-    pat = re.compile(r"^(cached|os)_(sync|deferred_default_cap|deferred_big_cap|"
-                     r"deferred_no_worker)_release_ms$")
     names = {"sync": "zs_free (sync)", "deferred_default_cap": "deferred, default capacity",
              "deferred_big_cap": "deferred, capacity >= N",
              "deferred_no_worker": "deferred, no worker (flush frees)"}
-    rows = []
-    for k in j:
-        m = pat.match(k)
-        if not m:
-            continue
-        pre = f"{m.group(1)}_{m.group(2)}_"
-        rows.append([m.group(1), names[m.group(2)], f"{j[k]:.2f}",
-                     f"{j.get(pre + 'total_ms', 0):.2f}", f"{j.get(pre + 'held_pct', 0):.0f}%",
-                     f"{j[pre + 'release_speedup']:.2f}x" if pre + "release_speedup" in j else "1x",
-                     f"{j[pre + 'total_speedup']:.2f}x" if pre + "total_speedup" in j else "1x"])
+    rows = [[r["pages"], names.get(r["variant"], r["variant"]), f"{r['release_ms']:.2f}",
+             f"{r['total_ms']:.2f}", f"{r['held_pct']:.0f}%",
+             "1x" if r["variant"] == "sync" else f"{r['release_speedup']:.2f}x",
+             "1x" if r["variant"] == "sync" else f"{r['total_speedup']:.2f}x"]
+            for r in j.get("rows", [])]
     if not rows:
         raise Unavailable("bench_deferred printed no per-variant timings")
     import matplotlib.pyplot as plt
@@ -594,53 +562,60 @@ def step_api(rep, ctx):
     return f"{j.get('speedup', 0):.2f}x" if "speedup" in j else "ok"
 
 
-def _parse_bench_zram(text):
-    rows, kernel = [], {}
-    head = None
-    for line in text.splitlines():
-        t = line.split()
-        if t[:2] == ["comp", "thr"]:
-            head = t
-            continue
-        if head and len(t) >= 7 and t[1].isdigit():
-            vals = re.findall(r"([\d.]+)(?:\s*MB/s)?", " ".join(t[2:]))
-            rows.append({"comp": t[0], "threads": int(t[1]),
-                         **{h: float(v) for h, v in zip(head[2:], vals)}})
-        m = re.match(r"(\S+)\s+kernel zram.*write ([\d.]+) MB/s, read ([\d.]+) MB/s", line)
-        if m:
-            kernel[m.group(1)] = {"write": float(m.group(2)), "read": float(m.group(3))}
-        m = re.match(r"(\S+)\s+kernel: (.*)", line)
-        if m and m.group(1) not in kernel:
-            kernel[m.group(1)] = {"note": m.group(2)}
-    return rows, kernel
+# bench_zram --json row keys, in the order of its text table's columns.
+ZRAM_COLS = (("raw_comp", "raw_comp_MBps"), ("store_wr", "store_write_MBps"),
+             ("st_wr_warm", "store_write_warm_MBps"), ("raw_dec", "raw_decomp_MBps"),
+             ("store_rd", "store_read_MBps"), ("wr/raw", "write_vs_raw"),
+             ("wrw/raw", "warm_write_vs_raw"), ("rd/raw", "read_vs_raw"), ("ratio", "ratio"))
 
 
 def step_zram(rep, ctx):
     """bench_zram (store vs raw compressor vs kernel zram) and zs zram --vs-kernel."""
     quick = ctx["args"].quick
-    cmd = [os.path.join(ctx["build"], "bench_zram"), "--max", str(ctx["max_mib"]),
+    cmd = [os.path.join(ctx["build"], "bench_zram"), "--json", "--max", str(ctx["max_mib"]),
            "--reps", "1" if quick else "3", "--comp", "lz4,zstd", "--threads", "1,2"]
-    text = run(cmd + ctx["paths"], timeout=900)
-    rows, kernel = _parse_bench_zram(text)
-    rep.results["bench_zram"] = {"rows": rows, "kernel": kernel, "text": text}
-    md = ("`" + " ".join([os.path.basename(cmd[0])] + cmd[1:]) + " CORPUS`: the same pages "
+    j = run_json(cmd + ctx["paths"], timeout=900)
+    rows = j.get("rows", [])
+    rep.results["bench_zram"] = j
+    table = []
+    for r in rows:
+        table.append([r["comp"], r["threads"]]
+                     + [f"{r[k]:.1f} MB/s" if k.endswith("MBps") else f"{r[k]:.3f}"
+                        for _, k in ZRAM_COLS]
+                     + ["ERRORS" if r.get("errors") else ""])
+        k = r.get("kernel")
+        if k:
+            # The kernel device's write and read sit under the store's columns.
+            table.append([r["comp"], f"{r['threads']} (kernel zram)", "",
+                          f"{k['write_MBps']:.1f} MB/s", "", "", f"{k['read_MBps']:.1f} MB/s",
+                          "", "", "", f"{k['ratio']:.3f}",
+                          "store/kernel: write %.2fx (warm %.2fx), read %.2fx" % (
+                              k["store_vs_kernel_write"], k["store_vs_kernel_warm_write"],
+                              k["store_vs_kernel_read"])])
+    md = ("`" + " ".join([os.path.basename(cmd[0])] + cmd[1:]) + " CORPUS`: "
+          f"{j.get('pages', '?')} pages, backend {j.get('backend', '?')}, best of "
+          f"{j.get('reps', '?')}; the same pages "
           "compressed/decompressed raw (no allocator) and written/read through the store; "
           "`wr/raw` > 1 means the store is faster than compressing alone (same-filled pages "
-          "skip the compressor).\n\n```\n" + text.strip() + "\n```\n\n")
+          "skip the compressor).\n\n"
+          + md_table(["comp", "thr"] + [c for c, _ in ZRAM_COLS] + ["note"], table) + "\n")
+    notes = sorted({r["kernel_note"] for r in rows if r.get("kernel_note")})
+    if notes:
+        md += "Kernel zram: " + "; ".join(notes) + "\n\n"
     if rows:
         import matplotlib.pyplot as plt
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
         labels = [f"{r['comp']}, {r['threads']} thr" for r in rows]
-        for ax, (raw, st, what) in zip(axes, (("raw_comp", "store_wr", "write"),
-                                              ("raw_dec", "store_rd", "read"))):
+        for ax, (raw, st, what) in zip(axes, (("raw_comp_MBps", "store_write_MBps", "write"),
+                                              ("raw_decomp_MBps", "store_read_MBps", "read"))):
             x = list(range(len(rows)))
             ax.bar([i - 0.27 for i in x], [r.get(raw, 0) for r in rows], 0.27,
                    label="raw compressor")
             ax.bar(x, [r.get(st, 0) for r in rows], 0.27, label="libzs zram store")
-            kv = [kernel.get(r["comp"], {}).get(what, 0) if r["threads"] == 1 else 0
-                  for r in rows]
+            kv = [(r.get("kernel") or {}).get(what + "_MBps", 0) for r in rows]
             if any(kv):
-                ax.bar([i + 0.27 for i in x], kv, 0.27, label="kernel zram (O_DIRECT, 1 thr)")
+                ax.bar([i + 0.27 for i in x], kv, 0.27,
+                       label="kernel zram (O_DIRECT, same threads)")
             ax.set_xticks(x)
             ax.set_xticklabels(labels, fontsize=8)
             ax.set_ylabel("MB/s")
@@ -648,7 +623,8 @@ def step_zram(rep, ctx):
             ax.set_ylim(0, ax.get_ylim()[1] * 1.25)
             ax.legend(fontsize=8)
             ax.grid(alpha=0.3, axis="y")
-        fig.suptitle("zram store vs raw compressor" + (" vs kernel zram" if kernel else ""))
+        fig.suptitle("zram store vs raw compressor"
+                     + (" vs kernel zram" if any(r.get("kernel") for r in rows) else ""))
         fig.tight_layout()
         md += rep.figure(fig, "zram_vs_raw.png", "write and read throughput: raw compressor, "
                          "the libzs store and (when root with zram) the kernel's zram")
@@ -1083,7 +1059,8 @@ def main(argv=None):
              "Every number below was measured in this run by the command shown with it; "
              "raw values are in `results.json`.", "", "## Contents", ""]
     for title, _ in rep.sections:
-        anchor = re.sub(r"[^a-z0-9 -]", "", title.lower()).replace(" ", "-")
+        anchor = "".join(c for c in title.lower()
+                         if c in "abcdefghijklmnopqrstuvwxyz0123456789 -").replace(" ", "-")
         lines.append(f"- [{title}](#{anchor})")
     lines.append("")
     for title, md in rep.sections:

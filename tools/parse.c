@@ -1,0 +1,84 @@
+/*
+ * The checked value parsers of parse.h, in the library the CLI and the
+ * benchmarks both link (zs_cli), so neither keeps its own atoi.
+ */
+#include "parse.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || *s < '0' || *s > '9') /* strtoull would take "-1" as 2^64-1 and " 5" as 5 */
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int parse_bytes(const char *s, uint64_t *out)
+{
+	char *end;
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	unsigned shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	}
+	if (shift && *end == 'i')
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int parse_double(const char *s, double *out)
+{
+	char *end;
+	/* A digit, a sign or a point first: strtod would skip spaces and take "nan"/"inf". */
+	if (!s || !(*s == '-' || *s == '+' || *s == '.' || (*s >= '0' && *s <= '9')))
+		return -1;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int parse_free_mode(const char *s, enum zs_free_mode *out)
+{
+	static const struct {
+		const char *name;
+		enum zs_free_mode mode;
+	} names[] = {
+		{ "pool", ZS_FREE_POOL_LOCK },
+		{ "class", ZS_FREE_CLASS_INDEX },
+		{ "class-unlocked", ZS_FREE_CLASS_INDEX_UNLOCKED },
+		{ "pool-lock", ZS_FREE_POOL_LOCK },
+		{ "class-index", ZS_FREE_CLASS_INDEX },
+		{ "ci-unlocked", ZS_FREE_CLASS_INDEX_UNLOCKED },
+	};
+	for (size_t i = 0; s && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(s, names[i].name)) {
+			*out = names[i].mode;
+			return 0;
+		}
+	return -1;
+}

@@ -1,0 +1,29 @@
+/*
+ * Checked parsing of command-line values, shared by the `zs` commands
+ * (through opts.h, which adds the messages) and the benchmarks
+ * (bench_common.h): one definition of "a number", "a size" and "a free
+ * mode", so `8x`, `-1`, ` 5` or `nan` are refused the same way everywhere.
+ * Every parser takes the whole string or nothing: 0, or -1 with *out unchanged.
+ */
+#ifndef ZS_TOOLS_PARSE_H
+#define ZS_TOOLS_PARSE_H
+
+#include <stdint.h>
+
+#include "zs/zsmalloc.h"
+
+/* A decimal integer: no sign, no space, no trailing text, no overflow. */
+int parse_u64(const char *s, uint64_t *out);
+/* parse_u64 with an optional K/M/G/T suffix (binary units, optional "iB"/"B"). */
+int parse_bytes(const char *s, uint64_t *out);
+/* A finite decimal number (strtod syntax; no nan, no inf, no trailing text). */
+int parse_double(const char *s, double *out);
+/*
+ * A zs_free lock mode: pool | class | class-unlocked (the zs tool's and
+ * Python's names), or pool-lock | class-index | ci-unlocked (bench_release's
+ * column names).
+ */
+int parse_free_mode(const char *s, enum zs_free_mode *out);
+#define FREE_MODE_NAMES "pool, class, class-unlocked"
+
+#endif

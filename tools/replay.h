@@ -1,0 +1,107 @@
+/*
+ * zs replay's state, shared by the replay driver (cmd_replay.c) and its
+ * --store half (replay_store.c, which makes real pages compress to the
+ * recorded sizes).  Private to those two files.
+ */
+#ifndef ZS_TOOLS_REPLAY_H
+#define ZS_TOOLS_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opts.h"
+#include "trace.h"
+
+enum { F_MEM, F_COMPACTED, F_STORED, F_COMPR, F_SAME, F_HUGE, NF };
+_Static_assert(NF == TRACE_NF, "an '=' record carries one value per field");
+
+enum { SL_SAME = 1, SL_HUGE = 2 };
+struct slot {
+	unsigned long handle;
+	uint32_t size;
+	uint8_t flags;
+	uint8_t used;
+	int16_t synth_delta;   /* --store: synthesized length - recorded size */
+	uint16_t synth_k;      /* --store: page recipe (see synth_page) */
+	uint8_t synth_v;
+};
+
+struct ctx_entry {
+	long line;
+	char op[48];
+	uint64_t exp[NF], got[NF];
+	int has_exp;
+};
+
+struct opts {
+	const char *path;
+	long chain;           /* -1: from the header */
+	int verbose, json, deferred, checked, fail_fast, store, verify, strict, progress;
+	int context, max_report, max_report_set;
+	struct pool_opts po;  /* --chain-policy, --delta, --free-mode, --deferred */
+	int kernel_policy;    /* 1: the pool is configured as the recording kernel's */
+	char why[160];        /* when not: what differs */
+};
+
+struct mismatch {
+	long line, record;
+	struct ctx_entry before[64];
+	int nbefore;
+	struct ctx_entry at;
+	int cls;
+};
+
+/*
+ * --store: pages whose compressed length (with the store's compressor) is a
+ * wanted size.  Recipe (k, v): k bytes of a fixed random buffer followed by
+ * tail variant v.  len_k/len_v map a length to the first recipe giving it.
+ */
+#define SYNTH_VARIANTS 4
+struct synth {
+	struct zs_comp *comp;
+	size_t ps;
+	uint8_t *rnd, *page, *out;
+	size_t out_cap;
+	int32_t *len_k; /* -1: no recipe for this length */
+	uint8_t *len_v;
+};
+
+struct replay {
+	struct opts o;
+	struct zs_pool *pool;   /* plain replay: the pool itself */
+	struct zs_zram *z;
+	struct zs_backend *b;   /* --store: the store's backend, asked through its ops */
+	struct synth sy;
+	long synth_inexact, verify_errors;
+	int64_t synth_delta_total;
+	size_t page_size;
+	struct slot *slots;
+	size_t nslots;
+	uint64_t st[NF]; /* zram-level bookkeeping: stored, compr, same, huge */
+	long records, mismatches, nw, nd, nc, nsame, nhuge, first_bad_record;
+	long huge_class_warnings;
+	uint64_t kmem_peak, kmem_sum, zmem_peak, zmem_sum, kmem_end, zmem_end;
+	double secs;             /* wall time of the replay */
+	unsigned field_bad[NF];
+	struct ctx_entry *ring;
+	int ring_n, ring_head;
+	struct mismatch *shown;
+	int nshown;
+	struct ctx_entry pending; /* the last op, waiting for its '=' record */
+	int have_pending;
+	int pending_cls;
+};
+
+/* replay_store.c: --store's page synthesis and read-back. */
+int synth_init(struct synth *sy, const char *comp, size_t ps);
+void synth_free(struct synth *sy);
+int store_write(struct replay *R, struct slot *s, unsigned long idx, unsigned long size,
+		char flag, long line);
+void store_verify(struct replay *R, long line);
+
+/* cmd_replay.c: the pool class index of a compressed object of `size` bytes, and the
+ * huge class size, from the store's backend (--store) or the pool. */
+int class_of(struct replay *R, size_t size);
+size_t huge_size(struct replay *R);
+
+#endif
