@@ -331,6 +331,7 @@ static void print_json(struct json *js, const char *wl, const struct workload *w
 	json_kstr(js, "source", w->source ? w->source : "");
 	json_kuint(js, "page_size", ps);
 	json_kstr(js, "backend", kind);
+	json_kbool(js, "paged", r->paged); /* memory is pool pages (else RSS growth) */
 	json_kint(js, "ok", r->ok);
 	json_kint(js, "errors", r->errors);
 	json_kuint(js, "blobs", w->n);

@@ -258,6 +258,7 @@ struct zrun {
 	struct zs_zram_stats st;
 	double tw, tr, cw, cr, twb;
 	int wfail, rfail, wb_rc, have_k;
+	int paged;                 /* ZS_BACKEND_CAP_PAGES: mem_used_total is pool pages */
 	struct zs_zram_wb_result wr;
 	struct zs_kzram_result kr;
 	char kmsg[256];
@@ -464,6 +465,7 @@ static int setup(const struct opts *o, char **paths, int npaths, struct zrun *r)
 			: o->dict || o->level ? " (check --level/--dict for this compressor)" : "");
 		return 2;
 	}
+	r->paged = !!(zs_backend_caps(zs_zram_backend(r->z)) & ZS_BACKEND_CAP_PAGES);
 	if (o->agree) {
 		size_t before = r->ps.npages;
 
@@ -596,6 +598,7 @@ static void print_json(const struct opts *o, const struct zrun *r)
 		json_obj_end(&js);
 	}
 	json_kobj(&js, "store");
+	json_kbool(&js, "paged", r->paged);
 	for (int i = 0; i < 9; i++)
 		json_kuint(&js, mm_cols[i], r->v[i]);
 	json_kuint(&js, "failed_reads", r->st.failed_reads);
