@@ -349,6 +349,10 @@ static void run_segment(uint64_t *rng, uint64_t ops)
 		struct obj *o = &tab[r % (uint64_t)s.live_cap];
 		unsigned kind = (unsigned)(r >> 54); /* 0..1023 */
 		r = tu_rand(rng);
+		/* Every step draws the same three numbers whatever happens: which branch runs
+		 * depends on earlier outcomes (an -ENOMEM refusal is timing-dependent with the
+		 * deferred worker), and the stream must not, so a seed replays exactly. */
+		uint64_t r3 = tu_rand(rng);
 		if (i == inject_at && can_inject) {
 			uint64_t after = r % 64, count = (r >> 8) % 8;
 			if (s.a.zp)
@@ -363,6 +367,7 @@ static void run_segment(uint64_t *rng, uint64_t ops)
 			ut_flush(&s.a);
 		} else if (!o->h) {
 			size_t size = pick_size(&s, r);
+			uint64_t cseed = r3;
 			unsigned long before = ut_pages(&s.a);
 			unsigned long h = ut_malloc(&s.a, size);
 			n_alloc++;
@@ -380,7 +385,7 @@ static void run_segment(uint64_t *rng, uint64_t ops)
 			o->h = h;
 			o->size = (uint32_t)size;
 			o->split = 0;
-			o->cseed = tu_rand(rng);
+			o->cseed = cseed;
 			fill(wbuf, size, o->cseed);
 			if (ut_write(&s.a, h, wbuf, size))
 				FAIL(&s, "write of a new object of %zu bytes failed", size);
@@ -412,7 +417,7 @@ static void run_segment(uint64_t *rng, uint64_t ops)
 			}
 			o->h = 0;
 		} else if (kind < 600) {
-			uint64_t ns = tu_rand(rng);
+			uint64_t ns = r3;
 			n_write++;
 			size_t split = o->size >= 2 ? 1 + (size_t)(r >> 8) % (o->size - 1) : 0;
 			if (r % 4 == 0 && split && split >= o->split) {
