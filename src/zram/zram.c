@@ -89,6 +89,7 @@ uint32_t zram_slot_lock_slow(struct slot *sl)
  */
 uint32_t zram_slot_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f)
 {
+	zs_assert_internal(slot_is_locked(sl) && !(f & F_SLOCK));
 	if (unlikely(f & F_WB)) {
 		zram_wb_free_locked(z, s, sl, f);
 		sl->handle = 0;
@@ -445,6 +446,7 @@ int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint3
 	void *p;
 	int rc = 0;
 
+	zs_assert_internal(slot_is_locked(sl));
 	if (unlikely(f & F_WB))
 		return zram_wb_read_locked(z, s, sl, f, buf);
 	if (f & F_SAME) {

@@ -20,6 +20,8 @@ unsigned long zs_can_compact(const struct size_class *class)
 {
 	unsigned long allocated = class->stats[ZS_OBJS_ALLOCATED];
 	unsigned long used = class->stats[ZS_OBJS_INUSE];
+	zs_assert_internal(zs_spin_held((zs_spinlock_t *)&class->lock));
+	zs_assert_internal(used <= allocated);
 	if (allocated <= used)
 		return 0;
 	return (allocated - used) / class->objs_per_zspage * class->pages_per_zspage;
@@ -81,6 +83,11 @@ static void migrate_zspage(struct zs_pool *pool, struct size_class *class, struc
 	unsigned size = class->size, mask = pool->page_size - 1;
 	zs_pfn_t pfn = src->pfn;
 	unsigned page = 0;
+	/* Pool lock for writing (no reader resolves a handle meanwhile), both zspages isolated. */
+	zs_assert_internal(zs_rw_write_held(&pool->lock) && zs_spin_held(&class->lock));
+	zs_assert_internal(atomic_load_explicit(&src->lock, memory_order_relaxed) == -1);
+	zs_assert_internal(!src->lnext && !src->lprev && !dst->lnext && !dst->lprev);
+	zs_assert_internal(src != dst && dst->inuse < class->objs_per_zspage);
 	for (unsigned idx = 0; idx < class->objs_per_zspage; idx++) {
 		unsigned long start = (unsigned long)idx * size;
 		while ((start >> pool->page_shift) > page) {
@@ -92,6 +99,9 @@ static void migrate_zspage(struct zs_pool *pool, struct size_class *class, struc
 		if (!(hdr & OBJ_ALLOCATED_TAG))
 			continue;
 		unsigned long handle = hdr & ~OBJ_ALLOCATED_TAG;
+		/* A moved object's handle is live or queued, and names this very object. */
+		zs_assert_internal(!handle_is_free(handle) &&
+				   handle_to_obj(handle) == location_to_obj(pfn, class->index, idx));
 		unsigned long used_obj = location_to_obj(pfn, class->index, idx);
 		unsigned long free_obj = zs_obj_malloc(pool, dst, handle);
 		span_read(pool, pfn, off, buf, size);

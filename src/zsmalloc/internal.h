@@ -22,6 +22,7 @@
 #include "pages/lookup.h"
 #include "zs/zsmalloc.h"
 #include "zsmalloc/lock.h"
+#include "common/debug.h"
 
 #define OBJ_IDX_BITS 16
 #define OBJ_CLASS_BITS 13
@@ -178,6 +179,21 @@ static inline unsigned long handle_to_obj(unsigned long handle)
 static inline void record_obj(unsigned long handle, unsigned long obj)
 {
 	atomic_store_explicit(handle_slot(handle), obj, memory_order_relaxed);
+}
+/*
+ * ZS_DEBUG handle states: a slot is free (HANDLE_FREE_BIT: on a free list),
+ * pending (HANDLE_PENDING_BIT: checked mode, queued for deferred free) or
+ * live (an obj, neither bit).  zs_free takes a live handle, the deferred
+ * worker a live or pending one, zs_handle_free only one that is not free.
+ */
+static inline int handle_is_free(unsigned long handle)
+{
+	return (atomic_load_explicit(handle_slot(handle), memory_order_relaxed) & HANDLE_FREE_BIT) != 0;
+}
+static inline int handle_is_live(unsigned long handle)
+{
+	return !(atomic_load_explicit(handle_slot(handle), memory_order_relaxed) &
+		 (HANDLE_FREE_BIT | HANDLE_PENDING_BIT));
 }
 
 static inline struct zspage *page_desc(const struct zs_pool *pool, zs_pfn_t pfn)

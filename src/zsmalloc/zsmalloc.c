@@ -33,6 +33,7 @@
 int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage)
 {
 	unsigned inuse = zspage->inuse, objs = class->objs_per_zspage;
+	zs_assert_internal(inuse <= objs);
 	if (inuse == 0)
 		return ZS_INUSE_RATIO_0;
 	if (inuse == objs)
@@ -40,9 +41,32 @@ int zs_get_fullness_group(const struct size_class *class, const struct zspage *z
 	return (int)(100UL * inuse / objs) / 10 + 1;
 }
 
+/* ZS_DEBUG: zspage is linked into the list its fullness names (neighbours agree). */
+static inline int zspage_on_its_list(const struct size_class *class, const struct zspage *zspage)
+{
+	if (zspage->fullness >= ZS_NR_FULLNESS_GROUPS)
+		return 0;
+	if (zspage->lprev ? zspage->lprev->lnext != zspage
+			  : class->fullness_list[zspage->fullness] != zspage)
+		return 0;
+	return !zspage->lnext || zspage->lnext->lprev == zspage;
+}
+
+/* ZS_DEBUG: isolated, on no list (a fresh zspage's descriptor is zeroed). */
+static inline int zspage_off_lists(const struct size_class *class, const struct zspage *zspage)
+{
+	return !zspage->lnext && !zspage->lprev &&
+	       (zspage->fullness >= ZS_NR_FULLNESS_GROUPS ||
+		class->fullness_list[zspage->fullness] != zspage);
+}
+
 void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fullness)
 {
 	struct zspage *head = class->fullness_list[fullness];
+	zs_assert_internal(zs_spin_held(&class->lock));
+	zs_assert_internal(zspage->class_idx == class->index);
+	zs_assert_internal(fullness == zs_get_fullness_group(class, zspage));
+	zs_assert_internal(zspage_off_lists(class, zspage));
 	zspage->lprev = NULL;
 	zspage->lnext = head;
 	if (head)
@@ -54,6 +78,9 @@ void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fulln
 
 void zs_remove_zspage(struct size_class *class, struct zspage *zspage)
 {
+	zs_assert_internal(zs_spin_held(&class->lock));
+	zs_assert_internal(zspage_on_its_list(class, zspage));
+	zs_assert_internal(class->stats[zspage->fullness] > 0);
 	if (zspage->lprev)
 		zspage->lprev->lnext = zspage->lnext;
 	else
@@ -134,6 +161,8 @@ void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage, unsigned 
 /* Take an empty zspage off its list and out of the accounting (class lock held). */
 void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage)
 {
+	zs_assert_internal(zspage->inuse == 0 && zspage->fullness == ZS_INUSE_RATIO_0);
+	zs_assert_internal(class->stats[ZS_OBJS_ALLOCATED] >= class->objs_per_zspage);
 	zs_remove_zspage(class, zspage);
 	class->stats[ZS_OBJS_ALLOCATED] -= class->objs_per_zspage;
 	pool_pages_add(pool, -(long)class->pages_per_zspage);
@@ -153,14 +182,18 @@ unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigne
 {
 	struct size_class *class = zspage_class(pool, zspage);
 	unsigned idx = zspage->freeobj;
+	zs_assert_internal(zs_spin_held(&class->lock));
+	zs_assert_internal(zspage->inuse < class->objs_per_zspage && idx < class->objs_per_zspage);
 	unsigned long off = (unsigned long)idx * class->size;
 	zs_pfn_t pfn = zspage_page(pool, zspage, (unsigned)(off >> pool->page_shift));
 	if (!zspage->huge) {
 		unsigned long *hdr = (unsigned long *)(page_addr(pool, pfn) +
 						       (off & (pool->page_size - 1)));
+		zs_assert_internal(!(*hdr & OBJ_ALLOCATED_TAG)); /* the free list's head is free */
 		zspage->freeobj = (uint32_t)(*hdr >> 1);
 		*hdr = handle | OBJ_ALLOCATED_TAG;
 	} else {
+		zs_assert_internal(!zspage->huge_handle);
 		zspage->freeobj = FREEOBJ_END;
 		zspage->huge_handle = handle;
 	}
@@ -174,6 +207,11 @@ void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long o
 	zs_pfn_t pfn = obj_to_pfn(obj);
 	unsigned idx = obj_to_idx(obj);
 	struct zspage *zspage = page_desc(pool, pfn)->owner;
+	zs_assert_internal(zs_spin_held(&class->lock) && zspage_class(pool, zspage) == class);
+	zs_assert_internal(zspage->inuse > 0 && idx < class->objs_per_zspage);
+	/* The object is live: its header (or the huge zspage) names a handle. */
+	zs_assert_internal(zspage->huge ? zspage->huge_handle != 0
+					: (*obj_header(pool, pfn, idx, class->size) & OBJ_ALLOCATED_TAG));
 	if (!zspage->huge)
 		*obj_header(pool, pfn, idx, class->size) = (unsigned long)zspage->freeobj << 1;
 	else
@@ -188,6 +226,9 @@ void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long o
  */
 int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj)
 {
+	zs_assert_internal(zs_rw_held(&pool->lock) ||
+			   obj_to_class_idx(obj) >= (unsigned)pool->nr_classes ||
+			   zs_spin_held(&pool->classes[obj_to_class_idx(obj)].lock));
 	zs_pfn_t pfn = obj_to_pfn(obj);
 	if (!zs_pages_valid(pool->pages, pfn))
 		return -EINVAL;
@@ -365,6 +406,9 @@ unsigned long zs_malloc(struct zs_pool *pool, size_t size)
 struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj)
 {
 	struct zspage *zspage = obj_to_zspage(pool, obj);
+	zs_assert_internal(zs_spin_held(&class->lock));
+	zs_assert_internal(obj_to_class_idx(obj) == class->index);
+	zs_assert_internal(class->stats[ZS_OBJS_INUSE] > 0);
 	class->stats[ZS_OBJS_INUSE]--;
 	zs_obj_free(pool, class, obj);
 	if (zs_fix_fullness_group(class, zspage) != ZS_INUSE_RATIO_0)
@@ -401,6 +445,7 @@ static int free_pool_locked(struct zs_pool *pool, unsigned long handle, int chec
 	struct size_class *class = zspage_class(pool, zspage);
 	zs_spin_lock(&class->lock);
 	zs_read_unlock(&pool->lock);
+	zs_assert_internal(handle_is_live(handle));
 	struct zspage *empty = zs_free_locked(pool, class, obj);
 	if (empty)
 		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
@@ -419,6 +464,7 @@ static int free_class_index(struct zs_pool *pool, unsigned long handle, int chec
 		zs_spin_unlock(&class->lock);
 		return -EINVAL;
 	}
+	zs_assert_internal(handle_is_live(handle));
 	struct zspage *empty = zs_free_locked(pool, class, obj);
 	if (empty && !unlocked)
 		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
