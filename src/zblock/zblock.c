@@ -240,8 +240,10 @@ int zblock_geometry(size_t page_size, int huge, struct zblock_class_info *out, i
 static int lookup(const struct zblock_pool *pool, size_t size)
 {
 	int lo = 0, hi = pool->nr_classes - 1;
-	if (size == 0 || size > pool->max_size)
-		return -1;
+	if (size == 0)
+		return -EINVAL;
+	if (size > pool->max_size)
+		return -ENOSPC;
 	while (lo < hi) {
 		int mid = (lo + hi) / 2;
 		if (pool->slot_sizes[mid] >= size)
@@ -498,7 +500,7 @@ unsigned long zblock_malloc(struct zblock_pool *pool, size_t size)
 		return (unsigned long)-EINVAL;
 	int type = lookup(pool, size);
 	if (type < 0)
-		return (unsigned long)-ENOSPC;
+		return (unsigned long)(long)type;
 	struct zb_class *c = &pool->cls[type];
 
 	pthread_mutex_lock(&c->lock);
@@ -571,8 +573,10 @@ void *zblock_obj_read_begin(struct zblock_pool *pool, unsigned long h, size_t me
 {
 	(void)local_copy;
 	struct zb_block *b = pool->checked ? checked_live(pool, h) : handle_block(h);
-	if (!b || mem_len > pool->cls[b->type].d.slot_size)
+	if (!b || mem_len > pool->cls[b->type].d.slot_size) {
+		errno = EINVAL;
 		return NULL;
+	}
 	return slot_addr(pool, b, handle_slot(h));
 }
 
@@ -637,7 +641,7 @@ int zblock_class_count(const struct zblock_pool *pool)
 int zblock_class_info(const struct zblock_pool *pool, int index, struct zblock_class_info *info)
 {
 	if (index < 0 || index >= pool->nr_classes)
-		return -ENOENT;
+		return -EINVAL;
 	const struct zb_desc *d = &pool->cls[index].d;
 	*info = (struct zblock_class_info){ index, d->slot_size, d->n, d->pages };
 	return 0;
@@ -651,7 +655,7 @@ int zblock_lookup_class(const struct zblock_pool *pool, size_t size)
 int zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_stats *st)
 {
 	if (index < 0 || index >= pool->nr_classes)
-		return -ENOENT;
+		return -EINVAL;
 	struct zb_class *c = &pool->cls[index];
 	memset(st, 0, sizeof(*st));
 	st->index = index;

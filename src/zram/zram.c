@@ -406,12 +406,18 @@ int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 
 	h = zs_backend_malloc(z->b, (size_t)n);
 	if (unlikely(ZS_IS_ERR(h))) {
+		n = (int)ZS_ERR(h); /* the allocator's own code, as the kernel's zram passes it on */
+		goto fail;
+	}
+	if (unlikely(!can_store(z))) {
+		zs_backend_free(z->b, h);
 		n = -ENOMEM;
 		goto fail;
 	}
-	if (unlikely(!can_store(z) || zs_backend_write(z->b, h, src, (size_t)n))) {
+	/* The allocator refused a handle it just gave out: an I/O error, not a memory shortage. */
+	if (unlikely(zs_backend_write(z->b, h, src, (size_t)n))) {
 		zs_backend_free(z->b, h);
-		n = -ENOMEM;
+		n = -EIO;
 		goto fail;
 	}
 

@@ -192,8 +192,10 @@ unsigned long zs_compact(struct zs_pool *pool)
 
 int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st)
 {
-	if (index < 0 || index >= pool->nr_classes || pool->geom[index].phys != index)
-		return -ENOENT;
+	if (index < 0 || index >= pool->nr_classes)
+		return -EINVAL;
+	if (pool->geom[index].phys != index)
+		return -ENOENT; /* a logical class merged into another: its stats are the other's */
 	struct size_class *class = &pool->classes[index];
 	memset(st, 0, sizeof(*st));
 	zs_spin_lock(&class->lock);

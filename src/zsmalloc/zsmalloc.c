@@ -592,12 +592,15 @@ void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_l
 {
 	unsigned long obj;
 	struct zspage *zspage = pin_object(pool, handle, &obj);
-	if (zs_unlikely(!zspage))
+	if (zs_unlikely(!zspage)) {
+		errno = EINVAL;
 		return NULL;
+	}
 	struct size_class *class = zspage_class(pool, zspage);
 	unsigned cap, off = payload_offset(pool, class, obj, &cap);
 	if (zs_unlikely(mem_len > cap || (!local_copy && off + mem_len > pool->page_size))) {
 		zs_zspage_read_unlock(&zspage->lock);
+		errno = EINVAL;
 		return NULL;
 	}
 	zs_pfn_t pfn = obj_to_pfn(obj);
@@ -718,14 +721,20 @@ static struct mapping_area *get_mapping_area(void)
 void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode mm)
 {
 	struct mapping_area *area = get_mapping_area();
-	if (!area)
+	if (!area) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	unsigned long obj;
-	if (pool->cfg.checked && area->handle)
-		return NULL; /* one mapping per thread at a time */
-	struct zspage *zspage = pin_object(pool, handle, &obj);
-	if (!zspage)
+	if (pool->cfg.checked && area->handle) {
+		errno = EBUSY; /* one mapping per thread at a time */
 		return NULL;
+	}
+	struct zspage *zspage = pin_object(pool, handle, &obj);
+	if (!zspage) {
+		errno = EINVAL;
+		return NULL;
+	}
 	struct size_class *class = zspage_class(pool, zspage);
 	zs_pfn_t pfn = obj_to_pfn(obj);
 	unsigned off = (unsigned)(((unsigned long)obj_to_idx(obj) * class->size) &
