@@ -54,7 +54,7 @@
 #include "zs/harness.h"
 
 #define MAXT 64
-#define MAXROWS 16
+#define MAXROWS 20
 #define PAGE 4096
 
 struct row {
@@ -65,27 +65,32 @@ struct row {
 	unsigned decay_ms;    /* 0: default */
 	int private_pool;
 	const char *what;
+	int shards;           /* class_shards; -1: one per online CPU */
 };
 
 static const struct row all_rows[] = {
-	{ "zs-pool", "zsmalloc", ZS_FREE_POOL_LOCK, 0, 0, 0, "zsmalloc, pool lock" },
-	{ "zs-class", "zsmalloc", ZS_FREE_CLASS_INDEX, 0, 0, 0, "zsmalloc, class index" },
+	{ "zs-pool", "zsmalloc", ZS_FREE_POOL_LOCK, 0, 0, 0, "zsmalloc, pool lock", 0 },
+	{ "zs-class", "zsmalloc", ZS_FREE_CLASS_INDEX, 0, 0, 0, "zsmalloc, class index", 0 },
 	{ "zs-unlocked", "zsmalloc", ZS_FREE_CLASS_INDEX_UNLOCKED, 0, 0, 0,
-	  "zsmalloc, class index + unlocked" },
+	  "zsmalloc, class index + unlocked", 0 },
 	{ "zs-cached", "zsmalloc", ZS_FREE_CLASS_INDEX_UNLOCKED, (size_t)1 << 20,
-	  ZS_PAGES_MAX_DECAY_MS, 0, "same, every page cached" },
+	  ZS_PAGES_MAX_DECAY_MS, 0, "same, every page cached", 0 },
 	{ "zs-oldprov", "zsmalloc", ZS_FREE_CLASS_INDEX_UNLOCKED, 64, 0, 0,
-	  "same, previous provider (256 KiB cache)" },
+	  "same, previous provider (256 KiB cache)", 0 },
 	{ "zs-private", "zsmalloc", ZS_FREE_CLASS_INDEX_UNLOCKED, 0, 0, 1,
-	  "same, one pool per thread" },
+	  "same, one pool per thread", 0 },
 	{ "zs-private-cached", "zsmalloc", ZS_FREE_CLASS_INDEX_UNLOCKED, (size_t)1 << 20,
-	  ZS_PAGES_MAX_DECAY_MS, 1, "same, one pool per thread, every page cached" },
-	{ "zblock", "zblock", 0, 0, 0, 0, "zblock" },
-	{ "glibc", "malloc", 0, 0, 0, 0, "glibc malloc" },
-	{ "jemalloc", "jemalloc", 0, 0, 0, 0, "jemalloc" },
-	{ "mimalloc", "mimalloc", 0, 0, 0, 0, "mimalloc" },
+	  ZS_PAGES_MAX_DECAY_MS, 1, "same, one pool per thread, every page cached", 0 },
+	{ "zs-sharded", "zsmalloc", ZS_FREE_CLASS_INDEX_UNLOCKED, 0, 0, 0,
+	  "same, class shards (one copy of each class per CPU)", -1 },
+	{ "zs-sharded-cached", "zsmalloc", ZS_FREE_CLASS_INDEX_UNLOCKED, (size_t)1 << 20,
+	  ZS_PAGES_MAX_DECAY_MS, 0, "same, class shards, every page cached", -1 },
+	{ "zblock", "zblock", 0, 0, 0, 0, "zblock", 0 },
+	{ "glibc", "malloc", 0, 0, 0, 0, "glibc malloc", 0 },
+	{ "jemalloc", "jemalloc", 0, 0, 0, 0, "jemalloc", 0 },
+	{ "mimalloc", "mimalloc", 0, 0, 0, 0, "mimalloc", 0 },
 	{ "memcpy", "none", 0, 0, 0, 0,
-	  "no allocator: the writes alone, into one per-thread buffer (the machine's ceiling)" },
+	  "no allocator: the writes alone, into one per-thread buffer (the machine's ceiling)", 0 },
 };
 #define NALL ((int)(sizeof(all_rows) / sizeof(all_rows[0])))
 
@@ -240,6 +245,9 @@ static struct zs_backend *make_backend(const struct row *rw)
 	bc.zs.free_mode = (enum zs_free_mode)rw->free_mode;
 	bc.zs.deferred_worker = -1;
 	bc.zs.page_cache_pages = rw->cache_pages;
+	if (rw->shards)
+		bc.zs.class_shards = rw->shards > 0 ? (unsigned)rw->shards
+						    : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
 	bc.zs.page_cache_decay_ms = rw->decay_ms;
 	return zs_backend_create(&bc);
 }

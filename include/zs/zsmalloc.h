@@ -90,7 +90,20 @@ struct zs_pool_config {
 	                               page_size or ZS_PAGES_NO_CACHE; see zs/pages.h */
 	unsigned page_cache_decay_ms; /* cached pages unused this long go back to the OS;
 	                               0 -> 500 ms; 1..3600000 (else EINVAL), see zs/pages.h */
+	unsigned class_shards;      /* copies of every size class, each with its own lock and
+	                               fullness lists; an allocation uses the copy of the CPU
+	                               it runs on (sched_getcpu() % class_shards).  0 or 1 ->
+	                               one, the kernel's layout (page-exact with the kernel);
+	                               more lets threads on different CPUs allocate without
+	                               meeting, at the cost of up to one partly used zspage per
+	                               class and copy (compaction works within each copy).
+	                               0..ZS_MAX_CLASS_SHARDS, and classes x shards <= 8192
+	                               (4 KiB pages: up to 32), else EINVAL.
+	                               See docs/policies.md "Class shards". */
 };
+
+/* Upper bound of zs_pool_config.class_shards. */
+#define ZS_MAX_CLASS_SHARDS 64
 
 /* Legacy mapping modes (zs_map_object). */
 enum zs_mapmode { ZS_MM_RW = 0, ZS_MM_RO = 1, ZS_MM_WO = 2 };

@@ -148,7 +148,7 @@ def _choice(value, table, what):
 
 def _pool_config(page_size=4096, chain=8, delta=0, chain_policy="exhaustive",
                  free_mode="pool", checked=True, max_pages=0, deferred_capacity=0,
-                 deferred_worker=True):
+                 deferred_worker=True, class_shards=0):
     cfg = _L.PoolConfig()
     _L.need("zs_pool_config_init")(ctypes.byref(cfg))
     for name, v in (("page_size", page_size), ("chain", chain), ("delta", delta),
@@ -170,6 +170,9 @@ def _pool_config(page_size=4096, chain=8, delta=0, chain_policy="exhaustive",
     cfg.max_pages = max_pages
     cfg.deferred_capacity = deferred_capacity
     cfg.deferred_worker = 1 if deferred_worker else -1
+    if not isinstance(class_shards, int) or isinstance(class_shards, bool) or class_shards < 0:
+        raise ValueError(f"class_shards must be a non-negative int, not {class_shards!r}")
+    cfg.class_shards = class_shards  # the range (and classes x shards) is C's to check
     return cfg
 
 
@@ -233,13 +236,15 @@ class Pool(_Closable):
       free_mode      "pool" (kernel today) | "class" | "class-unlocked"
       checked        validate handles in C too (default True)
       max_pages      page limit, malloc raises ZsError(ENOMEM) past it (0: none)
+      class_shards   copies of each size class, one used per CPU (0/1: the kernel's one);
+                     more lets threads allocate without meeting (docs/policies.md)
     """
 
     def __init__(self, page_size=4096, chain=8, delta=0, chain_policy="exhaustive",
                  free_mode="pool", checked=True, max_pages=0, deferred_capacity=0,
-                 deferred_worker=True):
+                 deferred_worker=True, class_shards=0):
         cfg = _pool_config(page_size, chain, delta, chain_policy, free_mode, checked,
-                           max_pages, deferred_capacity, deferred_worker)
+                           max_pages, deferred_capacity, deferred_worker, class_shards)
         ctypes.set_errno(0)
         p = _L.need("zs_create_pool")(ctypes.byref(cfg))
         if not p:

@@ -43,6 +43,7 @@ class PoolConfig(ctypes.Structure):
         ("deferred_worker", c_int),
         ("page_cache_pages", c_size_t),
         ("page_cache_decay_ms", c_uint),
+        ("class_shards", c_uint),
     ]
 
 

@@ -154,3 +154,23 @@ def test_library_info():
     assert "zsmalloc" in libzs.backend_kinds()
     assert "lz4" in libzs.compressor_names()
     assert libzs.library_path().endswith(".so") or "libzs" in libzs.library_path()
+
+
+def test_class_shards():
+    # Copies of the size classes: objects round-trip, stats sum the copies, range is C's.
+    rng = random.Random(7)
+    with libzs.Pool(class_shards=4, free_mode="class-unlocked") as p:
+        objs = {}
+        for _ in range(500):
+            data = rng.randbytes(rng.randint(1, 3000))
+            objs[p.store(data)] = data
+        for h, data in objs.items():
+            assert p.read(h) == data
+        for h in objs:
+            p.free(h)
+    for bad in (65, 10**6):
+        with pytest.raises(libzs.ZsError) as e:
+            libzs.Pool(class_shards=bad)
+        assert e.value.errno == errno.EINVAL
+    with pytest.raises(ValueError):
+        libzs.Pool(class_shards=-1)

@@ -93,15 +93,20 @@ int zs_classes_build(struct zs_pool *pool)
 	int n = (int)((P - ZS_MIN_ALLOC_SIZE + delta - 1) / delta) + 1;
 	if (n > (int)OBJ_CLASS_MASK + 1)
 		return -EINVAL;
+	unsigned shards = cfg->class_shards ? cfg->class_shards : 1;
+	/* obj and zspage record index + shard * n in OBJ_CLASS_BITS. */
+	if ((unsigned long)n * shards > OBJ_CLASS_MASK + 1)
+		return -EINVAL;
 	pool->delta = delta;
 	pool->nr_classes = n;
+	pool->nr_shards = shards;
 	pool->geom = calloc(n, sizeof(*pool->geom));
-	pool->classes = aligned_alloc(64, sizeof(struct size_class) * n);
+	pool->classes = aligned_alloc(64, sizeof(struct size_class) * n * shards);
 	pool->size_class = calloc(n, sizeof(*pool->size_class));
 	pool->size_lut = calloc(P / 8 + 3, sizeof(*pool->size_lut));
 	if (!pool->geom || !pool->classes || !pool->size_class || !pool->size_lut)
 		return -ENOMEM;
-	memset(pool->classes, 0, sizeof(struct size_class) * n);
+	memset(pool->classes, 0, sizeof(struct size_class) * n * shards);
 
 	int prev = -1;
 	pool->huge_class_size = 0;
@@ -132,7 +137,14 @@ int zs_classes_build(struct zs_pool *pool)
 		c->objs_per_zspage = objs;
 		c->index = (unsigned)i;
 		c->huge = (pages == 1 && objs == 1);
+		c->enc = (unsigned)i;
 		pool->size_class[i] = c;
+		for (unsigned s = 1; s < shards; s++) {
+			struct size_class *copy = &pool->classes[s * (unsigned)n + (unsigned)i];
+			*copy = *c;
+			zs_spin_init(&copy->lock);
+			copy->enc = s * (unsigned)n + (unsigned)i;
+		}
 		prev = i;
 	}
 	/* No class packs objects (e.g. max_chain 1 with tiny pages): everything is "huge". */
@@ -197,6 +209,21 @@ int zs_lookup_class_index(const struct zs_pool *pool, size_t size)
 	if (size > pool->page_size)
 		size = pool->page_size;
 	return (int)pool->size_class[size_to_class_index(pool, size)]->index;
+}
+
+/*
+ * sched_getcpu() is a vDSO/rseq read, a few ns; threads that migrate only
+ * cost locality, never correctness (any copy may free any object: the
+ * object's zspage records its copy).
+ */
+struct size_class *zs_alloc_class(struct zs_pool *pool, size_t size)
+{
+	struct size_class *class = pool->size_class[size_to_class_index(pool, size)];
+	if (zs_likely(pool->nr_shards == 1))
+		return class;
+	int cpu = sched_getcpu();
+	unsigned s = (cpu >= 0 ? (unsigned)cpu : zs_thread_shard()) % pool->nr_shards;
+	return class + (size_t)s * (unsigned)pool->nr_classes;
 }
 
 size_t zs_huge_class_size(const struct zs_pool *pool)

@@ -101,8 +101,8 @@ static void migrate_zspage(struct zs_pool *pool, struct size_class *class, struc
 		unsigned long handle = hdr & ~OBJ_ALLOCATED_TAG;
 		/* A moved object's handle is live or queued, and names this very object. */
 		zs_assert_internal(!handle_is_free(handle) &&
-				   handle_to_obj(handle) == location_to_obj(pfn, class->index, idx));
-		unsigned long used_obj = location_to_obj(pfn, class->index, idx);
+				   handle_to_obj(handle) == location_to_obj(pfn, class->enc, idx));
+		unsigned long used_obj = location_to_obj(pfn, class->enc, idx);
 		unsigned long free_obj = zs_obj_malloc(pool, dst, handle);
 		span_read(pool, pfn, off, buf, size);
 		span_write(pool, obj_to_pfn(free_obj),
@@ -170,10 +170,11 @@ unsigned long zs_compact(struct zs_pool *pool)
 	char *buf = malloc(pool->page_size);
 	unsigned long freed = 0;
 	if (buf) {
-		for (int i = pool->nr_classes - 1; i >= 0; i--) {
-			if (pool->geom[i].phys != i)
+		int n = pool->nr_classes;
+		for (int e = n * (int)pool->nr_shards - 1; e >= 0; e--) {
+			if (pool->geom[e % n].phys != e % n)
 				continue;
-			struct size_class *class = &pool->classes[i];
+			struct size_class *class = &pool->classes[e];
 			if (class->huge)
 				continue;
 			freed += compact_class(pool, class, buf);
@@ -198,13 +199,17 @@ int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st)
 		return -ENOENT; /* a logical class merged into another: its stats are the other's */
 	struct size_class *class = &pool->classes[index];
 	memset(st, 0, sizeof(*st));
-	zs_spin_lock(&class->lock);
-	for (int g = 0; g < ZS_NR_FULLNESS_GROUPS; g++)
-		st->fullness[g] = class->stats[g];
-	st->obj_allocated = class->stats[ZS_OBJS_ALLOCATED];
-	st->obj_used = class->stats[ZS_OBJS_INUSE];
-	st->freeable = zs_can_compact(class);
-	zs_spin_unlock(&class->lock);
+	/* A sharded pool reports the sum of the class's copies, as one kernel class. */
+	for (unsigned s = 0; s < pool->nr_shards; s++) {
+		struct size_class *c = class + (size_t)s * (unsigned)pool->nr_classes;
+		zs_spin_lock(&c->lock);
+		for (int g = 0; g < ZS_NR_FULLNESS_GROUPS; g++)
+			st->fullness[g] += c->stats[g];
+		st->obj_allocated += c->stats[ZS_OBJS_ALLOCATED];
+		st->obj_used += c->stats[ZS_OBJS_INUSE];
+		st->freeable += zs_can_compact(c);
+		zs_spin_unlock(&c->lock);
+	}
 	st->index = index;
 	st->size = class->size;
 	st->pages_per_zspage = class->pages_per_zspage;

@@ -71,7 +71,8 @@ struct size_class {
 	unsigned size;               /* slot size, header included */
 	unsigned objs_per_zspage;
 	unsigned pages_per_zspage;
-	unsigned index;              /* physical index */
+	unsigned index;              /* physical index (the kernel's class number) */
+	unsigned enc;                /* index + shard * nr_classes: what obj and zspage record */
 	int huge;
 	unsigned long stats[ZS_NR_CLASS_STATS];
 } __attribute__((aligned(64)));
@@ -117,8 +118,9 @@ struct zs_pool {
 	unsigned page_shift;
 	unsigned delta;
 	int nr_classes;                 /* logical */
-	struct size_class **size_class; /* logical index -> physical class */
-	struct size_class *classes;     /* physical classes, by logical index of the physical one */
+	unsigned nr_shards;             /* copies of the class table (cfg.class_shards, >= 1) */
+	struct size_class **size_class; /* logical index -> physical class of shard 0 */
+	struct size_class *classes;     /* [shard * nr_classes + logical index of the physical one] */
 	struct class_geom *geom;        /* logical geometry */
 	uint16_t *size_lut;             /* (alloc size + 7) / 8 -> logical class */
 	size_t huge_class_size;
@@ -213,6 +215,15 @@ static inline struct size_class *zspage_class(const struct zs_pool *pool, const 
 	return &pool->classes[zspage->class_idx];
 }
 
+/* Does an encoded class index (obj / zspage) name a physical class of some shard? */
+static inline int class_enc_valid(const struct zs_pool *pool, unsigned enc)
+{
+	if (enc >= (unsigned)pool->nr_classes * pool->nr_shards)
+		return 0;
+	unsigned i = enc % (unsigned)pool->nr_classes;
+	return pool->geom[i].phys == (int)i;
+}
+
 /* ---- class.c ---- */
 int zs_classes_build(struct zs_pool *pool);
 void zs_classes_free(struct zs_pool *pool);
@@ -220,6 +231,8 @@ static inline int size_to_class_index(const struct zs_pool *pool, size_t size)
 {
 	return pool->size_lut[(size + 7) >> 3];
 }
+/* The class an allocation of `size` (header included) uses: its copy for this CPU. */
+struct size_class *zs_alloc_class(struct zs_pool *pool, size_t size);
 
 /* ---- handle.c ---- */
 int zs_handles_init(struct zs_pool *pool);

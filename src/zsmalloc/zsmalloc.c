@@ -64,7 +64,7 @@ void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fulln
 {
 	struct zspage *head = class->fullness_list[fullness];
 	zs_assert_internal(zs_spin_held(&class->lock));
-	zs_assert_internal(zspage->class_idx == class->index);
+	zs_assert_internal(zspage->class_idx == class->enc);
 	zs_assert_internal(fullness == zs_get_fullness_group(class, zspage));
 	zs_assert_internal(zspage_off_lists(class, zspage));
 	zspage->lprev = NULL;
@@ -129,7 +129,7 @@ static struct zspage *alloc_zspage(struct zs_pool *pool, struct size_class *clas
 		d->next = i + 1 < n ? pfns[i + 1] : ZS_PFN_NONE;
 	}
 	zspage->pfn = (uint32_t)pfns[0];
-	zspage->class_idx = (uint16_t)class->index;
+	zspage->class_idx = (uint16_t)class->enc;
 	zspage->huge = (uint8_t)class->huge;
 	zspage->inuse = 0;
 	zspage->freeobj = 0;
@@ -198,7 +198,7 @@ unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigne
 		zspage->huge_handle = handle;
 	}
 	zspage->inuse++;
-	return location_to_obj(pfn, class->index, idx);
+	return location_to_obj(pfn, class->enc, idx);
 }
 
 /* Push the object's index on its zspage's free list (class lock held). */
@@ -227,17 +227,17 @@ void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long o
 int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj)
 {
 	zs_assert_internal(zs_rw_held(&pool->lock) ||
-			   obj_to_class_idx(obj) >= (unsigned)pool->nr_classes ||
+			   !class_enc_valid(pool, obj_to_class_idx(obj)) ||
 			   zs_spin_held(&pool->classes[obj_to_class_idx(obj)].lock));
 	zs_pfn_t pfn = obj_to_pfn(obj);
 	if (!zs_pages_valid(pool->pages, pfn))
 		return -EINVAL;
 	struct zspage *zspage = page_desc(pool, pfn)->owner;
-	if (!zspage || zspage->class_idx >= pool->nr_classes)
+	if (!zspage || !class_enc_valid(pool, zspage->class_idx))
 		return -EINVAL;
 	struct size_class *class = zspage_class(pool, zspage);
 	unsigned idx = obj_to_idx(obj);
-	if (class->size == 0 || obj_to_class_idx(obj) != class->index ||
+	if (class->size == 0 || obj_to_class_idx(obj) != class->enc ||
 	    idx >= class->objs_per_zspage)
 		return -EINVAL;
 	if (zspage->huge)
@@ -274,6 +274,8 @@ static int config_valid(const struct zs_pool_config *c)
 	    (unsigned)c->chain_policy > ZS_CHAIN_HEURISTIC)
 		return 0;
 	if (c->checked != 0 && c->checked != 1)
+		return 0;
+	if (c->class_shards > ZS_MAX_CLASS_SHARDS)
 		return 0;
 	if (c->deferred_worker < -1 || c->deferred_worker > 1)
 		return 0;
@@ -373,7 +375,7 @@ unsigned long zs_malloc(struct zs_pool *pool, size_t size)
 	if (zs_unlikely(!handle))
 		return (unsigned long)-ENOMEM;
 
-	struct size_class *class = pool->size_class[size_to_class_index(pool, size + ZS_HANDLE_SIZE)];
+	struct size_class *class = zs_alloc_class(pool, size + ZS_HANDLE_SIZE);
 	zs_spin_lock(&class->lock);
 	struct zspage *zspage = find_get_zspage(class);
 	if (zs_likely(zspage)) {
@@ -407,7 +409,7 @@ struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, un
 {
 	struct zspage *zspage = obj_to_zspage(pool, obj);
 	zs_assert_internal(zs_spin_held(&class->lock));
-	zs_assert_internal(obj_to_class_idx(obj) == class->index);
+	zs_assert_internal(obj_to_class_idx(obj) == class->enc);
 	zs_assert_internal(class->stats[ZS_OBJS_INUSE] > 0);
 	class->stats[ZS_OBJS_INUSE]--;
 	zs_obj_free(pool, class, obj);
@@ -426,8 +428,7 @@ static int handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned 
 	if (v & (HANDLE_FREE_BIT | HANDLE_PENDING_BIT))
 		return -EINVAL;
 	*obj = v;
-	unsigned cidx = obj_to_class_idx(v);
-	if (cidx >= (unsigned)pool->nr_classes || pool->geom[cidx].phys != (int)cidx)
+	if (!class_enc_valid(pool, obj_to_class_idx(v)))
 		return -EINVAL;
 	return 0;
 }
@@ -538,9 +539,7 @@ static struct zspage *pinned_zspage_checked(struct zs_pool *pool, unsigned long 
 	struct zspage *zspage = NULL;
 	zs_read_lock(&pool->lock);
 	unsigned long obj = handle_to_obj(handle);
-	unsigned cidx = obj_to_class_idx(obj);
-	if (cidx < (unsigned)pool->nr_classes && pool->geom[cidx].phys == (int)cidx &&
-	    !zs_validate_obj(pool, handle, obj)) {
+	if (class_enc_valid(pool, obj_to_class_idx(obj)) && !zs_validate_obj(pool, handle, obj)) {
 		zspage = obj_to_zspage(pool, obj);
 		if (atomic_load_explicit(&zspage->lock, memory_order_relaxed) <= 0)
 			zspage = NULL;
