@@ -19,7 +19,8 @@
  *    Readers hold the zspage lock across their access, so compaction
  *    (trylock) never moves an object out from under them.
  * Compaction lives in compact.c, deferred free in deferred.c, the class table
- * and chain/delta policies in class.c, handles in handle.c.
+ * and chain/delta policies in class.c, handles in handle.c, statistics and
+ * the class table print in stats.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -797,22 +798,7 @@ void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
 		zs_zspage_read_unlock(&zspage->lock);
 }
 
-/* ---- accounting ---- */
-
-unsigned long zs_get_total_pages(const struct zs_pool *pool)
-{
-	long n = 0;
-	for (int i = 0; i < ZS_RW_SHARDS; i++)
-		n += atomic_load_explicit(&((struct zs_pool *)pool)->pages_allocated[i].n,
-					  memory_order_relaxed);
-	return n > 0 ? (unsigned long)n : 0;
-}
-
-void zs_pool_stats(const struct zs_pool *pool, struct zs_pool_stats *stats)
-{
-	stats->pages_compacted =
-		atomic_load_explicit(&((struct zs_pool *)pool)->pages_compacted, memory_order_relaxed);
-}
+/* ---- pool properties ---- */
 
 size_t zs_pool_page_size(const struct zs_pool *pool)
 {
