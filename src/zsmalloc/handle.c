@@ -236,6 +236,20 @@ int zs_handle_in_pool(const struct zs_pool *pool, unsigned long handle)
 	return (handle & (HANDLE_CHUNK - 1)) != 0;
 }
 
+/* Checked mode, before any lock: the handle is ours and not free or queued. */
+int zs_handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long *obj)
+{
+	if (!zs_handle_in_pool(pool, handle))
+		return -EINVAL;
+	unsigned long v = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
+	if (v & (HANDLE_FREE_BIT | HANDLE_PENDING_BIT))
+		return -EINVAL;
+	*obj = v;
+	if (!class_enc_valid(pool, obj_to_class_idx(v)))
+		return -EINVAL;
+	return 0;
+}
+
 /* ---- giving handle memory back ---- */
 
 #define SLOTS_PER_CHUNK (HANDLE_CHUNK / sizeof(unsigned long) - 1) /* slot 0 is never used */

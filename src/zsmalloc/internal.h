@@ -224,6 +224,14 @@ static inline int class_enc_valid(const struct zs_pool *pool, unsigned enc)
 	return pool->geom[i].phys == (int)i;
 }
 
+/* The word at the start of object idx (its header, or its free-list link). */
+static inline unsigned long *obj_header(const struct zs_pool *pool, zs_pfn_t pfn, unsigned idx,
+					unsigned size)
+{
+	return (unsigned long *)(page_addr(pool, pfn) +
+				 (((unsigned long)idx * size) & (pool->page_size - 1)));
+}
+
 /* ---- class.c ---- */
 int zs_classes_build(struct zs_pool *pool);
 void zs_classes_free(struct zs_pool *pool);
@@ -241,19 +249,23 @@ unsigned long zs_handle_alloc(struct zs_pool *pool);
 void zs_handle_free(struct zs_pool *pool, unsigned long handle);
 int zs_handle_in_pool(const struct zs_pool *pool, unsigned long handle);
 void zs_handles_trim(struct zs_pool *pool, int eager);
+/* Checked mode, before any lock: the handle is ours, neither free nor queued, its class valid. */
+int zs_handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long *obj);
 
-/* ---- zsmalloc.c: used by compaction and deferred free ---- */
+/* ---- zspage.c: lists, chains and objects of a zspage (class lock held) ---- */
 int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage);
 void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fullness);
 void zs_remove_zspage(struct size_class *class, struct zspage *zspage);
 int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage);
 unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigned long handle);
-void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj);
-void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage, unsigned pages);
-void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
 int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj);
+
+/* ---- free.c: used by zs_free, deferred free and compaction ---- */
+void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj);
+void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
 /* Free one object with its class lock held; returns an unlinked empty zspage to free, or NULL. */
 struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj);
+void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage, unsigned pages);
 
 /* ---- deferred.c ---- */
 void zs_deferred_init(struct zs_pool *pool);

@@ -18,9 +18,12 @@
  *    in obj (free_mode), taking only the class lock and re-reading obj.
  *    Readers hold the zspage lock across their access, so compaction
  *    (trylock) never moves an object out from under them.
- * Compaction lives in compact.c, deferred free in deferred.c, the class table
- * and chain/delta policies in class.c, handles in handle.c, statistics and
- * the class table print in stats.c.
+ * This file: pool creation, zs_malloc and object access.  Freeing (and the
+ * free modes) lives in free.c, zspage lists and object slots in zspage.c,
+ * compaction in compact.c, deferred free in deferred.c, the class table and
+ * chain/delta policies in class.c, handles in handle.c, statistics and the
+ * class table print in stats.c.  Calls run one way: zsmalloc.c -> deferred.c
+ * -> free.c -> zspage.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,89 +32,7 @@
 #include "zsmalloc/internal.h"
 #include "zs/harness.h"
 
-/* ---- fullness lists ---- */
-
-int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage)
-{
-	unsigned inuse = zspage->inuse, objs = class->objs_per_zspage;
-	zs_assert_internal(inuse <= objs);
-	if (inuse == 0)
-		return ZS_INUSE_RATIO_0;
-	if (inuse == objs)
-		return ZS_INUSE_RATIO_100;
-	return (int)(100UL * inuse / objs) / 10 + 1;
-}
-
-/* ZS_DEBUG: zspage is linked into the list its fullness names (neighbours agree). */
-static inline int zspage_on_its_list(const struct size_class *class, const struct zspage *zspage)
-{
-	if (zspage->fullness >= ZS_NR_FULLNESS_GROUPS)
-		return 0;
-	if (zspage->lprev ? zspage->lprev->lnext != zspage
-			  : class->fullness_list[zspage->fullness] != zspage)
-		return 0;
-	return !zspage->lnext || zspage->lnext->lprev == zspage;
-}
-
-/* ZS_DEBUG: isolated, on no list (a fresh zspage's descriptor is zeroed). */
-static inline int zspage_off_lists(const struct size_class *class, const struct zspage *zspage)
-{
-	return !zspage->lnext && !zspage->lprev &&
-	       (zspage->fullness >= ZS_NR_FULLNESS_GROUPS ||
-		class->fullness_list[zspage->fullness] != zspage);
-}
-
-void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fullness)
-{
-	struct zspage *head = class->fullness_list[fullness];
-	zs_assert_internal(zs_spin_held(&class->lock));
-	zs_assert_internal(zspage->class_idx == class->enc);
-	zs_assert_internal(fullness == zs_get_fullness_group(class, zspage));
-	zs_assert_internal(zspage_off_lists(class, zspage));
-	zspage->lprev = NULL;
-	zspage->lnext = head;
-	if (head)
-		head->lprev = zspage;
-	class->fullness_list[fullness] = zspage;
-	zspage->fullness = (uint8_t)fullness;
-	class->stats[fullness]++;
-}
-
-void zs_remove_zspage(struct size_class *class, struct zspage *zspage)
-{
-	zs_assert_internal(zs_spin_held(&class->lock));
-	zs_assert_internal(zspage_on_its_list(class, zspage));
-	zs_assert_internal(class->stats[zspage->fullness] > 0);
-	if (zspage->lprev)
-		zspage->lprev->lnext = zspage->lnext;
-	else
-		class->fullness_list[zspage->fullness] = zspage->lnext;
-	if (zspage->lnext)
-		zspage->lnext->lprev = zspage->lprev;
-	zspage->lnext = zspage->lprev = NULL;
-	class->stats[zspage->fullness]--;
-}
-
-/* Move a zspage whose group changed to the head of its new list; unchanged keeps its place. */
-int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage)
-{
-	int fg = zs_get_fullness_group(class, zspage);
-	if (fg != zspage->fullness) {
-		zs_remove_zspage(class, zspage);
-		zs_insert_zspage(class, zspage, fg);
-	}
-	return fg;
-}
-
 /* ---- zspage pages ---- */
-
-static zs_pfn_t zspage_page(const struct zs_pool *pool, const struct zspage *zspage, unsigned k)
-{
-	zs_pfn_t pfn = zspage->pfn;
-	while (k--)
-		pfn = page_desc(pool, pfn)->next;
-	return pfn;
-}
 
 static struct zspage *alloc_zspage(struct zs_pool *pool, struct size_class *class)
 {
@@ -146,109 +67,6 @@ static struct zspage *alloc_zspage(struct zs_pool *pool, struct size_class *clas
 		}
 	}
 	return zspage;
-}
-
-void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage, unsigned pages)
-{
-	zs_pfn_t pfns[ZS_MAX_CHAIN];
-	zs_pfn_t pfn = zspage->pfn;
-	for (unsigned i = 0; i < pages; i++) {
-		pfns[i] = pfn;
-		pfn = page_desc(pool, pfn)->next;
-	}
-	zs_pages_free_bulk(pool->pages, pfns, pages);
-}
-
-/* Take an empty zspage off its list and out of the accounting (class lock held). */
-void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage)
-{
-	zs_assert_internal(zspage->inuse == 0 && zspage->fullness == ZS_INUSE_RATIO_0);
-	zs_assert_internal(class->stats[ZS_OBJS_ALLOCATED] >= class->objs_per_zspage);
-	zs_remove_zspage(class, zspage);
-	class->stats[ZS_OBJS_ALLOCATED] -= class->objs_per_zspage;
-	pool_pages_add(pool, -(long)class->pages_per_zspage);
-}
-
-/* ---- objects ---- */
-
-static inline unsigned long *obj_header(const struct zs_pool *pool, zs_pfn_t pfn, unsigned idx,
-					unsigned size)
-{
-	return (unsigned long *)(page_addr(pool, pfn) +
-				 (((unsigned long)idx * size) & (pool->page_size - 1)));
-}
-
-/* Pop the zspage's free-list head for `handle` (class lock held); returns the new obj. */
-unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigned long handle)
-{
-	struct size_class *class = zspage_class(pool, zspage);
-	unsigned idx = zspage->freeobj;
-	zs_assert_internal(zs_spin_held(&class->lock));
-	zs_assert_internal(zspage->inuse < class->objs_per_zspage && idx < class->objs_per_zspage);
-	unsigned long off = (unsigned long)idx * class->size;
-	zs_pfn_t pfn = zspage_page(pool, zspage, (unsigned)(off >> pool->page_shift));
-	if (!zspage->huge) {
-		unsigned long *hdr = (unsigned long *)(page_addr(pool, pfn) +
-						       (off & (pool->page_size - 1)));
-		zs_assert_internal(!(*hdr & OBJ_ALLOCATED_TAG)); /* the free list's head is free */
-		zspage->freeobj = (uint32_t)(*hdr >> 1);
-		*hdr = handle | OBJ_ALLOCATED_TAG;
-	} else {
-		zs_assert_internal(!zspage->huge_handle);
-		zspage->freeobj = FREEOBJ_END;
-		zspage->huge_handle = handle;
-	}
-	zspage->inuse++;
-	return location_to_obj(pfn, class->enc, idx);
-}
-
-/* Push the object's index on its zspage's free list (class lock held). */
-void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj)
-{
-	zs_pfn_t pfn = obj_to_pfn(obj);
-	unsigned idx = obj_to_idx(obj);
-	struct zspage *zspage = page_desc(pool, pfn)->owner;
-	zs_assert_internal(zs_spin_held(&class->lock) && zspage_class(pool, zspage) == class);
-	zs_assert_internal(zspage->inuse > 0 && idx < class->objs_per_zspage);
-	/* The object is live: its header (or the huge zspage) names a handle. */
-	zs_assert_internal(zspage->huge ? zspage->huge_handle != 0
-					: (*obj_header(pool, pfn, idx, class->size) & OBJ_ALLOCATED_TAG));
-	if (!zspage->huge)
-		*obj_header(pool, pfn, idx, class->size) = (unsigned long)zspage->freeobj << 1;
-	else
-		zspage->huge_handle = 0;
-	zspage->freeobj = idx;
-	zspage->inuse--;
-}
-
-/*
- * Checked mode: does `obj` name a live object whose header names `handle`?
- * Runs with the pool lock (read) or the object's class lock held.
- */
-int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj)
-{
-	zs_assert_internal(zs_rw_held(&pool->lock) ||
-			   !class_enc_valid(pool, obj_to_class_idx(obj)) ||
-			   zs_spin_held(&pool->classes[obj_to_class_idx(obj)].lock));
-	zs_pfn_t pfn = obj_to_pfn(obj);
-	if (!zs_pages_valid(pool->pages, pfn))
-		return -EINVAL;
-	struct zspage *zspage = page_desc(pool, pfn)->owner;
-	if (!zspage || !class_enc_valid(pool, zspage->class_idx))
-		return -EINVAL;
-	struct size_class *class = zspage_class(pool, zspage);
-	unsigned idx = obj_to_idx(obj);
-	if (class->size == 0 || obj_to_class_idx(obj) != class->enc ||
-	    idx >= class->objs_per_zspage)
-		return -EINVAL;
-	if (zspage->huge)
-		return zspage->huge_handle == handle ? 0 : -EINVAL;
-	/* The object must start in the page obj names. */
-	unsigned long start = (unsigned long)idx * class->size;
-	if (zspage_page(pool, zspage, (unsigned)(start >> pool->page_shift)) != pfn)
-		return -EINVAL;
-	return *obj_header(pool, pfn, idx, class->size) == (handle | OBJ_ALLOCATED_TAG) ? 0
-											: -EINVAL;
 }
 
 /* ---- pool ---- */
@@ -406,97 +224,6 @@ unsigned long zs_malloc(struct zs_pool *pool, size_t size)
 	return handle;
 }
 
-struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj)
-{
-	struct zspage *zspage = obj_to_zspage(pool, obj);
-	zs_assert_internal(zs_spin_held(&class->lock));
-	zs_assert_internal(obj_to_class_idx(obj) == class->enc);
-	zs_assert_internal(class->stats[ZS_OBJS_INUSE] > 0);
-	class->stats[ZS_OBJS_INUSE]--;
-	zs_obj_free(pool, class, obj);
-	if (zs_fix_fullness_group(class, zspage) != ZS_INUSE_RATIO_0)
-		return NULL;
-	zs_unlink_empty_zspage(pool, class, zspage);
-	return zspage;
-}
-
-/* Checked mode, before any lock: the handle is ours and not free or queued. */
-static int handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long *obj)
-{
-	if (!zs_handle_in_pool(pool, handle))
-		return -EINVAL;
-	unsigned long v = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
-	if (v & (HANDLE_FREE_BIT | HANDLE_PENDING_BIT))
-		return -EINVAL;
-	*obj = v;
-	if (!class_enc_valid(pool, obj_to_class_idx(v)))
-		return -EINVAL;
-	return 0;
-}
-
-/* Free with the class found through the page, under the pool lock (kernel today). */
-static int free_pool_locked(struct zs_pool *pool, unsigned long handle, int checked)
-{
-	zs_read_lock(&pool->lock);
-	unsigned long obj = handle_to_obj(handle);
-	if (checked && zs_validate_obj(pool, handle, obj)) {
-		zs_read_unlock(&pool->lock);
-		return -EINVAL;
-	}
-	struct zspage *zspage = obj_to_zspage(pool, obj);
-	struct size_class *class = zspage_class(pool, zspage);
-	zs_spin_lock(&class->lock);
-	zs_read_unlock(&pool->lock);
-	zs_assert_internal(handle_is_live(handle));
-	struct zspage *empty = zs_free_locked(pool, class, obj);
-	if (empty)
-		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
-	zs_spin_unlock(&class->lock);
-	return 0;
-}
-
-/* Seeds 000/001: the class from obj without the pool lock; obj re-read under the class lock. */
-static int free_class_index(struct zs_pool *pool, unsigned long handle, int checked, int unlocked)
-{
-	unsigned long obj = handle_to_obj(handle);
-	struct size_class *class = &pool->classes[obj_to_class_idx(obj)];
-	zs_spin_lock(&class->lock);
-	obj = handle_to_obj(handle);
-	if (checked && zs_validate_obj(pool, handle, obj)) {
-		zs_spin_unlock(&class->lock);
-		return -EINVAL;
-	}
-	zs_assert_internal(handle_is_live(handle));
-	struct zspage *empty = zs_free_locked(pool, class, obj);
-	if (empty && !unlocked)
-		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
-	zs_spin_unlock(&class->lock);
-	if (empty && unlocked)
-		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
-	return 0;
-}
-
-int zs_free(struct zs_pool *pool, unsigned long handle)
-{
-	if (zs_unlikely(!handle || ZS_IS_ERR(handle)))
-		return 0;
-	int checked = pool->cfg.checked;
-	if (checked) {
-		unsigned long obj;
-		if (handle_precheck(pool, handle, &obj))
-			return -EINVAL;
-	}
-	int err;
-	if (pool->cfg.free_mode == ZS_FREE_POOL_LOCK)
-		err = free_pool_locked(pool, handle, checked);
-	else
-		err = free_class_index(pool, handle, checked,
-				       pool->cfg.free_mode == ZS_FREE_CLASS_INDEX_UNLOCKED);
-	if (!err)
-		zs_handle_free(pool, handle);
-	return err;
-}
-
 /* ---- object access ---- */
 
 /*
@@ -506,7 +233,7 @@ int zs_free(struct zs_pool *pool, unsigned long handle)
 static struct zspage *pin_object(struct zs_pool *pool, unsigned long handle, unsigned long *objp)
 {
 	unsigned long obj;
-	if (pool->cfg.checked && handle_precheck(pool, handle, &obj))
+	if (pool->cfg.checked && zs_handle_precheck(pool, handle, &obj))
 		return NULL;
 	zs_read_lock(&pool->lock);
 	obj = handle_to_obj(handle);
