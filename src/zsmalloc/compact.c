@@ -58,29 +58,11 @@ static int putback_zspage(struct size_class *class, struct zspage *zspage)
 	return fg;
 }
 
-/* Copy `len` bytes of an object at (pfn, off) that may continue in the next page. */
-static void span_read(struct zs_pool *pool, zs_pfn_t pfn, unsigned off, char *buf, unsigned len)
-{
-	unsigned first = pool->page_size - off < len ? pool->page_size - off : len;
-	memcpy(buf, page_addr(pool, pfn) + off, first);
-	if (first < len)
-		memcpy(buf + first, page_addr(pool, page_desc(pool, pfn)->next), len - first);
-}
-
-static void span_write(struct zs_pool *pool, zs_pfn_t pfn, unsigned off, const char *buf,
-		       unsigned len)
-{
-	unsigned first = pool->page_size - off < len ? pool->page_size - off : len;
-	memcpy(page_addr(pool, pfn) + off, buf, first);
-	if (first < len)
-		memcpy(page_addr(pool, page_desc(pool, pfn)->next), buf + first, len - first);
-}
-
 /* Move src's live objects, lowest index first, until dst is full or src empty. */
 static void migrate_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *src,
 			   struct zspage *dst, char *buf)
 {
-	unsigned size = class->size, mask = pool->page_size - 1;
+	unsigned size = class->size;
 	zs_pfn_t pfn = src->pfn;
 	unsigned page = 0;
 	/* Pool lock for writing (no reader resolves a handle meanwhile), both zspages isolated. */
@@ -89,13 +71,12 @@ static void migrate_zspage(struct zs_pool *pool, struct size_class *class, struc
 	zs_assert_internal(!src->lnext && !src->lprev && !dst->lnext && !dst->lprev);
 	zs_assert_internal(src != dst && dst->inuse < class->objs_per_zspage);
 	for (unsigned idx = 0; idx < class->objs_per_zspage; idx++) {
-		unsigned long start = (unsigned long)idx * size;
-		while ((start >> pool->page_shift) > page) {
+		while (obj_page_index(pool, size, idx) > page) {
 			pfn = page_desc(pool, pfn)->next;
 			page++;
 		}
-		unsigned off = (unsigned)(start & mask);
-		unsigned long hdr = *(unsigned long *)(page_addr(pool, pfn) + off);
+		unsigned off = obj_page_offset(pool, size, idx);
+		unsigned long hdr = *obj_header(pool, pfn, idx, size);
 		if (!(hdr & OBJ_ALLOCATED_TAG))
 			continue;
 		unsigned long handle = hdr & ~OBJ_ALLOCATED_TAG;
@@ -106,7 +87,7 @@ static void migrate_zspage(struct zs_pool *pool, struct size_class *class, struc
 		unsigned long free_obj = zs_obj_malloc(pool, dst, handle);
 		span_read(pool, pfn, off, buf, size);
 		span_write(pool, obj_to_pfn(free_obj),
-			   (unsigned)(((unsigned long)obj_to_idx(free_obj) * size) & mask), buf, size);
+			   obj_page_offset(pool, size, obj_to_idx(free_obj)), buf, size);
 		/* Keep a checked-mode "queued for deferred free" mark across the move. */
 		unsigned long old = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
 		record_obj(handle, free_obj | (old & HANDLE_PENDING_BIT));

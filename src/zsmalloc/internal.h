@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "zs/pages.h"
 #include "pages/lookup.h"
@@ -224,12 +225,49 @@ static inline int class_enc_valid(const struct zs_pool *pool, unsigned enc)
 	return pool->geom[i].phys == (int)i;
 }
 
-/* The word at the start of object idx (its header, or its free-list link). */
+/*
+ * ---- object geometry: the one home of "where does object idx lie" ----
+ * Objects of slot size `size` sit back to back along the zspage's chain, so
+ * object idx starts idx * size bytes in: in chain page obj_page_index, at
+ * obj_page_offset within it, and may run on into the next page.
+ */
+static inline unsigned obj_page_index(const struct zs_pool *pool, unsigned size, unsigned idx)
+{
+	return (unsigned)(((unsigned long)idx * size) >> pool->page_shift);
+}
+static inline unsigned obj_page_offset(const struct zs_pool *pool, unsigned size, unsigned idx)
+{
+	return (unsigned)(((unsigned long)idx * size) & (pool->page_size - 1));
+}
+
+/* The word at the start of object idx in its first page pfn (its header, or its free-list link). */
 static inline unsigned long *obj_header(const struct zs_pool *pool, zs_pfn_t pfn, unsigned idx,
 					unsigned size)
 {
-	return (unsigned long *)(page_addr(pool, pfn) +
-				 (((unsigned long)idx * size) & (pool->page_size - 1)));
+	return (unsigned long *)(page_addr(pool, pfn) + obj_page_offset(pool, size, idx));
+}
+
+/*
+ * Copy len bytes of an object at (pfn, off) out of / into the pool, the part
+ * past the end of pfn from the start of the chain's next page.  Every
+ * spanning copy (reads, writes, map/unmap, compaction) goes through these.
+ */
+static inline void span_read(const struct zs_pool *pool, zs_pfn_t pfn, unsigned off, void *buf,
+			     size_t len)
+{
+	size_t first = pool->page_size - off < len ? pool->page_size - off : len;
+	memcpy(buf, page_addr(pool, pfn) + off, first);
+	if (first < len)
+		memcpy((char *)buf + first, page_addr(pool, page_desc(pool, pfn)->next), len - first);
+}
+static inline void span_write(const struct zs_pool *pool, zs_pfn_t pfn, unsigned off,
+			      const void *buf, size_t len)
+{
+	size_t first = pool->page_size - off < len ? pool->page_size - off : len;
+	memcpy(page_addr(pool, pfn) + off, buf, first);
+	if (first < len)
+		memcpy(page_addr(pool, page_desc(pool, pfn)->next), (const char *)buf + first,
+		       len - first);
 }
 
 /* ---- class.c ---- */

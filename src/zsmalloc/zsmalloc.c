@@ -37,7 +37,7 @@
 static struct zspage *alloc_zspage(struct zs_pool *pool, struct size_class *class)
 {
 	zs_pfn_t pfns[ZS_MAX_CHAIN];
-	unsigned n = class->pages_per_zspage, P = pool->page_size;
+	unsigned n = class->pages_per_zspage;
 	for (unsigned i = 0; i < n; i++) {
 		if (zs_pages_alloc(pool->pages, &pfns[i])) {
 			zs_pages_free_bulk(pool->pages, pfns, i);
@@ -60,10 +60,9 @@ static struct zspage *alloc_zspage(struct zs_pool *pool, struct size_class *clas
 		/* Link every object in address order: 0 -> 1 -> ... -> end. */
 		unsigned objs = class->objs_per_zspage;
 		for (unsigned idx = 0; idx < objs; idx++) {
-			unsigned long off = (unsigned long)idx * class->size;
-			unsigned long *hdr = (unsigned long *)(page_addr(pool, pfns[off >> pool->page_shift]) +
-							       (off & (P - 1)));
-			*hdr = (unsigned long)(idx + 1 < objs ? idx + 1 : FREEOBJ_END) << 1;
+			zs_pfn_t pfn = pfns[obj_page_index(pool, class->size, idx)];
+			*obj_header(pool, pfn, idx, class->size) =
+				(unsigned long)(idx + 1 < objs ? idx + 1 : FREEOBJ_END) << 1;
 		}
 	}
 	return zspage;
@@ -304,8 +303,7 @@ static void unpin_object(struct zs_pool *pool, unsigned long handle)
 static inline unsigned payload_offset(const struct zs_pool *pool, const struct size_class *class,
 				      unsigned long obj, unsigned *cap)
 {
-	unsigned off = (unsigned)(((unsigned long)obj_to_idx(obj) * class->size) &
-				  (pool->page_size - 1));
+	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
 	if (class->huge) {
 		*cap = class->size;
 		return off;
@@ -335,10 +333,7 @@ void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_l
 	if (zs_likely(off + mem_len <= pool->page_size))
 		return addr + off;
 	/* The object spans two pages: stitch it together in the caller's buffer. */
-	size_t first = pool->page_size - off;
-	memcpy(local_copy, addr + off, first);
-	memcpy((char *)local_copy + first, page_addr(pool, page_desc(pool, pfn)->next),
-	       mem_len - first);
+	span_read(pool, pfn, off, local_copy, mem_len);
 	return local_copy;
 }
 
@@ -395,16 +390,7 @@ int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, si
 		zs_zspage_read_unlock(&zspage->lock);
 		return -EINVAL;
 	}
-	zs_pfn_t pfn = obj_to_pfn(obj);
-	char *addr = page_addr(pool, pfn);
-	if (zs_likely(off + len <= pool->page_size)) {
-		memcpy(addr + off, src, len);
-	} else {
-		size_t first = pool->page_size - off;
-		memcpy(addr + off, src, first);
-		memcpy(page_addr(pool, page_desc(pool, pfn)->next), (const char *)src + first,
-		       len - first);
-	}
+	span_write(pool, obj_to_pfn(obj), off, src, len);
 	zs_zspage_read_unlock(&zspage->lock);
 	return 0;
 }
@@ -464,8 +450,7 @@ void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode 
 	}
 	struct size_class *class = zspage_class(pool, zspage);
 	zs_pfn_t pfn = obj_to_pfn(obj);
-	unsigned off = (unsigned)(((unsigned long)obj_to_idx(obj) * class->size) &
-				  (pool->page_size - 1));
+	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
 	unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
 	char *addr = page_addr(pool, pfn);
 	area->mode = mm;
@@ -477,12 +462,8 @@ void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode 
 		return addr + off + hdr;
 	}
 	area->spanning = 1;
-	if (mm != ZS_MM_WO) {
-		size_t first = pool->page_size - off;
-		memcpy(area->buf, addr + off, first);
-		memcpy(area->buf + first, page_addr(pool, page_desc(pool, pfn)->next),
-		       class->size - first);
-	}
+	if (mm != ZS_MM_WO)
+		span_read(pool, pfn, off, area->buf, class->size);
 	return area->buf + hdr;
 }
 
@@ -507,17 +488,10 @@ void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
 	}
 	if (area && area->spanning && area->mode != ZS_MM_RO) {
 		struct size_class *class = zspage_class(pool, zspage);
-		zs_pfn_t pfn = obj_to_pfn(obj);
 		/* Write back the payload only: after a WO map the buffer's header is stale. */
 		unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
-		unsigned off = (unsigned)(((unsigned long)obj_to_idx(obj) * class->size) &
-					  (pool->page_size - 1)) + hdr;
-		size_t len = class->size - hdr;
-		size_t first = pool->page_size - off < len ? pool->page_size - off : len;
-		memcpy(page_addr(pool, pfn) + off, area->buf + hdr, first);
-		if (first < len)
-			memcpy(page_addr(pool, page_desc(pool, pfn)->next), area->buf + hdr + first,
-			       len - first);
+		unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj)) + hdr;
+		span_write(pool, obj_to_pfn(obj), off, area->buf + hdr, class->size - hdr);
 	}
 	if (pool->cfg.checked)
 		zspage_read_unlock_checked(&zspage->lock);

@@ -105,11 +105,9 @@ unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigne
 	unsigned idx = zspage->freeobj;
 	zs_assert_internal(zs_spin_held(&class->lock));
 	zs_assert_internal(zspage->inuse < class->objs_per_zspage && idx < class->objs_per_zspage);
-	unsigned long off = (unsigned long)idx * class->size;
-	zs_pfn_t pfn = zspage_page(pool, zspage, (unsigned)(off >> pool->page_shift));
+	zs_pfn_t pfn = zspage_page(pool, zspage, obj_page_index(pool, class->size, idx));
 	if (!zspage->huge) {
-		unsigned long *hdr = (unsigned long *)(page_addr(pool, pfn) +
-						       (off & (pool->page_size - 1)));
+		unsigned long *hdr = obj_header(pool, pfn, idx, class->size);
 		zs_assert_internal(!(*hdr & OBJ_ALLOCATED_TAG)); /* the free list's head is free */
 		zspage->freeobj = (uint32_t)(*hdr >> 1);
 		*hdr = handle | OBJ_ALLOCATED_TAG;
@@ -145,8 +143,7 @@ int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long ob
 	if (zspage->huge)
 		return zspage->huge_handle == handle ? 0 : -EINVAL;
 	/* The object must start in the page obj names. */
-	unsigned long start = (unsigned long)idx * class->size;
-	if (zspage_page(pool, zspage, (unsigned)(start >> pool->page_shift)) != pfn)
+	if (zspage_page(pool, zspage, obj_page_index(pool, class->size, idx)) != pfn)
 		return -EINVAL;
 	return *obj_header(pool, pfn, idx, class->size) == (handle | OBJ_ALLOCATED_TAG) ? 0
 											: -EINVAL;
