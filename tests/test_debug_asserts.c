@@ -88,6 +88,23 @@ static void case_inuse_bound(void)
 	zs_destroy_pool(pool);
 }
 
+static void case_class_counts(void)
+{
+	unsigned long h;
+	struct zspage *zspage;
+	struct size_class *class;
+	struct zs_pool *pool = pool_with_object(&h, &zspage, &class);
+	struct zs_class_stats st;
+	zs_spin_lock(&class->lock);
+	class->stats[ZS_OBJS_INUSE]++; /* one object more than the zspages hold */
+	zs_spin_unlock(&class->lock);
+	zs_class_stats(pool, (int)class->index, &st);
+	zs_spin_lock(&class->lock);
+	class->stats[ZS_OBJS_INUSE]--;
+	zs_spin_unlock(&class->lock);
+	zs_destroy_pool(pool);
+}
+
 static void case_double_free(void)
 {
 	unsigned long h;
@@ -152,6 +169,8 @@ static const struct dcase cases[] = {
 	{ "zspage not on the list its fullness names", case_wrong_list,
 	  "internal check failed: zspage_on_its_list(class, zspage)", 0 },
 	{ "inuse above objs_per_zspage", case_inuse_bound, "internal check failed: inuse <= objs", 1 },
+	{ "class counts disagree with its lists", case_class_counts,
+	  "internal check failed: zs_class_lists_sane(c)", 1 },
 	{ "double free (handle state)", case_double_free,
 	  "internal check failed: handle_is_live(handle)", 0 },
 	{ "class lock released by a non-holder", case_spin_unlock_unheld,

@@ -104,6 +104,7 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 
 	zs_write_lock(&pool->lock);
 	zs_spin_lock(&class->lock);
+	zs_assert_internal(zs_class_lists_sane(class));
 	while (zs_can_compact(class)) {
 		if (!dst) {
 			dst = isolate_dst_zspage(class);

@@ -297,6 +297,7 @@ void zs_remove_zspage(struct size_class *class, struct zspage *zspage);
 int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage);
 unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigned long handle);
 int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj);
+int zs_class_lists_sane(const struct size_class *class); /* ZS_DEBUG checks only */
 
 /* ---- free.c: used by zs_free, deferred free and compaction ---- */
 void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj);

@@ -37,6 +37,7 @@ int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st)
 	for (unsigned s = 0; s < pool->nr_shards; s++) {
 		struct size_class *c = class + (size_t)s * (unsigned)pool->nr_classes;
 		zs_spin_lock(&c->lock);
+		zs_assert_internal(zs_class_lists_sane(c));
 		for (int g = 0; g < ZS_NR_FULLNESS_GROUPS; g++)
 			st->fullness[g] += c->stats[g];
 		st->obj_allocated += c->stats[ZS_OBJS_ALLOCATED];

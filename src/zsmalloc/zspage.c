@@ -86,6 +86,35 @@ int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage)
 	return fg;
 }
 
+/*
+ * ZS_DEBUG, class lock held, no zspage isolated: the whole class agrees with
+ * itself.  Every zspage on list fg says fullness fg and its inuse puts it in
+ * group fg (within 0..objs_per_zspage), the lists' back links hold, each
+ * list's length is its stats[fg], and the zspages' inuse and count add up
+ * to the class's object counts.  O(zspages): called where a whole class is
+ * looked at anyway (zs_class_stats, the start of a class's compaction).
+ */
+int zs_class_lists_sane(const struct size_class *class)
+{
+	unsigned long zspages = 0, inuse = 0;
+	for (int fg = 0; fg < ZS_NR_FULLNESS_GROUPS; fg++) {
+		unsigned long n = 0;
+		const struct zspage *prev = NULL;
+		for (const struct zspage *z = class->fullness_list[fg]; z; prev = z, z = z->lnext) {
+			if (z->lprev != prev || z->fullness != fg || z->class_idx != class->enc ||
+			    z->inuse > class->objs_per_zspage || zs_get_fullness_group(class, z) != fg)
+				return 0;
+			inuse += z->inuse;
+			n++;
+		}
+		if (n != class->stats[fg])
+			return 0;
+		zspages += n;
+	}
+	return inuse == class->stats[ZS_OBJS_INUSE] &&
+	       zspages * class->objs_per_zspage == class->stats[ZS_OBJS_ALLOCATED];
+}
+
 /* ---- zspage pages ---- */
 
 static zs_pfn_t zspage_page(const struct zs_pool *pool, const struct zspage *zspage, unsigned k)
