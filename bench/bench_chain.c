@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "bench_common.h"
+#include "zs/zram.h"
 #include "zs/zsmalloc.h"
 
 #define NCHAIN 4
@@ -191,15 +192,6 @@ struct corpus {
 	unsigned char *raw;   /* the original pages (for raw stores and checks) */
 };
 
-static int same_filled(const unsigned char *p, unsigned page)
-{
-	const uint64_t *w = (const uint64_t *)(const void *)p;
-	for (unsigned i = 1; i < page / 8; i++)
-		if (w[i] != w[0])
-			return 0;
-	return 1;
-}
-
 static void corpus_load(struct corpus *c, unsigned page, size_t max_bytes, const char *pattern)
 {
 	memset(c, 0, sizeof(*c));
@@ -225,7 +217,7 @@ static void corpus_load(struct corpus *c, unsigned page, size_t max_bytes, const
 			if (got < page)
 				memset(buf + got, 0, page - got);
 			c->pages_in++;
-			if (same_filled(buf, page)) {
+			if (zs_zram_page_same_filled(buf, page, NULL)) {
 				c->same_filled++;
 				continue;
 			}
@@ -268,7 +260,7 @@ static void real_store(struct objset *o, const struct corpus *c, unsigned chain,
 	o->spanning = 0;
 	*stored_bytes = 0;
 	for (size_t i = 0; i < c->n; i++) {
-		int raw = c->clen[i] >= huge;
+		int raw = zs_zram_store_kind((long)c->clen[i], huge) == ZS_ZRAM_STORE_RAW;
 		o->len[i] = raw ? c->page : c->clen[i];
 		o->src[i] = raw ? ~0u : (unsigned)i;
 		o->h[i] = xzs_malloc(o->pool, o->len[i]);

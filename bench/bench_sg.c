@@ -184,19 +184,18 @@ int main(int argc, char **argv)
 		c.o = calloc(pset.npages, sizeof(*c.o));
 		for (size_t i = 0; i < pset.npages; i++) {
 			const unsigned char *pg = pset.data + i * ps;
-			size_t k = 8;
-			while (k < ps && !memcmp(pg, pg + k, 8))
-				k += 8;
-			if (k >= ps)
+			struct zs_zram_store_decision d;
+			if (zs_zram_store_decide(c.comp, pg, ps, huge, buf, bound, &d))
+				return 1;
+			if (d.kind == ZS_ZRAM_STORE_SAME)
 				continue; /* same-filled: zram keeps no object */
-			int n = zs_compress(c.comp, pg, ps, buf, bound);
 			struct obj *o = &c.o[c.n];
-			o->raw = n < 0 || (size_t)n >= huge;
-			o->len = o->raw ? (unsigned)ps : (unsigned)n;
+			o->raw = d.kind == ZS_ZRAM_STORE_RAW;
+			o->len = (unsigned)d.len;
 			o->h = zs_malloc(c.pool, o->len);
 			if (ZS_IS_ERR(o->h))
 				return 1;
-			zs_obj_write(c.pool, o->h, o->raw ? pg : buf, o->len);
+			zs_obj_write(c.pool, o->h, d.data, o->len);
 			c.n++;
 		}
 		/* Count spanning objects: two pieces. */

@@ -238,10 +238,9 @@ static struct zs_backend *make_backend(const struct row *rw)
 	struct zs_backend_config bc;
 	if (!strcmp(rw->kind, "none"))
 		return NULL;
-	memset(&bc, 0, sizeof(bc));
+	zs_backend_config_init(&bc);
 	bc.kind = rw->kind;
 	bc.page_size = PAGE;
-	zs_pool_config_init(&bc.zs);
 	bc.zs.free_mode = (enum zs_free_mode)rw->free_mode;
 	bc.zs.deferred_worker = -1;
 	bc.zs.page_cache_pages = rw->cache_pages;
@@ -258,7 +257,7 @@ static double live_mib(struct zs_backend **bs, int nb, const struct worker *w, i
 	struct zs_backend_stats st;
 	if (!bs[0])
 		return 0;
-	int pages = !strcmp(bs[0]->kind, "zsmalloc") || !strcmp(bs[0]->kind, "zblock");
+	int pages = !!(zs_backend_caps(bs[0]) & ZS_BACKEND_CAP_PAGES);
 	if (pages) {
 		for (int i = 0; i < nb; i++) {
 			zs_backend_stats(bs[i], &st);
@@ -375,15 +374,13 @@ static uint32_t *corpus_sizes(char **paths, int npaths, size_t *n, size_t *files
 	uint32_t *s = malloc(ps.npages * sizeof(*s));
 	size_t k = 0;
 	for (size_t i = 0; s && i < ps.npages; i++) {
-		const unsigned char *pg = ps.data + i * PAGE;
-		const uint64_t *wd = (const uint64_t *)pg;
-		int same = 1;
-		for (size_t j = 1; j < PAGE / 8 && same; j++)
-			same = wd[j] == wd[0];
-		if (same)
+		struct zs_zram_store_decision d;
+		/* huge at PAGE: only pages that do not compress at all are whole. */
+		if (zs_zram_store_decide(c, ps.data + i * PAGE, PAGE, PAGE, out, sizeof(out), &d))
+			d.kind = ZS_ZRAM_STORE_RAW, d.len = PAGE;
+		if (d.kind == ZS_ZRAM_STORE_SAME)
 			continue;
-		int len = zs_compress(c, pg, PAGE, out, sizeof(out));
-		s[k++] = len <= 0 || len >= PAGE ? PAGE : (uint32_t)len;
+		s[k++] = (uint32_t)d.len;
 	}
 	*files = ps.files;
 	zs_comp_destroy(c);

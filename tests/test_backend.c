@@ -23,8 +23,7 @@ static void fill(unsigned char *buf, size_t len, uint64_t key)
 static struct zs_backend *mk(const char *kind, size_t ps, int checked)
 {
 	struct zs_backend_config c;
-	memset(&c, 0, sizeof(c));
-	zs_pool_config_init(&c.zs);
+	zs_backend_config_init(&c);
 	c.kind = kind;
 	c.page_size = ps;
 	c.checked = checked;
@@ -92,11 +91,27 @@ static void model(const char *kind, size_t ps, int checked, uint64_t seed)
 	CHECK_EQ(st.objects, live);
 	if (checked)
 		CHECK_EQ(st.object_bytes, bytes);
-	if (!strcmp(kind, "zsmalloc") || !strcmp(kind, "zblock")) {
+	/* Capabilities, so that callers never compare kind names: the pool kinds have all
+	 * four, jemalloc frees its arena on destroy, glibc and mimalloc have none. */
+	int pool_kind = !strcmp(kind, "zsmalloc") || !strcmp(kind, "zblock");
+	unsigned caps = zs_backend_caps(b);
+	CHECK_EQ(!!(caps & ZS_BACKEND_CAP_PAGES), pool_kind);
+	CHECK_EQ(!!(caps & ZS_BACKEND_CAP_CLASSES), pool_kind);
+	CHECK_EQ(!!(caps & ZS_BACKEND_CAP_COMPACT), pool_kind);
+	CHECK_EQ(!!(caps & ZS_BACKEND_CAP_FREES_ON_DESTROY), pool_kind || !strcmp(kind, "jemalloc"));
+	CHECK_EQ(zs_backend_total_pages(b), st.pages);
+	CHECK_EQ(zs_backend_class_count(b) > 0, pool_kind);
+	CHECK_EQ(zs_backend_lookup_class(b, 100) >= 0, pool_kind);
+	if (pool_kind)
+		CHECK(zs_backend_lookup_class(b, 100) < zs_backend_class_count(b));
+	if (pool_kind) {
 		CHECK(st.pages > 0);
 		CHECK_EQ(st.mem_bytes, st.pages * ps);
+		CHECK_EQ(zs_backend_mem_bytes(b, &st), st.pages * ps);
 		/* Pool kinds never hold less than the bytes they store. */
 		CHECK(st.mem_bytes >= bytes);
+	} else {
+		CHECK_EQ(zs_backend_mem_bytes(b, &st), st.mem_bytes ? st.mem_bytes : st.object_bytes);
 	}
 	zs_backend_compact(b);
 	for (int i = 0; i < live; i++) {
@@ -160,7 +175,7 @@ static void registry(void)
 	}
 	CHECK(n >= 3 && zs && zb && ml);
 	struct zs_backend_config c;
-	memset(&c, 0, sizeof(c));
+	zs_backend_config_init(&c);
 	c.kind = "nosuch";
 	errno = 0;
 	CHECK(zs_backend_create(&c) == NULL);
@@ -184,6 +199,14 @@ int main(void)
 {
 	uint64_t seed = tu_seed("test_backend");
 	registry();
+	struct zs_backend_config dc;
+	memset(&dc, 0x5a, sizeof(dc));
+	zs_backend_config_init(&dc);
+	CHECK(!strcmp(dc.kind, "zsmalloc"));
+	CHECK_EQ(dc.page_size, 4096);
+	CHECK_EQ(dc.max_pages, 0);
+	CHECK_EQ(dc.checked, 0);
+	CHECK_EQ(dc.zs.max_chain, 8);
 	const char *const *k = zs_backend_kinds();
 	for (int i = 0; k[i]; i++) {
 		printf("kind %s\n", k[i]);

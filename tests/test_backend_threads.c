@@ -75,8 +75,7 @@ static void *work(void *arg)
 static int run_kind(const char *kind, uint64_t *seed)
 {
 	struct zs_backend_config c;
-	memset(&c, 0, sizeof(c));
-	zs_pool_config_init(&c.zs);
+	zs_backend_config_init(&c);
 	c.kind = kind;
 	c.page_size = 4096;
 	struct zs_backend *b = zs_backend_create(&c);

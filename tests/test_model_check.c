@@ -365,9 +365,12 @@ static int setup(struct seg *s, uint64_t *rng)
 	if (s->kind == K_ZS) {
 		s->zp = zs_create_pool(&s->zc);
 	} else if (s->kind == K_ZS_BACKEND) {
-		struct zs_backend_config bc = { .kind = "zsmalloc", .page_size = s->ps,
-						.max_pages = s->max_pages, .checked = s->checked,
-						.zs = s->zc };
+		struct zs_backend_config bc;
+		zs_backend_config_init(&bc);
+		bc.page_size = s->ps;
+		bc.max_pages = s->max_pages;
+		bc.checked = s->checked;
+		bc.zs = s->zc;
 		s->be = zs_backend_create(&bc);
 		s->zp = s->be ? zs_backend_zspool(s->be) : NULL;
 	} else if (s->kind == K_ZBLOCK) {
@@ -379,8 +382,12 @@ static int setup(struct seg *s, uint64_t *rng)
 		c.huge = s->zb_huge;
 		s->zb = zblock_create_pool(&c);
 	} else {
-		struct zs_backend_config bc = { .kind = "zblock", .page_size = s->ps,
-						.max_pages = s->max_pages, .checked = s->checked };
+		struct zs_backend_config bc;
+		zs_backend_config_init(&bc);
+		bc.kind = "zblock";
+		bc.page_size = s->ps;
+		bc.max_pages = s->max_pages;
+		bc.checked = s->checked;
 		s->be = zs_backend_create(&bc);
 		s->zb_huge = 1; /* the backend asks for the huge class */
 	}

@@ -299,8 +299,7 @@ static void test_backend(void)
 	const char *const *kinds = zs_backend_kinds();
 	for (int k = 0; kinds[k]; k++) {
 		struct zs_backend_config base;
-		memset(&base, 0, sizeof(base));
-		zs_pool_config_init(&base.zs);
+		zs_backend_config_init(&base);
 		base.zs.deferred_worker = -1;
 		base.kind = kinds[k];
 		BE_FIELD(page_size, SIZE_MAX, 0);
@@ -324,7 +323,7 @@ static void test_backend(void)
 	}
 	SET_CASE("backend kind 'nope'");
 	struct zs_backend_config c;
-	memset(&c, 0, sizeof(c));
+	zs_backend_config_init(&c);
 	c.kind = "nope";
 	errno = 0;
 	CHECK(zs_backend_create(&c) == NULL);

@@ -150,8 +150,7 @@ static void backend_case(const char *kind)
 {
 	current_case = kind;
 	struct zs_backend_config bc;
-	memset(&bc, 0, sizeof(bc));
-	zs_pool_config_init(&bc.zs);
+	zs_backend_config_init(&bc);
 	bc.zs.deferred_worker = -1;
 	bc.kind = kind;
 	bc.checked = 1;

@@ -11,6 +11,7 @@
 
 #include "testutil.h"
 #include "zs/compress.h"
+#include "zs/pages.h"
 #include "zs/zram.h"
 #include "zs/harness.h"
 
@@ -213,6 +214,80 @@ static void test_same_and_huge(const char *kind, uint64_t *seed)
 	zs_zram_destroy(z);
 }
 
+/*
+ * The store rule's one home (zs/zram.h) and zs_page_size_valid: the pieces
+ * alone, and the decision agreeing with what zs_zram_write stores.
+ */
+static void test_store_rule(uint64_t *seed)
+{
+	static unsigned char page[PS], buf[2 * PS], out[PS];
+	unsigned long fill = 1;
+	struct zs_zram_store_decision d;
+	struct zs_comp *c = NULL;
+
+	CHECK(!zs_page_size_valid(0) && !zs_page_size_valid(2048) && !zs_page_size_valid(4095));
+	CHECK(zs_page_size_valid(4096) && zs_page_size_valid(16384) && zs_page_size_valid(65536));
+	CHECK(!zs_page_size_valid(6144) && !zs_page_size_valid(131072) &&
+	      !zs_page_size_valid((size_t)-1));
+
+	memset(page, 0, PS);
+	CHECK(zs_zram_page_same_filled(page, PS, &fill) && fill == 0);
+	for (size_t i = 0; i < PS; i += 8)
+		memcpy(page + i, "\x01\x02\x03\x04\x05\x06\x07\x08", 8);
+	CHECK(zs_zram_page_same_filled(page, PS, &fill));
+	CHECK(!memcmp(&fill, page, sizeof(fill)));
+	CHECK(zs_zram_page_same_filled(page, PS, NULL));
+	page[PS - 1] ^= 1;
+	CHECK(!zs_zram_page_same_filled(page, PS, NULL));
+
+	CHECK_EQ(zs_zram_store_kind(100, 3000), ZS_ZRAM_STORE_COMPRESSED);
+	CHECK_EQ(zs_zram_store_kind(2999, 3000), ZS_ZRAM_STORE_COMPRESSED);
+	CHECK_EQ(zs_zram_store_kind(3000, 3000), ZS_ZRAM_STORE_RAW);
+	CHECK_EQ(zs_zram_store_kind(0, 3000), ZS_ZRAM_STORE_RAW);
+	CHECK_EQ(zs_zram_store_kind(-22, 3000), ZS_ZRAM_STORE_RAW);
+
+	REQUIRE(zs_comp_create("lz4", PS, &c) == 0);
+	REQUIRE(zs_comp_bound(c, PS) <= sizeof(buf));
+	memset(page, 0x5a, PS);
+	CHECK_EQ(zs_zram_store_decide(c, page, PS, 3000, buf, sizeof(buf), &d), 0);
+	CHECK(d.kind == ZS_ZRAM_STORE_SAME && d.len == 0 && !d.data && d.comp_len == 0);
+	CHECK_EQ(d.fill, 0x5a5a5a5a5a5a5a5aull & (unsigned long)-1);
+	fill_random(page, seed);
+	CHECK_EQ(zs_zram_store_decide(c, page, PS, 3000, buf, sizeof(buf), &d), 0);
+	CHECK(d.kind == ZS_ZRAM_STORE_RAW && d.data == page && d.len == PS && d.comp_len >= 3000);
+	memcpy(page, txt.data, PS);
+	CHECK_EQ(zs_zram_store_decide(c, page, PS, 3000, buf, sizeof(buf), &d), 0);
+	CHECK(d.kind == ZS_ZRAM_STORE_COMPRESSED && d.data == buf && d.len == d.comp_len &&
+	      d.len < 3000);
+	CHECK_EQ(zs_decompress(c, buf, d.len, out, PS), PS);
+	CHECK(!memcmp(out, page, PS));
+
+	/* What the store keeps for real pages is what the decision says. */
+	struct zs_zram *z = mk("zsmalloc", "lz4", 256, 0, 0);
+	size_t huge = zs_backend_huge_class_size(zs_zram_backend(z));
+	int kinds_seen[3] = { 0 };
+	for (uint64_t i = 0; i < 256; i++) {
+		const struct zs_pageset *src = i & 1 ? &bin : &txt;
+		const unsigned char *pg = src->data + (i * 7 % src->npages) * PS;
+		size_t size;
+		unsigned flags;
+		if (i % 16 == 0) {
+			memset(page, (int)i, PS);
+			pg = page;
+		}
+		CHECK_EQ(zs_zram_store_decide(c, pg, PS, huge, buf, sizeof(buf), &d), 0);
+		CHECK_EQ(zs_zram_write(z, i, pg), 0);
+		CHECK_EQ(zs_zram_slot_info(z, i, &size, &flags, NULL), 0);
+		kinds_seen[d.kind]++;
+		CHECK_EQ(!!(flags & ZS_ZRAM_F_SAME), d.kind == ZS_ZRAM_STORE_SAME);
+		CHECK_EQ(!!(flags & ZS_ZRAM_F_HUGE), d.kind == ZS_ZRAM_STORE_RAW);
+		CHECK_EQ(size, d.len);
+	}
+	CHECK(kinds_seen[ZS_ZRAM_STORE_SAME] > 0 && kinds_seen[ZS_ZRAM_STORE_COMPRESSED] > 0);
+	zs_zram_destroy(z);
+	zs_comp_destroy(c);
+}
+
 static void test_limit(const char *kind, uint64_t *seed)
 {
 	enum { N = 200, LIMIT_PAGES = 40 };
@@ -413,6 +488,7 @@ int main(void)
 	REQUIRE(bin.npages > 100 && txt.npages > 100);
 
 	test_bad_input();
+	test_store_rule(&seed);
 	for (int k = 0; kinds[k]; k++) {
 		const char *kind = kinds[k];
 		int is_malloc = !strcmp(kind, "malloc") || !strcmp(kind, "jemalloc") ||

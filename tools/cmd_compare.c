@@ -40,6 +40,7 @@
 #include "zs/backend.h"
 #include "zs/pages.h"
 #include "zs/harness.h"
+#include "zs/zram.h"
 
 /* ---- options ---- */
 
@@ -285,19 +286,7 @@ static void wl_free(struct workload *w)
 	memset(w, 0, sizeof(*w));
 }
 
-static int same_filled(const unsigned char *p, size_t ps)
-{
-	uint64_t first, v;
-	memcpy(&first, p, 8);
-	for (size_t i = 8; i < ps; i += 8) {
-		memcpy(&v, p + i, 8);
-		if (v != first)
-			return 0;
-	}
-	return 1;
-}
-
-/* zram's store rule on raw pages: skip same-filled, raw at >= huge, else LZ4. */
+/* zram's store rule (zs/zram.h) on raw pages: skip same-filled, raw at >= huge, else LZ4. */
 static int wl_from_pages(struct workload *w, const struct raw *r, size_t ps, size_t huge)
 {
 	size_t npages = r->len / ps;
@@ -310,13 +299,13 @@ static int wl_from_pages(struct workload *w, const struct raw *r, size_t ps, siz
 	for (size_t i = 0; i < npages; i++) {
 		const unsigned char *page = r->buf + i * ps;
 		w->pages_in++;
-		if (same_filled(page, ps)) {
+		if (zs_zram_page_same_filled(page, ps, NULL)) {
 			w->same_filled++;
 			continue;
 		}
 		int c = LZ4_compress_default((const char *)page, (char *)w->store + off, (int)ps,
 					     LZ4_compressBound((int)ps));
-		if (c <= 0 || (size_t)c >= huge) {
+		if (zs_zram_store_kind(c, huge) == ZS_ZRAM_STORE_RAW) {
 			w->b[w->n++] = (struct blob){ page, (uint32_t)ps };
 			w->raw_stored++;
 		} else {
@@ -383,12 +372,8 @@ struct result {
 	double store_ops, load_ops, free_ops, restore_ops;
 	size_t objects[NR_PH], live[NR_PH], mem[NR_PH], rss[NR_PH], be_mem[NR_PH];
 	unsigned long pages[NR_PH];
+	int paged; /* ZS_BACKEND_CAP_PAGES: memory is pool pages, not the child's RSS */
 };
-
-static int is_pool_kind(const char *kind)
-{
-	return !strcmp(kind, "zsmalloc") || !strcmp(kind, "zblock");
-}
 
 static void measure(struct zs_backend *b, size_t rss0, size_t live, size_t nobj, struct result *res,
 		    int ph)
@@ -399,7 +384,8 @@ static void measure(struct zs_backend *b, size_t rss0, size_t live, size_t nobj,
 	res->rss[ph] = rss > rss0 ? rss - rss0 : 0;
 	res->pages[ph] = st.pages;
 	res->be_mem[ph] = st.mem_bytes;
-	res->mem[ph] = is_pool_kind(b->kind) ? st.pages * b->page_size : res->rss[ph];
+	res->paged = !!(zs_backend_caps(b) & ZS_BACKEND_CAP_PAGES);
+	res->mem[ph] = res->paged ? zs_backend_mem_bytes(b, &st) : res->rss[ph];
 	res->live[ph] = live;
 	res->objects[ph] = nobj;
 }
@@ -411,8 +397,7 @@ static void run_backend(const char *kind, size_t ps, const struct workload *w, i
 	memset(res, 0, sizeof(*res));
 	size_t rss0 = zs_process_rss();
 	struct zs_backend_config c;
-	memset(&c, 0, sizeof(c));
-	zs_pool_config_init(&c.zs);
+	zs_backend_config_init(&c);
 	if (g_po)
 		c.zs = g_po->cfg;
 	c.kind = kind;
@@ -611,13 +596,13 @@ static void print_summary(const char *wl, size_t ps, const char *const *kinds,
 {
 	int best = -1;
 	for (int i = 0; i < nk; i++)
-		if (res[i].ok && !is_pool_kind(kinds[i]) &&
+		if (res[i].ok && !res[i].paged &&
 		    (best < 0 || res[i].mem[PH_COMPACT] < res[best].mem[PH_COMPACT]))
 			best = i;
 	if (best < 0)
 		return;
 	for (int i = 0; i < nk; i++) {
-		if (!res[i].ok || !is_pool_kind(kinds[i]) || !res[i].mem[PH_COMPACT])
+		if (!res[i].ok || !res[i].paged || !res[i].mem[PH_COMPACT])
 			continue;
 		printf("  %-8s %2zuK %-8s best malloc (%s) / %s memory: fill %.2fx, churn %.2fx, "
 		       "churn+compaction %.2fx\n",
@@ -795,11 +780,9 @@ static int parse(int argc, char **argv, struct opts *o)
 static size_t huge_threshold(size_t ps)
 {
 	struct zs_backend_config c;
-	memset(&c, 0, sizeof(c));
-	zs_pool_config_init(&c.zs);
+	zs_backend_config_init(&c);
 	if (g_po)
 		c.zs = g_po->cfg;
-	c.kind = "zsmalloc";
 	c.page_size = ps;
 	struct zs_backend *b = zs_backend_create(&c);
 	size_t huge = b ? zs_backend_huge_class_size(b) : ps;

@@ -42,11 +42,6 @@ static int num(const char *s, unsigned long long lo, unsigned long long hi, unsi
 	return errno || *end || *v < lo || *v > hi ? -1 : 0;
 }
 
-static int page_same_filled(const unsigned char *p)
-{
-	return !memcmp(p, p + 8, SAMPLE - 8);
-}
-
 int cmd_dict(int argc, char **argv)
 {
 	unsigned long long size = 65536, samples = 8192, max = 256ull << 20;
@@ -106,7 +101,7 @@ int cmd_dict(int argc, char **argv)
 	/* Same-filled pages never reach a compressor in zram: leave them out. */
 	size_t useful = 0;
 	for (size_t i = 0; i < ps.npages; i++)
-		useful += !page_same_filled(ps.data + i * SAMPLE);
+		useful += !zs_zram_page_same_filled(ps.data + i * SAMPLE, SAMPLE, NULL);
 	size_t n = useful < samples ? useful : (size_t)samples;
 	unsigned char *buf = malloc(n * SAMPLE + 1);
 	size_t *sizes = malloc((n + 1) * sizeof(*sizes));
@@ -125,7 +120,7 @@ int cmd_dict(int argc, char **argv)
 	for (size_t i = 0; i < ps.npages && taken < n; i++) {
 		const unsigned char *pg = ps.data + i * SAMPLE;
 
-		if (page_same_filled(pg))
+		if (zs_zram_page_same_filled(pg, SAMPLE, NULL))
 			continue;
 		if (seen++ * n / useful == taken || useful - seen < n - taken) {
 			memcpy(buf + taken * SAMPLE, pg, SAMPLE);

@@ -93,8 +93,9 @@ struct synth {
 
 struct replay {
 	struct opts o;
-	struct zs_pool *pool;
+	struct zs_pool *pool;   /* plain replay: the pool itself */
 	struct zs_zram *z;
+	struct zs_backend *b;   /* --store: the store's backend, asked through its ops */
 	struct synth sy;
 	long synth_inexact, verify_errors;
 	int64_t synth_delta_total;
@@ -114,6 +115,12 @@ struct replay {
 	int have_pending;
 	int pending_cls;
 };
+
+/* The allocator answers replay needs, from the store's backend (--store) or the pool. */
+static size_t huge_size(struct replay *R)
+{
+	return R->b ? zs_backend_huge_class_size(R->b) : zs_huge_class_size(R->pool);
+}
 
 static struct slot *get_slot(struct replay *R, unsigned long idx)
 {
@@ -185,18 +192,6 @@ static void synth_page(struct synth *sy, unsigned k, unsigned v, uint8_t *page)
 	}
 }
 
-static int same_filled(const uint8_t *page, size_t ps)
-{
-	uint64_t w0, w;
-	memcpy(&w0, page, 8);
-	for (size_t i = 8; i < ps; i += 8) {
-		memcpy(&w, page + i, 8);
-		if (w != w0)
-			return 0;
-	}
-	return 1;
-}
-
 static int synth_init(struct synth *sy, const char *comp, size_t ps)
 {
 	int rc = zs_comp_create(comp, ps, &sy->comp);
@@ -223,7 +218,7 @@ static int synth_init(struct synth *sy, const char *comp, size_t ps)
 	for (unsigned v = 0; v < SYNTH_VARIANTS; v++)
 		for (size_t k = 0; k < ps; k++) {
 			synth_page(sy, (unsigned)k, v, sy->page);
-			if (same_filled(sy->page, ps))
+			if (zs_zram_page_same_filled(sy->page, ps, NULL))
 				continue;
 			int n = zs_compress(sy->comp, sy->page, ps, sy->out, sy->out_cap);
 			if (n > 0 && (size_t)n <= ps && sy->len_k[n] < 0) {
@@ -257,14 +252,16 @@ static long synth_pick(struct replay *R, size_t size)
 	struct synth *sy = &R->sy;
 	if (sy->len_k[size] >= 0)
 		return (long)size;
-	size_t huge = zs_huge_class_size(R->pool);
+	size_t huge = huge_size(R);
 	int cls = class_of(R, size);
 	for (size_t d = 1; d < sy->ps; d++) {
 		size_t c[2] = { size - d, size + d };
 		for (int i = 0; i < 2; i++) {
 			if (c[i] == 0 || c[i] > sy->ps || (d > size && i == 0))
 				continue;
-			if (sy->len_k[c[i]] >= 0 && c[i] < huge && class_of(R, c[i]) == cls)
+			if (sy->len_k[c[i]] >= 0 &&
+			    zs_zram_store_kind((long)c[i], huge) == ZS_ZRAM_STORE_COMPRESSED &&
+			    class_of(R, c[i]) == cls)
 				return (long)c[i];
 		}
 		if (d > 64)
@@ -350,7 +347,7 @@ static int class_of(struct replay *R, size_t size)
 	size_t req = size + ZS_HANDLE_SIZE;
 	if (req > R->page_size)
 		req = R->page_size;
-	return zs_lookup_class_index(R->pool, req);
+	return R->b ? zs_backend_lookup_class(R->b, req) : zs_lookup_class_index(R->pool, req);
 }
 
 static int op_write(struct replay *R, unsigned long idx, unsigned long size, char flag, long line)
@@ -396,7 +393,7 @@ static int op_write(struct replay *R, unsigned long idx, unsigned long size, cha
 	}
 	/* compressed or huge: allocate the new object first, then free the old one */
 	size_t req = flag == 'h' ? R->page_size : size;
-	if (flag == 'n' && size >= zs_huge_class_size(R->pool))
+	if (flag == 'n' && zs_zram_store_kind((long)size, huge_size(R)) == ZS_ZRAM_STORE_RAW)
 		R->huge_class_warnings++;
 	R->pending_cls = class_of(R, req);
 	unsigned long h = zs_malloc(R->pool, req);
@@ -689,7 +686,7 @@ int cmd_replay(int argc, char **argv)
 	int n;
 	while ((n = trace_next(rd, &s)) > 0) {
 		long lineno = trace_lineno(rd);
-		if (!R->pool) {
+		if (!R->pool && !R->b) {
 			if (!h->seen_magic)
 				fprintf(stderr, "zs replay: warning: no '# zram-trace 1' header\n");
 			struct zs_pool_config cfg;
@@ -749,9 +746,9 @@ int cmd_replay(int argc, char **argv)
 						h->page_size, cfg.max_chain, strerror(-zr));
 					goto out;
 				}
-				R->pool = zs_backend_zspool(zs_zram_backend(R->z));
-				if (!R->pool) {
-					trace_fail(0, "%s", "--store: the zram store has no zsmalloc pool");
+				R->b = zs_zram_backend(R->z);
+				if (!(zs_backend_caps(R->b) & ZS_BACKEND_CAP_CLASSES)) {
+					trace_fail(0, "%s", "--store: the zram store's backend has no size classes");
 					goto out;
 				}
 				zr = synth_init(&R->sy, zc.comp, (size_t)h->page_size);
@@ -763,7 +760,7 @@ int cmd_replay(int argc, char **argv)
 			} else {
 				R->pool = zs_create_pool(&cfg);
 			}
-			if (!R->pool) {
+			if (!R->pool && !R->b) {
 				fprintf(stderr, "zs replay: zs_create_pool(page_size %ld, chain %u): %s\n",
 					h->page_size, cfg.max_chain, strerror(errno));
 				goto out;
@@ -780,9 +777,9 @@ int cmd_replay(int argc, char **argv)
 				printf("%s: page_size %zu, chain %u, free_mode %s%s%s, huge_class_size %zu, "
 				       "%d logical classes\n",
 				       o.store ? "zram store (lz4) on pool" : "pool",
-				       zs_pool_page_size(R->pool), cfg.max_chain, free_mode_name(o.po.cfg.free_mode),
+				       R->page_size, cfg.max_chain, free_mode_name(o.po.cfg.free_mode),
 				       o.deferred ? ", deferred" : "", o.checked ? ", checked" : "",
-				       zs_huge_class_size(R->pool), zs_class_count(R->pool));
+				       huge_size(R), R->b ? zs_backend_class_count(R->b) : zs_class_count(R->pool));
 			}
 		}
 		struct trace_rec rec;
@@ -842,7 +839,7 @@ int cmd_replay(int argc, char **argv)
 	}
 	if (n < 0)
 		goto out;
-	if (!R->pool || R->records == 0) {
+	if ((!R->pool && !R->b) || R->records == 0) {
 		trace_fail(0, "%s: no operations with '=' records (not a zram-trace?)", o.path);
 		goto out;
 	}
@@ -932,7 +929,7 @@ int cmd_replay(int argc, char **argv)
 		if (R->huge_class_warnings)
 			printf("  warning: %ld 'n' writes at or above libzs huge_class_size %zu "
 			       "(the kernel stored them as normal objects)\n",
-			       R->huge_class_warnings, zs_huge_class_size(R->pool));
+			       R->huge_class_warnings, huge_size(R));
 		for (int i = 0; i < R->nshown; i++)
 			print_mismatch(R, &R->shown[i]);
 	}

@@ -372,7 +372,7 @@ int cmd_soak(int argc, char **argv)
 			if (parse_bytes(optarg, &u))
 				goto bad;
 			o.page_size = (size_t)u;
-			if (o.page_size < 4096 || o.page_size > 65536 || (o.page_size & (o.page_size - 1)))
+			if (!zs_page_size_valid(o.page_size))
 				goto bad;
 			break;
 		case 'o':

@@ -201,15 +201,12 @@ static int keep_agreeing_pages(struct zs_pageset *ps, struct zs_zram *z, const c
 		rc = -ENOMEM;
 	for (size_t i = 0; !rc && i < ps->npages; i++) {
 		const unsigned char *p = ps->data + i * psz;
-		int n;
+		struct zs_zram_store_decision d;
 
-		if (!memcmp(p, p + 8, psz - 8))
-			n = 0;
-		else if ((n = zs_compress(c, p, psz, buf, zs_comp_bound(c, psz))) < 0)
+		/* What the store keeps: 0 bytes same-filled, else the rule's length. */
+		if (zs_zram_store_decide(c, p, psz, huge, buf, zs_comp_bound(c, psz), &d) < 0)
 			continue;
-		else if ((size_t)n >= huge)
-			n = (int)psz;
-		if ((uint32_t)n != ksz[i])
+		if ((uint32_t)d.len != ksz[i])
 			continue;
 		if (kept != i)
 			memcpy(ps->data + kept * psz, p, psz);

@@ -13,6 +13,7 @@
 
 #include "opts.h"
 #include "zs/backend.h"
+#include "zs/pages.h"
 
 static const char *const pool_opt_name[] = { "--page-size",  "--chain",    "--chain-policy",
 					     "--delta",      "--free-mode", "--deferred",
@@ -276,9 +277,9 @@ int opt_pool_arg(const char *cmd, unsigned accepted, int code, const char *arg,
 	po->set |= bit;
 	switch (code) {
 	case OPTC_PAGE_SIZE:
-		if (opt_bytes(cmd, name, arg, 4096, 65536, &v))
+		if (opt_bytes(cmd, name, arg, ZS_PAGE_SIZE_MIN, ZS_PAGE_SIZE_MAX, &v))
 			return 2;
-		if (v & (v - 1)) {
+		if (!zs_page_size_valid((size_t)v)) {
 			fprintf(stderr, "zs %s: %s: '%s' is not a power of two in 4096..65536 (4K..64K)\n",
 				cmd, name, arg);
 			return 2;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "trace.h"
+#include "zs/pages.h"
 #include "zs/zsmalloc.h"
 
 #define MAX_SLOT (1UL << 26)
@@ -312,8 +313,9 @@ int trace_next(struct trace *t, const char **sp)
 				}
 				t->h.seen_magic = 1;
 			} else if (!strcmp(key, "page_size")) {
-				if (trace_parse_long(val, 4096, 65536, &t->h.page_size) ||
-				    (t->h.page_size & (t->h.page_size - 1))) {
+				if (trace_parse_long(val, (long)ZS_PAGE_SIZE_MIN, (long)ZS_PAGE_SIZE_MAX,
+						     &t->h.page_size) ||
+				    !zs_page_size_valid((size_t)t->h.page_size)) {
 					trace_fail(t->lineno, "bad page_size '%s' (power of two, 4096..65536)", val);
 					return -1;
 				}

@@ -18,6 +18,7 @@
 #include "zs/compress.h"
 #include "zs/zram.h"
 #include "zs/harness.h"
+#include "zs/pages.h"
 
 static double cpu(void)
 {
@@ -135,7 +136,7 @@ int zram_matrix(const struct zs_pageset *ps, const char *dict, int json)
 			for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
 				struct row r;
 
-				if (groups[g] * ps->page_size > 65536)
+				if (!zs_page_size_valid(groups[g] * ps->page_size))
 					continue;
 				run_one(ps, comps[c], d ? dict : NULL, groups[g], out, &r);
 				bad |= r.rc || r.mismatches;

@@ -8,6 +8,18 @@
  * Handles are opaque unsigned longs; errors follow zsmalloc.h (ZS_IS_ERR)
  * and README.md, "Errors".
  * All backends are thread safe.
+ *
+ * Callers never ask which allocator is underneath: what differs between
+ * kinds is stated by capability flags (zs_backend_caps) and optional ops
+ * (total pages, class count, huge class size), so the zram store, the zs
+ * tool and the benchmarks treat every kind alike.  `kind` is for display.
+ *
+ * Page size is a knob of the outermost config only.  A backend's is
+ * zs_backend_config.page_size; the embedded zs_pool_config's page_size,
+ * max_pages and checked are not read (the backend's three fields are the
+ * ones every kind uses).  A zram store's is zs_zram_config.page_size and
+ * it sets its backend's (and the pool's) to it, so inside a store the
+ * backend's page_size field is not read either.
  */
 #ifndef ZS_BACKEND_H
 #define ZS_BACKEND_H
@@ -23,6 +35,7 @@ extern "C" {
 #endif
 
 /* Each field's range is beside it; zs_backend_create refuses anything else with EINVAL. */
+/* Fill with zs_backend_config_init, then change fields: the one way to make one. */
 struct zs_backend_config {
 	const char *kind;           /* "zsmalloc", "zblock", "malloc", "jemalloc", "mimalloc";
 	                               NULL -> "zsmalloc" */
@@ -31,9 +44,26 @@ struct zs_backend_config {
 	size_t max_pages;           /* 0 -> no limit (zsmalloc/zblock; ignored by the malloc
 	                               kinds); 0..ZS_PAGES_MAX_SPAN / page_size (zs/pages.h) */
 	int checked;                /* 0 or 1: validate handles where the backend can */
-	struct zs_pool_config zs;   /* zsmalloc only: policies, ranges as in zsmalloc.h;
-	                               page_size/max_pages/checked above win */
+	struct zs_pool_config zs;   /* zsmalloc's policies (zblock reads page_cache_pages),
+	                               ranges as in zsmalloc.h; its page_size, max_pages and
+	                               checked are not read: the three fields above are */
 };
+
+/*
+ * Defaults: kind "zsmalloc", page_size 4096, no page limit, unchecked, and
+ * zs filled by zs_pool_config_init.  Never fails; cfg must not be NULL.
+ */
+ZS_API void zs_backend_config_init(struct zs_backend_config *cfg);
+
+/* Capability flags (zs_backend_ops.caps, read with zs_backend_caps). */
+#define ZS_BACKEND_CAP_PAGES           (1u << 0) /* memory is whole pool pages: stats.pages
+                                                    counts them, mem_bytes = pages x
+                                                    page_size, total_pages is a cheap read */
+#define ZS_BACKEND_CAP_FREES_ON_DESTROY (1u << 1) /* destroy releases every live object
+                                                    itself (no per-object free needed) */
+#define ZS_BACKEND_CAP_COMPACT         (1u << 2) /* compact moves objects and gives pages back */
+#define ZS_BACKEND_CAP_CLASSES         (1u << 3) /* size classes: lookup_class, class_count
+                                                    and huge_class_size describe them */
 
 struct zs_backend_stats {
 	unsigned long pages;        /* pool pages in use (zsmalloc/zblock); 0 for malloc kinds */
@@ -63,6 +93,9 @@ struct zs_backend_ops {
 	void (*stats)(struct zs_backend *b, struct zs_backend_stats *st);
 	size_t (*huge_class_size)(struct zs_backend *b);                     /* NULL: page size */
 	int (*lookup_class)(struct zs_backend *b, size_t size);              /* NULL: -EOPNOTSUPP */
+	unsigned long (*total_pages)(struct zs_backend *b);                  /* NULL: 0 */
+	int (*class_count)(struct zs_backend *b);                            /* NULL: 0 */
+	unsigned caps;                                                       /* ZS_BACKEND_CAP_* */
 };
 
 struct zs_backend {
@@ -77,7 +110,11 @@ ZS_API struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
 ZS_API void zs_backend_destroy(struct zs_backend *b);
 /* NULL-terminated list of the kinds compiled in. */
 ZS_API const char *const *zs_backend_kinds(void);
-/* For kind "zsmalloc": the underlying pool (NULL otherwise). */
+/*
+ * For kind "zsmalloc": the underlying pool (NULL otherwise).  For tests and
+ * tools that exercise zsmalloc itself; code that only stores objects uses
+ * the backend calls and capabilities below instead.
+ */
 ZS_API struct zs_pool *zs_backend_zspool(struct zs_backend *b);
 
 static inline unsigned long zs_backend_malloc(struct zs_backend *b, size_t size)
@@ -126,6 +163,34 @@ static inline size_t zs_backend_huge_class_size(struct zs_backend *b)
 static inline int zs_backend_lookup_class(struct zs_backend *b, size_t size)
 {
 	return b->ops->lookup_class ? b->ops->lookup_class(b, size) : -EOPNOTSUPP;
+}
+/* ZS_BACKEND_CAP_* of this backend. */
+static inline unsigned zs_backend_caps(const struct zs_backend *b)
+{
+	return b->ops->caps;
+}
+/* Pool pages in use, cheaply (ZS_BACKEND_CAP_PAGES); 0 for kinds without pages. */
+static inline unsigned long zs_backend_total_pages(struct zs_backend *b)
+{
+	return b->ops->total_pages ? b->ops->total_pages(b) : 0;
+}
+/* Number of size classes (ZS_BACKEND_CAP_CLASSES); 0 for kinds without classes. */
+static inline int zs_backend_class_count(struct zs_backend *b)
+{
+	return b->ops->class_count ? b->ops->class_count(b) : 0;
+}
+/*
+ * Memory the backend holds for objects, in bytes: pages x page_size for
+ * ZS_BACKEND_CAP_PAGES kinds, else the allocator's own count (st->mem_bytes),
+ * else the live objects' bytes (checked backends).  The zram store's
+ * mem_used_total is this.  st: the backend's stats.
+ */
+static inline size_t zs_backend_mem_bytes(const struct zs_backend *b,
+					  const struct zs_backend_stats *st)
+{
+	if (zs_backend_caps(b) & ZS_BACKEND_CAP_PAGES)
+		return st->pages * b->page_size;
+	return st->mem_bytes ? st->mem_bytes : st->object_bytes;
 }
 
 #ifdef __cplusplus

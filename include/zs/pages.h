@@ -102,6 +102,17 @@ ZS_API void zs_pages_destroy(struct zs_pages *p);
 ZS_API size_t zs_pages_page_size(const struct zs_pages *p);
 
 /*
+ * The pool page sizes every libzs layer accepts (pages, zsmalloc, zblock,
+ * backends, zram, the zs tool, trace files, Python): a power of two in
+ * ZS_PAGE_SIZE_MIN..ZS_PAGE_SIZE_MAX.  1 if `size` is one, else 0; pure,
+ * thread safe.  Callers map 0 to their default (4096) before asking.
+ * zs_pages_create also refuses a page smaller than the OS page.
+ */
+#define ZS_PAGE_SIZE_MIN ((size_t)4096)
+#define ZS_PAGE_SIZE_MAX ((size_t)65536)
+ZS_API int zs_page_size_valid(size_t size);
+
+/*
  * Allocate one page; its contents are unspecified (not necessarily zero, as
  * with the kernel's alloc_page without __GFP_ZERO).  Returns 0 and sets *pfn,
  * or -ENOMEM (limit reached, mmap failed, or injected failure).

@@ -98,7 +98,6 @@ ZS_API unsigned long zblock_compact(struct zblock_pool *pool);
 ZS_API unsigned long zblock_get_total_pages(const struct zblock_pool *pool);
 /* Live objects. */
 ZS_API unsigned long zblock_pool_objects(const struct zblock_pool *pool);
-ZS_API size_t zblock_pool_page_size(const struct zblock_pool *pool);
 /* Largest size zblock_malloc accepts. */
 ZS_API size_t zblock_max_size(const struct zblock_pool *pool);
 /* Header bytes H at the start of every block. */
@@ -111,8 +110,6 @@ ZS_API int zblock_class_info(const struct zblock_pool *pool, int index, struct z
 ZS_API int zblock_lookup_class(const struct zblock_pool *pool, size_t size);
 /* 0, or -EINVAL for an index outside 0 .. zblock_class_count - 1. */
 ZS_API int zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_stats *st);
-/* One line per class with blocks, plus a total. */
-ZS_API void zblock_print_classes(struct zblock_pool *pool, FILE *out);
 
 /*
  * The descriptor table a pool of this page size would use, without a pool:

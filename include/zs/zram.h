@@ -49,8 +49,9 @@ struct zs_zram_config {
 	const char *comp;      /* primary compressor, zs/compress.h names and level ranges;
 	                          NULL -> "lz4" */
 	const char *recomp;    /* secondary for zs_zram_recompress; NULL -> none */
-	struct zs_backend_config backend;  /* kind NULL -> "zsmalloc"; page_size is overridden;
-	                                      other fields as zs/backend.h */
+	struct zs_backend_config backend;  /* kind NULL -> "zsmalloc"; its page_size (and its
+	                                      pool's) is not read: page_size above is the one
+	                                      knob; other fields as zs/backend.h */
 	uint64_t mem_limit;    /* bytes of backend memory, rounded up to pages; 0 -> none;
 	                          0..ZS_ZRAM_MAX_MEM_LIMIT */
 	int deferred_free;     /* 0 or 1.  1: free slots' objects with zs_backend_free_deferred */
@@ -144,6 +145,58 @@ ZS_API int zs_zram_free_notify(struct zs_zram *z, uint64_t index);
 ZS_API int zs_zram_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const void *buf);
 ZS_API int zs_zram_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf, size_t buf_len);
 ZS_API int zs_zram_discard_range(struct zs_zram *z, uint64_t first, uint64_t n);
+
+/*
+ * zram's store rule for one page, in the one copy that zs_zram_write, the
+ * zs tool, the benchmarks and the Python report all use (the kernel's
+ * zram_write_page):
+ *   1. a same-filled page (every machine word equal to the first) keeps only
+ *      its fill word: nothing is compressed or allocated;
+ *   2. otherwise the page is compressed; a result of huge_size bytes or more
+ *      (huge_size is the backend's zs_backend_huge_class_size, capped at the
+ *      page size) is not worth an object of its own size: the page is
+ *      stored raw, as a page_size object ("huge");
+ *   3. otherwise the compressed bytes are stored.
+ * All three functions are pure (no store involved) and thread safe; the
+ * compressor in zs_zram_store_decide is used as zs_compress uses it (one
+ * thread at a time per context).
+ */
+enum zs_zram_store_kind {
+	ZS_ZRAM_STORE_SAME = 0,        /* step 1: the fill word only */
+	ZS_ZRAM_STORE_COMPRESSED = 1,  /* step 3 */
+	ZS_ZRAM_STORE_RAW = 2,         /* step 2: a page_size object ("huge") */
+};
+
+/*
+ * Step 1.  page_size: a multiple of sizeof(unsigned long) (every valid page
+ * size is).  1 if same-filled, with the word in *fill when fill is not
+ * NULL; else 0.
+ */
+ZS_API int zs_zram_page_same_filled(const void *page, size_t page_size, unsigned long *fill);
+/*
+ * Steps 2-3 for a page that is not same-filled, given the compressor's
+ * result comp_len: RAW when comp_len >= huge_size or comp_len <= 0 (a
+ * compressor that produced nothing), else COMPRESSED.
+ */
+ZS_API enum zs_zram_store_kind zs_zram_store_kind(long comp_len, size_t huge_size);
+
+struct zs_zram_store_decision {
+	enum zs_zram_store_kind kind;
+	unsigned long fill;   /* SAME: the fill word; else 0 */
+	const void *data;     /* bytes to store: buf (COMPRESSED), page (RAW), NULL (SAME) */
+	size_t len;           /* their length: comp_len, page_size, or 0 */
+	size_t comp_len;      /* the compressed size (RAW included); 0 for SAME */
+};
+struct zs_comp;
+/*
+ * The whole rule for `page` (page_size bytes): step 1, then compression
+ * with `comp` (zs/compress.h) into buf (buf_cap >= zs_comp_bound(comp,
+ * page_size)), then steps 2-3.  Fills *d and returns 0, or returns the
+ * compressor's negative errno (zs_zram_write counts that a failed write).
+ */
+ZS_API int zs_zram_store_decide(struct zs_comp *comp, const void *page, size_t page_size,
+				size_t huge_size, void *buf, size_t buf_cap,
+				struct zs_zram_store_decision *d);
 
 /* Free every slot (the kernel's reset, keeping the store configured). */
 ZS_API void zs_zram_reset(struct zs_zram *z);

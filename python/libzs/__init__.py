@@ -37,7 +37,7 @@ from ._lib import LibraryNotFound, library_path
 __all__ = [
     "Pool", "Compressor", "ZramStore", "ZsError", "ZsArgumentError", "LibraryNotFound",
     "library_path",
-    "ClassInfo", "ClassStats", "backend_kinds", "compressor_names",
+    "ClassInfo", "ClassStats", "backend_kinds", "compressor_names", "page_same_filled",
     "CHAIN_POLICIES", "FREE_MODES",
 ]
 __version__ = "0.1.0"
@@ -75,6 +75,14 @@ def _int_arg(name, v, lo, hi, err=_errno.EINVAL):
 
 # Load the library now: a missing libzs.so is an import error, not a surprise at first use.
 _L.lib()
+
+
+def _page_size_arg(page_size):
+    """A pool page size, as C decides it (zs_page_size_valid: the rule has one home)."""
+    _int_arg("page_size", page_size, 0, _U64)
+    if not _L.need("zs_page_size_valid")(page_size):
+        raise ZsArgumentError(_errno.EINVAL, f"page_size must be a power of two in 4K..64K, not {page_size}")
+    return page_size
 
 
 def _check(rc, what):
@@ -120,7 +128,7 @@ def backend_kinds(all=False):
         usable = []
         for k in kinds:
             cfg = _L.BackendConfig()
-            _L.need("zs_pool_config_init")(ctypes.byref(cfg.zs))
+            _L.need("zs_backend_config_init")(ctypes.byref(cfg))
             name = k.encode()
             cfg.kind = name
             cfg.page_size = 4096
@@ -130,6 +138,19 @@ def backend_kinds(all=False):
                 usable.append(k)
         _usable_kinds = usable
     return list(_usable_kinds)
+
+
+def page_same_filled(page):
+    """
+    True when zram keeps only this page's fill word: every machine word equal to the first
+    (zs_zram_page_same_filled, the rule's one home in zs/zram.h).  page: a whole page of
+    bytes, a non-zero multiple of the machine word.
+    """
+    page = _to_bytes(page)
+    if not page or len(page) % ctypes.sizeof(ctypes.c_ulong):
+        raise ValueError(f"a page is a non-zero multiple of {ctypes.sizeof(ctypes.c_ulong)} "
+                         f"bytes, not {len(page)}")
+    return bool(_L.need("zs_zram_page_same_filled")(page, len(page), None))
 
 
 def compressor_names():
@@ -155,8 +176,8 @@ def _pool_config(page_size=4096, chain=8, delta=0, chain_policy="exhaustive",
                     ("max_pages", max_pages), ("deferred_capacity", deferred_capacity)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise ValueError(f"{name} must be a non-negative int, not {v!r}")
-    if page_size and (page_size < 4096 or page_size > 65536 or page_size & (page_size - 1)):
-        raise ValueError(f"page_size must be a power of two in 4096..65536, not {page_size}")
+    if page_size:
+        _page_size_arg(page_size)
     if chain and not 1 <= chain <= _L.ZS_MAX_CHAIN:
         raise ValueError(f"chain must be in 1..{_L.ZS_MAX_CHAIN}, not {chain}")
     if delta and (delta < 8 or delta % 8):
@@ -498,7 +519,7 @@ class ZramStore(_Closable):
         _L.need("zs_zram_config_init")(ctypes.byref(cfg))
         if (slots is None) == (disksize is None):
             raise ValueError("give exactly one of slots or disksize")
-        _int_arg("page_size", page_size, 4096, 65536)
+        _page_size_arg(page_size)
         if slots is not None and (not isinstance(slots, int) or slots <= 0):
             raise ValueError("slots must be a positive int")
         if slots is not None:

@@ -143,7 +143,7 @@ class Report:
 
 def step_corpus(rep, ctx):
     """The pages the store/backend experiments run on, and their compressibility."""
-    from libzs import corpus, Compressor
+    from libzs import corpus, Compressor, page_same_filled
     a = ctx["args"]
     pages, kinds = [], []
     if a.data:
@@ -169,7 +169,7 @@ def step_corpus(rep, ctx):
     sizes = {}
     for comp in ("lz4", "zstd"):
         with Compressor(comp, 4096) as c:
-            sizes[comp] = [0 if _same_filled(p) else min(c.compressed_size(p), 4096)
+            sizes[comp] = [0 if page_same_filled(p) else min(c.compressed_size(p), 4096)
                            for p in pages]
     ctx["npages"] = len(pages)
     order = [k for k, _ in corpus.MIX] if not a.data else ["data"]
@@ -217,10 +217,6 @@ def step_corpus(rep, ctx):
                      "`Pool.huge_class_size()` in this run)")
     rep.section("Corpus", md)
     return f"{len(pages)} pages"
-
-
-def _same_filled(p):
-    return p == p[:8] * (len(p) // 8)
 
 
 def _load_pages(paths, limit):

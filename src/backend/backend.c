@@ -222,7 +222,8 @@ static void chk_stats(struct zs_backend *b, struct zs_backend_stats *st)
 static void set_checked_ops(struct be_priv *p)
 {
 	const struct zs_backend_ops *in = p->inner;
-	p->wrapped = *in; /* create/destroy/flush/compact/huge/lookup pass straight through */
+	p->wrapped = *in; /* caps and create/destroy/flush/compact/huge/lookup/total_pages/
+			     class_count pass straight through */
 	p->wrapped.malloc = chk_malloc;
 	p->wrapped.free = chk_free;
 	p->wrapped.free_deferred = in->free_deferred ? chk_free_deferred : NULL;
@@ -233,6 +234,14 @@ static void set_checked_ops(struct be_priv *p)
 }
 
 /* ---- public entry points ---- */
+
+void zs_backend_config_init(struct zs_backend_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->kind = "zsmalloc";
+	cfg->page_size = 4096;
+	zs_pool_config_init(&cfg->zs);
+}
 
 struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
 {
@@ -249,16 +258,14 @@ struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
 		return NULL;
 	}
 	struct zs_backend_config c;
-	if (cfg) {
+	if (cfg)
 		c = *cfg;
-	} else {
-		memset(&c, 0, sizeof(c));
-		zs_pool_config_init(&c.zs);
-	}
+	else
+		zs_backend_config_init(&c);
 	c.kind = kind;
 	if (!c.page_size)
 		c.page_size = 4096;
-	if (c.page_size < 4096 || c.page_size > 65536 || (c.page_size & (c.page_size - 1)) ||
+	if (!zs_page_size_valid(c.page_size) ||
 	    (c.checked != 0 && c.checked != 1) || c.max_pages > ZS_PAGES_MAX_SPAN / c.page_size) {
 		errno = EINVAL;
 		return NULL;
@@ -305,8 +312,8 @@ void zs_backend_destroy(struct zs_backend *b)
 		return;
 	struct be_priv *p = priv(b);
 	if (p->checked) {
-		/* Malloc kinds cannot find their live objects themselves; the table can. */
-		if (p->inner->free != zs_be_zsmalloc_ops.free && p->inner->free != zs_be_zblock_ops.free)
+		/* Kinds that cannot find their live objects themselves: the table can. */
+		if (!(p->inner->caps & ZS_BACKEND_CAP_FREES_ON_DESTROY))
 			for (size_t i = 0; i < p->tab.cap; i++)
 				if (p->tab.ent[i].h != TAB_EMPTY && p->tab.ent[i].h != TAB_DEAD)
 					p->inner->free(b, p->tab.ent[i].h);

@@ -162,6 +162,7 @@ const struct zs_backend_ops zs_be_jemalloc_ops = {
 	.write = zs_be_ptr_write,
 	.compact = je_compact,
 	.stats = je_stats,
+	.caps = ZS_BACKEND_CAP_FREES_ON_DESTROY, /* the arena goes with its objects */
 };
 #else
 /* ISO C forbids an empty translation unit. */

@@ -80,6 +80,16 @@ static int zbb_lookup_class(struct zs_backend *b, size_t size)
 	return zblock_lookup_class(b->impl, size);
 }
 
+static unsigned long zbb_total_pages(struct zs_backend *b)
+{
+	return zblock_get_total_pages(b->impl);
+}
+
+static int zbb_class_count(struct zs_backend *b)
+{
+	return zblock_class_count(b->impl);
+}
+
 const struct zs_backend_ops zs_be_zblock_ops = {
 	.kind = "zblock",
 	.create = zbb_create,
@@ -93,4 +103,8 @@ const struct zs_backend_ops zs_be_zblock_ops = {
 	.stats = zbb_stats,
 	.huge_class_size = zbb_huge_class_size,
 	.lookup_class = zbb_lookup_class,
+	.total_pages = zbb_total_pages,
+	.class_count = zbb_class_count,
+	.caps = ZS_BACKEND_CAP_PAGES | ZS_BACKEND_CAP_FREES_ON_DESTROY | ZS_BACKEND_CAP_COMPACT |
+		ZS_BACKEND_CAP_CLASSES,
 };

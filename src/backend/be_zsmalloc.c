@@ -88,6 +88,16 @@ static int zsb_lookup_class(struct zs_backend *b, size_t size)
 	return zs_lookup_class_index(b->impl, size);
 }
 
+static unsigned long zsb_total_pages(struct zs_backend *b)
+{
+	return zs_get_total_pages(b->impl);
+}
+
+static int zsb_class_count(struct zs_backend *b)
+{
+	return zs_class_count(b->impl);
+}
+
 const struct zs_backend_ops zs_be_zsmalloc_ops = {
 	.kind = "zsmalloc",
 	.create = zsb_create,
@@ -103,4 +113,8 @@ const struct zs_backend_ops zs_be_zsmalloc_ops = {
 	.stats = zsb_stats,
 	.huge_class_size = zsb_huge_class_size,
 	.lookup_class = zsb_lookup_class,
+	.total_pages = zsb_total_pages,
+	.class_count = zsb_class_count,
+	.caps = ZS_BACKEND_CAP_PAGES | ZS_BACKEND_CAP_FREES_ON_DESTROY | ZS_BACKEND_CAP_COMPACT |
+		ZS_BACKEND_CAP_CLASSES,
 };

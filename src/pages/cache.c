@@ -2,8 +2,31 @@
  * Allocation side of the page provider: the per-CPU caches, the shared hot
  * cache with its decay/trim, the run search and the (bulk) free paths.
  * Split from pages.c (which keeps the pool's layout, chunk mapping and
- * lookups) because this is the part that changes with caching policy; the
- * design notes for both are at the top of pages.c.
+ * lookups, and their design note) because this is the part that changes
+ * with caching policy.
+ *
+ * Freeing.  A freed page goes to a LIFO cache of hot pages, threaded
+ * through the free pages' own descriptors (so taking one out of the middle,
+ * which a run allocation may need, is O(1)) and stamped with the time it
+ * was freed; the list's tail is its oldest page.  A freed page that does not
+ * fit under the bound goes back at once; cached pages leave from the tail
+ * when the tail is older than the decay (or on a trim): they are
+ * MADV_DONTNEED'd (outside the lock: the syscall and its TLB shootdown are
+ * the slow part; neighbouring pages share one call) and a chunk left
+ * with no page in use and none cached is unmapped, so RSS really drops.  Giving pages back at once on every free made each allocate/free
+ * cycle pay a fault, a zeroed page and an madvise whose TLB flush reaches
+ * every CPU running the process (ISSUE 10's measurements); the decay keeps
+ * that cost off a busy pool and still returns what an idle one stops using.
+ *
+ * Per-CPU caches.  Single-page allocations and frees go through a small
+ * stack of pages per CPU (sched_getcpu; its own lock, so a thread that
+ * migrates is still correct), refilled from and drained to the shared cache
+ * PCP_BATCH pages per lock round: the shared mutex is taken once per batch
+ * instead of once per page, the model being the kernel's per-CPU page lists.
+ * A page in a per-CPU cache keeps its bitmap bit and counts in its chunk's
+ * ninuse (the chunk stays mapped) but its state says PCP, so
+ * zs_pages_valid() is false for it.  Pages-in-use is a counter per cache
+ * plus one for the shared path, summed on read.
  */
 #include "pages/internal.h"
 #include "zs/harness.h"

@@ -15,28 +15,8 @@
  * memory with MADV_DONTNEED when the chunk is unmapped) means that a stale
  * or garbage pfn handed to zs_pages_valid() reads zeros instead of faulting.
  *
- * Freeing.  A freed page goes to a LIFO cache of hot pages, threaded
- * through the free pages' own descriptors (so taking one out of the middle,
- * which a run allocation may need, is O(1)) and stamped with the time it
- * was freed; the list's tail is its oldest page.  A freed page that does not
- * fit under the bound goes back at once; cached pages leave from the tail
- * when the tail is older than the decay (or on a trim): they are MADV_DONTNEED'd (outside the lock: the syscall and its TLB
- * shootdown are the slow part; neighbouring pages share one call) and a
- * chunk left with no page in use and none cached is unmapped, so RSS really
- * drops.  Giving pages back at once on every free made each allocate/free
- * cycle pay a fault, a zeroed page and an madvise whose TLB flush reaches
- * every CPU running the process (ISSUE 10's measurements); the decay keeps
- * that cost off a busy pool and still returns what an idle one stops using.
- *
- * Per-CPU caches.  Single-page allocations and frees go through a small
- * stack of pages per CPU (sched_getcpu; its own lock, so a thread that
- * migrates is still correct), refilled from and drained to the shared cache
- * PCP_BATCH pages per lock round: the shared mutex is taken once per batch
- * instead of once per page, the model being the kernel's per-CPU page lists.
- * A page in a per-CPU cache keeps its bitmap bit and counts in its chunk's
- * ninuse (the chunk stays mapped) but its state says PCP, so
- * zs_pages_valid() is false for it.  Pages-in-use is a counter per cache
- * plus one for the shared path, summed on read.
+ * Freeing and the caches (per-CPU and shared, decay, trim) are cache.c's;
+ * their design note is at the top of that file.
  *
  * Shared bookkeeping runs under one mutex (lock order: per-CPU cache lock,
  * then the mutex); lookups use atomics only.
@@ -63,6 +43,11 @@ size_t zs_pages_page_size(const struct zs_pages *p)
 	return p ? p->page_size : 0;
 }
 
+int zs_page_size_valid(size_t size)
+{
+	return is_pow2(size) && size >= ZS_PAGE_SIZE_MIN && size <= ZS_PAGE_SIZE_MAX;
+}
+
 struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 {
 	struct zs_pages_config c = { 0 };
@@ -73,8 +58,7 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 		c = *cfg;
 	if (!c.page_size)
 		c.page_size = 4096;
-	if (!is_pow2(c.page_size) || c.page_size < 4096 || c.page_size > 65536 ||
-	    c.page_size < os_page)
+	if (!zs_page_size_valid(c.page_size) || c.page_size < os_page)
 		goto inval;
 	if (!c.chunk_bytes) {
 		c.chunk_bytes = (size_t)2 << 20;

@@ -178,7 +178,7 @@ static int derive_table(size_t ps, size_t hdr, struct zb_desc *d)
 /* Fills d (ZB_MAX_CLASSES) and *hdr; returns the class count or -EINVAL. */
 static int build_table(size_t ps, int huge, struct zb_desc *d, size_t *hdr)
 {
-	if (ps < 4096 || ps > 65536 || (ps & (ps - 1)))
+	if (!zs_page_size_valid(ps))
 		return -EINVAL;
 	const uint8_t(*t)[2] = NULL;
 	int cnt = 0;
@@ -618,11 +618,6 @@ unsigned long zblock_pool_objects(const struct zblock_pool *pool)
 	return n;
 }
 
-size_t zblock_pool_page_size(const struct zblock_pool *pool)
-{
-	return pool->page_size;
-}
-
 size_t zblock_max_size(const struct zblock_pool *pool)
 {
 	return pool->max_size;
@@ -668,29 +663,6 @@ int zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_
 	pthread_mutex_unlock(&c->lock);
 	st->pages = st->blocks * c->d.pages;
 	return 0;
-}
-
-void zblock_print_classes(struct zblock_pool *pool, FILE *out)
-{
-	unsigned long tb = 0, to = 0, tp = 0, ts = 0;
-	fprintf(out, "%5s %6s %5s %5s %8s %9s %8s %6s\n", "class", "size", "slots", "pages",
-		"blocks", "obj_used", "pages", "fill%");
-	for (int i = 0; i < pool->nr_classes; i++) {
-		struct zblock_class_stats st;
-		zblock_class_stats(pool, i, &st);
-		if (!st.blocks)
-			continue;
-		unsigned long slots = st.blocks * st.slots_per_block;
-		fprintf(out, "%5d %6u %5u %5u %8lu %9lu %8lu %6.1f\n", i, st.slot_size,
-			st.slots_per_block, st.pages_per_block, st.blocks, st.objects, st.pages,
-			100.0 * (double)st.objects / (double)slots);
-		tb += st.blocks;
-		to += st.objects;
-		tp += st.pages;
-		ts += slots;
-	}
-	fprintf(out, "%5s %6s %5s %5s %8lu %9lu %8lu %6.1f\n", "Total", "", "", "", tb, to, tp,
-		ts ? 100.0 * (double)to / (double)ts : 0.0);
 }
 
 void zblock_pool_fail_pages(struct zblock_pool *pool, uint64_t after, uint64_t count)

@@ -43,7 +43,7 @@ int zram_group_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zra
 	uint64_t nslots = cfg->disksize / ps;
 	int rc;
 
-	if (g < 2 || g > 16 || (g & (g - 1)) || ps * g > 65536)
+	if (g < 2 || g > 16 || (g & (g - 1)) || !zs_page_size_valid(ps * g))
 		return -EINVAL;
 	ic.page_size = ps * g;
 	ic.group_pages = 0;
@@ -73,7 +73,6 @@ int zram_group_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zra
 	z->page_size = ps;
 	z->nslots = nslots;
 	z->b = z->inner->b;
-	z->pool = z->inner->pool;
 	z->huge_size = z->inner->huge_size;
 	snprintf(z->comp_name, sizeof(z->comp_name), "%s", z->inner->comp_name);
 	if (rc) {

@@ -1,8 +1,14 @@
 /*
  * The zram store's internals, shared by zram.c (slot table, write/read/free
- * paths), recompress.c (idle marking, recompression) and stats.c (mm_stat,
- * io_stat): the slot and stream layouts, the slot lock and the per-stream
- * counters.  The design note is at the top of zram.c.
+ * paths), stream.c (the stream pool), slot.c (the slot lock's slow path),
+ * recompress.c (idle marking, recompression), stats.c (mm_stat, io_stat),
+ * writeback.c, group.c and params.c: the slot and stream layouts, the slot
+ * lock and the per-stream counters.  The design note is at the top of zram.c.
+ *
+ * Naming, as in src/pages and src/region: functions shared between these
+ * files are prefixed with the layer's name, zram_ (never zs_zram_, which is
+ * the public API's prefix); static inlines here are file-local helpers and
+ * keep short names.  None of them is exported (no ZS_API).
  */
 #ifndef ZS_ZRAM_INTERNAL_H
 #define ZS_ZRAM_INTERNAL_H
@@ -18,6 +24,7 @@
 #include <unistd.h>
 
 #include "zs/compress.h"
+#include "zs/pages.h"
 #include "common/debug.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -70,7 +77,6 @@ struct zs_zram {
 	uint64_t nslots;
 	struct slot *slots;
 	struct zs_backend *b;
-	struct zs_pool *pool;       /* kind "zsmalloc": cheap page count for the limit check */
 	size_t huge_size;
 	uint64_t limit_bytes;       /* mem_limit rounded up to pages; 0 none */
 	int deferred;
@@ -116,9 +122,7 @@ static inline void cnt_add(struct stream *s, int c, int64_t d)
 			      memory_order_relaxed);
 }
 
-/* ---- Streams ---- */
-
-
+/* ---- Streams (stream.c) ---- */
 
 /* A free stream, spinning then yielding while all are busy; the thread keeps a hint. */
 struct stream *zram_stream_get(struct zs_zram *z);
@@ -128,6 +132,14 @@ static inline void stream_put(struct stream *s)
 	atomic_store_explicit(&s->busy, 0, memory_order_release);
 }
 
+struct zram_params;
+/* cfg->streams contexts (0: 2 x online CPUs) for z->page_size; -errno, z->streams kept for
+ * zram_streams_free on failure. */
+int zram_streams_create(struct zs_zram *z, const struct zs_zram_config *cfg,
+			const struct zram_params *prm);
+void zram_streams_free(struct zs_zram *z);
+
+/* ---- Slot lock (slot.c: the slow path) ---- */
 
 uint32_t zram_slot_lock_slow(struct slot *sl);
 
@@ -193,8 +205,13 @@ int zram_wb_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, ui
 			void *buf);
 void zram_wb_stats(struct zs_zram *z, struct zs_zram_stats *st);
 
-/* Pool memory in bytes as mem_used_total counts it. */
-uint64_t zram_used_bytes(struct zs_zram *z);
+/*
+ * mem_used_total, the one place it is computed (the write path's limit
+ * check and the statistics): zs_backend_mem_bytes of the backend.  bs: the
+ * backend's stats if the caller has them; NULL reads the cheap page count
+ * where the backend has one (ZS_BACKEND_CAP_PAGES), else the stats.
+ */
+uint64_t zram_used_bytes(struct zs_zram *z, const struct zs_backend_stats *bs);
 void zram_update_used_max(struct zs_zram *z, uint64_t used);
 
 #endif

@@ -50,7 +50,8 @@ static int recomp_gains(struct zs_zram *z, size_t old_len, size_t new_len, size_
 {
 	int old_class, new_class;
 
-	if (new_len >= z->huge_size || (threshold && new_len >= threshold))
+	if (zs_zram_store_kind((long)new_len, z->huge_size) == ZS_ZRAM_STORE_RAW ||
+	    (threshold && new_len >= threshold))
 		return 0;
 	old_class = zs_backend_lookup_class(z->b, old_len);
 	new_class = zs_backend_lookup_class(z->b, new_len);

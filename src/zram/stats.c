@@ -41,8 +41,7 @@ void zs_zram_get_stats(struct zs_zram *zv, struct zs_zram_stats *st)
 		for (int k = 0; k < C_NR; k++)
 			c[k] += atomic_load_explicit(&z->streams[i].cnt[k], memory_order_relaxed);
 	zs_backend_stats(z->b, &bs);
-	used = z->pool ? (uint64_t)bs.pages * z->page_size
-		       : (bs.mem_bytes ? bs.mem_bytes : bs.object_bytes);
+	used = zram_used_bytes(z, &bs);
 	zram_update_used_max(z, used);
 
 	memset(st, 0, sizeof(*st));

@@ -34,54 +34,7 @@
 
 #include "zram/internal.h"
 
-/* ---- Streams, slot lock, memory accounting ---- */
-
-static _Atomic unsigned stream_hint_next;
-static _Thread_local unsigned stream_hint;
-static _Thread_local int stream_hint_set;
-
-struct stream *zram_stream_get(struct zs_zram *z)
-{
-	unsigned n = z->nstreams, start, i;
-
-	if (unlikely(!stream_hint_set)) {
-		stream_hint = atomic_fetch_add_explicit(&stream_hint_next, 1, memory_order_relaxed);
-		stream_hint_set = 1;
-	}
-	start = stream_hint % n;
-	for (;;) {
-		for (i = 0; i < n; i++) {
-			struct stream *s = &z->streams[(start + i) % n];
-
-			if (!atomic_load_explicit(&s->busy, memory_order_relaxed) &&
-			    !atomic_exchange_explicit(&s->busy, 1, memory_order_acquire)) {
-				if (i)
-					stream_hint = (start + i) % n;
-				return s;
-			}
-		}
-		sched_yield();
-	}
-}
-
-/* ---- Slot lock ---- */
-
-uint32_t zram_slot_lock_slow(struct slot *sl)
-{
-	for (unsigned spins = 0;; spins++) {
-		uint32_t f = atomic_load_explicit(&sl->flags, memory_order_relaxed);
-
-		if (!(f & F_SLOCK)) {
-			f = atomic_fetch_or_explicit(&sl->flags, F_SLOCK, memory_order_acquire);
-			if (!(f & F_SLOCK))
-				return f;
-		}
-		if (spins < 128)
-			cpu_relax();
-		else
-			sched_yield();
-	}
-}
+/* ---- Slot free, memory accounting ---- */
 
 /*
  * The kernel's slot_free, slot locked: drop whatever the slot holds and
@@ -118,14 +71,17 @@ uint32_t zram_slot_free_locked(struct zs_zram *z, struct stream *s, struct slot 
 
 /* ---- Memory accounting ---- */
 
-uint64_t zram_used_bytes(struct zs_zram *z)
+uint64_t zram_used_bytes(struct zs_zram *z, const struct zs_backend_stats *bs)
 {
 	struct zs_backend_stats st;
 
-	if (z->pool)
-		return (uint64_t)zs_get_total_pages(z->pool) * z->page_size;
-	zs_backend_stats(z->b, &st);
-	return st.mem_bytes ? st.mem_bytes : st.object_bytes;
+	if (!bs) {
+		if (zs_backend_caps(z->b) & ZS_BACKEND_CAP_PAGES)
+			return (uint64_t)zs_backend_total_pages(z->b) * z->page_size;
+		zs_backend_stats(z->b, &st);
+		bs = &st;
+	}
+	return zs_backend_mem_bytes(z->b, bs);
 }
 
 void zram_update_used_max(struct zs_zram *z, uint64_t used)
@@ -144,9 +100,9 @@ static inline int can_store(struct zs_zram *z)
 	uint64_t used;
 
 	/* Backends without a cheap page count are only asked when a limit is set. */
-	if (!z->pool && !z->limit_bytes)
+	if (!(zs_backend_caps(z->b) & ZS_BACKEND_CAP_PAGES) && !z->limit_bytes)
 		return 1;
-	used = zram_used_bytes(z);
+	used = zram_used_bytes(z, NULL);
 	zram_update_used_max(z, used);
 	return !z->limit_bytes || used <= z->limit_bytes;
 }
@@ -159,22 +115,7 @@ void zs_zram_config_init(struct zs_zram_config *cfg)
 	cfg->page_size = 4096;
 	cfg->disksize = 1ull << 30;
 	cfg->comp = "lz4";
-	cfg->backend.kind = "zsmalloc";
-	zs_pool_config_init(&cfg->backend.zs);
-}
-
-static void streams_free(struct zs_zram *z)
-{
-	if (!z->streams)
-		return;
-	for (unsigned i = 0; i < z->nstreams; i++) {
-		zs_comp_destroy(z->streams[i].comp);
-		zs_comp_destroy(z->streams[i].recomp);
-		free(z->streams[i].buf);
-		free(z->streams[i].local_copy);
-	}
-	free(z->streams);
-	z->streams = NULL;
+	zs_backend_config_init(&cfg->backend);
 }
 
 int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
@@ -191,7 +132,7 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 		cfg = &def;
 	}
 	ps = cfg->page_size ? cfg->page_size : 4096;
-	if (ps < 4096 || ps > 65536 || (ps & (ps - 1)))
+	if (!zs_page_size_valid(ps))
 		return -EINVAL;
 	if (cfg->disksize / ps == 0 || cfg->disksize / ps > ZS_ZRAM_MAX_SLOTS)
 		return -EINVAL;
@@ -232,50 +173,19 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 	bc = cfg->backend;
 	if (!bc.kind)
 		bc.kind = "zsmalloc";
-	bc.page_size = ps;
-	bc.zs.page_size = ps;
+	bc.page_size = ps; /* the store's page size is the one knob (zs/backend.h) */
 	errno = 0;
 	z->b = zs_backend_create(&bc);
 	if (!z->b) {
 		rc = errno ? -errno : -EINVAL;
 		goto fail;
 	}
-	z->pool = zs_backend_zspool(z->b);
 	z->huge_size = zs_backend_huge_class_size(z->b);
 	if (!z->huge_size || z->huge_size > ps)
 		z->huge_size = ps;
 
-	if (cfg->streams) {
-		z->nstreams = cfg->streams;
-	} else {
-		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
-		z->nstreams = ncpu > 2 ? (unsigned)ncpu * 2 : 4;
-		if (z->nstreams > ZS_ZRAM_MAX_STREAMS)
-			z->nstreams = ZS_ZRAM_MAX_STREAMS;
-	}
-	z->streams = aligned_alloc(64, sizeof(struct stream) * z->nstreams);
-	if (!z->streams)
+	if ((rc = zram_streams_create(z, cfg, &prm)))
 		goto fail;
-	memset(z->streams, 0, sizeof(struct stream) * z->nstreams);
-	for (unsigned i = 0; i < z->nstreams; i++) {
-		struct stream *s = &z->streams[i];
-
-		rc = zs_comp_create_params(cfg->comp ? cfg->comp : "lz4", ps, &prm.comp, &s->comp);
-		if (rc)
-			goto fail;
-		if (cfg->recomp &&
-		    (rc = zs_comp_create_params(cfg->recomp, ps, &prm.recomp, &s->recomp)))
-			goto fail;
-		s->buf_cap = zs_comp_bound(s->comp, ps);
-		if (s->recomp && zs_comp_bound(s->recomp, ps) > s->buf_cap)
-			s->buf_cap = zs_comp_bound(s->recomp, ps);
-		s->buf = malloc(s->buf_cap);
-		s->local_copy = malloc(ps);
-		rc = -ENOMEM;
-		if (!s->buf || !s->local_copy)
-			goto fail;
-	}
 	snprintf(z->comp_name, sizeof(z->comp_name), "%s", zs_comp_name(z->streams[0].comp));
 	if ((rc = zram_wb_create(z, cfg)))
 		goto fail;
@@ -284,7 +194,7 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 	return 0;
 fail:
 	zram_params_free(&prm);
-	streams_free(z);
+	zram_streams_free(z);
 	if (z->b)
 		zs_backend_destroy(z->b);
 	free(z->slots);
@@ -302,7 +212,7 @@ void zs_zram_destroy(struct zs_zram *z)
 		return;
 	zs_zram_reset(z);
 	zram_wb_destroy(z);
-	streams_free(z);
+	zram_streams_free(z);
 	zs_backend_destroy(z->b);
 	free(z->slots);
 	free(z);
@@ -331,14 +241,47 @@ const char *zs_zram_comp_name(const struct zs_zram *z)
 /* ---- Write ---- */
 
 /* Every machine word equal to the first: word i == word i+1 for all i. */
-static inline int page_same_filled(const void *page, size_t ps, unsigned long *val)
+int zs_zram_page_same_filled(const void *page, size_t ps, unsigned long *fill)
 {
 	const unsigned char *p = page;
 
 	if (memcmp(p, p + sizeof(unsigned long), ps - sizeof(unsigned long)))
 		return 0;
-	memcpy(val, p, sizeof(*val));
+	if (fill)
+		memcpy(fill, p, sizeof(*fill));
 	return 1;
+}
+
+enum zs_zram_store_kind zs_zram_store_kind(long comp_len, size_t huge_size)
+{
+	return comp_len <= 0 || (size_t)comp_len >= huge_size ? ZS_ZRAM_STORE_RAW
+							       : ZS_ZRAM_STORE_COMPRESSED;
+}
+
+int zs_zram_store_decide(struct zs_comp *comp, const void *page, size_t ps, size_t huge_size,
+			 void *buf, size_t buf_cap, struct zs_zram_store_decision *d)
+{
+	int n;
+
+	memset(d, 0, sizeof(*d));
+	if (unlikely(zs_zram_page_same_filled(page, ps, &d->fill))) {
+		d->kind = ZS_ZRAM_STORE_SAME;
+		return 0;
+	}
+	n = zs_compress(comp, page, ps, buf, buf_cap);
+	if (unlikely(n < 0))
+		return n;
+	d->comp_len = (size_t)n;
+	d->kind = zs_zram_store_kind(n, huge_size);
+	if (unlikely(d->kind == ZS_ZRAM_STORE_RAW)) {
+		/* Not worth a compressed object: keep the raw page, one per pool page. */
+		d->data = page;
+		d->len = ps;
+	} else {
+		d->data = buf;
+		d->len = (size_t)n;
+	}
+	return 0;
 }
 
 static void fill_page(void *buf, size_t ps, unsigned long val)
@@ -371,10 +314,10 @@ int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 {
 	if (unlikely(z->grp))
 		return zram_group_write(z, index, page);
+	struct zs_zram_store_decision d;
 	struct stream *s;
 	struct slot *sl;
-	const void *src;
-	unsigned long h, val;
+	unsigned long h;
 	uint32_t f, nf;
 	int n;
 
@@ -386,23 +329,16 @@ int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 	s = zram_stream_get(z);
 	cnt_add(s, C_WRITES, 1);
 
-	if (unlikely(page_same_filled(page, z->page_size, &val))) {
-		write_same(z, s, sl, val);
+	n = zs_zram_store_decide(s->comp, page, z->page_size, z->huge_size, s->buf, s->buf_cap, &d);
+	if (unlikely(n < 0))
+		goto fail;
+	if (unlikely(d.kind == ZS_ZRAM_STORE_SAME)) {
+		write_same(z, s, sl, d.fill);
 		stream_put(s);
 		return 0;
 	}
-
-	n = zs_compress(s->comp, page, z->page_size, s->buf, s->buf_cap);
-	if (unlikely(n < 0))
-		goto fail;
-	src = s->buf;
-	nf = (uint32_t)n;
-	if (unlikely((size_t)n >= z->huge_size)) {
-		/* Not worth a compressed object: keep the raw page, one per pool page. */
-		n = (int)z->page_size;
-		src = page;
-		nf = (uint32_t)n | F_HUGE;
-	}
+	n = (int)d.len;
+	nf = (uint32_t)n | (d.kind == ZS_ZRAM_STORE_RAW ? F_HUGE : 0);
 
 	h = zs_backend_malloc(z->b, (size_t)n);
 	if (unlikely(ZS_IS_ERR(h))) {
@@ -415,7 +351,7 @@ int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 		goto fail;
 	}
 	/* The allocator refused a handle it just gave out: an I/O error, not a memory shortage. */
-	if (unlikely(zs_backend_write(z->b, h, src, (size_t)n))) {
+	if (unlikely(zs_backend_write(z->b, h, d.data, (size_t)n))) {
 		zs_backend_free(z->b, h);
 		n = -EIO;
 		goto fail;

@@ -80,7 +80,7 @@ void zs_pool_config_init(struct zs_pool_config *cfg)
 /* The ranges documented in zsmalloc.h; defaults (0) already filled in. */
 static int config_valid(const struct zs_pool_config *c)
 {
-	if (c->page_size < 4096 || c->page_size > 65536 || (c->page_size & (c->page_size - 1)))
+	if (!zs_page_size_valid(c->page_size))
 		return 0;
 	if (c->max_chain < 1 || c->max_chain > ZS_MAX_CHAIN)
 		return 0;

@@ -232,9 +232,12 @@ static int setup(struct st *s, struct fin *in)
 			FUZZ_CHECK(s->zp, "zs_create_pool: errno %d", errno);
 			s->max_size = s->page_size;
 		} else {
-			struct zs_backend_config bc = { .kind = "zsmalloc", .page_size = s->page_size,
-							.max_pages = s->max_pages,
-							.checked = s->checked, .zs = c };
+			struct zs_backend_config bc;
+			zs_backend_config_init(&bc);
+			bc.page_size = s->page_size;
+			bc.max_pages = s->max_pages;
+			bc.checked = s->checked;
+			bc.zs = c;
 			s->be = zs_backend_create(&bc);
 			FUZZ_CHECK(s->be, "zs_backend_create(zsmalloc): errno %d", errno);
 			s->zp = zs_backend_zspool(s->be);
@@ -252,9 +255,12 @@ static int setup(struct st *s, struct fin *in)
 			FUZZ_CHECK(s->zb, "zblock_create_pool: errno %d", errno);
 			s->max_size = zblock_max_size(s->zb);
 		} else {
-			struct zs_backend_config bc = { .kind = "zblock", .page_size = s->page_size,
-							.max_pages = s->max_pages,
-							.checked = s->checked };
+			struct zs_backend_config bc;
+			zs_backend_config_init(&bc);
+			bc.kind = "zblock";
+			bc.page_size = s->page_size;
+			bc.max_pages = s->max_pages;
+			bc.checked = s->checked;
 			s->be = zs_backend_create(&bc);
 			FUZZ_CHECK(s->be, "zs_backend_create(zblock): errno %d", errno);
 			s->max_size = s->page_size; /* the backend turns huge on */

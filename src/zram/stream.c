@@ -1,0 +1,95 @@
+/*
+ * The store's stream pool: the fixed set of compression contexts (the
+ * kernel's per-CPU zcomp streams) and how a thread gets one.  Its own file
+ * because every path (write, read, discard, maintenance) takes a stream and
+ * the hint logic is the part worth reading alone; layout in zram/internal.h.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zram/internal.h"
+
+static _Atomic unsigned stream_hint_next;
+static _Thread_local unsigned stream_hint;
+static _Thread_local int stream_hint_set;
+
+struct stream *zram_stream_get(struct zs_zram *z)
+{
+	unsigned n = z->nstreams, start, i;
+
+	if (unlikely(!stream_hint_set)) {
+		stream_hint = atomic_fetch_add_explicit(&stream_hint_next, 1, memory_order_relaxed);
+		stream_hint_set = 1;
+	}
+	start = stream_hint % n;
+	for (;;) {
+		for (i = 0; i < n; i++) {
+			struct stream *s = &z->streams[(start + i) % n];
+
+			if (!atomic_load_explicit(&s->busy, memory_order_relaxed) &&
+			    !atomic_exchange_explicit(&s->busy, 1, memory_order_acquire)) {
+				if (i)
+					stream_hint = (start + i) % n;
+				return s;
+			}
+		}
+		sched_yield();
+	}
+}
+
+int zram_streams_create(struct zs_zram *z, const struct zs_zram_config *cfg,
+			const struct zram_params *prm)
+{
+	size_t ps = z->page_size;
+	int rc = -ENOMEM;
+
+	if (cfg->streams) {
+		z->nstreams = cfg->streams;
+	} else {
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+		z->nstreams = ncpu > 2 ? (unsigned)ncpu * 2 : 4;
+		if (z->nstreams > ZS_ZRAM_MAX_STREAMS)
+			z->nstreams = ZS_ZRAM_MAX_STREAMS;
+	}
+	z->streams = aligned_alloc(64, sizeof(struct stream) * z->nstreams);
+	if (!z->streams)
+		return rc;
+	memset(z->streams, 0, sizeof(struct stream) * z->nstreams);
+	for (unsigned i = 0; i < z->nstreams; i++) {
+		struct stream *s = &z->streams[i];
+
+		rc = zs_comp_create_params(cfg->comp ? cfg->comp : "lz4", ps, &prm->comp, &s->comp);
+		if (rc)
+			return rc;
+		if (cfg->recomp &&
+		    (rc = zs_comp_create_params(cfg->recomp, ps, &prm->recomp, &s->recomp)))
+			return rc;
+		s->buf_cap = zs_comp_bound(s->comp, ps);
+		if (s->recomp && zs_comp_bound(s->recomp, ps) > s->buf_cap)
+			s->buf_cap = zs_comp_bound(s->recomp, ps);
+		s->buf = malloc(s->buf_cap);
+		s->local_copy = malloc(ps);
+		rc = -ENOMEM;
+		if (!s->buf || !s->local_copy)
+			return rc;
+	}
+	return 0;
+}
+
+void zram_streams_free(struct zs_zram *z)
+{
+	if (!z->streams)
+		return;
+	for (unsigned i = 0; i < z->nstreams; i++) {
+		zs_comp_destroy(z->streams[i].comp);
+		zs_comp_destroy(z->streams[i].recomp);
+		free(z->streams[i].buf);
+		free(z->streams[i].local_copy);
+	}
+	free(z->streams);
+	z->streams = NULL;
+}
