@@ -1,5 +1,5 @@
 /*
- * zsmalloc core: pools, zspages, allocation, free and object access.
+ * zsmalloc core: pools, allocation and object access.
  *
  * Design (after the kernel's mm/zsmalloc.c, written anew):
  *  - A size class owns zspages: chains of pages_per_zspage pool pages from
