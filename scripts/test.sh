@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the plain build (gcc) and a clang build, each with ctest;
 # an ASan+UBSan build with ctest; a TSan build running the concurrency tests
-# (tests/test_mt_*); the libFuzzer targets for ZS_FUZZ_SECONDS (default 60)
+# (tests/test_mt_*) -- both sanitizer builds with -DZS_DEBUG=ON, so the
+# internal lock and invariant checks run there too; the libFuzzer targets for ZS_FUZZ_SECONDS (default 60)
 # each (scripts/fuzz.sh); and the Python package's tests.  Exits non-zero on any
 # failure and ends with one "test.sh: N passed, M failed" line counting tests
 # (ctest's and pytest's totals; a failed build or a run without a summary
@@ -61,10 +62,10 @@ step "gcc build" build build-gcc gcc
 step "gcc tests" run_ctest build-gcc
 step "clang build" build build-clang clang
 step "clang tests" run_ctest build-clang -E 'replay|record'
-step "asan+ubsan build" build build-asan clang -DZS_SANITIZE=address,undefined
+step "asan+ubsan build" build build-asan clang -DZS_SANITIZE=address,undefined -DZS_DEBUG=ON
 step "asan+ubsan tests" run_ctest build-asan
 step "fuzzers (${ZS_FUZZ_SECONDS:-60} s per target)" bash scripts/fuzz.sh "${ZS_FUZZ_SECONDS:-60}"
-step "tsan build" build build-tsan clang -DZS_SANITIZE=thread
+step "tsan build" build build-tsan clang -DZS_SANITIZE=thread -DZS_DEBUG=ON
 step "tsan concurrency tests" tsan_run bash -c "cd build-tsan && ctest --output-on-failure -j$jobs --timeout 900 -R '^test_mt_'"
 if [ -f python/pyproject.toml ]; then
   step "python tests" bash python/run-tests.sh build-gcc

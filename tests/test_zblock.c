@@ -99,7 +99,7 @@ static void test_lookup(void)
 		REQUIRE(zblock_class_info(p, i, &ci) == 0);
 		/* An exact fit stays in its class (the kernel's strict > moves it up). */
 		CHECK_EQ(zblock_lookup_class(p, ci.slot_size), i);
-		CHECK_EQ(zblock_lookup_class(p, ci.slot_size + 1), i + 1 < n ? i + 1 : -1);
+		CHECK_EQ(zblock_lookup_class(p, ci.slot_size + 1), i + 1 < n ? i + 1 : -ENOSPC);
 		CHECK_EQ(zblock_lookup_class(p, ci.slot_size + 1) < 0, ci.slot_size == 4080);
 		if (i)
 			CHECK_EQ(zblock_lookup_class(p, ci.slot_size - 1), i);

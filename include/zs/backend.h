@@ -5,7 +5,8 @@
  * the malloc baselines (glibc, jemalloc, mimalloc) that hold each object in
  * an exact-size buffer, i.e. what an application would do today.
  *
- * Handles are opaque unsigned longs; errors follow zsmalloc.h (ZS_IS_ERR).
+ * Handles are opaque unsigned longs; errors follow zsmalloc.h (ZS_IS_ERR)
+ * and README.md, "Errors".
  * All backends are thread safe.
  *
  * Callers never ask which allocator is underneath: what differs between
@@ -23,6 +24,7 @@
 #ifndef ZS_BACKEND_H
 #define ZS_BACKEND_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "zs/zsmalloc.h"
@@ -90,7 +92,7 @@ struct zs_backend_ops {
 	unsigned long (*compact)(struct zs_backend *b);                      /* NULL: 0 */
 	void (*stats)(struct zs_backend *b, struct zs_backend_stats *st);
 	size_t (*huge_class_size)(struct zs_backend *b);                     /* NULL: page size */
-	int (*lookup_class)(struct zs_backend *b, size_t size);              /* NULL: -1 */
+	int (*lookup_class)(struct zs_backend *b, size_t size);              /* NULL: -EOPNOTSUPP */
 	unsigned long (*total_pages)(struct zs_backend *b);                  /* NULL: 0 */
 	int (*class_count)(struct zs_backend *b);                            /* NULL: 0 */
 	unsigned caps;                                                       /* ZS_BACKEND_CAP_* */
@@ -160,7 +162,7 @@ static inline size_t zs_backend_huge_class_size(struct zs_backend *b)
 }
 static inline int zs_backend_lookup_class(struct zs_backend *b, size_t size)
 {
-	return b->ops->lookup_class ? b->ops->lookup_class(b, size) : -1;
+	return b->ops->lookup_class ? b->ops->lookup_class(b, size) : -EOPNOTSUPP;
 }
 /* ZS_BACKEND_CAP_* of this backend. */
 static inline unsigned zs_backend_caps(const struct zs_backend *b)

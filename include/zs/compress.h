@@ -17,7 +17,7 @@
  * range, is -EINVAL.  The kernel's default "lzo-rle" is a kernel-only variant of lzo1x
  * that liblzo2 does not have; asking for it returns -EOPNOTSUPP.
  *
- * Errors are negative errno values: -EINVAL (unknown name, bad level,
+ * Errors are negative errno values (README.md, "Errors"): -EINVAL (unknown name, bad level,
  * corrupt input, output does not fit), -EOPNOTSUPP, -ENOMEM.
  */
 #ifndef ZS_COMPRESS_H

@@ -94,7 +94,7 @@ struct zs_pages_stats {
 
 struct zs_pages;
 
-/* Returns NULL with errno = EINVAL (bad config) or ENOMEM. */
+/* Returns NULL with errno = EINVAL (bad config) or ENOMEM (README.md, "Errors"). */
 ZS_API struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg);
 /* Unmaps everything, including pages still in use. */
 ZS_API void zs_pages_destroy(struct zs_pages *p);

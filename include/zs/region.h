@@ -39,7 +39,7 @@
  * Statistics are counters read without stopping anything: a page whose
  * fault has just returned may be counted a moment later.
  *
- * Errors are negative errno values.
+ * Errors are negative errno values (README.md, "Errors").
  */
 #ifndef ZS_REGION_H
 #define ZS_REGION_H

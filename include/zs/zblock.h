@@ -11,8 +11,10 @@
  * at once; nothing is ever moved, so zblock_compact() frees nothing (see
  * docs/compare.md for how a handle-based compaction would work).
  *
- * Errors: int functions return 0 or -errno; zblock_malloc returns a handle or
- * an error value tested with ZS_IS_ERR() from zsmalloc.h.
+ * Errors (README.md, "Errors"): int functions return 0 or -errno;
+ * zblock_malloc returns a handle or an error value tested with ZS_IS_ERR()
+ * from zsmalloc.h; zblock_create_pool and zblock_obj_read_begin return NULL
+ * and set errno.
  *
  * Thread safety: every function may be called concurrently (one lock per
  * size class; reads and writes take none).
@@ -102,9 +104,11 @@ ZS_API size_t zblock_max_size(const struct zblock_pool *pool);
 ZS_API size_t zblock_header_size(const struct zblock_pool *pool);
 
 ZS_API int zblock_class_count(const struct zblock_pool *pool);
+/* 0, or -EINVAL for an index outside 0 .. zblock_class_count - 1. */
 ZS_API int zblock_class_info(const struct zblock_pool *pool, int index, struct zblock_class_info *info);
-/* Class for `size`: the smallest slot >= size; -1 if none. */
+/* Class for `size`: the smallest slot >= size; -EINVAL (size 0) or -ENOSPC (above the largest). */
 ZS_API int zblock_lookup_class(const struct zblock_pool *pool, size_t size);
+/* 0, or -EINVAL for an index outside 0 .. zblock_class_count - 1. */
 ZS_API int zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_stats *st);
 
 /*

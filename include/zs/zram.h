@@ -18,7 +18,8 @@
  * store.  Each slot has a lock bit; compression runs on per-stream contexts
  * taken from a small pool, so N threads compress in parallel.
  *
- * Errors are negative errno values.
+ * Errors are negative errno values (README.md, "Errors"); zs_zram_create
+ * sets *out to NULL on failure.
  */
 #ifndef ZS_ZRAM_H
 #define ZS_ZRAM_H
@@ -123,8 +124,11 @@ ZS_API const char *zs_zram_comp_name(const struct zs_zram *z);
 
 /*
  * Store one page (page_size bytes) in slot `index`.  0, or -EINVAL (index
- * out of range), -ENOMEM (allocation failed or memory limit reached: the
- * slot keeps its old contents).
+ * out of range), the backend allocator's error (-ENOMEM: no memory or its
+ * page limit; -ENOSPC: the object is larger than the allocator takes, e.g.
+ * zblock without its huge class), -ENOMEM (memory limit reached), -EIO (the
+ * allocator refused to store the object).  On any error the slot keeps its
+ * old contents.
  */
 ZS_API int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page);
 /* Read slot `index` into buf (buf_len >= page_size).  Never-written slots read as zeros. */
@@ -232,7 +236,8 @@ struct zs_zram_recomp_result {
  * (0 -> the huge class size); otherwise the slot is marked incompressible
  * and never tried again until rewritten.  max_pages 0 -> no limit.
  * Returns 0 or -EINVAL (no secondary configured, type not one of the four
- * above, threshold not below the huge class size), -ENOMEM.
+ * above, threshold not below the huge class size), -ENOMEM, or a store error
+ * as zs_zram_write's (the allocator's code, -EIO).
  */
 ZS_API int zs_zram_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t threshold,
 		       unsigned long max_pages, struct zs_zram_recomp_result *res);

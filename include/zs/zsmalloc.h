@@ -14,8 +14,10 @@
  * each defaulting to today's kernel: class delta, chain length policy, the
  * zs_free lock mode, and deferred free.
  *
- * Errors: functions returning int return 0 or a negative errno value.
- * zs_malloc returns a handle or an error value; test it with ZS_IS_ERR().
+ * Errors (the convention for every libzs header is in README.md, "Errors"):
+ * functions returning int return 0 or a negative errno value; zs_malloc
+ * returns a handle or an error value (ZS_IS_ERR); pointer-returning calls
+ * return NULL and set errno.
  *
  * Thread safety: everything may be called concurrently, as in the kernel
  * (pool rwlock, per-class locks, per-zspage reader/writer lock).
@@ -231,6 +233,7 @@ struct zs_class_info {
 };
 /* Number of logical classes. */
 ZS_API int zs_class_count(const struct zs_pool *pool);
+/* 0, or -EINVAL for an index outside 0 .. zs_class_count - 1. */
 ZS_API int zs_class_info(const struct zs_pool *pool, int index, struct zs_class_info *info);
 
 /* Per physical class stats, the kernel's debugfs "classes" columns. */
@@ -245,7 +248,10 @@ struct zs_class_stats {
 	unsigned objs_per_zspage;
 	unsigned long freeable;   /* pages zs_compact could free (zs_can_compact) */
 };
-/* Returns 0, or -ENOENT if `index` is not a physical class. */
+/*
+ * Returns 0; -EINVAL for an index outside 0 .. zs_class_count - 1; -ENOENT
+ * for a logical class merged into another (its objects are counted there).
+ */
 ZS_API int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st);
 /* Print the debugfs "classes" table (physical classes with objects, plus Total). */
 ZS_API void zs_print_classes(struct zs_pool *pool, FILE *out);

@@ -95,6 +95,23 @@ def test_class_stats():
         assert one.obj_used == st[0].obj_used
 
 
+def test_class_index_errors():
+    # README "Errors": an index outside 0..count-1 is EINVAL (class_info and class_stats
+    # alike); a logical class merged into another is ENOENT for class_stats only.
+    with libzs.Pool() as p:
+        n = p.class_count()
+        for bad in (-1, n):
+            for call in (p.class_info, p.class_stats):
+                with pytest.raises(libzs.ZsError) as e:
+                    call(bad)
+                assert e.value.errno == errno.EINVAL
+        merged = next(ci for ci in p.class_info() if ci.phys_index != ci.index)
+        with pytest.raises(libzs.ZsError) as e:
+            p.class_stats(merged.index)
+        assert e.value.errno == errno.ENOENT
+        assert p.class_stats(merged.phys_index).index == merged.phys_index
+
+
 def test_max_pages_limit():
     with libzs.Pool(max_pages=4) as p:
         with pytest.raises(libzs.ZsError) as e:

@@ -187,8 +187,10 @@ static int chk_access(struct be_priv *p, unsigned long h, size_t len)
 
 static void *chk_read_begin(struct zs_backend *b, unsigned long h, size_t len, void *local)
 {
-	if (!chk_access(priv(b), h, len))
+	if (!chk_access(priv(b), h, len)) {
+		errno = EINVAL;
 		return NULL;
+	}
 	return priv(b)->inner->read_begin(b, h, len, local);
 }
 

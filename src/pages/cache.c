@@ -51,6 +51,8 @@ static void cache_unlink(struct zs_pages *p, zs_pfn_t pfn)
 	struct zs_page_desc *d = zs_page_desc(p, pfn);
 	zs_pfn_t prev = (zs_pfn_t)d->word[0], next = d->next;
 
+	zs_assert_internal(get_state(p, pfn) == PG_CACHED && p->ncached > 0 &&
+			   p->chunks[pfn_slot(p, pfn)].ncached > 0);
 	if (prev != ZS_PFN_NONE)
 		zs_page_desc(p, prev)->next = next;
 	else
@@ -220,6 +222,9 @@ static void take_pages(struct zs_pages *p, zs_pfn_t first, unsigned n)
 
 	for (unsigned i = 0; i < n; i++) {
 		zs_pfn_t pfn = first + i;
+		/* Only a free page is handed out: never one in use, in a per-CPU cache or leaving. */
+		zs_assert_internal((get_state(p, pfn) == PG_FREE || get_state(p, pfn) == PG_CACHED) &&
+				   !(bits[pfn_idx(p, pfn) >> 6] & (1ull << (pfn_idx(p, pfn) & 63))));
 		if (get_state(p, pfn) == PG_CACHED)
 			cache_unlink(p, pfn);
 		bm_set(bits, pfn_idx(p, pfn));
@@ -382,6 +387,7 @@ static unsigned pcp_refill_locked(struct zs_pages *p, struct zs_pcp *c, zs_pfn_t
 		if (!pick_pages(p, 1, &pfn))
 			break;
 		size_t slot = pfn_slot(p, pfn);
+		zs_assert_internal(get_state(p, pfn) == PG_FREE || get_state(p, pfn) == PG_CACHED);
 		if (get_state(p, pfn) == PG_CACHED)
 			cache_unlink(p, pfn);
 		bm_set(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
@@ -410,9 +416,11 @@ static unsigned pcp_drain_locked(struct zs_pages *p, struct zs_pcp *c, unsigned 
 	size_t room = p->cache_cap > p->ncached ? p->cache_cap - p->ncached : 0;
 	unsigned nrel = 0, ndirect = k > room ? (unsigned)(k - room) : 0;
 
+	zs_assert_internal(k <= c->count && c->count <= PCP_MAX);
 	for (unsigned i = 0; i < k; i++) {
 		zs_pfn_t pfn = c->pfn[i];
 		size_t slot = pfn_slot(p, pfn);
+		zs_assert_internal(get_state(p, pfn) == PG_PCP && p->chunks[slot].ninuse > 0);
 		if (i < ndirect) {
 			set_state(p, pfn, PG_RELEASING);
 			rel[nrel++] = pfn;
@@ -458,6 +466,7 @@ static int pcp_alloc(struct zs_pages *p, zs_pfn_t *out)
 		}
 	}
 	zs_pfn_t pfn = c->pfn[--c->count];
+	zs_assert_internal(get_state(p, pfn) == PG_PCP);
 	set_state(p, pfn, PG_IN_USE);
 	add_relaxed(&c->in_use, 1);
 	add_relaxed_u64(&c->allocs, 1);
@@ -616,6 +625,7 @@ static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, boo
 			continue;
 		}
 		size_t slot = pfn_slot(p, pfn);
+		zs_assert_internal(p->chunks[slot].ninuse > 0);
 		bm_clr(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
 		set_state(p, pfn, PG_CACHED);
 		cache_push(p, pfn, now);

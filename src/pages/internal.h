@@ -9,6 +9,7 @@
 
 #include "zs/pages.h"
 #include "pages/lookup.h"
+#include "common/debug.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

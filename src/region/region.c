@@ -250,6 +250,8 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 
 	if (err && err_len)
 		err[0] = 0;
+	if (out)
+		*out = NULL; /* the int-returning constructors' rule (README, "Errors") */
 	if (!cfg || !out || !cfg->size || cfg->handler_threads > 64 ||
 	    cfg->fault_around > MAX_AROUND ||
 	    (cfg->store.page_size && cfg->store.page_size != (size_t)sys_page)) {

@@ -42,6 +42,7 @@
 #include "pages/lookup.h"
 #include "zs/zblock.h"
 #include "zs/harness.h"
+#include "common/debug.h"
 
 #define ZB_MAX_SLOTS 256        /* bitmap/handle limit; the 16K table peaks at 185 */
 #define ZB_MAX_CLASSES 72       /* 64 like the kernel's limit, + huge, + slack */
@@ -239,8 +240,10 @@ int zblock_geometry(size_t page_size, int huge, struct zblock_class_info *out, i
 static int lookup(const struct zblock_pool *pool, size_t size)
 {
 	int lo = 0, hi = pool->nr_classes - 1;
-	if (size == 0 || size > pool->max_size)
-		return -1;
+	if (size == 0)
+		return -EINVAL;
+	if (size > pool->max_size)
+		return -ENOSPC;
 	while (lo < hi) {
 		int mid = (lo + hi) / 2;
 		if (pool->slot_sizes[mid] >= size)
@@ -325,6 +328,34 @@ static unsigned claim_slot(struct zb_block *b, unsigned words)
 static int test_slot(const struct zb_block *b, unsigned slot)
 {
 	return (b->bitmap[slot / 64] >> (slot % 64)) & 1;
+}
+
+/*
+ * ZS_DEBUG, class lock held: the block's header agrees with itself -- its
+ * free count is what its bitmap says, no bit past the last slot is set, and
+ * it is on the active list exactly when it has a free slot and is not empty
+ * (an empty block is freed at once, a full one leaves the list).
+ */
+static inline int block_sane(const struct zblock_pool *pool, const struct zb_block *b)
+{
+	const struct zb_class *c = &pool->cls[b->type];
+	unsigned used = 0;
+	if (b->pool != pool || b->type >= pool->nr_classes)
+		return 0;
+	for (unsigned w = 0; w < pool->words; w++) {
+		uint64_t bits = b->bitmap[w];
+		if (w * 64 + 64 > c->d.n)
+			bits &= c->d.n > w * 64 ? ~((1ULL << (c->d.n - w * 64)) - 1) : ~0ULL;
+		else
+			bits = 0;
+		if (bits)
+			return 0; /* a slot past n is marked used */
+		used += (unsigned)__builtin_popcountll(b->bitmap[w]);
+	}
+	if (used + b->free_slots != c->d.n)
+		return 0;
+	int listed = b->prev || b->next || c->head == b;
+	return listed == (b->free_slots > 0 && b->free_slots < c->d.n);
 }
 
 /* A new block with slot 0 already taken, not yet on any list. */
@@ -469,15 +500,17 @@ unsigned long zblock_malloc(struct zblock_pool *pool, size_t size)
 		return (unsigned long)-EINVAL;
 	int type = lookup(pool, size);
 	if (type < 0)
-		return (unsigned long)-ENOSPC;
+		return (unsigned long)(long)type;
 	struct zb_class *c = &pool->cls[type];
 
 	pthread_mutex_lock(&c->lock);
 	struct zb_block *b = c->head;
 	if (b) {
+		zs_assert_internal(block_sane(pool, b));
 		if (--b->free_slots == 0)
 			list_del(c, b); /* full blocks leave the list */
 		unsigned slot = claim_slot(b, pool->words);
+		zs_assert_internal(block_sane(pool, b));
 		atomic_fetch_add_explicit(&c->objects, 1, memory_order_relaxed);
 		pthread_mutex_unlock(&c->lock);
 		return encode(b, slot);
@@ -491,6 +524,7 @@ unsigned long zblock_malloc(struct zblock_pool *pool, size_t size)
 	pthread_mutex_lock(&c->lock);
 	if (b->free_slots)
 		list_add_head(c, b); /* the newest block fills first */
+	zs_assert_internal(block_sane(pool, b));
 	atomic_fetch_add_explicit(&c->blocks, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&c->objects, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&c->lock);
@@ -512,6 +546,8 @@ int zblock_free(struct zblock_pool *pool, unsigned long h)
 		pthread_mutex_unlock(&c->lock);
 		return -EINVAL;
 	}
+	/* Unchecked mode trusts the caller; a double free is still a bug to stop here. */
+	zs_assert_internal(test_slot(b, slot) && block_sane(pool, b));
 	b->bitmap[slot / 64] &= ~(1ULL << (slot % 64));
 	atomic_fetch_sub_explicit(&c->objects, 1, memory_order_relaxed);
 	if (++b->free_slots == c->d.n) {
@@ -525,6 +561,7 @@ int zblock_free(struct zblock_pool *pool, unsigned long h)
 	}
 	if (b->free_slots == 1)
 		list_add_tail(c, b); /* refilled blocks wait behind partly used ones */
+	zs_assert_internal(block_sane(pool, b));
 	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
@@ -536,8 +573,10 @@ void *zblock_obj_read_begin(struct zblock_pool *pool, unsigned long h, size_t me
 {
 	(void)local_copy;
 	struct zb_block *b = pool->checked ? checked_live(pool, h) : handle_block(h);
-	if (!b || mem_len > pool->cls[b->type].d.slot_size)
+	if (!b || mem_len > pool->cls[b->type].d.slot_size) {
+		errno = EINVAL;
 		return NULL;
+	}
 	return slot_addr(pool, b, handle_slot(h));
 }
 
@@ -597,7 +636,7 @@ int zblock_class_count(const struct zblock_pool *pool)
 int zblock_class_info(const struct zblock_pool *pool, int index, struct zblock_class_info *info)
 {
 	if (index < 0 || index >= pool->nr_classes)
-		return -ENOENT;
+		return -EINVAL;
 	const struct zb_desc *d = &pool->cls[index].d;
 	*info = (struct zblock_class_info){ index, d->slot_size, d->n, d->pages };
 	return 0;
@@ -611,7 +650,7 @@ int zblock_lookup_class(const struct zblock_pool *pool, size_t size)
 int zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_stats *st)
 {
 	if (index < 0 || index >= pool->nr_classes)
-		return -ENOENT;
+		return -EINVAL;
 	struct zb_class *c = &pool->cls[index];
 	memset(st, 0, sizeof(*st));
 	st->index = index;

@@ -25,6 +25,7 @@
 
 #include "zs/compress.h"
 #include "zs/pages.h"
+#include "common/debug.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
@@ -150,9 +151,23 @@ static inline uint32_t slot_lock(struct slot *sl)
 	return likely(!(f & F_SLOCK)) ? f : zram_slot_lock_slow(sl);
 }
 
+/* ZS_DEBUG: is the slot locked (by somebody: the lock is a flag bit, it has no owner)? */
+static inline int slot_is_locked(struct slot *sl)
+{
+	return (atomic_load_explicit(&sl->flags, memory_order_relaxed) & F_SLOCK) != 0;
+}
+
+/* ZS_DEBUG: a same-filled slot holds its fill word only: no object size, huge or writeback flag. */
+static inline int slot_flags_sane(uint32_t f)
+{
+	return !((f & F_SAME) && (f & (F_WB | F_HUGE | F_SIZE_MASK)));
+}
+
 /* Publish new flags and release the lock in one store. */
 static inline void slot_unlock(struct slot *sl, uint32_t f)
 {
+	zs_assert_internal(slot_is_locked(sl));
+	zs_assert_internal(slot_flags_sane(f));
 	atomic_store_explicit(&sl->flags, f & ~F_SLOCK, memory_order_release);
 }
 

@@ -106,11 +106,12 @@ int zs_zram_recompress(struct zs_zram *zv, enum zs_zram_recomp_type type, size_t
 			continue;
 		}
 		h = zs_backend_malloc(z->b, (size_t)n);
-		if (ZS_IS_ERR(h) || zs_backend_write(z->b, h, s->buf, (size_t)n)) {
+		/* As zs_zram_write: the allocator's code, -EIO for a refused write. */
+		rc = ZS_IS_ERR(h) ? ZS_ERR(h) : zs_backend_write(z->b, h, s->buf, (size_t)n) ? -EIO : 0;
+		if (rc) {
 			if (!ZS_IS_ERR(h))
 				zs_backend_free(z->b, h);
 			slot_unlock(sl, f);
-			rc = -ENOMEM;
 			break;
 		}
 		f = zram_slot_free_locked(z, s, sl, f);

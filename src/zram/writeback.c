@@ -233,6 +233,7 @@ void zs_zram_wb_inject(struct zs_zram *zv, int reads, uint64_t after, uint64_t c
 void zram_wb_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f)
 {
 	(void)f;
+	zs_assert_internal(slot_is_locked(sl) && (f & F_WB));
 	block_free(z, sl->handle);
 	atomic_fetch_sub_explicit(&z->wb->bd_count, 1, memory_order_relaxed);
 	cnt_add(s, C_PAGES_STORED, -1);
@@ -242,6 +243,7 @@ int zram_wb_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, ui
 			void *buf)
 {
 	size_t len = f & F_SIZE_MASK;
+	zs_assert_internal(slot_is_locked(sl) && (f & F_WB));
 	int rc;
 
 	if (len == z->page_size) {

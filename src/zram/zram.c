@@ -42,6 +42,7 @@
  */
 uint32_t zram_slot_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f)
 {
+	zs_assert_internal(slot_is_locked(sl) && !(f & F_SLOCK));
 	if (unlikely(f & F_WB)) {
 		zram_wb_free_locked(z, s, sl, f);
 		sl->handle = 0;
@@ -341,12 +342,18 @@ int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 
 	h = zs_backend_malloc(z->b, (size_t)n);
 	if (unlikely(ZS_IS_ERR(h))) {
+		n = (int)ZS_ERR(h); /* the allocator's own code, as the kernel's zram passes it on */
+		goto fail;
+	}
+	if (unlikely(!can_store(z))) {
+		zs_backend_free(z->b, h);
 		n = -ENOMEM;
 		goto fail;
 	}
-	if (unlikely(!can_store(z) || zs_backend_write(z->b, h, d.data, (size_t)n))) {
+	/* The allocator refused a handle it just gave out: an I/O error, not a memory shortage. */
+	if (unlikely(zs_backend_write(z->b, h, d.data, (size_t)n))) {
 		zs_backend_free(z->b, h);
-		n = -ENOMEM;
+		n = -EIO;
 		goto fail;
 	}
 
@@ -381,6 +388,7 @@ int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint3
 	void *p;
 	int rc = 0;
 
+	zs_assert_internal(slot_is_locked(sl));
 	if (unlikely(f & F_WB))
 		return zram_wb_read_locked(z, s, sl, f, buf);
 	if (f & F_SAME) {

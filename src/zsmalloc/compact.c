@@ -1,5 +1,5 @@
 /*
- * Compaction and per-class statistics.
+ * Compaction (statistics and the class table print are in stats.c).
  *
  * Compaction follows the kernel's choices exactly, because they decide which
  * zspages empty out later and so the page counts a trace records: classes
@@ -20,6 +20,8 @@ unsigned long zs_can_compact(const struct size_class *class)
 {
 	unsigned long allocated = class->stats[ZS_OBJS_ALLOCATED];
 	unsigned long used = class->stats[ZS_OBJS_INUSE];
+	zs_assert_internal(zs_spin_held((zs_spinlock_t *)&class->lock));
+	zs_assert_internal(used <= allocated);
 	if (allocated <= used)
 		return 0;
 	return (allocated - used) / class->objs_per_zspage * class->pages_per_zspage;
@@ -56,47 +58,36 @@ static int putback_zspage(struct size_class *class, struct zspage *zspage)
 	return fg;
 }
 
-/* Copy `len` bytes of an object at (pfn, off) that may continue in the next page. */
-static void span_read(struct zs_pool *pool, zs_pfn_t pfn, unsigned off, char *buf, unsigned len)
-{
-	unsigned first = pool->page_size - off < len ? pool->page_size - off : len;
-	memcpy(buf, page_addr(pool, pfn) + off, first);
-	if (first < len)
-		memcpy(buf + first, page_addr(pool, page_desc(pool, pfn)->next), len - first);
-}
-
-static void span_write(struct zs_pool *pool, zs_pfn_t pfn, unsigned off, const char *buf,
-		       unsigned len)
-{
-	unsigned first = pool->page_size - off < len ? pool->page_size - off : len;
-	memcpy(page_addr(pool, pfn) + off, buf, first);
-	if (first < len)
-		memcpy(page_addr(pool, page_desc(pool, pfn)->next), buf + first, len - first);
-}
-
 /* Move src's live objects, lowest index first, until dst is full or src empty. */
 static void migrate_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *src,
 			   struct zspage *dst, char *buf)
 {
-	unsigned size = class->size, mask = pool->page_size - 1;
+	unsigned size = class->size;
 	zs_pfn_t pfn = src->pfn;
 	unsigned page = 0;
+	/* Pool lock for writing (no reader resolves a handle meanwhile), both zspages isolated. */
+	zs_assert_internal(zs_rw_write_held(&pool->lock) && zs_spin_held(&class->lock));
+	zs_assert_internal(atomic_load_explicit(&src->lock, memory_order_relaxed) == -1);
+	zs_assert_internal(!src->lnext && !src->lprev && !dst->lnext && !dst->lprev);
+	zs_assert_internal(src != dst && dst->inuse < class->objs_per_zspage);
 	for (unsigned idx = 0; idx < class->objs_per_zspage; idx++) {
-		unsigned long start = (unsigned long)idx * size;
-		while ((start >> pool->page_shift) > page) {
+		while (obj_page_index(pool, size, idx) > page) {
 			pfn = page_desc(pool, pfn)->next;
 			page++;
 		}
-		unsigned off = (unsigned)(start & mask);
-		unsigned long hdr = *(unsigned long *)(page_addr(pool, pfn) + off);
+		unsigned off = obj_page_offset(pool, size, idx);
+		unsigned long hdr = *obj_header(pool, pfn, idx, size);
 		if (!(hdr & OBJ_ALLOCATED_TAG))
 			continue;
 		unsigned long handle = hdr & ~OBJ_ALLOCATED_TAG;
+		/* A moved object's handle is live or queued, and names this very object. */
+		zs_assert_internal(!handle_is_free(handle) &&
+				   handle_to_obj(handle) == location_to_obj(pfn, class->enc, idx));
 		unsigned long used_obj = location_to_obj(pfn, class->enc, idx);
 		unsigned long free_obj = zs_obj_malloc(pool, dst, handle);
 		span_read(pool, pfn, off, buf, size);
 		span_write(pool, obj_to_pfn(free_obj),
-			   (unsigned)(((unsigned long)obj_to_idx(free_obj) * size) & mask), buf, size);
+			   obj_page_offset(pool, size, obj_to_idx(free_obj)), buf, size);
 		/* Keep a checked-mode "queued for deferred free" mark across the move. */
 		unsigned long old = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
 		record_obj(handle, free_obj | (old & HANDLE_PENDING_BIT));
@@ -113,6 +104,7 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 
 	zs_write_lock(&pool->lock);
 	zs_spin_lock(&class->lock);
+	zs_assert_internal(zs_class_lists_sane(class));
 	while (zs_can_compact(class)) {
 		if (!dst) {
 			dst = isolate_dst_zspage(class);
@@ -177,73 +169,4 @@ unsigned long zs_compact(struct zs_pool *pool)
 	/* Compaction is how a pool gives memory back: the page cache goes too, not at its decay. */
 	zs_pages_trim(pool->pages);
 	return freed;
-}
-
-/* ---- statistics ---- */
-
-int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st)
-{
-	if (index < 0 || index >= pool->nr_classes || pool->geom[index].phys != index)
-		return -ENOENT;
-	struct size_class *class = &pool->classes[index];
-	memset(st, 0, sizeof(*st));
-	/* A sharded pool reports the sum of the class's copies, as one kernel class. */
-	for (unsigned s = 0; s < pool->nr_shards; s++) {
-		struct size_class *c = class + (size_t)s * (unsigned)pool->nr_classes;
-		zs_spin_lock(&c->lock);
-		for (int g = 0; g < ZS_NR_FULLNESS_GROUPS; g++)
-			st->fullness[g] += c->stats[g];
-		st->obj_allocated += c->stats[ZS_OBJS_ALLOCATED];
-		st->obj_used += c->stats[ZS_OBJS_INUSE];
-		st->freeable += zs_can_compact(c);
-		zs_spin_unlock(&c->lock);
-	}
-	st->index = index;
-	st->size = class->size;
-	st->pages_per_zspage = class->pages_per_zspage;
-	st->objs_per_zspage = class->objs_per_zspage;
-	st->pages_used = st->obj_allocated / class->objs_per_zspage * class->pages_per_zspage;
-	return 0;
-}
-
-unsigned long zs_pool_objects(struct zs_pool *pool)
-{
-	unsigned long n = 0;
-	struct zs_class_stats st;
-	for (int i = 0; i < pool->nr_classes; i++)
-		if (!zs_class_stats(pool, i, &st))
-			n += st.obj_used;
-	return n;
-}
-
-void zs_print_classes(struct zs_pool *pool, FILE *out)
-{
-	static const char *groups[] = { "10%", "20%", "30%", "40%", "50%", "60%",
-					"70%", "80%", "90%", "99%", "100%" };
-	fprintf(out, " %5s %5s", "class", "size");
-	for (int g = 0; g < 11; g++)
-		fprintf(out, " %9s", groups[g]);
-	fprintf(out, " %13s %10s %10s %16s %8s\n", "obj_allocated", "obj_used", "pages_used",
-		"pages_per_zspage", "freeable");
-	struct zs_class_stats st;
-	unsigned long tot[11] = { 0 }, ta = 0, tu = 0, tp = 0, tf = 0;
-	for (int i = 0; i < pool->nr_classes; i++) {
-		if (zs_class_stats(pool, i, &st))
-			continue;
-		fprintf(out, " %5d %5u", st.index, st.size);
-		for (int g = 0; g < 11; g++) {
-			fprintf(out, " %9lu", st.fullness[g + 1]);
-			tot[g] += st.fullness[g + 1];
-		}
-		fprintf(out, " %13lu %10lu %10lu %16u %8lu\n", st.obj_allocated, st.obj_used,
-			st.pages_used, st.pages_per_zspage, st.freeable);
-		ta += st.obj_allocated;
-		tu += st.obj_used;
-		tp += st.pages_used;
-		tf += st.freeable;
-	}
-	fprintf(out, "\n %5s %5s", "Total", "");
-	for (int g = 0; g < 11; g++)
-		fprintf(out, " %9lu", tot[g]);
-	fprintf(out, " %13lu %10lu %10lu %16s %8lu\n", ta, tu, tp, "", tf);
 }

@@ -121,6 +121,9 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 		struct size_class *class = &pool->classes[k[i].cls];
 		zs_spin_lock(&class->lock);
 		for (; i < n && &pool->classes[k[i].cls] == class; i++) {
+			/* Queued: live, or pending where checked mode marked it so. */
+			zs_assert_internal(!handle_is_free(k[i].handle) &&
+					   (pool->cfg.checked || handle_is_live(k[i].handle)));
 			struct zspage *z = zs_free_locked(pool, class, handle_to_obj(k[i].handle));
 			if (z) {
 				empty[nempty] = z;

@@ -154,6 +154,7 @@ static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 static unsigned long list_pop(struct handle_list *l)
 {
 	unsigned long h = l->head;
+	zs_assert_internal(l->n > 0 && handle_is_free(h));
 	l->head = slot_next(h);
 	l->n--;
 	return h;
@@ -162,6 +163,7 @@ static unsigned long list_pop(struct handle_list *l)
 /* Shard lock held, its cur list empty: spare batch, then the shared list, then fresh slots. */
 static unsigned long alloc_slow(struct zs_pool *pool, struct handle_shard *s)
 {
+	zs_assert_internal(zs_spin_held(&s->lock) && s->cur.n == 0);
 	if (s->spare.n) {
 		s->cur = s->spare;
 		list_init(&s->spare);
@@ -188,13 +190,25 @@ unsigned long zs_handle_alloc(struct zs_pool *pool)
 	if (zs_likely(h))
 		s->live++;
 	zs_spin_unlock(&s->lock);
+	/*
+	 * ZS_DEBUG: a handed-out slot is no longer free even before zs_malloc
+	 * records its obj (its failure path frees it unrecorded), so
+	 * zs_handle_free's double-free check holds.  A fresh bump slot may hold
+	 * anything the page provider left there.
+	 */
+	if (ZS_DEBUG_ON && h)
+		record_obj(h, 0);
 	return h;
 }
 
 void zs_handle_free(struct zs_pool *pool, unsigned long handle)
 {
 	struct handle_shard *s = this_shard(pool);
+	/* Live or pending (the deferred worker), never already free: that is a double free. */
+	zs_assert_internal(!handle_is_free(handle));
 	zs_spin_lock(&s->lock);
+	zs_assert_internal(s->cur.n <= ZS_HANDLE_BATCH &&
+			   (s->spare.n == 0 || s->spare.n == ZS_HANDLE_BATCH));
 	if (zs_unlikely(s->cur.n == ZS_HANDLE_BATCH)) {
 		/* The cache is full: keep this batch as the spare, pass an older one on. */
 		if (s->spare.n)
@@ -220,6 +234,20 @@ int zs_handle_in_pool(const struct zs_pool *pool, unsigned long handle)
 	if (pfn == ZS_PFN_NONE)
 		return 0;
 	return (handle & (HANDLE_CHUNK - 1)) != 0;
+}
+
+/* Checked mode, before any lock: the handle is ours and not free or queued. */
+int zs_handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long *obj)
+{
+	if (!zs_handle_in_pool(pool, handle))
+		return -EINVAL;
+	unsigned long v = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
+	if (v & (HANDLE_FREE_BIT | HANDLE_PENDING_BIT))
+		return -EINVAL;
+	*obj = v;
+	if (!class_enc_valid(pool, obj_to_class_idx(v)))
+		return -EINVAL;
+	return 0;
 }
 
 /* ---- giving handle memory back ---- */
@@ -264,7 +292,9 @@ static void reclaim_free_chunks(struct zs_pool *pool)
 {
 	struct handle_list *lists[2 * ZS_HANDLE_SHARDS + 1];
 	int nl = 0;
+	zs_assert_internal(zs_spin_held(&pool->handle_free_lock));
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
+		zs_assert_internal(zs_spin_held(&pool->shards[i].lock));
 		lists[nl++] = &pool->shards[i].cur;
 		lists[nl++] = &pool->shards[i].spare;
 	}

@@ -17,11 +17,13 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "zs/pages.h"
 #include "pages/lookup.h"
 #include "zs/zsmalloc.h"
 #include "zsmalloc/lock.h"
+#include "common/debug.h"
 
 #define OBJ_IDX_BITS 16
 #define OBJ_CLASS_BITS 13
@@ -181,6 +183,21 @@ static inline void record_obj(unsigned long handle, unsigned long obj)
 {
 	atomic_store_explicit(handle_slot(handle), obj, memory_order_relaxed);
 }
+/*
+ * ZS_DEBUG handle states: a slot is free (HANDLE_FREE_BIT: on a free list),
+ * pending (HANDLE_PENDING_BIT: checked mode, queued for deferred free) or
+ * live (an obj, neither bit).  zs_free takes a live handle, the deferred
+ * worker a live or pending one, zs_handle_free only one that is not free.
+ */
+static inline int handle_is_free(unsigned long handle)
+{
+	return (atomic_load_explicit(handle_slot(handle), memory_order_relaxed) & HANDLE_FREE_BIT) != 0;
+}
+static inline int handle_is_live(unsigned long handle)
+{
+	return !(atomic_load_explicit(handle_slot(handle), memory_order_relaxed) &
+		 (HANDLE_FREE_BIT | HANDLE_PENDING_BIT));
+}
 
 static inline struct zspage *page_desc(const struct zs_pool *pool, zs_pfn_t pfn)
 {
@@ -208,6 +225,51 @@ static inline int class_enc_valid(const struct zs_pool *pool, unsigned enc)
 	return pool->geom[i].phys == (int)i;
 }
 
+/*
+ * ---- object geometry: the one home of "where does object idx lie" ----
+ * Objects of slot size `size` sit back to back along the zspage's chain, so
+ * object idx starts idx * size bytes in: in chain page obj_page_index, at
+ * obj_page_offset within it, and may run on into the next page.
+ */
+static inline unsigned obj_page_index(const struct zs_pool *pool, unsigned size, unsigned idx)
+{
+	return (unsigned)(((unsigned long)idx * size) >> pool->page_shift);
+}
+static inline unsigned obj_page_offset(const struct zs_pool *pool, unsigned size, unsigned idx)
+{
+	return (unsigned)(((unsigned long)idx * size) & (pool->page_size - 1));
+}
+
+/* The word at the start of object idx in its first page pfn (its header, or its free-list link). */
+static inline unsigned long *obj_header(const struct zs_pool *pool, zs_pfn_t pfn, unsigned idx,
+					unsigned size)
+{
+	return (unsigned long *)(page_addr(pool, pfn) + obj_page_offset(pool, size, idx));
+}
+
+/*
+ * Copy len bytes of an object at (pfn, off) out of / into the pool, the part
+ * past the end of pfn from the start of the chain's next page.  Every
+ * spanning copy (reads, writes, map/unmap, compaction) goes through these.
+ */
+static inline void span_read(const struct zs_pool *pool, zs_pfn_t pfn, unsigned off, void *buf,
+			     size_t len)
+{
+	size_t first = pool->page_size - off < len ? pool->page_size - off : len;
+	memcpy(buf, page_addr(pool, pfn) + off, first);
+	if (first < len)
+		memcpy((char *)buf + first, page_addr(pool, page_desc(pool, pfn)->next), len - first);
+}
+static inline void span_write(const struct zs_pool *pool, zs_pfn_t pfn, unsigned off,
+			      const void *buf, size_t len)
+{
+	size_t first = pool->page_size - off < len ? pool->page_size - off : len;
+	memcpy(page_addr(pool, pfn) + off, buf, first);
+	if (first < len)
+		memcpy(page_addr(pool, page_desc(pool, pfn)->next), (const char *)buf + first,
+		       len - first);
+}
+
 /* ---- class.c ---- */
 int zs_classes_build(struct zs_pool *pool);
 void zs_classes_free(struct zs_pool *pool);
@@ -225,19 +287,24 @@ unsigned long zs_handle_alloc(struct zs_pool *pool);
 void zs_handle_free(struct zs_pool *pool, unsigned long handle);
 int zs_handle_in_pool(const struct zs_pool *pool, unsigned long handle);
 void zs_handles_trim(struct zs_pool *pool, int eager);
+/* Checked mode, before any lock: the handle is ours, neither free nor queued, its class valid. */
+int zs_handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long *obj);
 
-/* ---- zsmalloc.c: used by compaction and deferred free ---- */
+/* ---- zspage.c: lists, chains and objects of a zspage (class lock held) ---- */
 int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage);
 void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fullness);
 void zs_remove_zspage(struct size_class *class, struct zspage *zspage);
 int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage);
 unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigned long handle);
-void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj);
-void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage, unsigned pages);
-void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
 int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj);
+int zs_class_lists_sane(const struct size_class *class); /* ZS_DEBUG checks only */
+
+/* ---- free.c: used by zs_free, deferred free and compaction ---- */
+void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj);
+void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
 /* Free one object with its class lock held; returns an unlinked empty zspage to free, or NULL. */
 struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj);
+void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage, unsigned pages);
 
 /* ---- deferred.c ---- */
 void zs_deferred_init(struct zs_pool *pool);

@@ -20,12 +20,21 @@
  *
  * All are C11 atomics with acquire/release ordering, which ThreadSanitizer
  * understands.
+ *
+ * In a ZS_DEBUG build (common/debug.h) the class lock and the pool lock's
+ * writer record their owner, so code that relies on holding one can say so
+ * (zs_spin_held, zs_rw_write_held) and a release by a thread that does not
+ * hold the lock stops the program.  Readers are not tracked (a count has no
+ * owner): zs_rw_read_held only tells that somebody holds the lock.
  */
 #ifndef ZS_SRC_ZSMALLOC_LOCK_H
 #define ZS_SRC_ZSMALLOC_LOCK_H
 
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
+
+#include "common/debug.h"
 
 #define zs_likely(x) __builtin_expect(!!(x), 1)
 #define zs_unlikely(x) __builtin_expect(!!(x), 0)
@@ -45,11 +54,17 @@ static inline void zs_cpu_relax(unsigned *spins)
 
 typedef struct {
 	atomic_int v;
+#if ZS_DEBUG_ON
+	atomic_uintptr_t owner; /* zs_debug_self() of the holder, 0 when free */
+#endif
 } zs_spinlock_t;
 
 static inline void zs_spin_init(zs_spinlock_t *l)
 {
 	atomic_init(&l->v, 0);
+#if ZS_DEBUG_ON
+	atomic_init(&l->owner, 0);
+#endif
 }
 
 static inline void zs_spin_lock(zs_spinlock_t *l)
@@ -59,10 +74,29 @@ static inline void zs_spin_lock(zs_spinlock_t *l)
 		while (atomic_load_explicit(&l->v, memory_order_relaxed))
 			zs_cpu_relax(&spins);
 	}
+#if ZS_DEBUG_ON
+	zs_assert_internal(atomic_load_explicit(&l->owner, memory_order_relaxed) == 0);
+	atomic_store_explicit(&l->owner, zs_debug_self(), memory_order_relaxed);
+#endif
+}
+
+/* Does the calling thread hold l?  Always 1 outside ZS_DEBUG (only asserts ask). */
+static inline int zs_spin_held(zs_spinlock_t *l)
+{
+#if ZS_DEBUG_ON
+	return atomic_load_explicit(&l->owner, memory_order_relaxed) == zs_debug_self();
+#else
+	(void)l;
+	return 1;
+#endif
 }
 
 static inline void zs_spin_unlock(zs_spinlock_t *l)
 {
+#if ZS_DEBUG_ON
+	zs_assert_internal(zs_spin_held(l));
+	atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
+#endif
 	atomic_store_explicit(&l->v, 0, memory_order_release);
 }
 
@@ -85,6 +119,9 @@ typedef struct {
 	atomic_uint v;
 	atomic_uint waiters; /* readers spinning behind a writer: rwlock_is_contended() */
 	int sharded;
+#if ZS_DEBUG_ON
+	atomic_uintptr_t writer; /* zs_debug_self() of the write holder, 0 when none */
+#endif
 	struct {
 		atomic_uint readers;
 	} __attribute__((aligned(64))) shard[ZS_RW_SHARDS];
@@ -94,6 +131,9 @@ static inline void zs_rw_init(zs_rwlock_t *l, int sharded)
 {
 	atomic_init(&l->v, 0);
 	atomic_init(&l->waiters, 0);
+#if ZS_DEBUG_ON
+	atomic_init(&l->writer, 0);
+#endif
 	l->sharded = sharded;
 	for (int i = 0; i < ZS_RW_SHARDS; i++)
 		atomic_init(&l->shard[i].readers, 0);
@@ -165,10 +205,44 @@ static inline void zs_write_lock(zs_rwlock_t *l)
 	for (int i = 0; l->sharded && i < ZS_RW_SHARDS; i++)
 		while (atomic_load_explicit(&l->shard[i].readers, memory_order_seq_cst))
 			zs_cpu_relax(&spins);
+#if ZS_DEBUG_ON
+	atomic_store_explicit(&l->writer, zs_debug_self(), memory_order_relaxed);
+#endif
+}
+
+/* Does the calling thread hold l for writing?  Always 1 outside ZS_DEBUG. */
+static inline int zs_rw_write_held(zs_rwlock_t *l)
+{
+#if ZS_DEBUG_ON
+	return atomic_load_explicit(&l->writer, memory_order_relaxed) == zs_debug_self();
+#else
+	(void)l;
+	return 1;
+#endif
+}
+
+/*
+ * Is l held at all (a reader or a writer)?  Readers have no owner, so this
+ * is the most a read-side check can ask.  Every shard is looked at: each
+ * file including this header numbers threads on its own (zs_thread_shard's
+ * statics), so the shard a reader raised in another file is not ours.
+ */
+static inline int zs_rw_held(zs_rwlock_t *l)
+{
+	if (atomic_load_explicit(&l->v, memory_order_relaxed))
+		return 1;
+	for (int i = 0; l->sharded && i < ZS_RW_SHARDS; i++)
+		if (atomic_load_explicit(&l->shard[i].readers, memory_order_relaxed))
+			return 1;
+	return 0;
 }
 
 static inline void zs_write_unlock(zs_rwlock_t *l)
 {
+#if ZS_DEBUG_ON
+	zs_assert_internal(zs_rw_write_held(l));
+	atomic_store_explicit(&l->writer, 0, memory_order_relaxed);
+#endif
 	atomic_fetch_sub_explicit(&l->v, 1, memory_order_release);
 }
 
@@ -194,7 +268,9 @@ static inline void zs_zspage_read_lock(atomic_int *cnt)
 
 static inline void zs_zspage_read_unlock(atomic_int *cnt)
 {
-	atomic_fetch_sub_explicit(cnt, 1, memory_order_release);
+	int was = atomic_fetch_sub_explicit(cnt, 1, memory_order_release);
+	zs_assert_internal(was > 0); /* an unlock without a reader would read as write-locked */
+	(void)was;
 }
 
 static inline int zs_zspage_write_trylock(atomic_int *cnt)
@@ -206,6 +282,7 @@ static inline int zs_zspage_write_trylock(atomic_int *cnt)
 
 static inline void zs_zspage_write_unlock(atomic_int *cnt)
 {
+	zs_assert_internal(atomic_load_explicit(cnt, memory_order_relaxed) == -1);
 	atomic_store_explicit(cnt, 0, memory_order_release);
 }
 

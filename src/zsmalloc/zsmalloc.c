@@ -1,5 +1,5 @@
 /*
- * zsmalloc core: pools, zspages, allocation, free and object access.
+ * zsmalloc core: pools, allocation and object access.
  *
  * Design (after the kernel's mm/zsmalloc.c, written anew):
  *  - A size class owns zspages: chains of pages_per_zspage pool pages from
@@ -18,8 +18,12 @@
  *    in obj (free_mode), taking only the class lock and re-reading obj.
  *    Readers hold the zspage lock across their access, so compaction
  *    (trylock) never moves an object out from under them.
- * Compaction lives in compact.c, deferred free in deferred.c, the class table
- * and chain/delta policies in class.c, handles in handle.c.
+ * This file: pool creation, zs_malloc and object access.  Freeing (and the
+ * free modes) lives in free.c, zspage lists and object slots in zspage.c,
+ * compaction in compact.c, deferred free in deferred.c, the class table and
+ * chain/delta policies in class.c, handles in handle.c, statistics and the
+ * class table print in stats.c.  Calls run one way: zsmalloc.c -> deferred.c
+ * -> free.c -> zspage.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -28,67 +32,12 @@
 #include "zsmalloc/internal.h"
 #include "zs/harness.h"
 
-/* ---- fullness lists ---- */
-
-int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage)
-{
-	unsigned inuse = zspage->inuse, objs = class->objs_per_zspage;
-	if (inuse == 0)
-		return ZS_INUSE_RATIO_0;
-	if (inuse == objs)
-		return ZS_INUSE_RATIO_100;
-	return (int)(100UL * inuse / objs) / 10 + 1;
-}
-
-void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fullness)
-{
-	struct zspage *head = class->fullness_list[fullness];
-	zspage->lprev = NULL;
-	zspage->lnext = head;
-	if (head)
-		head->lprev = zspage;
-	class->fullness_list[fullness] = zspage;
-	zspage->fullness = (uint8_t)fullness;
-	class->stats[fullness]++;
-}
-
-void zs_remove_zspage(struct size_class *class, struct zspage *zspage)
-{
-	if (zspage->lprev)
-		zspage->lprev->lnext = zspage->lnext;
-	else
-		class->fullness_list[zspage->fullness] = zspage->lnext;
-	if (zspage->lnext)
-		zspage->lnext->lprev = zspage->lprev;
-	zspage->lnext = zspage->lprev = NULL;
-	class->stats[zspage->fullness]--;
-}
-
-/* Move a zspage whose group changed to the head of its new list; unchanged keeps its place. */
-int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage)
-{
-	int fg = zs_get_fullness_group(class, zspage);
-	if (fg != zspage->fullness) {
-		zs_remove_zspage(class, zspage);
-		zs_insert_zspage(class, zspage, fg);
-	}
-	return fg;
-}
-
 /* ---- zspage pages ---- */
-
-static zs_pfn_t zspage_page(const struct zs_pool *pool, const struct zspage *zspage, unsigned k)
-{
-	zs_pfn_t pfn = zspage->pfn;
-	while (k--)
-		pfn = page_desc(pool, pfn)->next;
-	return pfn;
-}
 
 static struct zspage *alloc_zspage(struct zs_pool *pool, struct size_class *class)
 {
 	zs_pfn_t pfns[ZS_MAX_CHAIN];
-	unsigned n = class->pages_per_zspage, P = pool->page_size;
+	unsigned n = class->pages_per_zspage;
 	for (unsigned i = 0; i < n; i++) {
 		if (zs_pages_alloc(pool->pages, &pfns[i])) {
 			zs_pages_free_bulk(pool->pages, pfns, i);
@@ -111,102 +60,12 @@ static struct zspage *alloc_zspage(struct zs_pool *pool, struct size_class *clas
 		/* Link every object in address order: 0 -> 1 -> ... -> end. */
 		unsigned objs = class->objs_per_zspage;
 		for (unsigned idx = 0; idx < objs; idx++) {
-			unsigned long off = (unsigned long)idx * class->size;
-			unsigned long *hdr = (unsigned long *)(page_addr(pool, pfns[off >> pool->page_shift]) +
-							       (off & (P - 1)));
-			*hdr = (unsigned long)(idx + 1 < objs ? idx + 1 : FREEOBJ_END) << 1;
+			zs_pfn_t pfn = pfns[obj_page_index(pool, class->size, idx)];
+			*obj_header(pool, pfn, idx, class->size) =
+				(unsigned long)(idx + 1 < objs ? idx + 1 : FREEOBJ_END) << 1;
 		}
 	}
 	return zspage;
-}
-
-void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage, unsigned pages)
-{
-	zs_pfn_t pfns[ZS_MAX_CHAIN];
-	zs_pfn_t pfn = zspage->pfn;
-	for (unsigned i = 0; i < pages; i++) {
-		pfns[i] = pfn;
-		pfn = page_desc(pool, pfn)->next;
-	}
-	zs_pages_free_bulk(pool->pages, pfns, pages);
-}
-
-/* Take an empty zspage off its list and out of the accounting (class lock held). */
-void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage)
-{
-	zs_remove_zspage(class, zspage);
-	class->stats[ZS_OBJS_ALLOCATED] -= class->objs_per_zspage;
-	pool_pages_add(pool, -(long)class->pages_per_zspage);
-}
-
-/* ---- objects ---- */
-
-static inline unsigned long *obj_header(const struct zs_pool *pool, zs_pfn_t pfn, unsigned idx,
-					unsigned size)
-{
-	return (unsigned long *)(page_addr(pool, pfn) +
-				 (((unsigned long)idx * size) & (pool->page_size - 1)));
-}
-
-/* Pop the zspage's free-list head for `handle` (class lock held); returns the new obj. */
-unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigned long handle)
-{
-	struct size_class *class = zspage_class(pool, zspage);
-	unsigned idx = zspage->freeobj;
-	unsigned long off = (unsigned long)idx * class->size;
-	zs_pfn_t pfn = zspage_page(pool, zspage, (unsigned)(off >> pool->page_shift));
-	if (!zspage->huge) {
-		unsigned long *hdr = (unsigned long *)(page_addr(pool, pfn) +
-						       (off & (pool->page_size - 1)));
-		zspage->freeobj = (uint32_t)(*hdr >> 1);
-		*hdr = handle | OBJ_ALLOCATED_TAG;
-	} else {
-		zspage->freeobj = FREEOBJ_END;
-		zspage->huge_handle = handle;
-	}
-	zspage->inuse++;
-	return location_to_obj(pfn, class->enc, idx);
-}
-
-/* Push the object's index on its zspage's free list (class lock held). */
-void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj)
-{
-	zs_pfn_t pfn = obj_to_pfn(obj);
-	unsigned idx = obj_to_idx(obj);
-	struct zspage *zspage = page_desc(pool, pfn)->owner;
-	if (!zspage->huge)
-		*obj_header(pool, pfn, idx, class->size) = (unsigned long)zspage->freeobj << 1;
-	else
-		zspage->huge_handle = 0;
-	zspage->freeobj = idx;
-	zspage->inuse--;
-}
-
-/*
- * Checked mode: does `obj` name a live object whose header names `handle`?
- * Runs with the pool lock (read) or the object's class lock held.
- */
-int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj)
-{
-	zs_pfn_t pfn = obj_to_pfn(obj);
-	if (!zs_pages_valid(pool->pages, pfn))
-		return -EINVAL;
-	struct zspage *zspage = page_desc(pool, pfn)->owner;
-	if (!zspage || !class_enc_valid(pool, zspage->class_idx))
-		return -EINVAL;
-	struct size_class *class = zspage_class(pool, zspage);
-	unsigned idx = obj_to_idx(obj);
-	if (class->size == 0 || obj_to_class_idx(obj) != class->enc ||
-	    idx >= class->objs_per_zspage)
-		return -EINVAL;
-	if (zspage->huge)
-		return zspage->huge_handle == handle ? 0 : -EINVAL;
-	/* The object must start in the page obj names. */
-	unsigned long start = (unsigned long)idx * class->size;
-	if (zspage_page(pool, zspage, (unsigned)(start >> pool->page_shift)) != pfn)
-		return -EINVAL;
-	return *obj_header(pool, pfn, idx, class->size) == (handle | OBJ_ALLOCATED_TAG) ? 0
-											: -EINVAL;
 }
 
 /* ---- pool ---- */
@@ -364,92 +223,6 @@ unsigned long zs_malloc(struct zs_pool *pool, size_t size)
 	return handle;
 }
 
-struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj)
-{
-	struct zspage *zspage = obj_to_zspage(pool, obj);
-	class->stats[ZS_OBJS_INUSE]--;
-	zs_obj_free(pool, class, obj);
-	if (zs_fix_fullness_group(class, zspage) != ZS_INUSE_RATIO_0)
-		return NULL;
-	zs_unlink_empty_zspage(pool, class, zspage);
-	return zspage;
-}
-
-/* Checked mode, before any lock: the handle is ours and not free or queued. */
-static int handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long *obj)
-{
-	if (!zs_handle_in_pool(pool, handle))
-		return -EINVAL;
-	unsigned long v = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
-	if (v & (HANDLE_FREE_BIT | HANDLE_PENDING_BIT))
-		return -EINVAL;
-	*obj = v;
-	if (!class_enc_valid(pool, obj_to_class_idx(v)))
-		return -EINVAL;
-	return 0;
-}
-
-/* Free with the class found through the page, under the pool lock (kernel today). */
-static int free_pool_locked(struct zs_pool *pool, unsigned long handle, int checked)
-{
-	zs_read_lock(&pool->lock);
-	unsigned long obj = handle_to_obj(handle);
-	if (checked && zs_validate_obj(pool, handle, obj)) {
-		zs_read_unlock(&pool->lock);
-		return -EINVAL;
-	}
-	struct zspage *zspage = obj_to_zspage(pool, obj);
-	struct size_class *class = zspage_class(pool, zspage);
-	zs_spin_lock(&class->lock);
-	zs_read_unlock(&pool->lock);
-	struct zspage *empty = zs_free_locked(pool, class, obj);
-	if (empty)
-		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
-	zs_spin_unlock(&class->lock);
-	return 0;
-}
-
-/* Seeds 000/001: the class from obj without the pool lock; obj re-read under the class lock. */
-static int free_class_index(struct zs_pool *pool, unsigned long handle, int checked, int unlocked)
-{
-	unsigned long obj = handle_to_obj(handle);
-	struct size_class *class = &pool->classes[obj_to_class_idx(obj)];
-	zs_spin_lock(&class->lock);
-	obj = handle_to_obj(handle);
-	if (checked && zs_validate_obj(pool, handle, obj)) {
-		zs_spin_unlock(&class->lock);
-		return -EINVAL;
-	}
-	struct zspage *empty = zs_free_locked(pool, class, obj);
-	if (empty && !unlocked)
-		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
-	zs_spin_unlock(&class->lock);
-	if (empty && unlocked)
-		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
-	return 0;
-}
-
-int zs_free(struct zs_pool *pool, unsigned long handle)
-{
-	if (zs_unlikely(!handle || ZS_IS_ERR(handle)))
-		return 0;
-	int checked = pool->cfg.checked;
-	if (checked) {
-		unsigned long obj;
-		if (handle_precheck(pool, handle, &obj))
-			return -EINVAL;
-	}
-	int err;
-	if (pool->cfg.free_mode == ZS_FREE_POOL_LOCK)
-		err = free_pool_locked(pool, handle, checked);
-	else
-		err = free_class_index(pool, handle, checked,
-				       pool->cfg.free_mode == ZS_FREE_CLASS_INDEX_UNLOCKED);
-	if (!err)
-		zs_handle_free(pool, handle);
-	return err;
-}
-
 /* ---- object access ---- */
 
 /*
@@ -459,7 +232,7 @@ int zs_free(struct zs_pool *pool, unsigned long handle)
 static struct zspage *pin_object(struct zs_pool *pool, unsigned long handle, unsigned long *objp)
 {
 	unsigned long obj;
-	if (pool->cfg.checked && handle_precheck(pool, handle, &obj))
+	if (pool->cfg.checked && zs_handle_precheck(pool, handle, &obj))
 		return NULL;
 	zs_read_lock(&pool->lock);
 	obj = handle_to_obj(handle);
@@ -530,8 +303,7 @@ static void unpin_object(struct zs_pool *pool, unsigned long handle)
 static inline unsigned payload_offset(const struct zs_pool *pool, const struct size_class *class,
 				      unsigned long obj, unsigned *cap)
 {
-	unsigned off = (unsigned)(((unsigned long)obj_to_idx(obj) * class->size) &
-				  (pool->page_size - 1));
+	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
 	if (class->huge) {
 		*cap = class->size;
 		return off;
@@ -545,12 +317,15 @@ void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_l
 {
 	unsigned long obj;
 	struct zspage *zspage = pin_object(pool, handle, &obj);
-	if (zs_unlikely(!zspage))
+	if (zs_unlikely(!zspage)) {
+		errno = EINVAL;
 		return NULL;
+	}
 	struct size_class *class = zspage_class(pool, zspage);
 	unsigned cap, off = payload_offset(pool, class, obj, &cap);
 	if (zs_unlikely(mem_len > cap || (!local_copy && off + mem_len > pool->page_size))) {
 		zs_zspage_read_unlock(&zspage->lock);
+		errno = EINVAL;
 		return NULL;
 	}
 	zs_pfn_t pfn = obj_to_pfn(obj);
@@ -558,10 +333,7 @@ void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_l
 	if (zs_likely(off + mem_len <= pool->page_size))
 		return addr + off;
 	/* The object spans two pages: stitch it together in the caller's buffer. */
-	size_t first = pool->page_size - off;
-	memcpy(local_copy, addr + off, first);
-	memcpy((char *)local_copy + first, page_addr(pool, page_desc(pool, pfn)->next),
-	       mem_len - first);
+	span_read(pool, pfn, off, local_copy, mem_len);
 	return local_copy;
 }
 
@@ -618,16 +390,7 @@ int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, si
 		zs_zspage_read_unlock(&zspage->lock);
 		return -EINVAL;
 	}
-	zs_pfn_t pfn = obj_to_pfn(obj);
-	char *addr = page_addr(pool, pfn);
-	if (zs_likely(off + len <= pool->page_size)) {
-		memcpy(addr + off, src, len);
-	} else {
-		size_t first = pool->page_size - off;
-		memcpy(addr + off, src, first);
-		memcpy(page_addr(pool, page_desc(pool, pfn)->next), (const char *)src + first,
-		       len - first);
-	}
+	span_write(pool, obj_to_pfn(obj), off, src, len);
 	zs_zspage_read_unlock(&zspage->lock);
 	return 0;
 }
@@ -671,18 +434,23 @@ static struct mapping_area *get_mapping_area(void)
 void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode mm)
 {
 	struct mapping_area *area = get_mapping_area();
-	if (!area)
+	if (!area) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	unsigned long obj;
-	if (pool->cfg.checked && area->handle)
-		return NULL; /* one mapping per thread at a time */
-	struct zspage *zspage = pin_object(pool, handle, &obj);
-	if (!zspage)
+	if (pool->cfg.checked && area->handle) {
+		errno = EBUSY; /* one mapping per thread at a time */
 		return NULL;
+	}
+	struct zspage *zspage = pin_object(pool, handle, &obj);
+	if (!zspage) {
+		errno = EINVAL;
+		return NULL;
+	}
 	struct size_class *class = zspage_class(pool, zspage);
 	zs_pfn_t pfn = obj_to_pfn(obj);
-	unsigned off = (unsigned)(((unsigned long)obj_to_idx(obj) * class->size) &
-				  (pool->page_size - 1));
+	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
 	unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
 	char *addr = page_addr(pool, pfn);
 	area->mode = mm;
@@ -694,12 +462,8 @@ void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode 
 		return addr + off + hdr;
 	}
 	area->spanning = 1;
-	if (mm != ZS_MM_WO) {
-		size_t first = pool->page_size - off;
-		memcpy(area->buf, addr + off, first);
-		memcpy(area->buf + first, page_addr(pool, page_desc(pool, pfn)->next),
-		       class->size - first);
-	}
+	if (mm != ZS_MM_WO)
+		span_read(pool, pfn, off, area->buf, class->size);
 	return area->buf + hdr;
 }
 
@@ -724,17 +488,10 @@ void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
 	}
 	if (area && area->spanning && area->mode != ZS_MM_RO) {
 		struct size_class *class = zspage_class(pool, zspage);
-		zs_pfn_t pfn = obj_to_pfn(obj);
 		/* Write back the payload only: after a WO map the buffer's header is stale. */
 		unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
-		unsigned off = (unsigned)(((unsigned long)obj_to_idx(obj) * class->size) &
-					  (pool->page_size - 1)) + hdr;
-		size_t len = class->size - hdr;
-		size_t first = pool->page_size - off < len ? pool->page_size - off : len;
-		memcpy(page_addr(pool, pfn) + off, area->buf + hdr, first);
-		if (first < len)
-			memcpy(page_addr(pool, page_desc(pool, pfn)->next), area->buf + hdr + first,
-			       len - first);
+		unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj)) + hdr;
+		span_write(pool, obj_to_pfn(obj), off, area->buf + hdr, class->size - hdr);
 	}
 	if (pool->cfg.checked)
 		zspage_read_unlock_checked(&zspage->lock);
@@ -742,22 +499,7 @@ void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
 		zs_zspage_read_unlock(&zspage->lock);
 }
 
-/* ---- accounting ---- */
-
-unsigned long zs_get_total_pages(const struct zs_pool *pool)
-{
-	long n = 0;
-	for (int i = 0; i < ZS_RW_SHARDS; i++)
-		n += atomic_load_explicit(&((struct zs_pool *)pool)->pages_allocated[i].n,
-					  memory_order_relaxed);
-	return n > 0 ? (unsigned long)n : 0;
-}
-
-void zs_pool_stats(const struct zs_pool *pool, struct zs_pool_stats *stats)
-{
-	stats->pages_compacted =
-		atomic_load_explicit(&((struct zs_pool *)pool)->pages_compacted, memory_order_relaxed);
-}
+/* ---- pool properties ---- */
 
 size_t zs_pool_page_size(const struct zs_pool *pool)
 {

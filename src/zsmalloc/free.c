@@ -1,0 +1,133 @@
+/*
+ * Freeing: an object back onto its zspage's free list (zs_obj_free), the
+ * class accounting and an emptied zspage off its list (zs_free_locked,
+ * zs_unlink_empty_zspage), its pages back to the provider, and zs_free in
+ * its lock modes.  deferred.c's worker and compaction use the same
+ * primitives, so the chain of calls runs one way: zsmalloc.c -> deferred.c
+ * -> free.c -> zspage.c, with nothing here calling back up.
+ */
+#include <errno.h>
+
+#include "zsmalloc/internal.h"
+
+/* ---- primitives (class lock held) ---- */
+
+/* Push the object's index on its zspage's free list (class lock held). */
+void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj)
+{
+	zs_pfn_t pfn = obj_to_pfn(obj);
+	unsigned idx = obj_to_idx(obj);
+	struct zspage *zspage = page_desc(pool, pfn)->owner;
+	zs_assert_internal(zs_spin_held(&class->lock) && zspage_class(pool, zspage) == class);
+	zs_assert_internal(zspage->inuse > 0 && idx < class->objs_per_zspage);
+	/* The object is live: its header (or the huge zspage) names a handle. */
+	zs_assert_internal(zspage->huge ? zspage->huge_handle != 0
+					: (*obj_header(pool, pfn, idx, class->size) & OBJ_ALLOCATED_TAG));
+	if (!zspage->huge)
+		*obj_header(pool, pfn, idx, class->size) = (unsigned long)zspage->freeobj << 1;
+	else
+		zspage->huge_handle = 0;
+	zspage->freeobj = idx;
+	zspage->inuse--;
+}
+
+/* Take an empty zspage off its list and out of the accounting (class lock held). */
+void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage)
+{
+	zs_assert_internal(zspage->inuse == 0 && zspage->fullness == ZS_INUSE_RATIO_0);
+	zs_assert_internal(class->stats[ZS_OBJS_ALLOCATED] >= class->objs_per_zspage);
+	zs_remove_zspage(class, zspage);
+	class->stats[ZS_OBJS_ALLOCATED] -= class->objs_per_zspage;
+	pool_pages_add(pool, -(long)class->pages_per_zspage);
+}
+
+struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj)
+{
+	struct zspage *zspage = obj_to_zspage(pool, obj);
+	zs_assert_internal(zs_spin_held(&class->lock));
+	zs_assert_internal(obj_to_class_idx(obj) == class->enc);
+	zs_assert_internal(class->stats[ZS_OBJS_INUSE] > 0);
+	class->stats[ZS_OBJS_INUSE]--;
+	zs_obj_free(pool, class, obj);
+	if (zs_fix_fullness_group(class, zspage) != ZS_INUSE_RATIO_0)
+		return NULL;
+	zs_unlink_empty_zspage(pool, class, zspage);
+	return zspage;
+}
+
+/* Give an unlinked zspage's pages back to the provider (no lock needed: nobody can reach it). */
+void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage, unsigned pages)
+{
+	zs_pfn_t pfns[ZS_MAX_CHAIN];
+	zs_pfn_t pfn = zspage->pfn;
+	for (unsigned i = 0; i < pages; i++) {
+		pfns[i] = pfn;
+		pfn = page_desc(pool, pfn)->next;
+	}
+	zs_pages_free_bulk(pool->pages, pfns, pages);
+}
+
+/* ---- zs_free ---- */
+
+/* Free with the class found through the page, under the pool lock (kernel today). */
+static int free_pool_locked(struct zs_pool *pool, unsigned long handle, int checked)
+{
+	zs_read_lock(&pool->lock);
+	unsigned long obj = handle_to_obj(handle);
+	if (checked && zs_validate_obj(pool, handle, obj)) {
+		zs_read_unlock(&pool->lock);
+		return -EINVAL;
+	}
+	struct zspage *zspage = obj_to_zspage(pool, obj);
+	struct size_class *class = zspage_class(pool, zspage);
+	zs_spin_lock(&class->lock);
+	zs_read_unlock(&pool->lock);
+	zs_assert_internal(handle_is_live(handle));
+	struct zspage *empty = zs_free_locked(pool, class, obj);
+	if (empty)
+		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
+	zs_spin_unlock(&class->lock);
+	return 0;
+}
+
+/* Seeds 000/001: the class from obj without the pool lock; obj re-read under the class lock. */
+static int free_class_index(struct zs_pool *pool, unsigned long handle, int checked, int unlocked)
+{
+	unsigned long obj = handle_to_obj(handle);
+	struct size_class *class = &pool->classes[obj_to_class_idx(obj)];
+	zs_spin_lock(&class->lock);
+	obj = handle_to_obj(handle);
+	if (checked && zs_validate_obj(pool, handle, obj)) {
+		zs_spin_unlock(&class->lock);
+		return -EINVAL;
+	}
+	zs_assert_internal(handle_is_live(handle));
+	struct zspage *empty = zs_free_locked(pool, class, obj);
+	if (empty && !unlocked)
+		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
+	zs_spin_unlock(&class->lock);
+	if (empty && unlocked)
+		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
+	return 0;
+}
+
+int zs_free(struct zs_pool *pool, unsigned long handle)
+{
+	if (zs_unlikely(!handle || ZS_IS_ERR(handle)))
+		return 0;
+	int checked = pool->cfg.checked;
+	if (checked) {
+		unsigned long obj;
+		if (zs_handle_precheck(pool, handle, &obj))
+			return -EINVAL;
+	}
+	int err;
+	if (pool->cfg.free_mode == ZS_FREE_POOL_LOCK)
+		err = free_pool_locked(pool, handle, checked);
+	else
+		err = free_class_index(pool, handle, checked,
+				       pool->cfg.free_mode == ZS_FREE_CLASS_INDEX_UNLOCKED);
+	if (!err)
+		zs_handle_free(pool, handle);
+	return err;
+}

@@ -1,0 +1,96 @@
+/*
+ * Statistics: the pool's page counts, and per class the kernel's debugfs
+ * "classes" columns (zs_class_stats) and their table (zs_print_classes).
+ * Readers only: they take each class lock for a consistent snapshot of
+ * that class and change nothing, so compaction (compact.c) and allocation
+ * never depend on this file; it depends on them for zs_can_compact.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "zsmalloc/internal.h"
+
+unsigned long zs_get_total_pages(const struct zs_pool *pool)
+{
+	long n = 0;
+	for (int i = 0; i < ZS_RW_SHARDS; i++)
+		n += atomic_load_explicit(&((struct zs_pool *)pool)->pages_allocated[i].n,
+					  memory_order_relaxed);
+	return n > 0 ? (unsigned long)n : 0;
+}
+
+void zs_pool_stats(const struct zs_pool *pool, struct zs_pool_stats *stats)
+{
+	stats->pages_compacted =
+		atomic_load_explicit(&((struct zs_pool *)pool)->pages_compacted, memory_order_relaxed);
+}
+
+int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st)
+{
+	if (index < 0 || index >= pool->nr_classes)
+		return -EINVAL;
+	if (pool->geom[index].phys != index)
+		return -ENOENT; /* a logical class merged into another: its stats are the other's */
+	struct size_class *class = &pool->classes[index];
+	memset(st, 0, sizeof(*st));
+	/* A sharded pool reports the sum of the class's copies, as one kernel class. */
+	for (unsigned s = 0; s < pool->nr_shards; s++) {
+		struct size_class *c = class + (size_t)s * (unsigned)pool->nr_classes;
+		zs_spin_lock(&c->lock);
+		zs_assert_internal(zs_class_lists_sane(c));
+		for (int g = 0; g < ZS_NR_FULLNESS_GROUPS; g++)
+			st->fullness[g] += c->stats[g];
+		st->obj_allocated += c->stats[ZS_OBJS_ALLOCATED];
+		st->obj_used += c->stats[ZS_OBJS_INUSE];
+		st->freeable += zs_can_compact(c);
+		zs_spin_unlock(&c->lock);
+	}
+	st->index = index;
+	st->size = class->size;
+	st->pages_per_zspage = class->pages_per_zspage;
+	st->objs_per_zspage = class->objs_per_zspage;
+	st->pages_used = st->obj_allocated / class->objs_per_zspage * class->pages_per_zspage;
+	return 0;
+}
+
+unsigned long zs_pool_objects(struct zs_pool *pool)
+{
+	unsigned long n = 0;
+	struct zs_class_stats st;
+	for (int i = 0; i < pool->nr_classes; i++)
+		if (!zs_class_stats(pool, i, &st))
+			n += st.obj_used;
+	return n;
+}
+
+void zs_print_classes(struct zs_pool *pool, FILE *out)
+{
+	static const char *groups[] = { "10%", "20%", "30%", "40%", "50%", "60%",
+					"70%", "80%", "90%", "99%", "100%" };
+	fprintf(out, " %5s %5s", "class", "size");
+	for (int g = 0; g < 11; g++)
+		fprintf(out, " %9s", groups[g]);
+	fprintf(out, " %13s %10s %10s %16s %8s\n", "obj_allocated", "obj_used", "pages_used",
+		"pages_per_zspage", "freeable");
+	struct zs_class_stats st;
+	unsigned long tot[11] = { 0 }, ta = 0, tu = 0, tp = 0, tf = 0;
+	for (int i = 0; i < pool->nr_classes; i++) {
+		if (zs_class_stats(pool, i, &st))
+			continue;
+		fprintf(out, " %5d %5u", st.index, st.size);
+		for (int g = 0; g < 11; g++) {
+			fprintf(out, " %9lu", st.fullness[g + 1]);
+			tot[g] += st.fullness[g + 1];
+		}
+		fprintf(out, " %13lu %10lu %10lu %16u %8lu\n", st.obj_allocated, st.obj_used,
+			st.pages_used, st.pages_per_zspage, st.freeable);
+		ta += st.obj_allocated;
+		tu += st.obj_used;
+		tp += st.pages_used;
+		tf += st.freeable;
+	}
+	fprintf(out, "\n %5s %5s", "Total", "");
+	for (int g = 0; g < 11; g++)
+		fprintf(out, " %9lu", tot[g]);
+	fprintf(out, " %13lu %10lu %10lu %16s %8lu\n", ta, tu, tp, "", tf);
+}

@@ -1,0 +1,179 @@
+/*
+ * Zspages and the objects in them, below every path that changes them:
+ * the fullness lists a zspage moves between, the walk of its page chain,
+ * taking an object off a zspage's free list (zs_obj_malloc, for zs_malloc
+ * and compaction alike) and checked mode's test that an obj names a live
+ * object.  Everything here runs with the class lock (or the pool lock)
+ * held by the caller and calls nothing above it, so allocation
+ * (zsmalloc.c), freeing (free.c), deferred free and compaction all build
+ * on it and never on each other the wrong way round.
+ */
+#include <errno.h>
+
+#include "zsmalloc/internal.h"
+
+/* ---- fullness lists ---- */
+
+int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage)
+{
+	unsigned inuse = zspage->inuse, objs = class->objs_per_zspage;
+	zs_assert_internal(inuse <= objs);
+	if (inuse == 0)
+		return ZS_INUSE_RATIO_0;
+	if (inuse == objs)
+		return ZS_INUSE_RATIO_100;
+	return (int)(100UL * inuse / objs) / 10 + 1;
+}
+
+/* ZS_DEBUG: zspage is linked into the list its fullness names (neighbours agree). */
+static inline int zspage_on_its_list(const struct size_class *class, const struct zspage *zspage)
+{
+	if (zspage->fullness >= ZS_NR_FULLNESS_GROUPS)
+		return 0;
+	if (zspage->lprev ? zspage->lprev->lnext != zspage
+			  : class->fullness_list[zspage->fullness] != zspage)
+		return 0;
+	return !zspage->lnext || zspage->lnext->lprev == zspage;
+}
+
+/* ZS_DEBUG: isolated, on no list (a fresh zspage's descriptor is zeroed). */
+static inline int zspage_off_lists(const struct size_class *class, const struct zspage *zspage)
+{
+	return !zspage->lnext && !zspage->lprev &&
+	       (zspage->fullness >= ZS_NR_FULLNESS_GROUPS ||
+		class->fullness_list[zspage->fullness] != zspage);
+}
+
+void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fullness)
+{
+	struct zspage *head = class->fullness_list[fullness];
+	zs_assert_internal(zs_spin_held(&class->lock));
+	zs_assert_internal(zspage->class_idx == class->enc);
+	zs_assert_internal(fullness == zs_get_fullness_group(class, zspage));
+	zs_assert_internal(zspage_off_lists(class, zspage));
+	zspage->lprev = NULL;
+	zspage->lnext = head;
+	if (head)
+		head->lprev = zspage;
+	class->fullness_list[fullness] = zspage;
+	zspage->fullness = (uint8_t)fullness;
+	class->stats[fullness]++;
+}
+
+void zs_remove_zspage(struct size_class *class, struct zspage *zspage)
+{
+	zs_assert_internal(zs_spin_held(&class->lock));
+	zs_assert_internal(zspage_on_its_list(class, zspage));
+	zs_assert_internal(class->stats[zspage->fullness] > 0);
+	if (zspage->lprev)
+		zspage->lprev->lnext = zspage->lnext;
+	else
+		class->fullness_list[zspage->fullness] = zspage->lnext;
+	if (zspage->lnext)
+		zspage->lnext->lprev = zspage->lprev;
+	zspage->lnext = zspage->lprev = NULL;
+	class->stats[zspage->fullness]--;
+}
+
+/* Move a zspage whose group changed to the head of its new list; unchanged keeps its place. */
+int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage)
+{
+	int fg = zs_get_fullness_group(class, zspage);
+	if (fg != zspage->fullness) {
+		zs_remove_zspage(class, zspage);
+		zs_insert_zspage(class, zspage, fg);
+	}
+	return fg;
+}
+
+/*
+ * ZS_DEBUG, class lock held, no zspage isolated: the whole class agrees with
+ * itself.  Every zspage on list fg says fullness fg and its inuse puts it in
+ * group fg (within 0..objs_per_zspage), the lists' back links hold, each
+ * list's length is its stats[fg], and the zspages' inuse and count add up
+ * to the class's object counts.  O(zspages): called where a whole class is
+ * looked at anyway (zs_class_stats, the start of a class's compaction).
+ */
+int zs_class_lists_sane(const struct size_class *class)
+{
+	unsigned long zspages = 0, inuse = 0;
+	for (int fg = 0; fg < ZS_NR_FULLNESS_GROUPS; fg++) {
+		unsigned long n = 0;
+		const struct zspage *prev = NULL;
+		for (const struct zspage *z = class->fullness_list[fg]; z; prev = z, z = z->lnext) {
+			if (z->lprev != prev || z->fullness != fg || z->class_idx != class->enc ||
+			    z->inuse > class->objs_per_zspage || zs_get_fullness_group(class, z) != fg)
+				return 0;
+			inuse += z->inuse;
+			n++;
+		}
+		if (n != class->stats[fg])
+			return 0;
+		zspages += n;
+	}
+	return inuse == class->stats[ZS_OBJS_INUSE] &&
+	       zspages * class->objs_per_zspage == class->stats[ZS_OBJS_ALLOCATED];
+}
+
+/* ---- zspage pages ---- */
+
+static zs_pfn_t zspage_page(const struct zs_pool *pool, const struct zspage *zspage, unsigned k)
+{
+	zs_pfn_t pfn = zspage->pfn;
+	while (k--)
+		pfn = page_desc(pool, pfn)->next;
+	return pfn;
+}
+
+/* ---- objects ---- */
+
+/* Pop the zspage's free-list head for `handle` (class lock held); returns the new obj. */
+unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigned long handle)
+{
+	struct size_class *class = zspage_class(pool, zspage);
+	unsigned idx = zspage->freeobj;
+	zs_assert_internal(zs_spin_held(&class->lock));
+	zs_assert_internal(zspage->inuse < class->objs_per_zspage && idx < class->objs_per_zspage);
+	zs_pfn_t pfn = zspage_page(pool, zspage, obj_page_index(pool, class->size, idx));
+	if (!zspage->huge) {
+		unsigned long *hdr = obj_header(pool, pfn, idx, class->size);
+		zs_assert_internal(!(*hdr & OBJ_ALLOCATED_TAG)); /* the free list's head is free */
+		zspage->freeobj = (uint32_t)(*hdr >> 1);
+		*hdr = handle | OBJ_ALLOCATED_TAG;
+	} else {
+		zs_assert_internal(!zspage->huge_handle);
+		zspage->freeobj = FREEOBJ_END;
+		zspage->huge_handle = handle;
+	}
+	zspage->inuse++;
+	return location_to_obj(pfn, class->enc, idx);
+}
+
+/*
+ * Checked mode: does `obj` name a live object whose header names `handle`?
+ * Runs with the pool lock (read) or the object's class lock held.
+ */
+int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj)
+{
+	zs_assert_internal(zs_rw_held(&pool->lock) ||
+			   !class_enc_valid(pool, obj_to_class_idx(obj)) ||
+			   zs_spin_held(&pool->classes[obj_to_class_idx(obj)].lock));
+	zs_pfn_t pfn = obj_to_pfn(obj);
+	if (!zs_pages_valid(pool->pages, pfn))
+		return -EINVAL;
+	struct zspage *zspage = page_desc(pool, pfn)->owner;
+	if (!zspage || !class_enc_valid(pool, zspage->class_idx))
+		return -EINVAL;
+	struct size_class *class = zspage_class(pool, zspage);
+	unsigned idx = obj_to_idx(obj);
+	if (class->size == 0 || obj_to_class_idx(obj) != class->enc ||
+	    idx >= class->objs_per_zspage)
+		return -EINVAL;
+	if (zspage->huge)
+		return zspage->huge_handle == handle ? 0 : -EINVAL;
+	/* The object must start in the page obj names. */
+	if (zspage_page(pool, zspage, obj_page_index(pool, class->size, idx)) != pfn)
+		return -EINVAL;
+	return *obj_header(pool, pfn, idx, class->size) == (handle | OBJ_ALLOCATED_TAG) ? 0
+											: -EINVAL;
+}

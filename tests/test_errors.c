@@ -1,0 +1,210 @@
+/*
+ * The error convention of README.md ("Errors"), one check per rule and
+ * layer, with the exact codes: int calls return 0 or -errno (a bad class
+ * index is -EINVAL in zsmalloc and zblock alike, a lookup never returns a
+ * bare -1), handle calls ZS_ERR codes, pointer calls NULL with errno set,
+ * int constructors -errno with *out NULL, and zram passing the allocator's
+ * code on instead of calling every store failure -ENOMEM.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "zs/backend.h"
+#include "zs/compress.h"
+#include "zs/region.h"
+#include "zs/zblock.h"
+#include "zs/zram.h"
+#include "zs/zsmalloc.h"
+
+static void test_zsmalloc_codes(void)
+{
+	struct zs_pool_config cfg;
+	zs_pool_config_init(&cfg);
+	cfg.page_size = 3000;
+	errno = 0;
+	CHECK(zs_create_pool(&cfg) == NULL);
+	CHECK_EQ(errno, EINVAL);
+
+	zs_pool_config_init(&cfg);
+	cfg.checked = 1;
+	struct zs_pool *p = zs_create_pool(&cfg);
+	REQUIRE(p);
+	int n = zs_class_count(p);
+	struct zs_class_info ci;
+	struct zs_class_stats st;
+	CHECK_EQ(zs_class_info(p, -1, &ci), -EINVAL);
+	CHECK_EQ(zs_class_info(p, n, &ci), -EINVAL);
+	CHECK_EQ(zs_class_info(p, 0, &ci), 0);
+	CHECK_EQ(zs_class_stats(p, -1, &st), -EINVAL);
+	CHECK_EQ(zs_class_stats(p, n, &st), -EINVAL);
+	/* A logical class merged into a larger one: valid, but its stats live elsewhere. */
+	int merged = -1;
+	for (int i = 0; i < n && merged < 0; i++)
+		if (zs_class_info(p, i, &ci) == 0 && ci.phys_index != i)
+			merged = i;
+	REQUIRE(merged >= 0);
+	CHECK_EQ(zs_class_stats(p, merged, &st), -ENOENT);
+	CHECK_EQ(zs_class_info(p, merged, &ci), 0);
+	CHECK_EQ(zs_class_stats(p, ci.phys_index, &st), 0);
+
+	CHECK_EQ(ZS_ERR(zs_malloc(p, 0)), -EINVAL);
+	CHECK_EQ(ZS_ERR(zs_malloc(p, 4097)), -ENOSPC);
+	unsigned long h = zs_malloc(p, 100);
+	REQUIRE(!ZS_IS_ERR(h));
+	char buf[4096];
+	errno = 0;
+	CHECK(zs_obj_read_begin(p, h, 4096, buf) == NULL); /* longer than the object */
+	CHECK_EQ(errno, EINVAL);
+	errno = 0;
+	CHECK(zs_obj_read_begin(p, h + 8, 10, buf) == NULL); /* not a handle */
+	CHECK_EQ(errno, EINVAL);
+	errno = 0;
+	CHECK(zs_map_object(p, h + 8, ZS_MM_RO) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(zs_obj_write(p, h, buf, 4096), -EINVAL);
+	CHECK_EQ(zs_free(p, h), 0);
+	CHECK_EQ(zs_free(p, h), -EINVAL);
+	zs_destroy_pool(p);
+}
+
+static void test_zblock_codes(void)
+{
+	struct zblock_config cfg;
+	zblock_config_init(&cfg);
+	cfg.checked = 1;
+	struct zblock_pool *p = zblock_create_pool(&cfg);
+	REQUIRE(p);
+	int n = zblock_class_count(p);
+	struct zblock_class_info ci;
+	struct zblock_class_stats st;
+	CHECK_EQ(zblock_class_info(p, -1, &ci), -EINVAL);
+	CHECK_EQ(zblock_class_info(p, n, &ci), -EINVAL);
+	CHECK_EQ(zblock_class_stats(p, -1, &st), -EINVAL);
+	CHECK_EQ(zblock_class_stats(p, n, &st), -EINVAL);
+	CHECK_EQ(zblock_class_stats(p, n - 1, &st), 0);
+	size_t max = zblock_max_size(p);
+	CHECK_EQ(zblock_lookup_class(p, 0), -EINVAL);
+	CHECK_EQ(zblock_lookup_class(p, max + 1), -ENOSPC);
+	CHECK_EQ(zblock_lookup_class(p, max), n - 1);
+	CHECK_EQ(ZS_ERR(zblock_malloc(p, 0)), -EINVAL);
+	CHECK_EQ(ZS_ERR(zblock_malloc(p, max + 1)), -ENOSPC);
+	unsigned long h = zblock_malloc(p, 100);
+	REQUIRE(!ZS_IS_ERR(h));
+	errno = 0;
+	CHECK(zblock_obj_read_begin(p, h, max + 1, NULL) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	CHECK_EQ(zblock_free(p, h), 0);
+	errno = 0;
+	CHECK(zblock_obj_read_begin(p, h, 10, NULL) == NULL); /* freed */
+	CHECK_EQ(errno, EINVAL);
+	zblock_destroy_pool(p);
+}
+
+static void test_backend_codes(void)
+{
+	struct zs_backend_config bc = { .kind = "nope" };
+	errno = 0;
+	CHECK(zs_backend_create(&bc) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	bc.kind = "malloc";
+	struct zs_backend *b = zs_backend_create(&bc);
+	REQUIRE(b);
+	CHECK_EQ(zs_backend_lookup_class(b, 100), -EOPNOTSUPP); /* no classes: not -1 */
+	zs_backend_destroy(b);
+	bc.kind = "zblock";
+	b = zs_backend_create(&bc);
+	REQUIRE(b);
+	CHECK(zs_backend_lookup_class(b, 100) >= 0);
+	CHECK_EQ(zs_backend_lookup_class(b, 0), -EINVAL);
+	zs_backend_destroy(b);
+}
+
+static void test_constructor_out_null(void)
+{
+	struct zs_comp *c = (struct zs_comp *)&c;
+	CHECK_EQ(zs_comp_create("nope", 4096, &c), -EINVAL);
+	CHECK(c == NULL);
+
+	struct zs_zram_config zc;
+	struct zs_zram *z = (struct zs_zram *)&z;
+	zs_zram_config_init(&zc);
+	zc.disksize = 0;
+	CHECK_EQ(zs_zram_create(&zc, &z), -EINVAL);
+	CHECK(z == NULL);
+
+	struct zs_region_config rc;
+	struct zs_region *r = (struct zs_region *)&r;
+	memset(&rc, 0, sizeof(rc)); /* size 0: refused before userfaultfd is needed */
+	CHECK_EQ(zs_region_create(&rc, &r, NULL, 0), -EINVAL);
+	CHECK(r == NULL);
+}
+
+/* A backend that fails on demand, wrapped around the store's real one. */
+static const struct zs_backend_ops *real_ops;
+static int fail_malloc_code, fail_write;
+
+static unsigned long flaky_malloc(struct zs_backend *b, size_t size)
+{
+	if (fail_malloc_code)
+		return (unsigned long)(long)fail_malloc_code;
+	return real_ops->malloc(b, size);
+}
+
+static int flaky_write(struct zs_backend *b, unsigned long h, const void *src, size_t len)
+{
+	return fail_write ? -EINVAL : real_ops->write(b, h, src, len);
+}
+
+static void test_zram_write_codes(void)
+{
+	struct zs_zram_config zc;
+	struct zs_zram *z;
+	zs_zram_config_init(&zc);
+	zc.disksize = 16 * 4096;
+	zc.backend.kind = "malloc";
+	REQUIRE(zs_zram_create(&zc, &z) == 0);
+	struct zs_backend *b = zs_zram_backend(z);
+	static struct zs_backend_ops flaky;
+	real_ops = b->ops;
+	flaky = *b->ops;
+	flaky.malloc = flaky_malloc;
+	flaky.write = flaky_write;
+	b->ops = &flaky;
+
+	unsigned char page[4096], out[4096];
+	for (size_t i = 0; i < sizeof(page); i++)
+		page[i] = (unsigned char)(i % 251 + (i / 997));
+	REQUIRE(zs_zram_write(z, 0, page) == 0);
+
+	unsigned char other[4096];
+	memset(other, 7, sizeof(other));
+	other[100] = 1; /* not same-filled: it needs an object */
+	fail_malloc_code = -ENOSPC; /* the allocator's code reaches the caller */
+	CHECK_EQ(zs_zram_write(z, 0, other), -ENOSPC);
+	fail_malloc_code = -ENOMEM;
+	CHECK_EQ(zs_zram_write(z, 0, other), -ENOMEM);
+	fail_malloc_code = 0;
+	fail_write = 1; /* a refused write is an I/O error, not a memory shortage */
+	CHECK_EQ(zs_zram_write(z, 0, other), -EIO);
+	fail_write = 0;
+	/* Every failure left the old page. */
+	CHECK_EQ(zs_zram_read(z, 0, out, sizeof(out)), 0);
+	CHECK(memcmp(out, page, sizeof(page)) == 0);
+	struct zs_zram_stats st;
+	zs_zram_get_stats(z, &st);
+	CHECK_EQ(st.failed_writes, 3);
+	CHECK_EQ(zs_zram_write(z, 16, page), -EINVAL);
+	b->ops = real_ops;
+	zs_zram_destroy(z);
+}
+
+int main(void)
+{
+	test_zsmalloc_codes();
+	test_zblock_codes();
+	test_backend_codes();
+	test_constructor_out_null();
+	test_zram_write_codes();
+	return tu_done();
+}
