@@ -104,14 +104,20 @@ static inline void zs_spin_unlock(zs_spinlock_t *l)
 
 #define ZS_RW_SHARDS 16
 
-/* Small per-thread index, handed out round robin, for sharded counters. */
+/*
+ * Small per-thread index, handed out round robin, for sharded counters and
+ * the sharded pool lock.  One library-wide number per thread (lock.c): a
+ * reader may raise its shard in one file and drop it in another, so every
+ * file must agree on the thread's shard.
+ */
+extern _Thread_local unsigned zs_thread_shard_id;
+unsigned zs_thread_shard_assign(void);
 static inline unsigned zs_thread_shard(void)
 {
-	static atomic_uint next;
-	static _Thread_local unsigned mine = -1u;
-	if (zs_unlikely(mine == -1u))
-		mine = atomic_fetch_add_explicit(&next, 1, memory_order_relaxed);
-	return mine;
+	unsigned mine = zs_thread_shard_id;
+	if (zs_unlikely(mine == 0))
+		mine = zs_thread_shard_assign();
+	return mine - 1;
 }
 
 /* Bit 0: writer holds or wants the lock; unsharded readers count in units of 2. */
@@ -223,9 +229,7 @@ static inline int zs_rw_write_held(zs_rwlock_t *l)
 
 /*
  * Is l held at all (a reader or a writer)?  Readers have no owner, so this
- * is the most a read-side check can ask.  Every shard is looked at: each
- * file including this header numbers threads on its own (zs_thread_shard's
- * statics), so the shard a reader raised in another file is not ours.
+ * is the most a read-side check can ask, so every shard is looked at.
  */
 static inline int zs_rw_held(zs_rwlock_t *l)
 {
