@@ -63,10 +63,13 @@ int main(void)
 	return !same;
 }
 C
-cat > "$tmp/app/CMakeLists.txt" <<'CM'
+# Ask for the headers' own MAJOR.MINOR: a consumer written against this version.
+major=$(sed -n 's/^#define ZS_VERSION_MAJOR \([0-9]*\).*/\1/p' "$root/include/zs/common.h")
+minor=$(sed -n 's/^#define ZS_VERSION_MINOR \([0-9]*\).*/\1/p' "$root/include/zs/common.h")
+cat > "$tmp/app/CMakeLists.txt" <<CM
 cmake_minimum_required(VERSION 3.16)
 project(consumer C)
-find_package(libzs 0.1 REQUIRED)
+find_package(libzs $major.$minor REQUIRED)
 add_executable(app_shared main.c)
 target_link_libraries(app_shared PRIVATE libzs::zs)
 add_executable(app_static main.c)
