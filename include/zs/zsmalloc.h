@@ -10,6 +10,9 @@
  * mm/zsmalloc.c so that page counts agree with a running kernel operation by
  * operation (see tests/ and `zs replay`).
  *
+ * "seed 000".."seed 004" below name the upstream patches and threads this
+ * follows, and words like "slot" have one meaning per layer: docs/glossary.md.
+ *
  * The policies that kernel developers argue about are pool config fields,
  * each defaulting to today's kernel: class delta, chain length policy, the
  * zs_free lock mode, and deferred free.

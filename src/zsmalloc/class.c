@@ -177,11 +177,11 @@ int zs_class_count(const struct zs_pool *pool)
 	return pool->nr_classes;
 }
 
-static unsigned spanning_slots(unsigned size, unsigned objs, unsigned page_size)
+static unsigned spanning_slots(const struct zs_pool *pool, unsigned size, unsigned objs)
 {
 	unsigned span = 0;
 	for (unsigned k = 0; k < objs; k++)
-		if ((unsigned long)k * size % page_size + size > page_size)
+		if (obj_page_offset(pool, size, k) + size > pool->page_size)
 			span++;
 	return span;
 }
@@ -199,7 +199,7 @@ int zs_class_info(const struct zs_pool *pool, int index, struct zs_class_info *i
 	info->pages_per_zspage = p->pages;
 	info->objs_per_zspage = p->objs;
 	info->tail_waste = (p->pages * pool->page_size) % p->size;
-	info->spanning = spanning_slots(p->size, p->objs, pool->page_size);
+	info->spanning = spanning_slots(pool, p->size, p->objs);
 	info->huge = (p->pages == 1 && p->objs == 1);
 	return 0;
 }
