@@ -13,7 +13,7 @@
  *
  * usage: bench_zram [--quick] [--json] [--max SIZE_MB] [--reps N | --rounds N]
  *                   [--comp lz4,zstd] [--threads 1,2] [--backend KIND] [--no-kernel]
- *                   [PATH...]   (default /usr/bin; --quick: 8 MiB, lz4, 1 thread, 1 rep)
+ *                   [--class-shards N] [PATH...]   (default /usr/bin; --quick: 8 MiB, lz4, 1 thread, 1 rep)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -141,6 +141,7 @@ int main(int argc, char **argv)
 	unsigned char *out;
 	size_t bytes;
 	struct bench_json js = { 0 };
+	unsigned shards = 0; /* --class-shards: 0 = the kernel's one copy per class */
 
 	for (int i = 1; i < argc; i++) {
 		if (bench_common_opt(argc, argv, &i, &quick, &reps, &js))
@@ -157,10 +158,13 @@ int main(int argc, char **argv)
 			backend = argv[++i];
 		else if (!strcmp(argv[i], "--no-kernel"))
 			kernel = 0;
+		else if (!strcmp(argv[i], "--class-shards") && i + 1 < argc)
+			shards = (unsigned)bench_arg_u64("bench_zram", "--class-shards", argv[++i], 0,
+							 ZS_MAX_CLASS_SHARDS);
 		else if (argv[i][0] == '-') {
 			fprintf(stderr, "usage: bench_zram [--quick] [--json] [--max MB] [--reps N] "
 					"[--comp a,b] [--threads 1,2] [--backend KIND] [--no-kernel] "
-					"[PATH...]\n");
+					"[--class-shards N] [PATH...]\n");
 			return 2;
 		} else {
 			paths = argv + i;
@@ -199,6 +203,9 @@ int main(int argc, char **argv)
 	bench_json_num(&js, "files", (double)ps.files);
 	bench_json_str(&js, "backend", backend);
 	bench_json_num(&js, "reps", reps);
+	bench_json_num(&js, "class_shards", shards);
+	if (shards > 1)
+		bench_say("zsmalloc class shards: %u (a copy of each size class per CPU)\n", shards);
 	struct json *w = bench_json_w(&js);
 	if (w)
 		json_karr(w, "rows");
@@ -253,6 +260,7 @@ int main(int argc, char **argv)
 				cfg.backend.kind = backend;
 				/* Keep freed pool pages mapped so the warm pass measures no page faults. */
 				cfg.backend.zs.page_cache_pages = ps.npages;
+				cfg.backend.zs.class_shards = shards; /* zsmalloc: a class copy per CPU */
 				if (zs_zram_create(&cfg, &c.z)) {
 					fprintf(stderr, "bench_zram: store create failed\n");
 					return 2;
