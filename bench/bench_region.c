@@ -43,7 +43,8 @@
  *                     [--fault-around N] [--spin US (0: poll only)]
  *                     [--handlers N (fault handlers per region; default 1 per
  *                      process's region, P for the threads' shared region)]
- *                     [--page-cache PAGES (pool's freed-page cache; default the region size)]
+ *                     [--page-cache PAGES (pool's freed-page cache; default the region size;
+ *                      0: none, every freed page back to the OS at once)]
  *                     [--threads (P threads of one process; default P processes)]
  *                     [--no-kernel]
  */
@@ -222,9 +223,12 @@ static int region_make(size_t pages, int mode, unsigned nhandlers, struct zs_reg
 	/*
 	 * Freed zspage pages stay with the pool's page provider (as the kernel's
 	 * zs_free hands them to the buddy allocator) instead of going back to
-	 * the OS with one madvise each; --page-cache 0 measures the latter.
+	 * the OS with one madvise each; --page-cache 0 measures the latter (0 in
+	 * the config would mean the provider's default cache, hence NO_CACHE).
 	 */
-	cfg.store.backend.zs.page_cache_pages = page_cache < 0 ? pages : (size_t)page_cache;
+	cfg.store.backend.zs.page_cache_pages = page_cache < 0   ? pages
+						: page_cache == 0 ? ZS_PAGES_NO_CACHE
+								  : (size_t)page_cache;
 	cfg.handler_threads = nhandlers;
 	cfg.fault_around = fault_around;
 	cfg.spin_us = spin_us ? spin_us : ZS_REGION_NO_SPIN;
