@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (tests/fuzz/fuzz_*.c, clang, -DZS_FUZZ=ON) and
+# Builds the libFuzzer targets (tests/fuzz/fuzz_*.c, clang, -DZS_FUZZ=ON, with the
+# ZS_DEBUG internal checks, so a broken invariant is a crash the fuzzer keeps) and
 # runs each for SECONDS (default 60) from its committed seed corpus
 # (tests/fuzz/corpus/<target>/) plus what earlier runs found (kept in the
 # build dir).  Fails if any target crashes, hangs (-timeout), leaks or runs
@@ -23,7 +24,7 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   for f in tests/fuzz/fuzz_*.c; do targets+=("$(basename "$f" .c)"); done
 fi
-CC=clang cmake -S . -B "$dir" -DZS_FUZZ=ON -DZS_FUZZ_SANITIZE="$san" -DZS_FUZZ_EXTRA="${ZS_FUZZ_EXTRA:-}" \
+CC=clang cmake -S . -B "$dir" -DZS_FUZZ=ON -DZS_DEBUG=ON -DZS_FUZZ_SANITIZE="$san" -DZS_FUZZ_EXTRA="${ZS_FUZZ_EXTRA:-}" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
 cmake --build "$dir" -j"$(nproc)" --target "${targets[@]}" >/dev/null || { echo "fuzz.sh: build failed"; exit 1; }
 fail=0 total=0
