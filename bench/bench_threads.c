@@ -245,8 +245,7 @@ static struct zs_backend *make_backend(const struct row *rw)
 	bc.zs.deferred_worker = -1;
 	bc.zs.page_cache_pages = rw->cache_pages;
 	if (rw->shards)
-		bc.zs.class_shards = rw->shards > 0 ? (unsigned)rw->shards
-						    : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+		bc.zs.class_shards = rw->shards > 0 ? (unsigned)rw->shards : ZS_CLASS_SHARDS_AUTO;
 	bc.zs.page_cache_decay_ms = rw->decay_ms;
 	return zs_backend_create(&bc);
 }

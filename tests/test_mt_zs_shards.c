@@ -56,6 +56,30 @@ static void test_config(void)
 	cfg.class_shards = 32; /* 4 KiB pages: 255 classes x 32 fits */
 	p = zs_create_pool(&cfg);
 	CHECK(p != NULL);
+	CHECK_EQ(zs_pool_class_shards(p), 32);
+	zs_destroy_pool(p);
+	/* AUTO: one copy per online CPU, within the limits. */
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned want = cpus > 1 ? (unsigned)cpus : 1;
+	if (want > 32) /* 4 KiB pages with the kernel's delta: 8192 / 255 classes */
+		want = 32;
+	cfg.class_shards = ZS_CLASS_SHARDS_AUTO;
+	p = zs_create_pool(&cfg);
+	CHECK(p != NULL);
+	if (p)
+		CHECK_EQ(zs_pool_class_shards(p), want);
+	zs_destroy_pool(p);
+	/* AUTO where no second copy fits (64 KiB pages, 8-byte classes): 1, not EINVAL. */
+	cfg.page_size = 65536;
+	cfg.class_delta = 8;
+	p = zs_create_pool(&cfg);
+	CHECK(p != NULL);
+	if (p)
+		CHECK_EQ(zs_pool_class_shards(p), 1);
+	zs_destroy_pool(p);
+	zs_pool_config_init(&cfg);
+	p = zs_create_pool(&cfg);
+	CHECK(p && zs_pool_class_shards(p) == 1); /* default: the kernel's layout */
 	zs_destroy_pool(p);
 }
 

@@ -101,12 +101,16 @@ struct zs_pool_config {
 	                               meeting, at the cost of up to one partly used zspage per
 	                               class and copy (compaction works within each copy).
 	                               0..ZS_MAX_CLASS_SHARDS, and classes x shards <= 8192
-	                               (4 KiB pages: up to 32), else EINVAL.
+	                               (4 KiB pages: up to 32), else EINVAL; or
+	                               ZS_CLASS_SHARDS_AUTO: one per online CPU, capped by
+	                               both limits (1 on a single CPU).
 	                               See docs/policies.md "Class shards". */
 };
 
 /* Upper bound of zs_pool_config.class_shards. */
 #define ZS_MAX_CLASS_SHARDS 64
+/* zs_pool_config.class_shards: as many copies as online CPUs, within the limits. */
+#define ZS_CLASS_SHARDS_AUTO 0xffffffffu
 
 /* Legacy mapping modes (zs_map_object). */
 enum zs_mapmode { ZS_MM_RW = 0, ZS_MM_RO = 1, ZS_MM_WO = 2 };
@@ -214,6 +218,8 @@ ZS_API int zs_lookup_class_index(const struct zs_pool *pool, size_t size);
 ZS_API unsigned long zs_compact(struct zs_pool *pool);
 /* Pool pages in use (the kernel's pages_allocated). */
 ZS_API unsigned long zs_get_total_pages(const struct zs_pool *pool);
+/* Copies of each size class the pool has (1: the kernel's layout; see class_shards). */
+ZS_API unsigned zs_pool_class_shards(const struct zs_pool *pool);
 
 struct zs_pool_stats {
 	unsigned long pages_compacted;  /* total over the pool's life */

@@ -191,8 +191,10 @@ def _pool_config(page_size=4096, chain=8, delta=0, chain_policy="exhaustive",
     cfg.max_pages = max_pages
     cfg.deferred_capacity = deferred_capacity
     cfg.deferred_worker = 1 if deferred_worker else -1
-    if not isinstance(class_shards, int) or isinstance(class_shards, bool) or class_shards < 0:
-        raise ValueError(f"class_shards must be a non-negative int, not {class_shards!r}")
+    if class_shards == "auto":
+        class_shards = 0xFFFFFFFF  # ZS_CLASS_SHARDS_AUTO: one per online CPU
+    elif not isinstance(class_shards, int) or isinstance(class_shards, bool) or class_shards < 0:
+        raise ValueError(f"class_shards must be a non-negative int or 'auto', not {class_shards!r}")
     cfg.class_shards = class_shards  # the range (and classes x shards) is C's to check
     return cfg
 
@@ -257,8 +259,9 @@ class Pool(_Closable):
       free_mode      "pool" (kernel today) | "class" | "class-unlocked"
       checked        validate handles in C too (default True)
       max_pages      page limit, malloc raises ZsError(ENOMEM) past it (0: none)
-      class_shards   copies of each size class, one used per CPU (0/1: the kernel's one);
-                     more lets threads allocate without meeting (docs/policies.md)
+      class_shards   copies of each size class, one used per CPU (0/1: the kernel's one;
+                     "auto": one per online CPU); more lets threads allocate without
+                     meeting (docs/policies.md)
     """
 
     def __init__(self, page_size=4096, chain=8, delta=0, chain_policy="exhaustive",

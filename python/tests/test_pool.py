@@ -191,3 +191,6 @@ def test_class_shards():
         assert e.value.errno == errno.EINVAL
     with pytest.raises(ValueError):
         libzs.Pool(class_shards=-1)
+    with libzs.Pool(class_shards="auto") as p:  # one per online CPU: stores like any pool
+        h = p.store(b"x" * 100)
+        assert p.read(h) == b"x" * 100

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zsmalloc/internal.h"
 
@@ -94,6 +95,15 @@ int zs_classes_build(struct zs_pool *pool)
 	if (n > (int)OBJ_CLASS_MASK + 1)
 		return -EINVAL;
 	unsigned shards = cfg->class_shards ? cfg->class_shards : 1;
+	if (shards == ZS_CLASS_SHARDS_AUTO) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		unsigned fit = (OBJ_CLASS_MASK + 1) / (unsigned)n;
+		shards = cpus > 1 ? (unsigned)cpus : 1;
+		if (shards > ZS_MAX_CLASS_SHARDS)
+			shards = ZS_MAX_CLASS_SHARDS;
+		if (shards > fit)
+			shards = fit ? fit : 1;
+	}
 	/* obj and zspage record index + shard * n in OBJ_CLASS_BITS. */
 	if ((unsigned long)n * shards > OBJ_CLASS_MASK + 1)
 		return -EINVAL;

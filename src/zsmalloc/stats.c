@@ -10,6 +10,11 @@
 
 #include "zsmalloc/internal.h"
 
+unsigned zs_pool_class_shards(const struct zs_pool *pool)
+{
+	return pool->nr_shards;
+}
+
 unsigned long zs_get_total_pages(const struct zs_pool *pool)
 {
 	long n = 0;

@@ -93,7 +93,7 @@ static int config_valid(const struct zs_pool_config *c)
 		return 0;
 	if (c->checked != 0 && c->checked != 1)
 		return 0;
-	if (c->class_shards > ZS_MAX_CLASS_SHARDS)
+	if (c->class_shards > ZS_MAX_CLASS_SHARDS && c->class_shards != ZS_CLASS_SHARDS_AUTO)
 		return 0;
 	if (c->deferred_worker < -1 || c->deferred_worker > 1)
 		return 0;
