@@ -164,6 +164,9 @@ expect 2 "--group: '17' is not a whole number in 0\.\.16" zram --group 17 /usr/b
 expect 2 "--p-compact: 'nan' is not a number in 0\.\.1" record -o "$tmp/t" --workload mix --p-compact nan /usr/bin/ls
 expect 2 "--chain: '8x' is not a whole number in 1..16" classes --chain 8x
 expect 2 "--chain: '8x' is not a whole number in 1..16" replay "$trace" --chain 8x
+# class shards: checked range or auto; refused where they cannot change the result
+expect 2 "--class-shards: '99' is not a whole number in 0..64" zram --class-shards 99 "$trace"
+expect 2 "--class-shards does not apply to this command" classes --class-shards 2
 # ... and one --free-mode parser: soak takes the same names (and messages) as every command.
 expect_out 0 "^usage: zs compare" compare --help
 expect 2 "bad value for --free-mode: 'bogus'" soak --free-mode bogus --quiet

@@ -17,7 +17,7 @@
 
 static const char *const pool_opt_name[] = { "--page-size",  "--chain",    "--chain-policy",
 					     "--delta",      "--free-mode", "--deferred",
-					     "--backend" };
+					     "--backend",    "--class-shards" };
 
 void pool_opts_init(struct pool_opts *po)
 {
@@ -299,6 +299,15 @@ int opt_pool_arg(const char *cmd, unsigned accepted, int code, const char *arg,
 	case OPTC_DEFERRED:
 		po->deferred = 1;
 		return 0;
+	case OPTC_CLASS_SHARDS:
+		if (!strcmp(arg, "auto")) {
+			po->cfg.class_shards = ZS_CLASS_SHARDS_AUTO;
+			return 0;
+		}
+		if (opt_u64(cmd, name, arg, 0, ZS_MAX_CLASS_SHARDS, &v))
+			return 2;
+		po->cfg.class_shards = (unsigned)v;
+		return 0;
 	case OPTC_BACKEND:
 		if (!backend_known(arg)) {
 			fprintf(stderr, "zs %s: %s: '%s' is not one of:", cmd, name, arg);
@@ -324,6 +333,8 @@ void opt_pool_help(FILE *f, unsigned accepted)
 		"  --free-mode M        pool | class | class-unlocked (zs_free locking)\n",
 		"  --deferred           free through zs_free_deferred (batched frees)\n",
 		"  --backend KIND       zsmalloc (default), zblock, malloc, ... (zs_backend_kinds)\n",
+		("  --class-shards N     copies of each size class, one used per CPU: 0..64 or auto\n"
+		 "                       (default 1, the kernel's; page counts then differ from it)\n"),
 	};
 	for (unsigned i = 0; i < sizeof(help) / sizeof(help[0]); i++)
 		if (accepted & (1u << i))

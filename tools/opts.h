@@ -1,7 +1,7 @@
 /*
  * Option parsing shared by every `zs` command: the pool-shaping flags
  * (--page-size, --chain, --chain-policy, --delta, --free-mode, --deferred,
- * --backend) and the checked number/size/path parsers.  One place, so that
+ * --backend, --class-shards) and the checked number/size/path parsers.  One place, so that
  * every command spells, range-checks and reports them the same way: a bad
  * value is one message naming the option and the accepted range, exit 2.
  * Commands parse with getopt_long; they splice OPT_POOL_LONGOPTS into their
@@ -26,8 +26,9 @@ enum {
 	OPT_FREE_MODE = 1 << 4,
 	OPT_DEFERRED = 1 << 5,
 	OPT_BACKEND = 1 << 6,
+	OPT_CLASS_SHARDS = 1 << 7,
 	OPT_POLICY = OPT_CHAIN | OPT_CHAIN_POLICY | OPT_DELTA, /* change the class table */
-	OPT_ALL = 0x7f,
+	OPT_ALL = 0xff,
 };
 
 /* getopt_long codes of the pool options (above any short option character). */
@@ -40,7 +41,8 @@ enum {
 	OPTC_FREE_MODE,
 	OPTC_DEFERRED,
 	OPTC_BACKEND,
-	OPT_POOL_LAST = OPTC_BACKEND,
+	OPTC_CLASS_SHARDS,
+	OPT_POOL_LAST = OPTC_CLASS_SHARDS,
 };
 
 #define OPT_POOL_LONGOPTS                                                   \
@@ -50,7 +52,8 @@ enum {
 	{ "delta", required_argument, NULL, OPTC_DELTA },                   \
 	{ "free-mode", required_argument, NULL, OPTC_FREE_MODE },           \
 	{ "deferred", no_argument, NULL, OPTC_DEFERRED },                   \
-	{ "backend", required_argument, NULL, OPTC_BACKEND }
+	{ "backend", required_argument, NULL, OPTC_BACKEND },               \
+	{ "class-shards", required_argument, NULL, OPTC_CLASS_SHARDS }
 
 struct pool_opts {
 	struct zs_pool_config cfg; /* page_size/max_chain/class_delta/policies */
