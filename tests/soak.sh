@@ -8,3 +8,5 @@ bin=${1:-build}/zs
 "$bin" soak --seconds 3 --threads 3 --objects 8192 --slots 2048 --report 0
 "$bin" soak --seconds 2 --threads 2 --objects 4096 --slots 1024 --page-size 16K --checked \
 	--free-mode class-unlocked --comp zstd --recomp lz4hc --mem-limit 2M --report 0
+"$bin" soak --seconds 2 --threads 2 --objects 4096 --slots 1024 --class-shards auto --free-mode class-unlocked \
+	--report 0

@@ -35,6 +35,7 @@ struct sopts {
 	size_t page_size, objects, slots;
 	uint64_t mem_limit, seed;
 	int checked, free_mode, quiet;
+	unsigned class_shards;     /* pool and store (zsmalloc): copies of each class */
 	const char *comp, *recomp, *zbackend;
 };
 
@@ -318,6 +319,7 @@ static void usage(FILE *f)
 		"  --mem-limit SIZE  zram mem_limit (writes past it must keep old contents)\n"
 		"  --free-mode M     pool | class | class-unlocked\n"
 		"  --checked         checked pool\n"
+		"  --class-shards N  copies of each size class (pool and zsmalloc store): 0..64 or auto\n"
 		"  --seed N          RNG seed (default: time)\n"
 		"  --report S        progress line every S seconds (default 60; 0 none)\n"
 		"  --max-drift MIB   also fail if RSS grows more than MIB after the warm-up\n"
@@ -359,7 +361,7 @@ static int parse(int argc, char **argv)
 		{ "objects", 1, 0, 'o' }, { "slots", 1, 0, 'n' }, { "comp", 1, 0, 'c' },
 		{ "recomp", 1, 0, 'r' }, { "zram-backend", 1, 0, 'b' }, { "mem-limit", 1, 0, 'l' },
 		{ "free-mode", 1, 0, 'f' }, { "checked", 0, 0, 'k' }, { "seed", 1, 0, 'S' },
-		{ "report", 1, 0, 'R' }, { "max-drift", 1, 0, 'D' }, { "quiet", 0, 0, 'q' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+		{ "class-shards", 1, 0, 'C' }, { "report", 1, 0, 'R' }, { "max-drift", 1, 0, 'D' }, { "quiet", 0, 0, 'q' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	int c;
 	optind = 1;
@@ -406,6 +408,16 @@ static int parse(int argc, char **argv)
 			o.free_mode = (int)fm;
 			break;
 		case 'k': o.checked = 1; break;
+		case 'C': {
+			uint64_t v;
+			if (!strcmp(optarg, "auto"))
+				o.class_shards = ZS_CLASS_SHARDS_AUTO;
+			else if (parse_u64(optarg, &v) || v > ZS_MAX_CLASS_SHARDS)
+				goto bad;
+			else
+				o.class_shards = (unsigned)v;
+			break;
+		}
 		case 'S':
 			if (parse_u64(optarg, &o.seed))
 				goto bad;
@@ -447,6 +459,7 @@ static int setup(struct worker **wsp)
 	pc.page_size = o.page_size;
 	pc.free_mode = (enum zs_free_mode)o.free_mode;
 	pc.checked = o.checked;
+	pc.class_shards = o.class_shards;
 	pool = zs_create_pool(&pc);
 	if (!pool) {
 		fprintf(stderr, "zs soak: zs_create_pool: %s\n", strerror(errno));
@@ -461,6 +474,7 @@ static int setup(struct worker **wsp)
 	zc.backend.kind = o.zbackend;
 	zc.mem_limit = o.mem_limit;
 	zc.deferred_free = 1;
+	zc.backend.zs.class_shards = o.class_shards;
 	int ret = zs_zram_create(&zc, &zram);
 	if (ret) {
 		fprintf(stderr, "zs soak: cannot create the zram store (--comp %s, --recomp %s, "
@@ -475,9 +489,11 @@ static int setup(struct worker **wsp)
 		return 2;
 	}
 	printf("zs soak: %u threads + 1 maintenance, %.0f s, page size %zu, %zu pool objects, "
-	       "%zu zram slots (%s -> %s, %s backend, deferred free), free mode %d%s, seed %llu\n",
+	       "%zu zram slots (%s -> %s, %s backend, deferred free), free mode %d%s, "
+	       "class copies %u, seed %llu\n",
 	       o.threads, o.seconds, o.page_size, o.objects, o.slots, o.comp, o.recomp, o.zbackend,
-	       o.free_mode, o.checked ? ", checked" : "", (unsigned long long)o.seed);
+	       o.free_mode, o.checked ? ", checked" : "", zs_pool_class_shards(pool),
+	       (unsigned long long)o.seed);
 	fflush(stdout);
 	return 0;
 }
