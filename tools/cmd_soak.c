@@ -408,16 +408,10 @@ static int parse(int argc, char **argv)
 			o.free_mode = (int)fm;
 			break;
 		case 'k': o.checked = 1; break;
-		case 'C': {
-			uint64_t v;
-			if (!strcmp(optarg, "auto"))
-				o.class_shards = ZS_CLASS_SHARDS_AUTO;
-			else if (parse_u64(optarg, &v) || v > ZS_MAX_CLASS_SHARDS)
+		case 'C':
+			if (parse_class_shards(optarg, &o.class_shards))
 				goto bad;
-			else
-				o.class_shards = (unsigned)v;
 			break;
-		}
 		case 'S':
 			if (parse_u64(optarg, &o.seed))
 				goto bad;

@@ -300,13 +300,9 @@ int opt_pool_arg(const char *cmd, unsigned accepted, int code, const char *arg,
 		po->deferred = 1;
 		return 0;
 	case OPTC_CLASS_SHARDS:
-		if (!strcmp(arg, "auto")) {
-			po->cfg.class_shards = ZS_CLASS_SHARDS_AUTO;
-			return 0;
-		}
-		if (opt_u64(cmd, name, arg, 0, ZS_MAX_CLASS_SHARDS, &v))
-			return 2;
-		po->cfg.class_shards = (unsigned)v;
+		if (parse_class_shards(arg, &po->cfg.class_shards))
+			return range_msg(cmd, name, arg, "a whole number", 0,
+					 ZS_MAX_CLASS_SHARDS);
 		return 0;
 	case OPTC_BACKEND:
 		if (!backend_known(arg)) {

@@ -62,6 +62,19 @@ int parse_double(const char *s, double *out)
 	return 0;
 }
 
+int parse_class_shards(const char *s, unsigned *out)
+{
+	uint64_t v;
+	if (s && !strcmp(s, "auto")) {
+		*out = ZS_CLASS_SHARDS_AUTO;
+		return 0;
+	}
+	if (parse_u64(s, &v) || v > ZS_MAX_CLASS_SHARDS)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
 int parse_free_mode(const char *s, enum zs_free_mode *out)
 {
 	static const struct {

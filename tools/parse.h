@@ -25,5 +25,7 @@ int parse_double(const char *s, double *out);
  */
 int parse_free_mode(const char *s, enum zs_free_mode *out);
 #define FREE_MODE_NAMES "pool, class, class-unlocked"
+/* zs_pool_config.class_shards: 0..ZS_MAX_CLASS_SHARDS, or "auto" (ZS_CLASS_SHARDS_AUTO). */
+int parse_class_shards(const char *s, unsigned *out);
 
 #endif
