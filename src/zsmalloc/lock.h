@@ -146,6 +146,19 @@ static inline void zs_rw_init(zs_rwlock_t *l, int sharded)
 }
 
 /*
+ * A reader that finds the writer's bit stays counted in `waiters` until it
+ * holds the lock: the writer backs off while readers wait behind it and the
+ * holders do not drain (zs_write_lock), and it must not take the bit back
+ * before those readers are in, or they would wait again.
+ */
+static inline void zs_read_wait(zs_rwlock_t *l)
+{
+	unsigned spins = 0;
+	while (atomic_load_explicit(&l->v, memory_order_relaxed) & 1)
+		zs_cpu_relax(&spins);
+}
+
+/*
  * Sharded readers: the shard increment and the writer's bit are a Dekker
  * pair, so both sides use seq_cst (a reader that misses the bit is seen by
  * the writer's scan of the shards, and the other way round).
@@ -153,17 +166,18 @@ static inline void zs_rw_init(zs_rwlock_t *l, int sharded)
 static inline void zs_read_lock_sharded(zs_rwlock_t *l)
 {
 	atomic_uint *r = &l->shard[zs_thread_shard() % ZS_RW_SHARDS].readers;
+	int waited = 0;
 	for (;;) {
 		atomic_fetch_add_explicit(r, 1, memory_order_seq_cst);
 		if (zs_likely(!(atomic_load_explicit(&l->v, memory_order_seq_cst) & 1)))
-			return;
+			break;
 		atomic_fetch_sub_explicit(r, 1, memory_order_release);
-		atomic_fetch_add_explicit(&l->waiters, 1, memory_order_relaxed);
-		unsigned spins = 0;
-		while (atomic_load_explicit(&l->v, memory_order_relaxed) & 1)
-			zs_cpu_relax(&spins);
-		atomic_fetch_sub_explicit(&l->waiters, 1, memory_order_relaxed);
+		if (!waited++)
+			atomic_fetch_add_explicit(&l->waiters, 1, memory_order_relaxed);
+		zs_read_wait(l);
 	}
+	if (zs_unlikely(waited))
+		atomic_fetch_sub_explicit(&l->waiters, 1, memory_order_relaxed);
 }
 
 static inline void zs_read_lock(zs_rwlock_t *l)
@@ -172,17 +186,18 @@ static inline void zs_read_lock(zs_rwlock_t *l)
 		zs_read_lock_sharded(l);
 		return;
 	}
+	int waited = 0;
 	for (;;) {
 		unsigned v = atomic_fetch_add_explicit(&l->v, 2, memory_order_acquire);
 		if (zs_likely(!(v & 1)))
-			return;
+			break;
 		atomic_fetch_sub_explicit(&l->v, 2, memory_order_relaxed);
-		atomic_fetch_add_explicit(&l->waiters, 1, memory_order_relaxed);
-		unsigned spins = 0;
-		while (atomic_load_explicit(&l->v, memory_order_relaxed) & 1)
-			zs_cpu_relax(&spins);
-		atomic_fetch_sub_explicit(&l->waiters, 1, memory_order_relaxed);
+		if (!waited++)
+			atomic_fetch_add_explicit(&l->waiters, 1, memory_order_relaxed);
+		zs_read_wait(l);
 	}
+	if (zs_unlikely(waited))
+		atomic_fetch_sub_explicit(&l->waiters, 1, memory_order_relaxed);
 }
 
 static inline void zs_read_unlock(zs_rwlock_t *l)
@@ -194,23 +209,59 @@ static inline void zs_read_unlock(zs_rwlock_t *l)
 		atomic_fetch_sub_explicit(&l->v, 2, memory_order_release);
 }
 
+/* Are readers still in (the unsharded count, or any shard)? */
+static inline int zs_rw_readers_in(zs_rwlock_t *l)
+{
+	if (atomic_load_explicit(&l->v, memory_order_acquire) != 1)
+		return 1;
+	for (int i = 0; l->sharded && i < ZS_RW_SHARDS; i++)
+		if (atomic_load_explicit(&l->shard[i].readers, memory_order_seq_cst))
+			return 1;
+	return 0;
+}
+
+/* Relax steps a writer waits for the holders to drain before it lets waiting readers in. */
+#define ZS_RW_WRITER_PATIENCE 4096
+
+/*
+ * The writer takes bit 0 (new readers wait), then waits for the readers in
+ * to leave.  If they do not leave while other readers wait behind the bit,
+ * it gives the bit back until those readers are in, and starts over.  Why:
+ * a reader may hold the lock while it waits for something that needs a
+ * read lock of its own - a region page fault whose handler decompresses from
+ * this pool (src/region/region.c, "Lock order") - and a writer that kept
+ * its bit would block that read lock forever.  The only writer is
+ * compaction, which can always wait.
+ */
 static inline void zs_write_lock(zs_rwlock_t *l)
 {
-	unsigned spins = 0;
+	unsigned spins;
 	for (;;) {
-		unsigned v = atomic_load_explicit(&l->v, memory_order_relaxed);
-		if (!(v & 1) && atomic_compare_exchange_weak_explicit(&l->v, &v, v | 1,
-								      memory_order_seq_cst,
-								      memory_order_relaxed))
-			break;
-		zs_cpu_relax(&spins);
-	}
-	spins = 0;
-	while (atomic_load_explicit(&l->v, memory_order_acquire) != 1)
-		zs_cpu_relax(&spins);
-	for (int i = 0; l->sharded && i < ZS_RW_SHARDS; i++)
-		while (atomic_load_explicit(&l->shard[i].readers, memory_order_seq_cst))
+		spins = 0;
+		for (;;) {
+			unsigned v = atomic_load_explicit(&l->v, memory_order_relaxed);
+			if (!(v & 1) && atomic_compare_exchange_weak_explicit(&l->v, &v, v | 1,
+									      memory_order_seq_cst,
+									      memory_order_relaxed))
+				break;
 			zs_cpu_relax(&spins);
+		}
+		unsigned waited = 0;
+		spins = 0;
+		while (zs_rw_readers_in(l)) {
+			if (++waited > ZS_RW_WRITER_PATIENCE &&
+			    atomic_load_explicit(&l->waiters, memory_order_relaxed))
+				break;
+			zs_cpu_relax(&spins);
+		}
+		if (!zs_rw_readers_in(l))
+			break;
+		/* Back off: let the waiting readers in, then try again. */
+		atomic_fetch_sub_explicit(&l->v, 1, memory_order_release);
+		spins = 0;
+		while (atomic_load_explicit(&l->waiters, memory_order_relaxed))
+			zs_cpu_relax(&spins);
+	}
 #if ZS_DEBUG_ON
 	atomic_store_explicit(&l->writer, zs_debug_self(), memory_order_relaxed);
 #endif
