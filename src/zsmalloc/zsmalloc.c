@@ -17,7 +17,10 @@
  *    (write) moves objects; zs_free can instead use the class index encoded
  *    in obj (free_mode), taking only the class lock and re-reading obj.
  *    Readers hold the zspage lock across their access, so compaction
- *    (trylock) never moves an object out from under them.
+ *    (trylock) never moves an object out from under them.  A writer that
+ *    cannot drain the readers while others wait behind it backs off
+ *    (lock.h, zs_write_lock): a read-lock holder may be waiting for a page
+ *    fault whose handler reads this pool (src/region/region.c).
  * This file: pool creation, zs_malloc and object access.  Freeing (and the
  * free modes) lives in free.c, zspage lists and object slots in zspage.c,
  * compaction in compact.c, deferred free in deferred.c, the class table and
