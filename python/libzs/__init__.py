@@ -29,7 +29,9 @@ libzs.so, `import libzs` raises LibraryNotFound (an ImportError).
 """
 import ctypes
 import errno as _errno
+import functools
 import os
+import threading
 
 from . import _lib as _L
 from ._lib import LibraryNotFound, library_path
@@ -233,6 +235,66 @@ class ClassStats:
         return f"ClassStats({self.as_dict()})"
 
 
+class _Gate:
+    """
+    A C object that several threads may call at once, and close(): enter it (with gate:)
+    around each C call; take() refuses new calls (they raise closed_error()), waits for
+    the calls in flight and hands back the pointer to destroy, once (None afterwards).
+    So a use after close(), or a close() racing a call on another thread, raises a
+    ValueError instead of reaching freed C memory.
+    """
+    __slots__ = ("_cv", "_n", "_ptr", "_closed_error", "__weakref__")
+
+    def __init__(self, ptr, closed_error):
+        self._cv = threading.Condition(threading.Lock())
+        self._n = 0
+        self._ptr = ptr
+        self._closed_error = closed_error
+
+    def __enter__(self):
+        with self._cv:
+            if self._ptr is None:
+                raise self._closed_error()
+            self._n += 1
+            return self._ptr
+
+    def __exit__(self, *exc):
+        with self._cv:
+            self._n -= 1
+            if not self._n:
+                self._cv.notify_all()
+
+    @property
+    def closed(self):
+        return self._ptr is None
+
+    def take(self):
+        with self._cv:
+            p, self._ptr = self._ptr, None
+            while self._n:
+                self._cv.wait()
+            return p
+
+
+def _gated(fn):
+    """A method that calls C on self._gate's object (see _Gate)."""
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        with self._gate:
+            return fn(self, *args, **kwargs)
+    return wrapper
+
+
+def _locked(fn):
+    """A method run under self._lock (an RLock): its C calls and Python-side tables change
+    together, as one step, for every thread (ctypes lets other threads run during a C call)."""
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        with self._lock:
+            return fn(self, *args, **kwargs)
+    return wrapper
+
+
 class _Closable:
     """with-statement and finalizer support for objects that own a C handle (close() frees it)."""
 
@@ -273,6 +335,10 @@ class Pool(_Closable):
         p = _L.need("zs_create_pool")(ctypes.byref(cfg))
         if not p:
             raise ZsError(ctypes.get_errno() or _errno.EINVAL, "zs_create_pool")
+        # One lock for the C calls and the handle tables: ctypes releases the GIL during a C
+        # call, so without it a free's table update could land after another thread's
+        # malloc got the same C handle back (and close() could free the pool under a call).
+        self._lock = threading.RLock()
         self._p = p
         self._live = {}        # C handle -> (allocated size, generation)
         self._gen = {}         # C handle -> generation of its last use (kept after free)
@@ -282,11 +348,15 @@ class Pool(_Closable):
 
     # -- lifetime --
     def close(self):
-        if getattr(self, "_p", None):
-            _L.need("zs_destroy_pool")(self._p)
-            self._p = None
-            self._live.clear()
-            self._gen.clear()
+        lock = getattr(self, "_lock", None)
+        if lock is None:
+            return
+        with lock:
+            if self._p:
+                _L.need("zs_destroy_pool")(self._p)
+                self._p = None
+                self._live.clear()
+                self._gen.clear()
 
     def _pool(self):
         if not getattr(self, "_p", None):
@@ -312,9 +382,11 @@ class Pool(_Closable):
 
     # -- objects --
     @property
+    @_locked
     def page_size(self):
         return _L.need("zs_pool_page_size")(self._pool())
 
+    @_locked
     def malloc(self, size):
         """Allocate size bytes (1..page_size); returns a handle.  Size 0 or above the page
         size raises ZsArgumentError (errno EINVAL / ENOSPC) before C is called."""
@@ -328,6 +400,7 @@ class Pool(_Closable):
         self._live[h] = (size, gen)
         return (gen << 64) | h
 
+    @_locked
     def free(self, handle, deferred=False):
         """Free an object (deferred=True: zs_free_deferred, see flush())."""
         c = self._c_handle(handle)
@@ -335,10 +408,12 @@ class Pool(_Closable):
         _check(_L.need(fn)(self._pool(), c), fn)
         del self._live[c]
 
+    @_locked
     def flush(self):
         """Wait until every deferred free issued so far is done."""
         _L.need("zs_free_deferred_flush")(self._pool())
 
+    @_locked
     def write(self, handle, data, offset=0):
         """Write bytes at the start of the object (len(data) <= its size)."""
         size = self._size_of(handle)
@@ -350,6 +425,7 @@ class Pool(_Closable):
             raise ValueError(f"{len(data)} bytes do not fit in a {size}-byte object")
         _check(_L.need("zs_obj_write")(self._pool(), c, data, len(data)), "zs_obj_write")
 
+    @_locked
     def read(self, handle, length=None):
         """Return the first `length` bytes of the object (default: all of it)."""
         size = self._size_of(handle)
@@ -369,6 +445,7 @@ class Pool(_Closable):
         finally:
             _L.need("zs_obj_read_end")(self._pool(), c, length, p)
 
+    @_locked
     def store(self, data):
         """malloc + write: keep bytes, return the handle."""
         data = _to_bytes(data)
@@ -380,6 +457,7 @@ class Pool(_Closable):
             raise
         return h
 
+    @_locked
     def handles(self):
         return [(gen << 64) | c for c, (_, gen) in self._live.items()]
 
@@ -387,25 +465,31 @@ class Pool(_Closable):
         return len(self._live)
 
     # -- pool --
+    @_locked
     def compact(self):
         """Compact every class; returns pages freed."""
         return _L.need("zs_compact")(self._pool())
 
+    @_locked
     def total_pages(self):
         """Pool pages in use (the kernel's pages_allocated)."""
         return _L.need("zs_get_total_pages")(self._pool())
 
+    @_locked
     def trim(self):
         _L.need("zs_pool_trim")(self._pool())
 
+    @_locked
     def huge_class_size(self):
         return _L.need("zs_huge_class_size")(self._pool())
 
+    @_locked
     def class_index(self, size):
         """Physical class index for a request of `size` bytes."""
         _int_arg("size", size, 1, self.page_size, _errno.ENOSPC)
         return _check(_L.need("zs_lookup_class_index")(self._pool(), size), "zs_lookup_class_index")
 
+    @_locked
     def stats(self):
         st = _L.PoolStats()
         _L.need("zs_pool_stats")(self._pool(), ctypes.byref(st))
@@ -417,9 +501,11 @@ class Pool(_Closable):
                 "utilization": used / (pages * ps) if pages else 0.0,
                 "pages_compacted": st.pages_compacted}
 
+    @_locked
     def class_count(self):
         return _L.need("zs_class_count")(self._pool())
 
+    @_locked
     def class_info(self, index=None):
         """ClassInfo of one logical class, or a list of all of them."""
         fn = _L.need("zs_class_info")
@@ -429,6 +515,7 @@ class Pool(_Closable):
         _check(fn(self._pool(), index, ctypes.byref(c)), f"zs_class_info({index})")
         return ClassInfo(c)
 
+    @_locked
     def class_stats(self, index=None, used_only=True):
         """ClassStats of one physical class, or a list (those with objects if used_only)."""
         fn = _L.need("zs_class_stats")
@@ -466,21 +553,27 @@ class Compressor(_Closable):
         out = ctypes.c_void_p()
         _check(_L.need("zs_comp_create")(name.encode(), max_src, ctypes.byref(out)),
                f"zs_comp_create({name!r})")
+        self._lock = threading.RLock()   # one context, one output buffer: one call at a time
         self._c = out.value
         self.max_src = max_src
         self.name = _L.need("zs_comp_name")(self._c).decode()
         self._dst = ctypes.create_string_buffer(_L.need("zs_comp_bound")(self._c, max_src))
 
     def close(self):
-        if getattr(self, "_c", None):
-            _L.need("zs_comp_destroy")(self._c)
-            self._c = None
+        lock = getattr(self, "_lock", None)
+        if lock is None:
+            return
+        with lock:
+            if self._c:
+                _L.need("zs_comp_destroy")(self._c)
+                self._c = None
 
     def _ctx(self):
         if not self._c:
             raise ZsArgumentError(_errno.EINVAL, "compressor is closed")
         return self._c
 
+    @_locked
     def compress(self, data):
         data = _to_bytes(data)
         if len(data) > self.max_src:
@@ -489,6 +582,7 @@ class Compressor(_Closable):
                    "zs_compress")
         return self._dst.raw[:n]
 
+    @_locked
     def compressed_size(self, data):
         data = _to_bytes(data)
         if len(data) > self.max_src:
@@ -496,6 +590,7 @@ class Compressor(_Closable):
         return _check(_L.need("zs_compress")(self._ctx(), data, len(data), self._dst,
                                              len(self._dst)), "zs_compress")
 
+    @_locked
     def decompress(self, data, orig_len):
         data = _to_bytes(data)
         if not isinstance(orig_len, int) or isinstance(orig_len, bool) or orig_len <= 0:
@@ -564,15 +659,23 @@ class ZramStore(_Closable):
                           f"(usable here: {', '.join(backend_kinds())})")
         _check(rc, "zs_zram_create")
         self._z = out.value
+        # C calls run in parallel (the store is thread-safe); close() waits for them
+        self._gate = _Gate(self._z, lambda: ZsArgumentError(_errno.EINVAL, "store is closed"))
         self.page_size = _L.need("zs_zram_page_size")(self._z)
         self.slots = _L.need("zs_zram_slots")(self._z)
         self.comp = _L.need("zs_zram_comp_name")(self._z).decode()
         self.backend = backend
-        self._buf = ctypes.create_string_buffer(self.page_size)
 
     def close(self):
-        if getattr(self, "_z", None):
-            _L.need("zs_zram_destroy")(self._z)
+        gate = getattr(self, "_gate", None)
+        if gate is None:
+            if getattr(self, "_z", None):       # created, but failed before the gate was set
+                _L.need("zs_zram_destroy")(self._z)
+                self._z = None
+            return
+        z = gate.take()
+        if z:
+            _L.need("zs_zram_destroy")(z)
             self._z = None
 
     def __len__(self):
@@ -590,6 +693,7 @@ class ZramStore(_Closable):
             raise IndexError(f"slot {index} out of range 0..{self.slots - 1}")
         return index
 
+    @_gated
     def write(self, index, page):
         """Store exactly page_size bytes in slot `index`."""
         page = _to_bytes(page)
@@ -598,28 +702,38 @@ class ZramStore(_Closable):
         _check(_L.need("zs_zram_write")(self._store(), self._index(index), page),
                f"zs_zram_write({index})")
 
+    @_gated
     def read(self, index):
-        _check(_L.need("zs_zram_read")(self._store(), self._index(index), self._buf,
+        # a buffer per call: a shared one could be refilled by another thread's read
+        # before this one copied it out
+        buf = ctypes.create_string_buffer(self.page_size)
+        _check(_L.need("zs_zram_read")(self._store(), self._index(index), buf,
                                        self.page_size), f"zs_zram_read({index})")
-        return self._buf.raw
+        return buf.raw
 
+    @_gated
     def discard(self, index):
         _check(_L.need("zs_zram_discard")(self._store(), self._index(index)),
                f"zs_zram_discard({index})")
 
+    @_gated
     def reset(self):
         _L.need("zs_zram_reset")(self._store())
 
+    @_gated
     def flush(self):
         _L.need("zs_zram_flush")(self._store())
 
+    @_gated
     def compact(self):
         return _L.need("zs_zram_compact")(self._store())
 
+    @_gated
     def mark_idle(self, age_seconds=0):
         _int_arg("age_seconds", age_seconds, 0, (1 << 32) - 1)
         return _check(_L.need("zs_zram_mark_idle")(self._store(), age_seconds), "zs_zram_mark_idle")
 
+    @_gated
     def recompress(self, type="all", threshold=0, max_pages=0):
         r = _L.ZramRecompResult()
         t = _choice(type, RECOMP_TYPES, "type")
@@ -630,6 +744,7 @@ class ZramStore(_Closable):
         return {"scanned": r.scanned, "recompressed": r.recompressed,
                 "incompressible": r.incompressible}
 
+    @_gated
     def slot_info(self, index):
         size, flags, prio = ctypes.c_size_t(), ctypes.c_uint(), ctypes.c_uint()
         _check(_L.need("zs_zram_slot_info")(self._store(), self._index(index), ctypes.byref(size),
@@ -640,6 +755,7 @@ class ZramStore(_Closable):
                 "same": bool(f & (1 << 17)), "huge": bool(f & (1 << 21)),
                 "idle": bool(f & (1 << 22)), "incompressible": bool(f & (1 << 23))}
 
+    @_gated
     def stats(self):
         st = _L.ZramStatsC()
         _L.need("zs_zram_get_stats")(self._store(), ctypes.byref(st))
@@ -650,6 +766,7 @@ class ZramStore(_Closable):
         s = self.stats()
         return {n: s[n] for n in _L.ZRAM_STAT_FIELDS[:9]}
 
+    @_gated
     def reset_mem_used_max(self):
         _L.need("zs_zram_reset_mem_used_max")(self._store())
 

@@ -10,17 +10,38 @@ to keep a large array compressed while it is cold:
         a[:] = ...
         r.pageout()                     # RSS falls; a is still valid
         a.sum()                         # pages fault back in as touched
+        del a                           # before the block ends: see below
 
 Needs userfaultfd permission (root, /dev/userfaultfd access or
 vm.unprivileged_userfaultfd=1); Region.available() says whether it works here.
-Views and arrays point into the mapping: do not use them after close().
-Views keep the Region alive (it is not closed by garbage collection while a
-view or array exists).
+
+Views, arrays and close() (no use of a Region can crash the interpreter):
+
+  - close(), and the end of a with block, raise BufferError while a memoryview
+    (r.view(), any slice or cast of it), a numpy array (r.numpy(), or
+    np.frombuffer of a view) or anything else holding the region's memory
+    exists, as mmap.mmap does; the region stays open and usable.  Delete them
+    (del v, a; or v.release() on memoryviews that nothing was built on) first.
+  - Where nothing can raise, the exported buffers keep the memory valid instead:
+    a with block left by an exception, and a Region dropped (garbage
+    collected) while views of it exist, mark the Region closed and leave the
+    mapping, its store and its fault-handler threads to the views: they are
+    destroyed when the last view or array goes.
+  - After close(), every Region method raises ValueError.
+  - bytes(v), v.tobytes(), a.copy() are copies: they never point into the region.
+
+How: the memory is exported through one ctypes array owned by the Region; every
+memoryview or array of the region holds a reference to it (directly, or through
+the memoryview's shared buffer), so its reference count says whether any exist
+(CPython's exact reference counts), and the array holds the C region, whose
+finalizer destroys it when the Region and the last export are gone.
 """
 import ctypes
+import sys
+import threading
 
 from . import _lib as _L
-from . import ZsError, _Closable, _check, _choice, FREE_MODES
+from . import ZsError, _Closable, _Gate, _check, _choice, FREE_MODES
 
 ADVICE = {"cold": 1, "hot": 2, "pageout": 3}
 
@@ -30,6 +51,25 @@ def available():
     err = ctypes.create_string_buffer(512)
     ok = _L.need("zs_region_available")(err, len(err))
     return bool(ok), err.value.decode(errors="replace")
+
+
+class _Mapping(_Gate):
+    """The C region: destroyed by destroy() or when the last reference goes (the Region's,
+    or an exported buffer's).  Calls into C enter it (with mapping as r:), so destroy()
+    waits for calls in flight on other threads."""
+    __slots__ = ("_destroy",)
+
+    def __init__(self, ptr):
+        super().__init__(ptr, lambda: ValueError("region is closed"))
+        self._destroy = _L.need("zs_region_destroy")
+
+    def destroy(self):
+        p = self.take()
+        if p:
+            self._destroy(p)
+
+    def __del__(self):
+        self.destroy()
 
 
 class Region(_Closable):
@@ -64,20 +104,73 @@ class Region(_Closable):
         if rc < 0:
             msg = err.value.decode(errors="replace")
             raise ZsError(rc, f"zs_region_create: {msg}" if msg else "zs_region_create")
-        self._r = out.value
-        self.size = _L.need("zs_region_size")(self._r)
-        self.addr = _L.need("zs_region_addr")(self._r)
-        self._arr = None
+        self._lock = threading.Lock()   # view()/numpy() against close() on another thread
+        self._m = _Mapping(out.value)
+        self._arr = None                # the exporter: made by the first view()/numpy()
+        self.size = _L.need("zs_region_size")(out.value)
+        self.addr = _L.need("zs_region_addr")(out.value)
+
+    @property
+    def closed(self):
+        return getattr(self, "_m", None) is None
+
+    def _exported(self):
+        """True while a memoryview or array of the region exists: anything but self._arr
+        (and getrefcount's own argument) refers to the exporter."""
+        return self._arr is not None and sys.getrefcount(self._arr) > 2
 
     def close(self):
-        if getattr(self, "_r", None):
-            _L.need("zs_region_destroy")(self._r)
-            self._r = None
+        """Destroy the region now.  BufferError (and the region stays open) while a view or
+        array of it exists; a second close() does nothing."""
+        lock = getattr(self, "_lock", None)
+        if lock is None:
+            return
+        with lock:
+            m = self._m
+            if m is None:
+                return
+            if self._exported():
+                raise BufferError("cannot close a Region while memoryviews or numpy arrays of "
+                                  "it exist: del them (or release() the memoryviews) first")
+            self._arr = None
+            self._m = None
+        m.destroy()                     # waits for C calls in flight on other threads
 
-    def _reg(self):
-        if not getattr(self, "_r", None):
+    def _detach(self):
+        """Closed for its own methods; the views left keep the memory until they go."""
+        with self._lock:
+            self._arr = None
+            self._m = None
+
+    def __exit__(self, exc_type, *exc):
+        if exc_type is None:
+            self.close()
+            return
+        try:                            # do not hide the block's exception behind a BufferError
+            self.close()
+        except BufferError:
+            self._detach()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass                        # views left: the mapping goes with the last of them
+
+    def _mapping(self):
+        m = getattr(self, "_m", None)
+        if m is None:
             raise ValueError("region is closed")
-        return self._r
+        return m
+
+    def _exporter(self):
+        with self._lock:
+            self._mapping()
+            if self._arr is None:
+                arr = (ctypes.c_ubyte * self.size).from_address(self.addr)
+                arr._mapping = self._m  # an export keeps the C region alive
+                self._arr = arr
+            return self._arr
 
     def _range(self, offset, length):
         if length is None:
@@ -89,44 +182,45 @@ class Region(_Closable):
         return self.addr + offset, length
 
     def view(self):
-        """A writable memoryview (format 'B') over the whole region."""
-        self._reg()
-        if self._arr is None:
-            arr = (ctypes.c_ubyte * self.size).from_address(self.addr)
-            arr._region = self   # views keep the region alive
-            self._arr = arr
-        return memoryview(self._arr).cast("B")
+        """A writable memoryview (format 'B') over the whole region (close() raises
+        BufferError while it, or anything made from it, exists)."""
+        return memoryview(self._exporter()).cast("B")
 
     def numpy(self, dtype="uint8", shape=None):
-        """A numpy array over the region (needs numpy)."""
+        """A numpy array over the region (needs numpy; close() raises BufferError while it,
+        or a view of it, exists)."""
         import numpy as np
-        a = np.frombuffer(self.view(), dtype=dtype)
+        a = np.frombuffer(self._exporter(), dtype=dtype)   # its base is the exporter
         return a.reshape(shape) if shape is not None else a
 
     def pageout(self, offset=0, length=None):
         """Compress and drop the resident pages of a range; returns pages stored."""
         a, n = self._range(offset, length)
-        return _check(_L.need("zs_region_pageout")(self._reg(), a, n), "zs_region_pageout")
+        with self._mapping() as r:
+            return _check(_L.need("zs_region_pageout")(r, a, n), "zs_region_pageout")
 
     def release(self, offset=0, length=None):
         """Forget a range: stored objects freed, pages read as zeros afterwards."""
         a, n = self._range(offset, length)
-        _check(_L.need("zs_region_release")(self._reg(), a, n), "zs_region_release")
+        with self._mapping() as r:
+            _check(_L.need("zs_region_release")(r, a, n), "zs_region_release")
 
     def advise(self, advice, offset=0, length=None):
         """advice: "cold" | "hot" | "pageout" (hints for automatic reclaim)."""
         a, n = self._range(offset, length)
-        _check(_L.need("zs_region_advise")(self._reg(), a, n,
-                                             _choice(advice, ADVICE, "advice")),
-               "zs_region_advise")
+        adv = _choice(advice, ADVICE, "advice")
+        with self._mapping() as r:
+            _check(_L.need("zs_region_advise")(r, a, n, adv), "zs_region_advise")
 
     def reclaim(self, target):
         """Page out cold pages until at most target bytes are resident; pages stored."""
-        return _check(_L.need("zs_region_reclaim")(self._reg(), target), "zs_region_reclaim")
+        with self._mapping() as r:
+            return _check(_L.need("zs_region_reclaim")(r, target), "zs_region_reclaim")
 
     def stats(self):
         st = _L.RegionStatsC()
-        _L.need("zs_region_get_stats")(self._reg(), ctypes.byref(st))
+        with self._mapping() as r:
+            _L.need("zs_region_get_stats")(r, ctypes.byref(st))
         d = {n: getattr(st, n) for n in _L.REGION_STAT_FIELDS}
         d["store"] = {n: getattr(st.store, n) for n in _L.ZRAM_STAT_FIELDS}
         d["lat_hist"] = list(st.lat_hist)
