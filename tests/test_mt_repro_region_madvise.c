@@ -1,0 +1,429 @@
+/*
+ * Issue 18 (R1), reproducer ../shared/repro/region_madvise.c as a test: the
+ * application's own madvise(MADV_DONTNEED), munmap and mremap (shrink) of
+ * part of a region must behave as they do on anonymous memory.
+ *
+ *   dontneed        MADV_DONTNEED of a resident page, then a touch: the page
+ *                   reads zeros (the defect: the touching thread faulted
+ *                   forever); the rest of the region keeps its bytes and
+ *                   keeps working (pageout, fault-in).
+ *   dontneed_stored MADV_DONTNEED over paged-out pages (and across a
+ *                   stored/resident boundary): zeros, not the stored copy;
+ *                   the store frees those slots.  1 and 2 handler threads.
+ *   dontneed_loop   rewrite / pageout / MADV_DONTNEED / verify at random on
+ *                   16 pages, per-page expected contents, 2 handlers.
+ *   munmap          the last 16 pages unmapped, another mapping placed
+ *                   there: region calls touching them fail (-EINVAL or
+ *                   -EFAULT), the first 48 pages keep working, stored slots
+ *                   of the unmapped pages are freed, and zs_region_destroy
+ *                   leaves the other mapping alone (the defect: SIGSEGV).
+ *   munmap_hole     4 pages in the middle unmapped: both sides keep working.
+ *   shrink          mremap shrinking the range in place, as munmap.
+ *
+ * Each mode runs in a forked child under a watchdog: a hang is reported as
+ * HANG (killed after the timeout), a crash with its signal.  Exit 77 (ctest
+ * skip) without userfaultfd.  Threads: the region's handler threads race
+ * the application's madvise, so it is a test_mt_ (runs under TSan too).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "zs/region.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+#define PG 4096
+#define NP 64
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SAN_SLOW 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SAN_SLOW 1
+#endif
+#ifdef SAN_SLOW
+#define TIMEOUT_S 30
+#else
+#define TIMEOUT_S 10
+#endif
+
+static int fails;
+#define EXPECT(cond, ...)                                                            \
+	do {                                                                         \
+		if (!(cond)) {                                                       \
+			fails++;                                                     \
+			printf("  FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
+			printf(__VA_ARGS__);                                         \
+			printf("\n");                                                \
+			fflush(stdout);                                              \
+		}                                                                    \
+	} while (0)
+
+static int gone_rc(long rc)
+{
+	return rc == -EINVAL || rc == -EFAULT;
+}
+
+static struct zs_region *mk(unsigned handlers, unsigned char **a)
+{
+	struct zs_region_config c;
+	struct zs_region *r = NULL;
+	char err[512];
+	zs_region_config_init(&c);
+	c.size = NP * PG;
+	c.handler_threads = handlers;
+	int rc = zs_region_create(&c, &r, err, sizeof err);
+	if (rc) {
+		printf("  FAIL create: %d %s\n", rc, err);
+		fails++;
+		return NULL;
+	}
+	*a = zs_region_addr(r);
+	return r;
+}
+
+/* 1 if page p of a holds byte v throughout */
+static int page_is(const unsigned char *a, size_t p, unsigned char v)
+{
+	for (size_t i = 0; i < PG; i++)
+		if (a[p * PG + i] != v)
+			return 0;
+	return 1;
+}
+
+static int count_wrong(const unsigned char *a, size_t from, size_t to, const unsigned char *exp)
+{
+	int bad = 0;
+	for (size_t p = from; p < to; p++)
+		if (!page_is(a, p, exp[p])) {
+			if (bad < 4)
+				printf("  page %zu: want 0x%02x, byte 0 is 0x%02x\n", p, exp[p], a[p * PG]);
+			bad++;
+		}
+	return bad;
+}
+
+/* wait up to 2 s for the region's stored count to reach want (events are asynchronous) */
+static uint64_t wait_stored(struct zs_region *r, uint64_t want, uint64_t *store_pages)
+{
+	struct zs_region_stats st;
+	for (int i = 0; i < 200; i++) {
+		zs_region_get_stats(r, &st);
+		if (st.stored == want && st.store.pages_stored == want)
+			break;
+		usleep(10000);
+	}
+	*store_pages = st.store.pages_stored;
+	return st.stored;
+}
+
+static int mode_dontneed(void)
+{
+	unsigned char *a, exp[NP];
+	struct zs_region *r = mk(1, &a);
+	if (!r)
+		return 1;
+	memset(a, 0x5a, NP * PG);
+	memset(exp, 0x5a, NP);
+	EXPECT(madvise(a, PG, MADV_DONTNEED) == 0, "madvise: %s", strerror(errno));
+	exp[0] = 0;
+	long po = zs_region_pageout(r, a + 2 * PG, PG);
+	EXPECT(po == 1, "pageout of page 2 after the application's MADV_DONTNEED of page 0 -> %ld "
+	       "(want 1: the region keeps working)", po);
+	unsigned char x = a[0];   /* the defect: this touch never returned */
+	EXPECT(x == 0, "page 0 after MADV_DONTNEED reads 0x%02x, want 0 (as anonymous memory)", x);
+	EXPECT(count_wrong(a, 0, NP, exp) == 0, "pages differ after MADV_DONTNEED of page 0");
+	/* the dropped page is ordinary again: written, paged out, faulted back */
+	memset(a, 0x11, PG);
+	exp[0] = 0x11;
+	po = zs_region_pageout(r, a, NP * PG);
+	EXPECT(po == NP, "pageout of the whole region -> %ld, want %d", po, NP);
+	EXPECT(count_wrong(a, 0, NP, exp) == 0, "pages differ after pageout and fault-in");
+	struct zs_region_stats st;
+	zs_region_get_stats(r, &st);
+	EXPECT(!st.broken, "region marked broken by MADV_DONTNEED (it should act as anonymous memory)");
+	zs_region_destroy(r);
+	return 0;
+}
+
+static int mode_dontneed_stored(unsigned handlers)
+{
+	unsigned char *a, exp[NP];
+	struct zs_region *r = mk(handlers, &a);
+	if (!r)
+		return 1;
+	for (size_t p = 0; p < NP; p++) {
+		exp[p] = (unsigned char)(p + 1);
+		memset(a + p * PG, exp[p], PG);
+	}
+	long po = zs_region_pageout(r, a, 32 * PG);
+	EXPECT(po == 32, "pageout [0,32) -> %ld", po);
+	/* stored pages only */
+	EXPECT(madvise(a + 4 * PG, 8 * PG, MADV_DONTNEED) == 0, "madvise: %s", strerror(errno));
+	memset(exp + 4, 0, 8);
+	/* across the stored/resident boundary: 30, 31 stored, 32, 33 resident */
+	EXPECT(madvise(a + 30 * PG, 4 * PG, MADV_DONTNEED) == 0, "madvise: %s", strerror(errno));
+	memset(exp + 30, 0, 4);
+	EXPECT(count_wrong(a, 0, NP, exp) == 0,
+	       "after MADV_DONTNEED of stored pages (%u handlers) they must read zeros, the others "
+	       "their bytes", handlers);
+	/* every page now resident (read above): nothing may remain stored */
+	uint64_t sp = 0, stored = wait_stored(r, 0, &sp);
+	EXPECT(stored == 0 && sp == 0, "after reading every page: region stored %llu, store "
+	       "pages_stored %llu (want 0: slots of pages dropped by MADV_DONTNEED are freed)",
+	       (unsigned long long)stored, (unsigned long long)sp);
+	/* and again: pageout everything, drop a few, re-read */
+	po = zs_region_pageout(r, a, NP * PG);
+	EXPECT(po >= NP - 12 && po <= NP, "pageout all -> %ld", po);
+	EXPECT(madvise(a + 40 * PG, 3 * PG, MADV_DONTNEED) == 0, "madvise: %s", strerror(errno));
+	memset(exp + 40, 0, 3);
+	EXPECT(count_wrong(a, 0, NP, exp) == 0, "second round (%u handlers)", handlers);
+	zs_region_destroy(r);
+	return 0;
+}
+
+static int mode_dontneed_loop(void)
+{
+	enum { N = 16 };
+	unsigned char *a, exp[NP];
+	struct zs_region *r = mk(2, &a);
+	if (!r)
+		return 1;
+	memset(exp, 0, sizeof exp);
+	uint64_t rs = 12345;
+	int wrong = 0;
+	for (int it = 0; it < 600 && !wrong; it++) {
+		uint64_t x = tu_rand(&rs);
+		size_t p = x % N, n = 1 + (x >> 8) % 4;
+		if (p + n > N)
+			n = N - p;
+		switch ((x >> 16) % 4) {
+		case 0:
+			for (size_t i = p; i < p + n; i++) {
+				exp[i] = (unsigned char)(1 + (x >> 24) % 250 + i);
+				memset(a + i * PG, exp[i], PG);
+			}
+			break;
+		case 1: {
+			long k = zs_region_pageout(r, a + p * PG, n * PG);
+			if (k < 0) {
+				EXPECT(k >= 0, "pageout -> %ld at iteration %d", k, it);
+				wrong++;
+			}
+			break;
+		}
+		case 2:
+			EXPECT(madvise(a + p * PG, n * PG, MADV_DONTNEED) == 0, "madvise %s",
+			       strerror(errno));
+			memset(exp + p, 0, n);
+			break;
+		default:
+			for (size_t i = p; i < p + n; i++)
+				if (!page_is(a, i, exp[i])) {
+					printf("  iteration %d: page %zu want 0x%02x got 0x%02x\n", it, i,
+					       exp[i], a[i * PG]);
+					wrong++;
+				}
+		}
+	}
+	wrong += count_wrong(a, 0, N, exp);
+	EXPECT(wrong == 0, "random rewrite/pageout/MADV_DONTNEED: %d wrong pages", wrong);
+	zs_region_destroy(r);
+	return 0;
+}
+
+/* Unmap [from, from+n) (munmap, or mremap shrink when shrink), place another mapping there. */
+static int mode_unmap(size_t from, size_t n, int shrink)
+{
+	unsigned char *a, exp[NP];
+	struct zs_region *r = mk(1, &a);
+	if (!r)
+		return 1;
+	for (size_t p = 0; p < NP; p++) {
+		exp[p] = (unsigned char)(p + 1);
+		memset(a + p * PG, exp[p], PG);
+	}
+	/* stored pages on both sides of the cut */
+	long po = zs_region_pageout(r, a + (from - 8) * PG, (n + 8) * PG);
+	EXPECT(po == (long)n + 8, "pageout -> %ld", po);
+	long po0 = zs_region_pageout(r, a, 4 * PG);
+	EXPECT(po0 == 4, "pageout [0,4) -> %ld", po0);
+	if (shrink) {
+		void *m = mremap(a, NP * PG, from * PG, 0);
+		EXPECT(m == a, "mremap shrink in place -> %p (%s)", m, strerror(errno));
+	} else {
+		EXPECT(munmap(a + from * PG, n * PG) == 0, "munmap: %s", strerror(errno));
+	}
+	unsigned char *o = mmap(a + from * PG, n * PG, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (o != a + from * PG) {
+		printf("  FAIL other mapping at %p (wanted %p): the range was not unmapped\n",
+		       (void *)o, (void *)(a + from * PG));
+		fails++;
+		if (o != MAP_FAILED)
+			munmap(o, n * PG);
+		o = NULL;
+	} else {
+		for (size_t i = 0; i < n * PG; i++)
+			o[i] = (unsigned char)(7 + i / PG);
+	}
+	/* region calls touching the unmapped pages fail; the rest works */
+	long rc = zs_region_pageout(r, a, NP * PG);
+	EXPECT(gone_rc(rc), "pageout of the whole range (partly unmapped) -> %ld, want -EINVAL or "
+	       "-EFAULT", rc);
+	rc = zs_region_pageout(r, a + from * PG, PG);
+	EXPECT(gone_rc(rc), "pageout of an unmapped page -> %ld", rc);
+	rc = zs_region_release(r, a + (from + n - 1) * PG, PG);
+	EXPECT(gone_rc(rc), "release of an unmapped page -> %ld", rc);
+	rc = zs_region_advise(r, a + from * PG, n * PG, ZS_REGION_COLD);
+	EXPECT(gone_rc(rc), "advise of the unmapped pages -> %ld", rc);
+	rc = zs_region_pageout(r, a, from * PG);
+	EXPECT(rc >= 0, "pageout of the still-mapped pages [0,%zu) -> %ld (the region must keep "
+	       "working, as anonymous memory does)", from, rc);
+	size_t after = from + n;
+	if (after < NP) {
+		rc = zs_region_pageout(r, a + after * PG, (NP - after) * PG);
+		EXPECT(rc >= 0, "pageout of the mapped pages after the hole -> %ld", rc);
+	}
+	EXPECT(count_wrong(a, 0, from, exp) == 0, "pages before the unmapped part lost their bytes");
+	if (after < NP)
+		EXPECT(count_wrong(a, after, NP, exp) == 0, "pages after the hole lost their bytes");
+	if (o) {
+		int bad = 0;
+		for (size_t i = 0; i < n * PG; i++)
+			bad += o[i] != (unsigned char)(7 + i / PG);
+		EXPECT(bad == 0, "the other mapping changed under the region: %d bytes", bad);
+	}
+	/* everything mapped is now stored: exactly those slots, nothing of the unmapped pages */
+	zs_region_pageout(r, a, from * PG);
+	if (after < NP)
+		zs_region_pageout(r, a + after * PG, (NP - after) * PG);
+	uint64_t want = NP - n, sp = 0, stored = wait_stored(r, want, &sp);
+	EXPECT(stored == want && sp == want, "region stored %llu, store pages_stored %llu, want "
+	       "%llu: the stored slots of unmapped pages must be freed", (unsigned long long)stored,
+	       (unsigned long long)sp, (unsigned long long)want);
+	zs_region_destroy(r);
+	if (o) {
+		/* the defect: destroy unmapped this (SIGSEGV here) */
+		int bad = 0;
+		for (size_t i = 0; i < n * PG; i++)
+			bad += o[i] != (unsigned char)(7 + i / PG);
+		printf("  other mapping after destroy: %u\n", o[0]);
+		EXPECT(bad == 0, "zs_region_destroy changed the other mapping: %d bytes", bad);
+		munmap(o, n * PG);
+	}
+	unsigned char v;
+	EXPECT(mincore(a, PG, &v) == -1 && errno == ENOMEM,
+	       "zs_region_destroy left the region's own pages mapped");
+	return 0;
+}
+
+struct mode {
+	const char *name;
+	int arg;
+};
+static const struct mode modes[] = {
+	{ "dontneed", 0 },      { "dontneed_stored", 1 }, { "dontneed_stored", 2 },
+	{ "dontneed_loop", 0 }, { "munmap", 0 },          { "munmap_hole", 0 },
+	{ "shrink", 0 },
+};
+
+static int run_in_child(const struct mode *m)
+{
+	fails = 0;
+	if (!strcmp(m->name, "dontneed"))
+		mode_dontneed();
+	else if (!strcmp(m->name, "dontneed_stored"))
+		mode_dontneed_stored((unsigned)m->arg);
+	else if (!strcmp(m->name, "dontneed_loop"))
+		mode_dontneed_loop();
+	else if (!strcmp(m->name, "munmap"))
+		mode_unmap(48, 16, 0);
+	else if (!strcmp(m->name, "munmap_hole"))
+		mode_unmap(20, 4, 0);
+	else
+		mode_unmap(32, 32, 1);
+	fflush(stdout);
+	return fails ? 1 : 0;
+}
+
+/* Fork, run the mode, wait at most TIMEOUT_S: 0 passed, 1 failed (message printed). */
+static int run_mode(const struct mode *m)
+{
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	printf("mode %s %d:\n", m->name, m->arg);
+	fflush(stdout);
+	fflush(stderr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		alarm(TIMEOUT_S + 5);   /* the parent kills first; this catches an orphan */
+		_exit(run_in_child(m));
+	}
+	if (pid < 0) {
+		printf("FAIL %s: fork: %s\n", m->name, strerror(errno));
+		return 1;
+	}
+	int st = 0;
+	for (int ms = 0;; ms += 10) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		if (w == pid)
+			break;
+		if (ms >= TIMEOUT_S * 1000) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			printf("FAIL %s %d: HANG: not finished after %d s (watchdog killed it)\n",
+			       m->name, m->arg, TIMEOUT_S);
+			return 1;
+		}
+		usleep(10000);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (WIFSIGNALED(st)) {
+		printf("FAIL %s %d: CRASH: killed by signal %d (%s)\n", m->name, m->arg,
+		       WTERMSIG(st), strsignal(WTERMSIG(st)));
+		return 1;
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		printf("FAIL %s %d: exit %d (%.2f s)\n", m->name, m->arg, WEXITSTATUS(st), s);
+		return 1;
+	}
+	printf("ok   %s %d (%.2f s)\n", m->name, m->arg, s);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char err[512];
+	if (!zs_region_available(err, sizeof err)) {
+		printf("SKIP: %s\n", err);
+		return 77;
+	}
+	int failed = 0, ran = 0;
+	for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+		if (argc > 1 && strcmp(argv[1], modes[i].name))
+			continue;
+		ran++;
+		int f = run_mode(&modes[i]);
+		failed += f;
+		f ? tu_fail++ : tu_pass++;
+	}
+	if (!ran)
+		printf("no mode named %s\n", argv[1]);
+	return tu_done() || !ran;
+}
