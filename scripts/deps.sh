@@ -2,7 +2,7 @@
 # Installs the Debian packages libzs builds and tests with (root, or sudo).
 # Idempotent and quiet when everything is already there.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config clang liblz4-dev libzstd-dev liblzo2-dev liblzma-dev
+pkgs=(build-essential cmake pkg-config clang liblz4-dev libzstd-dev liblzo2-dev libxxhash-dev liblzma-dev
       xz-utils libjemalloc-dev libmimalloc-dev valgrind python3 python3-pip python3-venv
       python3-matplotlib python3-pytest)
 missing=()

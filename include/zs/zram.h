@@ -19,7 +19,8 @@
  * taken from a small pool, so N threads compress in parallel.
  *
  * Errors are negative errno values (README.md, "Errors"); zs_zram_create
- * sets *out to NULL on failure.
+ * sets *out to NULL on failure, and zs_zram_create_err also says why in a
+ * line of text (the backing file's refusals name the path and the reason).
  */
 #ifndef ZS_ZRAM_H
 #define ZS_ZRAM_H
@@ -77,10 +78,20 @@ struct zs_zram_config {
 	const char *recomp_dict_path;
 	/*
 	 * Writeback (the kernel's backing_dev, CONFIG_ZRAM_WRITEBACK): an
-	 * existing file or device opened read-write at create.  A regular file
-	 * is grown (sparse) to disksize; a block device offers min(its size,
-	 * disksize) / page_size blocks.  NULL -> no writeback (the fields below
-	 * must then stay 0: -EINVAL otherwise).  Open errors: their -errno.
+	 * existing regular file or block device that the store can write and
+	 * read back, opened read-write at create.  A regular file is grown
+	 * (sparse) to disksize; a block device offers min(its size, disksize)
+	 * / page_size blocks.  Refused at create (zs_zram_create_err names the
+	 * path and the reason): a directory, a FIFO, a socket and any
+	 * character device (/dev/null, /dev/zero: what is written is not read
+	 * back) with -EINVAL; a regular file or device with no write permission
+	 * bit (mode & 0222 == 0; refused even for root, who could open it) with
+	 * -EACCES; one that cannot be opened read-write (read-only mount,
+	 * permissions, missing) with open's -errno (-EROFS, -EACCES, -ENOENT).
+	 * The type is checked before the path is opened, so a FIFO or device is
+	 * never opened.  Each block written is checksummed (docs/zram.md).
+	 * NULL -> no writeback (the fields below must then stay 0: -EINVAL
+	 * otherwise).
 	 */
 	const char *backing_path;
 	unsigned writeback_batch_size; /* slots read, written and committed per batch;
@@ -112,8 +123,18 @@ ZS_API void zs_zram_config_init(struct zs_zram_config *cfg);
 
 struct zs_zram;
 
-/* Returns 0 and sets *out, or -EINVAL (bad config/compressor), -EOPNOTSUPP, -ENOMEM. */
+/*
+ * Returns 0 and sets *out, or -EINVAL (bad config/compressor), -EOPNOTSUPP,
+ * -ENOMEM, or a backing file's refusal (backing_path above).
+ */
 ZS_API int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out);
+/*
+ * zs_zram_create that also says why it failed: on error a one-line reason
+ * is written into err (err_len bytes, truncated; none when err is NULL),
+ * as zs_region_create does; on success err is the empty string.
+ */
+ZS_API int zs_zram_create_err(const struct zs_zram_config *cfg, struct zs_zram **out, char *err,
+			      size_t err_len);
 /* Frees every stored object (deferred frees drained) and the store. */
 ZS_API void zs_zram_destroy(struct zs_zram *z);
 
@@ -128,12 +149,22 @@ ZS_API const char *zs_zram_comp_name(const struct zs_zram *z);
  * page limit; -ENOSPC: the object is larger than the allocator takes, e.g.
  * zblock without its huge class), -ENOMEM (memory limit reached), -EIO (the
  * allocator refused to store the object).  On any error the slot keeps its
- * old contents.
+ * old contents.  In a grouped store a write of one slot succeeds also when
+ * its group cannot be read back (the group's other slots then read -EIO).
  */
 ZS_API int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page);
-/* Read slot `index` into buf (buf_len >= page_size).  Never-written slots read as zeros. */
+/*
+ * Read slot `index` into buf (buf_len >= page_size).  Never-written slots
+ * read as zeros.  -EIO when the page cannot be read back (its block of the
+ * backing file fails to read or its checksum does not match, after
+ * retries; a slot of a lost group): buf is then zeroed, never wrong bytes.
+ */
 ZS_API int zs_zram_read(struct zs_zram *z, uint64_t index, void *buf, size_t buf_len);
-/* Drop slot `index` (the kernel's discard: counts notify_free). */
+/*
+ * Drop slot `index` (the kernel's discard: counts notify_free).  0 or
+ * -EINVAL (index out of range): it never fails for lack of memory, also not
+ * in a grouped store, nor because the slot's group cannot be read back.
+ */
 ZS_API int zs_zram_discard(struct zs_zram *z, uint64_t index);
 /*
  * The swap slot-free hook: like discard but never waits; if the slot is
@@ -141,7 +172,14 @@ ZS_API int zs_zram_discard(struct zs_zram *z, uint64_t index);
  */
 ZS_API int zs_zram_free_notify(struct zs_zram *z, uint64_t index);
 
-/* Ranges: `n` consecutive slots from `first`, pages back to back in buf. */
+/*
+ * Ranges: `n` consecutive slots from `first`, pages back to back in buf.
+ * -EINVAL for a range outside the store; otherwise an error of any page is
+ * the call's result (never 0 when part failed).  write_range and read_range
+ * stop at the first failed page (a read's buf contents are then
+ * unspecified: read page by page to learn which failed); discard_range
+ * tries every slot and returns the first error.
+ */
 ZS_API int zs_zram_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const void *buf);
 ZS_API int zs_zram_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf, size_t buf_len);
 ZS_API int zs_zram_discard_range(struct zs_zram *z, uint64_t first, uint64_t n);
@@ -306,6 +344,10 @@ struct zs_zram_stats {
 	/* bd_stat (kernel meanings, in pages): blocks in use on the backing file, pages
 	   read from it, pages written to it */
 	uint64_t bd_count, bd_reads, bd_writes;
+	/* Backing-file read faults (not in the kernel's bd_stat; appended, so older fields keep
+	   their offsets): retries of a failed or mismatching block read, reads that failed for
+	   good (-EIO after every try), and checksum mismatches seen (each try counts). */
+	uint64_t bd_read_retries, bd_read_errors, bd_csum_errors;
 };
 
 ZS_API void zs_zram_get_stats(struct zs_zram *z, struct zs_zram_stats *st);

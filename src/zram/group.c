@@ -15,6 +15,31 @@
  *
  * Each stripe lock owns a group-size buffer, so holding the lock is
  * holding the buffer; 64 stripes keep writers of different groups apart.
+ * Every access to a group's object from the slot view, reads included, runs
+ * under its stripe lock, so a group's object and its slots' marks (below)
+ * change together for every reader.
+ *
+ * Per-slot marks (one byte per slot, under the stripe lock), for the two
+ * cases where a group's object cannot simply be rewritten:
+ *   - M_ZERO, "discarded, bytes still in the object": a discard of part of
+ *     a group must never fail for lack of memory (the kernel's discard
+ *     only frees).  It rewrites the group without the slot when that fits
+ *     (free of the memory limit when the new object is no larger than the
+ *     old: ZRAM_W_SHRINK), and otherwise, or if even that allocation fails,
+ *     only marks the slot: it reads as zeros and its stale bytes go at the
+ *     group's next rewrite or discard.  Such a discard costs no memory at all.
+ *   - M_LOST, "its group could not be read back": a write or discard of one
+ *     slot must not depend on reading its group, whose other slots the store
+ *     then cannot keep (the bytes are gone; only the file had them).  The
+ *     write stores a group holding the new page and zeros, the discard drops
+ *     the group, and every other slot not marked M_ZERO is marked lost: it
+ *     reads -EIO (never zeros, never another slot's bytes) until it is
+ *     written or discarded.  An unreadable group that is only read keeps its
+ *     reference and nothing is marked, so a transient error costs nothing;
+ *     marking happens only when the group has to be replaced.  What is
+ *     conservative: a slot that held zeros, or had been discarded before the
+ *     group went unreadable without a mark, reads -EIO too, as the store
+ *     cannot tell which slots of a lost group held data.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,16 +50,20 @@
 
 #define STRIPES 64
 
+enum { M_ZERO = 1, M_LOST = 2 };
+
 struct zram_group {
 	unsigned g;          /* slots per group */
 	size_t gbytes;
+	unsigned char *mark; /* per slot: 0, M_ZERO or M_LOST; under the group's stripe lock */
 	struct {
 		pthread_mutex_t lock;
 		unsigned char *buf;
 	} stripe[STRIPES];
 };
 
-int zram_group_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zram **out)
+int zram_group_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zram **out,
+		      char *err, size_t err_len)
 {
 	unsigned g = cfg->group_pages;
 	struct zs_zram_config ic = *cfg;
@@ -43,21 +72,29 @@ int zram_group_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zra
 	uint64_t nslots = cfg->disksize / ps;
 	int rc;
 
-	if (g < 2 || g > 16 || (g & (g - 1)) || !zs_page_size_valid(ps * g))
+	if (g < 2 || g > 16 || (g & (g - 1)) || !zs_page_size_valid(ps * g)) {
+		zram_set_err(err, err_len, "group_pages %u: needs a power of two 2..16 with "
+			     "group_pages x page_size <= 65536", g);
 		return -EINVAL;
+	}
 	ic.page_size = ps * g;
 	ic.group_pages = 0;
 	ic.disksize = (nslots + g - 1) / g * ic.page_size;
 	z = calloc(1, sizeof(*z));
 	grp = calloc(1, sizeof(*grp));
-	if (!z || !grp) {
+	if (grp)
+		grp->mark = calloc(nslots, 1);
+	if (!z || !grp || !grp->mark) {
 		free(z);
+		if (grp)
+			free(grp->mark);
 		free(grp);
 		return -ENOMEM;
 	}
-	rc = zs_zram_create(&ic, &z->inner);
+	rc = zs_zram_create_err(&ic, &z->inner, err, err_len);
 	if (rc) {
 		free(z);
+		free(grp->mark);
 		free(grp);
 		return rc;
 	}
@@ -92,6 +129,7 @@ void zram_group_destroy(struct zs_zram *z)
 		pthread_mutex_destroy(&grp->stripe[i].lock);
 		free(grp->stripe[i].buf);
 	}
+	free(grp->mark);
 	free(grp);
 	free(z);
 }
@@ -104,30 +142,110 @@ static int bad_index(struct zs_zram *z, uint64_t index)
 	return 1;
 }
 
-/* Read-modify-write of one slot: page NULL writes zeros (discard). */
+static pthread_mutex_t *stripe_lock(struct zram_group *grp, uint64_t gi)
+{
+	return &grp->stripe[gi % STRIPES].lock;
+}
+
+/* Slots of group gi that exist (the last group may be partial). */
+static unsigned group_slots(struct zs_zram *z, uint64_t gi)
+{
+	uint64_t first = gi * z->grp->g;
+
+	return (unsigned)(z->nslots - first < z->grp->g ? z->nslots - first : z->grp->g);
+}
+
+static void clear_marks(struct zs_zram *z, uint64_t gi)
+{
+	memset(z->grp->mark + gi * z->grp->g, 0, group_slots(z, gi));
+}
+
+/* Count a read answered from the marks alone in the inner store's io_stat. */
+static void count_read(struct zs_zram *z, int failed)
+{
+	struct stream *s = zram_stream_get(z->inner);
+
+	cnt_add(s, C_READS, 1);
+	if (failed)
+		cnt_add(s, C_FAILED_READS, 1);
+	stream_put(s);
+}
+
+/*
+ * Stripe locked, group gi's object unreadable: replace it with one holding
+ * only `page` at slot `index` (or nothing, page NULL) and mark the rest lost.
+ * Marks are set after the replacement succeeded: a failed write leaves the
+ * old (unreadable) reference, which a later read may still get through.
+ */
+static int replace_lost(struct zs_zram *z, uint64_t gi, uint64_t index, const void *page,
+			unsigned char *buf)
+{
+	struct zram_group *grp = z->grp;
+	uint64_t first = gi * grp->g;
+	int rc;
+
+	if (page) {
+		memset(buf, 0, grp->gbytes);
+		memcpy(buf + (index - first) * z->page_size, page, z->page_size);
+		rc = zs_zram_write(z->inner, gi, buf);
+		if (rc)
+			return rc;
+	} else {
+		zs_zram_discard(z->inner, gi);   /* frees the object or block; cannot fail */
+	}
+	for (unsigned k = 0; k < group_slots(z, gi); k++)
+		if (grp->mark[first + k] != M_ZERO)
+			grp->mark[first + k] = M_LOST;
+	grp->mark[index] = 0;
+	return 0;
+}
+
+/* Read-modify-write of one slot: page NULL discards it. */
 static int rmw(struct zs_zram *z, uint64_t index, const void *page)
 {
 	struct zram_group *grp = z->grp;
-	uint64_t gi = index / grp->g;
-	size_t off = (size_t)(index % grp->g) * z->page_size;
-	unsigned si = (unsigned)(gi % STRIPES);
-	unsigned char *buf = grp->stripe[si].buf;
+	uint64_t gi = index / grp->g, first = gi * grp->g;
+	size_t off = (size_t)(index - first) * z->page_size;
+	unsigned char *buf = grp->stripe[gi % STRIPES].buf;
 	int rc;
 
-	pthread_mutex_lock(&grp->stripe[si].lock);
+	pthread_mutex_lock(stripe_lock(grp, gi));
 	rc = zs_zram_read(z->inner, gi, buf, grp->gbytes);
-	if (!rc) {
-		if (page)
-			memcpy(buf + off, page, z->page_size);
-		else
-			memset(buf + off, 0, z->page_size);
-		/* A group of zeros is dropped, as a discard of the whole group. */
-		if (!page && buf[0] == 0 && !memcmp(buf, buf + 1, grp->gbytes - 1))
-			rc = zs_zram_discard(z->inner, gi);
-		else
-			rc = zs_zram_write(z->inner, gi, buf);
+	if (rc) {
+		rc = replace_lost(z, gi, index, page, buf);
+		goto out;
 	}
-	pthread_mutex_unlock(&grp->stripe[si].lock);
+	/* Discarded slots' stale bytes leave with this rewrite. */
+	for (unsigned k = 0; k < group_slots(z, gi); k++)
+		if (grp->mark[first + k] == M_ZERO)
+			memset(buf + (size_t)k * z->page_size, 0, z->page_size);
+	if (page)
+		memcpy(buf + off, page, z->page_size);
+	else
+		memset(buf + off, 0, z->page_size);
+	if (!page && buf[0] == 0 && !memcmp(buf, buf + 1, grp->gbytes - 1)) {
+		/* A group of zeros is dropped, as a discard of the whole group. */
+		rc = zs_zram_discard(z->inner, gi);
+	} else if (page) {
+		rc = zs_zram_write(z->inner, gi, buf);
+	} else {
+		rc = zram_write_flags(z->inner, gi, buf, ZRAM_W_SHRINK);
+		if (rc) {
+			/* No memory for the rewrite: the mark alone discards, costing nothing. */
+			grp->mark[index] = M_ZERO;
+			rc = 0;
+			goto out;
+		}
+	}
+	if (!rc) {
+		/* The new object holds real zeros where marks said so; lost slots stay lost. */
+		for (unsigned k = 0; k < group_slots(z, gi); k++)
+			if (grp->mark[first + k] == M_ZERO)
+				grp->mark[first + k] = 0;
+		grp->mark[index] = 0;
+	}
+out:
+	pthread_mutex_unlock(stripe_lock(grp, gi));
 	return rc;
 }
 
@@ -152,18 +270,28 @@ int zram_group_read(struct zs_zram *z, uint64_t index, void *out)
 {
 	struct zram_group *grp = z->grp;
 	uint64_t gi = index / grp->g;
-	unsigned si = (unsigned)(gi % STRIPES);
-	int rc;
+	unsigned char m;
+	int rc = 0;
 
 	if (bad_index(z, index))
 		return -EINVAL;
-	/* The whole group is decompressed for one slot, as the RFC reads a large folio. */
-	pthread_mutex_lock(&grp->stripe[si].lock);
-	rc = zs_zram_read(z->inner, gi, grp->stripe[si].buf, grp->gbytes);
-	if (!rc)
-		memcpy(out, grp->stripe[si].buf + (size_t)(index % grp->g) * z->page_size,
-		       z->page_size);
-	pthread_mutex_unlock(&grp->stripe[si].lock);
+	pthread_mutex_lock(stripe_lock(grp, gi));
+	m = grp->mark[index];
+	if (m) {
+		memset(out, 0, z->page_size);
+		if (m == M_LOST)
+			rc = -EIO;
+		count_read(z, rc != 0);
+	} else {
+		/* The whole group is decompressed for one slot, as the RFC reads a large folio. */
+		rc = zs_zram_read(z->inner, gi, grp->stripe[gi % STRIPES].buf, grp->gbytes);
+		if (!rc)
+			memcpy(out, grp->stripe[gi % STRIPES].buf +
+			       (size_t)(index % grp->g) * z->page_size, z->page_size);
+		else
+			memset(out, 0, z->page_size);
+	}
+	pthread_mutex_unlock(stripe_lock(grp, gi));
 	return rc;
 }
 
@@ -178,12 +306,13 @@ int zram_group_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const 
 
 		if (i % grp->g == 0 && first + n - i >= grp->g) {
 			uint64_t gi = i / grp->g;
-			unsigned si = (unsigned)(gi % STRIPES);
 
 			/* Under the stripe lock so a concurrent partial write cannot revert it. */
-			pthread_mutex_lock(&grp->stripe[si].lock);
+			pthread_mutex_lock(stripe_lock(grp, gi));
 			rc = zs_zram_write(z->inner, gi, p + (i - first) * z->page_size);
-			pthread_mutex_unlock(&grp->stripe[si].lock);
+			if (!rc)
+				clear_marks(z, gi);
+			pthread_mutex_unlock(stripe_lock(grp, gi));
 			i += grp->g;
 		} else {
 			rc = rmw(z, i, p + (i - first) * z->page_size);
@@ -195,6 +324,7 @@ int zram_group_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const 
 	return 0;
 }
 
+/* Stops at the first page that cannot be read: the call's result is that error. */
 int zram_group_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf)
 {
 	struct zram_group *grp = z->grp;
@@ -204,8 +334,22 @@ int zram_group_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *b
 		int rc;
 
 		if (i % grp->g == 0 && first + n - i >= grp->g) {
-			rc = zs_zram_read(z->inner, i / grp->g, p + (i - first) * z->page_size,
-					  grp->gbytes);
+			uint64_t gi = i / grp->g;
+			unsigned char *dst = p + (i - first) * z->page_size;
+
+			pthread_mutex_lock(stripe_lock(grp, gi));
+			rc = zs_zram_read(z->inner, gi, dst, grp->gbytes);
+			for (unsigned k = 0; !rc && k < grp->g; k++) {
+				unsigned char m = grp->mark[i + k];
+
+				if (m)
+					memset(dst + (size_t)k * z->page_size, 0, z->page_size);
+				if (m == M_LOST) {
+					rc = -EIO;
+					count_read(z, 1);
+				}
+			}
+			pthread_mutex_unlock(stripe_lock(grp, gi));
 			i += grp->g;
 		} else {
 			rc = zram_group_read(z, i, p + (i - first) * z->page_size);
@@ -215,6 +359,45 @@ int zram_group_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *b
 			return rc;
 	}
 	return 0;
+}
+
+/* Whole aligned groups are dropped outright (no read, no memory); the edges per slot. */
+int zram_group_discard_range(struct zs_zram *z, uint64_t first, uint64_t n)
+{
+	struct zram_group *grp = z->grp;
+	int rc = 0;
+
+	for (uint64_t i = first; i < first + n;) {
+		int r;
+
+		if (i % grp->g == 0 && first + n - i >= grp->g) {
+			uint64_t gi = i / grp->g;
+
+			pthread_mutex_lock(stripe_lock(grp, gi));
+			r = zs_zram_discard(z->inner, gi);
+			if (!r)
+				clear_marks(z, gi);
+			pthread_mutex_unlock(stripe_lock(grp, gi));
+			i += grp->g;
+		} else {
+			r = rmw(z, i, NULL);
+			i++;
+		}
+		if (r && !rc)
+			rc = r;
+	}
+	return rc;
+}
+
+void zram_group_reset_marks(struct zs_zram *z)
+{
+	struct zram_group *grp = z->grp;
+
+	for (uint64_t gi = 0; gi * grp->g < z->nslots; gi++) {
+		pthread_mutex_lock(stripe_lock(grp, gi));
+		clear_marks(z, gi);
+		pthread_mutex_unlock(stripe_lock(grp, gi));
+	}
 }
 
 int zram_group_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsigned *flags,

@@ -95,13 +95,31 @@ struct zs_zram {
 
 /* ---- group.c: large-folio groups (cfg.group_pages > 1) ---- */
 struct zram_group;
-int zram_group_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zram **out);
+int zram_group_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zram **out,
+		      char *err, size_t err_len);
 void zram_group_destroy(struct zs_zram *z);
 int zram_group_write(struct zs_zram *z, uint64_t index, const void *page);
 int zram_group_read(struct zs_zram *z, uint64_t index, void *buf);
 int zram_group_discard(struct zs_zram *z, uint64_t index);
 int zram_group_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const void *buf);
 int zram_group_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf);
+int zram_group_discard_range(struct zs_zram *z, uint64_t first, uint64_t n);
+/* zs_zram_reset of the slot view: forget the per-slot marks with the data. */
+void zram_group_reset_marks(struct zs_zram *z);
+
+/*
+ * zs_zram_write with flags.  ZRAM_W_SHRINK: the write replaces the slot's
+ * in-memory object with one no larger (a group rewritten without a
+ * discarded slot), so the memory limit does not apply to it; if the slot
+ * turns out to hold less than that (written back, same-filled) the limit
+ * applies as usual.
+ */
+#define ZRAM_W_SHRINK 1u
+int zram_write_flags(struct zs_zram *z, uint64_t index, const void *page, unsigned wflags);
+
+/* create's reason for a failure, into err (err_len bytes; nothing when err is NULL). */
+void zram_set_err(char *err, size_t err_len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 int zram_group_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsigned *flags,
 			 unsigned *prio);
 /* The store whose slots maintenance and statistics walk: the group store when grouped. */
@@ -196,11 +214,14 @@ void zram_params_free(struct zram_params *p);
 
 /* ---- writeback.c: hooks the slot code calls only for F_WB slots ---- */
 struct zram_wb;
-int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg);
+/* Checks and opens cfg->backing_path; -errno with the reason in err. */
+int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg, char *err,
+		   size_t err_len);
 void zram_wb_destroy(struct zs_zram *z);
 /* Slot locked, F_WB set: release its block (punching the hole) and drop it from the counts. */
 void zram_wb_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f);
-/* Slot locked, F_WB set: read the page back from the file. */
+/* Slot locked, F_WB set: read the page back from the file, checksum checked and retried;
+ * -EIO (buf zeroed) when it cannot be read back. */
 int zram_wb_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f,
 			void *buf);
 void zram_wb_stats(struct zs_zram *z, struct zs_zram_stats *st);

@@ -22,6 +22,24 @@
  *     punched (the bit is cleared last).
  *   - No fsync: zram's writeback is not crash safe either; data written is
  *     read back through the page cache of the same file.
+ *   - The backing path is checked at create before it is opened (stat, so
+ *     that a FIFO or a device with side effects on open is never opened):
+ *     only a regular file or a block device, opened read-write, and a
+ *     regular file with no write permission bit at all is refused even for
+ *     root (whose CAP_DAC_OVERRIDE would otherwise let the store overwrite a
+ *     file its owner marked read-only).  /dev/null and /dev/zero are
+ *     character devices: writes vanish and reads return zeros, so the store
+ *     would hand back zeros for every page it wrote there.
+ *   - Every block carries a checksum (XXH3, 64 bits kept as 32, one per
+ *     block in csum[], written in phase 2 while the block is still private
+ *     to the writeback and published by the commit's slot unlock), checked
+ *     after every read: a file that changed under the store (truncated,
+ *     rewritten by someone else, a device returning other bytes) gives
+ *     -EIO, never its bytes.  A failed read or a mismatch is retried
+ *     (READ_TRIES in all) because the cause can be transient (an injected
+ *     or real EIO, an NFS hiccup); bd_read_retries and bd_read_errors count
+ *     both outcomes.  libxxhash is used header-only (XXH_INLINE_ALL), so
+ *     libzs.a gains no link dependency.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +58,12 @@
 #include "zram/internal.h"
 #include "zs/harness.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+/* Attempts per block read: a transient error costs a retry, not the page. */
+#define READ_TRIES 3
+
 struct zram_wb {
 	int fd;
 	int punch;                 /* regular file: free blocks with FALLOC_FL_PUNCH_HOLE */
@@ -48,6 +72,7 @@ struct zram_wb {
 	uint64_t nblocks;
 	pthread_mutex_t lock;      /* bitmap, hint, limit, injection */
 	uint64_t *bitmap;
+	uint32_t *csum;            /* per block: checksum of the bytes written there */
 	uint64_t hint;
 	int limit_enable;
 	uint64_t limit;
@@ -55,9 +80,63 @@ struct zram_wb {
 	int inj_on[2];
 	pthread_mutex_t run;       /* one zs_zram_writeback at a time */
 	_Atomic uint64_t bd_count, bd_reads, bd_writes;
+	_Atomic uint64_t read_retries, read_errors, csum_errors;
 };
 
-int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg)
+static uint32_t block_csum(const void *p, size_t len)
+{
+	return (uint32_t)XXH3_64bits(p, len);
+}
+
+static int refuse(char *err, size_t err_len, int rc, const char *path, const char *why)
+{
+	zram_set_err(err, err_len, "backing file %s: %s", path, why);
+	return rc;
+}
+
+/* What the store can use: -errno with the reason in err, or the open fd. */
+static int backing_open(const char *path, struct stat *st, char *err, size_t err_len)
+{
+	struct stat st2;
+	int fd;
+
+	if (stat(path, st))
+		return refuse(err, err_len, -errno, path, strerror(errno));
+	/* By type before opening: a FIFO or a character device is never opened at all. */
+	if (S_ISDIR(st->st_mode))
+		return refuse(err, err_len, -EINVAL, path, "is a directory (needs a regular file "
+			      "or a block device)");
+	if (S_ISCHR(st->st_mode))
+		return refuse(err, err_len, -EINVAL, path, "is a character device, which cannot "
+			      "read back what is written to it (needs a regular file or a block "
+			      "device)");
+	if (S_ISFIFO(st->st_mode))
+		return refuse(err, err_len, -EINVAL, path, "is a FIFO (needs a regular file or a "
+			      "block device)");
+	if (!S_ISREG(st->st_mode) && !S_ISBLK(st->st_mode))
+		return refuse(err, err_len, -EINVAL, path, "is not a regular file or a block "
+			      "device");
+	if (!(st->st_mode & 0222))
+		return refuse(err, err_len, -EACCES, path, "is read-only (no write permission "
+			      "bit; refused even for root)");
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		int e = errno;
+
+		return refuse(err, err_len, -e, path, e == EROFS ? "is on a read-only file system"
+			      : e == EACCES || e == EPERM ? "cannot be opened for writing"
+			      : strerror(e));
+	}
+	/* The path may have been replaced between stat and open: judge what was opened. */
+	if (fstat(fd, &st2) || st2.st_dev != st->st_dev || st2.st_ino != st->st_ino) {
+		close(fd);
+		return refuse(err, err_len, -EINVAL, path, "changed while being opened");
+	}
+	return fd;
+}
+
+int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg, char *err,
+		   size_t err_len)
 {
 	struct zram_wb *wb;
 	struct stat st;
@@ -65,24 +144,27 @@ int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg)
 	int fd;
 
 	if (cfg->writeback_batch_size > ZS_ZRAM_MAX_WB_BATCH ||
-	    (cfg->writeback_compressed != 0 && cfg->writeback_compressed != 1))
-		return -EINVAL;
-	if (!cfg->backing_path)
-		return cfg->writeback_batch_size || cfg->writeback_compressed ? -EINVAL : 0;
-	fd = open(cfg->backing_path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || S_ISDIR(st.st_mode)) {
-		close(fd);
+	    (cfg->writeback_compressed != 0 && cfg->writeback_compressed != 1)) {
+		zram_set_err(err, err_len, "writeback_batch_size or writeback_compressed out of "
+			     "range");
 		return -EINVAL;
 	}
+	if (!cfg->backing_path) {
+		if (!cfg->writeback_batch_size && !cfg->writeback_compressed)
+			return 0;
+		zram_set_err(err, err_len, "writeback options given without a backing_path");
+		return -EINVAL;
+	}
+	fd = backing_open(cfg->backing_path, &st, err, err_len);
+	if (fd < 0)
+		return fd;
 	if (S_ISREG(st.st_mode)) {
 		/* Grow sparse to the disk size; blocks take space only while used. */
 		if ((uint64_t)st.st_size < blocks * z->page_size &&
 		    ftruncate(fd, (off_t)(blocks * z->page_size))) {
 			int e = errno;
 			close(fd);
-			return -e;
+			return refuse(err, err_len, -e, cfg->backing_path, strerror(e));
 		}
 	}
 #ifdef BLKGETSIZE64
@@ -94,15 +176,21 @@ int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg)
 #endif
 	if (!blocks) {
 		close(fd);
-		return -EINVAL;
+		return refuse(err, err_len, -EINVAL, cfg->backing_path, "is smaller than one page");
 	}
 	wb = calloc(1, sizeof(*wb));
-	if (wb)
+	if (wb) {
 		wb->bitmap = calloc((blocks + 63) / 64, sizeof(uint64_t));
-	if (!wb || !wb->bitmap) {
-		if (wb)
-			free(wb);
+		wb->csum = calloc(blocks, sizeof(uint32_t));
+	}
+	if (!wb || !wb->bitmap || !wb->csum) {
+		if (wb) {
+			free(wb->bitmap);
+			free(wb->csum);
+		}
+		free(wb);
 		close(fd);
+		zram_set_err(err, err_len, "no memory for the backing file's block table");
 		return -ENOMEM;
 	}
 	wb->fd = fd;
@@ -126,6 +214,7 @@ void zram_wb_destroy(struct zs_zram *z)
 	pthread_mutex_destroy(&wb->lock);
 	pthread_mutex_destroy(&wb->run);
 	free(wb->bitmap);
+	free(wb->csum);
 	free(wb);
 	z->wb = NULL;
 }
@@ -239,23 +328,44 @@ void zram_wb_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, u
 	cnt_add(s, C_PAGES_STORED, -1);
 }
 
+/* One attempt: the block's bytes into dst, checked against the checksum written with them. */
+static int read_block(struct zs_zram *z, void *dst, size_t len, uint64_t blk)
+{
+	int rc = file_io(z, 1, dst, len, blk);
+
+	if (!rc && block_csum(dst, len) != z->wb->csum[blk]) {
+		atomic_fetch_add_explicit(&z->wb->csum_errors, 1, memory_order_relaxed);
+		rc = -EIO;
+	}
+	return rc;
+}
+
 int zram_wb_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f,
 			void *buf)
 {
 	size_t len = f & F_SIZE_MASK;
 	zs_assert_internal(slot_is_locked(sl) && (f & F_WB));
+	/* A page-size block is the page: read it straight into the caller's buffer. */
+	void *dst = len == z->page_size ? buf : s->local_copy;
 	int rc;
 
-	if (len == z->page_size) {
-		rc = file_io(z, 1, buf, len, sl->handle);
-	} else {
-		rc = file_io(z, 1, s->local_copy, len, sl->handle);
-		if (!rc && zs_decompress((f & F_PRIO_MASK) ? s->recomp : s->comp, s->local_copy, len,
-					 buf, z->page_size) < 0)
-			rc = -EIO;
+	for (int t = 0;; t++) {
+		rc = read_block(z, dst, len, sl->handle);
+		if (!rc || t + 1 == READ_TRIES)
+			break;
+		atomic_fetch_add_explicit(&z->wb->read_retries, 1, memory_order_relaxed);
 	}
-	if (rc)
-		return rc;
+	/* Checksummed bytes that do not decompress are not the page either. */
+	if (!rc && dst != buf &&
+	    zs_decompress((f & F_PRIO_MASK) ? s->recomp : s->comp, dst, len, buf, z->page_size) < 0)
+		rc = -EIO;
+	if (rc) {
+		/* Nothing of a failed read reaches the caller: a careless one sees zeros, not
+		 * another page's or the file's wrong bytes. */
+		memset(buf, 0, z->page_size);
+		atomic_fetch_add_explicit(&z->wb->read_errors, 1, memory_order_relaxed);
+		return -EIO;
+	}
 	atomic_fetch_add_explicit(&z->wb->bd_reads, 1, memory_order_relaxed);
 	return 0;
 }
@@ -267,6 +377,9 @@ void zram_wb_stats(struct zs_zram *z, struct zs_zram_stats *st)
 	st->bd_count = atomic_load_explicit(&z->wb->bd_count, memory_order_relaxed);
 	st->bd_reads = atomic_load_explicit(&z->wb->bd_reads, memory_order_relaxed);
 	st->bd_writes = atomic_load_explicit(&z->wb->bd_writes, memory_order_relaxed);
+	st->bd_read_retries = atomic_load_explicit(&z->wb->read_retries, memory_order_relaxed);
+	st->bd_read_errors = atomic_load_explicit(&z->wb->read_errors, memory_order_relaxed);
+	st->bd_csum_errors = atomic_load_explicit(&z->wb->csum_errors, memory_order_relaxed);
 }
 
 /* ---- limit ---- */
@@ -433,6 +546,8 @@ int zs_zram_writeback(struct zs_zram *zv, enum zs_zram_wb_type type, unsigned lo
 		unsigned ok = 0;
 		int werr = 0;
 		for (; ok < n; ok++) {
+			/* The block is ours until the commit publishes it: no reader sees csum yet. */
+			wb->csum[items[ok].blk] = block_csum(bufs + (size_t)ok * ps, items[ok].len);
 			werr = file_io(z, 0, bufs + (size_t)ok * ps, items[ok].len, items[ok].blk);
 			if (werr)
 				break;

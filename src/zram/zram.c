@@ -26,9 +26,42 @@
  *     pool, local_copy only for page-spanning objects) and decompress into
  *     the caller's buffer; huge objects are copied, using the caller's buffer
  *     as the local copy so a spanning huge object costs one copy.
+ *
+ * Lock order (the one place it is written; a thread takes them top down and
+ * never takes a higher one while holding a lower one):
+ *   1. a group stripe lock (group.c; slot-view calls of a grouped store: all
+ *      inner-store calls of a read-modify-write run under it);
+ *   2. wb->run (writeback.c: one zs_zram_writeback at a time);
+ *   3. a stream (stream.c: a busy flag, spun/yielded for; held across the
+ *      slot lock by write, read, discard, reset, writeback and recompress);
+ *   4. one slot lock (the F_SLOCK bit; never two at once: every walk of the
+ *      table locks and unlocks slot by slot);
+ *   5. leaves, taken under a slot lock and never around one: wb->lock
+ *      (block bitmap, limit, injection), the file I/O of a block (pread,
+ *      fallocate), and the backend's own locks (zsmalloc's pool, class and
+ *      zspage locks, src/zsmalloc/lock.h), which never call back into the
+ *      store.  The backend's allocation runs before the slot lock.
+ *
+ * Why the region's fault path cannot deadlock on the store: the region's
+ * handler calls zs_zram_read and zs_zram_discard, which take locks 1, 3, 4
+ * and 5.  It could only wait forever if a holder of one of those were
+ * itself waiting for a page fault on region memory.  The store touches no
+ * memory under these locks but its own (stream and stripe buffers,
+ * local_copy, pool pages, the slot table) and the caller's `page`/`buf`
+ * arguments; every lock above is held only for bounded work on those.  So a
+ * holder can fault only on a caller's buffer, and the region passes none
+ * that can fault: its handler reads into its private buffer (malloc'd, not
+ * region memory), and its reclaim writes either from a private copy or
+ * straight from pages that are resident and write-protected, whose reads do
+ * not fault.  The region also blocks signals inside its calls into the
+ * store, so a signal handler that touches region memory cannot run on a
+ * thread holding a store lock.  A program that passes region memory of a
+ * region over the same store as a buffer must keep it resident for the call.
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,7 +151,19 @@ void zs_zram_config_init(struct zs_zram_config *cfg)
 	zs_backend_config_init(&cfg->backend);
 }
 
-int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
+void zram_set_err(char *err, size_t err_len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !err_len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, err_len, fmt, ap);
+	va_end(ap);
+}
+
+static int create(const struct zs_zram_config *cfg, struct zs_zram **out, char *err,
+		  size_t err_len)
 {
 	struct zs_zram_config def;
 	struct zs_backend_config bc;
@@ -132,12 +177,17 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 		cfg = &def;
 	}
 	ps = cfg->page_size ? cfg->page_size : 4096;
-	if (!zs_page_size_valid(ps))
+	if (!zs_page_size_valid(ps)) {
+		zram_set_err(err, err_len, "page_size %zu is not a power of two in 4096..65536", ps);
 		return -EINVAL;
-	if (cfg->disksize / ps == 0 || cfg->disksize / ps > ZS_ZRAM_MAX_SLOTS)
+	}
+	if (cfg->disksize / ps == 0 || cfg->disksize / ps > ZS_ZRAM_MAX_SLOTS) {
+		zram_set_err(err, err_len, "disksize %llu gives no slot or more than "
+			     "ZS_ZRAM_MAX_SLOTS", (unsigned long long)cfg->disksize);
 		return -EINVAL;
+	}
 	if (cfg->group_pages > 1)
-		return zram_group_create(cfg, ps, out);
+		return zram_group_create(cfg, ps, out, err, err_len);
 	if (cfg->mem_limit > ZS_ZRAM_MAX_MEM_LIMIT || cfg->streams > ZS_ZRAM_MAX_STREAMS)
 		return -EINVAL;
 	if ((cfg->deferred_free != 0 && cfg->deferred_free != 1) ||
@@ -187,7 +237,7 @@ int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
 	if ((rc = zram_streams_create(z, cfg, &prm)))
 		goto fail;
 	snprintf(z->comp_name, sizeof(z->comp_name), "%s", zs_comp_name(z->streams[0].comp));
-	if ((rc = zram_wb_create(z, cfg)))
+	if ((rc = zram_wb_create(z, cfg, err, err_len)))
 		goto fail;
 	zram_params_free(&prm);
 	*out = z;
@@ -200,6 +250,25 @@ fail:
 	free(z->slots);
 	free(z);
 	return rc;
+}
+
+int zs_zram_create_err(const struct zs_zram_config *cfg, struct zs_zram **out, char *err,
+		       size_t err_len)
+{
+	int rc;
+
+	if (err && err_len)
+		err[0] = 0;
+	rc = create(cfg, out, err, err_len);
+	/* Every failure gets a line: the specific reason where one was written, else the code. */
+	if (rc && err && err_len && !err[0])
+		zram_set_err(err, err_len, "zs_zram_create: %s", strerror(-rc));
+	return rc;
+}
+
+int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
+{
+	return create(cfg, out, NULL, 0);
 }
 
 void zs_zram_destroy(struct zs_zram *z)
@@ -314,12 +383,23 @@ int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 {
 	if (unlikely(z->grp))
 		return zram_group_write(z, index, page);
+	return zram_write_flags(z, index, page, 0);
+}
+
+/* Slot locked: does replacing its object by one of n bytes free at least as much as it takes? */
+static inline int frees_enough(const struct slot *sl, uint32_t f, int n)
+{
+	return sl->handle && !(f & (F_SAME | F_WB)) && (f & F_SIZE_MASK) >= (uint32_t)n;
+}
+
+int zram_write_flags(struct zs_zram *z, uint64_t index, const void *page, unsigned wflags)
+{
 	struct zs_zram_store_decision d;
 	struct stream *s;
 	struct slot *sl;
 	unsigned long h;
 	uint32_t f, nf;
-	int n;
+	int n, over = 0;
 
 	if (unlikely(index >= z->nslots || !page)) {
 		count_invalid(z);
@@ -346,9 +426,13 @@ int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 		goto fail;
 	}
 	if (unlikely(!can_store(z))) {
-		zs_backend_free(z->b, h);
-		n = -ENOMEM;
-		goto fail;
+		/* A shrinking rewrite decides under the slot lock, where the old size is stable. */
+		over = 1;
+		if (likely(!(wflags & ZRAM_W_SHRINK))) {
+			zs_backend_free(z->b, h);
+			n = -ENOMEM;
+			goto fail;
+		}
 	}
 	/* The allocator refused a handle it just gave out: an I/O error, not a memory shortage. */
 	if (unlikely(zs_backend_write(z->b, h, d.data, (size_t)n))) {
@@ -358,6 +442,12 @@ int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 	}
 
 	f = slot_lock(sl);
+	if (unlikely(over) && !frees_enough(sl, f, n)) {
+		slot_unlock(sl, f);
+		zs_backend_free(z->b, h);
+		n = -ENOMEM;
+		goto fail;
+	}
 	f = zram_slot_free_locked(z, s, sl, f);
 	sl->handle = h;
 	if (z->track_actime)
@@ -565,16 +655,25 @@ int zs_zram_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf,
 
 int zs_zram_discard_range(struct zs_zram *z, uint64_t first, uint64_t n)
 {
+	int rc = 0;
+
 	if (!range_ok(z, first, n))
 		return -EINVAL;
-	for (uint64_t i = 0; i < n; i++)
-		zs_zram_discard(z, first + i);
-	return 0;
+	if (z->grp)
+		return zram_group_discard_range(z, first, n);
+	/* Every slot is tried; a failure anywhere is the call's result, never 0. */
+	for (uint64_t i = 0; i < n; i++) {
+		int r = zs_zram_discard(z, first + i);
+
+		if (r && !rc)
+			rc = r;
+	}
+	return rc;
 }
 
-void zs_zram_reset(struct zs_zram *z)
+void zs_zram_reset(struct zs_zram *zv)
 {
-	z = zram_inner(z);
+	struct zs_zram *z = zram_inner(zv);
 	struct stream *s = zram_stream_get(z);
 
 	for (uint64_t i = 0; i < z->nslots; i++) {
@@ -584,6 +683,9 @@ void zs_zram_reset(struct zs_zram *z)
 		slot_unlock(sl, zram_slot_free_locked(z, s, sl, f));
 	}
 	stream_put(s);
+	/* After the objects: a mark cleared first would let a slot read its stale group bytes. */
+	if (zv->grp)
+		zram_group_reset_marks(zv);
 	zs_zram_flush(z);
 }
 
