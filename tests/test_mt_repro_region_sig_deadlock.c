@@ -229,7 +229,9 @@ static int run_mode(int self, int secs)
 	pid_t pid = fork();
 	if (pid == 0) {
 		alarm((unsigned)limit + 5);
-		_exit(child(self, secs));
+		int rc = child(self, secs);
+		fflush(stdout);
+		_exit(rc);
 	}
 	if (pid < 0) {
 		printf("FAIL %s: fork: %s\n", name, strerror(errno));

@@ -1,0 +1,264 @@
+/*
+ * Issue 18 (R4, R5), reproducer ../shared/repro/region_wbread.c as a test: a
+ * region whose store wrote its pages back to a backing file, and the file
+ * then fails.  As with the kernel's swap, an access gets its bytes or
+ * SIGBUS, never wrong bytes (the defect: zeros, silently).
+ *
+ *   lost       the file is truncated after writeback: every access gets its
+ *              bytes or SIGBUS; none wrong.
+ *   transient  one read of the file fails once (injected EIO): retried,
+ *              every page right, no SIGBUS.
+ *   inject_all every read of the file fails (injected, until cleared):
+ *              SIGBUS or right, none wrong.
+ *   corrupt    the file's bytes are overwritten after writeback: the
+ *              checksums catch it (SIGBUS or right, none wrong).
+ *
+ * After each mode a page that raised SIGBUS must recover once released:
+ * it reads zeros, takes new bytes, pages out and faults back right.
+ * Each mode runs in a forked child under a watchdog (HANG after the
+ * timeout).  Exit 77 without userfaultfd.  The region's handler threads do
+ * the failing reads, so it runs under TSan too (test_mt_).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "zs/harness.h"
+#include "zs/region.h"
+
+#define PG 4096
+#define NP 64
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SAN_SLOW 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SAN_SLOW 1
+#endif
+#ifdef SAN_SLOW
+#define TIMEOUT_S 30
+#else
+#define TIMEOUT_S 10
+#endif
+
+static sigjmp_buf jb;
+static void on_bus(int s)
+{
+	(void)s;
+	siglongjmp(jb, 1);
+}
+
+static void rnd(unsigned char *b, size_t n, uint64_t x)
+{
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		b[i] = (unsigned char)x;
+	}
+}
+
+/* Read page p: 0 right, 1 SIGBUS, 2 wrong bytes. */
+__attribute__((noinline)) static int probe(const unsigned char *a, size_t p, const unsigned char *e)
+{
+	if (sigsetjmp(jb, 1))
+		return 1;
+	return memcmp(e, (const void *)(a + p * PG), PG) ? 2 : 0;
+}
+
+/* Write page p: 0 done, 1 SIGBUS. */
+__attribute__((noinline)) static int store(unsigned char *a, size_t p, const unsigned char *e)
+{
+	if (sigsetjmp(jb, 1))
+		return 1;
+	memcpy(a + p * PG, e, PG);
+	return 0;
+}
+
+static int child(const char *mode)
+{
+	char path[] = "/tmp/zs_test_wbreadXXXXXX", err[512];
+	int fails = 0;
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		perror("mkstemp");
+		return 1;
+	}
+	close(fd);
+	struct zs_region_config c;
+	struct zs_region *r;
+	zs_region_config_init(&c);
+	c.size = NP * PG;
+	c.store.backing_path = path;
+	if (zs_region_create(&c, &r, err, sizeof err)) {
+		printf("  FAIL create: %s\n", err);
+		unlink(path);
+		return 1;
+	}
+	unsigned char *a = zs_region_addr(r);
+	struct zs_zram *z = zs_region_store(r);
+	for (size_t i = 0; i < NP; i++)
+		rnd(a + i * PG, PG, i + 1);   /* incompressible: huge, written back */
+	long po = zs_region_pageout(r, a, NP * PG);
+	struct zs_zram_wb_result res = { 0, 0 };
+	int rc = zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 0, &res);
+	if (po != NP || rc || res.written != NP) {
+		printf("  FAIL setup: pageout %ld, writeback rc %d written %lu (want %d, 0, %d)\n", po,
+		       rc, res.written, NP, NP);
+		fails++;
+	}
+	if (!strcmp(mode, "transient")) {
+		zs_zram_wb_inject(z, 1, 0, 1);
+	} else if (!strcmp(mode, "inject_all")) {
+		zs_zram_wb_inject(z, 1, 0, 0);
+	} else if (!strcmp(mode, "corrupt")) {
+		int f = open(path, O_WRONLY);
+		unsigned char junk[PG];
+		for (size_t i = 0; f >= 0 && i < NP; i++) {
+			rnd(junk, PG, 1000 + i);
+			if (pwrite(f, junk, PG, (off_t)(i * PG)) != PG)
+				perror("pwrite");
+		}
+		if (f >= 0)
+			close(f);
+	} else if (truncate(path, 0)) {
+		perror("truncate");
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_bus;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_NODEFER;
+	sigaction(SIGBUS, &sa, NULL);
+	unsigned char e[PG];
+	size_t right = 0, bus = 0, wrong = 0;
+	unsigned char got[NP];
+	for (size_t i = 0; i < NP; i++) {
+		rnd(e, PG, i + 1);
+		got[i] = (unsigned char)probe(a, i, e);
+		right += got[i] == 0;
+		bus += got[i] == 1;
+		wrong += got[i] == 2;
+	}
+	printf("  %s: writeback written %lu; right %zu sigbus %zu wrong %zu\n", mode, res.written,
+	       right, bus, wrong);
+	if (wrong) {
+		printf("  FAIL %zu pages read WRONG bytes (want each page right or SIGBUS)\n", wrong);
+		fails++;
+	}
+	if (!strcmp(mode, "transient") && (right != NP || bus)) {
+		printf("  FAIL one failed read of the backing file cost a page: right %zu sigbus %zu "
+		       "(want %d and 0: a transient error is retried)\n", right, bus, NP);
+		fails++;
+	}
+	if (strcmp(mode, "transient") && bus == 0 && wrong == 0 && right == NP)
+		printf("  note: every page read right (nothing failed?)\n");
+	/* the page that raised SIGBUS raises it again until released, then is ordinary memory */
+	zs_zram_wb_inject(z, 1, UINT64_MAX, 0);
+	size_t again = 0, recovered = 0;
+	for (size_t i = 0; i < NP; i++) {
+		if (got[i] != 1)
+			continue;
+		rnd(e, PG, i + 1);
+		if (probe(a, i, e) == 1)
+			again++;
+		int rr = zs_region_release(r, a + i * PG, PG);
+		memset(e, 0, PG);
+		int z0 = probe(a, i, e);
+		rnd(e, PG, 5000 + i);
+		int ok = 0;
+		if (rr == 0 && z0 == 0 && store(a, i, e) == 0) {
+			long k = zs_region_pageout(r, a + i * PG, PG);
+			ok = k == 1 && probe(a, i, e) == 0;
+		}
+		if (ok) {
+			recovered++;
+		} else {
+			if (fails < 4)
+				printf("  FAIL page %zu after SIGBUS: release %d, then reads %s\n", i,
+				       rr, z0 == 0 ? "zeros but does not take new bytes" :
+				       z0 == 1 ? "SIGBUS" : "non-zero bytes");
+			fails++;
+		}
+	}
+	if (bus)
+		printf("  %zu SIGBUS pages: %zu raised SIGBUS again before release, %zu recovered after "
+		       "release\n", bus, again, recovered);
+	zs_region_destroy(r);
+	unlink(path);
+	return fails ? 1 : 0;
+}
+
+static int run_mode(const char *name)
+{
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	printf("mode %s:\n", name);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		alarm(TIMEOUT_S + 5);
+		int rc = child(name);
+		fflush(stdout);
+		_exit(rc);
+	}
+	if (pid < 0) {
+		printf("FAIL %s: fork: %s\n", name, strerror(errno));
+		return 1;
+	}
+	int st = 0;
+	for (int ms = 0;; ms += 10) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			break;
+		if (ms >= TIMEOUT_S * 1000) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			printf("FAIL %s: HANG: not finished after %d s (watchdog killed it)\n", name,
+			       TIMEOUT_S);
+			return 1;
+		}
+		usleep(10000);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (WIFSIGNALED(st)) {
+		printf("FAIL %s: CRASH: killed by signal %d (%s)\n", name, WTERMSIG(st),
+		       strsignal(WTERMSIG(st)));
+		return 1;
+	}
+	if (WEXITSTATUS(st)) {
+		printf("FAIL %s: exit %d (%.2f s)\n", name, WEXITSTATUS(st), s);
+		return 1;
+	}
+	printf("ok   %s (%.2f s)\n", name, s);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char err[512];
+	if (!zs_region_available(err, sizeof err)) {
+		printf("SKIP: %s\n", err);
+		return 77;
+	}
+	const char *modes[] = { "lost", "transient", "inject_all", "corrupt" };
+	for (int i = 0; i < 4; i++) {
+		if (argc > 1 && strcmp(argv[1], modes[i]))
+			continue;
+		run_mode(modes[i]) ? tu_fail++ : tu_pass++;
+	}
+	return tu_done();
+}
