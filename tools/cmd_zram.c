@@ -546,6 +546,9 @@ static int run(const struct opts *o, struct zrun *r)
 
 		zs_zram_get_stats(r->z, &st3);
 		r->st.bd_reads = st3.bd_reads;
+		r->st.bd_read_retries = st3.bd_read_retries;
+		r->st.bd_read_errors = st3.bd_read_errors;
+		r->st.bd_csum_errors = st3.bd_csum_errors;
 	}
 	for (size_t i = 0; i < r->ps.npages; i++)
 		r->mism += memcmp(r->out + i * r->ps.page_size, r->ps.data + i * r->ps.page_size, r->ps.page_size) != 0;
@@ -594,6 +597,9 @@ static void print_json(const struct opts *o, const struct zrun *r)
 		json_kuint(&js, "bd_count", r->st.bd_count);
 		json_kuint(&js, "bd_reads", r->st.bd_reads);
 		json_kuint(&js, "bd_writes", r->st.bd_writes);
+		json_kuint(&js, "bd_read_retries", r->st.bd_read_retries);
+		json_kuint(&js, "bd_read_errors", r->st.bd_read_errors);
+		json_kuint(&js, "bd_csum_errors", r->st.bd_csum_errors);
 		json_kint(&js, "compressed", o->wb_compressed);
 		json_obj_end(&js);
 	}
@@ -648,6 +654,10 @@ static void print_text(const struct opts *o, const struct zrun *r)
 	if (o->wb_type) {
 		zs_zram_format_bd_stat(&r->st, line, sizeof(line));
 		printf("bd_stat  %s", line);
+		printf("bd_read_faults  retries %llu errors %llu checksum mismatches %llu\n",
+		       (unsigned long long)r->st.bd_read_retries,
+		       (unsigned long long)r->st.bd_read_errors,
+		       (unsigned long long)r->st.bd_csum_errors);
 		printf("writeback: %lu of %lu pages in %.3f s (%.1f MB/s%s), %s; read back "
 		       "%.2f us/page\n",
 		       r->wr.written, r->wr.scanned, r->twb,

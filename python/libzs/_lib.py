@@ -126,6 +126,7 @@ ZRAM_STAT_FIELDS = [
     "failed_reads", "failed_writes", "invalid_io", "notify_free",
     "miss_free", "num_reads", "num_writes", "pages_stored", "incompressible_pages",
     "bd_count", "bd_reads", "bd_writes",
+    "bd_read_retries", "bd_read_errors", "bd_csum_errors",
 ]
 
 

@@ -23,11 +23,14 @@
  * cases where a group's object cannot simply be rewritten:
  *   - M_ZERO, "discarded, bytes still in the object": a discard of part of
  *     a group must never fail for lack of memory (the kernel's discard
- *     only frees).  It rewrites the group without the slot when that fits
- *     (free of the memory limit when the new object is no larger than the
- *     old: ZRAM_W_SHRINK), and otherwise, or if even that allocation fails,
- *     only marks the slot: it reads as zeros and its stale bytes go at the
- *     group's next rewrite or discard.  Such a discard costs no memory at all.
+ *     only frees).  It rewrites the group without the slot when the store
+ *     has room for the new object, and otherwise (memory limit reached, or
+ *     the allocation fails) only marks the slot: it reads as zeros and its
+ *     stale bytes go at the group's next rewrite, or with the group when
+ *     its last slot is discarded.  Such a discard needs no memory at all.
+ *     Rewriting past the limit instead was tried and rejected: a smaller
+ *     object can still need a new zspage of several pages, so the pool
+ *     would grow past mem_limit on a discard.
  *   - M_LOST, "its group could not be read back": a write or discard of one
  *     slot must not depend on reading its group, whose other slots the store
  *     then cannot keep (the bytes are gone; only the file had them).  The
@@ -229,7 +232,7 @@ static int rmw(struct zs_zram *z, uint64_t index, const void *page)
 	} else if (page) {
 		rc = zs_zram_write(z->inner, gi, buf);
 	} else {
-		rc = zram_write_flags(z->inner, gi, buf, ZRAM_W_SHRINK);
+		rc = zs_zram_write(z->inner, gi, buf);
 		if (rc) {
 			/* No memory for the rewrite: the mark alone discards, costing nothing. */
 			grp->mark[index] = M_ZERO;

@@ -107,16 +107,6 @@ int zram_group_discard_range(struct zs_zram *z, uint64_t first, uint64_t n);
 /* zs_zram_reset of the slot view: forget the per-slot marks with the data. */
 void zram_group_reset_marks(struct zs_zram *z);
 
-/*
- * zs_zram_write with flags.  ZRAM_W_SHRINK: the write replaces the slot's
- * in-memory object with one no larger (a group rewritten without a
- * discarded slot), so the memory limit does not apply to it; if the slot
- * turns out to hold less than that (written back, same-filled) the limit
- * applies as usual.
- */
-#define ZRAM_W_SHRINK 1u
-int zram_write_flags(struct zs_zram *z, uint64_t index, const void *page, unsigned wflags);
-
 /* create's reason for a failure, into err (err_len bytes; nothing when err is NULL). */
 void zram_set_err(char *err, size_t err_len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

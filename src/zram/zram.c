@@ -383,23 +383,12 @@ int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 {
 	if (unlikely(z->grp))
 		return zram_group_write(z, index, page);
-	return zram_write_flags(z, index, page, 0);
-}
-
-/* Slot locked: does replacing its object by one of n bytes free at least as much as it takes? */
-static inline int frees_enough(const struct slot *sl, uint32_t f, int n)
-{
-	return sl->handle && !(f & (F_SAME | F_WB)) && (f & F_SIZE_MASK) >= (uint32_t)n;
-}
-
-int zram_write_flags(struct zs_zram *z, uint64_t index, const void *page, unsigned wflags)
-{
 	struct zs_zram_store_decision d;
 	struct stream *s;
 	struct slot *sl;
 	unsigned long h;
 	uint32_t f, nf;
-	int n, over = 0;
+	int n;
 
 	if (unlikely(index >= z->nslots || !page)) {
 		count_invalid(z);
@@ -426,13 +415,9 @@ int zram_write_flags(struct zs_zram *z, uint64_t index, const void *page, unsign
 		goto fail;
 	}
 	if (unlikely(!can_store(z))) {
-		/* A shrinking rewrite decides under the slot lock, where the old size is stable. */
-		over = 1;
-		if (likely(!(wflags & ZRAM_W_SHRINK))) {
-			zs_backend_free(z->b, h);
-			n = -ENOMEM;
-			goto fail;
-		}
+		zs_backend_free(z->b, h);
+		n = -ENOMEM;
+		goto fail;
 	}
 	/* The allocator refused a handle it just gave out: an I/O error, not a memory shortage. */
 	if (unlikely(zs_backend_write(z->b, h, d.data, (size_t)n))) {
@@ -442,12 +427,6 @@ int zram_write_flags(struct zs_zram *z, uint64_t index, const void *page, unsign
 	}
 
 	f = slot_lock(sl);
-	if (unlikely(over) && !frees_enough(sl, f, n)) {
-		slot_unlock(sl, f);
-		zs_backend_free(z->b, h);
-		n = -ENOMEM;
-		goto fail;
-	}
 	f = zram_slot_free_locked(z, s, sl, f);
 	sl->handle = h;
 	if (z->track_actime)
