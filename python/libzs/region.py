@@ -13,7 +13,7 @@ to keep a large array compressed while it is cold:
         del a                           # before the block ends: see below
 
 Needs userfaultfd permission (root, /dev/userfaultfd access or
-vm.unprivileged_userfaultfd=1); Region.available() says whether it works here.
+vm.unprivileged_userfaultfd=1); libzs.region_available() says whether it works here.
 
 Views, arrays and close() (no use of a Region can crash the interpreter):
 
@@ -79,6 +79,13 @@ class Region(_Closable):
     fault_around the pages installed per sequential fault, spin_us how long
     handlers spin before sleeping (0: library default), resident_limit bytes
     kept resident by automatic reclaim (0: off).
+
+    close() and the end of a with block raise BufferError while a memoryview or
+    numpy array of the region exists (mmap.mmap's rule); a with block left by an
+    exception, or a Region garbage-collected with views left, is closed for its
+    methods and its memory stays valid until the last view goes (module docstring).
+    Methods of a closed Region raise ValueError.  Calls may come from several threads;
+    close() waits for those in flight.
     """
 
     def __init__(self, size, comp="lz4", backend="zsmalloc", free_mode="pool",
