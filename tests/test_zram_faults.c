@@ -386,6 +386,39 @@ static void group_unreadable(void)
 	zs_zram_destroy(z);
 }
 
+/* A discard while the group's reads fail keeps the group for its other slots. */
+static void group_transient(void)
+{
+	static const unsigned char zero[PS];
+	struct zs_zram_wb_result r;
+	struct zs_zram *z = filled(4, 0);
+	CHECK_EQ(zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 0, &r), 0);
+	uint64_t blocks = stats(z).bd_count;
+
+	zs_zram_wb_inject(z, 1, 0, 0);   /* every read fails until cleared */
+	CHECK_EQ(zs_zram_discard(z, 1), 0);
+	expect(z, 1, 0, zero);
+	expect(z, 0, -EIO, NULL);
+	zs_zram_wb_inject(z, 1, UINT64_MAX, 0);
+	expect(z, 0, 0, want[0]);
+	expect(z, 1, 0, zero);
+	expect(z, 2, 0, want[2]);
+	expect(z, 3, 0, want[3]);
+	/* Every slot discarded while unreadable: the group and its block go. */
+	zs_zram_wb_inject(z, 1, 0, 0);
+	for (int i = 4; i < 8; i++)
+		CHECK_EQ(zs_zram_discard(z, (uint64_t)i), 0);
+	zs_zram_wb_inject(z, 1, UINT64_MAX, 0);
+	CHECK_EQ(stats(z).bd_count, blocks - 1);
+	for (int i = 4; i < 8; i++)
+		expect(z, i, 0, zero);
+	/* A later write of a slot of the empty group holds its page; the rest read zeros. */
+	CHECK_EQ(zs_zram_write(z, 6, want[6]), 0);
+	expect(z, 6, 0, want[6]);
+	expect(z, 7, 0, zero);
+	zs_zram_destroy(z);
+}
+
 static void group_discard_at_limit(void)
 {
 	static const unsigned char zero[PS];
@@ -479,6 +512,7 @@ int main(void)
 	checksums();
 	retries();
 	group_unreadable();
+	group_transient();
 	group_discard_at_limit();
 	ranges();
 	unlink(path);

@@ -32,17 +32,19 @@
  *     object can still need a new zspage of several pages, so the pool
  *     would grow past mem_limit on a discard.
  *   - M_LOST, "its group could not be read back": a write or discard of one
- *     slot must not depend on reading its group, whose other slots the store
- *     then cannot keep (the bytes are gone; only the file had them).  The
- *     write stores a group holding the new page and zeros, the discard drops
- *     the group, and every other slot not marked M_ZERO is marked lost: it
- *     reads -EIO (never zeros, never another slot's bytes) until it is
- *     written or discarded.  An unreadable group that is only read keeps its
- *     reference and nothing is marked, so a transient error costs nothing;
- *     marking happens only when the group has to be replaced.  What is
- *     conservative: a slot that held zeros, or had been discarded before the
- *     group went unreadable without a mark, reads -EIO too, as the store
- *     cannot tell which slots of a lost group held data.
+ *     slot must not depend on reading its group.  A discard needs nothing
+ *     from the group: it marks the slot M_ZERO and the group keeps its
+ *     (unreadable) reference for the other slots, so a transient error loses
+ *     nothing; the group goes when none of its slots needs it any more.  A
+ *     write must replace the group (the new page has to live somewhere), and
+ *     the other slots' bytes are gone with it (only the file had them): the
+ *     write stores a group holding the new page and zeros, and every other
+ *     slot not marked M_ZERO is marked lost.  A lost slot reads -EIO (never
+ *     zeros, never another slot's bytes) until it is written or discarded.
+ *     An unreadable group that is only read keeps its reference and nothing
+ *     is marked.  What is conservative: a slot that held zeros, or had been
+ *     discarded before the group went unreadable without a mark, reads -EIO
+ *     too, as the store cannot tell which slots of a lost group held data.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -174,11 +176,22 @@ static void count_read(struct zs_zram *z, int failed)
 	stream_put(s);
 }
 
+/* Stripe locked: does no slot of group gi need its object any more (each zero or lost)? */
+static int all_marked(struct zs_zram *z, uint64_t gi)
+{
+	const unsigned char *m = z->grp->mark + gi * z->grp->g;
+
+	for (unsigned k = 0; k < group_slots(z, gi); k++)
+		if (!m[k])
+			return 0;
+	return 1;
+}
+
 /*
- * Stripe locked, group gi's object unreadable: replace it with one holding
- * only `page` at slot `index` (or nothing, page NULL) and mark the rest lost.
- * Marks are set after the replacement succeeded: a failed write leaves the
- * old (unreadable) reference, which a later read may still get through.
+ * Stripe locked, group gi's object unreadable.  A discard only marks the
+ * slot (the others keep the reference: the error may pass).  A write
+ * replaces the object with one holding only `page` and marks the rest lost,
+ * after the write succeeded: a failed write leaves the old reference.
  */
 static int replace_lost(struct zs_zram *z, uint64_t gi, uint64_t index, const void *page,
 			unsigned char *buf)
@@ -187,15 +200,22 @@ static int replace_lost(struct zs_zram *z, uint64_t gi, uint64_t index, const vo
 	uint64_t first = gi * grp->g;
 	int rc;
 
-	if (page) {
-		memset(buf, 0, grp->gbytes);
-		memcpy(buf + (index - first) * z->page_size, page, z->page_size);
-		rc = zs_zram_write(z->inner, gi, buf);
-		if (rc)
-			return rc;
-	} else {
-		zs_zram_discard(z->inner, gi);   /* frees the object or block; cannot fail */
+	if (!page) {
+		grp->mark[index] = M_ZERO;
+		if (all_marked(z, gi)) {
+			zs_zram_discard(z->inner, gi);   /* frees the object or block; cannot fail */
+			/* The group is empty now: a zero mark and an empty slot read alike. */
+			for (unsigned k = 0; k < group_slots(z, gi); k++)
+				if (grp->mark[first + k] == M_ZERO)
+					grp->mark[first + k] = 0;
+		}
+		return 0;
 	}
+	memset(buf, 0, grp->gbytes);
+	memcpy(buf + (index - first) * z->page_size, page, z->page_size);
+	rc = zs_zram_write(z->inner, gi, buf);
+	if (rc)
+		return rc;
 	for (unsigned k = 0; k < group_slots(z, gi); k++)
 		if (grp->mark[first + k] != M_ZERO)
 			grp->mark[first + k] = M_LOST;
