@@ -53,10 +53,16 @@
  * that can fault: its handler reads into its private buffer (malloc'd, not
  * region memory), and its reclaim writes either from a private copy or
  * straight from pages that are resident and write-protected, whose reads do
- * not fault.  The region also blocks signals inside its calls into the
- * store, so a signal handler that touches region memory cannot run on a
- * thread holding a store lock.  A program that passes region memory of a
- * region over the same store as a buffer must keep it resident for the call.
+ * not fault.  Signals are the other way in: a signal handler that touches
+ * region memory, run on a thread holding a store lock, would wait for the
+ * handler thread that waits for that lock.  The region's calls into the
+ * store block every blockable signal, and its own threads run with all
+ * signals blocked (src/region/region.c, its lock-order note), so none of
+ * its store calls can be interrupted that way.  What the store cannot rule
+ * out is the application's: a direct call on zs_region_store() whose
+ * signal handler touches a stored page, or a buffer argument that is region
+ * memory of a region over the same store and not resident; block signals
+ * around such calls and pass resident buffers.
  */
 #include <errno.h>
 #include <sched.h>
