@@ -7,7 +7,9 @@
  *     read-only mount.  "Read-only file" here is a regular file with no
  *     write permission bit (mode 0400): root could open it read-write, so
  *     the store refuses it by its mode, which is what this test checks;
- *     the read-only mount checks the open(O_RDWR) refusal (-EROFS).
+ *     the read-only mount checks the open(O_RDWR) refusal (-EROFS).  When a
+ *     loop device can be set up, a block device backs a store (pages read
+ *     back right) and one claimed exclusively elsewhere is refused (-EBUSY).
  *   - written-back blocks are checksummed: bytes changed in the file under
  *     the store read -EIO (buffer zeroed), counted in bd_csum_errors,
  *     bd_read_retries, bd_read_errors and failed_reads; pages never written
@@ -27,9 +29,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <linux/loop.h>
 
 #include "testutil.h"
 #include "zs/harness.h"
@@ -137,6 +141,57 @@ static void ro_mount(void)
 	rmdir(mnt);
 }
 
+/* A loop device over a file of `bytes`: a block device to back a store. */
+static void block_device(void)
+{
+	char dev[32], f[160];
+	int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0) {
+		printf("block device: skipped (/dev/loop-control: %s)\n", strerror(errno));
+		return;
+	}
+	int n = ioctl(ctl, LOOP_CTL_GET_FREE);
+	close(ctl);
+	snprintf(dev, sizeof dev, "/dev/loop%d", n);
+	snprintf(f, sizeof f, "%s/loop.img", dir);
+	int ff = open(f, O_CREAT | O_RDWR, 0600);
+	REQUIRE(ff >= 0 && ftruncate(ff, (off_t)N * PS) == 0);
+	int lfd = n >= 0 ? open(dev, O_RDWR | O_CLOEXEC) : -1;
+	if (lfd < 0 || ioctl(lfd, LOOP_SET_FD, ff)) {
+		printf("block device: skipped (%s: %s)\n", dev, strerror(errno));
+		if (lfd >= 0)
+			close(lfd);
+		close(ff);
+		unlink(f);
+		return;
+	}
+	close(ff);
+	struct zs_zram *z = mk(dev, 0, 0, 0);
+	struct zs_zram_wb_result r;
+	int bad = 0;
+	for (int i = 0; i < N; i++) {
+		rnd_page(want[i]);
+		REQUIRE(zs_zram_write(z, (uint64_t)i, want[i]) == 0);
+	}
+	CHECK_EQ(zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 0, &r), 0);
+	CHECK_EQ(r.written, N);
+	for (int i = 0; i < N; i++)
+		bad += zs_zram_read(z, (uint64_t)i, back, PS) || memcmp(back, want[i], PS);
+	CHECK_EQ(bad, 0);
+	/* The store holds it exclusively: a second store on the same device is refused. */
+	refused(dev, 0, -EBUSY, "in use");
+	zs_zram_destroy(z);
+	/* Claimed by someone else (here: this test's exclusive open): refused too. */
+	int ex = open(dev, O_RDWR | O_EXCL | O_CLOEXEC);
+	CHECK(ex >= 0);
+	refused(dev, 0, -EBUSY, "in use");
+	if (ex >= 0)
+		close(ex);
+	ioctl(lfd, LOOP_CLR_FD, 0);
+	close(lfd);
+	unlink(f);
+}
+
 static void refusals(void)
 {
 	char p[160];
@@ -162,6 +217,7 @@ static void refusals(void)
 	refused(p, 0, -EACCES, "read-only");
 	unlink(p);
 	ro_mount();
+	block_device();
 	/* A regular file is accepted, with an empty message. */
 	new_file();
 	zs_zram_destroy(mk(path, 0, 0, 0));

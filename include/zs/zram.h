@@ -87,7 +87,9 @@ struct zs_zram_config {
 	 * back) with -EINVAL; a regular file or device with no write permission
 	 * bit (mode & 0222 == 0; refused even for root, who could open it) with
 	 * -EACCES; one that cannot be opened read-write (read-only mount,
-	 * permissions, missing) with open's -errno (-EROFS, -EACCES, -ENOENT).
+	 * permissions, missing) with open's -errno (-EROFS, -EACCES, -ENOENT);
+	 * a block device is opened exclusively (O_EXCL), so a mounted or
+	 * otherwise claimed one is -EBUSY.
 	 * The type is checked before the path is opened, so a FIFO or device is
 	 * never opened.  Each block written is checksummed (docs/zram.md).
 	 * NULL -> no writeback (the fields below must then stay 0: -EINVAL

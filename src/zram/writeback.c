@@ -119,12 +119,15 @@ static int backing_open(const char *path, struct stat *st, char *err, size_t err
 	if (!(st->st_mode & 0222))
 		return refuse(err, err_len, -EACCES, path, "is read-only (no write permission "
 			      "bit; refused even for root)");
-	fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+	/* O_EXCL on a block device is Linux's exclusive open, as the kernel's backing_dev
+	 * claims its device: a mounted or otherwise claimed disk is refused (EBUSY). */
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | (S_ISBLK(st->st_mode) ? O_EXCL : 0));
 	if (fd < 0) {
 		int e = errno;
 
 		return refuse(err, err_len, -e, path, e == EROFS ? "is on a read-only file system"
 			      : e == EACCES || e == EPERM ? "cannot be opened for writing"
+			      : e == EBUSY ? "is in use (mounted or claimed by another program)"
 			      : strerror(e));
 	}
 	/* The path may have been replaced between stat and open: judge what was opened. */
