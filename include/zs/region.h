@@ -136,7 +136,11 @@ struct zs_region_stats {
 	uint64_t lat_hist[ZS_REGION_LAT_BUCKETS]; /* handler service time per fault */
 	struct zs_zram_stats store;  /* the store's mm_stat and counters */
 	int uffd_move;               /* 1: the kernel has UFFDIO_MOVE (not used: see region.c) */
-	int broken;                  /* 1: an unsupported remap/unmap event arrived */
+	int broken;                  /* 1: mremap moved part of the range away (no longer the region's) */
+	uint64_t removed;            /* pages dropped by the application (MADV_DONTNEED/REMOVE/FREE) */
+	uint64_t unmapped;           /* pages the application unmapped or moved away */
+	uint64_t sigbus_pages;       /* faults answered with SIGBUS: stored page unreadable */
+	uint64_t read_errors;        /* store reads that failed (zs_zram_read != 0) */
 };
 ZS_API int zs_region_get_stats(struct zs_region *r, struct zs_region_stats *st);
 /* Latency percentile (0..100) in ns from a histogram (bucket's upper bound). */

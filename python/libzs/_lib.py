@@ -166,6 +166,10 @@ class RegionStatsC(ctypes.Structure):
         ("store", ZramStatsC),
         ("uffd_move", c_int),
         ("broken", c_int),
+        ("removed", c_u64),
+        ("unmapped", c_u64),
+        ("sigbus_pages", c_u64),
+        ("read_errors", c_u64),
     ]
 
 

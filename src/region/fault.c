@@ -4,15 +4,41 @@
  * (reclaim.c) because it is the latency-critical path; both meet only in
  * the per-page state machine described in region.c.
  *
- * Fault path: a handler reads the fault message, claims the page (STORED or
- * NONE -> IN), and when the fault continues a sequential stream (a small
- * table of "next expected page" per region, the kernel's swap readahead in
- * spirit) also claims up to fault_around-1 following pages.  It decompresses
- * into a buffer and installs the run with one UFFDIO_COPY, which wakes the
- * faulting thread; a read fault on never-written pages gets UFFDIO_ZEROPAGE.
- * Only then are the slots discarded (their objects freed, deferred if the
- * store says so) and the pages marked RES; discard before RES, so a pageout
- * that claims the page next cannot have its new slot contents discarded.
+ * Fault path: a handler reads messages under ulock, applies the events among
+ * them there (region.c) and queues the faults.  For each queued fault it
+ * claims the page (STORED or NONE -> IN), and when the fault continues a
+ * sequential stream (a small table of "next expected page" per region, the
+ * kernel's swap readahead in spirit) also claims up to fault_around-1
+ * following pages.  It decompresses into a buffer outside ulock, then under
+ * ulock checks the event flags and installs the run with UFFDIO_COPY, which
+ * wakes the faulting thread; a read fault on never-written pages gets
+ * UFFDIO_ZEROPAGE.  Only then are the slots discarded (their objects freed,
+ * deferred if the store says so) and the pages marked RES; discard before
+ * RES, so a pageout that claims the page next cannot have its new slot
+ * contents discarded.
+ *
+ * A fault on a page someone else owns (pageout, release, another handler)
+ * stays queued and is retried; the handler never waits for an owner,
+ * because the owner may be waiting for the handler to read an event (its
+ * own madvise, or the kernel refusing ioctls with EAGAIN while an event is
+ * unread).  For the same reason an install that gets EAGAIN reads and
+ * applies the pending events itself (pump) and looks at the flags again.
+ *
+ * Other missing faults: a RES page the application zapped (MADV_DONTNEED)
+ * gets zeros (UFFDIO_ZEROPAGE/COPY never replace a mapped page, so a stale
+ * message for a mapped page only wakes); an OUT page the application zapped
+ * under pageout gets a write-protected zero page (OUTF), so pageout, which
+ * may be the faulting thread, reads zeros instead of waiting for itself; a
+ * moved page is served from its slot at its new address.
+ *
+ * Read errors: a slot that cannot be read (zs_zram_read fails, e.g. -EIO from
+ * a backing file) is never answered with other bytes.  The faulting page is
+ * poisoned with UFFDIO_POISON (Linux 6.6+): the access and every later one
+ * get SIGBUS, as the kernel answers a swap read error, until the page is
+ * released, dropped (MADV_DONTNEED) or unmapped.  Fault-around pages whose
+ * read fails are left STORED: their own fault tries again.  Without
+ * UFFDIO_POISON the faulting thread is sent SIGBUS (tgkill) and the page
+ * stays BAD, so each later touch gets SIGBUS too; stderr says so once.
  *
  * UFFDIO_MOVE (kernel 6.8+) is detected and reported but not used: it moves
  * an exclusively owned anonymous page, so each move would leave a hole in
@@ -63,215 +89,498 @@ static void lat_record(struct zs_region *r, double ns)
 	atomic_fetch_add_explicit(&r->hist[b], 1, memory_order_relaxed);
 }
 
-/* Install pages [p, p+n) claimed IN; was_stored[i] says which hold store data. */
-static void install_run(struct zs_region *r, struct handler *h, size_t p, size_t n,
-			const unsigned char *was_stored, int write)
-{
-	int any_stored = 0;
-	for (size_t i = 0; i < n; i++)
-		any_stored |= was_stored[i];
+enum { DONE, AGAIN };
+enum { K_NONE, K_STORED, K_RES };                          /* what a claimed page held */
+enum { O_INSTALLED, O_POISONED, O_KEPT, O_SKIPPED };      /* what the install did */
 
-	unsigned long start = (uintptr_t)(r->base + p * r->page);
-	if (!any_stored && !write) {
-		struct uffdio_zeropage zp = { .range = { .start = start, .len = n * r->page } };
-		if (ioctl(r->uffd, UFFDIO_ZEROPAGE, &zp) && errno != EEXIST) {
-			/* fall back to copying zeros */
-			any_stored = 1;
-		} else {
-			atomic_fetch_add_explicit(&r->faults_zero, 1, memory_order_relaxed);
+/* ---- reading the uffd ---- */
+
+static void enqueue(struct handler *h, const struct uffd_msg *m)
+{
+	struct zs_region *r = h->r;
+	unsigned long a = (unsigned long)m->arg.pagefault.address & ~(unsigned long)(r->page - 1);
+	unsigned fl = (unsigned)m->arg.pagefault.flags;
+
+	/* One entry per page and kind: answering it wakes every thread waiting there. */
+	for (size_t i = 0; i < h->qn; i++) {
+		if (h->q[i].addr == a && !((h->q[i].flags ^ fl) & UFFD_PAGEFAULT_FLAG_WP)) {
+			h->q[i].flags |= fl & UFFD_PAGEFAULT_FLAG_WRITE;
+			return;
 		}
 	}
-	if (any_stored || write) {
-		const unsigned char *src = r->zero;
-		if (any_stored) {
-			for (size_t i = 0; i < n; i++) {
-				unsigned char *dst = h->buf + i * r->page;
-				if (!was_stored[i] ||
-				    zs_zram_read(r->store, p + i, dst, r->page) != 0)
-					memset(dst, 0, r->page);
-			}
-			src = h->buf;
+	if (h->qn == h->qcap) {
+		size_t cap = h->qcap ? 2 * h->qcap : 64;
+		struct fault_item *q = realloc(h->q, cap * sizeof(*q));
+		if (!q) {
+			/* No room: wake the thread, its retry faults again later. */
+			struct uffdio_range rg = { .start = a, .len = r->page };
+			ioctl(r->uffd, UFFDIO_WAKE, &rg);
+			return;
 		}
-		size_t done = 0;
-		while (done < n) {
-			struct uffdio_copy cp = { .dst = start + done * r->page,
-						  .src = (uintptr_t)(src + done * r->page),
-						  .len = (n - done) * r->page, .mode = 0 };
-			if (ioctl(r->uffd, UFFDIO_COPY, &cp) == 0) {
-				done = n;
-				break;
-			}
-			if (cp.copy > 0) {
-				done += (size_t)cp.copy / r->page;
-				continue;
-			}
-			if (errno == EAGAIN)
-				continue;
-			/* EEXIST: already mapped (cannot happen while we own it); skip the page. */
-			if (errno == EEXIST) {
-				done++;
-				continue;
-			}
-			break;   /* ESRCH/ENOENT: the mm is going away */
+		h->q = q;
+		h->qcap = cap;
+	}
+	h->q[h->qn++] = (struct fault_item){ .addr = a, .flags = fl,
+					     .tid = r->have_tid ? m->arg.pagefault.feat.ptid : 0,
+					     .t = now_ns() };
+}
+
+/* ulock held: read what is there, apply the events, queue the faults.  Messages read, or -1. */
+static ssize_t pump(struct handler *h)
+{
+	struct zs_region *r = h->r;
+	struct uffd_msg msgs[16];
+	ssize_t got = read(r->uffd, msgs, sizeof(msgs));
+
+	if (got <= 0)
+		return got < 0 ? -1 : 0;
+	size_t nm = (size_t)got / sizeof(msgs[0]);
+	for (size_t i = 0; i < nm; i++) {
+		const struct uffd_msg *m = &msgs[i];
+		switch (m->event) {
+		case UFFD_EVENT_PAGEFAULT:
+			enqueue(h, m);
+			break;
+		case UFFD_EVENT_REMOVE:
+			region_event_remove(r, (uintptr_t)m->arg.remove.start, (uintptr_t)m->arg.remove.end);
+			break;
+		case UFFD_EVENT_UNMAP:
+			region_event_unmap(r, (uintptr_t)m->arg.remove.start, (uintptr_t)m->arg.remove.end);
+			break;
+		case UFFD_EVENT_REMAP:
+			region_event_remap(r, (uintptr_t)m->arg.remap.from, (uintptr_t)m->arg.remap.to,
+					   (uintptr_t)m->arg.remap.len);
+			break;
+		default:
+			break;
 		}
 	}
-	size_t nstored = 0;
+	return (ssize_t)nm;
+}
+
+/* ---- answering with SIGBUS ---- */
+
+/*
+ * ulock held.  Poison the page at addr (SIGBUS on access).  0 done, -EAGAIN
+ * when events were applied meanwhile (the caller looks at the flags again).
+ */
+static int poison_page(struct handler *h, uintptr_t addr, const struct fault_item *it)
+{
+	struct zs_region *r = h->r;
+
+	if (r->can_poison) {
+		struct uffdio_poison po = { .range = { .start = addr, .len = r->page }, .mode = 0 };
+		if (ioctl(r->uffd, UFFDIO_POISON, &po) == 0 || errno == EEXIST) {
+			atomic_fetch_add_explicit(&r->sigbus_pages, 1, memory_order_relaxed);
+			return 0;
+		}
+		if (errno == EAGAIN) {
+			pump(h);
+			return -EAGAIN;
+		}
+	}
+	if (!atomic_exchange(&r->warned_nopoison, 1))
+		fprintf(stderr, "zs_region: a stored page could not be read back and UFFDIO_POISON "
+				"(Linux 6.6+) is not available: sending SIGBUS to the faulting thread\n");
+	if (it && it->tid)
+		syscall(SYS_tgkill, (int)getpid(), (int)it->tid, SIGBUS);
+	else
+		kill(getpid(), SIGBUS);
+	struct uffdio_range rg = { .start = addr, .len = r->page };
+	ioctl(r->uffd, UFFDIO_WAKE, &rg);
+	atomic_fetch_add_explicit(&r->sigbus_pages, 1, memory_order_relaxed);
+	return 0;
+}
+
+/* ulock held: zeros at addr for a page nothing is known about; a mapped page is left alone. */
+static void zero_at(struct handler *h, uintptr_t addr)
+{
+	struct zs_region *r = h->r;
+	for (;;) {
+		struct uffdio_zeropage zp = { .range = { .start = addr, .len = r->page } };
+		if (ioctl(r->uffd, UFFDIO_ZEROPAGE, &zp) == 0)
+			return;
+		if (errno == EAGAIN) {
+			pump(h);
+			continue;
+		}
+		break;
+	}
+	struct uffdio_range rg = { .start = addr, .len = r->page };
+	ioctl(r->uffd, UFFDIO_WAKE, &rg);
+}
+
+/* ---- installing ---- */
+
+/*
+ * Install pages [p, p+n) claimed IN; kind[i] says what each held, fp is the
+ * faulting page.  Reads outside ulock (decompression is the slow part),
+ * installs under it.
+ */
+static void install_run(struct handler *h, size_t p, size_t n, const unsigned char *kind,
+			size_t fp, const struct fault_item *it)
+{
+	struct zs_region *r = h->r;
+	unsigned char bad[MAX_AROUND], out[MAX_AROUND];
+	int write = !!(it->flags & UFFD_PAGEFAULT_FLAG_WRITE), any_stored = 0, wake = 0;
+	uintptr_t start = (uintptr_t)(r->base + p * r->page);
+
 	for (size_t i = 0; i < n; i++) {
-		if (was_stored[i]) {
-			zs_zram_discard(r->store, p + i);
-			nstored++;
+		bad[i] = 0;
+		if (kind[i] != K_STORED)
+			continue;
+		any_stored = 1;
+		if (zs_zram_read(r->store, p + i, h->buf + i * r->page, r->page) != 0) {
+			bad[i] = 1;
+			atomic_fetch_add_explicit(&r->read_errors, 1, memory_order_relaxed);
 		}
-		atomic_store_explicit(&r->ref[p + i], 1, memory_order_relaxed);
 	}
-	for (size_t i = 0; i < n; i++)
-		st_set(r, p + i, ST_RES);
-	atomic_fetch_add_explicit(&r->stored, -(uint64_t)nstored, memory_order_relaxed);
-	uint64_t res = atomic_fetch_add_explicit(&r->resident, n, memory_order_relaxed) + n;
-	atomic_fetch_add_explicit(&r->pages_in, nstored, memory_order_relaxed);
+	/* A read fault on pages with no contents gets the shared zero page. */
+	int zeromode = !any_stored && !write;
+	if (!zeromode)
+		for (size_t i = 0; i < n; i++)
+			if (kind[i] != K_STORED)
+				memset(h->buf + i * r->page, 0, r->page);
+
+	pthread_mutex_lock(&r->ulock);
+	for (size_t i = 0; i < n;) {
+		unsigned char s = st_load(r, p + i);
+		if (s & (F_GONE | F_MOVED)) {
+			out[i++] = O_SKIPPED;   /* not ours any more: leave the address alone */
+			wake = 1;
+			continue;
+		}
+		if (bad[i] && !(s & F_DROP)) {
+			if (p + i != fp) {
+				out[i++] = O_KEPT;   /* not asked for: its own fault tries again */
+				continue;
+			}
+			if (poison_page(h, start + i * r->page, it))
+				continue;
+			out[i++] = O_POISONED;
+			continue;
+		}
+		/* a run of pages to install: data, or zeros when dropped meanwhile */
+		size_t j = i;
+		while (j < n) {
+			unsigned char t = st_load(r, p + j);
+			if ((t & (F_GONE | F_MOVED)) || (bad[j] && !(t & F_DROP)))
+				break;
+			if ((t & F_DROP) && !zeromode)
+				memset(h->buf + j * r->page, 0, r->page);
+			j++;
+		}
+		int rc;
+		size_t did = 0;
+		if (zeromode) {
+			struct uffdio_zeropage zp = { .range = { .start = start + i * r->page,
+								 .len = (j - i) * r->page } };
+			rc = ioctl(r->uffd, UFFDIO_ZEROPAGE, &zp);
+			if (rc && zp.zeropage > 0)
+				did = (size_t)zp.zeropage / r->page;
+		} else {
+			struct uffdio_copy cp = { .dst = start + i * r->page,
+						  .src = (uintptr_t)(h->buf + i * r->page),
+						  .len = (j - i) * r->page, .mode = 0 };
+			rc = ioctl(r->uffd, UFFDIO_COPY, &cp);
+			if (rc && cp.copy > 0)
+				did = (size_t)cp.copy / r->page;
+		}
+		if (rc == 0)
+			did = j - i;
+		for (size_t k = 0; k < did; k++)
+			out[i++] = O_INSTALLED;
+		if (rc == 0 || did)
+			continue;
+		if (errno == EAGAIN) {
+			pump(h);   /* an event is unread: apply it, then look at the flags again */
+			continue;
+		}
+		/*
+		 * EEXIST: a page is mapped there already (a RES page the application
+		 * did not zap after all).  Anything else (the mm is going away):
+		 * leave the page as it was.
+		 */
+		out[i] = errno == EEXIST ? O_INSTALLED : kind[i] == K_STORED ? O_KEPT : O_SKIPPED;
+		i++;
+		wake = 1;
+	}
+	pthread_mutex_unlock(&r->ulock);
+	if (wake)
+		uffd_wake(r, p, n);
+
+	size_t nin = 0, nres = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char want = out[i] == O_INSTALLED ? ST_RES : out[i] == O_POISONED ? ST_BAD :
+				     out[i] == O_KEPT || kind[i] == K_STORED ? ST_STORED : ST_NONE;
+		int held = kind[i] == K_STORED;
+		if (want == ST_RES)
+			atomic_store_explicit(&r->ref[p + i], 1, memory_order_relaxed);
+		unsigned char f = region_finish(r, p + i, want, held);
+		if (f == ST_RES && kind[i] != K_RES)
+			nres++;
+		if (f != ST_RES && kind[i] == K_RES)
+			atomic_fetch_sub_explicit(&r->resident, 1, memory_order_relaxed);
+		nin += out[i] == O_INSTALLED && held && !bad[i];
+	}
+	if (zeromode)
+		atomic_fetch_add_explicit(&r->faults_zero, 1, memory_order_relaxed);
+	uint64_t res = atomic_fetch_add_explicit(&r->resident, nres, memory_order_relaxed) + nres;
+	atomic_fetch_add_explicit(&r->pages_in, nin, memory_order_relaxed);
 	if (n > 1)
 		atomic_fetch_add_explicit(&r->around, n - 1, memory_order_relaxed);
 	if (r->resident_limit && res > r->resident_limit)
 		kick_reclaim(r);
 }
 
-static void handle_missing(struct zs_region *r, struct handler *h, unsigned long addr, int write)
+/* A fault at the new address of a page mremap moved while it was stored. */
+static int serve_moved(struct handler *h, size_t p, const struct fault_item *it)
 {
-	size_t p = (addr - (uintptr_t)r->base) / r->page;
-	unsigned char was[MAX_AROUND];
-	unsigned spins = 0;
+	struct zs_region *r = h->r;
+	unsigned char s = st_load(r, p);
 
-	if (addr < (uintptr_t)r->base || p >= r->npages) {
-		/*
-		 * Outside the region: only after an (unsupported) mremap carried the
-		 * registration along.  The region is broken already; give the
-		 * thread a zero page rather than leave it asleep forever.
-		 */
-		struct uffdio_zeropage zp = { .range = { .start = addr, .len = r->page } };
-		if (ioctl(r->uffd, UFFDIO_ZEROPAGE, &zp)) {
-			struct uffdio_range rg = { .start = addr, .len = r->page };
-			ioctl(r->uffd, UFFDIO_WAKE, &rg);
-		}
-		return;
+	if (st_owned(s))
+		return AGAIN;
+	if ((s & ST_MASK) != ST_MOVED || !st_cas(r, p, s, ST_IN)) {
+		pthread_mutex_lock(&r->ulock);
+		zero_at(h, it->addr);
+		pthread_mutex_unlock(&r->ulock);
+		return (s & ST_MASK) == ST_MOVED ? AGAIN : DONE;
 	}
+	int bad = zs_zram_read(r->store, p, h->buf, r->page) != 0;
+	if (bad)
+		atomic_fetch_add_explicit(&r->read_errors, 1, memory_order_relaxed);
+	pthread_mutex_lock(&r->ulock);
 	for (;;) {
-		unsigned char s = st_load(r, p);
-		if (s == ST_NONE || s == ST_STORED) {
-			if (st_cas(r, p, s, ST_IN)) {
-				was[0] = s == ST_STORED;
-				break;
-			}
+		unsigned char t = st_load(r, p);
+		if (t & F_GONE)
+			break;
+		if (t & F_DROP) {
+			zero_at(h, it->addr);
+			break;
+		}
+		if (bad) {
+			if (poison_page(h, it->addr, it))
+				continue;
+			break;
+		}
+		struct uffdio_copy cp = { .dst = it->addr, .src = (uintptr_t)h->buf, .len = r->page };
+		if (ioctl(r->uffd, UFFDIO_COPY, &cp) == 0) {
+			atomic_fetch_add_explicit(&r->pages_in, 1, memory_order_relaxed);
+			break;
+		}
+		if (errno == EAGAIN) {
+			pump(h);
 			continue;
 		}
-		if (s == ST_RES) {
-			/* Installed meanwhile (another fault on the same page): let the thread retry. */
-			uffd_wake(r, p, 1);
-			return;
+		struct uffdio_range rg = { .start = it->addr, .len = r->page };
+		ioctl(r->uffd, UFFDIO_WAKE, &rg);
+		break;
+	}
+	pthread_mutex_unlock(&r->ulock);
+	zs_zram_discard(r->store, p);
+	atomic_fetch_sub_explicit(&r->stored, 1, memory_order_relaxed);
+	st_set(r, p, ST_GONE);   /* what is at the new address is the application's now */
+	return DONE;
+}
+
+/* An OUT page the application zapped: a write-protected zero page, so pageout can finish. */
+static void fill_out(struct handler *h, size_t p)
+{
+	struct zs_region *r = h->r;
+	pthread_mutex_lock(&r->ulock);
+	for (;;) {
+		struct uffdio_copy cp = { .dst = (uintptr_t)(r->base + p * r->page),
+					  .src = (uintptr_t)r->zero, .len = r->page,
+					  .mode = UFFDIO_COPY_MODE_WP };
+		if (ioctl(r->uffd, UFFDIO_COPY, &cp) == 0)
+			break;
+		if (errno == EAGAIN) {
+			pump(h);
+			continue;
 		}
-		/* OUT/IN/REL: the owner finishes shortly. */
-		if (++spins > 64)
-			sched_yield();
-		else
-			cpu_relax();
-		if (atomic_load_explicit(&r->stop, memory_order_relaxed))
-			return;
+		uffd_wake(r, p, 1);   /* EEXIST: mapped after all (a stale message) */
+		break;
+	}
+	pthread_mutex_unlock(&r->ulock);
+}
+
+static int handle_missing(struct handler *h, const struct fault_item *it)
+{
+	struct zs_region *r = h->r;
+	uintptr_t addr = it->addr, b = (uintptr_t)r->base;
+	unsigned char kind[MAX_AROUND];
+	size_t p;
+
+	if (addr < b || addr - b >= r->size) {
+		pthread_mutex_lock(&r->ulock);
+		p = region_moved_page(r, addr);
+		if (p == (size_t)-1) {
+			/* Not a region page (e.g. mremap grew the mapping): new anonymous memory. */
+			zero_at(h, addr);
+			pthread_mutex_unlock(&r->ulock);
+			return DONE;
+		}
+		pthread_mutex_unlock(&r->ulock);
+		return serve_moved(h, p, it);
+	}
+	p = (addr - b) / r->page;
+	for (;;) {
+		unsigned char s = st_load(r, p), m = s & ST_MASK;
+		if (m == ST_NONE || m == ST_STORED || m == ST_RES) {
+			if (!st_cas(r, p, s, ST_IN))
+				continue;
+			kind[0] = m == ST_STORED ? K_STORED : m == ST_RES ? K_RES : K_NONE;
+			break;
+		}
+		if (m == ST_OUT) {
+			if (!st_cas(r, p, s, (unsigned char)((s & ~ST_MASK) | ST_OUTF)))
+				continue;
+			fill_out(h, p);
+			for (;;) {
+				unsigned char t = st_load(r, p);
+				if (st_cas(r, p, t, (unsigned char)((t & ~ST_MASK) | ST_OUT)))
+					break;
+			}
+			return DONE;
+		}
+		if (m == ST_BAD) {
+			pthread_mutex_lock(&r->ulock);
+			while (poison_page(h, addr, it))
+				if ((st_load(r, p) & ST_MASK) != ST_BAD)
+					break;
+			pthread_mutex_unlock(&r->ulock);
+			return (st_load(r, p) & ST_MASK) == ST_BAD ? DONE : AGAIN;
+		}
+		if (m == ST_GONE || m == ST_MOVED) {
+			pthread_mutex_lock(&r->ulock);
+			zero_at(h, addr);
+			pthread_mutex_unlock(&r->ulock);
+			return DONE;
+		}
+		return AGAIN;   /* owned: retried after the next read */
 	}
 	atomic_fetch_add_explicit(&r->faults, 1, memory_order_relaxed);
-	size_t n = 1;
-	int win = stream_window(r, p);
+	size_t n = 1, fp = p;
+	int win = kind[0] == K_RES ? 1 : stream_window(r, p);
 	if (win > 0) {
 		while (n < (size_t)win && p + n < r->npages) {
 			unsigned char s = st_load(r, p + n);
 			if ((s != ST_STORED && s != ST_NONE) || !st_cas(r, p + n, s, ST_IN))
 				break;
-			was[n++] = s == ST_STORED;
+			kind[n++] = s == ST_STORED ? K_STORED : K_NONE;
 		}
 	} else {
-		/* claim downwards, then shift so was[] starts at the lowest page */
+		/* claim downwards, then shift so kind[] starts at the lowest page */
 		unsigned char down[MAX_AROUND];
 		while (n < (size_t)-win && n <= p) {
 			unsigned char s = st_load(r, p - n);
 			if ((s != ST_STORED && s != ST_NONE) || !st_cas(r, p - n, s, ST_IN))
 				break;
-			down[n++] = s == ST_STORED;
+			down[n++] = s == ST_STORED ? K_STORED : K_NONE;
 		}
-		unsigned char top = was[0];
+		unsigned char top = kind[0];
 		for (size_t i = 1; i < n; i++)
-			was[n - 1 - i] = down[i];
-		was[n - 1] = top;
+			kind[n - 1 - i] = down[i];
+		kind[n - 1] = top;
 		p -= n - 1;
 	}
-	install_run(r, h, p, n, was, write);
+	install_run(h, p, n, kind, fp, it);
+	return DONE;
 }
 
-static void handle_wp(struct zs_region *r, unsigned long addr)
+static int handle_wp(struct handler *h, const struct fault_item *it)
 {
-	size_t p = (addr - (uintptr_t)r->base) / r->page;
+	struct zs_region *r = h->r;
+	uintptr_t addr = it->addr, b = (uintptr_t)r->base;
 
 	atomic_fetch_add_explicit(&r->faults_wp, 1, memory_order_relaxed);
-	if (addr < (uintptr_t)r->base || p >= r->npages) {
-		struct uffdio_range rg = { .start = addr, .len = r->page };
-		ioctl(r->uffd, UFFDIO_WAKE, &rg);
-		return;
+	if (addr >= b && addr - b < r->size) {
+		unsigned char m = st_load(r, (addr - b) / r->page) & ST_MASK;
+		/* Pageout wakes the writer after the page is dropped. */
+		if (m == ST_OUT || m == ST_OUTF || m == ST_OUTZ)
+			return DONE;
+		uffd_wake(r, (addr - b) / r->page, 1);
+		return DONE;
 	}
-	/* Still OUT: pageout wakes the writer after the page is dropped. */
-	if (st_load(r, p) == ST_OUT)
-		return;
-	uffd_wake(r, p, 1);
+	/*
+	 * Outside the range: a page mremap moved while pageout had it
+	 * write-protected.  It is the application's now: lift the protection.
+	 */
+	struct uffdio_writeprotect wp = { .range = { .start = addr, .len = r->page }, .mode = 0 };
+	pthread_mutex_lock(&r->ulock);
+	while (ioctl(r->uffd, UFFDIO_WRITEPROTECT, &wp) && errno == EAGAIN)
+		pump(h);
+	pthread_mutex_unlock(&r->ulock);
+	struct uffdio_range rg = { .start = addr, .len = r->page };
+	ioctl(r->uffd, UFFDIO_WAKE, &rg);
+	return DONE;
+}
+
+/* Try every queued fault once.  Returns how many were answered. */
+static size_t serve_queue(struct handler *h)
+{
+	struct zs_region *r = h->r;
+	size_t n0 = h->qn, served = 0;
+
+	for (size_t i = 0; i < n0; i++) {
+		struct fault_item it = h->q[i];   /* copy: pump may grow the queue */
+		int wp = !!(it.flags & UFFD_PAGEFAULT_FLAG_WP);
+		if ((wp ? handle_wp(h, &it) : handle_missing(h, &it)) == AGAIN)
+			continue;
+		if (!wp)
+			lat_record(r, now_ns() - it.t);
+		h->q[i].addr = 0;
+		served++;
+	}
+	if (served) {
+		size_t j = 0;
+		for (size_t i = 0; i < h->qn; i++)
+			if (h->q[i].addr)
+				h->q[j++] = h->q[i];
+		h->qn = j;
+	}
+	return served;
 }
 
 void *region_handler_main(void *arg)
 {
 	struct handler *h = arg;
 	struct zs_region *r = h->r;
-	struct uffd_msg msgs[16];
 	double last = now_ns();
 
-	while (!atomic_load_explicit(&r->stop, memory_order_acquire)) {
-		ssize_t got = read(r->uffd, msgs, sizeof(msgs));
-		if (got <= 0) {
-			if (got < 0 && errno != EAGAIN && errno != EINTR)
-				break;
-			/*
-			 * Spin on the non-blocking read, yielding the core each time:
-			 * with more busy threads than cores (P processes, each an
-			 * application thread and a handler) a pure spin keeps the
-			 * faulting thread from running once woken; measured on 2 cores
-			 * at P=2 the yield doubled random swap-in throughput, and
-			 * costs nothing when nothing else is runnable.
-			 */
-			if (r->spin_ns > 0 && now_ns() - last < r->spin_ns) {
-				sched_yield();
-				continue;
-			}
-			struct pollfd pf[2] = { { .fd = r->uffd, .events = POLLIN },
-						{ .fd = r->efd, .events = POLLIN } };
-			poll(pf, 2, -1);
+	while (!atomic_load_explicit(&r->hstop, memory_order_acquire)) {
+		pthread_mutex_lock(&r->ulock);
+		ssize_t got = pump(h);
+		int e = errno;
+		pthread_mutex_unlock(&r->ulock);
+		if (got < 0 && e != EAGAIN && e != EINTR)
+			break;
+		size_t served = h->qn ? serve_queue(h) : 0;
+		if (got > 0 || served) {
 			last = now_ns();
 			continue;
 		}
-		double t0 = now_ns();
-		size_t nm = (size_t)got / sizeof(msgs[0]);
-		for (size_t i = 0; i < nm; i++) {
-			struct uffd_msg *m = &msgs[i];
-			if (m->event == UFFD_EVENT_PAGEFAULT) {
-				unsigned long a = (unsigned long)m->arg.pagefault.address &
-						  ~(unsigned long)(r->page - 1);
-				if (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
-					handle_wp(r, a);
-				} else {
-					handle_missing(r, h, a,
-						       !!(m->arg.pagefault.flags &
-							  UFFD_PAGEFAULT_FLAG_WRITE));
-					double t1 = now_ns();
-					lat_record(r, t1 - t0);
-					t0 = t1;
-				}
-			} else if (m->event == UFFD_EVENT_REMAP) {
-				atomic_store(&r->broken, 1);
-				fprintf(stderr, "zs_region: range remapped (mremap is not supported); "
-						"region marked broken\n");
-			}
+		if (h->qn) {
+			/* Faults on owned pages: their owners finish in microseconds. */
+			sched_yield();
+			continue;
 		}
+		/*
+		 * Spin on the non-blocking read, yielding the core each time:
+		 * with more busy threads than cores (P processes, each an
+		 * application thread and a handler) a pure spin keeps the
+		 * faulting thread from running once woken; measured on 2 cores
+		 * at P=2 the yield doubled random swap-in throughput, and
+		 * costs nothing when nothing else is runnable.
+		 */
+		if (r->spin_ns > 0 && now_ns() - last < r->spin_ns) {
+			sched_yield();
+			continue;
+		}
+		struct pollfd pf[2] = { { .fd = r->uffd, .events = POLLIN },
+					{ .fd = r->efd, .events = POLLIN } };
+		poll(pf, 2, -1);
 		last = now_ns();
 	}
 	return NULL;

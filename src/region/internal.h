@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <poll.h>
+#include <signal.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -23,6 +24,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,18 +40,83 @@
 #ifndef USERFAULTFD_IOC_NEW
 #define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
 #endif
+/* UFFDIO_POISON (Linux 6.6): Debian 12's 6.1 uapi headers lack it. */
+#ifndef UFFD_FEATURE_POISON
+#define UFFD_FEATURE_POISON (1 << 14)
+#endif
+#ifndef _UFFDIO_POISON
+#define _UFFDIO_POISON (0x08)
+#endif
+#ifndef UFFDIO_POISON
+struct uffdio_poison {
+	struct uffdio_range range;
+	__u64 mode;
+	__s64 updated;
+};
+#define UFFDIO_POISON _IOWR(UFFDIO, _UFFDIO_POISON, struct uffdio_poison)
+#endif
 
-enum { ST_NONE, ST_RES, ST_STORED, ST_OUT, ST_IN, ST_REL };
+/*
+ * Page states (low nibble).  Stable ones first: only those are claimed.
+ * GONE and MOVED are terminal: the page is no longer the region's.
+ */
+enum {
+	ST_NONE,    /* nothing mapped, nothing stored: reads zeros */
+	ST_RES,     /* believed mapped (the application may have zapped it since) */
+	ST_STORED,  /* contents in store slot <index>, nothing mapped */
+	ST_BAD,     /* its slot could not be read: poisoned (SIGBUS) until dropped */
+	ST_GONE,    /* unmapped by the application: not the region's any more */
+	ST_MOVED,   /* moved away by mremap while stored: slot kept for faults at the new address */
+	ST_OUT,     /* pageout owns it, page still mapped */
+	ST_OUTF,    /* OUT, and a handler is filling a page the application zapped */
+	ST_OUTZ,    /* pageout owns it and is zapping it (data in the slot) */
+	ST_IN,      /* a fault handler owns it */
+	ST_REL,     /* release (or an event) owns it */
+};
+#define ST_MASK 0x0f
+/* Set on an owned page by an event; the owner applies it when it finishes. */
+#define F_DROP 0x10   /* MADV_DONTNEED/REMOVE: finish as NONE (zeros) */
+#define F_GONE 0x20   /* munmap: finish as GONE */
+#define F_MOVED 0x40  /* mremap moved it: finish as MOVED (slot kept) or GONE */
+
+static inline int st_owned(unsigned char s)
+{
+	return (s & ST_MASK) >= ST_OUT;
+}
 
 #define NSTREAMS 8
 #define MAX_AROUND 256
 #define OUT_CHUNK 64     /* pages write-protected and compressed per step */
 #define REL_CHUNK 512
+#define NZAPS 64         /* the library's own zaps in flight */
+#define NMOVES 32        /* remembered mremap moves */
+#define NBUFS 4          /* pageout staging buffers kept */
+
+struct fault_item {
+	unsigned long addr;   /* page address; 0: answered */
+	unsigned flags;       /* UFFD_PAGEFAULT_FLAG_* */
+	unsigned tid;         /* faulting thread (UFFD_FEATURE_THREAD_ID), 0 unknown */
+	double t;             /* when read, for the latency histogram */
+};
 
 struct handler {
 	struct zs_region *r;
 	pthread_t tid;
 	unsigned char *buf;   /* MAX_AROUND pages */
+	/* faults read but not yet answered (their page was owned) */
+	struct fault_item *q;
+	size_t qn, qcap;
+};
+
+/* A zap (MADV_DONTNEED) the library itself issues: its REMOVE event is not the application's. */
+struct self_zap {
+	uintptr_t start, len, seen;   /* under ulock; len 0: free */
+};
+
+/* Pages [first, first+len/page) now live at [to, to+len) (mremap). */
+struct move_rec {
+	uintptr_t to, len;
+	size_t first;
 };
 
 struct zs_region {
@@ -57,6 +124,8 @@ struct zs_region {
 	size_t size, page, npages;
 	int uffd, efd;
 	int uffd_move;
+	int can_poison;          /* UFFDIO_POISON usable on the range */
+	int have_tid;            /* fault messages carry the thread id */
 	_Atomic unsigned char *state;
 	_Atomic unsigned char *ref;
 	struct zs_zram *store;
@@ -64,10 +133,23 @@ struct zs_region {
 	double spin_ns;
 	size_t resident_limit;   /* pages; 0 none */
 
-	atomic_int stop, broken;
+	atomic_int stop, hstop, broken;   /* stop: reclaimer; hstop: handlers (after it) */
 	unsigned nhandlers;
 	struct handler *h;
 	unsigned char *zero;     /* MAX_AROUND zero pages */
+
+	/*
+	 * ulock: reading the uffd and applying the events read, and every
+	 * install ioctl with the check of the flags it depends on.  So an event
+	 * read is applied before any later fault is answered, and no install
+	 * lands between an event being read and being applied.  Held only for
+	 * non-blocking work (see the lock order in region.c).
+	 */
+	pthread_mutex_t ulock;
+	struct self_zap zaps[NZAPS];   /* under ulock */
+	struct move_rec moves[NMOVES]; /* under ulock; nmoves counts all ever */
+	unsigned nmoves;
+	atomic_size_t ngone;           /* pages GONE or MOVED */
 
 	_Atomic uint64_t streams[NSTREAMS];    /* next page expected, ascending */
 	_Atomic uint64_t rstreams[NSTREAMS];   /* next page expected, descending */
@@ -75,8 +157,9 @@ struct zs_region {
 
 	/* counters */
 	_Atomic uint64_t resident, stored, faults, faults_zero, faults_wp, pages_in, around,
-		pageouts, reclaimed, releases;
+		pageouts, reclaimed, releases, removed, unmapped, sigbus_pages, read_errors;
 	_Atomic uint64_t hist[ZS_REGION_LAT_BUCKETS];
+	atomic_int warned_nopoison;
 
 	/* reclaim */
 	pthread_t rtid;
@@ -86,6 +169,10 @@ struct zs_region {
 	pthread_mutex_t hlock;   /* the CLOCK hand: one reclaim pass at a time */
 	int rkick;
 	size_t hand;             /* CLOCK hand, under rlock */
+
+	pthread_mutex_t block;   /* bufs */
+	unsigned char *bufs[NBUFS];
+	int nbufs;
 };
 
 static inline double now_ns(void)
@@ -140,6 +227,7 @@ static inline int uffd_wp(struct zs_region *r, size_t first, size_t n, int on)
 	while (ioctl(r->uffd, UFFDIO_WRITEPROTECT, &wp)) {
 		if (errno != EAGAIN)
 			return -errno;
+		sched_yield();   /* an event is unread: a handler reads it */
 	}
 	return 0;
 }
@@ -156,8 +244,41 @@ static inline void kick_reclaim(struct zs_region *r)
 	pthread_mutex_unlock(&r->rlock);
 }
 
+/*
+ * Library calls run with every blockable signal blocked: a signal handler
+ * that touches region memory must not run on a thread that owns pages or
+ * store locks (region.c, "Lock order").
+ */
+static inline void sig_block(sigset_t *old)
+{
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, old);
+}
+
+static inline void sig_restore(const sigset_t *old)
+{
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
 /* region.c */
 int region_range_ok(struct zs_region *r, const void *addr, size_t len);
+/* Zap [first, first+n) of the library's own pages (owned): MADV_DONTNEED, its event ignored. */
+void region_self_zap(struct zs_region *r, size_t first, size_t n);
+/* The state an owner finishing with outcome want leaves, given the event flags in s. */
+unsigned char region_final(unsigned char s, unsigned char want);
+/*
+ * Finish owning page i with outcome want (slot_held: slot i holds its
+ * contents).  Frees the slot when the final state does not keep it, before
+ * publishing that state.  Returns the final state.
+ */
+unsigned char region_finish(struct zs_region *r, size_t i, unsigned char want, int slot_held);
+/* ulock held: the region page now living at a moved-to address, or (size_t)-1. */
+size_t region_moved_page(struct zs_region *r, uintptr_t addr);
+/* ulock held: apply the application's events (region.c, "The application's events"). */
+void region_event_remove(struct zs_region *r, uintptr_t s, uintptr_t e);
+void region_event_unmap(struct zs_region *r, uintptr_t s, uintptr_t e);
+void region_event_remap(struct zs_region *r, uintptr_t from, uintptr_t to, uintptr_t len);
 /* fault.c: a handler thread; arg is its struct handler */
 void *region_handler_main(void *arg);
 /* reclaim.c: the reclaim thread; arg is the region */

@@ -5,25 +5,34 @@
  * or the reclaim thread; both meet only in the per-page state machine
  * described in region.c.
  *
- * Pageout protocol (why no write is lost).  For a run of claimed RES pages:
+ * Pageout protocol (why no write is lost).  For a run of claimed (OUT) pages:
  *   1. UFFDIO_WRITEPROTECT the run.  The ioctl returns after the TLB flush,
  *      so every store issued before it is visible to us and no store can
  *      land afterwards: a writer now takes a write-protect fault and sleeps
  *      in the kernel.  Readers are not disturbed.
- *   2. Compress the run into the store (it cannot change under us).
- *   3. MADV_DONTNEED the run: the pages are gone, RSS falls.  Anonymous
- *      zaps drop uffd-wp bits with the page, so the next access is a
- *      missing fault, which the handler answers from the store.
- *   4. Mark the pages STORED, then UFFDIO_WAKE the run: a writer that slept
- *      in step 1-3 retries, takes a missing fault and gets the page back
- *      from the store before its write lands.  The handler ignores the
- *      write-protect message of a page still OUT (the wake comes after the
- *      state change) and wakes the writer itself otherwise, so a message
- *      read late is harmless.  A writer that was between the PTE check and
- *      sleeping when step 3 ran does not sleep at all: the kernel re-checks
- *      the PTE after queueing it.
- * If the store fails (-ENOMEM), the run is un-write-protected (which wakes
- * the writers), its slots discarded and its pages go back to RES intact.
+ *   2. Copy the run out with process_vm_readv and compress the copy into
+ *      the store (the pages cannot change under us).  The copy, not a plain
+ *      read, because the application may unmap or move the range meanwhile:
+ *      the copy then fails (the run goes back, step 5) where a read would
+ *      crash the library.  A page the application zapped (MADV_DONTNEED)
+ *      faults; the handler answers an OUT page with a write-protected zero
+ *      page (OUTF) instead of waiting for us.
+ *   3. Mark the run OUTZ and MADV_DONTNEED it (region_self_zap, which makes
+ *      sure a handler has applied that remove event as ours): the pages
+ *      are gone, RSS falls.  Anonymous zaps drop uffd-wp bits with the
+ *      page, so the next access is a missing fault, which the handler
+ *      answers from the store once the page is STORED.
+ *   4. Finish each page STORED (or as the events that hit it meanwhile say:
+ *      dropped -> NONE, unmapped -> GONE, moved -> MOVED), then UFFDIO_WAKE
+ *      the run: a writer that slept in step 1-3 retries, takes a missing
+ *      fault and gets the page back from the store before its write lands.
+ *      The handler ignores the write-protect message of a page still
+ *      OUT/OUTF/OUTZ (the wake comes after the state change) and wakes the
+ *      writer itself otherwise, so a message read late is harmless.
+ *   5. If the store or the copy fails, the run is un-write-protected (which
+ *      wakes the writers), its slots discarded and its pages go back to RES
+ *      intact.
+ * Pageout runs with every blockable signal blocked (region.c, "Lock order").
  *
  * Automatic reclaim: a thread keeps resident pages under the limit with a
  * CLOCK over resident pages.  The access signal is a referenced bit set when
@@ -37,69 +46,79 @@
 
 /* ---- pageout ---- */
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define ZS_REGION_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define ZS_REGION_TSAN 1
-#endif
-
-#ifdef ZS_REGION_TSAN
-/*
- * Under ThreadSanitizer: the page is write-protected, so no store can race
- * this read, but TSan cannot see the kernel's ordering and would report the
- * application's earlier (and later) writes against the compressor's reads.
- * Read the page here, uninstrumented, and compress the copy.
- */
-__attribute__((no_sanitize("thread"))) static void wp_copy(void *dst, const void *src,
-							 size_t len)
+/* Staging buffers of OUT_CHUNK pages, reused: most pageouts are one run after another. */
+static unsigned char *buf_get(struct zs_region *r)
 {
-	const volatile uint64_t *s = src;
-	uint64_t *d = dst;
-	for (size_t i = 0; i < len / 8; i++)
-		d[i] = s[i];
-}
-
-static int store_pages(struct zs_region *r, size_t p, size_t n)
-{
-	unsigned char *buf = malloc(r->page);
-	int rc = buf ? 0 : -ENOMEM;
-	for (size_t i = 0; i < n && !rc; i++) {
-		wp_copy(buf, r->base + (p + i) * r->page, r->page);
-		rc = zs_zram_write(r->store, p + i, buf);
+	unsigned char *b = NULL;
+	pthread_mutex_lock(&r->block);
+	if (r->nbufs)
+		b = r->bufs[--r->nbufs];
+	pthread_mutex_unlock(&r->block);
+	if (!b) {
+		b = mmap(NULL, OUT_CHUNK * r->page, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (b == MAP_FAILED)
+			b = NULL;
 	}
-	free(buf);
-	return rc;
+	return b;
 }
-#else
-static int store_pages(struct zs_region *r, size_t p, size_t n)
+
+static void buf_put(struct zs_region *r, unsigned char *b)
 {
-	return zs_zram_write_range(r->store, p, n, r->base + p * r->page);
+	pthread_mutex_lock(&r->block);
+	if (r->nbufs < NBUFS) {
+		r->bufs[r->nbufs++] = b;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&r->block);
+	if (b)
+		munmap(b, OUT_CHUNK * r->page);
 }
-#endif
+
+/* Copy pages [p, p+n) out of the range; -EFAULT when part of it is no longer mapped. */
+static int copy_out(struct zs_region *r, size_t p, size_t n, unsigned char *buf)
+{
+	struct iovec to = { .iov_base = buf, .iov_len = n * r->page };
+	struct iovec from = { .iov_base = r->base + p * r->page, .iov_len = n * r->page };
+	ssize_t got = process_vm_readv(getpid(), &to, 1, &from, 1, 0);
+	return got == (ssize_t)(n * r->page) ? 0 : got < 0 ? -errno : -EFAULT;
+}
 
 /* Page out claimed (OUT) pages [p, p+n).  Returns pages stored or -errno. */
-static long pageout_run(struct zs_region *r, size_t p, size_t n)
+static long pageout_run(struct zs_region *r, size_t p, size_t n, unsigned char *buf)
 {
 	int rc = uffd_wp(r, p, n, 1);
 	if (!rc)
-		rc = store_pages(r, p, n);
+		rc = copy_out(r, p, n, buf);
+	if (!rc)
+		rc = zs_zram_write_range(r->store, p, n, buf);
 	if (rc) {
 		uffd_wp(r, p, n, 0);   /* wakes writers */
 		zs_zram_discard_range(r->store, p, n);
 		for (size_t i = 0; i < n; i++)
-			st_set(r, p + i, ST_RES);
+			if (region_finish(r, p + i, ST_RES, 0) != ST_RES)
+				atomic_fetch_sub_explicit(&r->resident, 1, memory_order_relaxed);
 		return rc;
 	}
-	madvise(r->base + p * r->page, n * r->page, MADV_DONTNEED);
+	atomic_fetch_add_explicit(&r->stored, n, memory_order_relaxed);
+	for (size_t i = 0; i < n; i++) {
+		for (;;) {
+			unsigned char s = st_load(r, p + i);
+			if ((s & ST_MASK) == ST_OUTF) {
+				sched_yield();   /* a handler is filling it; it does not wait for us */
+				continue;
+			}
+			if (st_cas(r, p + i, s, (unsigned char)((s & ~ST_MASK) | ST_OUTZ)))
+				break;
+		}
+	}
+	region_self_zap(r, p, n);
+	long stored = 0;
 	for (size_t i = 0; i < n; i++)
-		st_set(r, p + i, ST_STORED);
+		stored += region_finish(r, p + i, ST_STORED, 1) == ST_STORED;
 	uffd_wake(r, p, n);
 	atomic_fetch_add_explicit(&r->resident, -(uint64_t)n, memory_order_relaxed);
-	atomic_fetch_add_explicit(&r->stored, n, memory_order_relaxed);
-	atomic_fetch_add_explicit(&r->pageouts, n, memory_order_relaxed);
+	atomic_fetch_add_explicit(&r->pageouts, (uint64_t)stored, memory_order_relaxed);
 	return (long)n;
 }
 
@@ -108,6 +127,7 @@ static long pageout_pages(struct zs_region *r, size_t first, size_t end, int onl
 {
 	long total = 0;
 	size_t i = first;
+	unsigned char *buf = NULL;
 
 	while (i < end) {
 		/* find the next claimable page */
@@ -131,6 +151,10 @@ static long pageout_pages(struct zs_region *r, size_t first, size_t end, int onl
 		if (i >= end)
 			break;
 		size_t p = i++, n = 1;
+		if (!buf && !(buf = buf_get(r))) {
+			region_finish(r, p, ST_RES, 0);
+			return total ? total : -ENOMEM;
+		}
 		/* state first: a handler sets the referenced bit before it publishes RES */
 		while (i < end && n < OUT_CHUNK && st_load(r, i) == ST_RES &&
 		       !(only_cold && atomic_load_explicit(&r->ref[i], memory_order_relaxed)) &&
@@ -138,13 +162,16 @@ static long pageout_pages(struct zs_region *r, size_t first, size_t end, int onl
 			i++;
 			n++;
 		}
-		long rc = pageout_run(r, p, n);
+		long rc = pageout_run(r, p, n, buf);
 		if (rc < 0) {
 			/* pages after this run are untouched */
+			buf_put(r, buf);
 			return total ? total : rc;
 		}
 		total += rc;
 	}
+	if (buf)
+		buf_put(r, buf);
 	return total;
 }
 
@@ -154,7 +181,11 @@ long zs_region_pageout(struct zs_region *r, void *addr, size_t len)
 	if (rc)
 		return rc;
 	size_t p = pidx(r, addr);
-	return pageout_pages(r, p, p + len / r->page, 0);
+	sigset_t old;
+	sig_block(&old);
+	long n = pageout_pages(r, p, p + len / r->page, 0);
+	sig_restore(&old);
+	return n;
 }
 
 /* ---- reclaim ---- */
@@ -163,13 +194,13 @@ long zs_region_reclaim(struct zs_region *r, size_t target)
 {
 	size_t tgt = target / r->page;
 	long total = 0;
+	sigset_t old;
 
+	sig_block(&old);
 	pthread_mutex_lock(&r->hlock);
 	/* Two sweeps at most: the first clears referenced bits, the second finds them cold. */
 	for (size_t scanned = 0; scanned < 2 * r->npages; ) {
 		if (atomic_load_explicit(&r->resident, memory_order_relaxed) <= tgt)
-			break;
-		if (atomic_load(&r->broken))
 			break;
 		size_t p = r->hand, end = p + OUT_CHUNK > r->npages ? r->npages : p + OUT_CHUNK;
 		/* Cold (unreferenced) pages go first; the survivors lose their bit. */
@@ -185,6 +216,7 @@ long zs_region_reclaim(struct zs_region *r, size_t target)
 			break;
 	}
 	pthread_mutex_unlock(&r->hlock);
+	sig_restore(&old);
 	atomic_fetch_add_explicit(&r->reclaimed, (uint64_t)total, memory_order_relaxed);
 	return total;
 }

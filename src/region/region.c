@@ -1,27 +1,82 @@
 /*
  * zs_region: anonymous memory whose cold pages live compressed in a libzs
  * zram store, paged back in on touch through userfaultfd.  This layer owns
- * the per-page state machine, the fault handlers, pageout/release and the
- * automatic reclaim; the store (src/zram) is used only through its public
- * API, so any backend and compressor work.  This file holds create/destroy,
- * config, stats and the range API (release, advise); fault.c the handler
- * threads and fault-around, reclaim.c pageout and the CLOCK reclaimer,
- * internal.h the shared region struct and page-state helpers.
+ * the per-page state machine, the fault handlers, pageout/release, the
+ * automatic reclaim and what happens when the application itself changes
+ * the range (madvise, munmap, mremap); the store (src/zram) is used only
+ * through its public API, so any backend and compressor work.  This file
+ * holds create/destroy, config, stats, the range API (release, advise) and
+ * the application's events; fault.c the handler threads and fault-around,
+ * reclaim.c pageout and the CLOCK reclaimer, internal.h the shared region
+ * struct and page-state helpers.
  *
- * Per-page state (one atomic byte per page) is the source of truth for what
- * the kernel's page table holds, because only this layer changes either:
+ * Per-page state (one atomic byte per page, internal.h) says what the page
+ * table holds, because only this layer and the events it is told about
+ * change either:
  *
- *   NONE   no page mapped, nothing stored (never written, or released)
- *   RES    a page is mapped (installed by a fault, or the zero page)
+ *   NONE   no page mapped, nothing stored (never written, released, dropped)
+ *   RES    a page is mapped (installed by a fault, or the zero page); the
+ *          application may have zapped it since (MADV_DONTNEED): a missing
+ *          fault on a RES page is answered with zeros
  *   STORED no page mapped; contents in store slot <page index>
- *   OUT    pageout owns it: write-protected, being compressed, then dropped
+ *   BAD    the slot could not be read back: the page is poisoned (SIGBUS)
+ *   GONE   unmapped by the application: no longer the region's
+ *   MOVED  moved away by mremap while stored: the slot serves faults at the
+ *          new address, nothing else (fault.c)
+ *   OUT, OUTF, OUTZ  pageout owns it (reclaim.c, "pageout protocol")
  *   IN     a fault handler owns it: being decompressed and installed
- *   REL    release owns it
+ *   REL    release (or an event being applied) owns it
  *
  * Transitions claim a page with a compare-and-swap out of a stable state
- * (NONE/RES/STORED) into an owned one (OUT/IN/REL); whoever finds a page
- * owned waits (handlers spin, the owner finishes in microseconds) and
- * retries.  So a fault never races a pageout or release of the same page.
+ * (NONE/RES/STORED/BAD) into an owned one; GONE and MOVED are never claimed
+ * by the range API.  A fault on an owned page is queued and retried, never
+ * waited for (fault.c); pageout and release wait (yielding) for pages a
+ * handler owns.
+ *
+ * The application's events.  The region asks for the remove (MADV_DONTNEED,
+ * MADV_REMOVE, MADV_FREE), unmap (munmap, mremap shrink, MAP_FIXED over it)
+ * and remap (mremap move) events.  The kernel queues each one and makes the
+ * calling thread wait until a handler has read it; a handler applies what it
+ * read before any fault read after it is answered (ulock, below):
+ *   remove  RES -> NONE, STORED -> slot freed -> NONE, BAD -> NONE: the pages
+ *           read zeros, as anonymous memory does.  The kernel zaps after the
+ *           event is read, so a fault may still find the old page mapped for
+ *           a moment; that is the application's own race.
+ *   unmap   the pages become GONE: slots freed, later range calls on them
+ *           fail with -EFAULT, zs_region_destroy never unmaps them.
+ *   remap   the moved pages become GONE (MOVED while their slot is kept):
+ *           resident pages moved with the kernel's page tables; stored ones
+ *           are served from their slot when first touched at the new
+ *           address.  The moved range is the application's, not the
+ *           region's: range calls there get -EINVAL, destroy leaves it.
+ * An event that finds a page owned sets a flag on it (F_DROP, F_GONE,
+ * F_MOVED) and the owner applies it when it finishes (region_final): what
+ * the application asked for wins over the library's own work, except that a
+ * page already compressed when its remove arrives simply has its slot freed.
+ * The library's own MADV_DONTNEED (pageout, release) raises the same remove
+ * event; region_self_zap records the range first, so its event is
+ * recognised and ignored.
+ *
+ * Lock order and why the fault path cannot deadlock.  Locks, outermost
+ * first:
+ *   1. page ownership (OUT/OUTF/OUTZ/IN/REL claims)
+ *   2. ulock (region: uffd read + event apply, installs)
+ *   3. the store: slot lock bit, then the pool/class locks inside zsmalloc
+ * No thread waits for a page owner while holding ulock or a store lock.
+ * Handlers never wait for page owners at all: a fault on an owned page is
+ * queued and retried, while the handler keeps reading messages - so the
+ * events an owner's madvise or write-protect ioctl waits on (the kernel
+ * fails installs with EAGAIN while an event is unread) are always read.
+ * Owners (pageout, release) run on library calls that block every
+ * blockable signal for their duration, and library threads (handlers, the
+ * reclaimer) are created with every signal blocked: a signal handler that
+ * touches region memory never runs on a thread that owns pages or holds a
+ * store lock taken by a region call, so the handler's waits (slot lock,
+ * pool read lock, class lock in zs_zram_read/discard) are on threads that
+ * keep running.  The remaining way to block the fault path is the
+ * application's own: a thread inside a store call made directly on
+ * zs_region_store() (e.g. zs_zram_compact) whose signal handler touches a
+ * stored page; block signals around such calls (region.h, "Threading").
  */
 #include "internal.h"
 
@@ -104,66 +159,322 @@ int zs_region_available(char *err, size_t err_len)
 int region_range_ok(struct zs_region *r, const void *addr, size_t len)
 {
 	const unsigned char *a = addr;
-	if (atomic_load(&r->broken))
-		return -EFAULT;
 	if (a < r->base || len > r->size || (size_t)(a - r->base) > r->size - len)
 		return -EINVAL;
 	if (((uintptr_t)a | len) & (r->page - 1))
 		return -EINVAL;
+	/*
+	 * The application's munmap/madvise returned once a handler read its
+	 * event; taking ulock waits until that handler has applied it too.
+	 */
+	pthread_mutex_lock(&r->ulock);
+	pthread_mutex_unlock(&r->ulock);
+	/* Pages the application unmapped or moved away are not ours to touch. */
+	if (atomic_load_explicit(&r->ngone, memory_order_acquire)) {
+		size_t first = pidx(r, a), n = len / r->page;
+		for (size_t i = first; i < first + n; i++) {
+			unsigned char s = st_load(r, i), m = s & ST_MASK;
+			if (m == ST_GONE || m == ST_MOVED || (s & (F_GONE | F_MOVED)))
+				return -EFAULT;
+		}
+	}
 	return 0;
 }
 
+/* ---- finishing an owned page ---- */
+
+unsigned char region_final(unsigned char s, unsigned char want)
+{
+	if (s & F_GONE)
+		return ST_GONE;
+	if (s & F_MOVED)
+		return want == ST_STORED ? ST_MOVED : ST_GONE;
+	/*
+	 * Dropped while owned: zeros.  An installed page stays RES: it is
+	 * either zapped by the application's madvise right after (a later fault
+	 * on a RES page gets zeros) or was installed as zeros already.
+	 */
+	if (s & F_DROP)
+		return want == ST_RES ? ST_RES : ST_NONE;
+	return want;
+}
+
+unsigned char region_finish(struct zs_region *r, size_t i, unsigned char want, int slot_held)
+{
+	int held = slot_held;
+	for (;;) {
+		unsigned char s = st_load(r, i);
+		unsigned char f = region_final(s, held ? want : (want == ST_STORED ? ST_NONE : want));
+		int keeps = f == ST_STORED || f == ST_MOVED;
+		if (held && !keeps) {
+			/*
+			 * Free before publishing: once NONE/RES the page can be claimed
+			 * and its slot written again by a pageout.
+			 */
+			zs_zram_discard(r->store, i);
+			atomic_fetch_sub_explicit(&r->stored, 1, memory_order_relaxed);
+			held = 0;
+			continue;
+		}
+		if (st_cas(r, i, s, f)) {
+			if (f == ST_GONE || f == ST_MOVED)
+				atomic_fetch_add_explicit(&r->ngone, 1, memory_order_release);
+			return f;
+		}
+	}
+}
+
+/* ---- the library's own zaps ---- */
+
+void region_self_zap(struct zs_region *r, size_t first, size_t n)
+{
+	uintptr_t start = (uintptr_t)(r->base + first * r->page), len = n * r->page;
+	int slot = -1;
+
+	while (slot < 0) {
+		pthread_mutex_lock(&r->ulock);
+		for (int k = 0; k < NZAPS; k++) {
+			if (!r->zaps[k].len) {
+				r->zaps[k] = (struct self_zap){ .start = start, .len = len, .seen = 0 };
+				slot = k;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&r->ulock);
+		if (slot < 0)
+			sched_yield();
+	}
+	/*
+	 * Returns once a handler has read our remove event (the kernel waits
+	 * for that); pages the application unmapped meanwhile raise none.
+	 */
+	madvise((void *)start, len, MADV_DONTNEED);
+	/* Events read are applied under ulock: taking it means ours was seen. */
+	pthread_mutex_lock(&r->ulock);
+	r->zaps[slot].len = 0;
+	pthread_mutex_unlock(&r->ulock);
+}
+
+/* ulock held: is the remove event [s, e) one of the library's own zaps? */
+static int own_zap(struct zs_region *r, uintptr_t s, uintptr_t e)
+{
+	for (int k = 0; k < NZAPS; k++) {
+		struct self_zap *z = &r->zaps[k];
+		if (z->len && s >= z->start && e <= z->start + z->len &&
+		    z->seen + (e - s) <= z->len) {
+			z->seen += e - s;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* ---- the application's events (a handler, ulock held) ---- */
+
+/* Moved pages: the region page a moved-to address holds, or (size_t)-1. */
+size_t region_moved_page(struct zs_region *r, uintptr_t addr)
+{
+	unsigned n = r->nmoves < NMOVES ? r->nmoves : NMOVES;
+	for (unsigned k = 0; k < n; k++) {
+		const struct move_rec *m = &r->moves[(r->nmoves - 1 - k) % NMOVES];
+		if (addr >= m->to && addr - m->to < m->len)
+			return m->first + (addr - m->to) / r->page;
+	}
+	return (size_t)-1;
+}
+
+static void add_flag(struct zs_region *r, size_t i, unsigned char flag)
+{
+	for (;;) {
+		unsigned char s = st_load(r, i);
+		if (!st_owned(s) || st_cas(r, i, s, s | flag))
+			return;
+	}
+}
+
+enum ev { EV_REMOVE, EV_UNMAP, EV_MOVE };
+
+/* Apply one event to region page i (its current address, in the range or moved). */
+static void event_page(struct zs_region *r, size_t i, enum ev ev)
+{
+	static const unsigned char flag[] = { F_DROP, F_GONE, F_MOVED };
+	for (;;) {
+		unsigned char s = st_load(r, i), m = s & ST_MASK, to;
+		if (m == ST_GONE)
+			return;
+		if (st_owned(s)) {
+			add_flag(r, i, flag[ev]);
+			if (ev == EV_REMOVE)
+				atomic_fetch_add_explicit(&r->removed, 1, memory_order_relaxed);
+			else
+				atomic_fetch_add_explicit(&r->unmapped, 1, memory_order_relaxed);
+			return;
+		}
+		if (m == ST_MOVED) {
+			/* a moved page's slot: dropped with its new mapping, or moved again */
+			if (ev == EV_MOVE)
+				return;
+			if (!st_cas(r, i, s, ST_REL))
+				continue;
+			zs_zram_discard(r->store, i);
+			atomic_fetch_sub_explicit(&r->stored, 1, memory_order_relaxed);
+			st_set(r, i, ST_GONE);
+			return;
+		}
+		if (m == ST_NONE && ev == EV_REMOVE)
+			return;
+		to = ev == EV_REMOVE ? ST_NONE : ev == EV_UNMAP ? ST_GONE :
+		     m == ST_STORED ? ST_MOVED : ST_GONE;
+		if (m == ST_STORED && to != ST_MOVED) {
+			if (!st_cas(r, i, s, ST_REL))
+				continue;
+			zs_zram_discard(r->store, i);
+			atomic_fetch_sub_explicit(&r->stored, 1, memory_order_relaxed);
+			st_set(r, i, to);
+		} else if (!st_cas(r, i, s, to)) {
+			continue;
+		}
+		if (m == ST_RES)
+			atomic_fetch_sub_explicit(&r->resident, 1, memory_order_relaxed);
+		if (to == ST_GONE || to == ST_MOVED) {
+			atomic_fetch_add_explicit(&r->ngone, 1, memory_order_release);
+			atomic_fetch_add_explicit(&r->unmapped, 1, memory_order_relaxed);
+		} else if (m != ST_NONE) {
+			atomic_fetch_add_explicit(&r->removed, 1, memory_order_relaxed);
+		}
+		return;
+	}
+}
+
+/* Apply ev to every region page of [s, e), in the range or at a moved-to address. */
+static void event_range(struct zs_region *r, uintptr_t s, uintptr_t e, enum ev ev)
+{
+	uintptr_t b = (uintptr_t)r->base, pg = r->page;
+	s &= ~(pg - 1);
+	for (uintptr_t a = s; a < e; a += pg) {
+		size_t i;
+		if (a >= b && a - b < r->size)
+			i = (a - b) / pg;
+		else if ((i = region_moved_page(r, a)) == (size_t)-1)
+			continue;
+		event_page(r, i, ev);
+	}
+}
+
+void region_event_remove(struct zs_region *r, uintptr_t s, uintptr_t e)
+{
+	if (own_zap(r, s, e))
+		return;
+	event_range(r, s, e, EV_REMOVE);
+}
+
+void region_event_unmap(struct zs_region *r, uintptr_t s, uintptr_t e)
+{
+	event_range(r, s, e, EV_UNMAP);
+}
+
+void region_event_remap(struct zs_region *r, uintptr_t from, uintptr_t to, uintptr_t len)
+{
+	uintptr_t b = (uintptr_t)r->base, pg = r->page;
+	/* Record where each moved region page lives now, one run per contiguous piece. */
+	for (uintptr_t off = 0; off < len;) {
+		uintptr_t a = from + off;
+		size_t i;
+		if (a >= b && a - b < r->size)
+			i = (a - b) / pg;
+		else if ((i = region_moved_page(r, a)) == (size_t)-1) {
+			off += pg;
+			continue;
+		}
+		uintptr_t run = pg;
+		while (off + run < len) {
+			uintptr_t a2 = a + run;
+			size_t i2 = a2 >= b && a2 - b < r->size ? (a2 - b) / pg : region_moved_page(r, a2);
+			if (i2 != i + run / pg)
+				break;
+			run += pg;
+		}
+		r->moves[r->nmoves % NMOVES] = (struct move_rec){ .to = to + off, .len = run, .first = i };
+		r->nmoves++;
+		off += run;
+	}
+	event_range(r, from, from + len, EV_MOVE);
+	if (!atomic_exchange(&r->broken, 1))
+		fprintf(stderr, "zs_region: the application moved part of the region with mremap; "
+				"the moved part is no longer the region's (see region.h)\n");
+}
+
 /* ---- release ---- */
+
+static int do_release(struct zs_region *r, size_t first, size_t end)
+{
+	unsigned char was[REL_CHUNK];
+
+	for (size_t c = first; c < end; c += REL_CHUNK) {
+		size_t n = end - c < REL_CHUNK ? end - c : REL_CHUNK;
+		size_t nres = 0, nst = 0, nbad = 0;
+		/* Claim every page, NONE included, so no fault installs one under us. */
+		for (size_t i = 0; i < n; i++) {
+			for (;;) {
+				unsigned char s = st_load(r, c + i), m = s & ST_MASK;
+				if (m <= ST_BAD) {
+					if (st_cas(r, c + i, s, ST_REL)) {
+						was[i] = m;
+						break;
+					}
+					continue;
+				}
+				if (m == ST_GONE || m == ST_MOVED) {
+					was[i] = m;   /* not ours any more: leave it */
+					break;
+				}
+				sched_yield();
+			}
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (was[i] == ST_STORED) {
+				zs_zram_discard(r->store, c + i);
+				nst++;
+			}
+			nres += was[i] == ST_RES;
+			nbad += was[i] == ST_BAD;
+		}
+		atomic_fetch_sub_explicit(&r->stored, nst, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&r->resident, nres, memory_order_relaxed);
+		/* Zap each run of claimed pages that may hold something (a page or a poison mark). */
+		for (size_t i = 0; i < n;) {
+			if (was[i] != ST_RES && was[i] != ST_BAD) {
+				i++;
+				continue;
+			}
+			size_t j = i;
+			while (j < n && (was[j] == ST_RES || was[j] == ST_BAD || was[j] == ST_NONE ||
+					 was[j] == ST_STORED))
+				j++;
+			region_self_zap(r, c + i, j - i);
+			i = j;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (was[i] > ST_BAD)
+				continue;
+			atomic_store_explicit(&r->ref[c + i], 0, memory_order_relaxed);
+			region_finish(r, c + i, ST_NONE, 0);
+		}
+		atomic_fetch_add_explicit(&r->releases, nres + nst + nbad, memory_order_relaxed);
+	}
+	return 0;
+}
 
 int zs_region_release(struct zs_region *r, void *addr, size_t len)
 {
 	int rc = region_range_ok(r, addr, len);
 	if (rc)
 		return rc;
-	size_t first = pidx(r, addr), end = first + len / r->page;
-	unsigned char was[REL_CHUNK];
-
-	for (size_t c = first; c < end; c += REL_CHUNK) {
-		size_t n = end - c < REL_CHUNK ? end - c : REL_CHUNK;
-		size_t nres = 0, nst = 0;
-		/* Claim every page, NONE included, so no fault installs one under us. */
-		for (size_t i = 0; i < n; i++) {
-			for (;;) {
-				unsigned char s = st_load(r, c + i);
-				if (s <= ST_STORED) {
-					if (st_cas(r, c + i, s, ST_REL)) {
-						was[i] = s;
-						break;
-					}
-					continue;
-				}
-				sched_yield();
-			}
-		}
-		for (size_t i = 0; i < n;) {
-			if (was[i] != ST_STORED) {
-				nres += was[i] == ST_RES;
-				i++;
-				continue;
-			}
-			size_t j = i;
-			while (j < n && was[j] == ST_STORED)
-				j++;
-			zs_zram_discard_range(r->store, c + i, j - i);
-			nst += j - i;
-			i = j;
-		}
-		if (nres)
-			madvise(r->base + c * r->page, n * r->page, MADV_DONTNEED);
-		for (size_t i = 0; i < n; i++) {
-			atomic_store_explicit(&r->ref[c + i], 0, memory_order_relaxed);
-			st_set(r, c + i, ST_NONE);
-		}
-		atomic_fetch_add_explicit(&r->resident, -(uint64_t)nres, memory_order_relaxed);
-		atomic_fetch_add_explicit(&r->stored, -(uint64_t)nst, memory_order_relaxed);
-		atomic_fetch_add_explicit(&r->releases, nres + nst, memory_order_relaxed);
-	}
-	return 0;
+	sigset_t old;
+	sig_block(&old);
+	rc = do_release(r, pidx(r, addr), pidx(r, addr) + len / r->page);
+	sig_restore(&old);
+	return rc;
 }
 
 int zs_region_advise(struct zs_region *r, void *addr, size_t len, enum zs_region_advice adv)
@@ -192,10 +503,19 @@ int zs_region_advise(struct zs_region *r, void *addr, size_t len, enum zs_region
 static void teardown(struct zs_region *r)
 {
 	atomic_store(&r->stop, 1);
+	/* The reclaimer first: its pageout zaps need handlers to read their events. */
+	if (r->have_reclaimer) {
+		pthread_mutex_lock(&r->rlock);
+		r->rkick = 1;
+		pthread_cond_signal(&r->rcond);
+		pthread_mutex_unlock(&r->rlock);
+		pthread_join(r->rtid, NULL);
+	}
+	atomic_store(&r->hstop, 1);
 	if (r->efd >= 0) {
 		uint64_t one = 1;
 		if (write(r->efd, &one, sizeof(one)) < 0) {
-			/* handlers also check stop while spinning */
+			/* handlers also check hstop while spinning */
 		}
 	}
 	if (r->h) {
@@ -204,26 +524,34 @@ static void teardown(struct zs_region *r)
 				pthread_join(r->h[i].tid, NULL);
 			if (r->h[i].buf)
 				munmap(r->h[i].buf, MAX_AROUND * r->page);
+			free(r->h[i].q);
 		}
 		free(r->h);
 	}
-	if (r->have_reclaimer) {
-		pthread_mutex_lock(&r->rlock);
-		r->rkick = 1;
-		pthread_cond_signal(&r->rcond);
-		pthread_mutex_unlock(&r->rlock);
-		pthread_join(r->rtid, NULL);
-	}
 	/*
-	 * After an mremap (broken) the range may hold someone else's mapping
-	 * now: leave it alone rather than unmap foreign memory.
+	 * Unmap only what is still ours: pages the application unmapped or
+	 * moved away may hold someone else's mapping by now.  Unregister first,
+	 * so our own munmap raises no unmap event (no handler reads it now).
 	 */
-	if (r->base && !atomic_load(&r->broken)) {
-		if (r->uffd >= 0) {
-			struct uffdio_range rg = { .start = (uintptr_t)r->base, .len = r->size };
-			ioctl(r->uffd, UFFDIO_UNREGISTER, &rg);
+	if (r->base) {
+		for (size_t i = 0; i < r->npages;) {
+			unsigned char m = r->state ? (st_load(r, i) & ST_MASK) : ST_NONE;
+			if (m == ST_GONE || m == ST_MOVED) {
+				i++;
+				continue;
+			}
+			size_t j = i + 1;
+			while (j < r->npages && (!r->state || ((m = st_load(r, j) & ST_MASK) != ST_GONE &&
+							       m != ST_MOVED)))
+				j++;
+			if (r->uffd >= 0) {
+				struct uffdio_range rg = { .start = (uintptr_t)(r->base + i * r->page),
+							   .len = (j - i) * r->page };
+				ioctl(r->uffd, UFFDIO_UNREGISTER, &rg);
+			}
+			munmap(r->base + i * r->page, (j - i) * r->page);
+			i = j;
 		}
-		munmap(r->base, r->size);
 	}
 	if (r->uffd >= 0)
 		close(r->uffd);
@@ -237,9 +565,15 @@ static void teardown(struct zs_region *r)
 	free((void *)r->ref);
 	pthread_mutex_destroy(&r->rlock);
 	pthread_mutex_destroy(&r->hlock);
+	pthread_mutex_destroy(&r->ulock);
+	for (int i = 0; i < r->nbufs; i++)
+		munmap(r->bufs[i], OUT_CHUNK * r->page);
+	pthread_mutex_destroy(&r->block);
 	pthread_cond_destroy(&r->rcond);
 	free(r);
 }
+
+static int start_threads(struct zs_region *r);
 
 int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out, char *err,
 		     size_t err_len)
@@ -265,6 +599,8 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 	r->uffd = r->efd = -1;
 	pthread_mutex_init(&r->rlock, NULL);
 	pthread_mutex_init(&r->hlock, NULL);
+	pthread_mutex_init(&r->ulock, NULL);
+	pthread_mutex_init(&r->block, NULL);
 	pthread_cond_init(&r->rcond, NULL);
 	r->page = (size_t)sys_page;
 	r->size = (cfg->size + r->page - 1) / r->page * r->page;
@@ -302,9 +638,18 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 			goto fail;
 		}
 		r->uffd_move = !!(have & UFFD_FEATURE_MOVE);
+		uint64_t events = UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_REMOVE |
+				  UFFD_FEATURE_EVENT_UNMAP;
+		if ((have & events) != events) {
+			set_err(err, err_len, "%s", "userfaultfd: kernel lacks the remove/unmap/remap "
+				"events (4.11+)");
+			rc = -EOPNOTSUPP;
+			goto fail;
+		}
+		r->have_tid = !!(have & UFFD_FEATURE_THREAD_ID);
 		struct uffdio_api en = { .api = UFFD_API,
-					 .features = UFFD_FEATURE_EVENT_REMAP |
-						     (have & UFFD_FEATURE_THREAD_ID) };
+					 .features = events | (have & UFFD_FEATURE_THREAD_ID) |
+						     (have & UFFD_FEATURE_POISON) };
 		if (ioctl(r->uffd, UFFDIO_API, &en)) {
 			set_err(err, err_len, "UFFDIO_API (enable): %s", strerror(errno));
 			rc = -EOPNOTSUPP;
@@ -360,40 +705,51 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 		rc = -EOPNOTSUPP;
 		goto fail;
 	}
+	r->can_poison = !!(reg.ioctls & (1ULL << _UFFDIO_POISON));
 
-	/* The reclaimer first: handlers read have_reclaimer. */
-	if (r->resident_limit) {
-		if (pthread_create(&r->rtid, NULL, region_reclaim_main, r)) {
-			rc = -EAGAIN;
-			goto fail;
-		}
-		r->have_reclaimer = 1;
-	}
-	r->h = calloc(r->nhandlers, sizeof(*r->h));
-	if (!r->h) {
-		rc = -ENOMEM;
+	/*
+	 * Library threads start with every signal blocked (they inherit the
+	 * mask): a process-directed signal must never run the application's
+	 * handler on a fault handler or the reclaimer.
+	 */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = start_threads(r);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
 		goto fail;
-	}
-	for (unsigned i = 0; i < r->nhandlers; i++) {
-		r->h[i].r = r;
-		void *b = mmap(NULL, MAX_AROUND * r->page, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (b == MAP_FAILED) {
-			rc = -ENOMEM;
-			goto fail;
-		}
-		r->h[i].buf = b;
-		if (pthread_create(&r->h[i].tid, NULL, region_handler_main, &r->h[i])) {
-			r->h[i].tid = 0;
-			rc = -EAGAIN;
-			goto fail;
-		}
-	}
 	*out = r;
 	return 0;
 fail:
 	teardown(r);
 	return rc;
+}
+
+static int start_threads(struct zs_region *r)
+{
+	/* The reclaimer first: handlers read have_reclaimer. */
+	if (r->resident_limit) {
+		if (pthread_create(&r->rtid, NULL, region_reclaim_main, r))
+			return -EAGAIN;
+		r->have_reclaimer = 1;
+	}
+	r->h = calloc(r->nhandlers, sizeof(*r->h));
+	if (!r->h)
+		return -ENOMEM;
+	for (unsigned i = 0; i < r->nhandlers; i++) {
+		r->h[i].r = r;
+		void *b = mmap(NULL, MAX_AROUND * r->page, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (b == MAP_FAILED)
+			return -ENOMEM;
+		r->h[i].buf = b;
+		if (pthread_create(&r->h[i].tid, NULL, region_handler_main, &r->h[i])) {
+			r->h[i].tid = 0;
+			return -EAGAIN;
+		}
+	}
+	return 0;
 }
 
 void zs_region_destroy(struct zs_region *r)
@@ -420,6 +776,9 @@ struct zs_zram *zs_region_store(struct zs_region *r)
 int zs_region_get_stats(struct zs_region *r, struct zs_region_stats *st)
 {
 	memset(st, 0, sizeof(*st));
+	/* events already read are applied (region_range_ok) */
+	pthread_mutex_lock(&r->ulock);
+	pthread_mutex_unlock(&r->ulock);
 	st->pages = r->npages;
 	st->resident = atomic_load(&r->resident);
 	st->stored = atomic_load(&r->stored);
@@ -436,6 +795,10 @@ int zs_region_get_stats(struct zs_region *r, struct zs_region_stats *st)
 	zs_zram_get_stats(r->store, &st->store);
 	st->uffd_move = r->uffd_move;
 	st->broken = atomic_load(&r->broken);
+	st->removed = atomic_load(&r->removed);
+	st->unmapped = atomic_load(&r->unmapped);
+	st->sigbus_pages = atomic_load(&r->sigbus_pages);
+	st->read_errors = atomic_load(&r->read_errors);
 	return 0;
 }
 
