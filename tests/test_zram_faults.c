@@ -21,11 +21,16 @@
  *     -EIO (never zeros or other bytes) until written or discarded;
  *   - a discard of part of a group never fails for lack of memory (at
  *     mem_limit, and with the pool's page allocations failing);
- *   - range calls report a failed part instead of returning 0.
+ *   - range calls report a failed part instead of returning 0;
+ *   - threads: a writer/discarder, a reader and a maintainer (writeback, read
+ *     failures switched on and off) on a grouped store: every read is the
+ *     slot's own page, zeros or -EIO, never other bytes.
  * Seeded (ZS_SEED).  Uses /tmp for its files.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -558,6 +563,128 @@ static void ranges(void)
 	zs_zram_destroy(z);
 }
 
+/* ---- threads on a grouped store with failing reads ---- */
+
+/* The threads count instead of CHECKing: testutil's counters are not thread safe. */
+static _Atomic int mt_stop, mt_wrong, mt_badrc;
+static struct zs_zram *mt_z;
+
+/* A page that names its slot and version; the rest follows from those two. */
+static void mt_page(unsigned char *p, uint64_t slot, uint64_t ver)
+{
+	uint64_t x = slot * 0x9E3779B97F4A7C15ULL ^ (ver + 1) * 0xBF58476D1CE4E5B9ULL;
+	memcpy(p, &slot, 8);
+	memcpy(p + 8, &ver, 8);
+	for (int k = 16; k < PS; k += 8) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		memcpy(p + k, &x, 8);
+	}
+}
+
+static int mt_valid(const unsigned char *p, uint64_t slot)
+{
+	static const unsigned char zero[PS];
+	unsigned char e[PS];
+	uint64_t s, v;
+	if (!memcmp(p, zero, PS))
+		return 1;
+	memcpy(&s, p, 8);
+	memcpy(&v, p + 8, 8);
+	if (s != slot)
+		return 0;
+	mt_page(e, s, v);
+	return !memcmp(p, e, PS);
+}
+
+static void *mt_writer(void *arg)
+{
+	uint64_t rs = (uint64_t)(uintptr_t)arg, ver = 0;
+	unsigned char p[PS];
+	while (!atomic_load(&mt_stop)) {
+		uint64_t slot = tu_rand(&rs) % N;
+		int rc;
+		if (tu_rand(&rs) % 4 == 0) {
+			rc = zs_zram_discard(mt_z, slot);
+		} else {
+			mt_page(p, slot, ++ver);
+			rc = zs_zram_write(mt_z, slot, p);
+		}
+		if (rc)
+			atomic_fetch_add(&mt_badrc, 1);
+	}
+	return NULL;
+}
+
+static void *mt_reader(void *arg)
+{
+	uint64_t rs = (uint64_t)(uintptr_t)arg;
+	unsigned char p[4 * PS];
+	while (!atomic_load(&mt_stop)) {
+		uint64_t slot = tu_rand(&rs) % N;
+		int rc;
+		if (slot % 8 == 0 && slot + 4 <= N) {
+			rc = zs_zram_read_range(mt_z, slot, 4, p, sizeof p);
+			for (int k = 0; !rc && k < 4; k++)
+				if (!mt_valid(p + (size_t)k * PS, slot + (uint64_t)k))
+					atomic_fetch_add(&mt_wrong, 1);
+			if (rc && rc != -EIO)
+				atomic_fetch_add(&mt_badrc, 1);
+			continue;
+		}
+		rc = zs_zram_read(mt_z, slot, p, PS);
+		if (rc && rc != -EIO)
+			atomic_fetch_add(&mt_badrc, 1);
+		if (!rc && !mt_valid(p, slot))
+			atomic_fetch_add(&mt_wrong, 1);
+	}
+	return NULL;
+}
+
+static void threads(void)
+{
+	pthread_t w, rd;
+	struct zs_zram_wb_result r;
+	unsigned char p[PS];
+	new_file();
+	mt_z = mk(path, 4, 0, 0);
+	for (uint64_t i = 0; i < N; i++) {
+		mt_page(p, i, 0);
+		REQUIRE(zs_zram_write(mt_z, i, p) == 0);
+	}
+	atomic_store(&mt_stop, 0);
+	REQUIRE(pthread_create(&w, NULL, mt_writer, (void *)(uintptr_t)(seed + 1)) == 0);
+	REQUIRE(pthread_create(&rd, NULL, mt_reader, (void *)(uintptr_t)(seed + 2)) == 0);
+	/* The maintainer: write back, then let reads fail for a while, then recover. */
+	for (int round = 0; round < 40; round++) {
+		int rc = zs_zram_writeback(mt_z, ZS_ZRAM_WB_HUGE, 0, &r);
+		CHECK(rc == 0 || rc == -ENOSPC);
+		zs_zram_wb_inject(mt_z, 1, 0, round % 3 ? 1 : 0);   /* transient, or until cleared */
+		usleep(5000);
+		zs_zram_wb_inject(mt_z, 1, UINT64_MAX, 0);
+		usleep(5000);
+	}
+	atomic_store(&mt_stop, 1);
+	pthread_join(w, NULL);
+	pthread_join(rd, NULL);
+	int wrong = 0;
+	for (uint64_t i = 0; i < N; i++) {
+		int rc = zs_zram_read(mt_z, i, p, PS);
+		CHECK(rc == 0 || rc == -EIO);
+		wrong += !rc && !mt_valid(p, i);
+	}
+	struct zs_zram_stats st = stats(mt_z);
+	printf("threads: %d wrong reads during the run, %d after; bd_read_retries %llu "
+	       "bd_read_errors %llu failed_reads %llu\n", atomic_load(&mt_wrong), wrong,
+	       (unsigned long long)st.bd_read_retries, (unsigned long long)st.bd_read_errors,
+	       (unsigned long long)st.failed_reads);
+	CHECK_EQ(atomic_load(&mt_wrong), 0);
+	CHECK_EQ(atomic_load(&mt_badrc), 0);
+	CHECK_EQ(wrong, 0);
+	zs_zram_destroy(mt_z);
+}
+
 int main(void)
 {
 	seed = tu_seed("test_zram_faults");
@@ -571,6 +698,7 @@ int main(void)
 	group_transient();
 	group_discard_at_limit();
 	ranges();
+	threads();
 	unlink(path);
 	rmdir(dir);
 	return tu_done();
