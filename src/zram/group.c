@@ -249,12 +249,10 @@ static int rmw(struct zs_zram *z, uint64_t index, const void *page)
 	if (!page && buf[0] == 0 && !memcmp(buf, buf + 1, grp->gbytes - 1)) {
 		/* A group of zeros is dropped, as a discard of the whole group. */
 		rc = zs_zram_discard(z->inner, gi);
-	} else if (page) {
-		rc = zs_zram_write(z->inner, gi, buf);
 	} else {
 		rc = zs_zram_write(z->inner, gi, buf);
-		if (rc) {
-			/* No memory for the rewrite: the mark alone discards, costing nothing. */
+		if (rc && !page) {
+			/* No room for the rewrite: the mark alone discards, costing nothing. */
 			grp->mark[index] = M_ZERO;
 			rc = 0;
 			goto out;
