@@ -412,11 +412,17 @@ static int handle_missing(struct handler *h, const struct fault_item *it)
 	unsigned char kind[MAX_AROUND];
 	size_t p;
 
-	if (addr < b || addr - b >= r->size) {
+	if (addr < b || addr - b >= r->size ||
+	    (st_load(r, (addr - b) / r->page) & ST_MASK) == ST_GONE ||
+	    (st_load(r, (addr - b) / r->page) & ST_MASK) == ST_MOVED) {
+		int home;
 		pthread_mutex_lock(&r->ulock);
-		p = region_moved_page(r, addr);
-		if (p == (size_t)-1) {
-			/* Not a region page (e.g. mremap grew the mapping): new anonymous memory. */
+		p = region_locate(r, addr, &home);
+		if (p == (size_t)-1 || home) {
+			/*
+			 * Not a region page (e.g. mremap grew the mapping), or one that
+			 * left this address: new anonymous memory.
+			 */
 			zero_at(h, addr);
 			pthread_mutex_unlock(&r->ulock);
 			return DONE;

@@ -89,7 +89,6 @@ static inline int st_owned(unsigned char s)
 #define OUT_CHUNK 64     /* pages write-protected and compressed per step */
 #define REL_CHUNK 512
 #define NZAPS 64         /* the library's own zaps in flight */
-#define NMOVES 32        /* remembered mremap moves */
 #define NBUFS 4          /* pageout staging buffers kept */
 
 struct fault_item {
@@ -147,8 +146,8 @@ struct zs_region {
 	 */
 	pthread_mutex_t ulock;
 	struct self_zap zaps[NZAPS];   /* under ulock */
-	struct move_rec moves[NMOVES]; /* under ulock; nmoves counts all ever */
-	unsigned nmoves;
+	struct move_rec *moves;        /* under ulock: where moved pages live, newest last */
+	size_t nmoves, capmoves;
 	atomic_size_t ngone;           /* pages GONE or MOVED */
 
 	_Atomic uint64_t streams[NSTREAMS];    /* next page expected, ascending */
@@ -275,6 +274,8 @@ unsigned char region_final(unsigned char s, unsigned char want);
 unsigned char region_finish(struct zs_region *r, size_t i, unsigned char want, int slot_held);
 /* ulock held: the region page now living at a moved-to address, or (size_t)-1. */
 size_t region_moved_page(struct zs_region *r, uintptr_t addr);
+/* ulock held: the region page living at addr (home: at its own address), or (size_t)-1. */
+size_t region_locate(struct zs_region *r, uintptr_t addr, int *home);
 /* ulock held: apply the application's events (region.c, "The application's events"). */
 void region_event_remove(struct zs_region *r, uintptr_t s, uintptr_t e);
 void region_event_unmap(struct zs_region *r, uintptr_t s, uintptr_t e);

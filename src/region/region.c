@@ -255,13 +255,18 @@ void region_self_zap(struct zs_region *r, size_t first, size_t n)
 	pthread_mutex_unlock(&r->ulock);
 }
 
-/* ulock held: is the remove event [s, e) one of the library's own zaps? */
+/*
+ * ulock held: is the remove event [s, e) one of the library's own zaps?  The
+ * kernel raises one event per VMA of a madvise range, in ascending order, so
+ * ours arrive as consecutive pieces: match only the next expected piece.
+ * (An application remove of exactly that piece, at that moment, is taken
+ * for ours and ours for the application's: the pages are dropped either way.)
+ */
 static int own_zap(struct zs_region *r, uintptr_t s, uintptr_t e)
 {
 	for (int k = 0; k < NZAPS; k++) {
 		struct self_zap *z = &r->zaps[k];
-		if (z->len && s >= z->start && e <= z->start + z->len &&
-		    z->seen + (e - s) <= z->len) {
+		if (z->len && s == z->start + z->seen && e > s && e <= z->start + z->len) {
 			z->seen += e - s;
 			return 1;
 		}
@@ -274,13 +279,48 @@ static int own_zap(struct zs_region *r, uintptr_t s, uintptr_t e)
 /* Moved pages: the region page a moved-to address holds, or (size_t)-1. */
 size_t region_moved_page(struct zs_region *r, uintptr_t addr)
 {
-	unsigned n = r->nmoves < NMOVES ? r->nmoves : NMOVES;
-	for (unsigned k = 0; k < n; k++) {
-		const struct move_rec *m = &r->moves[(r->nmoves - 1 - k) % NMOVES];
+	for (size_t k = r->nmoves; k-- > 0;) {
+		const struct move_rec *m = &r->moves[k];
 		if (addr >= m->to && addr - m->to < m->len)
 			return m->first + (addr - m->to) / r->page;
 	}
 	return (size_t)-1;
+}
+
+static void move_add(struct zs_region *r, uintptr_t to, uintptr_t len, size_t first)
+{
+	if (r->nmoves == r->capmoves) {
+		size_t cap = r->capmoves ? 2 * r->capmoves : 8;
+		struct move_rec *m = realloc(r->moves, cap * sizeof(*m));
+		if (!m) {
+			fprintf(stderr, "zs_region: out of memory recording an mremap; pages stored "
+					"in the moved part will read as zeros\n");
+			return;
+		}
+		r->moves = m;
+		r->capmoves = cap;
+	}
+	r->moves[r->nmoves++] = (struct move_rec){ .to = to, .len = len, .first = first };
+}
+
+/* [a, a+len) no longer holds what the log says (moved on): cut it out of every record. */
+static void move_cut(struct zs_region *r, uintptr_t a, uintptr_t len)
+{
+	size_t n = r->nmoves;
+	for (size_t k = 0; k < n; k++) {
+		struct move_rec m = r->moves[k];
+		if (!m.len || a >= m.to + m.len || a + len <= m.to)
+			continue;
+		uintptr_t lo = a > m.to ? a : m.to, hi = a + len < m.to + m.len ? a + len : m.to + m.len;
+		r->moves[k].len = lo - m.to;   /* the left part stays here */
+		if (hi < m.to + m.len)
+			move_add(r, hi, m.to + m.len - hi, m.first + (hi - m.to) / r->page);
+	}
+	size_t j = 0;
+	for (size_t k = 0; k < r->nmoves; k++)
+		if (r->moves[k].len)
+			r->moves[j++] = r->moves[k];
+	r->nmoves = j;
 }
 
 static void add_flag(struct zs_region *r, size_t i, unsigned char flag)
@@ -346,16 +386,46 @@ static void event_page(struct zs_region *r, size_t i, enum ev ev)
 	}
 }
 
+/*
+ * ulock held: the region page living at addr, or (size_t)-1.  *home says
+ * whether it is at its own address.  A page that left its address (unmapped
+ * or moved) is looked for among the moved-to ranges first: mremap may move
+ * one part of the range into a hole of another.
+ */
+size_t region_locate(struct zs_region *r, uintptr_t addr, int *home)
+{
+	uintptr_t b = (uintptr_t)r->base;
+	size_t j = (size_t)-1;
+
+	if (addr >= b && addr - b < r->size) {
+		j = (addr - b) / r->page;
+		unsigned char s = st_load(r, j), m = s & ST_MASK;
+		if (m != ST_GONE && m != ST_MOVED && !(s & (F_GONE | F_MOVED))) {
+			*home = 1;
+			return j;
+		}
+	}
+	size_t i = region_moved_page(r, addr);
+	if (i != (size_t)-1) {
+		*home = 0;
+		return i;
+	}
+	*home = 1;
+	return j;
+}
+
 /* Apply ev to every region page of [s, e), in the range or at a moved-to address. */
 static void event_range(struct zs_region *r, uintptr_t s, uintptr_t e, enum ev ev)
 {
-	uintptr_t b = (uintptr_t)r->base, pg = r->page;
-	s &= ~(pg - 1);
-	for (uintptr_t a = s; a < e; a += pg) {
-		size_t i;
-		if (a >= b && a - b < r->size)
-			i = (a - b) / pg;
-		else if ((i = region_moved_page(r, a)) == (size_t)-1)
+	s &= ~(uintptr_t)(r->page - 1);
+	for (uintptr_t a = s; a < e; a += r->page) {
+		int home;
+		size_t i = region_locate(r, a, &home);
+		if (i == (size_t)-1)
+			continue;
+		unsigned char st = st_load(r, i);
+		/* a page that left this address: the event is about whatever is there now */
+		if (home && ((st & ST_MASK) == ST_MOVED || (st & F_MOVED)))
 			continue;
 		event_page(r, i, ev);
 	}
@@ -375,30 +445,29 @@ void region_event_unmap(struct zs_region *r, uintptr_t s, uintptr_t e)
 
 void region_event_remap(struct zs_region *r, uintptr_t from, uintptr_t to, uintptr_t len)
 {
-	uintptr_t b = (uintptr_t)r->base, pg = r->page;
+	uintptr_t pg = r->page;
 	/* Record where each moved region page lives now, one run per contiguous piece. */
 	for (uintptr_t off = 0; off < len;) {
 		uintptr_t a = from + off;
-		size_t i;
-		if (a >= b && a - b < r->size)
-			i = (a - b) / pg;
-		else if ((i = region_moved_page(r, a)) == (size_t)-1) {
+		int home;
+		size_t i = region_locate(r, a, &home);
+		if (i == (size_t)-1) {
 			off += pg;
 			continue;
 		}
 		uintptr_t run = pg;
 		while (off + run < len) {
-			uintptr_t a2 = a + run;
-			size_t i2 = a2 >= b && a2 - b < r->size ? (a2 - b) / pg : region_moved_page(r, a2);
-			if (i2 != i + run / pg)
+			int h2;
+			if (region_locate(r, a + run, &h2) != i + run / pg)
 				break;
 			run += pg;
 		}
-		r->moves[r->nmoves % NMOVES] = (struct move_rec){ .to = to + off, .len = run, .first = i };
-		r->nmoves++;
+		move_add(r, to + off, run, i);
 		off += run;
 	}
 	event_range(r, from, from + len, EV_MOVE);
+	/* what the log said lived at the old place has moved on (the new records are newer) */
+	move_cut(r, from, len);
 	if (!atomic_exchange(&r->broken, 1))
 		fprintf(stderr, "zs_region: the application moved part of the region with mremap; "
 				"the moved part is no longer the region's (see region.h)\n");
@@ -441,9 +510,15 @@ static int do_release(struct zs_region *r, size_t first, size_t end)
 		}
 		atomic_fetch_sub_explicit(&r->stored, nst, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&r->resident, nres, memory_order_relaxed);
-		/* Zap each run of claimed pages that may hold something (a page or a poison mark). */
+		/*
+		 * Zap each run of claimed pages that may hold something: a page, a
+		 * poison mark, or - once the application has dropped pages with
+		 * MADV_FREE, which leaves them mapped until it writes them again - a
+		 * NONE page.
+		 */
+		int none_too = atomic_load_explicit(&r->removed, memory_order_relaxed) != 0;
 		for (size_t i = 0; i < n;) {
-			if (was[i] != ST_RES && was[i] != ST_BAD) {
+			if (was[i] != ST_RES && was[i] != ST_BAD && !(none_too && was[i] == ST_NONE)) {
 				i++;
 				continue;
 			}
@@ -566,6 +641,7 @@ static void teardown(struct zs_region *r)
 	pthread_mutex_destroy(&r->rlock);
 	pthread_mutex_destroy(&r->hlock);
 	pthread_mutex_destroy(&r->ulock);
+	free(r->moves);
 	for (int i = 0; i < r->nbufs; i++)
 		munmap(r->bufs[i], OUT_CHUNK * r->page);
 	pthread_mutex_destroy(&r->block);

@@ -1,0 +1,417 @@
+/*
+ * zs_region under the application's own changes to the range, and under
+ * signals and read errors (issue 18 R1-R4): MADV_DONTNEED of resident and
+ * stored pages, munmap of a tail and of a middle part, mremap shrink and
+ * move, a signal handler reading region memory while its thread is inside
+ * zs_region_release/pageout of that memory, and a stored page whose backing
+ * file lost it (SIGBUS, never other bytes).  Each case checks the bytes, the
+ * return codes and the region's counters.  Exit 77 (ctest skip) without
+ * userfaultfd; a watchdog (alarm) turns a hang into a failure.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "zs/harness.h"
+#include "zs/region.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+#define PG 4096
+#define NP 64
+
+static struct zs_region *mk(size_t pages, const char *backing)
+{
+	struct zs_region_config c;
+	struct zs_region *r = NULL;
+	char err[512];
+
+	zs_region_config_init(&c);
+	c.size = pages * PG;
+	c.store.backing_path = backing;
+	int rc = zs_region_create(&c, &r, err, sizeof err);
+	if (rc)
+		fprintf(stderr, "zs_region_create: %d %s\n", rc, err);
+	REQUIRE(rc == 0);
+	return r;
+}
+
+static void fill(unsigned char *a, size_t p, size_t n)
+{
+	for (size_t i = p; i < p + n; i++)
+		memset(a + i * PG, (int)(i + 1), PG);
+}
+
+/* 1 if page p holds byte v throughout */
+static int page_is(const unsigned char *a, size_t p, unsigned char v)
+{
+	for (size_t i = 0; i < PG; i++)
+		if (a[p * PG + i] != v)
+			return 0;
+	return 1;
+}
+
+static struct zs_region_stats stats(struct zs_region *r)
+{
+	struct zs_region_stats st;
+	zs_region_get_stats(r, &st);
+	return st;
+}
+
+/* Counters trail the access that caused them by a moment (region.h): wait up to 2 s. */
+static uint64_t wait_stored(struct zs_region *r, uint64_t want)
+{
+	struct zs_region_stats st;
+	for (int i = 0; i < 2000; i++) {
+		zs_region_get_stats(r, &st);
+		if (st.stored == want)
+			break;
+		usleep(1000);
+	}
+	return st.stored;
+}
+
+static int gone(long rc)
+{
+	return rc == -EFAULT || rc == -EINVAL;
+}
+
+/* MADV_DONTNEED of resident and of stored pages: zeros, slots freed, the rest intact. */
+static void t_dontneed(void)
+{
+	struct zs_region *r = mk(NP, NULL);
+	unsigned char *a = zs_region_addr(r);
+
+	fill(a, 0, NP);
+	CHECK_EQ(zs_region_pageout(r, a + 32 * PG, 16 * PG), 16);
+	struct zs_region_stats s0 = stats(r);
+	for (int i = 0; i < 2000 && s0.resident + s0.stored != NP; i++) {
+		usleep(1000);   /* the fill's last faults are counted a moment later */
+		s0 = stats(r);
+	}
+	CHECK_EQ(s0.stored, 16);
+	/* resident pages 0-3, stored pages 32-35, and a range across both kinds (44-51) */
+	CHECK_EQ(madvise(a, 4 * PG, MADV_DONTNEED), 0);
+	CHECK_EQ(madvise(a + 32 * PG, 4 * PG, MADV_DONTNEED), 0);
+	CHECK_EQ(madvise(a + 44 * PG, 8 * PG, MADV_DONTNEED), 0);
+	struct zs_region_stats s1 = stats(r);
+	CHECK_EQ(s1.stored, 8);                  /* 36-43 still stored */
+	CHECK_EQ(s1.store.pages_stored, 8);
+	CHECK_EQ(s1.removed, 4 + 4 + 8);
+	CHECK_EQ(s1.resident, s0.resident - 8);  /* 0-3 and 48-51 */
+	CHECK_EQ(s1.broken, 0);
+	int bad = 0;
+	for (size_t p = 0; p < NP; p++) {
+		int dropped = p < 4 || (p >= 32 && p < 36) || (p >= 44 && p < 52);
+		bad += !page_is(a, p, dropped ? 0 : (unsigned char)(p + 1));
+	}
+	CHECK_EQ(bad, 0);
+	/* the dropped pages work as ordinary pages again */
+	fill(a, 0, NP);
+	CHECK_EQ(zs_region_pageout(r, a, NP * PG), NP);
+	bad = 0;
+	for (size_t p = 0; p < NP; p++)
+		bad += !page_is(a, p, (unsigned char)(p + 1));
+	CHECK_EQ(bad, 0);
+	/* and a page dropped while the application writes it again right away */
+	for (int k = 0; k < 200; k++) {
+		madvise(a + 5 * PG, PG, MADV_DONTNEED);
+		CHECK(page_is(a, 5, 0));
+		memset(a + 5 * PG, 0x77, PG);
+		if (k % 3 == 0)
+			zs_region_pageout(r, a + 5 * PG, PG);
+		if (!page_is(a, 5, 0x77)) {
+			CHECK(0);
+			break;
+		}
+	}
+	zs_region_destroy(r);
+}
+
+/* munmap of a tail and of a middle part; a foreign mapping there survives destroy. */
+static void t_munmap(int middle, int shrink)
+{
+	struct zs_region *r = mk(NP, NULL);
+	unsigned char *a = zs_region_addr(r);
+	size_t from = middle ? 20 : 48, n = middle ? 8 : 16;
+
+	fill(a, 0, NP);
+	CHECK_EQ(zs_region_pageout(r, a + (from - 4) * PG, (n + 8 < NP - from + 4 ? n + 8 : n + 4) * PG) > 0, 1);
+	if (shrink)
+		CHECK(mremap(a, NP * PG, from * PG, 0) == a);
+	else
+		CHECK_EQ(munmap(a + from * PG, n * PG), 0);
+	struct zs_region_stats st = stats(r);
+	CHECK_EQ(st.unmapped, n);
+	unsigned char *o = mmap(a + from * PG, n * PG, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	REQUIRE(o == a + from * PG);
+	memset(o, 7, n * PG);
+	/* calls on the unmapped part fail; the rest keeps working */
+	CHECK(gone(zs_region_pageout(r, a, NP * PG)));
+	CHECK(gone(zs_region_pageout(r, a + from * PG, PG)));
+	CHECK(gone(zs_region_release(r, a + (from + n - 1) * PG, PG)));
+	CHECK(gone(zs_region_advise(r, a + from * PG, n * PG, ZS_REGION_PAGEOUT)));
+	CHECK(zs_region_pageout(r, a, from * PG) >= 0);
+	if (from + n < NP)
+		CHECK(zs_region_pageout(r, a + (from + n) * PG, (NP - from - n) * PG) >= 0);
+	int bad = 0;
+	for (size_t p = 0; p < NP; p++)
+		if (p < from || p >= from + n)
+			bad += !page_is(a, p, (unsigned char)(p + 1));
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(zs_region_release(r, a, from * PG), 0);
+	CHECK(page_is(a, 0, 0));
+	st = stats(r);
+	CHECK_EQ(st.store.pages_stored, st.stored);
+	zs_region_destroy(r);
+	/* destroy left the foreign mapping alone */
+	bad = 0;
+	for (size_t i = 0; i < n * PG; i++)
+		bad += o[i] != 7;
+	CHECK_EQ(bad, 0);
+	munmap(o, n * PG);
+}
+
+/* mremap moving part of the range: the moved bytes follow (stored ones included). */
+static void t_move(void)
+{
+	struct zs_region *r = mk(NP, NULL);
+	unsigned char *a = zs_region_addr(r);
+	size_t from = 16, n = 16;
+
+	fill(a, 0, NP);
+	CHECK_EQ(zs_region_pageout(r, a + from * PG, 8 * PG), 8);   /* 16-23 stored, 24-31 resident */
+	unsigned char *dst = mmap(NULL, n * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(dst != MAP_FAILED);
+	unsigned char *m = mremap(a + from * PG, n * PG, n * PG, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+	REQUIRE(m == dst);
+	struct zs_region_stats st = stats(r);
+	CHECK_EQ(st.broken, 1);
+	CHECK_EQ(st.unmapped, n);
+	int bad = 0;
+	for (size_t i = 0; i < n; i++)
+		bad += !page_is(m, i, (unsigned char)(from + i + 1));
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(wait_stored(r, 0), 0);         /* the moved slots were freed on first touch */
+	memset(m, 9, n * PG);                   /* the moved pages are ordinary memory now */
+	CHECK(gone(zs_region_pageout(r, a + from * PG, PG)));
+	CHECK(gone(zs_region_release(r, a, NP * PG)));
+	CHECK_EQ(zs_region_pageout(r, a, from * PG), (long)from);
+	CHECK_EQ(zs_region_pageout(r, a + (from + n) * PG, (NP - from - n) * PG),
+		 (long)(NP - from - n));
+	bad = 0;
+	for (size_t p = 0; p < NP; p++)
+		if (p < from || p >= from + n)
+			bad += !page_is(a, p, (unsigned char)(p + 1));
+	CHECK_EQ(bad, 0);
+	zs_region_destroy(r);
+	bad = 0;
+	for (size_t i = 0; i < n * PG; i++)
+		bad += m[i] != 9;
+	CHECK_EQ(bad, 0);
+	munmap(m, n * PG);
+}
+
+/* A signal handler reading the very pages its thread is releasing / paging out. */
+static struct zs_region *sr;
+static unsigned char *sa;
+static atomic_int sstop;
+static atomic_ulong srounds, shandled;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	volatile unsigned char x = sa[(size_t)(rand() % 32) * PG];
+	(void)x;
+	shandled++;
+}
+
+static void *sig_worker(void *arg)
+{
+	(void)arg;
+	while (!sstop) {
+		for (size_t p = 0; p < 32; p++)
+			memset(sa + p * PG, (int)(p + 3), 128);
+		zs_region_pageout(sr, sa, 32 * PG);
+		zs_region_release(sr, sa, 32 * PG);
+		srounds++;
+	}
+	return NULL;
+}
+
+static void t_signal(void)
+{
+	sr = mk(NP, NULL);
+	sa = zs_region_addr(sr);
+	struct sigaction act = { .sa_handler = on_usr1 };
+	sigemptyset(&act.sa_mask);
+	sigaction(SIGUSR1, &act, NULL);
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, sig_worker, NULL) == 0);
+	unsigned long last = 0;
+	int stuck = 0;
+	for (int ms = 0; ms < 1500; ms++) {
+		pthread_kill(t, SIGUSR1);
+		usleep(1000);
+		if (ms % 500 == 499) {
+			if (srounds == last)
+				stuck = 1;
+			last = srounds;
+		}
+	}
+	CHECK_EQ(stuck, 0);
+	sstop = 1;
+	pthread_join(t, NULL);
+	CHECK(shandled > 0);
+	signal(SIGUSR1, SIG_DFL);
+	zs_region_destroy(sr);
+}
+
+/* A stored page the backing file lost: SIGBUS until dropped, never other bytes. */
+static sigjmp_buf bus_jb;
+static void on_bus(int s)
+{
+	(void)s;
+	siglongjmp(bus_jb, 1);
+}
+
+/* 1: page p reads as v throughout, 0: other bytes, -1: SIGBUS */
+static int probe(const unsigned char *a, size_t p, unsigned char v)
+{
+	if (sigsetjmp(bus_jb, 1))
+		return -1;
+	return page_is(a, p, v);
+}
+
+/* 1: page p reads as want, 0: other bytes, -1: SIGBUS */
+static int probe_bytes(const unsigned char *a, size_t p, const unsigned char *want)
+{
+	if (sigsetjmp(bus_jb, 1))
+		return -1;
+	return memcmp(want, a + p * PG, PG) == 0;
+}
+
+static void rnd_page(unsigned char *b, uint64_t x)
+{
+	for (size_t i = 0; i < PG; i += 8) {
+		x = tu_rand(&x);
+		memcpy(b + i, &x, 8);
+	}
+}
+
+static void t_readerr(void)
+{
+	char path[] = "/tmp/zs_region_misuseXXXXXX";
+	int fd = mkstemp(path);
+	REQUIRE(fd >= 0);
+	close(fd);
+	struct zs_region *r = mk(8, path);
+	unsigned char *a = zs_region_addr(r);
+	for (size_t p = 0; p < 8; p++)
+		rnd_page(a + p * PG, p + 1);   /* incompressible: stored huge, written back */
+	CHECK_EQ(zs_region_pageout(r, a, 8 * PG), 8);
+	struct zs_zram_wb_result res;
+	CHECK_EQ(zs_zram_writeback(zs_region_store(r), ZS_ZRAM_WB_HUGE, 0, &res), 0);
+	CHECK_EQ(res.written, 8);
+	CHECK_EQ(truncate(path, 0), 0);
+	struct sigaction act = { .sa_handler = on_bus }, old;
+	sigemptyset(&act.sa_mask);
+	act.sa_flags = SA_NODEFER;
+	sigaction(SIGBUS, &act, &old);
+	unsigned char want[PG];
+	int right = 0, bus = 0, wrong = 0;
+	for (size_t p = 0; p < 8; p++) {
+		rnd_page(want, p + 1);
+		int k = probe_bytes(a, p, want);
+		right += k == 1;
+		bus += k == -1;
+		wrong += k == 0;
+	}
+	CHECK_EQ(wrong, 0);
+	CHECK_EQ(right, 0);
+	CHECK_EQ(bus, 8);
+	CHECK_EQ(wait_stored(r, 0), 0);
+	struct zs_region_stats st = stats(r);
+	CHECK_EQ(st.sigbus_pages, 8);
+	CHECK(st.read_errors >= 8);
+	/* still SIGBUS on the next access; pageout leaves it alone */
+	CHECK_EQ(probe(a, 0, 0), -1);
+	CHECK_EQ(zs_region_pageout(r, a, 8 * PG), 0);
+	CHECK_EQ(probe(a, 1, 0), -1);
+	/* released or dropped: zeros, and an ordinary page again */
+	CHECK_EQ(zs_region_release(r, a, PG), 0);
+	CHECK_EQ(probe(a, 0, 0), 1);
+	CHECK_EQ(madvise(a + PG, PG, MADV_DONTNEED), 0);
+	CHECK_EQ(probe(a, 1, 0), 1);
+	memset(a + PG, 0x42, PG);
+	CHECK_EQ(probe(a, 1, 0x42), 1);
+	CHECK_EQ(probe(a, 2, 0), -1);
+	sigaction(SIGBUS, &old, NULL);
+	zs_region_destroy(r);
+	unlink(path);
+
+	/* one injected read error: retried by the store, the page comes back right */
+	strcpy(path, "/tmp/zs_region_misuseXXXXXX");
+	fd = mkstemp(path);
+	REQUIRE(fd >= 0);
+	close(fd);
+	r = mk(8, path);
+	a = zs_region_addr(r);
+	for (size_t p = 0; p < 8; p++)
+		rnd_page(a + p * PG, p + 11);
+	CHECK_EQ(zs_region_pageout(r, a, 8 * PG), 8);
+	CHECK_EQ(zs_zram_writeback(zs_region_store(r), ZS_ZRAM_WB_HUGE, 0, &res), 0);
+	zs_zram_wb_inject(zs_region_store(r), 1, 0, 1);
+	sigaction(SIGBUS, &act, &old);
+	wrong = 0;
+	for (size_t p = 0; p < 8; p++) {
+		rnd_page(want, p + 11);
+		/* a SIGBUS is allowed (counted below), other bytes are not */
+		wrong += probe_bytes(a, p, want) == 0;
+	}
+	sigaction(SIGBUS, &old, NULL);
+	CHECK_EQ(wrong, 0);
+	st = stats(r);
+	printf("transient read error: sigbus %llu read_errors %llu\n",
+	       (unsigned long long)st.sigbus_pages, (unsigned long long)st.read_errors);
+	zs_region_destroy(r);
+	unlink(path);
+}
+
+int main(void)
+{
+	char why[512];
+	if (!zs_region_available(why, sizeof why)) {
+		printf("SKIP: userfaultfd not available: %s\n", why);
+		return 77;
+	}
+	alarm(60);   /* a hang is a failure */
+	t_dontneed();
+	printf("dontneed done\n");
+	t_munmap(0, 0);
+	t_munmap(1, 0);
+	t_munmap(0, 1);
+	printf("munmap/shrink done\n");
+	t_move();
+	printf("mremap move done\n");
+	t_signal();
+	printf("signals done (%lu rounds, %lu handled)\n", (unsigned long)srounds,
+	       (unsigned long)shandled);
+	t_readerr();
+	printf("read errors done\n");
+	return tu_done();
+}
