@@ -39,6 +39,8 @@ expect 2 "--delta: '7' is not a whole number in 8..65536" classes --delta 7
 expect 2 "option '--chain' requires an argument" classes --chain
 expect 2 "compressor 'bogus'" zram --comp bogus /usr/bin/ls
 expect 2 "/nonexistent: No such file or directory" zram /nonexistent
+expect 2 "backing file /dev/zero: is a character device" zram --backing /dev/zero --max 1M /usr/bin/ls
+expect 2 "backing file /tmp: is a directory" zram --backing /tmp --max 1M /usr/bin/ls
 expect 2 "--limit: 'abc' is not a size" zram --limit abc /usr/bin/ls
 expect 2 "unknown workload 'hep'" compare --workloads mix,hep
 expect 2 "unknown backend 'jemaloc'" compare --backends zsmalloc,jemaloc

@@ -456,10 +456,11 @@ static int setup(const struct opts *o, char **paths, int npaths, struct zrun *r)
 	cfg.group_pages = o->group;
 	cfg.writeback_batch_size = o->wb_batch;
 	cfg.writeback_compressed = o->wb_compressed;
-	rc = zs_zram_create(&cfg, &r->z);
+	char why[256];
+	rc = zs_zram_create_err(&cfg, &r->z, why, sizeof(why));
 	if (rc) {
 		fprintf(stderr, "zs zram: store (backend %s, page size %zu, comp %s): %s%s\n", o->backend,
-			o->page_size, o->comp, strerror(-rc),
+			o->page_size, o->comp, why[0] ? why : strerror(-rc),
 			rc == -EOPNOTSUPP ? " (this backend cannot hold a zram store; use zsmalloc, "
 					    "zblock or malloc)"
 			: o->dict || o->level ? " (check --level/--dict for this compressor)" : "");
