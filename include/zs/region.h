@@ -15,26 +15,63 @@
  * sysctl vm.unprivileged_userfaultfd=1.  Without it zs_region_create returns
  * -EPERM and, when `err` is given, a message naming those fixes.
  *
- * Not supported (fails cleanly rather than silently losing data):
+ * The application's own changes to the range behave as on anonymous memory
+ * (the region asks the kernel for the remove, unmap and remap events):
+ *   - madvise(MADV_DONTNEED/MADV_REMOVE) of (part of) the range: the pages
+ *     read as zeros afterwards and their stored objects are freed (stats:
+ *     removed).  A page the library is paging out at that moment is dropped
+ *     too (its slot freed).  MADV_FREE frees stored objects the same way;
+ *     resident pages keep their contents or read zeros, as the kernel
+ *     decides for anonymous memory.
+ *   - munmap() of part of the range, mremap() shrinking it, or a MAP_FIXED
+ *     mapping placed over it: that part is no longer the region's.  Its
+ *     stored objects are freed (stats: unmapped), calls whose range touches
+ *     it return -EFAULT, and zs_region_destroy never unmaps it (whatever is
+ *     mapped there now is left alone).  The rest keeps working.
+ *   - mremap() moving (part of) the range: the moved part is the
+ *     application's memory at its new address, with its contents - pages
+ *     that were stored are decompressed when first touched there - and is
+ *     no longer the region's: calls on the old addresses return -EFAULT,
+ *     calls on the new ones -EINVAL (-EFAULT inside the region's range),
+ *     and zs_region_destroy leaves it (the caller unmaps it; pages still
+ *     stored there when the region is destroyed read as zeros after).
+ *     stats.broken is set and stderr says so once.  mremap() growing the range in place adds plain anonymous
+ *     memory that is not the region's.
+ * Not supported:
  *   - fork(): the range is MADV_DONTFORK, so a child has no mapping there
  *     (touching it in the child is SIGSEGV); the parent is unaffected.
- *   - mremap()/munmap()/madvise(MADV_DONTNEED) of (part of) the range by the
- *     application: the region asks for the remap/unmap/remove events and
- *     marks itself broken when one arrives; every later call returns -EFAULT.
- *     Pages already stored are lost to the application in that case, and
- *     zs_region_destroy then leaves the old range alone (it may belong to
- *     another mapping by then): the caller unmaps what it moved.
  *   - mprotect making the range read-only while pages are stored: a fault
  *     install needs a writable mapping.
  *   - Huge pages (THP) inside the range: the range is MADV_NOHUGEPAGE.
  *
+ * Read errors: a stored page that cannot be read back (e.g. its backing
+ * file failed after writeback; the store retries transient errors first)
+ * is never answered with other bytes: the access gets SIGBUS, as the
+ * kernel answers a swap read error, and so does every later access until
+ * the page is released, dropped with MADV_DONTNEED or unmapped (it reads
+ * zeros after).  Counted in stats sigbus_pages and read_errors.  This uses
+ * UFFDIO_POISON (Linux 6.6+); on older kernels the faulting thread is sent
+ * SIGBUS with tgkill instead (stderr says so once).
+ *
  * Threading: every call may run concurrently with any other call and with
  * application threads touching the memory, except zs_region_destroy (no
- * other call may be in progress or follow).  Writes to a page while it is
- * being paged out are never lost (see src/region/region.c, "pageout
- * protocol").  Accessing a released range reads zeros; releasing a range
- * while other threads write into it leaves those pages in an unspecified
- * (but consistent, page-granular) state, like munmap racing with stores.
+ * other call may be in progress or follow).  Any access to region memory,
+ * from any thread or signal handler, completes while other threads are
+ * inside region calls: the fault handlers never wait for a page that a
+ * library call owns, and the calls that take pages or store locks
+ * (pageout, release, advise, reclaim) block every blockable signal while
+ * they run, so a signal handler never runs on a thread that owns a page or
+ * holds a store lock (a pending signal is delivered when the call returns).
+ * The library's threads (fault handlers, reclaimer) run with every signal
+ * blocked.  The store itself (zs_region_store) is an ordinary zram store:
+ * a thread inside one of its calls (e.g. zs_zram_compact) holds its locks
+ * and must not touch stored region pages from a signal handler meanwhile;
+ * block signals around such calls if handlers touch region memory.  Writes
+ * to a page while it is being paged out are never lost (see
+ * src/region/reclaim.c, "pageout protocol").  Accessing a released range
+ * reads zeros; releasing a range while other threads write into it leaves
+ * those pages in an unspecified (but consistent, page-granular) state, like
+ * munmap racing with stores.
  *
  * Statistics are counters read without stopping anything: a page whose
  * fault has just returned may be counted a moment later.
@@ -83,7 +120,10 @@ struct zs_region;
  */
 ZS_API int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out, char *err,
 		     size_t err_len);
-/* Free every stored object, unmap the range, stop the handlers.  NULL is a no-op. */
+/*
+ * Stop the handlers, free every stored object and unmap what is still the
+ * region's (never a part the application unmapped or moved).  NULL is a no-op.
+ */
 ZS_API void zs_region_destroy(struct zs_region *r);
 
 ZS_API void *zs_region_addr(const struct zs_region *r);
@@ -94,8 +134,9 @@ ZS_API struct zs_zram *zs_region_store(struct zs_region *r);
  * Compress every resident page of [addr, addr+len) into the store and drop
  * it.  Pages never touched (or released) are skipped.  Range must lie in the
  * region and be page aligned.  Returns the number of pages stored (>= 0), or
- * -EINVAL, -EFAULT (region broken), -ENOMEM (store full/limit: pages not yet
- * stored stay resident and intact).
+ * -EINVAL, -EFAULT (part of the range was unmapped or moved away by the
+ * application), -ENOMEM (store full/limit: pages not yet stored stay
+ * resident and intact).
  */
 ZS_API long zs_region_pageout(struct zs_region *r, void *addr, size_t len);
 
@@ -104,7 +145,7 @@ ZS_API long zs_region_pageout(struct zs_region *r, void *addr, size_t len);
  * resident pages; the pages read as zeros afterwards (the munmap analogue,
  * keeping the range).  Objects are freed with the store's free mode and,
  * with store.deferred_free, only queued (zs_zram_flush to wait).
- * Returns 0, -EINVAL, -EFAULT.
+ * Returns 0, -EINVAL, -EFAULT (part of the range unmapped or moved away).
  */
 ZS_API int zs_region_release(struct zs_region *r, void *addr, size_t len);
 
