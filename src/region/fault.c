@@ -158,6 +158,28 @@ static ssize_t pump(struct handler *h)
 	return (ssize_t)nm;
 }
 
+/*
+ * ulock held, an install got EAGAIN: the kernel refuses installs while an
+ * event is unread and until the thread that raised it has run again.  Read
+ * and apply what is there; if nothing was, let go of ulock and the core for
+ * a moment (that thread, or one waiting for ulock, needs them).  Callers
+ * look at the page flags again afterwards.
+ */
+static void eagain(struct handler *h, unsigned *tries)
+{
+	struct zs_region *r = h->r;
+	if (pump(h) > 0)
+		return;
+	pthread_mutex_unlock(&r->ulock);
+	if (++*tries < 64) {
+		sched_yield();
+	} else {
+		struct timespec ts = { 0, 20000 };
+		nanosleep(&ts, NULL);
+	}
+	pthread_mutex_lock(&r->ulock);
+}
+
 /* ---- answering with SIGBUS ---- */
 
 /*
@@ -175,7 +197,8 @@ static int poison_page(struct handler *h, uintptr_t addr, const struct fault_ite
 			return 0;
 		}
 		if (errno == EAGAIN) {
-			pump(h);
+			unsigned t = 0;
+			eagain(h, &t);
 			return -EAGAIN;
 		}
 	}
@@ -196,12 +219,13 @@ static int poison_page(struct handler *h, uintptr_t addr, const struct fault_ite
 static void zero_at(struct handler *h, uintptr_t addr)
 {
 	struct zs_region *r = h->r;
+	unsigned tries = 0;
 	for (;;) {
 		struct uffdio_zeropage zp = { .range = { .start = addr, .len = r->page } };
 		if (ioctl(r->uffd, UFFDIO_ZEROPAGE, &zp) == 0)
 			return;
 		if (errno == EAGAIN) {
-			pump(h);
+			eagain(h, &tries);
 			continue;
 		}
 		break;
@@ -223,6 +247,7 @@ static void install_run(struct handler *h, size_t p, size_t n, const unsigned ch
 	struct zs_region *r = h->r;
 	unsigned char bad[MAX_AROUND], out[MAX_AROUND];
 	int write = !!(it->flags & UFFD_PAGEFAULT_FLAG_WRITE), any_stored = 0, wake = 0;
+	unsigned tries = 0;
 	uintptr_t start = (uintptr_t)(r->base + p * r->page);
 
 	for (size_t i = 0; i < n; i++) {
@@ -293,7 +318,7 @@ static void install_run(struct handler *h, size_t p, size_t n, const unsigned ch
 		if (rc == 0 || did)
 			continue;
 		if (errno == EAGAIN) {
-			pump(h);   /* an event is unread: apply it, then look at the flags again */
+			eagain(h, &tries);   /* then look at the flags again */
 			continue;
 		}
 		/*
@@ -348,6 +373,7 @@ static int serve_moved(struct handler *h, size_t p, const struct fault_item *it)
 		return (s & ST_MASK) == ST_MOVED ? AGAIN : DONE;
 	}
 	int bad = zs_zram_read(r->store, p, h->buf, r->page) != 0;
+	unsigned tries = 0;
 	if (bad)
 		atomic_fetch_add_explicit(&r->read_errors, 1, memory_order_relaxed);
 	pthread_mutex_lock(&r->ulock);
@@ -370,7 +396,7 @@ static int serve_moved(struct handler *h, size_t p, const struct fault_item *it)
 			break;
 		}
 		if (errno == EAGAIN) {
-			pump(h);
+			eagain(h, &tries);
 			continue;
 		}
 		struct uffdio_range rg = { .start = it->addr, .len = r->page };
@@ -388,6 +414,7 @@ static int serve_moved(struct handler *h, size_t p, const struct fault_item *it)
 static void fill_out(struct handler *h, size_t p)
 {
 	struct zs_region *r = h->r;
+	unsigned tries = 0;
 	pthread_mutex_lock(&r->ulock);
 	for (;;) {
 		struct uffdio_copy cp = { .dst = (uintptr_t)(r->base + p * r->page),
@@ -396,7 +423,7 @@ static void fill_out(struct handler *h, size_t p)
 		if (ioctl(r->uffd, UFFDIO_COPY, &cp) == 0)
 			break;
 		if (errno == EAGAIN) {
-			pump(h);
+			eagain(h, &tries);
 			continue;
 		}
 		uffd_wake(r, p, 1);   /* EEXIST: mapped after all (a stale message) */
@@ -514,9 +541,10 @@ static int handle_wp(struct handler *h, const struct fault_item *it)
 	 * write-protected.  It is the application's now: lift the protection.
 	 */
 	struct uffdio_writeprotect wp = { .range = { .start = addr, .len = r->page }, .mode = 0 };
+	unsigned tries = 0;
 	pthread_mutex_lock(&r->ulock);
 	while (ioctl(r->uffd, UFFDIO_WRITEPROTECT, &wp) && errno == EAGAIN)
-		pump(h);
+		eagain(h, &tries);
 	pthread_mutex_unlock(&r->ulock);
 	struct uffdio_range rg = { .start = addr, .len = r->page };
 	ioctl(r->uffd, UFFDIO_WAKE, &rg);

@@ -261,6 +261,8 @@ static inline void sig_restore(const sigset_t *old)
 }
 
 /* region.c */
+/* Wait until every event a handler has read is applied (signals blocked meanwhile). */
+void region_events_sync(struct zs_region *r);
 int region_range_ok(struct zs_region *r, const void *addr, size_t len);
 /* Zap [first, first+n) of the library's own pages (owned): MADV_DONTNEED, its event ignored. */
 void region_self_zap(struct zs_region *r, size_t first, size_t n);

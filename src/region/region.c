@@ -62,7 +62,9 @@
  *   1. page ownership (OUT/OUTF/OUTZ/IN/REL claims)
  *   2. ulock (region: uffd read + event apply, installs)
  *   3. the store: slot lock bit, then the pool/class locks inside zsmalloc
- * No thread waits for a page owner while holding ulock or a store lock.
+ * No thread waits for a page owner while holding ulock or a store lock, and
+ * every application thread that takes ulock (range checks, stats, the
+ * library's own zaps) does so with signals blocked.
  * Handlers never wait for page owners at all: a fault on an owned page is
  * queued and retried, while the handler keeps reading messages - so the
  * events an owner's madvise or write-protect ioctl waits on (the kernel
@@ -156,6 +158,21 @@ int zs_region_available(char *err, size_t err_len)
 	return 1;
 }
 
+void region_events_sync(struct zs_region *r)
+{
+	/*
+	 * The application's munmap/madvise returned once a handler read its
+	 * event; taking ulock waits until that handler has applied it too.
+	 * Signals blocked: a handler touching region memory on this thread
+	 * while it holds ulock would wait for a fault that needs ulock.
+	 */
+	sigset_t old;
+	sig_block(&old);
+	pthread_mutex_lock(&r->ulock);
+	pthread_mutex_unlock(&r->ulock);
+	sig_restore(&old);
+}
+
 int region_range_ok(struct zs_region *r, const void *addr, size_t len)
 {
 	const unsigned char *a = addr;
@@ -163,12 +180,7 @@ int region_range_ok(struct zs_region *r, const void *addr, size_t len)
 		return -EINVAL;
 	if (((uintptr_t)a | len) & (r->page - 1))
 		return -EINVAL;
-	/*
-	 * The application's munmap/madvise returned once a handler read its
-	 * event; taking ulock waits until that handler has applied it too.
-	 */
-	pthread_mutex_lock(&r->ulock);
-	pthread_mutex_unlock(&r->ulock);
+	region_events_sync(r);
 	/* Pages the application unmapped or moved away are not ours to touch. */
 	if (atomic_load_explicit(&r->ngone, memory_order_acquire)) {
 		size_t first = pidx(r, a), n = len / r->page;
@@ -852,9 +864,7 @@ struct zs_zram *zs_region_store(struct zs_region *r)
 int zs_region_get_stats(struct zs_region *r, struct zs_region_stats *st)
 {
 	memset(st, 0, sizeof(*st));
-	/* events already read are applied (region_range_ok) */
-	pthread_mutex_lock(&r->ulock);
-	pthread_mutex_unlock(&r->ulock);
+	region_events_sync(r);   /* counts include the events already read */
 	st->pages = r->npages;
 	st->resident = atomic_load(&r->resident);
 	st->stored = atomic_load(&r->stored);
