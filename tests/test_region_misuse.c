@@ -281,6 +281,89 @@ static void t_signal(void)
 	zs_region_destroy(sr);
 }
 
+/*
+ * The application's MADV_DONTNEED, its writes and reads (each page under its
+ * own lock, so the expected bytes are known) against unlocked pageout and
+ * automatic reclaim, with two handler threads: every read sees the last
+ * write or zeros after the last drop, nothing else.
+ */
+#define SP 128
+static struct zs_region *xr;
+static unsigned char *xa, xexp[SP];
+static pthread_mutex_t xlock[SP];
+static atomic_int xstop;
+static atomic_long xwrong, xops;
+
+static void *x_app(void *arg)
+{
+	uint64_t seed = (uint64_t)(uintptr_t)arg;
+	while (!xstop) {
+		size_t p = tu_rand(&seed) % SP;
+		unsigned op = (unsigned)(tu_rand(&seed) % 3);
+		pthread_mutex_lock(&xlock[p]);
+		if (!page_is(xa, p, xexp[p]))
+			xwrong++;
+		if (op == 0) {
+			madvise(xa + p * PG, PG, MADV_DONTNEED);
+			xexp[p] = 0;
+		} else if (op == 1) {
+			xexp[p] = (unsigned char)(tu_rand(&seed) | 1);
+			memset(xa + p * PG, xexp[p], PG);
+		}
+		pthread_mutex_unlock(&xlock[p]);
+		xops++;
+	}
+	return NULL;
+}
+
+static void *x_pager(void *arg)
+{
+	uint64_t seed = (uint64_t)(uintptr_t)arg;
+	while (!xstop) {
+		size_t p = tu_rand(&seed) % SP, n = 1 + tu_rand(&seed) % 16;
+		if (p + n > SP)
+			n = SP - p;
+		zs_region_pageout(xr, xa + p * PG, n * PG);
+	}
+	return NULL;
+}
+
+static void t_stress(void)
+{
+	struct zs_region_config c;
+	char err[512];
+	zs_region_config_init(&c);
+	c.size = SP * PG;
+	c.handler_threads = 2;
+	c.resident_limit = SP / 2 * PG;
+	REQUIRE(zs_region_create(&c, &xr, err, sizeof err) == 0);
+	xa = zs_region_addr(xr);
+	for (size_t p = 0; p < SP; p++) {
+		pthread_mutex_init(&xlock[p], NULL);
+		xexp[p] = (unsigned char)(p | 1);
+		memset(xa + p * PG, xexp[p], PG);
+	}
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		REQUIRE(pthread_create(&t[i], NULL, i < 2 ? x_app : x_pager,
+				       (void *)(uintptr_t)(i + 1)) == 0);
+	usleep(1500 * 1000);
+	xstop = 1;
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	int bad = 0;
+	for (size_t p = 0; p < SP; p++)
+		bad += !page_is(xa, p, xexp[p]);
+	CHECK_EQ(xwrong, 0);
+	CHECK_EQ(bad, 0);
+	CHECK(xops > 100);
+	struct zs_region_stats st = stats(xr);
+	printf("stress: %ld operations, %llu pages removed, %llu paged out, %llu reclaimed\n",
+	       (long)xops, (unsigned long long)st.removed, (unsigned long long)st.pageouts,
+	       (unsigned long long)st.reclaimed);
+	zs_region_destroy(xr);
+}
+
 /* A stored page the backing file lost: SIGBUS until dropped, never other bytes. */
 static sigjmp_buf bus_jb;
 static void on_bus(int s)
@@ -408,6 +491,7 @@ int main(void)
 	printf("munmap/shrink done\n");
 	t_move();
 	printf("mremap move done\n");
+	t_stress();
 	t_signal();
 	printf("signals done (%lu rounds, %lu handled)\n", (unsigned long)srounds,
 	       (unsigned long)shandled);

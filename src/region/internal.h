@@ -1,10 +1,10 @@
 /*
  * zs_region's internals, shared by region.c (create/destroy, stats, range
- * API), fault.c (userfaultfd handler threads) and reclaim.c (pageout,
- * CLOCK reclaimer): the region struct, the per-page state helpers and the
- * small uffd wrappers all three use.  The design note is at the top of
- * region.c (state machine), fault.c (fault path) and reclaim.c (pageout
- * protocol, reclaim).
+ * API, the application's events), fault.c (userfaultfd handler threads) and
+ * reclaim.c (pageout, CLOCK reclaimer): the region struct, the per-page
+ * state helpers and the small uffd wrappers all three use.  The design note
+ * is at the top of region.c (state machine, events, lock order), fault.c
+ * (fault path, read errors) and reclaim.c (pageout protocol, reclaim).
  */
 #ifndef ZS_REGION_INTERNAL_H
 #define ZS_REGION_INTERNAL_H
@@ -107,9 +107,15 @@ struct handler {
 	size_t qn, qcap;
 };
 
-/* A zap (MADV_DONTNEED) the library itself issues: its REMOVE event is not the application's. */
+/*
+ * A zap (MADV_DONTNEED) the library itself issues, on pages it owns: its
+ * remove events are not the application's.  While it is in flight, remove
+ * events over its pages are only counted per page; when it completes, a page
+ * counted twice was also dropped by the application.
+ */
 struct self_zap {
-	uintptr_t start, len, seen;   /* under ulock; len 0: free */
+	uintptr_t start, len;   /* under ulock; len 0: free */
+	unsigned char cnt[REL_CHUNK];
 };
 
 /* Pages [first, first+len/page) now live at [to, to+len) (mremap). */
@@ -280,6 +286,7 @@ size_t region_moved_page(struct zs_region *r, uintptr_t addr);
 size_t region_locate(struct zs_region *r, uintptr_t addr, int *home);
 /* ulock held: apply the application's events (region.c, "The application's events"). */
 void region_event_remove(struct zs_region *r, uintptr_t s, uintptr_t e);
+void region_event_page_remove(struct zs_region *r, size_t i);
 void region_event_unmap(struct zs_region *r, uintptr_t s, uintptr_t e);
 void region_event_remap(struct zs_region *r, uintptr_t from, uintptr_t to, uintptr_t len);
 /* fault.c: a handler thread; arg is its struct handler */

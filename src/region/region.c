@@ -247,7 +247,9 @@ void region_self_zap(struct zs_region *r, size_t first, size_t n)
 		pthread_mutex_lock(&r->ulock);
 		for (int k = 0; k < NZAPS; k++) {
 			if (!r->zaps[k].len) {
-				r->zaps[k] = (struct self_zap){ .start = start, .len = len, .seen = 0 };
+				r->zaps[k].start = start;
+				r->zaps[k].len = len;
+				memset(r->zaps[k].cnt, 0, n);
 				slot = k;
 				break;
 			}
@@ -257,29 +259,34 @@ void region_self_zap(struct zs_region *r, size_t first, size_t n)
 			sched_yield();
 	}
 	/*
-	 * Returns once a handler has read our remove event (the kernel waits
+	 * Returns once a handler has read our remove events (the kernel waits
 	 * for that); pages the application unmapped meanwhile raise none.
 	 */
 	madvise((void *)start, len, MADV_DONTNEED);
-	/* Events read are applied under ulock: taking it means ours was seen. */
+	/*
+	 * Events read are applied under ulock: taking it means ours were
+	 * counted.  Every still-mapped page got exactly one from us, so a page
+	 * counted twice was dropped by the application too: apply that now,
+	 * while we still own the page (it finishes as dropped).
+	 */
 	pthread_mutex_lock(&r->ulock);
-	r->zaps[slot].len = 0;
+	struct self_zap *z = &r->zaps[slot];
+	z->len = 0;
+	for (size_t j = 0; j < n; j++)
+		if (z->cnt[j] >= 2)
+			region_event_page_remove(r, first + j);
 	pthread_mutex_unlock(&r->ulock);
 }
 
-/*
- * ulock held: is the remove event [s, e) one of the library's own zaps?  The
- * kernel raises one event per VMA of a madvise range, in ascending order, so
- * ours arrive as consecutive pieces: match only the next expected piece.
- * (An application remove of exactly that piece, at that moment, is taken
- * for ours and ours for the application's: the pages are dropped either way.)
- */
-static int own_zap(struct zs_region *r, uintptr_t s, uintptr_t e)
+/* ulock held: count a remove event on the page at addr if one of our zaps covers it. */
+static int own_zap_page(struct zs_region *r, uintptr_t addr)
 {
 	for (int k = 0; k < NZAPS; k++) {
 		struct self_zap *z = &r->zaps[k];
-		if (z->len && s == z->start + z->seen && e > s && e <= z->start + z->len) {
-			z->seen += e - s;
+		if (z->len && addr >= z->start && addr - z->start < z->len) {
+			unsigned char *c = &z->cnt[(addr - z->start) / r->page];
+			if (*c < 255)
+				(*c)++;
 			return 1;
 		}
 	}
@@ -439,15 +446,20 @@ static void event_range(struct zs_region *r, uintptr_t s, uintptr_t e, enum ev e
 		/* a page that left this address: the event is about whatever is there now */
 		if (home && ((st & ST_MASK) == ST_MOVED || (st & F_MOVED)))
 			continue;
+		if (ev == EV_REMOVE && home && own_zap_page(r, a))
+			continue;
 		event_page(r, i, ev);
 	}
 }
 
 void region_event_remove(struct zs_region *r, uintptr_t s, uintptr_t e)
 {
-	if (own_zap(r, s, e))
-		return;
 	event_range(r, s, e, EV_REMOVE);
+}
+
+void region_event_page_remove(struct zs_region *r, size_t i)
+{
+	event_page(r, i, EV_REMOVE);
 }
 
 void region_event_unmap(struct zs_region *r, uintptr_t s, uintptr_t e)
