@@ -54,8 +54,9 @@
  * the application asked for wins over the library's own work, except that a
  * page already compressed when its remove arrives simply has its slot freed.
  * The library's own MADV_DONTNEED (pageout, release) raises the same remove
- * event; region_self_zap records the range first, so its event is
- * recognised and ignored.
+ * event; region_self_zap records the range first, remove events over it are
+ * only counted per page while it is in flight, and when it completes a page
+ * counted twice was dropped by the application as well (region_self_zap).
  *
  * Lock order and why the fault path cannot deadlock.  Locks, outermost
  * first:
