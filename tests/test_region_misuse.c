@@ -282,8 +282,8 @@ static void t_signal(void)
 }
 
 /*
- * The application's MADV_DONTNEED, its writes and reads (each page under its
- * own lock, so the expected bytes are known) against unlocked pageout and
+ * The application's MADV_DONTNEED, release, writes and reads (each page under
+ * its own lock, so the expected bytes are known) against unlocked pageout and
  * automatic reclaim, with two handler threads: every read sees the last
  * write or zeros after the last drop, nothing else.
  */
@@ -299,7 +299,7 @@ static void *x_app(void *arg)
 	uint64_t seed = (uint64_t)(uintptr_t)arg;
 	while (!xstop) {
 		size_t p = tu_rand(&seed) % SP;
-		unsigned op = (unsigned)(tu_rand(&seed) % 3);
+		unsigned op = (unsigned)(tu_rand(&seed) % 4);
 		pthread_mutex_lock(&xlock[p]);
 		if (!page_is(xa, p, xexp[p]))
 			xwrong++;
@@ -309,6 +309,10 @@ static void *x_app(void *arg)
 		} else if (op == 1) {
 			xexp[p] = (unsigned char)(tu_rand(&seed) | 1);
 			memset(xa + p * PG, xexp[p], PG);
+		} else if (op == 2) {
+			if (zs_region_release(xr, xa + p * PG, PG))
+				xwrong++;
+			xexp[p] = 0;
 		}
 		pthread_mutex_unlock(&xlock[p]);
 		xops++;
