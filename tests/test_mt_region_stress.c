@@ -304,6 +304,15 @@ static void on_usr1(int sig)
 		return;
 	}
 	set_op(t, OP_SIGREAD, (long)p);
+	/*
+	 * A SIGBUS while SIGBUS is blocked kills the process: TSan runs deferred
+	 * handlers with every signal blocked.  Unblock it (saved by sigsetjmp, so
+	 * the siglongjmp below keeps it so; the handler's return restores the mask).
+	 */
+	sigset_t bus_set;
+	sigemptyset(&bus_set);
+	sigaddset(&bus_set, SIGBUS);
+	pthread_sigmask(SIG_UNBLOCK, &bus_set, NULL);
 	uint64_t got[8];
 	if (sigsetjmp(t->sig_jb, 1) == 0) {
 		t->in_sig = 1;
