@@ -479,6 +479,24 @@ static void t_readerr(void)
 	unlink(path);
 }
 
+/* A second destroy of the same pointer is ignored (region.h), and other regions are untouched. */
+static void t_double_destroy(void)
+{
+	struct zs_region *keep = mk(8, NULL);
+	unsigned char *k = zs_region_addr(keep);
+	fill(k, 0, 8);
+	struct zs_region *r = mk(8, NULL);
+	zs_region_destroy(r);
+	zs_region_destroy(r);            /* must not unmap, close or free anything */
+	zs_region_destroy(r);
+	CHECK_EQ(zs_region_pageout(keep, k, 8 * PG), 8);
+	int same = 1;
+	for (size_t i = 0; i < 8; i++)
+		same &= k[i * PG] == (unsigned char)(i + 1) && k[i * PG + PG - 1] == (unsigned char)(i + 1);
+	CHECK(same);
+	zs_region_destroy(keep);
+}
+
 int main(void)
 {
 	char why[512];
@@ -501,5 +519,7 @@ int main(void)
 	       (unsigned long)shandled);
 	t_readerr();
 	printf("read errors done\n");
+	t_double_destroy();
+	printf("double destroy done\n");
 	return tu_done();
 }

@@ -122,7 +122,10 @@ ZS_API int zs_region_create(const struct zs_region_config *cfg, struct zs_region
 		     size_t err_len);
 /*
  * Stop the handlers, free every stored object and unmap what is still the
- * region's (never a part the application unmapped or moved).  NULL is a no-op.
+ * region's (never a part the application unmapped or moved).  NULL is a no-op,
+ * and so is a pointer that is not a live region (destroyed already, or never
+ * returned by zs_region_create): it is looked up first, never dereferenced,
+ * and a line on stderr names it.
  */
 ZS_API void zs_region_destroy(struct zs_region *r);
 

@@ -125,6 +125,7 @@ struct move_rec {
 };
 
 struct zs_region {
+	struct zs_region *live_next;   /* the live-region list (region.c, zs_region_destroy) */
 	unsigned char *base;
 	size_t size, page, npages;
 	int uffd, efd;

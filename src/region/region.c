@@ -83,6 +83,8 @@
  */
 #include "internal.h"
 
+static void live_add(struct zs_region *r);
+
 static void set_err(char *err, size_t len, const char *fmt, const char *a)
 {
 	if (err && len)
@@ -820,6 +822,7 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc)
 		goto fail;
+	live_add(r);
 	*out = r;
 	return 0;
 fail:
@@ -853,10 +856,51 @@ static int start_threads(struct zs_region *r)
 	return 0;
 }
 
+/*
+ * The live regions.  A region owns threads, a file descriptor and address
+ * space, so a second zs_region_destroy of the same pointer (an easy slip on
+ * an error path) would unmap or close whatever reused them.  Destroy looks
+ * the pointer up here first and does nothing, with a line on stderr, when it
+ * is not a live region; regions are few and created rarely, so a list under
+ * a mutex costs nothing that matters.
+ */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct zs_region *live_head;
+
+static void live_add(struct zs_region *r)
+{
+	pthread_mutex_lock(&live_lock);
+	r->live_next = live_head;
+	live_head = r;
+	pthread_mutex_unlock(&live_lock);
+}
+
+/* Unlink r; 0 when it was not a live region (never created, or destroyed already). */
+static int live_remove(struct zs_region *r)
+{
+	int found = 0;
+	pthread_mutex_lock(&live_lock);
+	for (struct zs_region **pp = &live_head; *pp; pp = &(*pp)->live_next) {
+		if (*pp == r) {
+			*pp = r->live_next;
+			found = 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&live_lock);
+	return found;
+}
+
 void zs_region_destroy(struct zs_region *r)
 {
-	if (r)
-		teardown(r);
+	if (!r)
+		return;
+	if (!live_remove(r)) {
+		fprintf(stderr, "zs_region_destroy: %p is not a live region (destroyed twice?): "
+				"ignored\n", (void *)r);
+		return;
+	}
+	teardown(r);
 }
 
 void *zs_region_addr(const struct zs_region *r)
