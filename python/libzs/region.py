@@ -236,4 +236,6 @@ class Region(_Closable):
         d["fault_p99_ns"] = pct(st.lat_hist, 99.0)
         d["uffd_move"] = bool(st.uffd_move)
         d["broken"] = bool(st.broken)
+        for n in ("removed", "unmapped", "sigbus_pages", "read_errors"):
+            d[n] = getattr(st, n)
         return d

@@ -114,3 +114,24 @@ def test_unprivileged_error_names_the_fix():
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_madvise_dontneed_is_counted_and_reads_zeros():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    MADV_DONTNEED = 4
+    with libzs.Region(16 * PAGE) as r:
+        mv = r.view()
+        mv[:] = b"\x33" * (16 * PAGE)
+        assert r.pageout(8 * PAGE, 8 * PAGE) == 8
+        assert libc.madvise(r.addr, 2 * PAGE, MADV_DONTNEED) == 0          # resident pages
+        assert libc.madvise(r.addr + 8 * PAGE, 2 * PAGE, MADV_DONTNEED) == 0  # stored pages
+        st = r.stats()              # stats see every event whose madvise has returned
+        assert st["removed"] == 4 and st["stored"] == 6 and st["store"]["pages_stored"] == 6
+        assert bytes(mv[0:2 * PAGE]) == bytes(2 * PAGE)
+        assert bytes(mv[8 * PAGE:10 * PAGE]) == bytes(2 * PAGE)
+        assert mv[2 * PAGE] == 0x33 and mv[10 * PAGE] == 0x33 and mv[15 * PAGE] == 0x33
+        st = r.stats()
+        assert st["sigbus_pages"] == 0 and st["read_errors"] == 0
+        del mv
