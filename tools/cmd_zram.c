@@ -459,11 +459,13 @@ static int setup(const struct opts *o, char **paths, int npaths, struct zrun *r)
 	char why[256];
 	rc = zs_zram_create_err(&cfg, &r->z, why, sizeof(why));
 	if (rc) {
-		fprintf(stderr, "zs zram: store (backend %s, page size %zu, comp %s): %s%s\n", o->backend,
-			o->page_size, o->comp, why[0] ? why : strerror(-rc),
-			rc == -EOPNOTSUPP ? " (this backend cannot hold a zram store; use zsmalloc, "
-					    "zblock or malloc)"
-			: o->dict || o->level ? " (check --level/--dict for this compressor)" : "");
+		const char *hint = rc == -EOPNOTSUPP ? " (this backend cannot hold a zram store; use "
+						       "zsmalloc, zblock or malloc)"
+				   : o->dict || o->level ? " (check --level/--dict for this compressor)"
+							 : "";
+		fprintf(stderr, "zs zram: store (backend %s, page size %zu, comp %s): %s%s%s%s%s\n",
+			o->backend, o->page_size, o->comp, why, why[0] ? " (" : "", strerror(-rc),
+			why[0] ? ")" : "", hint);
 		return 2;
 	}
 	r->paged = !!(zs_backend_caps(zs_zram_backend(r->z)) & ZS_BACKEND_CAP_PAGES);

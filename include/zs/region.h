@@ -63,10 +63,9 @@
  * they run, so a signal handler never runs on a thread that owns a page or
  * holds a store lock (a pending signal is delivered when the call returns).
  * The library's threads (fault handlers, reclaimer) run with every signal
- * blocked.  The store itself (zs_region_store) is an ordinary zram store:
- * a thread inside one of its calls (e.g. zs_zram_compact) holds its locks
- * and must not touch stored region pages from a signal handler meanwhile;
- * block signals around such calls if handlers touch region memory.  Writes
+ * blocked.  The store (zs_region_store) is created with
+ * zs_zram_block_signals on, so calls made on it directly (zs_zram_compact,
+ * zs_zram_writeback, ...) block signals the same way.  Writes
  * to a page while it is being paged out are never lost (see
  * src/region/reclaim.c, "pageout protocol").  Accessing a released range
  * reads zeros; releasing a range while other threads write into it leaves

@@ -137,6 +137,17 @@ ZS_API int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out
  */
 ZS_API int zs_zram_create_err(const struct zs_zram_config *cfg, struct zs_zram **out, char *err,
 			      size_t err_len);
+/*
+ * Make every call on z that takes the allocator's locks (write, discard,
+ * their ranges, free_notify, reset, compact; writeback and recompress
+ * always do) block all blockable signals while it runs, so that an
+ * application signal handler never runs on a thread that holds one of the
+ * store's locks.  zs_region_create turns it on for the region's store: the
+ * region's fault handlers read and free in this store, and a handler that
+ * touched region memory there would wait for its own thread.  Costs two
+ * system calls per outermost call.  0, or -EINVAL (z NULL, on not 0/1).
+ */
+ZS_API int zs_zram_block_signals(struct zs_zram *z, int on);
 /* Frees every stored object (deferred frees drained) and the store. */
 ZS_API void zs_zram_destroy(struct zs_zram *z);
 

@@ -583,6 +583,8 @@ void *region_handler_main(void *arg)
 	struct zs_region *r = h->r;
 	double last = now_ns();
 
+	zs_signals_blocked_thread();   /* created with every signal blocked (region.c) */
+
 	while (!atomic_load_explicit(&r->hstop, memory_order_acquire)) {
 		pthread_mutex_lock(&r->ulock);
 		ssize_t got = pump(h);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "zs/region.h"
+#include "common/sigblock.h"
 
 /* Older uapi headers lack the newer feature bits; the values are ABI. */
 #ifndef UFFD_FEATURE_MOVE
@@ -248,23 +249,6 @@ static inline void kick_reclaim(struct zs_region *r)
 		pthread_cond_signal(&r->rcond);
 	}
 	pthread_mutex_unlock(&r->rlock);
-}
-
-/*
- * Library calls run with every blockable signal blocked: a signal handler
- * that touches region memory must not run on a thread that owns pages or
- * store locks (region.c, "Lock order").
- */
-static inline void sig_block(sigset_t *old)
-{
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, old);
-}
-
-static inline void sig_restore(const sigset_t *old)
-{
-	pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
 /* region.c */

@@ -181,10 +181,10 @@ long zs_region_pageout(struct zs_region *r, void *addr, size_t len)
 	if (rc)
 		return rc;
 	size_t p = pidx(r, addr);
-	sigset_t old;
-	sig_block(&old);
+	struct zs_sigguard old;
+	zs_signals_block(&old);
 	long n = pageout_pages(r, p, p + len / r->page, 0);
-	sig_restore(&old);
+	zs_signals_restore(&old);
 	return n;
 }
 
@@ -194,9 +194,9 @@ long zs_region_reclaim(struct zs_region *r, size_t target)
 {
 	size_t tgt = target / r->page;
 	long total = 0;
-	sigset_t old;
+	struct zs_sigguard old;
 
-	sig_block(&old);
+	zs_signals_block(&old);
 	pthread_mutex_lock(&r->hlock);
 	/* Two sweeps at most: the first clears referenced bits, the second finds them cold. */
 	for (size_t scanned = 0; scanned < 2 * r->npages; ) {
@@ -216,7 +216,7 @@ long zs_region_reclaim(struct zs_region *r, size_t target)
 			break;
 	}
 	pthread_mutex_unlock(&r->hlock);
-	sig_restore(&old);
+	zs_signals_restore(&old);
 	atomic_fetch_add_explicit(&r->reclaimed, (uint64_t)total, memory_order_relaxed);
 	return total;
 }
@@ -224,6 +224,8 @@ long zs_region_reclaim(struct zs_region *r, size_t target)
 void *region_reclaim_main(void *arg)
 {
 	struct zs_region *r = arg;
+
+	zs_signals_blocked_thread();   /* created with every signal blocked (region.c) */
 
 	pthread_mutex_lock(&r->rlock);
 	while (!atomic_load(&r->stop)) {

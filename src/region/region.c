@@ -76,10 +76,12 @@
  * touches region memory never runs on a thread that owns pages or holds a
  * store lock taken by a region call, so the handler's waits (slot lock,
  * pool read lock, class lock in zs_zram_read/discard) are on threads that
- * keep running.  The remaining way to block the fault path is the
- * application's own: a thread inside a store call made directly on
- * zs_region_store() (e.g. zs_zram_compact) whose signal handler touches a
- * stored page; block signals around such calls (region.h, "Threading").
+ * keep running.  Calls made directly on zs_region_store() are covered the
+ * same way: the region turns on zs_zram_block_signals for its store, so
+ * every store call that takes allocator locks blocks signals, and the
+ * pool's compaction and the deferred-free worker do too
+ * (src/common/sigblock.h).  A waiting compactor never starves a fault's
+ * read lock: its writer backs off (src/zsmalloc/lock.h).
  */
 #include "internal.h"
 
@@ -169,11 +171,11 @@ void region_events_sync(struct zs_region *r)
 	 * Signals blocked: a handler touching region memory on this thread
 	 * while it holds ulock would wait for a fault that needs ulock.
 	 */
-	sigset_t old;
-	sig_block(&old);
+	struct zs_sigguard old;
+	zs_signals_block(&old);
 	pthread_mutex_lock(&r->ulock);
 	pthread_mutex_unlock(&r->ulock);
-	sig_restore(&old);
+	zs_signals_restore(&old);
 }
 
 int region_range_ok(struct zs_region *r, const void *addr, size_t len)
@@ -572,10 +574,10 @@ int zs_region_release(struct zs_region *r, void *addr, size_t len)
 	int rc = region_range_ok(r, addr, len);
 	if (rc)
 		return rc;
-	sigset_t old;
-	sig_block(&old);
+	struct zs_sigguard old;
+	zs_signals_block(&old);
 	rc = do_release(r, pidx(r, addr), pidx(r, addr) + len / r->page);
-	sig_restore(&old);
+	zs_signals_restore(&old);
 	return rc;
 }
 
@@ -768,12 +770,18 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 	zc = cfg->store;
 	zc.page_size = r->page;
 	zc.disksize = r->size;
-	rc = zs_zram_create(&zc, &r->store);
-	if (rc) {
-		r->store = NULL;
-		set_err(err, err_len, "zs_region: store config rejected: %s", strerror(-rc));
-		goto fail;
+	{
+		char why[256];
+		rc = zs_zram_create_err(&zc, &r->store, why, sizeof(why));
+		if (rc) {
+			r->store = NULL;
+			set_err(err, err_len, "zs_region: store config rejected: %s",
+				why[0] ? why : strerror(-rc));
+			goto fail;
+		}
 	}
+	/* The fault handlers read and free in this store (see "Lock order" above). */
+	zs_zram_block_signals(r->store, 1);
 
 	r->state = calloc(r->npages, 1);
 	r->ref = calloc(r->npages, 1);
@@ -815,11 +823,10 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 	 * mask): a process-directed signal must never run the application's
 	 * handler on a fault handler or the reclaimer.
 	 */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
+	struct zs_sigguard old;
+	zs_signals_block(&old);
 	rc = start_threads(r);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	zs_signals_restore(&old);
 	if (rc)
 		goto fail;
 	live_add(r);

@@ -80,6 +80,7 @@ struct zs_zram {
 	size_t huge_size;
 	uint64_t limit_bytes;       /* mem_limit rounded up to pages; 0 none */
 	int deferred;
+	int block_signals;          /* zs_zram_block_signals: a region's store */
 	int track_actime;
 	struct timespec t0;
 	unsigned nstreams;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "zram/internal.h"
+#include "common/sigblock.h"
 
 long zs_zram_mark_idle(struct zs_zram *zv, unsigned age_seconds)
 {
@@ -60,8 +61,8 @@ static int recomp_gains(struct zs_zram *z, size_t old_len, size_t new_len, size_
 	return new_len < old_len;
 }
 
-int zs_zram_recompress(struct zs_zram *zv, enum zs_zram_recomp_type type, size_t threshold,
-		       unsigned long max_pages, struct zs_zram_recomp_result *res)
+static int recompress_run(struct zs_zram *zv, enum zs_zram_recomp_type type, size_t threshold,
+			  unsigned long max_pages, struct zs_zram_recomp_result *res)
 {
 	struct zs_zram *z = zram_inner(zv);
 	struct zs_zram_recomp_result r = { 0, 0, 0 };
@@ -127,5 +128,16 @@ int zs_zram_recompress(struct zs_zram *zv, enum zs_zram_recomp_type type, size_t
 	if (res)
 		*res = r;
 	free(page);
+	return rc;
+}
+
+/* Signals are blocked while it runs (src/common/sigblock.h says why). */
+int zs_zram_recompress(struct zs_zram *zv, enum zs_zram_recomp_type type, size_t threshold,
+		       unsigned long max_pages, struct zs_zram_recomp_result *res)
+{
+	struct zs_sigguard old;
+	zs_signals_block(&old);
+	int rc = recompress_run(zv, type, threshold, max_pages, res);
+	zs_signals_restore(&old);
 	return rc;
 }

@@ -57,6 +57,7 @@
 
 #include "zram/internal.h"
 #include "zs/harness.h"
+#include "common/sigblock.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -476,8 +477,8 @@ static int copy_out(struct zs_zram *z, struct stream *s, struct slot *sl, uint32
 	return (int)size;
 }
 
-int zs_zram_writeback(struct zs_zram *zv, enum zs_zram_wb_type type, unsigned long max_pages,
-		      struct zs_zram_wb_result *res)
+static int writeback_run(struct zs_zram *zv, enum zs_zram_wb_type type, unsigned long max_pages,
+			 struct zs_zram_wb_result *res)
 {
 	struct zs_zram *z = zram_inner(zv);
 	struct zram_wb *wb = z->wb;
@@ -588,5 +589,19 @@ int zs_zram_writeback(struct zs_zram *zv, enum zs_zram_wb_type type, unsigned lo
 	free(items);
 	if (res)
 		*res = r;
+	return rc;
+}
+
+/*
+ * Signals are blocked while writeback holds slot locks across file I/O
+ * (src/common/sigblock.h says why).
+ */
+int zs_zram_writeback(struct zs_zram *zv, enum zs_zram_wb_type type, unsigned long max_pages,
+		      struct zs_zram_wb_result *res)
+{
+	struct zs_sigguard old;
+	zs_signals_block(&old);
+	int rc = writeback_run(zv, type, max_pages, res);
+	zs_signals_restore(&old);
 	return rc;
 }

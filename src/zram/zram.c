@@ -72,6 +72,7 @@
 #include <string.h>
 
 #include "zram/internal.h"
+#include "common/sigblock.h"
 
 /* ---- Slot free, memory accounting ---- */
 
@@ -385,7 +386,7 @@ static int write_same(struct zs_zram *z, struct stream *s, struct slot *sl, unsi
 	return 0;
 }
 
-int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
+static int write_call(struct zs_zram *z, uint64_t index, const void *page)
 {
 	if (unlikely(z->grp))
 		return zram_group_write(z, index, page);
@@ -536,7 +537,7 @@ int zs_zram_read(struct zs_zram *z, uint64_t index, void *buf, size_t buf_len)
 
 /* ---- Discard / free ---- */
 
-int zs_zram_discard(struct zs_zram *z, uint64_t index)
+static int discard_call(struct zs_zram *z, uint64_t index)
 {
 	if (unlikely(z->grp))
 		return zram_group_discard(z, index);
@@ -558,7 +559,7 @@ int zs_zram_discard(struct zs_zram *z, uint64_t index)
 	return 0;
 }
 
-int zs_zram_free_notify(struct zs_zram *z, uint64_t index)
+static int free_notify_call(struct zs_zram *z, uint64_t index)
 {
 	if (unlikely(z->grp))
 		return zram_group_discard(z, index);
@@ -596,7 +597,7 @@ static int range_ok(struct zs_zram *z, uint64_t first, uint64_t n)
 	return 0;
 }
 
-int zs_zram_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const void *buf)
+static int write_range_call(struct zs_zram *z, uint64_t first, uint64_t n, const void *buf)
 {
 	const unsigned char *p = buf;
 
@@ -638,7 +639,7 @@ int zs_zram_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf,
 	return 0;
 }
 
-int zs_zram_discard_range(struct zs_zram *z, uint64_t first, uint64_t n)
+static int discard_range_call(struct zs_zram *z, uint64_t first, uint64_t n)
 {
 	int rc = 0;
 
@@ -656,7 +657,7 @@ int zs_zram_discard_range(struct zs_zram *z, uint64_t first, uint64_t n)
 	return rc;
 }
 
-void zs_zram_reset(struct zs_zram *zv)
+static void reset_call(struct zs_zram *zv)
 {
 	struct zs_zram *z = zram_inner(zv);
 	struct stream *s = zram_stream_get(z);
@@ -681,8 +682,78 @@ void zs_zram_flush(struct zs_zram *z)
 		zs_backend_flush(z->b);
 }
 
-unsigned long zs_zram_compact(struct zs_zram *z)
+static unsigned long compact_call(struct zs_zram *z)
 {
 	z = zram_inner(z);
 	return zs_backend_compact(z->b);
+}
+
+/* ---- Signal-safe stores ---- */
+
+/*
+ * A store whose pages back a region (src/region) is read and freed by the
+ * region's fault handlers; an application signal handler that touches
+ * region memory while its thread is inside one of these calls (holding a
+ * slot, class or handle lock) would wait for itself.  Such a store blocks
+ * signals around every call that takes the allocator's locks
+ * (common/sigblock.h); nested and library-thread calls cost nothing more.
+ */
+int zs_zram_block_signals(struct zs_zram *z, int on)
+{
+	if (!z || (on != 0 && on != 1))
+		return -EINVAL;
+	z->block_signals = on;
+	zram_inner(z)->block_signals = on;
+	return 0;
+}
+
+#define GUARDED(z, expr)                                        \
+	do {                                                    \
+		if (likely(!(z)->block_signals))                \
+			return expr;                            \
+		struct zs_sigguard g_;                          \
+		zs_signals_block(&g_);                          \
+		__typeof__(expr) rc_ = expr;                    \
+		zs_signals_restore(&g_);                        \
+		return rc_;                                     \
+	} while (0)
+
+int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
+{
+	GUARDED(z, write_call(z, index, page));
+}
+
+int zs_zram_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const void *buf)
+{
+	GUARDED(z, write_range_call(z, first, n, buf));
+}
+
+int zs_zram_discard(struct zs_zram *z, uint64_t index)
+{
+	GUARDED(z, discard_call(z, index));
+}
+
+int zs_zram_discard_range(struct zs_zram *z, uint64_t first, uint64_t n)
+{
+	GUARDED(z, discard_range_call(z, first, n));
+}
+
+int zs_zram_free_notify(struct zs_zram *z, uint64_t index)
+{
+	GUARDED(z, free_notify_call(z, index));
+}
+
+unsigned long zs_zram_compact(struct zs_zram *z)
+{
+	GUARDED(z, compact_call(z));
+}
+
+void zs_zram_reset(struct zs_zram *z)
+{
+	struct zs_sigguard g;
+	if (z->block_signals)
+		zs_signals_block(&g);
+	reset_call(z);
+	if (z->block_signals)
+		zs_signals_restore(&g);
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "zsmalloc/internal.h"
+#include "common/sigblock.h"
 
 unsigned long zs_can_compact(const struct size_class *class)
 {
@@ -149,6 +150,13 @@ unsigned long zs_compact(struct zs_pool *pool)
 {
 	if (atomic_exchange_explicit(&pool->compaction_in_progress, 1, memory_order_acquire))
 		return 0;
+	/*
+	 * Signals stay blocked while the pool's write lock can be held: a signal
+	 * handler reading region memory served from this pool would wait on
+	 * this very thread (src/common/sigblock.h).
+	 */
+	struct zs_sigguard sigs;
+	zs_signals_block(&sigs);
 	char *buf = malloc(pool->page_size);
 	unsigned long freed = 0;
 	if (buf) {
@@ -168,5 +176,6 @@ unsigned long zs_compact(struct zs_pool *pool)
 	zs_handles_trim(pool, 0);
 	/* Compaction is how a pool gives memory back: the page cache goes too, not at its decay. */
 	zs_pages_trim(pool->pages);
+	zs_signals_restore(&sigs);   /* after the trims: they take the handle and page locks */
 	return freed;
 }

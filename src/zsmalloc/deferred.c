@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "zsmalloc/internal.h"
+#include "common/sigblock.h"
 
 #define DRAIN_BATCH 256
 
@@ -162,6 +163,7 @@ static void *worker(void *arg)
 {
 	struct deferred_queue *q = arg;
 	struct zs_pool *pool = q->pool;
+	zs_signals_blocked_thread();
 	while (!atomic_load_explicit(&q->stop, memory_order_acquire)) {
 		drain(pool, q, 0);
 		pthread_mutex_lock(&q->wake_lock);
@@ -223,8 +225,15 @@ static struct deferred_queue *queue_create(struct zs_pool *pool)
 	pthread_cond_init(&q->wake, NULL);
 	q->pool = pool;
 	/* No thread (creation failed or deferred_worker -1): drained by flush and full-queue frees. */
+	/*
+	 * The worker frees under the class locks: it starts with every signal
+	 * blocked, so no application handler ever runs on it (common/sigblock.h).
+	 */
+	struct zs_sigguard sigs;
+	zs_signals_block(&sigs);
 	if (pool->cfg.deferred_worker >= 0 && pthread_create(&q->thread, NULL, worker, q) == 0)
 		q->has_thread = 1;
+	zs_signals_restore(&sigs);
 	atomic_store_explicit(&pool->deferred, q, memory_order_release);
 	return q;
 }
