@@ -470,9 +470,16 @@ static int handle_missing(struct handler *h, const struct fault_item *it)
 			if (!st_cas(r, p, s, (unsigned char)((s & ~ST_MASK) | ST_OUTF)))
 				continue;
 			fill_out(h, p);
+			/*
+			 * Back to OUT, keeping the flags events set meanwhile.  Only
+			 * from OUTF: pageout leaves an OUTF page alone until we are done
+			 * (reclaim.c, out_settle), and stamping OUT on a page it had
+			 * finished would leave it owned by nobody.
+			 */
 			for (;;) {
 				unsigned char t = st_load(r, p);
-				if (st_cas(r, p, t, (unsigned char)((t & ~ST_MASK) | ST_OUT)))
+				if ((t & ST_MASK) != ST_OUTF ||
+				    st_cas(r, p, t, (unsigned char)((t & ~ST_MASK) | ST_OUT)))
 					break;
 			}
 			return DONE;

@@ -69,7 +69,8 @@ enum {
 	ST_GONE,    /* unmapped by the application: not the region's any more */
 	ST_MOVED,   /* moved away by mremap while stored: slot kept for faults at the new address */
 	ST_OUT,     /* pageout owns it, page still mapped */
-	ST_OUTF,    /* OUT, and a handler is filling a page the application zapped */
+	ST_OUTF,    /* OUT, and a handler is filling a page the application zapped;
+		       only that handler changes it (back to OUT): reclaim.c, out_settle */
 	ST_OUTZ,    /* pageout owns it and is zapping it (data in the slot) */
 	ST_IN,      /* a fault handler owns it */
 	ST_REL,     /* release (or an event) owns it */

@@ -29,9 +29,11 @@
  *      The handler ignores the write-protect message of a page still
  *      OUT/OUTF/OUTZ (the wake comes after the state change) and wakes the
  *      writer itself otherwise, so a message read late is harmless.
- *   5. If the store or the copy fails, the run is un-write-protected (which
- *      wakes the writers), its slots discarded and its pages go back to RES
- *      intact.
+ *   5. If the store or the copy fails, its slots are discarded, the run is
+ *      settled as in step 3 (OUTZ, after any zero fill in flight), then
+ *      un-write-protected (which wakes the writers) and its pages go back
+ *      to RES intact, or as the events that hit them say.  Every end of
+ *      pageout's ownership goes through out_settle and region_finish.
  * Pageout runs with every blockable signal blocked (region.c, "Lock order").
  *
  * Automatic reclaim: a thread keeps resident pages under the limit with a
@@ -84,23 +86,19 @@ static int copy_out(struct zs_region *r, size_t p, size_t n, unsigned char *buf)
 	return got == (ssize_t)(n * r->page) ? 0 : got < 0 ? -errno : -EFAULT;
 }
 
-/* Page out claimed (OUT) pages [p, p+n).  Returns pages stored or -errno. */
-static long pageout_run(struct zs_region *r, size_t p, size_t n, unsigned char *buf)
+/*
+ * Take pages [p, p+n) of a run from OUT/OUTF to OUTZ, keeping the event
+ * flags.  OUTF means a handler is installing a zero page and will put the
+ * page back to OUT itself (fault.c, handle_missing): while a page is OUTF
+ * its state is the handler's to change, so every path that ends pageout's
+ * ownership (stored, or given back on an error) comes through here before
+ * region_finish.  Finishing an OUTF page directly let the handler stamp OUT
+ * on the finished page afterwards: owned by nobody, release waited on it
+ * forever.  OUTZ also stops new zero fills (a missing fault on it is queued
+ * until the page is finished).
+ */
+static void out_settle(struct zs_region *r, size_t p, size_t n)
 {
-	int rc = uffd_wp(r, p, n, 1);
-	if (!rc)
-		rc = copy_out(r, p, n, buf);
-	if (!rc)
-		rc = zs_zram_write_range(r->store, p, n, buf);
-	if (rc) {
-		uffd_wp(r, p, n, 0);   /* wakes writers */
-		zs_zram_discard_range(r->store, p, n);
-		for (size_t i = 0; i < n; i++)
-			if (region_finish(r, p + i, ST_RES, 0) != ST_RES)
-				atomic_fetch_sub_explicit(&r->resident, 1, memory_order_relaxed);
-		return rc;
-	}
-	atomic_fetch_add_explicit(&r->stored, n, memory_order_relaxed);
 	for (size_t i = 0; i < n; i++) {
 		for (;;) {
 			unsigned char s = st_load(r, p + i);
@@ -112,6 +110,38 @@ static long pageout_run(struct zs_region *r, size_t p, size_t n, unsigned char *
 				break;
 		}
 	}
+}
+
+/*
+ * Give claimed pages [p, p+n) back intact: nothing of them is stored.
+ * Un-write-protect after settling, so it also lifts the protection of a zero
+ * page a handler filled meanwhile (and wakes the writers).  The pending
+ * event flags apply through region_finish.
+ */
+static void pageout_abort(struct zs_region *r, size_t p, size_t n)
+{
+	out_settle(r, p, n);
+	uffd_wp(r, p, n, 0);
+	for (size_t i = 0; i < n; i++)
+		if (region_finish(r, p + i, ST_RES, 0) != ST_RES)
+			atomic_fetch_sub_explicit(&r->resident, 1, memory_order_relaxed);
+}
+
+/* Page out claimed (OUT) pages [p, p+n).  Returns pages stored or -errno. */
+static long pageout_run(struct zs_region *r, size_t p, size_t n, unsigned char *buf)
+{
+	int rc = uffd_wp(r, p, n, 1);
+	if (!rc)
+		rc = copy_out(r, p, n, buf);
+	if (!rc)
+		rc = zs_zram_write_range(r->store, p, n, buf);
+	if (rc) {
+		zs_zram_discard_range(r->store, p, n);
+		pageout_abort(r, p, n);
+		return rc;
+	}
+	atomic_fetch_add_explicit(&r->stored, n, memory_order_relaxed);
+	out_settle(r, p, n);
 	region_self_zap(r, p, n);
 	long stored = 0;
 	for (size_t i = 0; i < n; i++)
@@ -152,7 +182,7 @@ static long pageout_pages(struct zs_region *r, size_t first, size_t end, int onl
 			break;
 		size_t p = i++, n = 1;
 		if (!buf && !(buf = buf_get(r))) {
-			region_finish(r, p, ST_RES, 0);
+			pageout_abort(r, p, 1);
 			return total ? total : -ENOMEM;
 		}
 		/* state first: a handler sets the referenced bit before it publishes RES */
