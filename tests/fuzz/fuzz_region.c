@@ -28,7 +28,10 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -103,6 +106,37 @@ __attribute__((noinline)) static int g_cmp(const unsigned char *a, const unsigne
 	}
 	in_guard = 0;
 	return rc;
+}
+
+/* ---- hang watchdog ----
+ * The library blocks every signal inside its calls, and libFuzzer's -timeout
+ * (SIGALRM) acts only on the fuzzing thread: a hang inside a region call
+ * would never end.  This thread aborts an input that runs past HANG_S
+ * seconds (libFuzzer's crash handler then saves it). */
+#define HANG_S 25
+static _Atomic uint64_t input_start;   /* CLOCK_MONOTONIC seconds + 1; 0: idle */
+static _Atomic int cur_op = -1;
+
+static uint64_t now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec;
+}
+
+static void *watchdog(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		sleep(1);
+		uint64_t t0 = atomic_load(&input_start);
+		if (t0 && now_s() + 1 - t0 > HANG_S) {
+			fprintf(stderr, "fuzz_region.c: check failed: HANG: one input ran over %d s "
+				"(in op %d, or the end check if -1)\n", HANG_S, atomic_load(&cur_op));
+			abort();
+		}
+	}
+	return NULL;
 }
 
 /* ---- regions ---- */
@@ -262,10 +296,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGBUS, &sa, &old_bus);
+		pthread_t wd;
+		if (pthread_create(&wd, NULL, watchdog, NULL) == 0)
+			pthread_detach(wd);
 	}
 	if (!region_ok)
 		return 0;
 	struct fin in = { data, size, 0 };
+	atomic_store(&input_start, now_s() + 1);
+	atomic_store(&cur_op, -1);
 	unsigned key = fin_u8(&in) & 0x7f;
 	struct creg *cr = get_region(key);
 	struct zs_region *r = cr->r;
@@ -283,6 +322,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		unsigned op = fin_u8(&in);
 		size_t p, n;
 		long rc;
+		atomic_store(&cur_op, (int)(op % 16));
 		switch (op % 16) {
 		case 0: case 1: {
 			range(&in, &p, &n);
@@ -430,6 +470,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 
+	atomic_store(&cur_op, -1);
 	/* the end: reads come back, every page checked, everything released, the store empty */
 	zs_zram_wb_inject(z, 0, UINT64_MAX, 0);
 	zs_zram_wb_inject(z, 1, UINT64_MAX, 0);
@@ -455,6 +496,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		   (unsigned long long)st.store.bd_count, st.broken);
 	for (size_t p = 0; p < NP; p += 7)
 		FUZZ_CHECK(a[p * PG + 5] == 0, "page %zu not zero after release", p);
-	/* the file back to a size (a truncated one stays valid: the store writes at offsets) */
+	atomic_store(&input_start, 0);
 	return 0;
 }
