@@ -366,12 +366,20 @@ static int serve_moved(struct handler *h, size_t p, const struct fault_item *it)
 
 	if (st_owned(s))
 		return AGAIN;
-	if ((s & ST_MASK) != ST_MOVED || !st_cas(r, p, s, ST_IN)) {
+	if ((s & ST_MASK) != ST_MOVED) {
 		pthread_mutex_lock(&r->ulock);
 		zero_at(h, it->addr);
 		pthread_mutex_unlock(&r->ulock);
-		return (s & ST_MASK) == ST_MOVED ? AGAIN : DONE;
+		return DONE;
 	}
+	/*
+	 * Lost the claim: most likely another handler is serving this page
+	 * (two threads faulted on it).  No zeros here - they would land before
+	 * its copy and make it fail with EEXIST, losing the contents; look again
+	 * once it is done.
+	 */
+	if (!st_cas(r, p, s, ST_IN))
+		return AGAIN;
 	int bad = zs_zram_read(r->store, p, h->buf, r->page) != 0;
 	unsigned tries = 0;
 	if (bad)
