@@ -89,3 +89,8 @@ for i in range(12):
         prog += [op] + [rrng.randrange(256) for _ in range(rrng.choice([2, 3, 4]))]
     prog += region_op(0x0b, 3, 0) + region_op(0x04, 0, 31)
     write("fuzz_region", "region-%02d" % i, [key] + prog)
+# inputs fuzz_region found (kept as seeds): a release that spun forever on a page left
+# OUT|F_DROP (fixed in b6433b6), and a SIGBUS on a page rewritten after its backing reads
+# were made to fail (seen twice at 9247787 under ASan, not reproduced since)
+write("fuzz_region", "found-hang-out-drop", bytes.fromhex("7fb00003032004ffff03001f713ed00fd5a509f4937b39dd7d911d45a2"))
+write("fuzz_region", "found-sigbus-1ae1789", bytes.fromhex("22a00003d7900403e300080307c00c03937003038060270b101418030b401c03b705005f0a3b0b00020aff03001fede73f4e3e88c425f08012fb8b196879c01800d11770b707d1f2790695c4e19d4be656985c82814eaf3eae11589687acbe207421212121212196740f181c2433cf776a621697544495572e8a7ec05f41d42cba3c6dc810e50cd6bc775ce2bad37525f32000031370040387d00803e3200c5151515151515151515151515151515151515151515151515151515151515151515151515151515151515151515151510323801003aba014033f10dd18"))
