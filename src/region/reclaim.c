@@ -86,6 +86,17 @@ static int copy_out(struct zs_region *r, size_t p, size_t n, unsigned char *buf)
 	return got == (ssize_t)(n * r->page) ? 0 : got < 0 ? -errno : -EFAULT;
 }
 
+/* Did the application unmap or move any page of [p, p+n) (state or pending flag)? */
+static int run_lost(struct zs_region *r, size_t p, size_t n)
+{
+	for (size_t i = p; i < p + n; i++) {
+		unsigned char s = st_load(r, i), m = s & ST_MASK;
+		if (m == ST_GONE || m == ST_MOVED || (s & (F_GONE | F_MOVED)))
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * Take pages [p, p+n) of a run from OUT/OUTF to OUTZ, keeping the event
  * flags.  OUTF means a handler is installing a zero page and will put the
@@ -132,6 +143,14 @@ static long pageout_run(struct zs_region *r, size_t p, size_t n, unsigned char *
 {
 	int rc = uffd_wp(r, p, n, 1);
 	if (!rc)
+		rc = copy_out(r, p, n, buf);
+	/*
+	 * A page the application zapped meanwhile is faulted back in by the
+	 * copy (a handler fills OUT pages with zeros, step 2); a copy that
+	 * still fails while no page of the run was unmapped or moved is tried
+	 * again before the run is given back.
+	 */
+	for (int tries = 1; rc == -EFAULT && tries < 3 && !run_lost(r, p, n); tries++)
 		rc = copy_out(r, p, n, buf);
 	if (!rc)
 		rc = zs_zram_write_range(r->store, p, n, buf);
@@ -193,6 +212,14 @@ static long pageout_pages(struct zs_region *r, size_t first, size_t end, int onl
 			n++;
 		}
 		long rc = pageout_run(r, p, n, buf);
+		if (rc == -EFAULT && !run_lost(r, p, n)) {
+			/*
+			 * The copy failed though the run is still the region's: it was
+			 * given back intact (resident), so it is skipped like a page
+			 * that was not resident; -EFAULT means unmapped (region.h).
+			 */
+			continue;
+		}
 		if (rc < 0) {
 			/* pages after this run are untouched */
 			buf_put(r, buf);
