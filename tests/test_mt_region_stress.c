@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "forkcase.h"
 #include "testutil.h"
 #include "zs/harness.h"
 #include "zs/region.h"
@@ -52,14 +53,6 @@
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SAN_SLOW 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SAN_SLOW 1
-#endif
 #ifdef SAN_SLOW
 #define DEFAULT_SECONDS 12
 #define HANG_S 20
@@ -792,10 +785,7 @@ static void *watchdog_main(void *arg)
 int main(int argc, char **argv)
 {
 	char err[512];
-	if (!zs_region_available(err, sizeof err)) {
-		printf("SKIP: %s\n", err);
-		return 77;
-	}
+	fc_skip_without_uffd();
 	const char *e = getenv("ZS_STRESS_SECONDS");
 	run_seconds = argc > 1 ? atof(argv[1]) : e ? atof(e) : DEFAULT_SECONDS;
 	if (argc > 2)
@@ -844,11 +834,7 @@ int main(int argc, char **argv)
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGBUS, &sa, NULL);
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_usr1;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
+	fc_sigaction(SIGUSR1, on_usr1, SA_RESTART);
 
 	static const char *names[NT] = { "app0", "app1", "app2", "app3" };
 	for (int i = 0; i < NSTATE; i++) {

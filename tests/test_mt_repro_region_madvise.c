@@ -41,14 +41,12 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "forkcase.h"
 #include "testutil.h"
 #include "zs/region.h"
 
@@ -59,14 +57,6 @@
 #define PG 4096
 #define NP 64
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SAN_SLOW 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SAN_SLOW 1
-#endif
 #ifdef SAN_SLOW
 #define TIMEOUT_S 30
 #else
@@ -311,16 +301,6 @@ static int mode_dontneed_reclaim(void)
 	return 0;
 }
 
-static void rnd_page(unsigned char *b, uint64_t x)
-{
-	for (size_t i = 0; i < PG; i += 8) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		memcpy(b + i, &x, 8);
-	}
-}
-
 static int mode_dontneed_limits(void)
 {
 	enum { N = 32 };
@@ -348,9 +328,9 @@ static int mode_dontneed_limits(void)
 			WHERE("region %d round %d: writes, pageout, MADV_DONTNEED, checks", reg, it);
 			memset(shadow, 0, sizeof shadow);
 			for (int p = 0; p < 4; p++)
-				rnd_page(shadow[p], (uint64_t)it * 64 + (uint64_t)p + 1);
-			rnd_page(shadow[30], (uint64_t)it * 64 + 31);
-			rnd_page(shadow[31], (uint64_t)it * 64 + 32);
+				fc_xorshift_fill64(shadow[p], PG, (uint64_t)it * 64 + (uint64_t)p + 1);
+			fc_xorshift_fill64(shadow[30], PG, (uint64_t)it * 64 + 31);
+			fc_xorshift_fill64(shadow[31], PG, (uint64_t)it * 64 + 32);
 			for (int p = 0; p < 4; p++)
 				memcpy(a + p * PG, shadow[p], PG);
 			for (int p = 0; p < 5; p++)
@@ -491,8 +471,9 @@ static const struct mode modes[] = {
 	{ "munmap", 0 },        { "munmap_hole", 0 },     { "shrink", 0 },
 };
 
-static int run_in_child(const struct mode *m)
+static int run_in_child(void *p)
 {
+	const struct mode *m = p;
 	fails = 0;
 	if (!strcmp(m->name, "dontneed"))
 		mode_dontneed();
@@ -517,58 +498,19 @@ static int run_in_child(const struct mode *m)
 /* Fork, run the mode, wait at most TIMEOUT_S: 0 passed, 1 failed (message printed). */
 static int run_mode(const struct mode *m)
 {
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	printf("mode %s %d:\n", m->name, m->arg);
-	fflush(stdout);
+	char name[64];
+	snprintf(name, sizeof name, "%s %d", m->name, m->arg);
+	printf("mode %s:\n", name);
 	if (where)
 		where[0] = 0;
-	fflush(stderr);
-	pid_t pid = fork();
-	if (pid == 0) {
-		alarm(TIMEOUT_S + 5);   /* the parent kills first; this catches an orphan */
-		_exit(run_in_child(m));
-	}
-	if (pid < 0) {
-		printf("FAIL %s: fork: %s\n", m->name, strerror(errno));
-		return 1;
-	}
-	int st = 0;
-	for (int ms = 0;; ms += 10) {
-		pid_t w = waitpid(pid, &st, WNOHANG);
-		if (w == pid)
-			break;
-		if (ms >= TIMEOUT_S * 1000) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			printf("FAIL %s %d: HANG: not finished after %d s (watchdog killed it) in: %s\n",
-			       m->name, m->arg, TIMEOUT_S, where && where[0] ? where : "?");
-			return 1;
-		}
-		usleep(10000);
-	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	if (WIFSIGNALED(st)) {
-		printf("FAIL %s %d: CRASH: killed by signal %d (%s)\n", m->name, m->arg,
-		       WTERMSIG(st), strsignal(WTERMSIG(st)));
-		return 1;
-	}
-	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
-		printf("FAIL %s %d: exit %d (%.2f s)\n", m->name, m->arg, WEXITSTATUS(st), s);
-		return 1;
-	}
-	printf("ok   %s %d (%.2f s)\n", m->name, m->arg, s);
-	return 0;
+	/* the parent kills first; the alarm catches an orphan */
+	return fc_run_ex(name, TIMEOUT_S, TIMEOUT_S + 5, where ? where : "", run_in_child,
+			 (void *)m);
 }
 
 int main(int argc, char **argv)
 {
-	char err[512];
-	if (!zs_region_available(err, sizeof err)) {
-		printf("SKIP: %s\n", err);
-		return 77;
-	}
+	fc_skip_without_uffd();
 	int ran = 0;
 	where = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (where == MAP_FAILED)

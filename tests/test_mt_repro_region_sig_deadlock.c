@@ -29,24 +29,16 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "forkcase.h"
 #include "testutil.h"
 #include "zs/region.h"
 
 #define PG 4096
 #define NP 1024
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SAN_SLOW 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SAN_SLOW 1
-#endif
 #ifdef SAN_SLOW
 #define HANG_S 8
 #else
@@ -65,9 +57,7 @@ static void on_sig(int s)
 	(void)s;
 	int e = errno;
 	static _Thread_local uint64_t x = 88172645463325252ULL;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
+	fc_xorshift(&x);
 	size_t p = (atomic_load_explicit(&self_mode, memory_order_relaxed) ? 0 : NP / 2) +
 		   x % (NP / 2);
 	unsigned char v = ((volatile unsigned char *)a)[p * PG + (x >> 32) % 64];
@@ -141,12 +131,7 @@ static int child(int self, int secs)
 	a = zs_region_addr(r);
 	for (int i = 0; i < NP; i++)
 		memset(a + (size_t)i * PG, i + 1, 64);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_sig;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(SIGUSR1, &sa, NULL);
+	fc_sigaction(SIGUSR1, on_sig, SA_RESTART);
 	pthread_t t1, t2, t3;
 	pthread_create(&t1, NULL, releaser, NULL);
 	pthread_create(&t2, NULL, pager, NULL);
@@ -218,60 +203,28 @@ static int child(int self, int secs)
 	return fail;
 }
 
+struct mode {
+	int self, secs;
+};
+
+static int in_child(void *p)
+{
+	const struct mode *m = p;
+	return child(m->self, m->secs);
+}
+
 static int run_mode(int self, int secs)
 {
 	const char *name = self ? "self" : "compact";
 	int limit = secs + 2 * HANG_S + 10;
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct mode m = { self, secs };
 	printf("mode %s (%d s):\n", name, secs);
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		alarm((unsigned)limit + 5);
-		int rc = child(self, secs);
-		fflush(stdout);
-		_exit(rc);
-	}
-	if (pid < 0) {
-		printf("FAIL %s: fork: %s\n", name, strerror(errno));
-		return 1;
-	}
-	int st = 0;
-	for (int ms = 0;; ms += 10) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			break;
-		if (ms >= limit * 1000) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			printf("FAIL %s: HANG: not finished after %d s (watchdog killed it)\n", name,
-			       limit);
-			return 1;
-		}
-		usleep(10000);
-	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	if (WIFSIGNALED(st)) {
-		printf("FAIL %s: CRASH: killed by signal %d (%s)\n", name, WTERMSIG(st),
-		       strsignal(WTERMSIG(st)));
-		return 1;
-	}
-	if (WEXITSTATUS(st)) {
-		printf("FAIL %s: exit %d (%.2f s)\n", name, WEXITSTATUS(st), s);
-		return 1;
-	}
-	printf("ok   %s (%.2f s)\n", name, s);
-	return 0;
+	return fc_run(name, limit, in_child, &m);
 }
 
 int main(int argc, char **argv)
 {
-	char err[512];
-	if (!zs_region_available(err, sizeof err)) {
-		printf("SKIP: %s\n", err);
-		return 77;
-	}
+	fc_skip_without_uffd();
 	const char *e = getenv("ZS_SIG_SECONDS");
 	int secs = e ? atoi(e) : 3;
 	if (secs < 1)

@@ -17,27 +17,15 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <signal.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include "forkcase.h"
 #include "testutil.h"
 #include "zs/zram.h"
 
 #define PS 4096
 #define NS 64
-
-static void rnd(unsigned char *b, size_t n, uint64_t x)
-{
-	for (size_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		b[i] = (unsigned char)x;
-	}
-}
 
 static uint64_t seeds[NS];   /* 0: discarded (reads zeros) */
 
@@ -49,7 +37,7 @@ static int wrong_slots(struct zs_zram *z, int verbose)
 	for (uint64_t i = 0; i < NS; i++) {
 		int rc = zs_zram_read(z, i, b, PS);
 		if (seeds[i])
-			rnd(e, PS, seeds[i]);
+			fc_xorshift_fill(e, PS, seeds[i]);
 		else
 			memset(e, 0, PS);
 		if (rc || memcmp(b, e, PS)) {
@@ -79,7 +67,7 @@ static struct zs_zram *full_store(void)
 	int w = 0;
 	for (uint64_t i = 0; i < NS; i += 4) {   /* whole groups: no read-modify-write */
 		for (int k = 0; k < 4; k++)
-			rnd(g + k * PS, PS, i + k + 1);
+			fc_xorshift_fill(g + k * PS, PS, i + k + 1);
 		if (zs_zram_write_range(z, i, 4, g) == 0) {
 			w += 4;
 			for (int k = 0; k < 4; k++)
@@ -96,8 +84,9 @@ static struct zs_zram *full_store(void)
 	return z;
 }
 
-static int child(void)
+static int child(void *arg)
 {
+	(void)arg;
 	int fails = 0;
 	struct zs_zram *z = full_store();
 	if (!z)
@@ -113,7 +102,7 @@ static int child(void)
 	int dr = zs_zram_discard_range(z, 5, 1);
 	unsigned char r[PS], b[PS];
 	int rr = zs_zram_read(z, 5, r, PS);
-	rnd(b, PS, 6);
+	fc_xorshift_fill(b, PS, 6);
 	int still = rr == 0 && !memcmp(r, b, PS);
 	if (dr == 0)
 		seeds[5] = 0;
@@ -150,7 +139,7 @@ static int child(void)
 	}
 	/* a partial-group overwrite at the limit: works or fails, never loses anything */
 	unsigned char nb[PS];
-	rnd(nb, PS, 777);
+	fc_xorshift_fill(nb, PS, 777);
 	int w = zs_zram_write(z, 21, nb);
 	if (w == 0)
 		seeds[21] = 777;
@@ -190,36 +179,7 @@ static int child(void)
 int main(void)
 {
 	printf("group_discard_limit:\n");
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		alarm(30);
-		int rc = child();
-		fflush(stdout);
-		_exit(rc);
-	}
-	int st = 0;
-	for (int ms = 0;; ms += 10) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			break;
-		if (ms >= 20000) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			printf("FAIL HANG: not finished after 20 s (watchdog killed it)\n");
-			tu_fail++;
-			return tu_done();
-		}
-		usleep(10000);
-	}
-	if (WIFSIGNALED(st)) {
-		printf("FAIL CRASH: killed by signal %d (%s)\n", WTERMSIG(st), strsignal(WTERMSIG(st)));
-		tu_fail++;
-	} else if (WEXITSTATUS(st)) {
-		printf("FAIL group_discard_limit\n");
-		tu_fail++;
-	} else {
-		printf("ok   group_discard_limit\n");
-		tu_pass++;
-	}
+	/* watchdog 20 s; the child's own alarm at 30 s */
+	fc_run_ex("group_discard_limit", 20, 30, NULL, child, NULL) ? tu_fail++ : tu_pass++;
 	return tu_done();
 }

@@ -35,29 +35,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "forkcase.h"
 #include "testutil.h"
 #include "zs/harness.h"
 #include "zs/zram.h"
 
 #define PS 4096
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SAN_SLOW 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SAN_SLOW 1
-#endif
 #ifdef SAN_SLOW
 #define TIMEOUT_S 30
 #else
@@ -84,13 +74,7 @@ static int tiny_mounted, ro_mounted;
 
 static void page(unsigned char *b, unsigned seed)   /* incompressible: stored huge */
 {
-	uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 1;
-	for (int i = 0; i < PS; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		b[i] = (unsigned char)x;
-	}
+	fc_xorshift_fill(b, PS, seed * 0x9E3779B97F4A7C15ULL + 1);
 }
 
 static struct zs_zram *mk(const char *path, uint64_t slots, unsigned group, int compressed,
@@ -163,47 +147,76 @@ static void new_file(const char *path)
 		close(fd);
 }
 
+/* One case's store: a fresh backing file at path, n slots written (seeds[i] = i + 1). */
+struct wbs {
+	const char *path;
+	uint64_t n;
+	unsigned group;
+	int compressed;
+	int unlink_before_fill;   /* the file unlinked between create and the writes */
+	struct zs_zram *z;
+	unsigned seeds[256];
+	struct zs_zram_wb_result res;
+	int nerr;                 /* reads that failed at the last wb_verify() */
+};
+
+/* 0 and w->z filled, or -1 with the failed create reported. */
+static int wb_open(struct wbs *w)
+{
+	w->res = (struct zs_zram_wb_result){ 0, 0 };
+	new_file(w->path);
+	w->z = mk_ok(w->path, w->n, w->group, w->compressed);
+	if (!w->z)
+		return -1;
+	if (w->unlink_before_fill)
+		unlink(w->path);
+	fill(w->z, w->n, w->seeds);
+	return 0;
+}
+
+static int wb_writeback(struct wbs *w)
+{
+	return zs_zram_writeback(w->z, ZS_ZRAM_WB_HUGE, 0, &w->res);
+}
+
+/* slots read back wrong; w->nerr slots failed to read */
+static int wb_verify(struct wbs *w)
+{
+	return verify_all(w->z, w->n, w->seeds, &w->nerr);
+}
+
 static void case_enospc(void)
 {
 	char path[256];
-	unsigned seeds[256];
-	struct zs_zram_wb_result res = { 0, 0 };
-	int nerr;
 	snprintf(path, sizeof path, "%s/wb", tiny);
-	new_file(path);
-	struct zs_zram *z = mk_ok(path, 256, 0, 0);
-	if (!z)
+	struct wbs w = { .path = path, .n = 256 };
+	if (wb_open(&w))
 		return;
-	fill(z, 256, seeds);
-	int rc = zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 0, &res);
+	int rc = wb_writeback(&w);
 	struct zs_zram_stats st;
-	zs_zram_get_stats(z, &st);
-	int bad = verify_all(z, 256, seeds, &nerr);
-	EXPECT(rc == -ENOSPC && bad == 0 && nerr == 0 && st.bd_count == res.written,
+	zs_zram_get_stats(w.z, &st);
+	int bad = wb_verify(&w);
+	EXPECT(rc == -ENOSPC && bad == 0 && w.nerr == 0 && st.bd_count == w.res.written,
 	       "ENOSPC: rc %d (want %d) written %lu scanned %lu, mismatches %d read errors %d "
-	       "bd_count %llu (want = written)", rc, -ENOSPC, res.written, res.scanned, bad, nerr,
-	       (unsigned long long)st.bd_count);
-	zs_zram_destroy(z);
+	       "bd_count %llu (want = written)", rc, -ENOSPC, w.res.written, w.res.scanned, bad,
+	       w.nerr, (unsigned long long)st.bd_count);
+	zs_zram_destroy(w.z);
 	unlink(path);
 }
 
 static void case_truncated(const char *path)
 {
-	unsigned seeds[64];
 	unsigned char b[PS], r[PS];
-	struct zs_zram_wb_result res = { 0, 0 };
-	int nerr;
-	new_file(path);
-	struct zs_zram *z = mk_ok(path, 64, 0, 0);
-	if (!z)
+	struct wbs w = { .path = path, .n = 64 };
+	if (wb_open(&w))
 		return;
-	fill(z, 64, seeds);
-	int rc = zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 0, &res);
+	struct zs_zram *z = w.z;
+	int rc = wb_writeback(&w);
 	if (truncate(path, 0))
 		perror("truncate");
-	int bad = verify_all(z, 64, seeds, &nerr);
-	EXPECT(nerr == 64 && bad == 0, "truncated: writeback %d written %lu; reads failing %d "
-	       "(want 64), wrong data %d (want 0)", rc, res.written, nerr, bad);
+	int bad = wb_verify(&w);
+	EXPECT(w.nerr == 64 && bad == 0, "truncated: writeback %d written %lu; reads failing %d "
+	       "(want 64), wrong data %d (want 0)", rc, w.res.written, w.nerr, bad);
 	page(b, 999);
 	rc = zs_zram_write(z, 3, b);
 	int rc2 = zs_zram_discard(z, 4);
@@ -220,27 +233,24 @@ static void case_truncated(const char *path)
 
 static void case_truncated_g4(const char *path)
 {
-	unsigned seeds[64];
 	unsigned char b[PS];
-	struct zs_zram_wb_result res = { 0, 0 };
-	new_file(path);
-	struct zs_zram *z = mk_ok(path, 64, 4, 0);
-	if (!z)
+	struct wbs w = { .path = path, .n = 64, .group = 4 };
+	if (wb_open(&w))
 		return;
-	fill(z, 64, seeds);
-	int rc = zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 0, &res);
+	struct zs_zram *z = w.z;
+	int rc = wb_writeback(&w);
 	if (truncate(path, 0))
 		perror("truncate");
 	page(b, 999);
-	int w = zs_zram_write(z, 5, b);
+	int wr = zs_zram_write(z, 5, b);
 	int d = zs_zram_discard(z, 6);
 	int dr = zs_zram_discard_range(z, 8, 4);
 	struct zs_zram_stats st;
 	zs_zram_get_stats(z, &st);
-	EXPECT(w == 0 && d == 0, "group 4, file truncated: writeback %d written %lu; write slot 5 "
+	EXPECT(wr == 0 && d == 0, "group 4, file truncated: writeback %d written %lu; write slot 5 "
 	       "-> %d, discard slot 6 -> %d (want 0, 0: a write/discard of a slot must not depend "
 	       "on reading its stale group); discard_range(8,4) -> %d; pages_stored %llu", rc,
-	       res.written, w, d, dr, (unsigned long long)st.pages_stored);
+	       w.res.written, wr, d, dr, (unsigned long long)st.pages_stored);
 	/* nothing reads wrong: slot 5 its new bytes, 6 zeros or an error, the others an error */
 	unsigned char r[PS];
 	int bad = 0;
@@ -253,7 +263,7 @@ static void case_truncated_g4(const char *path)
 		else if (i == 6 || (i >= 8 && i < 12 && dr == 0))
 			memset(e, 0, PS);
 		else
-			page(e, seeds[i]);
+			page(e, w.seeds[i]);
 		bad += memcmp(r, e, PS) != 0;
 	}
 	EXPECT(bad == 0, "group 4, file truncated: %d slots read wrong bytes (want 0)", bad);
@@ -262,111 +272,88 @@ static void case_truncated_g4(const char *path)
 
 static void case_deleted(const char *path)
 {
-	unsigned seeds[64];
-	struct zs_zram_wb_result res = { 0, 0 };
-	int nerr;
-	new_file(path);
-	struct zs_zram *z = mk_ok(path, 64, 0, 0);
-	if (!z)
+	struct wbs w = { .path = path, .n = 64, .unlink_before_fill = 1 };
+	if (wb_open(&w))
 		return;
-	unlink(path);
-	fill(z, 64, seeds);
-	int rc = zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 0, &res);
-	int bad = verify_all(z, 64, seeds, &nerr);
-	EXPECT(rc == 0 && res.written == 64 && bad == 0 && nerr == 0,
-	       "deleted: rc %d written %lu, wrong %d err %d", rc, res.written, bad, nerr);
-	zs_zram_destroy(z);
+	int rc = wb_writeback(&w);
+	int bad = wb_verify(&w);
+	EXPECT(rc == 0 && w.res.written == 64 && bad == 0 && w.nerr == 0,
+	       "deleted: rc %d written %lu, wrong %d err %d", rc, w.res.written, bad, w.nerr);
+	zs_zram_destroy(w.z);
 }
 
 static void case_limit(const char *path)
 {
-	unsigned seeds[64];
-	struct zs_zram_wb_result res = { 0, 0 };
-	int nerr;
-	new_file(path);
-	struct zs_zram *z = mk_ok(path, 64, 0, 0);
-	if (!z)
+	struct wbs w = { .path = path, .n = 64 };
+	if (wb_open(&w))
 		return;
-	fill(z, 64, seeds);
+	struct zs_zram *z = w.z;
 	zs_zram_set_writeback_limit(z, 1, 3);
-	int rc = zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 0, &res);
+	int rc = wb_writeback(&w);
 	int en;
 	uint64_t left = 99;
 	zs_zram_get_writeback_limit(z, &en, &left);
-	EXPECT(rc == -EIO && res.written == 3 && left == 0, "limit 3: rc %d written %lu left %llu",
-	       rc, res.written, (unsigned long long)left);
-	rc = zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 0, &res);
-	EXPECT(rc == -EIO && res.written == 0, "limit 0: rc %d written %lu", rc, res.written);
+	EXPECT(rc == -EIO && w.res.written == 3 && left == 0, "limit 3: rc %d written %lu left %llu",
+	       rc, w.res.written, (unsigned long long)left);
+	rc = wb_writeback(&w);
+	EXPECT(rc == -EIO && w.res.written == 0, "limit 0: rc %d written %lu", rc, w.res.written);
 	zs_zram_set_writeback_limit(z, 0, 0);
-	rc = zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 0, &res);
-	int bad = verify_all(z, 64, seeds, &nerr);
-	EXPECT(rc == 0 && res.written == 61 && !bad && !nerr,
-	       "limit off: rc %d written %lu (want 61) wrong %d err %d", rc, res.written, bad, nerr);
+	rc = wb_writeback(&w);
+	int bad = wb_verify(&w);
+	EXPECT(rc == 0 && w.res.written == 61 && !bad && !w.nerr,
+	       "limit off: rc %d written %lu (want 61) wrong %d err %d", rc, w.res.written, bad,
+	       w.nerr);
 	EXPECT(zs_zram_set_writeback_limit(z, 2, 0) == -EINVAL, "limit enable=2 refused");
 	zs_zram_destroy(z);
 }
 
 static void case_inject_write(const char *path)
 {
-	unsigned seeds[64];
-	struct zs_zram_wb_result res = { 0, 0 };
-	int nerr;
-	new_file(path);
-	struct zs_zram *z = mk_ok(path, 64, 0, 0);
-	if (!z)
+	struct wbs w = { .path = path, .n = 64 };
+	if (wb_open(&w))
 		return;
-	fill(z, 64, seeds);
-	zs_zram_wb_inject(z, 0, 40, 1);
-	int rc = zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 0, &res);
-	int bad = verify_all(z, 64, seeds, &nerr);
-	EXPECT(rc == -EIO && !bad && !nerr, "inject write EIO after 40: rc %d written %lu wrong %d "
-	       "err %d", rc, res.written, bad, nerr);
-	zs_zram_destroy(z);
+	zs_zram_wb_inject(w.z, 0, 40, 1);
+	int rc = wb_writeback(&w);
+	int bad = wb_verify(&w);
+	EXPECT(rc == -EIO && !bad && !w.nerr, "inject write EIO after 40: rc %d written %lu wrong %d "
+	       "err %d", rc, w.res.written, bad, w.nerr);
+	zs_zram_destroy(w.z);
 }
 
 static void case_read_errors(const char *path)
 {
-	unsigned seeds[64];
-	struct zs_zram_wb_result res = { 0, 0 };
-	int nerr;
-	new_file(path);
-	struct zs_zram *z = mk_ok(path, 64, 0, 0);
-	if (!z)
+	struct wbs w = { .path = path, .n = 64 };
+	if (wb_open(&w))
 		return;
-	fill(z, 64, seeds);
-	int rc = zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 0, &res);
-	EXPECT(rc == 0 && res.written == 64, "writeback rc %d written %lu", rc, res.written);
+	struct zs_zram *z = w.z;
+	int rc = wb_writeback(&w);
+	EXPECT(rc == 0 && w.res.written == 64, "writeback rc %d written %lu", rc, w.res.written);
 	zs_zram_wb_inject(z, 1, 10, 1);   /* the 11th read fails once */
-	int bad = verify_all(z, 64, seeds, &nerr);
-	EXPECT(bad == 0 && nerr == 0, "one transient read error: wrong %d, failed reads %d (want 0, "
-	       "0: retried)", bad, nerr);
+	int bad = wb_verify(&w);
+	EXPECT(bad == 0 && w.nerr == 0, "one transient read error: wrong %d, failed reads %d (want "
+	       "0, 0: retried)", bad, w.nerr);
 	zs_zram_wb_inject(z, 1, 0, 0);    /* every read fails */
-	bad = verify_all(z, 64, seeds, &nerr);
+	bad = wb_verify(&w);
 	struct zs_zram_stats st;
 	zs_zram_get_stats(z, &st);
-	EXPECT(bad == 0 && nerr == 64, "permanent read errors: wrong %d (want 0), failed reads %d "
-	       "(want 64), failed_reads counter %llu", bad, nerr,
+	EXPECT(bad == 0 && w.nerr == 64, "permanent read errors: wrong %d (want 0), failed reads %d "
+	       "(want 64), failed_reads counter %llu", bad, w.nerr,
 	       (unsigned long long)st.failed_reads);
 	EXPECT(st.failed_reads >= 64, "failed_reads counts them: %llu",
 	       (unsigned long long)st.failed_reads);
 	zs_zram_wb_inject(z, 1, UINT64_MAX, 0);
-	bad = verify_all(z, 64, seeds, &nerr);
-	EXPECT(bad == 0 && nerr == 0, "errors cleared: wrong %d, failed %d (want 0, 0: a failed "
-	       "read destroys nothing)", bad, nerr);
+	bad = wb_verify(&w);
+	EXPECT(bad == 0 && w.nerr == 0, "errors cleared: wrong %d, failed %d (want 0, 0: a failed "
+	       "read destroys nothing)", bad, w.nerr);
 	zs_zram_destroy(z);
 }
 
 static void case_checksum(const char *path, int compressed)
 {
-	unsigned seeds[64];
-	struct zs_zram_wb_result res = { 0, 0 };
-	int nerr;
-	new_file(path);
-	struct zs_zram *z = mk_ok(path, 64, 0, compressed);
-	if (!z)
+	struct wbs w = { .path = path, .n = 64, .compressed = compressed };
+	if (wb_open(&w))
 		return;
-	fill(z, 64, seeds);
-	int rc = zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 0, &res);
+	int rc = wb_writeback(&w);
 	int fd = open(path, O_RDWR);
 	struct stat sb;
 	size_t flipped = 0;
@@ -388,12 +375,12 @@ static void case_checksum(const char *path, int compressed)
 	}
 	if (fd >= 0)
 		close(fd);
-	int bad = verify_all(z, 64, seeds, &nerr);
-	EXPECT(bad == 0 && nerr == (int)res.written,
+	int bad = wb_verify(&w);
+	EXPECT(bad == 0 && w.nerr == (int)w.res.written,
 	       "checksum (writeback_compressed %d): writeback rc %d written %lu, %zu blocks "
 	       "changed in the file: wrong data %d (want 0), failed reads %d (want %lu)", compressed,
-	       rc, res.written, flipped, bad, nerr, res.written);
-	zs_zram_destroy(z);
+	       rc, w.res.written, flipped, bad, w.nerr, w.res.written);
+	zs_zram_destroy(w.z);
 }
 
 static void case_not_a_file(void)
@@ -431,50 +418,25 @@ static void case_not_a_file(void)
 	unlink(fifo);
 }
 
+/* A case in the forked child: passes when no EXPECT failed. */
+struct wcase {
+	void (*fn)(const char *);
+	const char *arg;
+};
+
+static int in_child(void *p)
+{
+	const struct wcase *c = p;
+	fails = 0;
+	c->fn(c->arg);
+	return fails ? 1 : 0;
+}
+
 static int run_case(const char *name, void (*fn)(const char *), const char *arg)
 {
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct wcase c = { fn, arg };
 	printf("case %s:\n", name);
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		alarm(TIMEOUT_S + 5);
-		fails = 0;
-		fn(arg);
-		fflush(stdout);
-		_exit(fails ? 1 : 0);
-	}
-	if (pid < 0) {
-		printf("FAIL %s: fork: %s\n", name, strerror(errno));
-		return 1;
-	}
-	int st = 0;
-	for (int ms = 0;; ms += 10) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			break;
-		if (ms >= TIMEOUT_S * 1000) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			printf("FAIL %s: HANG: not finished after %d s (watchdog killed it)\n", name,
-			       TIMEOUT_S);
-			return 1;
-		}
-		usleep(10000);
-	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	if (WIFSIGNALED(st)) {
-		printf("FAIL %s: CRASH: killed by signal %d (%s)\n", name, WTERMSIG(st),
-		       strsignal(WTERMSIG(st)));
-		return 1;
-	}
-	if (WEXITSTATUS(st)) {
-		printf("FAIL %s: exit %d (%.2f s)\n", name, WEXITSTATUS(st), s);
-		return 1;
-	}
-	printf("ok   %s (%.2f s)\n", name, s);
-	return 0;
+	return fc_run(name, TIMEOUT_S, in_child, &c);
 }
 
 static void w_enospc(const char *a) { (void)a; case_enospc(); }
