@@ -13,14 +13,28 @@
  *   corrupt    the file's bytes are overwritten after writeback: the
  *              checksums catch it (SIGBUS or right, none wrong).
  *
- *   corrupt_after_read  fuzz_region's input b1cd993f (SIGBUS on a healthy page at
- *              c24f323 under ASan): 32 pages written back (one write error
- *              injected), all read back in, then the file's bytes changed,
- *              with fault-around 16 and a resident limit of 8 pages (reclaim
- *              pages them out again, to memory): nothing read back depends
- *              on the file any more, so no page may raise SIGBUS.  600 regions
- *              (plain build: 1 in ~150-300 regions failed at c24f323; needs the
- *              reclaim thread, not the write error or fault-around).
+ *   corrupt_after_read  fuzz_region's input b1cd993f: 32 pages written back
+ *              (one write error injected), all read back in, then the file's
+ *              bytes changed, with fault-around 16 and a resident limit of 8
+ *              pages (reclaim pages them out again, to memory): nothing read
+ *              back depends on the file any more, so no page may raise
+ *              SIGBUS, and once every page was read the store holds no file
+ *              block (bd_count 0).  300 regions.  "Read back" needs the
+ *              reclaim thread's pass in flight to be over before the reads
+ *              (zs_region_reclaim waits for it): a page the reclaimer is
+ *              paging out stays mapped until its pageout zaps it, so a read
+ *              in that window hits the old mapping, brings nothing back,
+ *              and the page ends stored - in the file, if the writeback
+ *              took its slot meanwhile.  Without that wait 1 region in
+ *              ~150-300 failed so (plain build, loaded 2 cores: the reclaimer
+ *              preempted between its store write and its zap for the whole
+ *              writeback and read-back; pages 0-16 read while OUT/OUTZ, then
+ *              STORED with F_WB slots); correct behaviour, as the kernel's
+ *              swap cache page mapped again without a read.
+ *   read_back  the same without the reclaim thread, so deterministic: every
+ *              page read back after the writeback is faulted in and its
+ *              slot discarded (bd_count 0); after the file changed, pages
+ *              paged out again (to memory) and the rest read right.
  *
  * After each mode a page that raised SIGBUS must recover once released:
  * it reads zeros, takes new bytes, pages out and faults back right.
@@ -58,9 +72,11 @@
 #define SAN_SLOW 1
 #endif
 #ifdef SAN_SLOW
-#define TIMEOUT_S 60
+#define TIMEOUT_S 120
 #else
-#define TIMEOUT_S 20   /* corrupt_after_read: 600 regions, 2-9 s on the loaded 2-core machine */
+/* corrupt_after_read: 300 regions, 2-16 s on the loaded 2-core machine (load 10): each waits
+ * for the reclaim thread's pass, which waits for the scheduler (600 took up to 35 s) */
+#define TIMEOUT_S 30
 #endif
 
 static sigjmp_buf jb;
@@ -211,6 +227,18 @@ static int child(const char *mode)
 	return fails ? 1 : 0;
 }
 
+/* Wait (up to 2 s) for the handler's discards after the last wake; the file blocks left. */
+static unsigned long long bd_settle(struct zs_zram *z)
+{
+	struct zs_zram_stats st;
+	for (int k = 0;; k++) {
+		zs_zram_get_stats(z, &st);
+		if (!st.bd_count || k == 20000)
+			return (unsigned long long)st.bd_count;
+		usleep(100);
+	}
+}
+
 static int child_corrupt_after_read(void)
 {
 	enum { N = 32 };
@@ -222,7 +250,7 @@ static int child_corrupt_after_read(void)
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_NODEFER;
 	sigaction(SIGBUS, &sa, NULL);
-	for (int it = 0; it < 600 && fails < 3; it++) {
+	for (int it = 0; it < 300 && fails < 3; it++) {
 		char path[] = "/tmp/zs_test_wbreadXXXXXX", err[512];
 		int fd = mkstemp(path);
 		if (fd < 0) {
@@ -252,12 +280,33 @@ static int child_corrupt_after_read(void)
 		zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 29, &res);
 		zs_zram_wb_inject(z, 0, 2, 1);
 		zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 127, &res);
+		/*
+		 * Passes run one at a time: this returns once the reclaimer's pass in
+		 * flight (if any) has zapped its pages, so every page whose slot the
+		 * writeback may have taken is unmapped now and the reads below fault
+		 * it back in (discarding the slot).  A pageout still in flight would
+		 * let a read hit its old mapping and leave the page in the file
+		 * (header).  The writeback itself still races that pageout.
+		 */
+		zs_region_reclaim(r, N * PG);
 		size_t bus = 0, wrong = 0;
 		for (size_t i = 0; i < N; i++) {   /* everything back in memory */
 			rnd(e, PG, 100 * (uint64_t)it + i + 1);
 			int g = probe(a, i, e);
 			bus += g == 1;
 			wrong += g == 2;
+		}
+		/*
+		 * Every page was faulted in (its slot discarded) or paged out since
+		 * the writeback (a new slot in memory): no file block is left.  A
+		 * handler discards a slot just after waking the reader, so wait a
+		 * moment for the last ones.
+		 */
+		unsigned long long bd = bd_settle(z);
+		if (bd) {
+			printf("  FAIL region %d: %llu slots still in the backing file after every page "
+			       "was read back (want 0)\n", it, bd);
+			fails++;
 		}
 		unsigned char junk[64];
 		rnd(junk, sizeof junk, 7);
@@ -284,6 +333,88 @@ static int child_corrupt_after_read(void)
 	return fails ? 1 : 0;
 }
 
+static int child_read_back(void)
+{
+	enum { N = 32 };
+	char path[] = "/tmp/zs_test_wbreadXXXXXX", err[512];
+	unsigned char e[PG];
+	int fails = 0;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_bus;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_NODEFER;
+	sigaction(SIGBUS, &sa, NULL);
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		perror("mkstemp");
+		return 1;
+	}
+	struct zs_region_config c;
+	struct zs_region *r;
+	zs_region_config_init(&c);
+	c.size = N * PG;
+	c.fault_around = 16;
+	c.store.backing_path = path;
+	if (zs_region_create(&c, &r, err, sizeof err)) {
+		printf("  FAIL create: %s\n", err);
+		close(fd);
+		unlink(path);
+		return 1;
+	}
+	unlink(path);
+	unsigned char *a = zs_region_addr(r);
+	struct zs_zram *z = zs_region_store(r);
+	for (size_t i = 0; i < N; i++)
+		rnd(a + i * PG, PG, i + 1);
+	long po = zs_region_pageout(r, a, N * PG);
+	struct zs_zram_wb_result res1, res2;
+	zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 29, &res1);
+	zs_zram_wb_inject(z, 0, 2, 1);   /* the third write of the next batch fails */
+	zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 127, &res2);
+	struct zs_zram_stats st0;
+	zs_zram_get_stats(z, &st0);   /* no fault in flight: exact */
+	unsigned long long bd0 = (unsigned long long)st0.bd_count;
+	if (po != N || res1.written != 29 || res2.written != 2 || bd0 != 31) {
+		printf("  FAIL setup: pageout %ld, written %lu + %lu, bd_count %llu (want %d, 29 + 2, "
+		       "31)\n", po, res1.written, res2.written, bd0, N);
+		fails++;
+	}
+	size_t bus = 0, wrong = 0;
+	for (size_t i = 0; i < N; i++) {
+		rnd(e, PG, i + 1);
+		int g = probe(a, i, e);
+		bus += g == 1;
+		wrong += g == 2;
+	}
+	/* each read faulted its page in: the handler discarded every written-back slot */
+	unsigned long long bd = bd_settle(z);
+	unsigned char junk[64];
+	rnd(junk, sizeof junk, 7);
+	for (off_t o = 0; o < N * PG; o += PG)
+		if (pwrite(fd, junk, sizeof junk, o + 100) < 0)
+			break;
+	long po2 = zs_region_pageout(r, a + 5 * PG, 8 * PG);   /* to memory this time */
+	size_t bus2 = 0, wrong2 = 0;
+	for (size_t i = 0; i < N; i++) {
+		rnd(e, PG, i + 1);
+		int g = probe(a, i, e);
+		bus2 += g == 1;
+		wrong2 += g == 2;
+	}
+	printf("  read_back: bd_count %llu after the read-back; then %zu SIGBUS, %zu wrong\n", bd,
+	       bus2, wrong2);
+	if (bus || wrong || bd || po2 != 8 || bus2 || wrong2) {
+		printf("  FAIL reading back: %zu SIGBUS, %zu wrong, %llu slots left in the file; "
+		       "pageout %ld; after the file changed: %zu SIGBUS, %zu wrong (want 0, 0, 0; 8; "
+		       "0, 0)\n", bus, wrong, bd, po2, bus2, wrong2);
+		fails++;
+	}
+	zs_region_destroy(r);
+	close(fd);
+	return fails ? 1 : 0;
+}
+
 static int run_mode(const char *name)
 {
 	struct timespec t0, t1;
@@ -293,7 +424,8 @@ static int run_mode(const char *name)
 	pid_t pid = fork();
 	if (pid == 0) {
 		alarm(TIMEOUT_S + 5);
-		int rc = strcmp(name, "corrupt_after_read") ? child(name) : child_corrupt_after_read();
+		int rc = !strcmp(name, "corrupt_after_read") ? child_corrupt_after_read() :
+			 !strcmp(name, "read_back") ? child_read_back() : child(name);
 		fflush(stdout);
 		_exit(rc);
 	}
@@ -336,8 +468,9 @@ int main(int argc, char **argv)
 		printf("SKIP: %s\n", err);
 		return 77;
 	}
-	const char *modes[] = { "lost", "transient", "inject_all", "corrupt", "corrupt_after_read" };
-	for (int i = 0; i < 5; i++) {
+	const char *modes[] = { "lost", "transient", "inject_all", "corrupt", "read_back",
+				"corrupt_after_read" };
+	for (int i = 0; i < 6; i++) {
 		if (argc > 1 && strcmp(argv[1], modes[i]))
 			continue;
 		run_mode(modes[i]) ? tu_fail++ : tu_pass++;

@@ -67,7 +67,14 @@
  * zs_zram_block_signals on, so calls made on it directly (zs_zram_compact,
  * zs_zram_writeback, ...) block signals the same way.  Writes
  * to a page while it is being paged out are never lost (see
- * src/region/reclaim.c, "pageout protocol").  Accessing a released range
+ * src/region/reclaim.c, "pageout protocol").  Reads are not stopped: the
+ * page stays mapped until its pageout drops it, so a read in that window
+ * sees the page without bringing it back, and once the pageout completes
+ * the page lives in the store - in the backing file too, if a
+ * zs_zram_writeback took its slot meanwhile - just as if the read had come
+ * before the pageout.  To know which pages a read brought back into memory,
+ * let the pageouts in flight finish first (zs_region_reclaim waits for the
+ * reclaim thread's pass).  Accessing a released range
  * reads zeros; releasing a range while other threads write into it leaves
  * those pages in an unspecified (but consistent, page-granular) state, like
  * munmap racing with stores.
@@ -159,7 +166,12 @@ enum zs_region_advice {
 };
 ZS_API int zs_region_advise(struct zs_region *r, void *addr, size_t len, enum zs_region_advice adv);
 
-/* Run one reclaim pass now: page out cold pages until resident <= target bytes. Pages stored. */
+/*
+ * Run one reclaim pass now: page out cold pages until resident <= target bytes.
+ * Pages stored.  Passes run one at a time: it starts only after the reclaim
+ * thread's pass in flight (resident_limit) has finished, so a target at or
+ * above the region's size just waits for that pass.
+ */
 ZS_API long zs_region_reclaim(struct zs_region *r, size_t target);
 
 #define ZS_REGION_LAT_BUCKETS 24   /* bucket i: service time in [2^i, 2^(i+1)) * 128 ns */

@@ -386,6 +386,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			unsigned t = fin_u8(&in);
 			int w = zs_zram_writeback(z, t & 1 ? ZS_ZRAM_WB_HUGE : ZS_ZRAM_WB_IDLE, t >> 1, &res);
 			FUZZ_CHECK(w == 0 || w == -EIO, "writeback -> %d", w);
+			/*
+			 * verify() takes a page read right as back in memory.  A page the
+			 * reclaim thread is paging out stays mapped until its pageout
+			 * zaps it: a read then hits the old mapping, brings nothing back,
+			 * and the page ends stored in the file if the writeback took its
+			 * slot (correct: SIGBUS is allowed there once the file changes).
+			 * Reclaim passes run one at a time, so this waits for the one in
+			 * flight; the writeback above still raced it.
+			 */
+			zs_region_reclaim(r, NP * PG);
 			mark_wb();
 			break;
 		}
