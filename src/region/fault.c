@@ -334,23 +334,31 @@ static void install_run(struct handler *h, size_t p, size_t n, const unsigned ch
 	if (wake)
 		uffd_wake(r, p, n);
 
-	size_t nin = 0, nres = 0;
+	size_t nin = 0;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char want = out[i] == O_INSTALLED ? ST_RES : out[i] == O_POISONED ? ST_BAD :
 				     out[i] == O_KEPT || kind[i] == K_STORED ? ST_STORED : ST_NONE;
 		int held = kind[i] == K_STORED;
 		if (want == ST_RES)
 			atomic_store_explicit(&r->ref[p + i], 1, memory_order_relaxed);
+		/*
+		 * Count a page resident before publishing it RES: once RES, a
+		 * pageout may claim it and subtract it at once, and the counter
+		 * must not go below zero meanwhile (stats readers see it).
+		 */
+		int counted = want == ST_RES && kind[i] != K_RES;
+		if (counted)
+			atomic_fetch_add_explicit(&r->resident, 1, memory_order_relaxed);
 		unsigned char f = region_finish(r, p + i, want, held);
-		if (f == ST_RES && kind[i] != K_RES)
-			nres++;
+		if (f != ST_RES && counted)
+			atomic_fetch_sub_explicit(&r->resident, 1, memory_order_relaxed);
 		if (f != ST_RES && kind[i] == K_RES)
 			atomic_fetch_sub_explicit(&r->resident, 1, memory_order_relaxed);
 		nin += out[i] == O_INSTALLED && held && !bad[i];
 	}
 	if (zeromode)
 		atomic_fetch_add_explicit(&r->faults_zero, 1, memory_order_relaxed);
-	uint64_t res = atomic_fetch_add_explicit(&r->resident, nres, memory_order_relaxed) + nres;
+	uint64_t res = atomic_load_explicit(&r->resident, memory_order_relaxed);
 	atomic_fetch_add_explicit(&r->pages_in, nin, memory_order_relaxed);
 	if (n > 1)
 		atomic_fetch_add_explicit(&r->around, n - 1, memory_order_relaxed);
