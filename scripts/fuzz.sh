@@ -6,7 +6,7 @@
 # build dir).  Fails if any target crashes, hangs (-timeout), leaks or runs
 # out of memory; the input is saved as BUILD/crash-<target>-*.  Prints the
 # executions per target and their total.
-#   scripts/fuzz.sh [SECONDS] [TARGET...]
+#   scripts/fuzz.sh [SECONDS] [TARGET...]   (no TARGET: every target not in tests/fuzz/OPEN)
 #   env: ZS_FUZZ_DIR (build dir, default build-fuzz), ZS_FUZZ_SANITIZE
 #        (default address,undefined), ZS_FUZZ_EXTRA (extra compile flags),
 #        ZS_FUZZ_ARGS (extra libFuzzer flags)
@@ -22,7 +22,15 @@ if ! command -v clang >/dev/null; then
 fi
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  for f in tests/fuzz/fuzz_*.c; do targets+=("$(basename "$f" .c)"); done
+  # tests/fuzz/OPEN lists targets that find a defect still open: named, never silent.
+  for f in tests/fuzz/fuzz_*.c; do
+    t=$(basename "$f" .c)
+    if why=$(grep -E "^$t[[:space:]]" tests/fuzz/OPEN 2>/dev/null); then
+      echo "fuzz.sh: $t left out of the default run (tests/fuzz/OPEN): ${why#$t}"
+      continue
+    fi
+    targets+=("$t")
+  done
 fi
 CC=clang cmake -S . -B "$dir" -DZS_FUZZ=ON -DZS_DEBUG=ON -DZS_FUZZ_SANITIZE="$san" -DZS_FUZZ_EXTRA="${ZS_FUZZ_EXTRA:-}" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
