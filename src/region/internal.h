@@ -1,8 +1,9 @@
 /*
  * zs_region's internals, shared by region.c (create/destroy, stats, range
- * API, the application's events), fault.c (userfaultfd handler threads) and
- * reclaim.c (pageout, CLOCK reclaimer): the region struct, the per-page
- * state helpers and the small uffd wrappers all three use.  The design note
+ * API), events.c (finishing owned pages, own zaps, the application's
+ * events), fault.c (userfaultfd handler threads) and reclaim.c (pageout,
+ * CLOCK reclaimer): the region struct, the per-page state helpers and the
+ * small uffd wrappers they all use.  The design note
  * is at the top of region.c (state machine, events, lock order), fault.c
  * (fault path, read errors) and reclaim.c (pageout protocol, reclaim).
  */
@@ -256,6 +257,7 @@ static inline void kick_reclaim(struct zs_region *r)
 /* Wait until every event a handler has read is applied (signals blocked meanwhile). */
 void region_events_sync(struct zs_region *r);
 int region_range_ok(struct zs_region *r, const void *addr, size_t len);
+/* events.c */
 /* Zap [first, first+n) of the library's own pages (owned): MADV_DONTNEED, its event ignored. */
 void region_self_zap(struct zs_region *r, size_t first, size_t n);
 /* The state an owner finishing with outcome want leaves, given the event flags in s. */
