@@ -56,6 +56,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "forkcase.h"
 #include "testutil.h"
 #include "zs/harness.h"
 #include "zs/region.h"
@@ -63,14 +64,6 @@
 #define PG 4096
 #define NP 64
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SAN_SLOW 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SAN_SLOW 1
-#endif
 #ifdef SAN_SLOW
 #define TIMEOUT_S 120
 #else
@@ -84,16 +77,6 @@ static void on_bus(int s)
 {
 	(void)s;
 	siglongjmp(jb, 1);
-}
-
-static void rnd(unsigned char *b, size_t n, uint64_t x)
-{
-	for (size_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		b[i] = (unsigned char)x;
-	}
 }
 
 /* Read page p: 0 right, 1 SIGBUS, 2 wrong bytes. */
@@ -136,7 +119,7 @@ static int child(const char *mode)
 	unsigned char *a = zs_region_addr(r);
 	struct zs_zram *z = zs_region_store(r);
 	for (size_t i = 0; i < NP; i++)
-		rnd(a + i * PG, PG, i + 1);   /* incompressible: huge, written back */
+		fc_xorshift_fill(a + i * PG, PG, i + 1);   /* incompressible: huge, written back */
 	long po = zs_region_pageout(r, a, NP * PG);
 	struct zs_zram_wb_result res = { 0, 0 };
 	int rc = zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 0, &res);
@@ -153,7 +136,7 @@ static int child(const char *mode)
 		int f = open(path, O_WRONLY);
 		unsigned char junk[PG];
 		for (size_t i = 0; f >= 0 && i < NP; i++) {
-			rnd(junk, PG, 1000 + i);
+			fc_xorshift_fill(junk, PG, 1000 + i);
 			if (pwrite(f, junk, PG, (off_t)(i * PG)) != PG)
 				perror("pwrite");
 		}
@@ -172,7 +155,7 @@ static int child(const char *mode)
 	size_t right = 0, bus = 0, wrong = 0;
 	unsigned char got[NP];
 	for (size_t i = 0; i < NP; i++) {
-		rnd(e, PG, i + 1);
+		fc_xorshift_fill(e, PG, i + 1);
 		got[i] = (unsigned char)probe(a, i, e);
 		right += got[i] == 0;
 		bus += got[i] == 1;
@@ -197,13 +180,13 @@ static int child(const char *mode)
 	for (size_t i = 0; i < NP; i++) {
 		if (got[i] != 1)
 			continue;
-		rnd(e, PG, i + 1);
+		fc_xorshift_fill(e, PG, i + 1);
 		if (probe(a, i, e) == 1)
 			again++;
 		int rr = zs_region_release(r, a + i * PG, PG);
 		memset(e, 0, PG);
 		int z0 = probe(a, i, e);
-		rnd(e, PG, 5000 + i);
+		fc_xorshift_fill(e, PG, 5000 + i);
 		int ok = 0;
 		if (rr == 0 && z0 == 0 && store(a, i, e) == 0) {
 			long k = zs_region_pageout(r, a + i * PG, PG);
@@ -274,7 +257,7 @@ static int child_corrupt_after_read(void)
 		unsigned char *a = zs_region_addr(r);
 		struct zs_zram *z = zs_region_store(r);
 		for (size_t i = 0; i < N; i++)
-			rnd(a + i * PG, PG, 100 * (uint64_t)it + i + 1);
+			fc_xorshift_fill(a + i * PG, PG, 100 * (uint64_t)it + i + 1);
 		zs_region_pageout(r, a, N * PG);
 		struct zs_zram_wb_result res;
 		zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 29, &res);
@@ -291,7 +274,7 @@ static int child_corrupt_after_read(void)
 		zs_region_reclaim(r, N * PG);
 		size_t bus = 0, wrong = 0;
 		for (size_t i = 0; i < N; i++) {   /* everything back in memory */
-			rnd(e, PG, 100 * (uint64_t)it + i + 1);
+			fc_xorshift_fill(e, PG, 100 * (uint64_t)it + i + 1);
 			int g = probe(a, i, e);
 			bus += g == 1;
 			wrong += g == 2;
@@ -309,14 +292,14 @@ static int child_corrupt_after_read(void)
 			fails++;
 		}
 		unsigned char junk[64];
-		rnd(junk, sizeof junk, 7);
+		fc_xorshift_fill(junk, sizeof junk, 7);
 		for (off_t o = 0; o < N * PG; o += PG)
 			if (pwrite(fd, junk, sizeof junk, o + 100) < 0)
 				break;
 		zs_region_advise(r, a + 31 * PG, PG, ZS_REGION_PAGEOUT);
 		size_t bus2 = 0, wrong2 = 0;
 		for (size_t i = 5; i < 22; i++) {
-			rnd(e, PG, 100 * (uint64_t)it + i + 1);
+			fc_xorshift_fill(e, PG, 100 * (uint64_t)it + i + 1);
 			int g = probe(a, i, e);
 			bus2 += g == 1;
 			wrong2 += g == 2;
@@ -366,7 +349,7 @@ static int child_read_back(void)
 	unsigned char *a = zs_region_addr(r);
 	struct zs_zram *z = zs_region_store(r);
 	for (size_t i = 0; i < N; i++)
-		rnd(a + i * PG, PG, i + 1);
+		fc_xorshift_fill(a + i * PG, PG, i + 1);
 	long po = zs_region_pageout(r, a, N * PG);
 	struct zs_zram_wb_result res1, res2;
 	zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 29, &res1);
@@ -382,7 +365,7 @@ static int child_read_back(void)
 	}
 	size_t bus = 0, wrong = 0;
 	for (size_t i = 0; i < N; i++) {
-		rnd(e, PG, i + 1);
+		fc_xorshift_fill(e, PG, i + 1);
 		int g = probe(a, i, e);
 		bus += g == 1;
 		wrong += g == 2;
@@ -390,14 +373,14 @@ static int child_read_back(void)
 	/* each read faulted its page in: the handler discarded every written-back slot */
 	unsigned long long bd = bd_settle(z);
 	unsigned char junk[64];
-	rnd(junk, sizeof junk, 7);
+	fc_xorshift_fill(junk, sizeof junk, 7);
 	for (off_t o = 0; o < N * PG; o += PG)
 		if (pwrite(fd, junk, sizeof junk, o + 100) < 0)
 			break;
 	long po2 = zs_region_pageout(r, a + 5 * PG, 8 * PG);   /* to memory this time */
 	size_t bus2 = 0, wrong2 = 0;
 	for (size_t i = 0; i < N; i++) {
-		rnd(e, PG, i + 1);
+		fc_xorshift_fill(e, PG, i + 1);
 		int g = probe(a, i, e);
 		bus2 += g == 1;
 		wrong2 += g == 2;
@@ -415,50 +398,17 @@ static int child_read_back(void)
 	return fails ? 1 : 0;
 }
 
+static int mode_main(void *arg)
+{
+	const char *name = arg;
+	return !strcmp(name, "corrupt_after_read") ? child_corrupt_after_read() :
+	       !strcmp(name, "read_back") ? child_read_back() : child(name);
+}
+
 static int run_mode(const char *name)
 {
-	struct timespec t0, t1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	printf("mode %s:\n", name);
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		alarm(TIMEOUT_S + 5);
-		int rc = !strcmp(name, "corrupt_after_read") ? child_corrupt_after_read() :
-			 !strcmp(name, "read_back") ? child_read_back() : child(name);
-		fflush(stdout);
-		_exit(rc);
-	}
-	if (pid < 0) {
-		printf("FAIL %s: fork: %s\n", name, strerror(errno));
-		return 1;
-	}
-	int st = 0;
-	for (int ms = 0;; ms += 10) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			break;
-		if (ms >= TIMEOUT_S * 1000) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &st, 0);
-			printf("FAIL %s: HANG: not finished after %d s (watchdog killed it)\n", name,
-			       TIMEOUT_S);
-			return 1;
-		}
-		usleep(10000);
-	}
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	if (WIFSIGNALED(st)) {
-		printf("FAIL %s: CRASH: killed by signal %d (%s)\n", name, WTERMSIG(st),
-		       strsignal(WTERMSIG(st)));
-		return 1;
-	}
-	if (WEXITSTATUS(st)) {
-		printf("FAIL %s: exit %d (%.2f s)\n", name, WEXITSTATUS(st), s);
-		return 1;
-	}
-	printf("ok   %s (%.2f s)\n", name, s);
-	return 0;
+	return fc_run(name, TIMEOUT_S, mode_main, (void *)name);
 }
 
 int main(int argc, char **argv)
