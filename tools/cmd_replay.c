@@ -14,6 +14,14 @@
  * random page for 'h'), so the store's own write/overwrite/slot_free path and
  * its mm_stat are what is compared.
  *
+ * --backend zblock replays the same slot semantics on zblock instead, and any
+ * pool that is not configured as the recording kernel's (another chain,
+ * chain policy or delta, or zblock) is an experiment: the records differ by
+ * design, so the replay reports the kernel's pool pages against the
+ * experiment's (peak, mean, end) and the objects whose reads cross a page
+ * boundary, rather than mismatches.  --sweep (replay_sweep.c) runs this
+ * replay once per configuration.
+ *
  * Exit: 0 no mismatch, 1 mismatches, 2 usage, I/O, parse or allocator error.
  */
 #include <errno.h>
@@ -58,7 +66,11 @@ static struct slot *get_slot(struct replay *R, unsigned long idx)
 
 static int do_free(struct replay *R, unsigned long h, long line)
 {
-	int ret = R->o.deferred ? zs_free_deferred(R->pool, h) : zs_free(R->pool, h);
+	int ret;
+	if (!R->pool)
+		ret = zs_backend_free(R->b, h);
+	else
+		ret = R->o.deferred ? zs_free_deferred(R->pool, h) : zs_free(R->pool, h);
 	if (ret) {
 		fprintf(stderr, "zs replay: line %ld: zs_free(%#lx) failed: %s\n", line, h,
 			strerror(-ret));
@@ -67,11 +79,71 @@ static int do_free(struct replay *R, unsigned long h, long line)
 	return 0;
 }
 
+/* Bytes a read of the slot's object asks for: zram reads a huge page whole. */
+static size_t read_len(const struct replay *R, const struct slot *s)
+{
+	return (s->flags & SL_HUGE) ? R->page_size : s->size;
+}
+
+/*
+ * Does a read of object h (len bytes) cross a pool page boundary?  Asked the
+ * way a reader would meet it: zsmalloc's scatter-gather read says so without
+ * copying; another kind copies into the caller's buffer or does not.
+ */
+static int obj_spans(struct replay *R, unsigned long h, size_t len)
+{
+	if (R->pool) {
+		struct zs_obj_piece sg[2];
+		int n = zs_obj_read_sg_begin(R->pool, h, len, sg);
+		if (n < 0)
+			return 0;
+		zs_obj_read_sg_end(R->pool, h);
+		return n == 2;
+	}
+	void *p = zs_backend_read_begin(R->b, h, len, R->span_buf);
+	if (!p)
+		return 0;
+	zs_backend_read_end(R->b, h, len, p);
+	return p == R->span_buf;
+}
+
+static void span_add(struct replay *R, struct slot *s)
+{
+	if (!R->span_on || (s->flags & SL_SAME) || !s->used)
+		return;
+	if (obj_spans(R, s->handle, read_len(R, s))) {
+		s->flags |= SL_SPAN;
+		R->span_cur++;
+		R->span_bytes_cur += read_len(R, s);
+	}
+}
+
+static void span_del(struct replay *R, struct slot *s)
+{
+	if (s->flags & SL_SPAN) {
+		s->flags &= (uint8_t)~SL_SPAN;
+		R->span_cur--;
+		R->span_bytes_cur -= read_len(R, s);
+	}
+}
+
+/* Compaction moves objects: where each one lies now decides whether it spans. */
+static void span_recount(struct replay *R)
+{
+	if (!R->span_on)
+		return;
+	for (size_t i = 0; i < R->nslots; i++) {
+		span_del(R, &R->slots[i]);
+		span_add(R, &R->slots[i]);
+	}
+}
+
 /* zram's slot_free: drop whatever the slot holds and its zram-level counts. */
 static int slot_free(struct replay *R, struct slot *s, long line)
 {
 	if (!s->used)
 		return 0;
+	span_del(R, s);
 	if (s->flags & SL_SAME) {
 		R->st[F_SAME]--;
 	} else {
@@ -88,7 +160,7 @@ static int slot_free(struct replay *R, struct slot *s, long line)
 
 int class_of(struct replay *R, size_t size)
 {
-	size_t req = size + ZS_HANDLE_SIZE;
+	size_t req = size + R->obj_hdr;
 	if (req > R->page_size)
 		req = R->page_size;
 	return R->b ? zs_backend_lookup_class(R->b, req) : zs_lookup_class_index(R->pool, req);
@@ -146,10 +218,10 @@ static int op_write(struct replay *R, unsigned long idx, unsigned long size, cha
 	if (flag == 'n' && zs_zram_store_kind((long)size, huge_size(R)) == ZS_ZRAM_STORE_RAW)
 		R->huge_class_warnings++;
 	R->pending_cls = class_of(R, req);
-	unsigned long h = zs_malloc(R->pool, req);
+	unsigned long h = R->pool ? zs_malloc(R->pool, req) : zs_backend_malloc(R->b, req);
 	if (ZS_IS_ERR(h)) {
-		fprintf(stderr, "zs replay: line %ld: zs_malloc(%zu) failed: %s\n", line, req,
-			strerror(-ZS_ERR(h)));
+		fprintf(stderr, "zs replay: line %ld: %s_malloc(%zu) failed: %s\n", line,
+			R->pool ? "zs" : R->b->kind, req, strerror(-ZS_ERR(h)));
 		return 2;
 	}
 	if (slot_free(R, s, line))
@@ -164,6 +236,7 @@ static int op_write(struct replay *R, unsigned long idx, unsigned long size, cha
 	}
 	R->st[F_COMPR] += size;
 	R->st[F_STORED]++;
+	span_add(R, s);
 	return 0;
 }
 
@@ -183,11 +256,18 @@ static void current(struct replay *R, uint64_t got[NF])
 		got[F_HUGE] = st.huge_pages;
 		return;
 	}
-	if (R->o.deferred)
-		zs_free_deferred_flush(R->pool);
-	zs_pool_stats(R->pool, &ps);
-	got[F_MEM] = zs_get_total_pages(R->pool);
-	got[F_COMPACTED] = ps.pages_compacted;
+	if (!R->pool) {
+		struct zs_backend_stats bs;
+		zs_backend_stats(R->b, &bs);
+		got[F_MEM] = bs.pages;
+		got[F_COMPACTED] = bs.pages_compacted;
+	} else {
+		if (R->o.deferred)
+			zs_free_deferred_flush(R->pool);
+		zs_pool_stats(R->pool, &ps);
+		got[F_MEM] = zs_get_total_pages(R->pool);
+		got[F_COMPACTED] = ps.pages_compacted;
+	}
 	for (int i = F_STORED; i < NF; i++)
 		got[i] = R->st[i];
 }
@@ -221,6 +301,11 @@ static int on_record(struct replay *R, const uint64_t exp[NF], long line)
 		R->kmem_peak = exp[F_MEM];
 	if (got[F_MEM] > R->zmem_peak)
 		R->zmem_peak = got[F_MEM];
+	if (R->span_cur > R->span_peak)
+		R->span_peak = R->span_cur;
+	R->span_sum += R->span_cur;
+	R->span_bytes_sum += R->span_bytes_cur;
+	R->span_end = R->span_cur;
 	struct ctx_entry *e = &R->pending;
 	memcpy(e->exp, exp, sizeof(e->exp));
 	memcpy(e->got, got, sizeof(e->got));
@@ -285,7 +370,8 @@ static void print_mismatch(struct replay *R, const struct mismatch *m)
 	}
 }
 
-#define REPLAY_OPTS (OPT_CHAIN | OPT_CHAIN_POLICY | OPT_DELTA | OPT_FREE_MODE | OPT_DEFERRED)
+#define REPLAY_OPTS (OPT_CHAIN | OPT_CHAIN_POLICY | OPT_DELTA | OPT_FREE_MODE | OPT_DEFERRED | \
+		     OPT_BACKEND)
 
 static void usage(FILE *f)
 {
@@ -294,9 +380,20 @@ static void usage(FILE *f)
 		"Replay a zram-trace (plain or .xz; `zs record` makes one, docs/trace-format.md)\n"
 		"on a libzs zsmalloc pool and compare the kernel's numbers with libzs's after\n"
 		"every operation.  The trace fixes the page size.\n\n");
-	opt_pool_help(f, REPLAY_OPTS);
+	opt_pool_help(f, REPLAY_OPTS & ~OPT_BACKEND);
 	fprintf(f,
 		"                       (--chain default: the trace's # chain_size, else 8)\n"
+		"  --backend KIND       zsmalloc (default) or zblock: replay the trace on zblock and\n"
+		"                       compare its pool pages with the kernel's (an experiment)\n"
+		"  --sweep              replay once per pool configuration: zsmalloc chain 1..16 x\n"
+		"                       chain policy exhaustive/heuristic x delta 16/32/64, and\n"
+		"                       zblock; print each one's pool pages (peak, mean, end) and\n"
+		"                       spanning objects (split over two pool pages: a copy per\n"
+		"                       read), marking the kernel's configuration (K) and the\n"
+		"                       Pareto-optimal ones (*); --json: one row per configuration.\n"
+		"                       --chain, --chain-policy, --delta or --backend narrow the\n"
+		"                       sweep to that value\n"
+		"  --progress           progress on stderr (default: when stderr is a terminal)\n"
 		"  --checked            checked pool mode (every handle validated)\n"
 		"  --store              replay through the zram store (zs/zram.h): real pages made\n"
 		"                       to compress (lz4) to the recorded sizes\n"
@@ -312,9 +409,10 @@ static void usage(FILE *f)
 		"  --json               print a JSON summary instead of text\n\n"
 		"With the kernel's own policy (exhaustive chain search, the trace's chain size,\n"
 		"the kernel's class delta) every record must match: exit 0, or 1 on a mismatch.\n"
-		"With another policy (--chain-policy heuristic, another --chain or --delta) the\n"
-		"records are expected to differ: the replay reports how many differ and the\n"
-		"memory each side used (kernel vs this policy), and exits 0 unless --strict.\n"
+		"With another policy (--chain-policy heuristic, another --chain or --delta, or\n"
+		"--backend zblock) the records are expected to differ: the replay reports how\n"
+		"many differ, the memory each side used (kernel vs this policy) and how many\n"
+		"objects a read finds split over two pool pages, and exits 0 unless --strict.\n"
 		"Exit status: 0 no mismatch (or a policy experiment), 1 mismatches, 2 error.\n");
 }
 
@@ -322,7 +420,7 @@ static void usage(FILE *f)
 static int parse(int argc, char **argv, struct opts *o)
 {
 	enum { O_VERBOSE = 1, O_JSON, O_CHECKED, O_STORE, O_VERIFY, O_FAILFAST, O_STRICT, O_CONTEXT,
-	       O_MAXREP };
+	       O_MAXREP, O_SWEEP, O_PROGRESS };
 	static const struct option lopts[] = {
 		OPT_POOL_LONGOPTS,
 		{ "verbose", no_argument, NULL, O_VERBOSE },
@@ -334,6 +432,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "strict", no_argument, NULL, O_STRICT },
 		{ "context", required_argument, NULL, O_CONTEXT },
 		{ "max-report", required_argument, NULL, O_MAXREP },
+		{ "sweep", no_argument, NULL, O_SWEEP },
+		{ "progress", no_argument, NULL, O_PROGRESS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -363,6 +463,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		case O_VERIFY: o->verify = 1; break;
 		case O_FAILFAST: o->fail_fast = 1; break;
 		case O_STRICT: o->strict = 1; break;
+		case O_SWEEP: o->sweep = 1; break;
+		case O_PROGRESS: o->progress = 1; break;
 		case O_CONTEXT:
 			if (opt_u64("replay", "--context", optarg, 0, 64, &v))
 				return 2;
@@ -396,6 +498,28 @@ static int parse(int argc, char **argv, struct opts *o)
 	if (o->po.set & OPT_CHAIN)
 		o->chain = (long)o->po.cfg.max_chain;
 	o->deferred = o->po.deferred;
+	o->zblock = !strcmp(o->po.backend, "zblock");
+	if (strcmp(o->po.backend, "zsmalloc") && !o->zblock) {
+		fprintf(stderr, "zs replay: --backend %s: the replay compares pool pages: zsmalloc or "
+				"zblock\n", o->po.backend);
+		return 2;
+	}
+	if (o->zblock && !o->sweep &&
+	    (o->po.set & (OPT_CHAIN | OPT_CHAIN_POLICY | OPT_DELTA | OPT_FREE_MODE | OPT_DEFERRED))) {
+		fprintf(stderr, "zs replay: --backend zblock: --chain, --chain-policy, --delta, "
+				"--free-mode and --deferred are zsmalloc's (zblock's classes are fixed)\n");
+		return 2;
+	}
+	if (o->sweep && (o->store || o->verify || o->strict || o->fail_fast)) {
+		fprintf(stderr, "zs replay: --sweep runs plain replays: --store, --verify, --strict and "
+				"--fail-fast do not apply\n");
+		return 2;
+	}
+	if (o->sweep && !strcmp(o->path, "-")) {
+		fprintf(stderr, "zs replay: --sweep reads the trace once per configuration: give a "
+				"file, not -\n");
+		return 2;
+	}
 	return 0;
 }
 
@@ -406,8 +530,9 @@ static int parse(int argc, char **argv, struct opts *o)
  */
 static int setup(struct replay *R, const struct trace_header *h)
 {
-	if (!h->seen_magic)
+	if (!h->seen_magic && !R->o.quiet)
 		fprintf(stderr, "zs replay: warning: no '# zram-trace 1' header\n");
+	R->hdr = *h;
 	struct zs_pool_config cfg;
 	zs_pool_config_init(&cfg);
 	cfg.name = "replay";
@@ -424,15 +549,17 @@ static int setup(struct replay *R, const struct trace_header *h)
 		long kchain = h->chain > 0 ? h->chain : 8;
 		size_t wl = 0;
 		R->o.why[0] = 0;
-		if (cfg.chain_policy != ZS_CHAIN_EXHAUSTIVE)
+		if (R->o.zblock)
+			wl += (size_t)snprintf(R->o.why, sizeof(R->o.why), "backend zblock, ");
+		else if (cfg.chain_policy != ZS_CHAIN_EXHAUSTIVE)
 			wl += (size_t)snprintf(R->o.why + wl, sizeof(R->o.why) - wl,
 					       "chain policy %s, ",
 					       chain_policy_name(cfg.chain_policy));
-		if ((long)cfg.max_chain != kchain)
+		if (!R->o.zblock && (long)cfg.max_chain != kchain)
 			wl += (size_t)snprintf(R->o.why + wl, sizeof(R->o.why) - wl,
 					       "chain %u vs the kernel's %ld, ",
 					       cfg.max_chain, kchain);
-		if (cfg.class_delta && cfg.class_delta != kdelta)
+		if (!R->o.zblock && cfg.class_delta && cfg.class_delta != kdelta)
 			wl += (size_t)snprintf(R->o.why + wl, sizeof(R->o.why) - wl,
 					       "delta %u vs the kernel's %u, ",
 					       cfg.class_delta, kdelta);
@@ -443,6 +570,7 @@ static int setup(struct replay *R, const struct trace_header *h)
 			R->o.max_report = 0;
 	}
 	cfg.checked = R->o.checked;
+	R->obj_hdr = R->o.zblock ? 0 : ZS_HANDLE_SIZE;
 	if (R->o.store) {
 		long maxslot = trace_max_slot(R->o.path);
 		if (maxslot < 0) {
@@ -454,7 +582,7 @@ static int setup(struct replay *R, const struct trace_header *h)
 		zc.page_size = (size_t)h->page_size;
 		zc.disksize = (uint64_t)(maxslot + 1) * (uint64_t)h->page_size;
 		zc.comp = "lz4";
-		zc.backend.kind = "zsmalloc";
+		zc.backend.kind = R->o.po.backend;
 		zc.backend.page_size = (size_t)h->page_size;
 		zc.backend.checked = R->o.checked;
 		zc.backend.zs = cfg;
@@ -476,12 +604,29 @@ static int setup(struct replay *R, const struct trace_header *h)
 				strerror(-zr));
 			return 2;
 		}
+	} else if (R->o.zblock) {
+		struct zs_backend_config bc;
+		zs_backend_config_init(&bc);
+		bc.kind = "zblock";
+		bc.page_size = (size_t)h->page_size;
+		bc.checked = R->o.checked;
+		R->b = zs_backend_create(&bc);
+		R->b_owned = R->b != NULL;
+		R->span_buf = malloc((size_t)h->page_size);
+		if (!R->span_buf)
+			return trace_fail(0, "%s", "out of memory");
+		R->span_on = 1;
 	} else {
 		R->pool = zs_create_pool(&cfg);
+		R->span_on = 1;
 	}
 	if (!R->pool && !R->b) {
-		fprintf(stderr, "zs replay: zs_create_pool(page_size %ld, chain %u): %s\n",
-			h->page_size, cfg.max_chain, strerror(errno));
+		if (R->o.zblock)
+			fprintf(stderr, "zs replay: zblock backend (page_size %ld): %s\n",
+				h->page_size, strerror(errno));
+		else
+			fprintf(stderr, "zs replay: zs_create_pool(page_size %ld, chain %u): %s\n",
+				h->page_size, cfg.max_chain, strerror(errno));
 		return 2;
 	}
 	R->page_size = (size_t)h->page_size;
@@ -493,6 +638,12 @@ static int setup(struct replay *R, const struct trace_header *h)
 		       R->o.path, h->comp, h->kernel, h->page_size, chs);
 		if (h->data[0])
 			printf("  data %s\n", h->data);
+		if (R->o.zblock)
+			printf("%s: page_size %zu%s, %d classes, objects up to %zu bytes\n",
+			       R->o.store ? "zram store (lz4) on zblock" : "zblock", R->page_size,
+			       R->o.checked ? ", checked" : "", zs_backend_class_count(R->b),
+			       huge_size(R) - 1);
+		else
 		printf("%s: page_size %zu, chain %u, free_mode %s%s%s, huge_class_size %zu, "
 		       "%d logical classes\n",
 		       R->o.store ? "zram store (lz4) on pool" : "pool",
@@ -554,11 +705,14 @@ static int step(struct replay *R, struct trace *rd, const char *s, long lineno)
 			zs_zram_compact(R->z);
 			if (R->o.verify)
 				store_verify(R, lineno);
-		} else {
+		} else if (R->pool) {
 			if (R->o.deferred)
 				zs_free_deferred_flush(R->pool);
 			zs_compact(R->pool);
+		} else {
+			zs_backend_compact(R->b);
 		}
+		span_recount(R);
 	}
 	R->have_pending = 1;
 	return 0;
@@ -606,7 +760,12 @@ static void print_json(const struct replay *R, const struct trace_header *h)
 	json_kstr(&js, "trace", o->path);
 	json_kstr(&js, "comp", h->comp);
 	json_kint(&js, "page_size", h->page_size);
-	json_kint(&js, "chain", o->chain > 0 ? o->chain : h->chain > 0 ? h->chain : 8);
+	if (o->zblock) { /* zblock has no chains */
+		json_key(&js, "chain");
+		json_null(&js);
+	} else {
+		json_kint(&js, "chain", o->chain > 0 ? o->chain : h->chain > 0 ? h->chain : 8);
+	}
 	json_kstr(&js, "free_mode", free_mode_name(o->po.cfg.free_mode));
 	json_kbool(&js, "deferred", o->deferred);
 	json_kint(&js, "records", R->records);
@@ -625,6 +784,7 @@ static void print_json(const struct replay *R, const struct trace_header *h)
 	json_kbool(&js, "store", o->store);
 	json_kint(&js, "store_inexact_sizes", R->synth_inexact);
 	json_kint(&js, "verify_errors", R->verify_errors);
+	json_kstr(&js, "backend", o->po.backend);
 	json_kstr(&js, "chain_policy", chain_policy_name(o->po.cfg.chain_policy));
 	json_kuint(&js, "delta", o->po.cfg.class_delta);
 	json_kbool(&js, "kernel_policy", o->kernel_policy);
@@ -637,6 +797,15 @@ static void print_json(const struct replay *R, const struct trace_header *h)
 	json_kfixed(&js, "libzs_mean", (double)R->zmem_sum / (double)R->records, 1);
 	json_kuint(&js, "libzs_end", R->zmem_end);
 	json_obj_end(&js);
+	if (R->span_on) {
+		/* live objects whose read crosses a pool page boundary, over the records */
+		json_kobj(&js, "spanning_objects");
+		json_kuint(&js, "peak", R->span_peak);
+		json_kfixed(&js, "mean", (double)R->span_sum / (double)R->records, 1);
+		json_kuint(&js, "end", R->span_end);
+		json_kfixed(&js, "mean_bytes", (double)R->span_bytes_sum / (double)R->records, 1);
+		json_obj_end(&js);
+	}
 	json_karr(&js, "first_mismatches");
 	for (int i = 0; i < R->nshown; i++) {
 		const struct mismatch *m = &R->shown[i];
@@ -665,15 +834,21 @@ static void print_text(struct replay *R)
 	if (!R->o.kernel_policy) {
 		double kmean = (double)R->kmem_sum / (double)R->records;
 		double zmean = (double)R->zmem_sum / (double)R->records;
+		const char *who = R->o.zblock ? "zblock" : "this policy";
 		printf("  mem_used pages   %10s %10s %10s\n"
 		       "  kernel           %10" PRIu64 " %10.1f %10" PRIu64 "\n"
-		       "  this policy      %10" PRIu64 " %10.1f %10" PRIu64 "\n"
-		       "  policy/kernel    %10.4f %10.4f %10.4f\n",
-		       "peak", "mean", "end", R->kmem_peak, kmean, R->kmem_end, R->zmem_peak,
-		       zmean, R->zmem_end,
+		       "  %-16s %10" PRIu64 " %10.1f %10" PRIu64 "\n"
+		       "  %-16s %10.4f %10.4f %10.4f\n",
+		       "peak", "mean", "end", R->kmem_peak, kmean, R->kmem_end, who, R->zmem_peak,
+		       zmean, R->zmem_end, R->o.zblock ? "zblock/kernel" : "policy/kernel",
 		       R->kmem_peak ? (double)R->zmem_peak / (double)R->kmem_peak : 0.0,
 		       kmean > 0 ? zmean / kmean : 0.0,
 		       R->kmem_end ? (double)R->zmem_end / (double)R->kmem_end : 0.0);
+		if (R->span_on)
+			printf("  %-16s %10" PRIu64 " %10.1f %10" PRIu64 "   (live objects a read finds split "
+			       "over two pool pages)\n",
+			       "spanning objects", R->span_peak, (double)R->span_sum / (double)R->records,
+			       R->span_end);
 	}
 	if (R->o.verbose || (R->mismatches && (R->o.kernel_policy || R->o.strict))) {
 		printf("  %ld writes (%ld same-filled, %ld huge), %ld discards, %ld compactions, "
@@ -702,55 +877,91 @@ static void print_text(struct replay *R)
 		print_mismatch(R, &R->shown[i]);
 }
 
-int cmd_replay(int argc, char **argv)
+void replay_free(struct replay *R)
 {
-	struct opts o;
-	int rc = parse(argc, argv, &o);
-	if (rc)
-		return rc == 1 ? 0 : 2;
+	if (!R)
+		return;
+	if (R->z)
+		zs_zram_destroy(R->z);
+	else if (R->pool)
+		zs_destroy_pool(R->pool);
+	if (R->b_owned)
+		zs_backend_destroy(R->b);
+	synth_free(&R->sy);
+	free(R->span_buf);
+	free(R->slots);
+	free(R->ring);
+	free(R->shown);
+	free(R);
+}
 
+int replay_file(const struct opts *o, struct replay **out)
+{
 	struct trace *rd = trace_new();
 	struct replay *R = calloc(1, sizeof(*R));
+	*out = NULL;
 	if (!rd || !R) {
 		free(rd);
 		free(R);
 		return trace_fail(0, "%s", "out of memory");
 	}
-	rc = 2;
-	int ret = trace_open(rd, o.path);
+	int ret = trace_open(rd, o->path);
 	if (ret) {
-		fprintf(stderr, "zs replay: %s: %s\n", o.path, strerror(-ret));
+		fprintf(stderr, "zs replay: %s: %s\n", o->path, strerror(-ret));
 		trace_free(rd);
 		free(R);
 		return 2;
 	}
-	R->o = o;
+	R->o = *o;
 	R->first_bad_record = -1;
-	R->ring = calloc(o.context ? (size_t)o.context : 1, sizeof(*R->ring));
-	R->shown = calloc(o.max_report ? (size_t)o.max_report : 1, sizeof(*R->shown));
+	R->ring = calloc(o->context ? (size_t)o->context : 1, sizeof(*R->ring));
+	R->shown = calloc(o->max_report ? (size_t)o->max_report : 1, sizeof(*R->shown));
 	if (!R->ring || !R->shown) {
 		trace_fail(0, "%s", "out of memory");
-		goto out;
+		replay_free(R);
+		trace_free(rd);
+		return 2;
 	}
 	double t0 = tool_now();
-	if (run(R, rd))
-		goto out;
+	if (run(R, rd)) {
+		replay_free(R);
+		trace_free(rd);
+		return 2;
+	}
 	R->secs = tool_now() - t0;
+	trace_free(rd);
+	*out = R;
+	return 0;
+}
+
+unsigned replay_chain(const struct replay *R)
+{
+	return (unsigned)(R->o.chain > 0 ? R->o.chain : R->hdr.chain > 0 ? R->hdr.chain : 8);
+}
+
+unsigned replay_delta(const struct replay *R)
+{
+	unsigned kdelta = (unsigned)(R->hdr.page_size >> 8) > 16 ? (unsigned)(R->hdr.page_size >> 8)
+								   : 16;
+	return R->o.po.cfg.class_delta ? R->o.po.cfg.class_delta : kdelta;
+}
+
+int cmd_replay(int argc, char **argv)
+{
+	struct opts o;
+	struct replay *R;
+	int rc = parse(argc, argv, &o);
+	if (rc)
+		return rc == 1 ? 0 : 2;
+	if (o.sweep)
+		return replay_sweep(&o);
+	if (replay_file(&o, &R))
+		return 2;
 	if (o.json)
-		print_json(R, trace_hdr(rd));
+		print_json(R, &R->hdr);
 	else
 		print_text(R);
 	rc = (R->mismatches && (R->o.kernel_policy || o.strict)) || R->verify_errors ? 1 : 0;
-out:
-	if (R->z)
-		zs_zram_destroy(R->z);
-	else if (R->pool)
-		zs_destroy_pool(R->pool);
-	synth_free(&R->sy);
-	free(R->slots);
-	free(R->ring);
-	free(R->shown);
-	free(R);
-	trace_free(rd);
+	replay_free(R);
 	return rc;
 }

@@ -1,7 +1,8 @@
 /*
- * zs replay's state, shared by the replay driver (cmd_replay.c) and its
- * --store half (replay_store.c, which makes real pages compress to the
- * recorded sizes).  Private to those two files.
+ * zs replay's state, shared by the replay driver (cmd_replay.c), its --store
+ * half (replay_store.c, which makes real pages compress to the recorded
+ * sizes) and --sweep (replay_sweep.c, which runs the driver once per pool
+ * configuration and compares the runs).  Private to those files.
  */
 #ifndef ZS_TOOLS_REPLAY_H
 #define ZS_TOOLS_REPLAY_H
@@ -15,7 +16,7 @@
 enum { F_MEM, F_COMPACTED, F_STORED, F_COMPR, F_SAME, F_HUGE, NF };
 _Static_assert(NF == TRACE_NF, "an '=' record carries one value per field");
 
-enum { SL_SAME = 1, SL_HUGE = 2 };
+enum { SL_SAME = 1, SL_HUGE = 2, SL_SPAN = 4 /* its read crosses a pool page boundary */ };
 struct slot {
 	unsigned long handle;
 	uint32_t size;
@@ -38,7 +39,10 @@ struct opts {
 	long chain;           /* -1: from the header */
 	int verbose, json, deferred, checked, fail_fast, store, verify, strict, progress;
 	int context, max_report, max_report_set;
-	struct pool_opts po;  /* --chain-policy, --delta, --free-mode, --deferred */
+	int sweep;            /* --sweep: replay_sweep() runs the replay once per point */
+	int zblock;           /* --backend zblock */
+	int quiet;            /* a sweep point: no warnings on stderr (the sweep sums them up) */
+	struct pool_opts po;  /* --chain-policy, --delta, --free-mode, --deferred, --backend */
 	int kernel_policy;    /* 1: the pool is configured as the recording kernel's */
 	char why[160];        /* when not: what differs */
 };
@@ -68,9 +72,13 @@ struct synth {
 
 struct replay {
 	struct opts o;
-	struct zs_pool *pool;   /* plain replay: the pool itself */
+	struct trace_header hdr; /* the trace's, once the first operation is read */
+	struct zs_pool *pool;   /* plain replay on zsmalloc: the pool itself */
 	struct zs_zram *z;
-	struct zs_backend *b;   /* --store: the store's backend, asked through its ops */
+	struct zs_backend *b;   /* --store: the store's backend, asked through its ops;
+				   --backend zblock: the replay's own backend (b_owned) */
+	int b_owned;
+	size_t obj_hdr;         /* bytes the allocator adds to an object (zsmalloc's handle) */
 	struct synth sy;
 	long synth_inexact, verify_errors;
 	int64_t synth_delta_total;
@@ -81,6 +89,15 @@ struct replay {
 	long records, mismatches, nw, nd, nc, nsame, nhuge, first_bad_record;
 	long huge_class_warnings;
 	uint64_t kmem_peak, kmem_sum, zmem_peak, zmem_sum, kmem_end, zmem_end;
+	/*
+	 * Objects whose read crosses a pool page boundary (a read_begin that
+	 * copies into the caller's buffer: the memcpy cost of a long chain),
+	 * counted over the live objects at every record, as the pages are.
+	 * Only a plain replay sees its handles (not --store).
+	 */
+	int span_on;
+	uint64_t span_cur, span_bytes_cur, span_peak, span_sum, span_end, span_bytes_sum;
+	void *span_buf;          /* read_begin's local copy (backend kinds) */
 	double secs;             /* wall time of the replay */
 	unsigned field_bad[NF];
 	struct ctx_entry *ring;
@@ -98,6 +115,18 @@ void synth_free(struct synth *sy);
 int store_write(struct replay *R, struct slot *s, unsigned long idx, unsigned long size,
 		char flag, long line);
 void store_verify(struct replay *R, long line);
+
+/* cmd_replay.c: one whole replay of o->path (what `zs replay` without --sweep
+ * does, minus printing).  0 with *out set (free it with replay_free; also
+ * when --fail-fast stopped it early), or 2 after an error was reported. */
+int replay_file(const struct opts *o, struct replay **out);
+void replay_free(struct replay *R);
+/* The pool configuration R ran with, as the sweep prints it. */
+unsigned replay_chain(const struct replay *R);
+unsigned replay_delta(const struct replay *R);
+
+/* replay_sweep.c: --sweep.  Exit status as cmd_replay's. */
+int replay_sweep(const struct opts *o);
 
 /* cmd_replay.c: the pool class index of a compressed object of `size` bytes, and the
  * huge class size, from the store's backend (--store) or the pool. */

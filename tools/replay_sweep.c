@@ -1,0 +1,278 @@
+/*
+ * zs replay --sweep: "which CONFIG_ZSMALLOC_CHAIN_SIZE for my workload".
+ * Replays one trace once per pool configuration (zsmalloc chain 1..16 x
+ * chain policy x class delta 16/32/64, and zblock) and sets each one's pool
+ * pages against its spanning objects, the two costs a chain size trades:
+ * longer chains waste less tail space per zspage but split more objects over
+ * two pages, and every read of a split object is a copy.  Each point is a
+ * whole ordinary replay (replay_file), so any row can be rerun on its own
+ * with the options it names.  The runs go one after another: the machine
+ * the sweep runs on is usually also the one being sized, and a point takes
+ * well under a second on the committed traces.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "replay.h"
+#include "util.h"
+
+struct point {
+	int zblock;
+	unsigned chain, delta;
+	enum zs_chain_policy policy;
+	int kernel, pareto;
+	long records, mismatches;
+	uint64_t pages_peak, pages_end, span_peak, span_end;
+	double pages_mean, span_mean, span_bytes_mean, secs;
+	uint64_t kpages_peak, kpages_end; /* the trace's own (the kernel's) */
+	double kpages_mean;
+};
+
+/* The options of one point: a quiet plain replay, nothing kept for a report. */
+static struct opts point_opts(const struct opts *base, int zblock, long chain,
+			      enum zs_chain_policy policy, unsigned delta, int quiet)
+{
+	struct opts o = *base;
+	o.sweep = 0;
+	o.json = o.verbose = o.fail_fast = o.strict = o.store = o.verify = 0;
+	o.context = 0;
+	o.max_report = 0;
+	o.max_report_set = 1;
+	o.quiet = quiet;
+	o.zblock = zblock;
+	o.po.backend = zblock ? "zblock" : "zsmalloc";
+	o.chain = chain;
+	o.po.cfg.chain_policy = policy;
+	o.po.cfg.class_delta = delta;
+	return o;
+}
+
+static int run_point(const struct opts *o, struct point *p)
+{
+	struct replay *R;
+	if (replay_file(o, &R))
+		return 2;
+	double n = (double)R->records;
+	p->zblock = o->zblock;
+	p->chain = replay_chain(R);
+	p->delta = replay_delta(R);
+	p->policy = o->po.cfg.chain_policy;
+	p->kernel = R->o.kernel_policy;
+	p->records = R->records;
+	p->mismatches = R->mismatches;
+	p->pages_peak = R->zmem_peak;
+	p->pages_mean = (double)R->zmem_sum / n;
+	p->pages_end = R->zmem_end;
+	p->span_peak = R->span_peak;
+	p->span_mean = (double)R->span_sum / n;
+	p->span_end = R->span_end;
+	p->span_bytes_mean = (double)R->span_bytes_sum / n;
+	p->secs = R->secs;
+	p->kpages_peak = R->kmem_peak;
+	p->kpages_mean = (double)R->kmem_sum / n;
+	p->kpages_end = R->kmem_end;
+	replay_free(R);
+	return 0;
+}
+
+/* A point is Pareto-optimal when no other has at most its mean pages and at
+ * most its mean spanning objects, and less of one of them. */
+static void mark_pareto(struct point *pt, int n)
+{
+	for (int i = 0; i < n; i++) {
+		pt[i].pareto = 1;
+		for (int j = 0; j < n && pt[i].pareto; j++)
+			if (pt[j].pages_mean <= pt[i].pages_mean && pt[j].span_mean <= pt[i].span_mean &&
+			    (pt[j].pages_mean < pt[i].pages_mean || pt[j].span_mean < pt[i].span_mean))
+				pt[i].pareto = 0;
+	}
+}
+
+static int by_pages(const void *a, const void *b)
+{
+	const struct point *x = a, *y = b;
+	if (x->pages_mean != y->pages_mean)
+		return x->pages_mean < y->pages_mean ? -1 : 1;
+	if (x->span_mean != y->span_mean)
+		return x->span_mean < y->span_mean ? -1 : 1;
+	if (x->zblock != y->zblock)
+		return x->zblock - y->zblock;
+	if (x->chain != y->chain)
+		return x->chain < y->chain ? -1 : 1;
+	if (x->policy != y->policy)
+		return (int)x->policy - (int)y->policy;
+	return x->delta < y->delta ? -1 : x->delta > y->delta;
+}
+
+static void print_json_rows(const struct opts *o, const struct point *pt, int n,
+			    const struct point *k)
+{
+	struct json js;
+	json_init(&js, stdout, 1);
+	json_arr(&js);
+	for (int i = 0; i < n; i++) {
+		const struct point *p = &pt[i];
+		json_obj(&js);
+		json_kstr(&js, "trace", o->path);
+		json_kstr(&js, "backend", p->zblock ? "zblock" : "zsmalloc");
+		if (p->zblock) {
+			json_key(&js, "chain");
+			json_null(&js);
+			json_key(&js, "chain_policy");
+			json_null(&js);
+			json_key(&js, "delta");
+			json_null(&js);
+		} else {
+			json_kuint(&js, "chain", p->chain);
+			json_kstr(&js, "chain_policy", chain_policy_name(p->policy));
+			json_kuint(&js, "delta", p->delta);
+		}
+		json_kbool(&js, "kernel_config", p->kernel);
+		json_kbool(&js, "pareto", p->pareto);
+		json_kint(&js, "records", p->records);
+		json_kint(&js, "differing_records", p->mismatches);
+		json_kuint(&js, "pages_peak", p->pages_peak);
+		json_kfixed(&js, "pages_mean", p->pages_mean, 1);
+		json_kuint(&js, "pages_end", p->pages_end);
+		json_kfixed(&js, "pages_mean_vs_kernel",
+			    k->pages_mean > 0 ? p->pages_mean / k->pages_mean : 0.0, 4);
+		json_kuint(&js, "spanning_peak", p->span_peak);
+		json_kfixed(&js, "spanning_mean", p->span_mean, 1);
+		json_kuint(&js, "spanning_end", p->span_end);
+		json_kfixed(&js, "spanning_bytes_mean", p->span_bytes_mean, 1);
+		json_kfixed(&js, "seconds", p->secs, 3);
+		json_obj_end(&js);
+	}
+	json_arr_end(&js);
+	json_done(&js);
+}
+
+static void print_table(const struct opts *o, const struct point *pt, int n,
+			const struct point *k, double secs)
+{
+	printf("%s: sweep of %d configurations, %ld records each, %.1f s\n", o->path, n,
+	       k->records, secs);
+	printf("  kernel (the trace's records): pool pages peak %" PRIu64 ", mean %.1f, end %" PRIu64
+	       "\n", k->kpages_peak, k->kpages_mean, k->kpages_end);
+	printf("  spanning: live objects whose read finds them split over two pool pages (one\n"
+	       "  memcpy each read), over the records as the pages are; zblock never splits one.\n"
+	       "  K: the recording kernel's configuration.  *: Pareto-optimal (no other row has\n"
+	       "  both fewer mean pages and fewer mean spanning objects).\n\n");
+	printf("     %-8s %5s %-10s %5s | %9s %10s %9s %7s | %9s %10s %9s\n", "backend", "chain",
+	       "policy", "delta", "pages peak", "mean", "end", "mean/K", "span peak", "mean", "end");
+	for (int i = 0; i < n; i++) {
+		const struct point *p = &pt[i];
+		char chain[8] = "-", delta[8] = "-";
+		if (!p->zblock) {
+			snprintf(chain, sizeof(chain), "%u", p->chain);
+			snprintf(delta, sizeof(delta), "%u", p->delta);
+		}
+		printf("  %c%c %-8s %5s %-10s %5s | %9" PRIu64 " %10.1f %9" PRIu64 " %7.4f | %9" PRIu64
+		       " %10.1f %9" PRIu64 "\n",
+		       p->kernel ? 'K' : ' ', p->pareto ? '*' : ' ', p->zblock ? "zblock" : "zsmalloc",
+		       chain, p->zblock ? "-" : chain_policy_name(p->policy), delta, p->pages_peak,
+		       p->pages_mean, p->pages_end,
+		       k->pages_mean > 0 ? p->pages_mean / k->pages_mean : 0.0, p->span_peak,
+		       p->span_mean, p->span_end);
+	}
+}
+
+int replay_sweep(const struct opts *o)
+{
+	static const unsigned deltas[] = { 16, 32, 64 };
+	static const enum zs_chain_policy policies[] = { ZS_CHAIN_EXHAUSTIVE, ZS_CHAIN_HEURISTIC };
+	int only_zblock = o->zblock && (o->po.set & OPT_BACKEND);
+	int no_zblock = !o->zblock && (o->po.set & OPT_BACKEND);
+	double t0 = tool_now(), last = t0;
+	int show = o->progress || opt_progress_default(), shown = 0;
+
+	/* The kernel's configuration first: the header it reads fixes the rest. */
+	struct opts ko = point_opts(o, 0, -1, ZS_CHAIN_EXHAUSTIVE, 0, 0);
+	struct point kp;
+	memset(&kp, 0, sizeof(kp));
+	if (run_point(&ko, &kp))
+		return 2;
+
+	int cap = 1 + ZS_MAX_CHAIN * 2 * 3 + 1, n = 0;
+	struct point *pt = calloc((size_t)cap, sizeof(*pt));
+	if (!pt) {
+		fprintf(stderr, "zs replay: out of memory\n");
+		return 2;
+	}
+	pt[n++] = kp;
+	/* The grid, narrowed by the options given with --sweep. */
+	struct opts grid[ZS_MAX_CHAIN * 2 * 3 + 1];
+	int ng = 0;
+	if (!only_zblock)
+		for (unsigned c = 1; c <= ZS_MAX_CHAIN; c++) {
+			if ((o->po.set & OPT_CHAIN) && c != o->po.cfg.max_chain)
+				continue;
+			for (int pi = 0; pi < 2; pi++) {
+				if ((o->po.set & OPT_CHAIN_POLICY) && policies[pi] != o->po.cfg.chain_policy)
+					continue;
+				for (int di = 0; di < 3; di++) {
+					unsigned d = (o->po.set & OPT_DELTA) ? o->po.cfg.class_delta
+									     : deltas[di];
+					if ((o->po.set & OPT_DELTA) && di > 0)
+						break;
+					if (c == kp.chain && policies[pi] == ZS_CHAIN_EXHAUSTIVE &&
+					    d == kp.delta)
+						continue; /* the kernel's point, already run */
+					grid[ng++] = point_opts(o, 0, (long)c, policies[pi], d, 1);
+				}
+			}
+		}
+	if (!no_zblock)
+		grid[ng++] = point_opts(o, 1, -1, ZS_CHAIN_EXHAUSTIVE, 0, 1);
+
+	for (int i = 0; i < ng; i++) {
+		double now = tool_now();
+		/* Quiet on short runs; on a terminal (or --progress) every point, else
+		 * a line every 10 s so a long sweep in a log is not taken for a hang. */
+		if (show || now - last >= 10.0) {
+			if (grid[i].zblock)
+				progress_line("zs replay --sweep: %d/%d zblock, %.1f s", i + 2, ng + 1,
+					      now - t0);
+			else
+				progress_line("zs replay --sweep: %d/%d chain %ld %s delta %u, %.1f s",
+					      i + 2, ng + 1, grid[i].chain,
+					      chain_policy_name(grid[i].po.cfg.chain_policy),
+					      grid[i].po.cfg.class_delta, now - t0);
+			last = now;
+			shown = 1;
+		}
+		if (run_point(&grid[i], &pt[n])) {
+			if (shown)
+				progress_done();
+			free(pt);
+			return 2;
+		}
+		n++;
+	}
+	if (shown)
+		progress_done();
+	double secs = tool_now() - t0;
+
+	mark_pareto(pt, n);
+	qsort(pt, (size_t)n, sizeof(*pt), by_pages);
+	if (o->json)
+		print_json_rows(o, pt, n, &kp);
+	else
+		print_table(o, pt, n, &kp, secs);
+	int rc = 0;
+	if (kp.mismatches) {
+		/* The sweep's pages are libzs's; they stand for the kernel's only if the
+		 * kernel's own configuration replays exactly. */
+		fprintf(stderr, "zs replay: the kernel's configuration (chain %u, exhaustive, delta %u) "
+				"differs from the trace on %ld of %ld records: run `zs replay %s` for "
+				"the mismatches\n",
+			kp.chain, kp.delta, kp.mismatches, kp.records, o->path);
+		rc = 1;
+	}
+	free(pt);
+	return rc;
+}
