@@ -28,7 +28,8 @@ unsigned char region_final(unsigned char s, unsigned char want)
 	return want;
 }
 
-unsigned char region_finish(struct zs_region *r, size_t i, unsigned char want, int slot_held)
+unsigned char region_finish(struct zs_region *r, size_t i, unsigned char want, int slot_held,
+			    int counted)
 {
 	int held = slot_held;
 	for (;;) {
@@ -45,11 +46,23 @@ unsigned char region_finish(struct zs_region *r, size_t i, unsigned char want, i
 			held = 0;
 			continue;
 		}
+		/*
+		 * stats.resident moves while we still own the page: counted before
+		 * it is published RES (a pageout may claim and uncount it at once),
+		 * uncounted before it is published as anything else (a fault may
+		 * install and count it at once).  So it never exceeds the pages nor
+		 * goes below zero, even for a moment.
+		 */
+		int d = (f == ST_RES) - counted;
+		if (d)
+			atomic_fetch_add_explicit(&r->resident, (uint64_t)(int64_t)d, memory_order_relaxed);
 		if (st_cas(r, i, s, f)) {
 			if (f == ST_GONE || f == ST_MOVED)
 				atomic_fetch_add_explicit(&r->ngone, 1, memory_order_release);
 			return f;
 		}
+		if (d)
+			atomic_fetch_sub_explicit(&r->resident, (uint64_t)(int64_t)d, memory_order_relaxed);
 	}
 }
 
@@ -207,11 +220,15 @@ static void event_page(struct zs_region *r, size_t i, enum ev ev)
 			zs_zram_discard(r->store, i);
 			atomic_fetch_sub_explicit(&r->stored, 1, memory_order_relaxed);
 			st_set(r, i, to);
+		} else if (m == ST_RES) {
+			/* uncounted while owned, so stats.resident never overshoots (region_finish) */
+			if (!st_cas(r, i, s, ST_REL))
+				continue;
+			atomic_fetch_sub_explicit(&r->resident, 1, memory_order_relaxed);
+			st_set(r, i, to);
 		} else if (!st_cas(r, i, s, to)) {
 			continue;
 		}
-		if (m == ST_RES)
-			atomic_fetch_sub_explicit(&r->resident, 1, memory_order_relaxed);
 		if (to == ST_GONE || to == ST_MOVED) {
 			atomic_fetch_add_explicit(&r->ngone, 1, memory_order_release);
 			atomic_fetch_add_explicit(&r->unmapped, 1, memory_order_relaxed);

@@ -101,10 +101,18 @@ static void enqueue(struct handler *h, const struct uffd_msg *m)
 	unsigned long a = (unsigned long)m->arg.pagefault.address & ~(unsigned long)(r->page - 1);
 	unsigned fl = (unsigned)m->arg.pagefault.flags;
 
-	/* One entry per page and kind: answering it wakes every thread waiting there. */
+	uintptr_t b = (uintptr_t)r->base;
+	uint16_t seq = a >= b && a - b < r->size ?
+		atomic_load_explicit(&r->wseq[(a - b) / r->page], memory_order_seq_cst) : 0;
+
+	/*
+	 * One entry per page and kind: answering it wakes every thread waiting
+	 * there.  It stands for the newest message now (internal.h, wake_mark).
+	 */
 	for (size_t i = 0; i < h->qn; i++) {
 		if (h->q[i].addr == a && !((h->q[i].flags ^ fl) & UFFD_PAGEFAULT_FLAG_WP)) {
 			h->q[i].flags |= fl & UFFD_PAGEFAULT_FLAG_WRITE;
+			h->q[i].seq = seq;
 			return;
 		}
 	}
@@ -114,6 +122,7 @@ static void enqueue(struct handler *h, const struct uffd_msg *m)
 		if (!q) {
 			/* No room: wake the thread, its retry faults again later. */
 			struct uffdio_range rg = { .start = a, .len = r->page };
+			wake_mark(r, a, r->page);
 			ioctl(r->uffd, UFFDIO_WAKE, &rg);
 			return;
 		}
@@ -122,7 +131,7 @@ static void enqueue(struct handler *h, const struct uffd_msg *m)
 	}
 	h->q[h->qn++] = (struct fault_item){ .addr = a, .flags = fl,
 					     .tid = r->have_tid ? m->arg.pagefault.feat.ptid : 0,
-					     .t = now_ns() };
+					     .t = now_ns(), .seq = seq };
 }
 
 /* ulock held: read what is there, apply the events, queue the faults.  Messages read, or -1. */
@@ -190,9 +199,13 @@ static int poison_page(struct handler *h, uintptr_t addr, const struct fault_ite
 {
 	struct zs_region *r = h->r;
 
+	wake_mark(r, addr, r->page);
 	if (r->can_poison) {
 		struct uffdio_poison po = { .range = { .start = addr, .len = r->page }, .mode = 0 };
-		if (ioctl(r->uffd, UFFDIO_POISON, &po) == 0 || errno == EEXIST) {
+		int rc = ioctl(r->uffd, UFFDIO_POISON, &po);
+		if (rc == 0 || errno == EEXIST) {
+			if (rc)   /* something is mapped there: no wake came with it (wake_mark) */
+				ioctl(r->uffd, UFFDIO_WAKE, &po.range);
 			atomic_fetch_add_explicit(&r->sigbus_pages, 1, memory_order_relaxed);
 			return 0;
 		}
@@ -220,6 +233,7 @@ static void zero_at(struct handler *h, uintptr_t addr)
 {
 	struct zs_region *r = h->r;
 	unsigned tries = 0;
+	wake_mark(r, addr, r->page);
 	for (;;) {
 		struct uffdio_zeropage zp = { .range = { .start = addr, .len = r->page } };
 		if (ioctl(r->uffd, UFFDIO_ZEROPAGE, &zp) == 0)
@@ -297,6 +311,7 @@ static void install_run(struct handler *h, size_t p, size_t n, const unsigned ch
 		}
 		int rc;
 		size_t did = 0;
+		wake_mark(r, start + i * r->page, (j - i) * r->page);
 		if (zeromode) {
 			struct uffdio_zeropage zp = { .range = { .start = start + i * r->page,
 								 .len = (j - i) * r->page } };
@@ -341,19 +356,7 @@ static void install_run(struct handler *h, size_t p, size_t n, const unsigned ch
 		int held = kind[i] == K_STORED;
 		if (want == ST_RES)
 			atomic_store_explicit(&r->ref[p + i], 1, memory_order_relaxed);
-		/*
-		 * Count a page resident before publishing it RES: once RES, a
-		 * pageout may claim it and subtract it at once, and the counter
-		 * must not go below zero meanwhile (stats readers see it).
-		 */
-		int counted = want == ST_RES && kind[i] != K_RES;
-		if (counted)
-			atomic_fetch_add_explicit(&r->resident, 1, memory_order_relaxed);
-		unsigned char f = region_finish(r, p + i, want, held);
-		if (f != ST_RES && counted)
-			atomic_fetch_sub_explicit(&r->resident, 1, memory_order_relaxed);
-		if (f != ST_RES && kind[i] == K_RES)
-			atomic_fetch_sub_explicit(&r->resident, 1, memory_order_relaxed);
+		region_finish(r, p + i, want, held, kind[i] == K_RES);
 		nin += out[i] == O_INSTALLED && held && !bad[i];
 	}
 	if (zeromode)
@@ -407,6 +410,7 @@ static int serve_moved(struct handler *h, size_t p, const struct fault_item *it)
 			break;
 		}
 		struct uffdio_copy cp = { .dst = it->addr, .src = (uintptr_t)h->buf, .len = r->page };
+		wake_mark(r, it->addr, r->page);
 		if (ioctl(r->uffd, UFFDIO_COPY, &cp) == 0) {
 			atomic_fetch_add_explicit(&r->pages_in, 1, memory_order_relaxed);
 			break;
@@ -436,6 +440,7 @@ static void fill_out(struct handler *h, size_t p)
 		struct uffdio_copy cp = { .dst = (uintptr_t)(r->base + p * r->page),
 					  .src = (uintptr_t)r->zero, .len = r->page,
 					  .mode = UFFDIO_COPY_MODE_WP };
+		wake_mark(r, cp.dst, r->page);
 		if (ioctl(r->uffd, UFFDIO_COPY, &cp) == 0)
 			break;
 		if (errno == EAGAIN) {
@@ -455,6 +460,12 @@ static int handle_missing(struct handler *h, const struct fault_item *it)
 	unsigned char kind[MAX_AROUND];
 	size_t p;
 
+	/* Woken since it was read: its thread is not waiting on it (internal.h, wake_mark). */
+	if (addr >= b && addr - b < r->size &&
+	    atomic_load_explicit(&r->wseq[(addr - b) / r->page], memory_order_seq_cst) != it->seq) {
+		atomic_fetch_add_explicit(&r->faults_stale, 1, memory_order_relaxed);
+		return DONE;
+	}
 	if (addr < b || addr - b >= r->size ||
 	    (st_load(r, (addr - b) / r->page) & ST_MASK) == ST_GONE ||
 	    (st_load(r, (addr - b) / r->page) & ST_MASK) == ST_MOVED) {
@@ -565,6 +576,7 @@ static int handle_wp(struct handler *h, const struct fault_item *it)
 	 */
 	struct uffdio_writeprotect wp = { .range = { .start = addr, .len = r->page }, .mode = 0 };
 	unsigned tries = 0;
+	wake_mark(r, addr, r->page);
 	pthread_mutex_lock(&r->ulock);
 	while (ioctl(r->uffd, UFFDIO_WRITEPROTECT, &wp) && errno == EAGAIN)
 		eagain(h, &tries);

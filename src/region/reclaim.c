@@ -134,8 +134,7 @@ static void pageout_abort(struct zs_region *r, size_t p, size_t n)
 	out_settle(r, p, n);
 	uffd_wp(r, p, n, 0);
 	for (size_t i = 0; i < n; i++)
-		if (region_finish(r, p + i, ST_RES, 0) != ST_RES)
-			atomic_fetch_sub_explicit(&r->resident, 1, memory_order_relaxed);
+		region_finish(r, p + i, ST_RES, 0, 1);
 }
 
 /* Page out claimed (OUT) pages [p, p+n).  Returns pages stored or -errno. */
@@ -164,9 +163,8 @@ static long pageout_run(struct zs_region *r, size_t p, size_t n, unsigned char *
 	region_self_zap(r, p, n);
 	long stored = 0;
 	for (size_t i = 0; i < n; i++)
-		stored += region_finish(r, p + i, ST_STORED, 1) == ST_STORED;
+		stored += region_finish(r, p + i, ST_STORED, 1, 1) == ST_STORED;
 	uffd_wake(r, p, n);
-	atomic_fetch_add_explicit(&r->resident, -(uint64_t)n, memory_order_relaxed);
 	atomic_fetch_add_explicit(&r->pageouts, (uint64_t)stored, memory_order_relaxed);
 	return (long)n;
 }

@@ -259,7 +259,7 @@ static int do_release(struct zs_region *r, size_t first, size_t end)
 			if (was[i] > ST_BAD)
 				continue;
 			atomic_store_explicit(&r->ref[c + i], 0, memory_order_relaxed);
-			region_finish(r, c + i, ST_NONE, 0);
+			region_finish(r, c + i, ST_NONE, 0, 0);
 		}
 		atomic_fetch_add_explicit(&r->releases, nres + nst + nbad, memory_order_relaxed);
 	}
@@ -364,6 +364,7 @@ static void teardown(struct zs_region *r)
 		munmap(r->zero, MAX_AROUND * r->page);
 	free((void *)r->state);
 	free((void *)r->ref);
+	free((void *)r->wseq);
 	pthread_mutex_destroy(&r->rlock);
 	pthread_mutex_destroy(&r->hlock);
 	pthread_mutex_destroy(&r->ulock);
@@ -482,8 +483,9 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 
 	r->state = calloc(r->npages, 1);
 	r->ref = calloc(r->npages, 1);
+	r->wseq = calloc(r->npages, sizeof(*r->wseq));
 	r->zero = mmap(NULL, MAX_AROUND * r->page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (!r->state || !r->ref || r->zero == MAP_FAILED) {
+	if (!r->state || !r->ref || !r->wseq || r->zero == MAP_FAILED) {
 		if (r->zero == MAP_FAILED)
 			r->zero = NULL;
 		rc = -ENOMEM;
