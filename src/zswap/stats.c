@@ -1,0 +1,166 @@
+/*
+ * The pool limit (the kernel's zswap_check_limits and its hysteresis), the
+ * statistics (debugfs, vmstat, meminfo names), groups' settings and
+ * counters, and the small maintenance calls (flush, compact).  Its own file
+ * because these read every shard and group and change no entry.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "zswap/internal.h"
+#include "common/sigblock.h"
+
+void zswap_set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- Pool limit ---- */
+
+uint64_t zswap_pool_pages(struct zs_zswap *z)
+{
+	struct zs_backend_stats st;
+	uint64_t bytes;
+
+	if (likely(z->has_pages))
+		return zs_backend_total_pages(z->b);
+	zs_backend_stats(z->b, &st);
+	bytes = zs_backend_mem_bytes(z->b, &st);
+	return (bytes + z->page_size - 1) / z->page_size;
+}
+
+void zswap_set_limits(struct zs_zswap *z, unsigned max_pct, unsigned acc_pct)
+{
+	uint64_t max = z->total_ram_pages * max_pct / 100;
+
+	atomic_store_explicit(&z->max_pages, max, memory_order_relaxed);
+	atomic_store_explicit(&z->accept_pages, max * acc_pct / 100, memory_order_relaxed);
+}
+
+int zswap_pool_full(struct zs_zswap *z)
+{
+	uint64_t cur = zswap_pool_pages(z);
+
+	if (cur >= atomic_load_explicit(&z->max_pages, memory_order_relaxed)) {
+		ev_inc(z, EV_POOL_LIMIT_HIT);
+		atomic_store_explicit(&z->reached_full, 1, memory_order_relaxed);
+		return 1;
+	}
+	/* Full stays full until the pool is back at the accept threshold (hysteresis). */
+	if (atomic_load_explicit(&z->reached_full, memory_order_relaxed) &&
+	    cur <= atomic_load_explicit(&z->accept_pages, memory_order_relaxed))
+		atomic_store_explicit(&z->reached_full, 0, memory_order_relaxed);
+	return atomic_load_explicit(&z->reached_full, memory_order_relaxed);
+}
+
+int zs_zswap_set_pool_limit(struct zs_zswap *z, unsigned max_pool_percent,
+			    unsigned accept_threshold_percent)
+{
+	if (!z || max_pool_percent > 100 || accept_threshold_percent > 100)
+		return -EINVAL;
+	zswap_set_limits(z, max_pool_percent, accept_threshold_percent);
+	return 0;
+}
+
+/* ---- Statistics ---- */
+
+void zs_zswap_get_stats(struct zs_zswap *z, struct zs_zswap_stats *st)
+{
+	uint64_t c[SC_NR] = { 0 };
+	size_t ps = z->page_size;
+
+	memset(st, 0, sizeof(*st));
+	for (unsigned i = 0; i < ZW_NSHARDS; i++)
+		for (int k = 0; k < SC_NR; k++)
+			c[k] += atomic_load_explicit(&z->shards[i].cnt[k], memory_order_relaxed);
+#define EV(e) atomic_load_explicit(&z->ev[e], memory_order_relaxed)
+	st->stored_pages = c[SC_STORED];
+	st->stored_incompressible_pages = c[SC_INCOMP];
+	st->pool_pages = zswap_pool_pages(z);
+	st->pool_total_size = st->pool_pages * ps;
+	st->pool_limit_hit = EV(EV_POOL_LIMIT_HIT);
+	st->reject_reclaim_fail = c[SC_RECLAIM_FAIL];
+	st->reject_alloc_fail = EV(EV_ALLOC_FAIL);
+	st->reject_kmemcache_fail = EV(EV_KMEM_FAIL);
+	st->reject_compress_fail = EV(EV_COMP_FAIL);
+	st->reject_compress_poor = EV(EV_COMP_POOR);
+	st->decompress_fail = c[SC_DECOMP_FAIL];
+	st->written_back_pages = c[SC_WB];
+	st->zswpout = c[SC_ZSWPOUT];
+	st->zswpin = c[SC_ZSWPIN];
+	st->zswpwb = c[SC_WB];
+	st->swpout_zero = c[SC_SWPOUT_ZERO];
+	st->swpin_zero = c[SC_SWPIN_ZERO];
+	st->meminfo_zswap = st->pool_pages * ps;
+	st->meminfo_zswapped = c[SC_STORED] * ps;
+	st->max_pool_pages = atomic_load_explicit(&z->max_pages, memory_order_relaxed);
+	st->accept_pool_pages = atomic_load_explicit(&z->accept_pages, memory_order_relaxed);
+	st->reached_full = atomic_load_explicit(&z->reached_full, memory_order_relaxed);
+	st->stored_bytes = c[SC_BYTES];
+	st->zero_pages = c[SC_ZERO];
+	st->disk_pages = c[SC_DISK];
+	st->pswpin = c[SC_PSWPIN];
+	st->shrink_worker_runs = EV(EV_WORKER_RUNS);
+#undef EV
+}
+
+/* ---- Groups ---- */
+
+int zs_zswap_group_set(struct zs_zswap *z, unsigned group, uint64_t max_bytes, int writeback)
+{
+	if (!z || group >= ZS_ZSWAP_MAX_GROUPS || (writeback != 0 && writeback != 1))
+		return -EINVAL;
+	atomic_store_explicit(&z->groups[group].max_bytes, max_bytes, memory_order_relaxed);
+	atomic_store_explicit(&z->groups[group].writeback, writeback, memory_order_relaxed);
+	return 0;
+}
+
+int zs_zswap_group_stats(struct zs_zswap *z, unsigned group, struct zs_zswap_group_stats *st)
+{
+	struct zw_group *g;
+
+	if (!z || group >= ZS_ZSWAP_MAX_GROUPS || !st)
+		return -EINVAL;
+	g = &z->groups[group];
+	memset(st, 0, sizeof(*st));
+	st->zswap = atomic_load_explicit(&g->charged, memory_order_relaxed);
+	st->zswapped = atomic_load_explicit(&g->pages, memory_order_relaxed) * z->page_size;
+	st->zswpin = atomic_load_explicit(&g->zswpin, memory_order_relaxed);
+	st->zswpout = atomic_load_explicit(&g->zswpout, memory_order_relaxed);
+	st->zswpwb = atomic_load_explicit(&g->zswpwb, memory_order_relaxed);
+	st->max_bytes = atomic_load_explicit(&g->max_bytes, memory_order_relaxed);
+	st->writeback = atomic_load_explicit(&g->writeback, memory_order_relaxed);
+	return 0;
+}
+
+/* ---- Maintenance ---- */
+
+void zs_zswap_flush(struct zs_zswap *z)
+{
+	if (!z)
+		return;
+	zswap_worker_flush(z);
+	if (z->deferred)
+		zs_backend_flush(z->b);
+}
+
+unsigned long zs_zswap_compact(struct zs_zswap *z)
+{
+	struct zs_sigguard g;
+	unsigned long n;
+
+	if (!z)
+		return 0;
+	zs_signals_block(&g);
+	n = zs_backend_compact(z->b);
+	zs_signals_restore(&g);
+	return n;
+}

@@ -1,0 +1,518 @@
+/*
+ * Writeback: the backing file (the swap device zswap writes back to), the
+ * LRU walk with second chance, and its three drivers: zs_zswap_writeback,
+ * the shrinker (zs_zswap_shrink) and the shrink worker queued by a store
+ * rejected while the pool is full; plus the one-entry shrink a store does
+ * for a group at its memory.zswap.max.  Its own file because it is the only
+ * part that does file I/O or runs a thread.
+ *
+ * One LRU step (step_locked), with the entry's shard locked:
+ *   - an entry of a group with writeback off is passed over: it becomes the
+ *     youngest, its referenced bit kept (the kernel never walks such a
+ *     memcg's list; here all groups share a list, so it is moved aside);
+ *   - a referenced entry loses the bit and becomes the youngest (second
+ *     chance);
+ *   - otherwise its page is decompressed into the stream's page, written at
+ *     offset x page_size, the object freed, and the node becomes a
+ *     written-back page.  A failure counts reject_reclaim_fail and the entry
+ *     becomes the youngest (the kernel rotates it so other reclaimers do not
+ *     retry it at once).
+ * Doing the file write under the shard lock is the simple way to keep a
+ * load or invalidate of that offset from seeing it half moved; it holds up
+ * only the offsets hashed to that shard, for one page's write.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "zswap/internal.h"
+#include "common/sigblock.h"
+
+struct zswap_wb {
+	int fd;
+	int punch;                  /* regular file: free ranges with FALLOC_FL_PUNCH_HOLE */
+	pthread_mutex_t lock;       /* injection state */
+	_Atomic int inj_any;        /* fast path: no injection armed */
+	int inj_on[2];
+	uint64_t inj_after[2], inj_count[2];
+};
+
+struct zswap_worker {
+	pthread_t th;
+	pthread_mutex_t lock;
+	pthread_cond_t wake, idle;
+	_Atomic int queued;
+	int running, stop;
+	struct zs_zswap *z;
+};
+
+/* ---- The backing file ---- */
+
+static int refuse(char *err, size_t errlen, int rc, const char *path, const char *why)
+{
+	zswap_set_err(err, errlen, "backing file %s: %s", path, why);
+	return rc;
+}
+
+int zswap_wb_create(struct zs_zswap *z, const char *path, char *err, size_t errlen)
+{
+	struct zswap_wb *wb;
+	struct stat st, st2;
+	int fd;
+
+	if (stat(path, &st))
+		return refuse(err, errlen, -errno, path, strerror(errno));
+	/* By type before opening, so a FIFO or a device that cannot read back is never opened. */
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return refuse(err, errlen, -EINVAL, path,
+			      S_ISDIR(st.st_mode) ? "is a directory (needs a regular file or a "
+						    "block device)"
+			      : S_ISCHR(st.st_mode) ? "is a character device, which cannot read back "
+						      "what is written to it"
+			      : "is not a regular file or a block device");
+	if (!(st.st_mode & 0222))
+		return refuse(err, errlen, -EACCES, path, "is read-only (no write permission bit; "
+			      "refused even for root)");
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | (S_ISBLK(st.st_mode) ? O_EXCL : 0));
+	if (fd < 0) {
+		int e = errno;
+
+		return refuse(err, errlen, -e, path, e == EBUSY ? "is in use (mounted or claimed)"
+			      : strerror(e));
+	}
+	if (fstat(fd, &st2) || st2.st_dev != st.st_dev || st2.st_ino != st.st_ino) {
+		close(fd);
+		return refuse(err, errlen, -EINVAL, path, "changed while being opened");
+	}
+	wb = calloc(1, sizeof(*wb));
+	if (!wb || pthread_mutex_init(&wb->lock, NULL)) {
+		free(wb);
+		close(fd);
+		return -ENOMEM;
+	}
+	wb->fd = fd;
+	wb->punch = S_ISREG(st.st_mode);
+	z->wb = wb;
+	return 0;
+}
+
+void zswap_wb_destroy(struct zs_zswap *z)
+{
+	if (!z->wb)
+		return;
+	close(z->wb->fd);
+	pthread_mutex_destroy(&z->wb->lock);
+	free(z->wb);
+	z->wb = NULL;
+}
+
+static int inject(struct zswap_wb *wb, int reads)
+{
+	int fail = 0;
+
+	if (likely(!atomic_load_explicit(&wb->inj_any, memory_order_relaxed)))
+		return 0;
+	pthread_mutex_lock(&wb->lock);
+	if (wb->inj_on[reads]) {
+		if (wb->inj_after[reads]) {
+			wb->inj_after[reads]--;
+		} else {
+			fail = 1;
+			if (wb->inj_count[reads] && !--wb->inj_count[reads])
+				wb->inj_on[reads] = 0;
+		}
+	}
+	pthread_mutex_unlock(&wb->lock);
+	return fail;
+}
+
+void zs_zswap_wb_inject(struct zs_zswap *z, int reads, uint64_t after, uint64_t count)
+{
+	struct zswap_wb *wb = z ? z->wb : NULL;
+
+	if (!wb)
+		return;
+	reads = !!reads;
+	pthread_mutex_lock(&wb->lock);
+	wb->inj_on[reads] = after != UINT64_MAX;
+	wb->inj_after[reads] = after;
+	wb->inj_count[reads] = count;
+	atomic_store_explicit(&wb->inj_any, wb->inj_on[0] || wb->inj_on[1], memory_order_relaxed);
+	pthread_mutex_unlock(&wb->lock);
+}
+
+/* The whole page or -errno (a short transfer is -EIO). */
+static int file_io(struct zs_zswap *z, int reads, void *buf, uint64_t offset)
+{
+	struct zswap_wb *wb = z->wb;
+	size_t len = z->page_size, done = 0;
+	off_t off = (off_t)(offset * len);
+
+	if (inject(wb, reads))
+		return -EIO;
+	while (done < len) {
+		ssize_t n = reads ? pread(wb->fd, (char *)buf + done, len - done, off + (off_t)done)
+				  : pwrite(wb->fd, (const char *)buf + done, len - done,
+					   off + (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int zswap_wb_read(struct zs_zswap *z, uint64_t offset, void *page)
+{
+	return z->wb ? file_io(z, 1, page, offset) : -EIO;
+}
+
+void zswap_wb_punch(struct zs_zswap *z, uint64_t offset)
+{
+	/* Best effort: a range left allocated costs disk space, never correctness. */
+	if (z->wb && z->wb->punch)
+		(void)fallocate(z->wb->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				(off_t)(offset * z->page_size), (off_t)z->page_size);
+}
+
+/* ---- One LRU step ---- */
+
+enum { STEP_EMPTY, STEP_WRITTEN, STEP_ROTATED, STEP_SKIPPED, STEP_FAILED };
+
+/* Shard locked, n an entry: write it back.  0, or -errno with the entry rotated. */
+static int write_entry_locked(struct zs_zswap *z, struct zw_stream *s, struct zw_shard *sh,
+			      struct zw_node *n)
+{
+	int rc;
+
+	if (zswap_entry_read(z, s, n, s->page)) {
+		sc_add(sh, SC_DECOMP_FAIL, 1);
+		rc = -EIO;
+	} else {
+		rc = file_io(z, 0, s->page, n->offset);
+	}
+	if (rc) {
+		sc_add(sh, SC_RECLAIM_FAIL, 1);
+		zswap_lru_rotate(z, sh, n);
+		return rc;
+	}
+	g_add(&z->groups[n->group].zswpwb, 1);
+	zswap_entry_release(z, sh, n, 0);
+	n->kind = K_DISK;
+	sc_add(sh, SC_DISK, 1);
+	sc_add(sh, SC_WB, 1);
+	return 0;
+}
+
+static int step_locked(struct zs_zswap *z, struct zw_stream *s, struct zw_shard *sh,
+		       struct zw_node *n)
+{
+	if (!atomic_load_explicit(&z->groups[n->group].writeback, memory_order_relaxed)) {
+		zswap_lru_rotate(z, sh, n);
+		return STEP_SKIPPED;
+	}
+	if (n->flags & NF_REFERENCED) {
+		n->flags &= (uint8_t)~NF_REFERENCED;
+		zswap_lru_rotate(z, sh, n);
+		return STEP_ROTATED;
+	}
+	return write_entry_locked(z, s, sh, n) ? STEP_FAILED : STEP_WRITTEN;
+}
+
+/* The shard whose coldest entry is the coldest of all (tail_seq is read unlocked: a hint). */
+static struct zw_shard *coldest_shard(struct zs_zswap *z)
+{
+	uint64_t best = UINT64_MAX;
+	struct zw_shard *bs = NULL;
+
+	for (unsigned i = 0; i < ZW_NSHARDS; i++) {
+		uint64_t t = atomic_load_explicit(&z->shards[i].tail_seq, memory_order_relaxed);
+
+		if (t < best) {
+			best = t;
+			bs = &z->shards[i];
+		}
+	}
+	return bs;
+}
+
+static int step(struct zs_zswap *z)
+{
+	struct zw_shard *sh = coldest_shard(z);
+	struct zw_stream *s;
+	struct zw_node *n;
+	int r;
+
+	if (!sh)
+		return STEP_EMPTY;
+	s = zswap_stream_get(z);
+	pthread_mutex_lock(&sh->lock);
+	n = zswap_lru_tail(sh, -1);
+	/* Emptied meanwhile by another thread: a step that did nothing. */
+	r = n ? step_locked(z, s, sh, n) : STEP_ROTATED;
+	pthread_mutex_unlock(&sh->lock);
+	zswap_stream_put(s);
+	return r;
+}
+
+static uint64_t entries(struct zs_zswap *z)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < ZW_NSHARDS; i++)
+		n += atomic_load_explicit(&z->shards[i].cnt[SC_STORED], memory_order_relaxed);
+	return n;
+}
+
+long zs_zswap_writeback(struct zs_zswap *z, size_t nr)
+{
+	struct zs_sigguard g;
+	uint64_t budget;
+	long written = 0;
+
+	if (!z)
+		return -EINVAL;
+	if (!z->wb)
+		return -EOPNOTSUPP;
+	if (nr > (size_t)LONG_MAX)
+		nr = (size_t)LONG_MAX;
+	zs_signals_block(&g);
+	/* Twice the entries: each may need one visit to lose its referenced bit. */
+	budget = 2 * entries(z);
+	while ((size_t)written < nr && budget) {
+		int r = step(z);
+
+		budget--;
+		if (r == STEP_EMPTY)
+			break;
+		written += r == STEP_WRITTEN;
+	}
+	zs_signals_restore(&g);
+	return written;
+}
+
+long zs_zswap_shrink(struct zs_zswap *z, unsigned long nr_to_scan)
+{
+	struct zs_sigguard g;
+	long written = 0;
+
+	if (!z)
+		return -EINVAL;
+	if (!z->wb)
+		return -EOPNOTSUPP;
+	if (!z->shrinker)
+		return 0;
+	zs_signals_block(&g);
+	for (unsigned long i = 0; i < nr_to_scan; i++) {
+		int r = step(z);
+
+		if (r == STEP_EMPTY)
+			break;
+		written += r == STEP_WRITTEN;
+	}
+	zs_signals_restore(&g);
+	return written;
+}
+
+unsigned long zs_zswap_shrink_count(struct zs_zswap *z)
+{
+	uint64_t freeable = 0, stored;
+
+	if (!z || !z->wb || !z->shrinker)
+		return 0;
+	for (unsigned g = 0; g < ZS_ZSWAP_MAX_GROUPS; g++)
+		if (atomic_load_explicit(&z->groups[g].writeback, memory_order_relaxed))
+			freeable += atomic_load_explicit(&z->groups[g].pages, memory_order_relaxed);
+	stored = entries(z);
+	if (!stored || !freeable)
+		return 0;
+	/* Writing back an entry frees its share of a pool page, not a page. */
+	return (unsigned long)((unsigned __int128)freeable * zswap_pool_pages(z) / stored);
+}
+
+int zswap_group_shrink(struct zs_zswap *z, unsigned group)
+{
+	uint64_t best = UINT64_MAX;
+	struct zw_shard *bs = NULL;
+	struct zw_stream *s;
+	struct zw_node *n;
+	int rc;
+
+	if (!z->wb || !atomic_load_explicit(&z->groups[group].writeback, memory_order_relaxed))
+		return -ENOENT;
+	for (unsigned i = 0; i < ZW_NSHARDS; i++) {
+		struct zw_shard *sh = &z->shards[i];
+
+		pthread_mutex_lock(&sh->lock);
+		n = zswap_lru_tail(sh, (int)group);
+		if (n && n->seq < best) {
+			best = n->seq;
+			bs = sh;
+		}
+		pthread_mutex_unlock(&sh->lock);
+	}
+	if (!bs)
+		return -ENOENT;
+	s = zswap_stream_get(z);
+	pthread_mutex_lock(&bs->lock);
+	n = zswap_lru_tail(bs, (int)group);
+	if (!n) {
+		rc = -EAGAIN;
+	} else if (n->flags & NF_REFERENCED) {
+		/* The kernel's shrink_memcg walks one entry: a second chance is not a page freed. */
+		n->flags &= (uint8_t)~NF_REFERENCED;
+		zswap_lru_rotate(z, bs, n);
+		rc = -EAGAIN;
+	} else {
+		rc = write_entry_locked(z, s, bs, n);
+	}
+	pthread_mutex_unlock(&bs->lock);
+	zswap_stream_put(s);
+	return rc;
+}
+
+/* ---- The shrink worker ---- */
+
+static void worker_pass(struct zs_zswap *z)
+{
+	unsigned failures = 0;
+
+	while (zswap_pool_pages(z) > atomic_load_explicit(&z->accept_pages, memory_order_relaxed)) {
+		int r = step(z);
+
+		if (r == STEP_EMPTY)
+			break;
+		/* Rotations, skips and failures alike: the kernel's worker gives up after 16. */
+		if (r != STEP_WRITTEN && ++failures == ZS_ZSWAP_WORKER_RETRIES)
+			break;
+	}
+	ev_inc(z, EV_WORKER_RUNS);
+}
+
+static void *worker_main(void *arg)
+{
+	struct zswap_worker *w = arg;
+
+	zs_signals_blocked_thread();
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		while (!atomic_load_explicit(&w->queued, memory_order_relaxed) && !w->stop)
+			pthread_cond_wait(&w->wake, &w->lock);
+		if (w->stop)
+			break;
+		atomic_store_explicit(&w->queued, 0, memory_order_relaxed);
+		w->running = 1;
+		pthread_mutex_unlock(&w->lock);
+		worker_pass(w->z);
+		pthread_mutex_lock(&w->lock);
+		w->running = 0;
+		pthread_cond_broadcast(&w->idle);
+	}
+	w->running = 0;
+	pthread_cond_broadcast(&w->idle);
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+static struct zswap_worker *worker_start(struct zs_zswap *z)
+{
+	struct zswap_worker *w = calloc(1, sizeof(*w));
+	sigset_t all, old;
+
+	if (!w)
+		return NULL;
+	w->z = z;
+	if (pthread_mutex_init(&w->lock, NULL))
+		goto fail_w;
+	if (pthread_cond_init(&w->wake, NULL))
+		goto fail_m;
+	if (pthread_cond_init(&w->idle, NULL))
+		goto fail_c;
+	/* Started with every signal blocked: no application handler ever runs on it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	if (pthread_create(&w->th, NULL, worker_main, w)) {
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		goto fail_i;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return w;
+fail_i:
+	pthread_cond_destroy(&w->idle);
+fail_c:
+	pthread_cond_destroy(&w->wake);
+fail_m:
+	pthread_mutex_destroy(&w->lock);
+fail_w:
+	free(w);
+	return NULL;
+}
+
+void zswap_worker_queue(struct zs_zswap *z)
+{
+	struct zswap_worker *w;
+
+	if (!z->wb)
+		return;
+	w = atomic_load_explicit(&z->worker, memory_order_acquire);
+	if (!w) {
+		/* Started lazily, once: a zswap that never fills never runs a thread. */
+		pthread_mutex_lock(&z->worker_lock);
+		w = atomic_load_explicit(&z->worker, memory_order_relaxed);
+		if (!w) {
+			w = worker_start(z);
+			atomic_store_explicit(&z->worker, w, memory_order_release);
+		}
+		pthread_mutex_unlock(&z->worker_lock);
+		if (!w)
+			return;
+	}
+	/* Already queued: one pending pass covers it, as queue_work coalesces. */
+	if (atomic_load_explicit(&w->queued, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&w->lock);
+	if (!atomic_load_explicit(&w->queued, memory_order_relaxed)) {
+		atomic_store_explicit(&w->queued, 1, memory_order_relaxed);
+		pthread_cond_signal(&w->wake);
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
+void zswap_worker_flush(struct zs_zswap *z)
+{
+	struct zswap_worker *w;
+
+	w = atomic_load_explicit(&z->worker, memory_order_acquire);
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	while (atomic_load_explicit(&w->queued, memory_order_relaxed) || w->running)
+		pthread_cond_wait(&w->idle, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+}
+
+void zswap_worker_stop(struct zs_zswap *z)
+{
+	struct zswap_worker *w = atomic_load_explicit(&z->worker, memory_order_acquire);
+
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stop = 1;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->th, NULL);
+	pthread_cond_destroy(&w->idle);
+	pthread_cond_destroy(&w->wake);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+	atomic_store_explicit(&z->worker, NULL, memory_order_relaxed);
+}
