@@ -14,6 +14,9 @@
  * random page for 'h'), so the store's own write/overwrite/slot_free path and
  * its mm_stat are what is compared.
  *
+ * A zswap-trace goes through libzs's zswap front end instead (replay_zswap.c),
+ * with the same record checks and reports.
+ *
  * --backend zblock replays the same slot semantics on zblock instead, and any
  * pool that is not configured as the recording kernel's (another chain,
  * chain policy or delta, or zblock) is an experiment: the records differ by
@@ -107,7 +110,7 @@ static int obj_spans(struct replay *R, unsigned long h, size_t len)
 	return p == R->span_buf;
 }
 
-static void span_add(struct replay *R, struct slot *s)
+void replay_span_add(struct replay *R, struct slot *s)
 {
 	if (!R->span_on || (s->flags & SL_SAME) || !s->used)
 		return;
@@ -118,7 +121,7 @@ static void span_add(struct replay *R, struct slot *s)
 	}
 }
 
-static void span_del(struct replay *R, struct slot *s)
+void replay_span_del(struct replay *R, struct slot *s)
 {
 	if (s->flags & SL_SPAN) {
 		s->flags &= (uint8_t)~SL_SPAN;
@@ -133,8 +136,8 @@ static void span_recount(struct replay *R)
 	if (!R->span_on)
 		return;
 	for (size_t i = 0; i < R->nslots; i++) {
-		span_del(R, &R->slots[i]);
-		span_add(R, &R->slots[i]);
+		replay_span_del(R, &R->slots[i]);
+		replay_span_add(R, &R->slots[i]);
 	}
 }
 
@@ -143,7 +146,7 @@ static int slot_free(struct replay *R, struct slot *s, long line)
 {
 	if (!s->used)
 		return 0;
-	span_del(R, s);
+	replay_span_del(R, s);
 	if (s->flags & SL_SAME) {
 		R->st[F_SAME]--;
 	} else {
@@ -236,13 +239,17 @@ static int op_write(struct replay *R, unsigned long idx, unsigned long size, cha
 	}
 	R->st[F_COMPR] += size;
 	R->st[F_STORED]++;
-	span_add(R, s);
+	replay_span_add(R, s);
 	return 0;
 }
 
 static void current(struct replay *R, uint64_t got[NF])
 {
 	struct zs_pool_stats ps;
+	if (R->zw) {
+		zswap_current(R, got);
+		return;
+	}
 	if (R->z) {
 		struct zs_zram_stats st;
 		if (R->o.deferred)
@@ -282,15 +289,15 @@ static void ring_push(struct replay *R, const struct ctx_entry *e)
 		R->ring_n++;
 }
 
-static void print_vals(FILE *f, const uint64_t v[NF])
+static void print_vals(FILE *f, const struct replay *R, const uint64_t v[NF])
 {
-	fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64, v[0], v[1],
-		v[2], v[3], v[4], v[5]);
+	for (int i = 0; i < R->nf; i++)
+		fprintf(f, "%s%" PRIu64, i ? " " : "", v[i]);
 }
 
-static int on_record(struct replay *R, const uint64_t exp[NF], long line)
+int replay_record(struct replay *R, const uint64_t exp[NF], long line)
 {
-	uint64_t got[NF];
+	uint64_t got[NF] = { 0 };
 	current(R, got);
 	R->records++;
 	R->kmem_sum += exp[F_MEM];
@@ -311,7 +318,7 @@ static int on_record(struct replay *R, const uint64_t exp[NF], long line)
 	memcpy(e->got, got, sizeof(e->got));
 	e->has_exp = 1;
 	int bad = 0;
-	for (int i = 0; i < NF; i++)
+	for (int i = 0; i < R->nf; i++)
 		if (exp[i] != got[i]) {
 			bad = 1;
 			R->field_bad[i]++;
@@ -324,9 +331,9 @@ static int on_record(struct replay *R, const uint64_t exp[NF], long line)
 			printf("%s record %ld (line %ld, after '%s'): expected ",
 			       R->o.kernel_policy || R->o.strict ? "mismatch" : "difference", R->records, line,
 			       e->op);
-			print_vals(stdout, exp);
+			print_vals(stdout, R, exp);
 			printf(" got ");
-			print_vals(stdout, got);
+			print_vals(stdout, R, got);
 			printf("\n");
 		}
 		if (R->nshown < R->o.max_report) {
@@ -354,12 +361,13 @@ static void print_mismatch(struct replay *R, const struct mismatch *m)
 	if (m->cls >= 0)
 		printf(" (class %d)", m->cls);
 	printf("\n");
-	printf("  %-16s %12s %12s\n", "field", "kernel", "libzs");
-	for (int i = 0; i < NF; i++)
-		printf("  %-16s %12" PRIu64 " %12" PRIu64 "%s\n", fname[i], m->at.exp[i], m->at.got[i],
-		       m->at.exp[i] != m->at.got[i] ? "   <--" : "");
+	printf("  %-20s %12s %12s\n", "field", "kernel", "libzs");
+	for (int i = 0; i < R->nf; i++)
+		printf("  %-20s %12" PRIu64 " %12" PRIu64 "%s\n", R->fnames[i], m->at.exp[i],
+		       m->at.got[i], m->at.exp[i] != m->at.got[i] ? "   <--" : "");
 	if (m->nbefore) {
-		printf("  preceding operations (line: op | kernel mem/compacted | libzs mem/compacted):\n");
+		printf("  preceding operations (line: op | kernel %s | libzs %s):\n", R->ctx_label,
+		       R->ctx_label);
 		for (int k = 0; k < m->nbefore; k++) {
 			const struct ctx_entry *c = &m->before[k];
 			printf("    %7ld: %-22s | %6" PRIu64 " %6" PRIu64 " | %6" PRIu64 " %6" PRIu64 "%s\n",
@@ -379,7 +387,9 @@ static void usage(FILE *f)
 		"usage: zs replay TRACE [options]\n"
 		"Replay a zram-trace (plain or .xz; `zs record` makes one, docs/trace-format.md)\n"
 		"on a libzs zsmalloc pool and compare the kernel's numbers with libzs's after\n"
-		"every operation.  The trace fixes the page size.\n\n");
+		"every operation.  A zswap-trace (its header says so; `zs record --zswap`) is\n"
+		"replayed through libzs's zswap (zs/zswap.h) the same way.  The trace fixes the\n"
+		"page size.\n\n");
 	opt_pool_help(f, REPLAY_OPTS & ~OPT_BACKEND);
 	fprintf(f,
 		"                       (--chain default: the trace's # chain_size, else 8)\n"
@@ -528,12 +538,11 @@ static int parse(int argc, char **argv, struct opts *o)
  * its header and the options; notes whether that is the recording kernel's
  * own policy.  0, or 2 after a message.
  */
-static int setup(struct replay *R, const struct trace_header *h)
+void replay_pool_config(struct replay *R, const struct trace_header *h,
+			struct zs_pool_config *out)
 {
-	if (!h->seen_magic && !R->o.quiet)
-		fprintf(stderr, "zs replay: warning: no '# zram-trace 1' header\n");
-	R->hdr = *h;
 	struct zs_pool_config cfg;
+	R->hdr = *h;
 	zs_pool_config_init(&cfg);
 	cfg.name = "replay";
 	cfg.page_size = (size_t)h->page_size;
@@ -571,6 +580,15 @@ static int setup(struct replay *R, const struct trace_header *h)
 	}
 	cfg.checked = R->o.checked;
 	R->obj_hdr = R->o.zblock ? 0 : ZS_HANDLE_SIZE;
+	*out = cfg;
+}
+
+static int setup(struct replay *R, const struct trace_header *h)
+{
+	struct zs_pool_config cfg;
+	if (!h->seen_magic && !R->o.quiet)
+		fprintf(stderr, "zs replay: warning: no '# zram-trace 1' header\n");
+	replay_pool_config(R, h, &cfg);
 	if (R->o.store) {
 		long maxslot = trace_max_slot(R->o.path);
 		if (maxslot < 0) {
@@ -654,6 +672,20 @@ static int setup(struct replay *R, const struct trace_header *h)
 	return 0;
 }
 
+void replay_op_begin(struct replay *R, const char *s, long lineno)
+{
+	if (R->have_pending) {
+		/* an operation without its '=' record: keep it as context only */
+		R->pending.has_exp = 0;
+		ring_push(R, &R->pending);
+		R->have_pending = 0;
+	}
+	memset(&R->pending, 0, sizeof(R->pending));
+	R->pending.line = lineno;
+	snprintf(R->pending.op, sizeof(R->pending.op), "%.47s", s);
+	R->pending_cls = -1;
+}
+
 /* One trace line: an operation, or the '=' record after one.  0 next line,
  * 1 stop (--fail-fast), 2 error (reported). */
 static int step(struct replay *R, struct trace *rd, const char *s, long lineno)
@@ -666,20 +698,11 @@ static int step(struct replay *R, struct trace *rd, const char *s, long lineno)
 			trace_fail(lineno, "%s", "'=' record without an operation before it");
 			return 2;
 		}
-		if (on_record(R, rec.exp, lineno) && R->o.fail_fast)
+		if (replay_record(R, rec.exp, lineno) && R->o.fail_fast)
 			return 1;
 		return 0;
 	}
-	if (R->have_pending) {
-		/* an operation without its '=' record: keep it as context only */
-		R->pending.has_exp = 0;
-		ring_push(R, &R->pending);
-		R->have_pending = 0;
-	}
-	memset(&R->pending, 0, sizeof(R->pending));
-	R->pending.line = lineno;
-	snprintf(R->pending.op, sizeof(R->pending.op), "%.47s", s);
-	R->pending_cls = -1;
+	replay_op_begin(R, s, lineno);
 	if (rec.op == 'w') {
 		if (op_write(R, (unsigned long)rec.slot, (unsigned long)rec.size, rec.flag, lineno))
 			return 2;
@@ -724,13 +747,22 @@ static int run(struct replay *R, struct trace *rd)
 	const struct trace_header *h = trace_hdr(rd);
 	const char *s;
 	int n, st = 0;
-	while (st != 1 && (n = trace_next(rd, &s)) > 0) {
+	R->nf = NF;
+	R->fnames = fname;
+	R->ctx_label = "mem/compacted";
+	n = trace_next(rd, &s);
+	if (n > 0 && h->kind == TRACE_ZSWAP)
+		return zswap_run(R, rd, s);
+	while (n > 0) {
 		long lineno = trace_lineno(rd);
 		if (!R->pool && !R->b && setup(R, h))
 			return 2;
 		st = step(R, rd, s, lineno);
 		if (st == 2)
 			return 2;
+		if (st == 1)
+			break;
+		n = trace_next(rd, &s);
 	}
 	if (st != 1 && n < 0)
 		return 2;
@@ -743,11 +775,12 @@ static int run(struct replay *R, struct trace *rd)
 	return 0;
 }
 
-static void json_vals(struct json *js, const char *key, const uint64_t v[NF])
+static void json_vals(const struct replay *R, struct json *js, const char *key,
+		      const uint64_t v[NF])
 {
 	json_kobj(js, key);
-	for (int i = 0; i < NF; i++)
-		json_kuint(js, fname[i], v[i]);
+	for (int i = 0; i < R->nf; i++)
+		json_kuint(js, R->fnames[i], v[i]);
 	json_obj_end(js);
 }
 
@@ -758,6 +791,7 @@ static void print_json(const struct replay *R, const struct trace_header *h)
 	json_init(&js, stdout, 0);
 	json_obj(&js);
 	json_kstr(&js, "trace", o->path);
+	json_kstr(&js, "format", R->zw ? "zswap-trace" : "zram-trace");
 	json_kstr(&js, "comp", h->comp);
 	json_kint(&js, "page_size", h->page_size);
 	if (o->zblock) { /* zblock has no chains */
@@ -776,10 +810,18 @@ static void print_json(const struct replay *R, const struct trace_header *h)
 	json_kint(&js, "compactions", R->nc);
 	json_kint(&js, "same", R->nsame);
 	json_kint(&js, "huge", R->nhuge);
+	if (R->zw) {
+		/* a zswap-trace: writes are stores, discards invalidates, same zero pages,
+		 * huge incompressible pages */
+		json_kint(&js, "loads", R->nl);
+		json_kint(&js, "rejected_stores", R->nrej);
+		json_kint(&js, "empty_offsets", R->nempty);
+		json_kint(&js, "shadow_differences", R->shadow_diff);
+	}
 	json_kfixed(&js, "seconds", R->secs, 3);
 	json_kobj(&js, "field_mismatches");
-	for (int i = 0; i < NF; i++)
-		json_kuint(&js, fname[i], R->field_bad[i]);
+	for (int i = 0; i < R->nf; i++)
+		json_kuint(&js, R->fnames[i], R->field_bad[i]);
 	json_obj_end(&js);
 	json_kbool(&js, "store", o->store);
 	json_kint(&js, "store_inexact_sizes", R->synth_inexact);
@@ -814,8 +856,8 @@ static void print_json(const struct replay *R, const struct trace_header *h)
 		json_kint(&js, "line", m->line);
 		json_kstr(&js, "op", m->at.op);
 		json_kint(&js, "class", m->cls);
-		json_vals(&js, "expected", m->at.exp);
-		json_vals(&js, "got", m->at.got);
+		json_vals(R, &js, "expected", m->at.exp);
+		json_vals(R, &js, "got", m->at.got);
 		json_obj_end(&js);
 	}
 	json_arr_end(&js);
@@ -835,11 +877,12 @@ static void print_text(struct replay *R)
 		double kmean = (double)R->kmem_sum / (double)R->records;
 		double zmean = (double)R->zmem_sum / (double)R->records;
 		const char *who = R->o.zblock ? "zblock" : "this policy";
-		printf("  mem_used pages   %10s %10s %10s\n"
+		printf("  %-16s %10s %10s %10s\n"
 		       "  kernel           %10" PRIu64 " %10.1f %10" PRIu64 "\n"
 		       "  %-16s %10" PRIu64 " %10.1f %10" PRIu64 "\n"
 		       "  %-16s %10.4f %10.4f %10.4f\n",
-		       "peak", "mean", "end", R->kmem_peak, kmean, R->kmem_end, who, R->zmem_peak,
+		       R->zw ? "pool pages" : "mem_used pages", "peak", "mean", "end", R->kmem_peak,
+		       kmean, R->kmem_end, who, R->zmem_peak,
 		       zmean, R->zmem_end, R->o.zblock ? "zblock/kernel" : "policy/kernel",
 		       R->kmem_peak ? (double)R->zmem_peak / (double)R->kmem_peak : 0.0,
 		       kmean > 0 ? zmean / kmean : 0.0,
@@ -850,16 +893,29 @@ static void print_text(struct replay *R)
 			       "spanning objects", R->span_peak, (double)R->span_sum / (double)R->records,
 			       R->span_end);
 	}
-	if (R->o.verbose || (R->mismatches && (R->o.kernel_policy || R->o.strict))) {
+	if (R->zw && (R->o.verbose || (R->mismatches && (R->o.kernel_policy || R->o.strict)))) {
+		printf("  %ld stores (%ld zero pages, %ld incompressible), %ld loads, %ld invalidates, "
+		       "%ld compactions, %.2fs\n",
+		       R->nw, R->nsame, R->nhuge, R->nl, R->nd, R->nc, R->secs);
+	} else if (R->o.verbose || (R->mismatches && (R->o.kernel_policy || R->o.strict))) {
 		printf("  %ld writes (%ld same-filled, %ld huge), %ld discards, %ld compactions, "
 		       "%.2fs\n",
 		       R->nw, R->nsame, R->nhuge, R->nd, R->nc, R->secs);
 	}
+	if (R->nrej)
+		printf("  %ld stores rejected by libzs's zswap (its pool limit: the trace's "
+		       "max_pool_percent of totalram_pages)\n", R->nrej);
+	if (R->nempty)
+		printf("  %ld loads or invalidates found their offset empty in libzs's zswap\n",
+		       R->nempty);
+	if (R->shadow_diff && !R->o.kernel_policy)
+		printf("  warning: the spanning count's shadow pool differed from zswap's pool on %ld "
+		       "records: the count is not exact\n", R->shadow_diff);
 	if (R->mismatches && (R->o.kernel_policy || R->o.strict)) {
 		printf("  first mismatch at record %ld; mismatching records per field:",
 		       R->first_bad_record);
-		for (int i = 0; i < NF; i++)
-			printf(" %s %u", fname[i], R->field_bad[i]);
+		for (int i = 0; i < R->nf; i++)
+			printf(" %s %u", R->fnames[i], R->field_bad[i]);
 		printf("\n");
 	}
 	if (R->z)
@@ -881,6 +937,7 @@ void replay_free(struct replay *R)
 {
 	if (!R)
 		return;
+	zswap_free(R);
 	if (R->z)
 		zs_zram_destroy(R->z);
 	else if (R->pool)

@@ -1,8 +1,10 @@
 /*
  * zs replay's state, shared by the replay driver (cmd_replay.c), its --store
  * half (replay_store.c, which makes real pages compress to the recorded
- * sizes) and --sweep (replay_sweep.c, which runs the driver once per pool
- * configuration and compares the runs).  Private to those files.
+ * sizes), the zswap-trace replay (replay_zswap.c, which drives zs/zswap.h
+ * with the same record checking and reports) and --sweep (replay_sweep.c,
+ * which runs the driver once per pool configuration and compares the runs).
+ * Private to those files.
  */
 #ifndef ZS_TOOLS_REPLAY_H
 #define ZS_TOOLS_REPLAY_H
@@ -70,8 +72,13 @@ struct synth {
 	uint8_t *len_v;
 };
 
+struct zslot_map;
+
 struct replay {
 	struct opts o;
+	int nf;                  /* fields of an '=' record: NF, or TRACE_ZSWAP_NF */
+	const char *const *fnames; /* their names, for reports and JSON */
+	const char *ctx_label;   /* fields 0 and 1 in the context lines of a mismatch */
 	struct trace_header hdr; /* the trace's, once the first operation is read */
 	struct zs_pool *pool;   /* plain replay on zsmalloc: the pool itself */
 	struct zs_zram *z;
@@ -98,6 +105,17 @@ struct replay {
 	int span_on;
 	uint64_t span_cur, span_bytes_cur, span_peak, span_sum, span_end, span_bytes_sum;
 	void *span_buf;          /* read_begin's local copy (backend kinds) */
+	/*
+	 * A zswap-trace replay: the zswap front end under test, and beside it a
+	 * shadow allocator (pool or b above) that mirrors its objects, because
+	 * zswap keeps its handles to itself and the spanning count needs them.
+	 * shadow_diff counts records where the shadow's pages were not zswap's
+	 * (then its spanning count is not exact and the report says so).
+	 */
+	struct zs_zswap *zw;
+	struct zslot_map *zmap;  /* offset -> the shadow's object */
+	long nl, nrej, nempty, shadow_diff;
+	long zw_error;           /* a store, load or invalidate failed unexpectedly */
 	double secs;             /* wall time of the replay */
 	unsigned field_bad[NF];
 	struct ctx_entry *ring;
@@ -124,6 +142,24 @@ void replay_free(struct replay *R);
 /* The pool configuration R ran with, as the sweep prints it. */
 unsigned replay_chain(const struct replay *R);
 unsigned replay_delta(const struct replay *R);
+
+/* cmd_replay.c, for replay_zswap.c: the pool configuration the options and
+ * the header ask for (also sets R->hdr, kernel_policy, why, obj_hdr); a new
+ * operation line (the previous one without its '=' goes to the context); an
+ * '=' record compared with the replay's state (1 when it differs). */
+void replay_pool_config(struct replay *R, const struct trace_header *h,
+			struct zs_pool_config *cfg);
+void replay_op_begin(struct replay *R, const char *s, long lineno);
+int replay_record(struct replay *R, const uint64_t exp[NF], long line);
+/* Spanning bookkeeping of one slot's object (R->pool or R->b holds it). */
+void replay_span_add(struct replay *R, struct slot *s);
+void replay_span_del(struct replay *R, struct slot *s);
+
+/* replay_zswap.c: a zswap-trace from its first operation line s (the header
+ * is read): 0, or 2 on an error (reported).  Its '=' state; its teardown. */
+int zswap_run(struct replay *R, struct trace *rd, const char *s);
+void zswap_current(struct replay *R, uint64_t got[NF]);
+void zswap_free(struct replay *R);
 
 /* replay_sweep.c: --sweep.  Exit status as cmd_replay's. */
 int replay_sweep(const struct opts *o);

@@ -1,8 +1,9 @@
 /*
- * Reads zram-traces for `zs replay`: plain or xz (by magic, so a renamed or
- * piped trace still works), the '#' header and the w/d/c/= records.  All the
- * format's rules and limits live here, so the replay trusts what it gets and a
- * malformed trace is reported by line before anything is replayed from it.
+ * Reads traces for `zs replay`: plain or xz (by magic, so a renamed or piped
+ * trace still works), the '#' header, a zram-trace's w/d/c/= records and a
+ * zswap-trace's s/l/i/c/= records.  All the formats' rules and limits live
+ * here, so the replay trusts what it gets and a malformed trace is reported
+ * by line before anything is replayed from it.
  */
 #include <errno.h>
 #include <lzma.h>
@@ -266,6 +267,7 @@ int trace_open(struct trace *t, const char *path)
 	memset(&t->h, 0, sizeof(t->h));
 	t->h.page_size = 4096;
 	t->h.chain = -1;
+	t->h.max_pool_percent = -1;
 	strcpy(t->h.comp, "?");
 	strcpy(t->h.kernel, "?");
 	return ret;
@@ -306,12 +308,37 @@ int trace_next(struct trace *t, const char **sp)
 				continue;
 			if (sscanf(s, "# %31s %159[^\n]", key, val) != 2)
 				continue;
-			if (!strcmp(key, "zram-trace")) {
+			if (!strcmp(key, "zram-trace") || !strcmp(key, "zswap-trace")) {
 				if (strcmp(val, "1")) {
 					trace_fail(t->lineno, "unsupported trace version '%s'", val);
 					return -1;
 				}
+				enum trace_kind k = key[1] == 's' ? TRACE_ZSWAP : TRACE_ZRAM;
+				if (t->h.seen_magic && t->h.kind != k) {
+					trace_fail(t->lineno, "'%s': the header already named the other "
+						   "trace format", s);
+					return -1;
+				}
 				t->h.seen_magic = 1;
+				t->h.kind = k;
+			} else if (!strcmp(key, "max_pool_percent")) {
+				if (trace_parse_long(val, 0, 100, &t->h.max_pool_percent)) {
+					trace_fail(t->lineno, "bad max_pool_percent '%s' (0..100)", val);
+					return -1;
+				}
+			} else if (!strcmp(key, "totalram_pages")) {
+				long v;
+				if (trace_parse_long(val, 1, 1L << 48, &v)) {
+					trace_fail(t->lineno, "bad totalram_pages '%s' (1..2^48)", val);
+					return -1;
+				}
+				t->h.totalram_pages = (uint64_t)v;
+			} else if (!strcmp(key, "mode")) {
+				if (strcmp(val, "ops") && strcmp(val, "fill")) {
+					trace_fail(t->lineno, "bad mode '%s' (ops or fill)", val);
+					return -1;
+				}
+				t->h.fill_mode = !strcmp(val, "fill");
 			} else if (!strcmp(key, "page_size")) {
 				if (trace_parse_long(val, (long)ZS_PAGE_SIZE_MIN, (long)ZS_PAGE_SIZE_MAX,
 						     &t->h.page_size) ||
@@ -400,5 +427,63 @@ int trace_parse(struct trace *t, const char *s, struct trace_rec *r)
 		trace_fail(lineno, "unknown record '%s'", s);
 		return -1;
 	}
+	return 0;
+}
+
+int trace_parse_zswap(struct trace *t, const char *s, struct trace_zswap_rec *r)
+{
+	long lineno = t->lineno;
+	uint64_t page_size = (uint64_t)t->h.page_size;
+	const char *rest;
+	r->op = s[0];
+	if (*s == '=') {
+		if (parse_fields(s + 1, r->exp, TRACE_ZSWAP_NF, &rest) != TRACE_ZSWAP_NF || *rest) {
+			trace_fail(lineno, "bad '=' record: '%s' (want: = POOL_PAGES STORED_PAGES "
+				   "INCOMPRESSIBLE_PAGES ZSWPOUT ZSWPIN)", s);
+			return -1;
+		}
+		return 0;
+	}
+	uint64_t v[2];
+	int k = parse_fields(s + 1, v, 2, &rest);
+	if (s[1] && s[1] != ' ' && s[1] != '\t')
+		k = -1;
+	if (s[0] == 's') {
+		if (k != 2 || !rest[0] || rest[1] || !strchr("nhz", rest[0])) {
+			trace_fail(lineno, "bad store '%s' (want: s OFFSET SIZE n|h|z)", s);
+			return -1;
+		}
+		char flag = rest[0];
+		/* zswap keeps a compressed page only when it is smaller than a page; a
+		 * zero page never reaches it (the swap layer's zeromap) */
+		if ((flag == 'n' && (v[1] == 0 || v[1] >= page_size)) ||
+		    (flag == 'h' && v[1] != page_size) || (flag == 'z' && v[1] != 0)) {
+			trace_fail(lineno, "size out of range in '%s' (n: 1..page_size-1, h: "
+				   "page_size, z: 0)", s);
+			return -1;
+		}
+		r->size = v[1];
+		r->flag = flag;
+	} else if (s[0] == 'l' || s[0] == 'i') {
+		if (k != 1 || *rest) {
+			trace_fail(lineno, s[0] == 'l' ? "bad load '%s' (want: l OFFSET)"
+						       : "bad invalidate '%s' (want: i OFFSET)", s);
+			return -1;
+		}
+	} else if (s[0] == 'c') {
+		if (k != 0 || *rest) {
+			trace_fail(lineno, "bad compaction line '%s' (want: c)", s);
+			return -1;
+		}
+		return 0;
+	} else {
+		trace_fail(lineno, "unknown zswap-trace record '%s'", s);
+		return -1;
+	}
+	if (v[0] >= TRACE_ZSWAP_MAX_OFFSET) {
+		trace_fail(lineno, "offset too large in '%s' (below 2^40)", s);
+		return -1;
+	}
+	r->offset = v[0];
 	return 0;
 }

@@ -1,21 +1,35 @@
 /*
- * zram-trace reader for `zs replay`.  Kept apart from the replay so that the
- * trace format (plain or .xz, '#' header, w/d/c/= records, their limits and
- * their line-numbered errors) is defined in one place, and the replay only
- * ever sees records that are already valid.
+ * Trace reader for `zs replay`: zram-traces and zswap-traces.  Kept apart
+ * from the replay so that the trace formats (plain or .xz, '#' header, the
+ * records, their limits and their line-numbered errors;
+ * docs/trace-format.md) are defined in one place, and the replay only ever
+ * sees records that are already valid.  The header says which format a
+ * trace is; each has its own record parser, because their records differ
+ * (a zram slot write is not a zswap store: no same-filled pages, exclusive
+ * loads, 5 state fields instead of 6).
  */
 #ifndef ZS_TOOLS_TRACE_H
 #define ZS_TOOLS_TRACE_H
 
 #include <stdint.h>
 
-#define TRACE_NF 6 /* fields of an '=' record (mm_stat order, see cmd_replay.c) */
+#define TRACE_NF 6 /* fields of a zram-trace '=' record (mm_stat order, see cmd_replay.c) */
+#define TRACE_ZSWAP_NF 5 /* of a zswap-trace's: pool, stored, incompressible, zswpout, zswpin */
+/* zswap-trace offsets are below this (zs/zswap.h's ZS_ZSWAP_MAX_OFFSET) */
+#define TRACE_ZSWAP_MAX_OFFSET ((uint64_t)1 << 40)
+
+enum trace_kind { TRACE_ZRAM = 0, TRACE_ZSWAP = 1 };
 
 struct trace_header {
 	long page_size;  /* 4096 unless the header says otherwise */
 	long chain;      /* -1: '?' or absent */
-	int seen_magic;  /* '# zram-trace 1' was present */
+	int seen_magic;  /* '# zram-trace 1' or '# zswap-trace 1' was present */
+	enum trace_kind kind; /* from the magic line; TRACE_ZRAM without one */
 	char comp[32], kernel[64], data[160];
+	/* zswap-trace only */
+	long max_pool_percent;    /* -1: absent */
+	uint64_t totalram_pages;  /* 0: absent */
+	int fill_mode;            /* '# mode fill': one state record, at the end */
 };
 
 struct trace_rec {
@@ -23,6 +37,14 @@ struct trace_rec {
 	uint64_t slot, size;
 	char flag;       /* 'w': n, s or h */
 	uint64_t exp[TRACE_NF];
+};
+
+/* A zswap-trace line (trace_parse_zswap). */
+struct trace_zswap_rec {
+	char op;         /* '=', 's' store, 'l' load, 'i' invalidate or 'c' compaction */
+	uint64_t offset, size;
+	char flag;       /* 's': n (compressed), h (incompressible, raw) or z (zero page) */
+	uint64_t exp[TRACE_ZSWAP_NF];
 };
 
 struct trace;
@@ -38,8 +60,10 @@ void trace_free(struct trace *t);
  * operation fill the header; later ones are ignored.
  */
 int trace_next(struct trace *t, const char **s);
-/* Parse and range-check a line from trace_next: 0, or -1 (reported). */
+/* Parse and range-check a zram-trace line from trace_next: 0, or -1 (reported). */
 int trace_parse(struct trace *t, const char *s, struct trace_rec *r);
+/* The same for a zswap-trace line (trace_hdr(t)->kind == TRACE_ZSWAP). */
+int trace_parse_zswap(struct trace *t, const char *s, struct trace_zswap_rec *r);
 long trace_lineno(const struct trace *t);
 const struct trace_header *trace_hdr(const struct trace *t);
 
