@@ -4,7 +4,11 @@
 # with BUILD_DIR/zs replay, under each zs_free policy, deferred free, checked
 # mode, and through the zram store (--store, contents read back): all of them
 # must give the kernel's page counts record for record.  Also checks
-# that replay rejects bad input with exit status 2.
+# that replay rejects bad input with exit status 2, and the experiments that
+# are not parity: --backend zblock (exit 0, zblock's pages against the
+# kernel's) and --sweep (every trace over chain 8's configurations and zblock;
+# its kernel row must be the trace's own pages).
+# The zswap-traces have their own test, tests/replay_zswap.sh.
 # Usage: bash tests/replay.sh BUILD_DIR   (from the repository root)
 set -u
 build=${1:?usage: tests/replay.sh BUILD_DIR}
@@ -86,6 +90,62 @@ if [ ${#traces[@]} -gt 0 ]; then
 		fail=$((fail + 1))
 		echo "FAIL --chain 4 replay: exit $rc, want 0 and 'not the kernel's policy'"
 		head -5 "$tmp/out.txt" | sed 's/^/    /'
+	fi
+fi
+
+# zblock: an experiment, exit 0, with its pages against the kernel's.
+for t in "${traces[@]}"; do
+	out=$("$zs" replay "$t" --backend zblock 2>&1)
+	rc=$?
+	if [ $rc -eq 0 ] && [[ $out == *"not the kernel's policy: backend zblock"* ]] &&
+		printf '%s\n' "$out" | grep -q "^  zblock/kernel "; then
+		pass=$((pass + 1))
+		echo "ok   $(basename "$t") --backend zblock: $(printf '%s\n' "$out" | grep "^  zblock/kernel" | sed 's/  */ /g')"
+	else
+		fail=$((fail + 1))
+		echo "FAIL $(basename "$t") --backend zblock (exit $rc):"
+		printf '%s\n' "$out" | head -10 | sed 's/^/    /'
+	fi
+done
+# The sweep: chain 8's six zsmalloc configurations and zblock on every trace
+# (for CI time; tests/replay_zswap.sh sweeps the whole grid of 97 on a
+# smaller trace): the kernel's row is exact (its mean is the kernel's,
+# x 1.0000) and some row is Pareto-optimal.
+for t in "${traces[@]}"; do
+	narrow=(--chain 8) n=7
+	out=$("$zs" replay "$t" --sweep "${narrow[@]}" 2>&1)
+	rc=$?
+	krow=$(printf '%s\n' "$out" | grep -E '^  K[ *] ')
+	kmean=$(printf '%s\n' "$out" | sed -n 's/.*pool pages peak [0-9]*, mean \([0-9.]*\),.*/\1/p')
+	if [ $rc -eq 0 ] && [[ $out == *"sweep of $n configurations"* ]] && [ -n "$kmean" ] &&
+		[[ $krow == *" $kmean "*" 1.0000 |"* ]] && printf '%s\n' "$out" | grep -qE '^  .\* '; then
+		pass=$((pass + 1))
+		echo "ok   $(basename "$t") --sweep ${narrow[*]}: $n configurations, kernel row:$(printf '%s' "$krow" | sed 's/  */ /g')"
+	else
+		fail=$((fail + 1))
+		echo "FAIL $(basename "$t") --sweep ${narrow[*]} (exit $rc):"
+		printf '%s\n' "$out" | head -12 | sed 's/^/    /'
+	fi
+done
+if [ ${#traces[@]} -gt 0 ] && command -v python3 > /dev/null; then
+	"$zs" replay "${traces[0]}" --sweep --chain 8 --json > "$tmp/sweep.json" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ] && python3 - "$tmp/sweep.json" <<'EOF'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert len(rows) == 7, len(rows)
+k = [r for r in rows if r["kernel_config"]]
+assert len(k) == 1 and k[0]["differing_records"] == 0 and k[0]["pages_mean_vs_kernel"] == 1.0, k
+z = [r for r in rows if r["backend"] == "zblock"]
+assert len(z) == 1 and z[0]["chain"] is None and z[0]["spanning_peak"] == 0, z
+EOF
+	then
+		pass=$((pass + 1))
+		echo "ok   --sweep --chain 8 --json: 7 rows, the kernel's exact, zblock's never spanning"
+	else
+		fail=$((fail + 1))
+		echo "FAIL --sweep --json (exit $rc)"
+		head -c 600 "$tmp/sweep.json" | sed 's/^/    /'
 	fi
 fi
 echo "$pass passed, $fail failed"
