@@ -29,7 +29,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 shopt -s nullglob
-traces=("$here"/data/zswap-*.trace)
+traces=("$here"/data/zswap-*.trace "$here"/data/zswap-*.trace.xz)
 if [ ${#traces[@]} -lt 2 ]; then
 	echo "replay_zswap: expected the zswap-*.trace files in tests/data, found ${#traces[@]}"
 	echo "0 passed, 1 failed"
