@@ -48,7 +48,9 @@ int zswap_shard_init(struct zw_shard *sh)
 		return -ENOMEM;
 	sh->nbuckets = INIT_BUCKETS;
 	sh->buckets = calloc(sh->nbuckets, sizeof(*sh->buckets));
-	sh->glru = malloc(sizeof(*sh->glru) * ZS_ZSWAP_MAX_GROUPS);
+	/* Zeroed, and a group's head is set up at its first entry: a zswap whose programs use
+	 * one group never touches the other heads' memory. */
+	sh->glru = calloc(ZS_ZSWAP_MAX_GROUPS, sizeof(*sh->glru));
 	if (!sh->buckets || !sh->glru) {
 		free(sh->buckets);
 		free(sh->glru);
@@ -58,8 +60,6 @@ int zswap_shard_init(struct zw_shard *sh)
 		return -ENOMEM;
 	}
 	list_init(&sh->lru);
-	for (unsigned g = 0; g < ZS_ZSWAP_MAX_GROUPS; g++)
-		list_init(&sh->glru[g]);
 	atomic_init(&sh->tail_seq, UINT64_MAX);
 	return 0;
 }
@@ -155,6 +155,8 @@ void zswap_lru_add(struct zs_zswap *z, struct zw_shard *sh, struct zw_node *n)
 {
 	n->seq = next_seq(z);
 	list_add_head(&sh->lru, &n->lru);
+	if (unlikely(!sh->glru[n->group].next))
+		list_init(&sh->glru[n->group]);
 	list_add_head(&sh->glru[n->group], &n->glru);
 	update_tail(sh);
 }
@@ -177,7 +179,7 @@ struct zw_node *zswap_lru_tail(struct zw_shard *sh, int group)
 {
 	struct zw_list *head = group < 0 ? &sh->lru : &sh->glru[group];
 
-	if (list_empty(head))
+	if (!head->next || list_empty(head))
 		return NULL;
 	return group < 0 ? node_of(head->prev, lru) : node_of(head->prev, glru);
 }

@@ -94,3 +94,28 @@ for i in range(12):
 # were made to fail (seen twice at 9247787 under ASan, not reproduced since)
 write("fuzz_region", "found-hang-out-drop", bytes.fromhex("7fb00003032004ffff03001f713ed00fd5a509f4937b39dd7d911d45a2"))
 write("fuzz_region", "found-sigbus-1ae1789", bytes.fromhex("22a00003d7900403e300080307c00c03937003038060270b101418030b401c03b705005f0a3b0b00020aff03001fede73f4e3e88c425f08012fb8b196879c01800d11770b707d1f2790695c4e19d4be656985c82814eaf3eae11589687acbe207421212121212196740f181c2433cf776a621697544495572e8a7ec05f41d42cba3c6dc810e50cd6bc775ce2bad37525f32000031370040387d00803e3200c5151515151515151515151515151515151515151515151515151515151515151515151515151515151515151515151510323801003aba014033f10dd18"))
+
+# fuzz_zswap: b0 = page size (0-2) | comp (3-4) | zblock (5) | deferred (6) | shrinker (7),
+# b1 = backing file (0) | total_ram (1-7), b2 = pool percents; then ops: op byte (op % 14:
+# 0-3 store + kind, seed; 4-5 store_compressed + form, kind, seed; 6-7 load; 8 invalidate;
+# 9 writeback/shrink + n; 10 group_set + a; 11 set_pool_limit + a, b; 12 inject + a;
+# 13 stats; op >> 4: group), offset byte.  Its own generator, so the others stay as they were.
+zrng = random.Random(19)
+ZSWAP_ARGS = {0: 2, 1: 2, 2: 2, 3: 2, 4: 3, 5: 3, 6: 0, 7: 0, 8: 0, 9: 1, 10: 1, 11: 2, 12: 1, 13: 0}
+def zswap_op(kind=None):
+    op = zrng.randrange(256) if kind is None else (kind | zrng.randrange(16) << 4)
+    while kind is None and op % 14 not in ZSWAP_ARGS:
+        op = zrng.randrange(256)
+    return [op, zrng.randrange(25)] + [zrng.randrange(256) for _ in range(ZSWAP_ARGS[op % 14])]
+for i in range(12):
+    b0 = (i % 8) | zrng.randrange(4) << 3 | (0x20 if i % 3 == 2 else 0) | (i % 2) << 6 | (i % 4 // 2) << 7
+    b1 = (1 if i % 4 else 0) | zrng.randrange(128) << 1
+    b2 = [20, 5, 50, 1, 100, 30][i % 6]
+    prog = []
+    for _ in range(30):
+        prog += zswap_op(zrng.choice([0, 1, 2, 3, 4]))
+    prog += zswap_op(13) + zswap_op(9) + zswap_op(13)
+    for _ in range(60):
+        prog += zswap_op()
+    prog += zswap_op(13)
+    write("fuzz_zswap", "zswap-%02d" % i, [b0, b1, b2] + prog)
