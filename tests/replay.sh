@@ -132,7 +132,7 @@ for t in "${traces[@]}"; do
 	fi
 done
 if [ ${#traces[@]} -gt 0 ] && command -v python3 > /dev/null; then
-	"$zs" replay "${traces[0]}" --sweep --chain 8 --json > "$tmp/sweep.json" 2>&1
+	"$zs" replay "${traces[0]}" --sweep --chain 8 --json > "$tmp/sweep.json" 2> "$tmp/sweep.err"
 	rc=$?
 	if [ $rc -eq 0 ] && python3 - "$tmp/sweep.json" <<'EOF'
 import json, sys

@@ -243,7 +243,7 @@ for t in "${traces[@]}"; do
 	fi
 done
 if command -v python3 > /dev/null; then
-	"$zs" replay "$small" --sweep --json > "$tmp/sweep.json" 2>&1
+	"$zs" replay "$small" --sweep --json > "$tmp/sweep.json" 2> "$tmp/sweep.err"
 	rc=$?
 	if [ $rc -eq 0 ] && python3 - "$tmp/sweep.json" <<'EOF'
 import json, sys
