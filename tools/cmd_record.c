@@ -18,6 +18,9 @@
  * writes, discards and compactions, then compact and discard everything),
  * which exercises the allocator's placement and compaction decisions.
  * Needs root and CONFIG_ZRAM.  Exit: 0 ok, 2 usage or kernel error.
+ *
+ * `zs record --zswap` records the kernel's zswap instead (record_zswap.c);
+ * the option parser and the page loader here serve both (record.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +37,7 @@
 #include "cmds.h"
 #include "util.h"
 #include "opts.h"
+#include "record.h"
 #include "zs/zram.h"
 #include "zs/harness.h"
 
@@ -124,8 +128,8 @@ static void on_signal(int sig)
 	raise(sig);
 }
 
-/* CONFIG_ZSMALLOC_CHAIN_SIZE of the running kernel, or "?". */
-static void kernel_chain(char *out, size_t len)
+/* CONFIG_ZSMALLOC_CHAIN_SIZE of the running kernel, or "?" (record.h). */
+void record_kernel_chain(char *out, size_t len)
 {
 	struct utsname u;
 	char cmd[256];
@@ -216,10 +220,11 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: zs record -o TRACE [options] FILE|DIR...\n"
-		"Record a zram-trace (docs/trace-format.md) on the running kernel: pages of the\n"
-		"given files go through a fresh zram device, and the kernel's mm_stat is\n"
-		"recorded after every write, discard and compaction.  Needs root and zram.\n"
+		"       zs record --zswap -o TRACE [zswap options] FILE|DIR...\n"
+		"Record a trace (docs/trace-format.md) on the running kernel.  Needs root.\n"
 		"Replay it with `zs replay TRACE`.\n\n"
+		"zram (default): pages of the given files go through a fresh zram device, and the\n"
+		"kernel's mm_stat is recorded after every write, discard and compaction.\n"
 		"  -o, --out TRACE    the trace to write (plain text; xz it if you like)\n"
 		"  --comp NAME        the kernel's comp_algorithm (default lz4)\n"
 		"  --pages N          data pages to use, 1..4194304 (default 4000)\n"
@@ -228,6 +233,43 @@ static void usage(FILE *f)
 		"  fill: --discard F, --overwrite F, --refill F   shares of the pages, 0..1\n"
 		"        (defaults 0.5, 0.3, 0.25)\n"
 		"  mix:  --ops N (default 20000), --p-compact F (0.01), --p-discard F (0.5)\n"
+		"  --progress         progress on stderr even when it is not a terminal\n\n"
+		"zswap (--zswap): a zswap-trace of the kernel's zswap.  Pages of the given files\n"
+		"are paged out one at a time (MADV_PAGEOUT), touched back (loads) and dropped\n"
+		"(MADV_DONTNEED: invalidates) in a seeded mix; after each operation the kernel's\n"
+		"zswap counters are checked (they must move by exactly this operation) and\n"
+		"written as a '=' record.  Sizes are liblzo2's lzo1x_1_15 (the kernel's lzo).\n"
+		"For the run it makes a swap file (swapon), mounts debugfs, sets vm.page-cluster=0,\n"
+		"enables zswap with the compressor, raises max_pool_percent if needed and turns\n"
+		"the zswap shrinker off; every setting is restored at the end, on errors and on\n"
+		"SIGINT/SIGTERM/SIGHUP.  A run killed with SIGKILL leaves its settings in\n"
+		"/run/libzs-kernel-zswap.state; the next --zswap run restores them first.\n"
+		"The whole run holds an exclusive flock on /run/libzs-kernel-zswap.lock: other\n"
+		"users of the kernel's zswap/swap take the same lock (flock(1) works), and a\n"
+		"second recorder waits for it.  zswap's pool is global: anything else swapping\n"
+		"during the run spoils the attempt (on this project's VMs kdamond pages idle shmem\n"
+		"out once swap exists); it starts over, and after --attempts the trace ends there\n"
+		"with a message (exit 2).\n"
+		"  -o, --out TRACE    the trace to write\n"
+		"  --comp lzo         the zswap compressor (only lzo: its sizes are known exactly)\n"
+		"  --pages N          data pages to use, 1..4194304 (default 4000)\n"
+		"  --seed N           the mix's random seed (default 1)\n"
+		"  --ops N            mix operations after every page was stored once\n"
+		"                     (default: as many as pages); then every page left is\n"
+		"                     invalidated, so the trace ends with an empty pool\n"
+		"  --p-load F         share of loads in the mix (default 0.35)\n"
+		"  --p-invalidate F   share of invalidates (default 0.25); the rest are stores\n"
+		"  --memcg-fill       instead of the mix: write the pages once into a buffer in a\n"
+		"                     memory-limited cgroup-v1 memcg, so the kernel's reclaim\n"
+		"                     chooses what goes to zswap; the trace (mode fill) has one\n"
+		"                     's' per page found in zswap and one final '='\n"
+		"  --memcg-limit SIZE the memcg's limit (default: a third of the pages' bytes)\n"
+		"  --swap-file PATH   the swap file to create and remove (default\n"
+		"                     /var/tmp/libzs-zswap-record.PID.swap; not on tmpfs)\n"
+		"  --attempts N       when something else swaps during the run, start over from\n"
+		"                     an empty pool up to N times in all (default 5, 1..100)\n"
+		"  --lock-wait S      wait at most S seconds for the lock (default: for ever);\n"
+		"                     then exit 2 with nothing changed\n"
 		"  --progress         progress on stderr even when it is not a terminal\n");
 }
 
@@ -236,21 +278,13 @@ static int parse_frac(const char *opt, const char *s, double *out)
 	return opt_double("record", opt, s, 0, 1, out);
 }
 
-struct rec_opts {
-	const char *out_path, *comp;
-	uint64_t npages, seed, nops;
-	double discard, overwrite, refill, p_compact, p_discard;
-	int mix, progress;
-	char **paths;         /* the FILEs/DIRs pages come from */
-	int npaths;
-};
-
 /* Options -> o, and what must hold before anything touches the kernel.  0, 1 after
  * --help, or 2 after a message. */
 static int parse(int argc, char **argv, struct rec_opts *o)
 {
 	enum { O_COMP = 1, O_PAGES, O_WORKLOAD, O_SEED, O_DISCARD, O_OVERWRITE, O_REFILL, O_OPS,
-	       O_PCOMPACT, O_PDISCARD, O_PROGRESS };
+	       O_PCOMPACT, O_PDISCARD, O_PROGRESS, O_ZSWAP, O_MEMCG_FILL, O_MEMCG_LIMIT,
+	       O_PLOAD, O_PINVAL, O_SWAPFILE, O_ATTEMPTS, O_LOCKWAIT, O_NCODES };
 	static const struct option lopts[] = {
 		{ "out", required_argument, NULL, 'o' },
 		{ "comp", required_argument, NULL, O_COMP },
@@ -264,28 +298,73 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 		{ "p-compact", required_argument, NULL, O_PCOMPACT },
 		{ "p-discard", required_argument, NULL, O_PDISCARD },
 		{ "progress", no_argument, NULL, O_PROGRESS },
+		{ "zswap", no_argument, NULL, O_ZSWAP },
+		{ "memcg-fill", no_argument, NULL, O_MEMCG_FILL },
+		{ "memcg-limit", required_argument, NULL, O_MEMCG_LIMIT },
+		{ "p-load", required_argument, NULL, O_PLOAD },
+		{ "p-invalidate", required_argument, NULL, O_PINVAL },
+		{ "swap-file", required_argument, NULL, O_SWAPFILE },
+		{ "attempts", required_argument, NULL, O_ATTEMPTS },
+		{ "lock-wait", required_argument, NULL, O_LOCKWAIT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	*o = (struct rec_opts){ .comp = "lz4", .npages = 4000, .seed = 1, .nops = 20000,
+	/* Which recorder each option belongs to (1 zram, 2 zswap, 3 both). */
+	static const unsigned char owner[O_NCODES] = {
+		[O_COMP] = 3, [O_PAGES] = 3, [O_SEED] = 3, [O_OPS] = 3, [O_PROGRESS] = 3,
+		[O_WORKLOAD] = 1, [O_DISCARD] = 1, [O_OVERWRITE] = 1, [O_REFILL] = 1,
+		[O_PCOMPACT] = 1, [O_PDISCARD] = 1, [O_ZSWAP] = 3, [O_MEMCG_FILL] = 2,
+		[O_MEMCG_LIMIT] = 2, [O_PLOAD] = 2, [O_PINVAL] = 2, [O_SWAPFILE] = 2,
+		[O_ATTEMPTS] = 2, [O_LOCKWAIT] = 2,
+	};
+	const char *given[O_NCODES] = { 0 };
+	*o = (struct rec_opts){ .comp = NULL, .npages = 4000, .seed = 1, .nops = 20000,
 				.discard = 0.5, .overwrite = 0.3, .refill = 0.25, .p_compact = 0.01,
-				.p_discard = 0.5, .progress = opt_progress_default() };
+				.p_discard = 0.5, .p_load = 0.35, .p_inval = 0.25, .attempts = 5,
+				.lock_wait = UINT64_MAX,
+				.progress = opt_progress_default() };
 	int opt;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
 		int bad = 0;
+		if (opt > 0 && opt < O_NCODES)
+			for (const struct option *l = lopts; l->name; l++)
+				if (l->val == opt)
+					given[opt] = l->name;
 		switch (opt) {
 		case 'o': o->out_path = optarg; break;
 		case O_COMP: o->comp = optarg; break;
 		case O_PAGES: bad = opt_u64("record", "--pages", optarg, 1, 1u << 22, &o->npages); break;
 		case O_SEED: bad = opt_u64("record", "--seed", optarg, 0, UINT64_MAX, &o->seed); break;
-		case O_OPS: bad = opt_u64("record", "--ops", optarg, 0, 100000000, &o->nops); break;
+		case O_OPS:
+			bad = opt_u64("record", "--ops", optarg, 0, 100000000, &o->nops);
+			o->nops_set = 1;
+			break;
 		case O_DISCARD: bad = parse_frac("--discard", optarg, &o->discard); break;
 		case O_OVERWRITE: bad = parse_frac("--overwrite", optarg, &o->overwrite); break;
 		case O_REFILL: bad = parse_frac("--refill", optarg, &o->refill); break;
 		case O_PCOMPACT: bad = parse_frac("--p-compact", optarg, &o->p_compact); break;
 		case O_PDISCARD: bad = parse_frac("--p-discard", optarg, &o->p_discard); break;
+		case O_PLOAD: bad = parse_frac("--p-load", optarg, &o->p_load); break;
+		case O_PINVAL: bad = parse_frac("--p-invalidate", optarg, &o->p_inval); break;
 		case O_PROGRESS: o->progress = 1; break;
+		case O_ZSWAP: o->zswap = 1; break;
+		case O_MEMCG_FILL: o->memcg_fill = 1; break;
+		case O_MEMCG_LIMIT:
+			bad = opt_bytes("record", "--memcg-limit", optarg, 1 << 20, (uint64_t)1 << 40,
+					&o->memcg_limit);
+			break;
+		case O_LOCKWAIT:
+			bad = opt_u64("record", "--lock-wait", optarg, 0, 86400 * 365, &o->lock_wait);
+			break;
+		case O_ATTEMPTS: bad = opt_u64("record", "--attempts", optarg, 1, 100, &o->attempts); break;
+		case O_SWAPFILE:
+			if (!*optarg) {
+				fprintf(stderr, "zs record: --swap-file: empty path\n");
+				bad = 2;
+			}
+			o->swap_file = optarg;
+			break;
 		case O_WORKLOAD:
 			if (!strcmp(optarg, "fill") || !strcmp(optarg, "mix")) {
 				o->mix = optarg[0] == 'm';
@@ -301,6 +380,34 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 		if (bad)
 			return 2;
 	}
+	for (int c = 1; c < O_NCODES; c++)
+		if (given[c] && !(owner[c] & (o->zswap ? 2 : 1))) {
+			fprintf(stderr, "zs record: --%s is %s\n", given[c],
+				o->zswap ? "a zram option (not for --zswap)" : "a --zswap option");
+			return 2;
+		}
+	if (!o->comp)
+		o->comp = o->zswap ? "lzo" : "lz4";
+	if (o->zswap && strcmp(o->comp, "lzo")) {
+		fprintf(stderr, "zs record: --zswap --comp %s: only lzo (the trace's sizes are liblzo2's "
+				"lzo1x_1_15, which is the kernel's lzo byte for byte; this kernel's zswap "
+				"has no other compressor user space can match)\n", o->comp);
+		return 2;
+	}
+	if (o->zswap && o->p_load + o->p_inval > 1) {
+		fprintf(stderr, "zs record: --p-load + --p-invalidate is %g, more than 1\n",
+			o->p_load + o->p_inval);
+		return 2;
+	}
+	if (o->zswap && o->memcg_fill && (given[O_OPS] || given[O_PLOAD] || given[O_PINVAL])) {
+		fprintf(stderr, "zs record: --memcg-fill writes the pages once: --ops, --p-load and "
+				"--p-invalidate do not apply\n");
+		return 2;
+	}
+	if (o->zswap && !o->memcg_fill && given[O_MEMCG_LIMIT]) {
+		fprintf(stderr, "zs record: --memcg-limit needs --memcg-fill\n");
+		return 2;
+	}
 	if (!o->out_path) {
 		fprintf(stderr, "zs record: -o TRACE is required\n");
 		return 2;
@@ -314,6 +421,8 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 	for (int i = 0; i < o->npaths; i++)
 		if (opt_path("record", "FILE", o->paths[i], 1))
 			return 2;
+	if (o->zswap)
+		return 0; /* record_zswap checks the kernel itself */
 	if (access("/sys/class/zram-control/hot_add", F_OK)) {
 		fprintf(stderr, "zs record: no zram on this kernel (/sys/class/zram-control missing; "
 				"modprobe zram)\n");
@@ -326,6 +435,18 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 	return 0;
 }
 
+/* The pages of the given files (record.h). */
+int record_load_pages(const struct rec_opts *o, size_t page_size, struct zs_pageset *ps)
+{
+	int err = zs_pageset_load(ps, page_size, o->paths, o->npaths, o->npages * page_size);
+	if (err || ps->npages == 0) {
+		fprintf(stderr, "zs record: no whole page in the given files%s%s\n", err ? ": " : "",
+			err ? strerror(-err) : "");
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * The pages, a zram device of our own (hot_add, comp, disksize, O_DIRECT),
  * the trace file with its header and the device's first mm_stat.  0, or
@@ -334,12 +455,9 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 static int setup(const struct rec_opts *o, struct rec *r, struct zs_pageset *ps, void **buf,
 		 const char *kernel, const char *chain)
 {
-	int err = zs_pageset_load(ps, r->P, o->paths, o->npaths, o->npages * r->P);
-	if (err || ps->npages == 0) {
-		fprintf(stderr, "zs record: no whole page in the given files%s%s\n", err ? ": " : "",
-			err ? strerror(-err) : "");
-		return -1;
-	}
+	int err = record_load_pages(o, r->P, ps);
+	if (err)
+		return err;
 	size_t n = ps->npages;
 	r->slot = calloc(n, sizeof(*r->slot));
 	if (!r->slot || posix_memalign(buf, r->P, r->P)) {
@@ -515,10 +633,12 @@ int cmd_record(int argc, char **argv)
 	int err = parse(argc, argv, &o);
 	if (err)
 		return err == 1 ? 0 : 2;
+	if (o.zswap)
+		return record_zswap(&o);
 	struct utsname u;
 	char chain[16] = "?";
 	uname(&u);
-	kernel_chain(chain, sizeof(chain));
+	record_kernel_chain(chain, sizeof(chain));
 	struct rec r = { .dev = -1, .fd = -1, .P = (size_t)sysconf(_SC_PAGESIZE), .rng = o.seed,
 			 .progress = o.progress };
 	struct zs_pageset ps = { 0 };
