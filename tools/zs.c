@@ -17,6 +17,7 @@ static const struct {
 	{ "classes", cmd_classes, "print the size-class table (simulate_zsmalloc's view)" },
 	{ "testmod", cmd_testmod, "run the zsmalloc_test module's workload on the allocator" },
 	{ "zram", cmd_zram, "load files into a user-space zram store, print mm_stat and throughput" },
+	{ "zswap", cmd_zswap, "run pages (or a kernel capture's sizes) through user-space zswap per backend" },
 	{ "compare", cmd_compare, "compare zsmalloc, zblock and malloc baselines on one workload" },
 	{ "report", cmd_report, "run the seed experiments and write a report with plots" },
 	{ "dict", cmd_dict, "train a zstd/lz4 dictionary on 4 KiB samples of your files (dict train)" },
