@@ -42,7 +42,7 @@ __all__ = [
     "ClassInfo", "ClassStats", "backend_kinds", "compressor_names", "page_same_filled",
     "CHAIN_POLICIES", "FREE_MODES",
 ]
-__version__ = "2.0.0"
+__version__ = "2.1.0"
 
 CHAIN_POLICIES = {"exhaustive": 0, "heuristic": 1}
 FREE_MODES = {"pool": 0, "class": 1, "class-unlocked": 2}
