@@ -46,10 +46,14 @@
  * with its own lock and its own part of the LRU, so threads storing and
  * loading different offsets rarely meet; compression runs outside the
  * shard lock on per-stream contexts.  Writeback, the shrinker call and the
- * shrink worker run one at a time (each still lets stores and loads go on)
- * and block every blockable signal while they run, as zs_zram_writeback
- * does.  Concurrent calls on the same offset are serialized by its shard
- * lock: each sees the offset before or after the other, never half of it.
+ * shrink worker may run at the same time as each other and as stores and
+ * loads: each LRU step is done under the one shard lock of the entry it
+ * moves (the page's file write included, so a load never sees it half
+ * moved).  zs_zswap_writeback, zs_zswap_shrink and zs_zswap_compact block
+ * every blockable signal while they run, as zs_zram_writeback does; the
+ * shrink worker runs with all signals blocked.  Concurrent calls on the
+ * same offset are serialized by its shard lock: each sees the offset before
+ * or after the other, never half of it.
  *
  * Errors are negative errno values (README.md, "Errors").  Arguments that
  * are out of range (NULL pointers, an offset >= ZS_ZSWAP_MAX_OFFSET, a group
@@ -69,7 +73,12 @@
 extern "C" {
 #endif
 
-/* Offsets are 0..ZS_ZSWAP_MAX_OFFSET-1 (2^40: offset x 64 KiB still fits a file offset). */
+/*
+ * Offsets are 0..ZS_ZSWAP_MAX_OFFSET-1 (2^40: offset x 64 KiB still fits a file offset).
+ * Writeback puts page `offset` at byte offset x page_size of the backing file; where that
+ * is past what the file can hold (ext4: 16 TiB) the write fails and counts
+ * reject_reclaim_fail, and the entry stays.
+ */
 #define ZS_ZSWAP_MAX_OFFSET ((uint64_t)1 << 40)
 /* Groups are 0..ZS_ZSWAP_MAX_GROUPS-1; group 0 is the root. */
 #define ZS_ZSWAP_MAX_GROUPS 256u
@@ -175,7 +184,8 @@ ZS_API struct zs_backend *zs_zswap_backend(struct zs_zswap *z);
  *   0              stored (stored_pages, zswpout; stored_incompressible_pages
  *                  when kept raw); the entry is the LRU's youngest, referenced;
  *   ZS_ZSWAP_ZERO  the page is all zeros: only marked (swpout_zero); nothing
- *                  is compressed, allocated or charged;
+ *                  is compressed, allocated or charged (what the offset held is
+ *                  dropped; -ENOMEM if there is no memory for the mark);
  *   -EINVAL        bad arguments (nothing changes, the old contents stay);
  * and rejections, after which the offset holds nothing (see the top):
  *   -EDQUOT        the group's memory.zswap.max: its charge is >= its max_bytes
@@ -245,7 +255,8 @@ ZS_API int zs_zswap_invalidate(struct zs_zswap *z, uint64_t offset);
  * their referenced bit kept).  The walk visits at most twice the entries on
  * the LRU when it starts, so it ends when every entry failed.  Returns the
  * number written (0..nr), -EOPNOTSUPP without a backing file, -EINVAL (z
- * NULL).  Thread safe; one writeback (this, shrink or the worker) at a time.
+ * NULL).  Thread safe (see the top: concurrent walks each take their own
+ * steps).
  */
 ZS_API long zs_zswap_writeback(struct zs_zswap *z, size_t nr);
 /*

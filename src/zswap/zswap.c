@@ -420,7 +420,7 @@ int zs_zswap_store(struct zs_zswap *z, uint64_t offset, const void *page, unsign
 	 * cannot write back, where a raw page only adds overhead. */
 	if (!group_writeback(z, group)) {
 		free(nn);
-		if (n >= 0 || n == -ENOSPC) {
+		if (n >= (int)ps || n == -ENOSPC) {
 			ev_inc(z, EV_COMP_POOR);
 			return reject(z, offset, -E2BIG);
 		}
