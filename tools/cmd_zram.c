@@ -180,8 +180,10 @@ static double run_phase(struct zs_zram *z, const struct zs_pageset *ps, unsigned
 
 /*
  * Drop the pages whose stored size differs between the kernel's compressor
- * and ours (lz4 versions differ on a few pages; lzo-rle vs lzo1x on most),
- * so what remains isolates the allocator: mem_used_total must then agree.
+ * and ours, so what remains isolates the allocator: mem_used_total must then
+ * agree.  lzo needs none of it (every page agrees: lzo1x_1_15 is the
+ * kernel's lzo); lz4 does (liblz4 is shorter on ~5% of pages), and so would
+ * a --kernel-comp other than --comp (zs/compress.h).
  */
 static int keep_agreeing_pages(struct zs_pageset *ps, struct zs_zram *z, const char *comp,
 			       const char *kcomp, char *msg, size_t msg_len)
