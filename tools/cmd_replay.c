@@ -370,6 +370,10 @@ static void print_mismatch(struct replay *R, const struct mismatch *m)
 		       R->ctx_label);
 		for (int k = 0; k < m->nbefore; k++) {
 			const struct ctx_entry *c = &m->before[k];
+			if (!c->has_exp) { /* replayed, but the trace has no '=' after it */
+				printf("    %7ld: %-22s |    (no state record)\n", c->line, c->op);
+				continue;
+			}
 			printf("    %7ld: %-22s | %6" PRIu64 " %6" PRIu64 " | %6" PRIu64 " %6" PRIu64 "%s\n",
 			       c->line, c->op, c->exp[F_MEM], c->exp[F_COMPACTED], c->got[F_MEM],
 			       c->got[F_COMPACTED],
