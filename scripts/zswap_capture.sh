@@ -34,6 +34,7 @@ OUT.samples.tsv gets the counters over time.  Root only.
   --swap-mib N           swap file size in MiB, >= 1024 (default 1024)
   --swap-dir DIR         where the swap file goes; a real filesystem (default /var/tmp)
   --freeze-after SEC     freeze this many seconds after COMMAND starts (default 240)
+  --freeze-stored N      freeze earlier, as soon as zswap's stored_pages >= N (0: off)
   --interval SEC         sampling interval (default 1)
   --page-cluster N       vm.page-cluster during the run (default 0: no swap readahead,
                          so every swapped pte at the freeze is a zswap entry or a zero page)
@@ -56,7 +57,7 @@ MEMCG_ROOT=/sys/fs/cgroup/memory
 FRZ_ROOT=/sys/fs/cgroup/freezer
 HERE=$(cd "$(dirname "$0")" && pwd)
 
-OUT="" LIMIT=256M SWAP_MIB=1024 SWAP_DIR=/var/tmp FREEZE_AFTER=240 INTERVAL=1
+OUT="" LIMIT=256M SWAP_MIB=1024 SWAP_DIR=/var/tmp FREEZE_AFTER=240 FREEZE_STORED=0 INTERVAL=1
 PAGE_CLUSTER=0 MAX_POOL=20 CONTINUE=0 COMPACT=1 LOCK_WAIT=3600 WORKDIR=$PWD NOTE=""
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -65,6 +66,7 @@ while [ $# -gt 0 ]; do
 	--swap-mib) SWAP_MIB=$2; shift 2 ;;
 	--swap-dir) SWAP_DIR=$2; shift 2 ;;
 	--freeze-after) FREEZE_AFTER=$2; shift 2 ;;
+	--freeze-stored) FREEZE_STORED=$2; shift 2 ;;
 	--interval) INTERVAL=$2; shift 2 ;;
 	--page-cluster) PAGE_CLUSTER=$2; shift 2 ;;
 	--max-pool-percent) MAX_POOL=$2; shift 2 ;;
@@ -83,7 +85,7 @@ done
 [ -d /sys/module/zswap ] || { echo "zswap_capture: no zswap in this kernel" >&2; exit 77; }
 [ -f $MEMCG_ROOT/memory.limit_in_bytes ] && [ -f $FRZ_ROOT/cgroup.procs ] ||
 	{ echo "zswap_capture: needs cgroup v1 memory and freezer" >&2; exit 77; }
-for v in "$SWAP_MIB" "$FREEZE_AFTER" "$PAGE_CLUSTER" "$MAX_POOL" "$LOCK_WAIT"; do
+for v in "$SWAP_MIB" "$FREEZE_AFTER" "$FREEZE_STORED" "$PAGE_CLUSTER" "$MAX_POOL" "$LOCK_WAIT"; do
 	[[ "$v" =~ ^[0-9]+$ ]] || { echo "zswap_capture: '$v' is not a number" >&2; exit 2; }
 done
 [[ "$INTERVAL" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "zswap_capture: bad --interval" >&2; exit 2; }
@@ -275,6 +277,7 @@ while :; do
 	if ! kill -0 "$CMD_PID" 2>/dev/null; then ENDED=1; break; fi
 	el=$(echo "$(now) - $T0" | bc)
 	if [ "$(echo "$el >= $FREEZE_AFTER" | bc)" = 1 ]; then break; fi
+	if [ "$FREEZE_STORED" -gt 0 ] && [ "$(cat $Z/stored_pages)" -ge "$FREEZE_STORED" ]; then break; fi
 	sleep 0.5
 done
 CMD_RC=""
@@ -314,6 +317,15 @@ READ_RC=0
 # shellcheck disable=SC2086
 "$READER" $PIDS >"$TMPS.sizes" 2>"$TMPS.sum" || READ_RC=$?
 READ_VALS=$(counters "$(echo "$(now) - $T0" | bc)")
+# Entries left after the read belong to no pte of the group (a process that
+# exited while its page was being stored leaves it in the swap cache): their
+# pool after compaction bounds how far the kernel's compacted pool may be
+# above a fresh fill of the sizes read (docs/zswap.md).
+RESID_VALS=""
+if [ $COMPACT = 1 ]; then
+	echo 2 >/proc/sys/vm/drop_caches
+	RESID_VALS=$(counters "$(echo "$(now) - $T0" | bc)")
+fi
 grep -v '^[a-z_]* [0-9]*$' "$TMPS.sum" >&2 || true
 
 END_VALS=""
@@ -340,6 +352,7 @@ fi
 	echo "# command $*"
 	[ -n "$NOTE" ] && echo "# workload $NOTE"
 	echo "# freeze_after_s $FREEZE_AFTER"
+	echo "# freeze_stored $FREEZE_STORED"
 	echo "# command_ended_before_freeze $ENDED"
 	echo "# processes $NPROCS"
 	echo "# smaps_swap_kB $SWAP_SUM"
@@ -348,6 +361,7 @@ fi
 	section freeze "$FREEZE_VALS"
 	[ -n "$COMPACT_VALS" ] && section compacted "$COMPACT_VALS"
 	section after_read "$READ_VALS"
+	[ -n "$RESID_VALS" ] && section residual_compacted "$RESID_VALS"
 	[ -n "$END_VALS" ] && section end "$END_VALS"
 	[ -n "$CMD_RC" ] && echo "# command_rc $CMD_RC"
 	# The samples up to the freeze, for `zs zswap --sizes`'s churn:

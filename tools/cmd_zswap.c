@@ -204,6 +204,11 @@ static int capture_read(const char *path, struct capture *c)
 	}
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		lineno++;
+		if (lineno == 1 && strcmp(line, "# zswap-sizes 1")) {
+			fprintf(stderr, "zs zswap: %s: not a capture (the first line is not "
+				"'# zswap-sizes 1'; scripts/zswap_capture.sh writes one)\n", path);
+			goto bad;
+		}
 		if (line[0] == '#') {
 			const char *h = line + 1 + (line[1] == ' ');
 			if (!strncmp(h, "sample ", 7)) {
@@ -1449,6 +1454,9 @@ static int mode_sizes(const struct opts *o)
 	kernel_state(&c, have_kc ? "compacted" : "freeze", &kc);
 	double kt = 0;
 	cap_num(&c, "freeze", "t_s", &kt);
+	uint64_t resid = cap_u64(&c, "after_read", "stored_pages");
+	uint64_t resid_pool = cap_u64(&c, cap_num(&c, "residual_compacted", "pool_total_size", &v)
+					      ? "residual_compacted" : "after_read", "pool_total_size");
 
 	if (o->json) {
 		struct json js;
@@ -1475,6 +1483,9 @@ static int mode_sizes(const struct opts *o)
 		json_state(&js, &kc);
 		json_kbool(&js, "measured", have_kc);
 		json_obj_end(&js);
+		/* Entries no pte of the group named (read none): 0 makes the comparison exact. */
+		json_kuint(&js, "residual_entries", resid);
+		json_kuint(&js, "residual_pool_total_size", resid_pool);
 		json_karr(&js, "series");
 		for (size_t i = 0; i < c.ns; i++) {
 			json_arr(&js);
@@ -1529,6 +1540,14 @@ static int mode_sizes(const struct opts *o)
 						   0, 0, 0 };
 		text_state("after compaction", cols, nc);
 		printf("kernel: %.1f s of the workload to the freeze\n", kt);
+		if (resid)
+			printf("kernel: %" PRIu64 " entries (%" PRIu64 " pool pages when compacted alone) "
+			       "were on no pte of the group and are not in the sizes: the kernel's pool may "
+			       "be that much above a fill of the sizes\n",
+			       resid, resid_pool / 4096);
+		else
+			printf("kernel: every entry was read (0 left): the fresh fill is comparable "
+			       "page for page\n");
 		for (int b = 0; b < o->nbackends; b++)
 			if (fr[b].ok && cr[b].ok)
 				printf("%s: fresh %.3f s, churn %.3f s (%.0f ns/store, %.0f ns/load, "

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Owner: `zs zswap` (tools/cmd_zswap.c) and the capture format of
+# scripts/zswap_capture.sh.  Pages mode on a small input: every row's fill,
+# churn, compaction and drain add up (stored + zero = pages, ops = the plan,
+# nothing left after the drain, 0 mismatches).  --sizes on the committed
+# kernel-build capture (tests/data/zswap-build-sizes.txt.xz, docs/zswap.md):
+# libzs's zsmalloc holds exactly the kernel's pool pages after the kernel's
+# own compaction (fresh fill, and after the sampled churn plus compaction),
+# stored and incompressible counts equal the kernel's, and the churn ends with
+# the captured entries.  Bad input: one message, exit 2.  With
+# ZS_ZSWAP_CAPTURE_TEST=1 (root, zswap, cgroup v1) a 20-second capture of a
+# small workload runs too and must be exact (it changes kernel settings for its
+# duration, so it is off by default).
+# Usage: bash tests/test_zswap_cli.sh BUILD_DIR   (from the repository root)
+set -euo pipefail
+build=${1:?usage: tests/test_zswap_cli.sh BUILD_DIR}
+zs=$build/zs
+data=tests/data/zswap-build-sizes.txt.xz
+pass=0 fail=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+command -v python3 >/dev/null || { echo "skip: no python3"; exit 77; }
+
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+
+# check NAME JSON PYTHON-EXPR...: each expression (over j = the document, r = rows by backend)
+# must be true.
+check() {
+	local name=$1 json=$2
+	shift 2
+	if python3 - "$json" "$@" >"$tmp/py" 2>&1 <<'EOF'; then ok "$name"; else bad "$name"; sed 's/^/    /' "$tmp/py"; fi
+import json, sys
+j = json.load(open(sys.argv[1]))
+r = {row["backend"]: row for row in j["rows"]}
+bad = 0
+for e in sys.argv[2:]:
+    try:
+        v = eval(e)
+    except Exception as x:
+        v = False
+        print("error in", e, ":", x)
+    if not v:
+        bad += 1
+        print("false:", e)
+sys.exit(1 if bad else 0)
+EOF
+}
+
+expect_fail() {
+	local pat=$1
+	shift
+	local rc=0
+	timeout 60 "$zs" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+	if [ "$rc" -eq 2 ] && grep -qE -- "$pat" "$tmp/err"; then
+		ok "zs $* -> 2"
+	else
+		bad "zs $* -> $rc (want 2 and '$pat')"
+		head -3 "$tmp/err" | sed 's/^/    /'
+	fi
+}
+
+# ---- Pages mode ----
+"$zs" zswap --json --max 1M --ops 2000 --seed 7 src include >"$tmp/pages.json"
+check "pages: fill, churn, compaction and drain add up" "$tmp/pages.json" \
+	'sorted(r) == ["zblock", "zsmalloc"]' \
+	'all(x["stored_pages"] + x["swpout_zero"] == j["pages"] for x in r.values())' \
+	'all(x["churn"]["stores"] + x["churn"]["loads"] + x["churn"]["invalidates"] == j["churn_ops"] == 2000 for x in r.values())' \
+	'all(x["churn"]["zswpout"] == x["zswpout"] + x["churn"]["stores"] - x["churn"]["rejected"] - (x["churn"]["swpout_zero"] - x["swpout_zero"]) for x in r.values())' \
+	'all(x["mismatches"] == 0 for x in r.values())' \
+	'all(x["drain"]["stored_pages"] == 0 and x["drain"]["pool_total_size"] == 0 for x in r.values())' \
+	'r["zsmalloc"]["compacted"]["pool_total_size"] <= r["zsmalloc"]["churn"]["pool_total_size"]' \
+	'all(x["pool_total_size"] == 4096 * x["pool_pages"] == 1024 * x["Zswap_kB"] for x in r.values())' \
+	'r["zsmalloc"]["stored_pages"] == r["zblock"]["stored_pages"]' \
+	'all(len(x["series"]) == 50 for x in r.values())'
+# The same seed gives the same pool; another seed another churn.
+"$zs" zswap --json --max 1M --ops 2000 --seed 7 --backends zsmalloc src include >"$tmp/again.json"
+check "pages: a seed replays" "$tmp/again.json" \
+	"r['zsmalloc']['churn']['pool_total_size'] == $(python3 -c "import json; print([x for x in json.load(open('$tmp/pages.json'))['rows'] if x['backend'] == 'zsmalloc'][0]['churn']['pool_total_size'])")"
+
+# ---- --sizes on the committed kernel-build capture ----
+if [ -f "$data" ]; then
+	"$zs" zswap --json --sizes "$data" >"$tmp/sizes.json"
+	kc=$(xz -dc "$data" | awk '$2 == "compacted" && $3 == "pool_total_size" { print $4 }')
+	kst=$(xz -dc "$data" | awk '$2 == "freeze" && $3 == "stored_pages" { print $4 }')
+	kinc=$(xz -dc "$data" | awk '$2 == "freeze" && $3 == "stored_incompressible_pages" { print $4 }')
+	n=$(xz -dc "$data" | grep -vc '^#')
+	n4k=$(xz -dc "$data" | grep -cx '4096')
+	check "sizes: libzs zsmalloc = the kernel's pool pages ($kc bytes), counts = the kernel's" \
+		"$tmp/sizes.json" \
+		"j['pages'] == $n == $kst" \
+		"r['kernel']['compacted']['measured'] and r['kernel']['compacted']['pool_total_size'] == $kc" \
+		"r['zsmalloc']['pool_total_size'] <= $kc <= r['zsmalloc']['pool_total_size'] + r['kernel']['residual_pool_total_size']" \
+		"r['kernel']['residual_entries'] > 0 or r['zsmalloc']['pool_total_size'] == $kc" \
+		"r['zsmalloc']['compacted']['pool_total_size'] <= $kc + r['kernel']['residual_pool_total_size']" \
+		"all(r[b]['stored_pages'] == $kst and r[b]['stored_incompressible_pages'] == $kinc == $n4k for b in ('zsmalloc', 'zblock'))" \
+		"r['kernel']['stored_pages'] == $kst and r['kernel']['stored_incompressible_pages'] == $kinc" \
+		"j['sampled_churn'] and j['churn_survivors'] == j['churn_captured_live'] == $n" \
+		"all(r[b]['churn']['stored_pages'] == $kst for b in ('zsmalloc', 'zblock'))" \
+		"all(r[b]['churn']['zswpout'] == r['kernel']['zswpout'] and r[b]['churn']['zswpin'] == r['kernel']['zswpin'] for b in ('zsmalloc', 'zblock'))" \
+		"r['zsmalloc']['churn']['pool_total_size'] >= $kc" \
+		"r['zblock']['pool_total_size'] > 0 and len(r['kernel']['series']) >= 2"
+	"$zs" zswap --sizes "$data" --backends zsmalloc >"$tmp/sizes.txt" 2>/dev/null
+	if grep -q "fresh fill (kernel: its pool after its own compaction)" "$tmp/sizes.txt" &&
+		grep -qE "^  pool_total_size +$kc +$kc\$" "$tmp/sizes.txt"; then
+		ok "sizes: the text table shows the kernel's and libzs's pool side by side"
+	else
+		bad "sizes: text table"
+		head -20 "$tmp/sizes.txt" | sed 's/^/    /'
+	fi
+else
+	bad "missing $data"
+fi
+
+# ---- Refusals ----
+expect_fail "unknown backend 'zbud'" zswap --backends zsmalloc,zbud src
+expect_fail "takes no FILE" zswap --sizes "$data" src
+expect_fail "not a capture" zswap --sizes tests/data/zswap-small.trace
+expect_fail "No such file" zswap --sizes /nonexistent/capture
+expect_fail "no FILE or DIR" zswap
+expect_fail "--max-pool-percent: '101'" zswap --max-pool-percent 101 src
+expect_fail "--comp must be lzo" zswap --comp zstd --sizes "$data"
+expect_fail "needs pages" zswap --vs-kernel --sizes "$data"
+
+# ---- Optional: a real capture (root; changes kernel settings while it runs) ----
+if [ "${ZS_ZSWAP_CAPTURE_TEST:-0}" = 1 ]; then
+	cat >"$tmp/fill.py" <<'EOF'
+import os, time
+keep, total = [], 0
+for root, _, files in os.walk('/usr/lib'):
+    for f in files:
+        p = os.path.join(root, f)
+        if os.path.islink(p):
+            continue
+        try:
+            keep.append(bytearray(open(p, 'rb').read())); total += len(keep[-1][:0]) + os.path.getsize(p)
+        except OSError:
+            pass
+        if total > 96 << 20:
+            break
+    if total > 96 << 20:
+        break
+keep.append(bytearray(4 << 20))
+time.sleep(300)
+EOF
+	if bash scripts/zswap_capture.sh -o "$tmp/cap" --limit 32M --freeze-after 20 \
+		-- python3 "$tmp/fill.py" 2>"$tmp/caperr"; then
+		"$zs" zswap --json --sizes "$tmp/cap" --backends zsmalloc >"$tmp/cap.json"
+		kc=$(awk '$2 == "compacted" && $3 == "pool_total_size" { print $4 }' "$tmp/cap")
+		check "capture: exact (stored_pages fell by the pages read; zsmalloc = kernel pool)" \
+			"$tmp/cap.json" "j['pages'] > 1000" "r['zsmalloc']['pool_total_size'] == $kc"
+		grep -q WARNING "$tmp/caperr" && bad "capture warned: $(grep WARNING "$tmp/caperr")"
+	else
+		bad "capture failed"
+		tail -5 "$tmp/caperr" | sed 's/^/    /'
+	fi
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
