@@ -432,21 +432,39 @@ static void test_writeback(uint64_t *seed)
 	zs_zswap_destroy(z);
 }
 
+static int thread_count(void)
+{
+	char line[256];
+	int n = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Threads:", 8))
+			n = atoi(line + 8);
+	if (f)
+		fclose(f);
+	return n;
+}
+
 /* The shrink worker: a rejection while full writes back down to the accept threshold. */
 static void test_worker(uint64_t *seed)
 {
 	const size_t ps = 4096;
 	unsigned char page[4096];
 	struct zs_zswap_stats st;
+	int threads0 = thread_count();
 	struct zs_zswap *z = mk(ps, NULL, 100 * ps, 20, path); /* max 20, accept 18 */
 	int i;
 
+	/* No thread at create, nor while nothing is rejected. */
+	CHECK_EQ(thread_count(), threads0);
 	for (i = 0; i < 20; i++) {
 		gen_page(page, ps, PG_RANDOM, seed);
 		CHECK_EQ(zs_zswap_store(z, (uint64_t)i, page, 0), 0);
 	}
 	zs_zswap_get_stats(z, &st);
 	CHECK_EQ(st.shrink_worker_runs, 0);
+	CHECK_EQ(thread_count(), threads0);
 	/* Entries are referenced: each rejected store's pass rotates 16 and gives up, until
 	 * the cold ones are written back. */
 	int rejected = 0;
@@ -464,6 +482,7 @@ static void test_worker(uint64_t *seed)
 	CHECK(st.shrink_worker_runs > 0);
 	CHECK(st.written_back_pages > 0);
 	CHECK(st.pool_pages <= 20);
+	CHECK_EQ(thread_count(), threads0 + 1);
 	printf("worker: %d rejected, %llu passes, %llu written back\n", rejected,
 	       (unsigned long long)st.shrink_worker_runs,
 	       (unsigned long long)st.written_back_pages);
