@@ -579,6 +579,23 @@ static int make_zswap(const struct opts *o, const char *backend, uint64_t total_
 /* Per entry: its offset (while stored) and where it is. */
 enum { E_NONE, E_ZSWAP, E_DISK };
 
+/* Pool pages at the end of every interval that ends by op `done` (every `every`-th kept). */
+static void record_series(struct zs_zswap *z, const struct plan *p, struct run *r,
+			  size_t *next_int, size_t every, size_t done)
+{
+	for (; *next_int < p->nint && p->iend[*next_int] <= done; (*next_int)++) {
+		struct zs_zswap_stats st;
+
+		if ((*next_int % every != every - 1 && *next_int != p->nint - 1) ||
+		    r->nseries >= SERIES_MAX)
+			continue;
+		zs_zswap_get_stats(z, &st);
+		r->series_t[r->nseries] = p->kt ? p->kt[*next_int] : (double)p->iend[*next_int];
+		r->series_pool[r->nseries] = st.pool_pages;
+		r->series_stored[r->nseries++] = st.stored_pages;
+	}
+}
+
 static int run_plan(const struct opts *o, const char *backend, const struct plan *p,
 		    const struct input *in, uint64_t total_ram, unsigned max_pool, int drain,
 		    struct run *r)
@@ -627,6 +644,7 @@ static int run_plan(const struct opts *o, const char *backend, const struct plan
 	/* Churn, timed per operation kind. */
 	double ts = 0, tl = 0, ti = 0;
 	size_t next_int = 0, every = p->nint > SERIES_MAX ? (p->nint + SERIES_MAX - 1) / SERIES_MAX : 1;
+	record_series(z, p, r, &next_int, every, 0);
 	for (size_t k = 0; k < p->nops; k++) {
 		const struct op *op = &p->ops[k];
 		uint32_t id = op->id;
@@ -664,18 +682,7 @@ static int run_plan(const struct opts *o, const char *backend, const struct plan
 			where[id] = E_NONE;
 			freelist[nfree++] = off[id];
 		}
-		while (next_int < p->nint && p->iend[next_int] == k + 1) {
-			if (next_int % every == every - 1 || next_int == p->nint - 1) {
-				struct zs_zswap_stats st;
-				if (r->nseries < SERIES_MAX) {
-					zs_zswap_get_stats(z, &st);
-					r->series_t[r->nseries] = p->kt ? p->kt[next_int] : (double)(k + 1);
-					r->series_pool[r->nseries] = st.pool_pages;
-					r->series_stored[r->nseries++] = st.stored_pages;
-				}
-			}
-			next_int++;
-		}
+		record_series(z, p, r, &next_int, every, k + 1);
 	}
 	r->churn.store_ns = r->churn.n_store ? ts * 1e9 / (double)r->churn.n_store : 0;
 	r->churn.load_ns = r->churn.n_load ? tl * 1e9 / (double)r->churn.n_load : 0;

@@ -937,6 +937,82 @@ def step_algorithms(rep, ctx):
     return f"densest {best['comp']} at {best['group_bytes'] // 1024}K ({best['ratio_mem']:.2f}x)"
 
 
+ZSWAP_CAPTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                             "data", "zswap-build-sizes.txt.xz")
+
+
+def step_zswap(rep, ctx):
+    """zs zswap: the corpus through libzs's zswap per backend (fill, churn, compaction), and the
+    committed kernel-build capture (seed 003: the kernel's zsmalloc, libzs's zsmalloc and
+    zblock on the same objects).  docs/zswap.md says how the capture was made."""
+    max_mib = min(ctx["max_mib"], 32)
+    cmd = [ctx["zs"], "zswap", "--json", "--max", f"{max_mib}M"]
+    if ctx["args"].backend:
+        cmd += ["--backends", ",".join(dict.fromkeys(["zsmalloc", "zblock",
+                                                        ctx["args"].backend]))]
+    j = run_json(cmd + ctx["paths"], timeout=900)
+    rep.results["zswap"] = j
+    runs = [("corpus", j, cmd)]
+    capture = os.path.normpath(ZSWAP_CAPTURE)
+    if os.path.exists(capture):
+        ccmd = [ctx["zs"], "zswap", "--json", "--sizes", capture]
+        jc = run_json(ccmd, timeout=900)
+        rep.results["zswap_capture"] = jc
+        runs.append(("capture", jc, ccmd))
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(runs), figsize=(6 * len(runs), 3.8), squeeze=False)
+    md = ""
+    for ax, (what, doc, c) in zip(axes.flat, runs):
+        rows = []
+        for r in doc["rows"]:
+            ser = r.get("series", [])
+            if ser:
+                ax.plot([p[0] for p in ser], [p[1] for p in ser],
+                        label=r["backend"] + (" (measured)" if r["backend"] == "kernel" else ""),
+                        lw=2 if r["backend"] == "kernel" else 1.2,
+                        ls="--" if r["backend"] == "kernel" else "-")
+            kern = r["backend"] == "kernel"
+            comp = r.get("compacted", {})
+            fresh = comp.get("pool_pages", r["pool_pages"]) if kern else r["pool_pages"]
+            after = r["pool_pages"] if kern else r.get("churn", {}).get("pool_pages", "-")
+            rows.append([r["backend"], r["stored_pages"], r["Zswapped_kB"], fresh, after,
+                         comp.get("pool_pages", "-"),
+                         f"{r['stored_pages'] / after:.3f}" if isinstance(after, int) and after
+                         else "-",
+                         f"{r['store_ns']:.0f}" if "store_ns" in r else "-",
+                         f"{r['load_ns']:.0f}" if "load_ns" in r else "-"])
+        ax.set_xlabel("seconds of the build (the churn follows the kernel's samples)"
+                      if what == "capture" else "churn operations")
+        ax.set_ylabel("pool pages")
+        ax.set_title("kernel-build capture: pool pages over the build" if what == "capture"
+                     else f"corpus ({doc['pages']} pages): pool pages over the churn",
+                     fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        shown = " ".join(["zs"] + [os.path.basename(x) if x in ctx["paths"] or x == capture
+                                   else x for x in c[1:]])
+        if what == "capture":
+            md += (f"`{shown}` (the capture is `tests/data/zswap-build-sizes.txt.xz`: "
+                   f"{doc['workload']}, kernel {doc['kernel_version']}).  The kernel row is "
+                   "measured: its fresh-fill and compacted columns are its pool after its own "
+                   "compaction at the freeze, after churn its pool at the freeze; the libzs rows store "
+                   "the same lzo sizes fresh (first columns) and through a churn with the "
+                   "kernel's store, load and free counts per sample interval that ends with "
+                   "the captured entries live.\n\n")
+        else:
+            md += (f"`{shown} CORPUS`: {doc['pages']} pages filled, {doc['churn_ops']} "
+                   "seeded stores/loads/invalidates, compaction, then every page loaded back "
+                   "and compared.\n\n")
+        md += md_table(["backend", "stored_pages", "Zswapped kB", "pool pages: fresh fill",
+                        "after churn", "after compaction", "Zswapped/Zswap after churn",
+                        "store ns/page", "load ns/page"], rows) + "\n"
+    md += rep.figure(fig, "zswap_pool_pages.png",
+                     "pool pages per backend over the churn (left: the corpus; right: the "
+                     "kernel-build capture, with the kernel's own pool as measured)")
+    rep.section("zswap: backends under the kernel's zswap rules", md)
+    return f"{len(runs)} runs"
+
+
 STEPS = [  # (name, function, weight in expected quick seconds)
     ("corpus", step_corpus, 4),
     ("size classes", step_classes, 2),
@@ -948,6 +1024,7 @@ STEPS = [  # (name, function, weight in expected quick seconds)
     ("zram store vs raw/kernel", step_zram, 5),
     ("backends x compressors", step_backends, 8),
     ("backend comparison", step_compare, 10),
+    ("zswap", step_zswap, 8),
     ("which algorithm", step_algorithms, 10),
     ("threads", step_threads, 15),
 ]
