@@ -12,14 +12,48 @@
  * Freed pages are cached, still mapped, for reuse: first in small per-CPU
  * caches (the kernel's per-CPU page lists: single-page allocations and frees
  * take no shared lock; a cache is refilled from and drained to the shared
- * cache a batch at a time), then in one shared cache of hot pages.  Cached
- * pages go back to the OS (MADV_DONTNEED; a chunk whose pages are all free is
- * unmapped) lazily, by a decay: pages that sat unused in the shared cache
- * for longer than decay_ms are returned the next time the provider takes its
- * lock or a per-CPU cache checks the clock (every 64 operations), so a busy
- * pool recycles its pages hot and no background thread is needed; and at
- * once by zs_pages_trim(), and whenever the cache would exceed cache_pages.
- * A pool that goes idle keeps its cache until its next call or a trim.
+ * cache a batch at a time), then in one shared cache of hot pages.  A busy
+ * pool recycles its pages hot, without a page fault or a system call.
+ *
+ * Returning memory (the decay).  What goes back: cached pages, never a page
+ * in use.  A cached page is returned with MADV_DONTNEED, and a chunk with
+ * no page in use is unmapped, so the process's RSS drops.  When:
+ *   - decay_ms after it was last used, whether or not the program makes
+ *     any further call.  A page in the shared cache goes decay_ms after it
+ *     was freed; a per-CPU cache that saw no allocation or free for decay_ms
+ *     is emptied whole (its pages go 1 to 1.5 decays after its last use).
+ *     Calls do this on the way (a provider's lock round, or every 64
+ *     operations of a per-CPU cache); when no call comes, a background
+ *     thread does it (below).  With the default 500 ms, a pool, a zram
+ *     store or a region whose data was all freed is back within a few MiB
+ *     of its live data about 0.5-1 s later.
+ *   - at once, past a bound: cache_pages for the provider, and one budget
+ *     for the whole process (ZS_PAGES_DEFAULT_CACHE_BYTES, 128 MiB) shared
+ *     by every provider created with cache_pages 0, so eight pools do not
+ *     keep eight caches.  A provider over the process budget returns its
+ *     own coldest cached pages.  Per-CPU caches are outside both counts
+ *     (at most 64 pages per CPU and provider).
+ *   - at once on zs_pages_trim() (zs_pool_trim, zs_compact).
+ * The background thread ("zs-purge", one per process, not per pool) exists
+ * only while some provider holds cached pages: none at create, started when
+ * a provider's shared cache first takes a page, ended by itself once
+ * nothing is cached anywhere.  A provider whose freed pages all stay in its
+ * per-CPU caches (a handful of pages) starts none; those pages go when a
+ * thread started by any provider sees the cache idle, or at a trim.  The
+ * thread runs with every signal blocked and is detached (it never keeps a
+ * process from exiting; a destructor stops it at exit or unload); a forked
+ * child starts its own when it next caches pages.
+ * Turning it off or tuning it, per provider: decay_ms (below; the pools'
+ * page_cache_decay_ms), ZS_PAGES_DECAY_NEVER to keep cached pages until a
+ * trim or the bound (no thread for that provider), cache_pages =
+ * ZS_PAGES_NO_CACHE to return every freed page at once (the kernel's
+ * behaviour: no cache, no thread).  For the whole process, read once at
+ * the first provider's creation, for the fields left 0:
+ *   ZS_PAGES_DECAY_MS=N   the default decay, 1..3600000 ms; 0: no cache,
+ *                         every freed page goes back at once; -1: never by
+ *                         time (no thread; only trim and the bounds).
+ *   ZS_PAGES_CACHE_MB=N   the process-wide budget (and each provider's
+ *                         default bound), 0: no cache.
  * Tests can inject allocation failures.
  *
  * Thread safety: all functions are safe to call concurrently.  Address and
@@ -66,18 +100,27 @@ struct zs_pages_config {
 	size_t max_pages;    /* hard limit on pages in use (-ENOMEM past it); 0 -> none.
 	                        0..ZS_PAGES_MAX_SPAN / page_size. */
 	size_t cache_pages;  /* bound on freed pages kept mapped for reuse, per-CPU caches
-	                        included; 0 -> ZS_PAGES_DEFAULT_CACHE_BYTES worth.
+	                        included; 0 -> ZS_PAGES_DEFAULT_CACHE_BYTES worth (or
+	                        ZS_PAGES_CACHE_MB), and the shared cache counts in the
+	                        process-wide budget of the same size.  Non-zero: this
+	                        provider's own bound, outside the budget.
 	                        0..ZS_PAGES_MAX_SPAN / page_size, else EINVAL.  ZS_PAGES_NO_CACHE
 	                        returns every page at once.  Per-CPU caches are used only when the
 	                        bound is at least 128 pages per possible CPU (they then
 	                        hold at most 64 pages each, half the bound at most). */
-	unsigned decay_ms;   /* cached pages unused this long go back to the OS;
-	                        0 -> ZS_PAGES_DEFAULT_DECAY_MS.  1..3600000, else EINVAL. */
+	unsigned decay_ms;   /* cached pages unused this long go back to the OS, even in a
+	                        program that makes no further call (see the top of this file);
+	                        0 -> the process default (ZS_PAGES_DEFAULT_DECAY_MS, or
+	                        ZS_PAGES_DECAY_MS from the environment).  1..3600000, or
+	                        ZS_PAGES_DECAY_NEVER (only trim and the bounds return them),
+	                        else EINVAL. */
 };
 #define ZS_PAGES_NO_CACHE ((size_t)-1)
+/* The process-wide budget of the providers created with cache_pages 0, and each one's bound. */
 #define ZS_PAGES_DEFAULT_CACHE_BYTES ((size_t)128 << 20)
 #define ZS_PAGES_DEFAULT_DECAY_MS 500u
 #define ZS_PAGES_MAX_DECAY_MS 3600000u
+#define ZS_PAGES_DECAY_NEVER 0xffffffffu
 
 struct zs_pages_stats {
 	size_t page_size;
@@ -86,7 +129,8 @@ struct zs_pages_stats {
 	                           sampled when the shared lock is taken and on this call */
 	size_t pages_cached;    /* freed but still mapped (bounded by cache_pages) */
 	size_t pages_cpu_cached;/* of which in per-CPU caches */
-	uint64_t pages_decayed; /* returned to the OS by the decay (not by trim or bound) */
+	uint64_t pages_decayed; /* returned to the OS by the decay, in calls or by the purge
+	                           thread (not by trim or a bound) */
 	size_t chunks_mapped;   /* chunks currently mmap'd */
 	size_t bytes_mapped;    /* chunk bytes currently mmap'd (virtual) */
 	uint64_t allocs, frees, failed_allocs;  /* calls; a bulk free counts each page */
@@ -146,7 +190,7 @@ ZS_API int zs_pages_valid(const struct zs_pages *p, zs_pfn_t pfn);
 
 /* Return every cached page, per-CPU caches included, to the OS (and unmap chunks left empty). */
 ZS_API void zs_pages_trim(struct zs_pages *p);
-/* Return the cached pages older than decay_ms now (what any call does lazily). */
+/* Return the shared cache's pages older than decay_ms now (what any call does on the way). */
 ZS_API void zs_pages_decay(struct zs_pages *p);
 ZS_API void zs_pages_get_stats(const struct zs_pages *p, struct zs_pages_stats *st);
 ZS_API size_t zs_pages_in_use(const struct zs_pages *p);

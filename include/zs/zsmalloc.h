@@ -89,10 +89,14 @@ struct zs_pool_config {
 	                               never calls it starts none); -1: no thread, drained
 	                               only by flush/full queue.  -1..1 */
 	size_t page_cache_pages;    /* freed pages the page provider keeps mapped for reuse;
-	                               0 -> its default (128 MiB worth); 0..ZS_PAGES_MAX_SPAN /
-	                               page_size or ZS_PAGES_NO_CACHE; see zs/pages.h */
-	unsigned page_cache_decay_ms; /* cached pages unused this long go back to the OS;
-	                               0 -> 500 ms; 1..3600000 (else EINVAL), see zs/pages.h */
+	                               0 -> its default (128 MiB worth, within one budget for
+	                               the whole process); 0..ZS_PAGES_MAX_SPAN / page_size or
+	                               ZS_PAGES_NO_CACHE; see zs/pages.h */
+	unsigned page_cache_decay_ms; /* cached pages unused this long go back to the OS, with
+	                               or without further calls (a background thread while
+	                               pages are cached); 0 -> 500 ms (or ZS_PAGES_DECAY_MS);
+	                               1..3600000 or ZS_PAGES_DECAY_NEVER (else EINVAL); see
+	                               "Returning memory" in zs/pages.h */
 	unsigned class_shards;      /* copies of every size class, each with its own lock and
 	                               fullness lists; an allocation uses the copy of the CPU
 	                               it runs on (sched_getcpu() % class_shards).  0 or 1 ->
@@ -273,8 +277,10 @@ ZS_API unsigned long zs_pool_objects(struct zs_pool *pool);
  * Return the page provider's cached pages (per-CPU caches included) and unused
  * handle memory to the OS now, rather than at the cache's decay: every 64 KiB
  * chunk of handle slots whose slots are all free (all of them once the pool is
- * empty).  Briefly stops allocation and free on the pool.  Call it when the
- * pool goes idle: the decay runs only when the pool is used.
+ * empty).  Briefly stops allocation and free on the pool.  Cached pages also
+ * go by themselves decay_ms after their last use, with or without calls (see
+ * "Returning memory" in zs/pages.h); handle memory goes only here and in
+ * compaction (8 bytes per object at the pool's peak).
  */
 ZS_API void zs_pool_trim(struct zs_pool *pool);
 

@@ -17,6 +17,9 @@
  * cycle pay a fault, a zeroed page and an madvise whose TLB flush reaches
  * every CPU running the process (ISSUE 10's measurements); the decay keeps
  * that cost off a busy pool and still returns what an idle one stops using.
+ * Calls run the decay on the way; when none come, purge.c's thread runs it
+ * (pages_idle_pass, at the end of this file), and the shared caches of the
+ * default-sized providers count in one process-wide budget (purge_locked).
  *
  * Per-CPU caches.  Single-page allocations and frees go through a small
  * stack of pages per CPU (sched_getcpu; its own lock, so a thread that
@@ -84,14 +87,6 @@ static void cache_push(struct zs_pages *p, zs_pfn_t pfn, uint64_t now)
 
 /* ---- time, counters, decay (lock held unless said) -------------------- */
 
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-	/* The coarse clock is a vDSO read; a tick (a few ms) is plenty for a decay. */
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static inline bool expired(const struct zs_pages *p, uint64_t stamp, uint64_t now)
 {
 	return stamp != NO_TIME && now > stamp && now - stamp >= p->decay_ns;
@@ -106,19 +101,52 @@ static void note_oldest(struct zs_pages *p)
 
 
 /*
+ * Bring the process-wide budget (purge.c) up to date with this shared
+ * cache; returns the bytes all budgeted caches are over it.  Once per lock
+ * round, not per page: the total is one cache line every pool writes.
+ */
+static size_t budget_sync(struct zs_pages *p)
+{
+	if (!p->budget)
+		return 0;
+	long d = (long)p->ncached - (long)p->budget_pages;
+	p->budget_pages = p->ncached;
+	return purge_budget_add(d * (long)p->page_size);
+}
+
+/* Lock held: did this round's pages start the shared cache?  The caller kicks after unlock. */
+static bool take_kick(struct zs_pages *p)
+{
+	bool k = p->kick;
+	p->kick = false;
+	return k;
+}
+
+static void kick(struct zs_pages *p)
+{
+	purge_kick(now_ns() + p->decay_ns);
+}
+
+/*
  * Take pages off the cache's cold end for release: all of them (force), or
- * while the cache is over its bound or its tail has outlived the decay.  They
+ * while the cache is over its bound or the process-wide budget, or its tail
+ * has outlived the decay.  Over the budget a provider gives up its own
+ * coldest pages: a pool that frees keeps the pages it just freed hot.  They
  * become RELEASING with their bitmap bit set, so their chunk can be neither
  * reused nor unmapped until release_pages() is done.  At most max pages.
+ * Every lock round that changes the shared cache ends here, so this is
+ * also where the budget is settled and a cache that was empty and is not
+ * any more is noted for the purge thread (take_kick).
  */
 static unsigned purge_locked(struct zs_pages *p, uint64_t now, bool force, zs_pfn_t *rel,
 			     unsigned max)
 {
 	unsigned n = 0;
+	size_t gover = budget_sync(p);
 
 	while (n < max && p->cache_tail != ZS_PFN_NONE) {
 		zs_pfn_t pfn = p->cache_tail;
-		bool over = p->ncached > p->cache_cap;
+		bool over = p->ncached > p->cache_cap || gover > 0;
 		bool old = expired(p, (uint64_t)zs_page_desc(p, pfn)->word[1], now);
 		if (!force && !over && !old)
 			break;
@@ -129,8 +157,14 @@ static unsigned purge_locked(struct zs_pages *p, uint64_t now, bool force, zs_pf
 		set_state(p, pfn, PG_RELEASING);
 		if (!force && !over)
 			p->decayed++;
+		gover = gover > p->page_size ? gover - p->page_size : 0;
 		rel[n++] = pfn;
 	}
+	budget_sync(p);
+	bool nonempty = p->ncached > 0;
+	if (nonempty && !p->cache_nonempty && p->registered)
+		p->kick = true;
+	p->cache_nonempty = nonempty;
 	note_oldest(p);
 	return n;
 }
@@ -407,14 +441,16 @@ static unsigned pcp_refill_locked(struct zs_pages *p, struct zs_pcp *c, zs_pfn_t
  * Both locks held: move the k coldest pages of a per-CPU cache to the shared
  * cache.  What does not fit under the bound is released straight away (it
  * keeps its bitmap bit and ninuse, as RELEASING pages must), rather than
- * pushed and pushed out again.  Returns the pages to release, in rel
+ * pushed and pushed out again; so is everything when `release` (the purge
+ * thread emptying an idle cache).  Returns the pages to release, in rel
  * (k <= RELEASE_MAX).
  */
-static unsigned pcp_drain_locked(struct zs_pages *p, struct zs_pcp *c, unsigned k, zs_pfn_t *rel)
+static unsigned pcp_drain_locked(struct zs_pages *p, struct zs_pcp *c, unsigned k, zs_pfn_t *rel,
+				 bool release)
 {
 	uint64_t now = now_ns();
 	size_t room = p->cache_cap > p->ncached ? p->cache_cap - p->ncached : 0;
-	unsigned nrel = 0, ndirect = k > room ? (unsigned)(k - room) : 0;
+	unsigned nrel = 0, ndirect = release ? k : k > room ? (unsigned)(k - room) : 0;
 
 	zs_assert_internal(k <= c->count && c->count <= PCP_MAX);
 	for (unsigned i = 0; i < k; i++) {
@@ -487,7 +523,7 @@ static void pcp_free(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 	struct zs_pcp *c = this_pcp(p);
 	zs_pfn_t rel[2 * RELEASE_MAX];
 	unsigned nrel = 0, nfreed = 0;
-	bool check;
+	bool check, started = false;
 
 	pcp_lock(c);
 	for (unsigned i = 0; i < n; i++) {
@@ -506,7 +542,8 @@ static void pcp_free(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 		if (c->count == PCP_MAX) {
 			/* At most two drains per call (n <= 64): rel has room for both. */
 			pthread_mutex_lock(&p->lock);
-			nrel += pcp_drain_locked(p, c, PCP_BATCH, rel + nrel);
+			nrel += pcp_drain_locked(p, c, PCP_BATCH, rel + nrel, false);
+			started |= take_kick(p);
 			pthread_mutex_unlock(&p->lock);
 		}
 		c->pfn[c->count++] = pfn;
@@ -522,6 +559,8 @@ static void pcp_free(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 	release_pages(p, rel, nrel < RELEASE_MAX ? nrel : RELEASE_MAX);
 	if (nrel > RELEASE_MAX)
 		release_pages(p, rel + RELEASE_MAX, nrel - RELEASE_MAX);
+	if (started)
+		kick(p);
 	if (check && !nrel)
 		maybe_decay(p);
 }
@@ -537,7 +576,9 @@ static void pcp_drain_all(struct zs_pages *p)
 		pcp_lock(c);
 		if (c->count) {
 			pthread_mutex_lock(&p->lock);
-			nrel = pcp_drain_locked(p, c, c->count, rel);
+			nrel = pcp_drain_locked(p, c, c->count, rel, false);
+			/* Only a trim drains all, and it empties the shared cache next. */
+			(void)take_kick(p);
 			pthread_mutex_unlock(&p->lock);
 		}
 		pcp_unlock(c);
@@ -635,10 +676,13 @@ static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, boo
 	add_relaxed(&p->in_use, -(long)nfreed);
 	p->frees += whole ? 1 : nfreed;
 	nrel += purge_locked(p, now, false, rel + nrel, RELEASE_MAX - nrel);
+	bool started = take_kick(p);
 	pthread_mutex_unlock(&p->lock);
 	release_pages(p, rel, nrel);
 	if (nrel == RELEASE_MAX)
 		purge(p, false);
+	if (started)
+		kick(p);
 }
 
 void zs_pages_free(struct zs_pages *p, zs_pfn_t pfn)
@@ -696,4 +740,69 @@ void zs_pages_decay(struct zs_pages *p)
 {
 	if (p)
 		purge(p, false);
+}
+
+/* ---- the purge thread's pass (purge.c; registry lock held) ------------- */
+
+static uint64_t pcp_ops(struct zs_pcp *c)
+{
+	return atomic_load_explicit(&c->allocs, memory_order_relaxed) +
+	       atomic_load_explicit(&c->frees, memory_order_relaxed);
+}
+
+/* Give a per-CPU cache's pages to the OS, unless it was used since `ops` was read. */
+static void pcp_release_idle(struct zs_pages *p, struct zs_pcp *c, uint64_t ops)
+{
+	zs_pfn_t rel[RELEASE_MAX];
+	unsigned nrel = 0;
+
+	pcp_lock(c);
+	if (c->count && pcp_ops(c) == ops) {
+		pthread_mutex_lock(&p->lock);
+		p->decayed += c->count;
+		nrel = pcp_drain_locked(p, c, c->count, rel, true);
+		pthread_mutex_unlock(&p->lock);
+	}
+	pcp_unlock(c);
+	release_pages(p, rel, nrel);
+}
+
+/*
+ * A per-CPU cache has no time stamps (its hot path reads no clock), so the
+ * thread watches its operation count: unchanged for decay_ms, it is idle
+ * and its pages go.  While it holds pages the count is sampled at least
+ * every decay_ms / 2, so they go between 1 and 1.5 decays after its last
+ * use.  Shared pages go by their own stamps, as in any call's decay.
+ */
+uint64_t pages_idle_pass(struct zs_pages *p, uint64_t now)
+{
+	uint64_t next = NO_TIME;
+
+	for (unsigned i = 0; i < p->npcp; i++) {
+		struct zs_pcp *c = &p->pcp[i];
+		uint64_t ops = pcp_ops(c);
+		if (ops != c->seen_ops) {
+			c->seen_ops = ops;
+			c->seen_ns = now;
+		}
+		if (!atomic_load_explicit(&c->nheld, memory_order_relaxed))
+			continue;
+		uint64_t due = c->seen_ns + p->decay_ns;
+		if (now >= due) {
+			pcp_release_idle(p, c, ops);
+			if (!atomic_load_explicit(&c->nheld, memory_order_relaxed))
+				continue;
+			due = NO_TIME; /* used meanwhile: look again soon */
+		}
+		uint64_t soon = now + p->decay_ns / 2;
+		if (soon < due)
+			due = soon;
+		if (due < next)
+			next = due;
+	}
+	purge(p, false);
+	uint64_t oldest = atomic_load_explicit(&p->oldest_ns, memory_order_relaxed);
+	if (oldest != NO_TIME && oldest + p->decay_ns < next)
+		next = oldest + p->decay_ns;
+	return next;
 }

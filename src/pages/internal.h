@@ -1,8 +1,9 @@
 /*
  * Private to src/pages: the provider's struct, its constants and the small
- * inline helpers that both pages.c (create/destroy, chunk mapping, pfn
- * lookup, stats) and cache.c (per-CPU caches, shared hot cache, decay and
- * run allocation) need.  Kept out of include/ so the layout stays internal.
+ * inline helpers that pages.c (create/destroy, chunk mapping, pfn lookup,
+ * stats), cache.c (per-CPU caches, shared hot cache, decay and run
+ * allocation) and purge.c (the process-wide cache budget and the purge
+ * thread) need.  Kept out of include/ so the layout stays internal.
  */
 #ifndef ZS_PAGES_INTERNAL_H
 #define ZS_PAGES_INTERNAL_H
@@ -16,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
+#include <time.h>
 
 /* Per-page states; FREE must be 0 so DONTNEED'd meta reads as free. */
 enum { PG_FREE = 0, PG_IN_USE = 1, PG_CACHED = 2, PG_RELEASING = 3, PG_PCP = 4 };
@@ -36,6 +37,11 @@ enum { PG_FREE = 0, PG_IN_USE = 1, PG_CACHED = 2, PG_RELEASING = 3, PG_PCP = 4 }
 #define NO_TIME UINT64_MAX
 
 #define ZS_MAX_RUN 64u
+/* decay_ns of a provider that never decays by time (ZS_PAGES_DECAY_NEVER). */
+#define DECAY_NEVER_NS UINT64_MAX
+/* ZS_PAGES_DECAY_MS=0 (purge.c): keep no cache, return every freed page at once. */
+#define DECAY_IMMEDIATE 0u
+
 /* The slot table describes ZS_PAGES_MAX_SPAN bytes; only touched entries cost RSS. */
 #define ZS_MIN_SLOTS 64u
 #define ZS_MAX_SLOTS (1u << 20)
@@ -54,6 +60,9 @@ struct zs_pcp {
 	_Atomic long in_use;        /* allocations minus frees through this cache */
 	_Atomic uint64_t allocs, frees;
 	zs_pfn_t pfn[PCP_MAX];      /* a stack: the top is the hottest page */
+	/* The purge thread's view (registry lock only): allocs + frees when it last
+	 * changed, and when that was seen; a cache unchanged for decay_ms is idle. */
+	uint64_t seen_ops, seen_ns;
 } __attribute__((aligned(64)));
 
 struct zs_pages {
@@ -81,9 +90,20 @@ struct zs_pages {
 
 	zs_pfn_t cache_head, cache_tail;
 	size_t ncached, cache_cap;  /* the shared cache and its share of the bound */
-	uint64_t decay_ns;
+	uint64_t decay_ns;          /* DECAY_NEVER_NS: no time decay */
 	_Atomic uint64_t oldest_ns; /* free time of the cache's tail, NO_TIME if empty */
 	uint64_t decayed;
+
+	/*
+	 * Process-wide purge (purge.c).  budget: the shared cache counts in the
+	 * process-wide budget (cache_pages was left 0), budget_pages what it has
+	 * added there so far.  cache_nonempty and kick (lock held) note the
+	 * shared cache going from empty to not, which is when the purge thread
+	 * must hear of it; the registry links are the registry lock's.
+	 */
+	bool budget, registered, cache_nonempty, kick;
+	size_t budget_pages;
+	struct zs_pages *reg_prev, *reg_next;
 
 	/* Per-CPU caches (npcp 0: off); read-only pointers after create. */
 	struct zs_pcp *pcp;
@@ -182,9 +202,41 @@ static inline void set_slow_only(struct zs_pages *p)
 	atomic_store_explicit(&p->slow_only, p->max_pages != 0 || p->fi_on, memory_order_relaxed);
 }
 
+/* The coarse monotonic clock (a vDSO read; a tick, a few ms, is plenty for a decay). */
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Chunk bookkeeping (pages.c), called by the allocator with the lock held. */
 void pages_partial_set(struct zs_pages *p, size_t slot);
 long pages_chunk_map(struct zs_pages *p);
 char *pages_chunk_unmap(struct zs_pages *p, size_t slot);
+
+/*
+ * The purge thread's pass over one provider (cache.c), registry lock held:
+ * per-CPU caches idle for decay_ms are emptied straight to the OS, shared
+ * pages older than decay_ms go too.  Returns when the provider next needs a
+ * look, NO_TIME when it caches nothing.
+ */
+uint64_t pages_idle_pass(struct zs_pages *p, uint64_t now);
+
+/*
+ * Process-wide purge (purge.c).  purge_defaults: the defaults a config's 0
+ * fields take (ZS_PAGES_DECAY_MS, ZS_PAGES_CACHE_MB read once).  register:
+ * a provider that caches and decays joins the thread's list (create);
+ * unregister takes it off, waiting out a pass over it (destroy).
+ * budget_add: the shared caches' pages in the budget moved by delta bytes;
+ * returns how many bytes they are now over it (0: within).  kick: a
+ * provider's shared cache just went from empty to not, its pages due at
+ * `due`: start the thread or wake it earlier (no provider lock held).
+ */
+void purge_defaults(unsigned *decay_ms, size_t *budget_bytes);
+void purge_register(struct zs_pages *p);
+void purge_unregister(struct zs_pages *p);
+size_t purge_budget_add(long delta_bytes);
+void purge_kick(uint64_t due);
 
 #endif

@@ -16,7 +16,8 @@
  * or garbage pfn handed to zs_pages_valid() reads zeros instead of faulting.
  *
  * Freeing and the caches (per-CPU and shared, decay, trim) are cache.c's;
- * their design note is at the top of that file.
+ * their design note is at the top of that file.  The process-wide cache
+ * budget and the thread that returns idle caches are purge.c's.
  *
  * Shared bookkeeping runs under one mutex (lock order: per-CPU cache lock,
  * then the mutex); lookups use atomics only.
@@ -74,14 +75,22 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 		goto inval;
 	if (c.cache_pages != ZS_PAGES_NO_CACHE && c.cache_pages > ZS_PAGES_MAX_SPAN / c.page_size)
 		goto inval;
+	if (c.decay_ms > ZS_PAGES_MAX_DECAY_MS && c.decay_ms != ZS_PAGES_DECAY_NEVER)
+		goto inval;
+	/* The 0 fields take the process's defaults (purge.c: ZS_PAGES_DECAY_MS, ZS_PAGES_CACHE_MB). */
+	unsigned def_decay;
+	size_t budget_bytes;
+	purge_defaults(&def_decay, &budget_bytes);
+	bool in_budget = c.cache_pages == 0;
 	if (c.cache_pages == ZS_PAGES_NO_CACHE)
 		c.cache_pages = 0;
 	else if (!c.cache_pages)
-		c.cache_pages = ZS_PAGES_DEFAULT_CACHE_BYTES / c.page_size;
-	if (!c.decay_ms)
-		c.decay_ms = ZS_PAGES_DEFAULT_DECAY_MS;
-	if (c.decay_ms > ZS_PAGES_MAX_DECAY_MS)
-		goto inval;
+		c.cache_pages = budget_bytes / c.page_size;
+	if (!c.decay_ms) {
+		c.decay_ms = def_decay;
+		if (def_decay == DECAY_IMMEDIATE)
+			c.cache_pages = 0;
+	}
 
 	struct zs_pages *p = calloc(1, sizeof(*p));
 	if (!p) {
@@ -156,7 +165,9 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 	}
 	p->cache_head = p->cache_tail = ZS_PFN_NONE;
 	p->cache_cap = c.cache_pages;
-	p->decay_ns = (uint64_t)c.decay_ms * 1000000u;
+	p->decay_ns = c.decay_ms == ZS_PAGES_DECAY_NEVER ? DECAY_NEVER_NS
+							  : (uint64_t)c.decay_ms * 1000000u;
+	p->budget = in_budget && c.cache_pages;
 	atomic_init(&p->oldest_ns, NO_TIME);
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	unsigned npcp = ncpu > 0 ? (unsigned)ncpu : 1;
@@ -175,6 +186,9 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 	atomic_init(&p->in_use, 0);
 	atomic_init(&p->seq, 0);
 	atomic_init(&p->nsorted, 0);
+	/* Only what can hold cached pages and lets them decay needs the purge thread's eye. */
+	if ((p->cache_cap || p->npcp) && p->decay_ns != DECAY_NEVER_NS)
+		purge_register(p);
 	return p;
 inval:
 	errno = EINVAL;
@@ -185,6 +199,10 @@ void zs_pages_destroy(struct zs_pages *p)
 {
 	if (!p)
 		return;
+	if (p->registered)
+		purge_unregister(p);
+	if (p->budget_pages)
+		purge_budget_add(-(long)(p->budget_pages * p->page_size));
 	for (size_t s = 0; s < p->slot_words * 64 && s < p->nslots; s++) {
 		char *base = atomic_load_explicit(&p->lk.slots[s].base, memory_order_relaxed);
 		struct zs_page_desc *m = atomic_load_explicit(&p->lk.slots[s].meta, memory_order_relaxed);
