@@ -1,0 +1,131 @@
+/*
+ * Helpers shared by the issue-20 idle-memory tests (test_idle_*.c,
+ * test_mt_idle_*.c).  Their point is that memory goes back while a program
+ * makes no call, so RSS is read straight from /proc/self/statm here, not
+ * with zs_process_rss (no libzs call may run between a free-all and the
+ * reading), and the page provider's purge thread is found by its name
+ * ("zs-purge") in /proc/self/task, as a user would see it.
+ */
+#ifndef ZS_TESTS_IDLE_H
+#define ZS_TESTS_IDLE_H
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Under TSan RSS is meaningless (shadow memory): only thread checks are made there. */
+#if defined(__SANITIZE_THREAD__)
+#define IDLE_RSS_MEANINGFUL 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define IDLE_RSS_MEANINGFUL 0
+#endif
+#endif
+#ifndef IDLE_RSS_MEANINGFUL
+#define IDLE_RSS_MEANINGFUL 1
+#endif
+
+#define IDLE_MIB ((size_t)1 << 20)
+
+static inline size_t idle_rss(void)
+{
+	unsigned long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (!f)
+		return 0;
+	int got = fscanf(f, "%lu %lu", &size, &resident);
+	fclose(f);
+	return got == 2 ? (size_t)resident * (size_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+/* MiB of b above a (negative when below). */
+static inline double idle_mib(size_t b, size_t a)
+{
+	return ((double)b - (double)a) / (double)IDLE_MIB;
+}
+
+/* Threads of this process named `name`; -1 if /proc/self/task cannot be read. */
+static inline int idle_threads_named(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[300], comm[32] = "";
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue; /* ended meanwhile */
+		if (fgets(comm, sizeof comm, f)) {
+			comm[strcspn(comm, "\n")] = 0;
+			n += strcmp(comm, name) == 0;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+static inline int idle_purge_threads(void)
+{
+	return idle_threads_named("zs-purge");
+}
+
+/* The purge thread's tid, or 0. */
+static inline long idle_purge_tid(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	long tid = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d)) && !tid) {
+		char path[300], comm[32] = "";
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof comm, f) && strncmp(comm, "zs-purge", 8) == 0)
+			tid = strtol(e->d_name, NULL, 10);
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return tid;
+}
+
+/* Sleep ms milliseconds of wall time (a signal does not cut it short). */
+static inline void idle_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/*
+ * A page that lz4 compresses to about half: `random` bytes of xorshift
+ * noise, then a repeating word.  Different for every (seed, index).
+ */
+static inline void idle_fill_page(unsigned char *b, size_t n, size_t random, uint64_t x)
+{
+	x = x * 0x9E3779B97F4A7C15ULL + 1;
+	for (size_t i = 0; i < n; i++) {
+		if (i < random) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			b[i] = (unsigned char)x;
+		} else {
+			b[i] = (unsigned char)(i * 7);
+		}
+	}
+}
+
+#endif
