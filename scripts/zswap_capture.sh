@@ -22,6 +22,7 @@ set -euo pipefail
 usage() {
 	cat <<'EOF'
 usage: scripts/zswap_capture.sh [options] -o OUT -- COMMAND [ARG...]
+       scripts/zswap_capture.sh --restore   (put back what a SIGKILLed run left)
 Runs COMMAND in a v1 memcg with zswap (lzo) on and a swap file, samples the
 kernel's zswap counters, freezes the group after --freeze-after seconds (or
 when COMMAND ends, with nothing left to read), and writes OUT: a header of
@@ -58,7 +59,7 @@ FRZ_ROOT=/sys/fs/cgroup/freezer
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 OUT="" LIMIT=256M SWAP_MIB=1024 SWAP_DIR=/var/tmp FREEZE_AFTER=240 FREEZE_STORED=0 INTERVAL=1
-PAGE_CLUSTER=0 MAX_POOL=20 CONTINUE=0 COMPACT=1 LOCK_WAIT=3600 WORKDIR=$PWD NOTE=""
+PAGE_CLUSTER=0 MAX_POOL=20 CONTINUE=0 COMPACT=1 LOCK_WAIT=3600 WORKDIR=$PWD NOTE="" RESTORE=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-o) OUT=$2; shift 2 ;;
@@ -75,12 +76,13 @@ while [ $# -gt 0 ]; do
 	--lock-wait) LOCK_WAIT=$2; shift 2 ;;
 	--workdir) WORKDIR=$2; shift 2 ;;
 	--note) NOTE=$2; shift 2 ;;
+	--restore) RESTORE=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	--) shift; break ;;
 	*) echo "zswap_capture: unknown option '$1'" >&2; usage >&2; exit 2 ;;
 	esac
 done
-[ -n "$OUT" ] && [ $# -gt 0 ] || { usage >&2; exit 2; }
+[ $RESTORE = 1 ] || { [ -n "$OUT" ] && [ $# -gt 0 ]; } || { usage >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "zswap_capture: needs root" >&2; exit 77; }
 [ -d /sys/module/zswap ] || { echo "zswap_capture: no zswap in this kernel" >&2; exit 77; }
 [ -f $MEMCG_ROOT/memory.limit_in_bytes ] && [ -f $FRZ_ROOT/cgroup.procs ] ||
@@ -97,7 +99,7 @@ esac
 
 # The page reader, built here from its source (liblzo2 is a libzs dependency).
 READER=$(mktemp /tmp/zswap_pages.XXXXXX)
-cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -o "$READER" "$HERE/zswap_pages.c" -llzo2
+[ $RESTORE = 1 ] || cc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -o "$READER" "$HERE/zswap_pages.c" -llzo2
 
 # ---- Saved settings and their restoration ----
 NAME=libzs-zcap.$$
@@ -191,6 +193,10 @@ if [ -f "$STATE" ]; then
 	echo "zswap_capture: a killed run left $STATE; restoring its settings first" >&2
 	restore_from "$STATE"
 fi
+if [ $RESTORE = 1 ]; then
+	echo "zswap_capture: the kernel's zswap, swap and cgroups are as they were" >&2
+	exit 0
+fi
 TMPS=$(mktemp /tmp/zswap_capture.XXXXXX)
 save_settings
 
@@ -257,7 +263,7 @@ T0=$(now)
 SAMPLES="$OUT.samples.tsv"
 counter_names | tr ' ' '\t' >"$SAMPLES"
 (
-	while :; do
+	while kill -0 $$ 2>/dev/null; do # ends with the script, even after a SIGKILL
 		counters "$(echo "$(now) - $T0" | bc)" | tr ' ' '\t' >>"$SAMPLES"
 		sleep "$INTERVAL"
 	done
