@@ -263,13 +263,17 @@ static void usage(FILE *f)
 		"                     memory-limited cgroup-v1 memcg, so the kernel's reclaim\n"
 		"                     chooses what goes to zswap; the trace (mode fill) has one\n"
 		"                     's' per page found in zswap and one final '='\n"
-		"  --memcg-limit SIZE the memcg's limit (default: a third of the pages' bytes)\n"
+		"  --memcg-limit SIZE the memcg's limit (default: a third of the pages' bytes,\n"
+		"                     at least 2M)\n"
 		"  --swap-file PATH   the swap file to create and remove (default\n"
 		"                     /var/tmp/libzs-zswap-record.PID.swap; not on tmpfs)\n"
 		"  --attempts N       when something else swaps during the run, start over from\n"
 		"                     an empty pool up to N times in all (default 5, 1..100)\n"
 		"  --lock-wait S      wait at most S seconds for the lock (default: for ever);\n"
 		"                     then exit 2 with nothing changed\n"
+		"  --lock-fd N        the lock file is open on descriptor N and its caller holds\n"
+		"                     the lock (`exec 9>/run/libzs-kernel-zswap.lock; flock 9`),\n"
+		"                     so several runs and checks go under one hold\n"
 		"  --progress         progress on stderr even when it is not a terminal\n");
 }
 
@@ -284,7 +288,7 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 {
 	enum { O_COMP = 1, O_PAGES, O_WORKLOAD, O_SEED, O_DISCARD, O_OVERWRITE, O_REFILL, O_OPS,
 	       O_PCOMPACT, O_PDISCARD, O_PROGRESS, O_ZSWAP, O_MEMCG_FILL, O_MEMCG_LIMIT,
-	       O_PLOAD, O_PINVAL, O_SWAPFILE, O_ATTEMPTS, O_LOCKWAIT, O_NCODES };
+	       O_PLOAD, O_PINVAL, O_SWAPFILE, O_ATTEMPTS, O_LOCKWAIT, O_LOCKFD, O_NCODES };
 	static const struct option lopts[] = {
 		{ "out", required_argument, NULL, 'o' },
 		{ "comp", required_argument, NULL, O_COMP },
@@ -306,6 +310,7 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 		{ "swap-file", required_argument, NULL, O_SWAPFILE },
 		{ "attempts", required_argument, NULL, O_ATTEMPTS },
 		{ "lock-wait", required_argument, NULL, O_LOCKWAIT },
+		{ "lock-fd", required_argument, NULL, O_LOCKFD },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -315,13 +320,13 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 		[O_WORKLOAD] = 1, [O_DISCARD] = 1, [O_OVERWRITE] = 1, [O_REFILL] = 1,
 		[O_PCOMPACT] = 1, [O_PDISCARD] = 1, [O_ZSWAP] = 3, [O_MEMCG_FILL] = 2,
 		[O_MEMCG_LIMIT] = 2, [O_PLOAD] = 2, [O_PINVAL] = 2, [O_SWAPFILE] = 2,
-		[O_ATTEMPTS] = 2, [O_LOCKWAIT] = 2,
+		[O_ATTEMPTS] = 2, [O_LOCKWAIT] = 2, [O_LOCKFD] = 2,
 	};
 	const char *given[O_NCODES] = { 0 };
 	*o = (struct rec_opts){ .comp = NULL, .npages = 4000, .seed = 1, .nops = 20000,
 				.discard = 0.5, .overwrite = 0.3, .refill = 0.25, .p_compact = 0.01,
 				.p_discard = 0.5, .p_load = 0.35, .p_inval = 0.25, .attempts = 5,
-				.lock_wait = UINT64_MAX,
+				.lock_wait = UINT64_MAX, .lock_fd = -1,
 				.progress = opt_progress_default() };
 	int opt;
 	optind = 1;
@@ -354,6 +359,12 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 			bad = opt_bytes("record", "--memcg-limit", optarg, 1 << 20, (uint64_t)1 << 40,
 					&o->memcg_limit);
 			break;
+		case O_LOCKFD: {
+			uint64_t fd;
+			bad = opt_u64("record", "--lock-fd", optarg, 0, INT32_MAX, &fd);
+			o->lock_fd = (int)fd;
+			break;
+		}
 		case O_LOCKWAIT:
 			bad = opt_u64("record", "--lock-wait", optarg, 0, 86400 * 365, &o->lock_wait);
 			break;

@@ -28,6 +28,7 @@ struct rec_opts {
 	const char *swap_file;    /* NULL: /var/tmp/libzs-zswap-record.PID.swap */
 	uint64_t attempts;    /* tries when something else moved zswap's counters */
 	uint64_t lock_wait;   /* seconds to wait for the zswap lock; UINT64_MAX: for ever */
+	int lock_fd;          /* --lock-fd: the lock file, opened by the caller; -1: open it */
 };
 
 /* The pages of o->paths, at most o->npages of them.  0, or -1 after a message. */

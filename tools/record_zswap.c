@@ -25,6 +25,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -933,10 +934,18 @@ static int setup_kernel(struct zrec *r, struct settings *s, uint64_t need_pages,
 
 /* The lock every user of the kernel's zswap/swap takes, waiting at most wait_s seconds
  * (UINT64_MAX: for ever).  fd, or -1 (interrupted, timed out or error, reported). */
-static int take_lock(uint64_t wait_s)
+static int take_lock(uint64_t wait_s, int given_fd)
 {
-	int fd = open(LOCK_PATH, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
+	int fd = given_fd;
+	if (fd >= 0) {
+		/* --lock-fd: the caller opened (and normally holds) the lock file. */
+		struct stat a, b;
+		if (fstat(fd, &a) || stat(LOCK_PATH, &b) || a.st_dev != b.st_dev ||
+		    a.st_ino != b.st_ino) {
+			fprintf(stderr, "zs record: --lock-fd %d is not an open %s\n", fd, LOCK_PATH);
+			return -1;
+		}
+	} else if ((fd = open(LOCK_PATH, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
 		fprintf(stderr, "zs record: %s: %s\n", LOCK_PATH, strerror(errno));
 		return -1;
 	}
@@ -960,7 +969,8 @@ static int take_lock(uint64_t wait_s)
 		}
 		usleep(100000);
 	}
-	close(fd);
+	if (fd != given_fd)
+		close(fd);
 	return -1;
 }
 
@@ -1187,6 +1197,12 @@ static int record_fill(struct zrec *r, struct settings *s)
 		huge += r->flag[i] == 'h';
 		fr[nrec++] = (struct fillrec){ PM_SWAP_OFF(pm[i]), r->size[i], r->flag[i] };
 	}
+	if (!swapped) {
+		fprintf(stderr, "zs record: the kernel reclaimed none of the %zu pages: the memcg's "
+				"limit (%llu MiB) holds them all; lower --memcg-limit or give more --pages\n",
+			r->n, (unsigned long long)(r->o->memcg_limit >> 20));
+		goto out;
+	}
 	/* The kernel must hold exactly the pages pagemap says, and nothing went to disk. */
 	struct {
 		int j;
@@ -1316,8 +1332,8 @@ static int prepare(struct zrec *r, struct rec_opts *oo, struct zs_pageset *ps)
 		oo->nops = r->n;
 	if (oo->memcg_fill && !oo->memcg_limit) {
 		oo->memcg_limit = ((uint64_t)r->n * r->P / 3 + (1 << 20) - 1) & ~(uint64_t)((1 << 20) - 1);
-		if (oo->memcg_limit < ((uint64_t)4 << 20))
-			oo->memcg_limit = (uint64_t)4 << 20;
+		if (oo->memcg_limit < ((uint64_t)2 << 20))
+			oo->memcg_limit = (uint64_t)2 << 20;
 	}
 	r->pm_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (r->pm_fd < 0) {
@@ -1330,6 +1346,23 @@ static int prepare(struct zrec *r, struct rec_opts *oo, struct zs_pageset *ps)
 /* Under the lock: restore what a dead earlier run left, save what we will change.  0 or -1. */
 static int take_over(struct settings *saved)
 {
+	/* Another tool's run that died leaves its own state file: its settings are not the
+	 * machine's, and saving them as "before" would keep them. */
+	glob_t g;
+	int foreign = 0;
+	if (glob("/run/libzs-*.state", 0, NULL, &g) == 0) {
+		for (size_t k = 0; k < g.gl_pathc; k++)
+			if (strcmp(g.gl_pathv[k], STATE_PATH)) {
+				fprintf(stderr, "zs record: %s exists: another tool's run on the kernel's "
+						"zswap did not restore its settings; restore them with that tool "
+						"first (scripts/zswap_capture.sh --restore for its own)\n",
+					g.gl_pathv[k]);
+				foreign = 1;
+			}
+		globfree(&g);
+	}
+	if (foreign)
+		return -1;
 	struct settings stale;
 	int st = read_state(&stale);
 	if (st < 0) {
@@ -1392,7 +1425,7 @@ int record_zswap(const struct rec_opts *o)
 	if (prepare(&r, &oo, &ps))
 		goto out;
 	signals(1);
-	if ((lock = take_lock(oo.lock_wait)) < 0 || stopped() || take_over(&saved))
+	if ((lock = take_lock(oo.lock_wait, oo.lock_fd)) < 0 || stopped() || take_over(&saved))
 		goto out;
 	changed = 1;
 	r.out = fopen(o->out_path, "we");
@@ -1432,8 +1465,8 @@ out:;
 			fprintf(stderr, "zs record: settings restored\n");
 		sigprocmask(SIG_SETMASK, &old, NULL);
 	}
-	if (lock >= 0)
-		close(lock);
+	if (lock >= 0 && lock != oo.lock_fd)
+		close(lock); /* a --lock-fd stays the caller's, and so does its lock */
 	if (r.pm_fd >= 0)
 		close(r.pm_fd);
 	free(r.pg);
