@@ -953,8 +953,12 @@ def step_zswap(rep, ctx):
     j = run_json(cmd + ctx["paths"], timeout=900)
     rep.results["zswap"] = j
     runs = [("corpus", j, cmd)]
-    capture = os.path.normpath(ZSWAP_CAPTURE)
-    if os.path.exists(capture):
+    # The source tree's copy, or the one beside the build the zs binary is in.
+    capture = next((c for c in (os.path.normpath(ZSWAP_CAPTURE),
+                                os.path.join(os.path.dirname(os.path.dirname(ctx["zs"])), "tests",
+                                             "data", "zswap-build-sizes.txt.xz"))
+                    if os.path.exists(c)), None)
+    if capture:
         ccmd = [ctx["zs"], "zswap", "--json", "--sizes", capture]
         jc = run_json(ccmd, timeout=900)
         rep.results["zswap_capture"] = jc
