@@ -17,7 +17,18 @@
  * the threads are time-sliced, and a preempted class-lock holder makes the
  * others spin then yield, so T > nproc measures scheduling as much as locks.
  *
+ * --idle (issue 20): RSS over time after a free-all instead.  Each row fills,
+ * frees everything and then makes no call at all, sampling the process's RSS
+ * (/proc/self/statm) at fixed times after the free-all: one pool (--mib M,
+ * default 160), eight pools (M/4 each), a zram store (2M MiB of
+ * half-compressible pages written, every slot discarded) and a region (the
+ * same pages, paged out into its store, released), each on libzs and, for
+ * comparison, on glibc, jemalloc and mimalloc through their backends (the
+ * same objects in exact-size buffers; a store or region on that backend).
+ * One forked child per row, so every row starts from a clean process.
+ *
  * Usage: bench_release [--quick] [--json] [--rounds N] [--mib M] [--threads 1,2,4]
+ *        bench_release --idle [--quick] [--json] [--mib M] [--rows pool,pools8,store,region]
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,8 +36,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 
 #include "bench_common.h"
+#include "zs/backend.h"
+#include "zs/region.h"
+#include "zs/zram.h"
 #include "zs/zsmalloc.h"
 
 #define NMODES 3
@@ -131,9 +147,322 @@ static double run_once(enum zs_free_mode mode, int cached, int T, size_t bytes_p
 	return (last - first) / 1e6;
 }
 
+
+/* ---- --idle: RSS over time after a free-all ------------------------------ */
+
+enum { SH_POOL, SH_POOLS8, SH_STORE, SH_REGION, NSHAPES };
+static const char *shape_key[NSHAPES] = {"pool", "pools8", "store", "region"};
+static const char *shape_name[NSHAPES] = {"pool", "8 pools", "store", "region"};
+#define NKINDS 4
+static const char *kind_key[NKINDS] = {"zsmalloc", "malloc", "jemalloc", "mimalloc"};
+static const char *kind_name[NKINDS] = {"libzs", "glibc", "jemalloc", "mimalloc"};
+#define NSAMPLES 7
+static const unsigned sample_ms[NSAMPLES] = {0, 250, 500, 750, 1000, 1500, 3000};
+#define IDLE_PAGE 4096
+
+/* What a row's child reports through shared memory. */
+struct idle_res {
+	int status;              /* 0 ok, 1 not available here, 2 failed */
+	char why[96];
+	double live_mib;         /* what the allocator held at the peak (pool pages or bytes) */
+	double full_mib;         /* RSS above the start at the peak */
+	double free_ms;          /* the free-all's wall time */
+	double mib[NSAMPLES];    /* RSS above the start, sample_ms after the free-all */
+};
+
+/* The process's RSS straight from /proc: no library call runs after a free-all. */
+static size_t statm_rss(void)
+{
+	unsigned long size = 0, res = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (!f)
+		return 0;
+	int got = fscanf(f, "%lu %lu", &size, &res);
+	fclose(f);
+	return got == 2 ? (size_t)res * (size_t)sysconf(_SC_PAGESIZE) : 0;
+}
+
+static double mib_above(size_t b, size_t a)
+{
+	return ((double)b - (double)a) / 1048576.0;
+}
+
+/* Half random, half a repeated pattern: lz4 keeps about half. */
+static void half_page(unsigned char *b, uint64_t x)
+{
+	x = x * 0x9E3779B97F4A7C15ULL + 1;
+	for (size_t i = 0; i < IDLE_PAGE; i++)
+		b[i] = i < IDLE_PAGE / 2 ? (unsigned char)bench_rand(&x) : (unsigned char)(i * 7);
+}
+
+static void sample_after(size_t rss0, struct idle_res *r)
+{
+	double t0 = bench_now_ns();
+	for (int i = 0; i < NSAMPLES; i++) {
+		double until = t0 + sample_ms[i] * 1e6, now;
+		while ((now = bench_now_ns()) < until) {
+			double left = until - now;
+			struct timespec ts = {(time_t)(left / 1e9), (long)((uint64_t)left % 1000000000u)};
+			nanosleep(&ts, NULL);
+		}
+		r->mib[i] = mib_above(statm_rss(), rss0);
+	}
+}
+
+static void backend_cfg(struct zs_backend_config *bc, int kind)
+{
+	zs_backend_config_init(bc);
+	bc->kind = kind_key[kind];
+}
+
+/* Pools (one or eight), filled with compressed-page sizes, then every object freed. */
+static int idle_pools(int kind, int npools, size_t bytes_each, struct idle_res *r)
+{
+	struct zs_backend *b[8];
+	size_t cap = bytes_each / 200 + 16, n[8] = {0};
+	unsigned long *h = malloc((size_t)npools * cap * sizeof(*h));
+	unsigned char *buf = malloc(IDLE_PAGE);
+	if (!h || !buf)
+		return 2;
+	memset(h, 0, (size_t)npools * cap * sizeof(*h));
+	memset(buf, 0x5a, IDLE_PAGE);
+	for (int k = 0; k < npools; k++) {
+		struct zs_backend_config bc;
+		backend_cfg(&bc, kind);
+		b[k] = zs_backend_create(&bc);
+		if (!b[k]) {
+			snprintf(r->why, sizeof(r->why), "backend %s: %s", kind_key[kind], strerror(errno));
+			return errno == ENOTSUP || errno == EOPNOTSUPP ? 1 : 2;
+		}
+	}
+	size_t rss0 = statm_rss();
+	double live = 0;
+	for (int k = 0; k < npools; k++) {
+		uint64_t seed = 0x9E3779B97F4A7C15ULL * (uint64_t)(k + 1);
+		size_t got = 0;
+		while (got < bytes_each && n[k] < cap) {
+			unsigned sz = bench_comp_size(&seed);
+			unsigned long x = zs_backend_malloc(b[k], sz);
+			if (ZS_IS_ERR(x) || zs_backend_write(b[k], x, buf, sz))
+				return 2;
+			h[(size_t)k * cap + n[k]++] = x;
+			got += sz;
+		}
+		struct zs_backend_stats st;
+		zs_backend_stats(b[k], &st);
+		live += st.pages ? (double)st.pages * IDLE_PAGE : (double)got;
+	}
+	r->live_mib = live / 1048576.0;
+	r->full_mib = mib_above(statm_rss(), rss0);
+	double t0 = bench_now_ns();
+	for (int k = 0; k < npools; k++)
+		for (size_t i = 0; i < n[k]; i++)
+			zs_backend_free(b[k], h[(size_t)k * cap + i]);
+	r->free_ms = (bench_now_ns() - t0) / 1e6;
+	sample_after(rss0, r);
+	return 0;
+}
+
+/* A zram store on the backend: npages half-compressible pages written, then all discarded. */
+static int idle_store(int kind, uint64_t npages, struct idle_res *r)
+{
+	struct zs_zram_config c;
+	zs_zram_config_init(&c);
+	c.disksize = npages * IDLE_PAGE;
+	backend_cfg(&c.backend, kind);
+	struct zs_zram *z;
+	char err[200] = "";
+	int rc = zs_zram_create_err(&c, &z, err, sizeof(err));
+	if (rc) {
+		snprintf(r->why, sizeof(r->why), "store on %s: %s", kind_key[kind], err);
+		return rc == -ENOTSUP || rc == -EOPNOTSUPP ? 1 : 2;
+	}
+	unsigned char *page = malloc(IDLE_PAGE);
+	if (!page)
+		return 2;
+	memset(page, 0, IDLE_PAGE);
+	size_t rss0 = statm_rss();
+	for (uint64_t i = 0; i < npages; i++) {
+		half_page(page, i + 1);
+		if (zs_zram_write(z, i, page))
+			return 2;
+	}
+	struct zs_zram_stats st;
+	zs_zram_get_stats(z, &st);
+	r->live_mib = (double)st.mem_used_total / 1048576.0;
+	r->full_mib = mib_above(statm_rss(), rss0);
+	double t0 = bench_now_ns();
+	if (zs_zram_discard_range(z, 0, npages))
+		return 2;
+	r->free_ms = (bench_now_ns() - t0) / 1e6;
+	sample_after(rss0, r);
+	return 0;
+}
+
+/* A region backed by a store on the backend: filled, paged out, released whole. */
+static int idle_region(int kind, uint64_t npages, struct idle_res *r)
+{
+	char err[256] = "";
+	if (!zs_region_available(err, sizeof(err))) {
+		snprintf(r->why, sizeof(r->why), "no userfaultfd: %s", err);
+		return 1;
+	}
+	struct zs_region_config c;
+	zs_region_config_init(&c);
+	c.size = npages * IDLE_PAGE;
+	backend_cfg(&c.store.backend, kind);
+	struct zs_region *rg;
+	int rc = zs_region_create(&c, &rg, err, sizeof(err));
+	if (rc) {
+		snprintf(r->why, sizeof(r->why), "region on %s: %s", kind_key[kind], err);
+		return rc == -ENOTSUP || rc == -EOPNOTSUPP ? 1 : 2;
+	}
+	unsigned char *a = zs_region_addr(rg);
+	size_t rss0 = statm_rss();
+	for (uint64_t i = 0; i < npages; i++)
+		half_page(a + i * IDLE_PAGE, i + 7);
+	if (zs_region_pageout(rg, a, c.size) != (long)npages)
+		return 2;
+	struct zs_region_stats st;
+	if (zs_region_get_stats(rg, &st))
+		return 2;
+	r->live_mib = (double)st.store.mem_used_total / 1048576.0;
+	r->full_mib = mib_above(statm_rss(), rss0);
+	double t0 = bench_now_ns();
+	if (zs_region_release(rg, a, c.size))
+		return 2;
+	r->free_ms = (bench_now_ns() - t0) / 1e6;
+	sample_after(rss0, r);
+	return 0;
+}
+
+/* MiB kept at 1.5 s, r's over base's; below 1 MiB counts as 1 MiB (no division by ~0). */
+static double kept_ratio(const struct idle_res *r, const struct idle_res *base)
+{
+	double a = r->mib[5] > 1 ? r->mib[5] : 1, b = base->mib[5] > 1 ? base->mib[5] : 1;
+	return a / b;
+}
+
+static void idle_row(int shape, int kind, size_t mib, struct idle_res *r)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int st = 2;
+		uint64_t npages = (uint64_t)(2 * mib) << 20 >> 12;
+		switch (shape) {
+		case SH_POOL: st = idle_pools(kind, 1, mib << 20, r); break;
+		case SH_POOLS8: st = idle_pools(kind, 8, (mib << 20) / 4, r); break;
+		case SH_STORE: st = idle_store(kind, npages, r); break;
+		case SH_REGION: st = idle_region(kind, npages, r); break;
+		}
+		r->status = st;
+		_exit(0);
+	}
+	int wst = 0;
+	if (pid < 0 || waitpid(pid, &wst, 0) != pid || !WIFEXITED(wst) || WEXITSTATUS(wst)) {
+		r->status = 2;
+		snprintf(r->why, sizeof(r->why), "child failed (status %d)", wst);
+	}
+}
+
+static int idle_main(int quick, size_t mib, unsigned shapes, struct bench_json *js)
+{
+	int nsamp = quick ? NSAMPLES - 1 : NSAMPLES; /* --quick stops at 1.5 s */
+	struct idle_res *res = mmap(NULL, sizeof(struct idle_res) * NSHAPES * NKINDS,
+				    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (res == MAP_FAILED) {
+		perror("mmap");
+		return 1;
+	}
+	memset(res, 0, sizeof(struct idle_res) * NSHAPES * NKINDS);
+	bench_print_machine();
+	bench_say("bench_release --idle: RSS over time after a free-all, no call made after it\n"
+		  "(MiB above the process's RSS before the fill; pool %zu MiB of 200..3600 B "
+		  "objects, 8 pools %zu MiB each,\nstore and region %zu MiB of half-compressible "
+		  "4 KiB pages; one process per row)\n\n",
+		  mib, mib / 4, 2 * mib);
+	for (int s = 0; s < NSHAPES; s++)
+		for (int k = 0; k < NKINDS; k++)
+			if (shapes & (1u << s))
+				idle_row(s, k, mib, &res[s * NKINDS + k]);
+	bench_say("%-8s %-9s %7s %7s %8s |", "row", "allocator", "live", "peak", "free ms");
+	for (int i = 0; i < nsamp; i++)
+		bench_say(" %6ums", sample_ms[i]);
+	bench_say(" | %s\n", "kept at 1.5 s, x libzs");
+	for (int s = 0; s < NSHAPES; s++) {
+		if (!(shapes & (1u << s)))
+			continue;
+		const struct idle_res *zs = &res[s * NKINDS];
+		for (int k = 0; k < NKINDS; k++) {
+			const struct idle_res *r = &res[s * NKINDS + k];
+			if (r->status) {
+				bench_say("%-8s %-9s %s: %s\n", shape_name[s], kind_name[k],
+					  r->status == 1 ? "n/a" : "FAILED", r->why);
+				continue;
+			}
+			bench_say("%-8s %-9s %7.1f %7.1f %8.1f |", shape_name[s], kind_name[k],
+				  r->live_mib, r->full_mib, r->free_ms);
+			for (int i = 0; i < nsamp; i++)
+				bench_say(" %8.1f", r->mib[i]);
+			if (zs->status)
+				bench_say(" | -\n");
+			else
+				bench_say(" | %8.2f\n", kept_ratio(r, zs));
+		}
+	}
+	bench_say("\nlive: pool pages (libzs) or object bytes (malloc kinds; a store's: the "
+		  "backend's own count) at the peak;\npeak: RSS then; free ms: the free-all (or "
+		  "discard, release).  Columns: RSS that many ms after it.\nx libzs: MiB kept at "
+		  "1.5 s over libzs's (below 1 MiB counts as 1 MiB).  libzs: ZS_PAGES_DECAY_MS=%s.\n",
+		  getenv("ZS_PAGES_DECAY_MS") ? getenv("ZS_PAGES_DECAY_MS") : "unset (500)");
+
+	bench_json_begin(js, "release_idle");
+	bench_json_num(js, "mib", (double)mib);
+	struct json *w = bench_json_w(js);
+	if (w) {
+		json_karr(w, "sample_ms");
+		for (int i = 0; i < nsamp; i++)
+			json_uint(w, sample_ms[i]);
+		json_arr_end(w);
+		json_karr(w, "rows");
+		for (int s = 0; s < NSHAPES; s++) {
+			if (!(shapes & (1u << s)))
+				continue;
+			for (int k = 0; k < NKINDS; k++) {
+				struct idle_res *r = &res[s * NKINDS + k];
+				json_obj(w);
+				json_kstr(w, "row", shape_key[s]);
+				json_kstr(w, "allocator", kind_name[k]);
+				json_kstr(w, "status", r->status == 0 ? "ok" : r->status == 1 ? "n/a"
+											: "failed");
+				if (r->status) {
+					json_kstr(w, "why", r->why);
+				} else {
+					json_knum(w, "live_mib", r->live_mib);
+					json_knum(w, "peak_rss_mib", r->full_mib);
+					json_knum(w, "free_ms", r->free_ms);
+					if (!res[s * NKINDS].status)
+						json_knum(w, "kept_vs_libzs", kept_ratio(r, &res[s * NKINDS]));
+					json_karr(w, "rss_mib");
+					for (int i = 0; i < nsamp; i++)
+						json_num(w, r->mib[i]);
+					json_arr_end(w);
+				}
+				json_obj_end(w);
+			}
+		}
+		json_arr_end(w);
+	}
+	bench_json_end(js);
+	munmap(res, sizeof(struct idle_res) * NSHAPES * NKINDS);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	int quick = 0, rounds = 0, nt = 0, threads[MAXT];
+	int quick = 0, rounds = 0, nt = 0, threads[MAXT], idle = 0;
+	unsigned shapes = (1u << NSHAPES) - 1;
 	size_t mib = 0;
 	struct bench_json js = {0};
 	for (int i = 1; i < argc; i++) {
@@ -143,13 +472,33 @@ int main(int argc, char **argv)
 			mib = bench_arg_u64(argv[0], "--mib", argv[++i], 1, 1 << 20);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			nt = bench_arg_list(argv[0], "--threads", argv[++i], threads, MAXT, 1, MAXT);
-		else {
+		else if (!strcmp(argv[i], "--idle"))
+			idle = 1;
+		else if (!strcmp(argv[i], "--rows") && i + 1 < argc) {
+			shapes = 0;
+			for (char *t = strtok(argv[++i], ","); t; t = strtok(NULL, ",")) {
+				int s = 0;
+				while (s < NSHAPES && strcmp(t, shape_key[s]))
+					s++;
+				if (s == NSHAPES) {
+					fprintf(stderr, "%s: --rows: '%s' is not pool, pools8, store or region\n",
+						argv[0], t);
+					return 2;
+				}
+				shapes |= 1u << s;
+			}
+		} else {
 			fprintf(stderr,
 				"usage: %s [--quick] [--json] [--rounds N] [--mib M per thread] "
-				"[--threads 1,2,4]\n",
-				argv[0]);
+				"[--threads 1,2,4]\n"
+				"       %s --idle [--quick] [--json] [--mib M] [--rows pool,pools8,store,region]\n",
+				argv[0], argv[0]);
 			return 2;
 		}
+	}
+	if (idle) {
+		bench_quiet = js.enabled;
+		return idle_main(quick, mib ? mib : quick ? 32 : 160, shapes, &js);
 	}
 	rounds = bench_rounds(rounds, quick, 3, 5);
 	if (!mib)
