@@ -77,6 +77,19 @@ check "pages: fill, churn, compaction and drain add up" "$tmp/pages.json" \
 check "pages: a seed replays" "$tmp/again.json" \
 	"r['zsmalloc']['churn']['pool_total_size'] == $(python3 -c "import json; print([x for x in json.load(open('$tmp/pages.json'))['rows'] if x['backend'] == 'zsmalloc'][0]['churn']['pool_total_size'])")"
 
+# Pool limit and writeback: a 1% limit of 32M (81 pages) bites, the shrinker writes back to a file,
+# and every page still comes back intact (from the pool or the file).
+: >"$tmp/swap.bin"
+"$zs" zswap --json --max 2M --ops 2000 --max-pool-percent 1 --total-ram 32M \
+	--backing "$tmp/swap.bin" --shrinker src include >"$tmp/wb.json"
+check "pages: pool limit and writeback, nothing lost" "$tmp/wb.json" \
+	'all(x["churn"]["pool_limit_hit"] > 0 for x in r.values())' \
+	'all(x["churn"]["written_back_pages"] > 0 for x in r.values())' \
+	'all(x["churn"]["disk_loads"] > 0 for x in r.values())' \
+	'all(x["mismatches"] == 0 for x in r.values())' \
+	'all(x["churn"]["pool_pages"] <= 8192 // 100 + 64 for x in r.values())'
+expect_fail "--shrinker needs --backing" zswap --shrinker src
+
 # ---- --sizes on the committed kernel-build captures ----
 # zswap-build-sizes: frozen at 21,227 stored pages (36 s, every entry read: exact);
 # zswap-build-300s-sizes: frozen at 300 s (800k stores; 1 entry on no pte: bounded).

@@ -57,7 +57,7 @@ struct opts {
 	const char *comp, *backing, *sizes;
 	uint64_t max_bytes, total_ram, ops, seed;
 	unsigned max_pool_percent;
-	int max_pool_set, json, vs_kernel, quiet;
+	int max_pool_set, json, vs_kernel, quiet, shrinker;
 	struct pool_opts po;
 };
 
@@ -79,6 +79,8 @@ static void usage(FILE *f)
 		"                     --sizes: the capture's totalram_pages)\n"
 		"  --backing FILE     swap device for writeback (existing file; without it a\n"
 		"                     store rejected by the limit is only counted)\n"
+		"  --shrinker         with --backing: shrinker_enabled, and the shrinker called at\n"
+		"                     every churn interval for 1/8 of its own count (pressure)\n"
 		"  --ops N            churn operations (default 2 x pages; --sizes with samples:\n"
 		"                     the capture's own counts)\n"
 		"  --seed N           churn seed (default 1)\n"
@@ -573,6 +575,7 @@ static int make_zswap(const struct opts *o, const char *backend, uint64_t total_
 	cfg.total_ram = total_ram;
 	cfg.max_pool_percent = max_pool;
 	cfg.backing_path = o->backing;
+	cfg.shrinker_enabled = o->shrinker;
 	return zs_zswap_create(&cfg, z, err, errlen);
 }
 
@@ -593,6 +596,21 @@ static void record_series(struct zs_zswap *z, const struct plan *p, struct run *
 		r->series_t[r->nseries] = p->kt ? p->kt[*next_int] : (double)p->iend[*next_int];
 		r->series_pool[r->nseries] = st.pool_pages;
 		r->series_stored[r->nseries++] = st.stored_pages;
+	}
+}
+
+/* --shrinker: at the end of each interval, the shrinker scans an eighth of what it counts (a
+ * steady, moderate pressure; the kernel's share depends on reclaim priority). */
+static void shrink_at_interval(struct zs_zswap *z, const struct plan *p, size_t *next, size_t done)
+{
+	int ended = 0;
+
+	for (; *next < p->nint && p->iend[*next] <= done; (*next)++)
+		ended = 1;
+	if (ended) {
+		unsigned long n = zs_zswap_shrink_count(z);
+		if (n)
+			zs_zswap_shrink(z, n / 8 + 1);
 	}
 }
 
@@ -644,6 +662,7 @@ static int run_plan(const struct opts *o, const char *backend, const struct plan
 	/* Churn, timed per operation kind. */
 	double ts = 0, tl = 0, ti = 0;
 	size_t next_int = 0, every = p->nint > SERIES_MAX ? (p->nint + SERIES_MAX - 1) / SERIES_MAX : 1;
+	size_t next_shrink = 0;
 	record_series(z, p, r, &next_int, every, 0);
 	for (size_t k = 0; k < p->nops; k++) {
 		const struct op *op = &p->ops[k];
@@ -682,6 +701,8 @@ static int run_plan(const struct opts *o, const char *backend, const struct plan
 			where[id] = E_NONE;
 			freelist[nfree++] = off[id];
 		}
+		if (o->shrinker)
+			shrink_at_interval(z, p, &next_shrink, k + 1);
 		record_series(z, p, r, &next_int, every, k + 1);
 	}
 	r->churn.store_ns = r->churn.n_store ? ts * 1e9 / (double)r->churn.n_store : 0;
@@ -1116,6 +1137,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "seed", required_argument, NULL, 's' },
 		{ "sizes", required_argument, NULL, 'S' },
 		{ "vs-kernel", no_argument, NULL, 'k' },
+		{ "shrinker", no_argument, NULL, 'R' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1156,6 +1178,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'B': o->backing = optarg; break;
 		case 'S': o->sizes = optarg; break;
 		case 'k': o->vs_kernel = 1; break;
+		case 'R': o->shrinker = 1; break;
 		case 'j': o->json = 1; break;
 		case 'q': o->quiet = 1; break;
 		case 'm':
@@ -1233,8 +1256,10 @@ static int parse(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "zs zswap: --sizes: a capture holds lzo sizes; --comp must be lzo\n");
 		return 2;
 	}
-	if (o->backing && opt_path("zswap", "--backing", o->backing, 0))
+	if (o->shrinker && !o->backing) {
+		fprintf(stderr, "zs zswap: --shrinker needs --backing FILE (it writes back)\n");
 		return 2;
+	}
 	o->quiet |= o->json;
 	return 0;
 }
