@@ -193,6 +193,12 @@ if [ -f "$STATE" ]; then
 	echo "zswap_capture: a killed run left $STATE; restoring its settings first" >&2
 	restore_from "$STATE"
 fi
+if [ -f /run/libzs-kernel-zswap.state ]; then
+	# zs record --zswap was killed: what we would save as "before" is its run's settings.
+	echo "zswap_capture: /run/libzs-kernel-zswap.state: a killed 'zs record --zswap' left" \
+		"settings to restore; run it again first" >&2
+	exit 2
+fi
 if [ $RESTORE = 1 ]; then
 	echo "zswap_capture: the kernel's zswap, swap and cgroups are as they were" >&2
 	exit 0
