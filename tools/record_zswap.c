@@ -984,7 +984,19 @@ static void header(struct zrec *r, const char *mode)
 		"# zswap-trace 1\n# page_size %zu\n# comp %s\n# kernel %s\n# chain_size %s\n"
 		"# max_pool_percent %s\n# totalram_pages %llu\n# mode %s\n",
 		r->P, r->o->comp, u.release, chain, r->max_pool, (unsigned long long)r->totalram, mode);
-	fprintf(r->out, "# data %s%s pages %zu", r->o->paths[0], r->o->npaths > 1 ? " ..." : "", r->n);
+	/* The files, as many as fit a line a reader keeps whole (160 bytes), then "...". */
+	fprintf(r->out, "# data");
+	size_t used = 0;
+	for (int k = 0; k < r->o->npaths; k++) {
+		size_t len = strlen(r->o->paths[k]) + 1;
+		if (k && used + len > 100) {
+			fprintf(r->out, " ...");
+			break;
+		}
+		fprintf(r->out, " %s", r->o->paths[k]);
+		used += len;
+	}
+	fprintf(r->out, " pages %zu", r->n);
 	if (!strcmp(mode, "ops"))
 		fprintf(r->out, " seed %llu ops %llu p_load %g p_invalidate %g",
 			(unsigned long long)r->o->seed, (unsigned long long)r->o->nops, r->o->p_load,
