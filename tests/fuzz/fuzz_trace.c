@@ -1,6 +1,6 @@
 /*
- * libFuzzer target: the zram-trace reader behind `zs replay` (tools/trace.c),
- * plain and .xz.  Input byte 0 chooses the form: the rest of the input as
+ * libFuzzer target: the zram-trace and zswap-trace reader behind `zs replay`
+ * (tools/trace.c), plain and .xz.  Input byte 0 chooses the form: the rest of the input as
  * is (plain, or xz if it carries the magic), or the rest xz-compressed here
  * (so the xz path sees valid streams too), optionally with one byte changed
  * or the end cut off.  Every record trace_parse accepts must be within the
@@ -36,6 +36,35 @@ static uint64_t read_all(const uint8_t *buf, size_t len)
 	int n = 0, r = 0;
 	const char *line;
 	while (!ret && (r = trace_next(t, &line)) > 0 && n++ < 100000) {
+		if (trace_hdr(t)->kind == TRACE_ZSWAP) {
+			/* a zswap-trace (its magic line): trace_parse_zswap's limits */
+			struct trace_zswap_rec zr;
+			memset(&zr, 0, sizeof(zr));
+			int pz = trace_parse_zswap(t, line, &zr);
+			MIX(pz);
+			MIX(trace_lineno(t));
+			if (pz)
+				break;
+			uint64_t zps = (uint64_t)trace_hdr(t)->page_size;
+			stderr = real;
+			FUZZ_CHECK(strchr("=slic", zr.op) && zr.op, "zswap op %d", zr.op);
+			if (zr.op != '=' && zr.op != 'c')
+				FUZZ_CHECK(zr.offset < TRACE_ZSWAP_MAX_OFFSET, "offset %llu",
+					   (unsigned long long)zr.offset);
+			if (zr.op == 's')
+				FUZZ_CHECK((zr.flag == 'n' && zr.size > 0 && zr.size < zps) ||
+					   (zr.flag == 'h' && zr.size == zps) ||
+					   (zr.flag == 'z' && zr.size == 0),
+					   "store flag %d size %llu", zr.flag, (unsigned long long)zr.size);
+			stderr = devnull;
+			MIX(zr.op);
+			MIX(zr.offset);
+			MIX(zr.size);
+			MIX(zr.flag);
+			for (int i = 0; i < TRACE_ZSWAP_NF; i++)
+				MIX(zr.exp[i]);
+			continue;
+		}
 		struct trace_rec rec;
 		memset(&rec, 0, sizeof(rec));
 		int pr = trace_parse(t, line, &rec);

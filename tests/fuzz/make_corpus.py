@@ -59,6 +59,16 @@ write("fuzz_trace", "xz-file", [0] + list(lzma.compress(good, format=lzma.FORMAT
                                                              filters=[{"id": lzma.FILTER_LZMA2, "dict_size": 4096}])))
 for i, b in enumerate(bad):
     write("fuzz_trace", "bad-%02d" % i, [2 * (i % 2)] + list(good[:60] + b))
+# zswap-traces (trace_parse_zswap): a good one, plain and xz, and bad records after its start
+zgood = (b"# zswap-trace 1\n# page_size 4096\n# comp lzo\n# chain_size 8\n# max_pool_percent 20\n"
+         b"# totalram_pages 6171021\n# mode ops\ns 7 1764 n\n= 1 1 0 1 0\ns 8 4096 h\n= 2 2 1 2 0\n"
+         b"s 9 0 z\n= 2 2 1 2 0\nl 7\n= 1 1 1 2 1\ni 8\n= 0 0 0 2 1\nc\n= 0 0 0 2 1\n")
+zbad = [b"s 1 4096 n\n", b"s 1 17 h\n", b"s 1 3 z\n", b"s 1099511627776 9 n\n", b"l\n",
+        b"i 1 2\n", b"= 1 2 3\n", b"s 1 9 q\n", b"w 0 1 n\n"]
+write("fuzz_trace", "zswap-plain", [0] + list(zgood))
+write("fuzz_trace", "zswap-xz", [1] + list(zgood))
+for i, b in enumerate(zbad):
+    write("fuzz_trace", "zswap-bad-%02d" % i, [2 * (i % 2)] + list(zgood[:120] + b))
 
 # fuzz_region: b0 = config (fault-around, handlers, deferred free, mem_limit, resident limit,
 # compressed writeback); then ops: op byte (low nibble: 0-1 write, 2 partial write, 3-4 read,
