@@ -20,6 +20,15 @@
  * caches (issue 9).  Chunks whose slots are all free go back to the OS on
  * zs_pool_trim (and from compaction when much is free), every chunk once the
  * pool holds no object.
+ *
+ * Generations (internal.h, "A handle is its slot's address plus a
+ * generation"): a free slot keeps the generation its next handle gets; a
+ * free moves it on by one, so the freed handle and the slot's next one
+ * differ.  A live slot holds only the obj: the handle's generation is in
+ * the handle and in the object's header.  Free lists link slot addresses.
+ * A fresh chunk's slots start at a generation drawn from a process-wide
+ * count of carved chunks, so a chunk given back and carved again at the
+ * same address, or by another pool, does not bring old handles back to life.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,6 +38,7 @@
 #define HANDLE_CHUNK (64 * 1024)
 
 static atomic_uint next_thread_shard;
+static atomic_ulong chunks_carved; /* every pool's: a new chunk's generation */
 static _Thread_local unsigned my_shard = -1u;
 
 static struct handle_shard *this_shard(struct zs_pool *pool)
@@ -47,13 +57,19 @@ static void list_init(struct handle_list *l)
 
 static inline unsigned long slot_next(unsigned long h)
 {
-	return atomic_load_explicit(handle_slot(h), memory_order_relaxed) & ~HANDLE_FREE_BIT;
+	return atomic_load_explicit(handle_slot(h), memory_order_relaxed) & HANDLE_ADDR_MASK;
 }
 
-/* A free slot holds the next free slot's address with HANDLE_FREE_BIT set (checked mode reads it). */
+/*
+ * A free slot holds HANDLE_FREE_BIT (checked mode reads it), the generation
+ * its next handle gets, and the next free slot's address.  Relinking keeps
+ * the generation.
+ */
 static inline void slot_set_next(unsigned long h, unsigned long next)
 {
-	atomic_store_explicit(handle_slot(h), next | HANDLE_FREE_BIT, memory_order_relaxed);
+	atomic_ulong *w = handle_slot(h);
+	unsigned long gen = atomic_load_explicit(w, memory_order_relaxed) & HANDLE_GEN_MASK;
+	atomic_store_explicit(w, HANDLE_FREE_BIT | gen | next, memory_order_relaxed);
 }
 
 int zs_handles_init(struct zs_pool *pool)
@@ -130,6 +146,12 @@ static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 	zs_pfn_t pfn;
 	if (zs_pages_alloc(pool->handle_pages, &pfn))
 		return -ENOMEM;
+	char *base = zs_pages_addr(pool->handle_pages, pfn);
+	if (zs_unlikely(((uintptr_t)base + HANDLE_CHUNK - 1) & ~(HANDLE_ADDR_MASK | 7))) {
+		/* Mapped above 2^48 (only an mmap hint does that): addresses would overlap the generation. */
+		zs_pages_free(pool->handle_pages, pfn);
+		return -ENOMEM;
+	}
 	pthread_mutex_lock(&pool->handle_chunks_lock);
 	if (pool->nr_handle_chunks == pool->cap_handle_chunks) {
 		size_t cap = pool->cap_handle_chunks ? pool->cap_handle_chunks * 2 : 16;
@@ -144,20 +166,23 @@ static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 	}
 	pool->handle_chunks[pool->nr_handle_chunks++] = pfn;
 	pthread_mutex_unlock(&pool->handle_chunks_lock);
-	s->bump = zs_pages_addr(pool->handle_pages, pfn);
+	s->bump = base;
 	s->bump_end = s->bump + HANDLE_CHUNK;
+	s->bump_gen = handle_gen_of(atomic_fetch_add_explicit(&chunks_carved, 1, memory_order_relaxed));
 	/* Slot 0 of each chunk is never handed out, so no handle value is the chunk base. */
 	s->bump += sizeof(unsigned long);
 	return 0;
 }
 
+/* Pop a slot: the handle is its address with the generation the free slot kept. */
 static unsigned long list_pop(struct handle_list *l)
 {
 	unsigned long h = l->head;
 	zs_assert_internal(l->n > 0 && handle_is_free(h));
-	l->head = slot_next(h);
+	unsigned long w = atomic_load_explicit(handle_slot(h), memory_order_relaxed);
+	l->head = w & HANDLE_ADDR_MASK;
 	l->n--;
-	return h;
+	return h | (w & HANDLE_GEN_MASK);
 }
 
 /* Shard lock held, its cur list empty: spare batch, then the shared list, then fresh slots. */
@@ -173,7 +198,7 @@ static unsigned long alloc_slow(struct zs_pool *pool, struct handle_shard *s)
 		return list_pop(&s->cur);
 	if (s->bump == s->bump_end && refill_shard(pool, s))
 		return 0;
-	unsigned long h = (unsigned long)s->bump;
+	unsigned long h = (unsigned long)s->bump | s->bump_gen;
 	s->bump += sizeof(unsigned long);
 	return h;
 }
@@ -204,6 +229,8 @@ unsigned long zs_handle_alloc(struct zs_pool *pool)
 void zs_handle_free(struct zs_pool *pool, unsigned long handle)
 {
 	struct handle_shard *s = this_shard(pool);
+	unsigned long slot = handle & HANDLE_ADDR_MASK;
+	unsigned long gen = handle_gen_next(handle);
 	/* Live or pending (the deferred worker), never already free: that is a double free. */
 	zs_assert_internal(!handle_is_free(handle));
 	zs_spin_lock(&s->lock);
@@ -216,24 +243,30 @@ void zs_handle_free(struct zs_pool *pool, unsigned long handle)
 		s->spare = s->cur;
 		list_init(&s->cur);
 	}
-	slot_set_next(handle, s->cur.n ? s->cur.head : 0);
+	atomic_store_explicit(handle_slot(slot), HANDLE_FREE_BIT | gen | (s->cur.n ? s->cur.head : 0),
+			      memory_order_relaxed);
 	if (!s->cur.n)
-		s->cur.tail = handle;
-	s->cur.head = handle;
+		s->cur.tail = slot;
+	s->cur.head = slot;
 	s->cur.n++;
 	s->live--;
 	zs_spin_unlock(&s->lock);
 }
 
-/* Checked mode: an 8-aligned address inside one of this pool's handle chunks. */
+/*
+ * Checked mode: a slot address inside one of this pool's handle chunks, and
+ * no bit set outside the address and the generation.  Whether the
+ * generation is the slot's current one is for zs_validate_obj (the header).
+ */
 int zs_handle_in_pool(const struct zs_pool *pool, unsigned long handle)
 {
-	if (!handle || (handle & 7))
+	unsigned long slot = handle & HANDLE_ADDR_MASK;
+	if (!slot || (handle & ~(HANDLE_ADDR_MASK | HANDLE_GEN_MASK)))
 		return 0;
-	zs_pfn_t pfn = zs_pages_pfn_of(pool->handle_pages, (const void *)handle);
+	zs_pfn_t pfn = zs_pages_pfn_of(pool->handle_pages, (const void *)slot);
 	if (pfn == ZS_PFN_NONE)
 		return 0;
-	return (handle & (HANDLE_CHUNK - 1)) != 0;
+	return (slot & (HANDLE_CHUNK - 1)) != 0;
 }
 
 /* Checked mode, before any lock: the handle is ours and not free or queued. */

@@ -33,7 +33,29 @@
 #define OBJ_ALLOCATED_TAG 1UL
 #define FREEOBJ_END 0xffffffffu
 
-/* Handle slot values: a live slot holds an obj; a free slot the next free slot | FREE. */
+/*
+ * A handle is its slot's address plus a generation in the bits an address
+ * does not use, so a handle freed and handed out again is a different value
+ * and checked mode tells the stale one from the new (the object header, or a
+ * huge zspage, records the whole handle, generation included).
+ *
+ * Free bits of a slot address, 64-bit only: bits 0-2 (slots are 8-byte
+ * aligned), of which bit 0 is taken by OBJ_ALLOCATED_TAG in the object
+ * header; and bits 48-63, above every user-space address Linux hands out
+ * without an mmap hint beyond 2^47 (x86-64, 4- or 5-level paging) or 2^48
+ * (arm64, 48- or 52-bit VA), which the page provider never passes; handle.c
+ * refuses a chunk mapped higher.  The generation takes bits 1-2 and 48-59:
+ * 14 bits.  Bits 60-63 stay 0 so a handle is below 2^60 (never near
+ * ZS_IS_ERR, positive as a long, and a small Python int: 16 bytes less per
+ * handle than a 2^60..2^64 one).
+ */
+_Static_assert(sizeof(unsigned long) == 8 && sizeof(void *) == 8,
+	       "zsmalloc handles need a 64-bit unsigned long (addresses below 2^48 plus a generation)");
+#define HANDLE_ADDR_MASK 0x0000fffffffffff8UL /* the slot address */
+#define HANDLE_GEN_MASK 0x0fff000000000006UL  /* the generation: bits 1-2, 48-59 */
+#define HANDLE_GEN_BITS 14
+
+/* Handle slot values: a live slot holds an obj; a free slot FREE | its next generation | next free slot. */
 #define HANDLE_FREE_BIT (1UL << 63)
 #define HANDLE_PENDING_BIT (1UL << 62) /* checked mode: queued for deferred free */
 #define HANDLE_OBJ_MASK (~(HANDLE_FREE_BIT | HANDLE_PENDING_BIT))
@@ -105,6 +127,7 @@ struct handle_shard {
 	struct handle_list cur;   /* n <= ZS_HANDLE_BATCH */
 	struct handle_list spare; /* n == 0 or ZS_HANDLE_BATCH */
 	char *bump, *bump_end;    /* never-used slots of the shard's current chunk */
+	unsigned long bump_gen;   /* their first generation (the chunk's, handle bits) */
 	long live;                /* allocations minus frees through this shard */
 } __attribute__((aligned(64)));
 
@@ -173,7 +196,17 @@ static inline unsigned obj_to_class_idx(unsigned long obj)
 }
 static inline atomic_ulong *handle_slot(unsigned long handle)
 {
-	return (atomic_ulong *)handle;
+	return (atomic_ulong *)(handle & HANDLE_ADDR_MASK);
+}
+/* The generation after handle's own: every other bit set to 1 carries the +1 across the address. */
+static inline unsigned long handle_gen_next(unsigned long handle)
+{
+	return ((handle | ~HANDLE_GEN_MASK) + 1) & HANDLE_GEN_MASK;
+}
+/* Generation number n (mod 2^HANDLE_GEN_BITS) in handle bits. */
+static inline unsigned long handle_gen_of(unsigned long n)
+{
+	return ((n & 3) << 1) | (((n >> 2) & 0xfff) << 48);
 }
 static inline unsigned long handle_to_obj(unsigned long handle)
 {
