@@ -5,10 +5,12 @@
  * unit is a "zspage", a chain of 1..max_chain pool pages (not contiguous),
  * objects may span two pages.  A handle names an object for its whole life;
  * compaction moves objects and rewrites only what the handle points to, so
- * callers never see a move.  Behaviour (class table, placement, free lists,
- * fullness groups, compaction order, page accounting) follows the kernel's
- * mm/zsmalloc.c so that page counts agree with a running kernel operation by
- * operation (see tests/ and `zs replay`).
+ * callers never see a move.  A handle is an opaque value (never 0, never
+ * ZS_IS_ERR) that carries a generation: freeing an object and allocating
+ * again may reuse its slot but gives a different handle.  Behaviour (class
+ * table, placement, free lists, fullness groups, compaction order, page
+ * accounting) follows the kernel's mm/zsmalloc.c so that page counts agree
+ * with a running kernel operation by operation (see tests/ and `zs replay`).
  *
  * "seed 000".."seed 004" below name the upstream patches and threads this
  * follows, and words like "slot" have one meaning per layer: docs/glossary.md.
@@ -77,7 +79,7 @@ struct zs_pool_config {
 	                               patch 1. */
 	enum zs_chain_policy chain_policy; /* ZS_CHAIN_EXHAUSTIVE or ZS_CHAIN_HEURISTIC */
 	enum zs_free_mode free_mode;       /* ZS_FREE_POOL_LOCK .. ZS_FREE_CLASS_INDEX_UNLOCKED */
-	int checked;                /* 0 or 1: validate every handle; bad/foreign/double-freed -> -EINVAL */
+	int checked;                /* 0 or 1: validate every handle; bad/foreign/double-freed/stale -> -EINVAL */
 	size_t max_pages;           /* pool page limit (zs_malloc fails with -ENOMEM); 0 -> none;
 	                               0..ZS_PAGES_MAX_SPAN / page_size (zs/pages.h) */
 	size_t deferred_capacity;   /* zs_free_deferred queue length; 0 -> sized like the RFC:
@@ -139,9 +141,12 @@ ZS_API unsigned long zs_malloc(struct zs_pool *pool, size_t size);
  * Free an object.  0 and error values are ignored (returns 0), like the kernel.
  * In checked mode a bad, foreign or already freed handle returns -EINVAL and
  * changes nothing; unchecked, such a handle is undefined behaviour.
- * Checked mode cannot detect a stale handle whose value a later zs_malloc
- * has handed out again (handles carry no generation, as in the kernel): that
- * handle now names the new object.  The Python binding adds a generation.
+ * "Already freed" includes a stale handle whose slot a later zs_malloc
+ * reused: the new object's handle differs in its 14-bit generation, which
+ * every checked call compares, so the stale one is refused unless the slot
+ * was reused a multiple of 2^14 times since (docs/reliability.md, "What
+ * checked mode promises").  The same holds for every call below that takes
+ * a handle.
  */
 ZS_API int zs_free(struct zs_pool *pool, unsigned long handle);
 
@@ -169,9 +174,8 @@ ZS_API void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_
 			void *local_copy);
 /*
  * End a read begun by a successful zs_obj_read_begin.  Checked mode: a bad,
- * foreign or freed handle, or one whose zspage no reader holds (an end after
- * a failed begin), is ignored and touches nothing else; a handle freed and
- * handed out again cannot be told from the new object (no generation count).
+ * foreign, freed or stale handle, or one whose zspage no reader holds (an end
+ * after a failed begin), is ignored and touches nothing else.
  * Unchecked, such a call is undefined behaviour.
  */
 ZS_API void zs_obj_read_end(struct zs_pool *pool, unsigned long handle, size_t mem_len, void *mem);
