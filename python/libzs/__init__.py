@@ -12,10 +12,12 @@ ZsArgumentError, which is both a ValueError and a ZsError (with errno EINVAL,
 or ENOSPC for a size above the page size), so a Python caller cannot crash
 the process with a bad handle and ctypes never truncates a size.
 
-Handles carry a generation: freeing a handle and allocating again may give
-the C library's same handle value, but Python hands out a different int
-(generation << 64 | C handle), so the freed one raises instead of reading
-someone else's object.
+Pool handles are the C library's handles.  C puts a generation in each
+handle, so a handle freed and handed out again is a different int, and a Pool
+is always in checked mode: C refuses a freed or stale handle with EINVAL.  The
+Pool keeps no per-object Python objects, only 8 bytes per handle (_SizeTable:
+the object's size, which C does not record, and the handle's generation, which
+lets the refusal say "stale" and before the C call).
 
 The library is loaded when the package is imported: without a loadable
 libzs.so, `import libzs` raises LibraryNotFound (an ImportError).
@@ -30,6 +32,7 @@ libzs.so, `import libzs` raises LibraryNotFound (an ImportError).
 import ctypes
 import errno as _errno
 import functools
+import mmap
 import os
 import threading
 
@@ -311,40 +314,112 @@ class _Closable:
             pass
 
 
+# The C handle's layout (src/zsmalloc/internal.h, "A handle is its slot's address plus a
+# generation"; src/zsmalloc/handle.c): bits 3-47 the address of an 8-byte slot in a 64 KiB
+# aligned chunk whose slot 0 is never a handle, bits 1-2 and 48-59 the slot's generation, the
+# other bits 0.  _SizeTable leans on it; tests/test_pool.py checks it against the library.
+_H_ADDR = 0x0000_FFFF_FFFF_FFF8
+_H_GEN = 0x0FFF_0000_0000_0006
+_H_CHUNK_SHIFT = 16
+_H_CHUNK_BYTES = 1 << _H_CHUNK_SHIFT
+
+
+class _SizeTable:
+    """
+    What the C pool does not keep and Python needs: each live object's size (read() returns
+    exactly what was stored), and its handle (handles(), the stale-handle message).  One
+    table per C handle chunk, indexed like the chunk's 8-byte slots, so 8 bytes per handle
+    where a dict cost about 230: a live slot's entry is its handle's non-address bits (the
+    generation) with the object's size in the address bits, a free one 0, and entry 0 (slot
+    0 is never a handle) counts the chunk's live objects; a table goes with its last object.
+    Tables are anonymous mmaps, so a dropped one goes back to the OS at once (a 64 KiB
+    malloc block in the middle of the heap would stay resident).  Callers hold the pool lock.
+    """
+    __slots__ = ("_t", "n", "nbytes")
+
+    def __init__(self):
+        self._t = {}        # chunk number -> memoryview('Q') of its slots
+        self.n = 0          # live objects
+        self.nbytes = 0     # their sizes, summed
+
+    def entry(self, h):
+        t = self._t.get((h & _H_ADDR) >> _H_CHUNK_SHIFT)
+        return t[(h & (_H_CHUNK_BYTES - 1)) >> 3] if t is not None else 0
+
+    def add(self, h, size):
+        key = (h & _H_ADDR) >> _H_CHUNK_SHIFT
+        t = self._t.get(key)
+        if t is None:
+            t = memoryview(mmap.mmap(-1, _H_CHUNK_BYTES, flags=mmap.MAP_PRIVATE)).cast("Q")
+            self._t[key] = t
+        t[(h & (_H_CHUNK_BYTES - 1)) >> 3] = (h & ~_H_ADDR) | (size << 3)
+        t[0] += 1
+        self.n += 1
+        self.nbytes += size
+
+    def remove(self, h, size):
+        key = (h & _H_ADDR) >> _H_CHUNK_SHIFT
+        t = self._t[key]
+        t[(h & (_H_CHUNK_BYTES - 1)) >> 3] = 0
+        t[0] -= 1
+        if not t[0]:
+            del self._t[key]
+        self.n -= 1
+        self.nbytes -= size
+
+    def handles(self):
+        return [(key << _H_CHUNK_SHIFT) | (i << 3) | (e & ~_H_ADDR)
+                for key, t in self._t.items() for i, e in enumerate(t) if i and e]
+
+    def clear(self):
+        self._t.clear()
+        self.n = self.nbytes = 0
+
+
+def _size_of_entry(e):
+    return (e & _H_ADDR) >> 3
+
+
 class Pool(_Closable):
     """
-    A zsmalloc pool.  Handles are ints.  Config (all optional):
+    A zsmalloc pool.  Handles are the C library's handles (ints below 2**60).  Config (all
+    optional):
       page_size      4096..65536, power of two
       chain          max pages per zspage, 1..16 (kernel: 8)
       delta          class delta in bytes (0: kernel's max(page_size/256, 16))
       chain_policy   "exhaustive" (kernel today) | "heuristic" (seed 002)
       free_mode      "pool" (kernel today) | "class" | "class-unlocked"
-      checked        validate handles in C too (default True)
+      checked        must stay True: C validates every handle (checked mode), which is
+                     what turns a freed or stale handle into an exception, not a crash
       max_pages      page limit, malloc raises ZsError(ENOMEM) past it (0: none)
       class_shards   copies of each size class, one used per CPU (0/1: the kernel's one;
                      "auto": one per online CPU); more lets threads allocate without
                      meeting (docs/policies.md)
+    Per object Python keeps 8 bytes (_SizeTable) beside the C pool's own cost.
     """
 
     def __init__(self, page_size=4096, chain=8, delta=0, chain_policy="exhaustive",
                  free_mode="pool", checked=True, max_pages=0, deferred_capacity=0,
                  deferred_worker=True, class_shards=0):
-        cfg = _pool_config(page_size, chain, delta, chain_policy, free_mode, checked,
+        if not checked:
+            raise ZsArgumentError(_errno.EINVAL, "a Python Pool is always checked: C's "
+                                  "checked mode is what refuses a freed or stale handle")
+        cfg = _pool_config(page_size, chain, delta, chain_policy, free_mode, True,
                            max_pages, deferred_capacity, deferred_worker, class_shards)
         ctypes.set_errno(0)
         p = _L.need("zs_create_pool")(ctypes.byref(cfg))
         if not p:
             raise ZsError(ctypes.get_errno() or _errno.EINVAL, "zs_create_pool")
-        # One lock for the C calls and the handle tables: ctypes releases the GIL during a C
+        # One lock for the C calls and the size table: ctypes releases the GIL during a C
         # call, so without it a free's table update could land after another thread's
-        # malloc got the same C handle back (and close() could free the pool under a call).
+        # malloc got the same slot back (and close() could free the pool under a call).
         self._lock = threading.RLock()
         self._p = p
-        self._live = {}        # C handle -> (allocated size, generation)
-        self._gen = {}         # C handle -> generation of its last use (kept after free)
+        self._sizes = _SizeTable()
+        self._page_size = _L.need("zs_pool_page_size")(p)
         self.config = {"page_size": page_size or 4096, "chain": chain or 8, "delta": delta,
                        "chain_policy": chain_policy, "free_mode": free_mode,
-                       "checked": bool(checked), "max_pages": max_pages}
+                       "checked": True, "max_pages": max_pages}
 
     # -- lifetime --
     def close(self):
@@ -355,58 +430,67 @@ class Pool(_Closable):
             if self._p:
                 _L.need("zs_destroy_pool")(self._p)
                 self._p = None
-                self._live.clear()
-                self._gen.clear()
+                self._sizes.clear()
 
     def _pool(self):
         if not getattr(self, "_p", None):
             raise ZsArgumentError(_errno.EINVAL, "pool is closed")
         return self._p
 
-    def _c_handle(self, handle):
-        """The C handle behind a Python handle, checking that it is live and not stale."""
+    def _entry(self, handle):
+        """The size table's entry of a handle that is live in this pool, else raise."""
         if not isinstance(handle, int) or isinstance(handle, bool):
             raise TypeError(f"handle must be an int, not {type(handle).__name__}")
         self._pool()
-        c, gen = handle & _U64, handle >> 64
-        live = self._live.get(c) if handle >= 0 else None
-        if live is None:
-            raise ZsArgumentError(_errno.EINVAL, f"handle {handle:#x} is not live in this pool")
-        if live[1] != gen:
-            raise ZsArgumentError(_errno.EINVAL, f"handle {handle:#x} is stale: it was freed "
-                                  f"and its slot reused (generation {gen}, now {live[1]})")
-        return c
+        if not 0 < handle <= _U64 or handle & ~(_H_ADDR | _H_GEN):
+            raise ZsArgumentError(_errno.EINVAL, f"handle {handle:#x} is not a handle")
+        e = self._sizes.entry(handle)
+        if not e:
+            raise ZsArgumentError(_errno.EINVAL, f"handle {handle:#x} is not live in this "
+                                  f"pool (freed, or never one of its handles)")
+        if (e ^ handle) & ~_H_ADDR:
+            raise self._stale(handle)
+        return e
 
-    def _size_of(self, handle):
-        return self._live[self._c_handle(handle)][0]
+    @staticmethod
+    def _stale(handle):
+        return ZsArgumentError(_errno.EINVAL, f"handle {handle:#x} is stale: it was freed "
+                               f"and its slot now holds another object (generation differs)")
+
+    def _refused(self, handle, what):
+        """C's checked mode refused a handle the table took for live: say which way."""
+        e = self._sizes.entry(handle)
+        if e and (e ^ handle) & ~_H_ADDR:
+            return self._stale(handle)
+        return ZsArgumentError(_errno.EINVAL, f"{what}: handle {handle:#x} refused by "
+                               f"checked mode (not a live handle of this pool)")
 
     # -- objects --
     @property
-    @_locked
     def page_size(self):
-        return _L.need("zs_pool_page_size")(self._pool())
+        self._pool()
+        return self._page_size
 
     @_locked
     def malloc(self, size):
         """Allocate size bytes (1..page_size); returns a handle.  Size 0 or above the page
         size raises ZsArgumentError (errno EINVAL / ENOSPC) before C is called."""
         pool = self._pool()
-        _int_arg("zs_malloc size", size, 1, self.page_size, _errno.ENOSPC)
+        _int_arg("zs_malloc size", size, 1, self._page_size, _errno.ENOSPC)
         h = _L.need("zs_malloc")(pool, size)
         if _is_err(h):
             raise ZsError(h - (1 << (8 * ctypes.sizeof(ctypes.c_ulong))), f"zs_malloc({size})")
-        gen = self._gen.get(h, -1) + 1
-        self._gen[h] = gen
-        self._live[h] = (size, gen)
-        return (gen << 64) | h
+        self._sizes.add(h, size)
+        return h
 
     @_locked
     def free(self, handle, deferred=False):
         """Free an object (deferred=True: zs_free_deferred, see flush())."""
-        c = self._c_handle(handle)
+        size = _size_of_entry(self._entry(handle))
         fn = "zs_free_deferred" if deferred else "zs_free"
-        _check(_L.need(fn)(self._pool(), c), fn)
-        del self._live[c]
+        if _L.need(fn)(self._p, handle) < 0:
+            raise self._refused(handle, fn)
+        self._sizes.remove(handle, size)
 
     @_locked
     def flush(self):
@@ -416,20 +500,19 @@ class Pool(_Closable):
     @_locked
     def write(self, handle, data, offset=0):
         """Write bytes at the start of the object (len(data) <= its size)."""
-        size = self._size_of(handle)
-        c = handle & _U64
+        size = _size_of_entry(self._entry(handle))
         data = _to_bytes(data)
         if offset != 0:
             raise ValueError("only offset 0 is supported (zs_obj_write writes from the start)")
         if len(data) > size:
             raise ValueError(f"{len(data)} bytes do not fit in a {size}-byte object")
-        _check(_L.need("zs_obj_write")(self._pool(), c, data, len(data)), "zs_obj_write")
+        if _L.need("zs_obj_write")(self._p, handle, data, len(data)) < 0:
+            raise self._refused(handle, "zs_obj_write")
 
     @_locked
     def read(self, handle, length=None):
         """Return the first `length` bytes of the object (default: all of it)."""
-        size = self._size_of(handle)
-        c = handle & _U64
+        size = _size_of_entry(self._entry(handle))
         if length is None:
             length = size
         if not isinstance(length, int) or length < 0 or length > size:
@@ -437,32 +520,31 @@ class Pool(_Closable):
         if length == 0:
             return b""
         copy = ctypes.create_string_buffer(length)
-        p = _L.need("zs_obj_read_begin")(self._pool(), c, length, copy)
+        p = _L.need("zs_obj_read_begin")(self._p, handle, length, copy)
         if not p:
-            raise ZsError(_errno.EINVAL, "zs_obj_read_begin")
+            raise self._refused(handle, "zs_obj_read_begin")
         try:
             return ctypes.string_at(p, length)
         finally:
-            _L.need("zs_obj_read_end")(self._pool(), c, length, p)
+            _L.need("zs_obj_read_end")(self._p, handle, length, p)
 
     @_locked
     def store(self, data):
         """malloc + write: keep bytes, return the handle."""
         data = _to_bytes(data)
         h = self.malloc(len(data))
-        try:
-            self.write(h, data)
-        except Exception:
+        if _L.need("zs_obj_write")(self._p, h, data, len(data)) < 0:
             self.free(h)
-            raise
+            raise ZsError(_errno.EIO, "zs_obj_write")
         return h
 
     @_locked
     def handles(self):
-        return [(gen << 64) | c for c, (_, gen) in self._live.items()]
+        """The live handles (a new list)."""
+        return self._sizes.handles()
 
     def __len__(self):
-        return len(self._live)
+        return self._sizes.n
 
     # -- pool --
     @_locked
@@ -495,8 +577,8 @@ class Pool(_Closable):
         _L.need("zs_pool_stats")(self._pool(), ctypes.byref(st))
         ps = self.page_size
         pages = self.total_pages()
-        used = sum(size for size, _ in self._live.values())
-        return {"pages": pages, "mem_bytes": pages * ps, "objects": len(self._live),
+        used = self._sizes.nbytes
+        return {"pages": pages, "mem_bytes": pages * ps, "objects": self._sizes.n,
                 "object_bytes": used,
                 "utilization": used / (pages * ps) if pages else 0.0,
                 "pages_compacted": st.pages_compacted}
