@@ -113,8 +113,14 @@ struct zs_region_config {
 };
 #define ZS_REGION_NO_SPIN 0xffffffffu
 
-/* Defaults: size 0 (must be set), store defaults (lz4, zsmalloc), 1 handler, fault-around 16. */
+/*
+ * Defaults: size 0 (must be set), store defaults (lz4, zsmalloc), 1 handler, fault-around 16.
+ * zs_region_config_init: the store from zs_zram_config_init (kernel profile);
+ * zs_region_config_init_app: the store from zs_zram_config_init_app (the
+ * application profile, zsmalloc.h); nothing else differs.
+ */
 ZS_API void zs_region_config_init(struct zs_region_config *cfg);
+ZS_API void zs_region_config_init_app(struct zs_region_config *cfg);
 
 struct zs_region;
 

@@ -120,8 +120,16 @@ struct zs_zram_config {
 	unsigned group_pages;
 };
 
-/* Fill *cfg with defaults (4 KiB pages, 1 GiB disksize, lz4, zsmalloc). */
+/*
+ * Fill *cfg with defaults (4 KiB pages, 1 GiB disksize, lz4, zsmalloc).
+ * zs_zram_config_init: the kernel profile (backend.zs from
+ * zs_pool_config_init), page-exact with kernel zram; `zs zram --vs-kernel`
+ * and the replay tools use it.  zs_zram_config_init_app: the same, with
+ * backend.zs from zs_pool_config_init_app (zsmalloc.h: the application
+ * profile, same density, faster with threads); nothing else differs.
+ */
 ZS_API void zs_zram_config_init(struct zs_zram_config *cfg);
+ZS_API void zs_zram_config_init_app(struct zs_zram_config *cfg);
 
 struct zs_zram;
 

@@ -123,8 +123,28 @@ enum zs_mapmode { ZS_MM_RW = 0, ZS_MM_RO = 1, ZS_MM_WO = 2 };
 
 struct zs_pool;
 
-/* Fill *cfg with the defaults (today's kernel, 4K pages, chain 8). */
+/*
+ * Two named profiles; fill with one, then change fields.
+ *
+ * zs_pool_config_init: the kernel profile (today's kernel, 4K pages, chain 8,
+ * pool-lock free, one copy of each class).  Its layout is the kernel's page
+ * for page, and every parity tool (zs replay, record, classes, testmod,
+ * zram --vs-kernel, tests/replay.sh) depends on that: it will not change.
+ *
+ * zs_pool_config_init_app: the application profile, the fastest layout that
+ * keeps the kernel profile's density.  It differs from the kernel profile in
+ * exactly two fields:
+ *   class_shards = ZS_CLASS_SHARDS_AUTO  (one copy of each class per CPU)
+ *   free_mode    = ZS_FREE_CLASS_INDEX   (no pool lock in zs_free)
+ * Same class table, chain and page accounting, so pool pages stay within 1%
+ * of the kernel profile on the same data (docs/benchmarks.md section 5,
+ * "Two profiles", has the numbers); zs_free and zs_malloc from threads on
+ * different CPUs do not meet.  Not page-exact with the kernel: use
+ * zs_pool_config_init when comparing with one.  Which fields the profile
+ * sets may change in a MINOR release when measurements say so.
+ */
 ZS_API void zs_pool_config_init(struct zs_pool_config *cfg);
+ZS_API void zs_pool_config_init_app(struct zs_pool_config *cfg);
 
 /* NULL cfg -> defaults.  Returns NULL and sets errno (EINVAL for a bad config, ENOMEM). */
 ZS_API struct zs_pool *zs_create_pool(const struct zs_pool_config *cfg);

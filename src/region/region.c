@@ -102,6 +102,13 @@ void zs_region_config_init(struct zs_region_config *cfg)
 	cfg->fault_around = 16;
 }
 
+/* Only the store's pool profile differs from zs_region_config_init. */
+void zs_region_config_init_app(struct zs_region_config *cfg)
+{
+	zs_region_config_init(cfg);
+	zs_zram_config_init_app(&cfg->store);
+}
+
 /* ---- opening userfaultfd ---- */
 
 static const char perm_msg[] =

@@ -158,6 +158,14 @@ void zs_zram_config_init(struct zs_zram_config *cfg)
 	zs_backend_config_init(&cfg->backend);
 }
 
+/* The kernel defaults with only the pool profile swapped, so the two store
+ * profiles differ exactly as the two pool profiles do. */
+void zs_zram_config_init_app(struct zs_zram_config *cfg)
+{
+	zs_zram_config_init(cfg);
+	zs_pool_config_init_app(&cfg->backend.zs);
+}
+
 void zram_set_err(char *err, size_t err_len, const char *fmt, ...)
 {
 	va_list ap;

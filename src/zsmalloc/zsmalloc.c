@@ -80,6 +80,16 @@ void zs_pool_config_init(struct zs_pool_config *cfg)
 	cfg->max_chain = 8;
 }
 
+/* The application profile (zsmalloc.h): the kernel's class table and chain,
+ * with the two knobs that cost no pages but buy threads.  Kept as "kernel
+ * profile + overrides" so the two can only differ where documented. */
+void zs_pool_config_init_app(struct zs_pool_config *cfg)
+{
+	zs_pool_config_init(cfg);
+	cfg->class_shards = ZS_CLASS_SHARDS_AUTO;
+	cfg->free_mode = ZS_FREE_CLASS_INDEX;
+}
+
 /* The ranges documented in zsmalloc.h; defaults (0) already filled in. */
 static int config_valid(const struct zs_pool_config *c)
 {
