@@ -53,7 +53,7 @@ static int parse(int argc, char **argv, struct pool_opts *po, int *json)
 	};
 	int opt;
 	*json = 0;
-	pool_opts_init(po);
+	pool_opts_init(po); /* kernel profile: the table must be the kernel's */
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
 		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {

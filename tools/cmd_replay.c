@@ -454,7 +454,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	*o = (struct opts){ .chain = -1, .context = 8, .max_report = 3 };
 	int opt;
 	uint64_t v;
-	pool_opts_init(&o->po);
+	pool_opts_init(&o->po); /* kernel profile: a trace replays page-exact only on it */
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "hv", lopts, NULL)) != -1) {
 		if (opt == OPTC_PAGE_SIZE) {
@@ -547,7 +547,7 @@ void replay_pool_config(struct replay *R, const struct trace_header *h,
 {
 	struct zs_pool_config cfg;
 	R->hdr = *h;
-	zs_pool_config_init(&cfg);
+	zs_pool_config_init(&cfg); /* kernel profile, explicitly: page parity with the trace */
 	cfg.name = "replay";
 	cfg.page_size = (size_t)h->page_size;
 	cfg.max_chain = (unsigned)(R->o.chain > 0 ? R->o.chain : h->chain > 0 ? h->chain : 8);
@@ -600,7 +600,7 @@ static int setup(struct replay *R, const struct trace_header *h)
 			return 2;
 		}
 		struct zs_zram_config zc;
-		zs_zram_config_init(&zc);
+		zs_zram_config_init(&zc); /* kernel profile: zram's, for parity */
 		zc.page_size = (size_t)h->page_size;
 		zc.disksize = (uint64_t)(maxslot + 1) * (uint64_t)h->page_size;
 		zc.comp = "lz4";

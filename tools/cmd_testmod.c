@@ -75,7 +75,7 @@ static int parse(int argc, char **argv, struct tm_opts *o)
 	};
 	*o = (struct tm_opts){ .count = 1337, .step = 16, .min = 32,
 			       .progress = opt_progress_default() };
-	pool_opts_init(&o->po);
+	pool_opts_init(&o->po); /* kernel profile: zsmalloc_test.ko's page counts */
 	int opt;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {

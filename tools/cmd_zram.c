@@ -444,6 +444,7 @@ static int setup(const struct opts *o, char **paths, int npaths, struct zrun *r)
 	struct zs_zram_config cfg;
 	int rc;
 
+	/* Kernel profile: --vs-kernel compares pages with a kernel zram device. */
 	zs_zram_config_init(&cfg);
 	cfg.page_size = o->page_size;
 	cfg.disksize = r->bytes;

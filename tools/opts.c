@@ -22,6 +22,9 @@ static const char *const pool_opt_name[] = { "--page-size",  "--chain",    "--ch
 void pool_opts_init(struct pool_opts *po)
 {
 	memset(po, 0, sizeof(*po));
+	/* The kernel profile, on purpose: replay, classes, testmod and zram
+	 * --vs-kernel compare page counts with the kernel, which only the
+	 * kernel's layout matches (zs_pool_config_init_app would not). */
 	zs_pool_config_init(&po->cfg);
 	po->backend = "zsmalloc";
 }
