@@ -57,7 +57,8 @@ static int check(struct zs_pool *pool, const struct entry *e)
 int main(void)
 {
 	struct zs_pool_config cfg;
-	zs_pool_config_init(&cfg);
+	/* An application, not a kernel comparison: the application profile. */
+	zs_pool_config_init_app(&cfg);
 	cfg.name = "blob-cache";
 	struct zs_pool *pool = zs_create_pool(&cfg);
 	if (!pool) {

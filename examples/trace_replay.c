@@ -144,6 +144,7 @@ static int replay_line(struct replay *r, const char *line)
 	}
 	if (!r->pool) {
 		struct zs_pool_config cfg;
+		/* The kernel profile: a kernel trace replays page-exact only on it. */
 		zs_pool_config_init(&cfg);
 		cfg.name = "trace_replay";
 		cfg.page_size = r->page_size;

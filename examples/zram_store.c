@@ -42,7 +42,9 @@ static void make_page(unsigned char *p, uint64_t index)
 int main(void)
 {
 	struct zs_zram_config cfg;
-	zs_zram_config_init(&cfg);
+	/* An application's store: the application profile (zs_zram_config_init
+	 * gives the kernel's exact pool layout, for comparing with kernel zram). */
+	zs_zram_config_init_app(&cfg);
 	cfg.disksize = (uint64_t)PAGES * PAGE;
 	cfg.comp = "lz4";
 	struct zs_zram *z;
