@@ -17,7 +17,10 @@
  * class-unlocked mode with every page cached (a cache bound above the peak,
  * decay 1 h), with the previous provider's settings (256 KiB cache: no
  * per-CPU caches, everything else back to the OS at once), and with one
- * private pool per thread; zblock; glibc, jemalloc and mimalloc doing
+ * private pool per thread; the two named profiles as a caller gets them
+ * ("kernel": zs_pool_config_init, "app": zs_pool_config_init_app, printed
+ * side by side as app / kernel ratios with the pool pages each held); zblock;
+ * glibc, jemalloc and mimalloc doing
  * malloc + memcpy + free of the same sizes.  All through the backend
  * interface (include/zs/backend.h).
  *
@@ -66,31 +69,44 @@ struct row {
 	int private_pool;
 	const char *what;
 	int shards;           /* class_shards; -1: one per online CPU */
+	int profile;          /* 0: the fields above; 1: zs_pool_config_init as is (the kernel
+	                         profile), 2: zs_pool_config_init_app as is, 3: the app
+	                         profile with free_mode above (the free modes compared on
+	                         the app layout: what chose the profile's free mode) */
 };
 
 static const struct row all_rows[] = {
-	{ "zs-pool", "zsmalloc", ZS_FREE_POOL_LOCK, 0, 0, 0, "zsmalloc, pool lock", 0 },
-	{ "zs-class", "zsmalloc", ZS_FREE_CLASS_INDEX, 0, 0, 0, "zsmalloc, class index", 0 },
+	{ "zs-pool", "zsmalloc", ZS_FREE_POOL_LOCK, 0, 0, 0, "zsmalloc, pool lock", 0, 0 },
+	{ "zs-class", "zsmalloc", ZS_FREE_CLASS_INDEX, 0, 0, 0, "zsmalloc, class index", 0, 0 },
 	{ "zs-unlocked", "zsmalloc", ZS_FREE_CLASS_INDEX_UNLOCKED, 0, 0, 0,
-	  "zsmalloc, class index + unlocked", 0 },
+	  "zsmalloc, class index + unlocked", 0, 0 },
 	{ "zs-cached", "zsmalloc", ZS_FREE_CLASS_INDEX_UNLOCKED, (size_t)1 << 20,
-	  ZS_PAGES_MAX_DECAY_MS, 0, "same, every page cached", 0 },
+	  ZS_PAGES_MAX_DECAY_MS, 0, "same, every page cached", 0, 0 },
 	{ "zs-oldprov", "zsmalloc", ZS_FREE_CLASS_INDEX_UNLOCKED, 64, 0, 0,
-	  "same, previous provider (256 KiB cache)", 0 },
+	  "same, previous provider (256 KiB cache)", 0, 0 },
 	{ "zs-private", "zsmalloc", ZS_FREE_CLASS_INDEX_UNLOCKED, 0, 0, 1,
-	  "same, one pool per thread", 0 },
+	  "same, one pool per thread", 0, 0 },
 	{ "zs-private-cached", "zsmalloc", ZS_FREE_CLASS_INDEX_UNLOCKED, (size_t)1 << 20,
-	  ZS_PAGES_MAX_DECAY_MS, 1, "same, one pool per thread, every page cached", 0 },
+	  ZS_PAGES_MAX_DECAY_MS, 1, "same, one pool per thread, every page cached", 0, 0 },
 	{ "zs-sharded", "zsmalloc", ZS_FREE_CLASS_INDEX_UNLOCKED, 0, 0, 0,
-	  "same, class shards (one copy of each class per CPU)", -1 },
+	  "same, class shards (one copy of each class per CPU)", -1, 0 },
 	{ "zs-sharded-cached", "zsmalloc", ZS_FREE_CLASS_INDEX_UNLOCKED, (size_t)1 << 20,
-	  ZS_PAGES_MAX_DECAY_MS, 0, "same, class shards, every page cached", -1 },
-	{ "zblock", "zblock", 0, 0, 0, 0, "zblock", 0 },
-	{ "glibc", "malloc", 0, 0, 0, 0, "glibc malloc", 0 },
-	{ "jemalloc", "jemalloc", 0, 0, 0, 0, "jemalloc", 0 },
-	{ "mimalloc", "mimalloc", 0, 0, 0, 0, "mimalloc", 0 },
+	  ZS_PAGES_MAX_DECAY_MS, 0, "same, class shards, every page cached", -1, 0 },
+	{ "kernel", "zsmalloc", 0, 0, 0, 0, "zsmalloc, kernel profile (zs_pool_config_init)", 0,
+	  1 },
+	{ "app", "zsmalloc", 0, 0, 0, 0, "zsmalloc, application profile (zs_pool_config_init_app)",
+	  0, 2 },
+	{ "app-pool", "zsmalloc", ZS_FREE_POOL_LOCK, 0, 0, 0, "app profile, free mode pool lock",
+	  0, 3 },
+	{ "app-unlocked", "zsmalloc", ZS_FREE_CLASS_INDEX_UNLOCKED, 0, 0, 0,
+	  "app profile, free mode class index + unlocked", 0, 3 },
+	{ "zblock", "zblock", 0, 0, 0, 0, "zblock", 0, 0 },
+	{ "glibc", "malloc", 0, 0, 0, 0, "glibc malloc", 0, 0 },
+	{ "jemalloc", "jemalloc", 0, 0, 0, 0, "jemalloc", 0, 0 },
+	{ "mimalloc", "mimalloc", 0, 0, 0, 0, "mimalloc", 0, 0 },
 	{ "memcpy", "none", 0, 0, 0, 0,
-	  "no allocator: the writes alone, into one per-thread buffer (the machine's ceiling)", 0 },
+	  "no allocator: the writes alone, into one per-thread buffer (the machine's ceiling)", 0,
+	  0 },
 };
 #define NALL ((int)(sizeof(all_rows) / sizeof(all_rows[0])))
 
@@ -241,6 +257,14 @@ static struct zs_backend *make_backend(const struct row *rw)
 	zs_backend_config_init(&bc);
 	bc.kind = rw->kind;
 	bc.page_size = PAGE;
+	if (rw->profile) {
+		/* The profile untouched, so the row measures what a caller gets. */
+		if (rw->profile >= 2)
+			zs_pool_config_init_app(&bc.zs);
+		if (rw->profile == 3)
+			bc.zs.free_mode = (enum zs_free_mode)rw->free_mode;
+		return zs_backend_create(&bc);
+	}
 	bc.zs.free_mode = (enum zs_free_mode)rw->free_mode;
 	bc.zs.deferred_worker = -1;
 	bc.zs.page_cache_pages = rw->cache_pages;
@@ -386,6 +410,42 @@ static uint32_t *corpus_sizes(char **paths, int npaths, size_t *n, size_t *files
 	zs_pageset_free(&ps);
 	*n = k;
 	return s;
+}
+
+/*
+ * The two profiles side by side: app / kernel at each T, on the median and
+ * on the best round (the machine may be shared: the best round is the one
+ * least disturbed), and the pool pages each held (density).
+ */
+static void profile_ratios(const struct row *const *rows, int nrows, const int *thr, int nthr,
+			   double med[][MAXT], double mops[][MAXT][64], int rounds,
+			   struct result first[][MAXT], struct bench_json *js, const char *wname)
+{
+	int ki = -1, ai = -1;
+	for (int k = 0; k < nrows; k++) {
+		if (rows[k]->profile == 1)
+			ki = k;
+		else if (rows[k]->profile == 2)
+			ai = k;
+	}
+	if (ki < 0 || ai < 0)
+		return;
+	bench_say("\napp / kernel profile: throughput (median, best of %d) and pool pages "
+		  "(round 1)\n", rounds);
+	for (int ti = 0; ti < nthr; ti++) {
+		double bk = bench_max(mops[ki][ti], rounds), ba = bench_max(mops[ai][ti], rounds);
+		double rm = med[ki][ti] > 0 ? med[ai][ti] / med[ki][ti] : 0;
+		double rb = bk > 0 ? ba / bk : 0;
+		double pk = first[ki][ti].live_mib, pa = first[ai][ti].live_mib;
+		bench_say("  T=%-3d kernel %6.2f best %6.2f  app %6.2f best %6.2f  "
+			  "ratio %.2f best %.2f  pages MiB %.1f / %.1f\n", thr[ti], med[ki][ti], bk,
+			  med[ai][ti], ba, rm, rb, pk, pa);
+		char key[96];
+		snprintf(key, sizeof(key), "%s_app_vs_kernel_t%d", wname, thr[ti]);
+		bench_json_num(js, key, rm);
+		snprintf(key, sizeof(key), "%s_app_vs_kernel_best_t%d", wname, thr[ti]);
+		bench_json_num(js, key, rb);
+	}
 }
 
 static int kind_available(const char *kind)
@@ -610,6 +670,7 @@ int main(int argc, char **argv)
 			}
 			bench_say("\n");
 		}
+		profile_ratios(rows, nrows, thr, nthr, med, mops, rounds, first, &js, wname);
 		for (int k = 0; k < nrows; k++) {
 			for (int ti = 0; ti < nthr; ti++) {
 				char key[160];

@@ -136,12 +136,14 @@ struct zs_pool;
  * exactly two fields:
  *   class_shards = ZS_CLASS_SHARDS_AUTO  (one copy of each class per CPU)
  *   free_mode    = ZS_FREE_CLASS_INDEX   (no pool lock in zs_free)
- * Same class table, chain and page accounting, so pool pages stay within 1%
- * of the kernel profile on the same data (docs/benchmarks.md section 5,
- * "Two profiles", has the numbers); zs_free and zs_malloc from threads on
- * different CPUs do not meet.  Not page-exact with the kernel: use
- * zs_pool_config_init when comparing with one.  Which fields the profile
- * sets may change in a MINOR release when measurements say so.
+ * Same class table, chain and page accounting; zs_malloc and zs_free from
+ * threads on different CPUs do not meet.  The one density cost is a partly
+ * used zspage per class and extra copy: at most 590 pages (2.3 MiB) per
+ * extra CPU at 4K pages and chain 8, about half that in practice, so pool
+ * pages are within 1% of the kernel profile on the same data once the pool
+ * holds a few hundred MiB per extra CPU, and equal when one thread fills it
+ * (docs/benchmarks.md section 5, "Two profiles", has the numbers).  Not
+ * page-exact with the kernel: use zs_pool_config_init when comparing with one.
  */
 ZS_API void zs_pool_config_init(struct zs_pool_config *cfg);
 ZS_API void zs_pool_config_init_app(struct zs_pool_config *cfg);
