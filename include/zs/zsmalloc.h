@@ -131,19 +131,19 @@ struct zs_pool;
  * for page, and every parity tool (zs replay, record, classes, testmod,
  * zram --vs-kernel, tests/replay.sh) depends on that: it will not change.
  *
- * zs_pool_config_init_app: the application profile, the fastest layout that
- * keeps the kernel profile's density.  It differs from the kernel profile in
- * exactly two fields:
+ * zs_pool_config_init_app: the application profile, the fastest measured
+ * layout on the kernel's class table (density below).  It differs from the
+ * kernel profile in exactly two fields:
  *   class_shards = ZS_CLASS_SHARDS_AUTO  (one copy of each class per CPU)
  *   free_mode    = ZS_FREE_CLASS_INDEX   (no pool lock in zs_free)
  * Same class table, chain and page accounting; zs_malloc and zs_free from
- * threads on different CPUs do not meet.  The one density cost is a partly
- * used zspage per class and extra copy: at most 590 pages (2.3 MiB) per
- * extra CPU at 4K pages and chain 8, about half that in practice, so pool
- * pages are within 1% of the kernel profile on the same data once the pool
- * holds a few hundred MiB per extra CPU, and equal when one thread fills it
- * (docs/benchmarks.md section 5, "Two profiles", has the numbers).  Not
- * page-exact with the kernel: use zs_pool_config_init when comparing with one.
+ * threads on different CPUs do not meet.  The density cost: each CPU's copy
+ * of a class keeps its own partly used zspages.  Filled from one thread it
+ * holds the kernel profile's pages exactly; with two threads overwriting at
+ * random (2 CPUs) it measured +0.0..+3.8% pages at 76 MiB live (median
+ * +2.1%) and +0.5..+1.8% at 300 MiB (median +0.7%): docs/benchmarks.md
+ * section 5, "Two profiles".  Where every page counts, or to compare with a
+ * kernel (the app profile is not page-exact), use zs_pool_config_init.
  */
 ZS_API void zs_pool_config_init(struct zs_pool_config *cfg);
 ZS_API void zs_pool_config_init_app(struct zs_pool_config *cfg);
