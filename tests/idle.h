@@ -20,15 +20,16 @@
 
 /* Under TSan RSS is meaningless (shadow memory): only thread checks are made there. */
 #if defined(__SANITIZE_THREAD__)
-#define IDLE_RSS_MEANINGFUL 0
+#define IDLE_TSAN 1
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
-#define IDLE_RSS_MEANINGFUL 0
+#define IDLE_TSAN 1
 #endif
 #endif
-#ifndef IDLE_RSS_MEANINGFUL
-#define IDLE_RSS_MEANINGFUL 1
+#ifndef IDLE_TSAN
+#define IDLE_TSAN 0
 #endif
+#define IDLE_RSS_MEANINGFUL (!IDLE_TSAN)
 
 #define IDLE_MIB ((size_t)1 << 20)
 

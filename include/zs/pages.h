@@ -35,14 +35,15 @@
  *     (at most 64 pages per CPU and provider).
  *   - at once on zs_pages_trim() (zs_pool_trim, zs_compact).
  * The background thread ("zs-purge", one per process, not per pool) exists
- * only while some provider holds cached pages: none at create, started when
- * a provider's shared cache first takes a page, ended by itself once
- * nothing is cached anywhere.  A provider whose freed pages all stay in its
- * per-CPU caches (a handful of pages) starts none; those pages go when a
- * thread started by any provider sees the cache idle, or at a trim.  The
- * thread runs with every signal blocked and is detached (it never keeps a
- * process from exiting; a destructor stops it at exit or unload); a forked
- * child starts its own when it next caches pages.
+ * only while pages are cached: none at create, started once the shared
+ * caches hold 2 MiB, ended by itself once nothing is cached anywhere, per-CPU
+ * caches included.  A program that caches less than that (a pool that
+ * allocates and frees a few pages, kept in its per-CPU caches) starts none:
+ * those pages go with its next call's decay, when a thread started for more
+ * sees them idle, or at a trim.  The thread runs with every signal blocked
+ * and is detached (it never keeps a process from exiting; a destructor stops
+ * it at exit or unload); a forked child starts its own when it next caches
+ * pages.
  * Turning it off or tuning it, per provider: decay_ms (below; the pools'
  * page_cache_decay_ms), ZS_PAGES_DECAY_NEVER to keep cached pages until a
  * trim or the bound (no thread for that provider), cache_pages =

@@ -102,19 +102,39 @@ static void note_oldest(struct zs_pages *p)
 
 /*
  * Bring the process-wide budget (purge.c) up to date with this shared
- * cache; returns the bytes all budgeted caches are over it.  Once per lock
+ * cache; returns the bytes all budgeted caches are over it, and sets
+ * *started when this took their total to PURGE_START_BYTES.  Once per lock
  * round, not per page: the total is one cache line every pool writes.
  */
-static size_t budget_sync(struct zs_pages *p)
+static size_t budget_sync(struct zs_pages *p, bool *started)
 {
 	if (!p->budget)
 		return 0;
 	long d = (long)p->ncached - (long)p->budget_pages;
 	p->budget_pages = p->ncached;
-	return purge_budget_add(d * (long)p->page_size);
+	return purge_budget_add(d * (long)p->page_size, started);
 }
 
-/* Lock held: did this round's pages start the shared cache?  The caller kicks after unlock. */
+/*
+ * Lock held: should the purge thread hear of this round?  When the cached
+ * pages reached PURGE_START_BYTES: the budget's total (started), or this
+ * cache alone when it is outside the budget; and at the first cached page
+ * after a fork (rekick).
+ */
+static void note_kick(struct zs_pages *p, bool started)
+{
+	if (!p->registered)
+		return;
+	bool above = p->budget ? started : (size_t)p->ncached * p->page_size >= PURGE_START_BYTES;
+	if ((above && !p->above) || (p->rekick && p->ncached)) {
+		p->kick = true;
+		p->rekick = false;
+	}
+	if (!p->budget)
+		p->above = above;
+}
+
+/* Lock held: did this round ask for the purge thread?  The caller kicks after unlock. */
 static bool take_kick(struct zs_pages *p)
 {
 	bool k = p->kick;
@@ -135,14 +155,15 @@ static void kick(struct zs_pages *p)
  * become RELEASING with their bitmap bit set, so their chunk can be neither
  * reused nor unmapped until release_pages() is done.  At most max pages.
  * Every lock round that changes the shared cache ends here, so this is
- * also where the budget is settled and a cache that was empty and is not
- * any more is noted for the purge thread (take_kick).
+ * also where the budget is settled and the cache reaching the purge
+ * thread's start is noted (note_kick, take_kick).
  */
 static unsigned purge_locked(struct zs_pages *p, uint64_t now, bool force, zs_pfn_t *rel,
 			     unsigned max)
 {
 	unsigned n = 0;
-	size_t gover = budget_sync(p);
+	bool started = false;
+	size_t gover = budget_sync(p, &started);
 
 	while (n < max && p->cache_tail != ZS_PFN_NONE) {
 		zs_pfn_t pfn = p->cache_tail;
@@ -160,11 +181,8 @@ static unsigned purge_locked(struct zs_pages *p, uint64_t now, bool force, zs_pf
 		gover = gover > p->page_size ? gover - p->page_size : 0;
 		rel[n++] = pfn;
 	}
-	budget_sync(p);
-	bool nonempty = p->ncached > 0;
-	if (nonempty && !p->cache_nonempty && p->registered)
-		p->kick = true;
-	p->cache_nonempty = nonempty;
+	budget_sync(p, NULL);
+	note_kick(p, started);
 	note_oldest(p);
 	return n;
 }

@@ -41,6 +41,14 @@ enum { PG_FREE = 0, PG_IN_USE = 1, PG_CACHED = 2, PG_RELEASING = 3, PG_PCP = 4 }
 #define DECAY_NEVER_NS UINT64_MAX
 /* ZS_PAGES_DECAY_MS=0 (purge.c): keep no cache, return every freed page at once. */
 #define DECAY_IMMEDIATE 0u
+/*
+ * The purge thread starts once this much is cached (the budget's total, or
+ * one provider outside it): a thread for a few hundred KiB costs more than
+ * the memory, and a pool that moves single pages between two CPUs' caches
+ * (one thread allocates, another frees) keeps about a drain batch in the
+ * shared cache.  Below it, cached pages wait for the next call's decay.
+ */
+#define PURGE_START_BYTES ((size_t)2 << 20)
 
 /* The slot table describes ZS_PAGES_MAX_SPAN bytes; only touched entries cost RSS. */
 #define ZS_MIN_SLOTS 64u
@@ -97,11 +105,14 @@ struct zs_pages {
 	/*
 	 * Process-wide purge (purge.c).  budget: the shared cache counts in the
 	 * process-wide budget (cache_pages was left 0), budget_pages what it has
-	 * added there so far.  cache_nonempty and kick (lock held) note the
-	 * shared cache going from empty to not, which is when the purge thread
-	 * must hear of it; the registry links are the registry lock's.
+	 * added there so far.  above, kick and rekick (lock held): the cached
+	 * pages reaching PURGE_START_BYTES (the budget's total, or this cache
+	 * alone outside it) is when the purge thread must hear of it; rekick
+	 * asks for a kick at the next cached page whatever the total (a forked
+	 * child, which has no thread).  The registry links are the registry
+	 * lock's.
 	 */
-	bool budget, registered, cache_nonempty, kick;
+	bool budget, registered, above, kick, rekick;
 	size_t budget_pages;
 	struct zs_pages *reg_prev, *reg_next;
 
@@ -229,14 +240,15 @@ uint64_t pages_idle_pass(struct zs_pages *p, uint64_t now);
  * a provider that caches and decays joins the thread's list (create);
  * unregister takes it off, waiting out a pass over it (destroy).
  * budget_add: the shared caches' pages in the budget moved by delta bytes;
- * returns how many bytes they are now over it (0: within).  kick: a
- * provider's shared cache just went from empty to not, its pages due at
- * `due`: start the thread or wake it earlier (no provider lock held).
+ * returns how many bytes they are now over it (0: within) and sets
+ * *started when this move took the total to PURGE_START_BYTES.  kick:
+ * cached pages reached that, due at `due`: start the thread or wake it
+ * earlier (no provider lock held).
  */
 void purge_defaults(unsigned *decay_ms, size_t *budget_bytes);
 void purge_register(struct zs_pages *p);
 void purge_unregister(struct zs_pages *p);
-size_t purge_budget_add(long delta_bytes);
+size_t purge_budget_add(long delta_bytes, bool *started);
 void purge_kick(uint64_t due);
 
 #endif

@@ -202,7 +202,7 @@ void zs_pages_destroy(struct zs_pages *p)
 	if (p->registered)
 		purge_unregister(p);
 	if (p->budget_pages)
-		purge_budget_add(-(long)(p->budget_pages * p->page_size));
+		purge_budget_add(-(long)(p->budget_pages * p->page_size), NULL);
 	for (size_t s = 0; s < p->slot_words * 64 && s < p->nslots; s++) {
 		char *base = atomic_load_explicit(&p->lk.slots[s].base, memory_order_relaxed);
 		struct zs_page_desc *m = atomic_load_explicit(&p->lk.slots[s].meta, memory_order_relaxed);

@@ -19,15 +19,18 @@
  * given an explicit cache_pages asked for that bound and keeps it, outside
  * the total (benchmarks that keep every page).
  *
- * Life of the thread.  None at start and none while nothing is cached: a
- * provider whose shared cache goes from empty to not kicks it (cache.c,
- * after its locks are dropped), which starts it (detached, every signal
- * blocked, named "zs-purge") or, when it sleeps past the new pages' due
- * time, wakes it.  Each pass looks at every registered provider
+ * Life of the thread.  None at start and none while nothing is cached:
+ * the provider whose lock round takes the shared caches to PURGE_START_BYTES
+ * (2 MiB; the budget's total, or its own cache outside the budget) kicks it
+ * (cache.c, after its locks are dropped), which starts it (detached, every
+ * signal blocked, named "zs-purge") or, when it sleeps past the new pages'
+ * due time, wakes it.  Each pass looks at every registered provider
  * (pages_idle_pass) and sleeps until the earliest due time; a pass that
- * finds nothing cached anywhere ends the thread.  So a pool that only
- * allocates and frees a few pages, which stay in a per-CPU cache, never
- * starts it (tests/test_zs_lazy_deferred counts threads).  A kick is never
+ * finds nothing cached anywhere ends the thread.  So a program that caches
+ * less than 2 MiB (a pool that allocates and frees a few pages, which stay
+ * in a per-CPU cache or move between two CPUs' caches) never starts it
+ * (tests/test_zs_lazy_deferred counts threads); its pages go with its next
+ * call's decay or a trim.  A kick is never
  * lost while the thread decides to end: the kicker lowers `want` (an RMW)
  * then reads `state`; the thread stores `state` then takes `want`; all
  * seq_cst, so one of them sees the other (the store-buffer litmus).
@@ -37,8 +40,8 @@
  * registry lock throughout, so destroy (unregister) waits for a pass over
  * its provider, and fork (the atfork prepare handler takes the lock) never
  * copies a provider lock the thread holds.  The child has no thread: state
- * says so, and every provider is marked "shared cache empty" so its next
- * cached page kicks a new one.  At exit or dlclose a destructor stops the
+ * says so, and every provider is marked to kick at its next cached page,
+ * whatever the totals it inherited say.  At exit or dlclose a destructor stops the
  * thread (and no new one starts), so it never runs unloaded code.
  */
 #include "pages/internal.h"
@@ -132,11 +135,13 @@ void purge_defaults(unsigned *decay_ms, size_t *budget_bytes)
 
 /* ---- budget ------------------------------------------------------------ */
 
-size_t purge_budget_add(long delta_bytes)
+size_t purge_budget_add(long delta_bytes, bool *started)
 {
 	/* Unsigned wrap-around adds a negative delta. */
-	size_t t = atomic_fetch_add_explicit(&g.cached, (size_t)delta_bytes, memory_order_relaxed) +
-		   (size_t)delta_bytes;
+	size_t old = atomic_fetch_add_explicit(&g.cached, (size_t)delta_bytes, memory_order_relaxed);
+	size_t t = old + (size_t)delta_bytes;
+	if (started)
+		*started = old < PURGE_START_BYTES && t >= PURGE_START_BYTES;
 	return t > g.budget ? t - g.budget : 0;
 }
 
@@ -278,7 +283,7 @@ static void atfork_child(void)
 	atomic_store(&g.want, NO_TIME);
 	g.thread_alive = false;
 	for (struct zs_pages *p = g.head; p; p = p->reg_next)
-		p->cache_nonempty = false;
+		p->rekick = true;
 	/* It may have been waiting on these: start them afresh. */
 	pthread_cond_init(&g.wake, &g.cattr);
 	pthread_cond_init(&g.done, &g.cattr);
