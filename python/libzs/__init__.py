@@ -43,7 +43,8 @@ __all__ = [
     "Pool", "Compressor", "ZramStore", "ZsError", "ZsArgumentError", "LibraryNotFound",
     "library_path",
     "ClassInfo", "ClassStats", "backend_kinds", "compressor_names", "page_same_filled",
-    "CHAIN_POLICIES", "FREE_MODES",
+    "CHAIN_POLICIES", "FREE_MODES", "PROFILES", "POOL_OPTIONS", "pool_profile",
+    "CLASS_SHARDS_AUTO", "PAGES_NO_CACHE", "PAGES_DECAY_NEVER",
 ]
 __version__ = "2.1.0"
 
@@ -172,36 +173,135 @@ def _choice(value, table, what):
         raise ValueError(f"{what} must be one of {sorted(table)}, not {value!r}") from None
 
 
-def _pool_config(page_size=4096, chain=8, delta=0, chain_policy="exhaustive",
-                 free_mode="pool", checked=True, max_pages=0, deferred_capacity=0,
-                 deferred_worker=True, class_shards=0):
-    cfg = _L.PoolConfig()
-    _L.need("zs_pool_config_init")(ctypes.byref(cfg))
-    for name, v in (("page_size", page_size), ("chain", chain), ("delta", delta),
-                    ("max_pages", max_pages), ("deferred_capacity", deferred_capacity)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise ValueError(f"{name} must be a non-negative int, not {v!r}")
-    if page_size:
-        _page_size_arg(page_size)
-    if chain and not 1 <= chain <= _L.ZS_MAX_CHAIN:
-        raise ValueError(f"chain must be in 1..{_L.ZS_MAX_CHAIN}, not {chain}")
-    if delta and (delta < 8 or delta % 8):
-        raise ValueError(f"delta must be a multiple of 8 and >= 8, not {delta}")
-    cfg.page_size = page_size
-    cfg.max_chain = chain
-    cfg.class_delta = delta
-    cfg.chain_policy = _choice(chain_policy, CHAIN_POLICIES, "chain_policy")
-    cfg.free_mode = _choice(free_mode, FREE_MODES, "free_mode")
-    cfg.checked = 1 if checked else 0
-    cfg.max_pages = max_pages
-    cfg.deferred_capacity = deferred_capacity
-    cfg.deferred_worker = 1 if deferred_worker else -1
-    if class_shards == "auto":
-        class_shards = 0xFFFFFFFF  # ZS_CLASS_SHARDS_AUTO: one per online CPU
-    elif not isinstance(class_shards, int) or isinstance(class_shards, bool) or class_shards < 0:
-        raise ValueError(f"class_shards must be a non-negative int or 'auto', not {class_shards!r}")
-    cfg.class_shards = class_shards  # the range (and classes x shards) is C's to check
+# Two named profiles, each filled by C (the rule has one home: zs_pool_config_init_app and
+# zs_pool_config_init in zsmalloc.h, and the zram/region inits built on them).
+#   "app"    (the default) the application profile: one copy of each size class per CPU
+#            and zs_free without the pool lock; same class table and density
+#   "kernel" today's kernel layout, page for page (compare with a kernel, replay traces)
+PROFILES = ("app", "kernel")
+_PROFILE_INIT = {
+    "pool": {"app": "zs_pool_config_init_app", "kernel": "zs_pool_config_init"},
+    "zram": {"app": "zs_zram_config_init_app", "kernel": "zs_zram_config_init"},
+    "region": {"app": "zs_region_config_init_app", "kernel": "zs_region_config_init"},
+}
+# Pool options: Python name -> zs_pool_config field.  A None value leaves the profile's.
+POOL_OPTIONS = {
+    "name": "name", "page_size": "page_size", "chain": "max_chain", "delta": "class_delta",
+    "chain_policy": "chain_policy", "free_mode": "free_mode", "checked": "checked",
+    "max_pages": "max_pages", "deferred_capacity": "deferred_capacity",
+    "deferred_worker": "deferred_worker", "page_cache_pages": "page_cache_pages",
+    "page_cache_decay_ms": "page_cache_decay_ms", "class_shards": "class_shards",
+}
+CLASS_SHARDS_AUTO = _L.ZS_CLASS_SHARDS_AUTO
+PAGES_NO_CACHE = _L.ZS_PAGES_NO_CACHE
+PAGES_DECAY_NEVER = _L.ZS_PAGES_DECAY_NEVER
+_SPECIAL = {"class_shards": ("auto", CLASS_SHARDS_AUTO),
+            "page_cache_pages": ("none", PAGES_NO_CACHE),
+            "page_cache_decay_ms": ("never", PAGES_DECAY_NEVER)}
+
+
+def _profile_init(what, profile, cfg):
+    """Fill cfg with a profile's defaults (the C init_app or kernel init)."""
+    table = _PROFILE_INIT[what]
+    if not isinstance(profile, str) or profile not in table:
+        raise ZsArgumentError(_errno.EINVAL, f"profile must be one of {', '.join(map(repr, PROFILES))} "
+                              f"('app': the application profile, the default; 'kernel': the "
+                              f"kernel's layout, page-exact with it), not {profile!r}")
+    _L.need(table[profile])(ctypes.byref(cfg))
     return cfg
+
+
+def _c_int_arg(name, v, ctype):
+    """An int that fits the C field's type (so ctypes never truncates it); its range is C's."""
+    bits = 8 * ctypes.sizeof(ctype)
+    signed = ctype(-1).value == -1
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    return _int_arg(name, v, lo, hi)
+
+
+def _set_pool_options(cfg, opts, keep):
+    """
+    Write the given pool options (Python names, None: leave the profile's) into a
+    zs_pool_config filled by a profile.  Only types and widths are checked here (a name
+    that C has no such choice for, an int that does not fit its field); the values' ranges
+    are the create call's to refuse.  keep: a list that keeps encoded strings alive.
+    """
+    for opt, v in opts.items():
+        if v is None:
+            continue
+        field = POOL_OPTIONS[opt]
+        if opt == "name":
+            if not isinstance(v, str):
+                raise TypeError(f"name must be a str, not {type(v).__name__}")
+            keep.append(v.encode())
+            cfg.name = keep[-1]
+        elif opt == "chain_policy":
+            cfg.chain_policy = _choice(v, CHAIN_POLICIES, "chain_policy")
+        elif opt == "free_mode":
+            cfg.free_mode = _choice(v, FREE_MODES, "free_mode")
+        elif opt == "checked":
+            cfg.checked = 1 if v else 0
+        elif opt == "deferred_worker":
+            cfg.deferred_worker = 1 if v else -1
+        else:
+            word, value = _SPECIAL.get(opt, (None, None))
+            if word is not None and v == word:
+                v = value
+            elif isinstance(v, str):
+                raise ZsArgumentError(_errno.EINVAL, f"{opt} must be an int"
+                                      + (f" or {word!r}" if word else "") + f", not {v!r}")
+            setattr(cfg, field, _c_int_arg(opt, v, dict(_L.PoolConfig._fields_)[field]))
+    return cfg
+
+
+def _pool_config_dict(cfg):
+    """A zs_pool_config as Python option names and values (strings for the named choices)."""
+    out = {}
+    for opt, field in POOL_OPTIONS.items():
+        v = getattr(cfg, field)
+        if opt == "name":
+            v = v.decode() if v else None
+        elif opt == "chain_policy":
+            v = {n: k for k, n in CHAIN_POLICIES.items()}.get(v, v)
+        elif opt == "free_mode":
+            v = {n: k for k, n in FREE_MODES.items()}.get(v, v)
+        elif opt == "checked":
+            v = bool(v)
+        elif opt == "deferred_worker":
+            v = v != -1
+        elif opt in _SPECIAL and v == _SPECIAL[opt][1]:
+            v = _SPECIAL[opt][0]
+        out[opt] = v
+    return out
+
+
+def pool_profile(profile="app"):
+    """The pool options a profile sets ("app" or "kernel"), as the C library fills them
+    (zs_pool_config_init_app / zs_pool_config_init): a dict of POOL_OPTIONS names."""
+    return _pool_config_dict(_profile_init("pool", profile, _L.PoolConfig()))
+
+
+def _zspool_config(zram):
+    """The zsmalloc pool config of a C zram store (dict, class_shards as the pool has them
+    in "shards"), or None for a backend that is not zsmalloc."""
+    b = _L.need("zs_zram_backend")(zram)
+    pool = _L.need("zs_backend_zspool")(b) if b else None
+    if not pool:
+        return None
+    out = _pool_config_dict(_L.need("zs_pool_get_config")(pool).contents)
+    out["shards"] = _L.need("zs_pool_class_shards")(pool)
+    return out
+
+
+def _create_error(rc, what, reason, given):
+    """The error for a refused create: EINVAL (a config C refuses) is a ZsArgumentError."""
+    opts = ", ".join(f"{k}={v!r}" for k, v in given.items() if v is not None)
+    if reason and reason.startswith(what.split()[0] + ":"):
+        reason = reason[len(what.split()[0]) + 1:].strip()
+    msg = what + (f": {reason}" if reason else "") + (f" (options: {opts})" if opts else "")
+    if abs(rc) == _errno.EINVAL:
+        return ZsArgumentError(rc, msg)
+    return ZsError(rc, msg)
 
 
 class ClassInfo:
@@ -382,34 +482,60 @@ def _size_of_entry(e):
 
 class Pool(_Closable):
     """
-    A zsmalloc pool.  Handles are the C library's handles (ints below 2**60).  Config (all
-    optional):
+    A zsmalloc pool.  Handles are the C library's handles (ints below 2**60).
+
+    profile    "app" (default): the application profile, zs_pool_config_init_app (one
+               copy of each size class per CPU, zs_free without the pool lock; same
+               class table and density as the kernel's) | "kernel": zs_pool_config_init,
+               today's kernel layout page for page (compare with a kernel, replay traces)
+    Options (all optional; None or left out: the profile's value), the fields of struct
+    zs_pool_config (include/zs/zsmalloc.h has each range; the C library refuses a value
+    outside it, raised as ZsArgumentError, errno EINVAL):
+      name           for stats output (C truncates to 31 bytes)
       page_size      4096..65536, power of two
-      chain          max pages per zspage, 1..16 (kernel: 8)
+      chain          max pages per zspage, 1..16 (both profiles: 8)
       delta          class delta in bytes (0: kernel's max(page_size/256, 16))
       chain_policy   "exhaustive" (kernel today) | "heuristic" (seed 002)
-      free_mode      "pool" (kernel today) | "class" | "class-unlocked"
+      free_mode      "pool" (kernel profile) | "class" (app profile) | "class-unlocked"
       checked        must stay True: C validates every handle (checked mode), which is
                      what turns a freed or stale handle into an exception, not a crash
       max_pages      page limit, malloc raises ZsError(ENOMEM) past it (0: none)
+      deferred_capacity, deferred_worker
+                     free(deferred=True)'s queue length (0: C's default) and whether a
+                     background thread drains it (False: only flush() and a full queue)
+      page_cache_pages, page_cache_decay_ms
+                     freed pages kept mapped for reuse (0: C's default, "none": none) and
+                     how long an unused one stays (0: C's default, "never": no decay)
       class_shards   copies of each size class, one used per CPU (0/1: the kernel's one;
-                     "auto": one per online CPU); more lets threads allocate without
-                     meeting (docs/policies.md)
+                     "auto": one per online CPU, the app profile's); more lets threads
+                     allocate without meeting (docs/policies.md)
+    config is the pool's config as C holds it (option names, plus "profile"); class_shards
+    (the property) the copies the pool has.
     Per object Python keeps 8 bytes (_SizeTable) beside the C pool's own cost.
     """
 
-    def __init__(self, page_size=4096, chain=8, delta=0, chain_policy="exhaustive",
-                 free_mode="pool", checked=True, max_pages=0, deferred_capacity=0,
-                 deferred_worker=True, class_shards=0):
+    def __init__(self, page_size=None, chain=None, delta=None, chain_policy=None,
+                 free_mode=None, checked=True, max_pages=None, deferred_capacity=None,
+                 deferred_worker=None, class_shards=None, *, profile="app", name=None,
+                 page_cache_pages=None, page_cache_decay_ms=None):
         if not checked:
             raise ZsArgumentError(_errno.EINVAL, "a Python Pool is always checked: C's "
                                   "checked mode is what refuses a freed or stale handle")
-        cfg = _pool_config(page_size, chain, delta, chain_policy, free_mode, True,
-                           max_pages, deferred_capacity, deferred_worker, class_shards)
+        given = {"page_size": page_size, "chain": chain, "delta": delta,
+                 "chain_policy": chain_policy, "free_mode": free_mode, "checked": True,
+                 "max_pages": max_pages, "deferred_capacity": deferred_capacity,
+                 "deferred_worker": deferred_worker, "class_shards": class_shards,
+                 "name": name, "page_cache_pages": page_cache_pages,
+                 "page_cache_decay_ms": page_cache_decay_ms}
+        keep = []
+        cfg = _set_pool_options(_profile_init("pool", profile, _L.PoolConfig()), given, keep)
         ctypes.set_errno(0)
         p = _L.need("zs_create_pool")(ctypes.byref(cfg))
         if not p:
-            raise ZsError(ctypes.get_errno() or _errno.EINVAL, "zs_create_pool")
+            given.pop("checked")
+            raise _create_error(ctypes.get_errno() or _errno.EINVAL, "zs_create_pool refused "
+                                "the config (ranges: include/zs/zsmalloc.h)",
+                                None, dict(profile=profile, **given))
         # One lock for the C calls and the size table: ctypes releases the GIL during a C
         # call, so without it a free's table update could land after another thread's
         # malloc got the same slot back (and close() could free the pool under a call).
@@ -417,9 +543,14 @@ class Pool(_Closable):
         self._p = p
         self._sizes = _SizeTable()
         self._page_size = _L.need("zs_pool_page_size")(p)
-        self.config = {"page_size": page_size or 4096, "chain": chain or 8, "delta": delta,
-                       "chain_policy": chain_policy, "free_mode": free_mode,
-                       "checked": True, "max_pages": max_pages}
+        self.config = dict(_pool_config_dict(_L.need("zs_pool_get_config")(p).contents),
+                           profile=profile)
+
+    @property
+    def class_shards(self):
+        """Copies of each size class the pool has (1: the kernel's layout)."""
+        with self._lock:
+            return _L.need("zs_pool_class_shards")(self._pool())
 
     # -- lifetime --
     def close(self):
@@ -684,19 +815,47 @@ class Compressor(_Closable):
         return out.raw
 
 
+def _dict_arg(name, v, keep):
+    """A compressor dictionary: bytes-like (copied by C at create) or a path (str/PathLike)
+    whose whole contents are the dictionary.  Returns (data, length, path) for the config."""
+    if v is None:
+        return None, 0, None
+    if isinstance(v, (str, os.PathLike)):
+        keep.append(os.fsencode(v))
+        return None, 0, keep[-1]
+    data = _to_bytes(v)
+    keep.append(ctypes.create_string_buffer(data, len(data)))
+    return ctypes.cast(keep[-1], ctypes.c_void_p), len(data), None
+
+
 class ZramStore(_Closable):
     """
     The user-space zram store: `slots` pages of page_size bytes (or give
-    disksize in bytes).  backend: "zsmalloc" | "zblock" | "malloc" | ...;
-    pool policies (chain, delta, chain_policy, free_mode) apply to zsmalloc.
+    disksize in bytes).  backend: "zsmalloc" | "zblock" | "malloc" | ...
+
+    profile: "app" (default, zs_zram_config_init_app: the pool in the application
+    profile) | "kernel" (zs_zram_config_init: page-exact with kernel zram).  The pool
+    options are Pool's (chain, delta, chain_policy, free_mode, class_shards,
+    deferred_capacity, deferred_worker, page_cache_pages, page_cache_decay_ms, name;
+    None: the profile's) and apply to zsmalloc (zblock reads page_cache_pages); max_pages
+    and checked are the backend's (every kind).  Store options, struct zs_zram_config:
+    mem_limit (bytes), deferred_free, streams, track_actime, comp_level/recomp_level
+    (0: the name's level, e.g. "zstd:5"), comp_dict/recomp_dict (bytes, or the path of a
+    file holding the dictionary), group_pages (slots compressed together as one object).
+    A value outside its range (include/zs/zram.h, zsmalloc.h) is the C library's to
+    refuse: ZsArgumentError (errno EINVAL) with its reason.  pool_config() is the
+    zsmalloc pool's config as C holds it.
     """
 
     def __init__(self, slots=None, disksize=None, page_size=4096, comp="lz4", recomp=None,
                  backend="zsmalloc", mem_limit=0, deferred_free=False, streams=0,
-                 track_actime=False, chain=8, delta=0, chain_policy="exhaustive",
-                 free_mode="pool", checked=True):
-        cfg = _L.ZramConfig()
-        _L.need("zs_zram_config_init")(ctypes.byref(cfg))
+                 track_actime=False, chain=None, delta=None, chain_policy=None,
+                 free_mode=None, checked=True, *, profile="app", class_shards=None,
+                 max_pages=None, deferred_capacity=None, deferred_worker=None,
+                 page_cache_pages=None, page_cache_decay_ms=None, name=None,
+                 comp_level=0, recomp_level=0, comp_dict=None, recomp_dict=None,
+                 group_pages=0):
+        cfg = _profile_init("zram", profile, _L.ZramConfig())
         if (slots is None) == (disksize is None):
             raise ValueError("give exactly one of slots or disksize")
         _page_size_arg(page_size)
@@ -709,7 +868,6 @@ class ZramStore(_Closable):
         if disksize is not None:
             _int_arg("disksize", disksize, page_size, _U64)
         _int_arg("mem_limit", mem_limit, 0, _U64)
-        _int_arg("streams", streams, 0, 1 << 16)
         if not isinstance(comp, str) or (recomp is not None and not isinstance(recomp, str)):
             raise TypeError("comp/recomp must be str")
         if not isinstance(backend, str):
@@ -720,7 +878,7 @@ class ZramStore(_Closable):
         if backend not in backend_kinds(all=True):
             raise ZsArgumentError(_errno.EINVAL, f"backend {backend!r} is not one of "
                                   f"{', '.join(backend_kinds(all=True))}")
-        # keep the encoded strings alive as long as the store
+        # keep the encoded strings (and dictionaries) alive as long as the store
         self._keep = [comp.encode(), recomp.encode() if recomp else None, backend.encode()]
         cfg.page_size = page_size
         cfg.disksize = disksize if disksize is not None else slots * page_size
@@ -729,17 +887,40 @@ class ZramStore(_Closable):
         cfg.backend.kind = self._keep[2]
         cfg.backend.page_size = page_size
         cfg.backend.checked = 1 if checked else 0
-        cfg.backend.zs = _pool_config(page_size, chain, delta, chain_policy, free_mode, checked)
+        if max_pages is not None:      # the backend's limit (the pool's field is not read)
+            cfg.backend.max_pages = _c_int_arg("max_pages", max_pages, ctypes.c_size_t)
+        pool_opts = {"chain": chain, "delta": delta, "chain_policy": chain_policy,
+                     "free_mode": free_mode, "class_shards": class_shards,
+                     "deferred_capacity": deferred_capacity,
+                     "deferred_worker": deferred_worker, "page_cache_pages": page_cache_pages,
+                     "page_cache_decay_ms": page_cache_decay_ms, "name": name}
+        _set_pool_options(cfg.backend.zs, pool_opts, self._keep)
         cfg.mem_limit = mem_limit
         cfg.deferred_free = 1 if deferred_free else 0
-        cfg.streams = streams
+        cfg.streams = _c_int_arg("streams", streams, ctypes.c_uint)
         cfg.track_actime = 1 if track_actime else 0
+        cfg.comp_level = _c_int_arg("comp_level", comp_level, ctypes.c_int)
+        cfg.recomp_level = _c_int_arg("recomp_level", recomp_level, ctypes.c_int)
+        cfg.comp_dict, cfg.comp_dict_len, cfg.comp_dict_path = _dict_arg("comp_dict", comp_dict,
+                                                                         self._keep)
+        cfg.recomp_dict, cfg.recomp_dict_len, cfg.recomp_dict_path = _dict_arg(
+            "recomp_dict", recomp_dict, self._keep)
+        cfg.group_pages = _c_int_arg("group_pages", group_pages, ctypes.c_uint)
         out = ctypes.c_void_p()
-        rc = _L.need("zs_zram_create")(ctypes.byref(cfg), ctypes.byref(out))
+        err = ctypes.create_string_buffer(512)
+        rc = _L.need("zs_zram_create_err")(ctypes.byref(cfg), ctypes.byref(out), err, len(err))
         if rc in (-_errno.EOPNOTSUPP, -_errno.ENOTSUP) and backend not in backend_kinds():
             raise ZsError(rc, f"zs_zram_create: backend {backend!r} cannot run in this process "
                           f"(usable here: {', '.join(backend_kinds())})")
-        _check(rc, "zs_zram_create")
+        if rc < 0:
+            given = dict(profile=profile, max_pages=max_pages, **pool_opts)
+            for k, v, dflt in (("mem_limit", mem_limit, 0), ("streams", streams, 0),
+                               ("comp_level", comp_level, 0), ("recomp_level", recomp_level, 0),
+                               ("group_pages", group_pages, 0)):
+                if v != dflt:
+                    given[k] = v
+            raise _create_error(rc, "zs_zram_create", err.value.decode(errors="replace"),
+                                given)
         self._z = out.value
         # C calls run in parallel (the store is thread-safe); close() waits for them
         self._gate = _Gate(self._z, lambda: ZsArgumentError(_errno.EINVAL, "store is closed"))
@@ -747,6 +928,13 @@ class ZramStore(_Closable):
         self.slots = _L.need("zs_zram_slots")(self._z)
         self.comp = _L.need("zs_zram_comp_name")(self._z).decode()
         self.backend = backend
+        self.profile = profile
+
+    @_gated
+    def pool_config(self):
+        """The zsmalloc pool's config as C holds it (Pool.config's names, and "shards": the
+        copies of each size class it has), or None when the backend is not zsmalloc."""
+        return _zspool_config(self._store())
 
     def close(self):
         gate = getattr(self, "_gate", None)

@@ -26,6 +26,9 @@ c_void_p = ctypes.c_void_p
 ZS_NR_FULLNESS_GROUPS = 12
 ZS_MAX_CHAIN = 16
 ZS_MIN_ALLOC_SIZE = 32
+ZS_CLASS_SHARDS_AUTO = 0xFFFFFFFF                    # zs_pool_config.class_shards (zsmalloc.h)
+ZS_PAGES_NO_CACHE = (1 << (8 * ctypes.sizeof(ctypes.c_size_t))) - 1   # (size_t)-1 (pages.h)
+ZS_PAGES_DECAY_NEVER = 0xFFFFFFFF                    # zs/pages.h
 
 
 class PoolConfig(ctypes.Structure):
@@ -190,6 +193,9 @@ STRUCTS = {
 _P = c_void_p
 _PROTOS = {
     "zs_pool_config_init": (None, [ctypes.POINTER(PoolConfig)]),
+    "zs_pool_config_init_app": (None, [ctypes.POINTER(PoolConfig)]),
+    "zs_pool_get_config": (ctypes.POINTER(PoolConfig), [_P]),
+    "zs_pool_class_shards": (c_uint, [_P]),
     "zs_create_pool": (_P, [ctypes.POINTER(PoolConfig)]),
     "zs_destroy_pool": (None, [_P]),
     "zs_malloc": (c_ulong, [_P, c_size_t]),
@@ -215,6 +221,7 @@ _PROTOS = {
     "zs_backend_config_init": (None, [ctypes.POINTER(BackendConfig)]),
     "zs_backend_create": (_P, [ctypes.POINTER(BackendConfig)]),
     "zs_backend_destroy": (None, [_P]),
+    "zs_backend_zspool": (_P, [_P]),
     "zs_comp_create": (c_int, [c_char_p, c_size_t, ctypes.POINTER(c_void_p)]),
     "zs_comp_destroy": (None, [_P]),
     "zs_comp_check": (c_int, [c_char_p]),
@@ -224,7 +231,11 @@ _PROTOS = {
     "zs_decompress": (c_int, [_P, _P, c_size_t, _P, c_size_t]),
     "zs_comp_names": (ctypes.POINTER(c_char_p), []),
     "zs_zram_config_init": (None, [ctypes.POINTER(ZramConfig)]),
+    "zs_zram_config_init_app": (None, [ctypes.POINTER(ZramConfig)]),
     "zs_zram_create": (c_int, [ctypes.POINTER(ZramConfig), ctypes.POINTER(c_void_p)]),
+    "zs_zram_create_err": (c_int, [ctypes.POINTER(ZramConfig), ctypes.POINTER(c_void_p),
+                                   c_char_p, c_size_t]),
+    "zs_zram_backend": (_P, [_P]),
     "zs_zram_destroy": (None, [_P]),
     "zs_zram_slots": (c_u64, [_P]),
     "zs_zram_page_size": (c_size_t, [_P]),
@@ -241,6 +252,7 @@ _PROTOS = {
     "zs_zram_get_stats": (None, [_P, ctypes.POINTER(ZramStatsC)]),
     "zs_zram_reset_mem_used_max": (None, [_P]),
     "zs_region_config_init": (None, [ctypes.POINTER(RegionConfig)]),
+    "zs_region_config_init_app": (None, [ctypes.POINTER(RegionConfig)]),
     "zs_region_create": (c_int, [ctypes.POINTER(RegionConfig), ctypes.POINTER(c_void_p),
                                  c_char_p, c_size_t]),
     "zs_region_destroy": (None, [_P]),

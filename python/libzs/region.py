@@ -41,7 +41,8 @@ import sys
 import threading
 
 from . import _lib as _L
-from . import ZsError, _Closable, _Gate, _check, _choice, FREE_MODES
+from . import (_Closable, _Gate, _check, _choice, _c_int_arg, _create_error, _dict_arg,
+               _profile_init, _set_pool_options, _zspool_config)
 
 ADVICE = {"cold": 1, "hot": 2, "pageout": 3}
 
@@ -74,11 +75,19 @@ class _Mapping(_Gate):
 
 class Region(_Closable):
     """
-    size bytes of compressible memory.  comp/backend/free_mode/deferred_free
-    configure the store; handlers is the number of fault-handler threads,
-    fault_around the pages installed per sequential fault, spin_us how long
-    handlers spin before sleeping (0: library default), resident_limit bytes
-    kept resident by automatic reclaim (0: off).
+    size bytes of compressible memory.  comp/backend/deferred_free configure the store;
+    handlers is the number of fault-handler threads, fault_around the pages installed per
+    sequential fault, spin_us how long handlers spin before sleeping (0: library default),
+    resident_limit bytes kept resident by automatic reclaim (0: off).
+
+    profile: "app" (default, zs_region_config_init_app: the store's pool in the
+    application profile) | "kernel" (zs_region_config_init: the kernel's pool layout).
+    The pool options are Pool's (chain, delta, chain_policy, free_mode, class_shards,
+    deferred_capacity, deferred_worker, page_cache_pages, page_cache_decay_ms, name; None:
+    the profile's); max_pages and checked are the backend's, mem_limit, streams,
+    comp_level and comp_dict the store's (as ZramStore).  A value outside its range is the
+    C library's to refuse: ZsArgumentError (errno EINVAL) with zs_region_create's reason.
+    pool_config() is the store's zsmalloc pool config as C holds it.
 
     close() and the end of a with block raise BufferError while a memoryview or
     numpy array of the region exists (mmap.mmap's rule); a with block left by an
@@ -88,34 +97,67 @@ class Region(_Closable):
     close() waits for those in flight.
     """
 
-    def __init__(self, size, comp="lz4", backend="zsmalloc", free_mode="pool",
+    def __init__(self, size, comp="lz4", backend="zsmalloc", free_mode=None,
                  deferred_free=False, handlers=1, fault_around=16, spin_us=0,
-                 resident_limit=0):
+                 resident_limit=0, *, profile="app", chain=None, delta=None,
+                 chain_policy=None, class_shards=None, deferred_capacity=None,
+                 deferred_worker=None, page_cache_pages=None, page_cache_decay_ms=None,
+                 name=None, max_pages=None, checked=None, mem_limit=0, streams=0,
+                 comp_level=0, comp_dict=None):
         if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
             raise ValueError("size must be a positive int")
-        cfg = _L.RegionConfig()
-        _L.need("zs_region_config_init")(ctypes.byref(cfg))
+        if not isinstance(comp, str) or not isinstance(backend, str):
+            raise TypeError("comp and backend must be str")
+        cfg = _profile_init("region", profile, _L.RegionConfig())
         self._keep = [comp.encode(), backend.encode()]
-        cfg.size = size
+        cfg.size = _c_int_arg("size", size, ctypes.c_size_t)
         cfg.store.comp = self._keep[0]
         cfg.store.backend.kind = self._keep[1]
-        cfg.store.backend.zs.free_mode = _choice(free_mode, FREE_MODES, "free_mode")
+        if max_pages is not None:      # the backend's limit (the pool's field is not read)
+            cfg.store.backend.max_pages = _c_int_arg("max_pages", max_pages, ctypes.c_size_t)
+        if checked is not None:
+            cfg.store.backend.checked = 1 if checked else 0
+        pool_opts = {"chain": chain, "delta": delta, "chain_policy": chain_policy,
+                     "free_mode": free_mode, "class_shards": class_shards,
+                     "deferred_capacity": deferred_capacity,
+                     "deferred_worker": deferred_worker, "page_cache_pages": page_cache_pages,
+                     "page_cache_decay_ms": page_cache_decay_ms, "name": name}
+        _set_pool_options(cfg.store.backend.zs, pool_opts, self._keep)
         cfg.store.deferred_free = 1 if deferred_free else 0
-        cfg.handler_threads = handlers
-        cfg.fault_around = fault_around
-        cfg.spin_us = spin_us
-        cfg.resident_limit = resident_limit
+        cfg.store.mem_limit = _c_int_arg("mem_limit", mem_limit, ctypes.c_uint64)
+        cfg.store.streams = _c_int_arg("streams", streams, ctypes.c_uint)
+        cfg.store.comp_level = _c_int_arg("comp_level", comp_level, ctypes.c_int)
+        cfg.store.comp_dict, cfg.store.comp_dict_len, cfg.store.comp_dict_path = _dict_arg(
+            "comp_dict", comp_dict, self._keep)
+        cfg.handler_threads = _c_int_arg("handlers", handlers, ctypes.c_uint)
+        cfg.fault_around = _c_int_arg("fault_around", fault_around, ctypes.c_uint)
+        cfg.spin_us = _c_int_arg("spin_us", spin_us, ctypes.c_uint)
+        cfg.resident_limit = _c_int_arg("resident_limit", resident_limit, ctypes.c_size_t)
         out = ctypes.c_void_p()
         err = ctypes.create_string_buffer(512)
         rc = _L.need("zs_region_create")(ctypes.byref(cfg), ctypes.byref(out), err, len(err))
         if rc < 0:
-            msg = err.value.decode(errors="replace")
-            raise ZsError(rc, f"zs_region_create: {msg}" if msg else "zs_region_create")
+            given = dict(profile=profile, max_pages=max_pages, checked=checked, **pool_opts)
+            for k, v, dflt in (("mem_limit", mem_limit, 0), ("streams", streams, 0),
+                               ("comp_level", comp_level, 0), ("handlers", handlers, 1),
+                               ("fault_around", fault_around, 16), ("spin_us", spin_us, 0),
+                               ("resident_limit", resident_limit, 0)):
+                if v != dflt:
+                    given[k] = v
+            raise _create_error(rc, "zs_region_create", err.value.decode(errors="replace"),
+                                given)
         self._lock = threading.Lock()   # view()/numpy() against close() on another thread
         self._m = _Mapping(out.value)
         self._arr = None                # the exporter: made by the first view()/numpy()
         self.size = _L.need("zs_region_size")(out.value)
         self.addr = _L.need("zs_region_addr")(out.value)
+        self.profile = profile
+
+    def pool_config(self):
+        """The store's zsmalloc pool config as C holds it (Pool.config's names, and
+        "shards": the copies of each size class), or None when the backend is not zsmalloc."""
+        with self._mapping() as r:
+            return _zspool_config(_L.need("zs_region_store")(r))
 
     @property
     def closed(self):
