@@ -247,9 +247,9 @@ def _set_pool_options(cfg, opts, keep):
             word, value = _SPECIAL.get(opt, (None, None))
             if word is not None and v == word:
                 v = value
-            elif isinstance(v, str):
-                raise ZsArgumentError(_errno.EINVAL, f"{opt} must be an int"
-                                      + (f" or {word!r}" if word else "") + f", not {v!r}")
+            elif isinstance(v, str) and word is not None:
+                raise ZsArgumentError(_errno.EINVAL, f"{opt} must be an int or {word!r}, "
+                                      f"not {v!r}")
             setattr(cfg, field, _c_int_arg(opt, v, dict(_L.PoolConfig._fields_)[field]))
     return cfg
 
