@@ -247,9 +247,10 @@ def _set_pool_options(cfg, opts, keep):
             word, value = _SPECIAL.get(opt, (None, None))
             if word is not None and v == word:
                 v = value
-            elif isinstance(v, str) and word is not None:
-                raise ZsArgumentError(_errno.EINVAL, f"{opt} must be an int or {word!r}, "
-                                      f"not {v!r}")
+            elif not isinstance(v, int) or isinstance(v, bool):
+                # a ValueError, as pool options have always raised for a bad value
+                raise ZsArgumentError(_errno.EINVAL, f"{opt} must be an int"
+                                      + (f" or {word!r}" if word else "") + f", not {v!r}")
             setattr(cfg, field, _c_int_arg(opt, v, dict(_L.PoolConfig._fields_)[field]))
     return cfg
 

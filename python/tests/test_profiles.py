@@ -167,8 +167,9 @@ def test_values_that_do_not_fit_the_c_field(kw):
 
 
 def test_options_type_errors():
-    with pytest.raises(TypeError):
-        libzs.Pool(chain="8")
+    for bad in ("8", 8.0, True, None.__class__):
+        with pytest.raises(ValueError):       # pool options: a bad value is a ValueError
+            libzs.Pool(chain=bad)
     with pytest.raises(TypeError):
         libzs.ZramStore(slots=4, name=b"x")
     with pytest.raises(ValueError):
