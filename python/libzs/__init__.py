@@ -19,6 +19,12 @@ Pool keeps no per-object Python objects, only 8 bytes per handle (_SizeTable:
 the object's size, which C does not record, and the handle's generation, which
 lets the refusal say "stale" and before the C call).
 
+Pool, ZramStore and Region start from one of C's two named profiles: profile="app" (the
+default: zs_pool_config_init_app and the zram/region inits built on it, class copies per
+CPU and zs_free without the pool lock) or profile="kernel" (zs_pool_config_init: the
+kernel's layout, page for page); every zs_pool_config field is an option of all three
+(POOL_OPTIONS), None keeping the profile's value, and the C create call checks the ranges.
+
 The library is loaded when the package is imported: without a loadable
 libzs.so, `import libzs` raises LibraryNotFound (an ImportError).
 
