@@ -504,7 +504,7 @@ static int pcp_alloc(struct zs_pages *p, zs_pfn_t *out)
 	struct zs_pcp *c = this_pcp(p);
 	zs_pfn_t rel[RELEASE_MAX];
 	unsigned nrel = 0;
-	bool check;
+	bool check, started = false;
 
 	pcp_lock(c);
 	if (__builtin_expect(c->count == 0, 0)) {
@@ -512,10 +512,14 @@ static int pcp_alloc(struct zs_pages *p, zs_pfn_t *out)
 		unsigned got = pcp_refill_locked(p, c, rel, &nrel);
 		if (!got)
 			p->failed++;
+		/* Only after a fork can taking pages ask for the thread (rekick). */
+		started = take_kick(p);
 		pthread_mutex_unlock(&p->lock);
 		if (!got) {
 			pcp_unlock(c);
 			release_pages(p, rel, nrel);
+			if (started)
+				kick(p);
 			return -ENOMEM;
 		}
 	}
@@ -529,6 +533,9 @@ static int pcp_alloc(struct zs_pages *p, zs_pfn_t *out)
 		c->ops = 0;
 	pcp_unlock(c);
 	release_pages(p, rel, nrel);
+	/* Kicks take the registry lock, which comes before a per-CPU cache's. */
+	if (started)
+		kick(p);
 	if (check && !nrel)
 		maybe_decay(p);
 	*out = pfn;
@@ -629,8 +636,11 @@ int zs_pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first)
 	if (rc)
 		p->failed++;
 	nrel = purge_locked(p, now_ns(), false, rel, RELEASE_MAX);
+	bool started = take_kick(p);
 	pthread_mutex_unlock(&p->lock);
 	release_pages(p, rel, nrel);
+	if (started)
+		kick(p);
 	if (rc)
 		return rc;
 	/* The pages are ours now: nobody else writes these descriptors. */
