@@ -76,14 +76,22 @@ static void gen_page(unsigned idx, unsigned char *p)
 		size_t o = 0;
 
 		while (o < PS) {
-			size_t lit = 1 + tu_rand(&s) % (kind == 2 ? 6 : 3), len, from;
+			size_t lit = 1 + tu_rand(&s) % (kind == 2 ? 6 : 3), len;
+			ptrdiff_t from;
 
 			for (; lit && o < PS; lit--)
 				p[o++] = (unsigned char)(tu_rand(&s) % 64);
 			if (o < 64)
 				continue;
 			len = 3 + tu_rand(&s) % (kind == 2 ? 10 : 30);
-			from = o - 1 - tu_rand(&s) % (kind == 2 ? 256 : o - 1);
+			/*
+			 * Kind 2 may reach up to 255 bytes back from offset 64, i.e.
+			 * into the page before it: gen_pages keeps every page in one
+			 * array and page 0 is not kind 2, so that is defined, and the
+			 * recorded kernel sizes above depend on it.  Signed, so the
+			 * index does not wrap (UBSan: pointer overflow).
+			 */
+			from = (ptrdiff_t)o - 1 - (ptrdiff_t)(tu_rand(&s) % (kind == 2 ? 256 : o - 1));
 			for (; len && o < PS; len--)
 				p[o++] = p[from++];
 		}
