@@ -619,6 +619,7 @@ void *region_handler_main(void *arg)
 	double last = now_ns();
 
 	zs_signals_blocked_thread();   /* created with every signal blocked (region.c) */
+	atomic_fetch_add_explicit(&r->hready, 1, memory_order_release);
 
 	while (!atomic_load_explicit(&r->hstop, memory_order_acquire)) {
 		pthread_mutex_lock(&r->ulock);

@@ -561,11 +561,27 @@ static int start_threads(struct zs_region *r)
 		if (b == MAP_FAILED)
 			return -ENOMEM;
 		r->h[i].buf = b;
+		/* room for the first faults, so answering them needs no malloc (below) */
+		r->h[i].q = calloc(64, sizeof(*r->h[i].q));
+		if (!r->h[i].q)
+			return -ENOMEM;
+		r->h[i].qcap = 64;
 		if (pthread_create(&r->h[i].tid, NULL, region_handler_main, &r->h[i])) {
 			r->h[i].tid = 0;
 			return -EAGAIN;
 		}
 	}
+	/*
+	 * Return only once every handler runs its loop.  A signal handler that
+	 * reads region memory may interrupt a thread inside malloc; a handler
+	 * still starting up (under ASan its start allocates) would then wait for
+	 * that malloc lock while the interrupted thread waits for it to answer
+	 * the fault (test_mt_region_sig_store hung so in a CI run).  Running
+	 * handlers answer faults without allocating, as long as their queues
+	 * have room.
+	 */
+	while (atomic_load_explicit(&r->hready, memory_order_acquire) < r->nhandlers)
+		sched_yield();
 	return 0;
 }
 
