@@ -57,6 +57,7 @@
 
 #include "zram/internal.h"
 #include "zs/harness.h"
+#include "common/fileio.h"
 #include "common/sigblock.h"
 
 #define XXH_INLINE_ALL
@@ -71,14 +72,13 @@ struct zram_wb {
 	int compressed;
 	unsigned batch;
 	uint64_t nblocks;
-	pthread_mutex_t lock;      /* bitmap, hint, limit, injection */
+	pthread_mutex_t lock;      /* bitmap, hint, limit */
 	uint64_t *bitmap;
 	uint32_t *csum;            /* per block: checksum of the bytes written there */
 	uint64_t hint;
 	int limit_enable;
 	uint64_t limit;
-	uint64_t inj_after[2], inj_count[2];
-	int inj_on[2];
+	struct zs_io_inject inj;   /* zs_zram_wb_inject */
 	pthread_mutex_t run;       /* one zs_zram_writeback at a time */
 	_Atomic uint64_t bd_count, bd_reads, bd_writes;
 	_Atomic uint64_t read_retries, read_errors, csum_errors;
@@ -204,6 +204,7 @@ int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg, char *er
 	wb->nblocks = blocks;
 	pthread_mutex_init(&wb->lock, NULL);
 	pthread_mutex_init(&wb->run, NULL);
+	zs_io_inject_init(&wb->inj);
 	z->wb = wb;
 	return 0;
 }
@@ -217,6 +218,7 @@ void zram_wb_destroy(struct zs_zram *z)
 	close(wb->fd);
 	pthread_mutex_destroy(&wb->lock);
 	pthread_mutex_destroy(&wb->run);
+	zs_io_inject_destroy(&wb->inj);
 	free(wb->bitmap);
 	free(wb->csum);
 	free(wb);
@@ -264,46 +266,14 @@ static void block_free(struct zs_zram *z, uint64_t blk)
 
 /* ---- file I/O with failure injection ---- */
 
-static int inject(struct zram_wb *wb, int reads)
-{
-	int fail = 0;
-
-	pthread_mutex_lock(&wb->lock);
-	if (wb->inj_on[reads]) {
-		if (wb->inj_after[reads]) {
-			wb->inj_after[reads]--;
-		} else {
-			fail = 1;
-			if (wb->inj_count[reads] && !--wb->inj_count[reads])
-				wb->inj_on[reads] = 0;
-		}
-	}
-	pthread_mutex_unlock(&wb->lock);
-	return fail;
-}
-
 /* Whole transfer or -errno (a short transfer is -EIO). */
 static int file_io(struct zs_zram *z, int reads, void *buf, size_t len, uint64_t blk)
 {
 	struct zram_wb *wb = z->wb;
-	off_t off = (off_t)(blk * z->page_size);
-	size_t done = 0;
 
-	if (inject(wb, reads))
+	if (zs_io_inject_hit(&wb->inj, reads))
 		return -EIO;
-	while (done < len) {
-		ssize_t n = reads ? pread(wb->fd, (char *)buf + done, len - done, off + (off_t)done)
-				  : pwrite(wb->fd, (const char *)buf + done, len - done,
-					   off + (off_t)done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		done += (size_t)n;
-	}
-	return 0;
+	return zs_pio_whole(wb->fd, reads, buf, len, (off_t)(blk * z->page_size));
 }
 
 void zs_zram_wb_inject(struct zs_zram *zv, int reads, uint64_t after, uint64_t count)
@@ -311,14 +281,8 @@ void zs_zram_wb_inject(struct zs_zram *zv, int reads, uint64_t after, uint64_t c
 	struct zs_zram *z = zram_inner(zv);
 	struct zram_wb *wb = z->wb;
 
-	if (!wb)
-		return;
-	reads = !!reads;
-	pthread_mutex_lock(&wb->lock);
-	wb->inj_on[reads] = after != UINT64_MAX;
-	wb->inj_after[reads] = after;
-	wb->inj_count[reads] = count;
-	pthread_mutex_unlock(&wb->lock);
+	if (wb)
+		zs_io_inject_set(&wb->inj, reads, after, count);
 }
 
 /* ---- hooks from the slot code ---- */

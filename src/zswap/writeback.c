@@ -31,15 +31,13 @@
 #include <unistd.h>
 
 #include "zswap/internal.h"
+#include "common/fileio.h"
 #include "common/sigblock.h"
 
 struct zswap_wb {
 	int fd;
 	int punch;                  /* regular file: free ranges with FALLOC_FL_PUNCH_HOLE */
-	pthread_mutex_t lock;       /* injection state */
-	_Atomic int inj_any;        /* fast path: no injection armed */
-	int inj_on[2];
-	uint64_t inj_after[2], inj_count[2];
+	struct zs_io_inject inj;    /* zs_zswap_wb_inject */
 };
 
 struct zswap_worker {
@@ -90,11 +88,11 @@ int zswap_wb_create(struct zs_zswap *z, const char *path, char *err, size_t errl
 		return refuse(err, errlen, -EINVAL, path, "changed while being opened");
 	}
 	wb = calloc(1, sizeof(*wb));
-	if (!wb || pthread_mutex_init(&wb->lock, NULL)) {
-		free(wb);
+	if (!wb) {
 		close(fd);
 		return -ENOMEM;
 	}
+	zs_io_inject_init(&wb->inj);
 	wb->fd = fd;
 	wb->punch = S_ISREG(st.st_mode);
 	z->wb = wb;
@@ -106,68 +104,25 @@ void zswap_wb_destroy(struct zs_zswap *z)
 	if (!z->wb)
 		return;
 	close(z->wb->fd);
-	pthread_mutex_destroy(&z->wb->lock);
+	zs_io_inject_destroy(&z->wb->inj);
 	free(z->wb);
 	z->wb = NULL;
 }
 
-static int inject(struct zswap_wb *wb, int reads)
-{
-	int fail = 0;
-
-	if (likely(!atomic_load_explicit(&wb->inj_any, memory_order_relaxed)))
-		return 0;
-	pthread_mutex_lock(&wb->lock);
-	if (wb->inj_on[reads]) {
-		if (wb->inj_after[reads]) {
-			wb->inj_after[reads]--;
-		} else {
-			fail = 1;
-			if (wb->inj_count[reads] && !--wb->inj_count[reads])
-				wb->inj_on[reads] = 0;
-		}
-	}
-	pthread_mutex_unlock(&wb->lock);
-	return fail;
-}
-
 void zs_zswap_wb_inject(struct zs_zswap *z, int reads, uint64_t after, uint64_t count)
 {
-	struct zswap_wb *wb = z ? z->wb : NULL;
-
-	if (!wb)
-		return;
-	reads = !!reads;
-	pthread_mutex_lock(&wb->lock);
-	wb->inj_on[reads] = after != UINT64_MAX;
-	wb->inj_after[reads] = after;
-	wb->inj_count[reads] = count;
-	atomic_store_explicit(&wb->inj_any, wb->inj_on[0] || wb->inj_on[1], memory_order_relaxed);
-	pthread_mutex_unlock(&wb->lock);
+	if (z && z->wb)
+		zs_io_inject_set(&z->wb->inj, reads, after, count);
 }
 
 /* The whole page or -errno (a short transfer is -EIO). */
 static int file_io(struct zs_zswap *z, int reads, void *buf, uint64_t offset)
 {
 	struct zswap_wb *wb = z->wb;
-	size_t len = z->page_size, done = 0;
-	off_t off = (off_t)(offset * len);
 
-	if (inject(wb, reads))
+	if (zs_io_inject_hit(&wb->inj, reads))
 		return -EIO;
-	while (done < len) {
-		ssize_t n = reads ? pread(wb->fd, (char *)buf + done, len - done, off + (off_t)done)
-				  : pwrite(wb->fd, (const char *)buf + done, len - done,
-					   off + (off_t)done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		done += (size_t)n;
-	}
-	return 0;
+	return zs_pio_whole(wb->fd, reads, buf, z->page_size, (off_t)(offset * z->page_size));
 }
 
 int zswap_wb_read(struct zs_zswap *z, uint64_t offset, void *page)
