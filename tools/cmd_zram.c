@@ -31,6 +31,8 @@
 
 struct opts {
 	const char *comp, *backend, *kcomp, *dict;
+	const char *filter;        /* --filter: zs/compress.h spec; NULL off */
+	const char *synth;         /* --synth KIND: generated pages instead of FILEs */
 	const char *backing;       /* writeback: file, type, batch, limit (pages), options */
 	int wb_type, wb_compressed, wb_drop_cache, wb_limit_set;
 	unsigned wb_batch;
@@ -63,6 +65,13 @@ static void usage(FILE *f)
 		"  --matrix           table of every compressor x level (x --dict) at 4K and 64K\n"
 		"                     groups: ratio, pool memory, MB/s, CPU (--json: one array)\n"
 		"  --group N          compress N contiguous pages as one object (2..16, power of 2)\n"
+		"  --filter SPEC      filter for typed data before compressing: shuffle:N, delta:N,\n"
+		"                     delta+shuffle:N (N = 2, 4, 8 bytes per element), none;\n"
+		"                     with --matrix: that filter's rows only\n"
+		"  --synth KIND       generated pages instead of FILEs (--max bytes of them):\n"
+		"                     int32-trend (small int32 values plus a slow trend,\n"
+		"                     python/README.md gives the same array in numpy),\n"
+		"                     int32-sorted (running sum of the same noise: sorted keys)\n"
 		"  --wb-drop-cache    fsync the backing file and drop it from the page cache\n"
 		"                     before reading back (reads then hit the disk)\n");
 	opt_pool_help(f, ZRAM_OPTS);
@@ -291,6 +300,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "wb-drop-cache", no_argument, NULL, 'Y' },
 		{ "group", required_argument, NULL, 'G' },
 		{ "matrix", no_argument, NULL, 'X' },
+		{ "filter", required_argument, NULL, 'F' },
+		{ "synth", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -319,6 +330,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'a': o->agree = 1; break;
 		case 'D': o->dict = optarg; break;
 		case 'X': o->matrix = 1; break;
+		case 'F': o->filter = optarg; break;
+		case 'S': o->synth = optarg; break;
 		case 'B': o->backing = optarg; break;
 		case 'C': o->wb_compressed = 1; break;
 		case 'Y': o->wb_drop_cache = 1; break;
@@ -381,7 +394,21 @@ static int parse(int argc, char **argv, struct opts *o)
 		default: return opt_bad("zram", argc, argv);
 		}
 	}
-	if (optind >= argc) {
+	if (o->filter && zs_filter_check(o->filter)) {
+		fprintf(stderr, "zs zram: --filter '%s': not none, shuffle:N, delta:N or "
+			"delta+shuffle:N with N 2, 4 or 8\n", o->filter);
+		return 2;
+	}
+	if (o->synth && strcmp(o->synth, "int32-trend") && strcmp(o->synth, "int32-sorted")) {
+		fprintf(stderr, "zs zram: --synth '%s': the kinds are: int32-trend, int32-sorted\n",
+			o->synth);
+		return 2;
+	}
+	if (o->synth && optind < argc) {
+		fprintf(stderr, "zs zram: --synth takes no FILE or DIR\n");
+		return 2;
+	}
+	if (optind >= argc && !o->synth) {
 		fprintf(stderr, "zs zram: no FILE or DIR given\n");
 		usage(stderr);
 		return 2;
@@ -421,6 +448,49 @@ static int parse(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
+/*
+ * --synth int32-trend: little-endian int32 x[i] = i / 4096 + (splitmix64(i) >> 58), a slow
+ * trend plus 6 bits of noise (the issue's "small values plus a slow trend"); numpy gives the
+ * same array (python/README.md).  int32-sorted: the running sum of that noise, an ascending
+ * array (sorted keys, offsets) where delta filters pay.  Deterministic, no data file needed.
+ */
+static uint64_t splitmix64(uint64_t i)
+{
+	uint64_t z = i * 0x9E3779B97F4A7C15ull;
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+static int synth_pages(struct zs_pageset *ps, const char *kind, size_t page_size, uint64_t bytes)
+{
+	size_t np = (size_t)(bytes / page_size), n = np * page_size / 4;
+
+	memset(ps, 0, sizeof(*ps));
+	ps->page_size = page_size;
+	ps->map_bytes = np * page_size;
+	ps->data = mmap(NULL, ps->map_bytes ? ps->map_bytes : 1, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ps->data == MAP_FAILED) {
+		ps->data = NULL;
+		return -ENOMEM;
+	}
+	int sorted = !strcmp(kind, "int32-sorted");
+	uint32_t sum = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint32_t noise = (uint32_t)(splitmix64(i) >> 58);
+		uint32_t v = sorted ? (sum += noise) : (uint32_t)(i / 4096) + noise;
+
+		for (int j = 0; j < 4; j++)
+			ps->data[i * 4 + j] = (unsigned char)(v >> (8 * j));
+	}
+	ps->npages = np;
+	ps->file_bytes = ps->map_bytes;
+	return 0;
+}
+
 /* Load the pages, create the store (and --agree's page selection), map the read target.
  * 0, or 2 after a message; zrun_free() releases what was made either way. */
 static int setup(const struct opts *o, char **paths, int npaths, struct zrun *r)
@@ -432,7 +502,8 @@ static int setup(const struct opts *o, char **paths, int npaths, struct zrun *r)
 			return 2;
 	if (o->progress)
 		fprintf(stderr, "zs zram: loading pages...\n");
-	int lrc = zs_pageset_load(&r->ps, o->page_size, paths, npaths, o->max_bytes);
+	int lrc = o->synth ? synth_pages(&r->ps, o->synth, o->page_size, o->max_bytes)
+			   : zs_pageset_load(&r->ps, o->page_size, paths, npaths, o->max_bytes);
 	if (lrc || !r->ps.npages) {
 		fprintf(stderr, "zs zram: no pages loaded (%s)\n", lrc ? strerror(-lrc) : "empty");
 		return 2;
@@ -457,6 +528,7 @@ static int setup(const struct opts *o, char **paths, int npaths, struct zrun *r)
 	cfg.comp_dict_path = o->dict;
 	cfg.backing_path = o->backing;
 	cfg.group_pages = o->group;
+	cfg.filter = o->filter;
 	cfg.writeback_batch_size = o->wb_batch;
 	cfg.writeback_compressed = o->wb_compressed;
 	char why[256];
@@ -590,6 +662,7 @@ static void print_json(const struct opts *o, const struct zrun *r)
 	json_kuint(&js, "file_bytes", r->ps.file_bytes);
 	json_kuint(&js, "page_size", r->ps.page_size);
 	json_kstr(&js, "comp", zs_zram_comp_name(r->z));
+	json_kstr(&js, "filter", o->filter ? o->filter : "none");
 	json_kstr(&js, "backend", o->backend);
 	json_kuint(&js, "threads", o->threads);
 	if (o->wb_type) {
@@ -649,9 +722,10 @@ static void print_text(const struct opts *o, const struct zrun *r)
 {
 	char line[256];
 
-	printf("zs zram: %zu pages (%.1f MiB) from %zu files; comp %s, backend %s, page %zu, "
+	printf("zs zram: %zu pages (%.1f MiB) from %zu files; comp %s%s%s, backend %s, page %zu, "
 	       "threads %u\n",
-	       r->ps.npages, (double)r->bytes / 1048576.0, r->ps.files, zs_zram_comp_name(r->z), o->backend,
+	       r->ps.npages, (double)r->bytes / 1048576.0, r->ps.files, zs_zram_comp_name(r->z),
+	       o->filter ? ", filter " : "", o->filter ? o->filter : "", o->backend,
 	       r->ps.page_size, o->threads);
 	zs_zram_format_mm_stat(&r->st, line, sizeof(line));
 	printf("mm_stat  %s", line);
@@ -746,7 +820,7 @@ int cmd_zram(int argc, char **argv)
 		return 2;
 	rc = setup(&o, argv + optind, argc - optind, r);
 	if (!rc && o.matrix)
-		rc = zram_matrix(&r->ps, o.dict, o.json);
+		rc = zram_matrix(&r->ps, o.dict, o.filter, o.json);
 	else if (!rc) {
 		rc = run(&o, r);
 		if (o.json)

@@ -21,6 +21,6 @@ int cmd_zswap(int argc, char **argv);
 
 struct zs_pageset;
 /* zram_matrix.c: `zs zram --matrix` (compressor x level x dict x 4K/64K groups). */
-int zram_matrix(const struct zs_pageset *ps, const char *dict, int json);
+int zram_matrix(const struct zs_pageset *ps, const char *dict, const char *filter, int json);
 
 #endif

@@ -4,8 +4,10 @@
  * with --dict) at 4 KiB and 64 KiB groups, and prints one row each: ratio
  * against pool memory (mem_used_total, what the memory costs) and against
  * compressed bytes, write/read MB/s and CPU seconds, read-back check.  Text
- * table or a JSON array that python/libzs/report.py can read.  Public
- * headers only.
+ * table or a JSON array that python/libzs/report.py can read.  Then one
+ * row per filter (zs/compress.h: shuffle, delta, delta+shuffle at 2, 4 and
+ * 8 bytes) with zstd:3, or with --filter only that filter with every
+ * compressor.  Public headers only.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +34,7 @@ static double cpu(void)
 
 struct row {
 	char comp[40];
+	const char *filter;
 	unsigned group;
 	uint64_t orig, compr, mem;
 	double w_s, r_s, w_cpu, r_cpu;
@@ -41,7 +44,7 @@ struct row {
 };
 
 static void run_one(const struct zs_pageset *ps, const char *comp, const char *dict,
-		    unsigned group, unsigned char *out, struct row *r)
+		    const char *filter, unsigned group, unsigned char *out, struct row *r)
 {
 	struct zs_zram_config cfg;
 	struct zs_zram_stats st;
@@ -50,12 +53,14 @@ static void run_one(const struct zs_pageset *ps, const char *comp, const char *d
 
 	memset(r, 0, sizeof(*r));
 	r->group = group;
+	r->filter = filter ? filter : "none";
 	zs_zram_config_init(&cfg);
 	cfg.page_size = psz;
 	cfg.disksize = (uint64_t)ps->npages * psz;
 	cfg.comp = comp;
 	cfg.comp_dict_path = dict;
 	cfg.group_pages = group > 1 ? group : 0;
+	cfg.filter = filter;
 	r->rc = zs_zram_create(&cfg, &z);
 	snprintf(r->comp, sizeof(r->comp), "%s", r->rc ? comp : zs_zram_comp_name(z));
 	if (r->rc)
@@ -109,10 +114,49 @@ static double div0(double a, double b)
 	return b > 0 ? a / b : 0;
 }
 
-int zram_matrix(const struct zs_pageset *ps, const char *dict, int json)
+static void print_row(struct json *js, int json, const struct zs_pageset *ps, uint64_t bytes,
+		      const struct row *r)
+{
+	if (json) {
+		json_obj(js);
+		json_kstr(js, "comp", r->comp);
+		json_kstr(js, "filter", r->filter);
+		json_kuint(js, "group_bytes", (size_t)r->group * ps->page_size);
+		json_kint(js, "rc", r->rc);
+		json_kuint(js, "orig_data_size", r->orig);
+		json_kuint(js, "compr_data_size", r->compr);
+		json_kuint(js, "mem_used_total", r->mem);
+		json_kfixed(js, "ratio_mem", div0((double)r->orig, (double)r->mem), 4);
+		json_kfixed(js, "ratio_compr", div0((double)r->orig, (double)r->compr), 4);
+		json_kfixed(js, "write_MBps", div0((double)bytes / 1e6, r->w_s), 1);
+		json_kfixed(js, "read_MBps", div0((double)bytes / 1e6, r->r_s), 1);
+		json_kfixed(js, "write_cpu_s", r->w_cpu, 4);
+		json_kfixed(js, "read_cpu_s", r->r_cpu, 4);
+		json_kfixed(js, "rand_read_4k_us", r->rand_read_us, 3);
+		json_kfixed(js, "rand_write_4k_us", r->rand_write_us, 3);
+		json_kuint(js, "mismatches", r->mismatches);
+		json_obj_end(js);
+	} else {
+		printf("%-16s %-15s %4zuK %10.3f %10.3f %12llu %12llu %9.1f %9.1f %9.2f %9.2f "
+		       "%8.2f %8.2f %s\n",
+		       r->comp, r->filter, (size_t)r->group * ps->page_size / 1024,
+		       div0((double)r->orig, (double)r->mem), div0((double)r->orig, (double)r->compr),
+		       (unsigned long long)r->compr, (unsigned long long)r->mem,
+		       div0((double)bytes / 1e6, r->w_s), div0((double)bytes / 1e6, r->r_s), r->w_cpu,
+		       r->r_cpu, r->rand_read_us, r->rand_write_us,
+		       r->rc ? "error" : r->mismatches ? "MISMATCH" : "ok");
+	}
+	fflush(stdout);
+}
+
+int zram_matrix(const struct zs_pageset *ps, const char *dict, const char *filter, int json)
 {
 	static const char *const comps[] = { "lz4", "lz4hc:9", "zstd:1", "zstd:3", "zstd:9",
 					     "lzo" };
+	static const char *const filters[] = { "shuffle:2", "shuffle:4", "shuffle:8",
+					       "delta:2", "delta:4", "delta:8",
+					       "delta+shuffle:2", "delta+shuffle:4",
+					       "delta+shuffle:8" };
 	static const unsigned groups[] = { 1, 16 };
 	uint64_t bytes = (uint64_t)ps->npages * ps->page_size;
 	unsigned char *out = malloc(bytes);
@@ -131,9 +175,10 @@ int zram_matrix(const struct zs_pageset *ps, const char *dict, int json)
 		json_kuint(&js, "files", ps->files);
 		json_karr(&js, "rows");
 	} else
-		printf("%-16s %5s %10s %10s %12s %12s %9s %9s %9s %9s %8s %8s %s\n", "comp",
-		       "group", "orig/mem", "orig/compr", "compr_bytes", "mem_bytes", "write_MBs",
-		       "read_MBs", "write_cpu", "read_cpu", "rd4k_us", "wr4k_us", "check");
+		printf("%-16s %-15s %5s %10s %10s %12s %12s %9s %9s %9s %9s %8s %8s %s\n", "comp",
+		       "filter", "group", "orig/mem", "orig/compr", "compr_bytes", "mem_bytes",
+		       "write_MBs", "read_MBs", "write_cpu", "read_cpu", "rd4k_us", "wr4k_us",
+		       "check");
 	for (size_t c = 0; c < sizeof(comps) / sizeof(comps[0]); c++)
 		for (int d = 0; d < (dict ? 2 : 1); d++) {
 			/* Only zstd and lz4 (not lz4hc) take a dictionary. */
@@ -144,39 +189,26 @@ int zram_matrix(const struct zs_pageset *ps, const char *dict, int json)
 
 				if (!zs_page_size_valid(groups[g] * ps->page_size))
 					continue;
-				run_one(ps, comps[c], d ? dict : NULL, groups[g], out, &r);
+				run_one(ps, comps[c], d ? dict : NULL, NULL, groups[g], out, &r);
 				bad |= r.rc || r.mismatches;
-				if (json) {
-					json_obj(&js);
-					json_kstr(&js, "comp", r.comp);
-					json_kuint(&js, "group_bytes", (size_t)r.group * ps->page_size);
-					json_kint(&js, "rc", r.rc);
-					json_kuint(&js, "orig_data_size", r.orig);
-					json_kuint(&js, "compr_data_size", r.compr);
-					json_kuint(&js, "mem_used_total", r.mem);
-					json_kfixed(&js, "ratio_mem", div0((double)r.orig, (double)r.mem), 4);
-					json_kfixed(&js, "ratio_compr", div0((double)r.orig, (double)r.compr), 4);
-					json_kfixed(&js, "write_MBps", div0((double)bytes / 1e6, r.w_s), 1);
-					json_kfixed(&js, "read_MBps", div0((double)bytes / 1e6, r.r_s), 1);
-					json_kfixed(&js, "write_cpu_s", r.w_cpu, 4);
-					json_kfixed(&js, "read_cpu_s", r.r_cpu, 4);
-					json_kfixed(&js, "rand_read_4k_us", r.rand_read_us, 3);
-					json_kfixed(&js, "rand_write_4k_us", r.rand_write_us, 3);
-					json_kuint(&js, "mismatches", r.mismatches);
-					json_obj_end(&js);
-				} else {
-					printf("%-16s %4zuK %10.3f %10.3f %12llu %12llu %9.1f %9.1f "
-					       "%9.2f %9.2f %8.2f %8.2f %s\n",
-					       r.comp, (size_t)r.group * ps->page_size / 1024,
-					       div0((double)r.orig, (double)r.mem),
-					       div0((double)r.orig, (double)r.compr),
-					       (unsigned long long)r.compr, (unsigned long long)r.mem,
-					       div0((double)bytes / 1e6, r.w_s),
-					       div0((double)bytes / 1e6, r.r_s), r.w_cpu, r.r_cpu,
-					       r.rand_read_us, r.rand_write_us,
-					       r.rc ? "error" : r.mismatches ? "MISMATCH" : "ok");
-				}
-				fflush(stdout);
+				print_row(&js, json, ps, bytes, &r);
+			}
+		}
+	/* The filter rows: each filter with zstd:3, or the --filter one with every compressor. */
+	size_t nf = filter ? 1 : sizeof(filters) / sizeof(filters[0]);
+	for (size_t f = 0; f < nf; f++)
+		for (size_t c = 0; c < sizeof(comps) / sizeof(comps[0]); c++) {
+			if (!filter && strcmp(comps[c], "zstd:3"))
+				continue;
+			for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
+				struct row r;
+
+				if (!zs_page_size_valid(groups[g] * ps->page_size))
+					continue;
+				run_one(ps, comps[c], NULL, filter ? filter : filters[f], groups[g],
+					out, &r);
+				bad |= r.rc || r.mismatches;
+				print_row(&js, json, ps, bytes, &r);
 			}
 		}
 	if (json) {

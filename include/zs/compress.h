@@ -121,6 +121,32 @@ ZS_API int zs_comp_has_dict(const struct zs_comp *c);
 ZS_API int zs_decompress_sg(struct zs_comp *c, const void *const src[], const size_t src_len[], int n,
 		     void *dst, size_t dst_len);
 
+/*
+ * Filters for typed data (src/compress/filter.c): a context with a filter
+ * rearranges its input before compressing and undoes that after
+ * decompressing, so zs_compress/zs_decompress/zs_decompress_sg still map a
+ * page to an object and back; only the object's bytes differ (and decode
+ * only with a context that has the same filter).  Specs, N = 2, 4 or 8 (the
+ * element size in bytes; a tail of len % N bytes is left as it is):
+ *   "shuffle:N"        byte j of element i goes to j * (len / N) + i (the
+ *                      byte shuffle of blosc): the high bytes of small
+ *                      integers line up into runs;
+ *   "delta:N"          each element, as a little-endian N-byte unsigned
+ *                      integer, minus the one before it (wrapping; the first
+ *                      is kept): for sorted or slowly varying values;
+ *   "delta+shuffle:N"  both, delta first.
+ * NULL, "" and "none": no filter.  Anything else (another N, a kind not
+ * above, trailing characters) is -EINVAL.
+ */
+ZS_API int zs_filter_check(const char *spec);
+/*
+ * Give context c the filter `spec` (as above; "none" removes it), before
+ * using it.  Allocates one max_src buffer the first time.  0, -EINVAL (bad
+ * spec: c unchanged) or -ENOMEM.
+ */
+ZS_API int zs_comp_set_filter(struct zs_comp *c, const char *spec);
+/* The context's filter in canonical form ("shuffle:4", "none"). */
+ZS_API const char *zs_comp_filter_name(const struct zs_comp *c);
 /* NULL-terminated list of the base algorithm names ("lz4", "lz4hc", "zstd", "lzo"). */
 ZS_API const char *const *zs_comp_names(void);
 

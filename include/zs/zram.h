@@ -118,6 +118,17 @@ struct zs_zram_config {
 	 * disksize is rounded up to whole groups inside.
 	 */
 	unsigned group_pages;
+	/*
+	 * Filter for typed data (zs/compress.h, zs_filter_check): "shuffle:N",
+	 * "delta:N" or "delta+shuffle:N" with N = 2, 4 or 8 bytes per element;
+	 * NULL, "" or "none" -> off (today's behaviour).  Each page (each group
+	 * when grouped) is filtered before it is compressed and unfiltered after
+	 * it is decompressed, by the primary and the secondary alike, on every
+	 * path (read, writeback read-back, recompression).  Same-filled and huge
+	 * detection look at the raw page; a huge page is stored unfiltered.  Any
+	 * other spec: -EINVAL, with the reason from zs_zram_create_err.
+	 */
+	const char *filter;
 };
 
 /*

@@ -67,6 +67,8 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
+#include "compress/filter.h"
+
 /* LZ4 keeps at most this much history: a longer dictionary only counts by its tail. */
 #define LZ4_DICT_MAX 65536
 
@@ -87,6 +89,9 @@ struct zs_comp {
 	unsigned char *sg_buf; /* zs_decompress_sg of a split block-format input */
 	size_t sg_cap;
 	char name[40];
+	struct comp_filter filter; /* zs_comp_set_filter; kind FILTER_NONE: off */
+	unsigned char *fbuf;  /* max_src bytes: the filtered page (compress) or the decoded one */
+	char filter_name[20];
 };
 
 static const char *const comp_names[] = { "lz4", "lz4hc", "zstd", "lzo", NULL };
@@ -365,6 +370,7 @@ void zs_comp_destroy(struct zs_comp *c)
 	free(c->lz4_dict);
 	free(c->lz4_dict_state);
 	free(c->sg_buf);
+	free(c->fbuf);
 	free(c);
 }
 
@@ -390,12 +396,11 @@ size_t zs_comp_bound(const struct zs_comp *c, size_t src_len)
 
 /* ---- Compress / decompress ---- */
 
-int zs_compress(struct zs_comp *c, const void *src, size_t src_len, void *dst, size_t dst_cap)
+static int raw_compress(struct zs_comp *c, const void *src, size_t src_len, void *dst,
+			size_t dst_cap)
 {
 	int n;
 
-	if (src_len == 0 || src_len > c->max_src)
-		return -EINVAL;
 	if (dst_cap > INT_MAX)
 		dst_cap = INT_MAX;
 
@@ -443,10 +448,20 @@ int zs_compress(struct zs_comp *c, const void *src, size_t src_len, void *dst, s
 	return -EINVAL;
 }
 
-int zs_decompress(struct zs_comp *c, const void *src, size_t src_len, void *dst, size_t dst_len)
+int zs_compress(struct zs_comp *c, const void *src, size_t src_len, void *dst, size_t dst_cap)
 {
-	if (src_len == 0 || src_len > INT_MAX || dst_len > INT_MAX)
+	if (src_len == 0 || src_len > c->max_src)
 		return -EINVAL;
+	if (c->filter.kind != FILTER_NONE) {
+		comp_filter_apply(&c->filter, c->fbuf, src, src_len);
+		src = c->fbuf;
+	}
+	return raw_compress(c, src, src_len, dst, dst_cap);
+}
+
+static int raw_decompress(struct zs_comp *c, const void *src, size_t src_len, void *dst,
+			  size_t dst_len)
+{
 
 	switch (c->algo) {
 	case ALGO_LZ4:
@@ -475,6 +490,32 @@ int zs_decompress(struct zs_comp *c, const void *src, size_t src_len, void *dst,
 	return -EINVAL;
 }
 
+/* A filtered context decodes into fbuf, then undoes the filter into dst (they cannot overlap). */
+static void *decode_target(struct zs_comp *c, void *dst, size_t dst_len)
+{
+	if (c->filter.kind == FILTER_NONE)
+		return dst;
+	return dst_len <= c->max_src ? c->fbuf : NULL;
+}
+
+static int decode_done(struct zs_comp *c, int n, void *dst, size_t dst_len)
+{
+	if (n >= 0 && c->filter.kind != FILTER_NONE)
+		comp_filter_undo(&c->filter, dst, c->fbuf, dst_len);
+	return n;
+}
+
+int zs_decompress(struct zs_comp *c, const void *src, size_t src_len, void *dst, size_t dst_len)
+{
+	void *t;
+
+	if (src_len == 0 || src_len > INT_MAX || dst_len > INT_MAX)
+		return -EINVAL;
+	if (!(t = decode_target(c, dst, dst_len)))
+		return -EINVAL;
+	return decode_done(c, raw_decompress(c, src, src_len, t, dst_len), dst, dst_len);
+}
+
 int zs_decompress_sg(struct zs_comp *c, const void *const src[], const size_t src_len[], int n,
 		     void *dst, size_t dst_len)
 {
@@ -489,8 +530,12 @@ int zs_decompress_sg(struct zs_comp *c, const void *const src[], const size_t sr
 		return -EINVAL;
 	if (c->algo == ALGO_ZSTD) {
 		/* The streaming decoder takes the frame in any split; it resumes mid-block. */
-		ZSTD_outBuffer out = { dst, dst_len, 0 };
+		void *t = decode_target(c, dst, dst_len);
+		ZSTD_outBuffer out = { t, dst_len, 0 };
 		size_t r = 0;
+
+		if (!t)
+			return -EINVAL;
 
 		ZSTD_DCtx_reset(c->dctx, ZSTD_reset_session_only);
 		for (int i = 0; i < 2; i++) {
@@ -506,10 +551,43 @@ int zs_decompress_sg(struct zs_comp *c, const void *const src[], const size_t sr
 					break;
 			}
 		}
-		return !r && out.pos == dst_len ? (int)dst_len : -EINVAL;
+		return decode_done(c, !r && out.pos == dst_len ? (int)dst_len : -EINVAL, dst,
+				   dst_len);
 	}
 	/* Block formats decode from one contiguous buffer only. */
 	memcpy(c->sg_buf, src[0], src_len[0]);
 	memcpy(c->sg_buf + src_len[0], src[1], src_len[1]);
 	return zs_decompress(c, c->sg_buf, total, dst, dst_len);
+}
+
+/* ---- Filters (filter.c) ---- */
+
+int zs_filter_check(const char *spec)
+{
+	struct comp_filter f;
+
+	return comp_filter_parse(spec, &f);
+}
+
+int zs_comp_set_filter(struct zs_comp *c, const char *spec)
+{
+	struct comp_filter f;
+	int rc = comp_filter_parse(spec, &f);
+
+	if (rc)
+		return rc;
+	if (f.kind != FILTER_NONE && !c->fbuf && !(c->fbuf = malloc(c->max_src)))
+		return -ENOMEM;
+	c->filter = f;
+	if (f.kind == FILTER_NONE)
+		snprintf(c->filter_name, sizeof(c->filter_name), "none");
+	else
+		snprintf(c->filter_name, sizeof(c->filter_name), "%s:%u",
+			 comp_filter_kind_name(f.kind), f.n);
+	return 0;
+}
+
+const char *zs_comp_filter_name(const struct zs_comp *c)
+{
+	return c->filter_name[0] ? c->filter_name : "none";
 }

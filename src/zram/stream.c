@@ -68,6 +68,10 @@ int zram_streams_create(struct zs_zram *z, const struct zs_zram_config *cfg,
 		if (cfg->recomp &&
 		    (rc = zs_comp_create_params(cfg->recomp, ps, &prm->recomp, &s->recomp)))
 			return rc;
+		/* Both algorithms filter, so a slot's priority alone says how to decode it. */
+		if ((rc = zs_comp_set_filter(s->comp, cfg->filter)) ||
+		    (s->recomp && (rc = zs_comp_set_filter(s->recomp, cfg->filter))))
+			return rc;
 		s->buf_cap = zs_comp_bound(s->comp, ps);
 		if (s->recomp && zs_comp_bound(s->recomp, ps) > s->buf_cap)
 			s->buf_cap = zs_comp_bound(s->recomp, ps);

@@ -201,6 +201,11 @@ static int create(const struct zs_zram_config *cfg, struct zs_zram **out, char *
 			     "ZS_ZRAM_MAX_SLOTS", (unsigned long long)cfg->disksize);
 		return -EINVAL;
 	}
+	if (zs_filter_check(cfg->filter)) {
+		zram_set_err(err, err_len, "filter \"%s\" is not none, shuffle:N, delta:N or "
+			     "delta+shuffle:N with N 2, 4 or 8", cfg->filter);
+		return -EINVAL;
+	}
 	if (cfg->group_pages > 1)
 		return zram_group_create(cfg, ps, out, err, err_len);
 	if (cfg->mem_limit > ZS_ZRAM_MAX_MEM_LIMIT || cfg->streams > ZS_ZRAM_MAX_STREAMS)
