@@ -822,6 +822,16 @@ class Compressor(_Closable):
         return out.raw
 
 
+def _filter_arg(v, keep):
+    """The filter spec for the config (C checks it: a bad one is ZsArgumentError)."""
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise TypeError("filter must be a str such as 'shuffle:4' (or None)")
+    keep.append(v.encode())
+    return keep[-1]
+
+
 def _dict_arg(name, v, keep):
     """A compressor dictionary: bytes-like (copied by C at create) or a path (str/PathLike)
     whose whole contents are the dictionary.  Returns (data, length, path) for the config."""
@@ -848,7 +858,9 @@ class ZramStore(_Closable):
     and checked are the backend's (every kind).  Store options, struct zs_zram_config:
     mem_limit (bytes), deferred_free, streams, track_actime, comp_level/recomp_level
     (0: the name's level, e.g. "zstd:5"), comp_dict/recomp_dict (bytes, or the path of a
-    file holding the dictionary), group_pages (slots compressed together as one object).
+    file holding the dictionary), group_pages (slots compressed together as one object),
+    filter ("shuffle:N", "delta:N", "delta+shuffle:N" with N = 2, 4, 8: typed data is
+    filtered before compressing; None/"none": off).
     A value outside its range (include/zs/zram.h, zsmalloc.h) is the C library's to
     refuse: ZsArgumentError (errno EINVAL) with its reason.  pool_config() is the
     zsmalloc pool's config as C holds it.
@@ -861,7 +873,7 @@ class ZramStore(_Closable):
                  max_pages=None, deferred_capacity=None, deferred_worker=None,
                  page_cache_pages=None, page_cache_decay_ms=None, name=None,
                  comp_level=0, recomp_level=0, comp_dict=None, recomp_dict=None,
-                 group_pages=0):
+                 group_pages=0, filter=None):
         cfg = _profile_init("zram", profile, _L.ZramConfig())
         if (slots is None) == (disksize is None):
             raise ValueError("give exactly one of slots or disksize")
@@ -913,6 +925,7 @@ class ZramStore(_Closable):
         cfg.recomp_dict, cfg.recomp_dict_len, cfg.recomp_dict_path = _dict_arg(
             "recomp_dict", recomp_dict, self._keep)
         cfg.group_pages = _c_int_arg("group_pages", group_pages, ctypes.c_uint)
+        cfg.filter = _filter_arg(filter, self._keep)
         out = ctypes.c_void_p()
         err = ctypes.create_string_buffer(512)
         rc = _L.need("zs_zram_create_err")(ctypes.byref(cfg), ctypes.byref(out), err, len(err))
@@ -923,7 +936,7 @@ class ZramStore(_Closable):
             given = dict(profile=profile, max_pages=max_pages, **pool_opts)
             for k, v, dflt in (("mem_limit", mem_limit, 0), ("streams", streams, 0),
                                ("comp_level", comp_level, 0), ("recomp_level", recomp_level, 0),
-                               ("group_pages", group_pages, 0)):
+                               ("group_pages", group_pages, 0), ("filter", filter, None)):
                 if v != dflt:
                     given[k] = v
             raise _create_error(rc, "zs_zram_create", err.value.decode(errors="replace"),

@@ -120,6 +120,7 @@ class ZramConfig(ctypes.Structure):
         ("writeback_batch_size", c_uint),
         ("writeback_compressed", c_int),
         ("group_pages", c_uint),
+        ("filter", c_char_p),
     ]
 
 

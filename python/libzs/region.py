@@ -41,7 +41,7 @@ import sys
 import threading
 
 from . import _lib as _L
-from . import (_Closable, _Gate, _check, _choice, _c_int_arg, _create_error, _dict_arg,
+from . import (_Closable, _Gate, _check, _choice, _c_int_arg, _create_error, _dict_arg, _filter_arg,
                _profile_init, _set_pool_options, _zspool_config)
 
 ADVICE = {"cold": 1, "hot": 2, "pageout": 3}
@@ -85,7 +85,8 @@ class Region(_Closable):
     The pool options are Pool's (chain, delta, chain_policy, free_mode, class_shards,
     deferred_capacity, deferred_worker, page_cache_pages, page_cache_decay_ms, name; None:
     the profile's); max_pages and checked are the backend's, mem_limit, streams,
-    comp_level and comp_dict the store's (as ZramStore).  A value outside its range is the
+    comp_level, comp_dict and filter (e.g. "shuffle:4" for int32 data) the store's (as
+    ZramStore).  A value outside its range is the
     C library's to refuse: ZsArgumentError (errno EINVAL) with zs_region_create's reason.
     pool_config() is the store's zsmalloc pool config as C holds it.
 
@@ -103,7 +104,7 @@ class Region(_Closable):
                  chain_policy=None, class_shards=None, deferred_capacity=None,
                  deferred_worker=None, page_cache_pages=None, page_cache_decay_ms=None,
                  name=None, max_pages=None, checked=None, mem_limit=0, streams=0,
-                 comp_level=0, comp_dict=None):
+                 comp_level=0, comp_dict=None, filter=None):
         if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
             raise ValueError("size must be a positive int")
         if not isinstance(comp, str) or not isinstance(backend, str):
@@ -129,6 +130,7 @@ class Region(_Closable):
         cfg.store.comp_level = _c_int_arg("comp_level", comp_level, ctypes.c_int)
         cfg.store.comp_dict, cfg.store.comp_dict_len, cfg.store.comp_dict_path = _dict_arg(
             "comp_dict", comp_dict, self._keep)
+        cfg.store.filter = _filter_arg(filter, self._keep)
         cfg.handler_threads = _c_int_arg("handlers", handlers, ctypes.c_uint)
         cfg.fault_around = _c_int_arg("fault_around", fault_around, ctypes.c_uint)
         cfg.spin_us = _c_int_arg("spin_us", spin_us, ctypes.c_uint)
@@ -141,7 +143,7 @@ class Region(_Closable):
             for k, v, dflt in (("mem_limit", mem_limit, 0), ("streams", streams, 0),
                                ("comp_level", comp_level, 0), ("handlers", handlers, 1),
                                ("fault_around", fault_around, 16), ("spin_us", spin_us, 0),
-                               ("resident_limit", resident_limit, 0)):
+                               ("resident_limit", resident_limit, 0), ("filter", filter, None)):
                 if v != dflt:
                     given[k] = v
             raise _create_error(rc, "zs_region_create", err.value.decode(errors="replace"),

@@ -2,11 +2,13 @@
  * libFuzzer target: the zram store API with shadow slots.  The input's first
  * bytes choose the store (page size, slots, compressor and recompression
  * algorithm among all the library has, zsmalloc or zblock backend, mem_limit,
- * deferred free, access-time tracking, streams); the rest is a program of
+ * deferred free, access-time tracking, streams, the filter for typed data:
+ * none or any shuffle/delta spec); the rest is a program of
  * single and range writes, reads, discards, free_notify, reset, flush,
  * compaction, idle marking, recompression, failure injection and statistics
  * checks.  Pages come in kinds the store treats differently (zero and
- * same-filled, compressible, half random, incompressible/huge).  Every read
+ * same-filled, compressible, half random, incompressible/huge, and typed
+ * int32 arrays that the filters change).  Every read
  * is compared with the shadow; a refused write (limit, injected failure)
  * must leave the old page; the counters must agree with the shadow; at the
  * end every slot reads back and, once discarded, the store holds no memory.
@@ -21,7 +23,8 @@
 #define MAXSLOT 32
 
 struct shadow {
-	uint8_t kind; /* 0 empty (reads as zeros), 1 same-filled, 2 text, 3 half random, 4 random */
+	uint8_t kind; /* 0 empty (reads as zeros), 1 same-filled, 2 text, 3 half random, 4 random,
+			 5 typed: int32 trend plus noise */
 	uint64_t seed;
 };
 
@@ -58,6 +61,13 @@ NO_COV static void gen_page(unsigned char *b, size_t ps, const struct shadow *s)
 		}
 		break;
 	}
+	case 5:
+		/* small int32 values on a slow trend: what shuffle/delta filters are for */
+		for (size_t i = 0; i < ps; i += 4) {
+			uint32_t v = (uint32_t)(seed + i / 512 + (((i * 0x9E3779B97F4A7C15ULL) ^ seed) >> 59));
+			memcpy(b + i, &v, 4);
+		}
+		break;
 	case 3:
 		fuzz_fill(b, ps / 2, seed);
 		memset(b + ps / 2, (int)(seed & 0xff), ps - ps / 2);
@@ -134,7 +144,7 @@ static struct shadow new_page(struct fin *in)
 {
 	struct shadow n;
 	unsigned k = fin_u8(in);
-	n.kind = (uint8_t)(k % 5);
+	n.kind = (uint8_t)(k % 6);
 	n.seed = (k >> 3) ? (k >> 3) * 0x100000001b3ULL + fin_u8(in) : fin_u64(in);
 	return n;
 }
@@ -142,6 +152,14 @@ static struct shadow new_page(struct fin *in)
 static const char *const comps[] = { "lz4", "lz4:8", "lz4hc", "lz4hc:1", "zstd", "zstd:-5",
 				     "zstd:1", "lzo" };
 static const char *const recomps[] = { NULL, "zstd", "lz4hc", "lzo", "zstd:7", "lz4", NULL, "zstd:-1" };
+/* b3's top bits and b2 bit 5: every spec, "none" and NULL (off) twice more */
+static const char *const filters[] = { NULL, "shuffle:2", "shuffle:4", "shuffle:8", "delta:2",
+				       "delta:4", "delta:8", "delta+shuffle:2", "delta+shuffle:4",
+				       "delta+shuffle:8", "none", "", NULL, "shuffle:4",
+				       "delta+shuffle:4", "shuffle:8" };
+static const char *const bad_filters[] = { "shuffle:3", "shuffle", "delta:16", "shuffle:4 ",
+					   "delta+shuffle", "bitshuffle:4", "shuffle+delta:4",
+					   "delta:04" };
 static const char *const bad_comps[] = { "lzo-rle", "nope", "zstd:99", "lz4hc:0x", "", "lz4:-1",
 					 "zstd:", "842" };
 
@@ -165,6 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.backend.checked = b2 & 1;
 	c.deferred_free = (b2 >> 1) & 1;
 	c.track_actime = s.actime = (b2 >> 2) & 1;
+	c.filter = filters[(b3 >> 5) | ((b2 >> 5) & 1) << 3];
 	c.streams = 1 + ((b2 >> 3) & 1);
 	if (b2 & 0x10) {
 		c.mem_limit = (uint64_t)(1 + (b3 & 31)) * s.ps;
@@ -176,6 +195,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct zs_zram *bz = NULL;
 		bad.comp = bad_comps[b3 & 7];
 		FUZZ_CHECK(zs_zram_create(&bad, &bz) < 0 && !bz, "bad comp '%s' accepted", bad.comp);
+		bad = c;
+		bad.filter = bad_filters[b3 & 7];
+		FUZZ_CHECK(zs_zram_create(&bad, &bz) == -EINVAL && !bz, "bad filter '%s' accepted",
+			   bad.filter);
 		bad = c;
 		bad.disksize = s.ps - 1;
 		FUZZ_CHECK(zs_zram_create(&bad, &bz) == -EINVAL && !bz, "disksize < page accepted");
