@@ -67,7 +67,8 @@ static void usage(FILE *f)
 		"  --group N          compress N contiguous pages as one object (2..16, power of 2)\n"
 		"  --filter SPEC      filter for typed data before compressing: shuffle:N, delta:N,\n"
 		"                     delta+shuffle:N (N = 2, 4, 8 bytes per element), none;\n"
-		"                     with --matrix: that filter's rows only\n"
+		"                     with --matrix: rows of that filter with every compressor;\n"
+		"                     --matrix --filter all: a row per filter (zstd:3)\n"
 		"  --synth KIND       generated pages instead of FILEs (--max bytes of them):\n"
 		"                     int32-trend (small int32 values plus a slow trend,\n"
 		"                     python/README.md gives the same array in numpy),\n"
@@ -394,7 +395,11 @@ static int parse(int argc, char **argv, struct opts *o)
 		default: return opt_bad("zram", argc, argv);
 		}
 	}
-	if (o->filter && zs_filter_check(o->filter)) {
+	if (o->filter && !strcmp(o->filter, "all") && !o->matrix) {
+		fprintf(stderr, "zs zram: --filter all needs --matrix\n");
+		return 2;
+	}
+	if (o->filter && strcmp(o->filter, "all") && zs_filter_check(o->filter)) {
 		fprintf(stderr, "zs zram: --filter '%s': not none, shuffle:N, delta:N or "
 			"delta+shuffle:N with N 2, 4 or 8\n", o->filter);
 		return 2;
