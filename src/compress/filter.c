@@ -43,7 +43,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__SSE2__)
+/* ZS_FILTER_SCALAR: build the plain loops only (as on a machine without SSE2). */
+#if defined(__SSE2__) && !defined(ZS_FILTER_SCALAR)
 #include <emmintrin.h>
 #define HAVE_SSE2 1
 #endif
@@ -117,7 +118,8 @@ static inline void st_le(unsigned char *p, uint64_t v, unsigned n)
 #endif
 }
 
-static inline void shuffle_n(unsigned char *restrict d, const unsigned char *restrict s,
+/* Unused where the SSE2 blocks replace them. */
+__attribute__((unused)) static inline void shuffle_n(unsigned char *restrict d, const unsigned char *restrict s,
 			     size_t cnt, unsigned n)
 {
 	for (unsigned j = 0; j < n; j++)
@@ -125,7 +127,7 @@ static inline void shuffle_n(unsigned char *restrict d, const unsigned char *res
 			d[j * cnt + i] = s[i * n + j];
 }
 
-static inline void unshuffle_n(unsigned char *restrict d, const unsigned char *restrict s,
+__attribute__((unused)) static inline void unshuffle_n(unsigned char *restrict d, const unsigned char *restrict s,
 			       size_t cnt, unsigned n)
 {
 	for (unsigned j = 0; j < n; j++)
@@ -394,15 +396,6 @@ static inline void shuffle_fast(unsigned char *restrict d, const unsigned char *
 	case 4: fn(__VA_ARGS__, 4); break;      \
 	default: fn(__VA_ARGS__, 8); break;     \
 	}
-
-static inline void shuffle_k(unsigned char *d, const unsigned char *s, size_t cnt, int inv,
-			     unsigned n)
-{
-	if (inv)
-		unshuffle_n(d, s, cnt, n);
-	else
-		shuffle_n(d, s, cnt, n);
-}
 
 static inline void delta_k(unsigned char *d, const unsigned char *s, size_t cnt, int inv, int shuf,
 			   unsigned n)
