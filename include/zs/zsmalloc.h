@@ -310,6 +310,20 @@ ZS_API unsigned long zs_pool_objects(struct zs_pool *pool);
  */
 ZS_API void zs_pool_trim(struct zs_pool *pool);
 
+/*
+ * The one spelling of each named choice, for tools, benchmarks and bindings:
+ * chain policies "exhaustive" | "heuristic", free modes "pool" | "class" |
+ * "class-unlocked".  *_name returns a static string, NULL for a value outside
+ * the enum; *_parse returns 0 and the value, -EINVAL for an unknown name
+ * (the value is then left alone).  *_names: the names, NULL-terminated.
+ */
+ZS_API const char *zs_chain_policy_name(enum zs_chain_policy p);
+ZS_API int zs_chain_policy_parse(const char *name, enum zs_chain_policy *out);
+ZS_API const char *const *zs_chain_policy_names(void);
+ZS_API const char *zs_free_mode_name(enum zs_free_mode m);
+ZS_API int zs_free_mode_parse(const char *name, enum zs_free_mode *out);
+ZS_API const char *const *zs_free_mode_names(void);
+
 #ifdef __cplusplus
 }
 #endif

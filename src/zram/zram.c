@@ -248,6 +248,11 @@ static int create(const struct zs_zram_config *cfg, struct zs_zram **out, char *
 	z->b = zs_backend_create(&bc);
 	if (!z->b) {
 		rc = errno ? -errno : -EINVAL;
+		zram_set_err(err, err_len, "backend %s: %s", bc.kind,
+			     rc == -EINVAL ? "unknown kind, or a pool option out of range "
+					     "(include/zs/zsmalloc.h, backend.h)"
+			     : rc == -ENOTSUP ? "not built into this library"
+			     : rc == -ENOMEM ? "out of memory" : "could not be created");
 		goto fail;
 	}
 	z->huge_size = zs_backend_huge_class_size(z->b);
