@@ -159,9 +159,11 @@ class Region(_Closable):
             for k, v, dflt in (("mem_limit", mem_limit, 0), ("streams", streams, 0),
                                ("comp_level", comp_level, 0), ("handlers", handlers, None),
                                ("fault_around", fault_around, None), ("spin_us", spin_us, None),
-                               ("resident_limit", resident_limit, None), ("filter", filter, None)):
+                               ("resident_limit", resident_limit, None)):
                 if v != dflt:
                     given[k] = v
+            if filter is not None:
+                given["filter"] = filter
             raise _create_error(rc, "zs_region_create", err.value.decode(errors="replace"),
                                 given)
         self._lock = threading.Lock()   # view()/numpy() against close() on another thread
