@@ -113,6 +113,18 @@ if [ -x "$build/test_comp_dict" ] && [ -x "$build/zs" ]; then
 else
 	echo "skip the measured part: no $build/zs or $build/test_comp_dict"
 fi
+# The object-API counts take ~3 s under callgrind but hold only for the build the docs name
+# (Release, the compiler in the table): checked when this is such a build.
+want=$(grep -o 'Release build, [a-z]* [0-9.]*' docs/benchmarks.md | head -1 | sed 's/Release build, //')
+have=$(sed -n 's/^set(CMAKE_C_COMPILER_ID "\(.*\)")/\1 /p; s/^set(CMAKE_C_COMPILER_VERSION "\(.*\)")/\1/p' \
+	"$build"/CMakeFiles/*/CMakeCCompiler.cmake 2>/dev/null | head -2 | tr -d '\n' | sed 's/^GNU/gcc/; s/^Clang/clang/')
+if grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$build/CMakeCache.txt" 2>/dev/null &&
+	[ "$have" = "$want" ] && [ -x "$build/bench_api" ] && command -v valgrind >/dev/null; then
+	check "docs' object-API instruction counts match this $have Release build" \
+		bash "$script" --check --no-build --only api --build "$build"
+else
+	echo "skip the object-API counts: not a Release $want build (scripts/doc-counts.sh --check does it)"
+fi
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
