@@ -22,7 +22,7 @@
  *
  * Usage: bench_deferred [--quick] [--json] [--rounds N] [--mib M]
  *                       [--free-mode pool|class|class-unlocked]
- *   (as in `zs`; bench_release's pool-lock|class-index|ci-unlocked also work)
+ *   (the library's names, as in `zs`)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,13 +112,13 @@ static struct result run_once(int var, int cached, enum zs_free_mode mode, size_
 	return r;
 }
 
-/* The one --free-mode parser (tools/parse.c): the zs tool's spellings and bench_release's. */
+/* The one --free-mode parser (tools/parse.c): the library's names. */
 static enum zs_free_mode parse_mode(const char *s)
 {
 	enum zs_free_mode m;
 	if (parse_free_mode(s, &m)) {
-		fprintf(stderr, "bench_deferred: --free-mode: '%s' is not one of: " FREE_MODE_NAMES
-				" (or pool-lock, class-index, ci-unlocked)\n", s);
+		fprintf(stderr, "bench_deferred: --free-mode: '%s' is not one of: %s\n", s,
+			names_list(zs_free_mode_names()));
 		exit(2);
 	}
 	return m;
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 {
 	int quick = 0, rounds = 0;
 	size_t mib = 0;
-	const char *mode_s = "pool-lock";
+	const char *mode_s = "pool";
 	struct bench_json js = {0};
 	for (int i = 1; i < argc; i++) {
 		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))

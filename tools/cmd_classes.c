@@ -133,7 +133,7 @@ static void print_json(const struct table *t)
 	json_kuint(&js, "page_size", t->P);
 	json_kuint(&js, "max_chain", c->max_chain);
 	json_kuint(&js, "delta", t->delta);
-	json_kstr(&js, "chain_policy", chain_policy_name(c->chain_policy));
+	json_kstr(&js, "chain_policy", zs_chain_policy_name(c->chain_policy));
 	json_karr(&js, "rows");
 	for (int i = 0; i < t->nrows; i++) {
 		const struct row *r = &t->rows[i];
@@ -164,7 +164,7 @@ static void print_text(const struct table *t)
 	const struct zs_pool_config *c = zs_pool_get_config(t->pool);
 	printf("page size %u, chain %u, delta %u, chain policy %s\n\n"
 	       "%5s | %5s | %5s | %9s | %9s | %10s | %4s\n",
-	       t->P, c->max_chain, t->delta, chain_policy_name(c->chain_policy), "Log", "Phys",
+	       t->P, c->max_chain, t->delta, zs_chain_policy_name(c->chain_policy), "Log", "Phys",
 	       "Chain", "Objs/Page", "TailWaste", "MergeWaste", "Span");
 	for (int i = 0; i < t->nrows; i++) {
 		const struct row *r = &t->rows[i];

@@ -567,7 +567,7 @@ void replay_pool_config(struct replay *R, const struct trace_header *h,
 		else if (cfg.chain_policy != ZS_CHAIN_EXHAUSTIVE)
 			wl += (size_t)snprintf(R->o.why + wl, sizeof(R->o.why) - wl,
 					       "chain policy %s, ",
-					       chain_policy_name(cfg.chain_policy));
+					       zs_chain_policy_name(cfg.chain_policy));
 		if (!R->o.zblock && (long)cfg.max_chain != kchain)
 			wl += (size_t)snprintf(R->o.why + wl, sizeof(R->o.why) - wl,
 					       "chain %u vs the kernel's %ld, ",
@@ -669,7 +669,7 @@ static int setup(struct replay *R, const struct trace_header *h)
 		printf("%s: page_size %zu, chain %u, free_mode %s%s%s, huge_class_size %zu, "
 		       "%d logical classes\n",
 		       R->o.store ? "zram store (lz4) on pool" : "pool",
-		       R->page_size, cfg.max_chain, free_mode_name(R->o.po.cfg.free_mode),
+		       R->page_size, cfg.max_chain, zs_free_mode_name(R->o.po.cfg.free_mode),
 		       R->o.deferred ? ", deferred" : "", R->o.checked ? ", checked" : "",
 		       huge_size(R), R->b ? zs_backend_class_count(R->b) : zs_class_count(R->pool));
 	}
@@ -804,7 +804,7 @@ static void print_json(const struct replay *R, const struct trace_header *h)
 	} else {
 		json_kint(&js, "chain", o->chain > 0 ? o->chain : h->chain > 0 ? h->chain : 8);
 	}
-	json_kstr(&js, "free_mode", free_mode_name(o->po.cfg.free_mode));
+	json_kstr(&js, "free_mode", zs_free_mode_name(o->po.cfg.free_mode));
 	json_kbool(&js, "deferred", o->deferred);
 	json_kint(&js, "records", R->records);
 	json_kint(&js, "mismatches", R->mismatches);
@@ -831,7 +831,7 @@ static void print_json(const struct replay *R, const struct trace_header *h)
 	json_kint(&js, "store_inexact_sizes", R->synth_inexact);
 	json_kint(&js, "verify_errors", R->verify_errors);
 	json_kstr(&js, "backend", o->po.backend);
-	json_kstr(&js, "chain_policy", chain_policy_name(o->po.cfg.chain_policy));
+	json_kstr(&js, "chain_policy", zs_chain_policy_name(o->po.cfg.chain_policy));
 	json_kuint(&js, "delta", o->po.cfg.class_delta);
 	json_kbool(&js, "kernel_policy", o->kernel_policy);
 	json_kstr(&js, "not_kernel_because", o->why);

@@ -219,7 +219,7 @@ static void print_json(const struct tm *t)
 	json_obj(&js);
 	json_kuint(&js, "page_size", t->P);
 	json_kuint(&js, "max_chain", pc->max_chain);
-	json_kstr(&js, "chain_policy", chain_policy_name(pc->chain_policy));
+	json_kstr(&js, "chain_policy", zs_chain_policy_name(pc->chain_policy));
 	json_kuint(&js, "write_objects", t->n);
 	json_kuint(&js, "pool_pages", t->pages);
 	json_kuint(&js, "total_allocated", t->total);

@@ -32,7 +32,8 @@ void pool_opts_init(struct pool_opts *po)
 int opt_free_mode(const char *cmd, const char *opt, const char *s, enum zs_free_mode *out)
 {
 	if (parse_free_mode(s, out)) {
-		fprintf(stderr, "zs %s: %s: '%s' is not one of: " FREE_MODE_NAMES "\n", cmd, opt, s);
+		fprintf(stderr, "zs %s: %s: '%s' is not one of: %s\n", cmd, opt, s,
+			names_list(zs_free_mode_names()));
 		return 2;
 	}
 	return 0;
@@ -227,18 +228,6 @@ uint64_t mem_available(void)
 	return avail;
 }
 
-const char *chain_policy_name(enum zs_chain_policy p)
-{
-	return p == ZS_CHAIN_HEURISTIC ? "heuristic" : "exhaustive";
-}
-
-const char *free_mode_name(enum zs_free_mode m)
-{
-	return m == ZS_FREE_CLASS_INDEX ? "class"
-	       : m == ZS_FREE_CLASS_INDEX_UNLOCKED ? "class-unlocked"
-						    : "pool";
-}
-
 static int backend_known(const char *kind)
 {
 	for (const char *const *k = zs_backend_kinds(); *k; k++)
@@ -287,11 +276,7 @@ int opt_pool_arg(const char *cmd, unsigned accepted, int code, const char *arg,
 		po->cfg.class_delta = (unsigned)v;
 		return 0;
 	case OPTC_CHAIN_POLICY:
-		if (!strcmp(arg, "exhaustive"))
-			po->cfg.chain_policy = ZS_CHAIN_EXHAUSTIVE;
-		else if (!strcmp(arg, "heuristic"))
-			po->cfg.chain_policy = ZS_CHAIN_HEURISTIC;
-		else {
+		if (parse_chain_policy(arg, &po->cfg.chain_policy)) {
 			fprintf(stderr, "zs %s: %s: '%s' is not one of: exhaustive (the kernel's), "
 					"heuristic\n", cmd, name, arg);
 			return 2;

@@ -114,7 +114,5 @@ void progress_done(void);
  * room under its memory limit; bytes, 0 if unknown. */
 uint64_t mem_available(void);
 
-const char *chain_policy_name(enum zs_chain_policy p);
-const char *free_mode_name(enum zs_free_mode m);
 
 #endif

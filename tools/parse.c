@@ -77,21 +77,21 @@ int parse_class_shards(const char *s, unsigned *out)
 
 int parse_free_mode(const char *s, enum zs_free_mode *out)
 {
-	static const struct {
-		const char *name;
-		enum zs_free_mode mode;
-	} names[] = {
-		{ "pool", ZS_FREE_POOL_LOCK },
-		{ "class", ZS_FREE_CLASS_INDEX },
-		{ "class-unlocked", ZS_FREE_CLASS_INDEX_UNLOCKED },
-		{ "pool-lock", ZS_FREE_POOL_LOCK },
-		{ "class-index", ZS_FREE_CLASS_INDEX },
-		{ "ci-unlocked", ZS_FREE_CLASS_INDEX_UNLOCKED },
-	};
-	for (size_t i = 0; s && i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(s, names[i].name)) {
-			*out = names[i].mode;
-			return 0;
-		}
-	return -1;
+	return zs_free_mode_parse(s, out) ? -1 : 0;
+}
+
+int parse_chain_policy(const char *s, enum zs_chain_policy *out)
+{
+	return zs_chain_policy_parse(s, out) ? -1 : 0;
+}
+
+const char *names_list(const char *const *names)
+{
+	static char buf[256];
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (; *names && n < sizeof(buf); names++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s", n ? ", " : "", *names);
+	return buf;
 }

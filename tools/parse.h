@@ -19,12 +19,16 @@ int parse_bytes(const char *s, uint64_t *out);
 /* A finite decimal number (strtod syntax; no nan, no inf, no trailing text). */
 int parse_double(const char *s, double *out);
 /*
- * A zs_free lock mode: pool | class | class-unlocked (the zs tool's and
- * Python's names), or pool-lock | class-index | ci-unlocked (bench_release's
- * column names).
+ * A zs_free lock mode (pool | class | class-unlocked) or a chain policy
+ * (exhaustive | heuristic): the library's names (zs_free_mode_parse,
+ * zs_chain_policy_parse in zs/zsmalloc.h), which every tool, bench, the
+ * report and Python print and accept.  0, or -1 for any other string.
  */
 int parse_free_mode(const char *s, enum zs_free_mode *out);
-#define FREE_MODE_NAMES "pool, class, class-unlocked"
+int parse_chain_policy(const char *s, enum zs_chain_policy *out);
+/* "a, b, c": a NULL-terminated name list (zs_free_mode_names()) for messages; a static
+ * buffer, so one call per message. */
+const char *names_list(const char *const *names);
 /* zs_pool_config.class_shards: 0..ZS_MAX_CLASS_SHARDS, or "auto" (ZS_CLASS_SHARDS_AUTO). */
 int parse_class_shards(const char *s, unsigned *out);
 

@@ -130,7 +130,7 @@ static void print_json_rows(const struct opts *o, const struct point *pt, int n,
 			json_null(&js);
 		} else {
 			json_kuint(&js, "chain", p->chain);
-			json_kstr(&js, "chain_policy", chain_policy_name(p->policy));
+			json_kstr(&js, "chain_policy", zs_chain_policy_name(p->policy));
 			json_kuint(&js, "delta", p->delta);
 		}
 		json_kbool(&js, "kernel_config", p->kernel);
@@ -177,7 +177,7 @@ static void print_table(const struct opts *o, const struct point *pt, int n,
 		printf("  %c%c %-8s %5s %-10s %5s | %9" PRIu64 " %10.1f %9" PRIu64 " %7.4f | %9" PRIu64
 		       " %10.1f %9" PRIu64 "\n",
 		       p->kernel ? 'K' : ' ', p->pareto ? '*' : ' ', p->zblock ? "zblock" : "zsmalloc",
-		       chain, p->zblock ? "-" : chain_policy_name(p->policy), delta, p->pages_peak,
+		       chain, p->zblock ? "-" : zs_chain_policy_name(p->policy), delta, p->pages_peak,
 		       p->pages_mean, p->pages_end,
 		       k->pages_mean > 0 ? p->pages_mean / k->pages_mean : 0.0, p->span_peak,
 		       p->span_mean, p->span_end);
@@ -249,7 +249,7 @@ int replay_sweep(const struct opts *o)
 			else
 				progress_line("zs replay --sweep: %d/%d chain %ld %s delta %u, %.1f s",
 					      i + 2, ng + 1, grid[i].chain,
-					      chain_policy_name(grid[i].po.cfg.chain_policy),
+					      zs_chain_policy_name(grid[i].po.cfg.chain_policy),
 					      grid[i].po.cfg.class_delta, now - t0);
 			last = now;
 			shown = 1;

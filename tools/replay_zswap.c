@@ -204,8 +204,8 @@ static int zswap_setup(struct replay *R, const struct trace_header *h)
 		else
 			printf("zswap on pool: page_size %zu, chain %u, %s, delta %u, free_mode %s%s%s, "
 			       "huge_class_size %zu\n",
-			       R->page_size, cfg.max_chain, chain_policy_name(cfg.chain_policy),
-			       replay_delta(R), free_mode_name(cfg.free_mode),
+			       R->page_size, cfg.max_chain, zs_chain_policy_name(cfg.chain_policy),
+			       replay_delta(R), zs_free_mode_name(cfg.free_mode),
 			       R->o.deferred ? ", deferred" : "", R->o.checked ? ", checked" : "",
 			       zs_huge_class_size(R->pool));
 	}

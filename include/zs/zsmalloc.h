@@ -71,6 +71,9 @@ enum zs_free_mode {
  * so no value, however extreme, can overflow a size or loop for long.
  */
 struct zs_pool_config {
+	size_t struct_size;         /* sizeof this structure, set by its config_init; 0 is
+	                               taken as this library's size (docs/abi.md "Growing a
+	                               config"); anything else is -EINVAL */
 	const char *name;           /* for stats output; NULL -> "zs" (truncated to 31 bytes) */
 	size_t page_size;           /* pool page size; 0 -> 4096 (4096..65536, power of two) */
 	unsigned max_chain;         /* max pages per zspage; 0 -> 8 (1..16; the kernel allows 4..16) */
@@ -111,6 +114,8 @@ struct zs_pool_config {
 	                               ZS_CLASS_SHARDS_AUTO: one per online CPU, capped by
 	                               both limits (1 on a single CPU).
 	                               See docs/policies.md "Class shards". */
+	uint64_t reserved[6];        /* must be 0: later fields are carved out of it, zero
+	                               meaning today's behaviour (docs/abi.md) */
 };
 
 /* Upper bound of zs_pool_config.class_shards. */

@@ -94,9 +94,15 @@ ZS_CLASS_SHARDS_AUTO = const("ZS_CLASS_SHARDS_AUTO")      # zs_pool_config.class
 ZS_PAGES_NO_CACHE = const("ZS_PAGES_NO_CACHE")            # zs_pool_config.page_cache_pages
 ZS_PAGES_DECAY_NEVER = const("ZS_PAGES_DECAY_NEVER")      # zs_pool_config.page_cache_decay_ms
 
+# Every config's ABI head and tail (docs/abi.md "Growing a config"): set by the C inits,
+# never options.
+CONFIG_ABI_FIELDS = ("struct_size", "reserved")
+
+
 class PoolConfig(ctypes.Structure):
     """struct zs_pool_config (include/zs/zsmalloc.h)."""
     _fields_ = [
+        ("struct_size", c_size_t),
         ("name", c_char_p),
         ("page_size", c_size_t),
         ("max_chain", c_uint),
@@ -110,6 +116,7 @@ class PoolConfig(ctypes.Structure):
         ("page_cache_pages", c_size_t),
         ("page_cache_decay_ms", c_uint),
         ("class_shards", c_uint),
+        ("reserved", c_u64 * 6),
     ]
 
 
@@ -151,17 +158,20 @@ class ClassStatsC(ctypes.Structure):
 class BackendConfig(ctypes.Structure):
     """struct zs_backend_config (include/zs/backend.h)."""
     _fields_ = [
+        ("struct_size", c_size_t),
         ("kind", c_char_p),
         ("page_size", c_size_t),
         ("max_pages", c_size_t),
         ("checked", c_int),
         ("zs", PoolConfig),
+        ("reserved", c_u64 * 4),
     ]
 
 
 class ZramConfig(ctypes.Structure):
     """struct zs_zram_config (include/zs/zram.h)."""
     _fields_ = [
+        ("struct_size", c_size_t),
         ("page_size", c_size_t),
         ("disksize", c_u64),
         ("comp", c_char_p),
@@ -184,6 +194,7 @@ class ZramConfig(ctypes.Structure):
         ("writeback_compressed", c_int),
         ("group_pages", c_uint),
         ("filter", c_char_p),
+        ("reserved", c_u64 * 7),
     ]
 
 
@@ -210,12 +221,14 @@ class ZramRecompResult(ctypes.Structure):
 class RegionConfig(ctypes.Structure):
     """struct zs_region_config (include/zs/region.h)."""
     _fields_ = [
+        ("struct_size", c_size_t),
         ("size", c_size_t),
         ("store", ZramConfig),
         ("handler_threads", c_uint),
         ("fault_around", c_uint),
         ("spin_us", c_uint),
         ("resident_limit", c_size_t),
+        ("reserved", c_u64 * 8),
     ]
 
 
