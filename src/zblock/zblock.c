@@ -38,7 +38,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "zs/pages.h"
+#include "pages/pages.h"
 #include "pages/lookup.h"
 #include "zs/zblock.h"
 #include "zs/harness.h"
