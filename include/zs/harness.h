@@ -64,21 +64,35 @@ void zs_harness_register(void);
 
 struct zs_pageset {
 	size_t page_size;
-	size_t npages;
-	unsigned char *data;   /* npages x page_size, page aligned */
+	size_t npages;         /* pages holding data: len rounded up */
+	unsigned char *data;   /* page aligned, zero filled past len */
+	size_t len;            /* bytes filled (padded layout: npages x page_size) */
 	size_t files;          /* files read */
-	uint64_t file_bytes;   /* bytes read (the last page of each file is zero padded) */
-	size_t map_bytes;      /* internal: size of the mapping behind data */
+	uint64_t file_bytes;   /* bytes read */
+	size_t map_bytes;      /* capacity: size of the mapping behind data */
 };
 
 /*
  * Load the pages of files and of regular files under directories
- * (recursively, symlinks not followed), stopping at max_bytes (0 -> no
- * limit).  Unreadable files are skipped.  Returns 0 or -errno; *ps is valid
- * (maybe empty) on 0.
+ * (recursively, symlinks not followed), each file from a page boundary, its
+ * last page zero padded, stopping at max_bytes (0 -> no limit).  Unreadable
+ * files are skipped.  Returns 0 or -errno; *ps is valid (maybe empty) on 0.
  */
 int zs_pageset_load(struct zs_pageset *ps, size_t page_size, char *const *paths, int npaths,
 		    uint64_t max_bytes);
+
+/* An empty set with room for cap_bytes (rounded up to pages), for zs_pageset_add. */
+int zs_pageset_init(struct zs_pageset *ps, size_t page_size, uint64_t cap_bytes);
+/* zs_pageset_add's flags */
+#define ZS_PAGESET_PACK 1u       /* files' bytes back to back, no padding between them */
+#define ZS_PAGESET_TOP_LEVEL 2u  /* a directory: its top-level regular files (not hidden),
+                                    sorted by name, instead of the recursive walk */
+/*
+ * Append a file, or a directory's files, at len: up to `want` bytes (0: until
+ * the set is full).  Returns 0 or -errno (out of memory); a path that cannot
+ * be read adds nothing.
+ */
+int zs_pageset_add(struct zs_pageset *ps, const char *path, uint64_t want, unsigned flags);
 void zs_pageset_free(struct zs_pageset *ps);
 
 /* ---- The kernel's zram, driven through sysfs and O_DIRECT (root only) ---- */
