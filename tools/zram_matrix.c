@@ -4,7 +4,7 @@
  * with --dict) at 4 KiB and 64 KiB groups, and prints one row each: ratio
  * against pool memory (mem_used_total, what the memory costs) and against
  * compressed bytes, write/read MB/s and CPU seconds, read-back check.  Text
- * table or a JSON array that python/libzs/report.py can read.  Public
+ * table or a JSON array that tools/report/report.py can read.  Public
  * headers only.
  */
 #include <stdio.h>
