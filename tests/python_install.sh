@@ -3,7 +3,8 @@
 # virtual environment (no system site packages), `pip install ./python`
 # builds libzs.so itself and ships it in the package; then, from a directory
 # outside the repository and with no LIBZS_LIBRARY, `import libzs` must load
-# that bundled library and a pool must work.
+# that bundled library and a pool must work, and the package must carry
+# py.typed (its type hints are for users' type checkers, issue 22 item 6).
 # Usage: bash tests/python_install.sh BUILD_DIR   (BUILD_DIR holds the venv)
 # Exit 77 (skipped): no python3 with venv, pip cannot fetch its build
 # requirements (offline), or a sanitizer build directory.
@@ -37,10 +38,12 @@ p.write(h, b"x" * 100)
 ok = p.read(h, 100) == b"x" * 100
 p.free(h)
 p.close()
-print(L.library_path(), "ok" if ok else "DIFFERENT")' 2>&1)
+import os
+typed = os.path.isfile(os.path.join(os.path.dirname(libzs.__file__), "py.typed"))
+print(L.library_path(), "ok" if ok and typed else "DIFFERENT" if typed else "NO-PY.TYPED")' 2>&1)
 rc=$?
 echo "$out"
 case "$rc:$out" in
-0:"$venv"/*/site-packages/libzs/libzs.so" ok") echo "ok   fresh venv: pip install ./python, import libzs, bundled libzs.so" ;;
+0:"$venv"/*/site-packages/libzs/libzs.so" ok") echo "ok   fresh venv: pip install ./python, import libzs, bundled libzs.so, py.typed" ;;
 *) echo "FAIL fresh venv import (want the bundled library)"; exit 1 ;;
 esac

@@ -37,6 +37,9 @@ extern "C" {
 /* Each field's range is beside it; zs_backend_create refuses anything else with EINVAL. */
 /* Fill with zs_backend_config_init, then change fields: the one way to make one. */
 struct zs_backend_config {
+	size_t struct_size;         /* sizeof this structure, set by its config_init; 0 is
+	                               taken as this library's size (docs/abi.md "Growing a
+	                               config"); anything else is -EINVAL */
 	const char *kind;           /* "zsmalloc", "zblock", "malloc", "jemalloc", "mimalloc";
 	                               NULL -> "zsmalloc" */
 	size_t page_size;           /* 0 -> 4096 (4096..65536, power of two); for the malloc
@@ -47,6 +50,8 @@ struct zs_backend_config {
 	struct zs_pool_config zs;   /* zsmalloc's policies (zblock reads page_cache_pages),
 	                               ranges as in zsmalloc.h; its page_size, max_pages and
 	                               checked are not read: the three fields above are */
+	uint64_t reserved[4];        /* must be 0: later fields are carved out of it, zero
+	                               meaning today's behaviour (docs/abi.md) */
 };
 
 /*

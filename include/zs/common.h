@@ -30,6 +30,16 @@ extern "C" {
 ZS_API unsigned zs_version(void);
 /* "MAJOR.MINOR.PATCH" of the library actually loaded; a static string. */
 ZS_API const char *zs_version_string(void);
+/*
+ * The value of a public constant by its macro or enumerator name
+ * ("ZS_ZRAM_F_HUGE", "ZS_CLASS_SHARDS_AUTO", "ZS_REGION_COLD", ...), for
+ * bindings that cannot read C headers (Python's ctypes): 0 and the value, or
+ * -ENOENT for a name the library does not list.  zs_const_names(): every
+ * listed name, NULL-terminated.  The headers stay the definitions: the table
+ * is built from the macros and enumerators themselves (src/api/consts.c).
+ */
+ZS_API int zs_const(const char *name, unsigned long long *value);
+ZS_API const char *const *zs_const_names(void);
 
 #ifdef __cplusplus
 }

@@ -98,6 +98,9 @@ extern "C" {
 #endif
 
 struct zs_region_config {
+	size_t struct_size;         /* sizeof this structure, set by its config_init; 0 is
+	                               taken as this library's size (docs/abi.md "Growing a
+	                               config"); anything else is -EINVAL */
 	size_t size;                 /* bytes; rounded up to page size; > 0 */
 	struct zs_zram_config store; /* the backing store; disksize is set to size, page_size
 	                                must be the system page size (0 -> it) */
@@ -110,6 +113,8 @@ struct zs_region_config {
 	size_t resident_limit;       /* bytes; 0 -> no automatic reclaim.  Above it a reclaim
 	                                thread pages out cold pages (CLOCK over fault-in and
 	                                explicit hints) until resident < 7/8 of the limit */
+	uint64_t reserved[8];        /* must be 0: later fields are carved out of it, zero
+	                               meaning today's behaviour (docs/abi.md) */
 };
 #define ZS_REGION_NO_SPIN 0xffffffffu
 

@@ -35,6 +35,9 @@ extern "C" {
 
 /* Each field's range is beside it; zblock_create_pool refuses anything else with EINVAL. */
 struct zblock_config {
+	size_t struct_size;         /* sizeof this structure, set by its config_init; 0 is
+	                               taken as this library's size (docs/abi.md "Growing a
+	                               config"); anything else is -EINVAL */
 	size_t page_size;        /* pool page size; 0 -> 4096 (4096..65536, power of two) */
 	size_t max_pages;        /* pool page limit (zblock_malloc -> -ENOMEM); 0 -> none;
 	                            0..ZS_PAGES_MAX_SPAN / page_size (zs/pages.h) */
@@ -44,6 +47,8 @@ struct zblock_config {
 	                            store incompressible pages; 0: the kernel's -ENOSPC there */
 	size_t page_cache_pages; /* passed to the page provider (its cache_pages); 0 -> its
 	                            default; 0..ZS_PAGES_MAX_SPAN / page_size or ZS_PAGES_NO_CACHE */
+	uint64_t reserved[4];        /* must be 0: later fields are carved out of it, zero
+	                               meaning today's behaviour (docs/abi.md) */
 };
 
 /* Geometry of one size class (block descriptor). */

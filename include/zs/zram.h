@@ -44,6 +44,9 @@ extern "C" {
 
 /* Each field's range is beside it; zs_zram_create refuses anything else with -EINVAL. */
 struct zs_zram_config {
+	size_t struct_size;         /* sizeof this structure, set by its config_init; 0 is
+	                               taken as this library's size (docs/abi.md "Growing a
+	                               config"); anything else is -EINVAL */
 	size_t page_size;      /* 0 -> 4096 (4096..65536, power of two); also the backend's */
 	uint64_t disksize;     /* bytes; slots = disksize / page_size (rounded down), which must
 	                          be 1..ZS_ZRAM_MAX_SLOTS */
@@ -118,6 +121,8 @@ struct zs_zram_config {
 	 * disksize is rounded up to whole groups inside.
 	 */
 	unsigned group_pages;
+	uint64_t reserved[8];        /* must be 0: later fields are carved out of it, zero
+	                               meaning today's behaviour (docs/abi.md) */
 };
 
 /*

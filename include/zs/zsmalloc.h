@@ -71,6 +71,9 @@ enum zs_free_mode {
  * so no value, however extreme, can overflow a size or loop for long.
  */
 struct zs_pool_config {
+	size_t struct_size;         /* sizeof this structure, set by its config_init; 0 is
+	                               taken as this library's size (docs/abi.md "Growing a
+	                               config"); anything else is -EINVAL */
 	const char *name;           /* for stats output; NULL -> "zs" (truncated to 31 bytes) */
 	size_t page_size;           /* pool page size; 0 -> 4096 (4096..65536, power of two) */
 	unsigned max_chain;         /* max pages per zspage; 0 -> 8 (1..16; the kernel allows 4..16) */
@@ -111,6 +114,8 @@ struct zs_pool_config {
 	                               ZS_CLASS_SHARDS_AUTO: one per online CPU, capped by
 	                               both limits (1 on a single CPU).
 	                               See docs/policies.md "Class shards". */
+	uint64_t reserved[6];        /* must be 0: later fields are carved out of it, zero
+	                               meaning today's behaviour (docs/abi.md) */
 };
 
 /* Upper bound of zs_pool_config.class_shards. */
@@ -309,6 +314,20 @@ ZS_API unsigned long zs_pool_objects(struct zs_pool *pool);
  * compaction (8 bytes per object at the pool's peak).
  */
 ZS_API void zs_pool_trim(struct zs_pool *pool);
+
+/*
+ * The one spelling of each named choice, for tools, benchmarks and bindings:
+ * chain policies "exhaustive" | "heuristic", free modes "pool" | "class" |
+ * "class-unlocked".  *_name returns a static string, NULL for a value outside
+ * the enum; *_parse returns 0 and the value, -EINVAL for an unknown name
+ * (the value is then left alone).  *_names: the names, NULL-terminated.
+ */
+ZS_API const char *zs_chain_policy_name(enum zs_chain_policy p);
+ZS_API int zs_chain_policy_parse(const char *name, enum zs_chain_policy *out);
+ZS_API const char *const *zs_chain_policy_names(void);
+ZS_API const char *zs_free_mode_name(enum zs_free_mode m);
+ZS_API int zs_free_mode_parse(const char *name, enum zs_free_mode *out);
+ZS_API const char *const *zs_free_mode_names(void);
 
 #ifdef __cplusplus
 }

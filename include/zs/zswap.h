@@ -93,14 +93,18 @@ extern "C" {
  * one.  Each field's range is beside it; zs_zswap_create refuses anything
  * else with -EINVAL.
  *
- * ABI growth: `reserved` must be all zero (config_init zeroes it; anything
- * else is -EINVAL).  A later field is carved out of it, with zero meaning
- * today's behaviour, so the structure's size and the offsets of the fields
- * below never change: such an addition is compatible (a MINOR version)
- * instead of the new MAJOR that docs/abi.md asks for other config
- * structures.  The same holds for the stats structures' `reserved` tails.
+ * ABI growth, as for every public config (docs/abi.md "Growing a
+ * config"): `struct_size` is 0 or the library's size and `reserved` all
+ * zero (config_init sets both; anything else is -EINVAL).  A later field
+ * is carved out of `reserved`, with zero meaning today's behaviour, so the
+ * structure's size and the offsets of its fields never change: such an
+ * addition is a MINOR version.  The same holds for the stats structures'
+ * `reserved` tails.
  */
 struct zs_zswap_config {
+	size_t struct_size;         /* sizeof this structure, set by its config_init; 0 is
+	                               taken as this library's size (docs/abi.md "Growing a
+	                               config"); anything else is -EINVAL */
 	size_t page_size;        /* 0 -> 4096 (4096..65536, power of two); also the backend's */
 	const char *comp;        /* compressor, zs/compress.h names; NULL -> "lzo" (the kernel's
 	                            default, CONFIG_ZSWAP_COMPRESSOR_DEFAULT) */

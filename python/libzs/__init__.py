@@ -5,12 +5,17 @@ user space), over ctypes.
 This file owns the Python-facing API: Pool (a zsmalloc pool with its policy
 config, handles as ints, bytes in and out, compaction and statistics),
 Compressor, ZramStore (the compressed page store) and the exceptions.  C
-errors (negative errno values, NULL returns) become ZsError; misuse caught on
-the Python side (wrong types, out-of-range sizes, unknown, freed or stale
-handles) is caught before the C library is called and raises TypeError, or
-ZsArgumentError, which is both a ValueError and a ZsError (with errno EINVAL,
-or ENOSPC for a size above the page size), so a Python caller cannot crash
-the process with a bad handle and ctypes never truncates a size.
+errors (negative errno values, NULL returns) become ZsError, and EINVAL (C
+refused an argument) ZsArgumentError, which is both a ValueError and a
+ZsError.  Configs are validated by C alone: Python checks only types and that
+an int fits its C field (so ctypes never truncates it); the ranges and C's
+reason come from the create calls.  Per call, Python refuses wrong types,
+sizes outside 1..page_size (ENOSPC above it) and unknown, freed or stale
+handles before C is called, so a caller cannot crash the process with a bad
+handle.  Writes read any bytes-like object in place and read_into fills a
+caller's buffer: no copy on the Python side.  Flag bits, enum values and
+names come from the library (zs_const, zs_*_names), not from copies here.
+The package is typed (py.typed; mypy passes on python/).
 
 Pool handles are the C library's handles.  C puts a generation in each
 handle, so a handle freed and handed out again is a different int, and a Pool
@@ -35,12 +40,16 @@ libzs.so, `import libzs` raises LibraryNotFound (an ImportError).
         assert pool.read(h) == b"x" * 100
         pool.free(h)
 """
+from __future__ import annotations
+
 import ctypes
 import errno as _errno
 import functools
 import mmap
 import os
 import threading
+from typing import (Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union,
+                    overload)
 
 from . import _lib as _L
 from ._lib import LibraryNotFound, library_path
@@ -54,15 +63,19 @@ __all__ = [
 ]
 __version__ = "2.1.0"
 
-CHAIN_POLICIES = {"exhaustive": 0, "heuristic": 1}
-FREE_MODES = {"pool": 0, "class": 1, "class-unlocked": 2}
-RECOMP_TYPES = {"all": 0, "idle": 1, "huge": 2, "huge_idle": 3}
+# Any object with the buffer protocol (bytes, bytearray, memoryview, array.array, numpy
+# arrays, mmap): the C library reads or fills its memory in place.  (typing has no
+# name for it before Python 3.12's collections.abc.Buffer.)
+Buffer = Any
+Handle = int
+_F = TypeVar("_F", bound=Callable[..., Any])
+_C = TypeVar("_C", bound="_Closable")
 
 
 class ZsError(OSError):
     """A libzs call failed; .errno holds the (positive) errno value."""
 
-    def __init__(self, err, what):
+    def __init__(self, err: int, what: str) -> None:
         err = abs(int(err))
         super().__init__(err, f"{what}: {os.strerror(err)}")
 
@@ -75,7 +88,7 @@ class ZsArgumentError(ZsError, ValueError):
 _U64 = (1 << 64) - 1
 
 
-def _int_arg(name, v, lo, hi, err=_errno.EINVAL):
+def _int_arg(name: str, v: Any, lo: int, hi: int, err: int = _errno.EINVAL) -> int:
     """An int argument in lo..hi, checked here so that ctypes never truncates it."""
     if not isinstance(v, int) or isinstance(v, bool):
         raise TypeError(f"{name} must be an int, not {type(v).__name__}")
@@ -89,31 +102,84 @@ def _int_arg(name, v, lo, hi, err=_errno.EINVAL):
 _L.lib()
 
 
-def _page_size_arg(page_size):
-    """A pool page size, as C decides it (zs_page_size_valid: the rule has one home)."""
-    _int_arg("page_size", page_size, 0, _U64)
-    if not _L.need("zs_page_size_valid")(page_size):
-        raise ZsArgumentError(_errno.EINVAL, f"page_size must be a power of two in 4K..64K, not {page_size}")
-    return page_size
-
-
-def _check(rc, what):
+def _check(rc: int, what: str) -> int:
+    """A C return value, or its errno as the exception (EINVAL: ZsArgumentError, which is
+    also a ValueError: C refused an argument)."""
     if rc < 0:
-        raise ZsError(rc, what)
+        raise ZsArgumentError(rc, what) if -rc == _errno.EINVAL else ZsError(rc, what)
     return rc
 
 
-def _is_err(h):
+def _is_err(h: int) -> bool:
     return h >= (1 << 64) - 4095 or h >= (1 << (8 * ctypes.sizeof(ctypes.c_ulong))) - 4095
 
 
-def _to_bytes(data):
+def _to_bytes(data: Buffer) -> bytes:
     if isinstance(data, str):
         raise TypeError("data must be bytes-like, not str")
     return bytes(memoryview(data))
 
 
-def _strs(ptr):
+class _PyBuffer(ctypes.Structure):
+    """CPython's Py_buffer (the buffer protocol's view, a stable part of the C API)."""
+    _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.c_void_p), ("len", ctypes.c_ssize_t),
+                ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int),
+                ("ndim", ctypes.c_int), ("format", ctypes.c_char_p),
+                ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
+                ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p)]
+
+
+_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+_get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int]
+_get_buffer.restype = ctypes.c_int
+_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer.argtypes = [ctypes.POINTER(_PyBuffer)]
+_release_buffer.restype = None
+_PyBUF_SIMPLE, _PyBUF_WRITABLE = 0, 1
+
+
+class _borrow:
+    """
+    with _borrow(data[, writable]) as (pointer, length): a bytes-like object's memory for
+    the length of the block, with no copy: C reads a write's input, or fills a read_into's
+    buffer, in place.  The object stays exported meanwhile (a bytearray cannot be resized
+    under the C call, which runs without the GIL).  bytes are passed as they are; a
+    read-only buffer that is not contiguous (a strided numpy view) is copied once, as
+    before; a writable one must be contiguous.  A class, not a generator: it is on every
+    write's path.
+    """
+    __slots__ = ("_data", "_writable", "_view")
+
+    def __init__(self, data: Buffer, writable: bool = False) -> None:
+        if isinstance(data, str):
+            raise TypeError("data must be bytes-like, not str")
+        self._data = data
+        self._writable = writable
+        self._view: Optional[_PyBuffer] = None
+
+    def __enter__(self) -> Tuple[Any, int]:
+        data = self._data
+        if type(data) is bytes and not self._writable:
+            return data, len(data)
+        view = _PyBuffer()
+        try:
+            _get_buffer(data, ctypes.byref(view),
+                        _PyBUF_WRITABLE if self._writable else _PyBUF_SIMPLE)
+        except BufferError:
+            if self._writable:
+                raise
+            copy = bytes(memoryview(data))
+            return copy, len(copy)
+        self._view = view
+        return view.buf, view.len
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._view is not None:
+            _release_buffer(ctypes.byref(self._view))
+            self._view = None
+
+
+def _strs(ptr: Any) -> List[str]:
     out, i = [], 0
     while ptr[i]:
         out.append(ptr[i].decode())
@@ -121,10 +187,31 @@ def _strs(ptr):
     return out
 
 
-_usable_kinds = None
+def _c_names(names_fn: str, parse_fn: str) -> Dict[str, int]:
+    """A named choice's names and values, as C spells and parses them (zsmalloc.h)."""
+    out = {}
+    for n in _strs(_L.need(names_fn)()):
+        v = ctypes.c_int()
+        _check(_L.need(parse_fn)(n.encode(), ctypes.byref(v)), parse_fn)
+        out[n] = v.value
+    return out
 
 
-def backend_kinds(all=False):
+CHAIN_POLICIES = _c_names("zs_chain_policy_names", "zs_chain_policy_parse")
+FREE_MODES = _c_names("zs_free_mode_names", "zs_free_mode_parse")
+RECOMP_TYPES = {"all": _L.const("ZS_ZRAM_RECOMP_ALL"), "idle": _L.const("ZS_ZRAM_RECOMP_IDLE"),
+                "huge": _L.const("ZS_ZRAM_RECOMP_HUGE"),
+                "huge_idle": _L.const("ZS_ZRAM_RECOMP_HUGE_IDLE")}
+# slot_info()'s flag bits, the kernel's names (zram.h ZS_ZRAM_F_*)
+_SLOT_FLAGS = {"same": _L.const("ZS_ZRAM_F_SAME"), "huge": _L.const("ZS_ZRAM_F_HUGE"),
+               "idle": _L.const("ZS_ZRAM_F_IDLE"),
+               "incompressible": _L.const("ZS_ZRAM_F_INCOMPRESSIBLE"),
+               "written_back": _L.const("ZS_ZRAM_F_WB")}
+
+_usable_kinds: Optional[List[str]] = None
+
+
+def backend_kinds(all: bool = False) -> List[str]:
     """
     Backends a ZramStore can use in this process ("zsmalloc", "zblock", "malloc", ...).
     Each kind compiled into the library is tried once; a kind that cannot run here (jemalloc,
@@ -152,25 +239,25 @@ def backend_kinds(all=False):
     return list(_usable_kinds)
 
 
-def page_same_filled(page):
+def page_same_filled(page: Buffer) -> bool:
     """
     True when zram keeps only this page's fill word: every machine word equal to the first
     (zs_zram_page_same_filled, the rule's one home in zs/zram.h).  page: a whole page of
     bytes, a non-zero multiple of the machine word.
     """
-    page = _to_bytes(page)
-    if not page or len(page) % ctypes.sizeof(ctypes.c_ulong):
-        raise ValueError(f"a page is a non-zero multiple of {ctypes.sizeof(ctypes.c_ulong)} "
-                         f"bytes, not {len(page)}")
-    return bool(_L.need("zs_zram_page_same_filled")(page, len(page), None))
+    with _borrow(page) as (p, n):
+        if not n or n % ctypes.sizeof(ctypes.c_ulong):
+            raise ValueError(f"a page is a non-zero multiple of {ctypes.sizeof(ctypes.c_ulong)} "
+                             f"bytes, not {n}")
+        return bool(_L.need("zs_zram_page_same_filled")(p, n, None))
 
 
-def compressor_names():
+def compressor_names() -> List[str]:
     """Base compressor names ("lz4", "lz4hc", "zstd", "lzo")."""
     return _strs(_L.need("zs_comp_names")())
 
 
-def _choice(value, table, what):
+def _choice(value: Any, table: Dict[str, int], what: str) -> int:
     if isinstance(value, int) and value in table.values():
         return value
     try:
@@ -206,18 +293,19 @@ _SPECIAL = {"class_shards": ("auto", CLASS_SHARDS_AUTO),
             "page_cache_decay_ms": ("never", PAGES_DECAY_NEVER)}
 
 
-def _profile_init(what, profile, cfg):
+def _profile_init(what: str, profile: Any, cfg: Any) -> Any:
     """Fill cfg with a profile's defaults (the C init_app or kernel init)."""
     table = _PROFILE_INIT[what]
     if not isinstance(profile, str) or profile not in table:
-        raise ZsArgumentError(_errno.EINVAL, f"profile must be one of {', '.join(map(repr, PROFILES))} "
-                              f"('app': the application profile, the default; 'kernel': the "
-                              f"kernel's layout, page-exact with it), not {profile!r}")
+        raise ZsArgumentError(_errno.EINVAL, "profile must be one of "
+                              f"{', '.join(map(repr, PROFILES))} ('app': the application "
+                              "profile, the default; 'kernel': the kernel's layout, "
+                              f"page-exact with it), not {profile!r}")
     _L.need(table[profile])(ctypes.byref(cfg))
     return cfg
 
 
-def _c_int_arg(name, v, ctype):
+def _c_int_arg(name: str, v: Any, ctype: Any) -> int:
     """An int that fits the C field's type (so ctypes never truncates it); its range is C's."""
     bits = 8 * ctypes.sizeof(ctype)
     signed = ctype(-1).value == -1
@@ -225,7 +313,7 @@ def _c_int_arg(name, v, ctype):
     return _int_arg(name, v, lo, hi)
 
 
-def _set_pool_options(cfg, opts, keep):
+def _set_pool_options(cfg: Any, opts: Dict[str, Any], keep: List[Any]) -> Any:
     """
     Write the given pool options (Python names, None: leave the profile's) into a
     zs_pool_config filled by a profile.  Only types and widths are checked here (a name
@@ -261,9 +349,9 @@ def _set_pool_options(cfg, opts, keep):
     return cfg
 
 
-def _pool_config_dict(cfg):
+def _pool_config_dict(cfg: Any) -> Dict[str, Any]:
     """A zs_pool_config as Python option names and values (strings for the named choices)."""
-    out = {}
+    out: Dict[str, Any] = {}
     for opt, field in POOL_OPTIONS.items():
         v = getattr(cfg, field)
         if opt == "name":
@@ -282,13 +370,13 @@ def _pool_config_dict(cfg):
     return out
 
 
-def pool_profile(profile="app"):
+def pool_profile(profile: str = "app") -> Dict[str, Any]:
     """The pool options a profile sets ("app" or "kernel"), as the C library fills them
     (zs_pool_config_init_app / zs_pool_config_init): a dict of POOL_OPTIONS names."""
     return _pool_config_dict(_profile_init("pool", profile, _L.PoolConfig()))
 
 
-def _zspool_config(zram):
+def _zspool_config(zram: Any) -> Optional[Dict[str, Any]]:
     """The zsmalloc pool config of a C zram store (dict, class_shards as the pool has them
     in "shards"), or None for a backend that is not zsmalloc."""
     b = _L.need("zs_zram_backend")(zram)
@@ -300,7 +388,8 @@ def _zspool_config(zram):
     return out
 
 
-def _create_error(rc, what, reason, given):
+def _create_error(rc: int, what: str, reason: Optional[str],
+                  given: Dict[str, Any]) -> ZsError:
     """The error for a refused create: EINVAL (a config C refuses) is a ZsArgumentError."""
     opts = ", ".join(f"{k}={v!r}" for k, v in given.items() if v is not None)
     if reason and reason.startswith(what.split()[0] + ":"):
@@ -316,15 +405,25 @@ class ClassInfo:
     __slots__ = ("index", "phys_index", "size", "phys_size", "pages_per_zspage",
                  "objs_per_zspage", "tail_waste", "spanning", "huge")
 
-    def __init__(self, c):
+    index: int
+    phys_index: int
+    size: int
+    phys_size: int
+    pages_per_zspage: int
+    objs_per_zspage: int
+    tail_waste: int
+    spanning: int
+    huge: bool
+
+    def __init__(self, c: Any) -> None:
         for f in self.__slots__:
             setattr(self, f, getattr(c, f))
         self.huge = bool(self.huge)
 
-    def as_dict(self):
+    def as_dict(self) -> Dict[str, Any]:
         return {f: getattr(self, f) for f in self.__slots__}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"ClassInfo({self.as_dict()})"
 
 
@@ -333,15 +432,25 @@ class ClassStats:
     __slots__ = ("index", "size", "fullness", "obj_allocated", "obj_used", "pages_used",
                  "pages_per_zspage", "objs_per_zspage", "freeable")
 
-    def __init__(self, c):
+    index: int
+    size: int
+    fullness: List[int]
+    obj_allocated: int
+    obj_used: int
+    pages_used: int
+    pages_per_zspage: int
+    objs_per_zspage: int
+    freeable: int
+
+    def __init__(self, c: Any) -> None:
         for f in self.__slots__:
             v = getattr(c, f)
             setattr(self, f, list(v) if f == "fullness" else v)
 
-    def as_dict(self):
+    def as_dict(self) -> Dict[str, Any]:
         return {f: getattr(self, f) for f in self.__slots__}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"ClassStats({self.as_dict()})"
 
 
@@ -355,30 +464,30 @@ class _Gate:
     """
     __slots__ = ("_cv", "_n", "_ptr", "_closed_error", "__weakref__")
 
-    def __init__(self, ptr, closed_error):
+    def __init__(self, ptr: Any, closed_error: Callable[[], Exception]) -> None:
         self._cv = threading.Condition(threading.Lock())
         self._n = 0
         self._ptr = ptr
         self._closed_error = closed_error
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         with self._cv:
             if self._ptr is None:
                 raise self._closed_error()
             self._n += 1
             return self._ptr
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         with self._cv:
             self._n -= 1
             if not self._n:
                 self._cv.notify_all()
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._ptr is None
 
-    def take(self):
+    def take(self) -> Any:
         with self._cv:
             p, self._ptr = self._ptr, None
             while self._n:
@@ -386,35 +495,38 @@ class _Gate:
             return p
 
 
-def _gated(fn):
+def _gated(fn: _F) -> _F:
     """A method that calls C on self._gate's object (see _Gate)."""
     @functools.wraps(fn)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         with self._gate:
             return fn(self, *args, **kwargs)
-    return wrapper
+    return wrapper  # type: ignore[return-value]
 
 
-def _locked(fn):
+def _locked(fn: _F) -> _F:
     """A method run under self._lock (an RLock): its C calls and Python-side tables change
     together, as one step, for every thread (ctypes lets other threads run during a C call)."""
     @functools.wraps(fn)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
             return fn(self, *args, **kwargs)
-    return wrapper
+    return wrapper  # type: ignore[return-value]
 
 
 class _Closable:
     """with-statement and finalizer support for objects that own a C handle (close() frees it)."""
 
-    def __enter__(self):
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _C) -> _C:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
@@ -444,16 +556,16 @@ class _SizeTable:
     """
     __slots__ = ("_t", "n", "nbytes")
 
-    def __init__(self):
-        self._t = {}        # chunk number -> memoryview('Q') of its slots
+    def __init__(self) -> None:
+        self._t: Dict[int, memoryview] = {}   # chunk number -> memoryview('Q') of its slots
         self.n = 0          # live objects
         self.nbytes = 0     # their sizes, summed
 
-    def entry(self, h):
+    def entry(self, h: int) -> int:
         t = self._t.get((h & _H_ADDR) >> _H_CHUNK_SHIFT)
         return t[(h & (_H_CHUNK_BYTES - 1)) >> 3] if t is not None else 0
 
-    def add(self, h, size):
+    def add(self, h: int, size: int) -> None:
         key = (h & _H_ADDR) >> _H_CHUNK_SHIFT
         t = self._t.get(key)
         if t is None:
@@ -464,7 +576,7 @@ class _SizeTable:
         self.n += 1
         self.nbytes += size
 
-    def remove(self, h, size):
+    def remove(self, h: int, size: int) -> None:
         key = (h & _H_ADDR) >> _H_CHUNK_SHIFT
         t = self._t[key]
         t[(h & (_H_CHUNK_BYTES - 1)) >> 3] = 0
@@ -474,16 +586,16 @@ class _SizeTable:
         self.n -= 1
         self.nbytes -= size
 
-    def handles(self):
+    def handles(self) -> List[int]:
         return [(key << _H_CHUNK_SHIFT) | (i << 3) | (e & ~_H_ADDR)
                 for key, t in self._t.items() for i, e in enumerate(t) if i and e]
 
-    def clear(self):
+    def clear(self) -> None:
         self._t.clear()
         self.n = self.nbytes = 0
 
 
-def _size_of_entry(e):
+def _size_of_entry(e: int) -> int:
     return (e & _H_ADDR) >> 3
 
 
@@ -521,10 +633,14 @@ class Pool(_Closable):
     Per object Python keeps 8 bytes (_SizeTable) beside the C pool's own cost.
     """
 
-    def __init__(self, page_size=None, chain=None, delta=None, chain_policy=None,
-                 free_mode=None, checked=True, max_pages=None, deferred_capacity=None,
-                 deferred_worker=None, class_shards=None, *, profile="app", name=None,
-                 page_cache_pages=None, page_cache_decay_ms=None):
+    def __init__(self, page_size: Optional[int] = None, chain: Optional[int] = None,
+                 delta: Optional[int] = None, chain_policy: Optional[str] = None,
+                 free_mode: Optional[str] = None, checked: bool = True,
+                 max_pages: Optional[int] = None, deferred_capacity: Optional[int] = None,
+                 deferred_worker: Optional[bool] = None,
+                 class_shards: Union[int, str, None] = None, *, profile: str = "app",
+                 name: Optional[str] = None, page_cache_pages: Union[int, str, None] = None,
+                 page_cache_decay_ms: Union[int, str, None] = None) -> None:
         if not checked:
             raise ZsArgumentError(_errno.EINVAL, "a Python Pool is always checked: C's "
                                   "checked mode is what refuses a freed or stale handle")
@@ -534,7 +650,7 @@ class Pool(_Closable):
                  "deferred_worker": deferred_worker, "class_shards": class_shards,
                  "name": name, "page_cache_pages": page_cache_pages,
                  "page_cache_decay_ms": page_cache_decay_ms}
-        keep = []
+        keep: List[Any] = []
         cfg = _set_pool_options(_profile_init("pool", profile, _L.PoolConfig()), given, keep)
         ctypes.set_errno(0)
         p = _L.need("zs_create_pool")(ctypes.byref(cfg))
@@ -554,13 +670,13 @@ class Pool(_Closable):
                            profile=profile)
 
     @property
-    def class_shards(self):
+    def class_shards(self) -> int:
         """Copies of each size class the pool has (1: the kernel's layout)."""
         with self._lock:
             return _L.need("zs_pool_class_shards")(self._pool())
 
     # -- lifetime --
-    def close(self):
+    def close(self) -> None:
         lock = getattr(self, "_lock", None)
         if lock is None:
             return
@@ -570,12 +686,12 @@ class Pool(_Closable):
                 self._p = None
                 self._sizes.clear()
 
-    def _pool(self):
+    def _pool(self) -> Any:
         if not getattr(self, "_p", None):
             raise ZsArgumentError(_errno.EINVAL, "pool is closed")
         return self._p
 
-    def _entry(self, handle):
+    def _entry(self, handle: Any) -> int:
         """The size table's entry of a handle that is live in this pool, else raise."""
         if not isinstance(handle, int) or isinstance(handle, bool):
             raise TypeError(f"handle must be an int, not {type(handle).__name__}")
@@ -591,11 +707,11 @@ class Pool(_Closable):
         return e
 
     @staticmethod
-    def _stale(handle):
+    def _stale(handle: int) -> ZsArgumentError:
         return ZsArgumentError(_errno.EINVAL, f"handle {handle:#x} is stale: it was freed "
                                f"and its slot now holds another object (generation differs)")
 
-    def _refused(self, handle, what):
+    def _refused(self, handle: int, what: str) -> ZsArgumentError:
         """C's checked mode refused a handle the table took for live: say which way."""
         e = self._sizes.entry(handle)
         if e and (e ^ handle) & ~_H_ADDR:
@@ -605,12 +721,12 @@ class Pool(_Closable):
 
     # -- objects --
     @property
-    def page_size(self):
+    def page_size(self) -> int:
         self._pool()
-        return self._page_size
+        return int(self._page_size)
 
     @_locked
-    def malloc(self, size):
+    def malloc(self, size: int) -> Handle:
         """Allocate size bytes (1..page_size); returns a handle.  Size 0 or above the page
         size raises ZsArgumentError (errno EINVAL / ENOSPC) before C is called."""
         pool = self._pool()
@@ -619,10 +735,10 @@ class Pool(_Closable):
         if _is_err(h):
             raise ZsError(h - (1 << (8 * ctypes.sizeof(ctypes.c_ulong))), f"zs_malloc({size})")
         self._sizes.add(h, size)
-        return h
+        return int(h)
 
     @_locked
-    def free(self, handle, deferred=False):
+    def free(self, handle: Handle, deferred: bool = False) -> None:
         """Free an object (deferred=True: zs_free_deferred, see flush())."""
         size = _size_of_entry(self._entry(handle))
         fn = "zs_free_deferred" if deferred else "zs_free"
@@ -631,24 +747,51 @@ class Pool(_Closable):
         self._sizes.remove(handle, size)
 
     @_locked
-    def flush(self):
+    def flush(self) -> None:
         """Wait until every deferred free issued so far is done."""
         _L.need("zs_free_deferred_flush")(self._pool())
 
     @_locked
-    def write(self, handle, data, offset=0):
-        """Write bytes at the start of the object (len(data) <= its size)."""
+    def write(self, handle: Handle, data: Buffer, offset: int = 0) -> None:
+        """Write a bytes-like object at the start of the object (its length <= the object's
+        size).  C reads the buffer in place: no copy is made on the Python side."""
         size = _size_of_entry(self._entry(handle))
-        data = _to_bytes(data)
         if offset != 0:
             raise ValueError("only offset 0 is supported (zs_obj_write writes from the start)")
-        if len(data) > size:
-            raise ValueError(f"{len(data)} bytes do not fit in a {size}-byte object")
-        if _L.need("zs_obj_write")(self._p, handle, data, len(data)) < 0:
-            raise self._refused(handle, "zs_obj_write")
+        with _borrow(data) as (p, n):
+            if n > size:
+                raise ValueError(f"{n} bytes do not fit in a {size}-byte object")
+            if _L.need("zs_obj_write")(self._p, handle, p, n) < 0:
+                raise self._refused(handle, "zs_obj_write")
 
     @_locked
-    def read(self, handle, length=None):
+    def read_into(self, handle: Handle, buffer: Buffer, length: Optional[int] = None) -> int:
+        """Copy the first `length` bytes of the object (default: all of it) into the start
+        of a writable contiguous buffer (bytearray, memoryview, numpy array, mmap) at least
+        that long; returns the bytes copied.  No bytes object is made."""
+        size = _size_of_entry(self._entry(handle))
+        if length is None:
+            length = size
+        if not isinstance(length, int) or isinstance(length, bool) or not 0 <= length <= size:
+            raise ValueError(f"length must be in 0..{size}, not {length!r}")
+        with _borrow(buffer, writable=True) as (dst, n):
+            if n < length:
+                raise ValueError(f"buffer of {n} bytes is shorter than {length}")
+            if length == 0:
+                return 0
+            # an object that spans two pages is assembled in dst itself (the local copy)
+            p = _L.need("zs_obj_read_begin")(self._p, handle, length, dst)
+            if not p:
+                raise self._refused(handle, "zs_obj_read_begin")
+            try:
+                if p != dst:
+                    ctypes.memmove(dst, p, length)
+            finally:
+                _L.need("zs_obj_read_end")(self._p, handle, length, p)
+        return length
+
+    @_locked
+    def read(self, handle: Handle, length: Optional[int] = None) -> bytes:
         """Return the first `length` bytes of the object (default: all of it)."""
         size = _size_of_entry(self._entry(handle))
         if length is None:
@@ -667,50 +810,50 @@ class Pool(_Closable):
             _L.need("zs_obj_read_end")(self._p, handle, length, p)
 
     @_locked
-    def store(self, data):
-        """malloc + write: keep bytes, return the handle."""
-        data = _to_bytes(data)
-        h = self.malloc(len(data))
-        if _L.need("zs_obj_write")(self._p, h, data, len(data)) < 0:
-            self.free(h)
-            raise ZsError(_errno.EIO, "zs_obj_write")
+    def store(self, data: Buffer) -> Handle:
+        """malloc + write: keep a bytes-like object (read in place), return the handle."""
+        with _borrow(data) as (p, n):
+            h = self.malloc(n)
+            if _L.need("zs_obj_write")(self._p, h, p, n) < 0:
+                self.free(h)
+                raise ZsError(_errno.EIO, "zs_obj_write")
         return h
 
     @_locked
-    def handles(self):
+    def handles(self) -> List[Handle]:
         """The live handles (a new list)."""
         return self._sizes.handles()
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self._sizes.n
 
     # -- pool --
     @_locked
-    def compact(self):
+    def compact(self) -> int:
         """Compact every class; returns pages freed."""
         return _L.need("zs_compact")(self._pool())
 
     @_locked
-    def total_pages(self):
+    def total_pages(self) -> int:
         """Pool pages in use (the kernel's pages_allocated)."""
         return _L.need("zs_get_total_pages")(self._pool())
 
     @_locked
-    def trim(self):
+    def trim(self) -> None:
         _L.need("zs_pool_trim")(self._pool())
 
     @_locked
-    def huge_class_size(self):
+    def huge_class_size(self) -> int:
         return _L.need("zs_huge_class_size")(self._pool())
 
     @_locked
-    def class_index(self, size):
+    def class_index(self, size: int) -> int:
         """Physical class index for a request of `size` bytes."""
         _int_arg("size", size, 1, self.page_size, _errno.ENOSPC)
         return _check(_L.need("zs_lookup_class_index")(self._pool(), size), "zs_lookup_class_index")
 
     @_locked
-    def stats(self):
+    def stats(self) -> Dict[str, Any]:
         st = _L.PoolStats()
         _L.need("zs_pool_stats")(self._pool(), ctypes.byref(st))
         ps = self.page_size
@@ -722,21 +865,36 @@ class Pool(_Closable):
                 "pages_compacted": st.pages_compacted}
 
     @_locked
-    def class_count(self):
+    def class_count(self) -> int:
         return _L.need("zs_class_count")(self._pool())
 
+    @overload
+    def class_info(self, index: int) -> ClassInfo: ...
+    @overload
+    def class_info(self, index: None = None) -> List[ClassInfo]: ...
+
     @_locked
-    def class_info(self, index=None):
+    def class_info(self, index: Optional[int] = None) -> Union[ClassInfo, List[ClassInfo]]:
         """ClassInfo of one logical class, or a list of all of them."""
         fn = _L.need("zs_class_info")
         if index is None:
-            return [self.class_info(i) for i in range(self.class_count())]
+            return [self._class_info(i) for i in range(self.class_count())]
+        return self._class_info(index)
+
+    def _class_info(self, index: int) -> ClassInfo:
+        fn = _L.need("zs_class_info")
         c = _L.ClassInfoC()
         _check(fn(self._pool(), index, ctypes.byref(c)), f"zs_class_info({index})")
         return ClassInfo(c)
 
+    @overload
+    def class_stats(self, index: int, used_only: bool = True) -> ClassStats: ...
+    @overload
+    def class_stats(self, index: None = None, used_only: bool = True) -> List[ClassStats]: ...
+
     @_locked
-    def class_stats(self, index=None, used_only=True):
+    def class_stats(self, index: Optional[int] = None,
+                    used_only: bool = True) -> Union[ClassStats, List[ClassStats]]:
         """ClassStats of one physical class, or a list (those with objects if used_only)."""
         fn = _L.need("zs_class_stats")
         if index is None:
@@ -752,7 +910,7 @@ class Pool(_Closable):
         return ClassStats(c)
 
 
-def _comp_ok(name):
+def _comp_ok(name: str) -> None:
     """Refuse an unknown compressor by naming the valid ones (C would say only EINVAL)."""
     rc = _L.need("zs_comp_check")(name.encode())
     if rc < 0:
@@ -765,10 +923,10 @@ def _comp_ok(name):
 class Compressor(_Closable):
     """One compressor context: "lz4", "lz4:N", "lz4hc[:N]", "zstd[:N]", "lzo"."""
 
-    def __init__(self, name="lz4", max_src=65536):
+    def __init__(self, name: str = "lz4", max_src: int = 65536) -> None:
         if not isinstance(name, str):
             raise TypeError("compressor name must be a str")
-        _int_arg("max_src", max_src, 1, 1 << 30)
+        _c_int_arg("max_src", max_src, ctypes.c_size_t)   # its range is zs_comp_create's
         _comp_ok(name)
         out = ctypes.c_void_p()
         _check(_L.need("zs_comp_create")(name.encode(), max_src, ctypes.byref(out)),
@@ -779,7 +937,7 @@ class Compressor(_Closable):
         self.name = _L.need("zs_comp_name")(self._c).decode()
         self._dst = ctypes.create_string_buffer(_L.need("zs_comp_bound")(self._c, max_src))
 
-    def close(self):
+    def close(self) -> None:
         lock = getattr(self, "_lock", None)
         if lock is None:
             return
@@ -788,41 +946,39 @@ class Compressor(_Closable):
                 _L.need("zs_comp_destroy")(self._c)
                 self._c = None
 
-    def _ctx(self):
+    def _ctx(self) -> Any:
         if not self._c:
             raise ZsArgumentError(_errno.EINVAL, "compressor is closed")
         return self._c
 
+    def _compress(self, data: Buffer) -> int:
+        with _borrow(data) as (p, n):
+            if n > self.max_src:
+                raise ValueError(f"input of {n} bytes exceeds max_src {self.max_src}")
+            return _check(_L.need("zs_compress")(self._ctx(), p, n, self._dst, len(self._dst)),
+                          "zs_compress")
+
     @_locked
-    def compress(self, data):
-        data = _to_bytes(data)
-        if len(data) > self.max_src:
-            raise ValueError(f"input of {len(data)} bytes exceeds max_src {self.max_src}")
-        n = _check(_L.need("zs_compress")(self._ctx(), data, len(data), self._dst, len(self._dst)),
-                   "zs_compress")
+    def compress(self, data: Buffer) -> bytes:
+        n = self._compress(data)
         return self._dst.raw[:n]
 
     @_locked
-    def compressed_size(self, data):
-        data = _to_bytes(data)
-        if len(data) > self.max_src:
-            raise ValueError(f"input of {len(data)} bytes exceeds max_src {self.max_src}")
-        return _check(_L.need("zs_compress")(self._ctx(), data, len(data), self._dst,
-                                             len(self._dst)), "zs_compress")
+    def compressed_size(self, data: Buffer) -> int:
+        return self._compress(data)
 
     @_locked
-    def decompress(self, data, orig_len):
-        data = _to_bytes(data)
+    def decompress(self, data: Buffer, orig_len: int) -> bytes:
         if not isinstance(orig_len, int) or isinstance(orig_len, bool) or orig_len <= 0:
             raise ValueError("orig_len must be a positive int")
         _int_arg("orig_len", orig_len, 1, 1 << 30)
         out = ctypes.create_string_buffer(orig_len)
-        _check(_L.need("zs_decompress")(self._ctx(), data, len(data), out, orig_len),
-               "zs_decompress")
+        with _borrow(data) as (p, n):
+            _check(_L.need("zs_decompress")(self._ctx(), p, n, out, orig_len), "zs_decompress")
         return out.raw
 
 
-def _dict_arg(name, v, keep):
+def _dict_arg(name: str, v: Any, keep: List[Any]) -> Tuple[Any, int, Optional[bytes]]:
     """A compressor dictionary: bytes-like (copied by C at create) or a path (str/PathLike)
     whose whole contents are the dictionary.  Returns (data, length, path) for the config."""
     if v is None:
@@ -854,27 +1010,33 @@ class ZramStore(_Closable):
     zsmalloc pool's config as C holds it.
     """
 
-    def __init__(self, slots=None, disksize=None, page_size=4096, comp="lz4", recomp=None,
-                 backend="zsmalloc", mem_limit=0, deferred_free=False, streams=0,
-                 track_actime=False, chain=None, delta=None, chain_policy=None,
-                 free_mode=None, checked=True, *, profile="app", class_shards=None,
-                 max_pages=None, deferred_capacity=None, deferred_worker=None,
-                 page_cache_pages=None, page_cache_decay_ms=None, name=None,
-                 comp_level=0, recomp_level=0, comp_dict=None, recomp_dict=None,
-                 group_pages=0):
+    def __init__(self, slots: Optional[int] = None, disksize: Optional[int] = None,
+                 page_size: Optional[int] = None, comp: str = "lz4",
+                 recomp: Optional[str] = None, backend: str = "zsmalloc", mem_limit: int = 0,
+                 deferred_free: bool = False, streams: int = 0, track_actime: bool = False,
+                 chain: Optional[int] = None, delta: Optional[int] = None,
+                 chain_policy: Optional[str] = None, free_mode: Optional[str] = None,
+                 checked: bool = True, *, profile: str = "app",
+                 class_shards: Union[int, str, None] = None, max_pages: Optional[int] = None,
+                 deferred_capacity: Optional[int] = None,
+                 deferred_worker: Optional[bool] = None,
+                 page_cache_pages: Union[int, str, None] = None,
+                 page_cache_decay_ms: Union[int, str, None] = None, name: Optional[str] = None,
+                 comp_level: int = 0, recomp_level: int = 0, comp_dict: Any = None,
+                 recomp_dict: Any = None, group_pages: int = 0) -> None:
+        # Only types and C field widths are checked here; every range (page size, slots,
+        # limits, backend kind) is zs_zram_create's to refuse, with its reason.
         cfg = _profile_init("zram", profile, _L.ZramConfig())
         if (slots is None) == (disksize is None):
             raise ValueError("give exactly one of slots or disksize")
-        _page_size_arg(page_size)
-        if slots is not None and (not isinstance(slots, int) or slots <= 0):
-            raise ValueError("slots must be a positive int")
+        if page_size is not None:
+            cfg.page_size = _c_int_arg("page_size", page_size, ctypes.c_size_t)
         if slots is not None:
-            _int_arg("slots", slots, 1, _U64 // page_size)
-        if disksize is not None and (not isinstance(disksize, int) or disksize < page_size):
-            raise ValueError("disksize must be an int >= page_size")
-        if disksize is not None:
-            _int_arg("disksize", disksize, page_size, _U64)
-        _int_arg("mem_limit", mem_limit, 0, _U64)
+            _c_int_arg("slots", slots, ctypes.c_uint64)
+            cfg.disksize = _c_int_arg("slots * page_size", slots * cfg.page_size,
+                                      ctypes.c_uint64)
+        else:
+            cfg.disksize = _c_int_arg("disksize", disksize, ctypes.c_uint64)
         if not isinstance(comp, str) or (recomp is not None and not isinstance(recomp, str)):
             raise TypeError("comp/recomp must be str")
         if not isinstance(backend, str):
@@ -882,17 +1044,13 @@ class ZramStore(_Closable):
         _comp_ok(comp)
         if recomp is not None:
             _comp_ok(recomp)
-        if backend not in backend_kinds(all=True):
-            raise ZsArgumentError(_errno.EINVAL, f"backend {backend!r} is not one of "
-                                  f"{', '.join(backend_kinds(all=True))}")
         # keep the encoded strings (and dictionaries) alive as long as the store
-        self._keep = [comp.encode(), recomp.encode() if recomp else None, backend.encode()]
-        cfg.page_size = page_size
-        cfg.disksize = disksize if disksize is not None else slots * page_size
+        self._keep: List[Any] = [comp.encode(), recomp.encode() if recomp else None,
+                                 backend.encode()]
         cfg.comp = self._keep[0]
         cfg.recomp = self._keep[1]
         cfg.backend.kind = self._keep[2]
-        cfg.backend.page_size = page_size
+        cfg.backend.page_size = cfg.page_size
         cfg.backend.checked = 1 if checked else 0
         if max_pages is not None:      # the backend's limit (the pool's field is not read)
             cfg.backend.max_pages = _c_int_arg("max_pages", max_pages, ctypes.c_size_t)
@@ -902,7 +1060,7 @@ class ZramStore(_Closable):
                      "deferred_worker": deferred_worker, "page_cache_pages": page_cache_pages,
                      "page_cache_decay_ms": page_cache_decay_ms, "name": name}
         _set_pool_options(cfg.backend.zs, pool_opts, self._keep)
-        cfg.mem_limit = mem_limit
+        cfg.mem_limit = _c_int_arg("mem_limit", mem_limit, ctypes.c_uint64)
         cfg.deferred_free = 1 if deferred_free else 0
         cfg.streams = _c_int_arg("streams", streams, ctypes.c_uint)
         cfg.track_actime = 1 if track_actime else 0
@@ -931,19 +1089,19 @@ class ZramStore(_Closable):
         self._z = out.value
         # C calls run in parallel (the store is thread-safe); close() waits for them
         self._gate = _Gate(self._z, lambda: ZsArgumentError(_errno.EINVAL, "store is closed"))
-        self.page_size = _L.need("zs_zram_page_size")(self._z)
-        self.slots = _L.need("zs_zram_slots")(self._z)
-        self.comp = _L.need("zs_zram_comp_name")(self._z).decode()
+        self.page_size: int = _L.need("zs_zram_page_size")(self._z)
+        self.slots: int = _L.need("zs_zram_slots")(self._z)
+        self.comp: str = _L.need("zs_zram_comp_name")(self._z).decode()
         self.backend = backend
         self.profile = profile
 
     @_gated
-    def pool_config(self):
+    def pool_config(self) -> Optional[Dict[str, Any]]:
         """The zsmalloc pool's config as C holds it (Pool.config's names, and "shards": the
         copies of each size class it has), or None when the backend is not zsmalloc."""
         return _zspool_config(self._store())
 
-    def close(self):
+    def close(self) -> None:
         gate = getattr(self, "_gate", None)
         if gate is None:
             if getattr(self, "_z", None):       # created, but failed before the gate was set
@@ -955,15 +1113,15 @@ class ZramStore(_Closable):
             _L.need("zs_zram_destroy")(z)
             self._z = None
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.slots
 
-    def _store(self):
+    def _store(self) -> Any:
         if not getattr(self, "_z", None):
             raise ZsArgumentError(_errno.EINVAL, "store is closed")
         return self._z
 
-    def _index(self, index):
+    def _index(self, index: Any) -> int:
         if not isinstance(index, int) or isinstance(index, bool):
             raise TypeError("slot index must be an int")
         if not 0 <= index < self.slots:
@@ -971,16 +1129,17 @@ class ZramStore(_Closable):
         return index
 
     @_gated
-    def write(self, index, page):
-        """Store exactly page_size bytes in slot `index`."""
-        page = _to_bytes(page)
-        if len(page) != self.page_size:
-            raise ValueError(f"a page is {self.page_size} bytes, got {len(page)}")
-        _check(_L.need("zs_zram_write")(self._store(), self._index(index), page),
-               f"zs_zram_write({index})")
+    def write(self, index: int, page: Buffer) -> None:
+        """Store exactly page_size bytes (any bytes-like object, read in place) in slot
+        `index`."""
+        with _borrow(page) as (p, n):
+            if n != self.page_size:
+                raise ValueError(f"a page is {self.page_size} bytes, got {n}")
+            _check(_L.need("zs_zram_write")(self._store(), self._index(index), p),
+                   f"zs_zram_write({index})")
 
     @_gated
-    def read(self, index):
+    def read(self, index: int) -> bytes:
         # a buffer per call: a shared one could be refilled by another thread's read
         # before this one copied it out
         buf = ctypes.create_string_buffer(self.page_size)
@@ -989,29 +1148,42 @@ class ZramStore(_Closable):
         return buf.raw
 
     @_gated
-    def discard(self, index):
+    def read_into(self, index: int, buffer: Buffer) -> int:
+        """Decompress slot `index` into the start of a writable contiguous buffer of at least
+        page_size bytes (bytearray, memoryview, numpy array, mmap); returns page_size."""
+        with _borrow(buffer, writable=True) as (p, n):
+            if n < self.page_size:
+                raise ValueError(f"buffer of {n} bytes is shorter than a page "
+                                 f"({self.page_size})")
+            _check(_L.need("zs_zram_read")(self._store(), self._index(index), p,
+                                           self.page_size), f"zs_zram_read({index})")
+        return self.page_size
+
+    @_gated
+    def discard(self, index: int) -> None:
         _check(_L.need("zs_zram_discard")(self._store(), self._index(index)),
                f"zs_zram_discard({index})")
 
     @_gated
-    def reset(self):
+    def reset(self) -> None:
         _L.need("zs_zram_reset")(self._store())
 
     @_gated
-    def flush(self):
+    def flush(self) -> None:
         _L.need("zs_zram_flush")(self._store())
 
     @_gated
-    def compact(self):
+    def compact(self) -> int:
         return _L.need("zs_zram_compact")(self._store())
 
     @_gated
-    def mark_idle(self, age_seconds=0):
+    def mark_idle(self, age_seconds: int = 0) -> int:
         _int_arg("age_seconds", age_seconds, 0, (1 << 32) - 1)
         return _check(_L.need("zs_zram_mark_idle")(self._store(), age_seconds), "zs_zram_mark_idle")
 
     @_gated
-    def recompress(self, type="all", threshold=0, max_pages=0):
+    def recompress(self, type: str = "all", threshold: int = 0,
+                   max_pages: int = 0) -> Dict[str, int]:
         r = _L.ZramRecompResult()
         t = _choice(type, RECOMP_TYPES, "type")
         _int_arg("threshold", threshold, 0, _U64)
@@ -1022,29 +1194,30 @@ class ZramStore(_Closable):
                 "incompressible": r.incompressible}
 
     @_gated
-    def slot_info(self, index):
+    def slot_info(self, index: int) -> Dict[str, Any]:
         size, flags, prio = ctypes.c_size_t(), ctypes.c_uint(), ctypes.c_uint()
         _check(_L.need("zs_zram_slot_info")(self._store(), self._index(index), ctypes.byref(size),
                                             ctypes.byref(flags), ctypes.byref(prio)),
                "zs_zram_slot_info")
         f = flags.value
-        return {"size": size.value, "flags": f, "prio": prio.value,
-                "same": bool(f & (1 << 17)), "huge": bool(f & (1 << 21)),
-                "idle": bool(f & (1 << 22)), "incompressible": bool(f & (1 << 23))}
+        out: Dict[str, Any] = {"size": size.value, "flags": f, "prio": prio.value}
+        for name, bit in _SLOT_FLAGS.items():
+            out[name] = bool(f & bit)
+        return out
 
     @_gated
-    def stats(self):
+    def stats(self) -> Dict[str, int]:
         st = _L.ZramStatsC()
         _L.need("zs_zram_get_stats")(self._store(), ctypes.byref(st))
         return {n: getattr(st, n) for n in _L.ZRAM_STAT_FIELDS}
 
-    def mm_stat(self):
+    def mm_stat(self) -> Dict[str, int]:
         """The nine mm_stat columns, in the kernel's order, as a dict."""
         s = self.stats()
         return {n: s[n] for n in _L.ZRAM_STAT_FIELDS[:9]}
 
     @_gated
-    def reset_mem_used_max(self):
+    def reset_mem_used_max(self) -> None:
         _L.need("zs_zram_reset_mem_used_max")(self._store())
 
 

@@ -14,6 +14,7 @@ import ctypes
 import ctypes.util
 import glob
 import os
+from typing import Any, Dict, List, Optional, Tuple
 
 c_size_t = ctypes.c_size_t
 c_ulong = ctypes.c_ulong
@@ -23,17 +24,85 @@ c_u64 = ctypes.c_uint64
 c_char_p = ctypes.c_char_p
 c_void_p = ctypes.c_void_p
 
-ZS_NR_FULLNESS_GROUPS = 12
-ZS_MAX_CHAIN = 16
-ZS_MIN_ALLOC_SIZE = 32
-ZS_CLASS_SHARDS_AUTO = 0xFFFFFFFF                    # zs_pool_config.class_shards (zsmalloc.h)
-ZS_PAGES_NO_CACHE = (1 << (8 * ctypes.sizeof(ctypes.c_size_t))) - 1   # (size_t)-1 (pages.h)
-ZS_PAGES_DECAY_NEVER = 0xFFFFFFFF                    # zs/pages.h
+# Loading (before the struct mirrors: their array lengths are C's constants).  _handle()
+# opens the library; lib() also declares the functions of _PROTOS, once.
+def _candidates() -> List[str]:
+    env = os.environ.get("LIBZS_LIBRARY")
+    if env:
+        return [env]
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = []
+    # Installed with pip: the library built and shipped with the package (setup.py).
+    bundled = os.path.join(here, "libzs.so")
+    if os.path.isfile(bundled):
+        out.append(bundled)
+    # Source checkout: python/libzs/_lib.py -> repo root is two levels up.
+    for root in (os.path.join(here, "..", ".."), os.path.join(here, "..")):
+        root = os.path.normpath(root)
+        for d in ["build"] + sorted(glob.glob(os.path.join(root, "build*"))):
+            p = os.path.join(root, d, "libzs.so")
+            if os.path.isfile(p) and p not in out:
+                out.append(p)
+    found = ctypes.util.find_library("zs")
+    if found:
+        out.append(found)
+    out.append("libzs.so")
+    return out
+
+
+class LibraryNotFound(ImportError):
+    """No loadable libzs.so: set LIBZS_LIBRARY or build the library."""
+
+
+_dll: Optional[ctypes.CDLL] = None
+_lib: Optional[ctypes.CDLL] = None
+_lib_path: Optional[str] = None
+
+
+def _handle() -> ctypes.CDLL:
+    global _dll, _lib_path
+    if _dll is not None:
+        return _dll
+    errors = []
+    for path in _candidates():
+        try:
+            _dll = ctypes.CDLL(path, use_errno=True)
+        except OSError as e:
+            errors.append(f"{path}: {e}")
+            continue
+        _lib_path = path
+        return _dll
+    raise LibraryNotFound("cannot load libzs.so (set LIBZS_LIBRARY to its path); tried:\n  "
+                          + "\n  ".join(errors or ["nothing found"]))
+
+
+def const(name: str) -> int:
+    """A public constant of include/zs/*.h by its C name, as the loaded library has it
+    (zs_const): flag bits, enum values and limits are never copied into Python."""
+    fn = _handle().zs_const
+    fn.restype, fn.argtypes = c_int, [c_char_p, ctypes.POINTER(ctypes.c_ulonglong)]
+    v = ctypes.c_ulonglong()
+    if fn(name.encode(), ctypes.byref(v)) < 0:
+        raise KeyError(f"libzs has no constant {name}")
+    return v.value
+
+
+ZS_NR_FULLNESS_GROUPS = const("ZS_NR_FULLNESS_GROUPS")
+ZS_MAX_CHAIN = const("ZS_MAX_CHAIN")
+ZS_MIN_ALLOC_SIZE = const("ZS_MIN_ALLOC_SIZE")
+ZS_CLASS_SHARDS_AUTO = const("ZS_CLASS_SHARDS_AUTO")      # zs_pool_config.class_shards
+ZS_PAGES_NO_CACHE = const("ZS_PAGES_NO_CACHE")            # zs_pool_config.page_cache_pages
+ZS_PAGES_DECAY_NEVER = const("ZS_PAGES_DECAY_NEVER")      # zs_pool_config.page_cache_decay_ms
+
+# Every config's ABI head and tail (docs/abi.md "Growing a config"): set by the C inits,
+# never options.
+CONFIG_ABI_FIELDS = ("struct_size", "reserved")
 
 
 class PoolConfig(ctypes.Structure):
     """struct zs_pool_config (include/zs/zsmalloc.h)."""
     _fields_ = [
+        ("struct_size", c_size_t),
         ("name", c_char_p),
         ("page_size", c_size_t),
         ("max_chain", c_uint),
@@ -47,6 +116,7 @@ class PoolConfig(ctypes.Structure):
         ("page_cache_pages", c_size_t),
         ("page_cache_decay_ms", c_uint),
         ("class_shards", c_uint),
+        ("reserved", c_u64 * 6),
     ]
 
 
@@ -88,17 +158,20 @@ class ClassStatsC(ctypes.Structure):
 class BackendConfig(ctypes.Structure):
     """struct zs_backend_config (include/zs/backend.h)."""
     _fields_ = [
+        ("struct_size", c_size_t),
         ("kind", c_char_p),
         ("page_size", c_size_t),
         ("max_pages", c_size_t),
         ("checked", c_int),
         ("zs", PoolConfig),
+        ("reserved", c_u64 * 4),
     ]
 
 
 class ZramConfig(ctypes.Structure):
     """struct zs_zram_config (include/zs/zram.h)."""
     _fields_ = [
+        ("struct_size", c_size_t),
         ("page_size", c_size_t),
         ("disksize", c_u64),
         ("comp", c_char_p),
@@ -120,6 +193,7 @@ class ZramConfig(ctypes.Structure):
         ("writeback_batch_size", c_uint),
         ("writeback_compressed", c_int),
         ("group_pages", c_uint),
+        ("reserved", c_u64 * 8),
     ]
 
 
@@ -146,16 +220,18 @@ class ZramRecompResult(ctypes.Structure):
 class RegionConfig(ctypes.Structure):
     """struct zs_region_config (include/zs/region.h)."""
     _fields_ = [
+        ("struct_size", c_size_t),
         ("size", c_size_t),
         ("store", ZramConfig),
         ("handler_threads", c_uint),
         ("fault_around", c_uint),
         ("spin_us", c_uint),
         ("resident_limit", c_size_t),
+        ("reserved", c_u64 * 8),
     ]
 
 
-ZS_REGION_LAT_BUCKETS = 24
+ZS_REGION_LAT_BUCKETS = const("ZS_REGION_LAT_BUCKETS")
 REGION_STAT_FIELDS = [
     "pages", "resident", "stored", "faults", "faults_zero", "faults_wp", "pages_in",
     "fault_around_pages", "pageouts", "reclaimed", "releases",
@@ -191,7 +267,14 @@ STRUCTS = {
 
 # name: (restype, [argtypes])
 _P = c_void_p
-_PROTOS = {
+_STRS = ctypes.POINTER(c_char_p)
+_PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
+    "zs_const": (c_int, [c_char_p, ctypes.POINTER(ctypes.c_ulonglong)]),
+    "zs_const_names": (_STRS, []),
+    "zs_free_mode_names": (_STRS, []),
+    "zs_free_mode_parse": (c_int, [c_char_p, ctypes.POINTER(c_int)]),
+    "zs_chain_policy_names": (_STRS, []),
+    "zs_chain_policy_parse": (c_int, [c_char_p, ctypes.POINTER(c_int)]),
     "zs_pool_config_init": (None, [ctypes.POINTER(PoolConfig)]),
     "zs_pool_config_init_app": (None, [ctypes.POINTER(PoolConfig)]),
     "zs_pool_get_config": (ctypes.POINTER(PoolConfig), [_P]),
@@ -271,68 +354,29 @@ _PROTOS = {
 }
 
 
-def _candidates():
-    env = os.environ.get("LIBZS_LIBRARY")
-    if env:
-        return [env]
-    here = os.path.dirname(os.path.abspath(__file__))
-    out = []
-    # Installed with pip: the library built and shipped with the package (setup.py).
-    bundled = os.path.join(here, "libzs.so")
-    if os.path.isfile(bundled):
-        out.append(bundled)
-    # Source checkout: python/libzs/_lib.py -> repo root is two levels up.
-    for root in (os.path.join(here, "..", ".."), os.path.join(here, "..")):
-        root = os.path.normpath(root)
-        for d in ["build"] + sorted(glob.glob(os.path.join(root, "build*"))):
-            p = os.path.join(root, d, "libzs.so")
-            if os.path.isfile(p) and p not in out:
-                out.append(p)
-    found = ctypes.util.find_library("zs")
-    if found:
-        out.append(found)
-    out.append("libzs.so")
-    return out
-
-
-class LibraryNotFound(ImportError):
-    """No loadable libzs.so: set LIBZS_LIBRARY or build the library."""
-
-
-_lib = None
-_lib_path = None
-
-
-def lib():
-    """The loaded library (loaded and declared on first use)."""
-    global _lib, _lib_path
+def lib() -> ctypes.CDLL:
+    """The loaded library, its functions declared (on first use)."""
+    global _lib
     if _lib is not None:
         return _lib
-    errors = []
-    for path in _candidates():
-        try:
-            handle = ctypes.CDLL(path, use_errno=True)
-        except OSError as e:
-            errors.append(f"{path}: {e}")
-            continue
-        for name, (res, args) in _PROTOS.items():
-            fn = getattr(handle, name, None)
-            if fn is None:
-                continue  # declared lazily-missing: callers get AttributeError via need()
-            fn.restype = res
-            fn.argtypes = args
-        _lib, _lib_path = handle, path
-        return _lib
-    raise LibraryNotFound("cannot load libzs.so (set LIBZS_LIBRARY to its path); tried:\n  "
-                          + "\n  ".join(errors or ["nothing found"]))
+    handle = _handle()
+    for name, (res, args) in _PROTOS.items():
+        fn = getattr(handle, name, None)
+        if fn is None:
+            continue  # declared lazily-missing: callers get NotImplementedError via need()
+        fn.restype = res
+        fn.argtypes = args
+    _lib = handle
+    return _lib
 
 
-def library_path():
+def library_path() -> str:
     lib()
+    assert _lib_path is not None
     return _lib_path
 
 
-def need(name):
+def need(name: str) -> Any:
     """A C function by name, with a clear error if this build lacks it."""
     fn = getattr(lib(), name, None)
     if fn is None:

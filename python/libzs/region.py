@@ -36,18 +36,22 @@ the memoryview's shared buffer), so its reference count says whether any exist
 (CPython's exact reference counts), and the array holds the C region, whose
 finalizer destroys it when the Region and the last export are gone.
 """
+from __future__ import annotations
+
 import ctypes
 import sys
 import threading
+from typing import Any, Dict, Optional, Tuple, Union
 
 from . import _lib as _L
 from . import (_Closable, _Gate, _check, _choice, _c_int_arg, _create_error, _dict_arg,
                _profile_init, _set_pool_options, _zspool_config)
 
-ADVICE = {"cold": 1, "hot": 2, "pageout": 3}
+ADVICE = {"cold": _L.const("ZS_REGION_COLD"), "hot": _L.const("ZS_REGION_HOT"),
+          "pageout": _L.const("ZS_REGION_PAGEOUT")}
 
 
-def available():
+def available() -> Tuple[bool, str]:
     """(True, "") if regions can be created in this process, else (False, reason)."""
     err = ctypes.create_string_buffer(512)
     ok = _L.need("zs_region_available")(err, len(err))
@@ -60,16 +64,16 @@ class _Mapping(_Gate):
     waits for calls in flight on other threads."""
     __slots__ = ("_destroy",)
 
-    def __init__(self, ptr):
+    def __init__(self, ptr: Any) -> None:
         super().__init__(ptr, lambda: ValueError("region is closed"))
         self._destroy = _L.need("zs_region_destroy")
 
-    def destroy(self):
+    def destroy(self) -> None:
         p = self.take()
         if p:
             self._destroy(p)
 
-    def __del__(self):
+    def __del__(self) -> None:
         self.destroy()
 
 
@@ -77,8 +81,9 @@ class Region(_Closable):
     """
     size bytes of compressible memory.  comp/backend/deferred_free configure the store;
     handlers is the number of fault-handler threads, fault_around the pages installed per
-    sequential fault, spin_us how long handlers spin before sleeping (0: library default),
-    resident_limit bytes kept resident by automatic reclaim (0: off).
+    sequential fault, spin_us how long handlers spin before sleeping, resident_limit bytes
+    kept resident by automatic reclaim (0: off); None leaves the profile's value (struct
+    zs_region_config in include/zs/region.h has each default and range).
 
     profile: "app" (default, zs_region_config_init_app: the store's pool in the
     application profile) | "kernel" (zs_region_config_init: the kernel's pool layout).
@@ -97,19 +102,26 @@ class Region(_Closable):
     close() waits for those in flight.
     """
 
-    def __init__(self, size, comp="lz4", backend="zsmalloc", free_mode=None,
-                 deferred_free=False, handlers=1, fault_around=16, spin_us=0,
-                 resident_limit=0, *, profile="app", chain=None, delta=None,
-                 chain_policy=None, class_shards=None, deferred_capacity=None,
-                 deferred_worker=None, page_cache_pages=None, page_cache_decay_ms=None,
-                 name=None, max_pages=None, checked=None, mem_limit=0, streams=0,
-                 comp_level=0, comp_dict=None):
-        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
-            raise ValueError("size must be a positive int")
+    def __init__(self, size: int, comp: str = "lz4", backend: str = "zsmalloc",
+                 free_mode: Optional[str] = None, deferred_free: bool = False,
+                 handlers: Optional[int] = None, fault_around: Optional[int] = None,
+                 spin_us: Optional[int] = None, resident_limit: Optional[int] = None, *,
+                 profile: str = "app", chain: Optional[int] = None,
+                 delta: Optional[int] = None, chain_policy: Optional[str] = None,
+                 class_shards: Union[int, str, None] = None,
+                 deferred_capacity: Optional[int] = None,
+                 deferred_worker: Optional[bool] = None,
+                 page_cache_pages: Union[int, str, None] = None,
+                 page_cache_decay_ms: Union[int, str, None] = None, name: Optional[str] = None,
+                 max_pages: Optional[int] = None, checked: Optional[bool] = None,
+                 mem_limit: int = 0, streams: int = 0, comp_level: int = 0,
+                 comp_dict: Any = None) -> None:
+        # Only types and C field widths are checked here; the ranges (size 0 included)
+        # are zs_region_create's to refuse, with its reason.
         if not isinstance(comp, str) or not isinstance(backend, str):
             raise TypeError("comp and backend must be str")
         cfg = _profile_init("region", profile, _L.RegionConfig())
-        self._keep = [comp.encode(), backend.encode()]
+        self._keep: list = [comp.encode(), backend.encode()]
         cfg.size = _c_int_arg("size", size, ctypes.c_size_t)
         cfg.store.comp = self._keep[0]
         cfg.store.backend.kind = self._keep[1]
@@ -129,46 +141,51 @@ class Region(_Closable):
         cfg.store.comp_level = _c_int_arg("comp_level", comp_level, ctypes.c_int)
         cfg.store.comp_dict, cfg.store.comp_dict_len, cfg.store.comp_dict_path = _dict_arg(
             "comp_dict", comp_dict, self._keep)
-        cfg.handler_threads = _c_int_arg("handlers", handlers, ctypes.c_uint)
-        cfg.fault_around = _c_int_arg("fault_around", fault_around, ctypes.c_uint)
-        cfg.spin_us = _c_int_arg("spin_us", spin_us, ctypes.c_uint)
-        cfg.resident_limit = _c_int_arg("resident_limit", resident_limit, ctypes.c_size_t)
+        for opt, field, v, ctype in (("handlers", "handler_threads", handlers, ctypes.c_uint),
+                                     ("fault_around", "fault_around", fault_around,
+                                      ctypes.c_uint),
+                                     ("spin_us", "spin_us", spin_us, ctypes.c_uint),
+                                     ("resident_limit", "resident_limit", resident_limit,
+                                      ctypes.c_size_t)):
+            if v is not None:
+                setattr(cfg, field, _c_int_arg(opt, v, ctype))
         out = ctypes.c_void_p()
         err = ctypes.create_string_buffer(512)
         rc = _L.need("zs_region_create")(ctypes.byref(cfg), ctypes.byref(out), err, len(err))
         if rc < 0:
             given = dict(profile=profile, max_pages=max_pages, checked=checked, **pool_opts)
             for k, v, dflt in (("mem_limit", mem_limit, 0), ("streams", streams, 0),
-                               ("comp_level", comp_level, 0), ("handlers", handlers, 1),
-                               ("fault_around", fault_around, 16), ("spin_us", spin_us, 0),
-                               ("resident_limit", resident_limit, 0)):
+                               ("comp_level", comp_level, 0), ("handlers", handlers, None),
+                               ("fault_around", fault_around, None), ("spin_us", spin_us, None),
+                               ("resident_limit", resident_limit, None)):
                 if v != dflt:
                     given[k] = v
             raise _create_error(rc, "zs_region_create", err.value.decode(errors="replace"),
                                 given)
         self._lock = threading.Lock()   # view()/numpy() against close() on another thread
-        self._m = _Mapping(out.value)
-        self._arr = None                # the exporter: made by the first view()/numpy()
-        self.size = _L.need("zs_region_size")(out.value)
-        self.addr = _L.need("zs_region_addr")(out.value)
+        self._m: Optional[_Mapping] = _Mapping(out.value)
+        self._arr: Any = None           # the exporter: made by the first view()/numpy()
+        self.size: int = _L.need("zs_region_size")(out.value)
+        self.addr: int = _L.need("zs_region_addr")(out.value)
+        self.page_size: int = _L.need("zs_zram_page_size")(_L.need("zs_region_store")(out.value))
         self.profile = profile
 
-    def pool_config(self):
+    def pool_config(self) -> Optional[Dict[str, Any]]:
         """The store's zsmalloc pool config as C holds it (Pool.config's names, and
         "shards": the copies of each size class), or None when the backend is not zsmalloc."""
         with self._mapping() as r:
             return _zspool_config(_L.need("zs_region_store")(r))
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return getattr(self, "_m", None) is None
 
-    def _exported(self):
+    def _exported(self) -> bool:
         """True while a memoryview or array of the region exists: anything but self._arr
         (and getrefcount's own argument) refers to the exporter."""
         return self._arr is not None and sys.getrefcount(self._arr) > 2
 
-    def close(self):
+    def close(self) -> None:
         """Destroy the region now.  BufferError (and the region stays open) while a view or
         array of it exists; a second close() does nothing."""
         lock = getattr(self, "_lock", None)
@@ -185,14 +202,14 @@ class Region(_Closable):
             self._m = None
         m.destroy()                     # waits for C calls in flight on other threads
 
-    def _detach(self):
+    def _detach(self) -> None:
         """Closed for its own methods; the views left keep the memory until they go."""
         with self._lock:
             self._arr = None
             self._m = None
 
-    def __exit__(self, exc_type, *exc):
-        if exc_type is None:
+    def __exit__(self, *exc: Any) -> None:
+        if not exc or exc[0] is None:
             self.close()
             return
         try:                            # do not hide the block's exception behind a BufferError
@@ -200,77 +217,76 @@ class Region(_Closable):
         except BufferError:
             self._detach()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
             pass                        # views left: the mapping goes with the last of them
 
-    def _mapping(self):
+    def _mapping(self) -> _Mapping:
         m = getattr(self, "_m", None)
         if m is None:
             raise ValueError("region is closed")
         return m
 
-    def _exporter(self):
+    def _exporter(self) -> Any:
         with self._lock:
             self._mapping()
             if self._arr is None:
-                arr = (ctypes.c_ubyte * self.size).from_address(self.addr)
+                arr: Any = (ctypes.c_ubyte * self.size).from_address(self.addr)
                 arr._mapping = self._m  # an export keeps the C region alive
                 self._arr = arr
             return self._arr
 
-    def _range(self, offset, length):
+    def _range(self, offset: int, length: Optional[int]) -> Tuple[int, int]:
+        """The C call's (address, length); whether the range is inside the region and
+        page-aligned is C's to decide (EINVAL, raised as ZsArgumentError)."""
+        _c_int_arg("offset", offset, ctypes.c_size_t)
         if length is None:
-            length = self.size - offset
-        if offset < 0 or length < 0 or offset + length > self.size:
-            raise ValueError("range outside the region")
-        if offset % 4096 or length % 4096:
-            raise ValueError("offset and length must be multiples of the page size")
-        return self.addr + offset, length
+            length = max(self.size - offset, 0)
+        return self.addr + offset, _c_int_arg("length", length, ctypes.c_size_t)
 
-    def view(self):
+    def view(self) -> memoryview:
         """A writable memoryview (format 'B') over the whole region (close() raises
         BufferError while it, or anything made from it, exists)."""
         return memoryview(self._exporter()).cast("B")
 
-    def numpy(self, dtype="uint8", shape=None):
+    def numpy(self, dtype: Any = "uint8", shape: Any = None) -> Any:
         """A numpy array over the region (needs numpy; close() raises BufferError while it,
         or a view of it, exists)."""
         import numpy as np
         a = np.frombuffer(self._exporter(), dtype=dtype)   # its base is the exporter
         return a.reshape(shape) if shape is not None else a
 
-    def pageout(self, offset=0, length=None):
+    def pageout(self, offset: int = 0, length: Optional[int] = None) -> int:
         """Compress and drop the resident pages of a range; returns pages stored."""
         a, n = self._range(offset, length)
         with self._mapping() as r:
             return _check(_L.need("zs_region_pageout")(r, a, n), "zs_region_pageout")
 
-    def release(self, offset=0, length=None):
+    def release(self, offset: int = 0, length: Optional[int] = None) -> None:
         """Forget a range: stored objects freed, pages read as zeros afterwards."""
         a, n = self._range(offset, length)
         with self._mapping() as r:
             _check(_L.need("zs_region_release")(r, a, n), "zs_region_release")
 
-    def advise(self, advice, offset=0, length=None):
+    def advise(self, advice: str, offset: int = 0, length: Optional[int] = None) -> None:
         """advice: "cold" | "hot" | "pageout" (hints for automatic reclaim)."""
         a, n = self._range(offset, length)
         adv = _choice(advice, ADVICE, "advice")
         with self._mapping() as r:
             _check(_L.need("zs_region_advise")(r, a, n, adv), "zs_region_advise")
 
-    def reclaim(self, target):
+    def reclaim(self, target: int) -> int:
         """Page out cold pages until at most target bytes are resident; pages stored."""
         with self._mapping() as r:
             return _check(_L.need("zs_region_reclaim")(r, target), "zs_region_reclaim")
 
-    def stats(self):
+    def stats(self) -> Dict[str, Any]:
         st = _L.RegionStatsC()
         with self._mapping() as r:
             _L.need("zs_region_get_stats")(r, ctypes.byref(st))
-        d = {n: getattr(st, n) for n in _L.REGION_STAT_FIELDS}
+        d: Dict[str, Any] = {n: getattr(st, n) for n in _L.REGION_STAT_FIELDS}
         d["store"] = {n: getattr(st.store, n) for n in _L.ZRAM_STAT_FIELDS}
         d["lat_hist"] = list(st.lat_hist)
         pct = _L.need("zs_region_lat_percentile")

@@ -26,7 +26,10 @@ def _c_profile(fn):
     """A zs_pool_config filled by the named C init function, read field by field."""
     cfg = _lib.PoolConfig()
     _lib.need(fn)(ctypes.byref(cfg))
-    return {f: getattr(cfg, f) for f, _t in _lib.PoolConfig._fields_}
+    out = {f: getattr(cfg, f) for f, _t in _lib.PoolConfig._fields_}
+    out["reserved"] = list(out["reserved"])     # the ABI tail, all 0 (docs/abi.md)
+    assert out["struct_size"] == ctypes.sizeof(cfg) and not any(out["reserved"])
+    return out
 
 
 def _pages(n, seed):
@@ -129,7 +132,7 @@ def test_pool_is_always_checked():
 # -- every pool option, everywhere; C does the validation --
 
 def test_every_pool_config_field_is_an_option():
-    fields = {f for f, _t in _lib.PoolConfig._fields_}
+    fields = {f for f, _t in _lib.PoolConfig._fields_} - set(_lib.CONFIG_ABI_FIELDS)
     assert set(libzs.POOL_OPTIONS.values()) == fields
     for cls in (libzs.Pool, libzs.ZramStore, libzs.Region):
         params = inspect.signature(cls).parameters

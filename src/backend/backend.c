@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common/config.h"
 #include "backend_internal.h"
 #include "zs/pages.h"
 
@@ -250,6 +251,7 @@ static void set_checked_ops(struct be_priv *p)
 void zs_backend_config_init(struct zs_backend_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
 	cfg->kind = "zsmalloc";
 	cfg->page_size = 4096;
 	zs_pool_config_init(&cfg->zs);
@@ -277,7 +279,8 @@ struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
 	c.kind = kind;
 	if (!c.page_size)
 		c.page_size = 4096;
-	if (!zs_page_size_valid(c.page_size) ||
+	int bad;
+	if (ZS_CONFIG_ABI_CHECK(&c, &bad) || !zs_page_size_valid(c.page_size) ||
 	    (c.checked != 0 && c.checked != 1) || c.max_pages > ZS_PAGES_MAX_SPAN / c.page_size) {
 		errno = EINVAL;
 		return NULL;

@@ -84,6 +84,7 @@
  * (src/common/sigblock.h).  A waiting compactor never starves a fault's
  * read lock: its writer backs off (src/zsmalloc/lock.h).
  */
+#include "common/config.h"
 #include "internal.h"
 
 static void live_add(struct zs_region *r);
@@ -97,6 +98,7 @@ static void set_err(char *err, size_t len, const char *fmt, const char *a)
 void zs_region_config_init(struct zs_region_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
 	zs_zram_config_init(&cfg->store);
 	cfg->handler_threads = 1;
 	cfg->fault_around = 16;
@@ -396,6 +398,12 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 		err[0] = 0;
 	if (out)
 		*out = NULL; /* the int-returning constructors' rule (README, "Errors") */
+	int bad;
+	if (cfg && ZS_CONFIG_ABI_CHECK(cfg, &bad)) {
+		zs_config_abi_err(err, err_len, "zs_region_config", cfg->struct_size, sizeof(*cfg),
+				  bad);
+		return -EINVAL;
+	}
 	if (!cfg || !out || !cfg->size || cfg->handler_threads > 64 ||
 	    cfg->fault_around > MAX_AROUND ||
 	    (cfg->store.page_size && cfg->store.page_size != (size_t)sys_page)) {

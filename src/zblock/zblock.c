@@ -38,6 +38,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common/config.h"
 #include "pages/pages.h"
 #include "pages/lookup.h"
 #include "zs/zblock.h"
@@ -427,6 +428,7 @@ static struct zb_block *checked_live(struct zblock_pool *pool, unsigned long h)
 void zblock_config_init(struct zblock_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
 	cfg->page_size = 4096;
 }
 
@@ -443,7 +445,9 @@ struct zblock_pool *zblock_create_pool(const struct zblock_config *cfg)
 	size_t hdr;
 	int cnt = -EINVAL;
 	/* The ranges in zblock.h; page counts are checked again by the page provider. */
-	if ((c.checked == 0 || c.checked == 1) && (c.huge == 0 || c.huge == 1))
+	int bad;
+	if (!ZS_CONFIG_ABI_CHECK(&c, &bad) && (c.checked == 0 || c.checked == 1) &&
+	    (c.huge == 0 || c.huge == 1))
 		cnt = build_table(c.page_size, c.huge, d, &hdr);
 	if (cnt <= 0) {
 		errno = EINVAL;

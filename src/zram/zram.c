@@ -71,6 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config.h"
 #include "zram/internal.h"
 #include "common/sigblock.h"
 
@@ -152,6 +153,7 @@ static inline int can_store(struct zs_zram *z)
 void zs_zram_config_init(struct zs_zram_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
 	cfg->page_size = 4096;
 	cfg->disksize = 1ull << 30;
 	cfg->comp = "lz4";
@@ -190,6 +192,12 @@ static int create(const struct zs_zram_config *cfg, struct zs_zram **out, char *
 	if (!cfg) {
 		zs_zram_config_init(&def);
 		cfg = &def;
+	}
+	int bad;
+	if (ZS_CONFIG_ABI_CHECK(cfg, &bad)) {
+		zs_config_abi_err(err, err_len, "zs_zram_config", cfg->struct_size, sizeof(*cfg),
+				  bad);
+		return -EINVAL;
 	}
 	ps = cfg->page_size ? cfg->page_size : 4096;
 	if (!zs_page_size_valid(ps)) {
@@ -243,6 +251,11 @@ static int create(const struct zs_zram_config *cfg, struct zs_zram **out, char *
 	z->b = zs_backend_create(&bc);
 	if (!z->b) {
 		rc = errno ? -errno : -EINVAL;
+		zram_set_err(err, err_len, "backend %s: %s", bc.kind,
+			     rc == -EINVAL ? "unknown kind, or a pool option out of range "
+					     "(include/zs/zsmalloc.h, backend.h)"
+			     : rc == -ENOTSUP ? "not built into this library"
+			     : rc == -ENOMEM ? "out of memory" : "could not be created");
 		goto fail;
 	}
 	z->huge_size = zs_backend_huge_class_size(z->b);

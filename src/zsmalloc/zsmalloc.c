@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config.h"
 #include "zsmalloc/internal.h"
 #include "zs/harness.h"
 
@@ -76,6 +77,7 @@ static struct zspage *alloc_zspage(struct zs_pool *pool, struct size_class *clas
 void zs_pool_config_init(struct zs_pool_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
 	cfg->page_size = 4096;
 	cfg->max_chain = 8;
 }
@@ -93,6 +95,10 @@ void zs_pool_config_init_app(struct zs_pool_config *cfg)
 /* The ranges documented in zsmalloc.h; defaults (0) already filled in. */
 static int config_valid(const struct zs_pool_config *c)
 {
+	int bad;
+
+	if (ZS_CONFIG_ABI_CHECK(c, &bad))
+		return 0;
 	if (!zs_page_size_valid(c->page_size))
 		return 0;
 	if (c->max_chain < 1 || c->max_chain > ZS_MAX_CHAIN)

@@ -41,6 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/config.h"
 #include "zswap/internal.h"
 #include "zs/pages.h"
 
@@ -49,6 +50,7 @@
 void zs_zswap_config_init(struct zs_zswap_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
 	cfg->page_size = 4096;
 	cfg->comp = "lzo";
 	zs_backend_config_init(&cfg->backend);
@@ -67,7 +69,7 @@ static int check_config(const struct zs_zswap_config *cfg, size_t ps, char *err,
 {
 	const char *comp = cfg->comp ? cfg->comp : "lzo";
 	struct zs_comp_params prm = { .level = cfg->comp_level };
-	int rc;
+	int rc, bad;
 
 	if (!zs_page_size_valid(ps)) {
 		zswap_set_err(err, errlen, "page_size %zu is not a power of two in 4096..65536", ps);
@@ -89,12 +91,10 @@ static int check_config(const struct zs_zswap_config *cfg, size_t ps, char *err,
 		zswap_set_err(err, errlen, "shrinker_enabled and deferred_free must be 0 or 1");
 		return -EINVAL;
 	}
-	for (size_t i = 0; i < sizeof(cfg->reserved) / sizeof(cfg->reserved[0]); i++) {
-		if (cfg->reserved[i]) {
-			zswap_set_err(err, errlen, "reserved[%zu] is not 0 (fill the config with "
-				      "zs_zswap_config_init)", i);
-			return -EINVAL;
-		}
+	if (ZS_CONFIG_ABI_CHECK(cfg, &bad)) {
+		zs_config_abi_err(err, errlen, "zs_zswap_config", cfg->struct_size, sizeof(*cfg),
+				  bad);
+		return -EINVAL;
 	}
 	if ((rc = zs_comp_check_params(comp, &prm))) {
 		zswap_set_err(err, errlen, "compressor \"%s\" level %d: %s", comp, cfg->comp_level,

@@ -1,0 +1,169 @@
+/*
+ * Configs that can grow without a new MAJOR (issue 22 item 4, docs/abi.md
+ * "Growing a config"): every public config starts with struct_size and ends
+ * with reserved[], its config_init sets the one and zeroes the other, and
+ * every create call refuses a config whose struct_size is neither 0 nor
+ * this library's, or whose reserved words are not all 0 -- so a later field
+ * carved out of reserved[] (zero: today's behaviour) changes neither the
+ * size nor any offset.  The sizes are pinned here (LP64): a change that
+ * grows a config instead of using reserved[] fails this test.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "zs/backend.h"
+#include "zs/region.h"
+#include "zs/zblock.h"
+#include "zs/zram.h"
+#include "zs/zsmalloc.h"
+#include "zs/zswap.h"
+
+#define NRES(c) (sizeof((c).reserved) / sizeof((c).reserved[0]))
+
+static void pool_case(void)
+{
+	struct zs_pool_config c;
+	struct zs_pool *p;
+
+	zs_pool_config_init(&c);
+	CHECK_EQ(c.struct_size, sizeof(c));
+	for (size_t i = 0; i < NRES(c); i++)
+		CHECK_EQ(c.reserved[i], 0);
+	c.struct_size = 0; /* 0: this library's size */
+	p = zs_create_pool(&c);
+	CHECK(p != NULL);
+	if (p)
+		zs_destroy_pool(p);
+	zs_pool_config_init_app(&c);
+	CHECK_EQ(c.struct_size, sizeof(c));
+	c.struct_size = sizeof(c) + 8;
+	errno = 0;
+	CHECK(zs_create_pool(&c) == NULL && errno == EINVAL);
+	zs_pool_config_init(&c);
+	c.reserved[NRES(c) - 1] = 1;
+	errno = 0;
+	CHECK(zs_create_pool(&c) == NULL && errno == EINVAL);
+}
+
+static void backend_case(void)
+{
+	struct zs_backend_config c;
+	struct zs_backend *b;
+
+	zs_backend_config_init(&c);
+	CHECK_EQ(c.struct_size, sizeof(c));
+	CHECK_EQ(c.zs.struct_size, sizeof(c.zs));
+	b = zs_backend_create(&c);
+	CHECK(b != NULL);
+	if (b)
+		zs_backend_destroy(b);
+	c.reserved[0] = 7;
+	errno = 0;
+	CHECK(zs_backend_create(&c) == NULL && errno == EINVAL);
+	zs_backend_config_init(&c);
+	c.zs.reserved[2] = 7; /* the nested pool config is checked too */
+	errno = 0;
+	CHECK(zs_backend_create(&c) == NULL && errno == EINVAL);
+}
+
+static void zram_case(void)
+{
+	struct zs_zram_config c;
+	struct zs_zram *z = NULL;
+	char err[256];
+
+	zs_zram_config_init_app(&c);
+	c.disksize = 1 << 20;
+	CHECK_EQ(c.struct_size, sizeof(c));
+	CHECK_EQ(c.backend.struct_size, sizeof(c.backend));
+	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), 0);
+	if (z)
+		zs_zram_destroy(z);
+	c.struct_size = 1;
+	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK(z == NULL && strstr(err, "struct_size 1") != NULL);
+	c.struct_size = sizeof(c);
+	c.reserved[3] = 1;
+	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "reserved[3]") != NULL);
+	c.reserved[3] = 0;
+	c.backend.zs.reserved[0] = 1;
+	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+}
+
+static void zswap_case(void)
+{
+	struct zs_zswap_config c;
+	struct zs_zswap *z = NULL;
+	char err[256];
+
+	zs_zswap_config_init(&c);
+	CHECK_EQ(c.struct_size, sizeof(c));
+	c.total_ram = 64 << 20;
+	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), 0);
+	if (z)
+		zs_zswap_destroy(z);
+	c.reserved[7] = 1;
+	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "reserved[7]") != NULL);
+	c.reserved[7] = 0;
+	c.struct_size = sizeof(c) - 8;
+	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "struct_size") != NULL);
+}
+
+static void region_case(void)
+{
+	struct zs_region_config c;
+	struct zs_region *r = NULL;
+	char err[256];
+
+	zs_region_config_init_app(&c);
+	CHECK_EQ(c.struct_size, sizeof(c));
+	CHECK_EQ(c.store.struct_size, sizeof(c.store));
+	c.size = 1 << 20;
+	c.reserved[0] = 1; /* refused before userfaultfd is even opened */
+	CHECK_EQ(zs_region_create(&c, &r, err, sizeof(err)), -EINVAL);
+	CHECK(r == NULL && strstr(err, "reserved[0]") != NULL);
+	c.reserved[0] = 0;
+	c.struct_size = 3;
+	CHECK_EQ(zs_region_create(&c, &r, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "struct_size 3") != NULL);
+}
+
+static void zblock_case(void)
+{
+	struct zblock_config c;
+	struct zblock_pool *p;
+
+	zblock_config_init(&c);
+	CHECK_EQ(c.struct_size, sizeof(c));
+	p = zblock_create_pool(&c);
+	CHECK(p != NULL);
+	if (p)
+		zblock_destroy_pool(p);
+	c.reserved[1] = 1;
+	errno = 0;
+	CHECK(zblock_create_pool(&c) == NULL && errno == EINVAL);
+}
+
+int main(void)
+{
+	/* 3.0.0's sizes (LP64).  A new field comes out of reserved[]: these stay. */
+	if (sizeof(long) == 8) {
+		CHECK_EQ(sizeof(struct zs_pool_config), 136);
+		CHECK_EQ(sizeof(struct zs_backend_config), 208);
+		CHECK_EQ(sizeof(struct zs_zram_config), 416);
+		CHECK_EQ(sizeof(struct zs_region_config), 520);
+		CHECK_EQ(sizeof(struct zs_zswap_config), 336);
+		CHECK_EQ(sizeof(struct zblock_config), 72);
+	}
+	pool_case();
+	backend_case();
+	zram_case();
+	zswap_case();
+	region_case();
+	zblock_case();
+	return tu_done();
+}

@@ -1,0 +1,82 @@
+/*
+ * The names of named choices (zs_*_name / _parse / _names) and the constants
+ * table (zs_const) that tools and the Python binding read instead of keeping
+ * copies: each name round-trips, unknown names are refused, and the table
+ * answers with the headers' own values.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "zs/common.h"
+#include "zs/pages.h"
+#include "zs/region.h"
+#include "zs/zram.h"
+#include "zs/zsmalloc.h"
+
+static unsigned long long cval(const char *name)
+{
+	unsigned long long v = 0xdeadbeefULL;
+
+	CHECK_EQ(zs_const(name, &v), 0);
+	return v;
+}
+
+int main(void)
+{
+	const char *const *n;
+	enum zs_free_mode fm = ZS_FREE_POOL_LOCK;
+	enum zs_chain_policy cp = ZS_CHAIN_EXHAUSTIVE;
+	int count = 0;
+
+	/* names round-trip, in enum order, and match the documented spellings */
+	for (n = zs_free_mode_names(); *n; n++, count++) {
+		CHECK_EQ(zs_free_mode_parse(*n, &fm), 0);
+		CHECK_EQ(fm, count);
+		CHECK(!strcmp(zs_free_mode_name(fm), *n));
+	}
+	CHECK_EQ(count, 3);
+	CHECK(!strcmp(zs_free_mode_name(ZS_FREE_CLASS_INDEX_UNLOCKED), "class-unlocked"));
+	CHECK(!strcmp(zs_free_mode_name(ZS_FREE_POOL_LOCK), "pool"));
+	count = 0;
+	for (n = zs_chain_policy_names(); *n; n++, count++) {
+		CHECK_EQ(zs_chain_policy_parse(*n, &cp), 0);
+		CHECK_EQ(cp, count);
+		CHECK(!strcmp(zs_chain_policy_name(cp), *n));
+	}
+	CHECK_EQ(count, 2);
+	CHECK(!strcmp(zs_chain_policy_name(ZS_CHAIN_HEURISTIC), "heuristic"));
+
+	/* unknown names and values: refused, the output left alone */
+	fm = ZS_FREE_CLASS_INDEX;
+	CHECK_EQ(zs_free_mode_parse("class_unlocked", &fm), -EINVAL);
+	CHECK_EQ(zs_free_mode_parse("", &fm), -EINVAL);
+	CHECK_EQ(zs_free_mode_parse(NULL, &fm), -EINVAL);
+	CHECK_EQ(fm, ZS_FREE_CLASS_INDEX);
+	CHECK_EQ(zs_chain_policy_parse("Heuristic", &cp), -EINVAL);
+	CHECK(zs_free_mode_name((enum zs_free_mode)3) == NULL);
+	CHECK(zs_chain_policy_name((enum zs_chain_policy)-1) == NULL);
+
+	/* constants: the headers' values, every listed name resolves, others do not */
+	CHECK_EQ(cval("ZS_ZRAM_F_SAME"), ZS_ZRAM_F_SAME);
+	CHECK_EQ(cval("ZS_ZRAM_F_HUGE"), ZS_ZRAM_F_HUGE);
+	CHECK_EQ(cval("ZS_ZRAM_F_INCOMPRESSIBLE"), ZS_ZRAM_F_INCOMPRESSIBLE);
+	CHECK(cval("ZS_PAGES_NO_CACHE") == (unsigned long long)ZS_PAGES_NO_CACHE);
+	CHECK_EQ(cval("ZS_CLASS_SHARDS_AUTO"), ZS_CLASS_SHARDS_AUTO);
+	CHECK_EQ(cval("ZS_REGION_PAGEOUT"), ZS_REGION_PAGEOUT);
+	CHECK_EQ(cval("ZS_FREE_CLASS_INDEX_UNLOCKED"), ZS_FREE_CLASS_INDEX_UNLOCKED);
+	CHECK_EQ(cval("ZS_PAGE_SIZE_MIN"), 4096);
+	count = 0;
+	for (n = zs_const_names(); *n; n++, count++) {
+		unsigned long long v;
+
+		CHECK_EQ(zs_const(*n, &v), 0);
+		CHECK(!strncmp(*n, "ZS_", 3));
+	}
+	CHECK(count >= 30);
+	CHECK_EQ(zs_const("ZS_NO_SUCH_THING", NULL), -ENOENT);
+	CHECK_EQ(zs_const("zs_zram_f_same", NULL), -ENOENT);
+	CHECK_EQ(zs_const(NULL, NULL), -ENOENT);
+	CHECK_EQ(zs_const("ZS_ZRAM_F_SAME", NULL), 0);
+	return tu_done();
+}
