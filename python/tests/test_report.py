@@ -10,6 +10,7 @@ import pytest
 _REPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "report",
                        "report.py")
 _spec = importlib.util.spec_from_file_location("zs_report", _REPORT)
+assert _spec is not None and _spec.loader is not None, _REPORT
 report = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(report)
 
