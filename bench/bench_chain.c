@@ -35,8 +35,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bench_common.h"
+#include "zs/harness.h"
 #include "zs/zram.h"
 #include "zs/zsmalloc.h"
 
@@ -207,15 +209,17 @@ static void corpus_load(struct corpus *c, unsigned page, size_t max_bytes, const
 		exit(1);
 	}
 	size_t used = 0;
-	unsigned char *buf = xmalloc(page);
+	/* Each file through the harness's loader (page padded, as before); one at a
+	 * time, since how many files fill maxp kept pages is known only after
+	 * same-filled pages are skipped. */
 	for (size_t f = 0; f < g.gl_pathc && c->n < maxp; f++) {
-		FILE *fp = fopen(g.gl_pathv[f], "rb");
-		if (!fp)
+		struct zs_pageset ps;
+		struct stat st;
+		if (stat(g.gl_pathv[f], &st) || !S_ISREG(st.st_mode) ||
+		    zs_pageset_load(&ps, page, &g.gl_pathv[f], 1, 0))
 			continue;
-		size_t got;
-		while (c->n < maxp && (got = fread(buf, 1, page, fp)) > 0) {
-			if (got < page)
-				memset(buf + got, 0, page - got);
+		for (size_t i = 0; i < ps.npages && c->n < maxp; i++) {
+			const unsigned char *buf = ps.data + i * page;
 			c->pages_in++;
 			if (zs_zram_page_same_filled(buf, page, NULL)) {
 				c->same_filled++;
@@ -233,10 +237,9 @@ static void corpus_load(struct corpus *c, unsigned page, size_t max_bytes, const
 			used += (size_t)cl;
 			c->n++;
 		}
-		fclose(fp);
+		zs_pageset_free(&ps);
 	}
 	globfree(&g);
-	free(buf);
 }
 
 static void corpus_free(struct corpus *c)

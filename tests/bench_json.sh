@@ -2,7 +2,7 @@
 # Owner: every benchmark's --json output.  Each bench in bench/ runs with
 # --quick --json (and options that keep it to seconds on 2 cores) and its
 # output must be one JSON document Python's json.load accepts, naming its
-# bench: report.py and any other reader parse these, never the text tables.
+# bench: tools/report/report.py and any other reader parse these, never the text tables.
 # Timings are not checked (benchmarks are never timed tests).  Kernel sides
 # (root + zram) are switched off: a test must not hot-add devices or swap.
 # Usage: bash tests/bench_json.sh BUILD_DIR   (from the repository root)

@@ -3,6 +3,10 @@
 # with ZS_API in include/zs/*.h, no internal helper and no undeclared symbol,
 # every function the Python binding declares is among them, and the
 # headers' ZS_VERSION_* match the library's file version.
+# The product line (issue 22): none of the harness (zs/harness.h: failure
+# injection, RSS probe, page loader, kernel-zram driver, malloc baselines'
+# registration) and none of the page provider's zs_pages_* is exported, and
+# libzs runs no code of its own at load time (.init_array/.ctors).
 # Usage: tests/exports.sh BUILD_DIR (run from the source root).
 set -u
 B=${1:-build}
@@ -32,6 +36,30 @@ if [ -f python/libzs/_lib.py ]; then
 	[ -s "$tmp/python" ] || { echo "FAIL: no functions parsed from python/libzs/_lib.py"; rc=1; }
 	[ -z "$missing" ] || { echo "FAIL: python/libzs/_lib.py uses functions libzs.so does not export:" $missing; rc=1; }
 fi
+# The harness header declares its functions without ZS_API; none may be exported.
+sed -n 's/^[a-z][a-z0-9_ *]*[ *]\([a-z_][a-z0-9_]*\)(.*/\1/p' include/zs/harness.h | sort -u > "$tmp/harness"
+[ -s "$tmp/harness" ] || { echo "FAIL: no functions parsed from include/zs/harness.h"; rc=1; }
+leaked=$(comm -12 "$tmp/harness" "$tmp/exported")
+[ -z "$leaked" ] || { echo "FAIL: harness functions exported from libzs.so:" $leaked; rc=1; }
+nh=$(wc -l < "$tmp/harness")
+if grep -E '^(zs_pages_|zs_pageset_|zs_kzram_|zs_process_rss|zs_backend_register|zs_harness_)' "$tmp/exported"; then
+	echo "FAIL: page-provider or harness functions exported"; rc=1
+fi
+if grep -q ZS_API include/zs/harness.h; then
+	echo "FAIL: include/zs/harness.h declares ZS_API functions"; rc=1
+fi
+# No load-time code of libzs's own: no object of the library has a constructor
+# section (libzs.a holds the same objects as libzs.so).  libzs.so's
+# .init_array then holds only the toolchain's crtbegin entry (frame_dummy).
+if [ -e "$B/libzs.a" ] && command -v objdump >/dev/null; then
+	ctors=$(objdump -h "$B/libzs.a" | awk '/^In archive/ { next } /file format/ { f = $1 } $2 ~ /^\.(init_array|ctors)/ { print f, $2 }')
+	[ -z "$ctors" ] || { echo "FAIL: libzs objects with load-time constructors:" $ctors; rc=1; }
+fi
+if command -v readelf >/dev/null; then
+	ia=$(readelf -SW "$LIB" | awk '$2 == ".init_array" { print $6 }')
+	ia=$((16#${ia:-0}))
+	[ "$ia" -le 8 ] || { echo "FAIL: libzs.so .init_array holds ${ia} bytes (more than the toolchain's one entry)"; rc=1; }
+fi
 n=$(wc -l < "$tmp/declared")
 [ "$n" -gt 50 ] || { echo "FAIL: only $n ZS_API declarations found (header parse broken?)"; rc=1; }
 # The headers' version is the library's file version (libzs.so.MAJOR.MINOR.PATCH).
@@ -41,5 +69,5 @@ case "$real" in
 *"libzs.so.$v") ;;
 *) echo "FAIL: headers say $v, library file is $real"; rc=1 ;;
 esac
-[ $rc = 0 ] && echo "ok: $n exported functions, all declared with ZS_API; version $v"
+[ $rc = 0 ] && echo "ok: $n exported functions, all declared with ZS_API; none of the $nh harness functions; no load-time constructor; version $v"
 exit $rc

@@ -11,7 +11,7 @@
  * or pthread.
  */
 #include "testutil.h"
-#include "zs/pages.h"
+#include "pages/pages.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -21,6 +21,7 @@
 
 #include "testutil.h"
 #include "zs/zswap.h"
+#include "zs/harness.h"
 
 #define PS 4096
 #define NT 4

@@ -6,7 +6,7 @@
  * exists at all, that freed memory really leaves the process's RSS.
  */
 #include "testutil.h"
-#include "zs/pages.h"
+#include "pages/pages.h"
 #include "zs/harness.h"
 
 #include <errno.h>

@@ -18,7 +18,7 @@
 #include "testutil.h"
 #include "zs/backend.h"
 #include "zs/compress.h"
-#include "zs/pages.h"
+#include "pages/pages.h"
 #include "zs/zblock.h"
 #include "zs/zram.h"
 #include "zs/zsmalloc.h"

@@ -23,6 +23,7 @@
 #include "testutil.h"
 #include "zs/compress.h"
 #include "zs/zswap.h"
+#include "zs/harness.h"
 
 static char path[64];
 

@@ -566,8 +566,8 @@ struct inputs {
 
 static void inputs_free(struct inputs *in)
 {
-	free(in->files.buf);
-	free(in->heap.buf);
+	zs_pageset_free(&in->files.ps);
+	zs_pageset_free(&in->heap.ps);
 	free(in->noise);
 }
 
@@ -591,20 +591,16 @@ static int setup(const struct opts *o, struct inputs *in)
 			return 2;
 		if (o->nfiles) {
 			for (int i = 0; i < o->nfiles; i++) {
-				struct stat st;
-				if (!stat(o->files[i], &st) && S_ISDIR(st.st_mode))
-					raw_add_dir(files, o->files[i], cap);
-				else
-					raw_add_file(files, o->files[i], cap);
+				zs_pageset_add(&files->ps, o->files[i], cap, RAW_FILES);
 			}
 		} else {
-			raw_add_dir(files, "/usr/lib/x86_64-linux-gnu", cap / 2);
-			raw_add_dir(files, "/usr/include", cap - files->len);
+			zs_pageset_add(&files->ps, "/usr/lib/x86_64-linux-gnu", cap / 2, RAW_FILES);
+			zs_pageset_add(&files->ps, "/usr/include", cap - files->ps.len, RAW_FILES);
 		}
 		files->what = o->nfiles ? "given files" : "/usr/lib/x86_64-linux-gnu + /usr/include";
-		if (o->nfiles && files->len < 4096) {
+		if (o->nfiles && files->ps.len < 4096) {
 			fprintf(stderr, "zs compare: --files: the given paths hold %zu bytes, not one "
-					"whole page (regular files, one directory level)\n", files->len);
+					"whole page (regular files, one directory level)\n", files->ps.len);
 			return 2;
 		}
 	}
@@ -613,9 +609,9 @@ static int setup(const struct opts *o, struct inputs *in)
 			return 2;
 		int err;
 		if (o->heap_file) {
-			raw_add_file(heap, o->heap_file, cap);
+			zs_pageset_add(&heap->ps, o->heap_file, cap, RAW_FILES);
 			heap->what = o->heap_file;
-			err = heap->len ? 0 : -ENOENT;
+			err = heap->ps.len ? 0 : -ENOENT;
 		} else if (o->pid) {
 			err = raw_add_process(heap, o->pid);
 			heap->what = "process anon memory";
@@ -623,13 +619,13 @@ static int setup(const struct opts *o, struct inputs *in)
 			err = raw_add_python_heap(heap);
 			heap->what = "python3 heap";
 		}
-		if ((o->heap_file || o->pid) && (err || heap->len < 4096)) {
+		if ((o->heap_file || o->pid) && (err || heap->ps.len < 4096)) {
 			fprintf(stderr, "zs compare: %s %s: %s\n", o->heap_file ? "--heap" : "--pid",
 				o->heap_file ? o->heap_file : "", err ? strerror(-err)
 								      : "less than one page of data");
 			return 2;
 		}
-		if (err || !heap->len)
+		if (err || !heap->ps.len)
 			fprintf(stderr, "zs compare: heap workload unavailable (%s), skipped\n",
 				strerror(err ? -err : ENOENT));
 	}
@@ -651,9 +647,9 @@ static int build_workload(const struct opts *o, const struct inputs *in, int wi,
 	memset(w, 0, sizeof(*w));
 	w->name = wl_names[wi];
 	if (wi == 0)
-		return in->files.len >= ps ? wl_from_pages(w, &in->files, ps, huge) : -ENOENT;
+		return in->files.ps.len >= ps ? wl_from_pages(w, &in->files, ps, huge) : -ENOENT;
 	if (wi == 1)
-		return in->heap.len >= ps ? wl_from_pages(w, &in->heap, ps, huge) : -ENOENT;
+		return in->heap.ps.len >= ps ? wl_from_pages(w, &in->heap, ps, huge) : -ENOENT;
 	if (wi == 2)
 		return wl_testmod(w, ps, o->testmod_n, in->noise);
 	return wl_mix(w, ps, o->mix_n, o->seed, in->noise);

@@ -42,7 +42,7 @@
 #include "zs/harness.h"
 
 struct rec {
-	int dev, fd;
+	struct zs_kzram_dev k;   /* the device (the harness's driver) */
 	size_t P;
 	FILE *out;
 	uint64_t prev[9];
@@ -53,77 +53,18 @@ struct rec {
 	int progress;
 };
 
-static volatile sig_atomic_t g_dev = -1, g_fd = -1;
+/* The device a signal handler removes; NULL outside setup..teardown. */
+static struct zs_kzram_dev *volatile g_k;
 
 static double rand01(uint64_t *s)
 {
 	return (double)(tool_rand64(s) >> 11) / 9007199254740992.0;
 }
 
-static int sys_write(int dev, const char *attr, const char *val)
-{
-	char path[96];
-	if (dev >= 0)
-		snprintf(path, sizeof(path), "/sys/block/zram%d/%s", dev, attr);
-	else
-		snprintf(path, sizeof(path), "/sys/class/zram-control/%s", attr);
-	int fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = write(fd, val, strlen(val));
-	int err = n < 0 ? -errno : 0;
-	close(fd);
-	return err;
-}
-
-static int mm_stat(int dev, uint64_t v[9])
-{
-	char path[96];
-	snprintf(path, sizeof(path), "/sys/block/zram%d/mm_stat", dev);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return -errno;
-	unsigned long long x[9] = { 0 };
-	int n = fscanf(f, "%llu %llu %llu %llu %llu %llu %llu %llu %llu", &x[0], &x[1], &x[2], &x[3],
-		       &x[4], &x[5], &x[6], &x[7], &x[8]);
-	fclose(f);
-	if (n < 8)
-		return -EIO;
-	for (int i = 0; i < 9; i++)
-		v[i] = x[i];
-	return 0;
-}
-
-/* Paths for removing our device, prepared before any signal can need them. */
-static char g_reset_path[64], g_dev_num[16];
-
-static void remove_dev(int dev)
-{
-	if (dev < 0)
-		return;
-	sys_write(dev, "reset", "1");
-	sys_write(-1, "hot_remove", g_dev_num);
-}
-
-/* Async-signal-safe: open/write/close on the prepared paths only. */
 static void on_signal(int sig)
 {
-	if (g_fd >= 0)
-		close(g_fd); /* an open device cannot be reset or removed */
-	if (g_dev >= 0) {
-		int fd = open(g_reset_path, O_WRONLY);
-		if (fd >= 0) {
-			ssize_t n = write(fd, "1", 1);
-			(void)n;
-			close(fd);
-		}
-		fd = open("/sys/class/zram-control/hot_remove", O_WRONLY);
-		if (fd >= 0) {
-			ssize_t n = write(fd, g_dev_num, strlen(g_dev_num));
-			(void)n;
-			close(fd);
-		}
-	}
+	if (g_k)
+		zs_kzram_dev_remove_signal(g_k);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -152,7 +93,7 @@ void record_kernel_chain(char *out, size_t len)
 static int record_state(struct rec *r)
 {
 	uint64_t v[9];
-	int err = mm_stat(r->dev, v);
+	int err = zs_kzram_dev_mm_stat(&r->k, v);
 	if (err)
 		return err;
 	fprintf(r->out, "= %llu %llu %llu %llu %llu %llu\n", (unsigned long long)(v[2] / r->P),
@@ -169,9 +110,9 @@ static int op_write(struct rec *r, size_t slot, const unsigned char *page, void 
 {
 	uint64_t v[9];
 	memcpy(buf, page, r->P);
-	if (pwrite(r->fd, buf, r->P, (off_t)(slot * r->P)) != (ssize_t)r->P)
+	if (pwrite(r->k.fd, buf, r->P, (off_t)(slot * r->P)) != (ssize_t)r->P)
 		return errno ? -errno : -EIO;
-	int err = mm_stat(r->dev, v);
+	int err = zs_kzram_dev_mm_stat(&r->k, v);
 	if (err)
 		return err;
 	/* What the slot holds now = the counters' change + what it held before. */
@@ -198,7 +139,7 @@ static int op_write(struct rec *r, size_t slot, const unsigned char *page, void 
 static int op_discard(struct rec *r, size_t slot)
 {
 	uint64_t range[2] = { (uint64_t)slot * r->P, r->P };
-	if (ioctl(r->fd, BLKDISCARD, range))
+	if (ioctl(r->k.fd, BLKDISCARD, range))
 		return -errno;
 	if (r->slot[slot].used)
 		r->stored--;
@@ -209,7 +150,7 @@ static int op_discard(struct rec *r, size_t slot)
 
 static int op_compact(struct rec *r)
 {
-	int err = sys_write(r->dev, "compact", "1");
+	int err = zs_kzram_dev_set(&r->k, "compact", "1");
 	if (err)
 		return err;
 	fprintf(r->out, "c\n");
@@ -476,45 +417,14 @@ static int setup(const struct rec_opts *o, struct rec *r, struct zs_pageset *ps,
 		return -1;
 	}
 
-	/* A device of our own: hot_add prints its number. */
-	int fd = open("/sys/class/zram-control/hot_add", O_RDONLY);
-	char num[16] = "";
-	ssize_t got = fd >= 0 ? read(fd, num, sizeof(num) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (got <= 0) {
-		fprintf(stderr, "zs record: zram hot_add: %s\n", strerror(errno));
-		return -1;
-	}
-	num[strcspn(num, "\n")] = 0;
-	uint64_t devnum;
-	if (parse_u64(num, &devnum) || devnum > 1000000) {
-		fprintf(stderr, "zs record: zram hot_add returned '%s'\n", num);
-		return -1;
-	}
-	r->dev = (int)devnum;
-	snprintf(g_reset_path, sizeof(g_reset_path), "/sys/block/zram%d/reset", r->dev);
-	snprintf(g_dev_num, sizeof(g_dev_num), "%d", r->dev);
-	g_dev = r->dev;
+	/* A device of our own, O_DIRECT; removed on SIGINT/SIGTERM too. */
+	char why[256];
+	g_k = &r->k;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	char disk[32], path[64];
-	snprintf(disk, sizeof(disk), "%zu", (n + 64) * r->P);
-	if ((err = sys_write(r->dev, "comp_algorithm", o->comp))) {
-		fprintf(stderr, "zs record: comp_algorithm %s: %s (see /sys/block/zram%d/comp_algorithm)\n",
-			o->comp, strerror(-err), r->dev);
+	if ((err = zs_kzram_dev_add(&r->k, o->comp, (uint64_t)(n + 64) * r->P, 1, why, sizeof(why)))) {
+		fprintf(stderr, "zs record: zram device: %s\n", why);
 		return err;
-	}
-	if ((err = sys_write(r->dev, "disksize", disk))) {
-		fprintf(stderr, "zs record: disksize %s: %s\n", disk, strerror(-err));
-		return err;
-	}
-	snprintf(path, sizeof(path), "/dev/zram%d", r->dev);
-	r->fd = open(path, O_RDWR | O_DIRECT);
-	g_fd = r->fd;
-	if (r->fd < 0) {
-		fprintf(stderr, "zs record: %s: %s\n", path, strerror(errno));
-		return -errno;
 	}
 	r->out = fopen(o->out_path, "w");
 	if (!r->out) {
@@ -533,8 +443,8 @@ static int setup(const struct rec_opts *o, struct rec *r, struct zs_pageset *ps,
 				"refill %g (zs record)\n",
 			o->paths[0], o->npaths > 1 ? " ..." : "", n, (unsigned long long)o->seed,
 			o->discard, o->overwrite, o->refill);
-	if ((err = mm_stat(r->dev, r->prev)))
-		fprintf(stderr, "zs record: zram%d: %s\n", r->dev, strerror(-err));
+	if ((err = zs_kzram_dev_mm_stat(&r->k, r->prev)))
+		fprintf(stderr, "zs record: zram%d: %s\n", r->k.dev, strerror(-err));
 	return err;
 }
 
@@ -626,11 +536,8 @@ static void teardown(struct rec *r, struct zs_pageset *ps, void *buf)
 {
 	if (r->out)
 		fclose(r->out);
-	g_fd = -1;
-	if (r->fd >= 0)
-		close(r->fd);
-	remove_dev(r->dev);
-	g_dev = -1;
+	g_k = NULL;
+	zs_kzram_dev_remove(&r->k);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	free(buf);
@@ -650,7 +557,7 @@ int cmd_record(int argc, char **argv)
 	char chain[16] = "?";
 	uname(&u);
 	record_kernel_chain(chain, sizeof(chain));
-	struct rec r = { .dev = -1, .fd = -1, .P = (size_t)sysconf(_SC_PAGESIZE), .rng = o.seed,
+	struct rec r = { .k = { .dev = -1, .fd = -1 }, .P = (size_t)sysconf(_SC_PAGESIZE), .rng = o.seed,
 			 .progress = o.progress };
 	struct zs_pageset ps = { 0 };
 	void *buf = NULL;
@@ -658,7 +565,7 @@ int cmd_record(int argc, char **argv)
 	if (!err) {
 		err = run(&o, &r, &ps, buf);
 		if (err)
-			fprintf(stderr, "zs record: zram%d: %s\n", r.dev, strerror(-err));
+			fprintf(stderr, "zs record: zram%d: %s\n", r.k.dev, strerror(-err));
 		else if (r.progress) {
 			progress_line("  %ld operations", r.ops);
 			progress_done();

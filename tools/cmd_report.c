@@ -1,14 +1,24 @@
 /*
- * zs report: a thin launcher for the report script (python/libzs/report.py).
+ * zs report: a thin launcher for the report script (tools/report/report.py).
  *
  * The experiments, plots and markdown live in Python (matplotlib); this file
- * only finds the script and an interpreter that can import matplotlib, then
- * execs it with the zs binary's path and the build directory (where
- * libzs.so and bench_* are) followed by the user's arguments.
+ * only finds the script, the libzs Python package, the bench_* programs and
+ * the libzs.so that belong to this zs, and an interpreter that can import
+ * matplotlib, then execs the script with them followed by the user's arguments.
  *
- * Script lookup: $ZS_PYTHON_DIR/libzs/report.py, then ../python and
- * ../../python relative to the directory of the zs executable
- * (/proc/self/exe), which covers build, build-NAME and nested build directories.
+ * Lookup, from the directory of the zs executable (/proc/self/exe):
+ *   installed (`cmake --install`): PREFIX/bin/zs finds the script in
+ *     PREFIX/share/libzs/report/, the package in PREFIX/share/libzs/python,
+ *     bench_* in PREFIX/libexec/libzs and libzs.so in PREFIX/lib (the
+ *     relative paths come from CMake's GNUInstallDirs at build time);
+ *   a build directory of a source tree (build, build-NAME, nested ones):
+ *     ../tools/report or ../../tools/report, the package in ../python (or
+ *     ../../python), bench_* and libzs.so next to zs.
+ * $ZS_PYTHON_DIR names another directory holding the libzs package (a source
+ * tree's python/); the script is then also looked for in its ../tools/report.
+ * The script gets PYTHONPATH (the package) and LIBZS_LIBRARY (this zs's
+ * libzs.so, unless already set), so the Python side and the C side measure
+ * the same library.
  * Interpreter: $ZS_PYTHON, then /usr/bin/python3 (Debian's, which has
  * python3-matplotlib from scripts/deps.sh), then python3 on PATH; the first
  * one that can `import matplotlib` wins.
@@ -43,7 +53,8 @@ static void usage(FILE *f)
 		"Runs the class table, testmod per chain policy, the lock-mode, deferred-free,\n"
 		"API and chain benchmarks, zram store vs raw compressor (and kernel zram as\n"
 		"root), and the backend comparison; progress on stderr.\n"
-		"Environment: ZS_PYTHON (interpreter), ZS_PYTHON_DIR (the python/ directory).\n");
+		"Environment: ZS_PYTHON (interpreter), ZS_PYTHON_DIR (a directory holding the libzs\n"
+		"Python package, e.g. a source tree's python/), LIBZS_LIBRARY (the libzs.so it loads).\n");
 }
 
 static int is_file(const char *p)
@@ -102,7 +113,7 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 
-	char exe[PATH_MAX], dir[PATH_MAX], script[PATH_MAX + 64];
+	char exe[PATH_MAX], dir[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0) {
 		fprintf(stderr, "zs report: cannot read /proc/self/exe: %s\n", strerror(errno));
@@ -114,30 +125,67 @@ int cmd_report(int argc, char **argv)
 	if (slash)
 		*slash = 0;
 
-	script[0] = 0;
+	/* Candidate layouts: where the script is, and what goes with it there. */
+	static char script[PATH_MAX + 64], pydir[PATH_MAX + 64], benchdir[PATH_MAX + 64],
+		lib[PATH_MAX + 64];
 	const char *env_dir = getenv("ZS_PYTHON_DIR");
-	const char *rel[] = {"/../python", "/../../python"};
-	if (env_dir && *env_dir) {
-		snprintf(script, sizeof(script), "%s/libzs/report.py", env_dir);
+	struct layout { const char *script, *py, *bench, *lib; } lay[] = {
+		{ ZS_BIN_TO_DATA "/report/report.py", ZS_BIN_TO_DATA "/python", ZS_BIN_TO_LIBEXEC,
+		  ZS_BIN_TO_LIB "/libzs.so" },
+		{ "../tools/report/report.py", "../python", ".", "libzs.so" },
+		{ "../../tools/report/report.py", "../../python", ".", "libzs.so" },
+	};
+	script[0] = 0;
+	for (size_t i = 0; i < sizeof(lay) / sizeof(lay[0]) && !script[0]; i++) {
+		snprintf(script, sizeof(script), "%s/%s", dir, lay[i].script);
 		if (!is_file(script)) {
-			fprintf(stderr, "zs report: ZS_PYTHON_DIR=%s has no libzs/report.py\n", env_dir);
+			script[0] = 0;
+			continue;
+		}
+		snprintf(pydir, sizeof(pydir), "%s/%s", dir, lay[i].py);
+		snprintf(benchdir, sizeof(benchdir), "%s/%s", dir, lay[i].bench);
+		snprintf(lib, sizeof(lib), "%s/%s", dir, lay[i].lib);
+	}
+	if (env_dir && *env_dir) {
+		snprintf(pydir, sizeof(pydir), "%s", env_dir);
+		char pkg[PATH_MAX + 64];
+		snprintf(pkg, sizeof(pkg), "%s/libzs/__init__.py", env_dir);
+		if (!is_file(pkg)) {
+			fprintf(stderr, "zs report: ZS_PYTHON_DIR=%s has no libzs package\n", env_dir);
 			return 2;
 		}
-	} else {
-		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]) && !script[0]; i++) {
-			snprintf(script, sizeof(script), "%s%s/libzs/report.py", dir, rel[i]);
+		if (!script[0]) {
+			/* A zs outside any tree: the source tree of that python/. */
+			snprintf(script, sizeof(script), "%s/../tools/report/report.py", env_dir);
 			if (!is_file(script))
 				script[0] = 0;
+			snprintf(benchdir, sizeof(benchdir), "%s", dir);
+			snprintf(lib, sizeof(lib), "%s/libzs.so", dir);
 		}
 	}
 	if (!script[0]) {
 		fprintf(stderr,
-			"zs report: cannot find python/libzs/report.py next to %s (looked in "
-			"%s/../python and %s/../../python); set ZS_PYTHON_DIR to the repository's "
-			"python/ directory\n",
-			exe, dir, dir);
+			"zs report: cannot find report.py for %s (looked in %s/%s/report, "
+			"%s/../tools/report and %s/../../tools/report); install with `cmake --install`, "
+			"or run the zs of a source tree's build directory\n",
+			exe, dir, ZS_BIN_TO_DATA, dir, dir);
 		return 2;
 	}
+	if (!is_file(lib))
+		fprintf(stderr, "zs report: warning: no libzs.so at %s; the Python side uses "
+				"LIBZS_LIBRARY or its own lookup\n", lib);
+	else if (!getenv("LIBZS_LIBRARY"))
+		setenv("LIBZS_LIBRARY", lib, 1);
+	/* The package first on the path, ahead of any other libzs installed. */
+	const char *old_pp = getenv("PYTHONPATH");
+	char *pp = malloc(strlen(pydir) + (old_pp ? strlen(old_pp) : 0) + 2);
+	if (!pp) {
+		fprintf(stderr, "zs report: out of memory\n");
+		return 2;
+	}
+	sprintf(pp, "%s%s%s", pydir, old_pp && *old_pp ? ":" : "", old_pp && *old_pp ? old_pp : "");
+	setenv("PYTHONPATH", pp, 1);
+	free(pp);
 
 	const char *env_py = getenv("ZS_PYTHON");
 	const char *cands[] = {env_py && *env_py ? env_py : NULL, "/usr/bin/python3", "python3"};
@@ -165,8 +213,8 @@ int cmd_report(int argc, char **argv)
 	nargv[k++] = script;
 	nargv[k++] = "--zs";
 	nargv[k++] = exe;
-	nargv[k++] = "--build-dir";
-	nargv[k++] = dir;
+	nargv[k++] = "--bench-dir";
+	nargv[k++] = benchdir;
 	for (int i = 1; i < argc; i++)
 		nargv[k++] = argv[i];
 	nargv[k] = NULL;

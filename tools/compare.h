@@ -9,9 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zs/harness.h"
+
+/* Raw bytes to cut into pages: the harness's page set, packed (ps.len bytes). */
 struct raw {
-	unsigned char *buf;
-	size_t len, cap;
+	struct zs_pageset ps;
 	const char *what;
 };
 
@@ -29,11 +31,10 @@ struct workload {
 	const char *source;
 };
 
+/* Room for cap bytes.  Files and directories (their top level, sorted) go in packed
+ * through the harness's loader: zs_pageset_add(&r->ps, path, want, RAW_FILES). */
 int raw_reserve(struct raw *r, size_t cap);
-/* Append up to `want` bytes of a file. */
-void raw_add_file(struct raw *r, const char *path, size_t want);
-/* Regular files of one directory level, sorted, until `want` bytes. */
-void raw_add_dir(struct raw *r, const char *dir, size_t want);
+#define RAW_FILES (ZS_PAGESET_PACK | ZS_PAGESET_TOP_LEVEL)
 /* Anonymous writable mappings of a process (heap, anon mmaps) via /proc/PID/mem. */
 int raw_add_process(struct raw *r, int pid);
 /* A python3 process's heap (the default heap workload). */

@@ -3,7 +3,6 @@
  * anonymous memory, a python3 heap) and the workloads built from them, split
  * from cmd_compare.c so the driver reads as the fairness rules and the runs.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <lz4.h>
@@ -23,64 +22,7 @@
 
 int raw_reserve(struct raw *r, size_t cap)
 {
-	r->buf = malloc(cap);
-	r->cap = cap;
-	r->len = 0;
-	return r->buf ? 0 : -ENOMEM;
-}
-
-/* Append up to `want` bytes of a file. */
-void raw_add_file(struct raw *r, const char *path, size_t want)
-{
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return;
-	while (r->len < r->cap && want) {
-		size_t chunk = r->cap - r->len < want ? r->cap - r->len : want;
-		ssize_t got = read(fd, r->buf + r->len, chunk);
-		if (got <= 0)
-			break;
-		r->len += (size_t)got;
-		want -= (size_t)got;
-	}
-	close(fd);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Regular files of one directory level, sorted, until `want` bytes. */
-void raw_add_dir(struct raw *r, const char *dir, size_t want)
-{
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			names = realloc(names, cap * sizeof(*names));
-		}
-		names[n++] = strdup(e->d_name);
-	}
-	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_str);
-	size_t start = r->len;
-	for (size_t i = 0; i < n; i++) {
-		char path[4096];
-		struct stat st;
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		if (r->len - start < want && !lstat(path, &st) && S_ISREG(st.st_mode))
-			raw_add_file(r, path, want - (r->len - start));
-		free(names[i]);
-	}
-	free(names);
+	return zs_pageset_init(&r->ps, 4096, cap);
 }
 
 /* Anonymous writable mappings of a process (heap, anon mmaps) via /proc/PID/mem. */
@@ -99,19 +41,19 @@ int raw_add_process(struct raw *r, int pid)
 		return -errno;
 	}
 	char line[512];
-	while (r->len < r->cap && fgets(line, sizeof(line), maps)) {
+	while (r->ps.len < r->ps.map_bytes && fgets(line, sizeof(line), maps)) {
 		unsigned long lo, hi;
 		char perms[8], name[256] = "";
 		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &lo, &hi, perms, name) < 3)
 			continue;
 		if (perms[0] != 'r' || perms[1] != 'w' || (name[0] && strcmp(name, "[heap]")))
 			continue;
-		for (unsigned long a = lo; a < hi && r->len < r->cap;) {
-			size_t chunk = hi - a < r->cap - r->len ? hi - a : r->cap - r->len;
-			ssize_t got = pread(mem, r->buf + r->len, chunk, (off_t)a);
+		for (unsigned long a = lo; a < hi && r->ps.len < r->ps.map_bytes;) {
+			size_t chunk = hi - a < r->ps.map_bytes - r->ps.len ? hi - a : r->ps.map_bytes - r->ps.len;
+			ssize_t got = pread(mem, r->ps.data + r->ps.len, chunk, (off_t)a);
 			if (got <= 0)
 				break;
-			r->len += (size_t)got;
+			r->ps.len += (size_t)got;
 			a += (unsigned long)got;
 		}
 	}
@@ -173,7 +115,7 @@ void wl_free(struct workload *w)
 /* zram's store rule (zs/zram.h) on raw pages: skip same-filled, raw at >= huge, else LZ4. */
 int wl_from_pages(struct workload *w, const struct raw *r, size_t ps, size_t huge)
 {
-	size_t npages = r->len / ps;
+	size_t npages = r->ps.len / ps;
 	w->b = calloc(npages ? npages : 1, sizeof(*w->b));
 	w->store = malloc(npages * (size_t)LZ4_compressBound((int)ps) + 1);
 	if (!w->b || !w->store)
@@ -181,7 +123,7 @@ int wl_from_pages(struct workload *w, const struct raw *r, size_t ps, size_t hug
 	w->source = r->what;
 	size_t off = 0;
 	for (size_t i = 0; i < npages; i++) {
-		const unsigned char *page = r->buf + i * ps;
+		const unsigned char *page = r->ps.data + i * ps;
 		w->pages_in++;
 		if (zs_zram_page_same_filled(page, ps, NULL)) {
 			w->same_filled++;

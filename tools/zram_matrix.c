@@ -4,7 +4,7 @@
  * with --dict) at 4 KiB and 64 KiB groups, and prints one row each: ratio
  * against pool memory (mem_used_total, what the memory costs) and against
  * compressed bytes, write/read MB/s and CPU seconds, read-back check.  Text
- * table or a JSON array that python/libzs/report.py can read.  With
+ * table or a JSON array that tools/report/report.py can read.  With
  * --filter all, then one row per filter (zs/compress.h: shuffle, delta,
  * delta+shuffle at 2, 4 and 8 bytes) with zstd:3; with --filter SPEC, that
  * filter with every compressor.  Without --filter the table is what it was

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cmds.h"
+#include "zs/backend.h"
 #include "zs/common.h"
 
 static const struct {
@@ -41,6 +42,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
 		printf("zs (libzs) %s\n", zs_version_string());
+		/* This tool's backend kinds (the malloc baselines are the harness's, not
+		 * libzs.so's): `zs report` reads them here. */
+		printf("backends:");
+		for (const char *const *k = zs_backend_kinds(); *k; k++)
+			printf(" %s", *k);
+		printf("\n");
 		return 0;
 	}
 	if (!strcmp(argv[1], "help")) {

@@ -18,20 +18,10 @@
 
 /* ---- kernel zram swap device ---- */
 
+/* The device itself is the harness's (zs_kzram_dev_*); this file adds the swap. */
+static struct zs_kzram_dev kz = { .dev = -1, .fd = -1 };
 int kdev = -1;
 static int kswap_on;
-static char kdevpath[64];
-
-static int write_sys(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = write(fd, val, strlen(val));
-	int e = n < 0 ? -errno : 0;
-	close(fd);
-	return e;
-}
 
 static int run_cmd(char *const argv[])
 {
@@ -51,18 +41,15 @@ static int run_cmd(char *const argv[])
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* kdev, not kz.dev: a forked worker sets kdev = -1 so that only the parent tears down. */
 void kzram_down(void)
 {
-	char buf[32];
-	if (kdev < 0)
+	if (kdev < 0 || kz.dev < 0)
 		return;
 	if (kswap_on)
-		swapoff(kdevpath);
+		swapoff(kz.node);
 	kswap_on = 0;
-	snprintf(buf, sizeof(buf), "/sys/block/zram%d/reset", kdev);
-	write_sys(buf, "1");
-	snprintf(buf, sizeof(buf), "%d", kdev);
-	write_sys("/sys/class/zram-control/hot_remove", buf);
+	zs_kzram_dev_remove(&kz);
 	kdev = -1;
 }
 
@@ -86,44 +73,25 @@ void on_signal(int sig)
 /* hot_add, comp, disksize, mkswap, swapon.  0 or -1 with msg. */
 int kzram_up(uint64_t bytes, char *msg, size_t len)
 {
-	char path[96], buf[32];
-	if (geteuid() != 0 || access("/sys/class/zram-control/hot_add", R_OK)) {
+	char why[192];
+	if (!zs_kzram_available()) {
 		snprintf(msg, len, "kernel rows skipped: need root and /sys/class/zram-control "
 			 "(modprobe zram)");
 		return -1;
 	}
-	int fd = open("/sys/class/zram-control/hot_add", O_RDONLY);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0) {
-		snprintf(msg, len, "kernel rows skipped: hot_add failed");
+	if (zs_kzram_dev_add(&kz, comp, bytes, 0, why, sizeof(why))) {
+		snprintf(msg, len, "kernel rows skipped: %s", why);
 		return -1;
 	}
-	buf[n] = 0;
-	kdev = atoi(buf);
-	snprintf(kdevpath, sizeof(kdevpath), "/dev/zram%d", kdev);
-	snprintf(path, sizeof(path), "/sys/block/zram%d/comp_algorithm", kdev);
-	if (write_sys(path, comp)) {
-		snprintf(msg, len, "kernel rows skipped: zram has no %s", comp);
-		kzram_down();
-		return -1;
-	}
-	snprintf(path, sizeof(path), "/sys/block/zram%d/disksize", kdev);
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)bytes);
-	if (write_sys(path, buf)) {
-		snprintf(msg, len, "kernel rows skipped: disksize failed");
-		kzram_down();
-		return -1;
-	}
-	char *mk[] = { "mkswap", kdevpath, NULL };
+	kdev = kz.dev;
+	char *mk[] = { "mkswap", kz.node, NULL };
 	if (run_cmd(mk) != 0) {
-		snprintf(msg, len, "kernel rows skipped: mkswap %s failed", kdevpath);
+		snprintf(msg, len, "kernel rows skipped: mkswap %s failed", kz.node);
 		kzram_down();
 		return -1;
 	}
-	if (swapon(kdevpath, SWAP_FLAG_PREFER | (32767 & SWAP_FLAG_PRIO_MASK))) {
-		snprintf(msg, len, "kernel rows skipped: swapon %s: %s", kdevpath, strerror(errno));
+	if (swapon(kz.node, SWAP_FLAG_PREFER | (32767 & SWAP_FLAG_PRIO_MASK))) {
+		snprintf(msg, len, "kernel rows skipped: swapon %s: %s", kz.node, strerror(errno));
 		kzram_down();
 		return -1;
 	}
@@ -133,14 +101,5 @@ int kzram_up(uint64_t bytes, char *msg, size_t len)
 
 void kzram_mm_stat(uint64_t *v)
 {
-	char path[96];
-	memset(v, 0, 9 * sizeof(*v));
-	snprintf(path, sizeof(path), "/sys/block/zram%d/mm_stat", kdev);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return;
-	for (int i = 0; i < 9; i++)
-		if (fscanf(f, "%lu", (unsigned long *)&v[i]) != 1)
-			break;
-	fclose(f);
+	zs_kzram_dev_mm_stat(&kz, v);
 }

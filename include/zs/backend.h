@@ -110,10 +110,16 @@ struct zs_backend {
 	char kind[16];
 };
 
-/* Create a backend by kind; NULL with errno (EINVAL unknown kind, ENOTSUP not built in). */
+/*
+ * Create a backend by kind; NULL with errno (EINVAL unknown kind, ENOTSUP a
+ * known kind not available in this process).  libzs itself holds zsmalloc
+ * and zblock; the malloc baselines ("malloc", "jemalloc", "mimalloc") are
+ * the measurement harness's, present only in the zs tool, the benchmarks
+ * and the tests (ENOTSUP elsewhere, e.g. through libzs.so).
+ */
 ZS_API struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg);
 ZS_API void zs_backend_destroy(struct zs_backend *b);
-/* NULL-terminated list of the kinds compiled in. */
+/* NULL-terminated list of the kinds this process can create (see zs_backend_create). */
 ZS_API const char *const *zs_backend_kinds(void);
 /*
  * For kind "zsmalloc": the underlying pool (NULL otherwise).  For tests and

@@ -1,10 +1,15 @@
 /*
  * libzs's measurement and test harness: failure injection, the RSS probe,
- * the loader of real files' pages, and the driver of the kernel's own zram
- * (sysfs + O_DIRECT).  The `zs` tool, the benchmarks, the tests and the
- * Python binding use these; they are exported (ZS_API) but are not product
- * API: they may change in any minor release, without a SONAME bump (see
- * docs/abi.md).  A program that stores data with libzs needs none of this.
+ * the loader of real files' pages, the driver of the kernel's own zram
+ * (sysfs + O_DIRECT) and the malloc baselines' registration.  The `zs`
+ * tool, the benchmarks and the tests use these; none of it is product API.
+ *
+ * Where it lives (since 3.0.0, docs/abi.md): libzs.so exports none of it
+ * and this header is not installed.  The failure-injection hooks are part
+ * of the layers they arm (hidden in libzs.so, linkable from libzs.a, as
+ * ../shared/repro's programs link them); everything else is the harness
+ * library (harness/, built as the zs_harness object library and linked
+ * whole into the tool, the benchmarks and the tests).
  */
 #ifndef ZS_HARNESS_H
 #define ZS_HARNESS_H
@@ -17,6 +22,7 @@
 #include "zs/zblock.h"
 #include "zs/zram.h"
 #include "zs/zsmalloc.h"
+#include "zs/zswap.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,57 +31,103 @@ extern "C" {
 /* ---- Failure injection (after == UINT64_MAX resets, where a call says so) ---- */
 
 /*
- * Failure injection for tests: after `after` more successful allocations,
- * fail the next `count` allocations (count 0 = every one until reset).
- * zs_pages_fail_reset() turns injection off.
- */
-ZS_API void zs_pages_fail_after(struct zs_pages *p, uint64_t after, uint64_t count);
-ZS_API void zs_pages_fail_reset(struct zs_pages *p);
-
-/* The process's resident set size in bytes (from /proc/self/statm), for tests and tools. */
-ZS_API size_t zs_process_rss(void);
-
-/*
  * Test hook: fail page allocations after `after` successes for `count`
  * allocations (0 = until reset); after == UINT64_MAX resets.
  */
-ZS_API void zs_pool_fail_pages(struct zs_pool *pool, uint64_t after, uint64_t count);
+void zs_pool_fail_pages(struct zs_pool *pool, uint64_t after, uint64_t count);
 
 /* Test hook: as zs_pool_fail_pages (after == UINT64_MAX resets). */
-ZS_API void zblock_pool_fail_pages(struct zblock_pool *pool, uint64_t after, uint64_t count);
+void zblock_pool_fail_pages(struct zblock_pool *pool, uint64_t after, uint64_t count);
 
 /*
  * Test hook: after `after` more successful file writes (reads: 0 is writes, 1
  * reads) the next `count` fail with -EIO (count 0: all); after == UINT64_MAX
  * clears it.  No-op without a backing file.
  */
-ZS_API void zs_zram_wb_inject(struct zs_zram *z, int reads, uint64_t after, uint64_t count);
+void zs_zram_wb_inject(struct zs_zram *z, int reads, uint64_t after, uint64_t count);
+/* The same for a zswap's backing file. */
+void zs_zswap_wb_inject(struct zs_zswap *z, int reads, uint64_t after, uint64_t count);
+
+/* ---- The harness library (harness/) ---- */
+
+/* The process's resident set size in bytes (from /proc/self/statm), for tests and tools. */
+size_t zs_process_rss(void);
+
+/*
+ * Add the malloc baselines ("malloc", and "jemalloc"/"mimalloc" where built)
+ * to the backend kinds.  The harness calls it from a constructor, so its
+ * programs need not; idempotent.
+ */
+void zs_harness_register(void);
 
 /* ---- Pages of real files (for the CLI, benchmarks and tests) ---- */
 
 struct zs_pageset {
 	size_t page_size;
-	size_t npages;
-	unsigned char *data;   /* npages x page_size, page aligned */
+	size_t npages;         /* pages holding data: len rounded up */
+	unsigned char *data;   /* page aligned, zero filled past len */
+	size_t len;            /* bytes filled (padded layout: npages x page_size) */
 	size_t files;          /* files read */
-	uint64_t file_bytes;   /* bytes read (the last page of each file is zero padded) */
-	size_t map_bytes;      /* internal: size of the mapping behind data */
+	uint64_t file_bytes;   /* bytes read */
+	size_t map_bytes;      /* capacity: size of the mapping behind data */
 };
 
 /*
  * Load the pages of files and of regular files under directories
- * (recursively, symlinks not followed), stopping at max_bytes (0 -> no
- * limit).  Unreadable files are skipped.  Returns 0 or -errno; *ps is valid
- * (maybe empty) on 0.
+ * (recursively, symlinks not followed), each file from a page boundary, its
+ * last page zero padded, stopping at max_bytes (0 -> no limit).  Unreadable
+ * files are skipped.  Returns 0 or -errno; *ps is valid (maybe empty) on 0.
  */
-ZS_API int zs_pageset_load(struct zs_pageset *ps, size_t page_size, char *const *paths, int npaths,
+int zs_pageset_load(struct zs_pageset *ps, size_t page_size, char *const *paths, int npaths,
 		    uint64_t max_bytes);
-ZS_API void zs_pageset_free(struct zs_pageset *ps);
+
+/* An empty set with room for cap_bytes (rounded up to pages), for zs_pageset_add. */
+int zs_pageset_init(struct zs_pageset *ps, size_t page_size, uint64_t cap_bytes);
+/* zs_pageset_add's flags */
+#define ZS_PAGESET_PACK 1u       /* files' bytes back to back, no padding between them */
+#define ZS_PAGESET_TOP_LEVEL 2u  /* a directory: its top-level regular files (not hidden),
+                                    sorted by name, instead of the recursive walk */
+/*
+ * Append a file, or a directory's files, at len: up to `want` bytes (0: until
+ * the set is full).  Returns 0 or -errno (out of memory); a path that cannot
+ * be read adds nothing.
+ */
+int zs_pageset_add(struct zs_pageset *ps, const char *path, uint64_t want, unsigned flags);
+void zs_pageset_free(struct zs_pageset *ps);
 
 /* ---- The kernel's zram, driven through sysfs and O_DIRECT (root only) ---- */
 
 /* 1 if /sys/class/zram-control exists and we can write to it. */
-ZS_API int zs_kzram_available(void);
+int zs_kzram_available(void);
+
+/*
+ * One kernel zram device of our own: the one place the harness makes and
+ * removes them (zs_kzram_run*, `zs record`, bench_region's swap device).
+ */
+struct zs_kzram_dev {
+	int dev;              /* N of /dev/zramN; -1: none */
+	int fd;               /* O_DIRECT descriptor, or -1 (not asked for, or closed) */
+	int made;             /* node is our own mknod (removed with the device) */
+	char node[128];       /* the device node opened */
+	char reset_path[64];  /* prepared for zs_kzram_dev_remove_signal */
+	char num[16];
+};
+
+/*
+ * hot_add a device, set comp_algorithm and disksize (bytes) and, with
+ * open_direct, open it O_DIRECT (k->fd).  Returns 0 or -errno with a reason
+ * in msg; on error nothing is left behind.  Root only (-EPERM otherwise).
+ */
+int zs_kzram_dev_add(struct zs_kzram_dev *k, const char *comp, uint64_t disksize, int open_direct,
+		     char *msg, size_t msg_len);
+/* Write one attribute of the device (/sys/block/zramN/ATTR).  0 or -errno. */
+int zs_kzram_dev_set(const struct zs_kzram_dev *k, const char *attr, const char *val);
+/* Read mm_stat (kernel column order; a missing 9th column reads 0).  0 or -errno. */
+int zs_kzram_dev_mm_stat(const struct zs_kzram_dev *k, uint64_t v[9]);
+/* Close, reset and hot_remove the device (retrying while it is busy); no-op without one. */
+void zs_kzram_dev_remove(struct zs_kzram_dev *k);
+/* The same, async-signal-safe (no retry): for a SIGINT/SIGTERM handler. */
+void zs_kzram_dev_remove_signal(const struct zs_kzram_dev *k);
 
 struct zs_kzram_result {
 	int dev;                 /* device number used (removed again) */
@@ -92,7 +144,7 @@ struct zs_kzram_result {
  * with O_DIRECT and compare, then hot_remove (always, also on error).
  * Pages must be 4096 bytes.  Returns 0 or -errno; msg gets a reason.
  */
-ZS_API int zs_kzram_run(const char *comp, const unsigned char *pages, size_t npages,
+int zs_kzram_run(const char *comp, const unsigned char *pages, size_t npages,
 		 struct zs_kzram_result *res, char *msg, size_t msg_len);
 
 /*
@@ -101,7 +153,7 @@ ZS_API int zs_kzram_run(const char *comp, const unsigned char *pages, size_t npa
  * pages; write_s/read_s are the wall time from the first start to the last end.
  */
 #define ZS_KZRAM_MAX_THREADS 64
-ZS_API int zs_kzram_run_threads(const char *comp, const unsigned char *pages, size_t npages,
+int zs_kzram_run_threads(const char *comp, const unsigned char *pages, size_t npages,
 			 unsigned threads, struct zs_kzram_result *res, char *msg, size_t msg_len);
 
 /*
@@ -110,7 +162,7 @@ ZS_API int zs_kzram_run_threads(const char *comp, const unsigned char *pages, si
  * 4096 huge), to find the pages where kernel and user-space compressors
  * agree.  Same device handling and returns as zs_kzram_run.
  */
-ZS_API int zs_kzram_sizes(const char *comp, const unsigned char *pages, size_t npages, uint32_t *sizes,
+int zs_kzram_sizes(const char *comp, const unsigned char *pages, size_t npages, uint32_t *sizes,
 		   char *msg, size_t msg_len);
 
 #ifdef __cplusplus

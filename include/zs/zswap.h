@@ -360,15 +360,6 @@ struct zs_zswap_stats {
 /* Fill *st.  Thread safe (each counter is read atomically; the set is not a snapshot). */
 ZS_API void zs_zswap_get_stats(struct zs_zswap *z, struct zs_zswap_stats *st);
 
-/* ---- Test hook (harness class: may change in any release, see docs/abi.md) ---- */
-
-/*
- * After `after` more backing-file writes (reads: 0 is writes, 1 reads) the
- * next `count` fail with -EIO (count 0: all); after == UINT64_MAX clears it.
- * No-op without a backing file.  Like zs_zram_wb_inject (zs/harness.h).
- */
-ZS_API void zs_zswap_wb_inject(struct zs_zswap *z, int reads, uint64_t after, uint64_t count);
-
 #ifdef __cplusplus
 }
 #endif

@@ -19,18 +19,30 @@
 #include "backend_internal.h"
 #include "zs/pages.h"
 
-static const struct zs_backend_ops *const registry[] = {
+/* The library's own kinds first, then what zs_backend_register added. */
+#define NR_OWN 2
+static const struct zs_backend_ops *registry[NR_OWN + ZS_BACKEND_MAX_EXTRA] = {
 	&zs_be_zsmalloc_ops,
 	&zs_be_zblock_ops,
-	&zs_be_malloc_ops,
-#ifdef ZS_HAVE_JEMALLOC
-	&zs_be_jemalloc_ops,
-#endif
-#ifdef ZS_HAVE_MIMALLOC
-	&zs_be_mimalloc_ops,
-#endif
 };
-#define NR_KINDS (sizeof(registry) / sizeof(registry[0]))
+static size_t nr_kinds = NR_OWN;
+/* zs_backend_kinds()'s answer: registry's names, NULL-terminated. */
+static const char *kind_names[NR_OWN + ZS_BACKEND_MAX_EXTRA + 1] = { "zsmalloc", "zblock" };
+
+int zs_backend_register(const struct zs_backend_ops *ops)
+{
+	if (!ops || !ops->kind || !ops->create)
+		return -EINVAL;
+	for (size_t i = 0; i < nr_kinds; i++)
+		if (!strcmp(registry[i]->kind, ops->kind))
+			return -EEXIST;
+	if (nr_kinds == NR_OWN + ZS_BACKEND_MAX_EXTRA)
+		return -ENOSPC;
+	registry[nr_kinds] = ops;
+	kind_names[nr_kinds] = ops->kind;
+	nr_kinds++;
+	return 0;
+}
 
 static const char *const all_kinds[] = { "zsmalloc", "zblock", "malloc", "jemalloc", "mimalloc" };
 
@@ -249,7 +261,7 @@ struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
 {
 	const char *kind = cfg && cfg->kind ? cfg->kind : "zsmalloc";
 	const struct zs_backend_ops *ops = NULL;
-	for (size_t i = 0; i < NR_KINDS; i++)
+	for (size_t i = 0; i < nr_kinds; i++)
 		if (!strcmp(registry[i]->kind, kind))
 			ops = registry[i];
 	if (!ops) {
@@ -329,17 +341,7 @@ void zs_backend_destroy(struct zs_backend *b)
 
 const char *const *zs_backend_kinds(void)
 {
-	static const char *const kinds[] = {
-		"zsmalloc", "zblock", "malloc",
-#ifdef ZS_HAVE_JEMALLOC
-		"jemalloc",
-#endif
-#ifdef ZS_HAVE_MIMALLOC
-		"mimalloc",
-#endif
-		NULL,
-	};
-	return kinds;
+	return kind_names;
 }
 
 struct zs_pool *zs_backend_zspool(struct zs_backend *b)

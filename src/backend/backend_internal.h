@@ -10,13 +10,19 @@
 
 extern const struct zs_backend_ops zs_be_zsmalloc_ops;
 extern const struct zs_backend_ops zs_be_zblock_ops;
-extern const struct zs_backend_ops zs_be_malloc_ops;
-#ifdef ZS_HAVE_JEMALLOC
-extern const struct zs_backend_ops zs_be_jemalloc_ops;
-#endif
-#ifdef ZS_HAVE_MIMALLOC
-extern const struct zs_backend_ops zs_be_mimalloc_ops;
-#endif
+
+/*
+ * Kinds that live outside the library: the malloc baselines (glibc, jemalloc,
+ * mimalloc; harness/be_*.c) that `zs compare`, the benchmarks and the tests
+ * measure against.  The harness registers them (harness/register.c) before
+ * its main() runs; libzs.so itself holds only zsmalloc and zblock, and runs
+ * no code at load time.  Not ZS_API: hidden in libzs.so, linkable from
+ * libzs.a.  Returns 0, -EEXIST (kind already there), -ENOSPC (table full)
+ * or -EINVAL.  Registration is not synchronised with zs_backend_create or
+ * zs_backend_kinds: make it before any thread uses backends.
+ */
+#define ZS_BACKEND_MAX_EXTRA 4
+int zs_backend_register(const struct zs_backend_ops *ops);
 
 /* Largest object every kind accepts: one pool page, as zs_malloc. */
 static inline int zs_be_bad_size(const struct zs_backend *b, size_t size)

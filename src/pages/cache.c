@@ -32,7 +32,6 @@
  * plus one for the shared path, summed on read.
  */
 #include "pages/internal.h"
-#include "zs/harness.h"
 
 #include <errno.h>
 #include <pthread.h>

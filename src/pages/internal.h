@@ -8,7 +8,7 @@
 #ifndef ZS_PAGES_INTERNAL_H
 #define ZS_PAGES_INTERNAL_H
 
-#include "zs/pages.h"
+#include "pages/pages.h"
 #include "pages/lookup.h"
 #include "common/debug.h"
 

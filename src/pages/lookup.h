@@ -5,9 +5,9 @@
  * Why a second, internal header: these two lookups run on every object
  * access, and as calls into pages.c they cost about a fifth of zsmalloc's own
  * instructions on the read/write path (callgrind, bench_api).  Inlining needs
- * the lookup fields' layout, which stays out of the public include/zs/pages.h
- * so applications never depend on it; zs_pages_addr()/zs_pages_desc() there
- * remain the stable entry points and are these same functions.
+ * the lookup fields' layout, which stays out of pages.h (the provider's
+ * interface); zs_pages_addr()/zs_pages_desc() there remain the entry points
+ * and are these same functions.
  *
  * struct zs_pages begins with struct zs_pages_lookup, so a provider pointer
  * is also a pointer to its lookup fields (C11 6.7.2.1: a pointer to a struct
@@ -17,7 +17,7 @@
 #define ZS_PAGES_LOOKUP_H
 
 #include <stdatomic.h>
-#include "zs/pages.h"
+#include "pages/pages.h"
 
 /* One chunk-table entry; read without the lock. */
 struct zs_pages_slot {

@@ -1,5 +1,5 @@
 /*
- * Page provider (owns include/zs/pages.h): the one place pool memory comes
+ * Page provider (owns src/pages/pages.h and include/zs/pages.h): the one place pool memory comes
  * from the OS and goes back to it.
  *
  * Layout.  Pool memory is mmap'd in chunks of chunk_bytes; a chunk occupies
@@ -23,7 +23,6 @@
  * then the mutex); lookups use atomics only.
  */
 #include "pages/internal.h"
-#include "zs/harness.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -487,17 +486,3 @@ void zs_pages_fail_reset(struct zs_pages *p)
 	pthread_mutex_unlock(&p->lock);
 }
 
-size_t zs_process_rss(void)
-{
-	FILE *f = fopen("/proc/self/statm", "r");
-	unsigned long size = 0, resident = 0;
-	long pg = sysconf(_SC_PAGESIZE);
-
-	if (!f)
-		return 0;
-	int got = fscanf(f, "%lu %lu", &size, &resident);
-	fclose(f);
-	if (got != 2 || pg <= 0)
-		return 0;
-	return (size_t)resident * (size_t)pg;
-}

@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "common/config.h"
-#include "zs/pages.h"
+#include "pages/pages.h"
 #include "pages/lookup.h"
 #include "zs/zblock.h"
 #include "zs/harness.h"

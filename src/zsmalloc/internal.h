@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "zs/pages.h"
+#include "pages/pages.h"
 #include "pages/lookup.h"
 #include "zs/zsmalloc.h"
 #include "zsmalloc/lock.h"

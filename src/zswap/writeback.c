@@ -33,6 +33,7 @@
 #include "zswap/internal.h"
 #include "common/fileio.h"
 #include "common/sigblock.h"
+#include "zs/harness.h"   /* zs_zswap_wb_inject */
 
 struct zswap_wb {
 	int fd;

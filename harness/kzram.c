@@ -2,9 +2,10 @@
  * The kernel's zram as a measuring stick: a fresh device from zram-control,
  * the same pages written and read with 4 KiB O_DIRECT I/O (one bio per page,
  * the path swap takes; by T threads on disjoint ranges of the one device for
- * the scaling rows), mm_stat read in between.  Lives in the library so the
- * CLI and the benchmark drive the kernel the same way.  The device is always
- * removed again, also on error.
+ * the scaling rows), mm_stat read in between.  The harness's one driver of
+ * kernel zram devices: zs_kzram_dev_* make and remove them for zs_kzram_run*
+ * here, `zs record` and bench_region's swap device, so every caller drives
+ * the kernel the same way.  A device is always removed again, also on error.
  */
 #include "zs/zram.h"
 #include "zs/harness.h"
@@ -125,27 +126,26 @@ static int open_dev(int dev, char *node, size_t len, int *made)
 	}
 }
 
-struct kdev {
-	int dev, fd, made;
-	char node[128];
-};
+static void dev_reset(struct zs_kzram_dev *k)
+{
+	k->dev = -1;
+	k->fd = -1;
+	k->made = 0;
+	k->node[0] = k->reset_path[0] = k->num[0] = 0;
+}
 
-/* hot_add + comp_algorithm + disksize + open; on error the device is already removed. */
-static void dev_remove(struct kdev *k);
-
-static int dev_setup(struct kdev *k, const char *comp, size_t npages, char *msg, size_t msg_len)
+int zs_kzram_dev_add(struct zs_kzram_dev *k, const char *comp, uint64_t disksize, int open_direct,
+		     char *msg, size_t msg_len)
 {
 	char path[128], buf[256];
 	int rc;
 
-	k->dev = -1;
-	k->fd = -1;
-	k->made = 0;
+	dev_reset(k);
 	if (!zs_kzram_available()) {
 		set_msg(msg, msg_len, "needs root and %s", CTL);
 		return -EPERM;
 	}
-	if (!npages)
+	if (!disksize)
 		return -EINVAL;
 	rc = sysfs_read(CTL "/hot_add", buf, sizeof(buf));
 	if (rc) {
@@ -153,54 +153,112 @@ static int dev_setup(struct kdev *k, const char *comp, size_t npages, char *msg,
 		return rc;
 	}
 	k->dev = atoi(buf);
-	snprintf(path, sizeof(path), "/sys/block/zram%d/comp_algorithm", k->dev);
-	rc = sysfs_write(path, comp);
+	/* Prepared now: a signal handler may need them before we return. */
+	snprintf(k->num, sizeof(k->num), "%d", k->dev);
+	snprintf(k->reset_path, sizeof(k->reset_path), "/sys/block/zram%d/reset", k->dev);
+	rc = zs_kzram_dev_set(k, "comp_algorithm", comp);
 	if (rc) {
+		snprintf(path, sizeof(path), "/sys/block/zram%d/comp_algorithm", k->dev);
+		buf[0] = 0;
 		sysfs_read(path, buf, sizeof(buf));
 		buf[strcspn(buf, "\n")] = 0;
 		set_msg(msg, msg_len, "kernel zram has no '%s' (has: %s)", comp, buf);
 		goto fail;
 	}
-	snprintf(path, sizeof(path), "/sys/block/zram%d/disksize", k->dev);
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)npages * KPAGE);
-	rc = sysfs_write(path, buf);
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)disksize);
+	rc = zs_kzram_dev_set(k, "disksize", buf);
 	if (rc) {
-		set_msg(msg, msg_len, "disksize: %s", strerror(-rc));
+		set_msg(msg, msg_len, "disksize %s: %s", buf, strerror(-rc));
 		goto fail;
 	}
-	k->fd = open_dev(k->dev, k->node, sizeof(k->node), &k->made);
-	if (k->fd < 0) {
-		rc = k->fd;
-		set_msg(msg, msg_len, "open %s: %s", k->node, strerror(-rc));
-		goto fail;
+	if (open_direct) {
+		k->fd = open_dev(k->dev, k->node, sizeof(k->node), &k->made);
+		if (k->fd < 0) {
+			rc = k->fd;
+			k->fd = -1;
+			set_msg(msg, msg_len, "open %s: %s", k->node, strerror(-rc));
+			goto fail;
+		}
+	} else {
+		snprintf(k->node, sizeof(k->node), "/dev/zram%d", k->dev);
 	}
 	return 0;
 fail:
-	dev_remove(k);
+	zs_kzram_dev_remove(k);
 	return rc;
 }
 
-static void dev_remove(struct kdev *k)
+int zs_kzram_dev_set(const struct zs_kzram_dev *k, const char *attr, const char *val)
 {
-	char buf[32];
+	char path[128];
 
+	if (k->dev < 0)
+		return -ENODEV;
+	snprintf(path, sizeof(path), "/sys/block/zram%d/%s", k->dev, attr);
+	return sysfs_write(path, val);
+}
+
+int zs_kzram_dev_mm_stat(const struct zs_kzram_dev *k, uint64_t v[9])
+{
+	char path[128], buf[512], *p = buf, *end;
+
+	memset(v, 0, 9 * sizeof(*v));
+	if (k->dev < 0)
+		return -ENODEV;
+	snprintf(path, sizeof(path), "/sys/block/zram%d/mm_stat", k->dev);
+	int rc = sysfs_read(path, buf, sizeof(buf));
+	if (rc)
+		return rc;
+	/* Older kernels print 8 columns (no huge_pages_since). */
+	for (int i = 0; i < 9; i++) {
+		v[i] = strtoull(p, &end, 10);
+		if (end == p)
+			return i >= 8 ? 0 : -EIO;
+		p = end;
+	}
+	return 0;
+}
+
+void zs_kzram_dev_remove(struct zs_kzram_dev *k)
+{
 	if (k->fd >= 0)
-		close(k->fd);
+		close(k->fd); /* an open device cannot be reset or removed */
 	k->fd = -1;
 	if (k->made)
 		unlink(k->node);
 	if (k->dev < 0)
 		return;
-	snprintf(buf, sizeof(buf), "%d", k->dev);
+	sysfs_write(k->reset_path, "1");
 	/* A device just closed can be busy for a moment; retry the removal briefly. */
 	for (int i = 0; i < 50; i++) {
-		int r = sysfs_write(CTL "/hot_remove", buf);
+		int r = sysfs_write(CTL "/hot_remove", k->num);
 
 		if (r != -EBUSY)
 			break;
 		usleep(20000);
 	}
-	k->dev = -1;
+	dev_reset(k);
+}
+
+/* Only open/write/close on the paths prepared by zs_kzram_dev_add. */
+void zs_kzram_dev_remove_signal(const struct zs_kzram_dev *k)
+{
+	if (k->fd >= 0)
+		close(k->fd);
+	if (k->dev < 0)
+		return;
+	int fd = open(k->reset_path, O_WRONLY);
+	if (fd >= 0) {
+		ssize_t n = write(fd, "1", 1);
+		(void)n;
+		close(fd);
+	}
+	fd = open(CTL "/hot_remove", O_WRONLY);
+	if (fd >= 0) {
+		ssize_t n = write(fd, k->num, strlen(k->num));
+		(void)n;
+		close(fd);
+	}
 }
 
 /* One thread's share of the I/O: pages [first, first + n) of the device. */
@@ -301,7 +359,7 @@ int zs_kzram_run_threads(const char *comp, const unsigned char *pages, size_t np
 {
 	char path[128];
 	unsigned char *io = NULL;
-	struct kdev k;
+	struct zs_kzram_dev k;
 	int dev, fd, rc;
 
 	memset(res, 0, sizeof(*res));
@@ -309,7 +367,7 @@ int zs_kzram_run_threads(const char *comp, const unsigned char *pages, size_t np
 		set_msg(msg, msg_len, "threads must be 1..%d", ZS_KZRAM_MAX_THREADS);
 		return -EINVAL;
 	}
-	rc = dev_setup(&k, comp, npages, msg, msg_len);
+	rc = zs_kzram_dev_add(&k, comp, (uint64_t)npages * KPAGE, 1, msg, msg_len);
 	res->dev = k.dev;
 	if (rc)
 		return rc;
@@ -345,7 +403,7 @@ int zs_kzram_run_threads(const char *comp, const unsigned char *pages, size_t np
 	rc = 0;
 out:
 	free(io);
-	dev_remove(&k);
+	zs_kzram_dev_remove(&k);
 	return rc;
 }
 
@@ -361,8 +419,8 @@ int zs_kzram_sizes(const char *comp, const unsigned char *pages, size_t npages, 
 	char path[128];
 	unsigned char *io = NULL;
 	uint64_t mm[9], prev = 0;
-	struct kdev k;
-	int rc = dev_setup(&k, comp, npages, msg, msg_len);
+	struct zs_kzram_dev k;
+	int rc = zs_kzram_dev_add(&k, comp, (uint64_t)npages * KPAGE, 1, msg, msg_len);
 
 	if (rc)
 		return rc;
@@ -388,6 +446,6 @@ int zs_kzram_sizes(const char *comp, const unsigned char *pages, size_t npages, 
 	}
 out:
 	free(io);
-	dev_remove(&k);
+	zs_kzram_dev_remove(&k);
 	return rc;
 }

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <dlfcn.h>
 #include <pthread.h>
-#include "backend_internal.h"
+#include "harness_internal.h"
 
 /* Loaded with dlopen(RTLD_LOCAL) on first use, not linked: see be_jemalloc.c for why. */
 static void *(*p_mi_malloc)(size_t);

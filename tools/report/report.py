@@ -1,9 +1,15 @@
 """
 `zs report`: runs the seed experiments and writes report.md with tables and
-PNG plots.  tools/cmd_report.c finds this file and execs a Python 3 that has
-matplotlib on it with:
+PNG plots.  tools/cmd_report.c finds this file (tools/report/ in a source
+tree, PREFIX/share/libzs/report/ installed) and execs a Python 3 that has
+matplotlib on it, with PYTHONPATH naming the libzs package and LIBZS_LIBRARY
+the libzs.so that go with that zs:
 
-    report.py --zs PATH/zs --build-dir DIR [--quick] [--data FILE|DIR ...] [--out DIR]
+    report.py --zs PATH/zs --bench-dir DIR [--quick] [--data FILE|DIR ...] [--out DIR]
+
+(--build-dir DIR, a build tree holding both bench_* and libzs.so, still works.)
+Not part of the importable libzs package: a script of the tool's, which
+needs matplotlib and the benchmark programs.
 
 This file owns the experiment plan (what runs, with which options, in quick
 and full mode), the parsing of the CLI's and the benchmarks' JSON, the plots
@@ -24,8 +30,12 @@ import sys
 import tempfile
 import time
 
-if __package__ in (None, ""):
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Run straight from a source tree (no PYTHONPATH from `zs report`): the repository's python/.
+_SRC_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
+try:
+    import libzs  # noqa: F401
+except ImportError:
+    sys.path.insert(0, os.path.normpath(_SRC_PY))
 
 from libzs import _lib  # noqa: E402  (after the path fix above)
 
@@ -85,6 +95,15 @@ def run(cmd, timeout=600, env=None):
         raise Unavailable(f"`{' '.join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))}`"
                           f" exited with {p.returncode}: {err[-1] if err else 'no output'}")
     return p.stdout
+
+
+def zs_backend_kinds(zs):
+    """The backend kinds the zs tool has: `zs --version`'s "backends:" line.  The tool's, not
+    the Python binding's: the malloc baselines are the harness's, linked into zs only."""
+    for line in run([zs, "--version"], timeout=60).splitlines():
+        if line.startswith("backends:"):
+            return line.split()[1:]
+    raise Unavailable(f"`{os.path.basename(zs)} --version` lists no backends")
 
 
 def run_json(cmd, timeout=600):
@@ -658,8 +677,7 @@ def step_zram(rep, ctx):
 
 def step_backends(rep, ctx):
     """zs zram on every backend with every compressor: throughput and density."""
-    from libzs import backend_kinds
-    kinds = backend_kinds(all=True)
+    kinds = zs_backend_kinds(ctx["zs"])
     if ctx["args"].backend:
         kinds = [ctx["args"].backend]
     comps = ["lz4", "zstd", "lzo"]
@@ -1050,7 +1068,9 @@ def machine():
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="zs report", description=__doc__.split("\n\n")[0])
     ap.add_argument("--zs", required=True, help="the zs binary")
-    ap.add_argument("--build-dir", required=True, help="where libzs.so and bench_* are")
+    ap.add_argument("--bench-dir", help="where the bench_* programs are")
+    ap.add_argument("--build-dir", help="a build tree: bench_* and libzs.so (the default of "
+                    "--bench-dir, and of LIBZS_LIBRARY)")
     ap.add_argument("--quick", action="store_true", help="embedded corpus, short runs (< 2 min)")
     ap.add_argument("--data", nargs="+", action="extend", default=[], metavar="FILE|DIR",
                     help="pages of these files instead of the embedded corpus")
@@ -1077,8 +1097,11 @@ def main(argv=None):
     for d in args.data:
         if not os.path.exists(d):
             ap.error(f"--data {d}: no such file or directory")
-    lib = os.path.join(args.build_dir, "libzs.so")
-    os.environ.setdefault("LIBZS_LIBRARY", lib)
+    if not args.bench_dir and not args.build_dir:
+        ap.error("--bench-dir or --build-dir is required")
+    args.bench_dir = args.bench_dir or args.build_dir
+    if args.build_dir:
+        os.environ.setdefault("LIBZS_LIBRARY", os.path.join(args.build_dir, "libzs.so"))
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -1103,7 +1126,7 @@ def main(argv=None):
     tmp = tempfile.mkdtemp(prefix="zs-report-")
     pool_kw = {k: v for k, v in (("chain", args.chain), ("delta", args.delta),
                                   ("chain_policy", args.chain_policy)) if v is not None}
-    ctx = {"args": args, "zs": os.path.abspath(args.zs), "build": os.path.abspath(args.build_dir),
+    ctx = {"args": args, "zs": os.path.abspath(args.zs), "build": os.path.abspath(args.bench_dir),
            "tmp": tmp, "pool_args": pool_args, "pool_kw": pool_kw}
     status = []
     try:

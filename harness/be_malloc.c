@@ -1,5 +1,5 @@
 /*
- * Backend kind "malloc": glibc's allocator holding each object in an
+ * Backend kind "malloc" (a harness kind, registered by register.c): glibc's allocator holding each object in an
  * exact-size buffer, the baseline an application would use today.
  *
  * Why __libc_malloc and not malloc: the zs tool, tests and benchmarks link
@@ -15,7 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include "backend_internal.h"
+#include "harness_internal.h"
 
 extern void *__libc_malloc(size_t size);
 extern void __libc_free(void *ptr);
@@ -76,10 +76,11 @@ unsigned long zs_be_count_objects(struct zs_be_count *c)
  * main_arena on one count, and the second to exit aborts in glibc
  * ("a->attached_threads > 0": test_mt_zram, 6 runs in 20;
  * test_backend_threads reproduces it in 30 of 40 fresh processes).
- * Initialising ptmalloc from a constructor -- the main thread, or the thread
- * that dlopen()s us -- keeps its bookkeeping right.
+ * Initialising ptmalloc on the main thread before any worker exists keeps
+ * its bookkeeping right: the harness's registration (register.c) does it,
+ * from its constructor, before main().
  */
-__attribute__((constructor)) static void gl_init_ptmalloc(void)
+void zs_be_malloc_init(void)
 {
 	__libc_free(__libc_malloc(1));
 }

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <dlfcn.h>
 #include <pthread.h>
-#include "backend_internal.h"
+#include "harness_internal.h"
 
 /*
  * The library does not link jemalloc: linked into libzs.so, its initial-exec

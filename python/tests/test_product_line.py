@@ -1,0 +1,29 @@
+# libzs.so is the product only (issue 22, docs/abi.md 3.0.0): the malloc baselines and the
+# rest of the harness are the zs tool's, benchmarks' and tests', so through the shared
+# library (and so from Python) they do not exist.
+import ctypes
+import errno
+
+import libzs
+from libzs import _lib
+
+
+def test_backend_kinds_are_the_library_own():
+    assert libzs.backend_kinds(all=True) == ["zsmalloc", "zblock"]
+
+
+def test_malloc_baseline_is_not_supported_here():
+    cfg = _lib.BackendConfig()
+    _lib.need("zs_backend_config_init")(ctypes.byref(cfg))
+    cfg.kind = b"malloc"
+    ctypes.set_errno(0)
+    assert not _lib.need("zs_backend_create")(ctypes.byref(cfg))
+    assert ctypes.get_errno() == errno.ENOTSUP
+
+
+def test_no_harness_or_page_provider_symbols():
+    so = _lib.lib()
+    for name in ("zs_process_rss", "zs_pageset_load", "zs_kzram_run", "zs_pool_fail_pages",
+                 "zs_zram_wb_inject", "zs_zswap_wb_inject", "zs_pages_create",
+                 "zs_pages_fail_after", "zs_backend_register", "zs_harness_register"):
+        assert not hasattr(so, name), name

@@ -1,0 +1,138 @@
+/*
+ * The page provider's interface to the layers above it (zsmalloc, zblock)
+ * and to the tests: internal to libzs since 3.0.0 (no program outside the
+ * library used it), so none of it is ZS_API.  The public part -- page sizes,
+ * the cache bounds and the decay, documented in include/zs/pages.h -- is
+ * what pool configs refer to.
+ *
+ * It hands out "pool pages" of a configurable size (4 KiB .. 64 KiB, a power
+ * of two; larger than the OS page they are runs of contiguous OS pages, which
+ * is how 16K/64K-page kernels are simulated on a 4K host).  Pages are carved
+ * from mmap'd chunks and named by a page number (pfn) that is dense and small,
+ * so allocators can pack it into an encoded object location the way the
+ * kernel packs a PFN.  Every page has a 64-byte descriptor (the analog of the
+ * kernel's struct page / zpdesc) that the owning allocator may use freely.
+ * Freed pages are cached, per CPU and shared, and returned as
+ * include/zs/pages.h describes ("Returning memory").
+ *
+ * Thread safety: all functions are safe to call concurrently.  Address and
+ * descriptor lookups (zs_pages_addr, zs_pages_desc) take no lock.
+ */
+#ifndef ZS_SRC_PAGES_PAGES_H
+#define ZS_SRC_PAGES_PAGES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "zs/pages.h"
+
+/* Page number; ZS_PFN_NONE is never a valid page. */
+typedef uint64_t zs_pfn_t;
+#define ZS_PFN_NONE ((zs_pfn_t)-1)
+
+/*
+ * Per-page descriptor, 64 bytes.  Zeroed when the page is handed out; its
+ * contents are the owner's business (zsmalloc keeps its zspage header in the
+ * first page's descriptor, as the kernel keeps it beside struct page).
+ */
+struct zs_page_desc {
+	void *owner;        /* owner-defined, e.g. the zspage this page belongs to */
+	zs_pfn_t next;      /* owner-defined, e.g. next page of a chain */
+	uintptr_t word[6];  /* owner-defined */
+};
+
+struct zs_pages_config {
+	size_t page_size;    /* bytes; 0 -> 4096.  Power of two, 4096..65536 (and >= the OS page). */
+	size_t chunk_bytes;  /* mmap granule; 0 -> max(2 MiB, 16 pages).
+	                        Power of two, page_size..ZS_PAGES_MAX_CHUNK (1 GiB). */
+	size_t max_pages;    /* hard limit on pages in use (-ENOMEM past it); 0 -> none.
+	                        0..ZS_PAGES_MAX_SPAN / page_size. */
+	size_t cache_pages;  /* bound on freed pages kept mapped for reuse, per-CPU caches
+	                        included; 0 -> ZS_PAGES_DEFAULT_CACHE_BYTES worth (or
+	                        ZS_PAGES_CACHE_MB), and the shared cache counts in the
+	                        process-wide budget of the same size.  Non-zero: this
+	                        provider's own bound, outside the budget.
+	                        0..ZS_PAGES_MAX_SPAN / page_size, else EINVAL.  ZS_PAGES_NO_CACHE
+	                        returns every page at once.  Per-CPU caches are used only when the
+	                        bound is at least 128 pages per possible CPU (they then
+	                        hold at most 64 pages each, half the bound at most). */
+	unsigned decay_ms;   /* cached pages unused this long go back to the OS, even in a
+	                        program that makes no further call (see the top of this file);
+	                        0 -> the process default (ZS_PAGES_DEFAULT_DECAY_MS, or
+	                        ZS_PAGES_DECAY_MS from the environment).  1..3600000, or
+	                        ZS_PAGES_DECAY_NEVER (only trim and the bounds return them),
+	                        else EINVAL. */
+};
+struct zs_pages_stats {
+	size_t page_size;
+	size_t pages_in_use;    /* handed out and not yet freed */
+	size_t pages_peak;      /* high-water mark of pages_in_use; with per-CPU caches
+	                           sampled when the shared lock is taken and on this call */
+	size_t pages_cached;    /* freed but still mapped (bounded by cache_pages) */
+	size_t pages_cpu_cached;/* of which in per-CPU caches */
+	uint64_t pages_decayed; /* returned to the OS by the decay, in calls or by the purge
+	                           thread (not by trim or a bound) */
+	size_t chunks_mapped;   /* chunks currently mmap'd */
+	size_t bytes_mapped;    /* chunk bytes currently mmap'd (virtual) */
+	uint64_t allocs, frees, failed_allocs;  /* calls; a bulk free counts each page */
+};
+
+struct zs_pages;
+
+/* Returns NULL with errno = EINVAL (bad config) or ENOMEM (README.md, "Errors"). */
+struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg);
+/* Unmaps everything, including pages still in use. */
+void zs_pages_destroy(struct zs_pages *p);
+
+size_t zs_pages_page_size(const struct zs_pages *p);
+
+/*
+ * Allocate one page; its contents are unspecified (not necessarily zero, as
+ * with the kernel's alloc_page without __GFP_ZERO).  Returns 0 and sets *pfn,
+ * or -ENOMEM (limit reached, mmap failed, or injected failure).
+ */
+int zs_pages_alloc(struct zs_pages *p, zs_pfn_t *pfn);
+/*
+ * Allocate n (1..64) pages that are contiguous in the address space and have
+ * consecutive page numbers (for zblock's multi-page blocks).  Same returns.
+ */
+int zs_pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first);
+/* Free one page / a run from zs_pages_alloc_run.  The pages' memory is gone. */
+void zs_pages_free(struct zs_pages *p, zs_pfn_t pfn);
+void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n);
+/*
+ * Free n pages from zs_pages_alloc/_run, in any order: the same as n calls of
+ * zs_pages_free (invalid or repeated pfns are ignored), but the bookkeeping
+ * takes the lock twice in all and neighbouring pages that go back to the OS
+ * share one madvise.  zsmalloc frees a zspage's chain with it.
+ */
+#define ZS_FREE_BULK_MAX 64u
+void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
+
+/* Address of a page in use (lock-free).  Behaviour is undefined for pages not in use. */
+void *zs_pages_addr(const struct zs_pages *p, zs_pfn_t pfn);
+/* Descriptor of a page in use (lock-free). */
+struct zs_page_desc *zs_pages_desc(const struct zs_pages *p, zs_pfn_t pfn);
+/* Page number of an address inside a page in use, or ZS_PFN_NONE. */
+zs_pfn_t zs_pages_pfn_of(const struct zs_pages *p, const void *addr);
+/* 1 if pfn names a page currently handed out (for checked modes), else 0. */
+int zs_pages_valid(const struct zs_pages *p, zs_pfn_t pfn);
+
+/* Return every cached page, per-CPU caches included, to the OS (and unmap chunks left empty). */
+void zs_pages_trim(struct zs_pages *p);
+/* Return the shared cache's pages older than decay_ms now (what any call does on the way). */
+void zs_pages_decay(struct zs_pages *p);
+void zs_pages_get_stats(const struct zs_pages *p, struct zs_pages_stats *st);
+size_t zs_pages_in_use(const struct zs_pages *p);
+/* Change the limit at run time (0 = none; above ZS_PAGES_MAX_SPAN / page_size means none
+ * too); pages already in use are kept. */
+void zs_pages_set_limit(struct zs_pages *p, size_t max_pages);
+
+/*
+ * Failure injection for tests: after `after` more successful allocations,
+ * fail the next `count` allocations (count 0 = every one until reset).
+ * zs_pages_fail_reset() turns injection off.
+ */
+void zs_pages_fail_after(struct zs_pages *p, uint64_t after, uint64_t count);
+void zs_pages_fail_reset(struct zs_pages *p);
+
+#endif
