@@ -28,6 +28,8 @@ expect() {
 }
 
 expect 2 "bad level 'x'" zram --level x /usr/bin/ls
+expect 2 "bad level ' 5'" zram --level ' 5' /usr/bin/ls   # strtol took a leading space (issue 22)
+expect 2 "bad level '.5'" zram --level +5 /usr/bin/ls
 expect 2 "check --level/--dict" zram --comp zstd --level 99 /usr/bin/ls
 expect 2 "check --level/--dict" zram --comp lzo --level 2 /usr/bin/ls
 expect 2 "No such file" zram --dict /nonexistent/d /usr/bin/ls

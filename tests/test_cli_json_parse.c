@@ -130,12 +130,32 @@ static void test_parse(void)
 	CHECK(parse_free_mode("pool", &m) == 0 && m == ZS_FREE_POOL_LOCK);
 	CHECK(parse_free_mode("class", &m) == 0 && m == ZS_FREE_CLASS_INDEX);
 	CHECK(parse_free_mode("class-unlocked", &m) == 0 && m == ZS_FREE_CLASS_INDEX_UNLOCKED);
-	CHECK(parse_free_mode("pool-lock", &m) == 0 && m == ZS_FREE_POOL_LOCK);
-	CHECK(parse_free_mode("class-index", &m) == 0 && m == ZS_FREE_CLASS_INDEX);
-	CHECK(parse_free_mode("ci-unlocked", &m) == 0 && m == ZS_FREE_CLASS_INDEX_UNLOCKED);
+	/* one spelling (the library's): bench_release's old column names are not others */
+	m = ZS_FREE_CLASS_INDEX;
+	CHECK(parse_free_mode("pool-lock", &m) == -1 && m == ZS_FREE_CLASS_INDEX);
+	CHECK(parse_free_mode("class-index", &m) == -1);
+	CHECK(parse_free_mode("ci-unlocked", &m) == -1);
 	CHECK(parse_free_mode("Class", &m) == -1);
 	CHECK(parse_free_mode("", &m) == -1);
 	CHECK(parse_free_mode(NULL, &m) == -1);
+
+	enum zs_chain_policy cp;
+	CHECK(parse_chain_policy("heuristic", &cp) == 0 && cp == ZS_CHAIN_HEURISTIC);
+	CHECK(parse_chain_policy("Heuristic", &cp) == -1);
+
+	/* parse_int: an optional '-', digits only, within lo..hi */
+	int iv = 7;
+	CHECK(parse_int("-5", -10, 10, &iv) == 0 && iv == -5);
+	CHECK(parse_int("10", -10, 10, &iv) == 0 && iv == 10);
+	iv = 7;
+	CHECK(parse_int(" 5", -10, 10, &iv) == -1 && iv == 7);
+	CHECK(parse_int("+5", -10, 10, &iv) == -1);
+	CHECK(parse_int("11", -10, 10, &iv) == -1);
+	CHECK(parse_int("-11", -10, 10, &iv) == -1);
+	CHECK(parse_int("-", -10, 10, &iv) == -1);
+	CHECK(parse_int("5x", -10, 10, &iv) == -1);
+	CHECK(parse_int("99999999999", -10, 10, &iv) == -1);
+	CHECK(parse_int(NULL, -10, 10, &iv) == -1 && iv == 7);
 }
 
 int main(void)

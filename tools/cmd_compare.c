@@ -529,7 +529,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		return -1;
 	}
 	if (!o->nps) {
-		o->page_sizes[o->nps++] = 4096;
+		o->page_sizes[o->nps++] = ZS_PAGE_SIZE_DEFAULT;
 		o->page_sizes[o->nps++] = 16384;
 	}
 	static const char *const workloads[] = { "files", "heap", "testmod", "mix", NULL };

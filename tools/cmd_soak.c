@@ -349,7 +349,7 @@ static int parse(int argc, char **argv)
 	o.seconds = 10;
 	o.report = 60;
 	o.threads = 4;
-	o.page_size = 4096;
+	o.page_size = ZS_PAGE_SIZE_DEFAULT;
 	o.objects = 65536;
 	o.slots = 8192;
 	o.seed = (uint64_t)time(NULL);

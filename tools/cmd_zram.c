@@ -308,7 +308,8 @@ static int parse(int argc, char **argv, struct opts *o)
 	};
 	int opt, rc;
 
-	*o = (struct opts){ .comp = "lz4", .backend = "zsmalloc", .page_size = 4096, .threads = 1,
+	*o = (struct opts){ .comp = "lz4", .backend = "zsmalloc",
+			    .page_size = ZS_PAGE_SIZE_DEFAULT, .threads = 1,
 			    .max_bytes = 256ull << 20 };
 	pool_opts_init(&o->po);
 	o->progress = opt_progress_default();
@@ -363,19 +364,15 @@ static int parse(int argc, char **argv, struct opts *o)
 				return 2;
 			o->wb_limit_set = 1;
 			break;
-		case 'L': {
-			char *end;
-			long lv;
-
-			errno = 0;
-			lv = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || lv < -1000000 || lv > 1000000) {
-				fprintf(stderr, "zs zram: bad level '%s'\n", optarg);
+		case 'L':
+			/* the range is the compressor's (zs_comp_check_params): only the
+			 * form is checked here, with the one int parser (tools/parse.c) */
+			if (parse_int(optarg, -1000000, 1000000, &o->level)) {
+				fprintf(stderr, "zs zram: bad level '%s' (a whole number, e.g. 3 or -5)\n",
+					optarg);
 				return 2;
 			}
-			o->level = (int)lv;
 			break;
-		}
 		case 't':
 			if (opt_u64("zram", "--threads", optarg, 1, 64, &x))
 				return 2;

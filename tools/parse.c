@@ -22,6 +22,20 @@ int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
+int parse_int(const char *s, int lo, int hi, int *out)
+{
+	uint64_t v;
+	int neg = s && *s == '-';
+
+	if (parse_u64(s ? s + neg : s, &v) || v > (uint64_t)INT32_MAX + 1)
+		return -1;
+	long long x = neg ? -(long long)v : (long long)v;
+	if (x < lo || x > hi)
+		return -1;
+	*out = (int)x;
+	return 0;
+}
+
 int parse_bytes(const char *s, uint64_t *out)
 {
 	char *end;

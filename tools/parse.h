@@ -14,6 +14,8 @@
 
 /* A decimal integer: no sign, no space, no trailing text, no overflow. */
 int parse_u64(const char *s, uint64_t *out);
+/* A decimal int in lo..hi: an optional '-', then parse_u64's rules (no '+', no space). */
+int parse_int(const char *s, int lo, int hi, int *out);
 /* parse_u64 with an optional K/M/G/T suffix (binary units, optional "iB"/"B"). */
 int parse_bytes(const char *s, uint64_t *out);
 /* A finite decimal number (strtod syntax; no nan, no inf, no trailing text). */

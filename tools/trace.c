@@ -265,7 +265,7 @@ int trace_open(struct trace *t, const char *path)
 	t->lineno = 0;
 	t->in_body = 0;
 	memset(&t->h, 0, sizeof(t->h));
-	t->h.page_size = 4096;
+	t->h.page_size = ZS_PAGE_SIZE_DEFAULT;
 	t->h.chain = -1;
 	t->h.max_pool_percent = -1;
 	strcpy(t->h.comp, "?");

@@ -253,7 +253,7 @@ void zs_backend_config_init(struct zs_backend_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->struct_size = sizeof(*cfg);
 	cfg->kind = "zsmalloc";
-	cfg->page_size = 4096;
+	cfg->page_size = ZS_PAGE_SIZE_DEFAULT;
 	zs_pool_config_init(&cfg->zs);
 }
 
@@ -278,7 +278,7 @@ struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
 		zs_backend_config_init(&c);
 	c.kind = kind;
 	if (!c.page_size)
-		c.page_size = 4096;
+		c.page_size = ZS_PAGE_SIZE_DEFAULT;
 	int bad;
 	if (ZS_CONFIG_ABI_CHECK(&c, &bad) || !zs_page_size_valid(c.page_size) ||
 	    (c.checked != 0 && c.checked != 1) || c.max_pages > ZS_PAGES_MAX_SPAN / c.page_size) {

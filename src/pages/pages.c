@@ -57,7 +57,7 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 	if (cfg)
 		c = *cfg;
 	if (!c.page_size)
-		c.page_size = 4096;
+		c.page_size = ZS_PAGE_SIZE_DEFAULT;
 	if (!zs_page_size_valid(c.page_size) || c.page_size < os_page)
 		goto inval;
 	if (!c.chunk_bytes) {

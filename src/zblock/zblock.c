@@ -429,7 +429,7 @@ void zblock_config_init(struct zblock_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->struct_size = sizeof(*cfg);
-	cfg->page_size = 4096;
+	cfg->page_size = ZS_PAGE_SIZE_DEFAULT;
 }
 
 struct zblock_pool *zblock_create_pool(const struct zblock_config *cfg)
@@ -440,7 +440,7 @@ struct zblock_pool *zblock_create_pool(const struct zblock_config *cfg)
 	else
 		zblock_config_init(&c);
 	if (!c.page_size)
-		c.page_size = 4096;
+		c.page_size = ZS_PAGE_SIZE_DEFAULT;
 	struct zb_desc d[ZB_MAX_CLASSES];
 	size_t hdr;
 	int cnt = -EINVAL;

@@ -154,7 +154,7 @@ void zs_zram_config_init(struct zs_zram_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->struct_size = sizeof(*cfg);
-	cfg->page_size = 4096;
+	cfg->page_size = ZS_PAGE_SIZE_DEFAULT;
 	cfg->disksize = 1ull << 30;
 	cfg->comp = "lz4";
 	zs_backend_config_init(&cfg->backend);
@@ -199,7 +199,7 @@ static int create(const struct zs_zram_config *cfg, struct zs_zram **out, char *
 				  bad);
 		return -EINVAL;
 	}
-	ps = cfg->page_size ? cfg->page_size : 4096;
+	ps = cfg->page_size ? cfg->page_size : ZS_PAGE_SIZE_DEFAULT;
 	if (!zs_page_size_valid(ps)) {
 		zram_set_err(err, err_len, "page_size %zu is not a power of two in 4096..65536", ps);
 		return -EINVAL;

@@ -78,7 +78,7 @@ void zs_pool_config_init(struct zs_pool_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->struct_size = sizeof(*cfg);
-	cfg->page_size = 4096;
+	cfg->page_size = ZS_PAGE_SIZE_DEFAULT;
 	cfg->max_chain = 8;
 }
 
@@ -134,7 +134,7 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 	else
 		zs_pool_config_init(&cfg);
 	if (!cfg.page_size)
-		cfg.page_size = 4096;
+		cfg.page_size = ZS_PAGE_SIZE_DEFAULT;
 	if (!cfg.max_chain)
 		cfg.max_chain = 8;
 	if (!config_valid(&cfg)) {

@@ -51,7 +51,7 @@ void zs_zswap_config_init(struct zs_zswap_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->struct_size = sizeof(*cfg);
-	cfg->page_size = 4096;
+	cfg->page_size = ZS_PAGE_SIZE_DEFAULT;
 	cfg->comp = "lzo";
 	zs_backend_config_init(&cfg->backend);
 	cfg->max_pool_percent = 20;
@@ -158,7 +158,7 @@ static int create(const struct zs_zswap_config *cfg, struct zs_zswap **out, char
 		zs_zswap_config_init(&def);
 		cfg = &def;
 	}
-	ps = cfg->page_size ? cfg->page_size : 4096;
+	ps = cfg->page_size ? cfg->page_size : ZS_PAGE_SIZE_DEFAULT;
 	if ((rc = check_config(cfg, ps, err, errlen)))
 		return rc;
 

@@ -1080,9 +1080,10 @@ def main(argv=None):
                                  "(the class-table and testmod steps sweep the policies)")
     pool.add_argument("--page-size", help="compare at this page size only")
     pool.add_argument("--chain", type=int, choices=range(1, 17), metavar="1..16")
-    pool.add_argument("--chain-policy", choices=["exhaustive", "heuristic"])
+    import libzs as _libzs     # the library's names (zs_*_names), not a copy of them
+    pool.add_argument("--chain-policy", choices=list(_libzs.CHAIN_POLICIES))
     pool.add_argument("--delta", type=int)
-    pool.add_argument("--free-mode", choices=["pool", "class", "class-unlocked"])
+    pool.add_argument("--free-mode", choices=list(_libzs.FREE_MODES))
     pool.add_argument("--deferred", action="store_true")
     pool.add_argument("--backend", help="run the backend steps on zsmalloc and this kind")
     args = ap.parse_args(argv)
