@@ -46,38 +46,10 @@ static void set_msg(char *msg, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int sysfs_write(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC), rc = 0;
-	size_t n = strlen(val);
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, val, n) != (ssize_t)n)
-		rc = errno ? -errno : -EIO;
-	close(fd);
-	return rc;
-}
-
-static int sysfs_read(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	return 0;
-}
-
 static int read_u64s(const char *path, uint64_t *v, int n)
 {
 	char buf[512], *p = buf, *end;
-	int rc = sysfs_read(path, buf, sizeof(buf));
+	int rc = zs_sysfs_read(path, buf, sizeof(buf));
 
 	if (rc)
 		return rc;
@@ -112,7 +84,7 @@ static int open_dev(int dev, char *node, size_t len, int *made)
 		usleep(10000);
 	}
 	snprintf(path, sizeof(path), "/sys/block/zram%d/dev", dev);
-	if (sysfs_read(path, buf, sizeof(buf)) || sscanf(buf, "%u:%u", &maj, &min) != 2)
+	if (zs_sysfs_read(path, buf, sizeof(buf)) || sscanf(buf, "%u:%u", &maj, &min) != 2)
 		return -ENOENT;
 	snprintf(node, len, "/tmp/zs-kzram%d-%d", dev, (int)getpid());
 	unlink(node);
@@ -147,7 +119,7 @@ int zs_kzram_dev_add(struct zs_kzram_dev *k, const char *comp, uint64_t disksize
 	}
 	if (!disksize)
 		return -EINVAL;
-	rc = sysfs_read(CTL "/hot_add", buf, sizeof(buf));
+	rc = zs_sysfs_read(CTL "/hot_add", buf, sizeof(buf));
 	if (rc) {
 		set_msg(msg, msg_len, "hot_add: %s", strerror(-rc));
 		return rc;
@@ -160,8 +132,7 @@ int zs_kzram_dev_add(struct zs_kzram_dev *k, const char *comp, uint64_t disksize
 	if (rc) {
 		snprintf(path, sizeof(path), "/sys/block/zram%d/comp_algorithm", k->dev);
 		buf[0] = 0;
-		sysfs_read(path, buf, sizeof(buf));
-		buf[strcspn(buf, "\n")] = 0;
+		zs_sysfs_read(path, buf, sizeof(buf));
 		set_msg(msg, msg_len, "kernel zram has no '%s' (has: %s)", comp, buf);
 		goto fail;
 	}
@@ -195,7 +166,7 @@ int zs_kzram_dev_set(const struct zs_kzram_dev *k, const char *attr, const char 
 	if (k->dev < 0)
 		return -ENODEV;
 	snprintf(path, sizeof(path), "/sys/block/zram%d/%s", k->dev, attr);
-	return sysfs_write(path, val);
+	return zs_sysfs_write(path, val);
 }
 
 int zs_kzram_dev_mm_stat(const struct zs_kzram_dev *k, uint64_t v[9])
@@ -206,7 +177,7 @@ int zs_kzram_dev_mm_stat(const struct zs_kzram_dev *k, uint64_t v[9])
 	if (k->dev < 0)
 		return -ENODEV;
 	snprintf(path, sizeof(path), "/sys/block/zram%d/mm_stat", k->dev);
-	int rc = sysfs_read(path, buf, sizeof(buf));
+	int rc = zs_sysfs_read(path, buf, sizeof(buf));
 	if (rc)
 		return rc;
 	/* Older kernels print 8 columns (no huge_pages_since). */
@@ -228,10 +199,10 @@ void zs_kzram_dev_remove(struct zs_kzram_dev *k)
 		unlink(k->node);
 	if (k->dev < 0)
 		return;
-	sysfs_write(k->reset_path, "1");
+	zs_sysfs_write(k->reset_path, "1");
 	/* A device just closed can be busy for a moment; retry the removal briefly. */
 	for (int i = 0; i < 50; i++) {
-		int r = sysfs_write(CTL "/hot_remove", k->num);
+		int r = zs_sysfs_write(CTL "/hot_remove", k->num);
 
 		if (r != -EBUSY)
 			break;

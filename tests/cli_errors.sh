@@ -7,25 +7,10 @@
 set -u
 build=${1:?usage: tests/cli_errors.sh BUILD_DIR}
 zs=$build/zs
-pass=0 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib/cli.sh"   # expect, expect_out, check, cli_done
 
-# expect STATUS PATTERN ARGS...: exit status STATUS and stderr matching PATTERN (grep -E).
-expect() {
-	local want=$1 pat=$2
-	shift 2
-	timeout 120 "$zs" "$@" >"$tmp/out" 2>"$tmp/err"
-	local rc=$?
-	if [ "$rc" -eq "$want" ] && grep -qE -- "$pat" "$tmp/err" && ! grep -q Traceback "$tmp/err"; then
-		pass=$((pass + 1))
-		echo "ok   zs $* -> $rc: $(grep -E -m1 -- "$pat" "$tmp/err")"
-	else
-		fail=$((fail + 1))
-		echo "FAIL zs $* -> exit $rc (want $want, stderr matching '$pat'):"
-		head -5 "$tmp/err" | sed 's/^/    /'
-	fi
-}
 
 expect 2 "unknown command 'bogus'" bogus
 expect 2 "usage: zs COMMAND"
@@ -50,31 +35,6 @@ expect 2 "--max-mib: '0' is not a whole number in 1..65536" compare --max-mib 0
 expect 2 "bad value for --threads: '0'" soak --threads 0
 expect 2 "bad value for --seconds: 'x'" soak --seconds x
 expect 2 "cannot create the zram store" soak --comp bogus --seconds 1
-# expect_out STATUS PATTERN ARGS...: exit status STATUS and stdout matching PATTERN.
-expect_out() {
-	local want=$1 pat=$2
-	shift 2
-	timeout 300 "$zs" "$@" >"$tmp/out" 2>"$tmp/err"
-	local rc=$?
-	if [ "$rc" -eq "$want" ] && grep -qE -- "$pat" "$tmp/out"; then
-		pass=$((pass + 1))
-		echo "ok   zs $* -> $rc: $(grep -E -m1 -- "$pat" "$tmp/out")"
-	else
-		fail=$((fail + 1))
-		echo "FAIL zs $* -> exit $rc (want $want, stdout matching '$pat'):"
-		head -5 "$tmp/out" "$tmp/err" | sed 's/^/    /'
-	fi
-}
-# check NAME COMMAND...: a shell condition that must hold.
-check() {
-	local name=$1
-	shift
-	if "$@"; then
-		pass=$((pass + 1)); echo "ok   $name"
-	else
-		fail=$((fail + 1)); echo "FAIL $name"
-	fi
-}
 : > "$tmp/empty.bin"
 mkdir "$tmp/emptydir"
 trace=tests/data/usrlib-lz4.trace.xz
@@ -174,5 +134,4 @@ expect_out 0 "^usage: zs compare" compare --help
 expect 2 "bad value for --free-mode: 'bogus'" soak --free-mode bogus --quiet
 check "soak --free-mode class-unlocked (the library's name, which bench_release prints too) is accepted" \
 	bash -c "'$zs' soak --free-mode class-unlocked --seconds 0.2 --threads 1 --objects 512 --slots 64 --quiet >/dev/null 2>&1"
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+cli_done

@@ -7,41 +7,27 @@
 set -u
 build=${1:?usage: tests/cli_filter.sh BUILD_DIR}
 zs=$build/zs
-pass=0 fail=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib/cli.sh"   # expect_any, check, cli_done
 
-expect() {
-	local want=$1 pat=$2
-	shift 2
-	timeout 120 "$zs" "$@" >"$tmp/out" 2>"$tmp/err"
-	local rc=$?
-	if [ "$rc" -eq "$want" ] && grep -qE -- "$pat" "$tmp/err" "$tmp/out"; then
-		pass=$((pass + 1))
-		echo "ok   zs $* -> $rc"
-	else
-		fail=$((fail + 1))
-		echo "FAIL zs $* -> exit $rc (want $want, output matching '$pat'):"
-		head -5 "$tmp/err" | sed 's/^/    /'
-	fi
-}
 
 for bad in shuffle:3 shuffle delta:16 bitshuffle:4 "shuffle:4 " delta+shuffle; do
-	expect 2 "--filter '${bad//+/\\+}': not none, shuffle:N, delta:N or delta\+shuffle:N" \
+	expect_any 2 "--filter '${bad//+/\\+}': not none, shuffle:N, delta:N or delta\+shuffle:N" \
 		zram --filter "$bad" /usr/bin/ls
 done
-expect 2 "--synth 'floats': the kinds are" zram --synth floats
-expect 2 "--synth takes no FILE" zram --synth int32-trend /usr/bin/ls
+expect_any 2 "--synth 'floats': the kinds are" zram --synth floats
+expect_any 2 "--synth takes no FILE" zram --synth int32-trend /usr/bin/ls
 for f in none shuffle:2 shuffle:4 shuffle:8 delta:2 delta:4 delta:8 delta+shuffle:2 \
 	delta+shuffle:4 delta+shuffle:8; do
-	expect 0 "mismatches +0" zram --comp zstd --filter "$f" --synth int32-trend --max 1M
-	expect 0 "mismatches +0" zram --comp lz4 --filter "$f" --max 1M /usr/bin
+	expect_any 0 "mismatches +0" zram --comp zstd --filter "$f" --synth int32-trend --max 1M
+	expect_any 0 "mismatches +0" zram --comp lz4 --filter "$f" --max 1M /usr/bin
 done
 : >"$tmp/back"
-expect 0 "writeback: [1-9][0-9]* of" zram --comp zstd --filter shuffle:4 --synth int32-sorted \
+expect_any 0 "writeback: [1-9][0-9]* of" zram --comp zstd --filter shuffle:4 --synth int32-sorted \
 	--backing "$tmp/back" --writeback idle --wb-compressed --max 1M
-expect 0 "mismatches +0" zram --group 4 --comp zstd --filter delta+shuffle:4 --max 1M /usr/bin
-expect 0 "zstd:3 +64K .* ok +delta\+shuffle:8" zram --matrix --filter delta+shuffle:8 \
+expect_any 0 "mismatches +0" zram --group 4 --comp zstd --filter delta+shuffle:4 --max 1M /usr/bin
+expect_any 0 "zstd:3 +64K .* ok +delta\+shuffle:8" zram --matrix --filter delta+shuffle:8 \
 	--synth int32-trend --max 1M
 
 # The issue's target: pool memory with shuffle:4 <= 1/1.45 of plain zstd's (32 MiB, 4 KiB pages).
@@ -58,5 +44,4 @@ else
 	echo "FAIL int32-trend pool: zstd '$plain', zstd+shuffle:4 '$shuf' (want <= 1/1.45)"
 fi
 
-echo "cli_filter: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+cli_done cli_filter

@@ -759,39 +759,11 @@ struct kside {
 	char msg[512];
 };
 
-static int kread(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -EIO;
-	buf[n] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	return 0;
-}
-
-static int kwrite(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n == (ssize_t)strlen(val) ? 0 : -EIO;
-}
-
 static uint64_t kdbg(const char *name)
 {
 	char path[128], buf[64];
 	snprintf(path, sizeof(path), KDBG "/zswap/%s", name);
-	return kread(path, buf, sizeof(buf)) ? 0 : strtoull(buf, NULL, 10);
+	return zs_sysfs_read(path, buf, sizeof(buf)) ? 0 : strtoull(buf, NULL, 10);
 }
 
 static uint64_t kvmstat(const char *key)
@@ -833,11 +805,11 @@ static void krestore(struct ksaved *s)
 		if (!s->val[i][0])
 			continue;
 		snprintf(path, sizeof(path), KPARAM "%s", kparams[i]);
-		if (kwrite(path, s->val[i]))
+		if (zs_sysfs_write(path, s->val[i]))
 			fprintf(stderr, "zs zswap: --vs-kernel: %s not restored\n", kparams[i]);
 	}
 	if (s->page_cluster[0])
-		kwrite("/proc/sys/vm/page-cluster", s->page_cluster);
+		zs_sysfs_write("/proc/sys/vm/page-cluster", s->page_cluster);
 	if (s->debugfs_ours && umount(KDBG))
 		fprintf(stderr, "zs zswap: --vs-kernel: debugfs busy, left mounted\n");
 }
@@ -899,12 +871,12 @@ static int kernel_run(const struct zs_pageset *ps, int quiet, struct kside *k)
 	for (size_t i = 0; i < NKPARAMS; i++) {
 		char path[128];
 		snprintf(path, sizeof(path), KPARAM "%s", kparams[i]);
-		if (kread(path, s.val[i], sizeof(s.val[i]))) {
+		if (zs_sysfs_read(path, s.val[i], sizeof(s.val[i]))) {
 			snprintf(k->msg, sizeof(k->msg), "cannot read %s", path);
 			goto out;
 		}
 	}
-	kread("/proc/sys/vm/page-cluster", s.page_cluster, sizeof(s.page_cluster));
+	zs_sysfs_read("/proc/sys/vm/page-cluster", s.page_cluster, sizeof(s.page_cluster));
 	if (access(KDBG "/zswap", F_OK) && statfs(KDBG, &sf) == 0 && sf.f_type != 0x64626720) {
 		if (mount("none", KDBG, "debugfs", 0, NULL)) {
 			snprintf(k->msg, sizeof(k->msg), "mount debugfs: %s", strerror(errno));
@@ -937,9 +909,9 @@ static int kernel_run(const struct zs_pageset *ps, int quiet, struct kside *k)
 		}
 		s.swap_on = 1;
 	}
-	if (kwrite("/proc/sys/vm/page-cluster", "0") || kwrite(KPARAM "compressor", "lzo") ||
-	    kwrite(KPARAM "max_pool_percent", "20") || kwrite(KPARAM "shrinker_enabled", "N") ||
-	    kwrite(KPARAM "enabled", "Y")) {
+	if (zs_sysfs_write("/proc/sys/vm/page-cluster", "0") || zs_sysfs_write(KPARAM "compressor", "lzo") ||
+	    zs_sysfs_write(KPARAM "max_pool_percent", "20") || zs_sysfs_write(KPARAM "shrinker_enabled", "N") ||
+	    zs_sysfs_write(KPARAM "enabled", "Y")) {
 		snprintf(k->msg, sizeof(k->msg), "cannot set zswap's parameters");
 		goto restore;
 	}

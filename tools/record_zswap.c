@@ -64,38 +64,11 @@
 
 /* ---- Small file helpers ---- */
 
-/* The first line of path into buf (newline dropped).  0 or -errno. */
-static int read_line(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, buf, len - 1);
-	int err = n < 0 ? -errno : 0;
-	close(fd);
-	if (err)
-		return err;
-	buf[n] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	return 0;
-}
-
-static int write_str(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = write(fd, val, strlen(val));
-	int err = n < 0 ? -errno : 0;
-	close(fd);
-	return err;
-}
-
 static int64_t read_i64(const char *path)
 {
 	char b[64];
 	uint64_t v;
-	if (read_line(path, b, sizeof(b)) || parse_u64(b, &v))
+	if (zs_sysfs_read(path, b, sizeof(b)) || parse_u64(b, &v))
 		return -1;
 	return (int64_t)v;
 }
@@ -173,7 +146,7 @@ static int save_settings(struct settings *s)
 	memset(s, 0, sizeof(*s));
 	s->pid = (long)getpid();
 	for (size_t k = 0; k < NKNOBS; k++) {
-		int err = read_line(knobs[k].path, knob(s, k), knobs[k].len);
+		int err = zs_sysfs_read(knobs[k].path, knob(s, k), knobs[k].len);
 		if (err) {
 			fprintf(stderr, "zs record: %s: %s\n", knobs[k].path, strerror(-err));
 			return err;
@@ -271,10 +244,10 @@ static int restore(const struct settings *s)
 		}
 	}
 	/* zswap off while its parameters go back, then enabled as it was (knobs[] ends with it). */
-	write_str(PARAM "enabled", "N");
+	zs_sysfs_write(PARAM "enabled", "N");
 	for (size_t k = 0; k < NKNOBS; k++) {
 		const char *v = knob((struct settings *)s, k);
-		if ((err = write_str(knobs[k].path, v)))
+		if ((err = zs_sysfs_write(knobs[k].path, v)))
 			fprintf(stderr, "zs record: restore: %s <- %s: %s\n", knobs[k].path, v,
 				strerror(-err));
 	}
@@ -286,7 +259,7 @@ static int restore(const struct settings *s)
 	for (size_t k = 0; k < NKNOBS; k++) {
 		char now[64];
 		const char *want = knob((struct settings *)s, k);
-		if (read_line(knobs[k].path, now, sizeof(now)) || strcmp(now, want)) {
+		if (zs_sysfs_read(knobs[k].path, now, sizeof(now)) || strcmp(now, want)) {
 			fprintf(stderr, "zs record: restore: %s is '%s', was '%s'\n", knobs[k].path, now,
 				want);
 			bad++;
@@ -836,10 +809,10 @@ static int make_swap(const char *path, size_t P, uint64_t pages)
 
 static int set_knob(const char *path, const char *val)
 {
-	int err = write_str(path, val);
+	int err = zs_sysfs_write(path, val);
 	char now[64] = "";
 	if (!err)
-		err = read_line(path, now, sizeof(now));
+		err = zs_sysfs_read(path, now, sizeof(now));
 	if (!err && strcmp(now, val))
 		err = -EINVAL;
 	if (err)
@@ -1067,7 +1040,7 @@ static void fill_child(struct zrec *r, const char *procs, int rfd, int wfd)
 		_exit(10);
 	char pid[32];
 	snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
-	if (write_str(procs, pid))
+	if (zs_sysfs_write(procs, pid))
 		_exit(11);
 	size_t bytes = r->n * r->P;
 	unsigned char *buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -1119,7 +1092,7 @@ static int record_fill(struct zrec *r, struct settings *s)
 	}
 	snprintf(lim, sizeof(lim), "%s/memory.limit_in_bytes", s->memcg);
 	snprintf(val, sizeof(val), "%llu", (unsigned long long)r->o->memcg_limit);
-	if (write_str(lim, val)) {
+	if (zs_sysfs_write(lim, val)) {
 		fprintf(stderr, "zs record: %s <- %s: %s\n", lim, val, strerror(errno));
 		return -1;
 	}

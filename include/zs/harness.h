@@ -95,6 +95,15 @@ int zs_pageset_init(struct zs_pageset *ps, size_t page_size, uint64_t cap_bytes)
 int zs_pageset_add(struct zs_pageset *ps, const char *path, uint64_t want, unsigned flags);
 void zs_pageset_free(struct zs_pageset *ps);
 
+/* ---- The kernel's one-value files (sysfs, debugfs, /proc/sys) ---- */
+
+/* The file's first line into buf (at most len - 1 bytes, newline dropped, NUL-terminated);
+ * 0 or -errno. */
+int zs_sysfs_read(const char *path, char *buf, size_t len);
+/* Write val (strlen) in one write(2); 0, -errno, or -EIO for a short write.
+ * Async-signal-safe. */
+int zs_sysfs_write(const char *path, const char *val);
+
 /* ---- The kernel's zram, driven through sysfs and O_DIRECT (root only) ---- */
 
 /* 1 if /sys/class/zram-control exists and we can write to it. */

@@ -1,0 +1,74 @@
+# Sourced by the zs tool's CLI tests (tests/cli_*.sh), which used to carry
+# their own copies of these: run `zs` with arguments and assert its exit
+# status and a message.  A library, not a test: it sits below tests/ so the
+# tests/*.sh glob (each file a ctest test) does not run it.
+# Needs $zs (the binary) and $tmp (a scratch directory) set by the caller;
+# counts into $pass and $fail, which cli_done reports.
+pass=0 fail=0
+
+# expect STATUS PATTERN ARGS...: exit status STATUS, stderr matching PATTERN (grep -E),
+# and no Python traceback (zs report runs one).
+expect() {
+	local want=$1 pat=$2
+	shift 2
+	timeout 120 "$zs" "$@" >"$tmp/out" 2>"$tmp/err"
+	local rc=$?
+	if [ "$rc" -eq "$want" ] && grep -qE -- "$pat" "$tmp/err" && ! grep -q Traceback "$tmp/err"; then
+		pass=$((pass + 1))
+		echo "ok   zs $* -> $rc: $(grep -E -m1 -- "$pat" "$tmp/err")"
+	else
+		fail=$((fail + 1))
+		echo "FAIL zs $* -> exit $rc (want $want, stderr matching '$pat'):"
+		head -5 "$tmp/err" | sed 's/^/    /'
+	fi
+}
+
+# expect_any STATUS PATTERN ARGS...: as expect, PATTERN in stderr or stdout.
+expect_any() {
+	local want=$1 pat=$2
+	shift 2
+	timeout 120 "$zs" "$@" >"$tmp/out" 2>"$tmp/err"
+	local rc=$?
+	if [ "$rc" -eq "$want" ] && grep -qE -- "$pat" "$tmp/err" "$tmp/out" &&
+		! grep -q Traceback "$tmp/err"; then
+		pass=$((pass + 1))
+		echo "ok   zs $* -> $rc"
+	else
+		fail=$((fail + 1))
+		echo "FAIL zs $* -> exit $rc (want $want, output matching '$pat'):"
+		head -5 "$tmp/err" | sed 's/^/    /'
+	fi
+}
+
+# expect_out STATUS PATTERN ARGS...: exit status STATUS and stdout matching PATTERN.
+expect_out() {
+	local want=$1 pat=$2
+	shift 2
+	timeout 300 "$zs" "$@" >"$tmp/out" 2>"$tmp/err"
+	local rc=$?
+	if [ "$rc" -eq "$want" ] && grep -qE -- "$pat" "$tmp/out"; then
+		pass=$((pass + 1))
+		echo "ok   zs $* -> $rc: $(grep -E -m1 -- "$pat" "$tmp/out")"
+	else
+		fail=$((fail + 1))
+		echo "FAIL zs $* -> exit $rc (want $want, stdout matching '$pat'):"
+		head -5 "$tmp/out" "$tmp/err" | sed 's/^/    /'
+	fi
+}
+
+# check NAME COMMAND...: a shell condition that must hold.
+check() {
+	local name=$1
+	shift
+	if "$@"; then
+		pass=$((pass + 1)); echo "ok   $name"
+	else
+		fail=$((fail + 1)); echo "FAIL $name"
+	fi
+}
+
+# cli_done [NAME]: the "N passed, M failed" line ctest and doc-counts read; the status.
+cli_done() {
+	echo "${1:+$1: }$pass passed, $fail failed"
+	[ "$fail" -eq 0 ]
+}
