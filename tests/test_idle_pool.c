@@ -80,11 +80,12 @@ static void one_pool(void)
 	size_t rss_freed = idle_rss();
 	/* Pages are cached (the budget's 128 MiB), so the thread is there to return them. */
 	CHECK_EQ(idle_purge_threads(), 1);
-	idle_sleep_ms(1500);
+	unsigned waited = idle_wait(rss0 + 8 * IDLE_MIB, 1500, 8000);
 	size_t rss_idle = idle_rss();
-	printf("one pool: full %+.1f MiB, after free-all %+.1f, after 1.5 s idle %+.1f "
+	printf("one pool: full %+.1f MiB, after free-all %+.1f, after %.1f s idle %+.1f "
 	       "(MiB above the start)\n",
-	       idle_mib(rss_full, rss0), idle_mib(rss_freed, rss0), idle_mib(rss_idle, rss0));
+	       idle_mib(rss_full, rss0), idle_mib(rss_freed, rss0), waited / 1000.0,
+	       idle_mib(rss_idle, rss0));
 	if (IDLE_RSS_MEANINGFUL) {
 		CHECK(rss_full > rss0 + 150 * IDLE_MIB); /* a stuck reading cannot pass */
 		CHECK(rss_freed <= rss0 + 140 * IDLE_MIB);
@@ -110,10 +111,11 @@ static void eight_pools(void)
 		free_all(p[k], k);
 	size_t rss_freed = idle_rss();
 	CHECK_EQ(idle_purge_threads(), 1); /* one for the process, not one per pool */
-	idle_sleep_ms(1500);
+	unsigned waited = idle_wait(rss0 + 8 * IDLE_MIB, 1500, 8000);
 	size_t rss_idle = idle_rss();
-	printf("eight pools: full %+.1f MiB, after free-all %+.1f, after 1.5 s idle %+.1f\n",
-	       idle_mib(rss_full, rss0), idle_mib(rss_freed, rss0), idle_mib(rss_idle, rss0));
+	printf("eight pools: full %+.1f MiB, after free-all %+.1f, after %.1f s idle %+.1f\n",
+	       idle_mib(rss_full, rss0), idle_mib(rss_freed, rss0), waited / 1000.0,
+	       idle_mib(rss_idle, rss0));
 	if (IDLE_RSS_MEANINGFUL) {
 		CHECK(rss_full > rss0 + 300 * IDLE_MIB);
 		CHECK(rss_freed <= rss0 + 160 * IDLE_MIB);

@@ -224,9 +224,65 @@ static void run(uint64_t seed, size_t ps, size_t chunk, size_t cache, unsigned d
 	zs_pages_destroy(pool);
 }
 
+/*
+ * zs_pages_trim waits for the pages other threads took for release and have
+ * not given back yet (pages RELEASING), so what it reports when it returns
+ * is exact: a churner frees pages one at a time with no cache (each free is
+ * its own release) while the main thread trims and reads the stats.  Before
+ * the wait, test_pages saw chunks still mapped after a trim under load (the
+ * purge thread's release in flight).
+ */
+static atomic_int churn_stop;
+
+static void *churner(void *arg)
+{
+	struct zs_pages *p = arg;
+	zs_pfn_t v[16];
+
+	while (!atomic_load(&churn_stop)) {
+		unsigned n = 0;
+		while (n < 16 && zs_pages_alloc(p, &v[n]) == 0)
+			n++;
+		for (unsigned i = 0; i < n; i++)
+			zs_pages_free(p, v[i]);
+	}
+	return NULL;
+}
+
+static void test_trim_inflight(void)
+{
+	struct zs_pages_config c = { .page_size = 4096, .chunk_bytes = 64 * 1024,
+				     .cache_pages = ZS_PAGES_NO_CACHE };
+	struct zs_pages *p = zs_pages_create(&c);
+	pthread_t t;
+	int trims_ok = 0;
+
+	REQUIRE(p != NULL);
+	REQUIRE(pthread_create(&t, NULL, churner, p) == 0);
+	for (int i = 0; i < 200; i++) {
+		struct zs_pages_stats st;
+
+		zs_pages_trim(p);
+		zs_pages_get_stats(p, &st);
+		/* at most the churner's 16 live pages, in at most 16 chunks */
+		trims_ok += st.pages_in_use <= 16 && st.chunks_mapped <= 16;
+	}
+	atomic_store(&churn_stop, 1);
+	pthread_join(t, NULL);
+	zs_pages_trim(p);
+	struct zs_pages_stats st;
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(trims_ok, 200);
+	CHECK_EQ(st.pages_in_use, 0);
+	CHECK_EQ(st.chunks_mapped, 0);
+	zs_pages_destroy(p);
+}
+
 int main(void)
 {
 	uint64_t seed = tu_seed("test_mt_pages");
+
+	test_trim_inflight();
 
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	size_t pcp_min = 2 * 64 * (size_t)(ncpu > 0 ? (ncpu > 256 ? 256 : ncpu) : 1);

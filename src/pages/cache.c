@@ -146,6 +146,34 @@ static void kick(struct zs_pages *p)
 	purge_kick(now_ns() + p->decay_ns);
 }
 
+/* Lock held: a count from before a fork is of threads the child does not have. */
+static void releasing_sync(struct zs_pages *p)
+{
+	unsigned gen = purge_fork_gen();
+
+	if (p->releasing_gen != gen) {
+		p->releasing = 0;
+		p->releasing_gen = gen;
+	}
+}
+
+/* Lock held: one more page RELEASING (taken for release_pages). */
+static void releasing_take(struct zs_pages *p)
+{
+	releasing_sync(p);
+	p->releasing++;
+}
+
+/* Lock held: n RELEASING pages are back with the OS; wake a trim waiting for none. */
+static void released_locked(struct zs_pages *p, unsigned n)
+{
+	releasing_sync(p);
+	zs_assert_internal(p->releasing >= n);
+	p->releasing -= n;
+	if (!p->releasing && p->trim_waiters)
+		pthread_cond_broadcast(&p->released);
+}
+
 /*
  * Take pages off the cache's cold end for release: all of them (force), or
  * while the cache is over its bound or the process-wide budget, or its tail
@@ -175,6 +203,7 @@ static unsigned purge_locked(struct zs_pages *p, uint64_t now, bool force, zs_pf
 		bm_set(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
 		p->chunks[slot].ninuse++;
 		set_state(p, pfn, PG_RELEASING);
+		releasing_take(p);
 		if (!force && !over)
 			p->decayed++;
 		gover = gover > p->page_size ? gover - p->page_size : 0;
@@ -228,9 +257,17 @@ static void release_pages(struct zs_pages *p, zs_pfn_t *rel, unsigned nrel)
 		if (p->chunks[slot].ninuse == 0 && p->chunks[slot].ncached == 0)
 			unmap[nunmap++] = pages_chunk_unmap(p, slot);
 	}
+	if (!nunmap)
+		released_locked(p, nrel);
 	pthread_mutex_unlock(&p->lock);
+	if (!nunmap)
+		return;
 	for (unsigned i = 0; i < nunmap; i++)
 		munmap(unmap[i], p->chunk_bytes);
+	/* Counted down only with the chunks unmapped: a waiting trim sees them gone. */
+	pthread_mutex_lock(&p->lock);
+	released_locked(p, nrel);
+	pthread_mutex_unlock(&p->lock);
 }
 
 /* Lock NOT held: release what the bound and the decay (or force: everything) say must go. */
@@ -476,6 +513,7 @@ static unsigned pcp_drain_locked(struct zs_pages *p, struct zs_pcp *c, unsigned 
 		zs_assert_internal(get_state(p, pfn) == PG_PCP && p->chunks[slot].ninuse > 0);
 		if (i < ndirect) {
 			set_state(p, pfn, PG_RELEASING);
+			releasing_take(p);
 			rel[nrel++] = pfn;
 			continue;
 		}
@@ -689,6 +727,7 @@ static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, boo
 		if (p->ncached >= p->cache_cap) {
 			/* Bit and ninuse stay: the chunk can be neither reused nor unmapped meanwhile. */
 			set_state(p, pfn, PG_RELEASING);
+			releasing_take(p);
 			rel[nrel++] = pfn;
 			continue;
 		}
@@ -761,6 +800,14 @@ void zs_pages_trim(struct zs_pages *p)
 		return;
 	pcp_drain_all(p);
 	purge(p, true);
+	/* Pages another thread took for release before ours: wait until they are gone too. */
+	pthread_mutex_lock(&p->lock);
+	p->trim_waiters++;
+	releasing_sync(p);
+	while (p->releasing)
+		pthread_cond_wait(&p->released, &p->lock);
+	p->trim_waiters--;
+	pthread_mutex_unlock(&p->lock);
 }
 
 void zs_pages_decay(struct zs_pages *p)

@@ -101,6 +101,20 @@ struct zs_pages {
 	uint64_t decay_ns;          /* DECAY_NEVER_NS: no time decay */
 	_Atomic uint64_t oldest_ns; /* free time of the cache's tail, NO_TIME if empty */
 	uint64_t decayed;
+	/*
+	 * Pages RELEASING: taken off a cache by one lock round and given back to
+	 * the OS by release_pages() after the lock is dropped.  A trim waits for
+	 * 0 on `released`, so what it returns includes what another thread (the
+	 * purge thread, a free's drain) had in flight: its stats are exact when
+	 * it returns (test_pages failed under load without this).
+	 */
+	size_t releasing;
+	unsigned releasing_gen;     /* purge_fork_gen() it counts for: a fork child does not
+	                               have the threads that had pages in flight, so its trim
+	                               must not wait for them (best effort: using a provider
+	                               in a child while other threads used it is no promise) */
+	unsigned trim_waiters;
+	pthread_cond_t released;
 
 	/*
 	 * Process-wide purge (purge.c).  budget: the shared cache counts in the
@@ -250,5 +264,7 @@ void purge_register(struct zs_pages *p);
 void purge_unregister(struct zs_pages *p);
 size_t purge_budget_add(long delta_bytes, bool *started);
 void purge_kick(uint64_t due);
+/* Bumped in every fork child (atfork): what a thread had in flight before is not coming. */
+unsigned purge_fork_gen(void);
 
 #endif

@@ -156,6 +156,8 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
 	int mrc = pthread_mutex_init(&p->lock, &ma);
 	pthread_mutexattr_destroy(&ma);
+	if (!mrc && (mrc = pthread_cond_init(&p->released, NULL)))
+		pthread_mutex_destroy(&p->lock);
 	if (mrc) {
 		munmap(t, total);
 		free(p);
@@ -163,6 +165,7 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 		return NULL;
 	}
 	p->cache_head = p->cache_tail = ZS_PFN_NONE;
+	p->releasing_gen = purge_fork_gen();
 	p->cache_cap = c.cache_pages;
 	p->decay_ns = c.decay_ms == ZS_PAGES_DECAY_NEVER ? DECAY_NEVER_NS
 							  : (uint64_t)c.decay_ms * 1000000u;
@@ -210,6 +213,7 @@ void zs_pages_destroy(struct zs_pages *p)
 		if (m)
 			munmap(m, p->meta_bytes);
 	}
+	pthread_cond_destroy(&p->released);
 	pthread_mutex_destroy(&p->lock);
 	munmap(p->tables, p->tables_bytes);
 	free(p->pcp);

@@ -104,6 +104,13 @@ static void atfork_prepare(void);
 static void atfork_parent(void);
 static void atfork_child(void);
 
+static _Atomic unsigned fork_gen;
+
+unsigned purge_fork_gen(void)
+{
+	return atomic_load_explicit(&fork_gen, memory_order_relaxed);
+}
+
 static void init_once(void)
 {
 	long v;
@@ -278,6 +285,7 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	/* Only the forking thread exists here; the purge thread did not come along. */
+	atomic_fetch_add(&fork_gen, 1);
 	atomic_store(&g.state, STOPPED);
 	atomic_store(&g.wake_at, NO_TIME);
 	atomic_store(&g.want, NO_TIME);
