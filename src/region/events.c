@@ -172,12 +172,21 @@ static void move_cut(struct zs_region *r, uintptr_t a, uintptr_t len)
 	r->nmoves = j;
 }
 
-static void add_flag(struct zs_region *r, size_t i, unsigned char flag)
+/*
+ * Set flag on page i while it is owned.  0: its owner finished it meanwhile,
+ * so the event must be applied to the finished page instead (event_page
+ * looks again): dropping it lost an application's MADV_DONTNEED when a
+ * pageout stored the page just then (test_mt_repro_region_madvise,
+ * dontneed_reclaim, once pageout by move made pageout short).
+ */
+static int add_flag(struct zs_region *r, size_t i, unsigned char flag)
 {
 	for (;;) {
 		unsigned char s = st_load(r, i);
-		if (!st_owned(s) || st_cas(r, i, s, s | flag))
-			return;
+		if (!st_owned(s))
+			return 0;
+		if (st_cas(r, i, s, s | flag))
+			return 1;
 	}
 }
 
@@ -192,7 +201,8 @@ static void event_page(struct zs_region *r, size_t i, enum ev ev)
 		if (m == ST_GONE)
 			return;
 		if (st_owned(s)) {
-			add_flag(r, i, flag[ev]);
+			if (!add_flag(r, i, flag[ev]))
+				continue;
 			if (ev == EV_REMOVE)
 				atomic_fetch_add_explicit(&r->removed, 1, memory_order_relaxed);
 			else

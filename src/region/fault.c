@@ -40,10 +40,9 @@
  * UFFDIO_POISON the faulting thread is sent SIGBUS (tgkill) and the page
  * stays BAD, so each later touch gets SIGBUS too; stderr says so once.
  *
- * UFFDIO_MOVE (kernel 6.8+) is detected and reported but not used: it moves
- * an exclusively owned anonymous page, so each move would leave a hole in
- * the staging buffer that the next decompression must fault in and zero -
- * more work than the 4 KiB copy UFFDIO_COPY does.
+ * Faults install with UFFDIO_COPY, not UFFDIO_MOVE: a move leaves a hole in
+ * the decompression buffer that the next decompression must fault in and
+ * zero - more work than the 4 KiB copy.  Pageout does move (reclaim.c).
  */
 #include "internal.h"
 

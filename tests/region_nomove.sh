@@ -1,0 +1,23 @@
+#!/bin/bash
+# The region's pageout copies where UFFDIO_MOVE cannot be used (kernels before
+# 6.8, or a run the kernel refuses to move).  With the move on, that path only
+# runs on partial moves, so run the region tests again with it off
+# (ZS_REGION_MOVE=0, src/region/region.c) to keep it tested.
+# Usage: region_nomove.sh BUILD_DIR
+set -u
+b=${1:?build dir}
+export ZS_REGION_MOVE=0
+rc=0 ran=0
+for t in test_mt_region test_region_misuse test_mt_repro_region_madvise test_mt_repro_region_wbread \
+	 test_mt_region_stress; do
+	[ -x "$b/$t" ] || { echo "missing $b/$t"; exit 1; }
+	"$b/$t" >"$b/$t.nomove.log" 2>&1
+	r=$?
+	case $r in
+	0) ran=$((ran + 1)); echo "ok   $t (ZS_REGION_MOVE=0)" ;;
+	77) echo "skip $t: $(tail -1 "$b/$t.nomove.log")" ;;
+	*) echo "FAIL $t (ZS_REGION_MOVE=0): exit $r"; tail -20 "$b/$t.nomove.log"; rc=1 ;;
+	esac
+done
+[ $rc = 0 ] && [ $ran = 0 ] && exit 77
+exit $rc
