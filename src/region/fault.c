@@ -621,7 +621,20 @@ void *region_handler_main(void *arg)
 	atomic_fetch_add_explicit(&r->hready, 1, memory_order_release);
 
 	while (!atomic_load_explicit(&r->hstop, memory_order_acquire)) {
-		pthread_mutex_lock(&r->ulock);
+		/*
+		 * While spinning, a handler that finds ulock taken does not wait
+		 * for it: the holder is reading the uffd or installing, and
+		 * sleeping on the mutex costs a futex wait and wake - two context
+		 * switches on the fault path of the thread the holder is about to
+		 * wake (bench_region --threads, two handlers on one region).
+		 */
+		int spinning = !h->qn && r->spin_ns > 0 && now_ns() - last < r->spin_ns;
+		if (!spinning) {
+			pthread_mutex_lock(&r->ulock);
+		} else if (pthread_mutex_trylock(&r->ulock)) {
+			sched_yield();
+			continue;
+		}
 		ssize_t got = pump(h);
 		int e = errno;
 		pthread_mutex_unlock(&r->ulock);
