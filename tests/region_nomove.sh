@@ -7,9 +7,10 @@
 set -u
 b=${1:?build dir}
 export ZS_REGION_MOVE=0
+export ZS_RACE_SECONDS=${ZS_RACE_SECONDS:-3}   # test_mt_region_move_race, per mode
 rc=0 ran=0
 for t in test_mt_region test_region_misuse test_mt_repro_region_madvise test_mt_repro_region_wbread \
-	 test_mt_region_stress; do
+	 test_mt_region_stress test_mt_region_move_race; do
 	[ -x "$b/$t" ] || { echo "missing $b/$t"; exit 1; }
 	"$b/$t" >"$b/$t.nomove.log" 2>&1
 	r=$?

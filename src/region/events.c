@@ -19,12 +19,19 @@ unsigned char region_final(unsigned char s, unsigned char want)
 	if (s & F_MOVED)
 		return want == ST_STORED ? ST_MOVED : ST_GONE;
 	/*
-	 * Dropped while owned: zeros.  An installed page stays RES: it is
-	 * either zapped by the application's madvise right after (a later fault
-	 * on a RES page gets zeros) or was installed as zeros already.
+	 * Dropped while owned: zeros, NONE - even for an owner that leaves the
+	 * page mapped (an install, a pageout given back).  The kernel lets the
+	 * application's madvise go on once its remove event is read and zaps
+	 * after, so the page still mapped may be its old one with the zap to
+	 * come.  Published RES, a pageout could claim it and store the old bytes
+	 * before the zap (which then finds nothing): the dropped page read them
+	 * back (test_mt_region_move_race, touch; 1 wrong page per ~10^4 races
+	 * with the copy, more with the move).  NONE is never paged out and reads
+	 * zeros once the zap lands.  An install of zeros for a dropped page clears
+	 * the flag itself (fault.c): that page is RES.
 	 */
 	if (s & F_DROP)
-		return want == ST_RES ? ST_RES : ST_NONE;
+		return ST_NONE;
 	return want;
 }
 
