@@ -11,9 +11,11 @@
  * bytes, and nothing of an unmapped page is read.  The rule checked is the
  * project's hard one: never wrong bytes.
  *
- * Modes (each a forked case under a watchdog; ZS_RACE_MODE=NAME runs one):
+ * Modes (each a forked case under a watchdog; ZS_RACE_MODE=NAME[,NAME]
+ * runs only those):
  *   dontneed   random single pages and short runs dropped with MADV_DONTNEED
- *   munmap     the same, plus a random run unmapped (never page 0)
+ *   munmap     the same, plus a random run unmapped (never page 0), before
+ *              the drops or after the first
  *   touch      dontneed, while a third thread reads the pages in order (faults
  *              with fault-around claim the neighbours), pageout goes over the
  *              range 4 times and every other region has a resident limit
@@ -125,16 +127,17 @@ static void *drop_thread(void *arg)
 		;
 	spin(first_spin);
 	x->d_t0 = now_s();
-	if (x->munmap_mode) {
-		/* unmap a run first (the first event the region sees), then drop */
-		uint64_t u = tu_rand(&x->rs);
-		size_t p = 1 + u % (NP - 1), n = 1 + (u >> 8) % 4;
-		if (p + n > NP)
-			n = NP - p;
-		if (munmap(x->a + p * PG, n * PG) == 0)
-			memset(x->dropped + p, 2, n);
-	}
+	/* the unmap comes first (the first event the region sees) or after one drop */
+	int unmap_at = x->munmap_mode ? (int)((v >> 24) & 1) : -1;
 	for (int d = 0; d < ndrops; d++) {
+		if (d == unmap_at || (unmap_at == 1 && ndrops == 1)) {
+			uint64_t u = tu_rand(&x->rs);
+			size_t p = 1 + u % (NP - 1), n = 1 + (u >> 8) % 4;
+			if (p + n > NP)
+				n = NP - p;
+			if (munmap(x->a + p * PG, n * PG) == 0)
+				memset(x->dropped + p, 2, n);
+		}
 		uint64_t u = tu_rand(&x->rs);
 		size_t p = u % NP, n = (u >> 8) % 3 ? 1 : 1 + (u >> 12) % 3;
 		if (p + n > NP)
@@ -218,6 +221,12 @@ static int run_mode(void *arg)
 					       x.dropped[p] ? "dropped" : "kept", bad, x.a[p * PG],
 					       x.dropped[p] ? 0 : want_byte((uint64_t)it, p, 0),
 					       want_byte((uint64_t)it, p, 0));
+				if (wrong_pages < 8) {
+					printf("    pages (. kept, d dropped, u unmapped): ");
+					for (size_t q = 0; q < NP; q++)
+						putchar(".du"[x.dropped[q]]);
+					printf(", pageout -> %ld\n", x.po);
+				}
 				wrong_pages++;
 				wrong_bytes += bad;
 			}
@@ -249,7 +258,7 @@ int main(void)
 	int timeout = (int)secs + 60;
 	const char *only = getenv("ZS_RACE_MODE");
 	for (int m = 0; m < 3; m++) {
-		if (only && strcmp(only, names[m]))
+		if (only && !strstr(only, names[m]))
 			continue;
 		if (fc_run(names[m], timeout, run_mode, &m))
 			tu_fail++;

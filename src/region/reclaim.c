@@ -328,15 +328,7 @@ static long pageout_copy(struct zs_region *r, size_t p, size_t n, unsigned char 
 static long pageout_run(struct zs_region *r, size_t p, size_t n, unsigned char **buf)
 {
 	long moved = 0;
-	/*
-	 * Only while the application has never dropped or unmapped part of
-	 * the region itself: with its MADV_DONTNEED racing the reclaimer,
-	 * test_mt_repro_region_madvise (dontneed_reclaim, ASan) read a dropped
-	 * page's old bytes back in about 1 run of 40 with the move and in none
-	 * of 40 with the copy; the cause is not found yet (docs/region.md).
-	 */
-	if (r->mvfd >= 0 && !atomic_load_explicit(&r->removed, memory_order_relaxed) &&
-	    !atomic_load_explicit(&r->unmapped, memory_order_relaxed)) {
+	if (r->mvfd >= 0) {
 		moved = pageout_move(r, p, n);
 		if (moved < 0 || (size_t)moved == n)
 			return moved;
