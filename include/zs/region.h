@@ -201,7 +201,7 @@ struct zs_region_stats {
 	uint64_t releases;           /* pages released */
 	uint64_t lat_hist[ZS_REGION_LAT_BUCKETS]; /* handler service time per fault */
 	struct zs_zram_stats store;  /* the store's mm_stat and counters */
-	int uffd_move;               /* 1: the kernel has UFFDIO_MOVE (not used: see src/region/fault.c) */
+	int uffd_move;               /* 1: the kernel has UFFDIO_MOVE (pageout moves pages out with it) */
 	int broken;                  /* 1: mremap moved part of the range away (no longer the region's) */
 	uint64_t removed;            /* pages dropped by the application (MADV_DONTNEED/REMOVE/FREE) */
 	uint64_t unmapped;           /* pages the application unmapped or moved away */

@@ -19,12 +19,19 @@ unsigned char region_final(unsigned char s, unsigned char want)
 	if (s & F_MOVED)
 		return want == ST_STORED ? ST_MOVED : ST_GONE;
 	/*
-	 * Dropped while owned: zeros.  An installed page stays RES: it is
-	 * either zapped by the application's madvise right after (a later fault
-	 * on a RES page gets zeros) or was installed as zeros already.
+	 * Dropped while owned: zeros, NONE - even for an owner that leaves the
+	 * page mapped (an install, a pageout given back).  The kernel lets the
+	 * application's madvise go on once its remove event is read and zaps
+	 * after, so the page still mapped may be its old one with the zap to
+	 * come.  Published RES, a pageout could claim it and store the old bytes
+	 * before the zap (which then finds nothing): the dropped page read them
+	 * back (test_mt_region_move_race, touch; 1 wrong page per ~10^4 races
+	 * with the copy, more with the move).  NONE is never paged out and reads
+	 * zeros once the zap lands.  An install of zeros for a dropped page clears
+	 * the flag itself (fault.c): that page is RES.
 	 */
 	if (s & F_DROP)
-		return want == ST_RES ? ST_RES : ST_NONE;
+		return ST_NONE;
 	return want;
 }
 
@@ -172,12 +179,21 @@ static void move_cut(struct zs_region *r, uintptr_t a, uintptr_t len)
 	r->nmoves = j;
 }
 
-static void add_flag(struct zs_region *r, size_t i, unsigned char flag)
+/*
+ * Set flag on page i while it is owned.  0: its owner finished it meanwhile,
+ * so the event must be applied to the finished page instead (event_page
+ * looks again): dropping it lost an application's MADV_DONTNEED when a
+ * pageout stored the page just then (test_mt_repro_region_madvise,
+ * dontneed_reclaim, once pageout by move made pageout short).
+ */
+static int add_flag(struct zs_region *r, size_t i, unsigned char flag)
 {
 	for (;;) {
 		unsigned char s = st_load(r, i);
-		if (!st_owned(s) || st_cas(r, i, s, s | flag))
-			return;
+		if (!st_owned(s))
+			return 0;
+		if (st_cas(r, i, s, s | flag))
+			return 1;
 	}
 }
 
@@ -192,7 +208,8 @@ static void event_page(struct zs_region *r, size_t i, enum ev ev)
 		if (m == ST_GONE)
 			return;
 		if (st_owned(s)) {
-			add_flag(r, i, flag[ev]);
+			if (!add_flag(r, i, flag[ev]))
+				continue;
 			if (ev == EV_REMOVE)
 				atomic_fetch_add_explicit(&r->removed, 1, memory_order_relaxed);
 			else

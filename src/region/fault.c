@@ -40,10 +40,9 @@
  * UFFDIO_POISON the faulting thread is sent SIGBUS (tgkill) and the page
  * stays BAD, so each later touch gets SIGBUS too; stderr says so once.
  *
- * UFFDIO_MOVE (kernel 6.8+) is detected and reported but not used: it moves
- * an exclusively owned anonymous page, so each move would leave a hole in
- * the staging buffer that the next decompression must fault in and zero -
- * more work than the 4 KiB copy UFFDIO_COPY does.
+ * Faults install with UFFDIO_COPY, not UFFDIO_MOVE: a move leaves a hole in
+ * the decompression buffer that the next decompression must fault in and
+ * zero - more work than the 4 KiB copy.  Pageout does move (reclaim.c).
  */
 #include "internal.h"
 
@@ -91,7 +90,8 @@ static void lat_record(struct zs_region *r, double ns)
 
 enum { DONE, AGAIN };
 enum { K_NONE, K_STORED, K_RES };                          /* what a claimed page held */
-enum { O_INSTALLED, O_POISONED, O_KEPT, O_SKIPPED };      /* what the install did */
+/* what the install did; O_DROPPED: found the dropped page's old one still mapped (NONE) */
+enum { O_INSTALLED, O_POISONED, O_KEPT, O_SKIPPED, O_DROPPED };
 
 /* ---- reading the uffd ---- */
 
@@ -328,8 +328,20 @@ static void install_run(struct handler *h, size_t p, size_t n, const unsigned ch
 		}
 		if (rc == 0)
 			did = j - i;
-		for (size_t k = 0; k < did; k++)
+		for (size_t k = 0; k < did; k++) {
+			/*
+			 * Installed as zeros because dropped (F_DROP seen above, under
+			 * ulock): the drop is applied, the page is RES.  Cleared here so
+			 * a drop read after the install - the old page is mapped then,
+			 * its zap to come - is told apart (events.c, region_final).
+			 */
+			for (;;) {
+				unsigned char t = st_load(r, p + i);
+				if (!(t & F_DROP) || st_cas(r, p + i, t, (unsigned char)(t & ~F_DROP)))
+					break;
+			}
 			out[i++] = O_INSTALLED;
+		}
 		if (rc == 0 || did)
 			continue;
 		if (errno == EAGAIN) {
@@ -337,11 +349,22 @@ static void install_run(struct handler *h, size_t p, size_t n, const unsigned ch
 			continue;
 		}
 		/*
-		 * EEXIST: a page is mapped there already (a RES page the application
-		 * did not zap after all).  Anything else (the mm is going away):
-		 * leave the page as it was.
+		 * EEXIST: a page is mapped there already.  A RES page the application
+		 * did not zap after all stays RES.  But a page the application
+		 * dropped (NONE when claimed, or F_DROP now) that is still mapped is
+		 * its old page with the zap still to come: the kernel lets madvise
+		 * go on once its remove event is read and zaps afterwards.  Publishing
+		 * that RES let a pageout store the old bytes before the zap landed
+		 * (nothing left to zap then), and the dropped page read them back
+		 * (test_mt_region_move_race, touch; with the move and with the copy).
+		 * It is NONE: nothing to page out, zeros once the zap lands.
+		 * Anything else (the mm is going away): leave the page as it was.
 		 */
-		out[i] = errno == EEXIST ? O_INSTALLED : kind[i] == K_STORED ? O_KEPT : O_SKIPPED;
+		if (errno == EEXIST)
+			out[i] = kind[i] == K_NONE || (st_load(r, p + i) & F_DROP) ? O_DROPPED :
+										    O_INSTALLED;
+		else
+			out[i] = kind[i] == K_STORED ? O_KEPT : O_SKIPPED;
 		i++;
 		wake = 1;
 	}
@@ -352,6 +375,7 @@ static void install_run(struct handler *h, size_t p, size_t n, const unsigned ch
 	size_t nin = 0;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char want = out[i] == O_INSTALLED ? ST_RES : out[i] == O_POISONED ? ST_BAD :
+				     out[i] == O_DROPPED ? ST_NONE :
 				     out[i] == O_KEPT || kind[i] == K_STORED ? ST_STORED : ST_NONE;
 		int held = kind[i] == K_STORED;
 		if (want == ST_RES)
@@ -622,7 +646,20 @@ void *region_handler_main(void *arg)
 	atomic_fetch_add_explicit(&r->hready, 1, memory_order_release);
 
 	while (!atomic_load_explicit(&r->hstop, memory_order_acquire)) {
-		pthread_mutex_lock(&r->ulock);
+		/*
+		 * While spinning, a handler that finds ulock taken does not wait
+		 * for it: the holder is reading the uffd or installing, and
+		 * sleeping on the mutex costs a futex wait and wake - two context
+		 * switches on the fault path of the thread the holder is about to
+		 * wake (bench_region --threads, two handlers on one region).
+		 */
+		int spinning = !h->qn && r->spin_ns > 0 && now_ns() - last < r->spin_ns;
+		if (!spinning) {
+			pthread_mutex_lock(&r->ulock);
+		} else if (pthread_mutex_trylock(&r->ulock)) {
+			sched_yield();
+			continue;
+		}
 		ssize_t got = pump(h);
 		int e = errno;
 		pthread_mutex_unlock(&r->ulock);

@@ -57,6 +57,22 @@ struct uffdio_poison {
 };
 #define UFFDIO_POISON _IOWR(UFFDIO, _UFFDIO_POISON, struct uffdio_poison)
 #endif
+/* UFFDIO_MOVE (Linux 6.8): also missing from Debian 12's headers. */
+#ifndef _UFFDIO_MOVE
+#define _UFFDIO_MOVE (0x05)
+#endif
+#ifndef UFFDIO_MOVE
+struct uffdio_move {
+	__u64 dst;
+	__u64 src;
+	__u64 len;
+#define UFFDIO_MOVE_MODE_DONTWAKE ((__u64)1 << 0)
+#define UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES ((__u64)1 << 1)
+	__u64 mode;
+	__s64 move;
+};
+#define UFFDIO_MOVE _IOWR(UFFDIO, _UFFDIO_MOVE, struct uffdio_move)
+#endif
 
 /*
  * Page states (low nibble).  Stable ones first: only those are claimed.
@@ -92,7 +108,7 @@ static inline int st_owned(unsigned char s)
 #define OUT_CHUNK 64     /* pages write-protected and compressed per step */
 #define REL_CHUNK 512
 #define NZAPS 64         /* the library's own zaps in flight */
-#define NBUFS 4          /* pageout staging buffers kept */
+#define NBUFS 4          /* pageout staging buffers kept, and move slices */
 
 struct fault_item {
 	unsigned long addr;   /* page address; 0: answered */
@@ -183,9 +199,18 @@ struct zs_region {
 	int rkick;
 	size_t hand;             /* CLOCK hand, under rlock */
 
-	pthread_mutex_t block;   /* bufs */
+	pthread_mutex_t block;   /* bufs, stage_free */
 	unsigned char *bufs[NBUFS];
 	int nbufs;
+
+	/*
+	 * Pageout by UFFDIO_MOVE (reclaim.c): NBUFS staging slices of OUT_CHUNK
+	 * pages, registered on a second userfaultfd (mvfd) that asks for no
+	 * events, so freeing a slice raises nothing; mvfd < 0: not used.
+	 */
+	int mvfd;
+	unsigned char *stage;
+	unsigned stage_free;     /* bit k: slice k is free, under block */
 };
 
 static inline double now_ns(void)

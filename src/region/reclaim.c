@@ -5,7 +5,10 @@
  * or the reclaim thread; both meet only in the per-page state machine
  * described in region.c.
  *
- * Pageout protocol (why no write is lost).  For a run of claimed (OUT) pages:
+ * Pageout moves a run out of the range with UFFDIO_MOVE where the kernel can
+ * ("pageout by move", pageout_move); what it cannot move is copied:
+ *
+ * Copy protocol (why no write is lost).  For a run of claimed (OUT) pages:
  *   1. UFFDIO_WRITEPROTECT the run.  The ioctl returns after the TLB flush,
  *      so every store issued before it is visible to us and no store can
  *      land afterwards: a writer now takes a write-protect fault and sleeps
@@ -137,8 +140,156 @@ static void pageout_abort(struct zs_region *r, size_t p, size_t n)
 		region_finish(r, p + i, ST_RES, 0, 1);
 }
 
-/* Page out claimed (OUT) pages [p, p+n).  Returns pages stored or -errno. */
-static long pageout_run(struct zs_region *r, size_t p, size_t n, unsigned char *buf)
+/* ---- pageout by move ---- */
+
+static unsigned char *stage_get(struct zs_region *r)
+{
+	unsigned char *s = NULL;
+	pthread_mutex_lock(&r->block);
+	if (r->stage_free) {
+		int k = __builtin_ctz(r->stage_free);
+		r->stage_free &= ~(1u << k);
+		s = r->stage + (size_t)k * OUT_CHUNK * r->page;
+	}
+	pthread_mutex_unlock(&r->block);
+	return s;
+}
+
+/* Free the moved pages (no event: the slice's uffd asks for none) and the slice. */
+static void stage_put(struct zs_region *r, unsigned char *s, size_t n)
+{
+	if (n)
+		madvise(s, n * r->page, MADV_DONTNEED);
+	pthread_mutex_lock(&r->block);
+	r->stage_free |= 1u << ((size_t)(s - r->stage) / (OUT_CHUNK * r->page));
+	pthread_mutex_unlock(&r->block);
+}
+
+/* Pages [p, p+n) from OUTZ back to OUT, keeping the event flags (pageout still owns them). */
+static void out_unsettle(struct zs_region *r, size_t p, size_t n)
+{
+	for (size_t i = p; i < p + n; i++)
+		for (;;) {
+			unsigned char s = st_load(r, i);
+			if (st_cas(r, i, s, (unsigned char)((s & ~ST_MASK) | ST_OUT)))
+				break;
+		}
+}
+
+/*
+ * The store refused moved pages [p, p+n): put each back where it was, unless
+ * an event says the application dropped, unmapped or moved it meanwhile.
+ * Under ulock with the flags checked, as every install (region.c): the move
+ * lands only in a range registered on the region's uffd, so it can never
+ * place our page in a mapping the application put there since.  The region
+ * addresses are empty: nobody installs into an OUTZ page.
+ */
+static void move_back(struct zs_region *r, size_t p, size_t n, unsigned char *s)
+{
+	size_t i = 0;
+	pthread_mutex_lock(&r->ulock);
+	while (i < n) {
+		if (st_load(r, p + i) & (F_DROP | F_GONE | F_MOVED)) {
+			i++;
+			continue;
+		}
+		size_t j = i + 1;
+		while (j < n && !(st_load(r, p + j) & (F_DROP | F_GONE | F_MOVED)))
+			j++;
+		struct uffdio_move mv = { .dst = (uintptr_t)(r->base + (p + i) * r->page),
+					  .src = (uintptr_t)(s + i * r->page),
+					  .len = (j - i) * r->page, .mode = UFFDIO_MOVE_MODE_DONTWAKE };
+		if (ioctl(r->uffd, UFFDIO_MOVE, &mv) == 0) {
+			i = j;
+			continue;
+		}
+		if (mv.move > 0) {
+			i += (size_t)mv.move / r->page;
+			continue;
+		}
+		if (errno == EAGAIN) {
+			/* an event is unread: let a handler read and apply it, then look again */
+			pthread_mutex_unlock(&r->ulock);
+			sched_yield();
+			pthread_mutex_lock(&r->ulock);
+			continue;
+		}
+		/* Not expected (the range is registered, empty, the page exclusive): copy it. */
+		struct uffdio_copy cp = { .dst = mv.dst, .src = mv.src, .len = r->page };
+		wake_mark(r, cp.dst, r->page);
+		if (ioctl(r->uffd, UFFDIO_COPY, &cp) && errno != EEXIST) {
+			if (errno == EAGAIN)
+				continue;
+			fprintf(stderr, "zs_region: pageout could not put back page %zu (%s); it will "
+					"read as zeros\n", p + i, strerror(errno));
+		}
+		i++;
+	}
+	pthread_mutex_unlock(&r->ulock);
+}
+
+/*
+ * Page out claimed (OUT) pages [p, p+n) by moving them out of the range.
+ * Returns how many pages from p it handled (0: none, the caller copies), or
+ * -errno from the store (those pages are back, resident, as before).
+ *
+ * Why: freeing the pages in place (MADV_DONTNEED) raises a remove event the
+ * kernel makes us wait for until a handler has read it - two context
+ * switches per pageout run, the larger part of its cost - and a copy must be
+ * taken first.  UFFDIO_MOVE takes each page out of the range atomically
+ * (page table entry cleared and TLB flushed under the page table lock: a
+ * store before it is in the moved page, one after it faults) into a slice
+ * registered on a uffd that asks for no events; the page is compressed
+ * there and freed with no event.  No write protection is needed: nothing
+ * can change the page once it left the range.  The pages are OUTZ before
+ * the move, so a fault on a moved page is queued until the page is STORED
+ * (fault.c), and is then answered from the store by its handler: no wake.
+ * The application's events still apply: a page it zaps before the move is
+ * a hole (the move stops there with ENOENT; the rest is copied as before),
+ * one it zaps, unmaps or moves after it sets the usual flag.  Only anonymous
+ * private exclusive pages move: the region is MADV_DONTFORK and
+ * MADV_NOHUGEPAGE; a KSM or pinned page (EBUSY), a range split by mprotect
+ * (EINVAL) and the like stop the move, and the rest of the run is copied.
+ */
+static long pageout_move(struct zs_region *r, size_t p, size_t n)
+{
+	unsigned char *s = stage_get(r);
+	if (!s)
+		return 0;
+	out_settle(r, p, n);   /* OUTZ first: a fault on a moved page must wait, not get zeros */
+	struct uffdio_move mv = { .dst = (uintptr_t)s, .src = (uintptr_t)(r->base + p * r->page),
+				  .len = n * r->page, .mode = UFFDIO_MOVE_MODE_DONTWAKE };
+	size_t k = ioctl(r->mvfd, UFFDIO_MOVE, &mv) == 0 ? n :
+		   mv.move > 0 ? (size_t)mv.move / r->page : 0;
+	if (k < n)
+		out_unsettle(r, p + k, n - k);   /* the copy path takes them from OUT */
+	if (!k) {
+		stage_put(r, s, 0);
+		return 0;
+	}
+	int rc = zs_zram_write_range(r->store, p, k, s);
+	if (rc) {
+		zs_zram_discard_range(r->store, p, k);
+		move_back(r, p, k, s);
+		stage_put(r, s, k);
+		for (size_t i = 0; i < k; i++)
+			region_finish(r, p + i, ST_RES, 0, 1);
+		/* pages after the moved ones are still claimed: give them back too */
+		if (k < n)
+			pageout_abort(r, p + k, n - k);
+		return rc;
+	}
+	stage_put(r, s, k);
+	atomic_fetch_add_explicit(&r->stored, k, memory_order_relaxed);
+	long stored = 0;
+	for (size_t i = 0; i < k; i++)
+		stored += region_finish(r, p + i, ST_STORED, 1, 1) == ST_STORED;
+	atomic_fetch_add_explicit(&r->pageouts, (uint64_t)stored, memory_order_relaxed);
+	return (long)k;
+}
+
+/* Page out claimed (OUT) pages [p, p+n) by copying them.  Returns pages stored or -errno. */
+static long pageout_copy(struct zs_region *r, size_t p, size_t n, unsigned char *buf)
 {
 	int rc = uffd_wp(r, p, n, 1);
 	if (!rc)
@@ -167,6 +318,27 @@ static long pageout_run(struct zs_region *r, size_t p, size_t n, unsigned char *
 	uffd_wake(r, p, n);
 	atomic_fetch_add_explicit(&r->pageouts, (uint64_t)stored, memory_order_relaxed);
 	return (long)n;
+}
+
+/*
+ * Page out claimed (OUT) pages [p, p+n): moved where the kernel can, the
+ * rest copied (*buf: the copy's staging buffer, taken when first needed).
+ * Returns pages stored or -errno.
+ */
+static long pageout_run(struct zs_region *r, size_t p, size_t n, unsigned char **buf)
+{
+	long moved = 0;
+	if (r->mvfd >= 0) {
+		moved = pageout_move(r, p, n);
+		if (moved < 0 || (size_t)moved == n)
+			return moved;
+	}
+	if (!*buf && !(*buf = buf_get(r))) {
+		pageout_abort(r, p + (size_t)moved, n - (size_t)moved);
+		return moved ? moved : -ENOMEM;
+	}
+	long rc = pageout_copy(r, p + (size_t)moved, n - (size_t)moved, *buf);
+	return rc < 0 ? (moved ? moved : rc) : moved + rc;
 }
 
 /* Claim RES pages of [first, end) in runs of at most OUT_CHUNK and page them out. */
@@ -198,10 +370,6 @@ static long pageout_pages(struct zs_region *r, size_t first, size_t end, int onl
 		if (i >= end)
 			break;
 		size_t p = i++, n = 1;
-		if (!buf && !(buf = buf_get(r))) {
-			pageout_abort(r, p, 1);
-			return total ? total : -ENOMEM;
-		}
 		/* state first: a handler sets the referenced bit before it publishes RES */
 		while (i < end && n < OUT_CHUNK && st_load(r, i) == ST_RES &&
 		       !(only_cold && atomic_load_explicit(&r->ref[i], memory_order_relaxed)) &&
@@ -209,7 +377,7 @@ static long pageout_pages(struct zs_region *r, size_t first, size_t end, int onl
 			i++;
 			n++;
 		}
-		long rc = pageout_run(r, p, n, buf);
+		long rc = pageout_run(r, p, n, &buf);
 		if (rc == -EFAULT && !run_lost(r, p, n)) {
 			/*
 			 * The copy failed though the run is still the region's: it was
@@ -220,7 +388,8 @@ static long pageout_pages(struct zs_region *r, size_t first, size_t end, int onl
 		}
 		if (rc < 0) {
 			/* pages after this run are untouched */
-			buf_put(r, buf);
+			if (buf)
+				buf_put(r, buf);
 			return total ? total : rc;
 		}
 		total += rc;

@@ -54,8 +54,9 @@
  * F_MOVED) and the owner applies it when it finishes (region_final): what
  * the application asked for wins over the library's own work, except that a
  * page already compressed when its remove arrives simply has its slot freed.
- * The library's own MADV_DONTNEED (pageout, release) raises the same remove
- * event; region_self_zap records the range first, remove events over it are
+ * The library's own MADV_DONTNEED (release, and pageout where it cannot move
+ * pages out: reclaim.c) raises the same remove event; region_self_zap
+ * records the range first, remove events over it are
  * only counted per page while it is in flight, and when it completes a page
  * counted twice was dropped by the application as well (region_self_zap).
  *
@@ -365,6 +366,10 @@ static void teardown(struct zs_region *r)
 	}
 	if (r->uffd >= 0)
 		close(r->uffd);
+	if (r->stage)
+		munmap(r->stage, (size_t)NBUFS * OUT_CHUNK * r->page);
+	if (r->mvfd >= 0)
+		close(r->mvfd);
 	if (r->efd >= 0)
 		close(r->efd);
 	if (r->store)
@@ -386,6 +391,49 @@ static void teardown(struct zs_region *r)
 }
 
 static int start_threads(struct zs_region *r);
+
+/*
+ * Pageout's staging slices for UFFDIO_MOVE (reclaim.c, "Pageout by move").
+ * UFFDIO_MOVE only moves into a range registered on the uffd it is issued
+ * on, so the slices get a uffd of their own, with no events (freeing a
+ * slice must raise none: the remove event's round trip is what the move
+ * saves) and SIGBUS on a missing page (nothing ever reads an empty slice;
+ * if a bug did, it gets a signal instead of waiting forever for a handler).
+ * Same protection as the range, no THP, not inherited by fork (a shared
+ * page cannot be moved back).  Any failure: pageout copies, as before.
+ * ZS_REGION_MOVE=0 in the environment turns it off (the tests run both).
+ */
+static void stage_init(struct zs_region *r, uint64_t have)
+{
+	const char *e = getenv("ZS_REGION_MOVE");
+	if (!(have & UFFD_FEATURE_MOVE) || !(have & UFFD_FEATURE_SIGBUS) || (e && !strcmp(e, "0")))
+		return;
+	char why[8];
+	int fd = open_uffd(why, sizeof(why));
+	if (fd < 0)
+		return;
+	struct uffdio_api api = { .api = UFFD_API,
+				  .features = UFFD_FEATURE_MOVE | UFFD_FEATURE_SIGBUS };
+	size_t len = (size_t)NBUFS * OUT_CHUNK * r->page;
+	void *m = MAP_FAILED;
+	if (ioctl(fd, UFFDIO_API, &api) == 0)
+		m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			 -1, 0);
+	if (m != MAP_FAILED) {
+		madvise(m, len, MADV_DONTFORK);
+		madvise(m, len, MADV_NOHUGEPAGE);
+		struct uffdio_register reg = { .range = { .start = (uintptr_t)m, .len = len },
+					       .mode = UFFDIO_REGISTER_MODE_MISSING };
+		if (ioctl(fd, UFFDIO_REGISTER, &reg) == 0 && (reg.ioctls & (1ULL << _UFFDIO_MOVE))) {
+			r->mvfd = fd;
+			r->stage = m;
+			r->stage_free = (1u << NBUFS) - 1;
+			return;
+		}
+		munmap(m, len);
+	}
+	close(fd);
+}
 
 int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out, char *err,
 		     size_t err_len)
@@ -414,7 +462,7 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 	struct zs_region *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->uffd = r->efd = -1;
+	r->uffd = r->efd = r->mvfd = -1;
 	pthread_mutex_init(&r->rlock, NULL);
 	pthread_mutex_init(&r->hlock, NULL);
 	pthread_mutex_init(&r->ulock, NULL);
@@ -467,12 +515,14 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 		r->have_tid = !!(have & UFFD_FEATURE_THREAD_ID);
 		struct uffdio_api en = { .api = UFFD_API,
 					 .features = events | (have & UFFD_FEATURE_THREAD_ID) |
-						     (have & UFFD_FEATURE_POISON) };
+						     (have & UFFD_FEATURE_POISON) |
+						     (have & UFFD_FEATURE_MOVE) };
 		if (ioctl(r->uffd, UFFDIO_API, &en)) {
 			set_err(err, err_len, "UFFDIO_API (enable): %s", strerror(errno));
 			rc = -EOPNOTSUPP;
 			goto fail;
 		}
+		stage_init(r, have);
 	}
 	r->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (r->efd < 0) {
