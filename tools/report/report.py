@@ -20,6 +20,7 @@ compressibility.  A step whose tool is missing or fails becomes a
 "not available: <why>" section and the report goes on.
 """
 import argparse
+import importlib.util
 import datetime
 import json
 import os
@@ -31,13 +32,11 @@ import tempfile
 import time
 
 # Run straight from a source tree (no PYTHONPATH from `zs report`): the repository's python/.
+# Only found here, not imported: importing libzs loads libzs.so, which main() does once the
+# arguments are checked (and LIBZS_LIBRARY is settled).
 _SRC_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python")
-try:
-    import libzs  # noqa: F401
-except ImportError:
+if importlib.util.find_spec("libzs") is None:
     sys.path.insert(0, os.path.normpath(_SRC_PY))
-
-from libzs import _lib  # noqa: E402  (after the path fix above)
 
 QUICK_PAGES = 3000          # embedded corpus, quick run (~12 MiB)
 FULL_PAGES = 16384          # embedded corpus, full run without --data (64 MiB)
@@ -1080,10 +1079,10 @@ def main(argv=None):
                                  "(the class-table and testmod steps sweep the policies)")
     pool.add_argument("--page-size", help="compare at this page size only")
     pool.add_argument("--chain", type=int, choices=range(1, 17), metavar="1..16")
-    import libzs as _libzs     # the library's names (zs_*_names), not a copy of them
-    pool.add_argument("--chain-policy", choices=list(_libzs.CHAIN_POLICIES))
+    # checked against the library's names (zs_*_names) once libzs is loaded, below
+    pool.add_argument("--chain-policy", metavar="exhaustive|heuristic")
     pool.add_argument("--delta", type=int)
-    pool.add_argument("--free-mode", choices=list(_libzs.FREE_MODES))
+    pool.add_argument("--free-mode", metavar="pool|class|class-unlocked")
     pool.add_argument("--deferred", action="store_true")
     pool.add_argument("--backend", help="run the backend steps on zsmalloc and this kind")
     args = ap.parse_args(argv)
@@ -1117,6 +1116,14 @@ def main(argv=None):
         os.unlink(probe)
     except OSError as e:
         sys.exit(f"zs report: cannot write to --out {args.out}: {e.strerror}")
+    try:
+        import libzs
+    except ImportError as e:
+        sys.exit(f"zs report: cannot load libzs (the Python package and its libzs.so): {e}")
+    for opt, value, names in (("--chain-policy", args.chain_policy, libzs.CHAIN_POLICIES),
+                              ("--free-mode", args.free_mode, libzs.FREE_MODES)):
+        if value is not None and value not in names:
+            ap.error(f"{opt}: '{value}' is not one of: {', '.join(names)}")
     rep = Report(args)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     steps = [s for s in STEPS if not only or any(o in s[0] for o in only)]
