@@ -1,14 +1,15 @@
 /*
- * The zram store's internals, shared by zram.c (slot table, write/read/free
- * paths), stream.c (the stream pool), slot.c (the slot lock's slow path),
- * recompress.c (idle marking, recompression), stats.c (mm_stat, io_stat),
- * writeback.c, group.c and params.c: the slot and stream layouts, the slot
- * lock and the per-stream counters.  The design note is at the top of zram.c.
+ * The zram store's internals, shared by the files of src/zram: the slot and
+ * stream layouts, the slot lock, the per-stream counters, the lock-order
+ * checks, and each file's internal functions, declared bottom up in the
+ * order the files call each other (zram.c's top comment has the graph and
+ * the design note).
  *
  * Naming, as in src/pages and src/region: functions shared between these
  * files are prefixed with the layer's name, zram_ (never zs_zram_, which is
- * the public API's prefix); static inlines here are file-local helpers and
- * keep short names.  None of them is exported (no ZS_API).
+ * the public API's prefix and is defined in zram.c only); static inlines
+ * here are file-local helpers and keep short names.  None of them is
+ * exported (no ZS_API).
  */
 #ifndef ZS_ZRAM_INTERNAL_H
 #define ZS_ZRAM_INTERNAL_H
