@@ -45,11 +45,15 @@
  *                                the lock-order state, config parameters and
  *                                create's error text)
  *
- *   zram.c    -> group stats writeback recompress core backing stream params
- *   group.c   -> core stream
- *   stats.c, writeback.c, recompress.c -> core backing stream slot
- *   core.c    -> backing stream slot params
- *   backing.c -> params
+ *   The graph as nm shows it (file -> the zram files whose symbols it uses):
+ *   zram.c       -> group stats writeback recompress core backing params
+ *   group.c      -> core stream params
+ *   stats.c      -> core backing
+ *   writeback.c  -> core backing stream slot
+ *   recompress.c -> core stream slot
+ *   core.c       -> backing stream slot params
+ *   backing.c    -> params
+ *   stream.c, slot.c, params.c -> none
  *
  * Lock order: every lock the store takes, top down.  A thread takes them
  * in this order and never takes one while holding a lower one (or another
