@@ -3,7 +3,10 @@
  * page is a group of slots, so that N contiguous pages compress as one
  * object, as the kernel's 64 KiB mTHP-in-zram RFC does.  Owns the mapping
  * slot -> (group, offset), the read-modify-write of partial group writes
- * and the stripe locks that make it atomic.  zram.c only forwards here.
+ * and the stripe locks that make it atomic.  A view over a core store: it
+ * calls core.c's slot paths on the group store (`inner`, whose page is a
+ * group) and stream.c for the counters, never the public zs_zram_*; only
+ * zram.c calls in here, for a handle with `grp` set.
  *
  * Why a store of group-size pages rather than new zsmalloc classes: a
  * zsmalloc pool whose page is the group already has the classes such
@@ -96,7 +99,7 @@ int zram_group_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zra
 		free(grp);
 		return -ENOMEM;
 	}
-	rc = zs_zram_create_err(&ic, &z->inner, err, err_len);
+	rc = zram_core_create(&ic, ic.page_size, &z->inner, err, err_len);
 	if (rc) {
 		free(z);
 		free(grp->mark);
@@ -129,7 +132,7 @@ void zram_group_destroy(struct zs_zram *z)
 {
 	struct zram_group *grp = z->grp;
 
-	zs_zram_destroy(z->inner);
+	zram_core_destroy(z->inner);
 	for (int i = 0; i < STRIPES; i++) {
 		pthread_mutex_destroy(&grp->stripe[i].lock);
 		free(grp->stripe[i].buf);
@@ -147,9 +150,17 @@ static int bad_index(struct zs_zram *z, uint64_t index)
 	return 1;
 }
 
-static pthread_mutex_t *stripe_lock(struct zram_group *grp, uint64_t gi)
+/* Group gi's stripe lock (and with it the stripe's buffer), lock order checked. */
+static void stripe_take(struct zram_group *grp, uint64_t gi)
 {
-	return &grp->stripe[gi % STRIPES].lock;
+	zram_lock_take(ZL_STRIPE);
+	pthread_mutex_lock(&grp->stripe[gi % STRIPES].lock);
+}
+
+static void stripe_drop(struct zram_group *grp, uint64_t gi)
+{
+	pthread_mutex_unlock(&grp->stripe[gi % STRIPES].lock);
+	zram_lock_drop(ZL_STRIPE);
 }
 
 /* Slots of group gi that exist (the last group may be partial). */
@@ -203,7 +214,7 @@ static int replace_lost(struct zs_zram *z, uint64_t gi, uint64_t index, const vo
 	if (!page) {
 		grp->mark[index] = M_ZERO;
 		if (all_marked(z, gi)) {
-			zs_zram_discard(z->inner, gi);   /* frees the object or block; cannot fail */
+			zram_core_discard(z->inner, gi);   /* frees the object or block; cannot fail */
 			/* The group is empty now: a zero mark and an empty slot read alike. */
 			for (unsigned k = 0; k < group_slots(z, gi); k++)
 				if (grp->mark[first + k] == M_ZERO)
@@ -213,7 +224,7 @@ static int replace_lost(struct zs_zram *z, uint64_t gi, uint64_t index, const vo
 	}
 	memset(buf, 0, grp->gbytes);
 	memcpy(buf + (index - first) * z->page_size, page, z->page_size);
-	rc = zs_zram_write(z->inner, gi, buf);
+	rc = zram_core_write(z->inner, gi, buf);
 	if (rc)
 		return rc;
 	for (unsigned k = 0; k < group_slots(z, gi); k++)
@@ -232,8 +243,8 @@ static int rmw(struct zs_zram *z, uint64_t index, const void *page)
 	unsigned char *buf = grp->stripe[gi % STRIPES].buf;
 	int rc;
 
-	pthread_mutex_lock(stripe_lock(grp, gi));
-	rc = zs_zram_read(z->inner, gi, buf, grp->gbytes);
+	stripe_take(grp, gi);
+	rc = zram_core_read(z->inner, gi, buf);
 	if (rc) {
 		rc = replace_lost(z, gi, index, page, buf);
 		goto out;
@@ -248,9 +259,9 @@ static int rmw(struct zs_zram *z, uint64_t index, const void *page)
 		memset(buf + off, 0, z->page_size);
 	if (!page && buf[0] == 0 && !memcmp(buf, buf + 1, grp->gbytes - 1)) {
 		/* A group of zeros is dropped, as a discard of the whole group. */
-		rc = zs_zram_discard(z->inner, gi);
+		rc = zram_core_discard(z->inner, gi);
 	} else {
-		rc = zs_zram_write(z->inner, gi, buf);
+		rc = zram_core_write(z->inner, gi, buf);
 		if (rc && !page) {
 			/* No room for the rewrite: the mark alone discards, costing nothing. */
 			grp->mark[index] = M_ZERO;
@@ -266,7 +277,7 @@ static int rmw(struct zs_zram *z, uint64_t index, const void *page)
 		grp->mark[index] = 0;
 	}
 out:
-	pthread_mutex_unlock(stripe_lock(grp, gi));
+	stripe_drop(grp, gi);
 	return rc;
 }
 
@@ -296,7 +307,7 @@ int zram_group_read(struct zs_zram *z, uint64_t index, void *out)
 
 	if (bad_index(z, index))
 		return -EINVAL;
-	pthread_mutex_lock(stripe_lock(grp, gi));
+	stripe_take(grp, gi);
 	m = grp->mark[index];
 	if (m) {
 		memset(out, 0, z->page_size);
@@ -305,14 +316,14 @@ int zram_group_read(struct zs_zram *z, uint64_t index, void *out)
 		count_read(z, rc != 0);
 	} else {
 		/* The whole group is decompressed for one slot, as the RFC reads a large folio. */
-		rc = zs_zram_read(z->inner, gi, grp->stripe[gi % STRIPES].buf, grp->gbytes);
+		rc = zram_core_read(z->inner, gi, grp->stripe[gi % STRIPES].buf);
 		if (!rc)
 			memcpy(out, grp->stripe[gi % STRIPES].buf +
 			       (size_t)(index % grp->g) * z->page_size, z->page_size);
 		else
 			memset(out, 0, z->page_size);
 	}
-	pthread_mutex_unlock(stripe_lock(grp, gi));
+	stripe_drop(grp, gi);
 	return rc;
 }
 
@@ -329,11 +340,11 @@ int zram_group_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const 
 			uint64_t gi = i / grp->g;
 
 			/* Under the stripe lock so a concurrent partial write cannot revert it. */
-			pthread_mutex_lock(stripe_lock(grp, gi));
-			rc = zs_zram_write(z->inner, gi, p + (i - first) * z->page_size);
+			stripe_take(grp, gi);
+			rc = zram_core_write(z->inner, gi, p + (i - first) * z->page_size);
 			if (!rc)
 				clear_marks(z, gi);
-			pthread_mutex_unlock(stripe_lock(grp, gi));
+			stripe_drop(grp, gi);
 			i += grp->g;
 		} else {
 			rc = rmw(z, i, p + (i - first) * z->page_size);
@@ -358,8 +369,8 @@ int zram_group_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *b
 			uint64_t gi = i / grp->g;
 			unsigned char *dst = p + (i - first) * z->page_size;
 
-			pthread_mutex_lock(stripe_lock(grp, gi));
-			rc = zs_zram_read(z->inner, gi, dst, grp->gbytes);
+			stripe_take(grp, gi);
+			rc = zram_core_read(z->inner, gi, dst);
 			for (unsigned k = 0; !rc && k < grp->g; k++) {
 				unsigned char m = grp->mark[i + k];
 
@@ -370,7 +381,7 @@ int zram_group_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *b
 					count_read(z, 1);
 				}
 			}
-			pthread_mutex_unlock(stripe_lock(grp, gi));
+			stripe_drop(grp, gi);
 			i += grp->g;
 		} else {
 			rc = zram_group_read(z, i, p + (i - first) * z->page_size);
@@ -394,11 +405,11 @@ int zram_group_discard_range(struct zs_zram *z, uint64_t first, uint64_t n)
 		if (i % grp->g == 0 && first + n - i >= grp->g) {
 			uint64_t gi = i / grp->g;
 
-			pthread_mutex_lock(stripe_lock(grp, gi));
-			r = zs_zram_discard(z->inner, gi);
+			stripe_take(grp, gi);
+			r = zram_core_discard(z->inner, gi);
 			if (!r)
 				clear_marks(z, gi);
-			pthread_mutex_unlock(stripe_lock(grp, gi));
+			stripe_drop(grp, gi);
 			i += grp->g;
 		} else {
 			r = rmw(z, i, NULL);
@@ -415,9 +426,9 @@ void zram_group_reset_marks(struct zs_zram *z)
 	struct zram_group *grp = z->grp;
 
 	for (uint64_t gi = 0; gi * grp->g < z->nslots; gi++) {
-		pthread_mutex_lock(stripe_lock(grp, gi));
+		stripe_take(grp, gi);
 		clear_marks(z, gi);
-		pthread_mutex_unlock(stripe_lock(grp, gi));
+		stripe_drop(grp, gi);
 	}
 }
 
@@ -426,5 +437,5 @@ int zram_group_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsign
 {
 	if (index >= z->nslots)
 		return -EINVAL;
-	return zs_zram_slot_info(z->inner, index / z->grp->g, size, flags, prio);
+	return zram_core_slot_info(z->inner, index / z->grp->g, size, flags, prio);
 }

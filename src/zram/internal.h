@@ -1,14 +1,15 @@
 /*
- * The zram store's internals, shared by zram.c (slot table, write/read/free
- * paths), stream.c (the stream pool), slot.c (the slot lock's slow path),
- * recompress.c (idle marking, recompression), stats.c (mm_stat, io_stat),
- * writeback.c, group.c and params.c: the slot and stream layouts, the slot
- * lock and the per-stream counters.  The design note is at the top of zram.c.
+ * The zram store's internals, shared by the files of src/zram: the slot and
+ * stream layouts, the slot lock, the per-stream counters, the lock-order
+ * checks, and each file's internal functions, declared bottom up in the
+ * order the files call each other (zram.c's top comment has the graph and
+ * the design note).
  *
  * Naming, as in src/pages and src/region: functions shared between these
  * files are prefixed with the layer's name, zram_ (never zs_zram_, which is
- * the public API's prefix); static inlines here are file-local helpers and
- * keep short names.  None of them is exported (no ZS_API).
+ * the public API's prefix and is defined in zram.c only); static inlines
+ * here are file-local helpers and keep short names.  None of them is
+ * exported (no ZS_API).
  */
 #ifndef ZS_ZRAM_INTERNAL_H
 #define ZS_ZRAM_INTERNAL_H
@@ -89,34 +90,46 @@ struct zs_zram {
 	_Atomic uint64_t invalid_io;
 	char comp_name[32];
 	char recomp_name[32];
-	struct zram_wb *wb;         /* writeback.c; NULL without a backing file */
-	struct zram_group *grp;     /* group.c: this store is the slot view of `inner` */
+	struct zram_wb *wb;         /* backing.c; NULL without a backing file */
+	/* The view (zram.c, group.c) only: the core code never reads these. */
+	struct zram_group *grp;     /* group.c: this handle is the slot view of `inner` */
 	struct zs_zram *inner;      /* the group store (page = group); NULL when not grouped */
 };
 
-/* ---- group.c: large-folio groups (cfg.group_pages > 1) ---- */
-struct zram_group;
-int zram_group_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zram **out,
-		      char *err, size_t err_len);
-void zram_group_destroy(struct zs_zram *z);
-int zram_group_write(struct zs_zram *z, uint64_t index, const void *page);
-int zram_group_read(struct zs_zram *z, uint64_t index, void *buf);
-int zram_group_discard(struct zs_zram *z, uint64_t index);
-int zram_group_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const void *buf);
-int zram_group_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf);
-int zram_group_discard_range(struct zs_zram *z, uint64_t first, uint64_t n);
-/* zs_zram_reset of the slot view: forget the per-slot marks with the data. */
-void zram_group_reset_marks(struct zs_zram *z);
-
-/* create's reason for a failure, into err (err_len bytes; nothing when err is NULL). */
+/* ---- params.c: create's reason for a failure, into err (err_len bytes; none if NULL) ---- */
 void zram_set_err(char *err, size_t err_len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-int zram_group_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsigned *flags,
-			 unsigned *prio);
-/* The store whose slots maintenance and statistics walk: the group store when grouped. */
-static inline struct zs_zram *zram_inner(struct zs_zram *z)
+
+/* ---- Lock-order checks (ZS_DEBUG; the order is written at the top of zram.c) ----
+ *
+ * Each zram lock has a level; a thread may take a lock only while every
+ * zram lock it holds has a lower level, so nesting follows the order and
+ * no lock nests in itself (never two slot locks, never two streams).
+ * zram_lock_held is this thread's set of held levels (slot.c, one per
+ * library); in a build without ZS_DEBUG these compile to nothing. */
+enum zram_lock_level {
+	ZL_STRIPE = 1, /* group.c: a group's stripe mutex */
+	ZL_WB_RUN,     /* backing.h: wb->run, one writeback at a time */
+	ZL_STREAM,     /* stream.c: a stream's busy flag */
+	ZL_SLOT,       /* a slot's F_SLOCK bit */
+	ZL_WB_LOCK,    /* backing.h: wb->lock (bitmap, limit), a leaf */
+};
+extern _Thread_local unsigned zram_lock_held;
+
+static inline void zram_lock_take(enum zram_lock_level l)
 {
-	return z->inner ? z->inner : z;
+	if (ZS_DEBUG_ON) {
+		zs_assert_internal(!(zram_lock_held & ~((1u << l) - 1)));
+		zram_lock_held |= 1u << l;
+	}
+}
+
+static inline void zram_lock_drop(enum zram_lock_level l)
+{
+	if (ZS_DEBUG_ON) {
+		zs_assert_internal(zram_lock_held & (1u << l));
+		zram_lock_held &= ~(1u << l);
+	}
 }
 
 static inline void count_invalid(struct zs_zram *z)
@@ -138,6 +151,7 @@ struct stream *zram_stream_get(struct zs_zram *z);
 
 static inline void stream_put(struct stream *s)
 {
+	zram_lock_drop(ZL_STREAM);
 	atomic_store_explicit(&s->busy, 0, memory_order_release);
 }
 
@@ -155,8 +169,10 @@ uint32_t zram_slot_lock_slow(struct slot *sl);
 /* Returns the flags as they were (without F_SLOCK). */
 static inline uint32_t slot_lock(struct slot *sl)
 {
-	uint32_t f = atomic_fetch_or_explicit(&sl->flags, F_SLOCK, memory_order_acquire);
+	uint32_t f;
 
+	zram_lock_take(ZL_SLOT);
+	f = atomic_fetch_or_explicit(&sl->flags, F_SLOCK, memory_order_acquire);
 	return likely(!(f & F_SLOCK)) ? f : zram_slot_lock_slow(sl);
 }
 
@@ -177,6 +193,7 @@ static inline void slot_unlock(struct slot *sl, uint32_t f)
 {
 	zs_assert_internal(slot_is_locked(sl));
 	zs_assert_internal(slot_flags_sane(f));
+	zram_lock_drop(ZL_SLOT);
 	atomic_store_explicit(&sl->flags, f & ~F_SLOCK, memory_order_release);
 }
 
@@ -188,13 +205,6 @@ static inline uint32_t now_secs(const struct zs_zram *z)
 	return (uint32_t)(t.tv_sec - z->t0.tv_sec);
 }
 
-/*
- * The kernel's slot_free, slot locked: drop whatever the slot holds and
- * return the cleared flags (idle, incompressible, priority all reset).
- */
-uint32_t zram_slot_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f);
-/* Slot locked: read its page into buf with stream s's contexts. */
-int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f, void *buf);
 /* Compressor parameters resolved from the config (params.c); owned[] are loaded files. */
 struct zram_params {
 	struct zs_comp_params comp, recomp;
@@ -203,7 +213,12 @@ struct zram_params {
 int zram_params_load(const struct zs_zram_config *cfg, struct zram_params *out);
 void zram_params_free(struct zram_params *p);
 
-/* ---- writeback.c: hooks the slot code calls only for F_WB slots ---- */
+/*
+ * ---- The files, bottom up (each calls only the ones above it in this list;
+ * zram.c's top comment has the graph) ----
+ */
+
+/* backing.c: the backing file, hooks the core calls only for F_WB slots. */
 struct zram_wb;
 /* Checks and opens cfg->backing_path; -errno with the reason in err. */
 int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg, char *err,
@@ -216,7 +231,34 @@ void zram_wb_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, u
 int zram_wb_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f,
 			void *buf);
 void zram_wb_stats(struct zs_zram *z, struct zs_zram_stats *st);
+void zram_wb_inject(struct zs_zram *z, int reads, uint64_t after, uint64_t count);
+int zram_wb_set_limit(struct zs_zram *z, int enable, uint64_t pages);
+int zram_wb_get_limit(struct zs_zram *z, int *enable, uint64_t *pages);
 
+/* core.c: the store itself (slot table, write/read/free paths); never a group. */
+int zram_core_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zram **out,
+		     char *err, size_t err_len);
+void zram_core_destroy(struct zs_zram *z);
+int zram_page_same_filled(const void *page, size_t ps, unsigned long *fill);
+int zram_store_decide(struct zs_comp *comp, const void *page, size_t ps, size_t huge_size,
+		      void *buf, size_t buf_cap, struct zs_zram_store_decision *d);
+enum zs_zram_store_kind zram_store_kind(long comp_len, size_t huge_size);
+/* The slot paths: index checked (-EINVAL and invalid_io), buffers are the caller's. */
+int zram_core_write(struct zs_zram *z, uint64_t index, const void *page);
+int zram_core_read(struct zs_zram *z, uint64_t index, void *buf);
+int zram_core_discard(struct zs_zram *z, uint64_t index);
+int zram_core_free_notify(struct zs_zram *z, uint64_t index);
+int zram_core_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsigned *flags,
+			unsigned *prio);
+/* Frees every slot, then flushes deferred frees. */
+void zram_core_reset(struct zs_zram *z);
+void zram_core_flush(struct zs_zram *z);
+unsigned long zram_core_compact(struct zs_zram *z);
+/* The kernel's slot_free, slot locked: drop whatever the slot holds and
+ * return the cleared flags (idle, incompressible, priority all reset). */
+uint32_t zram_slot_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f);
+/* Slot locked: read its page into buf with stream s's contexts. */
+int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f, void *buf);
 /*
  * mem_used_total, the one place it is computed (the write path's limit
  * check and the statistics): zs_backend_mem_bytes of the backend.  bs: the
@@ -225,5 +267,31 @@ void zram_wb_stats(struct zs_zram *z, struct zs_zram_stats *st);
  */
 uint64_t zram_used_bytes(struct zs_zram *z, const struct zs_backend_stats *bs);
 void zram_update_used_max(struct zs_zram *z, uint64_t used);
+
+/* Over the core: statistics (stats.c), writeback (writeback.c), idle and
+ * recompression (recompress.c).  z is always a core store. */
+void zram_core_get_stats(struct zs_zram *z, struct zs_zram_stats *st);
+void zram_core_reset_mem_used_max(struct zs_zram *z);
+int zram_core_writeback(struct zs_zram *z, enum zs_zram_wb_type type, unsigned long max_pages,
+			struct zs_zram_wb_result *res);
+long zram_core_mark_idle(struct zs_zram *z, unsigned age_seconds);
+int zram_core_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t threshold,
+			 unsigned long max_pages, struct zs_zram_recomp_result *res);
+
+/* group.c: large-folio groups (cfg.group_pages > 1), a view over a core store. */
+struct zram_group;
+int zram_group_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zram **out,
+		      char *err, size_t err_len);
+void zram_group_destroy(struct zs_zram *z);
+int zram_group_write(struct zs_zram *z, uint64_t index, const void *page);
+int zram_group_read(struct zs_zram *z, uint64_t index, void *buf);
+int zram_group_discard(struct zs_zram *z, uint64_t index);
+int zram_group_write_range(struct zs_zram *z, uint64_t first, uint64_t n, const void *buf);
+int zram_group_read_range(struct zs_zram *z, uint64_t first, uint64_t n, void *buf);
+int zram_group_discard_range(struct zs_zram *z, uint64_t first, uint64_t n);
+int zram_group_slot_info(struct zs_zram *z, uint64_t index, size_t *size, unsigned *flags,
+			 unsigned *prio);
+/* zs_zram_reset of the slot view: forget the per-slot marks with the data. */
+void zram_group_reset_marks(struct zs_zram *z);
 
 #endif

@@ -1,15 +1,28 @@
 /*
  * The store's compressor parameters: turns the level/dictionary fields of
  * zs_zram_config (bytes or a file path) into struct zs_comp_params for the
- * primary and secondary algorithms.  Kept apart from zram.c so that file
- * loading and its errors stay out of the slot code.
+ * primary and secondary algorithms, and create's error text.  Kept apart
+ * from the slot code so that file loading and its errors stay out of it; a
+ * leaf every create path (core.c, backing.c, group.c, zram.c) calls down to.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
 #include "zram/internal.h"
+
+void zram_set_err(char *err, size_t err_len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !err_len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, err_len, fmt, ap);
+	va_end(ap);
+}
 
 /* Read a whole dictionary file (1..ZS_COMP_MAX_DICT bytes) into *buf. */
 static int read_dict_file(const char *path, void **buf, size_t *len)

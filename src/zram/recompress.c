@@ -3,18 +3,17 @@
  * attributes): walk the slot table under each slot's lock and re-store
  * idle or huge pages with the secondary algorithm when that lands them in a
  * smaller size class.  Apart from the write path because it runs only on
- * request, from maintenance, never on a store's hot path.
+ * request, from maintenance, never on a store's hot path.  Over the core
+ * (core.c's slot read and free, stream.c), called only by zram.c.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "zram/internal.h"
-#include "common/sigblock.h"
 
-long zs_zram_mark_idle(struct zs_zram *zv, unsigned age_seconds)
+long zram_core_mark_idle(struct zs_zram *z, unsigned age_seconds)
 {
-	struct zs_zram *z = zram_inner(zv);
 	uint32_t now;
 	long marked = 0;
 
@@ -51,7 +50,7 @@ static int recomp_gains(struct zs_zram *z, size_t old_len, size_t new_len, size_
 {
 	int old_class, new_class;
 
-	if (zs_zram_store_kind((long)new_len, z->huge_size) == ZS_ZRAM_STORE_RAW ||
+	if (zram_store_kind((long)new_len, z->huge_size) == ZS_ZRAM_STORE_RAW ||
 	    (threshold && new_len >= threshold))
 		return 0;
 	old_class = zs_backend_lookup_class(z->b, old_len);
@@ -61,10 +60,9 @@ static int recomp_gains(struct zs_zram *z, size_t old_len, size_t new_len, size_
 	return new_len < old_len;
 }
 
-static int recompress_run(struct zs_zram *zv, enum zs_zram_recomp_type type, size_t threshold,
-			  unsigned long max_pages, struct zs_zram_recomp_result *res)
+int zram_core_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t threshold,
+			 unsigned long max_pages, struct zs_zram_recomp_result *res)
 {
-	struct zs_zram *z = zram_inner(zv);
 	struct zs_zram_recomp_result r = { 0, 0, 0 };
 	size_t ps = z->page_size;
 	unsigned char *page;
@@ -128,16 +126,5 @@ static int recompress_run(struct zs_zram *zv, enum zs_zram_recomp_type type, siz
 	if (res)
 		*res = r;
 	free(page);
-	return rc;
-}
-
-/* Signals are blocked while it runs (src/common/sigblock.h says why). */
-int zs_zram_recompress(struct zs_zram *zv, enum zs_zram_recomp_type type, size_t threshold,
-		       unsigned long max_pages, struct zs_zram_recomp_result *res)
-{
-	struct zs_sigguard old;
-	zs_signals_block(&old);
-	int rc = recompress_run(zv, type, threshold, max_pages, res);
-	zs_signals_restore(&old);
 	return rc;
 }

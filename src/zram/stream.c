@@ -20,6 +20,8 @@ struct stream *zram_stream_get(struct zs_zram *z)
 {
 	unsigned n = z->nstreams, start, i;
 
+	/* Checked before the wait: a stream taken out of order would wait forever. */
+	zram_lock_take(ZL_STREAM);
 	if (unlikely(!stream_hint_set)) {
 		stream_hint = atomic_fetch_add_explicit(&stream_hint_next, 1, memory_order_relaxed);
 		stream_hint_set = 1;
