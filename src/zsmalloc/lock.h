@@ -316,6 +316,21 @@ static inline int zs_rw_write_held(zs_rwlock_t *l)
 }
 
 /*
+ * Does the calling thread hold l, reading or writing?  Exact in a ZS_DEBUG
+ * build (the thread's list of held locks, common/debug.c); always 1
+ * otherwise (only asserts ask).
+ */
+static inline int zs_rw_held_by_me(zs_rwlock_t *l)
+{
+#if ZS_DEBUG_ON
+	return zs_lockdep_holds(l);
+#else
+	(void)l;
+	return 1;
+#endif
+}
+
+/*
  * Is l held at all (a reader or a writer)?  Readers have no owner, so this
  * is the most a read-side check can ask, so every shard is looked at.
  */

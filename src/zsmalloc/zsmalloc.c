@@ -64,7 +64,7 @@
  *       the handle page provider (zs_pages_free, trim).
  *   300 page provider registry lock (src/pages/purge.c)  kicks of the purge
  *       thread, provider create/destroy, the thread's pass, fork's prepare
- *       handler.  Reached under a class or handle lock, never under a
+ *       handler.  May be reached under a class lock, never under a
  *       provider's own locks (kicks wait until those are dropped).
  *   310 page provider per-CPU cache lock (src/pages/cache.c)
  *   320 page provider mutex (src/pages/pages.c)  inside its pcp lock or
@@ -73,8 +73,9 @@
  * The pool's two providers (object pages, handle chunks) share ranks 310
  * and 320 and are never held together.
  * Not ranked, and why:
- *   - zspage lock: readers take it only inside the pool lock (pin_object)
- *     and then hold it, after the pool lock is gone, across the caller's
+ *   - zspage lock: readers take it only inside the pool lock (pin_object,
+ *     checked: zs_rw_held_by_me asks this thread's held list) and then
+ *     hold it, after the pool lock is gone, across the caller's
  *     own work (read_begin..read_end, map..unmap), which may call back into
  *     any zs_* function or fault into a region that reads this pool.  Its
  *     only writer, compaction, never waits for it (trylock under the pool
@@ -84,7 +85,10 @@
  *     area: no locks.
  * Signals stay blocked wherever the pool write lock (compaction) or the
  * worker's class locks can be held (common/sigblock.h), so no handler runs
- * on a thread in the middle of this order.
+ * on a thread in the middle of this order.  The layers above (zram, zswap,
+ * region) call in holding their own locks, which come before all of these
+ * (debug.h keeps ranks 100-199 for zram's).
+ *
  * This file: pool creation, zs_malloc and object access.  Freeing (and the
  * free modes) lives in free.c, zspage lists and object slots in zspage.c,
  * compaction in compact.c, deferred free in deferred.c, the class table and
@@ -324,6 +328,8 @@ static struct zspage *pin_object(struct zs_pool *pool, unsigned long handle, uns
 		return NULL;
 	}
 	struct zspage *zspage = obj_to_zspage(pool, obj);
+	/* The one way in to a zspage read lock ("Lock order": why it needs no rank). */
+	zs_assert_internal(zs_rw_held_by_me(&pool->lock));
 	zs_zspage_read_lock(&zspage->lock);
 	zs_read_unlock(&pool->lock);
 	*objp = obj;
