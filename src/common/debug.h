@@ -18,6 +18,7 @@
 #ifndef ZS_SRC_COMMON_DEBUG_H
 #define ZS_SRC_COMMON_DEBUG_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #ifdef ZS_DEBUG
@@ -35,6 +36,75 @@ __attribute__((noreturn, cold)) void zs_assert_fail(const char *cond, const char
 #define ZS_DEBUG_ON 0
 #define zs_assert_internal(cond) ((void)(0 && (cond)))
 #endif
+
+/*
+ * Lock order (ZS_DEBUG only).  Every lock the layers below zram take has a
+ * rank; a thread may only block on a lock of a higher rank than every lock
+ * it holds, so two threads can never wait on each other in a cycle.  The
+ * ranks are the orders the files state in words: src/zsmalloc/zsmalloc.c
+ * ("Lock order") for zsmalloc and the page provider, src/pages/purge.c for
+ * the provider's own three.  Gaps leave room: 100-199 is for src/zram's
+ * locks, which are taken before any of zsmalloc's.
+ *
+ * zs_lock_take(l, rank) goes just before a blocking acquire: a lock of an
+ * equal or lower rank already held by this thread stops the program with
+ * both locks, their ranks and the lines that took them.  Equal ranks nest
+ * only where the rank says so (ZS_LOCK_ZS_HANDLE_SHARD: ascending address,
+ * the order zs_handles_trim takes all sixteen in).  zs_lock_took_try(l,
+ * rank) records a successful trylock without the check (a trylock never
+ * waits, so it cannot close a cycle), zs_lock_drop(l) goes with the
+ * release.  zs_lock_assert_none(rank) says "no lock of this rank or above
+ * here": before a join of a thread that takes them, or an entry point that
+ * takes the outermost of them.  Outside ZS_DEBUG all of these compile to
+ * nothing; the held locks are a short per-thread stack (debug.c).
+ */
+enum zs_lock_rank {
+	ZS_LOCK_UNTRACKED = 0,
+	/* zsmalloc (src/zsmalloc/zsmalloc.c, "Lock order") */
+	ZS_LOCK_ZS_DEFERRED_INIT = 200,    /* pool->deferred_init_lock */
+	ZS_LOCK_ZS_DEFERRED_WAKE = 201,    /* deferred queue's wake_lock */
+	ZS_LOCK_ZS_COMPACT = 205,          /* pool->compaction_in_progress (a try-only flag) */
+	ZS_LOCK_ZS_DEFERRED_CONSUME = 210, /* deferred queue's consume_lock */
+	ZS_LOCK_ZS_POOL = 220,             /* pool->lock, read or write */
+	ZS_LOCK_ZS_CLASS = 230,            /* a size class's lock, any shard: one at a time */
+	ZS_LOCK_ZS_HANDLE_SHARD = 240,     /* handle shard locks: several in address order */
+	ZS_LOCK_ZS_HANDLE_FREE = 241,      /* pool->handle_free_lock */
+	ZS_LOCK_ZS_HANDLE_CHUNKS = 242,    /* pool->handle_chunks_lock */
+	/* page provider (src/pages/purge.c, "Lock order") */
+	ZS_LOCK_PAGES_REGISTRY = 300,      /* the process-wide provider registry (purge thread) */
+	ZS_LOCK_PAGES_PCP = 310,           /* a provider's per-CPU cache lock */
+	ZS_LOCK_PAGES_PROVIDER = 320,      /* a provider's mutex */
+};
+
+#if ZS_DEBUG_ON
+void zs_lockdep_take(const void *lock, int rank, int trylock, const char *file, int line);
+void zs_lockdep_drop(const void *lock, const char *file, int line);
+void zs_lockdep_assert_none(int min_rank, const char *file, int line, const char *func);
+int zs_lockdep_holds(const void *lock);
+#define zs_lock_take_at(l, rank, file, line) zs_lockdep_take((l), (rank), 0, (file), (line))
+#define zs_lock_drop_at(l, file, line) zs_lockdep_drop((l), (file), (line))
+#define zs_lock_took_try(l, rank) zs_lockdep_take((l), (rank), 1, __FILE__, __LINE__)
+#define zs_lock_assert_none(rank) zs_lockdep_assert_none((rank), __FILE__, __LINE__, __func__)
+#else
+#define zs_lock_take_at(l, rank, file, line) ((void)(0 && (l) && (rank) && (file) && (line)))
+#define zs_lock_drop_at(l, file, line) ((void)(0 && (l) && (file) && (line)))
+#define zs_lock_took_try(l, rank) ((void)(0 && (l) && (rank)))
+#define zs_lock_assert_none(rank) ((void)(0 && (rank)))
+#endif
+#define zs_lock_take(l, rank) zs_lock_take_at((l), (rank), __FILE__, __LINE__)
+#define zs_lock_drop(l) zs_lock_drop_at((l), __FILE__, __LINE__)
+
+/* A pthread mutex with a rank: the check before it can block, the drop after the release. */
+#define zs_mutex_lock_ranked(m, rank)                  \
+	do {                                           \
+		zs_lock_take((m), (rank));             \
+		pthread_mutex_lock(m);                 \
+	} while (0)
+#define zs_mutex_unlock_ranked(m)                      \
+	do {                                           \
+		pthread_mutex_unlock(m);               \
+		zs_lock_drop(m);                       \
+	} while (0)
 
 /*
  * An id for the calling thread, for lock owner fields: the address of a

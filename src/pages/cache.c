@@ -246,7 +246,7 @@ static void release_pages(struct zs_pages *p, zs_pfn_t *rel, unsigned nrel)
 		madvise(zs_page_addr(p, rel[i]), (size_t)(j - i) << p->lk.page_shift, MADV_DONTNEED);
 		i = j;
 	}
-	pthread_mutex_lock(&p->lock);
+	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	for (unsigned i = 0; i < nrel; i++) {
 		zs_pfn_t pfn = rel[i];
 		size_t slot = pfn_slot(p, pfn);
@@ -259,15 +259,15 @@ static void release_pages(struct zs_pages *p, zs_pfn_t *rel, unsigned nrel)
 	}
 	if (!nunmap)
 		released_locked(p, nrel);
-	pthread_mutex_unlock(&p->lock);
+	zs_mutex_unlock_ranked(&p->lock);
 	if (!nunmap)
 		return;
 	for (unsigned i = 0; i < nunmap; i++)
 		munmap(unmap[i], p->chunk_bytes);
 	/* Counted down only with the chunks unmapped: a waiting trim sees them gone. */
-	pthread_mutex_lock(&p->lock);
+	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	released_locked(p, nrel);
-	pthread_mutex_unlock(&p->lock);
+	zs_mutex_unlock_ranked(&p->lock);
 }
 
 /* Lock NOT held: release what the bound and the decay (or force: everything) say must go. */
@@ -277,9 +277,9 @@ static void purge(struct zs_pages *p, bool force)
 	unsigned n;
 
 	do {
-		pthread_mutex_lock(&p->lock);
+		zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 		n = purge_locked(p, now_ns(), force, rel, RELEASE_MAX);
-		pthread_mutex_unlock(&p->lock);
+		zs_mutex_unlock_ranked(&p->lock);
 		release_pages(p, rel, n);
 	} while (n == RELEASE_MAX);
 }
@@ -424,9 +424,14 @@ static inline struct zs_pcp *this_pcp(struct zs_pages *p)
 	return &p->pcp[cpu > 0 ? (unsigned)cpu % p->npcp : 0];
 }
 
-static inline void pcp_lock(struct zs_pcp *c)
+/* Macros so a lock-order report (ZS_DEBUG) names the caller's line. */
+#define pcp_lock(c) pcp_lock_at((c), __FILE__, __LINE__)
+#define pcp_unlock(c) pcp_unlock_at((c), __FILE__, __LINE__)
+
+static inline void pcp_lock_at(struct zs_pcp *c, const char *file, int line)
 {
 	unsigned spins = 0;
+	zs_lock_take_at(c, ZS_LOCK_PAGES_PCP, file, line);
 	while (__builtin_expect(atomic_exchange_explicit(&c->lock, 1, memory_order_acquire), 0)) {
 		while (atomic_load_explicit(&c->lock, memory_order_relaxed)) {
 			/* Another thread on this CPU slot was preempted holding it: let it run. */
@@ -441,8 +446,9 @@ static inline void pcp_lock(struct zs_pcp *c)
 	}
 }
 
-static inline void pcp_unlock(struct zs_pcp *c)
+static inline void pcp_unlock_at(struct zs_pcp *c, const char *file, int line)
 {
+	zs_lock_drop_at(c, file, line);
 	atomic_store_explicit(&c->nheld, c->count, memory_order_relaxed);
 	atomic_store_explicit(&c->lock, 0, memory_order_release);
 }
@@ -545,13 +551,13 @@ static int pcp_alloc(struct zs_pages *p, zs_pfn_t *out)
 
 	pcp_lock(c);
 	if (__builtin_expect(c->count == 0, 0)) {
-		pthread_mutex_lock(&p->lock);
+		zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 		unsigned got = pcp_refill_locked(p, c, rel, &nrel);
 		if (!got)
 			p->failed++;
 		/* Only after a fork can taking pages ask for the thread (rekick). */
 		started = take_kick(p);
-		pthread_mutex_unlock(&p->lock);
+		zs_mutex_unlock_ranked(&p->lock);
 		if (!got) {
 			pcp_unlock(c);
 			release_pages(p, rel, nrel);
@@ -603,10 +609,10 @@ static void pcp_free(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 			continue;
 		if (c->count == PCP_MAX) {
 			/* At most two drains per call (n <= 64): rel has room for both. */
-			pthread_mutex_lock(&p->lock);
+			zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 			nrel += pcp_drain_locked(p, c, PCP_BATCH, rel + nrel, false);
 			started |= take_kick(p);
-			pthread_mutex_unlock(&p->lock);
+			zs_mutex_unlock_ranked(&p->lock);
 		}
 		c->pfn[c->count++] = pfn;
 		nfreed++;
@@ -637,11 +643,11 @@ static void pcp_drain_all(struct zs_pages *p)
 		unsigned nrel = 0;
 		pcp_lock(c);
 		if (c->count) {
-			pthread_mutex_lock(&p->lock);
+			zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 			nrel = pcp_drain_locked(p, c, c->count, rel, false);
 			/* Only a trim drains all, and it empties the shared cache next. */
 			(void)take_kick(p);
-			pthread_mutex_unlock(&p->lock);
+			zs_mutex_unlock_ranked(&p->lock);
 		}
 		pcp_unlock(c);
 		release_pages(p, rel, nrel);
@@ -663,18 +669,18 @@ int zs_pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first)
 		return 0;
 	}
 	if (n > p->ppc) {
-		pthread_mutex_lock(&p->lock);
+		zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 		p->failed++;
-		pthread_mutex_unlock(&p->lock);
+		zs_mutex_unlock_ranked(&p->lock);
 		return -ENOMEM;
 	}
-	pthread_mutex_lock(&p->lock);
+	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	int rc = alloc_locked(p, n, first);
 	if (rc)
 		p->failed++;
 	nrel = purge_locked(p, now_ns(), false, rel, RELEASE_MAX);
 	bool started = take_kick(p);
-	pthread_mutex_unlock(&p->lock);
+	zs_mutex_unlock_ranked(&p->lock);
 	release_pages(p, rel, nrel);
 	if (started)
 		kick(p);
@@ -711,10 +717,10 @@ static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, boo
 	zs_pfn_t rel[RELEASE_MAX];
 	unsigned nrel = 0, nfreed = 0;
 
-	pthread_mutex_lock(&p->lock);
+	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	for (unsigned i = 0; whole && i < n; i++) {
 		if (!zs_pages_valid(p, pfns[i])) {
-			pthread_mutex_unlock(&p->lock);
+			zs_mutex_unlock_ranked(&p->lock);
 			return;
 		}
 	}
@@ -743,7 +749,7 @@ static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, boo
 	p->frees += whole ? 1 : nfreed;
 	nrel += purge_locked(p, now, false, rel + nrel, RELEASE_MAX - nrel);
 	bool started = take_kick(p);
-	pthread_mutex_unlock(&p->lock);
+	zs_mutex_unlock_ranked(&p->lock);
 	release_pages(p, rel, nrel);
 	if (nrel == RELEASE_MAX)
 		purge(p, false);
@@ -801,13 +807,13 @@ void zs_pages_trim(struct zs_pages *p)
 	pcp_drain_all(p);
 	purge(p, true);
 	/* Pages another thread took for release before ours: wait until they are gone too. */
-	pthread_mutex_lock(&p->lock);
+	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	p->trim_waiters++;
 	releasing_sync(p);
 	while (p->releasing)
 		pthread_cond_wait(&p->released, &p->lock);
 	p->trim_waiters--;
-	pthread_mutex_unlock(&p->lock);
+	zs_mutex_unlock_ranked(&p->lock);
 }
 
 void zs_pages_decay(struct zs_pages *p)
@@ -832,10 +838,10 @@ static void pcp_release_idle(struct zs_pages *p, struct zs_pcp *c, uint64_t ops)
 
 	pcp_lock(c);
 	if (c->count && pcp_ops(c) == ops) {
-		pthread_mutex_lock(&p->lock);
+		zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 		p->decayed += c->count;
 		nrel = pcp_drain_locked(p, c, c->count, rel, true);
-		pthread_mutex_unlock(&p->lock);
+		zs_mutex_unlock_ranked(&p->lock);
 	}
 	pcp_unlock(c);
 	release_pages(p, rel, nrel);

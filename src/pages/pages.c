@@ -436,7 +436,7 @@ void zs_pages_get_stats(const struct zs_pages *p, struct zs_pages_stats *st)
 		allocs += atomic_load_explicit(&p->pcp[i].allocs, memory_order_relaxed);
 		frees += atomic_load_explicit(&p->pcp[i].frees, memory_order_relaxed);
 	}
-	pthread_mutex_lock(&w->lock);
+	zs_mutex_lock_ranked(&w->lock, ZS_LOCK_PAGES_PROVIDER);
 	note_peak(w);
 	st->page_size = p->page_size;
 	st->pages_in_use = total_in_use(p);
@@ -449,7 +449,7 @@ void zs_pages_get_stats(const struct zs_pages *p, struct zs_pages_stats *st)
 	st->allocs = p->allocs + allocs;
 	st->frees = p->frees + frees;
 	st->failed_allocs = p->failed;
-	pthread_mutex_unlock(&w->lock);
+	zs_mutex_unlock_ranked(&w->lock);
 }
 
 size_t zs_pages_in_use(const struct zs_pages *p)
@@ -461,32 +461,32 @@ void zs_pages_set_limit(struct zs_pages *p, size_t max_pages)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->lock);
+	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	p->max_pages = max_pages;
 	set_slow_only(p);
-	pthread_mutex_unlock(&p->lock);
+	zs_mutex_unlock_ranked(&p->lock);
 }
 
 void zs_pages_fail_after(struct zs_pages *p, uint64_t after, uint64_t count)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->lock);
+	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	p->fi_on = true;
 	p->fi_after = after;
 	p->fi_count = count;
 	p->fi_forever = count == 0;
 	set_slow_only(p);
-	pthread_mutex_unlock(&p->lock);
+	zs_mutex_unlock_ranked(&p->lock);
 }
 
 void zs_pages_fail_reset(struct zs_pages *p)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->lock);
+	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	p->fi_on = false;
 	set_slow_only(p);
-	pthread_mutex_unlock(&p->lock);
+	zs_mutex_unlock_ranked(&p->lock);
 }
 

@@ -166,7 +166,7 @@ static void *purge_main(void *arg)
 {
 	(void)arg;
 	zs_signals_blocked_thread();
-	pthread_mutex_lock(&g.lock);
+	zs_mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
 	for (;;) {
 		uint64_t now = now_ns(), next = NO_TIME;
 		for (struct zs_pages *p = g.head; p && !g.shutdown; p = p->reg_next) {
@@ -193,7 +193,7 @@ static void *purge_main(void *arg)
 	atomic_store(&g.state, STOPPED);
 	g.thread_alive = false;
 	pthread_cond_broadcast(&g.done);
-	pthread_mutex_unlock(&g.lock);
+	zs_mutex_unlock_ranked(&g.lock);
 	return NULL;
 }
 
@@ -228,7 +228,7 @@ void purge_kick(uint64_t due)
 		;
 	if (atomic_load(&g.state) == RUNNING && due >= atomic_load(&g.wake_at))
 		return;
-	pthread_mutex_lock(&g.lock);
+	zs_mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
 	if (g.shutdown) {
 		/* After the destructor nothing runs; leave the kick for nobody. */
 	} else if (atomic_load(&g.state) != RUNNING) {
@@ -236,7 +236,7 @@ void purge_kick(uint64_t due)
 	} else if (due < atomic_load(&g.wake_at)) {
 		pthread_cond_signal(&g.wake);
 	}
-	pthread_mutex_unlock(&g.lock);
+	zs_mutex_unlock_ranked(&g.lock);
 }
 
 /* ---- registry ---------------------------------------------------------- */
@@ -244,19 +244,19 @@ void purge_kick(uint64_t due)
 void purge_register(struct zs_pages *p)
 {
 	pthread_once(&g_once, init_once);
-	pthread_mutex_lock(&g.lock);
+	zs_mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
 	p->reg_prev = NULL;
 	p->reg_next = g.head;
 	if (g.head)
 		g.head->reg_prev = p;
 	g.head = p;
 	p->registered = true;
-	pthread_mutex_unlock(&g.lock);
+	zs_mutex_unlock_ranked(&g.lock);
 }
 
 void purge_unregister(struct zs_pages *p)
 {
-	pthread_mutex_lock(&g.lock);
+	zs_mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
 	if (p->reg_prev)
 		p->reg_prev->reg_next = p->reg_next;
 	else
@@ -267,19 +267,19 @@ void purge_unregister(struct zs_pages *p)
 	/* The last one gone: let a sleeping thread find nothing and end now. */
 	if (!g.head && atomic_load(&g.state) == RUNNING)
 		pthread_cond_signal(&g.wake);
-	pthread_mutex_unlock(&g.lock);
+	zs_mutex_unlock_ranked(&g.lock);
 }
 
 /* ---- fork and exit ----------------------------------------------------- */
 
 static void atfork_prepare(void)
 {
-	pthread_mutex_lock(&g.lock);
+	zs_mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
 }
 
 static void atfork_parent(void)
 {
-	pthread_mutex_unlock(&g.lock);
+	zs_mutex_unlock_ranked(&g.lock);
 }
 
 static void atfork_child(void)
@@ -295,7 +295,7 @@ static void atfork_child(void)
 	/* It may have been waiting on these: start them afresh. */
 	pthread_cond_init(&g.wake, &g.cattr);
 	pthread_cond_init(&g.done, &g.cattr);
-	pthread_mutex_unlock(&g.lock);
+	zs_mutex_unlock_ranked(&g.lock);
 }
 
 /*

@@ -141,7 +141,7 @@ int zs_classes_build(struct zs_pool *pool)
 		}
 		g->phys = i;
 		struct size_class *c = &pool->classes[i];
-		zs_spin_init(&c->lock);
+		zs_spin_init_rank(&c->lock, ZS_LOCK_ZS_CLASS);
 		c->size = size;
 		c->pages_per_zspage = pages;
 		c->objs_per_zspage = objs;
@@ -152,7 +152,7 @@ int zs_classes_build(struct zs_pool *pool)
 		for (unsigned s = 1; s < shards; s++) {
 			struct size_class *copy = &pool->classes[s * (unsigned)n + (unsigned)i];
 			*copy = *c;
-			zs_spin_init(&copy->lock);
+			zs_spin_init_rank(&copy->lock, ZS_LOCK_ZS_CLASS);
 			copy->enc = s * (unsigned)n + (unsigned)i;
 		}
 		prev = i;

@@ -148,8 +148,11 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 
 unsigned long zs_compact(struct zs_pool *pool)
 {
+	/* It takes the pool lock for writing: a caller holding any pool-side lock would deadlock. */
+	zs_lock_assert_none(ZS_LOCK_ZS_COMPACT);
 	if (atomic_exchange_explicit(&pool->compaction_in_progress, 1, memory_order_acquire))
 		return 0;
+	zs_lock_took_try(&pool->compaction_in_progress, ZS_LOCK_ZS_COMPACT);
 	/*
 	 * Signals stay blocked while the pool's write lock can be held: a signal
 	 * handler reading region memory served from this pool would wait on
@@ -172,6 +175,7 @@ unsigned long zs_compact(struct zs_pool *pool)
 		free(buf);
 	}
 	atomic_fetch_add_explicit(&pool->pages_compacted, freed, memory_order_relaxed);
+	zs_lock_drop(&pool->compaction_in_progress);
 	atomic_store_explicit(&pool->compaction_in_progress, 0, memory_order_release);
 	zs_handles_trim(pool, 0);
 	/* Compaction is how a pool gives memory back: the page cache goes too, not at its decay. */

@@ -143,7 +143,7 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 static void drain(struct zs_pool *pool, struct deferred_queue *q, size_t target)
 {
 	unsigned long batch[DRAIN_BATCH];
-	pthread_mutex_lock(&q->consume_lock);
+	zs_mutex_lock_ranked(&q->consume_lock, ZS_LOCK_ZS_DEFERRED_CONSUME);
 	for (;;) {
 		size_t n = dequeue_batch(q, batch, DRAIN_BATCH);
 		if (n) {
@@ -156,7 +156,7 @@ static void drain(struct zs_pool *pool, struct deferred_queue *q, size_t target)
 		/* A producer reserved a cell before target but has not published it yet. */
 		sched_yield();
 	}
-	pthread_mutex_unlock(&q->consume_lock);
+	zs_mutex_unlock_ranked(&q->consume_lock);
 }
 
 static void *worker(void *arg)
@@ -166,7 +166,7 @@ static void *worker(void *arg)
 	zs_signals_blocked_thread();
 	while (!atomic_load_explicit(&q->stop, memory_order_acquire)) {
 		drain(pool, q, 0);
-		pthread_mutex_lock(&q->wake_lock);
+		zs_mutex_lock_ranked(&q->wake_lock, ZS_LOCK_ZS_DEFERRED_WAKE);
 		atomic_store_explicit(&q->sleeping, 1, memory_order_relaxed);
 		/*
 		 * Pairs with the fence in wake_worker(): either this load sees the
@@ -181,7 +181,7 @@ static void *worker(void *arg)
 				pthread_cond_wait(&q->wake, &q->wake_lock);
 		}
 		atomic_store_explicit(&q->sleeping, 0, memory_order_relaxed);
-		pthread_mutex_unlock(&q->wake_lock);
+		zs_mutex_unlock_ranked(&q->wake_lock);
 	}
 	return NULL;
 }
@@ -193,9 +193,9 @@ static void wake_worker(struct deferred_queue *q)
 	if (!atomic_load_explicit(&q->sleeping, memory_order_relaxed) ||
 	    !atomic_exchange_explicit(&q->sleeping, 0, memory_order_relaxed))
 		return;
-	pthread_mutex_lock(&q->wake_lock);
+	zs_mutex_lock_ranked(&q->wake_lock, ZS_LOCK_ZS_DEFERRED_WAKE);
 	pthread_cond_signal(&q->wake);
-	pthread_mutex_unlock(&q->wake_lock);
+	zs_mutex_unlock_ranked(&q->wake_lock);
 }
 
 /* Build the queue (and start the worker); NULL when memory is short. */
@@ -244,11 +244,11 @@ static struct deferred_queue *queue_get(struct zs_pool *pool)
 	struct deferred_queue *q = atomic_load_explicit(&pool->deferred, memory_order_acquire);
 	if (zs_likely(q))
 		return q;
-	pthread_mutex_lock(&pool->deferred_init_lock);
+	zs_mutex_lock_ranked(&pool->deferred_init_lock, ZS_LOCK_ZS_DEFERRED_INIT);
 	q = atomic_load_explicit(&pool->deferred, memory_order_acquire);
 	if (!q)
 		q = queue_create(pool);
-	pthread_mutex_unlock(&pool->deferred_init_lock);
+	zs_mutex_unlock_ranked(&pool->deferred_init_lock);
 	return q;
 }
 
@@ -265,10 +265,12 @@ void zs_deferred_destroy(struct zs_pool *pool)
 	if (!q)
 		return;
 	if (q->has_thread) {
-		pthread_mutex_lock(&q->wake_lock);
+		zs_mutex_lock_ranked(&q->wake_lock, ZS_LOCK_ZS_DEFERRED_WAKE);
 		atomic_store_explicit(&q->stop, 1, memory_order_release);
 		pthread_cond_signal(&q->wake);
-		pthread_mutex_unlock(&q->wake_lock);
+		zs_mutex_unlock_ranked(&q->wake_lock);
+		/* The worker takes the consume, class, handle and page locks: hold none of them. */
+		zs_lock_assert_none(ZS_LOCK_ZS_DEFERRED_CONSUME);
 		pthread_join(q->thread, NULL);
 	}
 	drain(pool, q, atomic_load_explicit(&q->enq, memory_order_acquire));

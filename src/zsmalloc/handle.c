@@ -80,13 +80,13 @@ int zs_handles_init(struct zs_pool *pool)
 	if (!pool->handle_pages)
 		return -ENOMEM;
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
-		zs_spin_init(&pool->shards[i].lock);
+		zs_spin_init_rank(&pool->shards[i].lock, ZS_LOCK_ZS_HANDLE_SHARD);
 		list_init(&pool->shards[i].cur);
 		list_init(&pool->shards[i].spare);
 		pool->shards[i].bump = pool->shards[i].bump_end = NULL;
 		pool->shards[i].live = 0;
 	}
-	zs_spin_init(&pool->handle_free_lock);
+	zs_spin_init_rank(&pool->handle_free_lock, ZS_LOCK_ZS_HANDLE_FREE);
 	list_init(&pool->handle_free);
 	pthread_mutex_init(&pool->handle_chunks_lock, NULL);
 	pool->handle_chunks = NULL;
@@ -152,12 +152,12 @@ static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 		zs_pages_free(pool->handle_pages, pfn);
 		return -ENOMEM;
 	}
-	pthread_mutex_lock(&pool->handle_chunks_lock);
+	zs_mutex_lock_ranked(&pool->handle_chunks_lock, ZS_LOCK_ZS_HANDLE_CHUNKS);
 	if (pool->nr_handle_chunks == pool->cap_handle_chunks) {
 		size_t cap = pool->cap_handle_chunks ? pool->cap_handle_chunks * 2 : 16;
 		zs_pfn_t *n = realloc(pool->handle_chunks, cap * sizeof(*n));
 		if (!n) {
-			pthread_mutex_unlock(&pool->handle_chunks_lock);
+			zs_mutex_unlock_ranked(&pool->handle_chunks_lock);
 			zs_pages_free(pool->handle_pages, pfn);
 			return -ENOMEM;
 		}
@@ -165,7 +165,7 @@ static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 		pool->cap_handle_chunks = cap;
 	}
 	pool->handle_chunks[pool->nr_handle_chunks++] = pfn;
-	pthread_mutex_unlock(&pool->handle_chunks_lock);
+	zs_mutex_unlock_ranked(&pool->handle_chunks_lock);
 	s->bump = base;
 	s->bump_end = s->bump + HANDLE_CHUNK;
 	s->bump_gen = handle_gen_of(atomic_fetch_add_explicit(&chunks_carved, 1, memory_order_relaxed));
@@ -363,7 +363,7 @@ static void reclaim_free_chunks(struct zs_pool *pool)
 	for (int i = 0; i < nl; i++)
 		filter_list(pool, lists[i], &keep);
 	pool->handle_free = keep;
-	pthread_mutex_lock(&pool->handle_chunks_lock);
+	zs_mutex_lock_ranked(&pool->handle_chunks_lock, ZS_LOCK_ZS_HANDLE_CHUNKS);
 	for (size_t i = 0; i < pool->nr_handle_chunks;) {
 		zs_pfn_t pfn = pool->handle_chunks[i];
 		if (zs_pages_desc(pool->handle_pages, pfn)->word[2]) {
@@ -373,7 +373,7 @@ static void reclaim_free_chunks(struct zs_pool *pool)
 			i++;
 		}
 	}
-	pthread_mutex_unlock(&pool->handle_chunks_lock);
+	zs_mutex_unlock_ranked(&pool->handle_chunks_lock);
 }
 
 /*
@@ -397,11 +397,11 @@ void zs_handles_trim(struct zs_pool *pool, int eager)
 		nfree += pool->shards[i].cur.n + pool->shards[i].spare.n;
 	}
 	if (live == 0 && pool->nr_handle_chunks) {
-		pthread_mutex_lock(&pool->handle_chunks_lock);
+		zs_mutex_lock_ranked(&pool->handle_chunks_lock, ZS_LOCK_ZS_HANDLE_CHUNKS);
 		for (size_t i = 0; i < pool->nr_handle_chunks; i++)
 			zs_pages_free(pool->handle_pages, pool->handle_chunks[i]);
 		pool->nr_handle_chunks = 0;
-		pthread_mutex_unlock(&pool->handle_chunks_lock);
+		zs_mutex_unlock_ranked(&pool->handle_chunks_lock);
 		for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
 			list_init(&pool->shards[i].cur);
 			list_init(&pool->shards[i].spare);

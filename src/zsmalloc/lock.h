@@ -26,6 +26,14 @@
  * (zs_spin_held, zs_rw_write_held) and a release by a thread that does not
  * hold the lock stops the program.  Readers are not tracked (a count has no
  * owner): zs_rw_read_held only tells that somebody holds the lock.
+ *
+ * Lock order (ZS_DEBUG, common/debug.h): a spinlock initialised with a rank
+ * (zs_spin_init_rank) and the pool lock (rank ZS_LOCK_ZS_POOL, read or
+ * write) check the rank against every lock the thread holds before they
+ * wait, and the per-thread list of held locks does know this thread's
+ * readers; the lock and unlock calls are macros so a violation names the
+ * caller's line.  zs_spin_init leaves a lock unchecked.  zspage locks are
+ * never ranked: see "Lock order" in zsmalloc.c for why.
  */
 #ifndef ZS_SRC_ZSMALLOC_LOCK_H
 #define ZS_SRC_ZSMALLOC_LOCK_H
@@ -56,20 +64,37 @@ typedef struct {
 	atomic_int v;
 #if ZS_DEBUG_ON
 	atomic_uintptr_t owner; /* zs_debug_self() of the holder, 0 when free */
+	int rank;               /* enum zs_lock_rank; 0: not checked */
 #endif
 } zs_spinlock_t;
 
-static inline void zs_spin_init(zs_spinlock_t *l)
+static inline void zs_spin_init_rank(zs_spinlock_t *l, int rank)
 {
 	atomic_init(&l->v, 0);
 #if ZS_DEBUG_ON
 	atomic_init(&l->owner, 0);
+	l->rank = rank;
+#else
+	(void)rank;
 #endif
 }
 
-static inline void zs_spin_lock(zs_spinlock_t *l)
+static inline void zs_spin_init(zs_spinlock_t *l)
+{
+	zs_spin_init_rank(l, ZS_LOCK_UNTRACKED);
+}
+
+#if ZS_DEBUG_ON
+#define zs_spin_rank(l) ((l)->rank)
+#else
+#define zs_spin_rank(l) 0
+#endif
+
+#define zs_spin_lock(l) zs_spin_lock_at((l), __FILE__, __LINE__)
+static inline void zs_spin_lock_at(zs_spinlock_t *l, const char *file, int line)
 {
 	unsigned spins = 0;
+	zs_lock_take_at(l, zs_spin_rank(l), file, line);
 	while (zs_unlikely(atomic_exchange_explicit(&l->v, 1, memory_order_acquire))) {
 		while (atomic_load_explicit(&l->v, memory_order_relaxed))
 			zs_cpu_relax(&spins);
@@ -91,11 +116,17 @@ static inline int zs_spin_held(zs_spinlock_t *l)
 #endif
 }
 
-static inline void zs_spin_unlock(zs_spinlock_t *l)
+#define zs_spin_unlock(l) zs_spin_unlock_at((l), __FILE__, __LINE__)
+static inline void zs_spin_unlock_at(zs_spinlock_t *l, const char *file, int line)
 {
 #if ZS_DEBUG_ON
 	zs_assert_internal(zs_spin_held(l));
 	atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
+	if (l->rank)
+		zs_lock_drop_at(l, file, line);
+#else
+	(void)file;
+	(void)line;
 #endif
 	atomic_store_explicit(&l->v, 0, memory_order_release);
 }
@@ -180,8 +211,10 @@ static inline void zs_read_lock_sharded(zs_rwlock_t *l)
 		atomic_fetch_sub_explicit(&l->waiters, 1, memory_order_relaxed);
 }
 
-static inline void zs_read_lock(zs_rwlock_t *l)
+#define zs_read_lock(l) zs_read_lock_at((l), __FILE__, __LINE__)
+static inline void zs_read_lock_at(zs_rwlock_t *l, const char *file, int line)
 {
+	zs_lock_take_at(l, ZS_LOCK_ZS_POOL, file, line);
 	if (l->sharded) {
 		zs_read_lock_sharded(l);
 		return;
@@ -200,8 +233,10 @@ static inline void zs_read_lock(zs_rwlock_t *l)
 		atomic_fetch_sub_explicit(&l->waiters, 1, memory_order_relaxed);
 }
 
-static inline void zs_read_unlock(zs_rwlock_t *l)
+#define zs_read_unlock(l) zs_read_unlock_at((l), __FILE__, __LINE__)
+static inline void zs_read_unlock_at(zs_rwlock_t *l, const char *file, int line)
 {
+	zs_lock_drop_at(l, file, line);
 	if (l->sharded)
 		atomic_fetch_sub_explicit(&l->shard[zs_thread_shard() % ZS_RW_SHARDS].readers, 1,
 					  memory_order_release);
@@ -233,9 +268,11 @@ static inline int zs_rw_readers_in(zs_rwlock_t *l)
  * its bit would block that read lock forever.  The only writer is
  * compaction, which can always wait.
  */
-static inline void zs_write_lock(zs_rwlock_t *l)
+#define zs_write_lock(l) zs_write_lock_at((l), __FILE__, __LINE__)
+static inline void zs_write_lock_at(zs_rwlock_t *l, const char *file, int line)
 {
 	unsigned spins;
+	zs_lock_take_at(l, ZS_LOCK_ZS_POOL, file, line);
 	for (;;) {
 		spins = 0;
 		for (;;) {
@@ -279,6 +316,21 @@ static inline int zs_rw_write_held(zs_rwlock_t *l)
 }
 
 /*
+ * Does the calling thread hold l, reading or writing?  Exact in a ZS_DEBUG
+ * build (the thread's list of held locks, common/debug.c); always 1
+ * otherwise (only asserts ask).
+ */
+static inline int zs_rw_held_by_me(zs_rwlock_t *l)
+{
+#if ZS_DEBUG_ON
+	return zs_lockdep_holds(l);
+#else
+	(void)l;
+	return 1;
+#endif
+}
+
+/*
  * Is l held at all (a reader or a writer)?  Readers have no owner, so this
  * is the most a read-side check can ask, so every shard is looked at.
  */
@@ -292,12 +344,14 @@ static inline int zs_rw_held(zs_rwlock_t *l)
 	return 0;
 }
 
-static inline void zs_write_unlock(zs_rwlock_t *l)
+#define zs_write_unlock(l) zs_write_unlock_at((l), __FILE__, __LINE__)
+static inline void zs_write_unlock_at(zs_rwlock_t *l, const char *file, int line)
 {
 #if ZS_DEBUG_ON
 	zs_assert_internal(zs_rw_write_held(l));
 	atomic_store_explicit(&l->writer, 0, memory_order_relaxed);
 #endif
+	zs_lock_drop_at(l, file, line);
 	atomic_fetch_sub_explicit(&l->v, 1, memory_order_release);
 }
 

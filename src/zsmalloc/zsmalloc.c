@@ -12,15 +12,83 @@
  *  - A live non-huge object starts with an 8-byte header holding its handle
  *    (tagged), which is how compaction finds the handle to rewrite.  A huge
  *    object fills a one-page zspage and its handle sits in the zspage.
- *  - Lock order: pool rwlock -> class lock -> zspage lock.  Resolving a
- *    handle to its zspage needs the pool lock (read) because compaction
- *    (write) moves objects; zs_free can instead use the class index encoded
- *    in obj (free_mode), taking only the class lock and re-reading obj.
- *    Readers hold the zspage lock across their access, so compaction
- *    (trylock) never moves an object out from under them.  A writer that
- *    cannot drain the readers while others wait behind it backs off
- *    (lock.h, zs_write_lock): a read-lock holder may be waiting for a page
- *    fault whose handler reads this pool (src/region/region.c).
+ *  - Resolving a handle to its zspage needs the pool lock (read) because
+ *    compaction (write) moves objects; zs_free can instead use the class
+ *    index encoded in obj (free_mode), taking only the class lock and
+ *    re-reading obj.  Readers hold the zspage lock across their access, so
+ *    compaction (trylock) never moves an object out from under them.  A
+ *    writer that cannot drain the readers while others wait behind it backs
+ *    off (lock.h, zs_write_lock): a read-lock holder may be waiting for a
+ *    page fault whose handler reads this pool (src/region/region.c).
+ *
+ * Lock order.  Every lock zsmalloc takes or runs under, outermost first;
+ * a thread blocks only on a lock further down the list than every lock it
+ * holds.  The numbers are the ranks a -DZS_DEBUG=ON build checks on every
+ * acquire (common/debug.h, enum zs_lock_rank): an acquire out of this
+ * order aborts with both locks and the lines that took them, whether or
+ * not another thread was there to deadlock with.
+ *   200 deferred_init_lock (deferred.c)  the first zs_free_deferred builds
+ *       the queue and starts the worker under it; nothing nests inside.
+ *   201 deferred wake_lock (deferred.c)  the worker's sleep and a
+ *       producer's wake-up; nothing nests inside.  zs_deferred_destroy
+ *       drops it before it joins the worker, and joins holding no lock of
+ *       rank 210 or above (checked): the worker takes those.
+ *   205 compaction flag (compaction_in_progress, compact.c)  a try-only
+ *       flag: a second compactor returns at once, so it never waits and is
+ *       recorded, not checked.  zs_compact must be entered holding no lock
+ *       of rank 205 or above (checked): it goes on to take the pool lock
+ *       for writing.
+ *   210 deferred consume_lock (deferred.c)  one drainer at a time (worker,
+ *       flush, destroy); inside it: class locks one after another, then the
+ *       page provider, then handle shards.  Never the pool lock.
+ *   220 pool rwlock (pool->lock)  read: handle -> zspage lookups (pin,
+ *       pool-lock free mode, checked deferred free); write: compaction.
+ *       Inside it: a class lock (free_pool_locked, compaction) or a zspage
+ *       lock (pin_object).
+ *   230 class lock (size_class.lock, any shard)  one at a time: nothing
+ *       takes two (stats.c and the deferred batch take them in turn, so
+ *       class shards need no order among themselves).  Inside it: the
+ *       page provider, when a zs_free or compaction frees an emptied
+ *       zspage's pages (pcp lock, then the provider mutex, then, after both
+ *       are dropped, the purge registry for a kick).  zs_malloc allocates
+ *       its pages with no lock held, like the kernel.
+ *   240 handle shard locks (handle.c)  taken with no class or pool lock
+ *       held (zs_malloc takes its handle before the class lock, zs_free and
+ *       the deferred batch give it back after: short class-lock holds, a
+ *       rule of cost, not of deadlock, so the ranks allow it and nothing
+ *       checks it).  zs_handles_trim holds all 16, in array (= address)
+ *       order, the one place one rank nests.
+ *   241 handle_free_lock  inside a shard lock (give_batch, take_batch, trim).
+ *   242 handle_chunks_lock (a mutex)  inside the shard lock (refill_shard,
+ *       after its page allocation) or every handle lock (trim); inside it
+ *       the handle page provider (zs_pages_free, trim).
+ *   300 page provider registry lock (src/pages/purge.c)  kicks of the purge
+ *       thread, provider create/destroy, the thread's pass, fork's prepare
+ *       handler.  May be reached under a class lock, never under a
+ *       provider's own locks (kicks wait until those are dropped).
+ *   310 page provider per-CPU cache lock (src/pages/cache.c)
+ *   320 page provider mutex (src/pages/pages.c)  inside its pcp lock or
+ *       alone; the chunk-map seqlock's writers run inside it, its readers
+ *       retry and never block.
+ * The pool's two providers (object pages, handle chunks) share ranks 310
+ * and 320 and are never held together.
+ * Not ranked, and why:
+ *   - zspage lock: readers take it only inside the pool lock (pin_object,
+ *     checked: zs_rw_held_by_me asks this thread's held list) and then
+ *     hold it, after the pool lock is gone, across the caller's
+ *     own work (read_begin..read_end, map..unmap), which may call back into
+ *     any zs_* function or fault into a region that reads this pool.  Its
+ *     only writer, compaction, never waits for it (trylock under the pool
+ *     write lock and the class lock), so a reader can never be part of a
+ *     wait cycle and ranking it would only forbid legal callers.
+ *   - the deferred queue itself (lock-free array) and the per-thread map
+ *     area: no locks.
+ * Signals stay blocked wherever the pool write lock (compaction) or the
+ * worker's class locks can be held (common/sigblock.h), so no handler runs
+ * on a thread in the middle of this order.  The layers above (zram, zswap,
+ * region) call in holding their own locks, which come before all of these
+ * (debug.h keeps ranks 100-199 for zram's).
+ *
  * This file: pool creation, zs_malloc and object access.  Freeing (and the
  * free modes) lives in free.c, zspage lists and object slots in zspage.c,
  * compaction in compact.c, deferred free in deferred.c, the class table and
@@ -260,6 +328,8 @@ static struct zspage *pin_object(struct zs_pool *pool, unsigned long handle, uns
 		return NULL;
 	}
 	struct zspage *zspage = obj_to_zspage(pool, obj);
+	/* The one way in to a zspage read lock ("Lock order": why it needs no rank). */
+	zs_assert_internal(zs_rw_held_by_me(&pool->lock));
 	zs_zspage_read_lock(&zspage->lock);
 	zs_read_unlock(&pool->lock);
 	*objp = obj;

@@ -155,7 +155,7 @@ unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigne
  */
 int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj)
 {
-	zs_assert_internal(zs_rw_held(&pool->lock) ||
+	zs_assert_internal(zs_rw_held_by_me(&pool->lock) ||
 			   !class_enc_valid(pool, obj_to_class_idx(obj)) ||
 			   zs_spin_held(&pool->classes[obj_to_class_idx(obj)].lock));
 	zs_pfn_t pfn = obj_to_pfn(obj);
