@@ -92,6 +92,44 @@ static inline void fc_skip_without_uffd(void)
 }
 
 /*
+ * Run fn in a forked child with its stderr captured into buf (NUL-terminated,
+ * at most cap - 1 bytes); returns the wait status.  alarm_s > 0 arms alarm()
+ * in the child, for a check that fails by not firing.  The death tests
+ * (test_debug_asserts, test_zs_lockorder, test_zram_lockorder) share it.
+ */
+static inline int fc_capture(void (*fn)(void), char *buf, size_t cap, unsigned alarm_s)
+{
+	int pfd[2], st;
+	size_t n = 0;
+	ssize_t r;
+	pid_t pid;
+
+	fflush(NULL);
+	if (pipe(pfd) || (pid = fork()) < 0) {
+		perror("fc_capture");
+		exit(1);
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		dup2(pfd[1], 2);
+		if (alarm_s)
+			alarm(alarm_s);
+		fn();
+		_exit(0);
+	}
+	close(pfd[1]);
+	while (n + 1 < cap && (r = read(pfd[0], buf + n, cap - 1 - n)) > 0)
+		n += (size_t)r;
+	buf[n] = 0;
+	close(pfd[0]);
+	if (waitpid(pid, &st, 0) != pid) {
+		perror("fc_capture: waitpid");
+		exit(1);
+	}
+	return st;
+}
+
+/*
  * Run fn(arg) in a forked child; its return value is the child's exit status.
  * The parent polls every 10 ms and kills the child after timeout_s (HANG);
  * the child arms alarm(alarm_s) in case the parent is gone.  where, when not

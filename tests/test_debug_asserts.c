@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "forkcase.h"
 #include "zs/zblock.h"
 #include "zs/zram.h"
 #include "zsmalloc/internal.h"
@@ -183,31 +184,6 @@ static const struct dcase cases[] = {
 	  "zram_slot_free_locked: internal check failed: slot_is_locked(sl)", 0 },
 };
 
-/* Run fn in a child; its stderr into buf.  Returns the wait status. */
-static int run_child(void (*fn)(void), char *buf, size_t cap)
-{
-	int pfd[2];
-	REQUIRE(pipe(pfd) == 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		close(pfd[0]);
-		dup2(pfd[1], 2);
-		fn();
-		_exit(0);
-	}
-	close(pfd[1]);
-	size_t n = 0;
-	ssize_t r;
-	while (n + 1 < cap && (r = read(pfd[0], buf + n, cap - 1 - n)) > 0)
-		n += (size_t)r;
-	buf[n] = 0;
-	close(pfd[0]);
-	int st;
-	REQUIRE(waitpid(pid, &st, 0) == pid);
-	return st;
-}
 
 int main(void)
 {
@@ -218,7 +194,7 @@ int main(void)
 		int aborts = ZS_DEBUG_ON && c->expect;
 		if (!aborts && !c->harmless)
 			continue;
-		int st = run_child(c->fn, err, sizeof(err));
+		int st = fc_capture(c->fn, err, sizeof(err), 0);
 		int ok;
 		if (aborts)
 			ok = WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && strstr(err, c->expect);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "forkcase.h"
 #include "zs/zram.h"
 #include "zram/internal.h"
 
@@ -93,32 +94,6 @@ static const struct dcase cases[] = {
 	{ "core write under a slot lock", case_core_call_under_slot },
 };
 
-/* Run fn in a child; its stderr into buf.  Returns the wait status. */
-static int run_child(void (*fn)(void), char *buf, size_t cap)
-{
-	int pfd[2];
-
-	REQUIRE(pipe(pfd) == 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		close(pfd[0]);
-		dup2(pfd[1], 2);
-		fn();
-		_exit(0);
-	}
-	close(pfd[1]);
-	size_t n = 0;
-	ssize_t r;
-	while (n + 1 < cap && (r = read(pfd[0], buf + n, cap - 1 - n)) > 0)
-		n += (size_t)r;
-	buf[n] = 0;
-	close(pfd[0]);
-	int st;
-	REQUIRE(waitpid(pid, &st, 0) == pid);
-	return st;
-}
 
 /* Every public locking path once; no zram lock may be left held. */
 static void kept_orders(unsigned group, const char *backing)
@@ -162,7 +137,7 @@ int main(void)
 					    : "off: checks compiled out");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct dcase *c = &cases[i];
-		int st = run_child(c->fn, err, sizeof(err));
+		int st = fc_capture(c->fn, err, sizeof(err), 0);
 		int ok;
 
 		if (ZS_DEBUG_ON)

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "forkcase.h"
 #include "zsmalloc/internal.h"
 #include "pages/internal.h"
 
@@ -205,32 +206,6 @@ static const char *const held_names[] = {
 	"taken at ",
 };
 
-/* Run fn in a child; its stderr into buf.  Returns the wait status. */
-static int run_child(void (*fn)(void), char *buf, size_t cap)
-{
-	int pfd[2];
-	REQUIRE(pipe(pfd) == 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		close(pfd[0]);
-		dup2(pfd[1], 2);
-		alarm(60); /* a check that does not fire may leave a case spinning */
-		fn();
-		_exit(0);
-	}
-	close(pfd[1]);
-	size_t n = 0;
-	ssize_t r;
-	while (n + 1 < cap && (r = read(pfd[0], buf + n, cap - 1 - n)) > 0)
-		n += (size_t)r;
-	buf[n] = 0;
-	close(pfd[0]);
-	int st;
-	REQUIRE(waitpid(pid, &st, 0) == pid);
-	return st;
-}
 
 int main(void)
 {
@@ -244,7 +219,7 @@ int main(void)
 		int aborts = ZS_DEBUG_ON && c->expect;
 		if (!aborts && !c->harmless)
 			continue;
-		int st = run_child(c->fn, err, sizeof(err));
+		int st = fc_capture(c->fn, err, sizeof(err), 60);
 		int ok;
 		if (aborts)
 			ok = WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && strstr(err, c->expect) &&

@@ -6,39 +6,28 @@
 # counts into $pass and $fail, which cli_done reports.
 pass=0 fail=0
 
-# expect STATUS PATTERN ARGS...: exit status STATUS, stderr matching PATTERN (grep -E),
-# and no Python traceback (zs report runs one).
-expect() {
-	local want=$1 pat=$2
-	shift 2
+# _expect WHERE STATUS PATTERN ARGS...: run zs; exit status STATUS, PATTERN (grep -E) in the
+# files WHERE names ("err", or "err out"), and no Python traceback (zs report runs one).
+_expect() {
+	local where=$1 want=$2 pat=$3 f files=()
+	shift 3
+	for f in $where; do files+=("$tmp/$f"); done
 	timeout 120 "$zs" "$@" >"$tmp/out" 2>"$tmp/err"
 	local rc=$?
-	if [ "$rc" -eq "$want" ] && grep -qE -- "$pat" "$tmp/err" && ! grep -q Traceback "$tmp/err"; then
+	if [ "$rc" -eq "$want" ] && grep -qE -- "$pat" "${files[@]}" && ! grep -q Traceback "$tmp/err"; then
 		pass=$((pass + 1))
-		echo "ok   zs $* -> $rc: $(grep -E -m1 -- "$pat" "$tmp/err")"
+		echo "ok   zs $* -> $rc: $(grep -hE -m1 -- "$pat" "${files[@]}" | head -1)"
 	else
 		fail=$((fail + 1))
-		echo "FAIL zs $* -> exit $rc (want $want, stderr matching '$pat'):"
+		echo "FAIL zs $* -> exit $rc (want $want, ${where// / or } matching '$pat'):"
 		head -5 "$tmp/err" | sed 's/^/    /'
 	fi
 }
 
-# expect_any STATUS PATTERN ARGS...: as expect, PATTERN in stderr or stdout.
-expect_any() {
-	local want=$1 pat=$2
-	shift 2
-	timeout 120 "$zs" "$@" >"$tmp/out" 2>"$tmp/err"
-	local rc=$?
-	if [ "$rc" -eq "$want" ] && grep -qE -- "$pat" "$tmp/err" "$tmp/out" &&
-		! grep -q Traceback "$tmp/err"; then
-		pass=$((pass + 1))
-		echo "ok   zs $* -> $rc"
-	else
-		fail=$((fail + 1))
-		echo "FAIL zs $* -> exit $rc (want $want, output matching '$pat'):"
-		head -5 "$tmp/err" | sed 's/^/    /'
-	fi
-}
+# expect STATUS PATTERN ARGS...: the message on stderr.
+expect() { _expect err "$@"; }
+# expect_any STATUS PATTERN ARGS...: the message on stderr or stdout.
+expect_any() { _expect "err out" "$@"; }
 
 # expect_out STATUS PATTERN ARGS...: exit status STATUS and stdout matching PATTERN.
 expect_out() {
