@@ -54,6 +54,9 @@ for t in "${targets[@]}"; do
     fail=1
     echo "fuzz.sh: $t FAILED (exit $rc); log $log:"
     grep -E "ERROR|check failed|SUMMARY|Test unit written|==[0-9]+==" "$log" | head -20
+    # the failing thread's stack: a failure that does not come back on a rerun
+    # (a race) is otherwise only "deadly signal"
+    grep -E "^ +#[0-9]+ " "$log" | head -24
     # rerun the saved input with stderr open, for the failed check's message
     for c in "$dir/crash-$t-"* ; do
       [ -f "$c" ] && "$dir/$t" "$c" 2>&1 | grep -E "check failed|ERROR: [A-Z]" | head -5

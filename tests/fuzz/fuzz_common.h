@@ -4,6 +4,11 @@
  * zeros once the input runs out, so every input is a complete program), a
  * fast byte generator for object contents, and FUZZ_CHECK, which aborts so
  * that libFuzzer records the input as a crash.
+ *
+ * fuzz.sh runs with -close_fd_mask=2 (the code under test's stderr closed),
+ * which would also swallow FUZZ_CHECK's message: a failure seen only once, in
+ * CI, would then read "deadly signal" and nothing else.  So the messages go to
+ * a copy of stderr taken before libFuzzer's main closes it.
  */
 #ifndef ZS_FUZZ_COMMON_H
 #define ZS_FUZZ_COMMON_H
@@ -13,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct fin {
 	const uint8_t *d;
@@ -67,12 +73,21 @@ NO_COV static inline void fuzz_fill(unsigned char *b, size_t n, uint64_t seed)
 		b[i] = (unsigned char)(x >> (8 * (i & 7)));
 }
 
+static int fuzz_errfd = 2;
+
+__attribute__((constructor)) static void fuzz_keep_stderr(void)
+{
+	int fd = dup(2);
+	if (fd >= 0)
+		fuzz_errfd = fd;
+}
+
 #define FUZZ_CHECK(cond, ...)                                                        \
 	do {                                                                         \
 		if (!(cond)) {                                                       \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                                \
-			fputc('\n', stderr);                                         \
+			dprintf(fuzz_errfd, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+			dprintf(fuzz_errfd, __VA_ARGS__);                            \
+			dprintf(fuzz_errfd, "\n");                                   \
 			abort();                                                     \
 		}                                                                    \
 	} while (0)

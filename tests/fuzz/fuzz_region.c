@@ -131,7 +131,7 @@ static void *watchdog(void *arg)
 		sleep(1);
 		uint64_t t0 = atomic_load(&input_start);
 		if (t0 && now_s() + 1 - t0 > HANG_S) {
-			fprintf(stderr, "fuzz_region.c: check failed: HANG: one input ran over %d s "
+			dprintf(fuzz_errfd, "fuzz_region.c: check failed: HANG: one input ran over %d s "
 				"(in op %d, or the end check if -1)\n", HANG_S, atomic_load(&cur_op));
 			abort();
 		}
