@@ -317,8 +317,12 @@ static inline void kick_reclaim(struct zs_region *r)
 void region_events_sync(struct zs_region *r);
 int region_range_ok(struct zs_region *r, const void *addr, size_t len);
 /* events.c */
-/* Zap [first, first+n) of the library's own pages (owned): MADV_DONTNEED, its event ignored. */
-void region_self_zap(struct zs_region *r, size_t first, size_t n);
+/*
+ * Zap [first, first+n) of the library's own pages (owned): MADV_DONTNEED, its
+ * event ignored, a page the application dropped meanwhile flagged dropped.
+ * exact: page by page, so no page is taken for dropped that was not (pageout).
+ */
+void region_self_zap(struct zs_region *r, size_t first, size_t n, int exact);
 /* The state an owner finishing with outcome want leaves, given the event flags in s. */
 unsigned char region_final(unsigned char s, unsigned char want);
 /*

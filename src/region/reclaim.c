@@ -311,7 +311,7 @@ static long pageout_copy(struct zs_region *r, size_t p, size_t n, unsigned char 
 	}
 	atomic_fetch_add_explicit(&r->stored, n, memory_order_relaxed);
 	out_settle(r, p, n);
-	region_self_zap(r, p, n);
+	region_self_zap(r, p, n, 1);
 	long stored = 0;
 	for (size_t i = 0; i < n; i++)
 		stored += region_finish(r, p + i, ST_STORED, 1, 1) == ST_STORED;

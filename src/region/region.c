@@ -58,7 +58,9 @@
  * pages out: reclaim.c) raises the same remove event; region_self_zap
  * records the range first, remove events over it are
  * only counted per page while it is in flight, and when it completes a page
- * counted twice was dropped by the application as well (region_self_zap).
+ * counted twice was dropped by the application as well (region_self_zap;
+ * pageout zaps one page a call so that a munmap splitting the mapping
+ * meanwhile cannot make the kernel repeat our own event).
  *
  * Lock order and why the fault path cannot deadlock.  Locks, outermost
  * first:
@@ -262,7 +264,7 @@ static int do_release(struct zs_region *r, size_t first, size_t end)
 			while (j < n && (was[j] == ST_RES || was[j] == ST_BAD || was[j] == ST_NONE ||
 					 was[j] == ST_STORED))
 				j++;
-			region_self_zap(r, c + i, j - i);
+			region_self_zap(r, c + i, j - i, 0);
 			i = j;
 		}
 		for (size_t i = 0; i < n; i++) {
