@@ -48,6 +48,16 @@ void zs_zram_wb_inject(struct zs_zram *z, int reads, uint64_t after, uint64_t co
 /* The same for a zswap's backing file. */
 void zs_zswap_wb_inject(struct zs_zswap *z, int reads, uint64_t after, uint64_t count);
 
+struct zs_region;
+/*
+ * Test hook: the region's next `count` pageouts by move (UFFDIO_MOVE) move
+ * only their run's first page and then report failure with nothing moved
+ * (EEXIST), as Linux 6.18 does now and then when the application writes a
+ * zero page while it is moved (docs/reliability.md); count 0 clears it.
+ * No-op where pageout does not move.
+ */
+void zs_region_move_inject(struct zs_region *r, unsigned count);
+
 /* ---- The harness library (harness/) ---- */
 
 /* The process's resident set size in bytes (from /proc/self/statm), for tests and tools. */

@@ -178,6 +178,7 @@ struct zs_region {
 	struct move_rec *moves;        /* under ulock: where moved pages live, newest last */
 	size_t nmoves, capmoves;
 	atomic_size_t ngone;           /* pages GONE or MOVED */
+	atomic_uint move_lie;          /* zs_region_move_inject: moves left to misreport */
 
 	_Atomic uint64_t streams[NSTREAMS];    /* next page expected, ascending */
 	_Atomic uint64_t rstreams[NSTREAMS];   /* next page expected, descending */
