@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common/hints.h"   /* zs_thread_index */
 #include "harness_internal.h"
 
 extern void *__libc_malloc(size_t size);
@@ -46,15 +47,10 @@ int zs_be_ptr_write(struct zs_backend *b, unsigned long h, const void *src, size
 	return 0;
 }
 
-static atomic_uint be_count_next;
-static _Thread_local unsigned be_count_mine = -1u;
-
 void zs_be_count_add(struct zs_be_count *c, long d)
 {
-	if (be_count_mine == -1u)
-		be_count_mine = atomic_fetch_add_explicit(&be_count_next, 1, memory_order_relaxed) %
-				ZS_BE_COUNT_SHARDS;
-	atomic_fetch_add_explicit(&c->shard[be_count_mine].objects, d, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->shard[zs_thread_index() % ZS_BE_COUNT_SHARDS].objects, d,
+				  memory_order_relaxed);
 }
 
 unsigned long zs_be_count_objects(struct zs_be_count *c)

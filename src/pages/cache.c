@@ -32,6 +32,7 @@
  * plus one for the shared path, summed on read.
  */
 #include "pages/internal.h"
+#include "common/hints.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -432,17 +433,10 @@ static inline void pcp_lock_at(struct zs_pcp *c, const char *file, int line)
 {
 	unsigned spins = 0;
 	zs_lock_take_at(c, ZS_LOCK_PAGES_PCP, file, line);
-	while (__builtin_expect(atomic_exchange_explicit(&c->lock, 1, memory_order_acquire), 0)) {
-		while (atomic_load_explicit(&c->lock, memory_order_relaxed)) {
-			/* Another thread on this CPU slot was preempted holding it: let it run. */
-			if (++spins < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-				__builtin_ia32_pause();
-#endif
-			} else {
-				sched_yield();
-			}
-		}
+	while (zs_unlikely(atomic_exchange_explicit(&c->lock, 1, memory_order_acquire))) {
+		/* past the spins: another thread on this CPU slot was preempted holding it */
+		while (atomic_load_explicit(&c->lock, memory_order_relaxed))
+			zs_spin_wait(&spins);
 	}
 }
 
@@ -550,7 +544,7 @@ static int pcp_alloc(struct zs_pages *p, zs_pfn_t *out)
 	bool check, started = false;
 
 	pcp_lock(c);
-	if (__builtin_expect(c->count == 0, 0)) {
+	if (zs_unlikely(c->count == 0)) {
 		zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 		unsigned got = pcp_refill_locked(p, c, rel, &nrel);
 		if (!got)

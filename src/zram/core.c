@@ -22,7 +22,7 @@
 uint32_t zram_slot_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f)
 {
 	zs_assert_internal(slot_is_locked(sl) && !(f & F_SLOCK));
-	if (unlikely(f & F_WB)) {
+	if (zs_unlikely(f & F_WB)) {
 		zram_wb_free_locked(z, s, sl, f);
 		sl->handle = 0;
 		sl->ac_time = 0;
@@ -205,16 +205,16 @@ int zram_store_decide(struct zs_comp *comp, const void *page, size_t ps, size_t 
 	int n;
 
 	memset(d, 0, sizeof(*d));
-	if (unlikely(zram_page_same_filled(page, ps, &d->fill))) {
+	if (zs_unlikely(zram_page_same_filled(page, ps, &d->fill))) {
 		d->kind = ZS_ZRAM_STORE_SAME;
 		return 0;
 	}
 	n = zs_compress(comp, page, ps, buf, buf_cap);
-	if (unlikely(n < 0))
+	if (zs_unlikely(n < 0))
 		return n;
 	d->comp_len = (size_t)n;
 	d->kind = zram_store_kind(n, huge_size);
-	if (unlikely(d->kind == ZS_ZRAM_STORE_RAW)) {
+	if (zs_unlikely(d->kind == ZS_ZRAM_STORE_RAW)) {
 		/* Not worth a compressed object: keep the raw page, one per pool page. */
 		d->data = page;
 		d->len = ps;
@@ -260,7 +260,7 @@ int zram_core_write(struct zs_zram *z, uint64_t index, const void *page)
 	uint32_t f, nf;
 	int n;
 
-	if (unlikely(index >= z->nslots || !page)) {
+	if (zs_unlikely(index >= z->nslots || !page)) {
 		count_invalid(z);
 		return -EINVAL;
 	}
@@ -269,9 +269,9 @@ int zram_core_write(struct zs_zram *z, uint64_t index, const void *page)
 	cnt_add(s, C_WRITES, 1);
 
 	n = zram_store_decide(s->comp, page, z->page_size, z->huge_size, s->buf, s->buf_cap, &d);
-	if (unlikely(n < 0))
+	if (zs_unlikely(n < 0))
 		goto fail;
-	if (unlikely(d.kind == ZS_ZRAM_STORE_SAME)) {
+	if (zs_unlikely(d.kind == ZS_ZRAM_STORE_SAME)) {
 		write_same(z, s, sl, d.fill);
 		stream_put(s);
 		return 0;
@@ -280,17 +280,17 @@ int zram_core_write(struct zs_zram *z, uint64_t index, const void *page)
 	nf = (uint32_t)n | (d.kind == ZS_ZRAM_STORE_RAW ? F_HUGE : 0);
 
 	h = zs_backend_malloc(z->b, (size_t)n);
-	if (unlikely(ZS_IS_ERR(h))) {
+	if (zs_unlikely(ZS_IS_ERR(h))) {
 		n = (int)ZS_ERR(h); /* the allocator's own code, as the kernel's zram passes it on */
 		goto fail;
 	}
-	if (unlikely(!can_store(z))) {
+	if (zs_unlikely(!can_store(z))) {
 		zs_backend_free(z->b, h);
 		n = -ENOMEM;
 		goto fail;
 	}
 	/* The allocator refused a handle it just gave out: an I/O error, not a memory shortage. */
-	if (unlikely(zs_backend_write(z->b, h, d.data, (size_t)n))) {
+	if (zs_unlikely(zs_backend_write(z->b, h, d.data, (size_t)n))) {
 		zs_backend_free(z->b, h);
 		n = -EIO;
 		goto fail;
@@ -328,7 +328,7 @@ int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint3
 	int rc = 0;
 
 	zs_assert_internal(slot_is_locked(sl));
-	if (unlikely(f & F_WB))
+	if (zs_unlikely(f & F_WB))
 		return zram_wb_read_locked(z, s, sl, f, buf);
 	if (f & F_SAME) {
 		fill_page(buf, ps, h);
@@ -340,7 +340,7 @@ int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint3
 	}
 	if (f & F_HUGE) {
 		p = zs_backend_read_begin(z->b, h, ps, buf);
-		if (unlikely(!p))
+		if (zs_unlikely(!p))
 			return -EIO;
 		if (p != buf)
 			memcpy(buf, p, ps);
@@ -356,10 +356,10 @@ int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint3
 	 * Decompression is >99% of a read, so the copy is not what to save.
 	 */
 	p = zs_backend_read_begin(z->b, h, size, s->local_copy);
-	if (unlikely(!p))
+	if (zs_unlikely(!p))
 		return -EIO;
 	/* Priority says which algorithm wrote the object. */
-	if (unlikely(zs_decompress((f & F_PRIO_MASK) ? s->recomp : s->comp, p, size, buf, ps) < 0))
+	if (zs_unlikely(zs_decompress((f & F_PRIO_MASK) ? s->recomp : s->comp, p, size, buf, ps) < 0))
 		rc = -EIO;
 	zs_backend_read_end(z->b, h, size, p);
 	return rc;
@@ -372,7 +372,7 @@ int zram_core_read(struct zs_zram *z, uint64_t index, void *buf)
 	uint32_t f;
 	int rc;
 
-	if (unlikely(index >= z->nslots || !buf)) {
+	if (zs_unlikely(index >= z->nslots || !buf)) {
 		count_invalid(z);
 		return -EINVAL;
 	}
@@ -385,7 +385,7 @@ int zram_core_read(struct zs_zram *z, uint64_t index, void *buf)
 	if (z->track_actime && sl->handle)
 		sl->ac_time = now_secs(z);
 	slot_unlock(sl, f & ~(F_IDLE | F_PP_SLOT));
-	if (unlikely(rc))
+	if (zs_unlikely(rc))
 		cnt_add(s, C_FAILED_READS, 1);
 	stream_put(s);
 	return rc;

@@ -27,14 +27,8 @@
 #include "zs/compress.h"
 #include "zs/pages.h"
 #include "common/debug.h"
+#include "common/hints.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#define cpu_relax() __builtin_ia32_pause()
-#else
-#define cpu_relax() ((void)0)
-#endif
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
 
 /* ---- Slot flags (the kernel's layout: size bits, then the named flags) ---- */
 
@@ -173,7 +167,7 @@ static inline uint32_t slot_lock(struct slot *sl)
 
 	zram_lock_take(ZL_SLOT);
 	f = atomic_fetch_or_explicit(&sl->flags, F_SLOCK, memory_order_acquire);
-	return likely(!(f & F_SLOCK)) ? f : zram_slot_lock_slow(sl);
+	return zs_likely(!(f & F_SLOCK)) ? f : zram_slot_lock_slow(sl);
 }
 
 /* ZS_DEBUG: is the slot locked (by somebody: the lock is a flag bit, it has no owner)? */

@@ -13,7 +13,7 @@ _Thread_local unsigned zram_lock_held;
 
 uint32_t zram_slot_lock_slow(struct slot *sl)
 {
-	for (unsigned spins = 0;; spins++) {
+	for (unsigned spins = 0;;) {
 		uint32_t f = atomic_load_explicit(&sl->flags, memory_order_relaxed);
 
 		if (!(f & F_SLOCK)) {
@@ -21,9 +21,6 @@ uint32_t zram_slot_lock_slow(struct slot *sl)
 			if (!(f & F_SLOCK))
 				return f;
 		}
-		if (spins < 128)
-			cpu_relax();
-		else
-			sched_yield();
+		zs_spin_wait(&spins);
 	}
 }

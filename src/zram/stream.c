@@ -12,7 +12,6 @@
 
 #include "zram/internal.h"
 
-static _Atomic unsigned stream_hint_next;
 static _Thread_local unsigned stream_hint;
 static _Thread_local int stream_hint_set;
 
@@ -22,8 +21,8 @@ struct stream *zram_stream_get(struct zs_zram *z)
 
 	/* Checked before the wait: a stream taken out of order would wait forever. */
 	zram_lock_take(ZL_STREAM);
-	if (unlikely(!stream_hint_set)) {
-		stream_hint = atomic_fetch_add_explicit(&stream_hint_next, 1, memory_order_relaxed);
+	if (zs_unlikely(!stream_hint_set)) {
+		stream_hint = zs_thread_index();
 		stream_hint_set = 1;
 	}
 	start = stream_hint % n;

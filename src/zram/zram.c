@@ -151,7 +151,7 @@ int zs_zram_block_signals(struct zs_zram *z, int on)
 
 #define GUARDED(z, expr)                                        \
 	do {                                                    \
-		if (likely(!(z)->block_signals))                \
+		if (zs_likely(!(z)->block_signals))                \
 			return expr;                            \
 		struct zs_sigguard g_;                          \
 		zs_signals_block(&g_);                          \
@@ -298,7 +298,7 @@ int zs_zram_store_decide(struct zs_comp *comp, const void *page, size_t ps, size
 
 static int write_call(struct zs_zram *z, uint64_t index, const void *page)
 {
-	if (unlikely(is_view(z)))
+	if (zs_unlikely(is_view(z)))
 		return zram_group_write(z, index, page);
 	return zram_core_write(z, index, page);
 }
@@ -310,18 +310,18 @@ int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 
 int zs_zram_read(struct zs_zram *z, uint64_t index, void *buf, size_t buf_len)
 {
-	if (unlikely(!buf || buf_len < z->page_size)) {
+	if (zs_unlikely(!buf || buf_len < z->page_size)) {
 		count_invalid(core_of(z));
 		return -EINVAL;
 	}
-	if (unlikely(is_view(z)))
+	if (zs_unlikely(is_view(z)))
 		return zram_group_read(z, index, buf);
 	return zram_core_read(z, index, buf);
 }
 
 static int discard_call(struct zs_zram *z, uint64_t index)
 {
-	if (unlikely(is_view(z)))
+	if (zs_unlikely(is_view(z)))
 		return zram_group_discard(z, index);
 	return zram_core_discard(z, index);
 }
@@ -334,7 +334,7 @@ int zs_zram_discard(struct zs_zram *z, uint64_t index)
 static int free_notify_call(struct zs_zram *z, uint64_t index)
 {
 	/* A group slot has no lock of its own to miss: a notification is a discard. */
-	if (unlikely(is_view(z)))
+	if (zs_unlikely(is_view(z)))
 		return zram_group_discard(z, index);
 	return zram_core_free_notify(z, index);
 }

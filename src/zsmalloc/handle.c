@@ -37,16 +37,10 @@
 
 #define HANDLE_CHUNK (64 * 1024)
 
-static atomic_uint next_thread_shard;
 static atomic_ulong chunks_carved; /* every pool's: a new chunk's generation */
-static _Thread_local unsigned my_shard = -1u;
-
 static struct handle_shard *this_shard(struct zs_pool *pool)
 {
-	if (zs_unlikely(my_shard == -1u))
-		my_shard = atomic_fetch_add_explicit(&next_thread_shard, 1, memory_order_relaxed) %
-			   ZS_HANDLE_SHARDS;
-	return &pool->shards[my_shard];
+	return &pool->shards[zs_thread_index() % ZS_HANDLE_SHARDS];
 }
 
 static void list_init(struct handle_list *l)

@@ -43,20 +43,7 @@
 #include <stdint.h>
 
 #include "common/debug.h"
-
-#define zs_likely(x) __builtin_expect(!!(x), 1)
-#define zs_unlikely(x) __builtin_expect(!!(x), 0)
-
-static inline void zs_cpu_relax(unsigned *spins)
-{
-	if (++*spins < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#endif
-	} else {
-		sched_yield();
-	}
-}
+#include "common/hints.h"
 
 /* ---- class lock ---- */
 
@@ -97,7 +84,7 @@ static inline void zs_spin_lock_at(zs_spinlock_t *l, const char *file, int line)
 	zs_lock_take_at(l, zs_spin_rank(l), file, line);
 	while (zs_unlikely(atomic_exchange_explicit(&l->v, 1, memory_order_acquire))) {
 		while (atomic_load_explicit(&l->v, memory_order_relaxed))
-			zs_cpu_relax(&spins);
+			zs_spin_wait(&spins);
 	}
 #if ZS_DEBUG_ON
 	zs_assert_internal(atomic_load_explicit(&l->owner, memory_order_relaxed) == 0);
@@ -137,18 +124,13 @@ static inline void zs_spin_unlock_at(zs_spinlock_t *l, const char *file, int lin
 
 /*
  * Small per-thread index, handed out round robin, for sharded counters and
- * the sharded pool lock.  One library-wide number per thread (lock.c): a
- * reader may raise its shard in one file and drop it in another, so every
+ * the sharded pool lock: the library-wide thread number (common/hints.h), as
+ * a reader may raise its shard in one file and drop it in another, so every
  * file must agree on the thread's shard.
  */
-extern _Thread_local unsigned zs_thread_shard_id;
-unsigned zs_thread_shard_assign(void);
 static inline unsigned zs_thread_shard(void)
 {
-	unsigned mine = zs_thread_shard_id;
-	if (zs_unlikely(mine == 0))
-		mine = zs_thread_shard_assign();
-	return mine - 1;
+	return zs_thread_index();
 }
 
 /* Bit 0: writer holds or wants the lock; unsharded readers count in units of 2. */
@@ -186,7 +168,7 @@ static inline void zs_read_wait(zs_rwlock_t *l)
 {
 	unsigned spins = 0;
 	while (atomic_load_explicit(&l->v, memory_order_relaxed) & 1)
-		zs_cpu_relax(&spins);
+		zs_spin_wait(&spins);
 }
 
 /*
@@ -281,7 +263,7 @@ static inline void zs_write_lock_at(zs_rwlock_t *l, const char *file, int line)
 									      memory_order_seq_cst,
 									      memory_order_relaxed))
 				break;
-			zs_cpu_relax(&spins);
+			zs_spin_wait(&spins);
 		}
 		unsigned waited = 0;
 		spins = 0;
@@ -289,7 +271,7 @@ static inline void zs_write_lock_at(zs_rwlock_t *l, const char *file, int line)
 			if (++waited > ZS_RW_WRITER_PATIENCE &&
 			    atomic_load_explicit(&l->waiters, memory_order_relaxed))
 				break;
-			zs_cpu_relax(&spins);
+			zs_spin_wait(&spins);
 		}
 		if (!zs_rw_readers_in(l))
 			break;
@@ -297,7 +279,7 @@ static inline void zs_write_lock_at(zs_rwlock_t *l, const char *file, int line)
 		atomic_fetch_sub_explicit(&l->v, 1, memory_order_release);
 		spins = 0;
 		while (atomic_load_explicit(&l->waiters, memory_order_relaxed))
-			zs_cpu_relax(&spins);
+			zs_spin_wait(&spins);
 	}
 #if ZS_DEBUG_ON
 	atomic_store_explicit(&l->writer, zs_debug_self(), memory_order_relaxed);
@@ -371,7 +353,7 @@ static inline void zs_zspage_read_lock(atomic_int *cnt)
 								    memory_order_acquire,
 								    memory_order_relaxed))
 			return;
-		zs_cpu_relax(&spins);
+		zs_spin_wait(&spins);
 	}
 }
 

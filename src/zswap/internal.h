@@ -19,9 +19,8 @@
 
 #include "zs/compress.h"
 #include "common/debug.h"
+#include "common/hints.h"
 
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
 
 /* ---- What an offset holds (node.kind) ---- */
 

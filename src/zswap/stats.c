@@ -30,7 +30,7 @@ uint64_t zswap_pool_pages(struct zs_zswap *z)
 	struct zs_backend_stats st;
 	uint64_t bytes;
 
-	if (likely(z->has_pages))
+	if (zs_likely(z->has_pages))
 		return zs_backend_total_pages(z->b);
 	zs_backend_stats(z->b, &st);
 	bytes = zs_backend_mem_bytes(z->b, &st);

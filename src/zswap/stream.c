@@ -13,7 +13,6 @@
 
 #include "zswap/internal.h"
 
-static _Atomic unsigned hint_next;
 static _Thread_local unsigned hint;
 static _Thread_local int hint_set;
 
@@ -21,8 +20,8 @@ struct zw_stream *zswap_stream_get(struct zs_zswap *z)
 {
 	unsigned n = z->nstreams, start;
 
-	if (unlikely(!hint_set)) {
-		hint = atomic_fetch_add_explicit(&hint_next, 1, memory_order_relaxed);
+	if (zs_unlikely(!hint_set)) {
+		hint = zs_thread_index();
 		hint_set = 1;
 	}
 	start = hint % n;
@@ -100,7 +99,7 @@ int zswap_entry_read(struct zs_zswap *z, struct zw_stream *s, struct zw_node *n,
 	if (n->flags & NF_RAW) {
 		/* The caller's page doubles as the local copy: a spanning raw object costs one copy. */
 		p = zs_backend_read_begin(z->b, n->handle, ps, page);
-		if (unlikely(!p))
+		if (zs_unlikely(!p))
 			return -EIO;
 		if (p != page)
 			memcpy(page, p, ps);
@@ -108,7 +107,7 @@ int zswap_entry_read(struct zs_zswap *z, struct zw_stream *s, struct zw_node *n,
 		return 0;
 	}
 	p = zs_backend_read_begin(z->b, n->handle, n->len, s->local);
-	if (unlikely(!p))
+	if (zs_unlikely(!p))
 		return -EIO;
 	if (zs_decompress(s->comp, p, n->len, page, ps) != (int)ps)
 		rc = -EIO;

@@ -155,7 +155,7 @@ void zswap_lru_add(struct zs_zswap *z, struct zw_shard *sh, struct zw_node *n)
 {
 	n->seq = next_seq(z);
 	list_add_head(&sh->lru, &n->lru);
-	if (unlikely(!sh->glru[n->group].next))
+	if (zs_unlikely(!sh->glru[n->group].next))
 		list_init(&sh->glru[n->group]);
 	list_add_head(&sh->glru[n->group], &n->glru);
 	update_tail(sh);

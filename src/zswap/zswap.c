@@ -322,7 +322,7 @@ static int admit(struct zs_zswap *z, unsigned group)
 	struct zw_group *g = &z->groups[group];
 	uint64_t max = atomic_load_explicit(&g->max_bytes, memory_order_relaxed);
 
-	if (unlikely(max != ZS_ZSWAP_NO_LIMIT)) {
+	if (zs_unlikely(max != ZS_ZSWAP_NO_LIMIT)) {
 		if (max == 0)
 			return -EDQUOT;
 		/* Checked before storing (the kernel's obj_cgroup_may_zswap): one store may go over. */
@@ -350,7 +350,7 @@ static int commit(struct zs_zswap *z, struct zw_node *nn, uint64_t offset, unsig
 	unsigned long h;
 
 	h = zs_backend_malloc(z->b, len);
-	if (unlikely(ZS_IS_ERR(h))) {
+	if (zs_unlikely(ZS_IS_ERR(h))) {
 		int e = (int)ZS_ERR(h);
 
 		/* The kernel counts an allocator's -ENOSPC (object too large) as a poor compression. */
@@ -358,7 +358,7 @@ static int commit(struct zs_zswap *z, struct zw_node *nn, uint64_t offset, unsig
 		free(nn);
 		return reject(z, offset, e);
 	}
-	if (data && unlikely(zs_backend_write(z->b, h, data, len))) {
+	if (data && zs_unlikely(zs_backend_write(z->b, h, data, len))) {
 		zs_backend_free(z->b, h);
 		free(nn);
 		return reject(z, offset, -EIO);
@@ -396,21 +396,21 @@ int zs_zswap_store(struct zs_zswap *z, uint64_t offset, const void *page, unsign
 	size_t ps;
 	int n, rc;
 
-	if (unlikely(!args_ok(z, offset, group) || !page))
+	if (zs_unlikely(!args_ok(z, offset, group) || !page))
 		return -EINVAL;
 	ps = z->page_size;
-	if (unlikely(page_is_zero(page, ps)))
+	if (zs_unlikely(page_is_zero(page, ps)))
 		return store_zero(z, offset);
-	if (unlikely((rc = admit(z, group))))
+	if (zs_unlikely((rc = admit(z, group))))
 		return reject(z, offset, rc);
 	nn = malloc(sizeof(*nn));
-	if (unlikely(!nn)) {
+	if (zs_unlikely(!nn)) {
 		ev_inc(z, EV_KMEM_FAIL);
 		return reject(z, offset, -ENOMEM);
 	}
 	s = zswap_stream_get(z);
 	n = zs_compress(s->comp, page, ps, s->buf, s->buf_cap);
-	if (likely(n > 0 && (size_t)n < ps)) {
+	if (zs_likely(n > 0 && (size_t)n < ps)) {
 		rc = commit(z, nn, offset, group, s->buf, (size_t)n, 0);
 		zswap_stream_put(s);
 		return rc;
@@ -440,7 +440,7 @@ int zs_zswap_store_compressed(struct zs_zswap *z, uint64_t offset, const void *c
 	size_t ps, len = clen;
 	int rc;
 
-	if (unlikely(!args_ok(z, offset, group) || clen > z->comp_bound))
+	if (zs_unlikely(!args_ok(z, offset, group) || clen > z->comp_bound))
 		return -EINVAL;
 	ps = z->page_size;
 	if (clen == 0)
@@ -465,7 +465,7 @@ int zs_zswap_store_compressed(struct zs_zswap *z, uint64_t offset, const void *c
 			data = tmp;
 		}
 	}
-	if (unlikely((rc = admit(z, group)))) {
+	if (zs_unlikely((rc = admit(z, group)))) {
 		free(tmp);
 		return reject(z, offset, rc);
 	}
@@ -475,7 +475,7 @@ int zs_zswap_store_compressed(struct zs_zswap *z, uint64_t offset, const void *c
 		return reject(z, offset, -E2BIG);
 	}
 	nn = malloc(sizeof(*nn));
-	if (unlikely(!nn)) {
+	if (zs_unlikely(!nn)) {
 		free(tmp);
 		ev_inc(z, EV_KMEM_FAIL);
 		return reject(z, offset, -ENOMEM);
@@ -494,7 +494,7 @@ int zs_zswap_load(struct zs_zswap *z, uint64_t offset, void *page)
 	struct zw_node *n;
 	int rc;
 
-	if (unlikely(!z || offset >= ZS_ZSWAP_MAX_OFFSET || !page))
+	if (zs_unlikely(!z || offset >= ZS_ZSWAP_MAX_OFFSET || !page))
 		return -EINVAL;
 	sh = zw_shard_of(z, offset);
 	s = zswap_stream_get(z);
@@ -538,7 +538,7 @@ int zs_zswap_invalidate(struct zs_zswap *z, uint64_t offset)
 	struct zw_node *n;
 	int rc = 0;
 
-	if (unlikely(!z || offset >= ZS_ZSWAP_MAX_OFFSET))
+	if (zs_unlikely(!z || offset >= ZS_ZSWAP_MAX_OFFSET))
 		return -EINVAL;
 	sh = zw_shard_of(z, offset);
 	pthread_mutex_lock(&sh->lock);

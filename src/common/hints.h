@@ -1,0 +1,58 @@
+/*
+ * The small hot-path helpers every layer shares: branch hints, the
+ * spin-then-yield wait, and a per-thread number.  One home, so the layers
+ * agree on them (how long a waiter spins before it gives the core to a
+ * preempted holder; which shard or stream a thread starts from) and a
+ * change to one is one change.  mimalloc keeps the same things in one
+ * internal header (mi_likely, mi_atomic_yield, _mi_thread_id).
+ */
+#ifndef ZS_SRC_COMMON_HINTS_H
+#define ZS_SRC_COMMON_HINTS_H
+
+#include <sched.h>
+
+#define zs_likely(x) __builtin_expect(!!(x), 1)
+#define zs_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* One spin-wait step's pause: lets the sibling hyperthread run, saves power. */
+static inline void zs_cpu_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/*
+ * Spins a waiter pauses before it yields: a holder on another core is done
+ * within them; past them it is probably preempted (more threads than
+ * cores), and spinning on keeps it from running.
+ */
+#define ZS_SPIN_PAUSES 64
+
+/* One step of a wait loop: pause for the first ZS_SPIN_PAUSES steps, then yield. */
+static inline void zs_spin_wait(unsigned *spins)
+{
+	if (++*spins < ZS_SPIN_PAUSES)
+		zs_cpu_pause();
+	else
+		sched_yield();
+}
+
+/*
+ * A small number per thread: 0, 1, 2, ... in the order threads first ask,
+ * process-wide (common/thread.c), so every file and layer sees the same one.
+ * Callers reduce it modulo their table (lock shards, handle shards, the
+ * first stream a thread tries): threads spread round-robin, and a thread
+ * keeps its slot.
+ */
+extern _Thread_local unsigned zs_thread_index_1;   /* index + 1; 0: not assigned yet */
+unsigned zs_thread_index_assign(void);
+static inline unsigned zs_thread_index(void)
+{
+	unsigned v = zs_thread_index_1;
+	if (zs_unlikely(v == 0))
+		v = zs_thread_index_assign();
+	return v - 1;
+}
+
+#endif
