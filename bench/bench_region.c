@@ -79,8 +79,12 @@
  * release (the caller picks when the freeing happens).  On 2 cores with P=2
  * the workers compete with the releasing processes for the CPUs.
  */
-static const char *mode_name[NMODES] = { "pool-lock", "class-index", "class-unlocked",
-					 "deferred", "deferred-later" };
+static const char *mode_name(int mode)
+{
+	/* the free modes by the library's own names (zs_free_mode_name); the deferred ones are this bench's */
+	return mode == 3 ? "deferred" : mode == 4 ? "deferred-later" :
+	       zs_free_mode_name((enum zs_free_mode)mode);
+}
 
 struct zs_pageset corpus;
 size_t npages;        /* per process */
@@ -363,7 +367,7 @@ static int run_side(struct shared *sh, int P, int kernel, int mode, uint64_t *km
 		char err[256];
 		if (region_make((size_t)P * npages, mode, region_handlers(P), &shared_reg, err,
 				sizeof(err))) {
-			fprintf(stderr, "bench_region: %s: shared region: %s\n", mode_name[mode],
+			fprintf(stderr, "bench_region: %s: shared region: %s\n", mode_name(mode),
 				err);
 			pthread_barrier_destroy(&sh->bar);
 			return -1;
@@ -408,7 +412,7 @@ static int run_side(struct shared *sh, int P, int kernel, int mode, uint64_t *km
 		if (!WIFEXITED(st) || WEXITSTATUS(st) || !sh->r[i].ok) {
 			ok = 0;
 			fprintf(stderr, "bench_region: %s worker %d failed: %s\n",
-				kernel ? "kernel" : mode_name[mode], i, sh->r[i].err);
+				kernel ? "kernel" : mode_name(mode), i, sh->r[i].err);
 		}
 	}
 	if (shared_reg) {
@@ -418,7 +422,7 @@ static int run_side(struct shared *sh, int P, int kernel, int mode, uint64_t *km
 		if (st.store.pages_stored) {
 			ok = 0;
 			fprintf(stderr, "bench_region: %s: shared store not empty after release "
-				"(%llu pages)\n", mode_name[mode],
+				"(%llu pages)\n", mode_name(mode),
 				(unsigned long long)st.store.pages_stored);
 		}
 		zs_region_destroy(shared_reg);
@@ -675,14 +679,14 @@ int main(int argc, char **argv)
 				  r.rand_p50 / flproc, r.rand_us_page * 1e3 / flproc, flproc / 1e3);
 		for (int m = 0; m < NMODES; m++) {
 			char name[64];
-			snprintf(name, sizeof(name), "release ms (%s)", mode_name[m]);
+			snprintf(name, sizeof(name), "release ms (%s)", mode_name(m));
 			ROW(name, rg[m].release_ms, k.release_ms, 0);
 		}
 		bench_say("deferred: caller-side release %.2f ms, then flush %.2f ms; deferred-later: "
 			  "%.2f ms, then flush %.2f ms\n", rg[3].release_ms, rg[3].flush_ms,
 			  rg[4].release_ms, rg[4].flush_ms);
 		if (rg[3].release_ms > 0 && rg[4].release_ms > 0)
-			bench_say("speedup vs pool lock (seed 000): class-index %.2fx, class-unlocked "
+			bench_say("speedup vs pool lock (seed 000): class %.2fx, class-unlocked "
 				  "%.2fx\ncaller-side release vs synchronous class-unlocked (seed 001): "
 				  "deferred %.2fx, deferred-later %.2fx\n",
 				  rg[0].release_ms / rg[1].release_ms, rg[0].release_ms / rg[2].release_ms,
@@ -737,7 +741,7 @@ int main(int argc, char **argv)
 		JS("floor_processes_us", flproc / 1e3);
 		for (int m = 0; m < NMODES; m++) {
 			char nm[64];
-			snprintf(nm, sizeof(nm), "region_release_ms_%s", mode_name[m]);
+			snprintf(nm, sizeof(nm), "region_release_ms_%s", mode_name(m));
 			JS(nm, rg[m].release_ms);
 		}
 		JS("region_deferred_flush_ms", rg[3].flush_ms);
