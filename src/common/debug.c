@@ -43,6 +43,11 @@ static _Thread_local int nheld;
 static const char *rank_name(int rank)
 {
 	switch (rank) {
+	case ZS_LOCK_ZRAM_STRIPE: return "zram group stripe mutex";
+	case ZS_LOCK_ZRAM_WB_RUN: return "zram writeback run mutex";
+	case ZS_LOCK_ZRAM_STREAM: return "zram stream";
+	case ZS_LOCK_ZRAM_SLOT: return "zram slot lock";
+	case ZS_LOCK_ZRAM_WB_LOCK: return "zram writeback lock";
 	case ZS_LOCK_ZS_DEFERRED_INIT: return "zsmalloc deferred-init lock";
 	case ZS_LOCK_ZS_DEFERRED_WAKE: return "zsmalloc deferred wake lock";
 	case ZS_LOCK_ZS_COMPACT: return "zsmalloc compaction flag";
@@ -65,15 +70,21 @@ static int nests_by_address(int rank)
 	return rank == ZS_LOCK_ZS_HANDLE_SHARD;
 }
 
+/* Where the order a rank belongs to is written down. */
+static const char *order_home(int rank)
+{
+	return rank < ZS_LOCK_ZS_DEFERRED_INIT ? "src/zram/zram.c" : "src/zsmalloc/zsmalloc.c";
+}
+
 __attribute__((noreturn, cold)) static void order_fail(const char *what, const void *lock, int rank,
 						       const char *file, int line,
 						       const struct held *h)
 {
 	fprintf(stderr,
 		"libzs: %s:%d: lock order violated: %s %s (rank %d, %p) while holding %s (rank %d, "
-		"%p) taken at %s:%d; see \"Lock order\" in src/zsmalloc/zsmalloc.c\n",
+		"%p) taken at %s:%d; see \"Lock order\" in %s\n",
 		file, line, what, rank_name(rank), rank, lock, rank_name(h->rank), h->rank, h->lock,
-		h->file, h->line);
+		h->file, h->line, order_home(rank));
 	fflush(stderr);
 	abort();
 }
@@ -125,12 +136,17 @@ void zs_lockdep_assert_none(int min_rank, const char *file, int line, const char
 			continue;
 		fprintf(stderr,
 			"libzs: %s:%d: %s: lock order violated: called holding %s (rank %d, %p) "
-			"taken at %s:%d; see \"Lock order\" in src/zsmalloc/zsmalloc.c\n",
+			"taken at %s:%d; see \"Lock order\" in %s\n",
 			file, line, func, rank_name(held[i].rank), held[i].rank, held[i].lock,
-			held[i].file, held[i].line);
+			held[i].file, held[i].line, order_home(held[i].rank));
 		fflush(stderr);
 		abort();
 	}
+}
+
+int zs_lockdep_depth(void)
+{
+	return nheld;
 }
 
 int zs_lockdep_holds(const void *lock)

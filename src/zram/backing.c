@@ -216,7 +216,7 @@ uint64_t zram_wb_block_alloc(struct zram_wb *wb)
 {
 	uint64_t r = UINT64_MAX, words = (wb->nblocks + 63) / 64;
 
-	wb_lock(&wb->lock, ZL_WB_LOCK);
+	zs_mutex_lock_ranked(&wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
 	for (uint64_t k = 0; k < words; k++) {
 		uint64_t w = (wb->hint + k) % words, free_bits = ~wb->bitmap[w];
 
@@ -231,7 +231,7 @@ uint64_t zram_wb_block_alloc(struct zram_wb *wb)
 			break;
 		}
 	}
-	wb_unlock(&wb->lock, ZL_WB_LOCK);
+	zs_mutex_unlock_ranked(&wb->lock);
 	return r;
 }
 
@@ -243,9 +243,9 @@ void zram_wb_block_free(struct zs_zram *z, uint64_t blk)
 	if (wb->punch)
 		(void)fallocate(wb->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 				(off_t)(blk * z->page_size), (off_t)z->page_size);
-	wb_lock(&wb->lock, ZL_WB_LOCK);
+	zs_mutex_lock_ranked(&wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
 	wb->bitmap[blk / 64] &= ~(1ull << (blk % 64));
-	wb_unlock(&wb->lock, ZL_WB_LOCK);
+	zs_mutex_unlock_ranked(&wb->lock);
 }
 
 /* ---- file I/O with failure injection ---- */
@@ -339,10 +339,10 @@ int zram_wb_set_limit(struct zs_zram *z, int enable, uint64_t pages)
 {
 	if (!z->wb || (enable != 0 && enable != 1))
 		return -EINVAL;
-	wb_lock(&z->wb->lock, ZL_WB_LOCK);
+	zs_mutex_lock_ranked(&z->wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
 	z->wb->limit_enable = enable;
 	z->wb->limit = pages;
-	wb_unlock(&z->wb->lock, ZL_WB_LOCK);
+	zs_mutex_unlock_ranked(&z->wb->lock);
 	return 0;
 }
 
@@ -350,12 +350,12 @@ int zram_wb_get_limit(struct zs_zram *z, int *enable, uint64_t *pages)
 {
 	if (!z->wb)
 		return -EINVAL;
-	wb_lock(&z->wb->lock, ZL_WB_LOCK);
+	zs_mutex_lock_ranked(&z->wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
 	if (enable)
 		*enable = z->wb->limit_enable;
 	if (pages)
 		*pages = z->wb->limit;
-	wb_unlock(&z->wb->lock, ZL_WB_LOCK);
+	zs_mutex_unlock_ranked(&z->wb->lock);
 	return 0;
 }
 
@@ -364,22 +364,22 @@ int zram_wb_limit_take(struct zram_wb *wb)
 {
 	int ok = 1;
 
-	wb_lock(&wb->lock, ZL_WB_LOCK);
+	zs_mutex_lock_ranked(&wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
 	if (wb->limit_enable) {
 		if (wb->limit)
 			wb->limit--;
 		else
 			ok = 0;
 	}
-	wb_unlock(&wb->lock, ZL_WB_LOCK);
+	zs_mutex_unlock_ranked(&wb->lock);
 	return ok;
 }
 
 void zram_wb_limit_give_back(struct zram_wb *wb)
 {
-	wb_lock(&wb->lock, ZL_WB_LOCK);
+	zs_mutex_lock_ranked(&wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
 	if (wb->limit_enable)
 		wb->limit++;
-	wb_unlock(&wb->lock, ZL_WB_LOCK);
+	zs_mutex_unlock_ranked(&wb->lock);
 }
 

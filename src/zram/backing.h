@@ -29,18 +29,6 @@ struct zram_wb {
 	_Atomic uint64_t read_retries, read_errors, csum_errors;
 };
 
-/* wb->lock and wb->run with the lock-order checks (zram/internal.h). */
-static inline void wb_lock(pthread_mutex_t *m, enum zram_lock_level l)
-{
-	zram_lock_take(l);
-	pthread_mutex_lock(m);
-}
-
-static inline void wb_unlock(pthread_mutex_t *m, enum zram_lock_level l)
-{
-	pthread_mutex_unlock(m);
-	zram_lock_drop(l);
-}
 
 uint32_t zram_wb_csum(const void *p, size_t len);
 /* A free block, marked used, or UINT64_MAX if the file is full (takes wb->lock). */

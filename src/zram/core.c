@@ -428,10 +428,10 @@ int zram_core_free_notify(struct zs_zram *z, uint64_t index)
 	s = zram_stream_get(z);
 	cnt_add(s, C_NOTIFY_FREE, 1);
 	/* A trylock: the kernel's free notification never waits for a slot. */
-	zram_lock_take(ZL_SLOT);
+	zs_lock_take(sl, ZS_LOCK_ZRAM_SLOT);
 	f = atomic_fetch_or_explicit(&sl->flags, F_SLOCK, memory_order_acquire);
 	if (f & F_SLOCK) {
-		zram_lock_drop(ZL_SLOT);
+		zs_lock_drop(sl);
 		cnt_add(s, C_MISS_FREE, 1);
 		rc = -EBUSY;
 	} else {

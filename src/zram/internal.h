@@ -96,35 +96,14 @@ void zram_set_err(char *err, size_t err_len, const char *fmt, ...)
 
 /* ---- Lock-order checks (ZS_DEBUG; the order is written at the top of zram.c) ----
  *
- * Each zram lock has a level; a thread may take a lock only while every
- * zram lock it holds has a lower level, so nesting follows the order and
- * no lock nests in itself (never two slot locks, never two streams).
- * zram_lock_held is this thread's set of held levels (slot.c, one per
- * library); in a build without ZS_DEBUG these compile to nothing. */
-enum zram_lock_level {
-	ZL_STRIPE = 1, /* group.c: a group's stripe mutex */
-	ZL_WB_RUN,     /* backing.h: wb->run, one writeback at a time */
-	ZL_STREAM,     /* stream.c: a stream's busy flag */
-	ZL_SLOT,       /* a slot's F_SLOCK bit */
-	ZL_WB_LOCK,    /* backing.h: wb->lock (bitmap, limit), a leaf */
-};
-extern _Thread_local unsigned zram_lock_held;
-
-static inline void zram_lock_take(enum zram_lock_level l)
-{
-	if (ZS_DEBUG_ON) {
-		zs_assert_internal(!(zram_lock_held & ~((1u << l) - 1)));
-		zram_lock_held |= 1u << l;
-	}
-}
-
-static inline void zram_lock_drop(enum zram_lock_level l)
-{
-	if (ZS_DEBUG_ON) {
-		zs_assert_internal(zram_lock_held & (1u << l));
-		zram_lock_held &= ~(1u << l);
-	}
-}
+ * zram's locks are ranks 100-199 of the library's one lock-order check
+ * (ZS_LOCK_ZRAM_*, common/debug.h): a thread may take one only while every
+ * lock it holds has a lower rank, so nesting follows the order and no lock
+ * nests in itself (never two slot locks, never two streams).  A stream is
+ * checked before the wait that picks it, so it is tracked by one token for
+ * all streams (zram_stream_lockid); the others by their own address.  In a
+ * build without ZS_DEBUG these compile to nothing. */
+extern const char zram_stream_lockid;
 
 static inline void count_invalid(struct zs_zram *z)
 {
@@ -145,7 +124,7 @@ struct stream *zram_stream_get(struct zs_zram *z);
 
 static inline void stream_put(struct stream *s)
 {
-	zram_lock_drop(ZL_STREAM);
+	zs_lock_drop(&zram_stream_lockid);
 	atomic_store_explicit(&s->busy, 0, memory_order_release);
 }
 
@@ -165,7 +144,7 @@ static inline uint32_t slot_lock(struct slot *sl)
 {
 	uint32_t f;
 
-	zram_lock_take(ZL_SLOT);
+	zs_lock_take(sl, ZS_LOCK_ZRAM_SLOT);
 	f = atomic_fetch_or_explicit(&sl->flags, F_SLOCK, memory_order_acquire);
 	return zs_likely(!(f & F_SLOCK)) ? f : zram_slot_lock_slow(sl);
 }
@@ -187,7 +166,7 @@ static inline void slot_unlock(struct slot *sl, uint32_t f)
 {
 	zs_assert_internal(slot_is_locked(sl));
 	zs_assert_internal(slot_flags_sane(f));
-	zram_lock_drop(ZL_SLOT);
+	zs_lock_drop(sl);
 	atomic_store_explicit(&sl->flags, f & ~F_SLOCK, memory_order_release);
 }
 

@@ -1,15 +1,11 @@
 /*
  * The slot lock's slow path: the fast path (one fetch_or) is inline in
  * zram/internal.h; contention spins, then yields.  Its own file so the lock
- * is read in one place, apart from the write/read paths that take it.  Also
- * the one definition of the thread's held zram lock levels, which the
- * ZS_DEBUG lock-order checks (zram/internal.h) keep.
+ * is read in one place, apart from the write/read paths that take it.
  */
 #include <sched.h>
 
 #include "zram/internal.h"
-
-_Thread_local unsigned zram_lock_held;
 
 uint32_t zram_slot_lock_slow(struct slot *sl)
 {

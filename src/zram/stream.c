@@ -12,6 +12,7 @@
 
 #include "zram/internal.h"
 
+const char zram_stream_lockid;   /* every stream's identity for the lock-order check */
 static _Thread_local unsigned stream_hint;
 static _Thread_local int stream_hint_set;
 
@@ -20,7 +21,7 @@ struct stream *zram_stream_get(struct zs_zram *z)
 	unsigned n = z->nstreams, start, i;
 
 	/* Checked before the wait: a stream taken out of order would wait forever. */
-	zram_lock_take(ZL_STREAM);
+	zs_lock_take(&zram_stream_lockid, ZS_LOCK_ZRAM_STREAM);
 	if (zs_unlikely(!stream_hint_set)) {
 		stream_hint = zs_thread_index();
 		stream_hint_set = 1;

@@ -58,19 +58,20 @@
  * Lock order: every lock the store takes, top down.  A thread takes them
  * in this order and never takes one while holding a lower one (or another
  * of the same kind); ZS_DEBUG builds check it at every acquisition
- * (zram_lock_take in zram/internal.h, levels ZL_*):
- *   1. ZL_STRIPE: a group stripe mutex (group.c; a grouped store's slot
+ * (ranks ZS_LOCK_ZRAM_* of the library's one lock-order check,
+ * common/debug.h; zram/internal.h says how each lock is tracked):
+ *   1. ZRAM_STRIPE: a group stripe mutex (group.c; a grouped store's slot
  *      calls: every core call of a read-modify-write runs under it, one
  *      stripe at a time);
- *   2. ZL_WB_RUN: wb->run (backing.h: one writeback walk at a time);
- *   3. ZL_STREAM: a stream (stream.c: a busy flag, spun/yielded for; one at
+ *   2. ZRAM_WB_RUN: wb->run (backing.h: one writeback walk at a time);
+ *   3. ZRAM_STREAM: a stream (stream.c: a busy flag, spun/yielded for; one at
  *      a time, held across slot locks by write, read, discard, free_notify,
  *      reset, writeback and recompress; also taken under a stripe lock to
  *      count a read the group answered from its marks);
- *   4. ZL_SLOT: one slot lock (the F_SLOCK bit; never two at once: every
+ *   4. ZRAM_SLOT: one slot lock (the F_SLOCK bit; never two at once: every
  *      walk of the table locks and unlocks slot by slot; free_notify only
  *      tries it);
- *   5. ZL_WB_LOCK: wb->lock (backing.h: block bitmap, hint, writeback
+ *   5. ZRAM_WB_LOCK: wb->lock (backing.h: block bitmap, hint, writeback
  *      limit), a leaf taken under a slot lock (block alloc/free, limit) or
  *      alone (the limit's get/set); nothing is taken under it.
  *   Not tracked here, taken underneath and never around a zram lock: the
