@@ -17,6 +17,7 @@
 #include <string.h>
 #include "common/config.h"
 #include "backend_internal.h"
+#include "common/err.h"
 #include "zs/pages.h"
 
 /* The library's own kinds first, then what zs_backend_register added. */
@@ -319,6 +320,27 @@ struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
 		return NULL;
 	}
 	return &p->pub;
+}
+
+struct zs_backend *zs_backend_create_for_store(const struct zs_backend_config *cfg,
+					       size_t page_size, int *rc, char *err,
+					       size_t err_len)
+{
+	struct zs_backend_config bc = *cfg;
+	if (!bc.kind)
+		bc.kind = "zsmalloc";
+	bc.page_size = page_size;
+	errno = 0;
+	struct zs_backend *b = zs_backend_create(&bc);
+	if (b)
+		return b;
+	*rc = errno ? -errno : -EINVAL;
+	zs_set_err(err, err_len, "backend %s: %s", bc.kind,
+		   *rc == -EINVAL ? "unknown kind, or a pool option out of range "
+				    "(include/zs/zsmalloc.h, backend.h)"
+		   : *rc == -ENOTSUP ? "not built into this library"
+		   : *rc == -ENOMEM ? "out of memory" : "could not be created");
+	return NULL;
 }
 
 void zs_backend_destroy(struct zs_backend *b)

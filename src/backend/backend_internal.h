@@ -24,6 +24,15 @@ extern const struct zs_backend_ops zs_be_zblock_ops;
 #define ZS_BACKEND_MAX_EXTRA 4
 int zs_backend_register(const struct zs_backend_ops *ops);
 
+/*
+ * A store's backend (zram, zswap): cfg's kind (zsmalloc when unset) at the
+ * store's page size, which is the one knob of the two (zs/backend.h).  NULL
+ * on failure, with *rc = -errno and err saying why, naming the kind.
+ */
+struct zs_backend *zs_backend_create_for_store(const struct zs_backend_config *cfg,
+					       size_t page_size, int *rc, char *err,
+					       size_t err_len);
+
 /* Largest object every kind accepts: one pool page, as zs_malloc. */
 static inline int zs_be_bad_size(const struct zs_backend *b, size_t size)
 {

@@ -10,6 +10,8 @@
 #define ZS_SRC_COMMON_HINTS_H
 
 #include <sched.h>
+#include <stdatomic.h>
+#include <stddef.h>
 
 #define zs_likely(x) __builtin_expect(!!(x), 1)
 #define zs_unlikely(x) __builtin_expect(!!(x), 0)
@@ -53,6 +55,34 @@ static inline unsigned zs_thread_index(void)
 	if (zs_unlikely(v == 0))
 		v = zs_thread_index_assign();
 	return v - 1;
+}
+
+/*
+ * Take one of n busy flags laid out `stride` bytes apart from `first` (a
+ * table of compression streams): the first free one from this thread's
+ * *hint (a per-layer thread-local, 0 until the thread first asks: its
+ * thread number then), spinning over the table and yielding while all are
+ * busy.  Returns its index; the hint follows a thread that had to move on,
+ * so it tends to find its own again.  Release with an atomic store of 0.
+ */
+static inline unsigned zs_busy_take(_Atomic int *first, size_t stride, unsigned n, unsigned *hint)
+{
+	if (zs_unlikely(*hint == 0))
+		*hint = zs_thread_index() + 1;
+	unsigned start = (*hint - 1) % n;
+	for (;;) {
+		for (unsigned i = 0; i < n; i++) {
+			unsigned k = (start + i) % n;
+			_Atomic int *b = (_Atomic int *)(void *)((char *)first + (size_t)k * stride);
+			if (!atomic_load_explicit(b, memory_order_relaxed) &&
+			    !atomic_exchange_explicit(b, 1, memory_order_acquire)) {
+				if (i)
+					*hint = k + 1;
+				return k;
+			}
+		}
+		sched_yield();
+	}
 }
 
 #endif

@@ -88,15 +88,10 @@
  * read lock: its writer backs off (src/zsmalloc/lock.h).
  */
 #include "common/config.h"
+#include "common/err.h"
 #include "internal.h"
 
 static void live_add(struct zs_region *r);
-
-static void set_err(char *err, size_t len, const char *fmt, const char *a)
-{
-	if (err && len)
-		snprintf(err, len, fmt, a);
-}
 
 void zs_region_config_init(struct zs_region_config *cfg)
 {
@@ -128,7 +123,7 @@ static int open_uffd(char *err, size_t err_len)
 	if (fd >= 0)
 		return fd;
 	if (e == ENOSYS) {
-		set_err(err, err_len, "userfaultfd: not built into this kernel (%s)", strerror(e));
+		zs_set_err(err, err_len, "userfaultfd: not built into this kernel (%s)", strerror(e));
 		return -ENOSYS;
 	}
 	int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
@@ -141,7 +136,7 @@ static int open_uffd(char *err, size_t err_len)
 	} else {
 		e = errno;
 	}
-	set_err(err, err_len, perm_msg, strerror(e));
+	zs_set_err(err, err_len, perm_msg, strerror(e));
 	return -EPERM;
 }
 
@@ -151,7 +146,7 @@ static int uffd_features(int fd, uint64_t *have, char *err, size_t err_len)
 	struct uffdio_api api = { .api = UFFD_API, .features = 0 };
 
 	if (ioctl(fd, UFFDIO_API, &api)) {
-		set_err(err, err_len, "UFFDIO_API failed: %s", strerror(errno));
+		zs_set_err(err, err_len, "UFFDIO_API failed: %s", strerror(errno));
 		return -EOPNOTSUPP;
 	}
 	*have = api.features;
@@ -170,7 +165,7 @@ int zs_region_available(char *err, size_t err_len)
 	if (rc)
 		return 0;
 	if (!(have & UFFD_FEATURE_PAGEFAULT_FLAG_WP)) {
-		set_err(err, err_len, "%s", "userfaultfd lacks write-protect for anonymous memory");
+		zs_set_err(err, err_len, "%s", "userfaultfd lacks write-protect for anonymous memory");
 		return 0;
 	}
 	return 1;
@@ -457,7 +452,7 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 	if (!cfg || !out || !cfg->size || cfg->handler_threads > 64 ||
 	    cfg->fault_around > MAX_AROUND ||
 	    (cfg->store.page_size && cfg->store.page_size != (size_t)sys_page)) {
-		set_err(err, err_len, "%s", "zs_region: bad config (size 0, handler_threads > 64, "
+		zs_set_err(err, err_len, "%s", "zs_region: bad config (size 0, handler_threads > 64, "
 				"fault_around > 256 or store page size != system page size)");
 		return -EINVAL;
 	}
@@ -500,7 +495,7 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 		if (rc)
 			goto fail;
 		if (!(have & UFFD_FEATURE_PAGEFAULT_FLAG_WP)) {
-			set_err(err, err_len, "%s",
+			zs_set_err(err, err_len, "%s",
 				"userfaultfd: kernel lacks write-protect for anonymous memory (5.7+)");
 			rc = -EOPNOTSUPP;
 			goto fail;
@@ -509,7 +504,7 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 		uint64_t events = UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_REMOVE |
 				  UFFD_FEATURE_EVENT_UNMAP;
 		if ((have & events) != events) {
-			set_err(err, err_len, "%s", "userfaultfd: kernel lacks the remove/unmap/remap "
+			zs_set_err(err, err_len, "%s", "userfaultfd: kernel lacks the remove/unmap/remap "
 				"events (4.11+)");
 			rc = -EOPNOTSUPP;
 			goto fail;
@@ -520,7 +515,7 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 						     (have & UFFD_FEATURE_POISON) |
 						     (have & UFFD_FEATURE_MOVE) };
 		if (ioctl(r->uffd, UFFDIO_API, &en)) {
-			set_err(err, err_len, "UFFDIO_API (enable): %s", strerror(errno));
+			zs_set_err(err, err_len, "UFFDIO_API (enable): %s", strerror(errno));
 			rc = -EOPNOTSUPP;
 			goto fail;
 		}
@@ -540,7 +535,7 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 		rc = zs_zram_create_err(&zc, &r->store, why, sizeof(why));
 		if (rc) {
 			r->store = NULL;
-			set_err(err, err_len, "zs_region: store config rejected: %s",
+			zs_set_err(err, err_len, "zs_region: store config rejected: %s",
 				why[0] ? why : strerror(-rc));
 			goto fail;
 		}
@@ -574,11 +569,11 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 	};
 	if (ioctl(r->uffd, UFFDIO_REGISTER, &reg)) {
 		rc = -errno;
-		set_err(err, err_len, "UFFDIO_REGISTER: %s", strerror(errno));
+		zs_set_err(err, err_len, "UFFDIO_REGISTER: %s", strerror(errno));
 		goto fail;
 	}
 	if (!(reg.ioctls & (1ULL << _UFFDIO_COPY)) || !(reg.ioctls & (1ULL << _UFFDIO_WRITEPROTECT))) {
-		set_err(err, err_len, "%s", "userfaultfd: range lacks UFFDIO_COPY/WRITEPROTECT");
+		zs_set_err(err, err_len, "%s", "userfaultfd: range lacks UFFDIO_COPY/WRITEPROTECT");
 		rc = -EOPNOTSUPP;
 		goto fail;
 	}

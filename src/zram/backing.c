@@ -75,7 +75,7 @@ uint32_t zram_wb_csum(const void *p, size_t len)
 
 static int refuse(char *err, size_t err_len, int rc, const char *path, const char *why)
 {
-	zram_set_err(err, err_len, "backing file %s: %s", path, why);
+	zs_set_err(err, err_len, "backing file %s: %s", path, why);
 	return rc;
 }
 
@@ -133,14 +133,14 @@ int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg, char *er
 
 	if (cfg->writeback_batch_size > ZS_ZRAM_MAX_WB_BATCH ||
 	    (cfg->writeback_compressed != 0 && cfg->writeback_compressed != 1)) {
-		zram_set_err(err, err_len, "writeback_batch_size or writeback_compressed out of "
+		zs_set_err(err, err_len, "writeback_batch_size or writeback_compressed out of "
 			     "range");
 		return -EINVAL;
 	}
 	if (!cfg->backing_path) {
 		if (!cfg->writeback_batch_size && !cfg->writeback_compressed)
 			return 0;
-		zram_set_err(err, err_len, "writeback options given without a backing_path");
+		zs_set_err(err, err_len, "writeback options given without a backing_path");
 		return -EINVAL;
 	}
 	fd = backing_open(cfg->backing_path, &st, err, err_len);
@@ -178,7 +178,7 @@ int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg, char *er
 		}
 		free(wb);
 		close(fd);
-		zram_set_err(err, err_len, "no memory for the backing file's block table");
+		zs_set_err(err, err_len, "no memory for the backing file's block table");
 		return -ENOMEM;
 	}
 	wb->fd = fd;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "zram/internal.h"
+#include "backend/backend_internal.h"   /* zs_backend_create_for_store */
 
 /* ---- Slot free, memory accounting ---- */
 
@@ -95,7 +96,6 @@ static inline int can_store(struct zs_zram *z)
 int zram_core_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zram **out,
 		     char *err, size_t err_len)
 {
-	struct zs_backend_config bc;
 	struct zs_zram *z;
 	int rc;
 
@@ -132,21 +132,9 @@ int zram_core_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zram
 	if (!z->slots)
 		goto fail;
 
-	bc = cfg->backend;
-	if (!bc.kind)
-		bc.kind = "zsmalloc";
-	bc.page_size = ps; /* the store's page size is the one knob (zs/backend.h) */
-	errno = 0;
-	z->b = zs_backend_create(&bc);
-	if (!z->b) {
-		rc = errno ? -errno : -EINVAL;
-		zram_set_err(err, err_len, "backend %s: %s", bc.kind,
-			     rc == -EINVAL ? "unknown kind, or a pool option out of range "
-					     "(include/zs/zsmalloc.h, backend.h)"
-			     : rc == -ENOTSUP ? "not built into this library"
-			     : rc == -ENOMEM ? "out of memory" : "could not be created");
+	z->b = zs_backend_create_for_store(&cfg->backend, ps, &rc, err, err_len);
+	if (!z->b)
 		goto fail;
-	}
 	z->huge_size = zs_backend_huge_class_size(z->b);
 	if (!z->huge_size || z->huge_size > ps)
 		z->huge_size = ps;

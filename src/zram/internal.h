@@ -27,6 +27,7 @@
 #include "zs/compress.h"
 #include "zs/pages.h"
 #include "common/debug.h"
+#include "common/err.h"
 #include "common/hints.h"
 
 
@@ -89,10 +90,6 @@ struct zs_zram {
 	struct zram_group *grp;     /* group.c: this handle is the slot view of `inner` */
 	struct zs_zram *inner;      /* the group store (page = group); NULL when not grouped */
 };
-
-/* ---- params.c: create's reason for a failure, into err (err_len bytes; none if NULL) ---- */
-void zram_set_err(char *err, size_t err_len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* ---- Lock-order checks (ZS_DEBUG; the order is written at the top of zram.c) ----
  *

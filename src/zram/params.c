@@ -13,17 +13,6 @@
 
 #include "zram/internal.h"
 
-void zram_set_err(char *err, size_t err_len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !err_len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, err_len, fmt, ap);
-	va_end(ap);
-}
-
 /* Read a whole dictionary file (1..ZS_COMP_MAX_DICT bytes) into *buf. */
 static int read_dict_file(const char *path, void **buf, size_t *len)
 {

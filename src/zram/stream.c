@@ -14,32 +14,13 @@
 
 const char zram_stream_lockid;   /* every stream's identity for the lock-order check */
 static _Thread_local unsigned stream_hint;
-static _Thread_local int stream_hint_set;
 
 struct stream *zram_stream_get(struct zs_zram *z)
 {
-	unsigned n = z->nstreams, start, i;
-
 	/* Checked before the wait: a stream taken out of order would wait forever. */
 	zs_lock_take(&zram_stream_lockid, ZS_LOCK_ZRAM_STREAM);
-	if (zs_unlikely(!stream_hint_set)) {
-		stream_hint = zs_thread_index();
-		stream_hint_set = 1;
-	}
-	start = stream_hint % n;
-	for (;;) {
-		for (i = 0; i < n; i++) {
-			struct stream *s = &z->streams[(start + i) % n];
-
-			if (!atomic_load_explicit(&s->busy, memory_order_relaxed) &&
-			    !atomic_exchange_explicit(&s->busy, 1, memory_order_acquire)) {
-				if (i)
-					stream_hint = (start + i) % n;
-				return s;
-			}
-		}
-		sched_yield();
-	}
+	return &z->streams[zs_busy_take(&z->streams[0].busy, sizeof(z->streams[0]), z->nstreams,
+					 &stream_hint)];
 }
 
 int zram_streams_create(struct zs_zram *z, const struct zs_zram_config *cfg,

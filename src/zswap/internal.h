@@ -19,6 +19,7 @@
 
 #include "zs/compress.h"
 #include "common/debug.h"
+#include "common/err.h"
 #include "common/hints.h"
 
 
@@ -208,7 +209,5 @@ uint64_t zswap_pool_pages(struct zs_zswap *z);
 /* The kernel's zswap_check_limits: 1 when the store must be rejected (counts pool_limit_hit). */
 int zswap_pool_full(struct zs_zswap *z);
 void zswap_set_limits(struct zs_zswap *z, unsigned max_pct, unsigned acc_pct);
-void zswap_set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 #endif

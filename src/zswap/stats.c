@@ -12,17 +12,6 @@
 #include "zswap/internal.h"
 #include "common/sigblock.h"
 
-void zswap_set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* ---- Pool limit ---- */
 
 uint64_t zswap_pool_pages(struct zs_zswap *z)

@@ -14,30 +14,11 @@
 #include "zswap/internal.h"
 
 static _Thread_local unsigned hint;
-static _Thread_local int hint_set;
 
 struct zw_stream *zswap_stream_get(struct zs_zswap *z)
 {
-	unsigned n = z->nstreams, start;
-
-	if (zs_unlikely(!hint_set)) {
-		hint = zs_thread_index();
-		hint_set = 1;
-	}
-	start = hint % n;
-	for (;;) {
-		for (unsigned i = 0; i < n; i++) {
-			struct zw_stream *s = &z->streams[(start + i) % n];
-
-			if (!atomic_load_explicit(&s->busy, memory_order_relaxed) &&
-			    !atomic_exchange_explicit(&s->busy, 1, memory_order_acquire)) {
-				if (i)
-					hint = (start + i) % n;
-				return s;
-			}
-		}
-		sched_yield();
-	}
+	return &z->streams[zs_busy_take(&z->streams[0].busy, sizeof(z->streams[0]), z->nstreams,
+					 &hint)];
 }
 
 int zswap_streams_create(struct zs_zswap *z, const char *comp, int level)

@@ -54,7 +54,7 @@ struct zswap_worker {
 
 static int refuse(char *err, size_t errlen, int rc, const char *path, const char *why)
 {
-	zswap_set_err(err, errlen, "backing file %s: %s", path, why);
+	zs_set_err(err, errlen, "backing file %s: %s", path, why);
 	return rc;
 }
 
