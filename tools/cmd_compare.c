@@ -332,12 +332,13 @@ static void print_row(const char *wl, size_t ps, const char *kind, const struct 
 		const struct zs_waste *w = &r->waste[PH_COMPACT];
 		double lost = (double)(w->pool_bytes - w->live_bytes);
 		printf("  %-8s %2zuK %-8s waste after compaction %.2f MiB: rounding %.2f (%.0f%%), "
-		       "zspage tails %.2f (%.0f%%), free slots %.2f (%.0f%%), handles %.2f (%.0f%%), "
-		       "other %.2f\n",
+		       "zspage tails %.2f (%.0f%%), free slots %.2f (%.0f%%) in %zu zspages, "
+		       "handles %.2f (%.0f%%), other %.2f\n",
 		       wl, ps / 1024, kind, mib(w->pool_bytes - w->live_bytes), mib(w->rounding),
 		       lost > 0 ? 100.0 * (double)w->rounding / lost : 0.0, mib(w->tails),
 		       lost > 0 ? 100.0 * (double)w->tails / lost : 0.0, mib(w->free_slots),
-		       lost > 0 ? 100.0 * (double)w->free_slots / lost : 0.0, mib(w->handles),
+		       lost > 0 ? 100.0 * (double)w->free_slots / lost : 0.0, w->partial_zspages,
+		       mib(w->handles),
 		       lost > 0 ? 100.0 * (double)w->handles / lost : 0.0,
 		       (double)w->other / 1048576.0);
 	}
@@ -381,6 +382,7 @@ static void print_json(struct json *js, const char *wl, const struct workload *w
 			json_kuint(js, "handles", w->handles);
 			json_kint(js, "other", w->other);
 			json_obj_end(js);
+			json_kuint(js, "partial_zspages", w->partial_zspages);
 		}
 		json_obj_end(js);
 	}

@@ -23,6 +23,8 @@ void zs_waste_measure(struct zs_pool *pool, size_t live_bytes, struct zs_waste *
 		w->tails += zspages * ((size_t)st.pages_per_zspage * ps -
 				       (size_t)st.objs_per_zspage * st.size);
 		w->free_slots += (st.obj_allocated - st.obj_used) * (size_t)st.size;
+		for (int g = 0; g < ZS_NR_FULLNESS_GROUPS - 1; g++)
+			w->partial_zspages += st.fullness[g];
 		used_slots += st.obj_used * (size_t)st.size;
 		if (!ci.huge)
 			w->handles += st.obj_used * (size_t)ZS_HANDLE_SIZE;

@@ -17,6 +17,7 @@ struct zs_waste {
 	size_t free_slots;  /* unused slots in allocated zspages */
 	size_t handles;     /* ZS_HANDLE_SIZE in-object headers of live non-huge objects */
 	long long other;    /* pool_bytes - live - the four above: pages no class counts */
+	size_t partial_zspages; /* zspages with at least one free slot (they hold free_slots) */
 };
 
 /* Fill *w from the pool's class stats; live_bytes is the caller's payload total. */
