@@ -115,6 +115,19 @@ quoted_heap() {
 		python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["results"][0]["source"].endswith("he\"ap.bin")'
 }
 check "compare --json --heap 'he\"ap.bin' parses" quoted_heap
+# Issue 21 item 3: a zsmalloc row carries its waste by cause, and in JSON the causes add
+# up to mem_bytes - live_bytes (the test of the computation itself is test_pool_waste).
+expect_out 0 "^  mix +4K zsmalloc waste after compaction .*rounding .*zspage tails .*free slots .*handles .*other" compare "${mix[@]}" --class-shards auto --free-mode class
+waste_sums() {
+	"$zs" compare --json "${mix[@]}" 2>/dev/null | python3 -c '
+import json, sys
+for r in json.load(sys.stdin)["results"]:
+    for ph in ("fill", "churn", "compact"):
+        p = r[ph]; w = p["waste"]
+        assert sum(w.values()) == p["mem_bytes"] - p["live_bytes"], (ph, w)
+        assert abs(w["other"]) < r["page_size"], (ph, w)'
+}
+check "compare --json waste parts add up to mem_bytes - live_bytes" waste_sums
 # Issue 12: one checked number parser everywhere (each of these ran, or ran forever, before).
 expect 2 "bad value for --report: 'nan'" soak --report nan --seconds 0.3 --quiet
 expect 2 "bad value for --seconds: 'inf'" soak --seconds inf --quiet

@@ -37,6 +37,7 @@
 #include "cmds.h"
 #include "compare.h"
 #include "util.h"
+#include "waste.h"
 #include "opts.h"
 #include "zs/backend.h"
 #include "zs/pages.h"
@@ -127,6 +128,8 @@ struct result {
 	size_t objects[NR_PH], live[NR_PH], mem[NR_PH], rss[NR_PH], be_mem[NR_PH];
 	unsigned long pages[NR_PH];
 	int paged; /* ZS_BACKEND_CAP_PAGES: memory is pool pages, not the child's RSS */
+	int has_waste; /* a zsmalloc pool: waste[] splits mem - live by cause */
+	struct zs_waste waste[NR_PH];
 };
 
 static void measure(struct zs_backend *b, size_t rss0, size_t live, size_t nobj, struct result *res,
@@ -142,6 +145,10 @@ static void measure(struct zs_backend *b, size_t rss0, size_t live, size_t nobj,
 	res->mem[ph] = res->paged ? zs_backend_mem_bytes(b, &st) : res->rss[ph];
 	res->live[ph] = live;
 	res->objects[ph] = nobj;
+	struct zs_pool *zp = zs_backend_zspool(b);
+	res->has_waste = zp != NULL;
+	if (zp)
+		zs_waste_measure(zp, live, &res->waste[ph]);
 }
 
 static void run_backend(const char *kind, size_t ps, const struct workload *w, int rounds,
@@ -321,6 +328,20 @@ static void print_row(const char *wl, size_t ps, const char *kind, const struct 
 	       mib(r->mem[PH_CHURN]), util(r, PH_CHURN), mib(r->mem[PH_COMPACT]), util(r, PH_COMPACT),
 	       r->store_ops / 1e6, r->restore_ops / 1e6, r->load_ops / 1e6, r->free_ops / 1e6,
 	       r->errors);
+	if (r->has_waste) {
+		const struct zs_waste *w = &r->waste[PH_COMPACT];
+		double lost = (double)(w->pool_bytes - w->live_bytes);
+		printf("  %-8s %2zuK %-8s waste after compaction %.2f MiB: rounding %.2f (%.0f%%), "
+		       "zspage tails %.2f (%.0f%%), free slots %.2f (%.0f%%) in %zu zspages, "
+		       "handles %.2f (%.0f%%), other %.2f\n",
+		       wl, ps / 1024, kind, mib(w->pool_bytes - w->live_bytes), mib(w->rounding),
+		       lost > 0 ? 100.0 * (double)w->rounding / lost : 0.0, mib(w->tails),
+		       lost > 0 ? 100.0 * (double)w->tails / lost : 0.0, mib(w->free_slots),
+		       lost > 0 ? 100.0 * (double)w->free_slots / lost : 0.0, w->partial_zspages,
+		       mib(w->handles),
+		       lost > 0 ? 100.0 * (double)w->handles / lost : 0.0,
+		       (double)w->other / 1048576.0);
+	}
 }
 
 static void print_json(struct json *js, const char *wl, const struct workload *w, size_t ps,
@@ -351,6 +372,18 @@ static void print_json(struct json *js, const char *wl, const struct workload *w
 		json_kuint(js, "rss_delta", r->rss[ph]);
 		json_kuint(js, "backend_mem_bytes", r->be_mem[ph]);
 		json_kfixed(js, "util", util(r, ph) / 100.0, 4);
+		if (r->has_waste) {
+			/* mem_bytes - live_bytes, by cause; the five add up exactly */
+			const struct zs_waste *w = &r->waste[ph];
+			json_kobj(js, "waste");
+			json_kuint(js, "rounding", w->rounding);
+			json_kuint(js, "zspage_tails", w->tails);
+			json_kuint(js, "free_slots", w->free_slots);
+			json_kuint(js, "handles", w->handles);
+			json_kint(js, "other", w->other);
+			json_obj_end(js);
+			json_kuint(js, "partial_zspages", w->partial_zspages);
+		}
 		json_obj_end(js);
 	}
 	json_obj_end(js);
