@@ -305,6 +305,31 @@ static int op_store(struct zrec *r, uint32_t i)
 	return 0;
 }
 
+/* After a load or invalidate of swapped buffer page i: the counters now, and the
+ * operation's name for messages.  0, or -1 with r->why. */
+static int op_counters(struct zrec *r, uint32_t i, const char *verb, struct ctr *c, char *what,
+		       size_t len)
+{
+	if (counters(r, c))
+		return -1;
+	snprintf(what, len, "the %s of buffer page %u (offset %llu, %c)", verb, i,
+		 (unsigned long long)r->pg[i].off, r->flag[r->pg[i].src]);
+	return 0;
+}
+
+/* Its end: the counters checked against x, then its record (type rec, the page's swap
+ * offset) and the '=' after it, and the page in its new state.  0, or -1 with r->why. */
+static int op_record(struct zrec *r, uint32_t i, const struct ctr *c, const struct expect *x,
+		     const char *what, char rec, int to)
+{
+	if (check(r, c, x, what))
+		return -1;
+	fprintf(r->out, "%c %llu\n", rec, (unsigned long long)r->pg[i].off);
+	write_state_rec(r, c);
+	set_move(r, i, to);
+	return 0;
+}
+
 /* Touch swapped buffer page i with a write (a write fault frees the swap slot at once;
  * a read would leave the page in the swap cache): one 'l' record. */
 static int op_load(struct zrec *r, uint32_t i)
@@ -314,11 +339,9 @@ static int op_load(struct zrec *r, uint32_t i)
 	char f = r->flag[r->pg[i].src];
 	*(volatile unsigned char *)a = want[0]; /* a store, no load first: one write fault */
 	struct ctr c;
-	if (counters(r, &c))
-		return -1;
 	char what[96];
-	snprintf(what, sizeof(what), "the load of buffer page %u (offset %llu, %c)", i,
-		 (unsigned long long)r->pg[i].off, f);
+	if (op_counters(r, i, "load", &c, what, sizeof(what)))
+		return -1;
 	if (!PM_PRESENT(pagemap(r, a)) || memcmp(a, want, r->P)) {
 		snprintf(r->why, sizeof(r->why), "%s: the page came back %s", what,
 			 PM_PRESENT(pagemap(r, a)) ? "with other contents" : "not present");
@@ -332,11 +355,8 @@ static int op_load(struct zrec *r, uint32_t i)
 		x.d[C_INCOMP] = -(f == 'h');
 		x.d[V_ZSWPIN] = 1;
 	}
-	if (check(r, &c, &x, what))
+	if (op_record(r, i, &c, &x, what, 'l', ST_RES))
 		return -1;
-	fprintf(r->out, "l %llu\n", (unsigned long long)r->pg[i].off);
-	write_state_rec(r, &c);
-	set_move(r, i, ST_RES);
 	r->nload++;
 	return 0;
 }
@@ -351,21 +371,16 @@ static int op_inval(struct zrec *r, uint32_t i)
 		return -1;
 	}
 	struct ctr c;
-	if (counters(r, &c))
-		return -1;
 	char what[96];
-	snprintf(what, sizeof(what), "the invalidate of buffer page %u (offset %llu, %c)", i,
-		 (unsigned long long)r->pg[i].off, f);
+	if (op_counters(r, i, "invalidate", &c, what, sizeof(what)))
+		return -1;
 	struct expect x = { .pool_dir = -1 };
 	if (f != 'z') {
 		x.d[C_STORED] = -1;
 		x.d[C_INCOMP] = -(f == 'h');
 	}
-	if (check(r, &c, &x, what))
+	if (op_record(r, i, &c, &x, what, 'i', ST_EMPTY))
 		return -1;
-	fprintf(r->out, "i %llu\n", (unsigned long long)r->pg[i].off);
-	write_state_rec(r, &c);
-	set_move(r, i, ST_EMPTY);
 	r->ninval++;
 	return 0;
 }
