@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Owner: `zs record --zswap` (issue 19, tools/record_zswap.c), the ways out.
+# Owner: `zs record --zswap` (issue 19, tools/record_zswap.c; the restore is
+# tools/record_zswap_setup.c), the ways out.
 # Every way a recording can end must leave the kernel's settings as they
 # were: a setup error (swap file on tmpfs, swap file that exists), a run
 # spoilt by another process swapping (a rogue MADV_PAGEOUT loop, with
