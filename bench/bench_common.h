@@ -174,65 +174,6 @@ static inline void bench_json_end(struct bench_json *j)
 	json_done(&j->w);
 }
 
-/* ---- options every benchmark takes ---- */
-
-/*
- * A whole decimal number in lo..hi (no sign, no trailing text, no overflow),
- * or exit 2 with a message naming the option: a typo must not run a
- * different benchmark than the one asked for.
- */
-static inline unsigned long long bench_arg_u64(const char *bench, const char *opt, const char *s,
-					       unsigned long long lo, unsigned long long hi)
-{
-	uint64_t v = 0;
-	if (parse_u64(s, &v) || v < lo || v > hi) {
-		fprintf(stderr, "%s: %s: '%s' is not a whole number in %llu..%llu\n", bench, opt,
-			s ? s : "", lo, hi);
-		exit(2);
-	}
-	return v;
-}
-
-/* A comma list of whole numbers in lo..hi into out[max]; exit 2 on a bad item. Returns the count. */
-static inline int bench_arg_list(const char *bench, const char *opt, const char *s, int *out,
-				 int max, int lo, int hi)
-{
-	char item[32];
-	int n = 0;
-	while (*s) {
-		size_t len = strcspn(s, ",");
-		if (n == max || len == 0 || len >= sizeof(item)) {
-			fprintf(stderr, "%s: %s: '%s' is not a list of at most %d numbers in %d..%d\n",
-				bench, opt, s, max, lo, hi);
-			exit(2);
-		}
-		memcpy(item, s, len);
-		item[len] = 0;
-		out[n++] = (int)bench_arg_u64(bench, opt, item, (unsigned long long)lo,
-					      (unsigned long long)hi);
-		s += len + (s[len] == ',');
-	}
-	return n;
-}
-
-/*
- * --quick, --json and --rounds N: if argv[*i] is one of them, take it (and
- * its value) and return 1; the benchmark parses its own options otherwise.
- */
-static inline int bench_common_opt(int argc, char **argv, int *i, int *quick, int *rounds,
-				   struct bench_json *js)
-{
-	if (!strcmp(argv[*i], "--quick"))
-		*quick = 1;
-	else if (!strcmp(argv[*i], "--json"))
-		js->enabled = 1;
-	else if (!strcmp(argv[*i], "--rounds") && *i + 1 < argc)
-		*rounds = (int)bench_arg_u64(argv[0], "--rounds", argv[++*i], 1, 64);
-	else
-		return 0;
-	return 1;
-}
-
 /* ---- options: one table per benchmark, one parser for all of them ---- */
 
 /*
