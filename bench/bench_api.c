@@ -107,35 +107,25 @@ static int self_check(struct ctx *c)
 	return 0;
 }
 
+static const char *const variant_names[] = { "legacy", "new", "both", NULL };
+
 int main(int argc, char **argv)
 {
 	int quick = 0, rounds = 0, per_size = 16;
 	long iterations = -1;
-	const char *variant = "both";
+	int variant = 2; /* variant_names[]: both */
 	struct bench_json js = {0};
-	for (int i = 1; i < argc; i++) {
-		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
-			continue;
-		if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
-			iterations = (long)bench_arg_u64(argv[0], "--iterations", argv[++i], 0, 1ull << 40);
-		else if (!strcmp(argv[i], "--per-size") && i + 1 < argc)
-			per_size = (int)bench_arg_u64(argv[0], "--per-size", argv[++i], 1, 1 << 24);
-		else if (!strcmp(argv[i], "--variant") && i + 1 < argc)
-			variant = argv[++i];
-		else {
-			fprintf(stderr,
-				"usage: %s [--quick] [--json] [--rounds N] [--iterations N] "
-				"[--variant legacy|new|both] [--per-size N]\n",
-				argv[0]);
-			return 2;
-		}
-	}
-	int do_legacy = !strcmp(variant, "legacy") || !strcmp(variant, "both");
-	int do_new = !strcmp(variant, "new") || !strcmp(variant, "both");
-	if ((!do_legacy && !do_new) || per_size < 1) {
-		fprintf(stderr, "bad --variant or --per-size\n");
+	const struct bench_opt opts[] = {
+		BENCH_OPTS_COMMON(quick, rounds, js),
+		BENCH_OPT_U64("--iterations", iterations, 0, 1ull << 40, "N",
+			      "fixed work for callgrind: N passes, no timing"),
+		BENCH_OPT_CHOICE("--variant", variant, variant_names, "which API to time"),
+		BENCH_OPT_U64("--per-size", per_size, 1, 1 << 24, "N", "objects of each size"),
+		BENCH_OPT_END,
+	};
+	if (bench_parse(argc, argv, opts))
 		return 2;
-	}
+	int do_legacy = variant != 1, do_new = variant != 0;
 	bench_quiet = js.enabled;
 
 	struct ctx c = {0};
@@ -173,14 +163,15 @@ int main(int argc, char **argv)
 		if (do_new)
 			bench_api_loop_new(&c, iterations);
 		if (!js.enabled)
-			printf("bench_api: variant %s, %zu objects, %ld iterations done\n", variant, c.n,
+			printf("bench_api: variant %s, %zu objects, %ld iterations done\n",
+			       variant_names[variant], c.n,
 			       iterations);
 		else {
 			struct json w;
 			json_init(&w, stdout, 0);
 			json_obj(&w);
 			json_kstr(&w, "bench", "api");
-			json_kstr(&w, "variant", variant);
+			json_kstr(&w, "variant", variant_names[variant]);
 			json_kuint(&w, "objects", c.n);
 			json_kint(&w, "iterations", iterations);
 			json_obj_end(&w);

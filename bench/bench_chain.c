@@ -360,21 +360,15 @@ int main(int argc, char **argv)
 	size_t input_mib = 0;
 	const char *pattern = "/usr/lib/x86_64-linux-gnu/*.so*";
 	struct bench_json js = {0};
-	for (int i = 1; i < argc; i++) {
-		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
-			continue;
-		if (!strcmp(argv[i], "--input-mib") && i + 1 < argc)
-			input_mib = bench_arg_u64(argv[0], "--input-mib", argv[++i], 1, 1 << 20);
-		else if (!strcmp(argv[i], "--glob") && i + 1 < argc)
-			pattern = argv[++i];
-		else {
-			fprintf(stderr,
-				"usage: %s [--quick] [--json] [--rounds N] [--input-mib M] "
-				"[--glob PATTERN]\n",
-				argv[0]);
-			return 2;
-		}
-	}
+	const struct bench_opt opts[] = {
+		BENCH_OPTS_COMMON(quick, rounds, js),
+		BENCH_OPT_U64("--input-mib", input_mib, 1, 1 << 20, "M",
+			      "MiB of real pages; default 32 quick, else 256"),
+		BENCH_OPT_STR("--glob", pattern, "PATTERN", "the files to load the pages from"),
+		BENCH_OPT_END,
+	};
+	if (bench_parse(argc, argv, opts))
+		return 2;
 	rounds = bench_rounds(rounds, quick, 3, 7);
 	if (!input_mib)
 		input_mib = quick ? 32 : 256;

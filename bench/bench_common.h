@@ -174,63 +174,281 @@ static inline void bench_json_end(struct bench_json *j)
 	json_done(&j->w);
 }
 
-/* ---- options every benchmark takes ---- */
+/* ---- options: one table per benchmark, one parser for all of them ---- */
 
 /*
- * A whole decimal number in lo..hi (no sign, no trailing text, no overflow),
- * or exit 2 with a message naming the option: a typo must not run a
- * different benchmark than the one asked for.
+ * Each benchmark describes its options in a table (struct bench_opt, built
+ * with the BENCH_OPT_* macros, ended by BENCH_OPT_END) and hands it to
+ * bench_parse().  The usage text is printed from the same table, so it
+ * cannot disagree with what is accepted, and every value goes through the
+ * checked parsers of tools/parse.h: a typo must not run a different
+ * benchmark than the one asked for.  The spelling is the benches' own
+ * (`--opt VALUE`, no `--opt=VALUE`, no abbreviations), as before the table.
  */
-static inline unsigned long long bench_arg_u64(const char *bench, const char *opt, const char *s,
-					       unsigned long long lo, unsigned long long hi)
+enum bench_opt_kind {
+	BENCH_FLAG,      /* int: set to 1 */
+	BENCH_U64,       /* a whole number in lo..hi, into an integer of `size` bytes */
+	BENCH_LIST,      /* a comma list of at most `max` whole numbers in lo..hi, into int[]; *n: count */
+	BENCH_STR,       /* const char *: the text as given */
+	BENCH_CHOICE,    /* int: the index of the value in names[] */
+	BENCH_NAMESET,   /* unsigned: a comma list of names[] as a bit mask (bit i: names[i]) */
+	BENCH_FREE_MODE, /* enum zs_free_mode: the library's names (parse_free_mode) */
+	BENCH_ARGS,      /* char **: the non-option arguments, anywhere, at most `max`; *n: count */
+	BENCH_REST,      /* char **: the first non-option argument and everything after it */
+};
+
+struct bench_opt {
+	const char *name;         /* "--mib"; BENCH_ARGS/REST: the word in the usage ("PATH") */
+	enum bench_opt_kind kind;
+	void *dst;
+	size_t size;              /* BENCH_U64: the size of *dst (4 or 8) */
+	unsigned long long lo, hi;
+	int max;                  /* BENCH_LIST, BENCH_ARGS: the most items */
+	int *n;                   /* BENCH_LIST, BENCH_ARGS, BENCH_REST: items found */
+	const char *const *names; /* BENCH_CHOICE, BENCH_NAMESET: NULL-terminated */
+	const char *arg;          /* the value's name in the usage ("M", "1,2") */
+	const char *help;
+};
+
+/* The pointer casts check the variable's type: a wrong one is a compile error under -Werror. */
+#define BENCH_OPT_FLAG(nm, var, hlp) \
+	{ .name = nm, .kind = BENCH_FLAG, .dst = (int *){ &(var) }, .help = hlp }
+#define BENCH_OPT_U64(nm, var, l, h, a, hlp) \
+	{ .name = nm, .kind = BENCH_U64, .dst = &(var), .size = sizeof(var), .lo = l, .hi = h, \
+	  .arg = a, .help = hlp }
+#define BENCH_OPT_LIST(nm, arr, count, l, h, mx, a, hlp) \
+	{ .name = nm, .kind = BENCH_LIST, .dst = (int *){ arr }, .n = &(count), .lo = l, .hi = h, \
+	  .max = mx, .arg = a, .help = hlp }
+#define BENCH_OPT_STR(nm, var, a, hlp) \
+	{ .name = nm, .kind = BENCH_STR, .dst = (const char **){ &(var) }, .arg = a, .help = hlp }
+#define BENCH_OPT_CHOICE(nm, var, nms, hlp) \
+	{ .name = nm, .kind = BENCH_CHOICE, .dst = (int *){ &(var) }, .names = nms, .help = hlp }
+#define BENCH_OPT_NAMESET(nm, var, nms, hlp) \
+	{ .name = nm, .kind = BENCH_NAMESET, .dst = (unsigned *){ &(var) }, .names = nms, .help = hlp }
+#define BENCH_OPT_FREE_MODE(nm, var, hlp) \
+	{ .name = nm, .kind = BENCH_FREE_MODE, .dst = (enum zs_free_mode *){ &(var) }, .help = hlp }
+#define BENCH_OPT_ARGS(word, var, count, mx, hlp) \
+	{ .name = word, .kind = BENCH_ARGS, .dst = (char ***){ &(var) }, .n = &(count), .max = mx, \
+	  .help = hlp }
+#define BENCH_OPT_REST(word, var, count, hlp) \
+	{ .name = word, .kind = BENCH_REST, .dst = (char ***){ &(var) }, .n = &(count), .help = hlp }
+#define BENCH_OPT_END { .name = NULL }
+/* --quick, --json and --rounds N (1..64), which every benchmark takes. */
+#define BENCH_OPTS_COMMON(quick, rounds, js)                                                 \
+	BENCH_OPT_FLAG("--quick", quick, "the short run: fewer rounds, smaller inputs"),        \
+	BENCH_OPT_FLAG("--json", (js).enabled, "one JSON document on stdout, not the tables"),  \
+	BENCH_OPT_U64("--rounds", rounds, 1, 64, "N", "times to repeat each measurement")
+
+static inline int bench_is_arg_kind(enum bench_opt_kind k)
 {
-	uint64_t v = 0;
-	if (parse_u64(s, &v) || v < lo || v > hi) {
-		fprintf(stderr, "%s: %s: '%s' is not a whole number in %llu..%llu\n", bench, opt,
-			s ? s : "", lo, hi);
-		exit(2);
-	}
-	return v;
+	return k == BENCH_ARGS || k == BENCH_REST;
 }
 
-/* A comma list of whole numbers in lo..hi into out[max]; exit 2 on a bad item. Returns the count. */
-static inline int bench_arg_list(const char *bench, const char *opt, const char *s, int *out,
-				 int max, int lo, int hi)
+/* The value's name in the usage: the table's, or the names joined ('|': one of, ',': a list). */
+static inline const char *bench_opt_arg(const struct bench_opt *o, char *buf, size_t len)
 {
-	char item[32];
-	int n = 0;
-	while (*s) {
-		size_t len = strcspn(s, ",");
-		if (n == max || len == 0 || len >= sizeof(item)) {
-			fprintf(stderr, "%s: %s: '%s' is not a list of at most %d numbers in %d..%d\n",
-				bench, opt, s, max, lo, hi);
-			exit(2);
-		}
-		memcpy(item, s, len);
-		item[len] = 0;
-		out[n++] = (int)bench_arg_u64(bench, opt, item, (unsigned long long)lo,
-					      (unsigned long long)hi);
-		s += len + (s[len] == ',');
-	}
-	return n;
+	const char *const *names = o->kind == BENCH_FREE_MODE ? zs_free_mode_names() : o->names;
+	const char *sep = o->kind == BENCH_NAMESET ? "," : "|";
+	size_t n = 0;
+
+	if (!names)
+		return o->arg ? o->arg : "";
+	buf[0] = 0;
+	for (; *names && n < len; names++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? sep : "", *names);
+	return buf;
 }
 
-/*
- * --quick, --json and --rounds N: if argv[*i] is one of them, take it (and
- * its value) and return 1; the benchmark parses its own options otherwise.
- */
-static inline int bench_common_opt(int argc, char **argv, int *i, int *quick, int *rounds,
-				   struct bench_json *js)
+/* The accepted range, for the help lines ("" when the value's name says it all). */
+static inline const char *bench_opt_range(const struct bench_opt *o, char *buf, size_t len)
 {
-	if (!strcmp(argv[*i], "--quick"))
-		*quick = 1;
-	else if (!strcmp(argv[*i], "--json"))
-		js->enabled = 1;
-	else if (!strcmp(argv[*i], "--rounds") && *i + 1 < argc)
-		*rounds = (int)bench_arg_u64(argv[0], "--rounds", argv[++*i], 1, 64);
-	else
+	buf[0] = 0;
+	if (o->kind == BENCH_U64)
+		snprintf(buf, len, " (%llu..%llu)", o->lo, o->hi);
+	else if (o->kind == BENCH_LIST)
+		snprintf(buf, len, " (at most %d numbers, each %llu..%llu)", o->max, o->lo, o->hi);
+	else if (o->kind == BENCH_ARGS)
+		snprintf(buf, len, " (at most %d)", o->max);
+	else if (o->kind == BENCH_REST)
+		snprintf(buf, len, " (all after the first %s are %ss, options too)", o->name, o->name);
+	return buf;
+}
+
+#define BENCH_HELP_INDENT "                        " /* "  " and the 22 columns of the option */
+
+/* The usage line (wrapped), then one line per option with its help and range. */
+static inline void bench_usage(const char *prog, const struct bench_opt *opts)
+{
+	char arg[256], range[96], item[320];
+	size_t col = (size_t)fprintf(stderr, "usage: %s", prog);
+
+	for (const struct bench_opt *o = opts; o->name; o++) {
+		if (bench_is_arg_kind(o->kind))
+			snprintf(item, sizeof(item), " [%s...]", o->name);
+		else if (o->kind == BENCH_FLAG)
+			snprintf(item, sizeof(item), " [%s]", o->name);
+		else
+			snprintf(item, sizeof(item), " [%s %s]", o->name, bench_opt_arg(o, arg, sizeof(arg)));
+		if (col + strlen(item) > 80)
+			col = (size_t)fprintf(stderr, "\n      ");
+		col += (size_t)fprintf(stderr, "%s", item);
+	}
+	fprintf(stderr, "\n");
+	for (const struct bench_opt *o = opts; o->name; o++) {
+		if (bench_is_arg_kind(o->kind) || o->kind == BENCH_FLAG)
+			snprintf(item, sizeof(item), "%s", o->name);
+		else
+			snprintf(item, sizeof(item), "%s %s", o->name, bench_opt_arg(o, arg, sizeof(arg)));
+		/* a long option name gets its help on the next line, in the column */
+		fprintf(stderr, "  %-22s%s %s%s\n", item, strlen(item) > 22 ? "\n" BENCH_HELP_INDENT : "",
+			o->help ? o->help : "", bench_opt_range(o, range, sizeof(range)));
+	}
+}
+
+/* A whole number in lo..hi (parse_u64), or 2 after one message naming the option and the range. */
+static inline int bench_opt_u64(const char *prog, const char *opt, const char *s,
+				unsigned long long lo, unsigned long long hi, uint64_t *out)
+{
+	if (parse_u64(s, out) || *out < lo || *out > hi) {
+		fprintf(stderr, "%s: %s: '%s' is not a whole number in %llu..%llu\n", prog, opt, s, lo,
+			hi);
+		return 2;
+	}
+	return 0;
+}
+
+/* The index of s[0..len) in names, or -1. */
+static inline int bench_name_index(const char *const *names, const char *s, size_t len)
+{
+	for (int k = 0; names[k]; k++)
+		if (strlen(names[k]) == len && !strncmp(names[k], s, len))
+			return k;
+	return -1;
+}
+
+/* Store one option's value; 0, or 2 after one message naming the option and what it accepts. */
+static inline int bench_opt_value(const char *prog, const struct bench_opt *o, const char *s)
+{
+	uint64_t v;
+	int k;
+
+	switch (o->kind) {
+	case BENCH_U64:
+		if (bench_opt_u64(prog, o->name, s, o->lo, o->hi, &v))
+			return 2;
+		if (o->size == sizeof(uint32_t))
+			*(uint32_t *)o->dst = (uint32_t)v; /* the table's hi keeps v in the type */
+		else
+			*(uint64_t *)o->dst = v;
 		return 0;
-	return 1;
+	case BENCH_LIST: {
+		int *out = o->dst, count = 0;
+		char item[32];
+		while (*s) {
+			size_t len = strcspn(s, ",");
+			if (count == o->max || len == 0 || len >= sizeof(item)) {
+				fprintf(stderr, "%s: %s: '%s' is not a list of at most %d numbers in %llu..%llu\n",
+					prog, o->name, s, o->max, o->lo, o->hi);
+				return 2;
+			}
+			memcpy(item, s, len);
+			item[len] = 0;
+			if (bench_opt_u64(prog, o->name, item, o->lo, o->hi, &v))
+				return 2;
+			out[count++] = (int)v;
+			s += len + (s[len] == ',');
+		}
+		*o->n = count;
+		return 0;
+	}
+	case BENCH_STR:
+		*(const char **)o->dst = s;
+		return 0;
+	case BENCH_CHOICE:
+		if ((k = bench_name_index(o->names, s, strlen(s))) < 0)
+			break;
+		*(int *)o->dst = k;
+		return 0;
+	case BENCH_NAMESET: {
+		unsigned mask = 0;
+		size_t len;
+		k = 0;
+		for (const char *t = s; *t && k >= 0; t += len + (t[len] == ',')) {
+			len = strcspn(t, ",");
+			if (len && (k = bench_name_index(o->names, t, len)) >= 0)
+				mask |= 1u << k;
+		}
+		if (k < 0)
+			break;
+		*(unsigned *)o->dst = mask;
+		return 0;
+	}
+	case BENCH_FREE_MODE:
+		if (parse_free_mode(s, o->dst))
+			break;
+		return 0;
+	default:
+		abort(); /* flags and arguments take no value */
+	}
+	fprintf(stderr, "%s: %s: '%s' is not %s: %s\n", prog, o->name, s,
+		o->kind == BENCH_NAMESET ? "a list of" : "one of",
+		names_list(o->kind == BENCH_FREE_MODE ? zs_free_mode_names() : o->names));
+	return 2;
+}
+
+/*
+ * Parse argv against the table.  0, or 2 after a message: an unknown option
+ * or one without its value (with the usage), a bad value (one line naming
+ * the option and what it accepts), and --help or -h (the usage alone).
+ */
+static inline int bench_parse(int argc, char **argv, const struct bench_opt *opts)
+{
+	const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	const struct bench_opt *args = NULL, *o;
+	int nargs = 0;
+
+	for (o = opts; o->name; o++) {
+		if (bench_is_arg_kind(o->kind))
+			args = o;
+		if (o->kind == BENCH_U64 && o->size != 8 && (o->size != 4 || o->hi > UINT32_MAX))
+			abort(); /* the table's mistake: a value that does not fit its variable */
+	}
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] != '-' && args) {
+			if (args->kind == BENCH_REST) {
+				*(char ***)args->dst = argv + i;
+				*args->n = argc - i;
+				return 0;
+			}
+			if (nargs == args->max) {
+				fprintf(stderr, "%s: at most %d %s arguments ('%s')\n", prog, args->max,
+					args->name, argv[i]);
+				return 2;
+			}
+			argv[1 + nargs++] = argv[i]; /* slots before i are consumed: gather them at the front */
+			continue;
+		}
+		for (o = opts; o->name && (bench_is_arg_kind(o->kind) || strcmp(o->name, argv[i])); o++)
+			;
+		if (!o->name || (o->kind != BENCH_FLAG && i + 1 >= argc)) {
+			if (o->name)
+				fprintf(stderr, "%s: %s needs a value\n", prog, o->name);
+			else if (strcmp(argv[i], "--help") && strcmp(argv[i], "-h"))
+				fprintf(stderr, "%s: unknown %s '%s'\n", prog,
+					argv[i][0] == '-' ? "option" : "argument", argv[i]);
+			bench_usage(prog, opts);
+			return 2;
+		}
+		if (o->kind == BENCH_FLAG)
+			*(int *)o->dst = 1;
+		else if (bench_opt_value(prog, o, argv[++i]))
+			return 2;
+	}
+	if (nargs) {
+		*(char ***)args->dst = argv + 1;
+		*args->n = nargs;
+	}
+	return 0;
 }
 
 /* The rounds to run: --rounds if given, else the quick or full default; at most 64. */

@@ -112,40 +112,22 @@ static struct result run_once(int var, int cached, enum zs_free_mode mode, size_
 	return r;
 }
 
-/* The one --free-mode parser (tools/parse.c): the library's names. */
-static enum zs_free_mode parse_mode(const char *s)
-{
-	enum zs_free_mode m;
-	if (parse_free_mode(s, &m)) {
-		fprintf(stderr, "bench_deferred: --free-mode: '%s' is not one of: %s\n", s,
-			names_list(zs_free_mode_names()));
-		exit(2);
-	}
-	return m;
-}
-
 int main(int argc, char **argv)
 {
 	int quick = 0, rounds = 0;
 	size_t mib = 0;
-	const char *mode_s = "pool";
+	enum zs_free_mode mode = ZS_FREE_POOL_LOCK;
 	struct bench_json js = {0};
-	for (int i = 1; i < argc; i++) {
-		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
-			continue;
-		if (!strcmp(argv[i], "--mib") && i + 1 < argc)
-			mib = bench_arg_u64(argv[0], "--mib", argv[++i], 1, 1 << 20);
-		else if (!strcmp(argv[i], "--free-mode") && i + 1 < argc)
-			mode_s = argv[++i];
-		else {
-			fprintf(stderr,
-				"usage: %s [--quick] [--json] [--rounds N] [--mib M] "
-				"[--free-mode pool|class|class-unlocked]\n",
-				argv[0]);
-			return 2;
-		}
-	}
-	enum zs_free_mode mode = parse_mode(mode_s);
+	const struct bench_opt opts[] = {
+		BENCH_OPTS_COMMON(quick, rounds, js),
+		BENCH_OPT_U64("--mib", mib, 1, 1 << 20, "M",
+			      "MiB of objects to release; default 32 quick, else 128"),
+		BENCH_OPT_FREE_MODE("--free-mode", mode, "the pool's lock mode for zs_free"),
+		BENCH_OPT_END,
+	};
+	if (bench_parse(argc, argv, opts))
+		return 2;
+	const char *mode_s = zs_free_mode_name(mode);
 	rounds = bench_rounds(rounds, quick, 3, 9);
 	if (!mib)
 		mib = quick ? 32 : 128;

@@ -89,9 +89,23 @@ static const char *mode_name(int mode)
 struct zs_pageset corpus;
 size_t npages;        /* per process */
 const char *comp = "lz4";
-static unsigned fault_around = 32, handlers = 1, spin_us = 50;
-static int handlers_set;       /* --handlers given (threads mode: else one per worker) */
+static unsigned fault_around = 32, spin_us = 50;
+static unsigned handlers;      /* --handlers; 0: not given (region_handlers) */
 static long page_cache = -1;   /* pool's freed-page cache; -1: the region's size */
+static int use_threads;   /* --threads: P threads of one process instead of P processes */
+
+/*
+ * Fault handlers of a region: --handlers when given; otherwise 1 for each
+ * process's own region, and one per worker for the threads' shared region
+ * (the processes mode has P regions with one handler each, so P in all).
+ */
+static unsigned region_handlers(int P)
+{
+	if (handlers)
+		return handlers;
+	return use_threads ? (unsigned)P : 1;
+}
+
 /*
  * --threads, region side: the one region of P x M MiB the P threads share,
  * each owning the slice [i * M MiB, (i + 1) * M MiB).  One store, one pool,
@@ -266,7 +280,7 @@ static void region_child(struct shared *sh, int i, int mode)
 
 	if (reg)
 		b = (unsigned char *)zs_region_addr(reg) + (size_t)i * bytes;
-	else if (region_make(npages, mode, handlers, &reg, r->err, sizeof(r->err)) == 0)
+	else if (region_make(npages, mode, region_handlers(1), &reg, r->err, sizeof(r->err)) == 0)
 		b = zs_region_addr(reg);
 	/* Every child must reach every barrier, even on error. */
 	if (b)
@@ -332,20 +346,6 @@ static void *worker_thread(void *p)
 	else
 		region_child(a->sh, a->i, a->mode);
 	return NULL;
-}
-
-static int use_threads;   /* --threads: P threads of one process instead of P processes */
-
-/*
- * Fault handlers of a region: --handlers when given; otherwise 1 for each
- * process's own region, and one per worker for the threads' shared region
- * (the processes mode has P regions with one handler each, so P in all).
- */
-static unsigned region_handlers(int P)
-{
-	if (handlers_set || !use_threads)
-		return handlers;
-	return (unsigned)P;
 }
 
 /*
@@ -503,34 +503,25 @@ int main(int argc, char **argv)
 	size_t mib = 64;
 	int procs[MAXP] = { 1, 2 }, nprocs = 2;
 
-	for (int i = 1; i < argc; i++) {
-		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
-			continue;
-		if (!strcmp(argv[i], "--mib") && i + 1 < argc)
-			mib = bench_arg_u64(argv[0], "--mib", argv[++i], 1, 1 << 20);
-		else if (!strcmp(argv[i], "--comp") && i + 1 < argc)
-			comp = argv[++i];
-		else if (!strcmp(argv[i], "--fault-around") && i + 1 < argc)
-			fault_around = (unsigned)bench_arg_u64(argv[0], "--fault-around", argv[++i], 0, 1 << 20);
-		else if (!strcmp(argv[i], "--handlers") && i + 1 < argc)
-			handlers = (unsigned)bench_arg_u64(argv[0], "--handlers", argv[++i], 1, 64), handlers_set = 1;
-		else if (!strcmp(argv[i], "--spin") && i + 1 < argc)
-			spin_us = (unsigned)bench_arg_u64(argv[0], "--spin", argv[++i], 0, 10000000);
-		else if (!strcmp(argv[i], "--page-cache") && i + 1 < argc)
-			page_cache = (long)bench_arg_u64(argv[0], "--page-cache", argv[++i], 0, 1ull << 40);
-		else if (!strcmp(argv[i], "--no-kernel"))
-			nokernel = 1;
-		else if (!strcmp(argv[i], "--threads"))
-			use_threads = 1;
-		else if (!strcmp(argv[i], "--procs") && i + 1 < argc) {
-			nprocs = bench_arg_list(argv[0], "--procs", argv[++i], procs, MAXP, 1, MAXP);
-		} else {
-			fprintf(stderr, "usage: bench_region [--quick] [--json] [--mib M] "
-				"[--procs 1,2] [--comp lz4] [--fault-around N] [--handlers N] "
-				"[--spin US] [--page-cache PAGES] [--threads] [--no-kernel]\n");
-			return 2;
-		}
-	}
+	const struct bench_opt opts[] = {
+		BENCH_OPTS_COMMON(quick, rounds, js),
+		BENCH_OPT_U64("--mib", mib, 1, 1 << 20, "M", "MiB per region; default 64, 16 with --quick"),
+		BENCH_OPT_LIST("--procs", procs, nprocs, 1, MAXP, MAXP, "1,2",
+			       "the process (or thread) counts P"),
+		BENCH_OPT_STR("--comp", comp, "lz4", "the store's compressor"),
+		BENCH_OPT_U64("--fault-around", fault_around, 0, 1 << 20, "N",
+			      "pages filled per fault"),
+		BENCH_OPT_U64("--handlers", handlers, 1, 64, "N",
+			      "fault handlers per region; default 1 per process, P for --threads"),
+		BENCH_OPT_U64("--spin", spin_us, 0, 10000000, "US", "handler spin before poll; 0: poll only"),
+		BENCH_OPT_U64("--page-cache", page_cache, 0, 1ull << 40, "PAGES",
+			      "pool's freed-page cache; default the region size, 0: none"),
+		BENCH_OPT_FLAG("--threads", use_threads, "P threads of one process, not P processes"),
+		BENCH_OPT_FLAG("--no-kernel", nokernel, "skip the kernel zram rows"),
+		BENCH_OPT_END,
+	};
+	if (bench_parse(argc, argv, opts))
+		return 2;
 	if (quick && mib == 64)
 		mib = 16;
 	for (int i = 0; i < nprocs; i++)

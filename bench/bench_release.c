@@ -152,7 +152,7 @@ static double run_once(enum zs_free_mode mode, int cached, int T, size_t bytes_p
 /* ---- --idle: RSS over time after a free-all ------------------------------ */
 
 enum { SH_POOL, SH_POOLS8, SH_STORE, SH_REGION, NSHAPES };
-static const char *shape_key[NSHAPES] = {"pool", "pools8", "store", "region"};
+static const char *const shape_key[NSHAPES + 1] = {"pool", "pools8", "store", "region", NULL};
 static const char *shape_name[NSHAPES] = {"pool", "8 pools", "store", "region"};
 #define NKINDS 4
 static const char *kind_key[NKINDS] = {"zsmalloc", "malloc", "jemalloc", "mimalloc"};
@@ -466,37 +466,17 @@ int main(int argc, char **argv)
 	unsigned shapes = (1u << NSHAPES) - 1;
 	size_t mib = 0;
 	struct bench_json js = {0};
-	for (int i = 1; i < argc; i++) {
-		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
-			continue;
-		if (!strcmp(argv[i], "--mib") && i + 1 < argc)
-			mib = bench_arg_u64(argv[0], "--mib", argv[++i], 1, 1 << 20);
-		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-			nt = bench_arg_list(argv[0], "--threads", argv[++i], threads, MAXT, 1, MAXT);
-		else if (!strcmp(argv[i], "--idle"))
-			idle = 1;
-		else if (!strcmp(argv[i], "--rows") && i + 1 < argc) {
-			shapes = 0;
-			for (char *t = strtok(argv[++i], ","); t; t = strtok(NULL, ",")) {
-				int s = 0;
-				while (s < NSHAPES && strcmp(t, shape_key[s]))
-					s++;
-				if (s == NSHAPES) {
-					fprintf(stderr, "%s: --rows: '%s' is not pool, pools8, store or region\n",
-						argv[0], t);
-					return 2;
-				}
-				shapes |= 1u << s;
-			}
-		} else {
-			fprintf(stderr,
-				"usage: %s [--quick] [--json] [--rounds N] [--mib M per thread] "
-				"[--threads 1,2,4]\n"
-				"       %s --idle [--quick] [--json] [--mib M] [--rows pool,pools8,store,region]\n",
-				argv[0], argv[0]);
-			return 2;
-		}
-	}
+	const struct bench_opt opts[] = {
+		BENCH_OPTS_COMMON(quick, rounds, js),
+		BENCH_OPT_U64("--mib", mib, 1, 1 << 20, "M",
+			      "MiB per thread, default 16 quick, else 64; --idle: the pool's, 32 or 160"),
+		BENCH_OPT_LIST("--threads", threads, nt, 1, MAXT, MAXT, "1,2,4", "thread counts"),
+		BENCH_OPT_FLAG("--idle", idle, "RSS over time after a free-all instead (takes --mib, --rows)"),
+		BENCH_OPT_NAMESET("--rows", shapes, shape_key, "--idle: the stores to measure"),
+		BENCH_OPT_END,
+	};
+	if (bench_parse(argc, argv, opts))
+		return 2;
 	if (idle) {
 		bench_quiet = js.enabled;
 		return idle_main(quick, mib ? mib : quick ? 32 : 160, shapes, &js);

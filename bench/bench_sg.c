@@ -107,7 +107,7 @@ static NOINLINE void loop_sg_dec(struct ctx *c, size_t ps)
 	c->sink = s;
 }
 
-static const char *const modes[] = { "copy", "sg", "copy+dec", "sg+dec" };
+static const char *const modes[] = { "copy", "sg", "copy+dec", "sg+dec", NULL };
 
 static void run_mode(struct ctx *c, int m, size_t ps)
 {
@@ -126,40 +126,29 @@ int main(int argc, char **argv)
 	size_t mib = 0;
 	const char *comps[4] = { "lz4", "zstd", NULL, NULL };
 	int ncomp = 2;
-	char *paths[16];
-	int npaths = 0;
+	const char *comp = NULL;
+	char *def_paths[] = { "/usr/lib/x86_64-linux-gnu" }, **paths = def_paths;
+	int npaths = 1;
 
-	for (int i = 1; i < argc; i++) {
-		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
-			continue;
-		if (!strcmp(argv[i], "--input-mib") && i + 1 < argc)
-			mib = bench_arg_u64(argv[0], "--input-mib", argv[++i], 1, 1 << 20);
-		else if (!strcmp(argv[i], "--comp") && i + 1 < argc) {
-			comps[0] = argv[++i];
-			ncomp = 1;
-		} else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
-			i++;
-			for (int m = 0; m < 4; m++)
-				if (!strcmp(argv[i], modes[m]))
-					only = m;
-			if (only < 0) {
-				fprintf(stderr, "bench_sg: unknown mode %s\n", argv[i]);
-				return 2;
-			}
-		} else if (argv[i][0] != '-' && npaths < 16)
-			paths[npaths++] = argv[i];
-		else {
-			fprintf(stderr, "usage: bench_sg [--quick] [--json] [--rounds N] [--input-mib M] "
-					"[--comp NAME] [--only MODE] [PATH...]\n");
-			return 2;
-		}
+	const struct bench_opt opts[] = {
+		BENCH_OPTS_COMMON(quick, rounds, js),
+		BENCH_OPT_U64("--input-mib", mib, 1, 1 << 20, "M", "MiB of pages; default 8 quick, else 64"),
+		BENCH_OPT_STR("--comp", comp, "NAME", "one compressor; default lz4 and zstd"),
+		BENCH_OPT_CHOICE("--only", only, modes, "time one read mode; default all"),
+		BENCH_OPT_ARGS("PATH", paths, npaths, 16, "files or directories to load; default "
+			       "/usr/lib/x86_64-linux-gnu"),
+		BENCH_OPT_END,
+	};
+	if (bench_parse(argc, argv, opts))
+		return 2;
+	if (comp) {
+		comps[0] = comp;
+		ncomp = 1;
 	}
 	bench_quiet = js.enabled;
 	rounds = bench_rounds(rounds, quick, 3, 9);
 	if (!mib)
 		mib = quick ? 8 : 64;
-	if (!npaths)
-		paths[npaths++] = "/usr/lib/x86_64-linux-gnu";
 
 	const size_t ps = 4096;
 	struct zs_pageset pset;

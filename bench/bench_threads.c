@@ -458,54 +458,41 @@ static int kind_available(const char *kind)
 	return 0;
 }
 
+static const char *const workload_names[] = { "churn", "zram", "both", NULL };
+
 int main(int argc, char **argv)
 {
-	int quick = 0, rounds = 0, nthr = 0, thr[MAXT], workloads = 3;
+	int quick = 0, rounds = 0, nthr = 0, thr[MAXT], workload = 2; /* workload_names[]: both */
 	struct bench_json js = { 0 };
 	const char *rows_arg = NULL;
 	unsigned n = 0, r = 0, slots = 0, ops = 0;
 	char *def_paths[] = { "/usr/lib" }, **paths = def_paths;
 	int npaths = 1;
 
-	for (int i = 1; i < argc; i++) {
-		if (bench_common_opt(argc, argv, &i, &quick, &rounds, &js))
-			continue;
-		if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-			nthr = bench_arg_list(argv[0], "--threads", argv[++i], thr, MAXT, 1, MAXT);
-		else if (!strcmp(argv[i], "--workload") && i + 1 < argc) {
-			i++;
-			workloads = !strcmp(argv[i], "churn") ? 1 : !strcmp(argv[i], "zram") ? 2
-				    : !strcmp(argv[i], "both") ? 3 : 0;
-			if (!workloads) {
-				fprintf(stderr, "bench_threads: --workload: '%s' is not one of: churn, "
-						"zram, both\n", argv[i]);
-				return 2;
-			}
-		} else if (!strcmp(argv[i], "--rows") && i + 1 < argc)
-			rows_arg = argv[++i];
-		else if (!strcmp(argv[i], "--n") && i + 1 < argc)
-			n = (unsigned)bench_arg_u64(argv[0], "--n", argv[++i], 1, 1u << 30);
-		else if (!strcmp(argv[i], "--r") && i + 1 < argc)
-			r = (unsigned)bench_arg_u64(argv[0], "--r", argv[++i], 1, 1u << 20);
-		else if (!strcmp(argv[i], "--slots") && i + 1 < argc)
-			slots = (unsigned)bench_arg_u64(argv[0], "--slots", argv[++i], 1, 1u << 30);
-		else if (!strcmp(argv[i], "--ops") && i + 1 < argc)
-			ops = (unsigned)bench_arg_u64(argv[0], "--ops", argv[++i], 1, 1u << 31);
-		else if (argv[i][0] == '-') {
-			fprintf(stderr,
-				"usage: bench_threads [--quick] [--json] [--rounds N] [--threads 1,2,..]\n"
-				"       [--workload churn|zram|both] [--rows a,b,..] [--n N] [--r R]\n"
-				"       [--slots S] [--ops M] [PATH...]\nrows:");
-			for (int k = 0; k < NALL; k++)
-				fprintf(stderr, " %s", all_rows[k].name);
-			fprintf(stderr, "\n");
-			return 2;
-		} else {
-			paths = argv + i;
-			npaths = argc - i;
-			break;
-		}
-	}
+	char rows_help[1024];
+	size_t len = (size_t)snprintf(rows_help, sizeof(rows_help), "rows to run, of:");
+	for (int k = 0; k < NALL && len < sizeof(rows_help); k++)
+		len += (size_t)snprintf(rows_help + len, sizeof(rows_help) - len, " %s", all_rows[k].name);
+	const struct bench_opt opts[] = {
+		BENCH_OPTS_COMMON(quick, rounds, js),
+		BENCH_OPT_LIST("--threads", thr, nthr, 1, MAXT, MAXT, "1,2,..",
+			       "thread counts; default 1, 2, 4, .. up to nproc"),
+		BENCH_OPT_CHOICE("--workload", workload, workload_names, "the workloads to run"),
+		BENCH_OPT_STR("--rows", rows_arg, "a,b,..", rows_help),
+		BENCH_OPT_U64("--n", n, 1, 1u << 30, "N",
+			      "churn: objects a round; default 5000 quick, else 20000"),
+		BENCH_OPT_U64("--r", r, 1, 1u << 20, "R",
+			      "churn: rounds a thread; default 5 quick, else 20"),
+		BENCH_OPT_U64("--slots", slots, 1, 1u << 30, "S",
+			      "zram: slots a thread; default 4096 quick, else 16384"),
+		BENCH_OPT_U64("--ops", ops, 1, 1u << 31, "M",
+			      "zram: ops a thread; default 100000 quick, else 400000"),
+		BENCH_OPT_REST("PATH", paths, npaths, "the zram workload's pages; default /usr/lib"),
+		BENCH_OPT_END,
+	};
+	if (bench_parse(argc, argv, opts))
+		return 2;
+	int workloads = workload + 1; /* bit 0: churn, bit 1: zram */
 	bench_quiet = js.enabled;
 	rounds = bench_rounds(rounds, quick, 1, 3);
 	if (!n)

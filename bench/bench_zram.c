@@ -132,10 +132,11 @@ static double mbps(uint64_t bytes, double s)
 int main(int argc, char **argv)
 {
 	char comp_arg[128] = "", *comps[8];
+	const char *comp_s = NULL;
 	int threads[MAXT], nthr = 0;
 	const char *backend = "zsmalloc";
 	char *def_paths[] = { "/usr/bin" }, **paths = def_paths;
-	int npaths = 1, reps = 0, kernel = 1, ncomp = 0, quick = 0;
+	int npaths = 1, reps = 0, nokernel = 0, ncomp = 0, quick = 0;
 	uint64_t max_mb = 0;
 	struct zs_pageset ps;
 	unsigned char *out;
@@ -143,35 +144,25 @@ int main(int argc, char **argv)
 	struct bench_json js = { 0 };
 	unsigned shards = 0; /* --class-shards: 0 = the kernel's one copy per class */
 
-	for (int i = 1; i < argc; i++) {
-		if (bench_common_opt(argc, argv, &i, &quick, &reps, &js))
-			continue;
-		if (!strcmp(argv[i], "--max") && i + 1 < argc)
-			max_mb = bench_arg_u64("bench_zram", "--max", argv[++i], 1, 1 << 20);
-		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-			reps = (int)bench_arg_u64("bench_zram", "--reps", argv[++i], 1, 64);
-		else if (!strcmp(argv[i], "--comp") && i + 1 < argc)
-			snprintf(comp_arg, sizeof(comp_arg), "%s", argv[++i]);
-		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-			nthr = bench_arg_list("bench_zram", "--threads", argv[++i], threads, 8, 1, MAXT);
-		else if (!strcmp(argv[i], "--backend") && i + 1 < argc)
-			backend = argv[++i];
-		else if (!strcmp(argv[i], "--no-kernel"))
-			kernel = 0;
-		else if (!strcmp(argv[i], "--class-shards") && i + 1 < argc)
-			shards = (unsigned)bench_arg_u64("bench_zram", "--class-shards", argv[++i], 0,
-							 ZS_MAX_CLASS_SHARDS);
-		else if (argv[i][0] == '-') {
-			fprintf(stderr, "usage: bench_zram [--quick] [--json] [--max MB] [--reps N] "
-					"[--comp a,b] [--threads 1,2] [--backend KIND] [--no-kernel] "
-					"[--class-shards N] [PATH...]\n");
-			return 2;
-		} else {
-			paths = argv + i;
-			npaths = argc - i;
-			break;
-		}
-	}
+	const struct bench_opt opts[] = {
+		BENCH_OPTS_COMMON(quick, reps, js),
+		BENCH_OPT_U64("--max", max_mb, 1, 1 << 20, "MB",
+			      "MiB of pages to load; default 8 quick, else 64"),
+		BENCH_OPT_U64("--reps", reps, 1, 64, "N", "the same as --rounds"),
+		BENCH_OPT_STR("--comp", comp_s, "a,b", "compressors; default lz4 quick, else lz4,zstd"),
+		BENCH_OPT_LIST("--threads", threads, nthr, 1, MAXT, 8, "1,2",
+			       "thread counts; default 1 quick, else 1,2"),
+		BENCH_OPT_STR("--backend", backend, "KIND", "the store's backend"),
+		BENCH_OPT_FLAG("--no-kernel", nokernel, "skip the kernel zram side"),
+		BENCH_OPT_U64("--class-shards", shards, 0, ZS_MAX_CLASS_SHARDS, "N",
+			      "copies of each size class; 0: one, as the kernel"),
+		BENCH_OPT_REST("PATH", paths, npaths, "files or directories to load; default /usr/bin"),
+		BENCH_OPT_END,
+	};
+	if (bench_parse(argc, argv, opts))
+		return 2;
+	if (comp_s)
+		snprintf(comp_arg, sizeof(comp_arg), "%s", comp_s);
 	if (!comp_arg[0])
 		snprintf(comp_arg, sizeof(comp_arg), "%s", quick ? "lz4" : "lz4,zstd");
 	for (char *tok = strtok(comp_arg, ","); tok && ncomp < 8; tok = strtok(NULL, ","))
@@ -215,7 +206,7 @@ int main(int argc, char **argv)
 
 	for (int ci = 0; ci < ncomp; ci++) {
 		/* Kernel runs interleave with the store's single-thread reps: same noise for both. */
-		int kern_ok = kernel && zs_kzram_available();
+		int kern_ok = !nokernel && zs_kzram_available();
 		struct zs_kzram_result kr;
 		char kmsg[200] = "", kname[32];
 
@@ -334,7 +325,7 @@ int main(int argc, char **argv)
 					json_kuint(w, "mismatches", kr.mismatches);
 					json_obj_end(w);
 				} else {
-					json_kstr(w, "kernel_note", !kernel ? "--no-kernel"
+					json_kstr(w, "kernel_note", nokernel ? "--no-kernel"
 								: kmsg[0] ? kmsg
 								: "kernel zram unavailable (needs root and /sys/class/zram-control)");
 				}
