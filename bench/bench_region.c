@@ -500,7 +500,7 @@ int main(int argc, char **argv)
 {
 	int quick = 0, rounds = 0, nokernel = 0;
 	struct bench_json js = { 0 };
-	size_t mib = 64;
+	size_t mib = 0;   /* 0: not given (the range is 1..) */
 	int procs[MAXP] = { 1, 2 }, nprocs = 2;
 
 	const struct bench_opt opts[] = {
@@ -522,8 +522,8 @@ int main(int argc, char **argv)
 	};
 	if (bench_parse(argc, argv, opts))
 		return 2;
-	if (quick && mib == 64)
-		mib = 16;
+	if (!mib)
+		mib = quick ? 16 : 64;   /* an explicit --mib 64 stays 64 with --quick */
 	for (int i = 0; i < nprocs; i++)
 		if (procs[i] < 1 || procs[i] > MAXP) {
 			fprintf(stderr, "bench_region: --procs values must be 1..%d\n", MAXP);

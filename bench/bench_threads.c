@@ -516,6 +516,19 @@ int main(int argc, char **argv)
 			return 2;
 		}
 
+	/* every name in --rows must be a row: a typo would otherwise just run fewer rows */
+	for (const char *r = rows_arg; r && *r;) {
+		size_t n = strcspn(r, ",");
+		int known = 0;
+		for (int k = 0; k < NALL && !known; k++)
+			known = strlen(all_rows[k].name) == n && !strncmp(all_rows[k].name, r, n);
+		if (!known) {
+			fprintf(stderr, "bench_threads: --rows: \"%.*s\" is not a row (%s)\n", (int)n, r,
+				rows_help + strlen("rows to run, of: "));
+			return 2;
+		}
+		r += n + (r[n] == ',');
+	}
 	const struct row *rows[MAXROWS];
 	int nrows = 0;
 	for (int k = 0; k < NALL && nrows < MAXROWS; k++) {
