@@ -17,6 +17,7 @@ int cmd_report(int argc, char **argv);
 int cmd_region(int argc, char **argv);
 int cmd_soak(int argc, char **argv);
 int cmd_dict(int argc, char **argv);
+int cmd_pages(int argc, char **argv);
 int cmd_zswap(int argc, char **argv);
 
 struct zs_pageset;

@@ -22,6 +22,7 @@ static const struct {
 	{ "compare", cmd_compare, "compare zsmalloc, zblock and malloc baselines on one workload" },
 	{ "report", cmd_report, "run the seed experiments and write a report with plots" },
 	{ "dict", cmd_dict, "train a zstd/lz4 dictionary on 4 KiB samples of your files (dict train)" },
+	{ "pages", cmd_pages, "write the pages the tools load from your files (the report's input)" },
 	{ "soak", cmd_soak, "threads on one pool and one zram store for a time: nothing lost, RSS drift" },
 	{ "region", cmd_region, "compressed memory through userfaultfd: pageout, touch, release" },
 };

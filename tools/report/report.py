@@ -165,7 +165,7 @@ def step_corpus(rep, ctx):
     pages, kinds = [], []
     if a.data:
         limit = (12 if a.quick else 256) << 20
-        pages = _load_pages(a.data, limit)
+        pages = _load_pages(ctx["zs"], ctx["tmp"], a.data, limit)
         kinds = ["data"] * len(pages)
         if not pages:
             raise Unavailable(f"no readable pages in {' '.join(a.data)}")
@@ -236,32 +236,17 @@ def step_corpus(rep, ctx):
     return f"{len(pages)} pages"
 
 
-def _load_pages(paths, limit):
-    pages, total = [], 0
-
-    def add(fn):
-        nonlocal total
-        try:
-            with open(fn, "rb") as f:
-                while total < limit:
-                    b = f.read(4096)
-                    if not b:
-                        break
-                    pages.append(b.ljust(4096, b"\0"))
-                    total += 4096
-        except OSError:
-            pass
-    for p in paths:
-        if os.path.isdir(p):
-            for root, dirs, files in os.walk(p):
-                dirs.sort()
-                for fn in sorted(files):
-                    full = os.path.join(root, fn)
-                    if os.path.isfile(full) and not os.path.islink(full):
-                        add(full)
-        else:
-            add(p)
-    return pages
+def _load_pages(zs, tmp, paths, limit):
+    """The pages of paths, by the tools' one page loader (`zs pages`, zs_pageset_load)."""
+    out = os.path.join(tmp, "data-pages.bin")
+    p = subprocess.run([zs, "pages", "-o", out, "--max", str(limit), *paths],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise Unavailable(f"zs pages: {p.stderr.strip()}")
+    with open(out, "rb") as f:
+        data = f.read()
+    os.unlink(out)
+    return [data[i:i + 4096] for i in range(0, len(data), 4096)]
 
 
 def step_classes(rep, ctx):
