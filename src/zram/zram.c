@@ -41,19 +41,17 @@
  *     |     (all four) -> core.c
  *   core.c        the core store: slot table, write/read/free, create/destroy
  *     |-> backing.c     the backing file: blocks, F_WB read/free hooks, limit
- *   stream.c, slot.c, params.c   leaves (stream pool, slot lock slow path and
- *                                the lock-order state, config parameters and
- *                                create's error text)
+ *   stream.c, slot.c, params.c   leaves (stream pool, slot lock slow path,
+ *                                config parameters)
  *
  *   The graph as nm shows it (file -> the zram files whose symbols it uses):
- *   zram.c       -> group stats writeback recompress core backing params
- *   group.c      -> core stream params
+ *   zram.c       -> group stats writeback recompress core backing
+ *   group.c      -> core stream
  *   stats.c      -> core backing
  *   writeback.c  -> core backing stream slot
  *   recompress.c -> core stream slot
  *   core.c       -> backing stream slot params
- *   backing.c    -> params
- *   stream.c, slot.c, params.c -> none
+ *   backing.c, stream.c, slot.c, params.c -> none
  *
  * Lock order: every lock the store takes, top down.  A thread takes them
  * in this order and never takes one while holding a lower one (or another
