@@ -138,9 +138,11 @@ static int attempt_reset(struct zrec *r, const struct settings *s)
 	}
 	struct ctr c;
 	if (read_counters(&c) || c.v[C_STORED] || c.v[C_POOL]) {
-		fprintf(stderr, "zs record: zswap still holds %lld pages after swapoff of our swap file "
-				"(another swap device is in use): cannot start again from an empty pool\n",
-			(long long)c.v[C_STORED]);
+		/* another swap device, or a process paging out again the moment our swap was back */
+		snprintf(r->why, sizeof(r->why), "zswap still holds %lld pages after swapoff and "
+			 "swapon of our swap file: cannot start again from an empty pool",
+			 (long long)c.v[C_STORED]);
+		fprintf(stderr, "zs record: %s\n", r->why);
 		return -1;
 	}
 	if (fflush(r->out) || ftruncate(fileno(r->out), 0) || fseek(r->out, 0, SEEK_SET)) {
@@ -161,8 +163,12 @@ static int record_attempts(struct zrec *r, struct settings *saved)
 			break;
 		fprintf(stderr, "zs record: attempt %d of %llu: %s; starting over\n", attempt,
 			(unsigned long long)r->o->attempts, r->why);
-		if (attempt_reset(r, saved))
+		if (attempt_reset(r, saved)) {
+			/* the trace still holds the failed attempt's records: say where it ends */
+			fprintf(r->out, "# ended early: %s\n",
+				r->why[0] ? r->why : "could not start a new attempt");
 			return -1;
+		}
 		r->attempts = attempt + 1;
 	}
 	if (res == -2)
