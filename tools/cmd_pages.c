@@ -15,6 +15,7 @@
 #include "cmds.h"
 #include "opts.h"
 #include "zs/harness.h"
+#include "zs/pages.h"
 
 static void usage(FILE *f)
 {
@@ -34,7 +35,7 @@ int cmd_pages(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint64_t max = 256ull << 20, page = 4096;
+	uint64_t max = 256ull << 20, page = ZS_PAGE_SIZE_DEFAULT;
 	const char *out = NULL;
 	int opt;
 	optind = 1;
@@ -47,9 +48,10 @@ int cmd_pages(int argc, char **argv)
 				return 2;
 			break;
 		case O_PAGE:
-			if (opt_u64("pages", "--page-size", optarg, 4096, 65536, &page))
+			if (opt_u64("pages", "--page-size", optarg, ZS_PAGE_SIZE_MIN, ZS_PAGE_SIZE_MAX,
+				    &page))
 				return 2;
-			if (page & (page - 1)) {
+			if (!zs_page_size_valid((size_t)page)) {
 				fprintf(stderr, "zs pages: --page-size %s is not a power of two\n", optarg);
 				return 2;
 			}
