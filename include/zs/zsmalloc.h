@@ -114,9 +114,22 @@ struct zs_pool_config {
 	                               ZS_CLASS_SHARDS_AUTO: one per online CPU, capped by
 	                               both limits (1 on a single CPU).
 	                               See docs/policies.md "Class shards". */
-	uint64_t reserved[6];        /* must be 0: later fields are carved out of it, zero
+	size_t max_object_size;     /* largest zs_malloc in bytes; 0 -> page_size (the kernel's
+	                               limit).  page_size..ZS_MAX_OBJECT_PAGES x page_size:
+	                               an object over a page is stored in a zspage of its own,
+	                               ceil(size / page_size) pool pages long, with no header
+	                               (the handle sits in the zspage, as for a huge object);
+	                               read it with zs_obj_read_begin (a local copy) or
+	                               zs_obj_read_sgv_begin (one piece per page).  Costs one
+	                               size class per page count; the classes up to a page are
+	                               unchanged.  See docs/policies.md "Objects larger than a
+	                               page" */
+	uint64_t reserved[5];        /* must be 0: later fields are carved out of it, zero
 	                               meaning today's behaviour (docs/abi.md) */
 };
+
+/* Largest object, in pool pages (zs_pool_config.max_object_size). */
+#define ZS_MAX_OBJECT_PAGES 16
 
 /* Upper bound of zs_pool_config.class_shards. */
 #define ZS_MAX_CLASS_SHARDS 64
@@ -159,8 +172,9 @@ ZS_API struct zs_pool *zs_create_pool(const struct zs_pool_config *cfg);
 ZS_API void zs_destroy_pool(struct zs_pool *pool);
 
 /*
- * Allocate an object of `size` bytes (1..page_size).  Returns a handle, or
- * -EINVAL (size 0), -ENOSPC (size > page size), -ENOMEM (no memory / limit).
+ * Allocate an object of `size` bytes (1..max_object_size, by default the page
+ * size).  Returns a handle, or -EINVAL (size 0), -ENOSPC (size over
+ * max_object_size), -ENOMEM (no memory / limit).
  * Contents are unspecified until written.
  */
 ZS_API unsigned long zs_malloc(struct zs_pool *pool, size_t size);
@@ -192,8 +206,9 @@ ZS_API void zs_free_deferred_flush(struct zs_pool *pool);
 
 /*
  * Read access (seed 004 API).  Returns a pointer to mem_len bytes of the
- * object: straight into the pool page, or, when the object spans two pages,
- * into local_copy (>= mem_len bytes) after copying both parts.  The object
+ * object: straight into the pool page, or, when the object spans pages (two,
+ * or more for a multi-page object), into local_copy (>= mem_len bytes) after
+ * copying the parts.  The object
  * cannot move until zs_obj_read_end.  Returns NULL on a bad handle (checked
  * mode) or mem_len larger than the object's slot.
  */
@@ -222,9 +237,18 @@ struct zs_obj_piece {
 };
 ZS_API int zs_obj_read_sg_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
 			 struct zs_obj_piece sg[2]);
+/*
+ * As zs_obj_read_sg_begin for any object, multi-page ones included: up to
+ * nr_sg pieces, one per pool page the first mem_len bytes touch (at most
+ * ZS_MAX_OBJECT_PAGES + 1).  Returns the number of pieces, or -EINVAL as
+ * zs_obj_read_sg_begin, and also when the object needs more than nr_sg
+ * pieces (nothing stays locked).  Ended by zs_obj_read_sg_end.
+ */
+ZS_API int zs_obj_read_sgv_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
+				 struct zs_obj_piece *sg, int nr_sg);
 /* End a read begun by a successful zs_obj_read_sg_begin; checked mode as zs_obj_read_end. */
 ZS_API void zs_obj_read_sg_end(struct zs_pool *pool, unsigned long handle);
-/* Copy len bytes into the object (one or two memcpys).  -EINVAL on bad handle/len. */
+/* Copy len bytes into the object (one memcpy per page it touches).  -EINVAL on bad handle/len. */
 ZS_API int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, size_t len);
 
 /*

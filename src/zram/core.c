@@ -57,7 +57,7 @@ uint64_t zram_used_bytes(struct zs_zram *z, const struct zs_backend_stats *bs)
 
 	if (!bs) {
 		if (zs_backend_caps(z->b) & ZS_BACKEND_CAP_PAGES)
-			return (uint64_t)zs_backend_total_pages(z->b) * z->page_size;
+			return (uint64_t)zs_backend_total_pages(z->b) * z->b->page_size;
 		zs_backend_stats(z->b, &st);
 		bs = &st;
 	}
@@ -91,10 +91,14 @@ static inline int can_store(struct zs_zram *z)
 
 /*
  * A core store of page size ps (checked by the caller, zram.c or group.c,
- * with the config's struct_size, disksize and filter).
+ * with the config's struct_size, disksize and filter): the unit a slot
+ * holds and compresses.  Its objects live in a pool of pool_page pages:
+ * ps itself, or, for a group store, the slots' own page size, with
+ * objects of up to ps bytes spanning several pool pages (zsmalloc's
+ * max_object_size, set here).
  */
-int zram_core_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zram **out,
-		     char *err, size_t err_len)
+int zram_core_create(const struct zs_zram_config *cfg, size_t ps, size_t pool_page,
+		     struct zs_zram **out, char *err, size_t err_len)
 {
 	struct zs_zram *z;
 	int rc;
@@ -132,12 +136,19 @@ int zram_core_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zram
 	if (!z->slots)
 		goto fail;
 
-	z->b = zs_backend_create_for_store(&cfg->backend, ps, &rc, err, err_len);
+	struct zs_backend_config bc = cfg->backend;
+	if (pool_page < ps && (!bc.zs.max_object_size || bc.zs.max_object_size < ps))
+		bc.zs.max_object_size = ps;
+	z->b = zs_backend_create_for_store(&bc, pool_page, &rc, err, err_len);
 	if (!z->b)
 		goto fail;
 	z->huge_size = zs_backend_huge_class_size(z->b);
 	if (!z->huge_size || z->huge_size > ps)
 		z->huge_size = ps;
+	/* Objects over a pool page: store the raw unit once its object would
+	 * take as many pool pages (a read then needs no decompression). */
+	if (pool_page < ps)
+		z->huge_size = ps - pool_page + 1;
 
 	if ((rc = zram_streams_create(z, cfg, &prm)))
 		goto fail;

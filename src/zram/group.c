@@ -8,13 +8,15 @@
  * group) and stream.c for the counters, never the public zs_zram_*; only
  * zram.c calls in here, for a handle with `grp` set.
  *
- * Why a store of group-size pages rather than new zsmalloc classes: a
- * zsmalloc pool whose page is the group already has the classes such
- * objects need (delta page/256, zspages of 1..max_chain group-size pages,
- * spanning objects as usual), so the allocator is unchanged and the group
- * policy is exactly "raise the page size" plus the slot view; the
- * difference between the two is only what a 4 KiB access costs (a whole
- * group decompressed per read, a read-modify-write per partial write).
+ * Where a group's object lives: on zsmalloc, in the pool of the slots' own
+ * page size, as a multi-page object of ceil(bytes / page) pages (zsmalloc's
+ * max_object_size; the RFC's multi-page objects), so the group store
+ * costs the pages its objects fill.  It used to be a pool whose page was
+ * the group, whose every class in use kept a partly filled zspage of up to
+ * 8 group-size pages: 1.17x the pool memory of single pages on 128 MiB of
+ * /usr/lib, 1.82x the compressed bytes on 32 MiB (docs/zram.md).  Kinds
+ * whose objects end at their page (zblock, the malloc baselines) still get
+ * a pool of group-size pages (group_pool_page).
  *
  * Each stripe lock owns a group-size buffer, so holding the lock is
  * holding the buffer; 64 stripes keep writers of different groups apart.
@@ -70,6 +72,20 @@ struct zram_group {
 	} stripe[STRIPES];
 };
 
+/*
+ * The pool page under a group store: the slots' own page for zsmalloc, whose
+ * objects may span up to 16 pages (max_object_size), so a group's object
+ * costs the pages it fills and no more; the group itself for the other
+ * kinds, whose objects end at their page.
+ */
+static size_t group_pool_page(const struct zs_zram_config *cfg, size_t ps, size_t gbytes)
+{
+	const char *kind = cfg->backend.kind;
+	if (!kind || !strcmp(kind, "zsmalloc"))
+		return ps;
+	return gbytes;
+}
+
 int zram_group_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zram **out,
 		      char *err, size_t err_len)
 {
@@ -99,7 +115,8 @@ int zram_group_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zra
 		free(grp);
 		return -ENOMEM;
 	}
-	rc = zram_core_create(&ic, ic.page_size, &z->inner, err, err_len);
+	rc = zram_core_create(&ic, ic.page_size, group_pool_page(cfg, ps, ic.page_size), &z->inner,
+			      err, err_len);
 	if (rc) {
 		free(z);
 		free(grp->mark);

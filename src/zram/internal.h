@@ -206,8 +206,8 @@ int zram_wb_set_limit(struct zs_zram *z, int enable, uint64_t pages);
 int zram_wb_get_limit(struct zs_zram *z, int *enable, uint64_t *pages);
 
 /* core.c: the store itself (slot table, write/read/free paths); never a group. */
-int zram_core_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zram **out,
-		     char *err, size_t err_len);
+int zram_core_create(const struct zs_zram_config *cfg, size_t ps, size_t pool_page,
+		     struct zs_zram **out, char *err, size_t err_len);
 void zram_core_destroy(struct zs_zram *z);
 int zram_page_same_filled(const void *page, size_t ps, unsigned long *fill);
 int zram_store_decide(struct zs_comp *comp, const void *page, size_t ps, size_t huge_size,

@@ -214,7 +214,7 @@ static int create(const struct zs_zram_config *cfg, struct zs_zram **out, char *
 	}
 	if (cfg->group_pages > 1)
 		return zram_group_create(cfg, ps, out, err, err_len);
-	return zram_core_create(cfg, ps, out, err, err_len);
+	return zram_core_create(cfg, ps, ps, out, err, err_len);
 }
 
 int zs_zram_create_err(const struct zs_zram_config *cfg, struct zs_zram **out, char *err,

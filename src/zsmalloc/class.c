@@ -82,6 +82,27 @@ static unsigned chain_length(const struct zs_pool_config *cfg, unsigned size, un
 	return chain_exhaustive(size, page_size, cfg->max_chain);
 }
 
+/*
+ * Objects larger than a page (cfg.max_object_size): one class per page count
+ * k = 2..K, each a zspage of k pages holding one object with no header.
+ * Why not the small classes' rules (delta steps, chains holding several
+ * objects): a zspage is whole pages, so an object of k pages costs k pages
+ * in any layout that keeps it alone, and the only saving a longer chain
+ * offers is the tail of the last page (under a page per object, ~6% of a
+ * 32 KiB object).  Chains of several such objects (2 of 1.5 pages in 3)
+ * save part of that tail, but each class then keeps a partly used zspage of
+ * many pages; with ~500 objects spread over a few hundred such classes that
+ * costs more than every tail together (docs/policies.md has the numbers).
+ * And one object per zspage never needs compaction.
+ */
+static unsigned multi_page_classes(const struct zs_pool_config *cfg, unsigned page_size)
+{
+	size_t max = cfg->max_object_size;
+	if (max <= page_size)
+		return 0;
+	return (unsigned)((max + page_size - 1) / page_size) - 1;
+}
+
 /* ---- table ---- */
 
 int zs_classes_build(struct zs_pool *pool)
@@ -91,7 +112,8 @@ int zs_classes_build(struct zs_pool *pool)
 	unsigned delta = class_delta(cfg, P);
 	if (delta < 8 || delta % 8 || delta > P)
 		return -EINVAL;
-	int n = (int)((P - ZS_MIN_ALLOC_SIZE + delta - 1) / delta) + 1;
+	int small = (int)((P - ZS_MIN_ALLOC_SIZE + delta - 1) / delta) + 1;
+	int n = small + (int)multi_page_classes(cfg, P);
 	if (n > (int)OBJ_CLASS_MASK + 1)
 		return -EINVAL;
 	unsigned shards = cfg->class_shards ? cfg->class_shards : 1;
@@ -109,6 +131,7 @@ int zs_classes_build(struct zs_pool *pool)
 		return -EINVAL;
 	pool->delta = delta;
 	pool->nr_classes = n;
+	pool->nr_small = small;
 	pool->nr_shards = shards;
 	pool->geom = calloc(n, sizeof(*pool->geom));
 	pool->classes = aligned_alloc(64, sizeof(struct size_class) * n * shards);
@@ -122,10 +145,18 @@ int zs_classes_build(struct zs_pool *pool)
 	pool->huge_class_size = 0;
 	for (int i = n - 1; i >= 0; i--) {
 		unsigned size = ZS_MIN_ALLOC_SIZE + (unsigned)i * delta;
-		if (size > P)
-			size = P;
-		unsigned pages = chain_length(cfg, size, P);
-		unsigned objs = pages * P / size;
+		unsigned pages, objs;
+		if (i >= small) {
+			/* Multi-page: class small - 2 + k is one object of k pages. */
+			pages = (unsigned)(i - small + 2);
+			size = pages * P;
+			objs = 1;
+		} else {
+			if (size > P)
+				size = P;
+			pages = chain_length(cfg, size, P);
+			objs = pages * P / size;
+		}
 		struct class_geom *g = &pool->geom[i];
 		g->size = size;
 		g->pages = pages;
@@ -146,7 +177,7 @@ int zs_classes_build(struct zs_pool *pool)
 		c->pages_per_zspage = pages;
 		c->objs_per_zspage = objs;
 		c->index = (unsigned)i;
-		c->huge = (pages == 1 && objs == 1);
+		c->huge = (objs == 1); /* a huge or multi-page class: the handle sits in the zspage */
 		c->enc = (unsigned)i;
 		pool->size_class[i] = c;
 		for (unsigned s = 1; s < shards; s++) {
@@ -161,13 +192,14 @@ int zs_classes_build(struct zs_pool *pool)
 	if (!pool->huge_class_size)
 		pool->huge_class_size = P;
 
-	/* Size -> logical class, in 8-byte steps: the kernel's ceil((size - 32) / delta), clamped. */
+	/* Size -> logical class, in 8-byte steps: the kernel's ceil((size - 32) / delta), clamped
+	 * to the page's class (size_to_class_index takes the sizes past a page). */
 	for (unsigned s8 = 0; s8 <= P / 8 + 2; s8++) {
 		unsigned size = s8 * 8;
 		int idx = 0;
 		if (size > ZS_MIN_ALLOC_SIZE)
 			idx = (int)((size - ZS_MIN_ALLOC_SIZE + delta - 1) / delta);
-		pool->size_lut[s8] = (uint16_t)(idx < n ? idx : n - 1);
+		pool->size_lut[s8] = (uint16_t)(idx < small ? idx : small - 1);
 	}
 	return 0;
 }
@@ -210,14 +242,16 @@ int zs_class_info(const struct zs_pool *pool, int index, struct zs_class_info *i
 	info->objs_per_zspage = p->objs;
 	info->tail_waste = (p->pages * pool->page_size) % p->size;
 	info->spanning = spanning_slots(pool, p->size, p->objs);
-	info->huge = (p->pages == 1 && p->objs == 1);
+	info->huge = (p->pages == 1 && p->objs == 1); /* a multi-page class: pages > 1, objs 1 */
 	return 0;
 }
 
 int zs_lookup_class_index(const struct zs_pool *pool, size_t size)
 {
+	if (size > pool->max_object_size)
+		size = pool->max_object_size;
 	if (size > pool->page_size)
-		size = pool->page_size;
+		size += ZS_HANDLE_SIZE; /* as zs_malloc looks it up, header added */
 	return (int)pool->size_class[size_to_class_index(pool, size)]->index;
 }
 

@@ -24,6 +24,10 @@
 #include "zs/zsmalloc.h"
 #include "zsmalloc/lock.h"
 #include "common/debug.h"
+#include "common/hints.h"
+
+/* A zspage's page arrays (alloc, free) hold the longest chain or object. */
+_Static_assert(ZS_MAX_OBJECT_PAGES <= ZS_MAX_CHAIN, "pfn arrays sized by ZS_MAX_CHAIN");
 
 #define OBJ_IDX_BITS 16
 #define OBJ_CLASS_BITS 13
@@ -141,13 +145,15 @@ struct zs_pool {
 	unsigned page_size;
 	unsigned page_shift;
 	unsigned delta;
-	int nr_classes;                 /* logical */
+	int nr_classes;                 /* logical, multi-page ones included */
+	int nr_small;                   /* logical classes of objects up to a page (the kernel's) */
 	unsigned nr_shards;             /* copies of the class table (cfg.class_shards, >= 1) */
 	struct size_class **size_class; /* logical index -> physical class of shard 0 */
 	struct size_class *classes;     /* [shard * nr_classes + logical index of the physical one] */
 	struct class_geom *geom;        /* logical geometry */
 	uint16_t *size_lut;             /* (alloc size + 7) / 8 -> logical class */
 	size_t huge_class_size;
+	size_t max_object_size;         /* cfg.max_object_size, 0 resolved to page_size */
 
 	zs_rwlock_t lock;
 	/* The kernel's pages_allocated, sharded by thread (a shared counter bounced per zspage); summed on read. */
@@ -282,32 +288,48 @@ static inline unsigned long *obj_header(const struct zs_pool *pool, zs_pfn_t pfn
 
 /*
  * Copy len bytes of an object at (pfn, off) out of / into the pool, the part
- * past the end of pfn from the start of the chain's next page.  Every
- * spanning copy (reads, writes, map/unmap, compaction) goes through these.
+ * past the end of pfn from the start of the chain's next page (and the pages
+ * after it, for a multi-page object).  Every spanning copy (reads, writes,
+ * map/unmap, compaction) goes through these.
  */
 static inline void span_read(const struct zs_pool *pool, zs_pfn_t pfn, unsigned off, void *buf,
 			     size_t len)
 {
-	size_t first = pool->page_size - off < len ? pool->page_size - off : len;
-	memcpy(buf, page_addr(pool, pfn) + off, first);
-	if (first < len)
-		memcpy((char *)buf + first, page_addr(pool, page_desc(pool, pfn)->next), len - first);
+	size_t done = pool->page_size - off < len ? pool->page_size - off : len;
+	memcpy(buf, page_addr(pool, pfn) + off, done);
+	while (done < len) { /* two pages at most, but for a multi-page object */
+		size_t n = len - done < pool->page_size ? len - done : pool->page_size;
+		pfn = page_desc(pool, pfn)->next;
+		memcpy((char *)buf + done, page_addr(pool, pfn), n);
+		done += n;
+	}
 }
 static inline void span_write(const struct zs_pool *pool, zs_pfn_t pfn, unsigned off,
 			      const void *buf, size_t len)
 {
-	size_t first = pool->page_size - off < len ? pool->page_size - off : len;
-	memcpy(page_addr(pool, pfn) + off, buf, first);
-	if (first < len)
-		memcpy(page_addr(pool, page_desc(pool, pfn)->next), (const char *)buf + first,
-		       len - first);
+	size_t done = pool->page_size - off < len ? pool->page_size - off : len;
+	memcpy(page_addr(pool, pfn) + off, buf, done);
+	while (done < len) {
+		size_t n = len - done < pool->page_size ? len - done : pool->page_size;
+		pfn = page_desc(pool, pfn)->next;
+		memcpy(page_addr(pool, pfn), (const char *)buf + done, n);
+		done += n;
+	}
 }
 
 /* ---- class.c ---- */
 int zs_classes_build(struct zs_pool *pool);
 void zs_classes_free(struct zs_pool *pool);
+/*
+ * Logical class of an allocation of `size` bytes, header included.  Past a
+ * page, class nr_small - 2 + k holds objects of k pages (class.c, "Objects
+ * larger than a page"); they are stored without a header, so the +8 comes off.
+ */
 static inline int size_to_class_index(const struct zs_pool *pool, size_t size)
 {
+	if (zs_unlikely(size > pool->page_size + ZS_HANDLE_SIZE))
+		return pool->nr_small - 2 +
+		       (int)((size - ZS_HANDLE_SIZE + pool->page_size - 1) >> pool->page_shift);
 	return pool->size_lut[(size + 7) >> 3];
 }
 /* The class an allocation of `size` (header included) uses: its copy for this CPU. */

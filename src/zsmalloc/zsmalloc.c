@@ -186,6 +186,10 @@ static int config_valid(const struct zs_pool_config *c)
 		return 0;
 	if (c->deferred_capacity > ZS_MAX_DEFERRED_CAPACITY)
 		return 0;
+	if (c->max_object_size &&
+	    (c->max_object_size < c->page_size ||
+	     c->max_object_size > (size_t)ZS_MAX_OBJECT_PAGES * c->page_size))
+		return 0;
 	if (c->max_pages > ZS_PAGES_MAX_SPAN / c->page_size)
 		return 0;
 	if (c->page_cache_pages != ZS_PAGES_NO_CACHE &&
@@ -220,6 +224,7 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 	pool->cfg.name = pool->name;
 	pool->page_size = (unsigned)cfg.page_size;
 	pool->page_shift = (unsigned)__builtin_ctz(pool->page_size);
+	pool->max_object_size = cfg.max_object_size ? cfg.max_object_size : pool->page_size;
 	zs_rw_init(&pool->lock, cfg.free_mode != ZS_FREE_POOL_LOCK);
 	for (int i = 0; i < ZS_RW_SHARDS; i++)
 		atomic_init(&pool->pages_allocated[i].n, 0);
@@ -274,7 +279,7 @@ unsigned long zs_malloc(struct zs_pool *pool, size_t size)
 {
 	if (zs_unlikely(!size))
 		return (unsigned long)-EINVAL;
-	if (zs_unlikely(size > pool->page_size))
+	if (zs_unlikely(size > pool->max_object_size))
 		return (unsigned long)-ENOSPC;
 	unsigned long handle = zs_handle_alloc(pool);
 	if (zs_unlikely(!handle))
@@ -433,33 +438,45 @@ void zs_obj_read_end(struct zs_pool *pool, unsigned long handle, size_t mem_len,
 	unpin_object(pool, handle);
 }
 
-int zs_obj_read_sg_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
-			 struct zs_obj_piece sg[2])
+int zs_obj_read_sgv_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
+			  struct zs_obj_piece *sg, int nr_sg)
 {
 	unsigned long obj;
-	if (zs_unlikely(!mem_len))
+	if (zs_unlikely(!mem_len || nr_sg < 1))
 		return -EINVAL;
 	struct zspage *zspage = pin_object(pool, handle, &obj);
 	if (zs_unlikely(!zspage))
 		return -EINVAL;
 	struct size_class *class = zspage_class(pool, zspage);
 	unsigned cap, off = payload_offset(pool, class, obj, &cap);
-	if (zs_unlikely(mem_len > cap)) {
+	size_t P = pool->page_size;
+	if (zs_unlikely(mem_len > cap || (off + mem_len + P - 1) / P > (size_t)nr_sg)) {
 		zs_zspage_read_unlock(&zspage->lock);
 		return -EINVAL;
 	}
 	zs_pfn_t pfn = obj_to_pfn(obj);
-	char *addr = page_addr(pool, pfn);
-	sg[0].addr = addr + off;
-	if (zs_likely(off + mem_len <= pool->page_size)) {
+	sg[0].addr = page_addr(pool, pfn) + off;
+	if (zs_likely(off + mem_len <= P)) {
 		sg[0].len = mem_len;
 		return 1;
 	}
-	/* Spanning: the tail lies at the start of the zspage's next page. */
-	sg[0].len = pool->page_size - off;
-	sg[1].addr = page_addr(pool, page_desc(pool, pfn)->next);
-	sg[1].len = mem_len - sg[0].len;
-	return 2;
+	/* Spanning: the rest lies at the start of the zspage's next page(s). */
+	sg[0].len = P - off;
+	size_t done = sg[0].len;
+	int n = 1;
+	while (done < mem_len) {
+		pfn = page_desc(pool, pfn)->next;
+		sg[n].addr = page_addr(pool, pfn);
+		sg[n].len = mem_len - done < P ? mem_len - done : P;
+		done += sg[n++].len;
+	}
+	return n;
+}
+
+int zs_obj_read_sg_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
+			 struct zs_obj_piece sg[2])
+{
+	return zs_obj_read_sgv_begin(pool, handle, mem_len, sg, 2);
 }
 
 void zs_obj_read_sg_end(struct zs_pool *pool, unsigned long handle)
@@ -488,7 +505,8 @@ int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, si
 
 /* The kernel's per-CPU mapping area, per thread here; one mapping at a time. */
 struct mapping_area {
-	char buf[65536]; /* largest pool page */
+	char *buf;       /* grown to the largest object mapped (a page, or a multi-page object) */
+	size_t cap;
 	enum zs_mapmode mode;
 	int spanning;
 	const struct zs_pool *pool; /* the mapping in force (checked mode matches unmap to it) */
@@ -497,9 +515,16 @@ struct mapping_area {
 static pthread_key_t map_key;
 static pthread_once_t map_key_once = PTHREAD_ONCE_INIT;
 
+static void mapping_area_free(void *p)
+{
+	struct mapping_area *a = p;
+	free(a->buf);
+	free(a);
+}
+
 static void map_key_create(void)
 {
-	pthread_key_create(&map_key, free);
+	pthread_key_create(&map_key, mapping_area_free);
 }
 
 static struct mapping_area *get_mapping_area(void)
@@ -511,9 +536,15 @@ static struct mapping_area *get_mapping_area(void)
 		if (a) {
 			a->pool = NULL;
 			a->handle = 0;
+			a->cap = 65536; /* largest pool page */
+			a->buf = malloc(a->cap);
+			if (!a->buf) {
+				free(a);
+				return NULL;
+			}
 		}
 		if (a && pthread_setspecific(map_key, a)) {
-			free(a);
+			mapping_area_free(a);
 			a = NULL;
 		}
 	}
@@ -531,6 +562,15 @@ void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode 
 	if (pool->cfg.checked && area->handle) {
 		errno = EBUSY; /* one mapping per thread at a time */
 		return NULL;
+	}
+	if (zs_unlikely(pool->max_object_size > area->cap)) {
+		char *nb = realloc(area->buf, pool->max_object_size);
+		if (!nb) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		area->buf = nb;
+		area->cap = pool->max_object_size;
 	}
 	struct zspage *zspage = pin_object(pool, handle, &obj);
 	if (!zspage) {
