@@ -17,7 +17,7 @@
 
 static const char *const pool_opt_name[] = { "--page-size",  "--chain",    "--chain-policy",
 					     "--delta",      "--free-mode", "--deferred",
-					     "--backend",    "--class-shards" };
+					     "--backend",    "--class-shards", "--max-object" };
 
 void pool_opts_init(struct pool_opts *po)
 {
@@ -292,6 +292,13 @@ int opt_pool_arg(const char *cmd, unsigned accepted, int code, const char *arg,
 			return range_msg(cmd, name, arg, "a whole number", 0,
 					 ZS_MAX_CLASS_SHARDS);
 		return 0;
+	case OPTC_MAX_OBJECT:
+		/* Checked against the page size by zs_create_pool (EINVAL), as every other field. */
+		if (opt_bytes(cmd, name, arg, ZS_PAGE_SIZE_MIN,
+			      (uint64_t)ZS_MAX_OBJECT_PAGES * ZS_PAGE_SIZE_MAX, &v))
+			return 2;
+		po->cfg.max_object_size = (size_t)v;
+		return 0;
 	case OPTC_BACKEND:
 		if (!backend_known(arg)) {
 			fprintf(stderr, "zs %s: %s: '%s' is not one of:", cmd, name, arg);
@@ -319,6 +326,8 @@ void opt_pool_help(FILE *f, unsigned accepted)
 		"  --backend KIND       zsmalloc (default), zblock, malloc, ... (zs_backend_kinds)\n",
 		("  --class-shards N     copies of each size class, one used per CPU: 0..64 or auto\n"
 		 "                       (default 1, the kernel's; page counts then differ from it)\n"),
+		("  --max-object N       largest object, page size..16 pages (K/M suffix; default one\n"
+		 "                       page, the kernel's): one class per page count past a page\n"),
 	};
 	for (unsigned i = 0; i < sizeof(help) / sizeof(help[0]); i++)
 		if (accepted & (1u << i))

@@ -27,8 +27,9 @@ enum {
 	OPT_DEFERRED = 1 << 5,
 	OPT_BACKEND = 1 << 6,
 	OPT_CLASS_SHARDS = 1 << 7,
+	OPT_MAX_OBJECT = 1 << 8,
 	OPT_POLICY = OPT_CHAIN | OPT_CHAIN_POLICY | OPT_DELTA, /* change the class table */
-	OPT_ALL = 0xff,
+	OPT_ALL = 0x1ff,
 };
 
 /* getopt_long codes of the pool options (above any short option character). */
@@ -42,7 +43,8 @@ enum {
 	OPTC_DEFERRED,
 	OPTC_BACKEND,
 	OPTC_CLASS_SHARDS,
-	OPT_POOL_LAST = OPTC_CLASS_SHARDS,
+	OPTC_MAX_OBJECT,
+	OPT_POOL_LAST = OPTC_MAX_OBJECT,
 };
 
 #define OPT_POOL_LONGOPTS                                                   \
@@ -53,7 +55,8 @@ enum {
 	{ "free-mode", required_argument, NULL, OPTC_FREE_MODE },           \
 	{ "deferred", no_argument, NULL, OPTC_DEFERRED },                   \
 	{ "backend", required_argument, NULL, OPTC_BACKEND },               \
-	{ "class-shards", required_argument, NULL, OPTC_CLASS_SHARDS }
+	{ "class-shards", required_argument, NULL, OPTC_CLASS_SHARDS },     \
+	{ "max-object", required_argument, NULL, OPTC_MAX_OBJECT }
 
 struct pool_opts {
 	struct zs_pool_config cfg; /* page_size/max_chain/class_delta/policies */

@@ -111,7 +111,8 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 	struct keyed k[DRAIN_BATCH];
 	struct zspage *empty[DRAIN_BATCH];
 	unsigned empty_pages[DRAIN_BATCH];
-	size_t nempty = 0;
+	unsigned long tails[DRAIN_BATCH];
+	size_t nempty = 0, ntails = 0;
 	for (size_t i = 0; i < n; i++) {
 		/* The class never changes while the object lives, so no lock is needed to read it. */
 		k[i].cls = obj_to_class_idx(handle_to_obj(handles[i]));
@@ -127,6 +128,11 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 					   (pool->cfg.checked || handle_is_live(k[i].handle)));
 			struct zspage *z = zs_free_locked(pool, class, handle_to_obj(k[i].handle));
 			if (z) {
+				/* A multi-page object's tail goes after, under its own class lock. */
+				if (zs_unlikely(zspage_tail(z))) {
+					tails[ntails++] = z->tail;
+					z->tail = 0;
+				}
 				empty[nempty] = z;
 				empty_pages[nempty++] = class->pages_per_zspage;
 			}
@@ -137,6 +143,8 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 		zs_free_zspage_pages(pool, empty[i], empty_pages[i]);
 	for (size_t i = 0; i < n; i++)
 		zs_handle_free(pool, k[i].handle);
+	for (size_t i = 0; i < ntails; i++)
+		zs_free_tail(pool, tails[i]);
 }
 
 /* Drain until deq reaches target (or the queue is momentarily empty when target is 0). */

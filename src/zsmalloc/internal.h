@@ -77,7 +77,13 @@ enum { ZS_OBJS_ALLOCATED = ZS_NR_FULLNESS_GROUPS, ZS_OBJS_INUSE, ZS_NR_CLASS_STA
 struct zspage {
 	struct zspage *owner;      /* desc.owner: the first page's descriptor */
 	zs_pfn_t next;             /* desc.next: next page in the chain */
-	struct zspage *lnext, *lprev; /* fullness list */
+	union {
+		struct zspage *lnext;  /* fullness list (classes of several objects per zspage) */
+		unsigned long tail;    /* one-object zspage (huge, multi-page): the handle of the
+		                          object's last partial page, packed in a small class
+		                          (class.c, "Objects larger than a page"), or 0 */
+	};
+	struct zspage *lprev;
 	uint32_t inuse;
 	uint32_t freeobj;          /* head of the LIFO free list (object index) */
 	uint16_t class_idx;        /* physical class index */
@@ -101,6 +107,7 @@ struct size_class {
 	unsigned index;              /* physical index (the kernel's class number) */
 	unsigned enc;                /* index + shard * nr_classes: what obj and zspage record */
 	int huge;
+	unsigned tails_declined;     /* tails stored unpacked since this class last grew for one */
 	unsigned long stats[ZS_NR_CLASS_STATS];
 } __attribute__((aligned(64)));
 
@@ -161,6 +168,7 @@ struct zs_pool {
 		atomic_long n;
 	} __attribute__((aligned(64))) pages_allocated[ZS_RW_SHARDS];
 	atomic_ulong pages_compacted;
+	atomic_long nr_tails;            /* packed tails: objects the user does not count */
 	atomic_int compaction_in_progress;
 
 	struct handle_shard shards[ZS_HANDLE_SHARDS];
@@ -253,6 +261,21 @@ static inline struct zspage *obj_to_zspage(const struct zs_pool *pool, unsigned 
 static inline struct size_class *zspage_class(const struct zs_pool *pool, const struct zspage *zspage)
 {
 	return &pool->classes[zspage->class_idx];
+}
+
+/*
+ * One-object classes (huge, multi-page) keep their zspages off the fullness
+ * lists: such a zspage is full or freed, so no allocation or compaction
+ * ever looks for it there, and its list link holds the tail handle instead.
+ */
+static inline int class_single(const struct size_class *class)
+{
+	return class->objs_per_zspage == 1;
+}
+/* The tail handle of a multi-page object's head zspage, 0 for every other zspage. */
+static inline unsigned long zspage_tail(const struct zspage *zspage)
+{
+	return zspage->huge ? zspage->tail : 0;
 }
 
 /* Does an encoded class index (obj / zspage) name a physical class of some shard? */
@@ -355,6 +378,8 @@ int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long ob
 int zs_class_lists_sane(const struct size_class *class); /* ZS_DEBUG checks only */
 
 /* ---- free.c: used by zs_free, deferred free and compaction ---- */
+/* Free the tail object of a multi-page object whose head was freed (no lock held). */
+void zs_free_tail(struct zs_pool *pool, unsigned long tail);
 void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj);
 void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
 /* Free one object with its class lock held; returns an unlinked empty zspage to free, or NULL. */

@@ -127,6 +127,7 @@ static struct zspage *alloc_zspage(struct zs_pool *pool, struct size_class *clas
 	zspage->huge = (uint8_t)class->huge;
 	zspage->inuse = 0;
 	zspage->freeobj = 0;
+	zspage->lnext = zspage->lprev = NULL;
 	atomic_init(&zspage->lock, 0);
 	if (!class->huge) {
 		/* Link every object in address order: 0 -> 1 -> ... -> end. */
@@ -229,6 +230,7 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 	for (int i = 0; i < ZS_RW_SHARDS; i++)
 		atomic_init(&pool->pages_allocated[i].n, 0);
 	atomic_init(&pool->pages_compacted, 0);
+	atomic_init(&pool->nr_tails, 0);
 	atomic_init(&pool->compaction_in_progress, 0);
 	zs_deferred_init(pool); /* nothing allocated until the first zs_free_deferred */
 
@@ -275,44 +277,95 @@ static struct zspage *find_get_zspage(struct size_class *class)
 	return NULL;
 }
 
-unsigned long zs_malloc(struct zs_pool *pool, size_t size)
+/*
+ * Place one object for `handle` in `class` (this CPU's copy) and record it;
+ * a head zspage also records its tail.  0, or -ENOMEM without pages.
+ */
+static int alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
+		     unsigned long tail, int is_tail)
 {
-	if (zs_unlikely(!size))
-		return (unsigned long)-EINVAL;
-	if (zs_unlikely(size > pool->max_object_size))
-		return (unsigned long)-ENOSPC;
-	unsigned long handle = zs_handle_alloc(pool);
-	if (zs_unlikely(!handle))
-		return (unsigned long)-ENOMEM;
-
-	struct size_class *class = zs_alloc_class(pool, size + ZS_HANDLE_SIZE);
 	zs_spin_lock(&class->lock);
 	struct zspage *zspage = find_get_zspage(class);
+	if (zs_unlikely(is_tail) && !zspage) {
+		/*
+		 * A tail only grows its class when that pays: a new zspage of L
+		 * pages costs L pages until it fills, a tail stored unpacked
+		 * costs under a page, so the class grows for the tail that comes
+		 * after L were declined (tests and docs/policies.md measure it).
+		 */
+		if (class->tails_declined < class->pages_per_zspage) {
+			class->tails_declined++;
+			zs_spin_unlock(&class->lock);
+			return -EAGAIN;
+		}
+		class->tails_declined = 0;
+	}
 	if (zs_likely(zspage)) {
 		unsigned long obj = zs_obj_malloc(pool, zspage, handle);
 		zs_fix_fullness_group(class, zspage);
 		record_obj(handle, obj);
 		class->stats[ZS_OBJS_INUSE]++;
 		zs_spin_unlock(&class->lock);
-		return handle;
+		return 0;
 	}
 	zs_spin_unlock(&class->lock);
 
 	/* Like the kernel, allocate the pages with no lock held. */
 	zspage = alloc_zspage(pool, class);
-	if (!zspage) {
-		zs_handle_free(pool, handle);
-		return (unsigned long)-ENOMEM;
-	}
+	if (!zspage)
+		return -ENOMEM;
 	zs_spin_lock(&class->lock);
 	unsigned long obj = zs_obj_malloc(pool, zspage, handle);
+	zspage->tail = tail; /* one-object zspages only: class_single, so never a list link */
 	zs_insert_zspage(class, zspage, zs_get_fullness_group(class, zspage));
 	record_obj(handle, obj);
 	pool_pages_add(pool, (long)class->pages_per_zspage);
 	class->stats[ZS_OBJS_ALLOCATED] += class->objs_per_zspage;
 	class->stats[ZS_OBJS_INUSE]++;
 	zs_spin_unlock(&class->lock);
-	return handle;
+	return 0;
+}
+
+unsigned long zs_malloc(struct zs_pool *pool, size_t size)
+{
+	if (zs_unlikely(!size))
+		return (unsigned long)-EINVAL;
+	if (zs_unlikely(size > pool->max_object_size))
+		return (unsigned long)-ENOSPC;
+	size_t slot = size + ZS_HANDLE_SIZE;
+	unsigned long tail = 0;
+	if (zs_unlikely(size > pool->page_size)) {
+		/* Multi-page: whole pages in the head, a partial last page packed as a
+		 * small object when a small class takes it (class.c, "Objects larger
+		 * than a page"). */
+		size_t rest = size & (pool->page_size - 1);
+		if (rest && rest < pool->huge_class_size) {
+			tail = zs_handle_alloc(pool);
+			if (zs_unlikely(!tail))
+				return (unsigned long)-ENOMEM;
+			int rc = alloc_obj(pool, zs_alloc_class(pool, rest + ZS_HANDLE_SIZE), tail, 0, 1);
+			if (rc) {
+				zs_handle_free(pool, tail);
+				if (rc != -EAGAIN)
+					return (unsigned long)-ENOMEM;
+				tail = 0; /* declined: the object takes its last page whole */
+			} else {
+				slot -= rest;
+			}
+		}
+	}
+	unsigned long handle = zs_handle_alloc(pool);
+	if (zs_likely(handle) &&
+	    zs_likely(!alloc_obj(pool, zs_alloc_class(pool, slot), handle, tail, 0))) {
+		if (tail)
+			atomic_fetch_add_explicit(&pool->nr_tails, 1, memory_order_relaxed);
+		return handle;
+	}
+	if (handle)
+		zs_handle_free(pool, handle);
+	if (tail)
+		zs_free_tail(pool, tail);
+	return (unsigned long)-ENOMEM;
 }
 
 /* ---- object access ---- */
@@ -379,55 +432,130 @@ static void zspage_read_unlock_checked(atomic_int *cnt)
 		;
 }
 
+/*
+ * Where an object's payload lies: seg[0] from (pfn, off) along its zspage's
+ * chain, and for a multi-page object with a packed tail seg[1], the tail.
+ */
+struct obj_segs {
+	int n;
+	struct {
+		zs_pfn_t pfn;
+		unsigned off;
+		size_t cap;
+	} seg[2];
+	struct zspage *tail_zspage; /* read-locked with the head, or NULL */
+	size_t cap;                 /* payload capacity: the segments' together */
+};
+
+/* Payload of obj (in zspage, which the caller pinned) as one segment. */
+static inline void obj_segment(const struct zs_pool *pool, const struct zspage *zspage,
+			       unsigned long obj, struct obj_segs *v, int i)
+{
+	const struct size_class *class = zspage_class(pool, zspage);
+	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
+	v->seg[i].pfn = obj_to_pfn(obj);
+	v->seg[i].off = zspage->huge ? off : off + ZS_HANDLE_SIZE;
+	v->seg[i].cap = zspage->huge ? class->size : class->size - ZS_HANDLE_SIZE;
+}
+
+/*
+ * Pin handle's object (and its tail) and describe it; the head zspage or
+ * NULL (checked mode: a bad handle).  The tail's zspage is read-locked too,
+ * so compaction cannot move the tail under the reader either.
+ */
+static struct zspage *pin_segments(struct zs_pool *pool, unsigned long handle,
+				   struct obj_segs *v)
+{
+	unsigned long obj;
+	struct zspage *zspage = pin_object(pool, handle, &obj);
+	if (zs_unlikely(!zspage))
+		return NULL;
+	obj_segment(pool, zspage, obj, v, 0);
+	v->n = 1;
+	v->cap = v->seg[0].cap;
+	v->tail_zspage = NULL;
+	unsigned long tail = zspage_tail(zspage);
+	if (zs_unlikely(tail)) {
+		unsigned long tobj;
+		struct zspage *tz = pin_object(pool, tail, &tobj);
+		if (!tz) { /* cannot happen: the head holds its tail alive */
+			zs_zspage_read_unlock(&zspage->lock);
+			return NULL;
+		}
+		obj_segment(pool, tz, tobj, v, 1);
+		v->n = 2;
+		v->cap += v->seg[1].cap;
+		v->tail_zspage = tz;
+	}
+	return zspage;
+}
+
+static void unpin_segments(struct zspage *zspage, const struct obj_segs *v)
+{
+	if (v->tail_zspage)
+		zs_zspage_read_unlock(&v->tail_zspage->lock);
+	zs_zspage_read_unlock(&zspage->lock);
+}
+
 static void unpin_object(struct zs_pool *pool, unsigned long handle)
 {
 	if (zs_unlikely(pool->cfg.checked)) {
 		unsigned long obj;
 		struct zspage *zspage = pinned_zspage_checked(pool, handle, &obj);
-		if (zspage)
+		if (zspage) {
+			unsigned long tail = zspage_tail(zspage);
+			if (tail)
+				unpin_object(pool, tail);
 			zspage_read_unlock_checked(&zspage->lock);
+		}
 		return;
 	}
 	/* No pool lock: a read-locked zspage cannot be migrated, so obj is stable. */
 	struct zspage *zspage = obj_to_zspage(pool, handle_to_obj(handle));
+	if (zs_unlikely(zspage_tail(zspage)))
+		unpin_object(pool, zspage->tail);
 	zs_zspage_read_unlock(&zspage->lock);
 }
 
-/* Payload offset within the object's first page, and the payload capacity. */
-static inline unsigned payload_offset(const struct zs_pool *pool, const struct size_class *class,
-				      unsigned long obj, unsigned *cap)
+/* Copy len (<= v->cap) payload bytes out of / into the object's segments. */
+static void segs_read(const struct zs_pool *pool, const struct obj_segs *v, void *buf, size_t len)
 {
-	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
-	if (class->huge) {
-		*cap = class->size;
-		return off;
-	}
-	*cap = class->size - ZS_HANDLE_SIZE;
-	return off + ZS_HANDLE_SIZE;
+	size_t first = len < v->seg[0].cap ? len : v->seg[0].cap;
+	span_read(pool, v->seg[0].pfn, v->seg[0].off, buf, first);
+	if (first < len)
+		span_read(pool, v->seg[1].pfn, v->seg[1].off, (char *)buf + first, len - first);
+}
+
+static void segs_write(const struct zs_pool *pool, const struct obj_segs *v, const void *buf,
+		       size_t len)
+{
+	size_t first = len < v->seg[0].cap ? len : v->seg[0].cap;
+	span_write(pool, v->seg[0].pfn, v->seg[0].off, buf, first);
+	if (first < len)
+		span_write(pool, v->seg[1].pfn, v->seg[1].off, (const char *)buf + first,
+			   len - first);
 }
 
 void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
 			void *local_copy)
 {
-	unsigned long obj;
-	struct zspage *zspage = pin_object(pool, handle, &obj);
+	struct obj_segs v;
+	struct zspage *zspage = pin_segments(pool, handle, &v);
 	if (zs_unlikely(!zspage)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	struct size_class *class = zspage_class(pool, zspage);
-	unsigned cap, off = payload_offset(pool, class, obj, &cap);
-	if (zs_unlikely(mem_len > cap || (!local_copy && off + mem_len > pool->page_size))) {
-		zs_zspage_read_unlock(&zspage->lock);
+	size_t P = pool->page_size;
+	int direct = v.seg[0].off + mem_len <= P;
+	if (zs_unlikely(mem_len > v.cap || (!local_copy && !direct))) {
+		unpin_segments(zspage, &v);
 		errno = EINVAL;
 		return NULL;
 	}
-	zs_pfn_t pfn = obj_to_pfn(obj);
-	char *addr = page_addr(pool, pfn);
-	if (zs_likely(off + mem_len <= pool->page_size))
-		return addr + off;
-	/* The object spans two pages: stitch it together in the caller's buffer. */
-	span_read(pool, pfn, off, local_copy, mem_len);
+	if (zs_likely(direct))
+		return page_addr(pool, v.seg[0].pfn) + v.seg[0].off;
+	/* The object spans pages: stitch it together in the caller's buffer. */
+	segs_read(pool, &v, local_copy, mem_len);
 	return local_copy;
 }
 
@@ -438,37 +566,45 @@ void zs_obj_read_end(struct zs_pool *pool, unsigned long handle, size_t mem_len,
 	unpin_object(pool, handle);
 }
 
+/* The pieces of len bytes from (pfn, off) along a chain, appended at sg[n]; the new n or -1. */
+static int span_pieces(const struct zs_pool *pool, zs_pfn_t pfn, unsigned off, size_t len,
+		       struct zs_obj_piece *sg, int n, int nr_sg)
+{
+	size_t P = pool->page_size;
+	while (len) {
+		if (n >= nr_sg)
+			return -1;
+		size_t piece = P - off < len ? P - off : len;
+		sg[n].addr = page_addr(pool, pfn) + off;
+		sg[n++].len = piece;
+		len -= piece;
+		off = 0;
+		if (len)
+			pfn = page_desc(pool, pfn)->next;
+	}
+	return n;
+}
+
 int zs_obj_read_sgv_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
 			  struct zs_obj_piece *sg, int nr_sg)
 {
-	unsigned long obj;
 	if (zs_unlikely(!mem_len || nr_sg < 1))
 		return -EINVAL;
-	struct zspage *zspage = pin_object(pool, handle, &obj);
+	struct obj_segs v;
+	struct zspage *zspage = pin_segments(pool, handle, &v);
 	if (zs_unlikely(!zspage))
 		return -EINVAL;
-	struct size_class *class = zspage_class(pool, zspage);
-	unsigned cap, off = payload_offset(pool, class, obj, &cap);
-	size_t P = pool->page_size;
-	if (zs_unlikely(mem_len > cap || (off + mem_len + P - 1) / P > (size_t)nr_sg)) {
-		zs_zspage_read_unlock(&zspage->lock);
+	if (zs_unlikely(mem_len > v.cap)) {
+		unpin_segments(zspage, &v);
 		return -EINVAL;
 	}
-	zs_pfn_t pfn = obj_to_pfn(obj);
-	sg[0].addr = page_addr(pool, pfn) + off;
-	if (zs_likely(off + mem_len <= P)) {
-		sg[0].len = mem_len;
-		return 1;
-	}
-	/* Spanning: the rest lies at the start of the zspage's next page(s). */
-	sg[0].len = P - off;
-	size_t done = sg[0].len;
-	int n = 1;
-	while (done < mem_len) {
-		pfn = page_desc(pool, pfn)->next;
-		sg[n].addr = page_addr(pool, pfn);
-		sg[n].len = mem_len - done < P ? mem_len - done : P;
-		done += sg[n++].len;
+	size_t first = mem_len < v.seg[0].cap ? mem_len : v.seg[0].cap;
+	int n = span_pieces(pool, v.seg[0].pfn, v.seg[0].off, first, sg, 0, nr_sg);
+	if (n > 0 && first < mem_len)
+		n = span_pieces(pool, v.seg[1].pfn, v.seg[1].off, mem_len - first, sg, n, nr_sg);
+	if (zs_unlikely(n < 0)) { /* more pieces than the caller has room for */
+		unpin_segments(zspage, &v);
+		return -EINVAL;
 	}
 	return n;
 }
@@ -486,18 +622,16 @@ void zs_obj_read_sg_end(struct zs_pool *pool, unsigned long handle)
 
 int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, size_t len)
 {
-	unsigned long obj;
-	struct zspage *zspage = pin_object(pool, handle, &obj);
+	struct obj_segs v;
+	struct zspage *zspage = pin_segments(pool, handle, &v);
 	if (zs_unlikely(!zspage))
 		return -EINVAL;
-	struct size_class *class = zspage_class(pool, zspage);
-	unsigned cap, off = payload_offset(pool, class, obj, &cap);
-	if (zs_unlikely(len > cap)) {
-		zs_zspage_read_unlock(&zspage->lock);
+	if (zs_unlikely(len > v.cap)) {
+		unpin_segments(zspage, &v);
 		return -EINVAL;
 	}
-	span_write(pool, obj_to_pfn(obj), off, src, len);
-	zs_zspage_read_unlock(&zspage->lock);
+	segs_write(pool, &v, src, len);
+	unpin_segments(zspage, &v);
 	return 0;
 }
 
@@ -558,74 +692,78 @@ void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode 
 		errno = ENOMEM;
 		return NULL;
 	}
-	unsigned long obj;
 	if (pool->cfg.checked && area->handle) {
 		errno = EBUSY; /* one mapping per thread at a time */
 		return NULL;
 	}
-	if (zs_unlikely(pool->max_object_size > area->cap)) {
-		char *nb = realloc(area->buf, pool->max_object_size);
+	/* Room for the largest object: whole pages, a packed tail's slot included. */
+	size_t need = (pool->max_object_size + pool->page_size - 1) & ~(size_t)(pool->page_size - 1);
+	if (zs_unlikely(need > area->cap)) {
+		char *nb = realloc(area->buf, need);
 		if (!nb) {
 			errno = ENOMEM;
 			return NULL;
 		}
 		area->buf = nb;
-		area->cap = pool->max_object_size;
+		area->cap = need;
 	}
-	struct zspage *zspage = pin_object(pool, handle, &obj);
+	struct obj_segs v;
+	struct zspage *zspage = pin_segments(pool, handle, &v);
 	if (!zspage) {
 		errno = EINVAL;
 		return NULL;
 	}
 	struct size_class *class = zspage_class(pool, zspage);
-	zs_pfn_t pfn = obj_to_pfn(obj);
-	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
+	zs_pfn_t pfn = v.seg[0].pfn;
 	unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
-	char *addr = page_addr(pool, pfn);
+	unsigned off = v.seg[0].off - hdr;
 	area->mode = mm;
 	area->pool = pool;
 	area->handle = handle;
 	/* The old API decided "spans" from the whole slot (header included), as the kernel did. */
-	if (off + class->size <= pool->page_size) {
+	if (v.n == 1 && off + class->size <= pool->page_size) {
 		area->spanning = 0;
-		return addr + off + hdr;
+		return page_addr(pool, pfn) + off + hdr;
 	}
 	area->spanning = 1;
 	if (mm != ZS_MM_WO)
-		span_read(pool, pfn, off, area->buf, class->size);
-	return area->buf + hdr;
+		segs_read(pool, &v, area->buf, v.cap);
+	return area->buf;
 }
 
 void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
 {
 	struct mapping_area *area = get_mapping_area();
-	unsigned long obj;
-	struct zspage *zspage;
 	if (zs_unlikely(pool->cfg.checked)) {
 		/* Only the mapping this thread made: a failed or foreign map leaves nothing to undo. */
 		if (!area || area->handle != handle || area->pool != pool)
 			return;
-		zspage = pinned_zspage_checked(pool, handle, &obj);
+		unsigned long obj;
+		struct zspage *zspage = pinned_zspage_checked(pool, handle, &obj);
 		area->handle = 0;
 		if (!zspage)
 			return;
-	} else {
-		obj = handle_to_obj(handle);
-		zspage = obj_to_zspage(pool, obj);
-		if (area)
-			area->handle = 0;
+	} else if (area) {
+		area->handle = 0;
 	}
 	if (area && area->spanning && area->mode != ZS_MM_RO) {
-		struct size_class *class = zspage_class(pool, zspage);
-		/* Write back the payload only: after a WO map the buffer's header is stale. */
-		unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
-		unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj)) + hdr;
-		span_write(pool, obj_to_pfn(obj), off, area->buf + hdr, class->size - hdr);
+		/* Still pinned by the map, so the segments are where the map found them. */
+		unsigned long obj = handle_to_obj(handle);
+		struct zspage *zspage = obj_to_zspage(pool, obj);
+		struct obj_segs v;
+		obj_segment(pool, zspage, obj, &v, 0);
+		v.n = 1;
+		v.cap = v.seg[0].cap;
+		unsigned long tail = zspage_tail(zspage);
+		if (tail) {
+			unsigned long tobj = handle_to_obj(tail);
+			obj_segment(pool, obj_to_zspage(pool, tobj), tobj, &v, 1);
+			v.n = 2;
+			v.cap += v.seg[1].cap;
+		}
+		segs_write(pool, &v, area->buf, v.cap);
 	}
-	if (pool->cfg.checked)
-		zspage_read_unlock_checked(&zspage->lock);
-	else
-		zs_zspage_read_unlock(&zspage->lock);
+	unpin_object(pool, handle);
 }
 
 /* ---- pool properties ---- */
