@@ -355,8 +355,8 @@ static inline int size_to_class_index(const struct zs_pool *pool, size_t size)
 		       (int)((size - ZS_HANDLE_SIZE + pool->page_size - 1) >> pool->page_shift);
 	return pool->size_lut[(size + 7) >> 3];
 }
-/* The class an allocation of `size` (header included) uses: its copy for this CPU. */
-struct size_class *zs_alloc_class(struct zs_pool *pool, size_t size);
+/* The copy for this CPU of logical class `index` (size_to_class_index of the slot size). */
+struct size_class *zs_alloc_class(struct zs_pool *pool, int index);
 
 /* ---- handle.c ---- */
 int zs_handles_init(struct zs_pool *pool);

@@ -110,6 +110,7 @@ static struct zspage *alloc_zspage(struct zs_pool *pool, struct size_class *clas
 {
 	zs_pfn_t pfns[ZS_MAX_CHAIN];
 	unsigned n = class->pages_per_zspage;
+	pfns[0] = ZS_PFN_NONE; /* n >= 1; said for the compilers' flow analysis */
 	for (unsigned i = 0; i < n; i++) {
 		if (zs_pages_alloc(pool->pages, &pfns[i])) {
 			zs_pages_free_bulk(pool->pages, pfns, i);
@@ -281,8 +282,9 @@ static struct zspage *find_get_zspage(struct size_class *class)
  * Place one object for `handle` in `class` (this CPU's copy) and record it;
  * a head zspage also records its tail.  0, or -ENOMEM without pages.
  */
-static int alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
-		     unsigned long tail, int is_tail)
+static inline __attribute__((always_inline)) int
+alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
+	  unsigned long tail, int is_tail)
 {
 	zs_spin_lock(&class->lock);
 	struct zspage *zspage = find_get_zspage(class);
@@ -326,37 +328,36 @@ static int alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned lo
 	return 0;
 }
 
-unsigned long zs_malloc(struct zs_pool *pool, size_t size)
+/*
+ * Multi-page: whole pages in the head, the partial last page packed as a
+ * small object (the tail) when a small class takes it and grows for it
+ * (alloc_obj; class.c, "Objects larger than a page").
+ */
+static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool, size_t size)
 {
-	if (zs_unlikely(!size))
-		return (unsigned long)-EINVAL;
-	if (zs_unlikely(size > pool->max_object_size))
+	if (size > pool->max_object_size)
 		return (unsigned long)-ENOSPC;
-	size_t slot = size + ZS_HANDLE_SIZE;
+	size_t slot = size + ZS_HANDLE_SIZE, rest = size & (pool->page_size - 1);
 	unsigned long tail = 0;
-	if (zs_unlikely(size > pool->page_size)) {
-		/* Multi-page: whole pages in the head, a partial last page packed as a
-		 * small object when a small class takes it (class.c, "Objects larger
-		 * than a page"). */
-		size_t rest = size & (pool->page_size - 1);
-		if (rest && rest < pool->huge_class_size) {
-			tail = zs_handle_alloc(pool);
-			if (zs_unlikely(!tail))
+	if (rest && rest < pool->huge_class_size) {
+		tail = zs_handle_alloc(pool);
+		if (zs_unlikely(!tail))
+			return (unsigned long)-ENOMEM;
+		int rc = alloc_obj(pool, zs_alloc_class(pool, size_to_class_index(pool, rest + ZS_HANDLE_SIZE)),
+				   tail, 0, 1);
+		if (rc) {
+			zs_handle_free(pool, tail);
+			if (rc != -EAGAIN)
 				return (unsigned long)-ENOMEM;
-			int rc = alloc_obj(pool, zs_alloc_class(pool, rest + ZS_HANDLE_SIZE), tail, 0, 1);
-			if (rc) {
-				zs_handle_free(pool, tail);
-				if (rc != -EAGAIN)
-					return (unsigned long)-ENOMEM;
-				tail = 0; /* declined: the object takes its last page whole */
-			} else {
-				slot -= rest;
-			}
+			tail = 0; /* declined: the object takes its last page whole */
+		} else {
+			slot -= rest;
 		}
 	}
 	unsigned long handle = zs_handle_alloc(pool);
 	if (zs_likely(handle) &&
-	    zs_likely(!alloc_obj(pool, zs_alloc_class(pool, slot), handle, tail, 0))) {
+	    zs_likely(!alloc_obj(pool, zs_alloc_class(pool, size_to_class_index(pool, slot)), handle,
+				 tail, 0))) {
 		if (tail)
 			atomic_fetch_add_explicit(&pool->nr_tails, 1, memory_order_relaxed);
 		return handle;
@@ -366,6 +367,24 @@ unsigned long zs_malloc(struct zs_pool *pool, size_t size)
 	if (tail)
 		zs_free_tail(pool, tail);
 	return (unsigned long)-ENOMEM;
+}
+
+unsigned long zs_malloc(struct zs_pool *pool, size_t size)
+{
+	if (zs_unlikely(!size))
+		return (unsigned long)-EINVAL;
+	if (zs_unlikely(size > pool->page_size))
+		return malloc_large(pool, size);
+	unsigned long handle = zs_handle_alloc(pool);
+	if (zs_unlikely(!handle))
+		return (unsigned long)-ENOMEM;
+	/* size <= page: the table alone (size_to_class_index without its multi-page test). */
+	int index = pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3];
+	if (zs_unlikely(alloc_obj(pool, zs_alloc_class(pool, index), handle, 0, 0))) {
+		zs_handle_free(pool, handle);
+		return (unsigned long)-ENOMEM;
+	}
+	return handle;
 }
 
 /* ---- object access ---- */
@@ -459,35 +478,25 @@ static inline void obj_segment(const struct zs_pool *pool, const struct zspage *
 }
 
 /*
- * Pin handle's object (and its tail) and describe it; the head zspage or
- * NULL (checked mode: a bad handle).  The tail's zspage is read-locked too,
- * so compaction cannot move the tail under the reader either.
+ * Describe a pinned object with a packed tail, read-locking the tail's
+ * zspage too so compaction cannot move the tail under the reader; 0, or
+ * -EINVAL with the head unlocked (cannot happen: the head holds its tail).
  */
-static struct zspage *pin_segments(struct zs_pool *pool, unsigned long handle,
-				   struct obj_segs *v)
+static int pin_tail(struct zs_pool *pool, struct zspage *zspage, unsigned long obj,
+		    struct obj_segs *v)
 {
-	unsigned long obj;
-	struct zspage *zspage = pin_object(pool, handle, &obj);
-	if (zs_unlikely(!zspage))
-		return NULL;
+	unsigned long tobj;
 	obj_segment(pool, zspage, obj, v, 0);
-	v->n = 1;
-	v->cap = v->seg[0].cap;
-	v->tail_zspage = NULL;
-	unsigned long tail = zspage_tail(zspage);
-	if (zs_unlikely(tail)) {
-		unsigned long tobj;
-		struct zspage *tz = pin_object(pool, tail, &tobj);
-		if (!tz) { /* cannot happen: the head holds its tail alive */
-			zs_zspage_read_unlock(&zspage->lock);
-			return NULL;
-		}
-		obj_segment(pool, tz, tobj, v, 1);
-		v->n = 2;
-		v->cap += v->seg[1].cap;
-		v->tail_zspage = tz;
+	struct zspage *tz = pin_object(pool, zspage->tail, &tobj);
+	if (!tz) {
+		zs_zspage_read_unlock(&zspage->lock);
+		return -EINVAL;
 	}
-	return zspage;
+	obj_segment(pool, tz, tobj, v, 1);
+	v->n = 2;
+	v->cap = v->seg[0].cap + v->seg[1].cap;
+	v->tail_zspage = tz;
+	return 0;
 }
 
 static void unpin_segments(struct zspage *zspage, const struct obj_segs *v)
@@ -536,26 +545,65 @@ static void segs_write(const struct zs_pool *pool, const struct obj_segs *v, con
 			   len - first);
 }
 
-void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
-			void *local_copy)
+/* Payload offset within the object's first page, and the payload capacity. */
+static inline unsigned payload_offset(const struct zs_pool *pool, const struct size_class *class,
+				      unsigned long obj, unsigned *cap)
+{
+	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
+	if (class->huge) {
+		*cap = class->size;
+		return off;
+	}
+	*cap = class->size - ZS_HANDLE_SIZE;
+	return off + ZS_HANDLE_SIZE;
+}
+
+/* zs_obj_read_begin of an object with a packed tail (the head is pinned). */
+static __attribute__((noinline)) void *read_begin_packed(struct zs_pool *pool,
+							 struct zspage *zspage, unsigned long obj,
+							 size_t mem_len, void *local_copy)
 {
 	struct obj_segs v;
-	struct zspage *zspage = pin_segments(pool, handle, &v);
-	if (zs_unlikely(!zspage)) {
+	if (pin_tail(pool, zspage, obj, &v)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	size_t P = pool->page_size;
-	int direct = v.seg[0].off + mem_len <= P;
-	if (zs_unlikely(mem_len > v.cap || (!local_copy && !direct))) {
+	int direct = v.seg[0].off + mem_len <= pool->page_size;
+	if (mem_len > v.cap || (!local_copy && !direct)) {
 		unpin_segments(zspage, &v);
 		errno = EINVAL;
 		return NULL;
 	}
-	if (zs_likely(direct))
+	if (direct)
 		return page_addr(pool, v.seg[0].pfn) + v.seg[0].off;
-	/* The object spans pages: stitch it together in the caller's buffer. */
 	segs_read(pool, &v, local_copy, mem_len);
+	return local_copy;
+}
+
+void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
+			void *local_copy)
+{
+	unsigned long obj;
+	struct zspage *zspage = pin_object(pool, handle, &obj);
+	if (zs_unlikely(!zspage)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (zs_unlikely(zspage_tail(zspage)))
+		return read_begin_packed(pool, zspage, obj, mem_len, local_copy);
+	struct size_class *class = zspage_class(pool, zspage);
+	unsigned cap, off = payload_offset(pool, class, obj, &cap);
+	if (zs_unlikely(mem_len > cap || (!local_copy && off + mem_len > pool->page_size))) {
+		zs_zspage_read_unlock(&zspage->lock);
+		errno = EINVAL;
+		return NULL;
+	}
+	zs_pfn_t pfn = obj_to_pfn(obj);
+	char *addr = page_addr(pool, pfn);
+	if (zs_likely(off + mem_len <= pool->page_size))
+		return addr + off;
+	/* The object spans pages: stitch it together in the caller's buffer. */
+	span_read(pool, pfn, off, local_copy, mem_len);
 	return local_copy;
 }
 
@@ -590,10 +638,20 @@ int zs_obj_read_sgv_begin(struct zs_pool *pool, unsigned long handle, size_t mem
 {
 	if (zs_unlikely(!mem_len || nr_sg < 1))
 		return -EINVAL;
-	struct obj_segs v;
-	struct zspage *zspage = pin_segments(pool, handle, &v);
+	unsigned long obj;
+	struct zspage *zspage = pin_object(pool, handle, &obj);
 	if (zs_unlikely(!zspage))
 		return -EINVAL;
+	struct obj_segs v;
+	if (zs_unlikely(zspage_tail(zspage))) {
+		if (pin_tail(pool, zspage, obj, &v))
+			return -EINVAL;
+	} else {
+		obj_segment(pool, zspage, obj, &v, 0);
+		v.n = 1;
+		v.cap = v.seg[0].cap;
+		v.tail_zspage = NULL;
+	}
 	if (zs_unlikely(mem_len > v.cap)) {
 		unpin_segments(zspage, &v);
 		return -EINVAL;
@@ -620,18 +678,36 @@ void zs_obj_read_sg_end(struct zs_pool *pool, unsigned long handle)
 	unpin_object(pool, handle);
 }
 
-int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, size_t len)
+/* zs_obj_write of an object with a packed tail (the head is pinned). */
+static __attribute__((noinline)) int write_packed(struct zs_pool *pool, struct zspage *zspage,
+						  unsigned long obj, const void *src, size_t len)
 {
 	struct obj_segs v;
-	struct zspage *zspage = pin_segments(pool, handle, &v);
+	if (pin_tail(pool, zspage, obj, &v))
+		return -EINVAL;
+	int rc = len > v.cap ? -EINVAL : 0;
+	if (!rc)
+		segs_write(pool, &v, src, len);
+	unpin_segments(zspage, &v);
+	return rc;
+}
+
+int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, size_t len)
+{
+	unsigned long obj;
+	struct zspage *zspage = pin_object(pool, handle, &obj);
 	if (zs_unlikely(!zspage))
 		return -EINVAL;
-	if (zs_unlikely(len > v.cap)) {
-		unpin_segments(zspage, &v);
+	if (zs_unlikely(zspage_tail(zspage)))
+		return write_packed(pool, zspage, obj, src, len);
+	struct size_class *class = zspage_class(pool, zspage);
+	unsigned cap, off = payload_offset(pool, class, obj, &cap);
+	if (zs_unlikely(len > cap)) {
+		zs_zspage_read_unlock(&zspage->lock);
 		return -EINVAL;
 	}
-	segs_write(pool, &v, src, len);
-	unpin_segments(zspage, &v);
+	span_write(pool, obj_to_pfn(obj), off, src, len);
+	zs_zspage_read_unlock(&zspage->lock);
 	return 0;
 }
 
@@ -697,8 +773,9 @@ void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode 
 		return NULL;
 	}
 	/* Room for the largest object: whole pages, a packed tail's slot included. */
-	size_t need = (pool->max_object_size + pool->page_size - 1) & ~(size_t)(pool->page_size - 1);
+	size_t need = pool->max_object_size;
 	if (zs_unlikely(need > area->cap)) {
+		need = (need + pool->page_size - 1) & ~(size_t)(pool->page_size - 1);
 		char *nb = realloc(area->buf, need);
 		if (!nb) {
 			errno = ENOMEM;
@@ -707,63 +784,84 @@ void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode 
 		area->buf = nb;
 		area->cap = need;
 	}
-	struct obj_segs v;
-	struct zspage *zspage = pin_segments(pool, handle, &v);
+	unsigned long obj;
+	struct zspage *zspage = pin_object(pool, handle, &obj);
 	if (!zspage) {
 		errno = EINVAL;
 		return NULL;
 	}
-	struct size_class *class = zspage_class(pool, zspage);
-	zs_pfn_t pfn = v.seg[0].pfn;
-	unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
-	unsigned off = v.seg[0].off - hdr;
 	area->mode = mm;
 	area->pool = pool;
 	area->handle = handle;
+	if (zs_unlikely(zspage_tail(zspage))) {
+		struct obj_segs v;
+		if (pin_tail(pool, zspage, obj, &v)) {
+			area->handle = 0;
+			errno = EINVAL;
+			return NULL;
+		}
+		area->spanning = 1;
+		if (mm != ZS_MM_WO)
+			segs_read(pool, &v, area->buf, v.cap);
+		return area->buf;
+	}
+	struct size_class *class = zspage_class(pool, zspage);
+	zs_pfn_t pfn = obj_to_pfn(obj);
+	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
+	unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
+	char *addr = page_addr(pool, pfn);
 	/* The old API decided "spans" from the whole slot (header included), as the kernel did. */
-	if (v.n == 1 && off + class->size <= pool->page_size) {
+	if (off + class->size <= pool->page_size) {
 		area->spanning = 0;
-		return page_addr(pool, pfn) + off + hdr;
+		return addr + off + hdr;
 	}
 	area->spanning = 1;
 	if (mm != ZS_MM_WO)
-		segs_read(pool, &v, area->buf, v.cap);
+		span_read(pool, pfn, off + hdr, area->buf, class->size - hdr);
 	return area->buf;
 }
 
 void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
 {
 	struct mapping_area *area = get_mapping_area();
+	unsigned long obj;
+	struct zspage *zspage;
 	if (zs_unlikely(pool->cfg.checked)) {
 		/* Only the mapping this thread made: a failed or foreign map leaves nothing to undo. */
 		if (!area || area->handle != handle || area->pool != pool)
 			return;
-		unsigned long obj;
-		struct zspage *zspage = pinned_zspage_checked(pool, handle, &obj);
+		zspage = pinned_zspage_checked(pool, handle, &obj);
 		area->handle = 0;
 		if (!zspage)
 			return;
-	} else if (area) {
-		area->handle = 0;
+	} else {
+		obj = handle_to_obj(handle);
+		zspage = obj_to_zspage(pool, obj);
+		if (area)
+			area->handle = 0;
 	}
+	unsigned long tail = zspage_tail(zspage);
 	if (area && area->spanning && area->mode != ZS_MM_RO) {
-		/* Still pinned by the map, so the segments are where the map found them. */
-		unsigned long obj = handle_to_obj(handle);
-		struct zspage *zspage = obj_to_zspage(pool, obj);
-		struct obj_segs v;
-		obj_segment(pool, zspage, obj, &v, 0);
-		v.n = 1;
-		v.cap = v.seg[0].cap;
-		unsigned long tail = zspage_tail(zspage);
+		/* Still pinned by the map, so the object is where the map found it. */
+		struct size_class *class = zspage_class(pool, zspage);
+		unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
+		unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj)) + hdr;
+		size_t head = class->size - hdr;
+		span_write(pool, obj_to_pfn(obj), off, area->buf, head);
 		if (tail) {
 			unsigned long tobj = handle_to_obj(tail);
-			obj_segment(pool, obj_to_zspage(pool, tobj), tobj, &v, 1);
-			v.n = 2;
-			v.cap += v.seg[1].cap;
+			struct size_class *tc = zspage_class(pool, obj_to_zspage(pool, tobj));
+			span_write(pool, obj_to_pfn(tobj),
+				   obj_page_offset(pool, tc->size, obj_to_idx(tobj)) + ZS_HANDLE_SIZE,
+				   area->buf + head, tc->size - ZS_HANDLE_SIZE);
 		}
-		segs_write(pool, &v, area->buf, v.cap);
 	}
-	unpin_object(pool, handle);
+	if (tail)
+		unpin_object(pool, tail);
+	if (pool->cfg.checked)
+		zspage_read_unlock_checked(&zspage->lock);
+	else
+		zs_zspage_read_unlock(&zspage->lock);
 }
 
 /* ---- pool properties ---- */
