@@ -290,12 +290,15 @@ alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
 	struct zspage *zspage = find_get_zspage(class);
 	if (zs_unlikely(is_tail) && !zspage) {
 		/*
-		 * A tail only grows its class when that pays: a new zspage of L
+		 * A tail only opens a class when that pays: a new zspage of L
 		 * pages costs L pages until it fills, a tail stored unpacked
-		 * costs under a page, so the class grows for the tail that comes
-		 * after L were declined (tests and docs/policies.md measure it).
+		 * costs under a page, so an empty class grows for the tail that
+		 * comes after L were declined; a class already holding L objects
+		 * is in use and grows as for any object (docs/policies.md,
+		 * "When the tail packs", measures the rules).
 		 */
-		if (class->tails_declined < class->pages_per_zspage) {
+		if (class->tails_declined < class->pages_per_zspage &&
+		    class->stats[ZS_OBJS_INUSE] < class->pages_per_zspage) {
 			class->tails_declined++;
 			zs_spin_unlock(&class->lock);
 			return -EAGAIN;
