@@ -101,14 +101,17 @@ static unsigned long class_pages(struct zs_pool *p)
  * Packed tails: objects of 3 pages and 100 bytes keep their last 100 bytes
  * in a small class once it pays (after a zspage's worth of tails were
  * declined), so 300 of them take far fewer than 4 pages each; they survive
- * compaction of the tails' class (half freed), and freeing all leaves 0.
+ * compaction of the tails' class (half freed, by zs_free or deferred free, in
+ * each free mode), and freeing all leaves 0.
  */
-static void packed_tails(size_t P, int checked, uint64_t *seed)
+static void packed_tails(size_t P, int checked, enum zs_free_mode mode, int deferred,
+			 uint64_t *seed)
 {
 	struct zs_pool_config cfg;
 	zs_pool_config_init(&cfg);
 	cfg.page_size = P;
 	cfg.checked = checked;
+	cfg.free_mode = mode;
 	cfg.max_object_size = 4 * P;
 	struct zs_pool *p = zs_create_pool(&cfg);
 	REQUIRE(p);
@@ -132,7 +135,10 @@ static void packed_tails(size_t P, int checked, uint64_t *seed)
 	CHECK_EQ(zs_pool_objects(p), (unsigned long)N);
 	/* Free every other one: the tails' zspages go half empty; compaction moves tails. */
 	for (int i = 0; i < N; i += 2)
-		CHECK_EQ(zs_free(p, h[i]), 0);
+		CHECK_EQ(deferred ? zs_free_deferred(p, h[i]) : zs_free(p, h[i]), 0);
+	if (deferred)
+		zs_free_deferred_flush(p);
+	CHECK_EQ(zs_pool_objects(p), (unsigned long)N / 2);
 	unsigned long before = zs_get_total_pages(p);
 	unsigned long freed = zs_compact(p);
 	if (P == 4096) /* 36 tails a page: 8 half-empty zspages to merge (at 16K they share one) */
@@ -472,9 +478,10 @@ int main(void)
 		zs_destroy_pool(p);
 	}
 
-	packed_tails(4096, 0, &seed);
-	packed_tails(4096, 1, &seed);
-	packed_tails(16384, 0, &seed);
+	packed_tails(4096, 0, ZS_FREE_POOL_LOCK, 0, &seed);
+	packed_tails(4096, 1, ZS_FREE_CLASS_INDEX, 1, &seed);
+	packed_tails(4096, 0, ZS_FREE_CLASS_INDEX_UNLOCKED, 1, &seed);
+	packed_tails(16384, 0, ZS_FREE_POOL_LOCK, 0, &seed);
 	single_thread(4096, 0, &seed);
 	single_thread(4096, 1, &seed);
 	single_thread(16384, 1, &seed);
