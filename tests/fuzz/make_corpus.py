@@ -3,7 +3,7 @@
 hand-made programs per target that reach every allocator, config axis and
 operation, so a short CI run starts from useful inputs.  Rerun after
 changing a target's input format: python3 tests/fuzz/make_corpus.py"""
-import lzma, os, random, shutil
+import lzma, os, random, re
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 rng = random.Random(9)
@@ -22,8 +22,13 @@ def alloc_prog(nops):
         out += [rng.randrange(256) for _ in range(rng.choice([0, 2, 2, 9]))]
     return out
 
+# Start clean, but keep what fuzzing runs found and was committed beside the seeds (files named
+# by their SHA-1, as libFuzzer names them): this script cannot make those again.
 if os.path.isdir(root):
-    shutil.rmtree(root)
+    for t in os.listdir(root):
+        for f in os.listdir(os.path.join(root, t)):
+            if not re.fullmatch(r"[0-9a-f]{40}", f):
+                os.remove(os.path.join(root, t, f))
 # fuzz_alloc: b0 = kind | pageshift<<2 | checked<<5, b1 = limit, b2 = chain/policy/free mode,
 # b3 = delta/worker/queue
 for kind in range(4):
@@ -34,6 +39,28 @@ for kind in range(4):
             hdr = [b0, b1, rng.randrange(256), rng.randrange(256)]
             if (kind + ps + checked) % 3 == 0:
                 write("fuzz_alloc", "k%d-ps%d-c%d" % (kind, ps, checked), hdr + alloc_prog(60))
+
+# fuzz_alloc with objects over a page (b0 bits 6-7 = max_object_size mode, then b4, and for
+# mode 2 two more bytes): zsmalloc direct and through the backend.  Its own generator, so the
+# seeds above and below stay as they were.
+mrng = random.Random(21)
+def mp_prog(nops):
+    out = []
+    for _ in range(nops):
+        op = mrng.choice([0, 1, 2, 3, 0, 1, 4, 6, 8, 9, 8, 9, 10, 11, 12, 13, 14, 15])
+        out += [op | mrng.randrange(16) << 4, mrng.randrange(256)]
+        out += [mrng.randrange(256) for _ in range(mrng.choice([2, 4, 4, 9]))]
+    return out
+for i, (kind, ps, mo) in enumerate([(0, 0, 1), (1, 0, 2), (0, 4, 3), (1, 5, 1), (0, 0, 2),
+                                    (1, 0, 3), (0, 7, 1), (0, 6, 2)]):
+    checked = i % 2
+    b0 = kind | ps << 2 | checked << 5 | mo << 6
+    b1 = mrng.choice([0, 0, 1 | mrng.randrange(128) << 1])
+    b4 = mrng.randrange(256) & ~1 if mo == 3 else mrng.randrange(256)  # mode 3: 16 pages
+    hdr = [b0, b1, mrng.randrange(256), mrng.randrange(256), b4]
+    if mo == 2:
+        hdr += [mrng.randrange(256), mrng.randrange(256)]
+    write("fuzz_alloc", "mp-k%d-ps%d-c%d-m%d" % (kind, ps, checked, mo), hdr + mp_prog(80))
 
 # fuzz_zram: b0 = page size | slots, b1 = comp/recomp/backend, b2 = flags, b3 = limit
 for i in range(12):
