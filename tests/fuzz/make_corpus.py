@@ -71,6 +71,24 @@ for i in range(12):
         prog += [op, rng.randrange(256)] + [rng.randrange(256) for _ in range(rng.choice([0, 2, 3, 9]))]
     write("fuzz_zram", "store-%02d" % i, hdr + prog)
 
+# fuzz_zram grouped stores: b0 page size index 4-6 (4K, 8K, 16K) makes a grouped store whose
+# group_pages comes from a fifth byte b4 (2 << (b4 & 3), halved to fit 64 KiB); on zsmalloc
+# (b1 bit 7 clear) mostly, with filters (b3 bits 5-7, b2 bit 5).  Its own generator, so the
+# seeds above and below stay as they were.
+grng = random.Random(22)
+for i in range(10):
+    b0 = (4 + i % 3) | grng.randrange(32) << 3
+    b1 = grng.randrange(128) | (0x80 if i == 9 else 0)
+    b2 = grng.randrange(256) & ~0xc0          # never the bad-config path (b2 >> 5 == 7)
+    b3 = grng.randrange(256)
+    b4 = i % 4 | grng.randrange(7) << 2       # group_pages 2, 4, 8, 16 (before fitting)
+    prog = []
+    for _ in range(90):
+        op = grng.choice([0, 1, 2, 3, 4, 4, 5, 6, 7, 8, 11, 13, 14, 15, 0x1f, 0x15, 0x14])
+        op |= grng.randrange(16) << 4 if op < 16 else 0
+        prog += [op & 0xff, grng.randrange(256)] + [grng.randrange(256) for _ in range(grng.choice([0, 2, 3, 9]))]
+    write("fuzz_zram", "group-%02d" % i, [b0, b1, b2, b3, b4] + prog)
+
 # fuzz_trace: byte 0 = form (0 plain, 1 xz, 5 xz + one byte changed, 9 xz cut short)
 good = (b"# zram-trace 1\n# page_size 4096\n# comp lz4\n# kernel 6.18\n# chain_size 8\n"
         b"# data seed\nw 0 1764 n\n= 7 0 1 1764 0 0\nw 1 0 s\nw 2 4096 h\n"
