@@ -210,6 +210,20 @@ static int setup(struct st *s, struct fin *in)
 				   bad.max_object_size);
 		}
 	}
+	if (c.max_object_size > s->page_size && (kind == UT_ZS || kind == UT_ZS_BACKEND)) {
+		/* each page count is a class, and the classes must fit the obj's 8192 class
+		 * numbers (zsmalloc.h, max_object_size): 64 KiB pages with delta 8 have 8189
+		 * up to a page.  Past that the config is refused; then take what fits. */
+		size_t P = s->page_size, d = c.class_delta ? c.class_delta : (P >> 8 > 16 ? P >> 8 : 16);
+		size_t small = (P - ZS_MIN_ALLOC_SIZE + d - 1) / d + 1;
+		size_t K = (c.max_object_size + P - 1) / P;
+		if (small + K - 1 > 8192) {
+			errno = 0;
+			struct zs_pool *bp = zs_create_pool(&c);
+			FUZZ_CHECK(!bp && errno == EINVAL, "%zu + %zu classes accepted", small, K - 1);
+			c.max_object_size = (8192 - small + 1) * P;
+		}
+	}
 	int err = ut_create(&s->a, kind, s->page_size, s->max_pages, s->checked, b2 & 1, &c);
 	FUZZ_CHECK(!err, "creating the allocator (kind %d): errno %d", kind, errno);
 	s->max_size = s->a.max_size;

@@ -61,6 +61,13 @@ for i, (kind, ps, mo) in enumerate([(0, 0, 1), (1, 0, 2), (0, 4, 3), (1, 5, 1), 
     if mo == 2:
         hdr += [mrng.randrange(256), mrng.randrange(256)]
     write("fuzz_alloc", "mp-k%d-ps%d-c%d-m%d" % (kind, ps, checked, mo), hdr + mp_prog(80))
+# found by fuzz_alloc: 64 KiB pages, class_delta 8 and objects of 8 pages are more classes
+# than the obj's class field numbers (8192): refused (zsmalloc.h, test_zs_multipage_limits.c)
+write("fuzz_alloc", "found-classes-64k-delta8", bytes.fromhex(
+    "5c62e100abb52c9a9fa6b509c2f4b1cd578ae4782bd0d6b13544d3aec2a91411f22b097acf3cc867b2e212a7"
+    "4cdb087d0c081e9da7325dd17d8736d87c0d81fa1584207358360866b6ade91eca7232d6bb75a2b44ef41525"
+    "20bad4040000000000ffff7e094b332f19e1f4f98356edf81a154d73f0000000000000000000000000000000"
+    "0000006b6e45"))
 
 # fuzz_zram: b0 = page size | slots, b1 = comp/recomp/backend, b2 = flags, b3 = limit
 for i in range(12):
