@@ -166,6 +166,54 @@ static void packed_tails(size_t P, int checked, enum zs_free_mode mode, int defe
 	zs_destroy_pool(p);
 }
 
+/*
+ * Chain 1 makes the classes past half a page one object each: a tail that
+ * would land there costs its page either way, so it is not split off (the
+ * object keeps its last page whole, and the legacy map writes it back where
+ * it reads it); a small tail still packs.
+ */
+static void chain1_tails(size_t P)
+{
+	struct zs_pool_config cfg;
+	zs_pool_config_init(&cfg);
+	cfg.page_size = P;
+	cfg.max_chain = 1;
+	cfg.max_object_size = 4 * P;
+	struct zs_pool *p = zs_create_pool(&cfg);
+	REQUIRE(p);
+	unsigned char *want = malloc(4 * P), *tmp = malloc(4 * P);
+	REQUIRE(want && tmp);
+	enum { N = 40 };
+	unsigned long h[N];
+	for (int i = 0; i < N; i++) {
+		h[i] = zs_malloc(p, 2 * P + P - 100);
+		REQUIRE(!ZS_IS_ERR(h[i]));
+		CHECK_EQ(zs_get_total_pages(p), 3UL * (unsigned long)(i + 1));
+	}
+	size_t len = 2 * P + P - 100;
+	fill(want, len, 77);
+	CHECK_EQ(zs_obj_write(p, h[0], want, len), 0);
+	unsigned char *m = zs_map_object(p, h[0], ZS_MM_RW);
+	REQUIRE(m);
+	CHECK(!memcmp(m, want, len));
+	m[len - 1] ^= 0x11;
+	zs_unmap_object(p, h[0]);
+	want[len - 1] ^= 0x11;
+	check_object(p, h[0], want, len, tmp);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(zs_free(p, h[i]), 0);
+	/* 100-byte tails pack (36 to a one-page zspage) once the class opens */
+	for (int i = 0; i < N; i++)
+		h[i] = zs_malloc(p, 2 * P + 100);
+	CHECK(zs_get_total_pages(p) < 3UL * N);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(zs_free(p, h[i]), 0);
+	CHECK_EQ(zs_get_total_pages(p), 0UL);
+	free(want);
+	free(tmp);
+	zs_destroy_pool(p);
+}
+
 static void single_thread(size_t P, int checked, uint64_t *seed)
 {
 	struct zs_pool_config cfg;
@@ -482,6 +530,7 @@ int main(void)
 	packed_tails(4096, 1, ZS_FREE_CLASS_INDEX, 1, &seed);
 	packed_tails(4096, 0, ZS_FREE_CLASS_INDEX_UNLOCKED, 1, &seed);
 	packed_tails(16384, 0, ZS_FREE_POOL_LOCK, 0, &seed);
+	chain1_tails(4096);
 	single_thread(4096, 0, &seed);
 	single_thread(4096, 1, &seed);
 	single_thread(16384, 1, &seed);

@@ -342,12 +342,16 @@ static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool
 		return (unsigned long)-ENOSPC;
 	size_t slot = size + ZS_HANDLE_SIZE, rest = size & (pool->page_size - 1);
 	unsigned long tail = 0;
-	if (rest && rest < pool->huge_class_size) {
+	struct size_class *tc = NULL;
+	if (rest && rest < pool->huge_class_size)
+		tc = zs_alloc_class(pool, size_to_class_index(pool, rest + ZS_HANDLE_SIZE));
+	/* A one-object class (chain 1 makes those of sizes past half a page) would
+	 * spend a page on the tail anyway: keep the last page whole then. */
+	if (tc && !class_single(tc)) {
 		tail = zs_handle_alloc(pool);
 		if (zs_unlikely(!tail))
 			return (unsigned long)-ENOMEM;
-		int rc = alloc_obj(pool, zs_alloc_class(pool, size_to_class_index(pool, rest + ZS_HANDLE_SIZE)),
-				   tail, 0, 1);
+		int rc = alloc_obj(pool, tc, tail, 0, 1);
 		if (rc) {
 			zs_handle_free(pool, tail);
 			if (rc != -EAGAIN)
@@ -355,16 +359,15 @@ static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool
 			tail = 0; /* declined: the object takes its last page whole */
 		} else {
 			slot -= rest;
+			/* counted while it exists: zs_free_tail uncounts it, on failure below too */
+			atomic_fetch_add_explicit(&pool->nr_tails, 1, memory_order_relaxed);
 		}
 	}
 	unsigned long handle = zs_handle_alloc(pool);
 	if (zs_likely(handle) &&
 	    zs_likely(!alloc_obj(pool, zs_alloc_class(pool, size_to_class_index(pool, slot)), handle,
-				 tail, 0))) {
-		if (tail)
-			atomic_fetch_add_explicit(&pool->nr_tails, 1, memory_order_relaxed);
+				 tail, 0)))
 		return handle;
-	}
 	if (handle)
 		zs_handle_free(pool, handle);
 	if (tail)
@@ -851,12 +854,11 @@ void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
 		unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj)) + hdr;
 		size_t head = class->size - hdr;
 		span_write(pool, obj_to_pfn(obj), off, area->buf, head);
-		if (tail) {
+		if (tail) { /* a huge class may hold the tail too (chain 1): no header then */
+			struct obj_segs v;
 			unsigned long tobj = handle_to_obj(tail);
-			struct size_class *tc = zspage_class(pool, obj_to_zspage(pool, tobj));
-			span_write(pool, obj_to_pfn(tobj),
-				   obj_page_offset(pool, tc->size, obj_to_idx(tobj)) + ZS_HANDLE_SIZE,
-				   area->buf + head, tc->size - ZS_HANDLE_SIZE);
+			obj_segment(pool, obj_to_zspage(pool, tobj), tobj, &v, 0);
+			span_write(pool, v.seg[0].pfn, v.seg[0].off, area->buf + head, v.seg[0].cap);
 		}
 	}
 	if (tail)

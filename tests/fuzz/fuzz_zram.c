@@ -427,9 +427,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						 (a >> 4) % 4 ? (a >> 4) : 0, &res);
 			size_t huge = zs_backend_huge_class_size(zs_zram_backend(s.z));
 			if (s.group && s.zs_backend)
-				/* a group is kept raw once its object would fill as many pool pages
-				 * (src/zram/core.c): that is its huge size */
-				huge = s.unit - s.ps + 1;
+				/* a group is kept raw once its last partial page no longer packs
+				 * into a small class (src/zram/core.c): that is its huge size */
+				huge = s.unit - s.ps + huge;
 			if (!s.has_recomp || (thr && thr >= (huge < s.unit ? huge : s.unit))) {
 				FUZZ_CHECK(ret == -EINVAL, "recompress without a secondary or threshold >= huge -> %d", ret);
 				break;
