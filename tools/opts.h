@@ -1,7 +1,7 @@
 /*
  * Option parsing shared by every `zs` command: the pool-shaping flags
  * (--page-size, --chain, --chain-policy, --delta, --free-mode, --deferred,
- * --backend, --class-shards) and the checked number/size/path parsers.  One place, so that
+ * --backend, --class-shards, --fit-zspages) and the checked number/size/path parsers.  One place, so that
  * every command spells, range-checks and reports them the same way: a bad
  * value is one message naming the option and the accepted range, exit 2.
  * Commands parse with getopt_long; they splice OPT_POOL_LONGOPTS into their
@@ -27,8 +27,9 @@ enum {
 	OPT_DEFERRED = 1 << 5,
 	OPT_BACKEND = 1 << 6,
 	OPT_CLASS_SHARDS = 1 << 7,
+	OPT_FIT_ZSPAGES = 1 << 8,
 	OPT_POLICY = OPT_CHAIN | OPT_CHAIN_POLICY | OPT_DELTA, /* change the class table */
-	OPT_ALL = 0xff,
+	OPT_ALL = 0x1ff,
 };
 
 /* getopt_long codes of the pool options (above any short option character). */
@@ -42,7 +43,8 @@ enum {
 	OPTC_DEFERRED,
 	OPTC_BACKEND,
 	OPTC_CLASS_SHARDS,
-	OPT_POOL_LAST = OPTC_CLASS_SHARDS,
+	OPTC_FIT_ZSPAGES,
+	OPT_POOL_LAST = OPTC_FIT_ZSPAGES,
 };
 
 #define OPT_POOL_LONGOPTS                                                   \
@@ -53,7 +55,8 @@ enum {
 	{ "free-mode", required_argument, NULL, OPTC_FREE_MODE },           \
 	{ "deferred", no_argument, NULL, OPTC_DEFERRED },                   \
 	{ "backend", required_argument, NULL, OPTC_BACKEND },               \
-	{ "class-shards", required_argument, NULL, OPTC_CLASS_SHARDS }
+	{ "class-shards", required_argument, NULL, OPTC_CLASS_SHARDS },     \
+	{ "fit-zspages", no_argument, NULL, OPTC_FIT_ZSPAGES }
 
 struct pool_opts {
 	struct zs_pool_config cfg; /* page_size/max_chain/class_delta/policies */

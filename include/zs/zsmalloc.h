@@ -124,7 +124,17 @@ struct zs_pool_config {
 	                               size class per page count; the classes up to a page are
 	                               unchanged.  See docs/policies.md "Objects larger than a
 	                               page" */
-	uint64_t reserved[5];        /* must be 0: later fields are carved out of it, zero
+	int fit_zspages;            /* 0 (kernel): every zspage of a class is the class's chain
+	                               length.  1: zs_compact ends each class (and copy) with
+	                               its objects in full zspages plus at most one partly used
+	                               zspage, of the fewest pages that hold what is left
+	                               (ceil(objects x slot size / page size) pages), so a
+	                               sparsely used class keeps under a page of free slots
+	                               instead of up to a chain's.  Classes, zs_malloc and the
+	                               free paths are unchanged; not page-exact with the kernel.
+	                               0..1.  The application profile sets it.  See
+	                               docs/policies.md "Fitted zspages" */
+	uint64_t reserved[4];        /* must be 0: later fields are carved out of it, zero
 	                               meaning today's behaviour (docs/abi.md) */
 };
 

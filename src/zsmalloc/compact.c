@@ -8,6 +8,21 @@
  * group (kept until full), the source the head of the emptiest; the source's
  * objects move in ascending index order into the destination's free-list
  * head; an emptied source is freed at once.  One compactor at a time.
+ *
+ * Fitted zspages (cfg.fit_zspages, the application profile; off in the
+ * kernel profile, whose every step above stays the kernel's).  After the
+ * kernel's loop a class still keeps up to a zspage's worth of free slots,
+ * spread over its partly used zspages: up to a chain of 8 pages per class
+ * and copy, most of a small pool's waste (docs/compare.md).  With the knob
+ * on, the same loop goes on while two partly used zspages are left (so
+ * one is), and then the last one's k objects move into a new zspage of
+ * ceil(k x slot size / page size) pages, the fewest that hold them, when
+ * that is shorter than the one they are in.  That leaves under a page of
+ * free slots and tail per class and copy, and it is the least any one
+ * class can keep: fewer pages cannot hold k slots.  Only compaction makes
+ * such a zspage; zs_malloc still allocates the class's chain, so a class
+ * that grows again gets its long zspages (and their small tails) back, and
+ * the fitted one fills, empties and is freed like any other.
  */
 #include <errno.h>
 #include <sched.h>
@@ -70,8 +85,8 @@ static void migrate_zspage(struct zs_pool *pool, struct size_class *class, struc
 	zs_assert_internal(zs_rw_write_held(&pool->lock) && zs_spin_held(&class->lock));
 	zs_assert_internal(atomic_load_explicit(&src->lock, memory_order_relaxed) == -1);
 	zs_assert_internal(!src->lnext && !src->lprev && !dst->lnext && !dst->lprev);
-	zs_assert_internal(src != dst && dst->inuse < class->objs_per_zspage);
-	for (unsigned idx = 0; idx < class->objs_per_zspage; idx++) {
+	zs_assert_internal(src != dst && dst->inuse < dst->objs);
+	for (unsigned idx = 0; idx < src->objs; idx++) {
 		while (obj_page_index(pool, size, idx) > page) {
 			pfn = page_desc(pool, pfn)->next;
 			page++;
@@ -93,20 +108,64 @@ static void migrate_zspage(struct zs_pool *pool, struct size_class *class, struc
 		unsigned long old = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
 		record_obj(handle, free_obj | (old & HANDLE_PENDING_BIT));
 		zs_obj_free(pool, class, used_obj);
-		if (dst->inuse == class->objs_per_zspage || src->inuse == 0)
+		if (dst->inuse == dst->objs || src->inuse == 0)
 			break;
 	}
+}
+
+/*
+ * Fitted zspages: move the objects of the class's one partly used zspage
+ * into a new one of the fewest pages that hold them, if that is shorter.
+ * Pool write lock and class lock held, no zspage isolated.  The new pages
+ * come from the provider under both locks (the order allows it, and
+ * compaction frees pages under them anyway); without pages, nothing moves.
+ */
+static unsigned long fit_last_zspage(struct zs_pool *pool, struct size_class *class, char *buf)
+{
+	struct zspage *src = NULL;
+	for (int fg = ZS_INUSE_RATIO_10; fg <= ZS_INUSE_RATIO_99 && !src; fg++)
+		src = class->fullness_list[fg];
+	if (!src)
+		return 0;
+	unsigned long bytes = (unsigned long)src->inuse * class->size;
+	unsigned pages = (unsigned)((bytes + pool->page_size - 1) >> pool->page_shift);
+	if (pages >= src->pages)
+		return 0;
+	unsigned objs = (unsigned)(((unsigned long)pages << pool->page_shift) / class->size);
+	zs_assert_internal(objs >= src->inuse && objs < class->objs_per_zspage);
+	if (!zs_zspage_write_trylock(&src->lock))
+		return 0; /* a reader holds it: as in the loop, do not wait */
+	struct zspage *dst = zs_alloc_zspage(pool, class, pages, objs);
+	if (!dst) {
+		zs_zspage_write_unlock(&src->lock);
+		return 0;
+	}
+	pool_pages_add(pool, (long)pages);
+	class->pages_used += pages;
+	class->stats[ZS_OBJS_ALLOCATED] += objs;
+	zs_remove_zspage(class, src);
+	migrate_zspage(pool, class, src, dst, buf);
+	zs_zspage_write_unlock(&src->lock);
+	zs_assert_internal(src->inuse == 0);
+	unsigned long freed = src->pages - pages;
+	putback_zspage(class, src);
+	zs_unlink_empty_zspage(pool, class, src);
+	zs_free_zspage_pages(pool, src);
+	putback_zspage(class, dst);
+	return freed;
 }
 
 static unsigned long compact_class(struct zs_pool *pool, struct size_class *class, char *buf)
 {
 	struct zspage *src = NULL, *dst = NULL;
 	unsigned long freed = 0;
+	/* Fitted zspages: go on past the kernel's stop while two partly used zspages are left. */
+	int fit = pool->cfg.fit_zspages && class->pages_per_zspage > 1;
 
 	zs_write_lock(&pool->lock);
 	zs_spin_lock(&class->lock);
 	zs_assert_internal(zs_class_lists_sane(class));
-	while (zs_can_compact(class)) {
+	while (fit || zs_can_compact(class)) {
 		if (!dst) {
 			dst = isolate_dst_zspage(class);
 			if (!dst)
@@ -122,8 +181,8 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 		zs_zspage_write_unlock(&src->lock);
 		if (putback_zspage(class, src) == ZS_INUSE_RATIO_0) {
 			zs_unlink_empty_zspage(pool, class, src);
-			zs_free_zspage_pages(pool, src, class->pages_per_zspage);
-			freed += class->pages_per_zspage;
+			freed += src->pages;
+			zs_free_zspage_pages(pool, src);
 		}
 		src = NULL;
 		if (zs_get_fullness_group(class, dst) == ZS_INUSE_RATIO_100 ||
@@ -141,6 +200,9 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 		putback_zspage(class, src);
 	if (dst)
 		putback_zspage(class, dst);
+	if (fit)
+		freed += fit_last_zspage(pool, class, buf);
+	zs_assert_internal(zs_class_lists_sane(class));
 	zs_spin_unlock(&class->lock);
 	zs_write_unlock(&pool->lock);
 	return freed;

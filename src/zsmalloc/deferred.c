@@ -110,7 +110,6 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 {
 	struct keyed k[DRAIN_BATCH];
 	struct zspage *empty[DRAIN_BATCH];
-	unsigned empty_pages[DRAIN_BATCH];
 	size_t nempty = 0;
 	for (size_t i = 0; i < n; i++) {
 		/* The class never changes while the object lives, so no lock is needed to read it. */
@@ -126,15 +125,13 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 			zs_assert_internal(!handle_is_free(k[i].handle) &&
 					   (pool->cfg.checked || handle_is_live(k[i].handle)));
 			struct zspage *z = zs_free_locked(pool, class, handle_to_obj(k[i].handle));
-			if (z) {
-				empty[nempty] = z;
-				empty_pages[nempty++] = class->pages_per_zspage;
-			}
+			if (z)
+				empty[nempty++] = z;
 		}
 		zs_spin_unlock(&class->lock);
 	}
 	for (size_t i = 0; i < nempty; i++)
-		zs_free_zspage_pages(pool, empty[i], empty_pages[i]);
+		zs_free_zspage_pages(pool, empty[i]);
 	for (size_t i = 0; i < n; i++)
 		zs_handle_free(pool, k[i].handle);
 }

@@ -19,7 +19,7 @@ void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long o
 	unsigned idx = obj_to_idx(obj);
 	struct zspage *zspage = page_desc(pool, pfn)->owner;
 	zs_assert_internal(zs_spin_held(&class->lock) && zspage_class(pool, zspage) == class);
-	zs_assert_internal(zspage->inuse > 0 && idx < class->objs_per_zspage);
+	zs_assert_internal(zspage->inuse > 0 && idx < zspage->objs);
 	/* The object is live: its header (or the huge zspage) names a handle. */
 	zs_assert_internal(zspage->huge ? zspage->huge_handle != 0
 					: (*obj_header(pool, pfn, idx, class->size) & OBJ_ALLOCATED_TAG));
@@ -35,10 +35,12 @@ void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long o
 void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage)
 {
 	zs_assert_internal(zspage->inuse == 0 && zspage->fullness == ZS_INUSE_RATIO_0);
-	zs_assert_internal(class->stats[ZS_OBJS_ALLOCATED] >= class->objs_per_zspage);
+	zs_assert_internal(class->stats[ZS_OBJS_ALLOCATED] >= zspage->objs &&
+			   class->pages_used >= zspage->pages);
 	zs_remove_zspage(class, zspage);
-	class->stats[ZS_OBJS_ALLOCATED] -= class->objs_per_zspage;
-	pool_pages_add(pool, -(long)class->pages_per_zspage);
+	class->stats[ZS_OBJS_ALLOCATED] -= zspage->objs;
+	class->pages_used -= zspage->pages;
+	pool_pages_add(pool, -(long)zspage->pages);
 }
 
 struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj)
@@ -56,10 +58,11 @@ struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, un
 }
 
 /* Give an unlinked zspage's pages back to the provider (no lock needed: nobody can reach it). */
-void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage, unsigned pages)
+void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage)
 {
 	zs_pfn_t pfns[ZS_MAX_CHAIN];
 	zs_pfn_t pfn = zspage->pfn;
+	unsigned pages = zspage->pages;
 	for (unsigned i = 0; i < pages; i++) {
 		pfns[i] = pfn;
 		pfn = page_desc(pool, pfn)->next;
@@ -85,7 +88,7 @@ static int free_pool_locked(struct zs_pool *pool, unsigned long handle, int chec
 	zs_assert_internal(handle_is_live(handle));
 	struct zspage *empty = zs_free_locked(pool, class, obj);
 	if (empty)
-		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
+		zs_free_zspage_pages(pool, empty);
 	zs_spin_unlock(&class->lock);
 	return 0;
 }
@@ -104,10 +107,10 @@ static int free_class_index(struct zs_pool *pool, unsigned long handle, int chec
 	zs_assert_internal(handle_is_live(handle));
 	struct zspage *empty = zs_free_locked(pool, class, obj);
 	if (empty && !unlocked)
-		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
+		zs_free_zspage_pages(pool, empty);
 	zs_spin_unlock(&class->lock);
 	if (empty && unlocked)
-		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
+		zs_free_zspage_pages(pool, empty);
 	return 0;
 }
 

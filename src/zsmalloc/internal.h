@@ -85,12 +85,21 @@ struct zspage {
 	uint8_t huge;
 	atomic_int lock;           /* zspage reader/writer lock */
 	unsigned long huge_handle; /* huge zspage: the object's handle (no in-object header) */
-	uint32_t reserved;         /* keeps the overlay exactly one descriptor long */
+	/*
+	 * Its own length and slot count: the class's chain, except a fitted
+	 * zspage (cfg.fit_zspages: compact.c, "Fitted zspages") that is shorter.
+	 * Everything about one zspage reads these, never the class's.
+	 */
+	uint16_t objs;
+	uint8_t pages;
+	uint8_t spare;             /* keeps the overlay exactly one descriptor long */
 	uint32_t pfn;              /* first page: its own page number */
 };
 static_assert(sizeof(struct zspage) == sizeof(struct zs_page_desc), "zspage overlays a page desc");
 static_assert(offsetof(struct zspage, owner) == offsetof(struct zs_page_desc, owner), "owner");
 static_assert(offsetof(struct zspage, next) == offsetof(struct zs_page_desc, next), "next");
+_Static_assert((unsigned long)ZS_MAX_CHAIN * (ZS_PAGE_SIZE_MAX / ZS_MIN_ALLOC_SIZE) <= UINT16_MAX,
+	       "a zspage's slot count fits zspage.objs");
 
 struct size_class {
 	zs_spinlock_t lock;
@@ -98,10 +107,12 @@ struct size_class {
 	unsigned size;               /* slot size, header included */
 	unsigned objs_per_zspage;
 	unsigned pages_per_zspage;
+	unsigned page_size;          /* the pool's (what a fitted zspage's slot count follows from) */
 	unsigned index;              /* physical index (the kernel's class number) */
 	unsigned enc;                /* index + shard * nr_classes: what obj and zspage record */
 	int huge;
 	unsigned long stats[ZS_NR_CLASS_STATS];
+	unsigned long pages_used;    /* sum of its zspages' pages (they need not be one length) */
 } __attribute__((aligned(64)));
 
 /* Geometry of one logical class, computed once at pool creation (class.c). */
@@ -346,6 +357,9 @@ void zs_handles_trim(struct zs_pool *pool, int eager);
 int zs_handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long *obj);
 
 /* ---- zspage.c: lists, chains and objects of a zspage (class lock held) ---- */
+/* A new zspage of `pages` pool pages and `objs` slots of the class (no lock held, or any). */
+struct zspage *zs_alloc_zspage(struct zs_pool *pool, const struct size_class *class,
+			       unsigned pages, unsigned objs);
 int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage);
 void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fullness);
 void zs_remove_zspage(struct size_class *class, struct zspage *zspage);
@@ -359,7 +373,7 @@ void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long o
 void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
 /* Free one object with its class lock held; returns an unlinked empty zspage to free, or NULL. */
 struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj);
-void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage, unsigned pages);
+void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage);
 
 /* ---- deferred.c ---- */
 void zs_deferred_init(struct zs_pool *pool);

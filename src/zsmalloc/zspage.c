@@ -16,7 +16,8 @@
 
 int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage)
 {
-	unsigned inuse = zspage->inuse, objs = class->objs_per_zspage;
+	(void)class;
+	unsigned inuse = zspage->inuse, objs = zspage->objs;
 	zs_assert_internal(inuse <= objs);
 	if (inuse == 0)
 		return ZS_INUSE_RATIO_0;
@@ -87,32 +88,47 @@ int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage)
 }
 
 /*
+ * A zspage's own length and slots are the class's, or a fitted zspage's:
+ * fewer pages, holding every slot that fits in them.
+ */
+static int zspage_shape_ok(const struct size_class *class, const struct zspage *z)
+{
+	if (z->pages == class->pages_per_zspage)
+		return z->objs == class->objs_per_zspage;
+	return z->pages >= 1 && z->pages < class->pages_per_zspage && !class->huge &&
+	       z->objs == (unsigned long)z->pages * class->page_size / class->size;
+}
+
+/*
  * ZS_DEBUG, class lock held, no zspage isolated: the whole class agrees with
  * itself.  Every zspage on list fg says fullness fg and its inuse puts it in
- * group fg (within 0..objs_per_zspage), the lists' back links hold, each
- * list's length is its stats[fg], and the zspages' inuse and count add up
- * to the class's object counts.  O(zspages): called where a whole class is
+ * group fg (within 0..its own slot count, which is the class's or, for a
+ * fitted zspage, fewer slots in fewer pages), the lists' back links hold,
+ * each list's length is its stats[fg], and the zspages' inuse, slots and
+ * pages add up to the class's counts.  O(zspages): called where a whole class is
  * looked at anyway (zs_class_stats, the start of a class's compaction).
  */
 int zs_class_lists_sane(const struct size_class *class)
 {
-	unsigned long zspages = 0, inuse = 0;
+	unsigned long objs = 0, inuse = 0, pages = 0;
 	for (int fg = 0; fg < ZS_NR_FULLNESS_GROUPS; fg++) {
 		unsigned long n = 0;
 		const struct zspage *prev = NULL;
 		for (const struct zspage *z = class->fullness_list[fg]; z; prev = z, z = z->lnext) {
 			if (z->lprev != prev || z->fullness != fg || z->class_idx != class->enc ||
-			    z->inuse > class->objs_per_zspage || zs_get_fullness_group(class, z) != fg)
+			    !zspage_shape_ok(class, z) || z->inuse > z->objs ||
+			    zs_get_fullness_group(class, z) != fg)
 				return 0;
 			inuse += z->inuse;
+			objs += z->objs;
+			pages += z->pages;
 			n++;
 		}
 		if (n != class->stats[fg])
 			return 0;
-		zspages += n;
 	}
-	return inuse == class->stats[ZS_OBJS_INUSE] &&
-	       zspages * class->objs_per_zspage == class->stats[ZS_OBJS_ALLOCATED];
+	return inuse == class->stats[ZS_OBJS_INUSE] && objs == class->stats[ZS_OBJS_ALLOCATED] &&
+	       pages == class->pages_used;
 }
 
 /* ---- zspage pages ---- */
@@ -125,6 +141,47 @@ static zs_pfn_t zspage_page(const struct zs_pool *pool, const struct zspage *zsp
 	return pfn;
 }
 
+/*
+ * A new zspage of `pages` pages and `objs` slots, every slot free and linked
+ * in address order; on no list and in no count (the caller adds it).  Takes
+ * no lock: zs_malloc calls it with none held, compaction under its own.
+ */
+struct zspage *zs_alloc_zspage(struct zs_pool *pool, const struct size_class *class,
+			       unsigned pages, unsigned objs)
+{
+	zs_pfn_t pfns[ZS_MAX_CHAIN] = { 0 }; /* the compiler cannot see idx's page is below `pages` */
+	zs_assert_internal(pages >= 1 && pages <= ZS_MAX_CHAIN && objs >= 1 && objs <= UINT16_MAX);
+	for (unsigned i = 0; i < pages; i++) {
+		if (zs_pages_alloc(pool->pages, &pfns[i])) {
+			zs_pages_free_bulk(pool->pages, pfns, i);
+			return NULL;
+		}
+	}
+	struct zspage *zspage = page_desc(pool, pfns[0]);
+	for (unsigned i = 0; i < pages; i++) {
+		struct zspage *d = page_desc(pool, pfns[i]);
+		d->owner = zspage;
+		d->next = i + 1 < pages ? pfns[i + 1] : ZS_PFN_NONE;
+	}
+	zspage->pfn = (uint32_t)pfns[0];
+	zspage->class_idx = (uint16_t)class->enc;
+	zspage->huge = (uint8_t)class->huge;
+	zspage->inuse = 0;
+	zspage->freeobj = 0;
+	zspage->objs = (uint16_t)objs;
+	zspage->pages = (uint8_t)pages;
+	atomic_init(&zspage->lock, 0);
+	if (!class->huge) {
+		/* Link every object in address order: 0 -> 1 -> ... -> end. */
+		for (unsigned idx = 0; idx < objs; idx++) {
+			zs_pfn_t pfn = pfns[obj_page_index(pool, class->size, idx)];
+			*obj_header(pool, pfn, idx, class->size) =
+				(unsigned long)(idx + 1 < objs ? idx + 1 : FREEOBJ_END) << 1;
+		}
+	}
+	return zspage;
+}
+
 /* ---- objects ---- */
 
 /* Pop the zspage's free-list head for `handle` (class lock held); returns the new obj. */
@@ -133,7 +190,7 @@ unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigne
 	struct size_class *class = zspage_class(pool, zspage);
 	unsigned idx = zspage->freeobj;
 	zs_assert_internal(zs_spin_held(&class->lock));
-	zs_assert_internal(zspage->inuse < class->objs_per_zspage && idx < class->objs_per_zspage);
+	zs_assert_internal(zspage->inuse < zspage->objs && idx < zspage->objs);
 	zs_pfn_t pfn = zspage_page(pool, zspage, obj_page_index(pool, class->size, idx));
 	if (!zspage->huge) {
 		unsigned long *hdr = obj_header(pool, pfn, idx, class->size);
@@ -166,8 +223,7 @@ int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long ob
 		return -EINVAL;
 	struct size_class *class = zspage_class(pool, zspage);
 	unsigned idx = obj_to_idx(obj);
-	if (class->size == 0 || obj_to_class_idx(obj) != class->enc ||
-	    idx >= class->objs_per_zspage)
+	if (class->size == 0 || obj_to_class_idx(obj) != class->enc || idx >= zspage->objs)
 		return -EINVAL;
 	if (zspage->huge)
 		return zspage->huge_handle == handle ? 0 : -EINVAL;
