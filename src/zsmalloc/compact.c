@@ -129,7 +129,8 @@ static unsigned long fit_last_zspage(struct zs_pool *pool, struct size_class *cl
 		return 0;
 	unsigned long bytes = (unsigned long)src->inuse * class->size;
 	unsigned pages = (unsigned)((bytes + pool->page_size - 1) >> pool->page_shift);
-	if (pages >= src->pages)
+	unsigned src_pages = zspage_pages(class, src);
+	if (pages >= src_pages)
 		return 0;
 	unsigned objs = (unsigned)(((unsigned long)pages << pool->page_shift) / class->size);
 	zs_assert_internal(objs >= src->inuse && objs < class->objs_per_zspage);
@@ -141,18 +142,18 @@ static unsigned long fit_last_zspage(struct zs_pool *pool, struct size_class *cl
 		return 0;
 	}
 	pool_pages_add(pool, (long)pages);
-	class->pages_used += pages;
+	class->fitted_pages += pages;
+	class->fitted_objs += objs;
 	class->stats[ZS_OBJS_ALLOCATED] += objs;
 	zs_remove_zspage(class, src);
 	migrate_zspage(pool, class, src, dst, buf);
 	zs_zspage_write_unlock(&src->lock);
 	zs_assert_internal(src->inuse == 0);
-	unsigned long freed = src->pages - pages;
 	putback_zspage(class, src);
 	zs_unlink_empty_zspage(pool, class, src);
 	zs_free_zspage_pages(pool, src);
 	putback_zspage(class, dst);
-	return freed;
+	return src_pages - pages;
 }
 
 static unsigned long compact_class(struct zs_pool *pool, struct size_class *class, char *buf)
@@ -181,7 +182,7 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 		zs_zspage_write_unlock(&src->lock);
 		if (putback_zspage(class, src) == ZS_INUSE_RATIO_0) {
 			zs_unlink_empty_zspage(pool, class, src);
-			freed += src->pages;
+			freed += zspage_pages(class, src);
 			zs_free_zspage_pages(pool, src);
 		}
 		src = NULL;

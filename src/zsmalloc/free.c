@@ -31,16 +31,27 @@ void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long o
 	zspage->inuse--;
 }
 
+/* A fitted zspage leaves its class's fitted counts; returns its pages. */
+static __attribute__((noinline, cold)) unsigned unlink_fitted(struct size_class *class, const struct zspage *zspage)
+{
+	unsigned pages = zspage_pages(class, zspage);
+	zs_assert_internal(class->fitted_objs >= zspage->objs && class->fitted_pages >= pages);
+	class->fitted_objs -= zspage->objs;
+	class->fitted_pages -= pages;
+	return pages;
+}
+
 /* Take an empty zspage off its list and out of the accounting (class lock held). */
 void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage)
 {
 	zs_assert_internal(zspage->inuse == 0 && zspage->fullness == ZS_INUSE_RATIO_0);
-	zs_assert_internal(class->stats[ZS_OBJS_ALLOCATED] >= zspage->objs &&
-			   class->pages_used >= zspage->pages);
+	zs_assert_internal(class->stats[ZS_OBJS_ALLOCATED] >= zspage->objs);
 	zs_remove_zspage(class, zspage);
+	unsigned pages = class->pages_per_zspage;
+	if (zs_unlikely(zspage->objs != class->objs_per_zspage))
+		pages = unlink_fitted(class, zspage);
 	class->stats[ZS_OBJS_ALLOCATED] -= zspage->objs;
-	class->pages_used -= zspage->pages;
-	pool_pages_add(pool, -(long)zspage->pages);
+	pool_pages_add(pool, -(long)pages);
 }
 
 struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj)
@@ -58,15 +69,21 @@ struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, un
 }
 
 /* Give an unlinked zspage's pages back to the provider (no lock needed: nobody can reach it). */
+/*
+ * Give an unlinked zspage's pages back to the provider (no lock needed:
+ * nobody can reach it).  The chain's end says how many: the class's chain
+ * or a fitted zspage's fewer.
+ */
 void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage)
 {
 	zs_pfn_t pfns[ZS_MAX_CHAIN];
 	zs_pfn_t pfn = zspage->pfn;
-	unsigned pages = zspage->pages;
-	for (unsigned i = 0; i < pages; i++) {
-		pfns[i] = pfn;
+	unsigned pages = 0;
+	do {
+		zs_assert_internal(pages < ZS_MAX_CHAIN);
+		pfns[pages++] = pfn;
 		pfn = page_desc(pool, pfn)->next;
-	}
+	} while (pfn != ZS_PFN_NONE);
 	zs_pages_free_bulk(pool->pages, pfns, pages);
 }
 

@@ -86,34 +86,39 @@ struct zspage {
 	atomic_int lock;           /* zspage reader/writer lock */
 	unsigned long huge_handle; /* huge zspage: the object's handle (no in-object header) */
 	/*
-	 * Its own length and slot count: the class's chain, except a fitted
-	 * zspage (cfg.fit_zspages: compact.c, "Fitted zspages") that is shorter.
-	 * Everything about one zspage reads these, never the class's.
+	 * Its slot count: the class's, except in a fitted zspage
+	 * (cfg.fit_zspages: compact.c, "Fitted zspages"), which is shorter and
+	 * holds fewer; its length follows (zspage_pages).  Everything about one
+	 * zspage reads these, never the class's.  This word keeps the overlay
+	 * exactly one descriptor long.
 	 */
-	uint16_t objs;
-	uint8_t pages;
-	uint8_t spare;             /* keeps the overlay exactly one descriptor long */
+	uint32_t objs;
 	uint32_t pfn;              /* first page: its own page number */
 };
 static_assert(sizeof(struct zspage) == sizeof(struct zs_page_desc), "zspage overlays a page desc");
 static_assert(offsetof(struct zspage, owner) == offsetof(struct zs_page_desc, owner), "owner");
 static_assert(offsetof(struct zspage, next) == offsetof(struct zs_page_desc, next), "next");
-_Static_assert((unsigned long)ZS_MAX_CHAIN * (ZS_PAGE_SIZE_MAX / ZS_MIN_ALLOC_SIZE) <= UINT16_MAX,
-	       "a zspage's slot count fits zspage.objs");
+_Static_assert((unsigned long)ZS_MAX_CHAIN * (ZS_PAGE_SIZE_MAX / ZS_MIN_ALLOC_SIZE) <= OBJ_IDX_MASK + 1,
+	       "a zspage's slots fit an obj's index");
 
 struct size_class {
 	zs_spinlock_t lock;
+	unsigned page_size;          /* the pool's, for a fitted zspage's length (in the lock's hole) */
 	struct zspage *fullness_list[ZS_NR_FULLNESS_GROUPS];
 	unsigned size;               /* slot size, header included */
 	unsigned objs_per_zspage;
 	unsigned pages_per_zspage;
-	unsigned page_size;          /* the pool's (what a fitted zspage's slot count follows from) */
 	unsigned index;              /* physical index (the kernel's class number) */
 	unsigned enc;                /* index + shard * nr_classes: what obj and zspage record */
 	int huge;
 	unsigned long stats[ZS_NR_CLASS_STATS];
-	unsigned long pages_used;    /* sum of its zspages' pages (they need not be one length) */
+	/* Fitted zspages only (compact.c), in pages and slots; every other zspage is the chain. */
+	unsigned long fitted_pages, fitted_objs;
 } __attribute__((aligned(64)));
+/* Four cache lines: pool->classes[] is indexed by a shift, not a multiply, on every malloc
+ * (a checked-lock build's bigger lock may cost that). */
+_Static_assert(sizeof(zs_spinlock_t) > 4 || sizeof(struct size_class) == 256,
+	       "size_class is 256 bytes");
 
 /* Geometry of one logical class, computed once at pool creation (class.c). */
 struct class_geom {
@@ -266,6 +271,21 @@ static inline struct size_class *zspage_class(const struct zs_pool *pool, const 
 	return &pool->classes[zspage->class_idx];
 }
 
+/*
+ * A zspage's length.  A full-length one has the class's slots; a fitted one
+ * (fewer slots) is the fewest pages that hold them, since it was made as
+ * ceil(k x size / page) pages for k objects and holds every slot that fits
+ * (so objs x size > its pages minus one, times the page size).  Asked only
+ * where a whole zspage comes or goes, never per object.
+ */
+static inline unsigned zspage_pages(const struct size_class *class, const struct zspage *zspage)
+{
+	if (zs_likely(zspage->objs == class->objs_per_zspage))
+		return class->pages_per_zspage;
+	return (unsigned)(((unsigned long)zspage->objs * class->size + class->page_size - 1) /
+			  class->page_size);
+}
+
 /* Does an encoded class index (obj / zspage) name a physical class of some shard? */
 static inline int class_enc_valid(const struct zs_pool *pool, unsigned enc)
 {
@@ -328,6 +348,49 @@ static inline void span_write(const struct zs_pool *pool, zs_pfn_t pfn, unsigned
 	}
 }
 
+/*
+ * A new zspage of `pages` pages and `objs` slots, every slot free and linked
+ * in address order; on no list and in no count (the caller adds it).  Takes
+ * no lock: zs_malloc calls it with none held, compaction under its own.
+ * Inline: it is zs_malloc's slow path, which the kernel profile's
+ * instruction counts (docs/benchmarks.md) include.
+ */
+static inline struct zspage *zs_alloc_zspage(struct zs_pool *pool,
+					     const struct size_class *class, unsigned pages,
+					     unsigned objs)
+{
+	zs_pfn_t pfns[ZS_MAX_CHAIN];
+	zs_assert_internal(pages >= 1 && pages <= ZS_MAX_CHAIN && objs >= 1 && objs <= OBJ_IDX_MASK + 1);
+	for (unsigned i = 0; i < pages; i++) {
+		if (zs_pages_alloc(pool->pages, &pfns[i])) {
+			zs_pages_free_bulk(pool->pages, pfns, i);
+			return NULL;
+		}
+	}
+	struct zspage *zspage = page_desc(pool, pfns[0]);
+	for (unsigned i = 0; i < pages; i++) {
+		struct zspage *d = page_desc(pool, pfns[i]);
+		d->owner = zspage;
+		d->next = i + 1 < pages ? pfns[i + 1] : ZS_PFN_NONE;
+	}
+	zspage->pfn = (uint32_t)pfns[0];
+	zspage->class_idx = (uint16_t)class->enc;
+	zspage->huge = (uint8_t)class->huge;
+	zspage->inuse = 0;
+	zspage->freeobj = 0;
+	zspage->objs = objs;
+	atomic_init(&zspage->lock, 0);
+	if (!class->huge) {
+		/* Link every object in address order: 0 -> 1 -> ... -> end. */
+		for (unsigned idx = 0; idx < objs; idx++) {
+			zs_pfn_t pfn = pfns[obj_page_index(pool, class->size, idx)];
+			*obj_header(pool, pfn, idx, class->size) =
+				(unsigned long)(idx + 1 < objs ? idx + 1 : FREEOBJ_END) << 1;
+		}
+	}
+	return zspage;
+}
+
 /* ---- class.c ---- */
 int zs_classes_build(struct zs_pool *pool);
 void zs_classes_free(struct zs_pool *pool);
@@ -357,9 +420,6 @@ void zs_handles_trim(struct zs_pool *pool, int eager);
 int zs_handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long *obj);
 
 /* ---- zspage.c: lists, chains and objects of a zspage (class lock held) ---- */
-/* A new zspage of `pages` pool pages and `objs` slots of the class (no lock held, or any). */
-struct zspage *zs_alloc_zspage(struct zs_pool *pool, const struct size_class *class,
-			       unsigned pages, unsigned objs);
 int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage);
 void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fullness);
 void zs_remove_zspage(struct size_class *class, struct zspage *zspage);
@@ -380,6 +440,13 @@ void zs_deferred_init(struct zs_pool *pool);
 void zs_deferred_destroy(struct zs_pool *pool);
 
 /* ---- compact.c ---- */
+/* A class's pages: its chains, plus its fitted zspages (class lock held). */
+static inline unsigned long zs_class_pages(const struct size_class *class)
+{
+	return (class->stats[ZS_OBJS_ALLOCATED] - class->fitted_objs) / class->objs_per_zspage *
+		       class->pages_per_zspage +
+	       class->fitted_pages;
+}
 unsigned long zs_can_compact(const struct size_class *class);
 
 #endif

@@ -277,7 +277,6 @@ unsigned long zs_malloc(struct zs_pool *pool, size_t size)
 	zs_insert_zspage(class, zspage, zs_get_fullness_group(class, zspage));
 	record_obj(handle, obj);
 	pool_pages_add(pool, (long)class->pages_per_zspage);
-	class->pages_used += class->pages_per_zspage;
 	class->stats[ZS_OBJS_ALLOCATED] += class->objs_per_zspage;
 	class->stats[ZS_OBJS_INUSE]++;
 	zs_spin_unlock(&class->lock);

@@ -93,10 +93,11 @@ int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage)
  */
 static int zspage_shape_ok(const struct size_class *class, const struct zspage *z)
 {
-	if (z->pages == class->pages_per_zspage)
-		return z->objs == class->objs_per_zspage;
-	return z->pages >= 1 && z->pages < class->pages_per_zspage && !class->huge &&
-	       z->objs == (unsigned long)z->pages * class->page_size / class->size;
+	if (z->objs == class->objs_per_zspage)
+		return 1;
+	unsigned pages = zspage_pages(class, z);
+	return z->objs >= 1 && pages < class->pages_per_zspage && !class->huge &&
+	       z->objs == (unsigned long)pages * class->page_size / class->size;
 }
 
 /*
@@ -110,7 +111,7 @@ static int zspage_shape_ok(const struct size_class *class, const struct zspage *
  */
 int zs_class_lists_sane(const struct size_class *class)
 {
-	unsigned long objs = 0, inuse = 0, pages = 0;
+	unsigned long objs = 0, inuse = 0, fitted_objs = 0, fitted_pages = 0;
 	for (int fg = 0; fg < ZS_NR_FULLNESS_GROUPS; fg++) {
 		unsigned long n = 0;
 		const struct zspage *prev = NULL;
@@ -121,14 +122,17 @@ int zs_class_lists_sane(const struct size_class *class)
 				return 0;
 			inuse += z->inuse;
 			objs += z->objs;
-			pages += z->pages;
+			if (z->objs != class->objs_per_zspage) {
+				fitted_objs += z->objs;
+				fitted_pages += zspage_pages(class, z);
+			}
 			n++;
 		}
 		if (n != class->stats[fg])
 			return 0;
 	}
 	return inuse == class->stats[ZS_OBJS_INUSE] && objs == class->stats[ZS_OBJS_ALLOCATED] &&
-	       pages == class->pages_used;
+	       fitted_objs == class->fitted_objs && fitted_pages == class->fitted_pages;
 }
 
 /* ---- zspage pages ---- */
@@ -139,47 +143,6 @@ static zs_pfn_t zspage_page(const struct zs_pool *pool, const struct zspage *zsp
 	while (k--)
 		pfn = page_desc(pool, pfn)->next;
 	return pfn;
-}
-
-/*
- * A new zspage of `pages` pages and `objs` slots, every slot free and linked
- * in address order; on no list and in no count (the caller adds it).  Takes
- * no lock: zs_malloc calls it with none held, compaction under its own.
- */
-struct zspage *zs_alloc_zspage(struct zs_pool *pool, const struct size_class *class,
-			       unsigned pages, unsigned objs)
-{
-	zs_pfn_t pfns[ZS_MAX_CHAIN] = { 0 }; /* the compiler cannot see idx's page is below `pages` */
-	zs_assert_internal(pages >= 1 && pages <= ZS_MAX_CHAIN && objs >= 1 && objs <= UINT16_MAX);
-	for (unsigned i = 0; i < pages; i++) {
-		if (zs_pages_alloc(pool->pages, &pfns[i])) {
-			zs_pages_free_bulk(pool->pages, pfns, i);
-			return NULL;
-		}
-	}
-	struct zspage *zspage = page_desc(pool, pfns[0]);
-	for (unsigned i = 0; i < pages; i++) {
-		struct zspage *d = page_desc(pool, pfns[i]);
-		d->owner = zspage;
-		d->next = i + 1 < pages ? pfns[i + 1] : ZS_PFN_NONE;
-	}
-	zspage->pfn = (uint32_t)pfns[0];
-	zspage->class_idx = (uint16_t)class->enc;
-	zspage->huge = (uint8_t)class->huge;
-	zspage->inuse = 0;
-	zspage->freeobj = 0;
-	zspage->objs = (uint16_t)objs;
-	zspage->pages = (uint8_t)pages;
-	atomic_init(&zspage->lock, 0);
-	if (!class->huge) {
-		/* Link every object in address order: 0 -> 1 -> ... -> end. */
-		for (unsigned idx = 0; idx < objs; idx++) {
-			zs_pfn_t pfn = pfns[obj_page_index(pool, class->size, idx)];
-			*obj_header(pool, pfn, idx, class->size) =
-				(unsigned long)(idx + 1 < objs ? idx + 1 : FREEOBJ_END) << 1;
-		}
-	}
-	return zspage;
 }
 
 /* ---- objects ---- */
