@@ -161,17 +161,22 @@ struct zs_pool;
  *
  * zs_pool_config_init_app: the application profile, the fastest measured
  * layout on the kernel's class table (density below).  It differs from the
- * kernel profile in exactly two fields:
+ * kernel profile in exactly three fields:
  *   class_shards = ZS_CLASS_SHARDS_AUTO  (one copy of each class per CPU)
  *   free_mode    = ZS_FREE_CLASS_INDEX   (no pool lock in zs_free)
- * Same class table, chain and page accounting; zs_malloc and zs_free from
- * threads on different CPUs do not meet.  The density cost: each CPU's copy
- * of a class keeps its own partly used zspages.  Filled from one thread it
- * holds the kernel profile's pages exactly; with two threads overwriting at
- * random (2 CPUs) it measured +0.0..+3.8% pages at 76 MiB live (median
- * +2.1%) and +0.5..+1.8% at 300 MiB (median +0.7%): docs/benchmarks.md
- * section 5, "Two profiles".  Where every page counts, or to compare with a
- * kernel (the app profile is not page-exact), use zs_pool_config_init.
+ *   fit_zspages  = 1                     (compaction fits each class's last
+ *                                         partly used zspage to its objects)
+ * Same class table and chain; zs_malloc and zs_free from threads on
+ * different CPUs do not meet.  The density cost of the copies: each CPU's
+ * copy of a class keeps its own partly used zspages.  Filled from one thread
+ * (no compaction) it holds the kernel profile's pages exactly; with two
+ * threads overwriting at random (2 CPUs) it measured +0.0..+3.8% pages at
+ * 76 MiB live (median +2.1%) and +0.5..+1.8% at 300 MiB (median +0.7%):
+ * docs/benchmarks.md section 5, "Two profiles".  After churn and zs_compact
+ * it holds fewer pages than the kernel profile: 96.0-97.7% of the pool is
+ * live data on the four `zs compare` workloads at 4 KiB, against
+ * 91.2-96.9% (docs/compare.md, "Where zsmalloc's waste goes").  To compare
+ * with a kernel (the app profile is not page-exact), use zs_pool_config_init.
  */
 ZS_API void zs_pool_config_init(struct zs_pool_config *cfg);
 ZS_API void zs_pool_config_init_app(struct zs_pool_config *cfg);
