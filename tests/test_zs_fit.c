@@ -14,6 +14,10 @@
  *    copy keeps under a page of free slots (the bound the policy claims);
  *  - a reader holding an object of the partly used zspage makes compaction
  *    leave it alone (it never waits), and the next compaction fits it;
+ *  - a class that grows between compactions does not keep its old fitted
+ *    zspages (full, with worse tails than the chain's): after each
+ *    compaction every class is chains plus at most one fitted zspage, and
+ *    the pool is never larger than without fitting;
  *  - the knob's range (0..1) and its absence from the kernel profile.
  * Seeded (printed); ZS_SEED reruns.
  */
@@ -264,6 +268,67 @@ static void churn(uint64_t seed, unsigned shards)
 	zs_destroy_pool(p);
 }
 
+/*
+ * With at most one fitted zspage of m < objs slots, a class's slots are
+ * a x objs + m and its pages a x chain + ceil(m x slot / page).
+ */
+static int classes_chains_plus_one(struct zs_pool *p)
+{
+	int bad = 0;
+	struct zs_class_stats st;
+	for (int c = 0; c < zs_class_count(p); c++) {
+		if (zs_class_stats(p, c, &st) || !st.obj_allocated)
+			continue;
+		unsigned long a = st.obj_allocated / st.objs_per_zspage;
+		unsigned long m = st.obj_allocated % st.objs_per_zspage;
+		unsigned long want = a * st.pages_per_zspage + (m * st.size + P - 1) / P;
+		if (st.pages_used != want) {
+			fprintf(stderr, "class %d: %lu pages, %lu slots: not chains + one fitted\n", c,
+				st.pages_used, st.obj_allocated);
+			bad++;
+		}
+	}
+	return bad;
+}
+
+/* Grow a few objects at a time, compacting after each step, fitted and not. */
+static void growth(uint64_t seed)
+{
+	struct zs_pool *pf = make(1, 1), *pn = make(0, 1);
+	enum { STEPS = 300, PER = 20 };
+	unsigned long *h = calloc(STEPS * PER, sizeof(*h));
+	size_t *len = calloc(STEPS * PER, sizeof(*len));
+	REQUIRE(h && len);
+	uint64_t s = seed;
+	int bad = 0, shape = 0, more = 0;
+	for (int k = 0, n = 0; k < STEPS; k++) {
+		for (int i = 0; i < PER; i++, n++) {
+			len[n] = 200 + tu_rand(&s) % 3000;
+			h[n] = alloc_write(pf, len[n], seed + (uint64_t)n);
+			REQUIRE(!ZS_IS_ERR(zs_malloc(pn, len[n])));
+		}
+		zs_compact(pf);
+		zs_compact(pn);
+		shape += classes_chains_plus_one(pf);
+		more += zs_get_total_pages(pf) > zs_get_total_pages(pn);
+	}
+	CHECK_EQ(shape, 0);
+	CHECK_EQ(more, 0);
+	CHECK_EQ(zs_get_total_pages(pf), class_pages(pf, NULL));
+	printf("grown %d x %d objects, compacted each step: %lu pages fitted, %lu not\n", STEPS,
+	       PER, zs_get_total_pages(pf), zs_get_total_pages(pn));
+	for (int n = 0; n < STEPS * PER; n++)
+		bad += !read_ok(pf, h[n], len[n], seed + (uint64_t)n);
+	CHECK_EQ(bad, 0);
+	for (int n = 0; n < STEPS * PER; n++)
+		CHECK_EQ(zs_free(pf, h[n]), 0);
+	CHECK_EQ(zs_get_total_pages(pf), 0);
+	free(h);
+	free(len);
+	zs_destroy_pool(pf);
+	zs_destroy_pool(pn);
+}
+
 /* A pinned object's zspage is not moved; once released, the next compaction fits it. */
 static void pinned(uint64_t seed)
 {
@@ -318,5 +383,6 @@ int main(void)
 	churn(seed + 1, 1);
 	churn(seed + 2, ZS_CLASS_SHARDS_AUTO);
 	pinned(seed + 3);
+	growth(seed + 4);
 	return tu_done();
 }

@@ -319,7 +319,14 @@ ZS_API int zs_class_count(const struct zs_pool *pool);
 /* 0, or -EINVAL for an index outside 0 .. zs_class_count - 1. */
 ZS_API int zs_class_info(const struct zs_pool *pool, int index, struct zs_class_info *info);
 
-/* Per physical class stats, the kernel's debugfs "classes" columns. */
+/*
+ * Per physical class stats, the kernel's debugfs "classes" columns.
+ * obj_allocated and pages_used count every zspage of the class as it is:
+ * with fit_zspages a class may hold zspages shorter than pages_per_zspage
+ * (with fewer slots than objs_per_zspage), so obj_allocated need not be a
+ * multiple of objs_per_zspage; the pool's page count is still the sum of
+ * pages_used.
+ */
 struct zs_class_stats {
 	int index;
 	unsigned size;

@@ -142,6 +142,7 @@ static unsigned long fit_last_zspage(struct zs_pool *pool, struct size_class *cl
 		return 0;
 	}
 	pool_pages_add(pool, (long)pages);
+	class->fitted_nr++;
 	class->fitted_pages += pages;
 	class->fitted_objs += objs;
 	class->stats[ZS_OBJS_ALLOCATED] += objs;
@@ -154,6 +155,82 @@ static unsigned long fit_last_zspage(struct zs_pool *pool, struct size_class *cl
 	zs_free_zspage_pages(pool, src);
 	putback_zspage(class, dst);
 	return src_pages - pages;
+}
+
+static int is_fitted(const struct size_class *class, const struct zspage *z)
+{
+	return z->objs != class->objs_per_zspage;
+}
+
+/* The fullest partly used zspage of the class's full length, or NULL. */
+static struct zspage *find_chain_partial(struct size_class *class)
+{
+	for (int fg = ZS_INUSE_RATIO_99; fg >= ZS_INUSE_RATIO_10; fg--)
+		for (struct zspage *z = class->fullness_list[fg]; z; z = z->lnext)
+			if (!is_fitted(class, z))
+				return z;
+	return NULL;
+}
+
+/* A fitted zspage, partly used ones first; the walk of the full list is O(zspages). */
+static struct zspage *find_fitted(struct size_class *class)
+{
+	for (int fg = ZS_INUSE_RATIO_10; fg <= ZS_INUSE_RATIO_100; fg++)
+		for (struct zspage *z = class->fullness_list[fg]; z; z = z->lnext)
+			if (is_fitted(class, z))
+				return z;
+	return NULL;
+}
+
+/*
+ * Fitted zspages go back into chains once the class has grown past them.
+ * zs_malloc fills a fitted zspage like any other and then allocates a full
+ * chain, so a class that grows between compactions would keep every fitted
+ * zspage it was ever given, each with a worse tail than the chain's (one
+ * object of 3264 bytes per page wastes 20%, the chain of 4 pages 0.4%):
+ * measured, a pool grown 20 objects at a time with zs_compact after each
+ * step fell from 94.8% to 76.1% of its pages live.  So while the class has
+ * a fitted zspage and a partly used chain (or two fitted zspages), the
+ * fitted one's objects move into chains (partly used ones first, fullest
+ * first, then a new chain) and it is freed; fit_last_zspage then fits
+ * whatever chain is left partly used.  A class that did not change since
+ * its last compaction has neither, so nothing moves twice.  Returns pages
+ * freed minus pages allocated.
+ */
+static long drain_fitted(struct zs_pool *pool, struct size_class *class, char *buf)
+{
+	long net = 0;
+	while (class->fitted_nr >= 2 || (class->fitted_nr && find_chain_partial(class))) {
+		struct zspage *f = find_fitted(class);
+		zs_assert_internal(f);
+		if (!f || !zs_zspage_write_trylock(&f->lock))
+			break; /* a reader holds it: as in the loop, do not wait */
+		zs_remove_zspage(class, f);
+		while (f->inuse) {
+			struct zspage *dst = find_chain_partial(class);
+			if (dst) {
+				zs_remove_zspage(class, dst);
+			} else {
+				dst = zs_alloc_zspage(pool, class, class->pages_per_zspage,
+						      class->objs_per_zspage);
+				if (!dst)
+					break;
+				pool_pages_add(pool, (long)class->pages_per_zspage);
+				class->stats[ZS_OBJS_ALLOCATED] += class->objs_per_zspage;
+				net -= (long)class->pages_per_zspage;
+			}
+			migrate_zspage(pool, class, f, dst, buf);
+			putback_zspage(class, dst);
+		}
+		zs_zspage_write_unlock(&f->lock);
+		if (putback_zspage(class, f) != ZS_INUSE_RATIO_0)
+			break; /* no pages for a chain: it stays as it is */
+		unsigned pages = zspage_pages(class, f);
+		zs_unlink_empty_zspage(pool, class, f);
+		zs_free_zspage_pages(pool, f);
+		net += (long)pages;
+	}
+	return net;
 }
 
 static unsigned long compact_class(struct zs_pool *pool, struct size_class *class, char *buf)
@@ -201,8 +278,11 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 		putback_zspage(class, src);
 	if (dst)
 		putback_zspage(class, dst);
-	if (fit)
-		freed += fit_last_zspage(pool, class, buf);
+	if (fit) {
+		long net = (long)freed + drain_fitted(pool, class, buf);
+		net += (long)fit_last_zspage(pool, class, buf);
+		freed = net > 0 ? (unsigned long)net : 0;
+	}
 	zs_assert_internal(zs_class_lists_sane(class));
 	zs_spin_unlock(&class->lock);
 	zs_write_unlock(&pool->lock);

@@ -35,7 +35,9 @@ void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long o
 static __attribute__((noinline, cold)) unsigned unlink_fitted(struct size_class *class, const struct zspage *zspage)
 {
 	unsigned pages = zspage_pages(class, zspage);
-	zs_assert_internal(class->fitted_objs >= zspage->objs && class->fitted_pages >= pages);
+	zs_assert_internal(class->fitted_nr > 0 && class->fitted_objs >= zspage->objs &&
+			   class->fitted_pages >= pages);
+	class->fitted_nr--;
 	class->fitted_objs -= zspage->objs;
 	class->fitted_pages -= pages;
 	return pages;

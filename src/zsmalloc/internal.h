@@ -112,8 +112,8 @@ struct size_class {
 	unsigned enc;                /* index + shard * nr_classes: what obj and zspage record */
 	int huge;
 	unsigned long stats[ZS_NR_CLASS_STATS];
-	/* Fitted zspages only (compact.c), in pages and slots; every other zspage is the chain. */
-	unsigned long fitted_pages, fitted_objs;
+	/* Fitted zspages only (compact.c): how many, their pages and slots; the rest are chains. */
+	unsigned fitted_nr, fitted_pages, fitted_objs;
 } __attribute__((aligned(64)));
 /* Four cache lines: pool->classes[] is indexed by a shift, not a multiply, on every malloc
  * (a checked-lock build's bigger lock may cost that). */
@@ -353,8 +353,16 @@ static inline void span_write(const struct zs_pool *pool, zs_pfn_t pfn, unsigned
  * in address order; on no list and in no count (the caller adds it).  Takes
  * no lock: zs_malloc calls it with none held, compaction under its own.
  * Inline: it is zs_malloc's slow path, which the kernel profile's
- * instruction counts (docs/benchmarks.md) include.
+ * instruction counts (docs/benchmarks.md) include.  gcc, inlining it into
+ * compaction, cannot see that an object of a zspage starts in one of its
+ * `pages` pages (objs x size <= pages x page size), so pfns[] is "maybe
+ * uninitialized" to it; zeroing the array would cost every zs_malloc that
+ * allocates a zspage.
  */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 static inline struct zspage *zs_alloc_zspage(struct zs_pool *pool,
 					     const struct size_class *class, unsigned pages,
 					     unsigned objs)
@@ -390,6 +398,9 @@ static inline struct zspage *zs_alloc_zspage(struct zs_pool *pool,
 	}
 	return zspage;
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 /* ---- class.c ---- */
 int zs_classes_build(struct zs_pool *pool);

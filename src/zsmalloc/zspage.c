@@ -111,7 +111,7 @@ static int zspage_shape_ok(const struct size_class *class, const struct zspage *
  */
 int zs_class_lists_sane(const struct size_class *class)
 {
-	unsigned long objs = 0, inuse = 0, fitted_objs = 0, fitted_pages = 0;
+	unsigned long objs = 0, inuse = 0, fitted_nr = 0, fitted_objs = 0, fitted_pages = 0;
 	for (int fg = 0; fg < ZS_NR_FULLNESS_GROUPS; fg++) {
 		unsigned long n = 0;
 		const struct zspage *prev = NULL;
@@ -123,6 +123,7 @@ int zs_class_lists_sane(const struct size_class *class)
 			inuse += z->inuse;
 			objs += z->objs;
 			if (z->objs != class->objs_per_zspage) {
+				fitted_nr++;
 				fitted_objs += z->objs;
 				fitted_pages += zspage_pages(class, z);
 			}
@@ -132,7 +133,8 @@ int zs_class_lists_sane(const struct size_class *class)
 			return 0;
 	}
 	return inuse == class->stats[ZS_OBJS_INUSE] && objs == class->stats[ZS_OBJS_ALLOCATED] &&
-	       fitted_objs == class->fitted_objs && fitted_pages == class->fitted_pages;
+	       fitted_nr == class->fitted_nr && fitted_objs == class->fitted_objs &&
+	       fitted_pages == class->fitted_pages;
 }
 
 /* ---- zspage pages ---- */
