@@ -315,8 +315,13 @@ static void growth(uint64_t seed)
 	CHECK_EQ(shape, 0);
 	CHECK_EQ(more, 0);
 	CHECK_EQ(zs_get_total_pages(pf), class_pages(pf, NULL));
-	printf("grown %d x %d objects, compacted each step: %lu pages fitted, %lu not\n", STEPS,
-	       PER, zs_get_total_pages(pf), zs_get_total_pages(pn));
+	size_t live = 0;
+	for (int n = 0; n < STEPS * PER; n++)
+		live += len[n];
+	printf("grown %d x %d objects, compacted each step: %lu pages fitted (%.1f%% live), %lu "
+	       "not (%.1f%%)\n",
+	       STEPS, PER, zs_get_total_pages(pf), 100.0 * (double)live / (double)(zs_get_total_pages(pf) * P),
+	       zs_get_total_pages(pn), 100.0 * (double)live / (double)(zs_get_total_pages(pn) * P));
 	for (int n = 0; n < STEPS * PER; n++)
 		bad += !read_ok(pf, h[n], len[n], seed + (uint64_t)n);
 	CHECK_EQ(bad, 0);
