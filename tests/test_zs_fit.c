@@ -318,10 +318,11 @@ static void growth(uint64_t seed)
 	size_t live = 0;
 	for (int n = 0; n < STEPS * PER; n++)
 		live += len[n];
+	unsigned long fp = zs_get_total_pages(pf), np = zs_get_total_pages(pn);
 	printf("grown %d x %d objects, compacted each step: %lu pages fitted (%.1f%% live), %lu "
 	       "not (%.1f%%)\n",
-	       STEPS, PER, zs_get_total_pages(pf), 100.0 * (double)live / (double)(zs_get_total_pages(pf) * P),
-	       zs_get_total_pages(pn), 100.0 * (double)live / (double)(zs_get_total_pages(pn) * P));
+	       STEPS, PER, fp, 100.0 * (double)live / (double)(fp * P), np,
+	       100.0 * (double)live / (double)(np * P));
 	for (int n = 0; n < STEPS * PER; n++)
 		bad += !read_ok(pf, h[n], len[n], seed + (uint64_t)n);
 	CHECK_EQ(bad, 0);

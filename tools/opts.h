@@ -1,7 +1,8 @@
 /*
  * Option parsing shared by every `zs` command: the pool-shaping flags
  * (--page-size, --chain, --chain-policy, --delta, --free-mode, --deferred,
- * --backend, --class-shards, --fit-zspages) and the checked number/size/path parsers.  One place, so that
+ * --backend, --class-shards, --fit-zspages) and the checked
+ * number/size/path parsers.  One place, so that
  * every command spells, range-checks and reports them the same way: a bad
  * value is one message naming the option and the accepted range, exit 2.
  * Commands parse with getopt_long; they splice OPT_POOL_LONGOPTS into their

@@ -22,7 +22,9 @@
  * class can keep: fewer pages cannot hold k slots.  Only compaction makes
  * such a zspage; zs_malloc still allocates the class's chain, so a class
  * that grows again gets its long zspages (and their small tails) back, and
- * the fitted one fills, empties and is freed like any other.
+ * the next compaction moves a fitted zspage it grew past into chains
+ * (drain_fitted): after every zs_compact a class is chains plus at most
+ * one fitted zspage.
  */
 #include <errno.h>
 #include <sched.h>
@@ -189,11 +191,11 @@ static struct zspage *find_fitted(struct size_class *class)
  * zspage it was ever given, each with a worse tail than the chain's (one
  * object of 3264 bytes per page wastes 20%, the chain of 4 pages 0.4%):
  * test_zs_fit's growth case (20 objects at a time, zs_compact after each
- * step) ended at 75.6% of its pages live without this, 89.2% unfitted.  So while the class has
- * a fitted zspage and a partly used chain (or two fitted zspages), the
- * fitted one's objects move into chains (partly used ones first, fullest
- * first, then a new chain) and it is freed; fit_last_zspage then fits
- * whatever chain is left partly used.  A class that did not change since
+ * step) ended at 75.6% of its pages live without this, 89.2% unfitted.
+ * So while the class has a fitted zspage and a partly used chain (or two
+ * fitted zspages), the fitted one's objects move into chains (partly used
+ * ones first, fullest first, then a new chain) and it is freed;
+ * fit_last_zspage then fits whatever chain is left partly used.  A class that did not change since
  * its last compaction has neither, so nothing moves twice.  Returns pages
  * freed minus pages allocated.
  */

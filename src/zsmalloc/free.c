@@ -32,7 +32,8 @@ void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long o
 }
 
 /* A fitted zspage leaves its class's fitted counts; returns its pages. */
-static __attribute__((noinline, cold)) unsigned unlink_fitted(struct size_class *class, const struct zspage *zspage)
+static __attribute__((noinline, cold)) unsigned unlink_fitted(struct size_class *class,
+								const struct zspage *zspage)
 {
 	unsigned pages = zspage_pages(class, zspage);
 	zs_assert_internal(class->fitted_nr > 0 && class->fitted_objs >= zspage->objs &&

@@ -98,7 +98,8 @@ struct zspage {
 static_assert(sizeof(struct zspage) == sizeof(struct zs_page_desc), "zspage overlays a page desc");
 static_assert(offsetof(struct zspage, owner) == offsetof(struct zs_page_desc, owner), "owner");
 static_assert(offsetof(struct zspage, next) == offsetof(struct zs_page_desc, next), "next");
-_Static_assert((unsigned long)ZS_MAX_CHAIN * (ZS_PAGE_SIZE_MAX / ZS_MIN_ALLOC_SIZE) <= OBJ_IDX_MASK + 1,
+_Static_assert((unsigned long)ZS_MAX_CHAIN * (ZS_PAGE_SIZE_MAX / ZS_MIN_ALLOC_SIZE) <=
+		       OBJ_IDX_MASK + 1,
 	       "a zspage's slots fit an obj's index");
 
 struct size_class {
