@@ -40,6 +40,12 @@ static inline void ut_draw_zs(struct zs_pool_config *c, unsigned bits, const uns
 	c->class_delta = deltas[(bits >> 7) % ndeltas];
 }
 
+/* zs_malloc's limit: max_object_size, 0 meaning one page (include/zs/zsmalloc.h). */
+static inline size_t ut_zs_max_size(const struct zs_pool_config *zc, size_t page_size)
+{
+	return zc->max_object_size ? zc->max_object_size : page_size;
+}
+
 /*
  * Create the allocator of `kind`: the zsmalloc kinds with *zc (its
  * page_size, checked and max_pages must already be set), zblock with
@@ -51,7 +57,7 @@ static inline int ut_create(struct ut_alloc *a, int kind, size_t page_size, size
 	*a = (struct ut_alloc){ .kind = kind };
 	if (kind == UT_ZS) {
 		a->zp = zs_create_pool(zc);
-		a->max_size = a->zp ? page_size : 0;
+		a->max_size = a->zp ? ut_zs_max_size(zc, page_size) : 0;
 	} else if (kind == UT_ZS_BACKEND) {
 		struct zs_backend_config bc;
 		zs_backend_config_init(&bc);
@@ -61,7 +67,7 @@ static inline int ut_create(struct ut_alloc *a, int kind, size_t page_size, size
 		bc.zs = *zc;
 		a->be = zs_backend_create(&bc);
 		a->zp = a->be ? zs_backend_zspool(a->be) : NULL;
-		a->max_size = a->be ? page_size : 0;
+		a->max_size = a->be ? ut_zs_max_size(zc, page_size) : 0;
 	} else if (kind == UT_ZBLOCK) {
 		struct zblock_config c;
 		zblock_config_init(&c);

@@ -43,6 +43,17 @@ mix=(--workloads mix --backends zsmalloc --mix-n 200 --page-size 4096 --repeat 1
 # Issue 14, "Found": every command quoted there, with what it must do now.
 # -- policy flags on every command where they change the result
 expect_out 0 "chain 4, delta 16, chain policy heuristic" classes --chain 4 --chain-policy heuristic
+# Objects larger than a page: one class per page count, below the page's own table.
+expect_out 0 "logical classes 270, physical classes 134" classes --max-object 64K
+expect_out 0 "  269 |    16 |  61441..65536  | 3.12%" classes --max-object 64K
+expect_out 0 "logical classes 259, physical classes 123" classes --max-object 20000
+expect 2 "--max-object: '3K' is not a size .* in 4096..1048576" classes --max-object 3K
+expect 2 "cannot create a pool with this configuration: Invalid argument" classes --max-object 128K
+# A process's anonymous memory as the pages (the RFC's question on anonymous memory).
+expect 2 "--pid: '0' is not a whole number in 1..4194304" zram --pid 0
+expect 2 "--pid takes no FILE or DIR" zram --pid python /usr/bin
+expect 2 "give --synth or --pid, not both" zram --pid python --synth int32-trend
+expect_out 0 "^mm_stat" zram --pid python --max 4M --group 4
 expect_out 0 "pool memory utilization" testmod --chain 4 --chain-policy heuristic --delta 16 --count 2
 expect_out 0 "^mm_stat" zram --chain 4 --max 1M /usr/bin
 expect_out 0 "^mm_stat" zram --chain-policy heuristic --delta 16 --free-mode class --deferred --max 1M /usr/bin

@@ -189,6 +189,14 @@ static void test_zsmalloc(void)
 	ZS_FIELD(class_delta, 8, 1);
 	ZS_FIELD(class_delta, 4096, 1);
 
+	const size_t bad_max_obj[] = { 1, 4095, 16 * 4096 + 1, 1u << 20, SIZE_MAX, P60 };
+	for (size_t i = 0; i < sizeof(bad_max_obj) / sizeof(bad_max_obj[0]); i++)
+		ZS_FIELD(max_object_size, bad_max_obj[i], 0);
+	ZS_FIELD(max_object_size, 0, 1);
+	ZS_FIELD(max_object_size, 4096, 1);
+	ZS_FIELD(max_object_size, 20000, 1);
+	ZS_FIELD(max_object_size, 16 * 4096, 1);
+
 	ZS_FIELD(chain_policy, (enum zs_chain_policy)2, 0);
 	ZS_FIELD(chain_policy, (enum zs_chain_policy)-1, 0);
 	ZS_FIELD(chain_policy, (enum zs_chain_policy)INT_MAX, 0);

@@ -13,7 +13,7 @@
 #include "opts.h"
 #include "zs/zsmalloc.h"
 
-#define CLASSES_OPTS (OPT_PAGE_SIZE | OPT_POLICY)
+#define CLASSES_OPTS (OPT_PAGE_SIZE | OPT_POLICY | OPT_MAX_OBJECT)
 
 static void usage(FILE *f)
 {
@@ -124,6 +124,15 @@ static void run(struct table *t)
 	t->avg_waste = t->nrows ? 100.0 * waste_sum / t->nrows : 0;
 }
 
+/*
+ * The waste of a k-page class over requests spread evenly over its range
+ * ((k-1)P, kP]: half a page of an average (k - 1/2)-page zspage.
+ */
+static double multi_page_waste(unsigned P, unsigned k)
+{
+	return 100.0 * ((double)P / 2) / ((double)k * P);
+}
+
 static void print_json(const struct table *t)
 {
 	const struct zs_pool_config *c = zs_pool_get_config(t->pool);
@@ -150,6 +159,22 @@ static void print_json(const struct table *t)
 		json_obj_end(&js);
 	}
 	json_arr_end(&js);
+	/* Past a page (--max-object): one class per page count, one object per zspage. */
+	json_karr(&js, "multi_page");
+	for (int i = 0; i < t->n; i++) {
+		struct zs_class_info ci;
+		zs_class_info(t->pool, i, &ci);
+		if (ci.phys_size <= t->P)
+			continue;
+		json_obj(&js);
+		json_kint(&js, "class", ci.index);
+		json_kuint(&js, "pages", ci.pages_per_zspage);
+		json_kuint(&js, "min_request", ci.phys_size - t->P + 1);
+		json_kuint(&js, "max_request", ci.phys_size);
+		json_kfixed(&js, "avg_waste_pct", multi_page_waste(t->P, ci.pages_per_zspage), 2);
+		json_obj_end(&js);
+	}
+	json_arr_end(&js);
 	json_kint(&js, "logical_classes", t->n);
 	json_kint(&js, "physical_classes", t->phys);
 	json_kuint(&js, "huge_class_size", zs_huge_class_size(t->pool));
@@ -171,6 +196,20 @@ static void print_text(const struct table *t)
 		printf("%5u | %5u | %5u | %9u | %9u | %10lu | %4u\n", r->req, r->ci.phys_size,
 		       r->ci.pages_per_zspage, r->ci.objs_per_zspage, r->ci.tail_waste, r->merge,
 		       r->ci.spanning);
+	}
+	int multi = 0;
+	for (int i = 0; i < t->n; i++) {
+		struct zs_class_info ci;
+		zs_class_info(t->pool, i, &ci);
+		if (ci.phys_size <= t->P)
+			continue;
+		if (!multi++)
+			printf("\nobjects larger than a page (--max-object): one per zspage of k pages\n"
+			       "%5s | %5s | %13s | %s\n", "Class", "Pages", "Requests",
+			       "AvgWaste (sizes uniform in the range)");
+		printf("%5d | %5u | %6u..%-6u | %.2f%%\n", ci.index, ci.pages_per_zspage,
+		       ci.phys_size - t->P + 1, ci.phys_size,
+		       multi_page_waste(t->P, ci.pages_per_zspage));
 	}
 	printf("\nlogical classes %d, physical classes %d, huge_class_size %zu\n"
 	       "average effective waste %.2f%% over %d request sizes, spanning slots summed %lu\n",

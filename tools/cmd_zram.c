@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "compare.h" /* raw_add_process, raw_add_python_heap: zs compare's heap sources */
 #include "util.h"
 #include "opts.h"
 #include "zs/compress.h"
@@ -33,6 +34,7 @@ struct opts {
 	const char *comp, *backend, *kcomp, *dict;
 	const char *filter;        /* --filter: zs/compress.h spec; NULL off */
 	const char *synth;         /* --synth KIND: generated pages instead of FILEs */
+	const char *pid;           /* --pid PID|python: a process's anonymous memory instead */
 	const char *backing;       /* writeback: file, type, batch, limit (pages), options */
 	int wb_type, wb_compressed, wb_drop_cache, wb_limit_set;
 	unsigned wb_batch;
@@ -73,6 +75,9 @@ static void usage(FILE *f)
 		"                     int32-trend (small int32 values plus a slow trend,\n"
 		"                     python/README.md gives the same array in numpy),\n"
 		"                     int32-sorted (running sum of the same noise: sorted keys)\n"
+		"  --pid PID|python   a process's anonymous memory instead of FILEs (its [heap]\n"
+		"                     and anonymous rw mappings, --max bytes of them, read through\n"
+		"                     /proc/PID/mem); python: the python3 heap zs compare uses\n"
 		"  --wb-drop-cache    fsync the backing file and drop it from the page cache\n"
 		"                     before reading back (reads then hit the disk)\n");
 	opt_pool_help(f, ZRAM_OPTS);
@@ -303,6 +308,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "matrix", no_argument, NULL, 'X' },
 		{ "filter", required_argument, NULL, 'F' },
 		{ "synth", required_argument, NULL, 'S' },
+		{ "pid", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -334,6 +340,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'X': o->matrix = 1; break;
 		case 'F': o->filter = optarg; break;
 		case 'S': o->synth = optarg; break;
+		case 'I': o->pid = optarg; break;
 		case 'B': o->backing = optarg; break;
 		case 'C': o->wb_compressed = 1; break;
 		case 'Y': o->wb_drop_cache = 1; break;
@@ -406,11 +413,20 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->synth);
 		return 2;
 	}
-	if (o->synth && optind < argc) {
-		fprintf(stderr, "zs zram: --synth takes no FILE or DIR\n");
+	if (o->pid && strcmp(o->pid, "python")) {
+		uint64_t v;
+		if (opt_u64("zram", "--pid", o->pid, 1, 4194304, &v))
+			return 2;
+	}
+	if ((o->synth || o->pid) && optind < argc) {
+		fprintf(stderr, "zs zram: --%s takes no FILE or DIR\n", o->synth ? "synth" : "pid");
 		return 2;
 	}
-	if (optind >= argc && !o->synth) {
+	if (o->synth && o->pid) {
+		fprintf(stderr, "zs zram: give --synth or --pid, not both\n");
+		return 2;
+	}
+	if (optind >= argc && !o->synth && !o->pid) {
 		fprintf(stderr, "zs zram: no FILE or DIR given\n");
 		usage(stderr);
 		return 2;
@@ -493,6 +509,22 @@ static int synth_pages(struct zs_pageset *ps, const char *kind, size_t page_size
 	return 0;
 }
 
+/* --pid: up to max_bytes of a process's anonymous memory, as zs compare reads it. */
+static int process_pages(struct zs_pageset *ps, const char *pid, size_t page_size,
+			 uint64_t max_bytes)
+{
+	struct raw raw = { .what = "process" };
+	int rc = zs_pageset_init(&raw.ps, page_size, max_bytes);
+	if (rc)
+		return rc;
+	rc = strcmp(pid, "python") ? raw_add_process(&raw, (int)strtol(pid, NULL, 10))
+				   : raw_add_python_heap(&raw);
+	raw.ps.npages = (raw.ps.len + page_size - 1) / page_size;
+	raw.ps.file_bytes = raw.ps.len;
+	*ps = raw.ps;
+	return rc;
+}
+
 /* Load the pages, create the store (and --agree's page selection), map the read target.
  * 0, or 2 after a message; zrun_free() releases what was made either way. */
 static int setup(const struct opts *o, char **paths, int npaths, struct zrun *r)
@@ -505,6 +537,7 @@ static int setup(const struct opts *o, char **paths, int npaths, struct zrun *r)
 	if (o->progress)
 		fprintf(stderr, "zs zram: loading pages...\n");
 	int lrc = o->synth ? synth_pages(&r->ps, o->synth, o->page_size, o->max_bytes)
+		  : o->pid ? process_pages(&r->ps, o->pid, o->page_size, o->max_bytes)
 			   : zs_pageset_load(&r->ps, o->page_size, paths, npaths, o->max_bytes);
 	if (lrc || !r->ps.npages) {
 		fprintf(stderr, "zs zram: no pages loaded (%s)\n", lrc ? strerror(-lrc) : "empty");

@@ -17,7 +17,8 @@
 
 static const char *const pool_opt_name[] = { "--page-size",  "--chain",    "--chain-policy",
 					     "--delta",      "--free-mode", "--deferred",
-					     "--backend",    "--class-shards", "--fit-zspages" };
+					     "--backend",    "--class-shards", "--max-object",
+					     "--fit-zspages" };
 
 void pool_opts_init(struct pool_opts *po)
 {
@@ -295,6 +296,13 @@ int opt_pool_arg(const char *cmd, unsigned accepted, int code, const char *arg,
 			return range_msg(cmd, name, arg, "a whole number", 0,
 					 ZS_MAX_CLASS_SHARDS);
 		return 0;
+	case OPTC_MAX_OBJECT:
+		/* Checked against the page size by zs_create_pool (EINVAL), as every other field. */
+		if (opt_bytes(cmd, name, arg, ZS_PAGE_SIZE_MIN,
+			      (uint64_t)ZS_MAX_OBJECT_PAGES * ZS_PAGE_SIZE_MAX, &v))
+			return 2;
+		po->cfg.max_object_size = (size_t)v;
+		return 0;
 	case OPTC_BACKEND:
 		if (!backend_known(arg)) {
 			fprintf(stderr, "zs %s: %s: '%s' is not one of:", cmd, name, arg);
@@ -322,6 +330,8 @@ void opt_pool_help(FILE *f, unsigned accepted)
 		"  --backend KIND       zsmalloc (default), zblock, malloc, ... (zs_backend_kinds)\n",
 		("  --class-shards N     copies of each size class, one used per CPU: 0..64 or auto\n"
 		 "                       (default 1, the kernel's; page counts then differ from it)\n"),
+		("  --max-object N       largest object, page size..16 pages (K/M suffix; default one\n"
+		 "                       page, the kernel's): one class per page count past a page\n"),
 		("  --fit-zspages        compaction leaves each class at most one partly used zspage,\n"
 		 "                       of the fewest pages its objects need (the app profile's;\n"
 		 "                       page counts then differ from the kernel's)\n"),

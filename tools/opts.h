@@ -28,9 +28,10 @@ enum {
 	OPT_DEFERRED = 1 << 5,
 	OPT_BACKEND = 1 << 6,
 	OPT_CLASS_SHARDS = 1 << 7,
-	OPT_FIT_ZSPAGES = 1 << 8,
+	OPT_MAX_OBJECT = 1 << 8,
+	OPT_FIT_ZSPAGES = 1 << 9,
 	OPT_POLICY = OPT_CHAIN | OPT_CHAIN_POLICY | OPT_DELTA, /* change the class table */
-	OPT_ALL = 0x1ff,
+	OPT_ALL = 0x3ff,
 };
 
 /* getopt_long codes of the pool options (above any short option character). */
@@ -44,6 +45,7 @@ enum {
 	OPTC_DEFERRED,
 	OPTC_BACKEND,
 	OPTC_CLASS_SHARDS,
+	OPTC_MAX_OBJECT,
 	OPTC_FIT_ZSPAGES,
 	OPT_POOL_LAST = OPTC_FIT_ZSPAGES,
 };
@@ -57,6 +59,7 @@ enum {
 	{ "deferred", no_argument, NULL, OPTC_DEFERRED },                   \
 	{ "backend", required_argument, NULL, OPTC_BACKEND },               \
 	{ "class-shards", required_argument, NULL, OPTC_CLASS_SHARDS },     \
+	{ "max-object", required_argument, NULL, OPTC_MAX_OBJECT },         \
 	{ "fit-zspages", no_argument, NULL, OPTC_FIT_ZSPAGES }
 
 struct pool_opts {

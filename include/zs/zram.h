@@ -107,11 +107,13 @@ struct zs_zram_config {
 	 * Large-folio objects (the 64 KiB mTHP RFC): group_pages contiguous
 	 * slots are compressed together as one object.  0 or 1 -> off (every
 	 * slot its own object, today's behaviour); otherwise a power of two
-	 * 2..16 with group_pages * page_size <= 65536.  Layout: the group store
-	 * is a store whose page is the group (group_pages * page_size), so its
-	 * zsmalloc pool has that page size and size classes up to it (class
-	 * delta page/256, as the kernel's formula scales); a group compressing
-	 * to the pool's huge size is kept raw.  The slot API is unchanged: a
+	 * 2..16 with group_pages * page_size <= 65536.  Layout: on zsmalloc a
+	 * group is one object of up to group_pages pool pages of page_size
+	 * (zs_pool_config.max_object_size), whole pages plus its partial last
+	 * page packed into a small class once that pays, so it costs about the
+	 * bytes it compressed to; a group whose last page would not pack is kept
+	 * raw.  Other backends (zblock, the malloc baselines) get a pool whose
+	 * page is the group.  The slot API is unchanged: a
 	 * read of one slot decompresses its group; a write or discard of one
 	 * slot is a read-modify-write of the group under a per-group stripe
 	 * lock; zs_zram_write_range/read_range move whole aligned groups

@@ -110,7 +110,8 @@ struct zs_pool_config {
 	                               meeting, at the cost of up to one partly used zspage per
 	                               class and copy (compaction works within each copy).
 	                               0..ZS_MAX_CLASS_SHARDS, and classes x shards <= 8192
-	                               (4 KiB pages: up to 32), else EINVAL; or
+	                               (4 KiB pages: up to 32; 30 with
+	                               max_object_size of 16 pages), else EINVAL; or
 	                               ZS_CLASS_SHARDS_AUTO: one per online CPU, capped by
 	                               both limits (1 on a single CPU).
 	                               See docs/policies.md "Class shards". */
@@ -122,7 +123,11 @@ struct zs_pool_config {
 	                               read it with zs_obj_read_begin (a local copy) or
 	                               zs_obj_read_sgv_begin (one piece per page).  Costs one
 	                               size class per page count; the classes up to a page are
-	                               unchanged.  See docs/policies.md "Objects larger than a
+	                               unchanged.  Those classes count in class_shards' limit
+	                               (classes x shards <= 8192, else EINVAL): 64 KiB pages
+	                               with class_delta 8 have 8189 classes up to a page, so
+	                               take at most 4 pages; every other page size and delta
+	                               takes 16.  See docs/policies.md "Objects larger than a
 	                               page" */
 	int fit_zspages;            /* 0 (kernel): every zspage of a class is the class's chain
 	                               length.  1: zs_compact ends each class (and copy) with

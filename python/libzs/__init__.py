@@ -10,7 +10,8 @@ refused an argument) ZsArgumentError, which is both a ValueError and a
 ZsError.  Configs are validated by C alone: Python checks only types and that
 an int fits its C field (so ctypes never truncates it); the ranges and C's
 reason come from the create calls.  Per call, Python refuses wrong types,
-sizes outside 1..page_size (ENOSPC above it) and unknown, freed or stale
+sizes outside 1..the pool's largest object (max_object_size, by default the
+page size; ENOSPC above it) and unknown, freed or stale
 handles before C is called, so a caller cannot crash the process with a bad
 handle.  Writes read any bytes-like object in place and read_into fills a
 caller's buffer: no copy on the Python side.  Flag bits, enum values and
@@ -284,6 +285,7 @@ POOL_OPTIONS = {
     "max_pages": "max_pages", "deferred_capacity": "deferred_capacity",
     "deferred_worker": "deferred_worker", "page_cache_pages": "page_cache_pages",
     "page_cache_decay_ms": "page_cache_decay_ms", "class_shards": "class_shards",
+    "max_object_size": "max_object_size",
 }
 CLASS_SHARDS_AUTO = _L.ZS_CLASS_SHARDS_AUTO
 PAGES_NO_CACHE = _L.ZS_PAGES_NO_CACHE
@@ -628,6 +630,11 @@ class Pool(_Closable):
       class_shards   copies of each size class, one used per CPU (0/1: the kernel's one;
                      "auto": one per online CPU, the app profile's); more lets threads
                      allocate without meeting (docs/policies.md)
+      max_object_size
+                     the largest object in bytes (0: the page size, the kernel's limit);
+                     page_size..16 x page_size: an object over a page takes a zspage of
+                     ceil(size / page_size) pages of its own (docs/policies.md "Objects
+                     larger than a page")
     config is the pool's config as C holds it (option names, plus "profile"); class_shards
     (the property) the copies the pool has.
     Per object Python keeps 8 bytes (_SizeTable) beside the C pool's own cost.
@@ -640,7 +647,8 @@ class Pool(_Closable):
                  deferred_worker: Optional[bool] = None,
                  class_shards: Union[int, str, None] = None, *, profile: str = "app",
                  name: Optional[str] = None, page_cache_pages: Union[int, str, None] = None,
-                 page_cache_decay_ms: Union[int, str, None] = None) -> None:
+                 page_cache_decay_ms: Union[int, str, None] = None,
+                 max_object_size: Optional[int] = None) -> None:
         if not checked:
             raise ZsArgumentError(_errno.EINVAL, "a Python Pool is always checked: C's "
                                   "checked mode is what refuses a freed or stale handle")
@@ -649,7 +657,7 @@ class Pool(_Closable):
                  "max_pages": max_pages, "deferred_capacity": deferred_capacity,
                  "deferred_worker": deferred_worker, "class_shards": class_shards,
                  "name": name, "page_cache_pages": page_cache_pages,
-                 "page_cache_decay_ms": page_cache_decay_ms}
+                 "page_cache_decay_ms": page_cache_decay_ms, "max_object_size": max_object_size}
         keep: List[Any] = []
         cfg = _set_pool_options(_profile_init("pool", profile, _L.PoolConfig()), given, keep)
         ctypes.set_errno(0)
@@ -668,6 +676,8 @@ class Pool(_Closable):
         self._page_size = _L.need("zs_pool_page_size")(p)
         self.config = dict(_pool_config_dict(_L.need("zs_pool_get_config")(p).contents),
                            profile=profile)
+        # zs_malloc's limit (zsmalloc.h: max_object_size, 0 meaning one page)
+        self._max_size = self.config["max_object_size"] or self._page_size
 
     @property
     def class_shards(self) -> int:
@@ -725,12 +735,19 @@ class Pool(_Closable):
         self._pool()
         return int(self._page_size)
 
+    @property
+    def max_object_size(self) -> int:
+        """The largest object malloc takes: max_object_size, or the page size by default."""
+        self._pool()
+        return int(self._max_size)
+
     @_locked
     def malloc(self, size: int) -> Handle:
-        """Allocate size bytes (1..page_size); returns a handle.  Size 0 or above the page
-        size raises ZsArgumentError (errno EINVAL / ENOSPC) before C is called."""
+        """Allocate size bytes (1..max_object_size, by default the page size); returns a
+        handle.  Size 0 or above that raises ZsArgumentError (errno EINVAL / ENOSPC) before
+        C is called."""
         pool = self._pool()
-        _int_arg("zs_malloc size", size, 1, self._page_size, _errno.ENOSPC)
+        _int_arg("zs_malloc size", size, 1, self._max_size, _errno.ENOSPC)
         h = _L.need("zs_malloc")(pool, size)
         if _is_err(h):
             raise ZsError(h - (1 << (8 * ctypes.sizeof(ctypes.c_ulong))), f"zs_malloc({size})")
@@ -849,7 +866,7 @@ class Pool(_Closable):
     @_locked
     def class_index(self, size: int) -> int:
         """Physical class index for a request of `size` bytes."""
-        _int_arg("size", size, 1, self.page_size, _errno.ENOSPC)
+        _int_arg("size", size, 1, self.max_object_size, _errno.ENOSPC)
         return _check(_L.need("zs_lookup_class_index")(self._pool(), size), "zs_lookup_class_index")
 
     @_locked
@@ -1009,8 +1026,8 @@ class ZramStore(_Closable):
     profile: "app" (default, zs_zram_config_init_app: the pool in the application
     profile) | "kernel" (zs_zram_config_init: page-exact with kernel zram).  The pool
     options are Pool's (chain, delta, chain_policy, free_mode, class_shards,
-    deferred_capacity, deferred_worker, page_cache_pages, page_cache_decay_ms, name;
-    None: the profile's) and apply to zsmalloc (zblock reads page_cache_pages); max_pages
+    deferred_capacity, deferred_worker, page_cache_pages, page_cache_decay_ms, name,
+    max_object_size; None: the profile's) and apply to zsmalloc (zblock reads page_cache_pages); max_pages
     and checked are the backend's (every kind).  Store options, struct zs_zram_config:
     mem_limit (bytes), deferred_free, streams, track_actime, comp_level/recomp_level
     (0: the name's level, e.g. "zstd:5"), comp_dict/recomp_dict (bytes, or the path of a
@@ -1036,7 +1053,7 @@ class ZramStore(_Closable):
                  page_cache_decay_ms: Union[int, str, None] = None, name: Optional[str] = None,
                  comp_level: int = 0, recomp_level: int = 0, comp_dict: Any = None,
                  recomp_dict: Any = None, group_pages: int = 0,
-                 filter: Optional[str] = None) -> None:
+                 filter: Optional[str] = None, max_object_size: Optional[int] = None) -> None:
         # Only types and C field widths are checked here; every range (page size, slots,
         # limits, backend kind) is zs_zram_create's to refuse, with its reason.
         cfg = _profile_init("zram", profile, _L.ZramConfig())
@@ -1071,7 +1088,8 @@ class ZramStore(_Closable):
                      "free_mode": free_mode, "class_shards": class_shards,
                      "deferred_capacity": deferred_capacity,
                      "deferred_worker": deferred_worker, "page_cache_pages": page_cache_pages,
-                     "page_cache_decay_ms": page_cache_decay_ms, "name": name}
+                     "page_cache_decay_ms": page_cache_decay_ms, "name": name,
+                     "max_object_size": max_object_size}
         _set_pool_options(cfg.backend.zs, pool_opts, self._keep)
         cfg.mem_limit = _c_int_arg("mem_limit", mem_limit, ctypes.c_uint64)
         cfg.deferred_free = 1 if deferred_free else 0

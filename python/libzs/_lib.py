@@ -116,7 +116,8 @@ class PoolConfig(ctypes.Structure):
         ("page_cache_pages", c_size_t),
         ("page_cache_decay_ms", c_uint),
         ("class_shards", c_uint),
-        ("reserved", c_u64 * 6),
+        ("max_object_size", c_size_t),
+        ("reserved", c_u64 * 5),
     ]
 
 

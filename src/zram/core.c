@@ -146,9 +146,11 @@ int zram_core_create(const struct zs_zram_config *cfg, size_t ps, size_t pool_pa
 	if (!z->huge_size || z->huge_size > ps)
 		z->huge_size = ps;
 	/* Objects over a pool page: store the raw unit once its object would
-	 * take as many pool pages (a read then needs no decompression). */
+	 * take as many pool pages (a read then needs no decompression): its
+	 * last partial page no longer packs into a small class, so it costs a
+	 * page, like the raw unit's last. */
 	if (pool_page < ps)
-		z->huge_size = ps - pool_page + 1;
+		z->huge_size = ps - pool_page + zs_backend_huge_class_size(z->b);
 
 	if ((rc = zram_streams_create(z, cfg, &prm)))
 		goto fail;

@@ -261,9 +261,9 @@ int zs_lookup_class_index(const struct zs_pool *pool, size_t size)
  * cost locality, never correctness (any copy may free any object: the
  * object's zspage records its copy).
  */
-struct size_class *zs_alloc_class(struct zs_pool *pool, size_t size)
+struct size_class *zs_alloc_class(struct zs_pool *pool, int index)
 {
-	struct size_class *class = pool->size_class[size_to_class_index(pool, size)];
+	struct size_class *class = pool->size_class[index];
 	if (zs_likely(pool->nr_shards == 1))
 		return class;
 	int cpu = sched_getcpu();

@@ -110,7 +110,8 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 {
 	struct keyed k[DRAIN_BATCH];
 	struct zspage *empty[DRAIN_BATCH];
-	size_t nempty = 0;
+	unsigned long tails[DRAIN_BATCH];
+	size_t nempty = 0, ntails = 0;
 	for (size_t i = 0; i < n; i++) {
 		/* The class never changes while the object lives, so no lock is needed to read it. */
 		k[i].cls = obj_to_class_idx(handle_to_obj(handles[i]));
@@ -125,8 +126,14 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 			zs_assert_internal(!handle_is_free(k[i].handle) &&
 					   (pool->cfg.checked || handle_is_live(k[i].handle)));
 			struct zspage *z = zs_free_locked(pool, class, handle_to_obj(k[i].handle));
-			if (z)
+			if (z) {
+				/* A multi-page object's tail goes after, under its own class lock. */
+				if (zs_unlikely(zspage_tail(z))) {
+					tails[ntails++] = z->tail;
+					z->tail = 0;
+				}
 				empty[nempty++] = z;
+			}
 		}
 		zs_spin_unlock(&class->lock);
 	}
@@ -134,6 +141,8 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 		zs_free_zspage_pages(pool, empty[i]);
 	for (size_t i = 0; i < n; i++)
 		zs_handle_free(pool, k[i].handle);
+	for (size_t i = 0; i < ntails; i++)
+		zs_free_tail(pool, tails[i]);
 }
 
 /* Drain until deq reaches target (or the queue is momentarily empty when target is 0). */

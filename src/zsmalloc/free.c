@@ -71,7 +71,6 @@ struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, un
 	return zspage;
 }
 
-/* Give an unlinked zspage's pages back to the provider (no lock needed: nobody can reach it). */
 /*
  * Give an unlinked zspage's pages back to the provider (no lock needed:
  * nobody can reach it).  The chain's end says how many: the class's chain
@@ -82,12 +81,22 @@ void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage)
 	zs_pfn_t pfns[ZS_MAX_CHAIN];
 	zs_pfn_t pfn = zspage->pfn;
 	unsigned pages = 0;
+	zs_assert_internal(!zspage_tail(zspage)); /* taken (take_tail) before the pages go */
 	do {
 		zs_assert_internal(pages < ZS_MAX_CHAIN);
 		pfns[pages++] = pfn;
 		pfn = page_desc(pool, pfn)->next;
 	} while (pfn != ZS_PFN_NONE);
 	zs_pages_free_bulk(pool->pages, pfns, pages);
+}
+
+/* An emptied head zspage's tail handle, cleared so the descriptor is clean for reuse. */
+static unsigned long take_tail(struct zspage *empty)
+{
+	unsigned long tail = empty ? zspage_tail(empty) : 0;
+	if (tail)
+		empty->tail = 0;
+	return tail;
 }
 
 /* ---- zs_free ---- */
@@ -107,9 +116,12 @@ static int free_pool_locked(struct zs_pool *pool, unsigned long handle, int chec
 	zs_read_unlock(&pool->lock);
 	zs_assert_internal(handle_is_live(handle));
 	struct zspage *empty = zs_free_locked(pool, class, obj);
+	unsigned long tail = take_tail(empty);
 	if (empty)
 		zs_free_zspage_pages(pool, empty);
 	zs_spin_unlock(&class->lock);
+	if (zs_unlikely(tail))
+		zs_free_tail(pool, tail);
 	return 0;
 }
 
@@ -126,12 +138,29 @@ static int free_class_index(struct zs_pool *pool, unsigned long handle, int chec
 	}
 	zs_assert_internal(handle_is_live(handle));
 	struct zspage *empty = zs_free_locked(pool, class, obj);
+	unsigned long tail = take_tail(empty);
 	if (empty && !unlocked)
 		zs_free_zspage_pages(pool, empty);
 	zs_spin_unlock(&class->lock);
 	if (empty && unlocked)
 		zs_free_zspage_pages(pool, empty);
+	if (zs_unlikely(tail))
+		zs_free_tail(pool, tail);
 	return 0;
+}
+
+/*
+ * A tail is an ordinary small object under a handle of its own that only
+ * its head knows, freed unchecked (the head's handle was the one checked)
+ * after the head's class lock is dropped (class locks never nest).  Always
+ * through the class index, as the deferred batch frees: it needs no pool
+ * lock, which the deferred worker must never take ("Lock order").
+ */
+void zs_free_tail(struct zs_pool *pool, unsigned long tail)
+{
+	free_class_index(pool, tail, 0, 0);
+	zs_handle_free(pool, tail);
+	atomic_fetch_sub_explicit(&pool->nr_tails, 1, memory_order_relaxed);
 }
 
 int zs_free(struct zs_pool *pool, unsigned long handle)

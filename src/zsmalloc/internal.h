@@ -77,7 +77,13 @@ enum { ZS_OBJS_ALLOCATED = ZS_NR_FULLNESS_GROUPS, ZS_OBJS_INUSE, ZS_NR_CLASS_STA
 struct zspage {
 	struct zspage *owner;      /* desc.owner: the first page's descriptor */
 	zs_pfn_t next;             /* desc.next: next page in the chain */
-	struct zspage *lnext, *lprev; /* fullness list */
+	union {
+		struct zspage *lnext;  /* fullness list (classes of several objects per zspage) */
+		unsigned long tail;    /* one-object zspage (huge, multi-page): the handle of the
+		                          object's last partial page, packed in a small class
+		                          (class.c, "Objects larger than a page"), or 0 */
+	};
+	struct zspage *lprev;
 	uint32_t inuse;
 	uint32_t freeobj;          /* head of the LIFO free list (object index) */
 	uint16_t class_idx;        /* physical class index */
@@ -113,6 +119,7 @@ struct size_class {
 	unsigned enc;                /* index + shard * nr_classes: what obj and zspage record */
 	int huge;
 	unsigned long stats[ZS_NR_CLASS_STATS];
+	unsigned tails_declined;     /* tails stored unpacked since this class last grew for one */
 	/* Fitted zspages only (compact.c): how many, their pages and slots; the rest are chains. */
 	unsigned fitted_nr, fitted_pages, fitted_objs;
 } __attribute__((aligned(64)));
@@ -178,6 +185,7 @@ struct zs_pool {
 		atomic_long n;
 	} __attribute__((aligned(64))) pages_allocated[ZS_RW_SHARDS];
 	atomic_ulong pages_compacted;
+	atomic_long nr_tails;            /* packed tails: objects the user does not count */
 	atomic_int compaction_in_progress;
 
 	struct handle_shard shards[ZS_HANDLE_SHARDS];
@@ -287,6 +295,21 @@ static inline unsigned zspage_pages(const struct size_class *class, const struct
 			  class->page_size);
 }
 
+/*
+ * One-object classes (huge, multi-page) keep their zspages off the fullness
+ * lists: such a zspage is full or freed, so no allocation or compaction
+ * ever looks for it there, and its list link holds the tail handle instead.
+ */
+static inline int class_single(const struct size_class *class)
+{
+	return class->objs_per_zspage == 1;
+}
+/* The tail handle of a multi-page object's head zspage, 0 for every other zspage. */
+static inline unsigned long zspage_tail(const struct zspage *zspage)
+{
+	return zspage->huge ? zspage->tail : 0;
+}
+
 /* Does an encoded class index (obj / zspage) name a physical class of some shard? */
 static inline int class_enc_valid(const struct zs_pool *pool, unsigned enc)
 {
@@ -388,6 +411,7 @@ static inline struct zspage *zs_alloc_zspage(struct zs_pool *pool,
 	zspage->inuse = 0;
 	zspage->freeobj = 0;
 	zspage->objs = objs;
+	zspage->lnext = zspage->lprev = NULL;
 	atomic_init(&zspage->lock, 0);
 	if (!class->huge) {
 		/* Link every object in address order: 0 -> 1 -> ... -> end. */
@@ -418,8 +442,8 @@ static inline int size_to_class_index(const struct zs_pool *pool, size_t size)
 		       (int)((size - ZS_HANDLE_SIZE + pool->page_size - 1) >> pool->page_shift);
 	return pool->size_lut[(size + 7) >> 3];
 }
-/* The class an allocation of `size` (header included) uses: its copy for this CPU. */
-struct size_class *zs_alloc_class(struct zs_pool *pool, size_t size);
+/* The copy for this CPU of logical class `index` (size_to_class_index of the slot size). */
+struct size_class *zs_alloc_class(struct zs_pool *pool, int index);
 
 /* ---- handle.c ---- */
 int zs_handles_init(struct zs_pool *pool);
@@ -441,6 +465,8 @@ int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long ob
 int zs_class_lists_sane(const struct size_class *class); /* ZS_DEBUG checks only */
 
 /* ---- free.c: used by zs_free, deferred free and compaction ---- */
+/* Free the tail object of a multi-page object whose head was freed (no lock held). */
+void zs_free_tail(struct zs_pool *pool, unsigned long tail);
 void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj);
 void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
 /* Free one object with its class lock held; returns an unlinked empty zspage to free, or NULL. */

@@ -65,7 +65,9 @@ unsigned long zs_pool_objects(struct zs_pool *pool)
 	for (int i = 0; i < pool->nr_classes; i++)
 		if (!zs_class_stats(pool, i, &st))
 			n += st.obj_used;
-	return n;
+	/* A multi-page object with a packed tail is one object in two classes. */
+	long tails = atomic_load_explicit(&pool->nr_tails, memory_order_relaxed);
+	return tails > 0 && (unsigned long)tails <= n ? n - (unsigned long)tails : n;
 }
 
 void zs_print_classes(struct zs_pool *pool, FILE *out)

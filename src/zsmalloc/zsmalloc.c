@@ -197,6 +197,7 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 	for (int i = 0; i < ZS_RW_SHARDS; i++)
 		atomic_init(&pool->pages_allocated[i].n, 0);
 	atomic_init(&pool->pages_compacted, 0);
+	atomic_init(&pool->nr_tails, 0);
 	atomic_init(&pool->compaction_in_progress, 0);
 	zs_deferred_init(pool); /* nothing allocated until the first zs_free_deferred */
 
@@ -243,43 +244,115 @@ static struct zspage *find_get_zspage(struct size_class *class)
 	return NULL;
 }
 
-unsigned long zs_malloc(struct zs_pool *pool, size_t size)
+/*
+ * Place one object for `handle` in `class` (this CPU's copy) and record it;
+ * a head zspage also records its tail.  0, or -ENOMEM without pages.
+ */
+static inline __attribute__((always_inline)) int
+alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
+	  unsigned long tail, int is_tail)
 {
-	if (zs_unlikely(!size))
-		return (unsigned long)-EINVAL;
-	if (zs_unlikely(size > pool->max_object_size))
-		return (unsigned long)-ENOSPC;
-	unsigned long handle = zs_handle_alloc(pool);
-	if (zs_unlikely(!handle))
-		return (unsigned long)-ENOMEM;
-
-	struct size_class *class = zs_alloc_class(pool, size + ZS_HANDLE_SIZE);
 	zs_spin_lock(&class->lock);
 	struct zspage *zspage = find_get_zspage(class);
+	if (zs_unlikely(is_tail) && !zspage) {
+		/*
+		 * A tail only opens a class when that pays: a new zspage of L
+		 * pages costs L pages until it fills, a tail stored unpacked
+		 * costs under a page, so an empty class grows for the tail that
+		 * comes after L were declined; a class already holding L objects
+		 * is in use and grows as for any object (docs/policies.md,
+		 * "When the tail packs", measures the rules).
+		 */
+		if (class->tails_declined < class->pages_per_zspage &&
+		    class->stats[ZS_OBJS_INUSE] < class->pages_per_zspage) {
+			class->tails_declined++;
+			zs_spin_unlock(&class->lock);
+			return -EAGAIN;
+		}
+		class->tails_declined = 0;
+	}
 	if (zs_likely(zspage)) {
 		unsigned long obj = zs_obj_malloc(pool, zspage, handle);
 		zs_fix_fullness_group(class, zspage);
 		record_obj(handle, obj);
 		class->stats[ZS_OBJS_INUSE]++;
 		zs_spin_unlock(&class->lock);
-		return handle;
+		return 0;
 	}
 	zs_spin_unlock(&class->lock);
 
 	/* Like the kernel, allocate the pages with no lock held. */
 	zspage = zs_alloc_zspage(pool, class, class->pages_per_zspage, class->objs_per_zspage);
-	if (!zspage) {
-		zs_handle_free(pool, handle);
-		return (unsigned long)-ENOMEM;
-	}
+	if (!zspage)
+		return -ENOMEM;
 	zs_spin_lock(&class->lock);
 	unsigned long obj = zs_obj_malloc(pool, zspage, handle);
+	zspage->tail = tail; /* one-object zspages only: class_single, so never a list link */
 	zs_insert_zspage(class, zspage, zs_get_fullness_group(class, zspage));
 	record_obj(handle, obj);
 	pool_pages_add(pool, (long)class->pages_per_zspage);
 	class->stats[ZS_OBJS_ALLOCATED] += class->objs_per_zspage;
 	class->stats[ZS_OBJS_INUSE]++;
 	zs_spin_unlock(&class->lock);
+	return 0;
+}
+
+/*
+ * Multi-page: whole pages in the head, the partial last page packed as a
+ * small object (the tail) when a small class takes it and grows for it
+ * (alloc_obj; class.c, "Objects larger than a page").
+ */
+static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool, size_t size)
+{
+	if (size > pool->max_object_size)
+		return (unsigned long)-ENOSPC;
+	size_t slot = size + ZS_HANDLE_SIZE, rest = size & (pool->page_size - 1);
+	unsigned long tail = 0;
+	if (rest && rest < pool->huge_class_size) {
+		tail = zs_handle_alloc(pool);
+		if (zs_unlikely(!tail))
+			return (unsigned long)-ENOMEM;
+		int rc = alloc_obj(pool, zs_alloc_class(pool, size_to_class_index(pool, rest + ZS_HANDLE_SIZE)),
+				   tail, 0, 1);
+		if (rc) {
+			zs_handle_free(pool, tail);
+			if (rc != -EAGAIN)
+				return (unsigned long)-ENOMEM;
+			tail = 0; /* declined: the object takes its last page whole */
+		} else {
+			slot -= rest;
+		}
+	}
+	unsigned long handle = zs_handle_alloc(pool);
+	if (zs_likely(handle) &&
+	    zs_likely(!alloc_obj(pool, zs_alloc_class(pool, size_to_class_index(pool, slot)), handle,
+				 tail, 0))) {
+		if (tail)
+			atomic_fetch_add_explicit(&pool->nr_tails, 1, memory_order_relaxed);
+		return handle;
+	}
+	if (handle)
+		zs_handle_free(pool, handle);
+	if (tail)
+		zs_free_tail(pool, tail);
+	return (unsigned long)-ENOMEM;
+}
+
+unsigned long zs_malloc(struct zs_pool *pool, size_t size)
+{
+	if (zs_unlikely(!size))
+		return (unsigned long)-EINVAL;
+	if (zs_unlikely(size > pool->page_size))
+		return malloc_large(pool, size);
+	unsigned long handle = zs_handle_alloc(pool);
+	if (zs_unlikely(!handle))
+		return (unsigned long)-ENOMEM;
+	/* size <= page: the table alone (size_to_class_index without its multi-page test). */
+	int index = pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3];
+	if (zs_unlikely(alloc_obj(pool, zs_alloc_class(pool, index), handle, 0, 0))) {
+		zs_handle_free(pool, handle);
+		return (unsigned long)-ENOMEM;
+	}
 	return handle;
 }
 
@@ -347,18 +420,98 @@ static void zspage_read_unlock_checked(atomic_int *cnt)
 		;
 }
 
+/*
+ * Where an object's payload lies: seg[0] from (pfn, off) along its zspage's
+ * chain, and for a multi-page object with a packed tail seg[1], the tail.
+ */
+struct obj_segs {
+	int n;
+	struct {
+		zs_pfn_t pfn;
+		unsigned off;
+		size_t cap;
+	} seg[2];
+	struct zspage *tail_zspage; /* read-locked with the head, or NULL */
+	size_t cap;                 /* payload capacity: the segments' together */
+};
+
+/* Payload of obj (in zspage, which the caller pinned) as one segment. */
+static inline void obj_segment(const struct zs_pool *pool, const struct zspage *zspage,
+			       unsigned long obj, struct obj_segs *v, int i)
+{
+	const struct size_class *class = zspage_class(pool, zspage);
+	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
+	v->seg[i].pfn = obj_to_pfn(obj);
+	v->seg[i].off = zspage->huge ? off : off + ZS_HANDLE_SIZE;
+	v->seg[i].cap = zspage->huge ? class->size : class->size - ZS_HANDLE_SIZE;
+}
+
+/*
+ * Describe a pinned object with a packed tail, read-locking the tail's
+ * zspage too so compaction cannot move the tail under the reader; 0, or
+ * -EINVAL with the head unlocked (cannot happen: the head holds its tail).
+ */
+static int pin_tail(struct zs_pool *pool, struct zspage *zspage, unsigned long obj,
+		    struct obj_segs *v)
+{
+	unsigned long tobj;
+	obj_segment(pool, zspage, obj, v, 0);
+	struct zspage *tz = pin_object(pool, zspage->tail, &tobj);
+	if (!tz) {
+		zs_zspage_read_unlock(&zspage->lock);
+		return -EINVAL;
+	}
+	obj_segment(pool, tz, tobj, v, 1);
+	v->n = 2;
+	v->cap = v->seg[0].cap + v->seg[1].cap;
+	v->tail_zspage = tz;
+	return 0;
+}
+
+static void unpin_segments(struct zspage *zspage, const struct obj_segs *v)
+{
+	if (v->tail_zspage)
+		zs_zspage_read_unlock(&v->tail_zspage->lock);
+	zs_zspage_read_unlock(&zspage->lock);
+}
+
 static void unpin_object(struct zs_pool *pool, unsigned long handle)
 {
 	if (zs_unlikely(pool->cfg.checked)) {
 		unsigned long obj;
 		struct zspage *zspage = pinned_zspage_checked(pool, handle, &obj);
-		if (zspage)
+		if (zspage) {
+			unsigned long tail = zspage_tail(zspage);
+			if (tail)
+				unpin_object(pool, tail);
 			zspage_read_unlock_checked(&zspage->lock);
+		}
 		return;
 	}
 	/* No pool lock: a read-locked zspage cannot be migrated, so obj is stable. */
 	struct zspage *zspage = obj_to_zspage(pool, handle_to_obj(handle));
+	if (zs_unlikely(zspage_tail(zspage)))
+		unpin_object(pool, zspage->tail);
 	zs_zspage_read_unlock(&zspage->lock);
+}
+
+/* Copy len (<= v->cap) payload bytes out of / into the object's segments. */
+static void segs_read(const struct zs_pool *pool, const struct obj_segs *v, void *buf, size_t len)
+{
+	size_t first = len < v->seg[0].cap ? len : v->seg[0].cap;
+	span_read(pool, v->seg[0].pfn, v->seg[0].off, buf, first);
+	if (first < len)
+		span_read(pool, v->seg[1].pfn, v->seg[1].off, (char *)buf + first, len - first);
+}
+
+static void segs_write(const struct zs_pool *pool, const struct obj_segs *v, const void *buf,
+		       size_t len)
+{
+	size_t first = len < v->seg[0].cap ? len : v->seg[0].cap;
+	span_write(pool, v->seg[0].pfn, v->seg[0].off, buf, first);
+	if (first < len)
+		span_write(pool, v->seg[1].pfn, v->seg[1].off, (const char *)buf + first,
+			   len - first);
 }
 
 /* Payload offset within the object's first page, and the payload capacity. */
@@ -374,6 +527,28 @@ static inline unsigned payload_offset(const struct zs_pool *pool, const struct s
 	return off + ZS_HANDLE_SIZE;
 }
 
+/* zs_obj_read_begin of an object with a packed tail (the head is pinned). */
+static __attribute__((noinline)) void *read_begin_packed(struct zs_pool *pool,
+							 struct zspage *zspage, unsigned long obj,
+							 size_t mem_len, void *local_copy)
+{
+	struct obj_segs v;
+	if (pin_tail(pool, zspage, obj, &v)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	int direct = v.seg[0].off + mem_len <= pool->page_size;
+	if (mem_len > v.cap || (!local_copy && !direct)) {
+		unpin_segments(zspage, &v);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (direct)
+		return page_addr(pool, v.seg[0].pfn) + v.seg[0].off;
+	segs_read(pool, &v, local_copy, mem_len);
+	return local_copy;
+}
+
 void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
 			void *local_copy)
 {
@@ -383,6 +558,8 @@ void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_l
 		errno = EINVAL;
 		return NULL;
 	}
+	if (zs_unlikely(zspage_tail(zspage)))
+		return read_begin_packed(pool, zspage, obj, mem_len, local_copy);
 	struct size_class *class = zspage_class(pool, zspage);
 	unsigned cap, off = payload_offset(pool, class, obj, &cap);
 	if (zs_unlikely(mem_len > cap || (!local_copy && off + mem_len > pool->page_size))) {
@@ -394,7 +571,7 @@ void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_l
 	char *addr = page_addr(pool, pfn);
 	if (zs_likely(off + mem_len <= pool->page_size))
 		return addr + off;
-	/* The object spans two pages: stitch it together in the caller's buffer. */
+	/* The object spans pages: stitch it together in the caller's buffer. */
 	span_read(pool, pfn, off, local_copy, mem_len);
 	return local_copy;
 }
@@ -406,37 +583,55 @@ void zs_obj_read_end(struct zs_pool *pool, unsigned long handle, size_t mem_len,
 	unpin_object(pool, handle);
 }
 
+/* The pieces of len bytes from (pfn, off) along a chain, appended at sg[n]; the new n or -1. */
+static int span_pieces(const struct zs_pool *pool, zs_pfn_t pfn, unsigned off, size_t len,
+		       struct zs_obj_piece *sg, int n, int nr_sg)
+{
+	size_t P = pool->page_size;
+	while (len) {
+		if (n >= nr_sg)
+			return -1;
+		size_t piece = P - off < len ? P - off : len;
+		sg[n].addr = page_addr(pool, pfn) + off;
+		sg[n++].len = piece;
+		len -= piece;
+		off = 0;
+		if (len)
+			pfn = page_desc(pool, pfn)->next;
+	}
+	return n;
+}
+
 int zs_obj_read_sgv_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
 			  struct zs_obj_piece *sg, int nr_sg)
 {
-	unsigned long obj;
 	if (zs_unlikely(!mem_len || nr_sg < 1))
 		return -EINVAL;
+	unsigned long obj;
 	struct zspage *zspage = pin_object(pool, handle, &obj);
 	if (zs_unlikely(!zspage))
 		return -EINVAL;
-	struct size_class *class = zspage_class(pool, zspage);
-	unsigned cap, off = payload_offset(pool, class, obj, &cap);
-	size_t P = pool->page_size;
-	if (zs_unlikely(mem_len > cap || (off + mem_len + P - 1) / P > (size_t)nr_sg)) {
-		zs_zspage_read_unlock(&zspage->lock);
+	struct obj_segs v;
+	if (zs_unlikely(zspage_tail(zspage))) {
+		if (pin_tail(pool, zspage, obj, &v))
+			return -EINVAL;
+	} else {
+		obj_segment(pool, zspage, obj, &v, 0);
+		v.n = 1;
+		v.cap = v.seg[0].cap;
+		v.tail_zspage = NULL;
+	}
+	if (zs_unlikely(mem_len > v.cap)) {
+		unpin_segments(zspage, &v);
 		return -EINVAL;
 	}
-	zs_pfn_t pfn = obj_to_pfn(obj);
-	sg[0].addr = page_addr(pool, pfn) + off;
-	if (zs_likely(off + mem_len <= P)) {
-		sg[0].len = mem_len;
-		return 1;
-	}
-	/* Spanning: the rest lies at the start of the zspage's next page(s). */
-	sg[0].len = P - off;
-	size_t done = sg[0].len;
-	int n = 1;
-	while (done < mem_len) {
-		pfn = page_desc(pool, pfn)->next;
-		sg[n].addr = page_addr(pool, pfn);
-		sg[n].len = mem_len - done < P ? mem_len - done : P;
-		done += sg[n++].len;
+	size_t first = mem_len < v.seg[0].cap ? mem_len : v.seg[0].cap;
+	int n = span_pieces(pool, v.seg[0].pfn, v.seg[0].off, first, sg, 0, nr_sg);
+	if (n > 0 && first < mem_len)
+		n = span_pieces(pool, v.seg[1].pfn, v.seg[1].off, mem_len - first, sg, n, nr_sg);
+	if (zs_unlikely(n < 0)) { /* more pieces than the caller has room for */
+		unpin_segments(zspage, &v);
+		return -EINVAL;
 	}
 	return n;
 }
@@ -452,12 +647,28 @@ void zs_obj_read_sg_end(struct zs_pool *pool, unsigned long handle)
 	unpin_object(pool, handle);
 }
 
+/* zs_obj_write of an object with a packed tail (the head is pinned). */
+static __attribute__((noinline)) int write_packed(struct zs_pool *pool, struct zspage *zspage,
+						  unsigned long obj, const void *src, size_t len)
+{
+	struct obj_segs v;
+	if (pin_tail(pool, zspage, obj, &v))
+		return -EINVAL;
+	int rc = len > v.cap ? -EINVAL : 0;
+	if (!rc)
+		segs_write(pool, &v, src, len);
+	unpin_segments(zspage, &v);
+	return rc;
+}
+
 int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, size_t len)
 {
 	unsigned long obj;
 	struct zspage *zspage = pin_object(pool, handle, &obj);
 	if (zs_unlikely(!zspage))
 		return -EINVAL;
+	if (zs_unlikely(zspage_tail(zspage)))
+		return write_packed(pool, zspage, obj, src, len);
 	struct size_class *class = zspage_class(pool, zspage);
 	unsigned cap, off = payload_offset(pool, class, obj, &cap);
 	if (zs_unlikely(len > cap)) {
@@ -526,33 +737,48 @@ void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode 
 		errno = ENOMEM;
 		return NULL;
 	}
-	unsigned long obj;
 	if (pool->cfg.checked && area->handle) {
 		errno = EBUSY; /* one mapping per thread at a time */
 		return NULL;
 	}
-	if (zs_unlikely(pool->max_object_size > area->cap)) {
-		char *nb = realloc(area->buf, pool->max_object_size);
+	/* Room for the largest object: whole pages, a packed tail's slot included. */
+	size_t need = pool->max_object_size;
+	if (zs_unlikely(need > area->cap)) {
+		need = (need + pool->page_size - 1) & ~(size_t)(pool->page_size - 1);
+		char *nb = realloc(area->buf, need);
 		if (!nb) {
 			errno = ENOMEM;
 			return NULL;
 		}
 		area->buf = nb;
-		area->cap = pool->max_object_size;
+		area->cap = need;
 	}
+	unsigned long obj;
 	struct zspage *zspage = pin_object(pool, handle, &obj);
 	if (!zspage) {
 		errno = EINVAL;
 		return NULL;
+	}
+	area->mode = mm;
+	area->pool = pool;
+	area->handle = handle;
+	if (zs_unlikely(zspage_tail(zspage))) {
+		struct obj_segs v;
+		if (pin_tail(pool, zspage, obj, &v)) {
+			area->handle = 0;
+			errno = EINVAL;
+			return NULL;
+		}
+		area->spanning = 1;
+		if (mm != ZS_MM_WO)
+			segs_read(pool, &v, area->buf, v.cap);
+		return area->buf;
 	}
 	struct size_class *class = zspage_class(pool, zspage);
 	zs_pfn_t pfn = obj_to_pfn(obj);
 	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
 	unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
 	char *addr = page_addr(pool, pfn);
-	area->mode = mm;
-	area->pool = pool;
-	area->handle = handle;
 	/* The old API decided "spans" from the whole slot (header included), as the kernel did. */
 	if (off + class->size <= pool->page_size) {
 		area->spanning = 0;
@@ -560,8 +786,8 @@ void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode 
 	}
 	area->spanning = 1;
 	if (mm != ZS_MM_WO)
-		span_read(pool, pfn, off, area->buf, class->size);
-	return area->buf + hdr;
+		span_read(pool, pfn, off + hdr, area->buf, class->size - hdr);
+	return area->buf;
 }
 
 void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
@@ -583,13 +809,24 @@ void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
 		if (area)
 			area->handle = 0;
 	}
+	unsigned long tail = zspage_tail(zspage);
 	if (area && area->spanning && area->mode != ZS_MM_RO) {
+		/* Still pinned by the map, so the object is where the map found it. */
 		struct size_class *class = zspage_class(pool, zspage);
-		/* Write back the payload only: after a WO map the buffer's header is stale. */
 		unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
 		unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj)) + hdr;
-		span_write(pool, obj_to_pfn(obj), off, area->buf + hdr, class->size - hdr);
+		size_t head = class->size - hdr;
+		span_write(pool, obj_to_pfn(obj), off, area->buf, head);
+		if (tail) {
+			unsigned long tobj = handle_to_obj(tail);
+			struct size_class *tc = zspage_class(pool, obj_to_zspage(pool, tobj));
+			span_write(pool, obj_to_pfn(tobj),
+				   obj_page_offset(pool, tc->size, obj_to_idx(tobj)) + ZS_HANDLE_SIZE,
+				   area->buf + head, tc->size - ZS_HANDLE_SIZE);
+		}
 	}
+	if (tail)
+		unpin_object(pool, tail);
 	if (pool->cfg.checked)
 		zspage_read_unlock_checked(&zspage->lock);
 	else

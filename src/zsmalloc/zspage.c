@@ -51,6 +51,11 @@ void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fulln
 	zs_assert_internal(zs_spin_held(&class->lock));
 	zs_assert_internal(zspage->class_idx == class->enc);
 	zs_assert_internal(fullness == zs_get_fullness_group(class, zspage));
+	if (class_single(class)) { /* counted, not linked (internal.h, class_single) */
+		zspage->fullness = (uint8_t)fullness;
+		class->stats[fullness]++;
+		return;
+	}
 	zs_assert_internal(zspage_off_lists(class, zspage));
 	zspage->lprev = NULL;
 	zspage->lnext = head;
@@ -64,6 +69,11 @@ void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fulln
 void zs_remove_zspage(struct size_class *class, struct zspage *zspage)
 {
 	zs_assert_internal(zs_spin_held(&class->lock));
+	if (class_single(class)) {
+		zs_assert_internal(class->stats[zspage->fullness] > 0);
+		class->stats[zspage->fullness]--;
+		return;
+	}
 	zs_assert_internal(zspage_on_its_list(class, zspage));
 	zs_assert_internal(class->stats[zspage->fullness] > 0);
 	if (zspage->lprev)
@@ -112,6 +122,15 @@ static int zspage_shape_ok(const struct size_class *class, const struct zspage *
 int zs_class_lists_sane(const struct size_class *class)
 {
 	unsigned long objs = 0, inuse = 0, fitted_nr = 0, fitted_objs = 0, fitted_pages = 0;
+	if (class_single(class)) { /* unlinked: only full zspages are counted, one object each */
+		for (int fg = 0; fg < ZS_INUSE_RATIO_100; fg++)
+			if (class->stats[fg] || class->fullness_list[fg])
+				return 0;
+		return !class->fullness_list[ZS_INUSE_RATIO_100] &&
+		       class->stats[ZS_INUSE_RATIO_100] == class->stats[ZS_OBJS_INUSE] &&
+		       class->stats[ZS_OBJS_INUSE] == class->stats[ZS_OBJS_ALLOCATED] &&
+		       !class->fitted_nr;
+	}
 	for (int fg = 0; fg < ZS_NR_FULLNESS_GROUPS; fg++) {
 		unsigned long n = 0;
 		const struct zspage *prev = NULL;

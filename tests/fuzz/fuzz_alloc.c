@@ -4,12 +4,17 @@
  * directly or through the backend interface, zblock through the backend or
  * directly; page size 4K..64K, chain length and policy, class delta, free
  * mode, checked mode, deferred free with or without its worker and a small
- * queue, page limit, failure injection); the rest is a program of alloc,
- * free, deferred free, rewrite, read, legacy map, compact, trim and, in
- * checked mode, misuse (double free, garbage and foreign handles, end after
- * a failed begin).  A shadow copy of every object's bytes is compared on
- * every read and before every free; accounting is checked after every
- * compaction; at the end everything is freed and the pool must hold 0 pages.
+ * queue, page limit, failure injection, and for zsmalloc the largest object:
+ * one page, or 2..16 pages, a multiple of the page or not); the rest is a
+ * program of alloc, free, deferred free, rewrite, read (a local copy, or
+ * zsmalloc's pieces: zs_obj_read_sgv_begin and the two-piece
+ * zs_obj_read_sg_begin, with the refusals around them), legacy map,
+ * compact, trim and, in checked mode, misuse (double free, garbage and
+ * foreign handles, end after a failed begin).  A shadow copy of every
+ * object's bytes is compared on every read and before every free;
+ * accounting is checked after every compaction (a multi-page object costs
+ * exactly its pages); at the end everything is freed and the pool must hold
+ * 0 pages.
  */
 #include <errno.h>
 
@@ -21,6 +26,8 @@
 #include "zs/harness.h"
 
 #define MAXOBJ 48
+/* The largest object: 16 pages of 64 KiB (zs_pool_config.max_object_size). */
+#define MAXBYTES ((size_t)ZS_MAX_OBJECT_PAGES * 65536)
 
 
 struct obj {
@@ -108,6 +115,23 @@ static void check_accounting(struct st *s)
 		FUZZ_CHECK(pages == zs_get_total_pages(s->a.zp), "class pages %lu, pool %lu", pages,
 			   zs_get_total_pages(s->a.zp));
 		FUZZ_CHECK(used == live, "class objects %lu, model %lu", used, live);
+		/* an object over a page sits alone in a zspage of exactly its pages */
+		unsigned long multi = 0, want = 0;
+		struct zs_class_info ci;
+		for (int i = 0; i < zs_class_count(s->a.zp); i++)
+			if (!zs_class_info(s->a.zp, i, &ci) && ci.size > s->page_size &&
+			    !zs_class_stats(s->a.zp, i, &cs)) {
+				FUZZ_CHECK(ci.objs_per_zspage == 1 &&
+					   (size_t)ci.pages_per_zspage * s->page_size == ci.size,
+					   "class %d of %u bytes: %u objects in %u pages", i, ci.size,
+					   ci.objs_per_zspage, ci.pages_per_zspage);
+				multi += cs.pages_used;
+			}
+		for (int i = 0; i < MAXOBJ; i++)
+			if (s->o[i].h && s->o[i].size > s->page_size)
+				want += (s->o[i].size + s->page_size - 1) / s->page_size;
+		FUZZ_CHECK(multi == want, "multi-page classes hold %lu pages, their objects need %lu",
+			   multi, want);
 	} else if (s->a.zb) {
 		unsigned long pages = 0, used = 0;
 		struct zblock_class_stats cs;
@@ -155,17 +179,82 @@ static int setup(struct st *s, struct fin *in)
 		c.deferred_capacity = 256; /* the default is 32768 cells: costly per input */
 	c.checked = s->checked;
 	c.max_pages = s->max_pages;
+	/* b0's top bits (0 in every input made before multi-page objects, which so keep their
+	 * meaning and length): zsmalloc's largest object, from one or three more bytes */
+	unsigned mo = b0 >> 6;
+	if (mo) {
+		unsigned b4 = fin_u8(in);
+		size_t P = s->page_size, k = 2 + b4 % 15;
+		if (mo == 1)
+			c.max_object_size = k * P;
+		else if (mo == 2) /* not a multiple of the page: strictly between k-1 and k pages */
+			c.max_object_size = (k - 1) * P + 1 + fin_u16(in) % (P - 1);
+		else
+			c.max_object_size = (b4 & 1) ? P : ZS_MAX_OBJECT_PAGES * P;
+		if (mo == 3 && (b4 & 2) && (kind == UT_ZS || kind == UT_ZS_BACKEND)) {
+			/* under a page or past 16 pages: refused, directly and through the backend */
+			struct zs_pool_config bad = c;
+			bad.max_object_size = (b4 & 4) ? P - 1 - (b4 >> 3)
+						       : ZS_MAX_OBJECT_PAGES * P + 1 + (b4 >> 3);
+			errno = 0;
+			struct zs_pool *bp = zs_create_pool(&bad);
+			FUZZ_CHECK(!bp && errno == EINVAL, "max_object_size %zu (page %zu) accepted",
+				   bad.max_object_size, P);
+			struct zs_backend_config bc;
+			zs_backend_config_init(&bc);
+			bc.page_size = P;
+			bc.zs = bad;
+			errno = 0;
+			struct zs_backend *bb = zs_backend_create(&bc);
+			FUZZ_CHECK(!bb && errno == EINVAL, "backend: max_object_size %zu accepted",
+				   bad.max_object_size);
+		}
+	}
+	if (c.max_object_size > s->page_size && (kind == UT_ZS || kind == UT_ZS_BACKEND)) {
+		/* each page count is a class, and the classes must fit the obj's 8192 class
+		 * numbers (zsmalloc.h, max_object_size): 64 KiB pages with delta 8 have 8189
+		 * up to a page.  Past that the config is refused; then take what fits. */
+		size_t P = s->page_size, d = c.class_delta ? c.class_delta : (P >> 8 > 16 ? P >> 8 : 16);
+		size_t small = (P - ZS_MIN_ALLOC_SIZE + d - 1) / d + 1;
+		size_t K = (c.max_object_size + P - 1) / P;
+		if (small + K - 1 > 8192) {
+			errno = 0;
+			struct zs_pool *bp = zs_create_pool(&c);
+			FUZZ_CHECK(!bp && errno == EINVAL, "%zu + %zu classes accepted", small, K - 1);
+			c.max_object_size = (8192 - small + 1) * P;
+		}
+	}
 	int err = ut_create(&s->a, kind, s->page_size, s->max_pages, s->checked, b2 & 1, &c);
 	FUZZ_CHECK(!err, "creating the allocator (kind %d): errno %d", kind, errno);
 	s->max_size = s->a.max_size;
 	return 1;
 }
 
+/* A size for a pool that takes objects over a page: page counts and their edges, the limit
+ * and past it (only such inputs read the extra bytes, so older ones keep their sizes). */
+static size_t multi_size(struct st *s, unsigned v, struct fin *in)
+{
+	size_t P = s->page_size, max = s->max_size, K = (max + P - 1) / P;
+	unsigned w = fin_u16(in);
+	size_t k = 1 + w % K;
+	switch ((v >> 2) % 8) {
+	case 0: return k * P;             /* exactly k pages */
+	case 1: return k * P + 1;         /* one byte into page k + 1 (or past the limit) */
+	case 2: return k * P - 1;
+	case 3: return max;
+	case 4: return max + 1 + (w >> 8) % 4; /* -ENOSPC */
+	case 5: return (w & 1) ? 0 : P + 1;
+	default: return 1 + (((size_t)(v >> 5) << 16) | w) % max;
+	}
+}
+
 static void op_alloc(struct st *s, struct obj *e, struct fin *in)
 {
 	unsigned v = fin_u16(in);
 	size_t size;
-	switch (v & 3) {
+	if (s->max_size > s->page_size && (v & 3))
+		size = multi_size(s, v, in);
+	else switch (v & 3) {
 	case 0: size = 1 + (v >> 2) % 256; break;
 	case 1: size = (v >> 2) % (s->max_size + 2); break; /* 0 and max+1 included */
 	case 2: size = s->max_size - (v >> 2) % 64; break;
@@ -237,7 +326,7 @@ static void op_rewrite(struct st *s, struct obj *e, struct fin *in)
 		/* longer than the object: must fail unless the slot happens to be big enough; we only
 		 * require that a failure changes nothing */
 		size_t big = e->size + 1 + (v >> 2) % 64;
-		if (big <= s->page_size) {
+		if (big <= s->page_size || (s->max_size > s->page_size && big <= s->max_size + 64)) {
 			fuzz_fill(s->buf2, big, ++s->seq);
 			if (ut_write(&s->a, e->h, s->buf2, big) == 0)
 				memcpy(e->bytes, s->buf2, e->size);
@@ -245,11 +334,84 @@ static void op_rewrite(struct st *s, struct obj *e, struct fin *in)
 	}
 }
 
-static void op_read(struct st *s, struct obj *e, struct fin *in)
+/* Pieces sg[0..n) hold exactly want[0..len). */
+static void check_pieces(const struct zs_obj_piece *sg, int n, const unsigned char *want, size_t len,
+			 const char *why)
+{
+	size_t at = 0;
+	for (int i = 0; i < n; i++) {
+		FUZZ_CHECK(sg[i].len && at + sg[i].len <= len, "%s: piece %d of %d: %zu bytes at %zu of %zu",
+			   why, i, n, sg[i].len, at, len);
+		FUZZ_CHECK(!memcmp(sg[i].addr, want + at, sg[i].len), "%s: piece %d of %d differs", why,
+			   i, n);
+		at += sg[i].len;
+	}
+	FUZZ_CHECK(at == len, "%s: pieces hold %zu of %zu bytes", why, at, len);
+}
+
+/*
+ * zsmalloc's reads in pieces (the pool direct or under the backend): straight
+ * from the pool pages, at most one piece per page the bytes touch; a
+ * multi-page object starts its zspage, so exactly ceil(len / page) pieces.
+ * Too few pieces allowed (the two-piece call included), len 0 or past the
+ * slot: -EINVAL with nothing left locked (the next compaction would find the
+ * zspage held; every read after it would still work).
+ */
+static void op_read_sg(struct st *s, struct obj *e, size_t len, unsigned how)
+{
+	struct zs_pool *zp = s->a.zp;
+	size_t P = s->page_size, pages = (len + P - 1) / P;
+	struct zs_obj_piece sg[ZS_MAX_OBJECT_PAGES + 1];
+	int n = zs_obj_read_sgv_begin(zp, e->h, len, sg, ZS_MAX_OBJECT_PAGES + 1);
+	FUZZ_CHECK(n >= 1, "sgv read of %zu of %zu bytes -> %d", len, e->size, n);
+	check_pieces(sg, n, e->bytes, len, "sgv");
+	if (e->size > P)
+		FUZZ_CHECK((size_t)n == pages, "sgv: %d pieces for %zu bytes of a %zu-byte object", n,
+			   len, e->size);
+	else
+		FUZZ_CHECK(n <= 2 && (size_t)n >= pages, "sgv: %d pieces for %zu bytes", n, len);
+	zs_obj_read_sg_end(zp, e->h);
+	if (how & 2) {
+		/* the kernel's two-piece call: the same pieces, or refused when it needs more */
+		struct zs_obj_piece sg2[2];
+		int m = zs_obj_read_sg_begin(zp, e->h, len, sg2);
+		if (n <= 2) {
+			FUZZ_CHECK(m == n, "sg read of %zu bytes -> %d, sgv gave %d", len, m, n);
+			check_pieces(sg2, m, e->bytes, len, "sg");
+			zs_obj_read_sg_end(zp, e->h);
+		} else {
+			FUZZ_CHECK(m == -EINVAL, "sg read needing %d pieces -> %d", n, m);
+		}
+	}
+	if (n > 1 && (how & 4)) {
+		int m = zs_obj_read_sgv_begin(zp, e->h, len, sg, n - 1);
+		FUZZ_CHECK(m == -EINVAL, "sgv with %d of %d pieces allowed -> %d", n - 1, n, m);
+	}
+	if (how & 8) {
+		int m = zs_obj_read_sgv_begin(zp, e->h, 0, sg, ZS_MAX_OBJECT_PAGES + 1);
+		FUZZ_CHECK(m == -EINVAL, "sgv of 0 bytes -> %d", m);
+		if (e->size > P) {
+			/* a multi-page object's slot is its pages: one byte more is refused */
+			size_t past = (e->size + P - 1) / P * P + 1;
+			m = zs_obj_read_sgv_begin(zp, e->h, past, sg, ZS_MAX_OBJECT_PAGES + 1);
+			FUZZ_CHECK(m == -EINVAL, "sgv of %zu bytes of a %zu-byte object -> %d", past,
+				   e->size, m);
+			FUZZ_CHECK(!zs_obj_read_begin(zp, e->h, past, s->buf),
+				   "read_begin of %zu bytes of a %zu-byte object", past, e->size);
+		}
+	}
+	/* nothing a refusal did is left behind: the object still reads, whole */
+	verify(s, e, e->size, "after piece reads");
+}
+
+static void op_read(struct st *s, struct obj *e, struct fin *in, unsigned how)
 {
 	unsigned v = fin_u16(in);
 	size_t len = (v & 1) ? e->size : 1 + (v >> 1) % e->size;
-	verify(s, e, len, "read");
+	if (s->a.zp && (how & 1))
+		op_read_sg(s, e, len, how);
+	else
+		verify(s, e, len, "read");
 }
 
 /* The legacy API (zsmalloc only): RO verifies, WO/RW write a new pattern through the mapping. */
@@ -358,8 +520,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fin in = { data, size, 0 };
 	static struct st s;
-	/* buffers for the largest page, allocated once: per-input mappings cost more than the run */
-	static unsigned char shadow[MAXOBJ][65536], buf[2][2 * 65536 + 64];
+	/* buffers for the largest object, allocated once: per-input mappings cost more than the
+	 * run (untouched, they cost no memory) */
+	static unsigned char shadow[MAXOBJ][MAXBYTES], buf[2][MAXBYTES + 2 * 65536];
 	memset(&s, 0, sizeof(s));
 	for (int i = 0; i < MAXOBJ; i++)
 		s.o[i].bytes = shadow[i];
@@ -388,7 +551,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 8: case 9:
 			if (e->h)
-				op_read(&s, e, &in);
+				op_read(&s, e, &in, op >> 4);
 			break;
 		case 10:
 			if (e->h && s.a.kind == UT_ZS)

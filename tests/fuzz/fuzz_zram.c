@@ -3,15 +3,19 @@
  * bytes choose the store (page size, slots, compressor and recompression
  * algorithm among all the library has, zsmalloc or zblock backend, mem_limit,
  * deferred free, access-time tracking, streams, the filter for typed data:
- * none or any shuffle/delta spec); the rest is a program of
+ * none or any shuffle/delta spec, large-folio groups of 2..16 slots, whose
+ * objects on zsmalloc span several pages of the slots' own size); the rest
+ * is a program of
  * single and range writes, reads, discards, free_notify, reset, flush,
  * compaction, idle marking, recompression, failure injection and statistics
  * checks.  Pages come in kinds the store treats differently (zero and
  * same-filled, compressible, half random, incompressible/huge, and typed
  * int32 arrays that the filters change).  Every read
  * is compared with the shadow; a refused write (limit, injected failure)
- * must leave the old page; the counters must agree with the shadow; at the
- * end every slot reads back and, once discarded, the store holds no memory.
+ * must leave the old page; the counters must agree with the shadow (in a
+ * grouped store they count groups: bounded by the groups whose slots hold
+ * data); at the end every slot reads back and, once discarded, the store
+ * holds no memory.
  */
 #include <errno.h>
 
@@ -33,6 +37,9 @@ struct st {
 	size_t ps;
 	uint64_t nslots;
 	int limited, injecting, has_recomp, actime;
+	unsigned group;  /* slots per group (0: not grouped) */
+	size_t unit;     /* bytes a stored object holds: the page, or the group */
+	int zs_backend;
 	struct shadow sh[MAXSLOT];
 	unsigned char *buf, *exp;
 };
@@ -97,10 +104,62 @@ static void verify_all(struct st *s, const char *why)
 		verify_slot(s, i, why);
 }
 
+/* Does slot i hold anything but zeros? */
+static int has_data(const struct shadow *s)
+{
+	return s->kind >= 2 || (s->kind == 1 && s->seed);
+}
+
+/*
+ * A grouped store counts groups.  A group holding data is stored; one whose
+ * slots were all never written or discarded is not; one whose slots hold
+ * only written zero pages may be either (a discard of a neighbour drops an
+ * all-zero group).  Same-filled and huge are kinds of stored groups.
+ */
+static void check_group_stats(struct st *s, const struct zs_zram_stats *st)
+{
+	uint64_t lo = 0, hi = 0;
+	for (uint64_t g0 = 0; g0 < s->nslots; g0 += s->group) {
+		int data = 0, any = 0;
+		for (uint64_t i = g0; i < g0 + s->group && i < s->nslots; i++) {
+			data |= has_data(&s->sh[i]);
+			any |= s->sh[i].kind || s->sh[i].seed == 1;
+		}
+		lo += data;
+		hi += any;
+	}
+	FUZZ_CHECK(st->pages_stored >= lo && st->pages_stored <= hi,
+		   "groups stored %llu, shadow says %llu..%llu", (unsigned long long)st->pages_stored,
+		   (unsigned long long)lo, (unsigned long long)hi);
+	FUZZ_CHECK(st->same_pages <= st->pages_stored, "same groups %llu of %llu",
+		   (unsigned long long)st->same_pages, (unsigned long long)st->pages_stored);
+	FUZZ_CHECK(st->orig_data_size == st->pages_stored * s->unit, "orig_data_size %llu",
+		   (unsigned long long)st->orig_data_size);
+	FUZZ_CHECK(st->huge_pages <= st->pages_stored - st->same_pages, "huge groups %llu",
+		   (unsigned long long)st->huge_pages);
+	for (uint64_t i = 0; i < s->nslots; i++) {
+		size_t size;
+		unsigned flags;
+		FUZZ_CHECK(zs_zram_slot_info(s->z, i, &size, &flags, NULL) == 0, "slot_info");
+		FUZZ_CHECK(size <= s->unit, "slot %llu: group object of %zu bytes",
+			   (unsigned long long)i, size);
+		if (has_data(&s->sh[i]))
+			FUZZ_CHECK(size || (flags & ZS_ZRAM_F_SAME),
+				   "slot %llu holds data, its group nothing", (unsigned long long)i);
+	}
+}
+
 static void check_stats(struct st *s)
 {
 	struct zs_zram_stats st;
 	zs_zram_get_stats(s->z, &st);
+	FUZZ_CHECK(st.mem_used_max >= st.mem_used_total, "mem_used_max below mem_used_total");
+	FUZZ_CHECK(zs_zram_slot_info(s->z, s->nslots, NULL, NULL, NULL) == -EINVAL,
+		   "slot_info out of range");
+	if (s->group) {
+		check_group_stats(s, &st);
+		return;
+	}
 	uint64_t stored = 0, same = 0;
 	for (uint64_t i = 0; i < s->nslots; i++) {
 		/* a zero page that was written is stored (as same-filled); never-written is not */
@@ -122,9 +181,6 @@ static void check_stats(struct st *s)
 		   (unsigned long long)st.same_pages, (unsigned long long)same);
 	FUZZ_CHECK(st.orig_data_size == stored * s->ps, "orig_data_size");
 	FUZZ_CHECK(st.huge_pages <= stored - same, "huge_pages %llu", (unsigned long long)st.huge_pages);
-	FUZZ_CHECK(st.mem_used_max >= st.mem_used_total, "mem_used_max below mem_used_total");
-	FUZZ_CHECK(zs_zram_slot_info(s->z, s->nslots, NULL, NULL, NULL) == -EINVAL,
-		   "slot_info out of range");
 }
 
 /* A page written to slot i: the shadow changes only if the store took it. */
@@ -174,12 +230,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const size_t pss[] = { 4096, 4096, 8192, 16384, 4096, 8192, 16384, 65536 };
 	s.ps = pss[b0 & 7];
 	c.page_size = s.ps;
+	/* Indices 4-6 (the page sizes that 0-3 give too) make a grouped store, from one more
+	 * byte: group_pages 2, 4, 8 or 16, halved until the group fits 64 KiB; 1 (off) now and
+	 * then.  (Older inputs with those indices become grouped; the seeds are kept.) */
+	if ((b0 & 7) >= 4 && (b0 & 7) <= 6) {
+		unsigned b4 = fin_u8(&in);
+		unsigned g = 2u << (b4 & 3);
+		while (g * s.ps > 65536)
+			g >>= 1;
+		c.group_pages = ((b4 >> 2) & 7) == 7 ? 1 : g;
+		s.group = c.group_pages > 1 ? c.group_pages : 0;
+	}
+	s.unit = s.group ? s.group * s.ps : s.ps;
 	s.nslots = 1 + (b0 >> 3) % MAXSLOT;
 	c.disksize = s.nslots * s.ps + (b1 & 1) * (s.ps - 1); /* a partial page is dropped */
 	c.comp = comps[(b1 >> 1) & 7];
 	c.recomp = recomps[(b1 >> 4) & 7];
 	s.has_recomp = c.recomp != NULL;
 	c.backend.kind = (b1 & 0x80) ? "zblock" : "zsmalloc";
+	s.zs_backend = !(b1 & 0x80);
 	c.backend.checked = b2 & 1;
 	c.deferred_free = (b2 >> 1) & 1;
 	c.track_actime = s.actime = (b2 >> 2) & 1;
@@ -202,11 +271,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		bad = c;
 		bad.disksize = s.ps - 1;
 		FUZZ_CHECK(zs_zram_create(&bad, &bz) == -EINVAL && !bz, "disksize < page accepted");
+		/* a group that is no power of two, over 16 slots or over 64 KiB */
+		static const unsigned bad_groups[] = { 3, 5, 6, 12, 17, 32, 0, 1024 };
+		bad = c;
+		bad.group_pages = bad_groups[b3 & 7] ? bad_groups[b3 & 7] : (unsigned)(131072 / s.ps);
+		FUZZ_CHECK(zs_zram_create(&bad, &bz) == -EINVAL && !bz, "group_pages %u accepted",
+			   bad.group_pages);
 	}
 	int ret = zs_zram_create(&c, &s.z);
 	FUZZ_CHECK(ret == 0, "zs_zram_create -> %d", ret);
 	FUZZ_CHECK(zs_zram_slots(s.z) == s.nslots, "slots %llu", (unsigned long long)zs_zram_slots(s.z));
 	struct zs_pool *pool = zs_backend_zspool(zs_zram_backend(s.z));
+	if (s.group && s.zs_backend) {
+		/* a group's object lives in a pool of the slots' own page, spanning its pages */
+		FUZZ_CHECK(pool && zs_pool_page_size(pool) == s.ps &&
+			   zs_pool_get_config(pool)->max_object_size >= s.unit,
+			   "group store's pool: page %zu, largest object %zu (group %zu)",
+			   pool ? zs_pool_page_size(pool) : 0,
+			   pool ? zs_pool_get_config(pool)->max_object_size : 0, s.unit);
+	}
 	static unsigned char buf[5 * 65536], exp[5 * 65536];
 	s.buf = buf;
 	s.exp = exp;
@@ -339,11 +422,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 13: {
 			struct zs_zram_recomp_result res;
 			unsigned a = fin_u8(&in);
-			size_t thr = (a & 3) == 0 ? 0 : (size_t)fin_u16(&in) % (s.ps + 1);
+			size_t thr = (a & 3) == 0 ? 0 : (size_t)fin_u16(&in) % (s.unit + 1);
 			ret = zs_zram_recompress(s.z, (enum zs_zram_recomp_type)((a >> 2) & 3), thr,
 						 (a >> 4) % 4 ? (a >> 4) : 0, &res);
 			size_t huge = zs_backend_huge_class_size(zs_zram_backend(s.z));
-			if (!s.has_recomp || (thr && thr >= (huge < s.ps ? huge : s.ps))) {
+			if (s.group && s.zs_backend)
+				/* a group is kept raw once its object would fill as many pool pages
+				 * (src/zram/core.c): that is its huge size */
+				huge = s.unit - s.ps + 1;
+			if (!s.has_recomp || (thr && thr >= (huge < s.unit ? huge : s.unit))) {
 				FUZZ_CHECK(ret == -EINVAL, "recompress without a secondary or threshold >= huge -> %d", ret);
 				break;
 			}

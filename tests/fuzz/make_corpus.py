@@ -3,7 +3,7 @@
 hand-made programs per target that reach every allocator, config axis and
 operation, so a short CI run starts from useful inputs.  Rerun after
 changing a target's input format: python3 tests/fuzz/make_corpus.py"""
-import lzma, os, random, shutil
+import lzma, os, random, re
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
 rng = random.Random(9)
@@ -22,8 +22,13 @@ def alloc_prog(nops):
         out += [rng.randrange(256) for _ in range(rng.choice([0, 2, 2, 9]))]
     return out
 
+# Start clean, but keep what fuzzing runs found and was committed beside the seeds (files named
+# by their SHA-1, as libFuzzer names them): this script cannot make those again.
 if os.path.isdir(root):
-    shutil.rmtree(root)
+    for t in os.listdir(root):
+        for f in os.listdir(os.path.join(root, t)):
+            if not re.fullmatch(r"[0-9a-f]{40}", f):
+                os.remove(os.path.join(root, t, f))
 # fuzz_alloc: b0 = kind | pageshift<<2 | checked<<5, b1 = limit, b2 = chain/policy/free mode,
 # b3 = delta/worker/queue
 for kind in range(4):
@@ -35,6 +40,35 @@ for kind in range(4):
             if (kind + ps + checked) % 3 == 0:
                 write("fuzz_alloc", "k%d-ps%d-c%d" % (kind, ps, checked), hdr + alloc_prog(60))
 
+# fuzz_alloc with objects over a page (b0 bits 6-7 = max_object_size mode, then b4, and for
+# mode 2 two more bytes): zsmalloc direct and through the backend.  Its own generator, so the
+# seeds above and below stay as they were.
+mrng = random.Random(21)
+def mp_prog(nops):
+    out = []
+    for _ in range(nops):
+        op = mrng.choice([0, 1, 2, 3, 0, 1, 4, 6, 8, 9, 8, 9, 10, 11, 12, 13, 14, 15])
+        out += [op | mrng.randrange(16) << 4, mrng.randrange(256)]
+        out += [mrng.randrange(256) for _ in range(mrng.choice([2, 4, 4, 9]))]
+    return out
+for i, (kind, ps, mo) in enumerate([(0, 0, 1), (1, 0, 2), (0, 4, 3), (1, 5, 1), (0, 0, 2),
+                                    (1, 0, 3), (0, 7, 1), (0, 6, 2)]):
+    checked = i % 2
+    b0 = kind | ps << 2 | checked << 5 | mo << 6
+    b1 = mrng.choice([0, 0, 1 | mrng.randrange(128) << 1])
+    b4 = mrng.randrange(256) & ~1 if mo == 3 else mrng.randrange(256)  # mode 3: 16 pages
+    hdr = [b0, b1, mrng.randrange(256), mrng.randrange(256), b4]
+    if mo == 2:
+        hdr += [mrng.randrange(256), mrng.randrange(256)]
+    write("fuzz_alloc", "mp-k%d-ps%d-c%d-m%d" % (kind, ps, checked, mo), hdr + mp_prog(80))
+# found by fuzz_alloc: 64 KiB pages, class_delta 8 and objects of 8 pages are more classes
+# than the obj's class field numbers (8192): refused (zsmalloc.h, test_zs_multipage_limits.c)
+write("fuzz_alloc", "found-classes-64k-delta8", bytes.fromhex(
+    "5c62e100abb52c9a9fa6b509c2f4b1cd578ae4782bd0d6b13544d3aec2a91411f22b097acf3cc867b2e212a7"
+    "4cdb087d0c081e9da7325dd17d8736d87c0d81fa1584207358360866b6ade91eca7232d6bb75a2b44ef41525"
+    "20bad4040000000000ffff7e094b332f19e1f4f98356edf81a154d73f0000000000000000000000000000000"
+    "0000006b6e45"))
+
 # fuzz_zram: b0 = page size | slots, b1 = comp/recomp/backend, b2 = flags, b3 = limit
 for i in range(12):
     hdr = [rng.randrange(256) for _ in range(4)]
@@ -43,6 +77,24 @@ for i in range(12):
         op = rng.randrange(256)
         prog += [op, rng.randrange(256)] + [rng.randrange(256) for _ in range(rng.choice([0, 2, 3, 9]))]
     write("fuzz_zram", "store-%02d" % i, hdr + prog)
+
+# fuzz_zram grouped stores: b0 page size index 4-6 (4K, 8K, 16K) makes a grouped store whose
+# group_pages comes from a fifth byte b4 (2 << (b4 & 3), halved to fit 64 KiB); on zsmalloc
+# (b1 bit 7 clear) mostly, with filters (b3 bits 5-7, b2 bit 5).  Its own generator, so the
+# seeds above and below stay as they were.
+grng = random.Random(22)
+for i in range(10):
+    b0 = (4 + i % 3) | grng.randrange(32) << 3
+    b1 = grng.randrange(128) | (0x80 if i == 9 else 0)
+    b2 = grng.randrange(256) & ~0xc0          # never the bad-config path (b2 >> 5 == 7)
+    b3 = grng.randrange(256)
+    b4 = i % 4 | grng.randrange(7) << 2       # group_pages 2, 4, 8, 16 (before fitting)
+    prog = []
+    for _ in range(90):
+        op = grng.choice([0, 1, 2, 3, 4, 4, 5, 6, 7, 8, 11, 13, 14, 15, 0x1f, 0x15, 0x14])
+        op |= grng.randrange(16) << 4 if op < 16 else 0
+        prog += [op & 0xff, grng.randrange(256)] + [grng.randrange(256) for _ in range(grng.choice([0, 2, 3, 9]))]
+    write("fuzz_zram", "group-%02d" % i, [b0, b1, b2, b3, b4] + prog)
 
 # fuzz_trace: byte 0 = form (0 plain, 1 xz, 5 xz + one byte changed, 9 xz cut short)
 good = (b"# zram-trace 1\n# page_size 4096\n# comp lz4\n# kernel 6.18\n# chain_size 8\n"
