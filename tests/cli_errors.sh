@@ -139,6 +139,21 @@ for r in json.load(sys.stdin)["results"]:
         assert abs(w["other"]) < r["page_size"], (ph, w)'
 }
 check "compare --json waste parts add up to mem_bytes - live_bytes" waste_sums
+# Fitted zspages (--fit-zspages, the app profile's): the parts still add up, and after
+# compaction the pool is no larger than without the flag, with no read-back error.
+fit_fewer() {
+	local a b
+	a=$("$zs" compare --json "${mix[@]}" --class-shards 1 --free-mode class 2>/dev/null) || return 1
+	b=$("$zs" compare --json "${mix[@]}" --class-shards 1 --free-mode class --fit-zspages 2>/dev/null) || return 1
+	python3 -c '
+import json, sys
+a = json.loads(sys.argv[1])["results"][0]; b = json.loads(sys.argv[2])["results"][0]
+p = b["compact"]
+assert sum(p["waste"].values()) == p["mem_bytes"] - p["live_bytes"], p
+assert b["errors"] == 0 and p["mem_bytes"] <= a["compact"]["mem_bytes"], (a["compact"], p)' "$a" "$b"
+}
+check "compare --fit-zspages: parts add up, no more pages than without" fit_fewer
+expect 2 "--fit-zspages does not apply to this command" classes --fit-zspages
 # Issue 12: one checked number parser everywhere (each of these ran, or ran forever, before).
 expect 2 "bad value for --report: 'nan'" soak --report nan --seconds 0.3 --quiet
 expect 2 "bad value for --seconds: 'inf'" soak --seconds inf --quiet

@@ -1,5 +1,7 @@
 /*
- * Multi-threaded stress of zsmalloc (run under TSan in CI): per free mode,
+ * Multi-threaded stress of zsmalloc (run under TSan in CI): per free mode
+ * (and once with fitted zspages, whose compaction allocates a short zspage
+ * and moves a class's last partly used one into it),
  * 3 workers allocate / write / read-verify / free their own objects with
  * seeded contents, 1 compactor calls zs_compact in a loop, and 1 reader
  * keeps reading a shared set of long-lived objects (zs_obj_read_begin/end
@@ -170,12 +172,13 @@ static unsigned long stats_pages(void)
 	return n;
 }
 
-static void run(enum zs_free_mode fm, int checked, double seconds)
+static void run(enum zs_free_mode fm, int checked, int fit, double seconds)
 {
 	struct zs_pool_config c;
 	zs_pool_config_init(&c);
 	c.free_mode = fm;
 	c.checked = checked;
+	c.fit_zspages = fit;
 	c.deferred_worker = -1;
 	pool = zs_create_pool(&c);
 	REQUIRE(pool);
@@ -234,9 +237,9 @@ static void run(enum zs_free_mode fm, int checked, double seconds)
 	CHECK_EQ(errors, 0);
 	CHECK(compacted > 0);
 	CHECK(pst.pages_compacted >= (unsigned long)compacted);
-	printf("free mode %d checked %d: %ld worker ops, %ld shared reads, %ld pages compacted "
+	printf("free mode %d checked %d fit %d: %ld worker ops, %ld shared reads, %ld pages compacted "
 	       "concurrently, %ld errors\n",
-	       fm, checked, (long)worker_ops, (long)reads_shared, (long)compacted, (long)errors);
+	       fm, checked, fit, (long)worker_ops, (long)reads_shared, (long)compacted, (long)errors);
 	zs_destroy_pool(pool);
 }
 
@@ -245,8 +248,9 @@ int main(void)
 	base_seed = tu_seed("test_mt_zsmalloc");
 	const char *e = getenv("ZS_MT_SECONDS");
 	double secs = e ? atof(e) : 1.5;
-	run(ZS_FREE_POOL_LOCK, 0, secs);
-	run(ZS_FREE_CLASS_INDEX, 0, secs);
-	run(ZS_FREE_CLASS_INDEX_UNLOCKED, 1, secs);
+	run(ZS_FREE_POOL_LOCK, 0, 0, secs);
+	run(ZS_FREE_CLASS_INDEX, 0, 0, secs);
+	run(ZS_FREE_CLASS_INDEX_UNLOCKED, 1, 0, secs);
+	run(ZS_FREE_CLASS_INDEX, 1, 1, secs);
 	return tu_done();
 }

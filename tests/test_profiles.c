@@ -2,7 +2,7 @@
  * The two named config profiles (issue 20 item 2): zs_pool_config_init is
  * the kernel's layout, which every parity tool relies on, and
  * zs_pool_config_init_app differs from it in exactly the fields zsmalloc.h
- * documents (class_shards, free_mode).  A silent drift in either would
+ * documents (class_shards, free_mode, fit_zspages).  A silent drift in either would
  * either break kernel parity or quietly cost applications density, so this
  * pins: the field-by-field difference, the kernel profile's class table
  * (the kernel's numbers, and the table a NULL config gets), the app
@@ -30,10 +30,13 @@ static void test_fields(void)
 	CHECK_EQ(k.max_chain, 8);
 	CHECK_EQ(a.class_shards, ZS_CLASS_SHARDS_AUTO);
 	CHECK_EQ(a.free_mode, ZS_FREE_CLASS_INDEX);
+	CHECK_EQ(k.fit_zspages, 0);
+	CHECK_EQ(a.fit_zspages, 1);
 	/* Put the documented fields back: everything else must be identical. */
 	x = a;
 	x.class_shards = k.class_shards;
 	x.free_mode = k.free_mode;
+	x.fit_zspages = k.fit_zspages;
 	CHECK(memcmp(&x, &k, sizeof(k)) == 0);
 }
 

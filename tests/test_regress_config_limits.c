@@ -211,6 +211,12 @@ static void test_zsmalloc(void)
 	ZS_FIELD(checked, INT_MAX, 0);
 	ZS_FIELD(checked, 1, 1);
 
+	ZS_FIELD(fit_zspages, 2, 0);
+	ZS_FIELD(fit_zspages, -1, 0);
+	ZS_FIELD(fit_zspages, INT_MIN, 0);
+	ZS_FIELD(fit_zspages, INT_MAX, 0);
+	ZS_FIELD(fit_zspages, 1, 1);
+
 	ZS_FIELD(max_pages, SIZE_MAX, 0);
 	ZS_FIELD(max_pages, P60, 0);
 	ZS_FIELD(max_pages, SPAN4K + 1, 0);

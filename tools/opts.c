@@ -17,7 +17,8 @@
 
 static const char *const pool_opt_name[] = { "--page-size",  "--chain",    "--chain-policy",
 					     "--delta",      "--free-mode", "--deferred",
-					     "--backend",    "--class-shards", "--max-object" };
+					     "--backend",    "--class-shards", "--max-object",
+					     "--fit-zspages" };
 
 void pool_opts_init(struct pool_opts *po)
 {
@@ -287,6 +288,9 @@ int opt_pool_arg(const char *cmd, unsigned accepted, int code, const char *arg,
 	case OPTC_DEFERRED:
 		po->deferred = 1;
 		return 0;
+	case OPTC_FIT_ZSPAGES:
+		po->cfg.fit_zspages = 1;
+		return 0;
 	case OPTC_CLASS_SHARDS:
 		if (parse_class_shards(arg, &po->cfg.class_shards))
 			return range_msg(cmd, name, arg, "a whole number", 0,
@@ -328,6 +332,9 @@ void opt_pool_help(FILE *f, unsigned accepted)
 		 "                       (default 1, the kernel's; page counts then differ from it)\n"),
 		("  --max-object N       largest object, page size..16 pages (K/M suffix; default one\n"
 		 "                       page, the kernel's): one class per page count past a page\n"),
+		("  --fit-zspages        compaction leaves each class at most one partly used zspage,\n"
+		 "                       of the fewest pages its objects need (the app profile's;\n"
+		 "                       page counts then differ from the kernel's)\n"),
 	};
 	for (unsigned i = 0; i < sizeof(help) / sizeof(help[0]); i++)
 		if (accepted & (1u << i))

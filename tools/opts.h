@@ -1,7 +1,8 @@
 /*
  * Option parsing shared by every `zs` command: the pool-shaping flags
  * (--page-size, --chain, --chain-policy, --delta, --free-mode, --deferred,
- * --backend, --class-shards) and the checked number/size/path parsers.  One place, so that
+ * --backend, --class-shards, --fit-zspages) and the checked
+ * number/size/path parsers.  One place, so that
  * every command spells, range-checks and reports them the same way: a bad
  * value is one message naming the option and the accepted range, exit 2.
  * Commands parse with getopt_long; they splice OPT_POOL_LONGOPTS into their
@@ -28,8 +29,9 @@ enum {
 	OPT_BACKEND = 1 << 6,
 	OPT_CLASS_SHARDS = 1 << 7,
 	OPT_MAX_OBJECT = 1 << 8,
+	OPT_FIT_ZSPAGES = 1 << 9,
 	OPT_POLICY = OPT_CHAIN | OPT_CHAIN_POLICY | OPT_DELTA, /* change the class table */
-	OPT_ALL = 0x1ff,
+	OPT_ALL = 0x3ff,
 };
 
 /* getopt_long codes of the pool options (above any short option character). */
@@ -44,7 +46,8 @@ enum {
 	OPTC_BACKEND,
 	OPTC_CLASS_SHARDS,
 	OPTC_MAX_OBJECT,
-	OPT_POOL_LAST = OPTC_MAX_OBJECT,
+	OPTC_FIT_ZSPAGES,
+	OPT_POOL_LAST = OPTC_FIT_ZSPAGES,
 };
 
 #define OPT_POOL_LONGOPTS                                                   \
@@ -56,7 +59,8 @@ enum {
 	{ "deferred", no_argument, NULL, OPTC_DEFERRED },                   \
 	{ "backend", required_argument, NULL, OPTC_BACKEND },               \
 	{ "class-shards", required_argument, NULL, OPTC_CLASS_SHARDS },     \
-	{ "max-object", required_argument, NULL, OPTC_MAX_OBJECT }
+	{ "max-object", required_argument, NULL, OPTC_MAX_OBJECT },         \
+	{ "fit-zspages", no_argument, NULL, OPTC_FIT_ZSPAGES }
 
 struct pool_opts {
 	struct zs_pool_config cfg; /* page_size/max_chain/class_delta/policies */

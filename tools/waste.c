@@ -19,9 +19,8 @@ void zs_waste_measure(struct zs_pool *pool, size_t live_bytes, struct zs_waste *
 		struct zs_class_info ci;
 		if (zs_class_stats(pool, i, &st) || zs_class_info(pool, i, &ci) || !st.obj_allocated)
 			continue;
-		size_t zspages = st.obj_allocated / st.objs_per_zspage;
-		w->tails += zspages * ((size_t)st.pages_per_zspage * ps -
-				       (size_t)st.objs_per_zspage * st.size);
+		/* Summed over zspages, which need not be one length (fitted zspages). */
+		w->tails += (size_t)st.pages_used * ps - (size_t)st.obj_allocated * st.size;
 		w->free_slots += (st.obj_allocated - st.obj_used) * (size_t)st.size;
 		for (int g = 0; g < ZS_NR_FULLNESS_GROUPS - 1; g++)
 			w->partial_zspages += st.fullness[g];

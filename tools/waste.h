@@ -13,7 +13,7 @@ struct zs_waste {
 	size_t pool_bytes;  /* zs_get_total_pages x page size */
 	size_t live_bytes;  /* the caller's payload bytes (what it asked zs_malloc for) */
 	size_t rounding;    /* slot size - payload - header, over live objects */
-	size_t tails;       /* per zspage: pages x page size - objs_per_zspage x slot size */
+	size_t tails;       /* per zspage: its pages x page size - its slots x slot size */
 	size_t free_slots;  /* unused slots in allocated zspages */
 	size_t handles;     /* ZS_HANDLE_SIZE in-object headers of live non-huge objects */
 	long long other;    /* pool_bytes - live - the four above: pages no class counts */

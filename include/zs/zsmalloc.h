@@ -129,7 +129,17 @@ struct zs_pool_config {
 	                               take at most 4 pages; every other page size and delta
 	                               takes 16.  See docs/policies.md "Objects larger than a
 	                               page" */
-	uint64_t reserved[5];        /* must be 0: later fields are carved out of it, zero
+	int fit_zspages;            /* 0 (kernel): every zspage of a class is the class's chain
+	                               length.  1: zs_compact ends each class (and copy) with
+	                               its objects in full zspages plus at most one partly used
+	                               zspage, of the fewest pages that hold what is left
+	                               (ceil(objects x slot size / page size) pages), so a
+	                               sparsely used class keeps under a page of free slots
+	                               instead of up to a chain's.  Classes, zs_malloc and the
+	                               free paths are unchanged; not page-exact with the kernel.
+	                               0..1.  The application profile sets it.  See
+	                               docs/policies.md "Fitted zspages" */
+	uint64_t reserved[4];        /* must be 0: later fields are carved out of it, zero
 	                               meaning today's behaviour (docs/abi.md) */
 };
 
@@ -156,17 +166,22 @@ struct zs_pool;
  *
  * zs_pool_config_init_app: the application profile, the fastest measured
  * layout on the kernel's class table (density below).  It differs from the
- * kernel profile in exactly two fields:
+ * kernel profile in exactly three fields:
  *   class_shards = ZS_CLASS_SHARDS_AUTO  (one copy of each class per CPU)
  *   free_mode    = ZS_FREE_CLASS_INDEX   (no pool lock in zs_free)
- * Same class table, chain and page accounting; zs_malloc and zs_free from
- * threads on different CPUs do not meet.  The density cost: each CPU's copy
- * of a class keeps its own partly used zspages.  Filled from one thread it
- * holds the kernel profile's pages exactly; with two threads overwriting at
- * random (2 CPUs) it measured +0.0..+3.8% pages at 76 MiB live (median
- * +2.1%) and +0.5..+1.8% at 300 MiB (median +0.7%): docs/benchmarks.md
- * section 5, "Two profiles".  Where every page counts, or to compare with a
- * kernel (the app profile is not page-exact), use zs_pool_config_init.
+ *   fit_zspages  = 1                     (compaction fits each class's last
+ *                                         partly used zspage to its objects)
+ * Same class table and chain; zs_malloc and zs_free from threads on
+ * different CPUs do not meet.  The density cost of the copies: each CPU's
+ * copy of a class keeps its own partly used zspages.  Filled from one thread
+ * (no compaction) it holds the kernel profile's pages exactly; with two
+ * threads overwriting at random (2 CPUs) it measured +0.0..+3.8% pages at
+ * 76 MiB live (median +2.1%) and +0.5..+1.8% at 300 MiB (median +0.7%):
+ * docs/benchmarks.md section 5, "Two profiles".  After churn and zs_compact
+ * it holds fewer pages than the kernel profile: 96.0-97.7% of the pool is
+ * live data on the four `zs compare` workloads at 4 KiB, against
+ * 91.2-96.9% (docs/compare.md, "Where zsmalloc's waste goes").  To compare
+ * with a kernel (the app profile is not page-exact), use zs_pool_config_init.
  */
 ZS_API void zs_pool_config_init(struct zs_pool_config *cfg);
 ZS_API void zs_pool_config_init_app(struct zs_pool_config *cfg);
@@ -309,7 +324,14 @@ ZS_API int zs_class_count(const struct zs_pool *pool);
 /* 0, or -EINVAL for an index outside 0 .. zs_class_count - 1. */
 ZS_API int zs_class_info(const struct zs_pool *pool, int index, struct zs_class_info *info);
 
-/* Per physical class stats, the kernel's debugfs "classes" columns. */
+/*
+ * Per physical class stats, the kernel's debugfs "classes" columns.
+ * obj_allocated and pages_used count every zspage of the class as it is:
+ * with fit_zspages a class may hold zspages shorter than pages_per_zspage
+ * (with fewer slots than objs_per_zspage), so obj_allocated need not be a
+ * multiple of objs_per_zspage; the pool's page count is still the sum of
+ * pages_used.
+ */
 struct zs_class_stats {
 	int index;
 	unsigned size;

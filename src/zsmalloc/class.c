@@ -176,6 +176,7 @@ int zs_classes_build(struct zs_pool *pool)
 		c->size = size;
 		c->pages_per_zspage = pages;
 		c->objs_per_zspage = objs;
+		c->page_size = P;
 		c->index = (unsigned)i;
 		c->huge = (objs == 1); /* a huge or multi-page class: the handle sits in the zspage */
 		c->enc = (unsigned)i;

@@ -110,7 +110,6 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 {
 	struct keyed k[DRAIN_BATCH];
 	struct zspage *empty[DRAIN_BATCH];
-	unsigned empty_pages[DRAIN_BATCH];
 	unsigned long tails[DRAIN_BATCH];
 	size_t nempty = 0, ntails = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -133,14 +132,13 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 					tails[ntails++] = z->tail;
 					z->tail = 0;
 				}
-				empty[nempty] = z;
-				empty_pages[nempty++] = class->pages_per_zspage;
+				empty[nempty++] = z;
 			}
 		}
 		zs_spin_unlock(&class->lock);
 	}
 	for (size_t i = 0; i < nempty; i++)
-		zs_free_zspage_pages(pool, empty[i], empty_pages[i]);
+		zs_free_zspage_pages(pool, empty[i]);
 	for (size_t i = 0; i < n; i++)
 		zs_handle_free(pool, k[i].handle);
 	for (size_t i = 0; i < ntails; i++)

@@ -19,7 +19,7 @@ void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long o
 	unsigned idx = obj_to_idx(obj);
 	struct zspage *zspage = page_desc(pool, pfn)->owner;
 	zs_assert_internal(zs_spin_held(&class->lock) && zspage_class(pool, zspage) == class);
-	zs_assert_internal(zspage->inuse > 0 && idx < class->objs_per_zspage);
+	zs_assert_internal(zspage->inuse > 0 && idx < zspage->objs);
 	/* The object is live: its header (or the huge zspage) names a handle. */
 	zs_assert_internal(zspage->huge ? zspage->huge_handle != 0
 					: (*obj_header(pool, pfn, idx, class->size) & OBJ_ALLOCATED_TAG));
@@ -31,14 +31,30 @@ void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long o
 	zspage->inuse--;
 }
 
+/* A fitted zspage leaves its class's fitted counts; returns its pages. */
+static __attribute__((noinline, cold)) unsigned unlink_fitted(struct size_class *class,
+								const struct zspage *zspage)
+{
+	unsigned pages = zspage_pages(class, zspage);
+	zs_assert_internal(class->fitted_nr > 0 && class->fitted_objs >= zspage->objs &&
+			   class->fitted_pages >= pages);
+	class->fitted_nr--;
+	class->fitted_objs -= zspage->objs;
+	class->fitted_pages -= pages;
+	return pages;
+}
+
 /* Take an empty zspage off its list and out of the accounting (class lock held). */
 void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage)
 {
 	zs_assert_internal(zspage->inuse == 0 && zspage->fullness == ZS_INUSE_RATIO_0);
-	zs_assert_internal(class->stats[ZS_OBJS_ALLOCATED] >= class->objs_per_zspage);
+	zs_assert_internal(class->stats[ZS_OBJS_ALLOCATED] >= zspage->objs);
 	zs_remove_zspage(class, zspage);
-	class->stats[ZS_OBJS_ALLOCATED] -= class->objs_per_zspage;
-	pool_pages_add(pool, -(long)class->pages_per_zspage);
+	unsigned pages = class->pages_per_zspage;
+	if (zs_unlikely(zspage->objs != class->objs_per_zspage))
+		pages = unlink_fitted(class, zspage);
+	class->stats[ZS_OBJS_ALLOCATED] -= zspage->objs;
+	pool_pages_add(pool, -(long)pages);
 }
 
 struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj)
@@ -55,16 +71,22 @@ struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, un
 	return zspage;
 }
 
-/* Give an unlinked zspage's pages back to the provider (no lock needed: nobody can reach it). */
-void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage, unsigned pages)
+/*
+ * Give an unlinked zspage's pages back to the provider (no lock needed:
+ * nobody can reach it).  The chain's end says how many: the class's chain
+ * or a fitted zspage's fewer.
+ */
+void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage)
 {
 	zs_pfn_t pfns[ZS_MAX_CHAIN];
 	zs_pfn_t pfn = zspage->pfn;
+	unsigned pages = 0;
 	zs_assert_internal(!zspage_tail(zspage)); /* taken (take_tail) before the pages go */
-	for (unsigned i = 0; i < pages; i++) {
-		pfns[i] = pfn;
+	do {
+		zs_assert_internal(pages < ZS_MAX_CHAIN);
+		pfns[pages++] = pfn;
 		pfn = page_desc(pool, pfn)->next;
-	}
+	} while (pfn != ZS_PFN_NONE);
 	zs_pages_free_bulk(pool->pages, pfns, pages);
 }
 
@@ -96,7 +118,7 @@ static int free_pool_locked(struct zs_pool *pool, unsigned long handle, int chec
 	struct zspage *empty = zs_free_locked(pool, class, obj);
 	unsigned long tail = take_tail(empty);
 	if (empty)
-		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
+		zs_free_zspage_pages(pool, empty);
 	zs_spin_unlock(&class->lock);
 	if (zs_unlikely(tail))
 		zs_free_tail(pool, tail);
@@ -118,10 +140,10 @@ static int free_class_index(struct zs_pool *pool, unsigned long handle, int chec
 	struct zspage *empty = zs_free_locked(pool, class, obj);
 	unsigned long tail = take_tail(empty);
 	if (empty && !unlocked)
-		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
+		zs_free_zspage_pages(pool, empty);
 	zs_spin_unlock(&class->lock);
 	if (empty && unlocked)
-		zs_free_zspage_pages(pool, empty, class->pages_per_zspage);
+		zs_free_zspage_pages(pool, empty);
 	if (zs_unlikely(tail))
 		zs_free_tail(pool, tail);
 	return 0;

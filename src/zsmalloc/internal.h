@@ -91,15 +91,26 @@ struct zspage {
 	uint8_t huge;
 	atomic_int lock;           /* zspage reader/writer lock */
 	unsigned long huge_handle; /* huge zspage: the object's handle (no in-object header) */
-	uint32_t reserved;         /* keeps the overlay exactly one descriptor long */
+	/*
+	 * Its slot count: the class's, except in a fitted zspage
+	 * (cfg.fit_zspages: compact.c, "Fitted zspages"), which is shorter and
+	 * holds fewer; its length follows (zspage_pages).  Everything about one
+	 * zspage reads these, never the class's.  This word keeps the overlay
+	 * exactly one descriptor long.
+	 */
+	uint32_t objs;
 	uint32_t pfn;              /* first page: its own page number */
 };
 static_assert(sizeof(struct zspage) == sizeof(struct zs_page_desc), "zspage overlays a page desc");
 static_assert(offsetof(struct zspage, owner) == offsetof(struct zs_page_desc, owner), "owner");
 static_assert(offsetof(struct zspage, next) == offsetof(struct zs_page_desc, next), "next");
+_Static_assert((unsigned long)ZS_MAX_CHAIN * (ZS_PAGE_SIZE_MAX / ZS_MIN_ALLOC_SIZE) <=
+		       OBJ_IDX_MASK + 1,
+	       "a zspage's slots fit an obj's index");
 
 struct size_class {
 	zs_spinlock_t lock;
+	unsigned page_size;          /* the pool's, for a fitted zspage's length (in the lock's hole) */
 	struct zspage *fullness_list[ZS_NR_FULLNESS_GROUPS];
 	unsigned size;               /* slot size, header included */
 	unsigned objs_per_zspage;
@@ -107,9 +118,15 @@ struct size_class {
 	unsigned index;              /* physical index (the kernel's class number) */
 	unsigned enc;                /* index + shard * nr_classes: what obj and zspage record */
 	int huge;
-	unsigned tails_declined;     /* tails stored unpacked since this class last grew for one */
 	unsigned long stats[ZS_NR_CLASS_STATS];
+	unsigned tails_declined;     /* tails stored unpacked since this class last grew for one */
+	/* Fitted zspages only (compact.c): how many, their pages and slots; the rest are chains. */
+	unsigned fitted_nr, fitted_pages, fitted_objs;
 } __attribute__((aligned(64)));
+/* Four cache lines: pool->classes[] is indexed by a shift, not a multiply, on every malloc
+ * (a checked-lock build's bigger lock may cost that). */
+_Static_assert(sizeof(zs_spinlock_t) > 4 || sizeof(struct size_class) == 256,
+	       "size_class is 256 bytes");
 
 /* Geometry of one logical class, computed once at pool creation (class.c). */
 struct class_geom {
@@ -264,6 +281,21 @@ static inline struct size_class *zspage_class(const struct zs_pool *pool, const 
 }
 
 /*
+ * A zspage's length.  A full-length one has the class's slots; a fitted one
+ * (fewer slots) is the fewest pages that hold them, since it was made as
+ * ceil(k x size / page) pages for k objects and holds every slot that fits
+ * (so objs x size > its pages minus one, times the page size).  Asked only
+ * where a whole zspage comes or goes, never per object.
+ */
+static inline unsigned zspage_pages(const struct size_class *class, const struct zspage *zspage)
+{
+	if (zs_likely(zspage->objs == class->objs_per_zspage))
+		return class->pages_per_zspage;
+	return (unsigned)(((unsigned long)zspage->objs * class->size + class->page_size - 1) /
+			  class->page_size);
+}
+
+/*
  * One-object classes (huge, multi-page) keep their zspages off the fullness
  * lists: such a zspage is full or freed, so no allocation or compaction
  * ever looks for it there, and its list link holds the tail handle instead.
@@ -340,6 +372,61 @@ static inline void span_write(const struct zs_pool *pool, zs_pfn_t pfn, unsigned
 	}
 }
 
+/*
+ * A new zspage of `pages` pages and `objs` slots, every slot free and linked
+ * in address order; on no list and in no count (the caller adds it).  Takes
+ * no lock: zs_malloc calls it with none held, compaction under its own.
+ * Inline: it is zs_malloc's slow path, which the kernel profile's
+ * instruction counts (docs/benchmarks.md) include.  gcc, inlining it into
+ * compaction, cannot see that an object of a zspage starts in one of its
+ * `pages` pages (objs x size <= pages x page size), so pfns[] is "maybe
+ * uninitialized" to it; zeroing the array would cost every zs_malloc that
+ * allocates a zspage.
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+static inline struct zspage *zs_alloc_zspage(struct zs_pool *pool,
+					     const struct size_class *class, unsigned pages,
+					     unsigned objs)
+{
+	zs_pfn_t pfns[ZS_MAX_CHAIN];
+	zs_assert_internal(pages >= 1 && pages <= ZS_MAX_CHAIN && objs >= 1 && objs <= OBJ_IDX_MASK + 1);
+	for (unsigned i = 0; i < pages; i++) {
+		if (zs_pages_alloc(pool->pages, &pfns[i])) {
+			zs_pages_free_bulk(pool->pages, pfns, i);
+			return NULL;
+		}
+	}
+	struct zspage *zspage = page_desc(pool, pfns[0]);
+	for (unsigned i = 0; i < pages; i++) {
+		struct zspage *d = page_desc(pool, pfns[i]);
+		d->owner = zspage;
+		d->next = i + 1 < pages ? pfns[i + 1] : ZS_PFN_NONE;
+	}
+	zspage->pfn = (uint32_t)pfns[0];
+	zspage->class_idx = (uint16_t)class->enc;
+	zspage->huge = (uint8_t)class->huge;
+	zspage->inuse = 0;
+	zspage->freeobj = 0;
+	zspage->objs = objs;
+	zspage->lnext = zspage->lprev = NULL;
+	atomic_init(&zspage->lock, 0);
+	if (!class->huge) {
+		/* Link every object in address order: 0 -> 1 -> ... -> end. */
+		for (unsigned idx = 0; idx < objs; idx++) {
+			zs_pfn_t pfn = pfns[obj_page_index(pool, class->size, idx)];
+			*obj_header(pool, pfn, idx, class->size) =
+				(unsigned long)(idx + 1 < objs ? idx + 1 : FREEOBJ_END) << 1;
+		}
+	}
+	return zspage;
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
 /* ---- class.c ---- */
 int zs_classes_build(struct zs_pool *pool);
 void zs_classes_free(struct zs_pool *pool);
@@ -384,13 +471,20 @@ void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long o
 void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
 /* Free one object with its class lock held; returns an unlinked empty zspage to free, or NULL. */
 struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj);
-void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage, unsigned pages);
+void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage);
 
 /* ---- deferred.c ---- */
 void zs_deferred_init(struct zs_pool *pool);
 void zs_deferred_destroy(struct zs_pool *pool);
 
 /* ---- compact.c ---- */
+/* A class's pages: its chains, plus its fitted zspages (class lock held). */
+static inline unsigned long zs_class_pages(const struct size_class *class)
+{
+	return (class->stats[ZS_OBJS_ALLOCATED] - class->fitted_objs) / class->objs_per_zspage *
+		       class->pages_per_zspage +
+	       class->fitted_pages;
+}
 unsigned long zs_can_compact(const struct size_class *class);
 
 #endif

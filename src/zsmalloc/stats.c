@@ -46,6 +46,7 @@ int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st)
 		for (int g = 0; g < ZS_NR_FULLNESS_GROUPS; g++)
 			st->fullness[g] += c->stats[g];
 		st->obj_allocated += c->stats[ZS_OBJS_ALLOCATED];
+		st->pages_used += zs_class_pages(c);
 		st->obj_used += c->stats[ZS_OBJS_INUSE];
 		st->freeable += zs_can_compact(c);
 		zs_spin_unlock(&c->lock);
@@ -54,7 +55,6 @@ int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st)
 	st->size = class->size;
 	st->pages_per_zspage = class->pages_per_zspage;
 	st->objs_per_zspage = class->objs_per_zspage;
-	st->pages_used = st->obj_allocated / class->objs_per_zspage * class->pages_per_zspage;
 	return 0;
 }
 

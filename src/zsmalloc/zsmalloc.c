@@ -104,44 +104,6 @@
 #include "zsmalloc/internal.h"
 #include "zs/harness.h"
 
-/* ---- zspage pages ---- */
-
-static struct zspage *alloc_zspage(struct zs_pool *pool, struct size_class *class)
-{
-	zs_pfn_t pfns[ZS_MAX_CHAIN];
-	unsigned n = class->pages_per_zspage;
-	pfns[0] = ZS_PFN_NONE; /* n >= 1; said for the compilers' flow analysis */
-	for (unsigned i = 0; i < n; i++) {
-		if (zs_pages_alloc(pool->pages, &pfns[i])) {
-			zs_pages_free_bulk(pool->pages, pfns, i);
-			return NULL;
-		}
-	}
-	struct zspage *zspage = page_desc(pool, pfns[0]);
-	for (unsigned i = 0; i < n; i++) {
-		struct zspage *d = page_desc(pool, pfns[i]);
-		d->owner = zspage;
-		d->next = i + 1 < n ? pfns[i + 1] : ZS_PFN_NONE;
-	}
-	zspage->pfn = (uint32_t)pfns[0];
-	zspage->class_idx = (uint16_t)class->enc;
-	zspage->huge = (uint8_t)class->huge;
-	zspage->inuse = 0;
-	zspage->freeobj = 0;
-	zspage->lnext = zspage->lprev = NULL;
-	atomic_init(&zspage->lock, 0);
-	if (!class->huge) {
-		/* Link every object in address order: 0 -> 1 -> ... -> end. */
-		unsigned objs = class->objs_per_zspage;
-		for (unsigned idx = 0; idx < objs; idx++) {
-			zs_pfn_t pfn = pfns[obj_page_index(pool, class->size, idx)];
-			*obj_header(pool, pfn, idx, class->size) =
-				(unsigned long)(idx + 1 < objs ? idx + 1 : FREEOBJ_END) << 1;
-		}
-	}
-	return zspage;
-}
-
 /* ---- pool ---- */
 
 void zs_pool_config_init(struct zs_pool_config *cfg)
@@ -153,13 +115,15 @@ void zs_pool_config_init(struct zs_pool_config *cfg)
 }
 
 /* The application profile (zsmalloc.h): the kernel's class table and chain,
- * with the two knobs that cost no pages but buy threads.  Kept as "kernel
- * profile + overrides" so the two can only differ where documented. */
+ * with the two knobs that buy threads and the one that gives a sparse
+ * class's free slots back at compaction.  Kept as "kernel profile +
+ * overrides" so the two can only differ where documented. */
 void zs_pool_config_init_app(struct zs_pool_config *cfg)
 {
 	zs_pool_config_init(cfg);
 	cfg->class_shards = ZS_CLASS_SHARDS_AUTO;
 	cfg->free_mode = ZS_FREE_CLASS_INDEX;
+	cfg->fit_zspages = 1;
 }
 
 /* The ranges documented in zsmalloc.h; defaults (0) already filled in. */
@@ -181,6 +145,8 @@ static int config_valid(const struct zs_pool_config *c)
 	    (unsigned)c->chain_policy > ZS_CHAIN_HEURISTIC)
 		return 0;
 	if (c->checked != 0 && c->checked != 1)
+		return 0;
+	if (c->fit_zspages != 0 && c->fit_zspages != 1)
 		return 0;
 	if (c->class_shards > ZS_MAX_CLASS_SHARDS && c->class_shards != ZS_CLASS_SHARDS_AUTO)
 		return 0;
@@ -316,7 +282,7 @@ alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
 	zs_spin_unlock(&class->lock);
 
 	/* Like the kernel, allocate the pages with no lock held. */
-	zspage = alloc_zspage(pool, class);
+	zspage = zs_alloc_zspage(pool, class, class->pages_per_zspage, class->objs_per_zspage);
 	if (!zspage)
 		return -ENOMEM;
 	zs_spin_lock(&class->lock);

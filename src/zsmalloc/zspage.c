@@ -16,7 +16,8 @@
 
 int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage)
 {
-	unsigned inuse = zspage->inuse, objs = class->objs_per_zspage;
+	(void)class;
+	unsigned inuse = zspage->inuse, objs = zspage->objs;
 	zs_assert_internal(inuse <= objs);
 	if (inuse == 0)
 		return ZS_INUSE_RATIO_0;
@@ -97,40 +98,62 @@ int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage)
 }
 
 /*
+ * A zspage's own length and slots are the class's, or a fitted zspage's:
+ * fewer pages, holding every slot that fits in them.
+ */
+static int zspage_shape_ok(const struct size_class *class, const struct zspage *z)
+{
+	if (z->objs == class->objs_per_zspage)
+		return 1;
+	unsigned pages = zspage_pages(class, z);
+	return z->objs >= 1 && pages < class->pages_per_zspage && !class->huge &&
+	       z->objs == (unsigned long)pages * class->page_size / class->size;
+}
+
+/*
  * ZS_DEBUG, class lock held, no zspage isolated: the whole class agrees with
  * itself.  Every zspage on list fg says fullness fg and its inuse puts it in
- * group fg (within 0..objs_per_zspage), the lists' back links hold, each
- * list's length is its stats[fg], and the zspages' inuse and count add up
- * to the class's object counts.  O(zspages): called where a whole class is
+ * group fg (within 0..its own slot count, which is the class's or, for a
+ * fitted zspage, fewer slots in fewer pages), the lists' back links hold,
+ * each list's length is its stats[fg], and the zspages' inuse, slots and
+ * pages add up to the class's counts.  O(zspages): called where a whole class is
  * looked at anyway (zs_class_stats, the start of a class's compaction).
  */
 int zs_class_lists_sane(const struct size_class *class)
 {
-	unsigned long zspages = 0, inuse = 0;
+	unsigned long objs = 0, inuse = 0, fitted_nr = 0, fitted_objs = 0, fitted_pages = 0;
 	if (class_single(class)) { /* unlinked: only full zspages are counted, one object each */
 		for (int fg = 0; fg < ZS_INUSE_RATIO_100; fg++)
 			if (class->stats[fg] || class->fullness_list[fg])
 				return 0;
 		return !class->fullness_list[ZS_INUSE_RATIO_100] &&
 		       class->stats[ZS_INUSE_RATIO_100] == class->stats[ZS_OBJS_INUSE] &&
-		       class->stats[ZS_OBJS_INUSE] == class->stats[ZS_OBJS_ALLOCATED];
+		       class->stats[ZS_OBJS_INUSE] == class->stats[ZS_OBJS_ALLOCATED] &&
+		       !class->fitted_nr;
 	}
 	for (int fg = 0; fg < ZS_NR_FULLNESS_GROUPS; fg++) {
 		unsigned long n = 0;
 		const struct zspage *prev = NULL;
 		for (const struct zspage *z = class->fullness_list[fg]; z; prev = z, z = z->lnext) {
 			if (z->lprev != prev || z->fullness != fg || z->class_idx != class->enc ||
-			    z->inuse > class->objs_per_zspage || zs_get_fullness_group(class, z) != fg)
+			    !zspage_shape_ok(class, z) || z->inuse > z->objs ||
+			    zs_get_fullness_group(class, z) != fg)
 				return 0;
 			inuse += z->inuse;
+			objs += z->objs;
+			if (z->objs != class->objs_per_zspage) {
+				fitted_nr++;
+				fitted_objs += z->objs;
+				fitted_pages += zspage_pages(class, z);
+			}
 			n++;
 		}
 		if (n != class->stats[fg])
 			return 0;
-		zspages += n;
 	}
-	return inuse == class->stats[ZS_OBJS_INUSE] &&
-	       zspages * class->objs_per_zspage == class->stats[ZS_OBJS_ALLOCATED];
+	return inuse == class->stats[ZS_OBJS_INUSE] && objs == class->stats[ZS_OBJS_ALLOCATED] &&
+	       fitted_nr == class->fitted_nr && fitted_objs == class->fitted_objs &&
+	       fitted_pages == class->fitted_pages;
 }
 
 /* ---- zspage pages ---- */
@@ -151,7 +174,7 @@ unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigne
 	struct size_class *class = zspage_class(pool, zspage);
 	unsigned idx = zspage->freeobj;
 	zs_assert_internal(zs_spin_held(&class->lock));
-	zs_assert_internal(zspage->inuse < class->objs_per_zspage && idx < class->objs_per_zspage);
+	zs_assert_internal(zspage->inuse < zspage->objs && idx < zspage->objs);
 	zs_pfn_t pfn = zspage_page(pool, zspage, obj_page_index(pool, class->size, idx));
 	if (!zspage->huge) {
 		unsigned long *hdr = obj_header(pool, pfn, idx, class->size);
@@ -184,8 +207,7 @@ int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long ob
 		return -EINVAL;
 	struct size_class *class = zspage_class(pool, zspage);
 	unsigned idx = obj_to_idx(obj);
-	if (class->size == 0 || obj_to_class_idx(obj) != class->enc ||
-	    idx >= class->objs_per_zspage)
+	if (class->size == 0 || obj_to_class_idx(obj) != class->enc || idx >= zspage->objs)
 		return -EINVAL;
 	if (zspage->huge)
 		return zspage->huge_handle == handle ? 0 : -EINVAL;
