@@ -285,7 +285,7 @@ POOL_OPTIONS = {
     "max_pages": "max_pages", "deferred_capacity": "deferred_capacity",
     "deferred_worker": "deferred_worker", "page_cache_pages": "page_cache_pages",
     "page_cache_decay_ms": "page_cache_decay_ms", "class_shards": "class_shards",
-    "max_object_size": "max_object_size",
+    "max_object_size": "max_object_size", "fit_zspages": "fit_zspages",
 }
 CLASS_SHARDS_AUTO = _L.ZS_CLASS_SHARDS_AUTO
 PAGES_NO_CACHE = _L.ZS_PAGES_NO_CACHE
@@ -339,6 +339,8 @@ def _set_pool_options(cfg: Any, opts: Dict[str, Any], keep: List[Any]) -> Any:
             cfg.checked = 1 if v else 0
         elif opt == "deferred_worker":
             cfg.deferred_worker = 1 if v else -1
+        elif opt == "fit_zspages":
+            cfg.fit_zspages = 1 if v else 0
         else:
             word, value = _SPECIAL.get(opt, (None, None))
             if word is not None and v == word:
@@ -366,6 +368,8 @@ def _pool_config_dict(cfg: Any) -> Dict[str, Any]:
             v = bool(v)
         elif opt == "deferred_worker":
             v = v != -1
+        elif opt == "fit_zspages":
+            v = bool(v)
         elif opt in _SPECIAL and v == _SPECIAL[opt][1]:
             v = _SPECIAL[opt][0]
         out[opt] = v
@@ -635,6 +639,9 @@ class Pool(_Closable):
                      page_size..16 x page_size: an object over a page takes a zspage of
                      ceil(size / page_size) pages of its own (docs/policies.md "Objects
                      larger than a page")
+      fit_zspages    True (the app profile's): compaction leaves each class's last partly
+                     used zspage no longer than its objects need (docs/policies.md "Fitted
+                     zspages"); False: every zspage the class's chain length (the kernel's)
     config is the pool's config as C holds it (option names, plus "profile"); class_shards
     (the property) the copies the pool has.
     Per object Python keeps 8 bytes (_SizeTable) beside the C pool's own cost.
@@ -648,7 +655,8 @@ class Pool(_Closable):
                  class_shards: Union[int, str, None] = None, *, profile: str = "app",
                  name: Optional[str] = None, page_cache_pages: Union[int, str, None] = None,
                  page_cache_decay_ms: Union[int, str, None] = None,
-                 max_object_size: Optional[int] = None) -> None:
+                 max_object_size: Optional[int] = None,
+                 fit_zspages: Optional[bool] = None) -> None:
         if not checked:
             raise ZsArgumentError(_errno.EINVAL, "a Python Pool is always checked: C's "
                                   "checked mode is what refuses a freed or stale handle")
@@ -657,7 +665,8 @@ class Pool(_Closable):
                  "max_pages": max_pages, "deferred_capacity": deferred_capacity,
                  "deferred_worker": deferred_worker, "class_shards": class_shards,
                  "name": name, "page_cache_pages": page_cache_pages,
-                 "page_cache_decay_ms": page_cache_decay_ms, "max_object_size": max_object_size}
+                 "page_cache_decay_ms": page_cache_decay_ms, "max_object_size": max_object_size,
+                 "fit_zspages": fit_zspages}
         keep: List[Any] = []
         cfg = _set_pool_options(_profile_init("pool", profile, _L.PoolConfig()), given, keep)
         ctypes.set_errno(0)
@@ -1027,7 +1036,7 @@ class ZramStore(_Closable):
     profile) | "kernel" (zs_zram_config_init: page-exact with kernel zram).  The pool
     options are Pool's (chain, delta, chain_policy, free_mode, class_shards,
     deferred_capacity, deferred_worker, page_cache_pages, page_cache_decay_ms, name,
-    max_object_size; None: the profile's) and apply to zsmalloc (zblock reads page_cache_pages); max_pages
+    max_object_size, fit_zspages; None: the profile's) and apply to zsmalloc (zblock reads page_cache_pages); max_pages
     and checked are the backend's (every kind).  Store options, struct zs_zram_config:
     mem_limit (bytes), deferred_free, streams, track_actime, comp_level/recomp_level
     (0: the name's level, e.g. "zstd:5"), comp_dict/recomp_dict (bytes, or the path of a
@@ -1053,7 +1062,8 @@ class ZramStore(_Closable):
                  page_cache_decay_ms: Union[int, str, None] = None, name: Optional[str] = None,
                  comp_level: int = 0, recomp_level: int = 0, comp_dict: Any = None,
                  recomp_dict: Any = None, group_pages: int = 0,
-                 filter: Optional[str] = None, max_object_size: Optional[int] = None) -> None:
+                 filter: Optional[str] = None, max_object_size: Optional[int] = None,
+                 fit_zspages: Optional[bool] = None) -> None:
         # Only types and C field widths are checked here; every range (page size, slots,
         # limits, backend kind) is zs_zram_create's to refuse, with its reason.
         cfg = _profile_init("zram", profile, _L.ZramConfig())
@@ -1089,7 +1099,7 @@ class ZramStore(_Closable):
                      "deferred_capacity": deferred_capacity,
                      "deferred_worker": deferred_worker, "page_cache_pages": page_cache_pages,
                      "page_cache_decay_ms": page_cache_decay_ms, "name": name,
-                     "max_object_size": max_object_size}
+                     "max_object_size": max_object_size, "fit_zspages": fit_zspages}
         _set_pool_options(cfg.backend.zs, pool_opts, self._keep)
         cfg.mem_limit = _c_int_arg("mem_limit", mem_limit, ctypes.c_uint64)
         cfg.deferred_free = 1 if deferred_free else 0

@@ -117,7 +117,8 @@ class PoolConfig(ctypes.Structure):
         ("page_cache_decay_ms", c_uint),
         ("class_shards", c_uint),
         ("max_object_size", c_size_t),
-        ("reserved", c_u64 * 5),
+        ("fit_zspages", c_int),
+        ("reserved", c_u64 * 4),
     ]
 
 

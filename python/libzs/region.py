@@ -89,7 +89,7 @@ class Region(_Closable):
     application profile) | "kernel" (zs_region_config_init: the kernel's pool layout).
     The pool options are Pool's (chain, delta, chain_policy, free_mode, class_shards,
     deferred_capacity, deferred_worker, page_cache_pages, page_cache_decay_ms, name,
-    max_object_size; None: the profile's); max_pages and checked are the backend's, mem_limit, streams,
+    max_object_size, fit_zspages; None: the profile's); max_pages and checked are the backend's, mem_limit, streams,
     comp_level, comp_dict and filter (e.g. "shuffle:4" for int32 data) the store's (as
     ZramStore).  A value outside its range is the
     C library's to refuse: ZsArgumentError (errno EINVAL) with zs_region_create's reason.
@@ -117,7 +117,8 @@ class Region(_Closable):
                  max_pages: Optional[int] = None, checked: Optional[bool] = None,
                  mem_limit: int = 0, streams: int = 0, comp_level: int = 0,
                  comp_dict: Any = None, filter: Optional[str] = None,
-                 max_object_size: Optional[int] = None) -> None:
+                 max_object_size: Optional[int] = None,
+                 fit_zspages: Optional[bool] = None) -> None:
         # Only types and C field widths are checked here; the ranges (size 0 included)
         # are zs_region_create's to refuse, with its reason.
         if not isinstance(comp, str) or not isinstance(backend, str):
@@ -136,7 +137,7 @@ class Region(_Closable):
                      "deferred_capacity": deferred_capacity,
                      "deferred_worker": deferred_worker, "page_cache_pages": page_cache_pages,
                      "page_cache_decay_ms": page_cache_decay_ms, "name": name,
-                     "max_object_size": max_object_size}
+                     "max_object_size": max_object_size, "fit_zspages": fit_zspages}
         _set_pool_options(cfg.store.backend.zs, pool_opts, self._keep)
         cfg.store.deferred_free = 1 if deferred_free else 0
         cfg.store.mem_limit = _c_int_arg("mem_limit", mem_limit, ctypes.c_uint64)
