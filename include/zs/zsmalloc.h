@@ -117,11 +117,14 @@ struct zs_pool_config {
 	                               See docs/policies.md "Class shards". */
 	size_t max_object_size;     /* largest zs_malloc in bytes; 0 -> page_size (the kernel's
 	                               limit).  page_size..ZS_MAX_OBJECT_PAGES x page_size:
-	                               an object over a page is stored in a zspage of its own,
-	                               ceil(size / page_size) pool pages long, with no header
-	                               (the handle sits in the zspage, as for a huge object);
-	                               read it with zs_obj_read_begin (a local copy) or
-	                               zs_obj_read_sgv_begin (one piece per page).  Costs one
+	                               an object over a page keeps its whole pages in a
+	                               zspage of its own, with no header (the handle sits in
+	                               the zspage, as for a huge object), and its partial last
+	                               page either there too or, once that pays, packed into
+	                               a small class (its tail); read it with
+	                               zs_obj_read_begin (a local copy) or
+	                               zs_obj_read_sgv_begin (one piece per page, one more
+	                               where the tail crosses a page).  Costs one
 	                               size class per page count; the classes up to a page are
 	                               unchanged.  Those classes count in class_shards' limit
 	                               (classes x shards <= 8192, else EINVAL): 64 KiB pages
