@@ -150,7 +150,7 @@ int zram_core_create(const struct zs_zram_config *cfg, size_t ps, size_t pool_pa
 	 * last partial page no longer packs into a small class, so it costs a
 	 * page, like the raw unit's last. */
 	if (pool_page < ps)
-		z->huge_size = ps - pool_page + zs_backend_huge_class_size(z->b);
+		z->huge_size += ps - pool_page; /* the backend's, a page's, is under ps */
 
 	if ((rc = zram_streams_create(z, cfg, &prm)))
 		goto fail;

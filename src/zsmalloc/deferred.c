@@ -128,10 +128,9 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 			struct zspage *z = zs_free_locked(pool, class, handle_to_obj(k[i].handle));
 			if (z) {
 				/* A multi-page object's tail goes after, under its own class lock. */
-				if (zs_unlikely(zspage_tail(z))) {
-					tails[ntails++] = z->tail;
-					z->tail = 0;
-				}
+				unsigned long tail = zspage_take_tail(z);
+				if (zs_unlikely(tail))
+					tails[ntails++] = tail;
 				empty[nempty++] = z;
 			}
 		}

@@ -81,22 +81,13 @@ void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage)
 	zs_pfn_t pfns[ZS_MAX_CHAIN];
 	zs_pfn_t pfn = zspage->pfn;
 	unsigned pages = 0;
-	zs_assert_internal(!zspage_tail(zspage)); /* taken (take_tail) before the pages go */
+	zs_assert_internal(!zspage_tail(zspage)); /* taken (zspage_take_tail) before the pages go */
 	do {
 		zs_assert_internal(pages < ZS_MAX_CHAIN);
 		pfns[pages++] = pfn;
 		pfn = page_desc(pool, pfn)->next;
 	} while (pfn != ZS_PFN_NONE);
 	zs_pages_free_bulk(pool->pages, pfns, pages);
-}
-
-/* An emptied head zspage's tail handle, cleared so the descriptor is clean for reuse. */
-static unsigned long take_tail(struct zspage *empty)
-{
-	unsigned long tail = empty ? zspage_tail(empty) : 0;
-	if (tail)
-		empty->tail = 0;
-	return tail;
 }
 
 /* ---- zs_free ---- */
@@ -116,7 +107,7 @@ static int free_pool_locked(struct zs_pool *pool, unsigned long handle, int chec
 	zs_read_unlock(&pool->lock);
 	zs_assert_internal(handle_is_live(handle));
 	struct zspage *empty = zs_free_locked(pool, class, obj);
-	unsigned long tail = take_tail(empty);
+	unsigned long tail = zspage_take_tail(empty);
 	if (empty)
 		zs_free_zspage_pages(pool, empty);
 	zs_spin_unlock(&class->lock);
@@ -138,7 +129,7 @@ static int free_class_index(struct zs_pool *pool, unsigned long handle, int chec
 	}
 	zs_assert_internal(handle_is_live(handle));
 	struct zspage *empty = zs_free_locked(pool, class, obj);
-	unsigned long tail = take_tail(empty);
+	unsigned long tail = zspage_take_tail(empty);
 	if (empty && !unlocked)
 		zs_free_zspage_pages(pool, empty);
 	zs_spin_unlock(&class->lock);

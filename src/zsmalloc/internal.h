@@ -310,6 +310,15 @@ static inline unsigned long zspage_tail(const struct zspage *zspage)
 	return zspage->huge ? zspage->tail : 0;
 }
 
+/* An emptied zspage's tail handle (0: none), cleared so the descriptor is clean for reuse. */
+static inline unsigned long zspage_take_tail(struct zspage *empty)
+{
+	unsigned long tail = empty ? zspage_tail(empty) : 0;
+	if (tail)
+		empty->tail = 0;
+	return tail;
+}
+
 /* Does an encoded class index (obj / zspage) name a physical class of some shard? */
 static inline int class_enc_valid(const struct zs_pool *pool, unsigned enc)
 {

@@ -428,7 +428,6 @@ static void zspage_read_unlock_checked(atomic_int *cnt)
  * chain, and for a multi-page object with a packed tail seg[1], the tail.
  */
 struct obj_segs {
-	int n;
 	struct {
 		zs_pfn_t pfn;
 		unsigned off;
@@ -438,15 +437,27 @@ struct obj_segs {
 	size_t cap;                 /* payload capacity: the segments' together */
 };
 
+/* Payload offset within the object's first page, and the payload capacity. */
+static inline unsigned payload_offset(const struct zs_pool *pool, const struct size_class *class,
+				      unsigned long obj, unsigned *cap)
+{
+	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
+	if (class->huge) {
+		*cap = class->size;
+		return off;
+	}
+	*cap = class->size - ZS_HANDLE_SIZE;
+	return off + ZS_HANDLE_SIZE;
+}
+
 /* Payload of obj (in zspage, which the caller pinned) as one segment. */
 static inline void obj_segment(const struct zs_pool *pool, const struct zspage *zspage,
 			       unsigned long obj, struct obj_segs *v, int i)
 {
-	const struct size_class *class = zspage_class(pool, zspage);
-	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
+	unsigned cap;
 	v->seg[i].pfn = obj_to_pfn(obj);
-	v->seg[i].off = zspage->huge ? off : off + ZS_HANDLE_SIZE;
-	v->seg[i].cap = zspage->huge ? class->size : class->size - ZS_HANDLE_SIZE;
+	v->seg[i].off = payload_offset(pool, zspage_class(pool, zspage), obj, &cap);
+	v->seg[i].cap = cap;
 }
 
 /*
@@ -465,7 +476,6 @@ static int pin_tail(struct zs_pool *pool, struct zspage *zspage, unsigned long o
 		return -EINVAL;
 	}
 	obj_segment(pool, tz, tobj, v, 1);
-	v->n = 2;
 	v->cap = v->seg[0].cap + v->seg[1].cap;
 	v->tail_zspage = tz;
 	return 0;
@@ -515,19 +525,6 @@ static void segs_write(const struct zs_pool *pool, const struct obj_segs *v, con
 	if (first < len)
 		span_write(pool, v->seg[1].pfn, v->seg[1].off, (const char *)buf + first,
 			   len - first);
-}
-
-/* Payload offset within the object's first page, and the payload capacity. */
-static inline unsigned payload_offset(const struct zs_pool *pool, const struct size_class *class,
-				      unsigned long obj, unsigned *cap)
-{
-	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
-	if (class->huge) {
-		*cap = class->size;
-		return off;
-	}
-	*cap = class->size - ZS_HANDLE_SIZE;
-	return off + ZS_HANDLE_SIZE;
 }
 
 /* zs_obj_read_begin of an object with a packed tail (the head is pinned). */
@@ -620,7 +617,6 @@ int zs_obj_read_sgv_begin(struct zs_pool *pool, unsigned long handle, size_t mem
 			return -EINVAL;
 	} else {
 		obj_segment(pool, zspage, obj, &v, 0);
-		v.n = 1;
 		v.cap = v.seg[0].cap;
 		v.tail_zspage = NULL;
 	}
@@ -815,17 +811,16 @@ void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
 	unsigned long tail = zspage_tail(zspage);
 	if (area && area->spanning && area->mode != ZS_MM_RO) {
 		/* Still pinned by the map, so the object is where the map found it. */
-		struct size_class *class = zspage_class(pool, zspage);
-		unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
-		unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj)) + hdr;
-		size_t head = class->size - hdr;
-		span_write(pool, obj_to_pfn(obj), off, area->buf, head);
-		if (tail) { /* a huge class may hold the tail too (chain 1): no header then */
-			struct obj_segs v;
+		struct obj_segs v;
+		memset(&v, 0, sizeof(v)); /* no tail: seg[1] is never read (said for gcc -O3) */
+		obj_segment(pool, zspage, obj, &v, 0);
+		v.cap = v.seg[0].cap;
+		if (tail) {
 			unsigned long tobj = handle_to_obj(tail);
-			obj_segment(pool, obj_to_zspage(pool, tobj), tobj, &v, 0);
-			span_write(pool, v.seg[0].pfn, v.seg[0].off, area->buf + head, v.seg[0].cap);
+			obj_segment(pool, obj_to_zspage(pool, tobj), tobj, &v, 1);
+			v.cap += v.seg[1].cap;
 		}
+		segs_write(pool, &v, area->buf, v.cap);
 	}
 	if (tail)
 		unpin_object(pool, tail);
