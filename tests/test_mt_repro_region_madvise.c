@@ -24,6 +24,14 @@
  *                   everything - 500 rounds on each of 6 regions.  On 4cf6ae6
  *                   the final release spun forever on a page left OUT|F_DROP
  *                   (HANG; 3 of 5 runs of the input x 200).
+ *   dontneed_wpfill the interleaving behind dontneed_limits' rare hang, made
+ *                   certain with zs_region_pageout_hook: a pageout holds page 0
+ *                   claimed; the application drops it (MADV_DONTNEED) and a
+ *                   thread writes it, so the handler answers with a
+ *                   write-protected zero page and the writer sleeps on its
+ *                   write-protect fault until pageout ends; pageout then pages
+ *                   out the zero page.  The writer must be woken and its byte
+ *                   land (the defect: pageout by move never woke it - HANG).
  *   munmap          the last 16 pages unmapped, another mapping placed
  *                   there: region calls touching them fail (-EINVAL or
  *                   -EFAULT), the first 48 pages keep working, stored slots
@@ -41,6 +49,8 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -48,6 +58,7 @@
 
 #include "forkcase.h"
 #include "testutil.h"
+#include "zs/harness.h"
 #include "zs/region.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -470,9 +481,92 @@ struct mode {
 	const char *name;
 	int arg;
 };
+/* dontneed_wpfill: the pageout hook parks the run until the test lets it go */
+struct park {
+	atomic_int parked, go;
+};
+static void park_hook(void *arg, size_t first, size_t n)
+{
+	struct park *k = arg;
+	(void)first;
+	(void)n;
+	atomic_store(&k->parked, 1);
+	while (!atomic_load(&k->go))
+		usleep(100);
+}
+
+struct wp_args {
+	struct zs_region *r;
+	unsigned char *a;
+	long rc;
+	atomic_int done;
+};
+static void *wp_pageout(void *p)
+{
+	struct wp_args *w = p;
+	w->rc = zs_region_pageout(w->r, w->a, PG);
+	return NULL;
+}
+static void *wp_writer(void *p)
+{
+	struct wp_args *w = p;
+	w->a[100] = 0x55;   /* missing fault, then a write-protect fault on the zero page */
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+static uint64_t wp_faults(struct zs_region *r)
+{
+	struct zs_region_stats st;
+	return zs_region_get_stats(r, &st) ? 0 : st.faults_wp;
+}
+
+static int mode_dontneed_wpfill(void)
+{
+	for (int round = 0; round < 20; round++) {
+		WHERE("round %d: setting up", round);
+		unsigned char *a;
+		struct zs_region *r = mk(1, &a);
+		if (!r)
+			return 1;
+		memset(a, 0x11, 4 * PG);
+		struct park k = { 0 };
+		struct wp_args w = { .r = r, .a = a };
+		pthread_t tp, tw;
+		zs_region_pageout_hook(r, park_hook, &k);
+		pthread_create(&tp, NULL, wp_pageout, &w);
+		while (!atomic_load(&k.parked))
+			usleep(100);
+		WHERE("round %d: MADV_DONTNEED of the claimed page", round);
+		EXPECT(madvise(a, PG, MADV_DONTNEED) == 0, "madvise: %s", strerror(errno));
+		uint64_t wp0 = wp_faults(r);
+		pthread_create(&tw, NULL, wp_writer, &w);
+		/* the writer is asleep on its write-protect fault once the handler has seen it */
+		WHERE("round %d: waiting for the writer's write-protect fault", round);
+		for (int t = 0; t < 20000 && wp_faults(r) == wp0 && !atomic_load(&w.done); t++)
+			usleep(100);
+		usleep(1000 * (unsigned)(round % 3));
+		atomic_store(&k.go, 1);
+		WHERE("round %d: pageout let go; the writer must be woken", round);
+		pthread_join(tp, NULL);
+		pthread_join(tw, NULL);
+		zs_region_pageout_hook(r, NULL, NULL);
+		EXPECT(w.rc >= 0 || w.rc == -ENOMEM, "pageout -> %ld", w.rc);
+		/* dropped, then written: zeros but the byte written */
+		int wrong = 0;
+		for (size_t i = 0; i < PG; i++)
+			wrong += a[i] != (i == 100 ? 0x55 : 0);
+		EXPECT(wrong == 0, "round %d: page 0 has %d wrong bytes after drop + write", round, wrong);
+		EXPECT(page_is(a, 1, 0x11) && page_is(a, 3, 0x11), "round %d: pages 1-3 changed", round);
+		zs_region_destroy(r);
+	}
+	return 0;
+}
+
 static const struct mode modes[] = {
 	{ "dontneed", 0 },      { "dontneed_stored", 1 }, { "dontneed_stored", 2 },
 	{ "dontneed_loop", 0 }, { "dontneed_reclaim", 0 }, { "dontneed_limits", 0 },
+	{ "dontneed_wpfill", 0 },
 	{ "munmap", 0 },        { "munmap_hole", 0 },     { "shrink", 0 },
 };
 
@@ -490,6 +584,8 @@ static int run_in_child(void *p)
 		mode_dontneed_reclaim();
 	else if (!strcmp(m->name, "dontneed_limits"))
 		mode_dontneed_limits();
+	else if (!strcmp(m->name, "dontneed_wpfill"))
+		mode_dontneed_wpfill();
 	else if (!strcmp(m->name, "munmap"))
 		mode_unmap(48, 16, 0);
 	else if (!strcmp(m->name, "munmap_hole"))

@@ -57,6 +57,15 @@ struct zs_region;
  * No-op where pageout does not move.
  */
 void zs_region_move_inject(struct zs_region *r, unsigned count);
+/*
+ * Test hook: every pageout calls fn(arg, first, n) with run [first, first+n)
+ * claimed (page numbers from the region's start), before paging it out, on
+ * the thread paging out; fn may block to hold the run claimed while a test
+ * races the application's events and faults against it.  fn NULL clears it;
+ * set it while no pageout runs.
+ */
+void zs_region_pageout_hook(struct zs_region *r, void (*fn)(void *arg, size_t first, size_t n),
+			    void *arg);
 
 /* ---- The harness library (harness/) ---- */
 

@@ -179,6 +179,9 @@ struct zs_region {
 	size_t nmoves, capmoves;
 	atomic_size_t ngone;           /* pages GONE or MOVED */
 	atomic_uint move_lie;          /* zs_region_move_inject: moves left to misreport */
+	/* zs_region_pageout_hook: called with a claimed run before it is paged out */
+	void (*_Atomic pageout_hook)(void *arg, size_t first, size_t n);
+	void *pageout_hook_arg;
 
 	_Atomic uint64_t streams[NSTREAMS];    /* next page expected, ascending */
 	_Atomic uint64_t rstreams[NSTREAMS];   /* next page expected, descending */

@@ -250,6 +250,13 @@ void zs_region_move_inject(struct zs_region *r, unsigned count)
 	atomic_store(&r->move_lie, count);
 }
 
+void zs_region_pageout_hook(struct zs_region *r, void (*fn)(void *arg, size_t first, size_t n),
+			    void *arg)
+{
+	r->pageout_hook_arg = arg;
+	atomic_store(&r->pageout_hook, fn);
+}
+
 /*
  * What a failed move of [p, p+n) into the empty slice s really moved; kernel
  * said k pages.  Its count is not enough: 6.18 was seen to move a page and
@@ -290,7 +297,13 @@ static size_t move_check(struct zs_region *r, size_t p, size_t n, unsigned char 
  * there and freed with no event.  No write protection is needed: nothing
  * can change the page once it left the range.  The pages are OUTZ before
  * the move, so a fault on a moved page is queued until the page is STORED
- * (fault.c), and is then answered from the store by its handler: no wake.
+ * (fault.c), and is then answered from the store by its handler.  A writer
+ * can still be asleep on a write-protect fault: the handler answers a missing
+ * fault on an OUT page the application zapped with a write-protected zero
+ * page (fault.c, fill_out) and leaves the writer's write-protect fault to
+ * pageout, as in the copy protocol - so the moved pages are woken once
+ * finished, as step 4 does (without it the writer slept forever:
+ * test_mt_repro_region_madvise dontneed_wpfill).
  * The application's events still apply: a page it zaps before the move is
  * a hole (the move stops there with ENOENT; the rest is copied as before),
  * one it zaps, unmaps or moves after it sets the usual flag.  Only anonymous
@@ -327,6 +340,7 @@ static long pageout_move(struct zs_region *r, size_t p, size_t n)
 		stage_put(r, s, n);
 		for (size_t i = 0; i < k; i++)
 			region_finish(r, p + i, ST_RES, 0, 1);
+		uffd_wake(r, p, k);   /* after the states: a writer on a zero fill (above) */
 		/* pages after the moved ones are still claimed: give them back too */
 		if (k < n)
 			pageout_abort(r, p + k, n - k);
@@ -337,6 +351,7 @@ static long pageout_move(struct zs_region *r, size_t p, size_t n)
 	long stored = 0;
 	for (size_t i = 0; i < k; i++)
 		stored += region_finish(r, p + i, ST_STORED, 1, 1) == ST_STORED;
+	uffd_wake(r, p, k);   /* after the states: a writer on a zero fill (above) */
 	atomic_fetch_add_explicit(&r->pageouts, (uint64_t)stored, memory_order_relaxed);
 	return (long)k;
 }
@@ -430,6 +445,10 @@ static long pageout_pages(struct zs_region *r, size_t first, size_t end, int onl
 			i++;
 			n++;
 		}
+		void (*hook)(void *, size_t, size_t) = atomic_load_explicit(&r->pageout_hook,
+									  memory_order_acquire);
+		if (hook)
+			hook(r->pageout_hook_arg, p, n);
 		long rc = pageout_run(r, p, n, &buf);
 		if (rc == -EFAULT && !run_lost(r, p, n)) {
 			/*
