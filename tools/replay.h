@@ -3,7 +3,8 @@
  * half (replay_store.c, which makes real pages compress to the recorded
  * sizes), the zswap-trace replay (replay_zswap.c, which drives zs/zswap.h
  * with the same record checking and reports) and --sweep (replay_sweep.c,
- * which runs the driver once per pool configuration and compares the runs).
+ * which runs the driver once per pool configuration and compares the runs)
+ * and its reports (replay_report.c).
  * Private to those files.
  */
 #ifndef ZS_TOOLS_REPLAY_H
@@ -11,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "opts.h"
 #include "trace.h"
@@ -168,5 +170,10 @@ int replay_sweep(const struct opts *o);
  * huge class size, from the store's backend (--store) or the pool. */
 int class_of(struct replay *R, size_t size);
 size_t huge_size(struct replay *R);
+
+/* replay_report.c: the end-of-run reports (text, JSON) and one field row of values. */
+void replay_print_vals(FILE *f, const struct replay *R, const uint64_t v[NF]);
+void replay_print_text(struct replay *R);
+void replay_print_json(const struct replay *R, const struct trace_header *h);
 
 #endif
