@@ -32,6 +32,12 @@
  *                   write-protect fault until pageout ends; pageout then pages
  *                   out the zero page.  The writer must be woken and its byte
  *                   land (the defect: pageout by move never woke it - HANG).
+ *   munmap_pageout  a pageout holds a run claimed (zs_region_pageout_hook)
+ *                   while the application unmaps 4 pages of it and places
+ *                   its own mapping there: pageout must leave that mapping
+ *                   alone (move path: a move from the old addresses would
+ *                   take the new mapping's pages; copy path: its zap would
+ *                   drop them) and the rest of the run keeps its bytes.
  *   munmap          the last 16 pages unmapped, another mapping placed
  *                   there: region calls touching them fail (-EINVAL or
  *                   -EFAULT), the first 48 pages keep working, stored slots
@@ -507,6 +513,13 @@ static void *wp_pageout(void *p)
 	w->rc = zs_region_pageout(w->r, w->a, PG);
 	return NULL;
 }
+/* munmap_pageout: pages out [8, 12) when rc is 0 on entry, else all 16 */
+static void *run_pageout_all(void *p)
+{
+	struct wp_args *w = p;
+	w->rc = w->rc ? zs_region_pageout(w->r, w->a, 16 * PG) : zs_region_pageout(w->r, w->a + 8 * PG, 4 * PG);
+	return NULL;
+}
 static void *wp_writer(void *p)
 {
 	struct wp_args *w = p;
@@ -563,10 +576,58 @@ static int mode_dontneed_wpfill(void)
 	return 0;
 }
 
+static int mode_munmap_pageout(void)
+{
+	enum { RN = 16, H = 8, HN = 4 };
+	for (int round = 0; round < 10; round++) {
+		WHERE("round %d: setting up", round);
+		unsigned char *a;
+		struct zs_region *r = mk(1, &a);
+		if (!r)
+			return 1;
+		for (int p = 0; p < RN; p++)
+			memset(a + p * PG, 0x20 + p, PG);
+		struct park k = { 0 };
+		struct wp_args w = { .r = r, .a = a };
+		pthread_t tp;
+		zs_region_pageout_hook(r, park_hook, &k);
+		/* the claimed run: just the pages unmapped, or the whole range around them */
+		w.rc = round & 1;
+		pthread_create(&tp, NULL, run_pageout_all, &w);
+		while (!atomic_load(&k.parked))
+			usleep(100);
+		WHERE("round %d: munmap + own mapping under a claimed run", round);
+		EXPECT(munmap(a + H * PG, HN * PG) == 0, "munmap: %s", strerror(errno));
+		unsigned char *o = mmap(a + H * PG, HN * PG, PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		EXPECT(o == a + H * PG, "own mapping: %p", (void *)o);
+		if (o == a + H * PG)
+			memset(o, 0xee, HN * PG);
+		atomic_store(&k.go, 1);
+		pthread_join(tp, NULL);
+		zs_region_pageout_hook(r, NULL, NULL);
+		WHERE("round %d: checks", round);
+		int bad = 0;
+		for (int p = 0; p < RN; p++)
+			if (!page_is(a, (size_t)p, p >= H && p < H + HN ? 0xee : (unsigned char)(0x20 + p))) {
+				if (bad < 3)
+					printf("  round %d: page %d wrong after pageout (first byte 0x%02x)\n",
+					       round, p, a[p * PG]);
+				bad++;
+			}
+		EXPECT(bad == 0, "round %d: %d pages wrong (pageout returned %ld)", round, bad, w.rc);
+		zs_region_destroy(r);
+		EXPECT(page_is(a, H, 0xee) && page_is(a, H + HN - 1, 0xee),
+		       "round %d: own mapping changed by zs_region_destroy", round);
+		munmap(a + H * PG, HN * PG);
+	}
+	return 0;
+}
+
 static const struct mode modes[] = {
 	{ "dontneed", 0 },      { "dontneed_stored", 1 }, { "dontneed_stored", 2 },
 	{ "dontneed_loop", 0 }, { "dontneed_reclaim", 0 }, { "dontneed_limits", 0 },
-	{ "dontneed_wpfill", 0 },
+	{ "dontneed_wpfill", 0 }, { "munmap_pageout", 0 },
 	{ "munmap", 0 },        { "munmap_hole", 0 },     { "shrink", 0 },
 };
 
@@ -586,6 +647,8 @@ static int run_in_child(void *p)
 		mode_dontneed_limits();
 	else if (!strcmp(m->name, "dontneed_wpfill"))
 		mode_dontneed_wpfill();
+	else if (!strcmp(m->name, "munmap_pageout"))
+		mode_munmap_pageout();
 	else if (!strcmp(m->name, "munmap"))
 		mode_unmap(48, 16, 0);
 	else if (!strcmp(m->name, "munmap_hole"))

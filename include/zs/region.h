@@ -27,7 +27,12 @@
  *     mapping placed over it: that part is no longer the region's.  Its
  *     stored objects are freed (stats: unmapped), calls whose range touches
  *     it return -EFAULT, and zs_region_destroy never unmaps it (whatever is
- *     mapped there now is left alone).  The rest keeps working.
+ *     mapped there now is left alone, and so does a pageout in flight over
+ *     those pages).  The rest keeps working.  One window remains where
+ *     pageout must copy (kernels before 6.8, which lack UFFDIO_MOVE, or a
+ *     run the kernel refuses to move): memory the application maps at those
+ *     addresses within microseconds of its munmap, while a pageout is
+ *     dropping those very pages, can lose a page (docs/region.md).
  *   - mremap() moving (part of) the range: the moved part is the
  *     application's memory at its new address, with its contents - pages
  *     that were stored are decompressed when first touched there - and is

@@ -114,9 +114,25 @@ void region_self_zap(struct zs_region *r, size_t first, size_t n, int exact)
 	 * the whole run and only needs the remaining pages zapped.
 	 */
 	if (exact || madvise((void *)start, len, MADV_DONTNEED) != 0) {
-		/* (not exact: part of the run was unmapped under us; the rest, page by page) */
-		for (size_t j = 0; j < n; j++)
-			madvise((void *)(start + j * r->page), r->page, MADV_DONTNEED);
+		/*
+		 * (not exact: part of the run was unmapped under us; the rest, page
+		 * by page.)  A page the application unmapped is skipped, looked at
+		 * under ulock (its unmap is read and applied there, before its
+		 * munmap returns), so a mapping it placed there since is not zapped.
+		 * What remains is the moment between that look and the zap, and the
+		 * zap's own wait for its event: an application that unmaps the page
+		 * then and maps its own memory there at once loses that memory's
+		 * page.  No lock user space can take stops it; pageout by move
+		 * (reclaim.c) has no such moment, so it remains only where the
+		 * kernel cannot move (region.h).
+		 */
+		for (size_t j = 0; j < n; j++) {
+			pthread_mutex_lock(&r->ulock);
+			int lost = !!(st_load(r, first + j) & (F_GONE | F_MOVED));
+			pthread_mutex_unlock(&r->ulock);
+			if (!lost)
+				madvise((void *)(start + j * r->page), r->page, MADV_DONTNEED);
+		}
 	}
 	/*
 	 * Events read are applied under ulock: taking it means ours were

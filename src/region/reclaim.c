@@ -317,14 +317,47 @@ static long pageout_move(struct zs_region *r, size_t p, size_t n)
 	if (!s)
 		return 0;
 	out_settle(r, p, n);   /* OUTZ first: a fault on a moved page must wait, not get zeros */
+	/*
+	 * Under ulock, after the flags: a move takes whatever is mapped at the
+	 * source addresses, and the kernel does not require the source to be
+	 * registered, so once the application had unmapped pages of the run and
+	 * mapped its own memory there, the move took that memory's pages
+	 * (test_mt_repro_region_madvise munmap_pageout).  The application's
+	 * munmap returns only once a handler has read its unmap event, and
+	 * handlers read under ulock: so either its flags are set here (those
+	 * pages and the rest of the run are not moved) or nothing can be mapped
+	 * there until the move is done.  An unread event makes the move fail
+	 * with EAGAIN: let a handler read it and look at the flags again.
+	 */
 	struct uffdio_move mv = { .dst = (uintptr_t)s, .src = (uintptr_t)(r->base + p * r->page),
-				  .len = n * r->page, .mode = UFFDIO_MOVE_MODE_DONTWAKE };
-	size_t k = n;
+				  .mode = UFFDIO_MOVE_MODE_DONTWAKE };
+	size_t k = n, ok;
 	int failed;
-	if (atomic_load_explicit(&r->move_lie, memory_order_relaxed) && move_lie(r, &mv))
-		failed = 1;
-	else
-		failed = ioctl(r->mvfd, UFFDIO_MOVE, &mv) != 0;
+	pthread_mutex_lock(&r->ulock);
+	for (;;) {
+		for (ok = 0; ok < n && !(st_load(r, p + ok) & (F_GONE | F_MOVED)); ok++)
+			;
+		mv.len = ok * r->page;
+		mv.move = 0;
+		if (!ok) {
+			failed = 1;
+			break;
+		}
+		if (atomic_load_explicit(&r->move_lie, memory_order_relaxed) && move_lie(r, &mv))
+			failed = 1;
+		else
+			failed = ioctl(r->mvfd, UFFDIO_MOVE, &mv) != 0;
+		if (!failed && ok < n) {
+			failed = 1;   /* the pages after the lost one: the copy path settles them */
+			mv.move = (__s64)mv.len;
+		}
+		if (!failed || errno != EAGAIN || mv.move > 0)
+			break;
+		pthread_mutex_unlock(&r->ulock);
+		sched_yield();
+		pthread_mutex_lock(&r->ulock);
+	}
+	pthread_mutex_unlock(&r->ulock);
 	if (failed)
 		k = move_check(r, p, n, s, mv.move > 0 ? (size_t)mv.move / r->page : 0);
 	if (k < n)
