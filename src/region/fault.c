@@ -95,7 +95,7 @@ enum { O_INSTALLED, O_POISONED, O_KEPT, O_SKIPPED, O_DROPPED };
 
 /* ---- reading the uffd ---- */
 
-static void enqueue(struct handler *h, const struct uffd_msg *m)
+static void enqueue(struct handler *h, const struct uffd_msg *m, double t)
 {
 	struct zs_region *r = h->r;
 	unsigned long a = (unsigned long)m->arg.pagefault.address & ~(unsigned long)(r->page - 1);
@@ -131,11 +131,15 @@ static void enqueue(struct handler *h, const struct uffd_msg *m)
 	}
 	h->q[h->qn++] = (struct fault_item){ .addr = a, .flags = fl,
 					     .tid = r->have_tid ? m->arg.pagefault.feat.ptid : 0,
-					     .t = now_ns(), .seq = seq };
+					     .t = t, .seq = seq };
 }
 
-/* ulock held: read what is there, apply the events, queue the faults.  Messages read, or -1. */
-static ssize_t pump(struct handler *h)
+/*
+ * ulock held: read what is there, apply the events, queue the faults, stamped
+ * t (now_ns() of the caller's loop turn: one clock read a turn, not one a
+ * message).  Messages read, or -1.
+ */
+static ssize_t pump(struct handler *h, double t)
 {
 	struct zs_region *r = h->r;
 	struct uffd_msg msgs[16];
@@ -148,7 +152,7 @@ static ssize_t pump(struct handler *h)
 		const struct uffd_msg *m = &msgs[i];
 		switch (m->event) {
 		case UFFD_EVENT_PAGEFAULT:
-			enqueue(h, m);
+			enqueue(h, m, t);
 			break;
 		case UFFD_EVENT_REMOVE:
 			region_event_remove(r, (uintptr_t)m->arg.remove.start, (uintptr_t)m->arg.remove.end);
@@ -177,7 +181,7 @@ static ssize_t pump(struct handler *h)
 static void eagain(struct handler *h, unsigned *tries)
 {
 	struct zs_region *r = h->r;
-	if (pump(h) > 0)
+	if (pump(h, now_ns()) > 0)
 		return;
 	pthread_mutex_unlock(&r->ulock);
 	if (++*tries < 64) {
@@ -610,8 +614,8 @@ static int handle_wp(struct handler *h, const struct fault_item *it)
 	return DONE;
 }
 
-/* Try every queued fault once.  Returns how many were answered. */
-static size_t serve_queue(struct handler *h)
+/* Try every queued fault once.  Returns how many were answered; *t: now_ns() after the last. */
+static size_t serve_queue(struct handler *h, double *t)
 {
 	struct zs_region *r = h->r;
 	size_t n0 = h->qn, served = 0;
@@ -622,7 +626,7 @@ static size_t serve_queue(struct handler *h)
 		if ((wp ? handle_wp(h, &it) : handle_missing(h, &it)) == AGAIN)
 			continue;
 		if (!wp)
-			lat_record(r, now_ns() - it.t);
+			lat_record(r, (*t = now_ns()) - it.t);
 		h->q[i].addr = 0;
 		served++;
 	}
@@ -674,8 +678,8 @@ void *region_handler_main(void *arg)
 		 * the fastest reader).
 		 */
 		int beside = 0;
+		double t = now_ns();
 		if (r->nhandlers > 1 && !h->qn && r->spin_ns > 0) {
-			double t = now_ns();
 			uint64_t lr = atomic_load_explicit(&r->local_read_ns, memory_order_relaxed);
 			beside = t - prev >= RAN_ALONE_NS;
 			if (!beside && t - lastread < REMOTE_READ_NS && t - last < r->spin_ns &&
@@ -693,24 +697,24 @@ void *region_handler_main(void *arg)
 		 * switches on the fault path of the thread the holder is about to
 		 * wake (bench_region --threads, two handlers on one region).
 		 */
-		int spinning = !h->qn && r->spin_ns > 0 && now_ns() - last < r->spin_ns;
+		int spinning = !h->qn && r->spin_ns > 0 && t - last < r->spin_ns;
 		if (!spinning) {
 			pthread_mutex_lock(&r->ulock);
 		} else if (pthread_mutex_trylock(&r->ulock)) {
-			prev = now_ns();
+			prev = t;
 			sched_yield();
 			continue;
 		}
-		ssize_t got = pump(h);
+		ssize_t got = pump(h, t);
 		int e = errno;
 		pthread_mutex_unlock(&r->ulock);
 		if (got > 0 && beside)
-			atomic_store_explicit(&r->local_read_ns, (uint64_t)now_ns(), memory_order_relaxed);
+			atomic_store_explicit(&r->local_read_ns, (uint64_t)t, memory_order_relaxed);
 		if (got < 0 && e != EAGAIN && e != EINTR)
 			break;
-		size_t served = h->qn ? serve_queue(h) : 0;
+		size_t served = h->qn ? serve_queue(h, &t) : 0;
 		if (got > 0 || served) {
-			last = now_ns();
+			last = t;
 			continue;
 		}
 		if (h->qn) {
@@ -726,7 +730,7 @@ void *region_handler_main(void *arg)
 		 * at P=2 the yield doubled random swap-in throughput, and
 		 * costs nothing when nothing else is runnable.
 		 */
-		if (r->spin_ns > 0 && (prev = now_ns()) - last < r->spin_ns) {
+		if (r->spin_ns > 0 && (prev = t) - last < r->spin_ns) {
 			sched_yield();
 			continue;
 		}

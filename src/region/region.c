@@ -609,7 +609,9 @@ fail:
  * handler reads at once, the install wakes it there).  One handler, or
  * handlers that sleep in poll() (ZS_REGION_NO_SPIN), are left to the
  * scheduler, whose wake-up placement then does this.  ZS_REGION_SPREAD=0
- * turns it off.  0 and set when handler i goes to a CPU; 0 and nothing set when not spread.
+ * turns it off.  0 with *one set to handler i's CPU, or -1: not bound.
+ * fault.c (region_handler_main) keeps a handler with no faulting thread
+ * beside it from reading the faults of the others' CPUs.
  */
 static int spread_cpu(struct zs_region *r, unsigned i, cpu_set_t *one)
 {
