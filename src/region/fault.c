@@ -660,9 +660,8 @@ void *region_handler_main(void *arg)
 	while (!atomic_load_explicit(&r->hstop, memory_order_acquire)) {
 		/*
 		 * Several spinning handlers: a fault is best read on its thread's
-		 * CPU.  The thread blocks, that CPU's handler (region.c,
-		 * spread_cpu) runs and reads at once, and the install wakes the
-		 * thread where it was.  Read from another CPU, the install must
+		 * CPU.  The thread blocks, a handler on that CPU runs and reads at
+		 * once, and the install wakes the thread where it was.  Read from another CPU, the install must
 		 * wake a thread whose CPU is busy: bench_region --threads --procs
 		 * 2 with a timestamp per step had such faults at 30-40 us p50
 		 * against 10-20 us read locally.  A handler whose loop ran
