@@ -180,6 +180,9 @@ struct zs_region {
 	atomic_size_t ngone;           /* pages GONE or MOVED */
 	atomic_uint move_lie;          /* zs_region_move_inject: moves left to misreport */
 
+	/* now_ns() when a handler last read faults beside their threads (fault.c) */
+	_Atomic uint64_t local_read_ns;
+
 	_Atomic uint64_t streams[NSTREAMS];    /* next page expected, ascending */
 	_Atomic uint64_t rstreams[NSTREAMS];   /* next page expected, descending */
 	atomic_uint stream_next;
