@@ -327,6 +327,7 @@ static long pageout_move(struct zs_region *r, size_t p, size_t n)
 		stage_put(r, s, n);
 		for (size_t i = 0; i < k; i++)
 			region_finish(r, p + i, ST_RES, 0, 1);
+		uffd_wake(r, p, k);   /* the writers handle_wp left waiting (below) */
 		/* pages after the moved ones are still claimed: give them back too */
 		if (k < n)
 			pageout_abort(r, p + k, n - k);
@@ -337,6 +338,18 @@ static long pageout_move(struct zs_region *r, size_t p, size_t n)
 	long stored = 0;
 	for (size_t i = 0; i < k; i++)
 		stored += region_finish(r, p + i, ST_STORED, 1, 1) == ST_STORED;
+	/*
+	 * Wake after the state change, as the copy path does: a page the
+	 * application zapped while it was OUT got a write-protected zero page
+	 * (fault.c, fill_out), and a write to it took a write-protect fault
+	 * that handle_wp leaves to pageout while the page is OUT/OUTF/OUTZ.
+	 * The move drops that page's protection but wakes nobody; without this
+	 * the writer slept until something else woke its page
+	 * (test_mt_repro_region_madvise dontneed_limits under TSan: a memcpy
+	 * into the region stuck with both handlers in poll, 1 run in ~36, and
+	 * unstuck by a gdb attach, which makes the fault retry).
+	 */
+	uffd_wake(r, p, k);
 	atomic_fetch_add_explicit(&r->pageouts, (uint64_t)stored, memory_order_relaxed);
 	return (long)k;
 }
