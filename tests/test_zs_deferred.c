@@ -6,13 +6,18 @@
  * synchronous free when full (capacity given, and the default scaled with
  * page size), compaction moves objects that are queued, the background
  * worker drains on its own, destroying a pool with pending handles drains
- * cleanly (ASan/LSan find nothing), and checked mode refuses a second
- * deferred free or a zs_free of a queued handle with -EINVAL.
+ * cleanly (ASan/LSan find nothing), checked mode refuses a second
+ * deferred free or a zs_free of a queued handle with -EINVAL, and a stream
+ * of single deferred frees wakes the worker about once a millisecond, not
+ * once a free (its context switches, from /proc/self/task).
  */
 #include "testutil.h"
 #include "zs/zsmalloc.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -221,6 +226,103 @@ static void test_worker_drains(void)
 	zs_destroy_pool(p);
 }
 
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* Thread ids of this process, ascending in out[] (at most max); how many. */
+static int tids(long *out, int max)
+{
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+	struct dirent *e;
+	if (!d)
+		return -1;
+	while ((e = readdir(d)) && n < max)
+		if (e->d_name[0] != '.')
+			out[n++] = atol(e->d_name);
+	closedir(d);
+	return n;
+}
+
+/* Voluntary + involuntary context switches of thread tid, or -1. */
+static long switches(long tid)
+{
+	char path[64], line[128];
+	snprintf(path, sizeof path, "/proc/self/task/%ld/status", tid);
+	FILE *f = fopen(path, "r");
+	long n = 0;
+	int seen = 0;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f)) {
+		long v;
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1 ||
+		    sscanf(line, "nonvoluntary_ctxt_switches: %ld", &v) == 1) {
+			n += v;
+			seen++;
+		}
+	}
+	fclose(f);
+	return seen == 2 ? n : -1;
+}
+
+/*
+ * zsmalloc.h: a stream of deferred frees wakes the worker about once a
+ * millisecond, not once a free.  Frees 20 us apart (a region's random faults
+ * come about that often); before the gathering the worker woke for every one.
+ */
+static void test_worker_gathers(void)
+{
+	enum { N = 3000 };
+	static unsigned long h[N];
+	long before[64], after[64];
+	struct zs_pool *p = mk(4096, ZS_FREE_CLASS_INDEX, 0, 0, 0);
+	for (int i = 0; i < N; i++)
+		h[i] = put(p, 100 + (size_t)i % 1000, i);
+	int n0 = tids(before, 64);
+	CHECK_EQ(zs_free_deferred(p, h[0]), 0);   /* starts the worker */
+	zs_free_deferred_flush(p);
+	int n1 = tids(after, 64);
+	long worker = -1;
+	for (int i = 0; i < n1 && n0 >= 0; i++) {
+		int old = 0;
+		for (int j = 0; j < n0; j++)
+			old |= before[j] == after[i];
+		if (!old)
+			worker = after[i];
+	}
+	long s0 = worker > 0 ? switches(worker) : -1;
+	if (s0 < 0) {
+		printf("test_worker_gathers: SKIP (the worker's /proc/self/task entry not found)\n");
+		for (int i = 1; i < N; i++)
+			CHECK_EQ(zs_free(p, h[i]), 0);
+		zs_destroy_pool(p);
+		return;
+	}
+	double t0 = now_ms();
+	for (int i = 1; i < N; i++) {
+		CHECK_EQ(zs_free_deferred(p, h[i]), 0);
+		for (double t = now_ms(); now_ms() - t < 0.02;)
+			;
+	}
+	double ms = now_ms() - t0;
+	long woke = switches(worker) - s0;
+	printf("test_worker_gathers: %d deferred frees in %.1f ms, the worker switched %ld times\n",
+	       N - 1, ms, woke);
+	/* one wake-up and one timed wake a millisecond, with room for preemption */
+	CHECK(woke <= (long)(3 * ms) + 20);
+	for (int t = 0; t < 2000 && zs_pool_objects(p); t++) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	CHECK_EQ(zs_pool_objects(p), 0);
+	zs_destroy_pool(p);
+}
+
 /* Destroying a pool with queued handles (worker or not) drains them; ASan checks the rest. */
 static void test_destroy_pending(void)
 {
@@ -279,6 +381,7 @@ int main(void)
 	test_default_capacity();
 	test_compact_with_pending();
 	test_worker_drains();
+	test_worker_gathers();
 	test_destroy_pending();
 	test_checked_deferred();
 	return tu_done();

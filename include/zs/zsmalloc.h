@@ -221,7 +221,11 @@ ZS_API int zs_free(struct zs_pool *pool, unsigned long handle);
  * full.  Returns as zs_free (checked mode validates before enqueueing).
  * The pool's first call creates the queue and the worker, once, whichever
  * thread gets there first (a short lock); without memory for the queue it
- * frees synchronously.  The worker sleeps until an enqueue finds it idle.
+ * frees synchronously.  The worker sleeps until an enqueue finds it idle
+ * with nothing queued, then gathers for up to 1 ms (or until 256 handles are
+ * queued) and frees the batch: a steady stream of deferred frees wakes it
+ * about once a millisecond, not once a free, and a freed object's memory
+ * comes back up to that much later.  zs_free_deferred_flush frees at once.
  */
 ZS_API int zs_free_deferred(struct zs_pool *pool, unsigned long handle);
 /* Wait until every handle enqueued before the call is freed. */

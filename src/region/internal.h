@@ -183,6 +183,9 @@ struct zs_region {
 	void (*_Atomic pageout_hook)(void *arg, size_t first, size_t n);
 	void *pageout_hook_arg;
 
+	/* now_ns() when a handler last read faults beside their threads (fault.c) */
+	_Atomic uint64_t local_read_ns;
+
 	_Atomic uint64_t streams[NSTREAMS];    /* next page expected, ascending */
 	_Atomic uint64_t rstreams[NSTREAMS];   /* next page expected, descending */
 	atomic_uint stream_next;
