@@ -396,8 +396,9 @@ static inline void span_write(const struct zs_pool *pool, zs_pfn_t pfn, unsigned
 }
 
 /*
- * A new zspage of `pages` pages and `objs` slots, every slot free and linked
- * in address order; on no list and in no count (the caller adds it).  Takes
+ * A new zspage of `pages` pages (one zs_pages_alloc_bulk call) and `objs`
+ * slots, every slot free and untouched, none linked (struct zspage); on no
+ * list and in no count (the caller adds it).  Takes
  * no lock: zs_malloc calls it with none held, compaction under its own.
  * Inline: it is zs_malloc's slow path, which the kernel profile's
  * instruction counts (docs/benchmarks.md) include.  gcc, inlining it into
