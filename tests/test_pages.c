@@ -346,6 +346,68 @@ static void test_limit(void)
 	zs_pages_destroy(p);
 }
 
+/*
+ * zs_pages_alloc_bulk: all n pages or none, and the very pages n single
+ * allocations would give in the same order (so zsmalloc's chains, and the
+ * kernel profile's page counts, are what they were with n calls).
+ */
+static void test_alloc_bulk(size_t cache)
+{
+	struct zs_pages *p = mk(4096, 0, 0, cache);
+	zs_pfn_t a[64], b[64], warm[40];
+
+	CHECK_EQ(zs_pages_alloc_bulk(p, 0, a), -EINVAL);
+	CHECK_EQ(zs_pages_alloc_bulk(p, ZS_FREE_BULK_MAX + 1, a), -EINVAL);
+	/* Warm the caches so the pages come from them, then give them back. */
+	for (int i = 0; i < 40; i++)
+		REQUIRE(zs_pages_alloc(p, &warm[i]) == 0);
+	zs_pages_free_bulk(p, warm, 40);
+	for (unsigned n = 1; n <= 16; n += 5) {
+		size_t use = zs_pages_in_use(p);
+		CHECK_EQ(zs_pages_alloc_bulk(p, n, a), 0);
+		CHECK_EQ(zs_pages_in_use(p), use + n);
+		int ok = 1;
+		for (unsigned i = 0; i < n; i++) {
+			ok &= zs_pages_valid(p, a[i]) && desc_is_zero(zs_pages_desc(p, a[i]));
+			for (unsigned j = 0; j < i; j++)
+				ok &= a[i] != a[j];
+			fill(zs_pages_addr(p, a[i]), 4096, a[i]);
+		}
+		CHECK(ok);
+		for (unsigned i = 0; i < n; i++)
+			ok &= verify(zs_pages_addr(p, a[i]), 4096, a[i]);
+		CHECK(ok);
+		/* Freed coldest first, the caches are as before: n singles then pop the same pages. */
+		for (unsigned i = n; i-- > 0;)
+			zs_pages_free(p, a[i]);
+		for (unsigned i = 0; i < n; i++)
+			REQUIRE(zs_pages_alloc(p, &b[i]) == 0);
+		CHECK(!memcmp(a, b, n * sizeof(a[0])));
+		zs_pages_free_bulk(p, b, n);
+		CHECK_EQ(zs_pages_in_use(p), use);
+	}
+
+	/* None past the limit: the pages it did get go back. */
+	size_t use = zs_pages_in_use(p);
+	zs_pages_set_limit(p, use + 3);
+	CHECK_EQ(zs_pages_alloc_bulk(p, 5, a), -ENOMEM);
+	CHECK_EQ(zs_pages_in_use(p), use);
+	CHECK_EQ(zs_pages_alloc_bulk(p, 3, a), 0);
+	CHECK_EQ(zs_pages_in_use(p), use + 3);
+	zs_pages_free_bulk(p, a, 3);
+	zs_pages_set_limit(p, 0);
+
+	/* An injected failure in the middle: the first two are given back. */
+	zs_pages_fail_after(p, 2, 1);
+	CHECK_EQ(zs_pages_alloc_bulk(p, 4, a), -ENOMEM);
+	CHECK_EQ(zs_pages_in_use(p), use);
+	zs_pages_fail_reset(p);
+	CHECK_EQ(zs_pages_alloc_bulk(p, 4, a), 0);
+	zs_pages_free_bulk(p, a, 4);
+	CHECK_EQ(zs_pages_in_use(p), 0);
+	zs_pages_destroy(p);
+}
+
 static void test_fail_injection(void)
 {
 	struct zs_pages *p = mk(4096, 0, 0, 0);
@@ -912,6 +974,8 @@ int main(void)
 	test_slot_reuse();
 	test_limit();
 	test_fail_injection();
+	test_alloc_bulk(0);
+	test_alloc_bulk(ZS_PAGES_NO_CACHE);
 	test_garbage_lookups(&rng);
 	test_cache();
 	test_cpu_cache();

@@ -579,6 +579,53 @@ static int pcp_alloc(struct zs_pages *p, zs_pfn_t *out)
 	return 0;
 }
 
+/*
+ * Up to n pages from this CPU's cache in one lock round, refilling it at
+ * most once (so one rel array holds what the refill's decay releases);
+ * returns how many, popped as n pcp_alloc calls would pop them.
+ */
+static unsigned pcp_alloc_bulk(struct zs_pages *p, unsigned n, zs_pfn_t *out)
+{
+	struct zs_pcp *c = this_pcp(p);
+	zs_pfn_t rel[RELEASE_MAX];
+	unsigned nrel = 0, got = 0;
+	bool check, started = false, refilled = false;
+
+	pcp_lock(c);
+	while (got < n) {
+		if (zs_unlikely(c->count == 0)) {
+			if (refilled)
+				break;
+			refilled = true;
+			zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+			unsigned r = pcp_refill_locked(p, c, rel, &nrel);
+			if (!r)
+				p->failed++;
+			started = take_kick(p);
+			zs_mutex_unlock_ranked(&p->lock);
+			if (!r)
+				break;
+		}
+		zs_pfn_t pfn = c->pfn[--c->count];
+		zs_assert_internal(get_state(p, pfn) == PG_PCP);
+		set_state(p, pfn, PG_IN_USE);
+		out[got++] = pfn;
+	}
+	add_relaxed(&c->in_use, (long)got);
+	add_relaxed_u64(&c->allocs, got);
+	c->ops += got;
+	check = c->ops >= DECAY_CHECK_OPS;
+	if (check)
+		c->ops = 0;
+	pcp_unlock(c);
+	release_pages(p, rel, nrel);
+	if (started)
+		kick(p);
+	if (check && !nrel)
+		maybe_decay(p);
+	return got;
+}
+
 /* Free n single pages into this CPU's cache; invalid or repeated pfns are skipped. */
 static void pcp_free(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 {
@@ -688,6 +735,27 @@ int zs_pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first)
 int zs_pages_alloc(struct zs_pages *p, zs_pfn_t *pfn)
 {
 	return zs_pages_alloc_run(p, 1, pfn);
+}
+
+int zs_pages_alloc_bulk(struct zs_pages *p, unsigned n, zs_pfn_t *pfns)
+{
+	unsigned got = 0;
+
+	if (!p || !pfns || n == 0 || n > ZS_FREE_BULK_MAX)
+		return -EINVAL;
+	/* The per-CPU path, as zs_pages_alloc_run takes it for one page; the rest one by one. */
+	if (p->npcp && !atomic_load_explicit(&p->slow_only, memory_order_relaxed)) {
+		got = pcp_alloc_bulk(p, n, pfns);
+		for (unsigned i = 0; i < got; i++)
+			memset(zs_page_desc(p, pfns[i]), 0, sizeof(struct zs_page_desc));
+	}
+	for (; got < n; got++) {
+		if (zs_pages_alloc_run(p, 1, &pfns[got])) {
+			zs_pages_free_bulk(p, pfns, got);
+			return -ENOMEM;
+		}
+	}
+	return 0;
 }
 
 /* ---- freeing ---------------------------------------------------------- */

@@ -96,6 +96,14 @@ int zs_pages_alloc(struct zs_pages *p, zs_pfn_t *pfn);
  * consecutive page numbers (for zblock's multi-page blocks).  Same returns.
  */
 int zs_pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first);
+/*
+ * Allocate n (1..ZS_FREE_BULK_MAX) single pages, not necessarily
+ * neighbours, into pfns[]: all of them (0) or none (-ENOMEM).  The same
+ * pages, in the same order, as n calls of zs_pages_alloc on this CPU, but
+ * one per-CPU cache lock round for them all: zsmalloc takes a zspage's
+ * chain with it.
+ */
+int zs_pages_alloc_bulk(struct zs_pages *p, unsigned n, zs_pfn_t *pfns);
 /* Free one page / a run from zs_pages_alloc_run.  The pages' memory is gone. */
 void zs_pages_free(struct zs_pages *p, zs_pfn_t pfn);
 void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n);

@@ -88,7 +88,8 @@ static void migrate_zspage(struct zs_pool *pool, struct size_class *class, struc
 	zs_assert_internal(atomic_load_explicit(&src->lock, memory_order_relaxed) == -1);
 	zs_assert_internal(!src->lnext && !src->lprev && !dst->lnext && !dst->lprev);
 	zs_assert_internal(src != dst && dst->inuse < dst->objs);
-	for (unsigned idx = 0; idx < src->objs; idx++) {
+	/* Slots past `untouched` were never used: their words are not headers. */
+	for (unsigned idx = 0; idx < src->untouched; idx++) {
 		while (obj_page_index(pool, size, idx) > page) {
 			pfn = page_desc(pool, pfn)->next;
 			page++;

@@ -28,6 +28,8 @@
 
 /* A zspage's page arrays (alloc, free) hold the longest chain or object. */
 _Static_assert(ZS_MAX_OBJECT_PAGES <= ZS_MAX_CHAIN, "pfn arrays sized by ZS_MAX_CHAIN");
+/* A zspage's chain is one zs_pages_alloc_bulk call (zs_alloc_zspage). */
+_Static_assert(ZS_MAX_CHAIN <= ZS_FREE_BULK_MAX, "a chain fits one bulk allocation");
 
 #define OBJ_IDX_BITS 16
 #define OBJ_CLASS_BITS 13
@@ -90,7 +92,19 @@ struct zspage {
 	uint8_t fullness;
 	uint8_t huge;
 	atomic_int lock;           /* zspage reader/writer lock */
-	unsigned long huge_handle; /* huge zspage: the object's handle (no in-object header) */
+	union {
+		unsigned long huge_handle; /* huge zspage: the object's handle (no in-object header) */
+		/*
+		 * Any other zspage: slots from this index on were never handed
+		 * out and are on no free list (zs_obj_malloc takes them in
+		 * index order once the free list is empty, which is the order
+		 * the kernel's fully linked list gives), so a new zspage writes
+		 * none of its objects and allocating one reads no link out of
+		 * cold memory.  Written under the class lock; read relaxed by
+		 * checked mode under the pool lock (zs_validate_obj).
+		 */
+		uint32_t untouched;
+	};
 	/*
 	 * Its slot count: the class's, except in a fitted zspage
 	 * (cfg.fit_zspages: compact.c, "Fitted zspages"), which is shorter and
@@ -382,8 +396,9 @@ static inline void span_write(const struct zs_pool *pool, zs_pfn_t pfn, unsigned
 }
 
 /*
- * A new zspage of `pages` pages and `objs` slots, every slot free and linked
- * in address order; on no list and in no count (the caller adds it).  Takes
+ * A new zspage of `pages` pages (one zs_pages_alloc_bulk call) and `objs`
+ * slots, every slot free and untouched, none linked (struct zspage); on no
+ * list and in no count (the caller adds it).  Takes
  * no lock: zs_malloc calls it with none held, compaction under its own.
  * Inline: it is zs_malloc's slow path, which the kernel profile's
  * instruction counts (docs/benchmarks.md) include.  gcc, inlining it into
@@ -402,12 +417,8 @@ static inline struct zspage *zs_alloc_zspage(struct zs_pool *pool,
 {
 	zs_pfn_t pfns[ZS_MAX_CHAIN];
 	zs_assert_internal(pages >= 1 && pages <= ZS_MAX_CHAIN && objs >= 1 && objs <= OBJ_IDX_MASK + 1);
-	for (unsigned i = 0; i < pages; i++) {
-		if (zs_pages_alloc(pool->pages, &pfns[i])) {
-			zs_pages_free_bulk(pool->pages, pfns, i);
-			return NULL;
-		}
-	}
+	if (zs_pages_alloc_bulk(pool->pages, pages, pfns))
+		return NULL;
 	struct zspage *zspage = page_desc(pool, pfns[0]);
 	for (unsigned i = 0; i < pages; i++) {
 		struct zspage *d = page_desc(pool, pfns[i]);
@@ -418,18 +429,12 @@ static inline struct zspage *zs_alloc_zspage(struct zs_pool *pool,
 	zspage->class_idx = (uint16_t)class->enc;
 	zspage->huge = (uint8_t)class->huge;
 	zspage->inuse = 0;
-	zspage->freeobj = 0;
+	/* Nothing linked: every slot untouched (a huge zspage's one object is slot 0). */
+	zspage->freeobj = class->huge ? 0 : FREEOBJ_END;
+	zspage->huge_handle = 0; /* and untouched = 0: a descriptor keeps what its last user left */
 	zspage->objs = objs;
 	zspage->lnext = zspage->lprev = NULL;
 	atomic_init(&zspage->lock, 0);
-	if (!class->huge) {
-		/* Link every object in address order: 0 -> 1 -> ... -> end. */
-		for (unsigned idx = 0; idx < objs; idx++) {
-			zs_pfn_t pfn = pfns[obj_page_index(pool, class->size, idx)];
-			*obj_header(pool, pfn, idx, class->size) =
-				(unsigned long)(idx + 1 < objs ? idx + 1 : FREEOBJ_END) << 1;
-		}
-	}
 	return zspage;
 }
 #if defined(__GNUC__) && !defined(__clang__)

@@ -7,8 +7,10 @@
  *    so the last object of a page may continue in the next page.
  *  - Each zspage sits on one of 12 fullness lists of its class (empty,
  *    0-9%, ..., 90-99%, full); lists are LIFO (insert at head).  zs_malloc
- *    takes the head of the fullest non-full list; a zspage's free objects
- *    form a LIFO list threaded through the objects' first words.
+ *    takes the head of the fullest non-full list; a zspage's freed objects
+ *    form a LIFO list threaded through the objects' first words, and the
+ *    never-used ones are an index (handed out after the list, in order:
+ *    the kernel's order, without writing every slot of a new zspage).
  *  - A live non-huge object starts with an 8-byte header holding its handle
  *    (tagged), which is how compaction finds the handle to rewrite.  A huge
  *    object fills a one-page zspage and its handle sits in the zspage.
