@@ -66,6 +66,14 @@ static double now_ms(void)
 }
 
 /* Poll until no purge thread is left; the ms it took, or -1 after limit_ms. */
+/*
+ * How long a purge thread may take to notice it has nothing left and end.  Quiet, it ends
+ * within about twice the decay (the lifecycle case prints it); the bound only has to clear the
+ * slowest honest run, and a thread that never ends fails it all the same.  3 s was exceeded
+ * once at load ~28 (the fork case's child, exit 13).
+ */
+#define END_MS 10000
+
 static int wait_gone(unsigned limit_ms)
 {
 	double t0 = now_ms();
@@ -101,7 +109,7 @@ static int case_lifecycle(void *arg)
 	for (int round = 0; round < 2; round++) {
 		REQUIRE(fill_free(p[round], 32 * MIB) == 0);
 		CHECK_EQ(idle_purge_threads(), 1);
-		int ms = wait_gone(3000);
+		int ms = wait_gone(END_MS);
 		printf("  round %d: the thread ended %d ms after the free-all\n", round, ms);
 		CHECK(ms >= 0);
 	}
@@ -110,7 +118,7 @@ static int case_lifecycle(void *arg)
 	CHECK_EQ(idle_purge_threads(), 1);
 	for (int i = 0; i < 8; i++)
 		zs_destroy_pool(p[i]);
-	CHECK(wait_gone(1000) >= 0);
+	CHECK(wait_gone(END_MS) >= 0);
 	return tu_done();
 }
 
@@ -156,7 +164,7 @@ static int fork_child_body(struct zs_pool *p)
 		return 11;
 	if (idle_purge_threads() != 1)
 		return 12;
-	if (wait_gone(3000) < 0)
+	if (wait_gone(END_MS) < 0)
 		return 13;
 	if (IDLE_RSS_MEANINGFUL && idle_rss() > rss0 + 8 * MIB)
 		return 14;
@@ -182,7 +190,7 @@ static int case_fork(void *arg)
 		       WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	/* The parent's thread goes on and ends by itself. */
-	CHECK(wait_gone(3000) >= 0);
+	CHECK(wait_gone(END_MS) >= 0);
 
 	/* Forks while the thread is busy (decay 2 ms: a pass every few ms): none hangs. */
 	struct zs_pool_config c;
@@ -370,7 +378,7 @@ static int case_stress(void *arg)
 	       seen);
 	CHECK_EQ(errors, 0);
 	CHECK(seen > 0);
-	CHECK(wait_gone(2000) >= 0);
+	CHECK(wait_gone(END_MS) >= 0);
 	return tu_done();
 }
 
