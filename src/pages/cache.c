@@ -536,55 +536,15 @@ static void maybe_decay(struct zs_pages *p)
 		purge(p, false);
 }
 
-static int pcp_alloc(struct zs_pages *p, zs_pfn_t *out)
-{
-	struct zs_pcp *c = this_pcp(p);
-	zs_pfn_t rel[RELEASE_MAX];
-	unsigned nrel = 0;
-	bool check, started = false;
-
-	pcp_lock(c);
-	if (zs_unlikely(c->count == 0)) {
-		zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
-		unsigned got = pcp_refill_locked(p, c, rel, &nrel);
-		if (!got)
-			p->failed++;
-		/* Only after a fork can taking pages ask for the thread (rekick). */
-		started = take_kick(p);
-		zs_mutex_unlock_ranked(&p->lock);
-		if (!got) {
-			pcp_unlock(c);
-			release_pages(p, rel, nrel);
-			if (started)
-				kick(p);
-			return -ENOMEM;
-		}
-	}
-	zs_pfn_t pfn = c->pfn[--c->count];
-	zs_assert_internal(get_state(p, pfn) == PG_PCP);
-	set_state(p, pfn, PG_IN_USE);
-	add_relaxed(&c->in_use, 1);
-	add_relaxed_u64(&c->allocs, 1);
-	check = ++c->ops >= DECAY_CHECK_OPS;
-	if (check)
-		c->ops = 0;
-	pcp_unlock(c);
-	release_pages(p, rel, nrel);
-	/* Kicks take the registry lock, which comes before a per-CPU cache's. */
-	if (started)
-		kick(p);
-	if (check && !nrel)
-		maybe_decay(p);
-	*out = pfn;
-	return 0;
-}
-
 /*
  * Up to n pages from this CPU's cache in one lock round, refilling it at
  * most once (so one rel array holds what the refill's decay releases);
- * returns how many, popped as n pcp_alloc calls would pop them.
+ * returns how many, popped from the cache's hot end one after another.
+ * Always inlined: each caller's n is a constant or its own loop bound, so
+ * the single-page path (pcp_alloc) costs no more than a copy written for it.
  */
-static unsigned pcp_alloc_bulk(struct zs_pages *p, unsigned n, zs_pfn_t *out)
+static inline __attribute__((always_inline)) unsigned pcp_alloc_bulk(struct zs_pages *p,
+									unsigned n, zs_pfn_t *out)
 {
 	struct zs_pcp *c = this_pcp(p);
 	zs_pfn_t rel[RELEASE_MAX];
@@ -601,6 +561,7 @@ static unsigned pcp_alloc_bulk(struct zs_pages *p, unsigned n, zs_pfn_t *out)
 			unsigned r = pcp_refill_locked(p, c, rel, &nrel);
 			if (!r)
 				p->failed++;
+			/* Only after a fork can taking pages ask for the thread (rekick). */
 			started = take_kick(p);
 			zs_mutex_unlock_ranked(&p->lock);
 			if (!r)
@@ -619,11 +580,18 @@ static unsigned pcp_alloc_bulk(struct zs_pages *p, unsigned n, zs_pfn_t *out)
 		c->ops = 0;
 	pcp_unlock(c);
 	release_pages(p, rel, nrel);
+	/* Kicks take the registry lock, which comes before a per-CPU cache's. */
 	if (started)
 		kick(p);
 	if (check && !nrel)
 		maybe_decay(p);
 	return got;
+}
+
+/* One page from this CPU's cache (the bulk path with n = 1, which the compiler folds). */
+static int pcp_alloc(struct zs_pages *p, zs_pfn_t *out)
+{
+	return pcp_alloc_bulk(p, 1, out) ? 0 : -ENOMEM;
 }
 
 /* Free n single pages into this CPU's cache; invalid or repeated pfns are skipped. */
