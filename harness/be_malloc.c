@@ -47,15 +47,46 @@ int zs_be_ptr_write(struct zs_backend *b, unsigned long h, const void *src, size
 	return 0;
 }
 
+/* The shard this thread owns in c (claiming a free one), or -1 when all are taken. */
+static int count_claim(struct zs_be_count *c, unsigned me)
+{
+	for (int k = 0; k < ZS_BE_COUNT_SHARDS; k++)
+		if (atomic_load_explicit(&c->shard[k].owner, memory_order_relaxed) == me)
+			return k;
+	for (int k = 0; k < ZS_BE_COUNT_SHARDS; k++) {
+		unsigned free_owner = 0;
+		if (atomic_compare_exchange_strong_explicit(&c->shard[k].owner, &free_owner, me,
+							    memory_order_relaxed,
+							    memory_order_relaxed))
+			return k;
+	}
+	return -1;
+}
+
 void zs_be_count_add(struct zs_be_count *c, long d)
 {
-	atomic_fetch_add_explicit(&c->shard[zs_thread_index() % ZS_BE_COUNT_SHARDS].objects, d,
-				  memory_order_relaxed);
+	/* The last count this thread used and its shard there: checked against
+	 * the shard's owner, since a new count may reuse a freed one's address. */
+	static _Thread_local struct zs_be_count *last;
+	static _Thread_local int last_k;
+	unsigned me = zs_thread_index() + 1;
+	if (zs_unlikely(last != c || (last_k >= 0 && atomic_load_explicit(&c->shard[last_k].owner,
+									 memory_order_relaxed) != me))) {
+		last = c;
+		last_k = count_claim(c, me);
+	}
+	if (zs_unlikely(last_k < 0)) {
+		atomic_fetch_add_explicit(&c->shared, d, memory_order_relaxed);
+		return;
+	}
+	_Atomic long *o = &c->shard[last_k].objects;
+	atomic_store_explicit(o, atomic_load_explicit(o, memory_order_relaxed) + d,
+			      memory_order_relaxed);
 }
 
 unsigned long zs_be_count_objects(struct zs_be_count *c)
 {
-	long n = 0;
+	long n = atomic_load_explicit(&c->shared, memory_order_relaxed);
 	for (int i = 0; i < ZS_BE_COUNT_SHARDS; i++)
 		n += atomic_load_explicit(&c->shard[i].objects, memory_order_relaxed);
 	return n > 0 ? (unsigned long)n : 0;

@@ -30,6 +30,9 @@ struct worker {
 	atomic_int *go;
 	uint64_t seed;
 	int bad;
+	int keep;                /* leave the odd objects live, for the caller to count and free */
+	unsigned long kept[OBJS];
+	size_t nkept;
 };
 
 static void *work(void *arg)
@@ -66,7 +69,9 @@ static void *work(void *arg)
 			w->bad++;
 		if (m)
 			zs_backend_read_end(w->b, h[i], len[i], m);
-		if (zs_backend_free(w->b, h[i]))
+		if (w->keep && i % 2)
+			w->kept[w->nkept++] = h[i];
+		else if (zs_backend_free(w->b, h[i]))
 			w->bad++;
 	}
 	return NULL;
@@ -85,13 +90,39 @@ static int run_kind(const char *kind, uint64_t *seed)
 		pthread_t t[THREADS];
 		struct worker w[THREADS];
 		atomic_int go = 0;
+		/*
+		 * Every other round the workers leave half their objects live:
+		 * the live count must add up across the threads that counted them
+		 * (more threads than the malloc kinds' per-thread count shards,
+		 * by the last rounds) and come back to 0 when this thread frees
+		 * them.
+		 */
+		int keep = r % 2;
 		for (int i = 0; i < THREADS; i++) {
-			w[i] = (struct worker){ b, &go, tu_rand(seed), 0 };
+			w[i] = (struct worker){ b, &go, tu_rand(seed), 0, keep, { 0 }, 0 };
 			REQUIRE(pthread_create(&t[i], NULL, work, &w[i]) == 0);
 		}
+		size_t live = 0;
 		for (int i = 0; i < THREADS; i++) {
 			pthread_join(t[i], NULL);
 			bad += w[i].bad;
+			live += w[i].nkept;
+		}
+		struct zs_backend_stats st;
+		zs_backend_stats(b, &st);
+		if (st.objects != live) {
+			printf("  %s round %d: %lu live objects counted, %zu live\n", kind, r,
+			       st.objects, live);
+			bad++;
+		}
+		for (int i = 0; i < THREADS; i++)
+			for (size_t k = 0; k < w[i].nkept; k++)
+				bad += zs_backend_free(b, w[i].kept[k]) != 0;
+		zs_backend_stats(b, &st);
+		if (st.objects != 0) {
+			printf("  %s round %d: %lu live objects counted after freeing all\n", kind, r,
+			       st.objects);
+			bad++;
 		}
 	}
 	zs_backend_destroy(b);
