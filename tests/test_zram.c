@@ -343,6 +343,56 @@ static void test_limit(const char *kind, uint64_t *seed)
 	free(pages);
 }
 
+/*
+ * A store with deferred frees at its limit: slots discarded just before are
+ * queued, not yet freed, and with no worker (deferred_worker -1) they stay
+ * queued until something flushes.  Writes into the room they leave must
+ * succeed: the store waits for its own queued frees before it says -ENOMEM.
+ */
+static void test_limit_deferred(const char *kind, uint64_t *seed)
+{
+	enum { N = 200, LIMIT_PAGES = 40 };
+	struct zs_zram_config cfg;
+	struct zs_zram *z = NULL;
+	unsigned char *pages = malloc((size_t)N * PS), out[PS];
+	int stored = 0;
+
+	REQUIRE(pages);
+	zs_zram_config_init(&cfg);
+	cfg.backend.kind = kind;
+	cfg.backend.zs.deferred_worker = -1;
+	cfg.disksize = (uint64_t)N * PS;
+	cfg.mem_limit = (uint64_t)LIMIT_PAGES * PS;
+	cfg.deferred_free = 1;
+	REQUIRE(zs_zram_create(&cfg, &z) == 0 && z);
+	for (int i = 0; i < N; i++)
+		fill_random(pages + (size_t)i * PS, seed);
+	while (stored < N && zs_zram_write(z, (uint64_t)stored, pages + (size_t)stored * PS) == 0)
+		stored++;
+	CHECK(stored > 4 && stored < N);
+	int half = stored / 2, refilled = 0;
+	CHECK_EQ(zs_zram_discard_range(z, 0, (uint64_t)half), 0);
+	/* New pages into the discarded slots: each fits in the room the discard left. */
+	for (int i = 0; i < half; i++) {
+		int rc = zs_zram_write(z, (uint64_t)i, pages + (size_t)(N - 1 - i) * PS);
+		if (rc) {
+			printf("  %s: write %d of %d after the discard: %d\n", kind, i, half, rc);
+			break;
+		}
+		refilled++;
+	}
+	CHECK_EQ(refilled, half);
+	unsigned long bad = 0;
+	for (int i = 0; i < stored; i++) {
+		const unsigned char *want = pages + (size_t)(i < refilled ? N - 1 - i : i) * PS;
+		bad += zs_zram_read(z, (uint64_t)i, out, PS) != 0 || memcmp(out, want, PS) != 0;
+	}
+	CHECK_EQ(bad, 0);
+	check_consistent(z, kind);
+	zs_zram_destroy(z);
+	free(pages);
+}
+
 static void test_idle_recompress(const char *kind, uint64_t *seed)
 {
 	size_t n = txt.npages < 512 ? txt.npages : 512;
@@ -501,8 +551,10 @@ int main(void)
 		}
 		test_same_and_huge(kind, &seed);
 		/* malloc kinds report process-wide heap bytes: no per-store limit to test. */
-		if (!is_malloc)
+		if (!is_malloc) {
 			test_limit(kind, &seed);
+			test_limit_deferred(kind, &seed);
+		}
 		test_idle_recompress(kind, &seed);
 		test_deferred(kind);
 	}

@@ -58,7 +58,10 @@ struct zs_zram_config {
 	                                      knob; other fields as zs/backend.h */
 	uint64_t mem_limit;    /* bytes of backend memory, rounded up to pages; 0 -> none;
 	                          0..ZS_ZRAM_MAX_MEM_LIMIT */
-	int deferred_free;     /* 0 or 1.  1: free slots' objects with zs_backend_free_deferred */
+	int deferred_free;     /* 0 or 1.  1: free slots' objects with zs_backend_free_deferred;
+	                          a write that finds the store past mem_limit first waits for
+	                          the frees already queued (zs_zram_flush) and fails with
+	                          -ENOMEM only if that leaves no room */
 	unsigned streams;      /* compression streams; 0 -> 2 x online CPUs (min 4, at most
 	                          ZS_ZRAM_MAX_STREAMS); 0..ZS_ZRAM_MAX_STREAMS */
 	int track_actime;      /* 0 or 1.  1: stamp each slot's last access (for idle by age) */

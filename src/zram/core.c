@@ -285,7 +285,13 @@ int zram_core_write(struct zs_zram *z, uint64_t index, const void *page)
 		n = (int)ZS_ERR(h); /* the allocator's own code, as the kernel's zram passes it on */
 		goto fail;
 	}
-	if (zs_unlikely(!can_store(z))) {
+	/*
+	 * Past the limit with frees still queued (deferred_free): those objects
+	 * are the store's to give back, so wait for them and ask again before
+	 * failing the write - a discard followed at once by a write must not
+	 * fail for memory that is already free (the worker gathers up to 1 ms).
+	 */
+	if (zs_unlikely(!can_store(z)) && !(z->deferred && (zram_core_flush(z), can_store(z)))) {
 		zs_backend_free(z->b, h);
 		n = -ENOMEM;
 		goto fail;
