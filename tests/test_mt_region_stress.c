@@ -41,6 +41,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -85,7 +86,7 @@ static atomic_ullong c_ops, c_writes, c_verified, c_wrong_pages, c_wrong_bytes, 
 	c_sig_handled, c_sig_verified, c_sig_skipped, c_sigbus, c_sigbus_unexplained,
 	c_pageout_pages, c_enomem, c_releases, c_madvise, c_munmaps, c_gone_checks, c_wb_written,
 	c_wb_runs, c_inj_w, c_inj_r, c_inj_perm, c_compactions, c_reclaims, c_errors,
-	c_anon_checks;
+	c_anon_checks, c_anon_window;
 static atomic_int read_perm_ever;   /* a window where every backing read failed has opened */
 static atomic_int munmap_busy;
 static atomic_uint munmap_epoch;
@@ -436,14 +437,64 @@ static void own_munmap(struct tstate *t)
 	t->anon = o;
 }
 
+/*
+ * Does pageout copy here (ZS_REGION_MOVE=0, or a kernel before 6.8 without
+ * UFFDIO_MOVE)?  Then include/zs/region.h promises less for the
+ * application's own mapping: one that is placed at just-unmapped pages while
+ * a pageout is dropping them can lose a page - the copy path's zap, an
+ * madvise no user-space lock can order with the application's mmap.
+ */
+static int copy_path(void)
+{
+	const char *m = getenv("ZS_REGION_MOVE");
+	if (m && !strcmp(m, "0"))
+		return 1;
+	struct utsname u;
+	int major = 0, minor = 0;
+	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return 1;
+	return major < 6 || (major == 6 && minor < 8);
+}
+
+static int page_zero(const unsigned char *p)
+{
+	for (size_t i = 0; i < PG; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * The thread's own mapping in its unmapped pages still holds what it wrote.
+ * On the copy path a page that reads all zeros is that documented window
+ * (the zap's mark: anything else, such as region bytes landing there, still
+ * fails): counted, printed, and written again so later checks go on.
+ */
 static int anon_ok(struct tstate *t)
 {
 	if (!t->anon)
 		return 1;
-	for (size_t i = 0; i < t->hole_n * PG; i += 509)
-		if (t->anon[i] != (unsigned char)(0xa0 + t->id + i / PG))
-			return 0;
-	return 1;
+	int ok = 1;
+	for (size_t pgi = 0; pgi < t->hole_n; pgi++) {
+		unsigned char want = (unsigned char)(0xa0 + t->id + pgi);
+		unsigned char *p = t->anon + pgi * PG;
+		int good = 1;
+		for (size_t i = pgi * PG % 509 ? 509 - pgi * PG % 509 : 0; i < PG; i += 509)
+			if (p[i] != want)
+				good = 0;
+		if (good)
+			continue;
+		if (copy_path() && page_zero(p)) {
+			atomic_fetch_add(&c_anon_window, 1);
+			printf("thread %s: its own mapping's page %zu read zeros: the copy path's "
+			       "documented munmap window (include/zs/region.h), not counted as an error\n",
+			       t->name, t->hole + pgi);
+			memset(p, want, PG);
+			continue;
+		}
+		ok = 0;
+	}
+	return ok;
 }
 
 static void check_gone_calls(struct tstate *t)
@@ -924,13 +975,15 @@ int main(int argc, char **argv)
 	       atomic_load(&c_sig_handled), atomic_load(&c_sig_verified), atomic_load(&c_sig_skipped));
 	printf("faults %llu (wp %llu, pages in %llu), pageouts %llu (reclaimed %llu, by calls %llu, "
 	       "ENOMEM %llu), releases %llu pages (%llu calls), MADV_DONTNEED %llu, munmaps %llu "
-	       "(checks %llu, own mappings checked %llu), reclaim calls %llu\n",
+	       "(checks %llu, own mappings checked %llu, own pages zeroed in the copy path's "
+	       "window %llu), reclaim calls %llu\n",
 	       (unsigned long long)st.faults, (unsigned long long)st.faults_wp,
 	       (unsigned long long)st.pages_in, (unsigned long long)st.pageouts,
 	       (unsigned long long)st.reclaimed, atomic_load(&c_pageout_pages),
 	       atomic_load(&c_enomem), (unsigned long long)st.releases, atomic_load(&c_releases),
 	       atomic_load(&c_madvise), atomic_load(&c_munmaps), atomic_load(&c_gone_checks),
-	       atomic_load(&c_anon_checks), atomic_load(&c_reclaims));
+	       atomic_load(&c_anon_checks), atomic_load(&c_anon_window),
+	       atomic_load(&c_reclaims));
 	printf("writeback: %llu runs, %llu pages written, injected %llu write / %llu transient read / "
 	       "%llu every-read failures; store failed_reads %llu failed_writes %llu bd_reads %llu; "
 	       "compactions %llu\n", atomic_load(&c_wb_runs), atomic_load(&c_wb_written),
