@@ -448,6 +448,47 @@ static void profile_ratios(const struct row *const *rows, int nrows, const int *
 	}
 }
 
+/*
+ * Issue 20 item 3's goals, as its acceptance reads them (churn, best of the
+ * rounds, side by side in this run): the application profile at T=1 against
+ * mimalloc, and its T=2 against its T=1.  Printed only when the run has the
+ * rows and thread counts they need, and not with --quick: its rounds are too
+ * short (first-touch page faults of a fresh process dominate them).
+ */
+static void app_goals(const struct row *const *rows, int nrows, const int *thr, int nthr,
+		      double mops[][MAXT][64], int rounds, struct bench_json *js)
+{
+	int ai = -1, mi = -1, t1 = -1, t2 = -1;
+	for (int k = 0; k < nrows; k++) {
+		if (rows[k]->profile == 2)
+			ai = k;
+		else if (!strcmp(rows[k]->kind, "mimalloc"))
+			mi = k;
+	}
+	for (int ti = 0; ti < nthr; ti++) {
+		if (thr[ti] == 1)
+			t1 = ti;
+		else if (thr[ti] == 2)
+			t2 = ti;
+	}
+	if (ai < 0 || t1 < 0)
+		return;
+	double a1 = bench_max(mops[ai][t1], rounds);
+	bench_say("\nissue 20 item 3 (best of %d rounds):", rounds);
+	if (mi >= 0) {
+		double m1 = bench_max(mops[mi][t1], rounds), r = m1 > 0 ? a1 / m1 : 0;
+		bench_say(" app / mimalloc at T=1 %.2f (goal >= 0.80: %s);", r,
+			  r >= 0.8 ? "met" : "not met");
+		bench_json_num(js, "churn_app_vs_mimalloc_best_t1", r);
+	}
+	if (t2 >= 0) {
+		double a2 = bench_max(mops[ai][t2], rounds), r = a1 > 0 ? a2 / a1 : 0;
+		bench_say(" app T=2 / T=1 %.2f (goal >= 1.80: %s)", r, r >= 1.8 ? "met" : "not met");
+		bench_json_num(js, "churn_app_scaling_best_t2", r);
+	}
+	bench_say("\n");
+}
+
 static int kind_available(const char *kind)
 {
 	if (!strcmp(kind, "none"))
@@ -671,6 +712,8 @@ int main(int argc, char **argv)
 			bench_say("\n");
 		}
 		profile_ratios(rows, nrows, thr, nthr, med, mops, rounds, first, &js, wname);
+		if (!wl && !quick)
+			app_goals(rows, nrows, thr, nthr, mops, rounds, &js);
 		for (int k = 0; k < nrows; k++) {
 			for (int ti = 0; ti < nthr; ti++) {
 				char key[160];
