@@ -350,6 +350,51 @@ static void test_pool_limit(uint64_t *seed)
 	zs_zswap_destroy(z);
 }
 
+/*
+ * The pool limit with deferred frees and no worker to run them (backend
+ * deferred_worker -1): an invalidation only queues its free, so a store
+ * right after it would see the pool as full as before.  The pool waits for
+ * its queued frees before it counts a limit hit.
+ */
+static void test_pool_limit_deferred(uint64_t *seed)
+{
+	const size_t ps = 4096;
+	unsigned char page[4096];
+	struct zs_zswap_config cfg;
+	struct zs_zswap_stats st;
+	struct zs_zswap *z;
+	char err[200];
+	int i, rc = 0;
+
+	zs_zswap_config_init(&cfg);
+	cfg.page_size = ps;
+	cfg.total_ram = 100 * ps;
+	cfg.max_pool_percent = 10;
+	cfg.deferred_free = 1;
+	cfg.backend.zs.deferred_worker = -1;
+	REQUIRE(zs_zswap_create(&cfg, &z, err, sizeof(err)) == 0);
+	for (i = 0; i < 20; i++) {
+		gen_page(page, ps, PG_RANDOM, seed);
+		rc = zs_zswap_store(z, (uint64_t)i, page, 0);
+		if (rc)
+			break;
+	}
+	CHECK_EQ(i, 10);
+	CHECK_EQ(rc, -ENOSPC);
+	/* One invalidated: 9 pages once its free runs, <= the accept threshold (9). */
+	CHECK_EQ(zs_zswap_invalidate(z, 0), 0);
+	gen_page(page, ps, PG_RANDOM, seed);
+	CHECK_EQ(zs_zswap_store(z, 100, page, 0), 0);
+	zs_zswap_get_stats(z, &st);
+	CHECK_EQ(st.pool_limit_hit, 1);
+	CHECK_EQ(st.reached_full, 0);
+	CHECK_EQ(st.pool_total_size, 10 * ps);
+	unsigned char out[4096];
+	CHECK_EQ(zs_zswap_load(z, 100, out), 0);
+	CHECK(!memcmp(out, page, ps));
+	zs_zswap_destroy(z);
+}
+
 /* Writeback: second chance, the file, loads from it, injected errors. */
 static void test_writeback(uint64_t *seed)
 {
@@ -1224,6 +1269,7 @@ int main(void)
 	test_config();
 	test_rules(&seed);
 	test_pool_limit(&seed);
+	test_pool_limit_deferred(&seed);
 	test_writeback(&seed);
 	test_worker(&seed);
 	test_pool_parity(&seed);

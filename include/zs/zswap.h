@@ -121,7 +121,9 @@ struct zs_zswap_config {
 	                            zs_zswap_shrink writes back only when 1 */
 	int deferred_free;       /* 0 or 1.  1: invalidate and load free their object with
 	                            zs_backend_free_deferred (seed 001 patch 4); writeback and
-	                            replacement free at once (the pool must shrink for them) */
+	                            replacement free at once (the pool must shrink for them);
+	                            a store that finds the pool at max_pages first waits for
+	                            the frees already queued, then applies the limit */
 	/*
 	 * The swap device that writeback writes to: an existing regular file or
 	 * block device the process can write, opened read-write at create; page

@@ -38,6 +38,17 @@ int zswap_pool_full(struct zs_zswap *z)
 {
 	uint64_t cur = zswap_pool_pages(z);
 
+	/*
+	 * At the limit with deferred frees queued (deferred_free): those pages
+	 * are already the pool's to give back, so wait for them before counting
+	 * a limit hit - invalidations just before must make room as they do
+	 * with synchronous frees (the worker gathers for up to 1 ms).
+	 */
+	if (zs_unlikely(z->deferred) &&
+	    cur >= atomic_load_explicit(&z->max_pages, memory_order_relaxed)) {
+		zs_backend_flush(z->b);
+		cur = zswap_pool_pages(z);
+	}
 	if (cur >= atomic_load_explicit(&z->max_pages, memory_order_relaxed)) {
 		ev_inc(z, EV_POOL_LIMIT_HIT);
 		atomic_store_explicit(&z->reached_full, 1, memory_order_relaxed);
