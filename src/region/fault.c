@@ -135,15 +135,15 @@ static void enqueue(struct handler *h, const struct uffd_msg *m, double t)
 }
 
 /*
- * ulock held: read what is there, apply the events, queue the faults, stamped
- * t (now_ns() of the caller's loop turn: one clock read a turn, not one a
- * message).  Messages read, or -1.
+ * ulock held: read what is there (one message when `one`), apply the events,
+ * queue the faults, stamped t (now_ns() of the caller's loop turn: one clock
+ * read a turn, not one a message).  Messages read, or -1.
  */
-static ssize_t pump(struct handler *h, double t)
+static ssize_t pump(struct handler *h, double t, int one)
 {
 	struct zs_region *r = h->r;
 	struct uffd_msg msgs[16];
-	ssize_t got = read(r->uffd, msgs, sizeof(msgs));
+	ssize_t got = read(r->uffd, msgs, one ? sizeof(msgs[0]) : sizeof(msgs));
 
 	if (got <= 0)
 		return got < 0 ? -1 : 0;
@@ -181,7 +181,7 @@ static ssize_t pump(struct handler *h, double t)
 static void eagain(struct handler *h, unsigned *tries)
 {
 	struct zs_region *r = h->r;
-	if (pump(h, now_ns()) > 0)
+	if (pump(h, now_ns(), 0) > 0)
 		return;
 	pthread_mutex_unlock(&r->ulock);
 	if (++*tries < 64) {
@@ -660,8 +660,9 @@ void *region_handler_main(void *arg)
 	while (!atomic_load_explicit(&r->hstop, memory_order_acquire)) {
 		/*
 		 * Several spinning handlers: a fault is best read on its thread's
-		 * CPU.  The thread blocks, a handler on that CPU runs and reads at
-		 * once, and the install wakes the thread where it was.  Read from another CPU, the install must
+		 * CPU.  The thread blocks, that CPU's handler (region.c,
+		 * spread_cpu) runs and reads at once, and the install wakes the
+		 * thread where it was.  Read from another CPU, the install must
 		 * wake a thread whose CPU is busy: bench_region --threads --procs
 		 * 2 with a timestamp per step had such faults at 30-40 us p50
 		 * against 10-20 us read locally.  A handler whose loop ran
@@ -704,7 +705,17 @@ void *region_handler_main(void *arg)
 			sched_yield();
 			continue;
 		}
-		ssize_t got = pump(h, t);
+		/*
+		 * Back on its CPU (beside), a handler reads one message: most
+		 * likely the fault of the thread that just gave the CPU up.  A
+		 * second one read with it - another CPU's thread - would wait for
+		 * the first's whole answer (decompression, install, ~8 us) while
+		 * its own CPU's handler, about to run, could answer it at once.
+		 * bench_region --threads --procs 2, interleaved with the handlers
+		 * bound one per CPU (region.c, spread_cpu; docs/region.md): random
+		 * touch p50 17.5-17.6 -> 14.4-16.1 us in two runs of three pairs.
+		 */
+		ssize_t got = pump(h, t, beside);
 		int e = errno;
 		pthread_mutex_unlock(&r->ulock);
 		if (got > 0 && beside)

@@ -598,6 +598,46 @@ fail:
 	return rc;
 }
 
+/*
+ * Spinning handlers, one per CPU the process may use (round robin), when
+ * there are several: left to the scheduler, two spinning handlers could share
+ * one CPU while the faulting threads ran on the other, so that every fault
+ * was read on one CPU and its thread woken on another - a cross-CPU wake of a
+ * thread whose CPU is busy.  bench_region --threads --procs 2 (2 vCPUs), a
+ * timestamp per step: such runs had p50 30-40 us against 10-20 us where
+ * each fault was read on its thread's CPU (the thread blocks, its CPU's
+ * handler reads at once, the install wakes it there).  One handler, or
+ * handlers that sleep in poll() (ZS_REGION_NO_SPIN), are left to the
+ * scheduler, whose wake-up placement then does this.  ZS_REGION_SPREAD=0
+ * turns it off.  0 with *one set to handler i's CPU, or -1: not bound.
+ * fault.c (region_handler_main) keeps a handler with no faulting thread
+ * beside it from reading the faults of the others' CPUs, and one back beside
+ * its thread from reading theirs with its own.  (Taken out once, 0a4106d,
+ * for a TSan hang that was pageout by move never waking a writer, 0a5c470;
+ * test_mt_repro_region_madvise dontneed_limits and dontneed_wpfill pass 30
+ * of 30 TSan runs each with it.)
+ */
+static int spread_cpu(struct zs_region *r, unsigned i, cpu_set_t *one)
+{
+	const char *e = getenv("ZS_REGION_SPREAD");
+	cpu_set_t allowed;
+
+	if (r->nhandlers < 2 || r->spin_ns <= 0 || (e && !strcmp(e, "0")) ||
+	    sched_getaffinity(0, sizeof(allowed), &allowed) || CPU_COUNT(&allowed) < 2)
+		return -1;
+	unsigned k = i % (unsigned)CPU_COUNT(&allowed);
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, &allowed))
+			continue;
+		if (k-- == 0) {
+			CPU_ZERO(one);
+			CPU_SET(c, one);
+			return 0;
+		}
+	}
+	return -1;
+}
+
 static int start_threads(struct zs_region *r)
 {
 	/* The reclaimer first: handlers read have_reclaimer. */
@@ -621,7 +661,16 @@ static int start_threads(struct zs_region *r)
 		if (!r->h[i].q)
 			return -ENOMEM;
 		r->h[i].qcap = 64;
-		if (pthread_create(&r->h[i].tid, NULL, region_handler_main, &r->h[i])) {
+		pthread_attr_t attr;
+		cpu_set_t one;
+		int made = 0;
+		if (spread_cpu(r, i, &one) == 0 && pthread_attr_init(&attr) == 0) {
+			/* a CPU the cpuset takes away meanwhile: started unbound below */
+			made = pthread_attr_setaffinity_np(&attr, sizeof(one), &one) == 0 &&
+			       pthread_create(&r->h[i].tid, &attr, region_handler_main, &r->h[i]) == 0;
+			pthread_attr_destroy(&attr);
+		}
+		if (!made && pthread_create(&r->h[i].tid, NULL, region_handler_main, &r->h[i])) {
 			r->h[i].tid = 0;
 			return -EAGAIN;
 		}
