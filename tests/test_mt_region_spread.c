@@ -1,8 +1,9 @@
 /*
  * Where a region's handler threads run (region.c, spread_cpu; issue 20 item
- * 5): several spinning handlers are each bound to one CPU the process may
- * use, round robin, so a fault is read on its thread's CPU; one handler,
- * poll-only handlers and ZS_REGION_SPREAD=0 are left to the scheduler.  The
+ * 5): spinning handlers, at least one per CPU the process may use, are each
+ * bound to one CPU, round robin, so a fault is read on its thread's CPU; one
+ * handler, fewer handlers than CPUs, poll-only handlers and
+ * ZS_REGION_SPREAD=0 are left to the scheduler.  The
  * threads are found in /proc/self/task: a handler is a thread that did not
  * exist before zs_region_create.  Faults still work with either placement,
  * from as many threads as handlers.  Exit 77 without userfaultfd or with
@@ -144,12 +145,18 @@ int main(void)
 		return 77;
 	}
 	unsetenv("ZS_REGION_SPREAD");
+	/* two handlers: bound where that is one per CPU (2 CPUs), else left alone */
 	int two = bound_handlers(2, 0, 1);
-	CHECK_EQ(two, 2);
-	/* more handlers than CPUs (up to the 64 allowed): every one bound, round robin */
+	CHECK_EQ(two, ncpu <= 2 ? 2 : 0);
+	/* one per CPU (up to the 64 allowed): every one bound, each to its own CPU */
+	if (ncpu <= 64)
+		CHECK_EQ(bound_handlers((unsigned)ncpu, 0, 1), ncpu);
+	/* more handlers than CPUs: every one bound, round robin */
 	int m = ncpu < 64 ? ncpu + 1 : 64;
 	int many = bound_handlers((unsigned)m, 0, m <= ncpu);
-	CHECK_EQ(many, m);
+	CHECK_EQ(many, m >= ncpu ? m : 0);
+	if (ncpu > 2)   /* fewer handlers than CPUs: the scheduler places them */
+		CHECK_EQ(bound_handlers((unsigned)ncpu - 1, 0, 1), 0);
 	CHECK_EQ(bound_handlers(1, 0, 1), 0);
 	CHECK_EQ(bound_handlers(2, ZS_REGION_NO_SPIN, 1), 0);
 	setenv("ZS_REGION_SPREAD", "0", 1);

@@ -109,10 +109,12 @@ struct zs_region_config {
 	size_t size;                 /* bytes; rounded up to page size; > 0 */
 	struct zs_zram_config store; /* the backing store; disksize is set to size, page_size
 	                                must be the system page size (0 -> it) */
-	unsigned handler_threads;    /* fault-handler threads; 0 -> 1 (1..64).  Two or more
-	                                spinning ones are bound one per CPU the process may
-	                                use, round robin (environment ZS_REGION_SPREAD=0: not
-	                                bound), so a fault is read on its thread's CPU */
+	unsigned handler_threads;    /* fault-handler threads; 0 -> 1 (1..64).  Spinning ones,
+	                                at least as many as the CPUs the process may use (and
+	                                two or more), are bound one per CPU, round robin
+	                                (environment ZS_REGION_SPREAD=0: not bound), so a fault
+	                                is read on its thread's CPU; fewer are left to the
+	                                scheduler */
 	unsigned fault_around;       /* pages installed per fault when access looks sequential,
 	                                the faulting page included; 0/1 -> off (max 256) */
 	unsigned spin_us;            /* handlers spin on a non-blocking read this long after the

@@ -608,8 +608,13 @@ fail:
  * each fault was read on its thread's CPU (the thread blocks, its CPU's
  * handler reads at once, the install wakes it there).  One handler, or
  * handlers that sleep in poll() (ZS_REGION_NO_SPIN), are left to the
- * scheduler, whose wake-up placement then does this.  ZS_REGION_SPREAD=0
- * turns it off.  0 with *one set to handler i's CPU, or -1: not bound.
+ * scheduler, whose wake-up placement then does this; so are fewer handlers
+ * than the CPUs the process may use: bound to some of them, they would be
+ * beside only the threads that happen to run there and would still compete
+ * for those CPUs with the rest of the program (a 16-CPU machine with two
+ * handlers), which the scheduler weighs and a fixed binding cannot.
+ * ZS_REGION_SPREAD=0 turns it off.  0 with *one set to handler i's CPU, or
+ * -1: not bound.
  * fault.c (region_handler_main) keeps a handler with no faulting thread
  * beside it from reading the faults of the others' CPUs, and one back beside
  * its thread from reading theirs with its own.  (Taken out once, 0a4106d,
@@ -623,7 +628,8 @@ static int spread_cpu(struct zs_region *r, unsigned i, cpu_set_t *one)
 	cpu_set_t allowed;
 
 	if (r->nhandlers < 2 || r->spin_ns <= 0 || (e && !strcmp(e, "0")) ||
-	    sched_getaffinity(0, sizeof(allowed), &allowed) || CPU_COUNT(&allowed) < 2)
+	    sched_getaffinity(0, sizeof(allowed), &allowed) || CPU_COUNT(&allowed) < 2 ||
+	    r->nhandlers < (unsigned)CPU_COUNT(&allowed))
 		return -1;
 	unsigned k = i % (unsigned)CPU_COUNT(&allowed);
 	for (int c = 0; c < CPU_SETSIZE; c++) {
