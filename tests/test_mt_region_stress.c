@@ -479,7 +479,7 @@ static int anon_ok(struct tstate *t)
 		unsigned char want = (unsigned char)(0xa0 + t->id + pgi);
 		unsigned char *p = t->anon + pgi * PG;
 		int good = 1;
-		for (size_t i = pgi * PG % 509 ? 509 - pgi * PG % 509 : 0; i < PG; i += 509)
+		for (size_t i = 0; i < PG; i += 509)
 			if (p[i] != want)
 				good = 0;
 		if (good)

@@ -303,6 +303,21 @@ static void test_rules(uint64_t *seed)
 	zs_zswap_destroy(z);
 }
 
+/* Store random pages at offsets 0, 1, ... until one is refused, which must be
+ * for the pool limit (-ENOSPC); returns how many went in (at most 20). */
+static int fill_until_full(struct zs_zswap *z, size_t ps, uint64_t *seed)
+{
+	unsigned char page[4096];
+	int i, rc = 0;
+
+	for (i = 0; i < 20 && !rc; i++) {
+		gen_page(page, ps, PG_RANDOM, seed);
+		rc = zs_zswap_store(z, (uint64_t)i, page, 0);
+	}
+	CHECK_EQ(rc, -ENOSPC);
+	return rc ? i - 1 : i;
+}
+
 /* Pool limit with hysteresis: 100 pages of RAM at 10% -> max 10 pages, accept 9. */
 static void test_pool_limit(uint64_t *seed)
 {
@@ -310,19 +325,12 @@ static void test_pool_limit(uint64_t *seed)
 	unsigned char page[4096];
 	struct zs_zswap_stats st;
 	struct zs_zswap *z = mk(ps, NULL, 100 * ps, 10, NULL);
-	int i, rc = 0;
+	int i;
 
 	zs_zswap_get_stats(z, &st);
 	CHECK_EQ(st.max_pool_pages, 10);
 	CHECK_EQ(st.accept_pool_pages, 9);
-	for (i = 0; i < 20; i++) {
-		gen_page(page, ps, PG_RANDOM, seed);
-		rc = zs_zswap_store(z, (uint64_t)i, page, 0);
-		if (rc)
-			break;
-	}
-	CHECK_EQ(i, 10);
-	CHECK_EQ(rc, -ENOSPC);
+	CHECK_EQ(fill_until_full(z, ps, seed), 10);
 	zs_zswap_get_stats(z, &st);
 	CHECK_EQ(st.pool_limit_hit, 1);
 	CHECK_EQ(st.reached_full, 1);
@@ -364,7 +372,6 @@ static void test_pool_limit_deferred(uint64_t *seed)
 	struct zs_zswap_stats st;
 	struct zs_zswap *z;
 	char err[200];
-	int i, rc = 0;
 
 	zs_zswap_config_init(&cfg);
 	cfg.page_size = ps;
@@ -373,14 +380,7 @@ static void test_pool_limit_deferred(uint64_t *seed)
 	cfg.deferred_free = 1;
 	cfg.backend.zs.deferred_worker = -1;
 	REQUIRE(zs_zswap_create(&cfg, &z, err, sizeof(err)) == 0);
-	for (i = 0; i < 20; i++) {
-		gen_page(page, ps, PG_RANDOM, seed);
-		rc = zs_zswap_store(z, (uint64_t)i, page, 0);
-		if (rc)
-			break;
-	}
-	CHECK_EQ(i, 10);
-	CHECK_EQ(rc, -ENOSPC);
+	CHECK_EQ(fill_until_full(z, ps, seed), 10);
 	/* One invalidated: 9 pages once its free runs, <= the accept threshold (9). */
 	CHECK_EQ(zs_zswap_invalidate(z, 0), 0);
 	gen_page(page, ps, PG_RANDOM, seed);

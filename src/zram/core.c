@@ -87,6 +87,15 @@ static inline int can_store(struct zs_zram *z)
 	return !z->limit_bytes || used <= z->limit_bytes;
 }
 
+/* Past the limit: with deferred frees, ask again once those queued are done. */
+static int can_store_after_flush(struct zs_zram *z)
+{
+	if (!z->deferred)
+		return 0;
+	zram_core_flush(z);
+	return can_store(z);
+}
+
 /* ---- Create / destroy ---- */
 
 /*
@@ -291,7 +300,7 @@ int zram_core_write(struct zs_zram *z, uint64_t index, const void *page)
 	 * failing the write - a discard followed at once by a write must not
 	 * fail for memory that is already free (the worker gathers up to 1 ms).
 	 */
-	if (zs_unlikely(!can_store(z)) && !(z->deferred && (zram_core_flush(z), can_store(z)))) {
+	if (zs_unlikely(!can_store(z)) && !can_store_after_flush(z)) {
 		zs_backend_free(z->b, h);
 		n = -ENOMEM;
 		goto fail;
