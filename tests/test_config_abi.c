@@ -40,6 +40,9 @@ static void pool_case(void)
 	c.struct_size = sizeof(c) + 8;
 	errno = 0;
 	CHECK(zs_create_pool(&c) == NULL && errno == EINVAL);
+	c.struct_size = sizeof(c) - 8; /* smaller is as foreign as larger */
+	errno = 0;
+	CHECK(zs_create_pool(&c) == NULL && errno == EINVAL);
 	zs_pool_config_init(&c);
 	c.reserved[NRES(c) - 1] = 1;
 	errno = 0;
@@ -63,6 +66,14 @@ static void backend_case(void)
 	CHECK(zs_backend_create(&c) == NULL && errno == EINVAL);
 	zs_backend_config_init(&c);
 	c.zs.reserved[2] = 7; /* the nested pool config is checked too */
+	errno = 0;
+	CHECK(zs_backend_create(&c) == NULL && errno == EINVAL);
+	c.kind = "zblock"; /* whatever the kind, though only zsmalloc reads it */
+	errno = 0;
+	CHECK(zs_backend_create(&c) == NULL && errno == EINVAL);
+	zs_backend_config_init(&c);
+	c.kind = "malloc";
+	c.zs.struct_size = sizeof(c.zs) - 8;
 	errno = 0;
 	CHECK(zs_backend_create(&c) == NULL && errno == EINVAL);
 }

@@ -168,6 +168,7 @@ static void test_zsmalloc(void)
 	ZS_FIELD(deferred_capacity, 0, 1);
 	ZS_FIELD(deferred_capacity, 1, 1);
 	ZS_FIELD(deferred_capacity, 1000, 1);
+	ZS_FIELD(deferred_capacity, ZS_MAX_DEFERRED_CAPACITY, 1); /* the bound itself */
 
 	const size_t bad_ps[] = { 1, 4095, 12288, 131072, SIZE_MAX, P60 };
 	for (size_t i = 0; i < sizeof(bad_ps) / sizeof(bad_ps[0]); i++)
@@ -234,6 +235,50 @@ static void test_zsmalloc(void)
 	ZS_FIELD(page_cache_pages, P60, 0);
 	ZS_FIELD(page_cache_pages, ZS_PAGES_NO_CACHE, 1);
 	ZS_FIELD(page_cache_pages, SPAN4K, 1);
+	ZS_FIELD(page_cache_pages, SPAN4K + 1, 0);
+
+	/* 1..ZS_PAGES_MAX_DECAY_MS or ZS_PAGES_DECAY_NEVER; 0 is the default. */
+	ZS_FIELD(page_cache_decay_ms, 0, 1);
+	ZS_FIELD(page_cache_decay_ms, 1, 1);
+	ZS_FIELD(page_cache_decay_ms, ZS_PAGES_MAX_DECAY_MS, 1);
+	ZS_FIELD(page_cache_decay_ms, ZS_PAGES_MAX_DECAY_MS + 1, 0);
+	ZS_FIELD(page_cache_decay_ms, ZS_PAGES_DECAY_NEVER, 1);
+	ZS_FIELD(page_cache_decay_ms, ZS_PAGES_DECAY_NEVER - 1, 0);
+
+	/* 0..ZS_MAX_CLASS_SHARDS and classes x shards <= 8192: 255 classes at 4 KiB take 32. */
+	ZS_FIELD(class_shards, 0, 1);
+	ZS_FIELD(class_shards, 32, 1);
+	ZS_FIELD(class_shards, 33, 0);
+	ZS_FIELD(class_shards, ZS_CLASS_SHARDS_AUTO, 1);
+	ZS_FIELD(class_shards, ZS_CLASS_SHARDS_AUTO - 1, 0);
+	ZS_FIELD(class_shards, UINT_MAX / 2, 0);
+
+	/* The bounds that scale with the page size, at 16 and 64 KiB pages. */
+	struct zs_pool_config b16 = base, b64 = base;
+	b16.page_size = 16384;
+	b64.page_size = 65536;
+#define ZS_FIELD_AT(b, field, val, ok)                                            \
+	do {                                                                     \
+		struct zs_pool_config c_ = (b);                                  \
+		c_.field = val;                                                  \
+		zs_case(#b "." #field, (long long)c_.field, ok, c_);              \
+	} while (0)
+	ZS_FIELD_AT(b16, class_delta, 16384, 1);
+	ZS_FIELD_AT(b16, class_delta, 16392, 0);
+	ZS_FIELD_AT(b16, max_object_size, 16383, 0);
+	ZS_FIELD_AT(b16, max_object_size, 16384, 1);
+	ZS_FIELD_AT(b16, max_object_size, 16 * 16384, 1);
+	ZS_FIELD_AT(b16, max_object_size, 16 * 16384 + 1, 0);
+	ZS_FIELD_AT(b64, max_pages, ZS_PAGES_MAX_SPAN / 65536, 1);
+	ZS_FIELD_AT(b64, max_pages, ZS_PAGES_MAX_SPAN / 65536 + 1, 0);
+	ZS_FIELD_AT(b64, page_cache_pages, ZS_PAGES_MAX_SPAN / 65536, 1);
+	ZS_FIELD_AT(b64, page_cache_pages, ZS_PAGES_MAX_SPAN / 65536 + 1, 0);
+	/* Delta 4096 leaves few classes: the shard cap itself, 64, is the bound. */
+	b16 = base;
+	b16.class_delta = 4096;
+	ZS_FIELD_AT(b16, class_shards, ZS_MAX_CLASS_SHARDS, 1);
+	ZS_FIELD_AT(b16, class_shards, ZS_MAX_CLASS_SHARDS + 1, 0);
+#undef ZS_FIELD_AT
 }
 
 /* ---- zblock ---- */
@@ -282,6 +327,12 @@ static void test_zblock(void)
 	ZB_FIELD(page_cache_pages, SIZE_MAX - 1, 0);
 	ZB_FIELD(page_cache_pages, P60, 0);
 	ZB_FIELD(page_cache_pages, ZS_PAGES_NO_CACHE, 1);
+	ZB_FIELD(page_cache_pages, SPAN4K, 1);
+	ZB_FIELD(page_cache_pages, SPAN4K + 1, 0);
+	base.page_size = 65536;
+	ZB_FIELD(max_pages, ZS_PAGES_MAX_SPAN / 65536, 1);
+	ZB_FIELD(max_pages, ZS_PAGES_MAX_SPAN / 65536 + 1, 0);
+	ZB_FIELD(page_cache_pages, ZS_PAGES_MAX_SPAN / 65536 + 1, 0);
 }
 
 /* ---- backend (every kind) ---- */
@@ -320,20 +371,32 @@ static void test_backend(void)
 		BE_FIELD(page_size, P60, 0);
 		BE_FIELD(page_size, 4095, 0);
 		BE_FIELD(page_size, 0, 1);
+		BE_FIELD(page_size, 65536, 1);
+		BE_FIELD(page_size, 131072, 0);
 		BE_FIELD(max_pages, SIZE_MAX, 0);
 		BE_FIELD(max_pages, P60, 0);
 		BE_FIELD(max_pages, SPAN4K, 1);
+		BE_FIELD(max_pages, SPAN4K + 1, 0);
 		BE_FIELD(checked, 2, 0);
 		BE_FIELD(checked, -1, 0);
 		BE_FIELD(checked, 1, 1);
-		if (!strcmp(kinds[k], "zsmalloc")) {
-			BE_FIELD(zs.deferred_capacity, SIZE_MAX, 0);
-			BE_FIELD(zs.deferred_capacity, P60, 0);
-			BE_FIELD(zs.class_delta, UINT_MAX, 0);
-			BE_FIELD(zs.deferred_worker, INT_MIN, 0);
-			BE_FIELD(zs.page_cache_pages, P60, 0);
-			BE_FIELD(zs.free_mode, (enum zs_free_mode)-1, 0);
-		}
+		/* The nested pool config: its ranges hold for every kind, whether or not the
+		 * kind reads it (zs/backend.h); the three fields the backend's own replace are
+		 * not read, so not checked. */
+		BE_FIELD(zs.deferred_capacity, SIZE_MAX, 0);
+		BE_FIELD(zs.deferred_capacity, P60, 0);
+		BE_FIELD(zs.class_delta, UINT_MAX, 0);
+		BE_FIELD(zs.deferred_worker, INT_MIN, 0);
+		BE_FIELD(zs.page_cache_pages, P60, 0);
+		BE_FIELD(zs.free_mode, (enum zs_free_mode)-1, 0);
+		BE_FIELD(zs.page_cache_decay_ms, ZS_PAGES_MAX_DECAY_MS + 1, 0);
+		BE_FIELD(zs.page_cache_decay_ms, ZS_PAGES_MAX_DECAY_MS, 1);
+		BE_FIELD(zs.class_shards, 33, 0); /* 255 classes x 33 > 8192 */
+		BE_FIELD(zs.class_shards, 32, 1);
+		BE_FIELD(zs.max_chain, ZS_MAX_CHAIN + 1, 0);
+		BE_FIELD(zs.page_size, 3000, 1);
+		BE_FIELD(zs.max_pages, SIZE_MAX, 1);
+		BE_FIELD(zs.checked, 7, 1);
 	}
 	SET_CASE("backend kind 'nope'");
 	struct zs_backend_config c;

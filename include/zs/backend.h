@@ -48,8 +48,10 @@ struct zs_backend_config {
 	                               kinds); 0..ZS_PAGES_MAX_SPAN / page_size (zs/pages.h) */
 	int checked;                /* 0 or 1: validate handles where the backend can */
 	struct zs_pool_config zs;   /* zsmalloc's policies (zblock reads page_cache_pages),
-	                               ranges as in zsmalloc.h; its page_size, max_pages and
-	                               checked are not read: the three fields above are */
+	                               ranges as in zsmalloc.h, refused with EINVAL for every
+	                               kind, those that do not read it included; its
+	                               page_size, max_pages and checked are not read: the
+	                               three fields above are */
 	uint64_t reserved[4];        /* must be 0: later fields are carved out of it, zero
 	                               meaning today's behaviour (docs/abi.md) */
 };

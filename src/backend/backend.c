@@ -18,6 +18,7 @@
 #include "common/config.h"
 #include "backend_internal.h"
 #include "common/err.h"
+#include "zsmalloc/check.h"
 #include "zs/pages.h"
 
 /* The library's own kinds first, then what zs_backend_register added. */
@@ -283,6 +284,16 @@ struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
 	int bad;
 	if (ZS_CONFIG_ABI_CHECK(&c, &bad) || !zs_page_size_valid(c.page_size) ||
 	    (c.checked != 0 && c.checked != 1) || c.max_pages > ZS_PAGES_MAX_SPAN / c.page_size) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* The nested pool config, whatever the kind: as the zsmalloc kind builds its pool (the
+	 * three knobs above replace the pool's own), so no kind accepts what another refuses. */
+	struct zs_pool_config zc = c.zs;
+	zc.page_size = c.page_size;
+	zc.max_pages = c.max_pages;
+	zc.checked = c.checked;
+	if (zs_pool_config_check(&zc)) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -105,10 +105,8 @@ static unsigned multi_page_classes(const struct zs_pool_config *cfg, unsigned pa
 
 /* ---- table ---- */
 
-int zs_classes_build(struct zs_pool *pool)
+int zs_classes_shape(const struct zs_pool_config *cfg, unsigned P, struct zs_class_shape *s)
 {
-	const struct zs_pool_config *cfg = &pool->cfg;
-	unsigned P = pool->page_size;
 	unsigned delta = class_delta(cfg, P);
 	if (delta < 8 || delta % 8 || delta > P)
 		return -EINVAL;
@@ -129,6 +127,23 @@ int zs_classes_build(struct zs_pool *pool)
 	/* obj and zspage record index + shard * n in OBJ_CLASS_BITS. */
 	if ((unsigned long)n * shards > OBJ_CLASS_MASK + 1)
 		return -EINVAL;
+	s->delta = delta;
+	s->small = small;
+	s->n = n;
+	s->shards = shards;
+	return 0;
+}
+
+int zs_classes_build(struct zs_pool *pool)
+{
+	const struct zs_pool_config *cfg = &pool->cfg;
+	unsigned P = pool->page_size;
+	struct zs_class_shape shape;
+	int err = zs_classes_shape(cfg, P, &shape);
+	if (err)
+		return err;
+	unsigned delta = shape.delta, shards = shape.shards;
+	int small = shape.small, n = shape.n;
 	pool->delta = delta;
 	pool->nr_classes = n;
 	pool->nr_small = small;

@@ -442,6 +442,18 @@ static inline struct zspage *zs_alloc_zspage(struct zs_pool *pool,
 #endif
 
 /* ---- class.c ---- */
+/* A class table's dimensions, from the config alone (no pool needed). */
+struct zs_class_shape {
+	unsigned delta;  /* bytes between classes */
+	int small;       /* logical classes of objects up to a page */
+	int n;           /* logical classes in all (multi-page ones included) */
+	unsigned shards; /* copies of each class (ZS_CLASS_SHARDS_AUTO resolved) */
+};
+/*
+ * cfg's table at page size P (cfg's ranges already checked): 0, or -EINVAL
+ * when it does not fit the class index an obj records (classes x shards).
+ */
+int zs_classes_shape(const struct zs_pool_config *cfg, unsigned P, struct zs_class_shape *s);
 int zs_classes_build(struct zs_pool *pool);
 void zs_classes_free(struct zs_pool *pool);
 /*

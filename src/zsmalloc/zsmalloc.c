@@ -103,6 +103,7 @@
 #include <string.h>
 
 #include "common/config.h"
+#include "zsmalloc/check.h"
 #include "zsmalloc/internal.h"
 #include "zs/harness.h"
 
@@ -165,7 +166,30 @@ static int config_valid(const struct zs_pool_config *c)
 	if (c->page_cache_pages != ZS_PAGES_NO_CACHE &&
 	    c->page_cache_pages > ZS_PAGES_MAX_SPAN / c->page_size)
 		return 0;
+	/* The page provider refuses it too; checked here so zs_pool_config_check sees it. */
+	if (c->page_cache_decay_ms > ZS_PAGES_MAX_DECAY_MS &&
+	    c->page_cache_decay_ms != ZS_PAGES_DECAY_NEVER)
+		return 0;
 	return 1;
+}
+
+/* The two fields whose 0 zs_create_pool replaces before checking the ranges. */
+static void config_defaults(struct zs_pool_config *c)
+{
+	if (!c->page_size)
+		c->page_size = ZS_PAGE_SIZE_DEFAULT;
+	if (!c->max_chain)
+		c->max_chain = 8;
+}
+
+int zs_pool_config_check(const struct zs_pool_config *user_cfg)
+{
+	struct zs_pool_config cfg = *user_cfg;
+	struct zs_class_shape shape;
+	config_defaults(&cfg);
+	if (!config_valid(&cfg))
+		return -EINVAL;
+	return zs_classes_shape(&cfg, (unsigned)cfg.page_size, &shape);
 }
 
 struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
@@ -175,10 +199,7 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 		cfg = *user_cfg;
 	else
 		zs_pool_config_init(&cfg);
-	if (!cfg.page_size)
-		cfg.page_size = ZS_PAGE_SIZE_DEFAULT;
-	if (!cfg.max_chain)
-		cfg.max_chain = 8;
+	config_defaults(&cfg);
 	if (!config_valid(&cfg)) {
 		errno = EINVAL;
 		return NULL;
