@@ -112,6 +112,115 @@ static void run(size_t page_size, int checked, uint64_t *seed)
 	zs_destroy_pool(p);
 }
 
+/*
+ * zs_obj_read_sgv_begin's refusals (zs/zsmalloc.h): fewer pieces than the
+ * object needs, nr_sg below 1, mem_len 0 or past the slot, and in checked
+ * mode a freed or bogus handle are -EINVAL with nothing left locked.  The
+ * proof of "nothing locked": compaction write-trylocks a zspage before
+ * moving its objects and skips a locked one, so after the refusals on the
+ * last object of zspage A it must still move that object to B and free A.
+ */
+static void sgv_refusals(int checked)
+{
+	enum { N = 199, SPAN = 28 }; /* 136 B + header: 199 slots in 7 pages; slot 28 spans */
+	struct zs_pool_config cfg;
+	zs_pool_config_init(&cfg);
+	cfg.checked = checked;
+	cfg.deferred_worker = -1;
+	struct zs_pool *p = zs_create_pool(&cfg);
+	REQUIRE(p);
+	static unsigned long a[N], b[N];
+	unsigned char want[136];
+	for (size_t k = 0; k < sizeof(want); k++)
+		want[k] = (unsigned char)(k * 7 + 3);
+	for (int i = 0; i < N; i++) {
+		a[i] = zs_malloc(p, 136);
+		REQUIRE(!ZS_IS_ERR(a[i]));
+	}
+	for (int i = 0; i < N; i++) {
+		b[i] = zs_malloc(p, 136);
+		REQUIRE(!ZS_IS_ERR(b[i]));
+	}
+	CHECK_EQ(zs_get_total_pages(p), 14);
+	unsigned long h = a[SPAN];
+	CHECK_EQ(zs_obj_write(p, h, want, sizeof(want)), 0);
+	struct zs_obj_piece sg[4];
+	int need = zs_obj_read_sgv_begin(p, h, sizeof(want), sg, 4);
+	REQUIRE(need == 2); /* the spanning slot: the test needs two pieces */
+	CHECK(sg_equals(sg, need, want, sizeof(want)));
+	zs_obj_read_sg_end(p, h);
+	for (int i = 0; i < N; i++)
+		if (i != SPAN)
+			CHECK_EQ(zs_free(p, a[i]), 0);
+	for (int i = 0; i < 10; i++)
+		CHECK_EQ(zs_free(p, b[i]), 0); /* room in B for h */
+
+	struct zs_class_info ci;
+	REQUIRE(zs_class_info(p, zs_lookup_class_index(p, 136 + ZS_HANDLE_SIZE), &ci) == 0);
+	size_t cap = ci.phys_size - ZS_HANDLE_SIZE;
+	CHECK_EQ(zs_obj_read_sgv_begin(p, h, sizeof(want), sg, need - 1), -EINVAL);
+	CHECK_EQ(zs_obj_read_sgv_begin(p, h, sizeof(want), sg, 0), -EINVAL);
+	CHECK_EQ(zs_obj_read_sgv_begin(p, h, sizeof(want), sg, -1), -EINVAL);
+	CHECK_EQ(zs_obj_read_sgv_begin(p, h, 0, sg, 4), -EINVAL);
+	CHECK_EQ(zs_obj_read_sgv_begin(p, h, cap + 1, sg, 4), -EINVAL);
+	CHECK_EQ(zs_obj_read_sg_begin(p, h, cap + 1, sg), -EINVAL);
+	if (checked) {
+		CHECK_EQ(zs_obj_read_sgv_begin(p, a[SPAN - 1], 8, sg, 4), -EINVAL); /* freed */
+		CHECK_EQ(zs_obj_read_sgv_begin(p, 12345, 8, sg, 4), -EINVAL);
+		zs_obj_read_sg_end(p, 12345); /* ignored */
+	}
+	/* A's only object moves to B and A's 7 pages go: nothing held A. */
+	CHECK_EQ(zs_compact(p), 7);
+	CHECK_EQ(zs_get_total_pages(p), 7);
+	int n = zs_obj_read_sgv_begin(p, h, sizeof(want), sg, 4);
+	CHECK(n >= 1 && sg_equals(sg, n, want, sizeof(want)));
+	if (n >= 1)
+		zs_obj_read_sg_end(p, h);
+	CHECK_EQ(zs_free(p, h), 0);
+	for (int i = 10; i < N; i++)
+		CHECK_EQ(zs_free(p, b[i]), 0);
+	CHECK_EQ(zs_get_total_pages(p), 0);
+	zs_destroy_pool(p);
+}
+
+/* The same for a multi-page object: one piece per page it touches, and no fewer. */
+static void sgv_multipage(void)
+{
+	enum { P = 4096 };
+	struct zs_pool_config cfg;
+	zs_pool_config_init(&cfg);
+	cfg.checked = 1;
+	cfg.max_object_size = 4 * P;
+	struct zs_pool *p = zs_create_pool(&cfg);
+	REQUIRE(p);
+	static unsigned char want[3 * P + 100];
+	for (size_t k = 0; k < sizeof(want); k++)
+		want[k] = (unsigned char)(k * 13 + 1);
+	unsigned long h = zs_malloc(p, sizeof(want));
+	REQUIRE(!ZS_IS_ERR(h));
+	CHECK_EQ(zs_obj_write(p, h, want, sizeof(want)), 0);
+	struct zs_obj_piece sg[ZS_MAX_OBJECT_PAGES + 1];
+	int need = zs_obj_read_sgv_begin(p, h, sizeof(want), sg, ZS_MAX_OBJECT_PAGES + 1);
+	CHECK(need >= 4);
+	if (need >= 1) {
+		CHECK(sg_equals(sg, need, want, sizeof(want)));
+		zs_obj_read_sg_end(p, h);
+	}
+	if (need >= 2)
+		CHECK_EQ(zs_obj_read_sgv_begin(p, h, sizeof(want), sg, need - 1), -EINVAL);
+	CHECK_EQ(zs_obj_read_sg_begin(p, h, sizeof(want), sg), -EINVAL);
+	CHECK_EQ(zs_obj_read_sgv_begin(p, h, 4 * P + 1, sg, ZS_MAX_OBJECT_PAGES + 1), -EINVAL);
+	/* The refusals left no reader: the object is still readable and freeable. */
+	static unsigned char copy[4 * P];
+	void *m = zs_obj_read_begin(p, h, sizeof(want), copy);
+	CHECK(m && !memcmp(m, want, sizeof(want)));
+	if (m)
+		zs_obj_read_end(p, h, sizeof(want), m);
+	CHECK_EQ(zs_free(p, h), 0);
+	CHECK_EQ(zs_get_total_pages(p), 0);
+	zs_destroy_pool(p);
+}
+
 int main(void)
 {
 	uint64_t seed = tu_seed("test_zs_sg");
@@ -119,5 +228,8 @@ int main(void)
 	run(4096, 1, &seed);
 	run(16384, 1, &seed);
 	run(65536, 0, &seed);
+	sgv_refusals(0);
+	sgv_refusals(1);
+	sgv_multipage();
 	return tu_done();
 }

@@ -329,6 +329,23 @@ static void test_bad_config(void)
 	CHECK_EQ(zs_huge_class_size(p), 3625);
 	zs_destroy_pool(p);
 	zs_destroy_pool(NULL);
+
+	/* name: NULL -> "zs", longer than 31 bytes -> its first 31. */
+	char longname[64];
+	memset(longname, 'n', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = 0;
+	zs_pool_config_init(&c);
+	c.name = longname;
+	p = zs_create_pool(&c);
+	REQUIRE(p);
+	CHECK_EQ(strlen(zs_pool_get_config(p)->name), 31);
+	CHECK(!strncmp(zs_pool_get_config(p)->name, longname, 31));
+	zs_destroy_pool(p);
+	c.name = NULL;
+	p = zs_create_pool(&c);
+	REQUIRE(p);
+	CHECK(!strcmp(zs_pool_get_config(p)->name, "zs"));
+	zs_destroy_pool(p);
 }
 
 /* ---- malloc errors, failures, limits ---- */
@@ -724,6 +741,45 @@ static void test_legacy_map(void)
 }
 
 /*
+ * Checked mode, one mapping per thread (zs/zsmalloc.h): a second zs_map_object
+ * before the unmap, of any handle or pool, returns NULL with EBUSY and leaves
+ * the first mapping in force; the unmap of the refused handle is ignored.
+ */
+static void test_legacy_map_one_at_a_time(void)
+{
+	struct zs_pool *p = mk4k(1), *q = mk4k(1);
+	unsigned long a = alloc_ok(p, 200), b = alloc_ok(p, 300), c = alloc_ok(q, 100);
+	CHECK_EQ(write_obj(p, a, 200, 11), 0);
+	unsigned char *m = zs_map_object(p, a, ZS_MM_RW);
+	REQUIRE(m);
+	errno = 0;
+	CHECK(zs_map_object(p, b, ZS_MM_RO) == NULL);
+	CHECK_EQ(errno, EBUSY);
+	errno = 0;
+	CHECK(zs_map_object(p, a, ZS_MM_RO) == NULL); /* the same handle again */
+	CHECK_EQ(errno, EBUSY);
+	errno = 0;
+	CHECK(zs_map_object(q, c, ZS_MM_RO) == NULL); /* another pool */
+	CHECK_EQ(errno, EBUSY);
+	zs_unmap_object(p, b); /* not the mapping in force: ignored */
+	zs_unmap_object(q, c);
+	CHECK(same(m, 200, 11));
+	fill(m, 200, 12); /* the RW mapping is still a's, written back at its unmap */
+	zs_unmap_object(p, a);
+	CHECK(check_obj(p, a, 200, 12));
+	m = zs_map_object(p, b, ZS_MM_RO); /* after the unmap, a new mapping works */
+	CHECK(m != NULL);
+	if (m)
+		zs_unmap_object(p, b);
+	CHECK_EQ(zs_free(p, a), 0);
+	CHECK_EQ(zs_free(p, b), 0);
+	CHECK_EQ(zs_free(q, c), 0);
+	CHECK_EQ(zs_get_total_pages(p), 0);
+	zs_destroy_pool(p);
+	zs_destroy_pool(q);
+}
+
+/*
  * The smallest case of the above: a WO mapping of a spanning object must not
  * write the 8-byte in-object header back from the bounce buffer (the kernel's
  * __zs_unmap_object skips it), else the header names the handle mapped before.
@@ -958,6 +1014,7 @@ int main(void)
 	test_roundtrip();
 	test_every_size();
 	test_legacy_map();
+	test_legacy_map_one_at_a_time();
 	test_legacy_wo_keeps_header();
 	test_lifo();
 	test_fullness_and_compaction();

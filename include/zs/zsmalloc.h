@@ -288,7 +288,8 @@ ZS_API void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_m
 /*
  * Checked mode: only the calling thread's mapping in force is undone; an
  * unmap after a failed map, or of another handle or pool, is ignored, and a
- * second map before the unmap returns NULL.  Unchecked: undefined behaviour.
+ * second map before the unmap (any handle, any pool) returns NULL with errno
+ * EBUSY, the first mapping staying in force.  Unchecked: undefined behaviour.
  */
 ZS_API void zs_unmap_object(struct zs_pool *pool, unsigned long handle);
 
