@@ -139,6 +139,10 @@ static void bad_input(const char *kind, size_t ps)
 	CHECK_EQ(ZS_ERR(zs_backend_malloc(b, 0)), -EINVAL);
 	CHECK(ZS_IS_ERR(zs_backend_malloc(b, ps + 1)));
 	CHECK(ZS_IS_ERR(zs_backend_malloc(b, (size_t)1 << 40)));
+	/* Past the largest object is -ENOSPC for every kind (zsmalloc.h's codes). */
+	CHECK_EQ(ZS_ERR(zs_backend_malloc(b, ps + 1)), -ENOSPC);
+	CHECK_EQ(ZS_ERR(zs_backend_malloc(b, (size_t)1 << 40)), -ENOSPC);
+	CHECK_EQ(ZS_ERR(zs_backend_malloc(b, SIZE_MAX)), -ENOSPC);
 	unsigned long h = zs_backend_malloc(b, 40), f = zs_backend_malloc(other, 40);
 	REQUIRE(!ZS_IS_ERR(h) && !ZS_IS_ERR(f));
 	CHECK_EQ(zs_backend_write(b, h, buf, 40), 0);

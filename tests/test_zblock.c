@@ -80,6 +80,26 @@ static void test_tables(void)
 	}
 	CHECK_EQ(zblock_geometry(3000, 0, ci, 80), -EINVAL);
 	CHECK_EQ(zblock_geometry(131072, 0, ci, 80), -EINVAL);
+	CHECK_EQ(zblock_geometry(0, 0, ci, 80), -EINVAL);
+	/* A short array: up to max entries filled, the full count returned. */
+	memset(ci, 0xa5, sizeof(ci));
+	CHECK_EQ(zblock_geometry(4096, 0, ci, 5), 37);
+	CHECK_EQ(ci[4].slot_size, kernel_4k_S[4]);
+	CHECK_EQ(ci[5].slot_size, 0xa5a5a5a5u); /* untouched */
+	CHECK_EQ(zblock_geometry(4096, 0, NULL, 0), 37);
+	/* NULL config: the defaults (4K pages, huge off, unchecked). */
+	struct zblock_pool *dp = zblock_create_pool(NULL);
+	REQUIRE(dp);
+	CHECK_EQ(zblock_class_count(dp), 37);
+	CHECK_EQ(zblock_max_size(dp), 4080);
+	CHECK_EQ(ZS_ERR(zblock_malloc(dp, 4096)), -ENOSPC);
+	unsigned long dh = zblock_malloc(dp, 4080);
+	CHECK(!ZS_IS_ERR(dh));
+	CHECK_EQ(zblock_get_total_pages(dp), 4); /* the 4080 B class: 4 slots in 4 pages */
+	CHECK_EQ(zblock_compact(dp), 0);         /* zblock moves nothing */
+	CHECK_EQ(zblock_free(dp, dh), 0);
+	CHECK_EQ(zblock_get_total_pages(dp), 0);
+	zblock_destroy_pool(dp);
 	struct zblock_config c;
 	zblock_config_init(&c);
 	c.page_size = 12288;
