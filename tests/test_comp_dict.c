@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 #include <zdict.h>
+#include <zstd.h>
 
 #include "testutil.h"
 #include "zs/compress.h"
@@ -180,6 +181,48 @@ int main(void)
 	p.dict_len = sizeof(broken);
 	CHECK_EQ(zs_comp_create_params("zstd", PS, &p, &c), -EINVAL);
 	CHECK(c == NULL);
+	/* The boundaries, just inside and just outside (names and parameters agree). */
+	char name[32];
+	snprintf(name, sizeof(name), "zstd:%d", ZSTD_minCLevel());
+	CHECK_EQ(zs_comp_check(name), 0);
+	snprintf(name, sizeof(name), "zstd:%d", ZSTD_minCLevel() - 1);
+	CHECK_EQ(zs_comp_check(name), -EINVAL);
+	snprintf(name, sizeof(name), "zstd:%d", ZSTD_maxCLevel());
+	CHECK_EQ(zs_comp_check(name), 0);
+	memset(&p, 0, sizeof(p));
+	p.level = ZSTD_minCLevel();
+	CHECK_EQ(zs_comp_check_params("zstd", &p), 0);
+	p.level = ZSTD_minCLevel() - 1;
+	CHECK_EQ(zs_comp_check_params("zstd", &p), -EINVAL);
+	p.level = ZSTD_maxCLevel();
+	CHECK_EQ(zs_comp_check_params("zstd", &p), 0);
+	p.level = 65537;
+	CHECK_EQ(zs_comp_check_params("lz4", &p), 0);
+	p.level = 1;
+	CHECK_EQ(zs_comp_check_params("lz4hc", &p), 0);
+	CHECK_EQ(zs_comp_check_params("lz4", &p), 0);
+	p.level = 0; /* the name's level */
+	CHECK_EQ(zs_comp_check_params("lzo", &p), 0);
+	CHECK_EQ(zs_comp_check_params("lz4hc:0", &p), -EINVAL);
+	/* A dictionary of exactly ZS_COMP_MAX_DICT bytes: zstd (raw content) and lz4 take it. */
+	static unsigned char bigdict[ZS_COMP_MAX_DICT];
+	for (size_t i = 0; i < sizeof(bigdict); i++)
+		bigdict[i] = pages[i / PS % NPAGES][i % PS];
+	p.dict = bigdict;
+	p.dict_len = ZS_COMP_MAX_DICT;
+	const char *dict_algos[] = { "zstd", "lz4" };
+	for (int a = 0; a < 2; a++) {
+		CHECK_EQ(zs_comp_check_params(dict_algos[a], &p), 0);
+		REQUIRE(zs_comp_create_params(dict_algos[a], PS, &p, &c) == 0);
+		CHECK(zs_comp_has_dict(c));
+		CHECK(roundtrip_all(c) > 0);
+		zs_comp_destroy(c);
+	}
+	p.dict_len = ZS_COMP_MAX_DICT + 1;
+	CHECK_EQ(zs_comp_check_params("lz4", &p), -EINVAL);
+	CHECK_EQ(zs_comp_create_params("lz4", PS, &p, &c), -EINVAL);
+	CHECK(c == NULL);
+
 	/* Bad sg arguments. */
 	REQUIRE(zs_comp_create("zstd", PS, &c) == 0);
 	const void *src[2] = { dst, dst };

@@ -21,7 +21,7 @@ static void roundtrip_pages(const char *name, const struct zs_pageset *ps, uint6
 	struct zs_comp *c;
 	unsigned char *dst, out[PS];
 	size_t cap;
-	unsigned long bad = 0;
+	unsigned long bad = 0, fit_bad = 0;
 	uint64_t in = 0, comp = 0;
 
 	REQUIRE(zs_comp_create(name, PS, &c) == 0);
@@ -39,8 +39,19 @@ static void roundtrip_pages(const char *name, const struct zs_pageset *ps, uint6
 		}
 		in += PS;
 		comp += (uint64_t)n;
+		/* -ENOSPC means "does not fit": dst_cap of exactly n takes the same n bytes,
+		 * n - 1 is refused (every algorithm, zstd and lzo included). */
+		if (i % 16 == 0) {
+			static unsigned char exact[2 * PS];
+			int m = zs_compress(c, src, PS, exact, (size_t)n);
+			if (m != n || memcmp(exact, dst, (size_t)n))
+				fit_bad++;
+			if (zs_compress(c, src, PS, exact, (size_t)n - 1) != -ENOSPC)
+				fit_bad++;
+		}
 	}
 	CHECK_EQ(bad, 0);
+	CHECK_EQ(fit_bad, 0);
 	printf("  %-8s %6zu pages  ratio %.2f\n", zs_comp_name(c), ps->npages,
 	       comp ? (double)in / (double)comp : 0.0);
 
@@ -62,6 +73,15 @@ static void roundtrip_pages(const char *name, const struct zs_pageset *ps, uint6
 		memset(dst, 0xff, 32);
 		CHECK(zs_decompress(c, dst, 32, out, PS) < 0);
 		CHECK(zs_decompress(c, dst, 0, out, PS) < 0);
+		/* ... and the code is the documented one. */
+		CHECK_EQ(zs_decompress(c, dst, 32, out, PS), -EINVAL);
+		CHECK_EQ(zs_decompress(c, dst, 0, out, PS), -EINVAL);
+		/* zs_decompress_sg: a total past zs_comp_bound(max_src) is refused. */
+		const void *sp[2] = { dst, dst };
+		size_t sl[2] = { cap, 1 };
+		CHECK_EQ(zs_decompress_sg(c, sp, sl, 2, out, PS), -EINVAL);
+		sl[0] = cap + 1;
+		CHECK_EQ(zs_decompress_sg(c, sp, sl, 1, out, PS), -EINVAL);
 	}
 	{
 		unsigned char zero[PS] = { 0 };
@@ -69,6 +89,10 @@ static void roundtrip_pages(const char *name, const struct zs_pageset *ps, uint6
 
 		CHECK(n > 0 && n < 200);
 		CHECK(n > 0 && zs_decompress(c, dst, (size_t)n, out, PS - 1) < 0);
+		CHECK(n > 0 && zs_decompress(c, dst, (size_t)n, out, PS - 1) == -EINVAL);
+		/* Longer than the original is a length mismatch too. */
+		static unsigned char big[PS + 1];
+		CHECK(n > 0 && zs_decompress(c, dst, (size_t)n, big, PS + 1) == -EINVAL);
 		CHECK_EQ(zs_compress(c, zero, PS + 1, dst, cap), -EINVAL);  /* over max_src */
 		CHECK_EQ(zs_compress(c, zero, 0, dst, cap), -EINVAL);
 	}
@@ -97,6 +121,15 @@ int main(void)
 	CHECK_EQ(zs_comp_create("nope", PS, &c), -EINVAL);
 	CHECK(c == NULL);
 	CHECK_EQ(zs_comp_create("lz4", 0, &c), -EINVAL);
+	/* max_src 1..ZS_COMP_MAX_SRC: the smallest works. */
+	for (int i = 0; algos[i]; i++) {
+		unsigned char one = 'x', z[64], back;
+		REQUIRE(zs_comp_create(algos[i], 1, &c) == 0);
+		int n = zs_compress(c, &one, 1, z, sizeof(z));
+		CHECK(n > 0 && zs_decompress(c, z, (size_t)n, &back, 1) == 1 && back == 'x');
+		CHECK_EQ(zs_compress(c, z, 2, z, sizeof(z)), -EINVAL); /* over max_src */
+		zs_comp_destroy(c);
+	}
 	REQUIRE(zs_comp_create("zstd", PS, &c) == 0);
 	CHECK(!strcmp(zs_comp_name(c), "zstd:3"));
 	zs_comp_destroy(c);

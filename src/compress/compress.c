@@ -396,6 +396,32 @@ size_t zs_comp_bound(const struct zs_comp *c, size_t src_len)
 
 /* ---- Compress / decompress ---- */
 
+/*
+ * zs_compress's -ENOSPC means "does not fit in dst_cap" (zs/compress.h), but
+ * two libraries cannot honour a dst below their worst case: lzo1x_1_15 has
+ * no output bound check at all, and zstd fails with dstSize_tooSmall on most
+ * pages given exactly their compressed size (it wants room for a block's
+ * worst case).  Such a dst is swapped for the context's scratch
+ * (zs_comp_bound(max_src) bytes), and what fits is copied back, so the
+ * result never depends on dst_cap beyond fitting.  Callers that size dst by
+ * zs_comp_bound (zram, zswap, the tools) never take the copy.
+ */
+static unsigned char *worst_case_room(struct zs_comp *c, size_t src_len, void *dst,
+				      size_t dst_cap)
+{
+	return dst_cap < zs_comp_bound(c, src_len) ? c->sg_buf : dst;
+}
+
+static int copy_if_fits(const unsigned char *out, size_t len, void *dst, size_t dst_cap)
+{
+	if (out != dst) {
+		if (len > dst_cap)
+			return -ENOSPC;
+		memcpy(dst, out, len);
+	}
+	return (int)len;
+}
+
 static int raw_compress(struct zs_comp *c, const void *src, size_t src_len, void *dst,
 			size_t dst_cap)
 {
@@ -427,22 +453,22 @@ static int raw_compress(struct zs_comp *c, const void *src, size_t src_len, void
 					       c->level);
 		return n > 0 ? n : -ENOSPC;
 	case ALGO_ZSTD: {
-		size_t r = ZSTD_compress2(c->cctx, dst, dst_cap, src, src_len);
+		unsigned char *out = worst_case_room(c, src_len, dst, dst_cap);
+		size_t r = ZSTD_compress2(c->cctx, out, out == dst ? dst_cap : c->sg_cap, src,
+					  src_len);
 
 		if (ZSTD_isError(r))
 			return ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall ? -ENOSPC : -EINVAL;
-		return (int)r;
+		return copy_if_fits(out, r, dst, dst_cap);
 	}
 	case ALGO_LZO: {
 		lzo_uint out_len = dst_cap;
+		unsigned char *out = worst_case_room(c, src_len, dst, dst_cap);
 
-		/* lzo1x_1_15 has no output bound check: only call it when the worst case fits. */
-		if (dst_cap < zs_comp_bound(c, src_len))
-			return -ENOSPC;
 		/* The variant whose sizes are the kernel's "lzo" (top of this file). */
-		if (lzo1x_1_15_compress(src, src_len, dst, &out_len, c->work) != LZO_E_OK)
+		if (lzo1x_1_15_compress(src, src_len, out, &out_len, c->work) != LZO_E_OK)
 			return -EINVAL;
-		return (int)out_len;
+		return copy_if_fits(out, out_len, dst, dst_cap);
 	}
 	}
 	return -EINVAL;
