@@ -53,7 +53,13 @@ int main(void)
 	CHECK_EQ(zs_free_mode_parse("", &fm), -EINVAL);
 	CHECK_EQ(zs_free_mode_parse(NULL, &fm), -EINVAL);
 	CHECK_EQ(fm, ZS_FREE_CLASS_INDEX);
+	cp = ZS_CHAIN_HEURISTIC;
 	CHECK_EQ(zs_chain_policy_parse("Heuristic", &cp), -EINVAL);
+	CHECK_EQ(zs_chain_policy_parse("", &cp), -EINVAL);
+	CHECK_EQ(zs_chain_policy_parse(NULL, &cp), -EINVAL);
+	CHECK_EQ(cp, ZS_CHAIN_HEURISTIC);
+	CHECK(zs_chain_policy_name((enum zs_chain_policy)2) == NULL);
+	CHECK(zs_free_mode_name((enum zs_free_mode)-1) == NULL);
 	CHECK(zs_free_mode_name((enum zs_free_mode)3) == NULL);
 	CHECK(zs_chain_policy_name((enum zs_chain_policy)-1) == NULL);
 

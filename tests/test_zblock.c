@@ -219,6 +219,28 @@ static void test_checked(void)
 	zblock_destroy_pool(q);
 }
 
+/* Lengths are checked unchecked too (zblock.h: only handles need checked mode). */
+static void test_unchecked_lengths(void)
+{
+	struct zblock_pool *p = mkpool(4096, 0, 0);
+	unsigned long a = zblock_malloc(p, 500);
+	REQUIRE(!ZS_IS_ERR(a));
+	unsigned char buf[600];
+	fill(buf, sizeof(buf), 3);
+	CHECK_EQ(zblock_obj_write(p, a, buf, 536), 0); /* the whole 536 B slot */
+	CHECK_EQ(zblock_obj_write(p, a, buf, 537), -EINVAL);
+	errno = 0;
+	CHECK(zblock_obj_read_begin(p, a, 537, NULL) == NULL);
+	CHECK_EQ(errno, EINVAL);
+	unsigned char *m = zblock_obj_read_begin(p, a, 536, NULL);
+	CHECK(m && same(m, 536, 3));
+	if (m)
+		zblock_obj_read_end(p, a, 536, m);
+	CHECK_EQ(zblock_free(p, a), 0);
+	CHECK_EQ(zblock_get_total_pages(p), 0);
+	zblock_destroy_pool(p);
+}
+
 static void test_failures(void)
 {
 	struct zblock_pool *p = mkpool(4096, 1, 0);
@@ -330,6 +352,7 @@ int main(void)
 	test_policy();
 	test_checked();
 	test_failures();
+	test_unchecked_lengths();
 	size_t sizes[] = { 4096, 16384, 8192, 65536 };
 	for (int k = 0; k < 4; k++) {
 		test_model(sizes[k], 1, 1, seed + (uint64_t)k, 40000);

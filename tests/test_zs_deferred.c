@@ -142,6 +142,34 @@ static void test_full_queue_fallback(void)
 	zs_destroy_pool(p);
 }
 
+/*
+ * A given capacity is rounded up to a power of two, at least 16 (zsmalloc.h):
+ * with no worker, exactly that many frees stay queued, the rest are synchronous.
+ */
+static void test_capacity_rounding(void)
+{
+	static const size_t given[] = { 1, 15, 16, 17, 100, 128 };
+	static const unsigned long want[] = { 16, 16, 16, 32, 128, 128 };
+	static unsigned long h[200];
+	for (size_t k = 0; k < sizeof(given) / sizeof(given[0]); k++) {
+		struct zs_pool *p = mk(4096, ZS_FREE_POOL_LOCK, 0, given[k], -1);
+		for (int i = 0; i < 200; i++) {
+			h[i] = zs_malloc(p, 24);
+			REQUIRE(!ZS_IS_ERR(h[i]));
+		}
+		for (int i = 0; i < 200; i++)
+			CHECK_EQ(zs_free_deferred(p, h[i]), 0);
+		if (zs_pool_objects(p) != want[k])
+			fprintf(stderr, "deferred_capacity %zu: %lu queued, want %lu\n", given[k],
+				zs_pool_objects(p), want[k]);
+		CHECK_EQ(zs_pool_objects(p), want[k]);
+		zs_free_deferred_flush(p);
+		CHECK_EQ(zs_pool_objects(p), 0);
+		CHECK_EQ(zs_get_total_pages(p), 0);
+		zs_destroy_pool(p);
+	}
+}
+
 /* The default capacity is the RFC's 128 MiB of page-size objects: 32768 at 4K, 8192 at 16K. */
 static void test_default_capacity(void)
 {
@@ -379,6 +407,7 @@ int main(void)
 	test_defer_then_flush();
 	test_full_queue_fallback();
 	test_default_capacity();
+	test_capacity_rounding();
 	test_compact_with_pending();
 	test_worker_drains();
 	test_worker_gathers();

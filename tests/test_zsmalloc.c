@@ -374,6 +374,7 @@ static void test_malloc_errors(void)
 	CHECK_EQ(zs_free(p, (unsigned long)-ENOMEM), 0);
 	CHECK_EQ(zs_free(p, (unsigned long)-EINVAL), 0);
 	CHECK_EQ(zs_free_deferred(p, 0), 0);
+	CHECK_EQ(zs_free_deferred(p, (unsigned long)-ENOMEM), 0);
 	CHECK_EQ(zs_pool_objects(p), 2);
 	CHECK_EQ(zs_get_total_pages(p), 2);
 	zs_destroy_pool(p);
@@ -382,6 +383,42 @@ static void test_malloc_errors(void)
 	CHECK_EQ(ZS_ERR(zs_malloc(p, 16385)), -ENOSPC);
 	CHECK(!ZS_IS_ERR(zs_malloc(p, 16384)));
 	zs_destroy_pool(p);
+}
+
+/*
+ * Lengths are checked in both modes (only handles need checked mode): a read
+ * or write of the whole slot works, one byte more is refused, and the slot is
+ * the class's (phys_size less the header), not the size asked for.
+ */
+static void test_slot_lengths(void)
+{
+	for (int checked = 0; checked <= 1; checked++) {
+		struct zs_pool *p = mk4k(checked);
+		unsigned long h = alloc_ok(p, 100);
+		struct zs_class_info ci;
+		REQUIRE(zs_class_info(p, zs_lookup_class_index(p, 100 + ZS_HANDLE_SIZE), &ci) == 0);
+		size_t cap = ci.phys_size - ZS_HANDLE_SIZE;
+		CHECK(cap >= 100);
+		CHECK_EQ(write_obj(p, h, cap, 5), 0);
+		CHECK(check_obj(p, h, cap, 5));
+		CHECK_EQ(zs_obj_write(p, h, wbuf, cap + 1), -EINVAL);
+		CHECK(check_obj(p, h, cap, 5)); /* the refused write wrote nothing */
+		errno = 0;
+		CHECK(zs_obj_read_begin(p, h, cap + 1, rbuf) == NULL);
+		CHECK_EQ(errno, EINVAL);
+		struct zs_obj_piece sg[2];
+		CHECK_EQ(zs_obj_read_sg_begin(p, h, cap + 1, sg), -EINVAL);
+		/* A huge object's slot is the page. */
+		unsigned long hh = alloc_ok(p, 4000);
+		CHECK_EQ(write_obj(p, hh, 4096, 6), 0);
+		CHECK_EQ(zs_obj_write(p, hh, wbuf, 4097), -EINVAL);
+		CHECK(zs_obj_read_begin(p, hh, 4097, rbuf) == NULL);
+		CHECK(check_obj(p, hh, 4096, 6));
+		CHECK_EQ(zs_free(p, h), 0);
+		CHECK_EQ(zs_free(p, hh), 0);
+		CHECK_EQ(zs_get_total_pages(p), 0);
+		zs_destroy_pool(p);
+	}
 }
 
 static void test_alloc_failure(void)
@@ -1007,6 +1044,7 @@ int main(void)
 	test_chain_policies();
 	test_bad_config();
 	test_malloc_errors();
+	test_slot_lengths();
 	test_alloc_failure();
 	test_max_pages();
 	test_checked_bad_handles();
