@@ -10,7 +10,8 @@
  * The environment knobs (read once per process, so each case runs in a
  * re-executed copy of this program): ZS_PAGES_DECAY_MS=-1 keeps the cache
  * (no thread), =0 returns every page at the free; ZS_PAGES_CACHE_MB bounds
- * what a free-all leaves.  And a pool's own page_cache_decay_ms: 100 ms
+ * what a free-all leaves; values outside the ranges are ignored (the
+ * built-in defaults stay).  And a pool's own page_cache_decay_ms: 100 ms
  * returns sooner, ZS_PAGES_DECAY_NEVER keeps its pages until a trim.
  */
 #include "testutil.h"
@@ -203,6 +204,14 @@ static int env_child(const char *mode)
 		CHECK_EQ(threads, 0);
 		if (IDLE_RSS_MEANINGFUL)
 			CHECK(rss_freed <= rss0 + 8 * IDLE_MIB);
+	} else if (!strcmp(mode, "ignored")) {
+		/* Out-of-range / malformed values are ignored: the built-in 500 ms decay and
+		 * 128 MiB budget, so the 64 MiB stay cached at once and go back idle. */
+		CHECK(threads >= 1);
+		if (IDLE_RSS_MEANINGFUL) {
+			CHECK(rss_freed >= rss0 + 50 * IDLE_MIB);
+			CHECK(rss_idle <= rss0 + 8 * IDLE_MIB);
+		}
 	} else { /* budget: ZS_PAGES_CACHE_MB=16 */
 		if (IDLE_RSS_MEANINGFUL) {
 			CHECK(rss_freed <= rss0 + 24 * IDLE_MIB);
@@ -213,12 +222,15 @@ static int env_child(const char *mode)
 	return tu_done();
 }
 
-static void env_case(const char *self, const char *mode, const char *var, const char *val)
+static void env_case2(const char *self, const char *mode, const char *var, const char *val,
+		      const char *var2, const char *val2)
 {
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
 		setenv(var, val, 1);
+		if (var2)
+			setenv(var2, val2, 1);
 		execl(self, self, "--env", mode, (char *)NULL);
 		_exit(127);
 	}
@@ -226,6 +238,11 @@ static void env_case(const char *self, const char *mode, const char *var, const 
 	int st = 0;
 	REQUIRE(waitpid(pid, &st, 0) == pid);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static void env_case(const char *self, const char *mode, const char *var, const char *val)
+{
+	env_case2(self, mode, var, val, NULL, NULL);
 }
 
 int main(int argc, char **argv)
@@ -240,5 +257,10 @@ int main(int argc, char **argv)
 	env_case("/proc/self/exe", "never", "ZS_PAGES_DECAY_MS", "-1");
 	env_case("/proc/self/exe", "immediate", "ZS_PAGES_DECAY_MS", "0");
 	env_case("/proc/self/exe", "budget", "ZS_PAGES_CACHE_MB", "16");
+	/* Just past each range, and a number with trailing characters: ignored (zs/pages.h). */
+	env_case2("/proc/self/exe", "ignored", "ZS_PAGES_DECAY_MS", "3600001", "ZS_PAGES_CACHE_MB",
+		  "16x");
+	env_case2("/proc/self/exe", "ignored", "ZS_PAGES_DECAY_MS", "-2", "ZS_PAGES_CACHE_MB",
+		  "1048577");
 	return tu_done();
 }

@@ -58,7 +58,10 @@
  *                         every freed page goes back at once; -1: never by
  *                         time (no thread; only trim and the bounds).
  *   ZS_PAGES_CACHE_MB=N   the process-wide budget (and each provider's
- *                         default bound), 0: no cache.
+ *                         default bound), 0: no cache; at most
+ *                         ZS_PAGES_MAX_SPAN in MiB (1048576).
+ * Any other value (out of range, or not a whole decimal number) is ignored,
+ * with a line on stderr, and the built-in default stays.
  *
  * Thread safety: zs_page_size_valid is pure.
  */
