@@ -105,6 +105,6 @@ const struct zs_backend_ops zs_be_zblock_ops = {
 	.lookup_class = zbb_lookup_class,
 	.total_pages = zbb_total_pages,
 	.class_count = zbb_class_count,
-	.caps = ZS_BACKEND_CAP_PAGES | ZS_BACKEND_CAP_FREES_ON_DESTROY | ZS_BACKEND_CAP_COMPACT |
-		ZS_BACKEND_CAP_CLASSES,
+	/* No ZS_BACKEND_CAP_COMPACT: zblock moves nothing, its compact frees nothing. */
+	.caps = ZS_BACKEND_CAP_PAGES | ZS_BACKEND_CAP_FREES_ON_DESTROY | ZS_BACKEND_CAP_CLASSES,
 };
