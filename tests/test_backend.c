@@ -223,6 +223,45 @@ static void compact_cap(const char *kind)
 	zs_backend_destroy(b);
 }
 
+/*
+ * max_pages (zs/backend.h): the page-backed kinds stop at it with -ENOMEM
+ * (zsmalloc.h's code for a limit) and work again once pages come back; the
+ * malloc kinds ignore it.
+ */
+static void page_limit(const char *kind)
+{
+	struct zs_backend_config c;
+	zs_backend_config_init(&c);
+	c.kind = kind;
+	c.max_pages = 4;
+	struct zs_backend *b = zs_backend_create(&c);
+	REQUIRE(b);
+	int paged = !!(zs_backend_caps(b) & ZS_BACKEND_CAP_PAGES);
+	enum { N = 16 };
+	unsigned long h[N];
+	int n = 0, enomem = 0;
+	for (int i = 0; i < N; i++) {
+		unsigned long x = zs_backend_malloc(b, 4000);
+		if (ZS_IS_ERR(x))
+			enomem += ZS_ERR(x) == -ENOMEM;
+		else
+			h[n++] = x;
+	}
+	if (paged) {
+		CHECK(n >= 1 && n <= 4);
+		CHECK_EQ(enomem, N - n);
+		CHECK(zs_backend_total_pages(b) <= 4);
+	} else {
+		CHECK_EQ(n, N);
+	}
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(zs_backend_free(b, h[i]), 0);
+	unsigned long x = zs_backend_malloc(b, 4000);
+	CHECK(!ZS_IS_ERR(x));
+	CHECK_EQ(zs_backend_free(b, x), 0);
+	zs_backend_destroy(b);
+}
+
 static void registry(void)
 {
 	const char *const *k = zs_backend_kinds();
@@ -276,6 +315,7 @@ int main(void)
 			bad_input(k[i], sizes[j]);
 		}
 		compact_cap(k[i]);
+		page_limit(k[i]);
 	}
 	return tu_done();
 }

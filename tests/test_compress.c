@@ -121,6 +121,22 @@ int main(void)
 	CHECK_EQ(zs_comp_create("nope", PS, &c), -EINVAL);
 	CHECK(c == NULL);
 	CHECK_EQ(zs_comp_create("lz4", 0, &c), -EINVAL);
+	/* zs_comp_check returns what zs_comp_create would, success and each error alike. */
+	{
+		static const char *const names[] = { "lz4", "lz4:65537", "lz4:65538", "lz4:0",
+						     "lz4hc:12", "lz4hc:13", "zstd:-1", "zstd:3x",
+						     "lzo", "lzo:1", "lzo-rle", "deflate", "", "lz4:" };
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			struct zs_comp *cc = (struct zs_comp *)&cc;
+			int want = zs_comp_check(names[i]), rc = zs_comp_create(names[i], PS, &cc);
+			if (rc != want)
+				fprintf(stderr, "\"%s\": check %d, create %d\n", names[i], want, rc);
+			CHECK_EQ(rc, want);
+			CHECK(rc == 0 ? cc != NULL : cc == NULL);
+			if (rc == 0)
+				zs_comp_destroy(cc);
+		}
+	}
 	/* max_src 1..ZS_COMP_MAX_SRC: the smallest works. */
 	for (int i = 0; algos[i]; i++) {
 		unsigned char one = 'x', z[64], back;
