@@ -2,7 +2,8 @@
  * The names of named choices (zs_*_name / _parse / _names) and the constants
  * table (zs_const) that tools and the Python binding read instead of keeping
  * copies: each name round-trips, unknown names are refused, and the table
- * answers with the headers' own values.
+ * answers with the headers' own values; the library reports the headers'
+ * version.
  */
 #include <errno.h>
 #include <string.h>
@@ -84,5 +85,12 @@ int main(void)
 	CHECK_EQ(zs_const("zs_zram_f_same", NULL), -ENOENT);
 	CHECK_EQ(zs_const(NULL, NULL), -ENOENT);
 	CHECK_EQ(zs_const("ZS_ZRAM_F_SAME", NULL), 0);
+
+	/* zs/common.h: the loaded library's version, as a number and as "MAJOR.MINOR.PATCH". */
+	char v[32];
+	snprintf(v, sizeof(v), "%d.%d.%d", ZS_VERSION_MAJOR, ZS_VERSION_MINOR, ZS_VERSION_PATCH);
+	CHECK_EQ(zs_version(), ZS_VERSION_NUMBER);
+	CHECK(!strcmp(zs_version_string(), v));
+	CHECK(zs_version_string() == zs_version_string()); /* a static string */
 	return tu_done();
 }
