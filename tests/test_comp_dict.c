@@ -218,6 +218,39 @@ int main(void)
 		CHECK(roundtrip_all(c) > 0);
 		zs_comp_destroy(c);
 	}
+	/* "The bytes are copied": a context outlives its caller's dictionary buffer (freed
+	 * after being scribbled over) and compresses as one made from the intact bytes. */
+	for (int a = 0; a < 2; a++) {
+		unsigned char *copy = malloc(dl);
+		REQUIRE(copy);
+		memcpy(copy, dict, dl);
+		struct zs_comp_params pc = { 0, copy, dl }, pi = { 0, dict, dl };
+		struct zs_comp *early, *intact;
+		REQUIRE(zs_comp_create_params(dict_algos[a], PS, &pc, &early) == 0);
+		memset(copy, 0x5a, dl);
+		free(copy);
+		REQUIRE(zs_comp_create_params(dict_algos[a], PS, &pi, &intact) == 0);
+		CHECK_EQ(roundtrip_all(early), roundtrip_all(intact));
+		zs_comp_destroy(early);
+		zs_comp_destroy(intact);
+	}
+	/* lz4 "uses the last 64 KiB of a longer one": the same output as from that tail alone. */
+	{
+		struct zs_comp *whole, *tail;
+		struct zs_comp_params pt = { 0, bigdict + ZS_COMP_MAX_DICT - 65536, 65536 };
+		REQUIRE(zs_comp_create_params("lz4", PS, &p, &whole) == 0);
+		REQUIRE(zs_comp_create_params("lz4", PS, &pt, &tail) == 0);
+		static unsigned char o1[2 * PS], o2[2 * PS];
+		int differ = 0;
+		for (int i = 0; i < NPAGES; i += 8) {
+			int n1 = zs_compress(whole, pages[i], PS, o1, sizeof(o1));
+			int n2 = zs_compress(tail, pages[i], PS, o2, sizeof(o2));
+			differ += n1 <= 0 || n1 != n2 || memcmp(o1, o2, (size_t)n1);
+		}
+		CHECK_EQ(differ, 0);
+		zs_comp_destroy(whole);
+		zs_comp_destroy(tail);
+	}
 	p.dict_len = ZS_COMP_MAX_DICT + 1;
 	CHECK_EQ(zs_comp_check_params("lz4", &p), -EINVAL);
 	CHECK_EQ(zs_comp_create_params("lz4", PS, &p, &c), -EINVAL);
