@@ -9,9 +9,12 @@
  * cleanly (ASan/LSan find nothing), checked mode refuses a second
  * deferred free or a zs_free of a queued handle with -EINVAL, and a stream
  * of single deferred frees wakes the worker about once a millisecond, not
- * once a free (its context switches, from /proc/self/task).
+ * once a free (its context switches, from /proc/self/task).  A capacity is
+ * rounded up to a power of two (at least 16), and without memory for the
+ * queue a deferred free is a synchronous one.
  */
 #include "testutil.h"
+#include "forkcase.h"
 #include "zs/zsmalloc.h"
 
 #include <dirent.h>
@@ -19,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 static unsigned char wbuf[65536], rbuf[65536], ebuf[65536];
 
@@ -168,6 +173,66 @@ static void test_capacity_rounding(void)
 		CHECK_EQ(zs_get_total_pages(p), 0);
 		zs_destroy_pool(p);
 	}
+}
+
+#ifndef SAN_SLOW
+/* Address space in use now (VmSize), from /proc/self/statm. */
+static size_t vm_bytes(void)
+{
+	unsigned long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%lu", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/*
+ * "Without memory for the queue it frees synchronously" (zsmalloc.h): with
+ * the address space capped so that the 256 MiB queue of
+ * ZS_MAX_DEFERRED_CAPACITY cannot be had, zs_free_deferred returns 0 and the
+ * object is gone at once; with the cap lifted, the next call builds the
+ * queue and queues.  Runs in a forked child (the cap is the process's).
+ */
+static int no_queue_memory(void *arg)
+{
+	(void)arg;
+	struct zs_pool *p = mk(4096, ZS_FREE_POOL_LOCK, 1, ZS_MAX_DEFERRED_CAPACITY, -1);
+	unsigned long h[4];
+	for (int i = 0; i < 4; i++)
+		h[i] = put(p, 100, (uint64_t)i);
+	struct rlimit old, rl;
+	REQUIRE(getrlimit(RLIMIT_AS, &old) == 0);
+	rl = old;
+	rl.rlim_cur = vm_bytes() + (64u << 20);
+	REQUIRE(setrlimit(RLIMIT_AS, &rl) == 0);
+	CHECK_EQ(zs_free_deferred(p, h[0]), 0);
+	CHECK_EQ(zs_pool_objects(p), 3); /* freed synchronously */
+	CHECK_EQ(zs_free(p, h[0]), -EINVAL);
+	CHECK_EQ(zs_free_deferred(p, h[1]), 0); /* each call tries again, and frees */
+	CHECK_EQ(zs_pool_objects(p), 2);
+	REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
+	CHECK_EQ(zs_free_deferred(p, h[2]), 0);
+	CHECK_EQ(zs_pool_objects(p), 2); /* queued now (no worker) */
+	zs_free_deferred_flush(p);
+	CHECK_EQ(zs_pool_objects(p), 1);
+	CHECK(ok(p, h[3], 100, 3));
+	CHECK_EQ(zs_free(p, h[3]), 0);
+	CHECK_EQ(zs_get_total_pages(p), 0);
+	zs_destroy_pool(p);
+	return tu_fail ? 1 : 0;
+}
+#endif
+
+static void test_no_queue_memory(void)
+{
+#ifdef SAN_SLOW
+	printf("no_queue_memory: skipped under a sanitizer (its shadow needs the address space)\n");
+#else
+	CHECK_EQ(fc_run("no_queue_memory", 60, no_queue_memory, NULL), 0);
+#endif
 }
 
 /* The default capacity is the RFC's 128 MiB of page-size objects: 32768 at 4K, 8192 at 16K. */
@@ -408,6 +473,7 @@ int main(void)
 	test_full_queue_fallback();
 	test_default_capacity();
 	test_capacity_rounding();
+	test_no_queue_memory();
 	test_compact_with_pending();
 	test_worker_drains();
 	test_worker_gathers();
