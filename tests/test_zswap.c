@@ -166,6 +166,169 @@ static void test_config(void)
 	zs_zswap_destroy(NULL);
 }
 
+/*
+ * zswap.h's promises about bad input, one check each: every config range at
+ * both ends (just inside accepted, just outside refused), an argument
+ * refused with -EINVAL leaves what the offset held, a failed load zeroes
+ * the page (-EIO) or leaves it alone (-ENOENT), the NULL and shrinker-off
+ * answers, and the backing file's refusals shared with zram.
+ */
+static int creates(struct zs_zswap_config *cfg)
+{
+	struct zs_zswap *z = (struct zs_zswap *)1;
+	char err[200];
+	int rc = zs_zswap_create(cfg, &z, err, sizeof(err));
+
+	CHECK(rc == 0 ? z != NULL && err[0] == 0 : z == NULL && err[0] != 0);
+	zs_zswap_destroy(rc == 0 ? z : NULL);
+	return rc;
+}
+
+static void test_promises(uint64_t *seed)
+{
+	const size_t ps = 4096;
+	unsigned char page[4096], other[4096], back[4096];
+	struct zs_zswap_config cfg;
+	struct zs_zswap_group_stats gs;
+	struct zs_zswap *z;
+	char p[96];
+
+	/* total_ram: 0 (physical RAM) or page_size..2^60. */
+	static const struct { uint64_t v; int rc; } ram[] = {
+		{ 0, 0 }, { 4095, -EINVAL }, { 4096, 0 }, { (uint64_t)1 << 60, 0 },
+		{ ((uint64_t)1 << 60) + 1, -EINVAL }, { UINT64_MAX, -EINVAL },
+	};
+	for (size_t i = 0; i < sizeof(ram) / sizeof(ram[0]); i++) {
+		zs_zswap_config_init(&cfg);
+		cfg.total_ram = ram[i].v;
+		CHECK_EQ(creates(&cfg), ram[i].rc);
+	}
+	/* total_ram's lower end follows page_size. */
+	zs_zswap_config_init(&cfg);
+	cfg.page_size = 65536;
+	cfg.total_ram = 65535;
+	CHECK_EQ(creates(&cfg), -EINVAL);
+	cfg.total_ram = 65536;
+	CHECK_EQ(creates(&cfg), 0);
+	/* page_size: 0 -> 4096, else a power of two in 4096..65536. */
+	static const struct { size_t v; int rc; } psz[] = {
+		{ 0, 0 }, { 2048, -EINVAL }, { 4096, 0 }, { 12288, -EINVAL }, { 65536, 0 },
+		{ 131072, -EINVAL },
+	};
+	for (size_t i = 0; i < sizeof(psz) / sizeof(psz[0]); i++) {
+		zs_zswap_config_init(&cfg);
+		cfg.page_size = psz[i].v;
+		CHECK_EQ(creates(&cfg), psz[i].rc);
+	}
+	/* The percentages: 0..100 each; the flags 0 or 1. */
+	static const unsigned pct[] = { 0, 100 };
+	for (size_t i = 0; i < 2; i++) {
+		zs_zswap_config_init(&cfg);
+		cfg.max_pool_percent = pct[i];
+		CHECK_EQ(creates(&cfg), 0);
+		zs_zswap_config_init(&cfg);
+		cfg.accept_threshold_percent = pct[i];
+		CHECK_EQ(creates(&cfg), 0);
+	}
+	zs_zswap_config_init(&cfg);
+	cfg.max_pool_percent = ~0u;
+	CHECK_EQ(creates(&cfg), -EINVAL);
+	zs_zswap_config_init(&cfg);
+	cfg.shrinker_enabled = 2;
+	CHECK_EQ(creates(&cfg), -EINVAL);
+	cfg.shrinker_enabled = 1;
+	CHECK_EQ(creates(&cfg), 0);
+	zs_zswap_config_init(&cfg);
+	cfg.deferred_free = -1;
+	CHECK_EQ(creates(&cfg), -EINVAL);
+	cfg.deferred_free = 1;
+	CHECK_EQ(creates(&cfg), 0);
+	/* struct_size: 0 (this library's) or sizeof; anything else refused. */
+	zs_zswap_config_init(&cfg);
+	cfg.struct_size = 0;
+	CHECK_EQ(creates(&cfg), 0);
+	cfg.struct_size = sizeof(cfg) - 8;
+	CHECK_EQ(creates(&cfg), -EINVAL);
+
+	/* Backing files are refused as zram's are: a FIFO (never opened) and no write bit. */
+	snprintf(p, sizeof(p), "%s.fifo", path);
+	unlink(p);
+	REQUIRE(mkfifo(p, 0600) == 0);
+	zs_zswap_config_init(&cfg);
+	cfg.backing_path = p;
+	CHECK_EQ(creates(&cfg), -EINVAL);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s.ro", path);
+	int fd = open(p, O_CREAT | O_RDWR | O_TRUNC, 0400);
+	REQUIRE(fd >= 0);
+	close(fd);
+	CHECK_EQ(creates(&cfg), -EACCES);   /* also for root, who could open it */
+	unlink(p);
+
+	/* Run-time setters: both ends of each range. */
+	z = mk(ps, NULL, 0, 20, NULL);
+	CHECK_EQ(zs_zswap_set_pool_limit(z, 100, 100), 0);
+	CHECK_EQ(zs_zswap_set_pool_limit(z, 0, 0), 0);
+	CHECK_EQ(zs_zswap_set_pool_limit(z, 50, 101), -EINVAL);
+	CHECK_EQ(zs_zswap_set_pool_limit(z, 101, 101), -EINVAL);
+	CHECK_EQ(zs_zswap_set_pool_limit(NULL, 20, 90), -EINVAL);
+	CHECK_EQ(zs_zswap_set_pool_limit(z, 20, 90), 0);
+	CHECK_EQ(zs_zswap_group_set(z, ZS_ZSWAP_MAX_GROUPS - 1, ZS_ZSWAP_NO_LIMIT, 0), 0);
+	CHECK_EQ(zs_zswap_group_set(z, 1, ZS_ZSWAP_NO_LIMIT, -1), -EINVAL);
+	CHECK_EQ(zs_zswap_group_stats(z, ZS_ZSWAP_MAX_GROUPS - 1, &gs), 0);
+	CHECK_EQ(gs.writeback, 0);
+	CHECK_EQ(zs_zswap_group_stats(z, 1, &gs), 0);
+	CHECK_EQ(gs.writeback, 1);   /* the refused set changed nothing */
+	CHECK_EQ(zs_zswap_group_stats(z, 0, NULL), -EINVAL);
+	CHECK_EQ(zs_zswap_writeback(NULL, 1), -EINVAL);
+	CHECK_EQ(zs_zswap_shrink(NULL, 1), -EINVAL);
+
+	/* A refused argument leaves what the offset held. */
+	gen_page(page, ps, PG_TEXT, seed);
+	CHECK_EQ(zs_zswap_store(z, 5, page, 0), 0);
+	gen_page(other, ps, PG_TEXT, seed);
+	CHECK_EQ(zs_zswap_store(z, 5, other, ZS_ZSWAP_MAX_GROUPS), -EINVAL);
+	CHECK_EQ(zs_zswap_store(z, 5, NULL, 0), -EINVAL);
+	CHECK_EQ(zs_zswap_store_compressed(z, 5, other, 1u << 20, 0), -EINVAL);
+	CHECK_EQ(zs_zswap_store_compressed(z, 5, other, ps, 0), -EINVAL); /* not a page */
+	CHECK_EQ(zs_zswap_store_compressed(z, 5, other, 100, ZS_ZSWAP_MAX_GROUPS), -EINVAL);
+	/* -ENOENT leaves page alone; the entry survives the refusals above. */
+	memset(back, 0x11, ps);
+	CHECK_EQ(zs_zswap_load(z, 6, back), -ENOENT);
+	int same = 1;
+	for (size_t i = 0; i < ps; i++)
+		same &= back[i] == 0x11;
+	CHECK(same);
+	CHECK_EQ(zs_zswap_load(z, 5, back), 0);
+	CHECK(!memcmp(back, page, ps));
+	/* -EIO (bytes that do not decompress): page zeroed, the offset keeps its entry. */
+	memset(other, 0x5a, 100);
+	CHECK_EQ(zs_zswap_store_compressed(z, 7, other, 100, 0), 0);
+	memset(back, 0x11, ps);
+	CHECK_EQ(zs_zswap_load(z, 7, back), -EIO);
+	int zero = 1;
+	for (size_t i = 0; i < ps; i++)
+		zero &= back[i] == 0;
+	CHECK(zero);
+	CHECK_EQ(zs_zswap_load(z, 7, back), -EIO);
+	CHECK_EQ(zs_zswap_invalidate(z, 7), 0);
+	CHECK_EQ(zs_zswap_invalidate(z, 7), -ENOENT);
+	zs_zswap_destroy(z);
+
+	/* With a backing file and the shrinker off: shrink writes nothing, count is 0. */
+	z = mk(ps, NULL, 0, 20, path);
+	gen_page(page, ps, PG_TEXT, seed);
+	for (uint64_t off = 0; off < 8; off++)
+		CHECK_EQ(zs_zswap_store(z, off, page, 0), 0);
+	CHECK_EQ(zs_zswap_shrink_count(z), 0);
+	CHECK_EQ(zs_zswap_shrink(z, 64), 0);
+	struct zs_zswap_stats st;
+	zs_zswap_get_stats(z, &st);
+	CHECK_EQ(st.written_back_pages, 0);
+	CHECK_EQ(st.stored_pages, 8);
+	zs_zswap_destroy(z);
+}
+
 static void test_rules(uint64_t *seed)
 {
 	const size_t ps = 4096;
@@ -1268,6 +1431,7 @@ int main(void)
 
 	test_config();
 	test_rules(&seed);
+	test_promises(&seed);
 	test_pool_limit(&seed);
 	test_pool_limit_deferred(&seed);
 	test_writeback(&seed);
