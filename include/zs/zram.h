@@ -358,8 +358,8 @@ ZS_API int zs_zram_writeback(struct zs_zram *z, enum zs_zram_wb_type type, unsig
  * The kernel's writeback_limit_enable and writeback_limit: with enable 1,
  * each page written back uses one unit of `pages` (units of page_size;
  * 0..UINT64_MAX) and writeback stops with -EIO at 0.  Disabled (the
- * initial state) there is no limit.  -EINVAL without a backing file or for
- * enable outside 0..1.  get returns the remaining budget.
+ * initial state) there is no limit.  Both calls: -EINVAL without a backing
+ * file; set also for enable outside 0..1.  get returns the remaining budget.
  */
 ZS_API int zs_zram_set_writeback_limit(struct zs_zram *z, int enable, uint64_t pages);
 ZS_API int zs_zram_get_writeback_limit(struct zs_zram *z, int *enable, uint64_t *pages);
