@@ -165,8 +165,9 @@ ZS_API struct zs_zram *zs_region_store(struct zs_region *r);
  * it.  Pages never touched (or released) are skipped.  Range must lie in the
  * region and be page aligned.  Returns the number of pages stored (>= 0), or
  * -EINVAL, -EFAULT (part of the range was unmapped or moved away by the
- * application), -ENOMEM (store full/limit: pages not yet stored stay
- * resident and intact).
+ * application), -ENOMEM (store full or at its mem_limit before the call
+ * stored any page; a call that stored some first returns their number).
+ * Pages a failed or partial pageout did not store stay resident and intact.
  */
 ZS_API long zs_region_pageout(struct zs_region *r, void *addr, size_t len);
 
