@@ -612,9 +612,13 @@ static void t_config(void)
 	zs_region_destroy(r);
 	CHECK_EQ(zs_region_create(&c, NULL, err, sizeof err), -EINVAL);
 	c.size = SIZE_MAX;   /* rounding it up would wrap to 0 */
-	CHECK_EQ(create_rc(&c), -EINVAL);
+	CHECK_EQ(zs_region_create(&c, &r, err, sizeof err), -EINVAL);
+	CHECK(r == NULL && strstr(err, "above ZS_ZRAM_MAX_SLOTS") != NULL);
 	c.size = SIZE_MAX - PG + 2;
 	CHECK_EQ(create_rc(&c), -EINVAL);
+	c.size = (size_t)(ZS_ZRAM_MAX_SLOTS * PG + 1);
+	CHECK_EQ(zs_region_create(&c, &r, err, sizeof err), -EINVAL);
+	CHECK(r == NULL && strstr(err, "above ZS_ZRAM_MAX_SLOTS") != NULL);
 	c.size = 8 * PG;
 	static const struct { unsigned v; int rc; } ht[] = { { 0, 0 }, { 1, 0 }, { 64, 0 },
 							     { 65, -EINVAL }, { ~0u, -EINVAL } };

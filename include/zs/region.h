@@ -106,7 +106,8 @@ struct zs_region_config {
 	size_t struct_size;         /* sizeof this structure, set by its config_init; 0 is
 	                               taken as this library's size (docs/abi.md "Growing a
 	                               config"); anything else is -EINVAL */
-	size_t size;                 /* bytes; rounded up to page size; > 0 */
+	size_t size;                 /* bytes; rounded up to page size; 1 page ..
+	                                ZS_ZRAM_MAX_SLOTS pages */
 	struct zs_zram_config store; /* the backing store; disksize is set to size, page_size
 	                                must be the system page size (0 -> it) */
 	unsigned handler_threads;    /* fault-handler threads; 0 -> 1 (1..64).  Spinning ones,
