@@ -111,3 +111,63 @@ def test_missing_library_fails_at_import(tmp_path):
                        text=True)
     assert r.returncode != 0
     assert "LibraryNotFound" in r.stderr and "LIBZS_LIBRARY" in r.stderr
+
+
+def test_every_method_of_a_closed_store_or_compressor_raises_value_error():
+    # python/README.md: "a call after close() raises ValueError"; a second close() is a no-op
+    z = libzs.ZramStore(slots=4)
+    z.write(0, b"z" * 4096)
+    z.close()
+    z.close()
+    calls = [lambda: z.write(0, bytes(4096)), lambda: z.read(0),
+             lambda: z.read_into(0, bytearray(4096)), lambda: z.discard(0), z.reset, z.flush,
+             z.compact, z.mark_idle, z.recompress, lambda: z.slot_info(0), z.stats, z.mm_stat,
+             z.reset_mem_used_max, z.pool_config]
+    for call in calls:
+        with pytest.raises(ValueError, match="store is closed") as e:
+            call()
+        assert isinstance(e.value, libzs.ZsArgumentError) and e.value.errno == errno.EINVAL
+    c = libzs.Compressor("lz4")
+    comp = c.compress(b"a" * 1000)
+    c.close()
+    c.close()
+    for call in (lambda: c.compress(b"a" * 1000), lambda: c.compressed_size(b"a"),
+                 lambda: c.decompress(comp, 1000)):
+        with pytest.raises(ValueError, match="compressor is closed") as e:
+            call()
+        assert isinstance(e.value, libzs.ZsArgumentError) and e.value.errno == errno.EINVAL
+
+
+def test_store_index_errors_on_every_slot_method():
+    # python/README.md: a slot index out of range in ZramStore is IndexError
+    with libzs.ZramStore(slots=4) as z:
+        for call in (lambda i: z.write(i, bytes(4096)), z.read,
+                     lambda i: z.read_into(i, bytearray(4096)), z.discard, z.slot_info):
+            for i in (4, -1, 2 ** 64):
+                with pytest.raises(IndexError):
+                    call(i)
+        assert z.stats()["invalid_io"] == 0        # refused before C was called
+
+
+@pytest.mark.skipif(not libzs.region_available()[0], reason="userfaultfd unavailable")
+def test_region_errors_as_the_table_says():
+    PAGE = 4096
+    for kw in (dict(size=0), dict(size=8 * PAGE, handlers=65), dict(size=8 * PAGE,
+                                                                      fault_around=257)):
+        with pytest.raises(libzs.ZsArgumentError) as e:
+            libzs.Region(**kw)
+        assert e.value.errno == errno.EINVAL and "zs_region" in str(e.value)
+    r = libzs.Region(8 * PAGE, handlers=64, fault_around=256)
+    with pytest.raises(libzs.ZsArgumentError) as e:
+        r.pageout(1, PAGE)                          # not page aligned: C's EINVAL
+    assert e.value.errno == errno.EINVAL
+    with pytest.raises(ValueError) as e:
+        r.advise("lukewarm")
+    assert "cold" in str(e.value)                   # names the valid ones
+    r.close()
+    r.close()
+    # python/README.md: any method of a closed Region raises ValueError
+    for call in (r.view, r.numpy, r.pageout, r.release, lambda: r.advise("cold"),
+                 lambda: r.reclaim(0), r.stats, r.pool_config):
+        with pytest.raises(ValueError, match="region is closed"):
+            call()
