@@ -264,7 +264,9 @@ def _choice(value: Any, table: Dict[str, int], what: str) -> int:
     try:
         return table[value]
     except (KeyError, TypeError):
-        raise ValueError(f"{what} must be one of {sorted(table)}, not {value!r}") from None
+        # a bad argument value: ZsArgumentError (a ValueError too), as python/README.md says
+        raise ZsArgumentError(_errno.EINVAL,
+                              f"{what} must be one of {sorted(table)}, not {value!r}") from None
 
 
 # Two named profiles, each filled by C (the rule has one home: zs_pool_config_init_app and

@@ -171,3 +171,23 @@ def test_region_errors_as_the_table_says():
                  lambda: r.reclaim(0), r.stats, r.pool_config):
         with pytest.raises(ValueError, match="region is closed"):
             call()
+
+
+def test_unknown_names_are_argument_errors_listing_the_choices():
+    # python/README.md: an unknown profile or policy name (the message lists the valid ones)
+    # is a ZsArgumentError (EINVAL), like every other bad argument value
+    makers = [libzs.Pool, lambda **k: libzs.ZramStore(slots=4, **k)]
+    if libzs.region_available()[0]:
+        makers.append(lambda **k: libzs.Region(8 * 4096, **k))
+    for kw, valid in ((dict(chain_policy="fastest"), libzs.CHAIN_POLICIES),
+                      (dict(free_mode="none"), libzs.FREE_MODES),
+                      (dict(profile="server"), libzs.PROFILES)):
+        for make in makers:
+            with pytest.raises(libzs.ZsArgumentError) as e:
+                make(**kw)
+            assert e.value.errno == errno.EINVAL
+            assert all(name in str(e.value) for name in valid), (kw, str(e.value))
+    with libzs.ZramStore(slots=4, recomp="zstd") as z:
+        with pytest.raises(libzs.ZsArgumentError) as e:
+            z.recompress("bogus")
+        assert "huge_idle" in str(e.value)
