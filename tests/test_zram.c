@@ -566,6 +566,21 @@ static void test_bad_input_edges(void)
 	CHECK_EQ(zs_zram_mark_idle(z, 3600), 0);   /* track_actime: nothing that old */
 	CHECK_EQ(zs_zram_mark_idle(z, 0), 2);
 	zs_zram_destroy(z);
+
+	/* create_err: a reason on failure, the empty string on success (after a failure). */
+	struct zs_zram_config cfg;
+	char why[200];
+	zs_zram_config_init(&cfg);
+	cfg.disksize = 0;
+	CHECK_EQ(zs_zram_create_err(&cfg, &z, why, sizeof(why)), -EINVAL);
+	CHECK(z == NULL && why[0] != 0);
+	CHECK_EQ(zs_zram_create_err(&cfg, &z, why, 1), -EINVAL);   /* truncated to fit */
+	CHECK_EQ(why[0], 0);
+	memset(why, 'x', sizeof(why));
+	cfg.disksize = 4 * PS;
+	CHECK_EQ(zs_zram_create_err(&cfg, &z, why, sizeof(why)), 0);
+	CHECK_EQ(why[0], 0);
+	zs_zram_destroy(z);
 }
 
 int main(void)

@@ -313,6 +313,14 @@ static void test_promises(uint64_t *seed)
 	CHECK_EQ(zs_zswap_load(z, 7, back), -EIO);
 	CHECK_EQ(zs_zswap_invalidate(z, 7), 0);
 	CHECK_EQ(zs_zswap_invalidate(z, 7), -ENOENT);
+	/* clen up to zs_comp_bound of a page is taken (size-only: a raw entry), one more not. */
+	struct zs_comp *c;
+	REQUIRE(zs_comp_create(zs_zswap_comp_name(z), ps, &c) == 0);
+	size_t bound = zs_comp_bound(c, ps);
+	zs_comp_destroy(c);
+	CHECK_EQ(zs_zswap_store_compressed(z, 8, NULL, bound, 0), 0);
+	CHECK_EQ(zs_zswap_store_compressed(z, 8, NULL, bound + 1, 0), -EINVAL);
+	CHECK_EQ(zs_zswap_load(z, 8, back), ZS_ZSWAP_NODATA);   /* the refusal kept the entry */
 	zs_zswap_destroy(z);
 
 	/* With a backing file and the shrinker off: shrink writes nothing, count is 0. */
