@@ -184,6 +184,16 @@ static int creates(struct zs_zswap_config *cfg)
 	return rc;
 }
 
+/* A backend malloc that takes no page-size object (as zram.h's -ENOSPC case). */
+static const struct zs_backend_ops *zs_real_ops;
+
+static unsigned long no_page_malloc(struct zs_backend *b, size_t size)
+{
+	if (size >= b->page_size)
+		return (unsigned long)(long)-ENOSPC;
+	return zs_real_ops->malloc(b, size);
+}
+
 static void test_promises(uint64_t *seed)
 {
 	const size_t ps = 4096;
@@ -323,6 +333,44 @@ static void test_promises(uint64_t *seed)
 	CHECK_EQ(zs_zswap_load(z, 8, back), ZS_ZSWAP_NODATA);   /* the refusal kept the entry */
 	zs_zswap_destroy(z);
 
+	/*
+	 * The backend's refusals: one that takes no page-size object (here zsmalloc
+	 * whose malloc is wrapped: no built-in backend refuses a page) gives -ENOSPC,
+	 * passed on as reject_compress_poor; the backend's page limit is -ENOMEM
+	 * (reject_alloc_fail).  Either drops what the offset held.
+	 */
+	zs_zswap_config_init(&cfg);
+	cfg.backend.max_pages = 4;
+	char err[200];
+	REQUIRE(zs_zswap_create(&cfg, &z, err, sizeof(err)) == 0);
+	gen_page(page, ps, PG_TEXT, seed);
+	CHECK_EQ(zs_zswap_store(z, 1, page, 0), 0);
+	struct zs_backend *b = zs_zswap_backend(z);
+	static struct zs_backend_ops small;
+	zs_real_ops = b->ops;
+	small = *b->ops;
+	small.malloc = no_page_malloc;
+	b->ops = &small;
+	gen_page(other, ps, PG_RANDOM, seed);
+	CHECK_EQ(zs_zswap_store(z, 1, other, 0), -ENOSPC);
+	b->ops = zs_real_ops;
+	CHECK_EQ(zs_zswap_load(z, 1, back), -ENOENT);
+	struct zs_zswap_stats st;
+	zs_zswap_get_stats(z, &st);
+	CHECK_EQ(st.reject_compress_poor, 1);
+	CHECK_EQ(st.reject_alloc_fail, 0);
+	int rc = 0;
+	uint64_t off = 10;
+	for (; off < 10000 && (rc = zs_zswap_store(z, off, page, 0)) == 0; off++)
+		gen_page(page, ps, PG_TEXT, seed);
+	CHECK_EQ(rc, -ENOMEM);
+	CHECK_EQ(zs_zswap_load(z, off, back), -ENOENT);
+	zs_zswap_get_stats(z, &st);
+	CHECK_EQ(st.reject_alloc_fail, 1);
+	CHECK_EQ(st.reject_compress_poor, 1);
+	CHECK(st.pool_pages <= 4);
+	zs_zswap_destroy(z);
+
 	/* With a backing file and the shrinker off: shrink writes nothing, count is 0. */
 	z = mk(ps, NULL, 0, 20, path);
 	gen_page(page, ps, PG_TEXT, seed);
@@ -330,7 +378,6 @@ static void test_promises(uint64_t *seed)
 		CHECK_EQ(zs_zswap_store(z, off, page, 0), 0);
 	CHECK_EQ(zs_zswap_shrink_count(z), 0);
 	CHECK_EQ(zs_zswap_shrink(z, 64), 0);
-	struct zs_zswap_stats st;
 	zs_zswap_get_stats(z, &st);
 	CHECK_EQ(st.written_back_pages, 0);
 	CHECK_EQ(st.stored_pages, 8);

@@ -189,8 +189,9 @@ ZS_API const char *zs_zram_comp_name(const struct zs_zram *z);
 /*
  * Store one page (page_size bytes) in slot `index`.  0, or -EINVAL (index
  * out of range), the backend allocator's error (-ENOMEM: no memory or its
- * page limit; -ENOSPC: the object is larger than the allocator takes, e.g.
- * zblock without its huge class), -ENOMEM (memory limit reached), -EIO (the
+ * page limit; -ENOSPC: the object is larger than the allocator takes - no
+ * built-in backend refuses a page, as zs_backend always gives zblock its huge
+ * class), -ENOMEM (memory limit reached), -EIO (the
  * allocator refused to store the object).  On any error the slot keeps its
  * old contents.  In a grouped store a write of one slot succeeds also when
  * its group cannot be read back (the group's other slots then read -EIO).
