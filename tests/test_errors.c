@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "testutil.h"
@@ -268,6 +269,58 @@ static void test_zram_free_notify_busy(void)
 	zs_zram_destroy(z);
 }
 
+/*
+ * zs_zram_recompress: a store error is the call's result as for
+ * zs_zram_write (the allocator's code; -EIO for a refused write), and the
+ * slot it was moving keeps its old object.
+ */
+static void test_zram_recompress_codes(void)
+{
+	struct zs_zram_config zc;
+	struct zs_zram *z;
+	zs_zram_config_init(&zc);
+	zc.disksize = 4 * 4096;
+	zc.comp = "lz4";
+	zc.recomp = "zstd:9";
+	REQUIRE(zs_zram_create(&zc, &z) == 0);
+	unsigned char page[4096], out[4096];
+	for (size_t i = 0; i < sizeof(page); i += 16) {
+		char row[17];
+		snprintf(row, sizeof(row), "row %06zu pad..", i / 16 % 7);
+		memcpy(page + i, row, 16);
+	}
+	REQUIRE(zs_zram_write(z, 0, page) == 0);
+
+	struct zs_backend *b = zs_zram_backend(z);
+	static struct zs_backend_ops flaky;
+	real_ops = b->ops;
+	flaky = *b->ops;
+	flaky.malloc = flaky_malloc;
+	flaky.write = flaky_write;
+	b->ops = &flaky;
+	struct zs_zram_recomp_result r;
+	fail_malloc_code = -ENOSPC;
+	CHECK_EQ(zs_zram_recompress(z, ZS_ZRAM_RECOMP_ALL, 0, 0, &r), -ENOSPC);
+	fail_malloc_code = -ENOMEM;
+	CHECK_EQ(zs_zram_recompress(z, ZS_ZRAM_RECOMP_ALL, 0, 0, &r), -ENOMEM);
+	fail_malloc_code = 0;
+	fail_write = 1;
+	CHECK_EQ(zs_zram_recompress(z, ZS_ZRAM_RECOMP_ALL, 0, 0, &r), -EIO);
+	fail_write = 0;
+	b->ops = real_ops;
+	unsigned prio = 9;
+	CHECK_EQ(zs_zram_slot_info(z, 0, NULL, NULL, &prio), 0);
+	CHECK_EQ(prio, 0);   /* still the primary's object */
+	CHECK_EQ(zs_zram_read(z, 0, out, sizeof(out)), 0);
+	CHECK(memcmp(out, page, sizeof(page)) == 0);
+	/* and the store works on: the next pass moves it */
+	CHECK_EQ(zs_zram_recompress(z, ZS_ZRAM_RECOMP_ALL, 0, 0, &r), 0);
+	CHECK_EQ(r.recompressed, 1);
+	CHECK_EQ(zs_zram_read(z, 0, out, sizeof(out)), 0);
+	CHECK(memcmp(out, page, sizeof(page)) == 0);
+	zs_zram_destroy(z);
+}
+
 int main(void)
 {
 	test_zsmalloc_codes();
@@ -276,5 +329,6 @@ int main(void)
 	test_constructor_out_null();
 	test_zram_write_codes();
 	test_zram_free_notify_busy();
+	test_zram_recompress_codes();
 	return tu_done();
 }
