@@ -194,6 +194,12 @@ static unsigned long no_page_malloc(struct zs_backend *b, size_t size)
 	return zs_real_ops->malloc(b, size);
 }
 
+static int refused_write(struct zs_backend *b, unsigned long h, const void *src, size_t len)
+{
+	(void)b, (void)h, (void)src, (void)len;
+	return -EINVAL;
+}
+
 static void test_promises(uint64_t *seed)
 {
 	const size_t ps = 4096;
@@ -353,8 +359,13 @@ static void test_promises(uint64_t *seed)
 	b->ops = &small;
 	gen_page(other, ps, PG_RANDOM, seed);
 	CHECK_EQ(zs_zswap_store(z, 1, other, 0), -ENOSPC);
-	b->ops = zs_real_ops;
 	CHECK_EQ(zs_zswap_load(z, 1, back), -ENOENT);
+	/* A backend that refuses to write a handle it gave out: -EIO, the offset dropped. */
+	CHECK_EQ(zs_zswap_store(z, 2, page, 0), 0);
+	small.write = refused_write;
+	CHECK_EQ(zs_zswap_store(z, 2, page, 0), -EIO);
+	b->ops = zs_real_ops;
+	CHECK_EQ(zs_zswap_load(z, 2, back), -ENOENT);
 	struct zs_zswap_stats st;
 	zs_zswap_get_stats(z, &st);
 	CHECK_EQ(st.reject_compress_poor, 1);
