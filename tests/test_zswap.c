@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -381,6 +382,29 @@ static void test_promises(uint64_t *seed)
 	CHECK_EQ(st.reject_compress_poor, 1);
 	CHECK(st.pool_pages <= 32);
 	zs_zswap_destroy(z);
+
+	/*
+	 * An offset whose file position is past what the file system holds (ext4:
+	 * 16 TiB; offset 2^40 - 1 is 4 PiB in): its writeback fails, counts
+	 * reject_reclaim_fail, and the entry stays.
+	 */
+	struct statfs sfs;
+	if (statfs(path, &sfs) == 0 && sfs.f_type == 0xEF53) {
+		z = mk(ps, NULL, 0, 20, path);
+		gen_page(page, ps, PG_TEXT, seed);
+		CHECK_EQ(zs_zswap_store(z, ZS_ZSWAP_MAX_OFFSET - 1, page, 0), 0);
+		CHECK_EQ(zs_zswap_writeback(z, 1), 0);   /* second chance: it was referenced */
+		CHECK_EQ(zs_zswap_writeback(z, 1), 0);   /* the write fails */
+		zs_zswap_get_stats(z, &st);
+		CHECK(st.reject_reclaim_fail >= 1);
+		CHECK_EQ(st.written_back_pages, 0);
+		CHECK_EQ(st.stored_pages, 1);
+		CHECK_EQ(zs_zswap_load(z, ZS_ZSWAP_MAX_OFFSET - 1, back), 0);
+		CHECK(!memcmp(back, page, ps));
+		zs_zswap_destroy(z);
+	} else {
+		printf("offset past the file system's size: skipped (%s is not on ext4)\n", path);
+	}
 
 	/* With a backing file and the shrinker off: shrink writes nothing, count is 0. */
 	z = mk(ps, NULL, 0, 20, path);
