@@ -794,6 +794,61 @@ static void t_destroy_foreign(void)
 	zs_region_destroy(keep);
 }
 
+/*
+ * A MAP_FIXED mapping placed over part of the range: that part is no longer
+ * the region's (stored objects freed, stats unmapped, calls -EFAULT) and
+ * destroy leaves the new mapping alone.  And the range is MADV_DONTFORK and
+ * MADV_NOHUGEPAGE (smaps VmFlags "dc" and "nh").
+ */
+static int vma_flags_have(const void *addr, const char *f1, const char *f2)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	int in = 0, found = -1;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f) && found < 0) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+		else if (in && !strncmp(line, "VmFlags:", 8))
+			found = strstr(line, f1) != NULL && strstr(line, f2) != NULL;
+	}
+	fclose(f);
+	return found;
+}
+
+static void t_map_fixed(void)
+{
+	struct zs_region *r = mk(NP, NULL);
+	unsigned char *a = zs_region_addr(r);
+	CHECK_EQ(vma_flags_have(a, " dc", " nh"), 1);
+	fill(a, 0, NP);
+	CHECK_EQ(zs_region_pageout(r, a + 16 * PG, 4 * PG), 4);   /* 16-19 stored, 20-23 resident */
+	struct zs_region_stats s0 = stats(r);
+	unsigned char *o = mmap(a + 16 * PG, 8 * PG, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	REQUIRE(o == a + 16 * PG);
+	memset(o, 5, 8 * PG);
+	struct zs_region_stats s1 = stats(r);
+	CHECK_EQ(s1.unmapped - s0.unmapped, 8);
+	CHECK_EQ(s1.stored, s0.stored - 4);
+	CHECK_EQ(s1.store.pages_stored, s1.stored);
+	CHECK_EQ(zs_region_pageout(r, a + 16 * PG, PG), -EFAULT);
+	CHECK_EQ(zs_region_release(r, a, 17 * PG), -EFAULT);
+	CHECK_EQ(zs_region_pageout(r, a, 16 * PG), 16);
+	int bad = 0;
+	for (size_t p = 0; p < 16; p++)
+		bad += !page_is(a, p, (unsigned char)(p + 1));
+	CHECK_EQ(bad, 0);
+	zs_region_destroy(r);
+	bad = 0;
+	for (size_t i = 0; i < 8 * PG; i++)
+		bad += o[i] != 5;
+	CHECK_EQ(bad, 0);
+	munmap(o, 8 * PG);
+}
+
 int main(void)
 {
 	char why[512];
@@ -824,6 +879,7 @@ int main(void)
 	t_gone_codes();
 	t_madv_free();
 	t_destroy_foreign();
+	t_map_fixed();
 	printf("header promises done\n");
 	return tu_done();
 }
