@@ -191,3 +191,29 @@ def test_unknown_names_are_argument_errors_listing_the_choices():
         with pytest.raises(libzs.ZsArgumentError) as e:
             z.recompress("bogus")
         assert "huge_idle" in str(e.value)
+
+
+def test_ints_that_ctypes_would_truncate_are_refused():
+    # python/README.md: values are checked before ctypes could truncate them; a wrong type
+    # is a TypeError (not ctypes.ArgumentError)
+    with libzs.Pool() as p:
+        for call in (p.class_info, p.class_stats):
+            for bad in (2 ** 64, 2 ** 32, -(2 ** 31) - 1):    # not class 0 after truncation
+                with pytest.raises(libzs.ZsArgumentError):
+                    call(bad)
+            with pytest.raises(TypeError):
+                call("1")
+            with pytest.raises(libzs.ZsArgumentError):   # in C's int, out of C's range
+                call(p.class_count())
+    if not libzs.region_available()[0]:
+        return
+    with libzs.Region(16 * 4096) as r:
+        v = r.view()
+        v[:] = b"a" * len(v)
+        del v
+        for bad in (2 ** 64 + 4096, -1):
+            with pytest.raises(libzs.ZsArgumentError):
+                r.reclaim(bad)
+        with pytest.raises(TypeError):
+            r.reclaim("1")
+        assert r.stats()["stored"] == 0            # nothing was paged out
