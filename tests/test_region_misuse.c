@@ -706,6 +706,10 @@ static void t_gone_codes(void)
 	CHECK_EQ(zs_region_release(r, a + 40 * PG, 9 * PG), -EFAULT);
 	CHECK_EQ(zs_region_advise(r, a + 55 * PG, 2 * PG, ZS_REGION_COLD), -EFAULT);
 	CHECK_EQ(zs_region_pageout(r, a + 56 * PG, 8 * PG), 8);   /* past the hole: fine */
+	CHECK_EQ(zs_region_advise(r, a, PG, (enum zs_region_advice)0), -EINVAL);
+	CHECK_EQ(zs_region_advise(r, a, PG, (enum zs_region_advice)4), -EINVAL);
+	CHECK_EQ(zs_region_advise(r, a + 40 * PG, PG, ZS_REGION_PAGEOUT), 0);
+	CHECK_EQ(stats(r).stored, 9);
 
 	unsigned char *dst = mmap(NULL, 8 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	REQUIRE(dst != MAP_FAILED);

@@ -187,6 +187,10 @@ enum zs_region_advice {
 	ZS_REGION_HOT = 2,       /* treat as just accessed */
 	ZS_REGION_PAGEOUT = 3,   /* page out now (zs_region_pageout) */
 };
+/*
+ * Returns 0; -EINVAL (range as zs_region_pageout's, or adv not one of the
+ * three), -EFAULT (as zs_region_pageout); ZS_REGION_PAGEOUT also its -ENOMEM.
+ */
 ZS_API int zs_region_advise(struct zs_region *r, void *addr, size_t len, enum zs_region_advice adv);
 
 /*
