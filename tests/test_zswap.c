@@ -299,6 +299,23 @@ static void test_promises(uint64_t *seed)
 	CHECK_EQ(zs_zswap_group_stats(z, 0, NULL), -EINVAL);
 	CHECK_EQ(zs_zswap_writeback(NULL, 1), -EINVAL);
 	CHECK_EQ(zs_zswap_shrink(NULL, 1), -EINVAL);
+	/* A NULL zswap is -EINVAL (or 0, or nothing, where a call returns no error). */
+	CHECK_EQ(zs_zswap_load(NULL, 0, back), -EINVAL);
+	CHECK_EQ(zs_zswap_invalidate(NULL, 0), -EINVAL);
+	CHECK_EQ(zs_zswap_store_compressed(NULL, 0, NULL, 10, 0), -EINVAL);
+	CHECK_EQ(zs_zswap_group_set(NULL, 0, 0, 1), -EINVAL);
+	CHECK_EQ(zs_zswap_group_stats(NULL, 0, &gs), -EINVAL);
+	CHECK_EQ(zs_zswap_shrink_count(NULL), 0);
+	CHECK_EQ(zs_zswap_compact(NULL), 0);
+	zs_zswap_flush(NULL);
+	struct zs_zswap_stats nst;
+	memset(&nst, 0x55, sizeof(nst));
+	zs_zswap_get_stats(NULL, &nst);
+	CHECK_EQ(nst.zswpout + nst.stored_pages + nst.pool_pages, 0);
+	zs_zswap_get_stats(z, NULL);
+	CHECK_EQ(zs_zswap_page_size(NULL), 0);
+	CHECK(zs_zswap_comp_name(NULL) != NULL && !zs_zswap_comp_name(NULL)[0]);
+	CHECK(zs_zswap_backend(NULL) == NULL);
 
 	/* A refused argument leaves what the offset held. */
 	gen_page(page, ps, PG_TEXT, seed);
