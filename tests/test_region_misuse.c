@@ -699,6 +699,10 @@ static void t_gone_codes(void)
 {
 	struct zs_region *r = mk(NP, NULL);
 	unsigned char *a = zs_region_addr(r);
+	/* mapped before the hole below exists, so it cannot land in it (that would be -EFAULT) */
+	unsigned char *dst = mmap(NULL, 8 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(dst != MAP_FAILED);
+	REQUIRE(dst + 8 * PG <= a || dst >= a + NP * PG);
 	fill(a, 0, NP);
 	CHECK_EQ(munmap(a + 48 * PG, 8 * PG), 0);
 	CHECK_EQ(zs_region_pageout(r, a, NP * PG), -EFAULT);
@@ -711,8 +715,6 @@ static void t_gone_codes(void)
 	CHECK_EQ(zs_region_advise(r, a + 40 * PG, PG, ZS_REGION_PAGEOUT), 0);
 	CHECK_EQ(stats(r).stored, 9);
 
-	unsigned char *dst = mmap(NULL, 8 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	REQUIRE(dst != MAP_FAILED);
 	unsigned char *m = mremap(a + 8 * PG, 8 * PG, 8 * PG, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
 	REQUIRE(m == dst);
 	CHECK_EQ(zs_region_pageout(r, a + 8 * PG, PG), -EFAULT);
