@@ -5,7 +5,8 @@
  * Workloads (every thread runs its own copy, all threads on one store unless
  * the row says "private"):
  *  - churn: R rounds of N x (allocate 200..3600 B uniform + write it), then
- *    free all N.  One op = allocate + write + free.
+ *    free all N.  One op = allocate + write + free (--no-write: allocate +
+ *    free, what the allocator alone costs).
  *  - zram: a zram-like steady state.  Sizes are the lz4-compressed sizes of
  *    real 4 KiB pages (files under /usr/lib by default; same-filled pages,
  *    which zram does not store, left out; sizes >= the page stored whole).
@@ -35,7 +36,7 @@
  *
  * usage: bench_threads [--quick] [--json] [--rounds N] [--threads 1,2,...]
  *                      [--workload churn|zram|both] [--rows a,b,...]
- *                      [--n N] [--r R] [--slots S] [--ops M] [PATH...]
+ *                      [--n N] [--r R] [--no-write] [--slots S] [--ops M] [PATH...]
  */
 #include <errno.h>
 #include <pthread.h>
@@ -115,6 +116,7 @@ enum workload { W_CHURN, W_ZRAM };
 struct params {
 	enum workload w;
 	unsigned n, r;          /* churn */
+	int no_write;           /* churn: allocate and free only (--no-write) */
 	unsigned slots, ops;    /* zram */
 	const uint32_t *sizes;  /* zram: corpus sizes */
 	size_t nsizes;
@@ -190,7 +192,8 @@ static void *run_worker(void *arg)
 					err++;
 					h = 0;
 				} else {
-					err += st_write(b, h, src_buf, w->sz[i]) != 0;
+					if (!P->no_write)
+						err += st_write(b, h, src_buf, w->sz[i]) != 0;
 				}
 				w->h[i] = h;
 			}
@@ -504,6 +507,7 @@ static const char *const workload_names[] = { "churn", "zram", "both", NULL };
 int main(int argc, char **argv)
 {
 	int quick = 0, rounds = 0, nthr = 0, thr[MAXT], workload = 2; /* workload_names[]: both */
+	int no_write = 0;
 	struct bench_json js = { 0 };
 	const char *rows_arg = NULL;
 	unsigned n = 0, r = 0, slots = 0, ops = 0;
@@ -524,6 +528,8 @@ int main(int argc, char **argv)
 			      "churn: objects a round; default 5000 quick, else 20000"),
 		BENCH_OPT_U64("--r", r, 1, 1u << 20, "R",
 			      "churn: rounds a thread; default 5 quick, else 20"),
+		BENCH_OPT_FLAG("--no-write", no_write,
+			       "churn: allocate and free without the write (the allocator's own cost)"),
 		BENCH_OPT_U64("--slots", slots, 1, 1u << 30, "S",
 			      "zram: slots a thread; default 4096 quick, else 16384"),
 		BENCH_OPT_U64("--ops", ops, 1, 1u << 31, "M",
@@ -596,6 +602,7 @@ int main(int argc, char **argv)
 	bench_print_machine();
 	bench_json_begin(&js, "bench_threads");
 	bench_json_num(&js, "rounds", rounds);
+	bench_json_num(&js, "no_write", no_write);
 
 	size_t nsizes = 0, files = 0;
 	uint32_t *sizes = NULL;
@@ -619,14 +626,15 @@ int main(int argc, char **argv)
 		if (!(workloads & (1 << wl)))
 			continue;
 		struct params P = { .w = wl ? W_ZRAM : W_CHURN, .n = n, .r = r, .slots = slots,
-				    .ops = ops, .sizes = sizes, .nsizes = nsizes };
+				    .ops = ops, .sizes = sizes, .nsizes = nsizes, .no_write = no_write };
 		const char *wname = wl ? "zram" : "churn";
 		if (wl)
 			bench_say("\n== zram mix: per thread %u slots, %u ops (80%% overwrite, 20%% "
 				  "discard), %d round(s) ==\n", slots, ops, rounds);
 		else
-			bench_say("\n== churn: per thread %u rounds of %u x (alloc 200..3600 B + write), "
-				  "then free all; %d round(s) ==\n", r, n, rounds);
+			bench_say("\n== churn: per thread %u rounds of %u x (alloc 200..3600 B%s), "
+				  "then free all; %d round(s) ==\n", r, n, no_write ? ", no write" : " + write",
+				  rounds);
 
 		static double mops[MAXROWS][MAXT][64], mcpu[MAXROWS][MAXT][64];
 		static struct result first[MAXROWS][MAXT];
@@ -712,7 +720,7 @@ int main(int argc, char **argv)
 			bench_say("\n");
 		}
 		profile_ratios(rows, nrows, thr, nthr, med, mops, rounds, first, &js, wname);
-		if (!wl && !quick)
+		if (!wl && !quick && !no_write) /* the goals are for the op with its write */
 			app_goals(rows, nrows, thr, nthr, mops, rounds, &js);
 		for (int k = 0; k < nrows; k++) {
 			for (int ti = 0; ti < nthr; ti++) {

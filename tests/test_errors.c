@@ -7,6 +7,11 @@
  * code on instead of calling every store failure -ENOMEM.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "testutil.h"
@@ -199,6 +204,123 @@ static void test_zram_write_codes(void)
 	zs_zram_destroy(z);
 }
 
+/*
+ * zs_zram_free_notify never waits: on a slot another call holds locked it
+ * counts miss_free and returns -EBUSY, leaving the slot as it was.  A read
+ * holds slot 0's lock while the backend's read_begin runs; that hook parks
+ * the reader there until the main thread has tried.
+ */
+static atomic_int rd_parked, rd_go;
+
+static void *parked_read_begin(struct zs_backend *b, unsigned long h, size_t len, void *copy)
+{
+	atomic_store(&rd_parked, 1);
+	while (!atomic_load(&rd_go))
+		sched_yield();
+	return real_ops->read_begin(b, h, len, copy);
+}
+
+static void *reader(void *arg)
+{
+	static unsigned char out[4096];
+	return (void *)(intptr_t)zs_zram_read(arg, 0, out, sizeof(out));
+}
+
+static void test_zram_free_notify_busy(void)
+{
+	struct zs_zram_config zc;
+	struct zs_zram *z;
+	zs_zram_config_init(&zc);
+	zc.disksize = 4 * 4096;
+	zc.backend.kind = "malloc";
+	REQUIRE(zs_zram_create(&zc, &z) == 0);
+	unsigned char page[4096], out[4096];
+	for (size_t i = 0; i < sizeof(page); i++)
+		page[i] = (unsigned char)(i % 251 + (i / 997));
+	REQUIRE(zs_zram_write(z, 0, page) == 0);
+
+	struct zs_backend *b = zs_zram_backend(z);
+	static struct zs_backend_ops parked;
+	real_ops = b->ops;
+	parked = *b->ops;
+	parked.read_begin = parked_read_begin;
+	b->ops = &parked;
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, reader, z) == 0);
+	while (!atomic_load(&rd_parked))
+		sched_yield();
+	CHECK_EQ(zs_zram_free_notify(z, 0), -EBUSY);
+	atomic_store(&rd_go, 1);
+	void *rc;
+	pthread_join(t, &rc);
+	CHECK_EQ((intptr_t)rc, 0);
+	b->ops = real_ops;
+
+	struct zs_zram_stats st;
+	zs_zram_get_stats(z, &st);
+	CHECK_EQ(st.miss_free, 1);
+	CHECK_EQ(st.pages_stored, 1);   /* the missed free left the slot */
+	CHECK_EQ(zs_zram_read(z, 0, out, sizeof(out)), 0);
+	CHECK(memcmp(out, page, sizeof(page)) == 0);
+	CHECK_EQ(zs_zram_free_notify(z, 0), 0);   /* unlocked: freed at once */
+	zs_zram_get_stats(z, &st);
+	CHECK_EQ(st.pages_stored, 0);
+	CHECK_EQ(st.miss_free, 1);
+	zs_zram_destroy(z);
+}
+
+/*
+ * zs_zram_recompress: a store error is the call's result as for
+ * zs_zram_write (the allocator's code; -EIO for a refused write), and the
+ * slot it was moving keeps its old object.
+ */
+static void test_zram_recompress_codes(void)
+{
+	struct zs_zram_config zc;
+	struct zs_zram *z;
+	zs_zram_config_init(&zc);
+	zc.disksize = 4 * 4096;
+	zc.comp = "lz4";
+	zc.recomp = "zstd:9";
+	REQUIRE(zs_zram_create(&zc, &z) == 0);
+	unsigned char page[4096], out[4096];
+	for (size_t i = 0; i < sizeof(page); i += 16) {
+		char row[17];
+		snprintf(row, sizeof(row), "row %06zu pad..", i / 16 % 7);
+		memcpy(page + i, row, 16);
+	}
+	REQUIRE(zs_zram_write(z, 0, page) == 0);
+
+	struct zs_backend *b = zs_zram_backend(z);
+	static struct zs_backend_ops flaky;
+	real_ops = b->ops;
+	flaky = *b->ops;
+	flaky.malloc = flaky_malloc;
+	flaky.write = flaky_write;
+	b->ops = &flaky;
+	struct zs_zram_recomp_result r;
+	fail_malloc_code = -ENOSPC;
+	CHECK_EQ(zs_zram_recompress(z, ZS_ZRAM_RECOMP_ALL, 0, 0, &r), -ENOSPC);
+	fail_malloc_code = -ENOMEM;
+	CHECK_EQ(zs_zram_recompress(z, ZS_ZRAM_RECOMP_ALL, 0, 0, &r), -ENOMEM);
+	fail_malloc_code = 0;
+	fail_write = 1;
+	CHECK_EQ(zs_zram_recompress(z, ZS_ZRAM_RECOMP_ALL, 0, 0, &r), -EIO);
+	fail_write = 0;
+	b->ops = real_ops;
+	unsigned prio = 9;
+	CHECK_EQ(zs_zram_slot_info(z, 0, NULL, NULL, &prio), 0);
+	CHECK_EQ(prio, 0);   /* still the primary's object */
+	CHECK_EQ(zs_zram_read(z, 0, out, sizeof(out)), 0);
+	CHECK(memcmp(out, page, sizeof(page)) == 0);
+	/* and the store works on: the next pass moves it */
+	CHECK_EQ(zs_zram_recompress(z, ZS_ZRAM_RECOMP_ALL, 0, 0, &r), 0);
+	CHECK_EQ(r.recompressed, 1);
+	CHECK_EQ(zs_zram_read(z, 0, out, sizeof(out)), 0);
+	CHECK(memcmp(out, page, sizeof(page)) == 0);
+	zs_zram_destroy(z);
+}
+
 int main(void)
 {
 	test_zsmalloc_codes();
@@ -206,5 +328,7 @@ int main(void)
 	test_backend_codes();
 	test_constructor_out_null();
 	test_zram_write_codes();
+	test_zram_free_notify_busy();
+	test_zram_recompress_codes();
 	return tu_done();
 }

@@ -587,6 +587,278 @@ static void t_double_destroy(void)
 	zs_region_destroy(keep);
 }
 
+/* zs_region_create's ranges (region.h), each end: just inside taken, just outside -EINVAL. */
+static int create_rc(struct zs_region_config *c)
+{
+	struct zs_region *r = (struct zs_region *)&r;
+	char err[512];
+	int rc = zs_region_create(c, &r, err, sizeof err);
+	CHECK(rc == 0 ? r != NULL : r == NULL && err[0] != 0);
+	if (rc == 0)
+		zs_region_destroy(r);
+	return rc;
+}
+
+static void t_config(void)
+{
+	struct zs_region_config c;
+	struct zs_region *r;
+	char err[512];
+
+	zs_region_config_init(&c);
+	c.size = 1;   /* rounded up to a page */
+	REQUIRE(zs_region_create(&c, &r, err, sizeof err) == 0);
+	CHECK_EQ(zs_region_size(r), PG);
+	zs_region_destroy(r);
+	CHECK_EQ(zs_region_create(&c, NULL, err, sizeof err), -EINVAL);
+	c.size = SIZE_MAX;   /* rounding it up would wrap to 0 */
+	CHECK_EQ(zs_region_create(&c, &r, err, sizeof err), -EINVAL);
+	CHECK(r == NULL && strstr(err, "above ZS_ZRAM_MAX_SLOTS") != NULL);
+	c.size = SIZE_MAX - PG + 2;
+	CHECK_EQ(create_rc(&c), -EINVAL);
+	c.size = (size_t)(ZS_ZRAM_MAX_SLOTS * PG + 1);
+	CHECK_EQ(zs_region_create(&c, &r, err, sizeof err), -EINVAL);
+	CHECK(r == NULL && strstr(err, "above ZS_ZRAM_MAX_SLOTS") != NULL);
+	c.size = 8 * PG;
+	static const struct { unsigned v; int rc; } ht[] = { { 0, 0 }, { 1, 0 }, { 64, 0 },
+							     { 65, -EINVAL }, { ~0u, -EINVAL } };
+	for (size_t i = 0; i < sizeof ht / sizeof ht[0]; i++) {
+		c.handler_threads = ht[i].v;
+		CHECK_EQ(create_rc(&c), ht[i].rc);
+	}
+	c.handler_threads = 1;
+	static const struct { unsigned v; int rc; } fa[] = { { 0, 0 }, { 1, 0 }, { 256, 0 },
+							     { 257, -EINVAL }, { ~0u, -EINVAL } };
+	for (size_t i = 0; i < sizeof fa / sizeof fa[0]; i++) {
+		c.fault_around = fa[i].v;
+		CHECK_EQ(create_rc(&c), fa[i].rc);
+	}
+	c.fault_around = 16;
+	size_t sys = (size_t)sysconf(_SC_PAGESIZE);
+	c.store.page_size = sys;
+	CHECK_EQ(create_rc(&c), 0);
+	c.store.page_size = sys * 2;
+	CHECK_EQ(create_rc(&c), -EINVAL);
+	c.store.page_size = sys / 2;
+	CHECK_EQ(create_rc(&c), -EINVAL);
+}
+
+/*
+ * pageout at the store's mem_limit: a call that stores nothing is -ENOMEM, one
+ * that stored some pages first returns their number; either way the pages it
+ * did not store stay resident and intact (the stored ones come back on touch).
+ */
+static void t_pageout_enomem(uint64_t seed)
+{
+	enum { N = 2 * NP, LIMIT = NP + NP / 4 };
+	struct zs_region_config c;
+	struct zs_region *r;
+	char err[512];
+
+	zs_region_config_init(&c);
+	c.size = N * PG;
+	c.store.mem_limit = LIMIT * PG;
+	REQUIRE(zs_region_create(&c, &r, err, sizeof err) == 0);
+	unsigned char *a = zs_region_addr(r), want[PG];
+	for (size_t p = 0; p < N; p++)
+		rnd_page(a + p * PG, seed + p);   /* incompressible: a pool page each */
+	long rc = 0, sum = 0;
+	for (int k = 0; k < 4 && rc != -ENOMEM; k++) {
+		rc = zs_region_pageout(r, a, N * PG);
+		CHECK(rc == -ENOMEM || rc > 0);
+		sum += rc > 0 ? rc : 0;
+	}
+	CHECK_EQ(rc, -ENOMEM);
+	struct zs_region_stats st = stats(r);
+	for (int i = 0; i < 2000 && st.stored + st.resident != N; i++) {
+		usleep(1000);   /* the fill's last faults are counted a moment later */
+		st = stats(r);
+	}
+	printf("pageout at mem_limit: stored %llu, resident %llu\n", (unsigned long long)st.stored,
+	       (unsigned long long)st.resident);
+	CHECK_EQ(st.stored, sum);
+	CHECK(st.stored <= LIMIT);
+	CHECK_EQ(st.store.pages_stored, st.stored);
+	CHECK_EQ(st.stored + st.resident, N);
+	int bad = 0;
+	for (size_t p = 0; p < N; p++) {
+		rnd_page(want, seed + p);
+		bad += memcmp(a + p * PG, want, PG) != 0;
+	}
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(wait_stored(r, 0), 0);
+	zs_region_destroy(r);
+}
+
+/*
+ * The exact codes of region.h: a range touching a part the application
+ * unmapped is -EFAULT; after mremap moved a part away, its old addresses
+ * are -EFAULT and its new ones (outside the region) -EINVAL.
+ */
+static void t_gone_codes(void)
+{
+	struct zs_region *r = mk(NP, NULL);
+	unsigned char *a = zs_region_addr(r);
+	/* mapped before the hole below exists, so it cannot land in it (that would be -EFAULT) */
+	unsigned char *dst = mmap(NULL, 8 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(dst != MAP_FAILED);
+	REQUIRE(dst + 8 * PG <= a || dst >= a + NP * PG);
+	fill(a, 0, NP);
+	CHECK_EQ(munmap(a + 48 * PG, 8 * PG), 0);
+	CHECK_EQ(zs_region_pageout(r, a, NP * PG), -EFAULT);
+	CHECK_EQ(zs_region_pageout(r, a + 50 * PG, PG), -EFAULT);
+	CHECK_EQ(zs_region_release(r, a + 40 * PG, 9 * PG), -EFAULT);
+	CHECK_EQ(zs_region_advise(r, a + 55 * PG, 2 * PG, ZS_REGION_COLD), -EFAULT);
+	CHECK_EQ(zs_region_pageout(r, a + 56 * PG, 8 * PG), 8);   /* past the hole: fine */
+	CHECK_EQ(zs_region_advise(r, a, PG, (enum zs_region_advice)0), -EINVAL);
+	CHECK_EQ(zs_region_advise(r, a, PG, (enum zs_region_advice)4), -EINVAL);
+	CHECK_EQ(zs_region_advise(r, a + 40 * PG, PG, ZS_REGION_PAGEOUT), 0);
+	CHECK_EQ(stats(r).stored, 9);
+
+	unsigned char *m = mremap(a + 8 * PG, 8 * PG, 8 * PG, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+	REQUIRE(m == dst);
+	CHECK_EQ(zs_region_pageout(r, a + 8 * PG, PG), -EFAULT);
+	CHECK_EQ(zs_region_release(r, a, 16 * PG), -EFAULT);
+	CHECK_EQ(zs_region_pageout(r, m, PG), -EINVAL);
+	CHECK_EQ(zs_region_release(r, m, 8 * PG), -EINVAL);
+	CHECK_EQ(zs_region_advise(r, m, PG, ZS_REGION_HOT), -EINVAL);
+	CHECK_EQ(stats(r).broken, 1);
+	CHECK_EQ(zs_region_pageout(r, a, 8 * PG), 8);
+	zs_region_destroy(r);
+	munmap(m, 8 * PG);
+}
+
+/*
+ * MADV_FREE frees the stored objects of the range as MADV_DONTNEED does
+ * (stats: removed) and those pages read zeros; its resident pages keep
+ * their contents or read zeros, page by page, as the kernel decides.
+ */
+static void t_madv_free(void)
+{
+	struct zs_region *r = mk(NP, NULL);
+	unsigned char *a = zs_region_addr(r);
+	fill(a, 0, NP);
+	CHECK_EQ(zs_region_pageout(r, a + 16 * PG, 16 * PG), 16);
+	struct zs_region_stats s0 = stats(r);
+	if (madvise(a + 8 * PG, 16 * PG, MADV_FREE)) {   /* resident 8-15, stored 16-23 */
+		printf("MADV_FREE: %s, skipped\n", strerror(errno));
+		zs_region_destroy(r);
+		return;
+	}
+	struct zs_region_stats s1 = stats(r);
+	CHECK_EQ(s1.stored, 8);
+	CHECK_EQ(s1.store.pages_stored, 8);
+	CHECK_EQ(s1.removed - s0.removed, 16);
+	int bad = 0;
+	for (size_t p = 0; p < NP; p++) {
+		if (p >= 16 && p < 24)
+			bad += !page_is(a, p, 0);
+		else if (p >= 8 && p < 16)
+			bad += !page_is(a, p, 0) && !page_is(a, p, (unsigned char)(p + 1));
+		else
+			bad += !page_is(a, p, (unsigned char)(p + 1));
+	}
+	CHECK_EQ(bad, 0);
+	zs_region_destroy(r);
+}
+
+/*
+ * zs_region_destroy of a pointer zs_region_create never returned: looked up,
+ * never dereferenced (here a PROT_NONE page: a read would be SIGSEGV), a
+ * line on stderr names it, and live regions are untouched.
+ */
+static void t_destroy_foreign(void)
+{
+	struct zs_region *keep = mk(8, NULL);
+	unsigned char *k = zs_region_addr(keep);
+	fill(k, 0, 8);
+	void *guard = mmap(NULL, PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(guard != MAP_FAILED);
+	char log[] = "/tmp/zs_region_misuse_errXXXXXX";
+	int lfd = mkstemp(log);
+	REQUIRE(lfd >= 0);
+	fflush(stderr);
+	int saved = dup(2);
+	REQUIRE(saved >= 0 && dup2(lfd, 2) == 2);
+	zs_region_destroy(NULL);   /* a no-op, said nowhere */
+	zs_region_destroy((struct zs_region *)guard);
+	zs_region_destroy((struct zs_region *)((unsigned char *)k + PG));
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	char line[256] = "";
+	ssize_t n = pread(lfd, line, sizeof line - 1, 0);
+	close(lfd);
+	unlink(log);
+	int lines = 0;
+	for (ssize_t i = 0; i < n; i++)
+		lines += line[i] == '\n';
+	CHECK_EQ(lines, 2);   /* one per foreign pointer, none for NULL */
+	printf("destroy of a foreign pointer said: %.*s", (int)(n > 0 ? n : 0), line);
+	CHECK_EQ(zs_region_pageout(keep, k, 8 * PG), 8);
+	int bad = 0;
+	for (size_t p = 0; p < 8; p++)
+		bad += !page_is(k, p, (unsigned char)(p + 1));
+	CHECK_EQ(bad, 0);
+	munmap(guard, PG);
+	zs_region_destroy(keep);
+}
+
+/*
+ * A MAP_FIXED mapping placed over part of the range: that part is no longer
+ * the region's (stored objects freed, stats unmapped, calls -EFAULT) and
+ * destroy leaves the new mapping alone.  And the range is MADV_DONTFORK and
+ * MADV_NOHUGEPAGE (smaps VmFlags "dc" and "nh").
+ */
+static int vma_flags_have(const void *addr, const char *f1, const char *f2)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	int in = 0, found = -1;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f) && found < 0) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = (uintptr_t)addr >= lo && (uintptr_t)addr < hi;
+		else if (in && !strncmp(line, "VmFlags:", 8))
+			found = strstr(line, f1) != NULL && strstr(line, f2) != NULL;
+	}
+	fclose(f);
+	return found;
+}
+
+static void t_map_fixed(void)
+{
+	struct zs_region *r = mk(NP, NULL);
+	unsigned char *a = zs_region_addr(r);
+	CHECK_EQ(vma_flags_have(a, " dc", " nh"), 1);
+	fill(a, 0, NP);
+	CHECK_EQ(zs_region_pageout(r, a + 16 * PG, 4 * PG), 4);   /* 16-19 stored, 20-23 resident */
+	struct zs_region_stats s0 = stats(r);
+	unsigned char *o = mmap(a + 16 * PG, 8 * PG, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	REQUIRE(o == a + 16 * PG);
+	memset(o, 5, 8 * PG);
+	struct zs_region_stats s1 = stats(r);
+	CHECK_EQ(s1.unmapped - s0.unmapped, 8);
+	CHECK_EQ(s1.stored, s0.stored - 4);
+	CHECK_EQ(s1.store.pages_stored, s1.stored);
+	CHECK_EQ(zs_region_pageout(r, a + 16 * PG, PG), -EFAULT);
+	CHECK_EQ(zs_region_release(r, a, 17 * PG), -EFAULT);
+	CHECK_EQ(zs_region_pageout(r, a, 16 * PG), 16);
+	int bad = 0;
+	for (size_t p = 0; p < 16; p++)
+		bad += !page_is(a, p, (unsigned char)(p + 1));
+	CHECK_EQ(bad, 0);
+	zs_region_destroy(r);
+	bad = 0;
+	for (size_t i = 0; i < 8 * PG; i++)
+		bad += o[i] != 5;
+	CHECK_EQ(bad, 0);
+	munmap(o, 8 * PG);
+}
+
 int main(void)
 {
 	char why[512];
@@ -612,5 +884,12 @@ int main(void)
 	printf("read errors done\n");
 	t_double_destroy();
 	printf("double destroy done\n");
+	t_config();
+	t_pageout_enomem(tu_seed("test_region_misuse"));
+	t_gone_codes();
+	t_madv_free();
+	t_destroy_foreign();
+	t_map_fixed();
+	printf("header promises done\n");
 	return tu_done();
 }

@@ -462,6 +462,9 @@ static void test_zram(void)
 		ZRAM_FIELD(page_size, bad_ps[i], 0);
 	ZRAM_FIELD(page_size, 0, 1);
 	ZRAM_FIELD(page_size, 65536, 1);
+	ZRAM_FIELD(page_size, 2048, 0);    /* a power of two below the range */
+	ZRAM_FIELD(page_size, 4096, 1);
+	ZRAM_FIELD(page_size, 8192, 1);
 
 	const uint64_t bad_disk[] = { 0, 4095, UINT64_MAX, (uint64_t)1 << 60, (uint64_t)1 << 63,
 				      (ZS_ZRAM_MAX_SLOTS + 1) * 4096 };
@@ -481,6 +484,7 @@ static void test_zram(void)
 	ZRAM_FIELD(streams, ZS_ZRAM_MAX_STREAMS + 1, 0);
 	ZRAM_FIELD(streams, 0, 1);
 	ZRAM_FIELD(streams, 1, 1);
+	ZRAM_FIELD(streams, ZS_ZRAM_MAX_STREAMS, 1);
 
 	ZRAM_FIELD(deferred_free, 2, 0);
 	ZRAM_FIELD(deferred_free, -1, 0);
@@ -504,8 +508,11 @@ static void test_zram(void)
 	ZRAM_FIELD(group_pages, UINT_MAX, 0);
 	ZRAM_FIELD(group_pages, 3, 0);
 	ZRAM_FIELD(group_pages, 32, 0);
+	ZRAM_FIELD(group_pages, 0, 1);
 	ZRAM_FIELD(group_pages, 1, 1);
+	ZRAM_FIELD(group_pages, 2, 1);
 	ZRAM_FIELD(group_pages, 16, 1);
+	ZRAM_FIELD(group_pages, 17, 0);
 
 	/* Nested backend and pool configs are checked through the store too. */
 	ZRAM_FIELD(backend.max_pages, SIZE_MAX, 0);

@@ -527,6 +527,62 @@ static void test_bad_input(void)
 	zs_zram_destroy(z);
 }
 
+/*
+ * zram.h's remaining bad-input promises: ranges whose end wraps past
+ * UINT64_MAX or that start at the last slot + 1 are -EINVAL and touch no
+ * slot; recompress's threshold must be below the huge class size (the size
+ * itself refused, one less taken); a nonzero idle age works with
+ * track_actime; mem_limit is rounded up to whole pages.
+ */
+static void test_bad_input_edges(void)
+{
+	unsigned char big[2 * PS], out[PS];
+	struct zs_zram_stats st;
+	struct zs_zram *z = mk("zsmalloc", "lz4", 16, ((uint64_t)1 << 20) + 1, 0);
+
+	zs_zram_get_stats(z, &st);
+	CHECK_EQ(st.mem_limit, ((uint64_t)1 << 20) + PS);
+	memcpy(big, txt.data, 2 * PS);
+	CHECK_EQ(zs_zram_write_range(z, 14, 2, big), 0);
+	CHECK_EQ(zs_zram_write_range(z, 1, UINT64_MAX, big), -EINVAL);
+	CHECK_EQ(zs_zram_write_range(z, 16, 0, big), -EINVAL);
+	CHECK_EQ(zs_zram_read_range(z, 15, UINT64_MAX - 14, big, sizeof(big)), -EINVAL);
+	CHECK_EQ(zs_zram_discard_range(z, 14, UINT64_MAX - 13), -EINVAL);
+	CHECK_EQ(zs_zram_discard_range(z, UINT64_MAX, 2), -EINVAL);
+	CHECK_EQ(zs_zram_slot_info(z, UINT64_MAX, NULL, NULL, NULL), -EINVAL);
+	zs_zram_get_stats(z, &st);
+	CHECK_EQ(st.invalid_io, 5);     /* slot_info is no I/O: not counted */
+	CHECK_EQ(st.pages_stored, 2);   /* the refused calls left slots 14-15 */
+	for (uint64_t i = 14; i < 16; i++) {
+		CHECK_EQ(zs_zram_read(z, i, out, PS), 0);
+		CHECK(!memcmp(out, txt.data + (i - 14) * PS, PS));
+	}
+
+	size_t huge = zs_backend_huge_class_size(zs_zram_backend(z));
+	struct zs_zram_recomp_result r;
+	CHECK_EQ(zs_zram_recompress(z, ZS_ZRAM_RECOMP_ALL, huge, 0, &r), -EINVAL);
+	CHECK_EQ(zs_zram_recompress(z, ZS_ZRAM_RECOMP_ALL, huge - 1, 0, &r), 0);
+	CHECK_EQ(r.scanned, 2);
+	CHECK_EQ(zs_zram_mark_idle(z, 3600), 0);   /* track_actime: nothing that old */
+	CHECK_EQ(zs_zram_mark_idle(z, 0), 2);
+	zs_zram_destroy(z);
+
+	/* create_err: a reason on failure, the empty string on success (after a failure). */
+	struct zs_zram_config cfg;
+	char why[200];
+	zs_zram_config_init(&cfg);
+	cfg.disksize = 0;
+	CHECK_EQ(zs_zram_create_err(&cfg, &z, why, sizeof(why)), -EINVAL);
+	CHECK(z == NULL && why[0] != 0);
+	CHECK_EQ(zs_zram_create_err(&cfg, &z, why, 1), -EINVAL);   /* truncated to fit */
+	CHECK_EQ(why[0], 0);
+	memset(why, 'x', sizeof(why));
+	cfg.disksize = 4 * PS;
+	CHECK_EQ(zs_zram_create_err(&cfg, &z, why, sizeof(why)), 0);
+	CHECK_EQ(why[0], 0);
+	zs_zram_destroy(z);
+}
+
 int main(void)
 {
 	uint64_t seed = tu_seed("test_zram");
@@ -538,6 +594,7 @@ int main(void)
 	REQUIRE(bin.npages > 100 && txt.npages > 100);
 
 	test_bad_input();
+	test_bad_input_edges();
 	test_store_rule(&seed);
 	for (int k = 0; kinds[k]; k++) {
 		const char *kind = kinds[k];

@@ -7,6 +7,7 @@
  * take none, recomp parameters without recomp and unreadable paths fail.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -150,6 +151,20 @@ int main(void)
 	CHECK_EQ(zs_zram_create(&cfg, &z), -ENOENT);
 	cfg.comp_dict_path = "/tmp";  /* not a regular file */
 	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	/* A dictionary file holds 1..ZS_COMP_MAX_DICT bytes: empty and one byte over refused. */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	REQUIRE(fd >= 0);
+	cfg.comp_dict_path = path;
+	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	REQUIRE(ftruncate(fd, (off_t)ZS_COMP_MAX_DICT + 1) == 0);
+	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	REQUIRE(ftruncate(fd, (off_t)ZS_COMP_MAX_DICT) == 0);
+	CHECK_EQ(zs_zram_create(&cfg, &z), 0);   /* zstd takes raw bytes as a dictionary */
+	zs_zram_destroy(z);
+	REQUIRE(ftruncate(fd, 0) == 0 && pwrite(fd, dict, 1, 0) == 1);
+	CHECK_EQ(zs_zram_create(&cfg, &z), 0);
+	zs_zram_destroy(z);
+	close(fd);
 	cfg.comp_dict_path = NULL;
 	cfg.comp_dict = dict;
 	cfg.comp_dict_len = ZS_COMP_MAX_DICT + 1;

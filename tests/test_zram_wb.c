@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -285,7 +287,29 @@ static void bad_config(void)
 	CHECK_EQ(zs_zram_writeback(z, (enum zs_zram_wb_type)0, 0, NULL), -EINVAL);
 	CHECK_EQ(zs_zram_writeback(z, (enum zs_zram_wb_type)5, 0, NULL), -EINVAL);
 	CHECK_EQ(zs_zram_set_writeback_limit(z, 2, 1), -EINVAL);
+	CHECK_EQ(zs_zram_set_writeback_limit(z, -1, 1), -EINVAL);
+	/* pages takes the whole of 0..UINT64_MAX, and get returns it as set. */
+	int en = -1;
+	uint64_t left = 0;
+	CHECK_EQ(zs_zram_set_writeback_limit(z, 1, UINT64_MAX), 0);
+	CHECK_EQ(zs_zram_get_writeback_limit(z, &en, &left), 0);
+	CHECK(en == 1 && left == UINT64_MAX);
 	zs_zram_destroy(z);
+	/* A socket is refused like a FIFO (-EINVAL), never connected to. */
+	char sp[sizeof(path) + 8];
+	snprintf(sp, sizeof(sp), "%s.sock", path);
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	REQUIRE(s >= 0 && strlen(sp) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, sp, strlen(sp) + 1);
+	unlink(sp);
+	REQUIRE(bind(s, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	cfg.backing_path = sp;
+	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK(z == NULL);
+	close(s);
+	unlink(sp);
+	cfg.backing_path = path;
 	cfg.backing_path = "/nonexistent/zs-backing";
 	CHECK_EQ(zs_zram_create(&cfg, &z), -ENOENT);
 	cfg.backing_path = "/tmp";
@@ -295,6 +319,7 @@ static void bad_config(void)
 	CHECK_EQ(zs_zram_create(&cfg, &z), 0);
 	CHECK_EQ(zs_zram_writeback(z, ZS_ZRAM_WB_IDLE, 0, NULL), -EINVAL);
 	CHECK_EQ(zs_zram_set_writeback_limit(z, 1, 1), -EINVAL);
+	CHECK_EQ(zs_zram_get_writeback_limit(z, &en, &left), -EINVAL);
 	zs_zram_destroy(z);
 }
 

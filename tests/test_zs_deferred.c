@@ -9,9 +9,10 @@
  * cleanly (ASan/LSan find nothing), checked mode refuses a second
  * deferred free or a zs_free of a queued handle with -EINVAL, and a stream
  * of single deferred frees wakes the worker about once a millisecond, not
- * once a free (its context switches, from /proc/self/task).  A capacity is
- * rounded up to a power of two (at least 16), and without memory for the
- * queue a deferred free is a synchronous one.
+ * once a free (its context switches, from /proc/self/task), and a pool at
+ * max_pages with its frees queued still allocates (zs_malloc flushes first).
+ * A capacity is rounded up to a power of two (at least 16), and without
+ * memory for the queue a deferred free is a synchronous one.
  */
 #include "testutil.h"
 #include "forkcase.h"
@@ -467,6 +468,64 @@ static void test_checked_deferred(void)
 	}
 }
 
+/*
+ * A pool at max_pages whose frees are all queued: zs_malloc frees the queue
+ * and succeeds, as it would have after zs_free; with nothing queued -ENOMEM
+ * stands and changes nothing.  Without the worker the queue waits for a
+ * flush, so before zs_malloc flushed on -ENOMEM this failed every time.
+ */
+static void test_limit_with_pending(void)
+{
+	static const size_t sizes[] = { 3000, 2 * 4096 + 100 };
+	for (int worker = -1; worker <= 1; worker += 2) {
+		for (unsigned si = 0; si < 2; si++) {
+			struct zs_pool_config c;
+			zs_pool_config_init(&c);
+			c.max_pages = 16;
+			c.max_object_size = 4 * 4096;
+			c.deferred_worker = worker;
+			struct zs_pool *p = zs_create_pool(&c);
+			REQUIRE(p);
+			size_t sz = sizes[si];
+			unsigned long h[64];
+			int n = 0;
+			while (n < 64) {
+				unsigned long x = zs_malloc(p, sz);
+				if (ZS_IS_ERR(x)) {
+					CHECK_EQ(ZS_ERR(x), -ENOMEM);
+					break;
+				}
+				h[n++] = x;
+			}
+			CHECK(n > 0 && n < 64);
+			unsigned long full = zs_get_total_pages(p);
+			CHECK(full <= 16);
+			/* Nothing queued: refused, and the pool is as it was. */
+			CHECK_EQ(ZS_ERR(zs_malloc(p, sz)), -ENOMEM);
+			CHECK_EQ(zs_get_total_pages(p), full);
+			CHECK_EQ(zs_pool_objects(p), (unsigned long)n);
+			for (int i = 0; i < n; i++)
+				CHECK_EQ(zs_free_deferred(p, h[i]), 0);
+			unsigned long x = zs_malloc(p, sz);
+			CHECK(!ZS_IS_ERR(x));
+			if (ZS_IS_ERR(x)) {
+				fprintf(stderr, "worker %d size %zu: zs_malloc after %d queued frees: %d\n",
+					worker, sz, n, ZS_ERR(x));
+				zs_destroy_pool(p);
+				continue;
+			}
+			/* Every queued free is done: only the new object is left. */
+			CHECK_EQ(zs_pool_objects(p), 1);
+			fill(wbuf, sz, 77 + si);
+			CHECK_EQ(zs_obj_write(p, x, wbuf, sz), 0);
+			CHECK_EQ(zs_free(p, x), 0);
+			zs_free_deferred_flush(p);
+			CHECK_EQ(zs_get_total_pages(p), 0);
+			zs_destroy_pool(p);
+		}
+	}
+}
+
 int main(void)
 {
 	test_defer_then_flush();
@@ -479,5 +538,6 @@ int main(void)
 	test_worker_gathers();
 	test_destroy_pending();
 	test_checked_deferred();
+	test_limit_with_pending();
 	return tu_done();
 }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -164,6 +165,275 @@ static void test_config(void)
 	CHECK(strstr(zs_zswap_comp_name(z), "zstd") != NULL);
 	zs_zswap_destroy(z);
 	zs_zswap_destroy(NULL);
+}
+
+/*
+ * zswap.h's promises about bad input, one check each: every config range at
+ * both ends (just inside accepted, just outside refused), an argument
+ * refused with -EINVAL leaves what the offset held, a failed load zeroes
+ * the page (-EIO) or leaves it alone (-ENOENT), the NULL and shrinker-off
+ * answers, and the backing file's refusals shared with zram.
+ */
+static int creates(struct zs_zswap_config *cfg)
+{
+	struct zs_zswap *z = (struct zs_zswap *)1;
+	char err[200];
+	int rc = zs_zswap_create(cfg, &z, err, sizeof(err));
+
+	CHECK(rc == 0 ? z != NULL && err[0] == 0 : z == NULL && err[0] != 0);
+	zs_zswap_destroy(rc == 0 ? z : NULL);
+	return rc;
+}
+
+/* A backend malloc that takes no page-size object (as zram.h's -ENOSPC case). */
+static const struct zs_backend_ops *zs_real_ops;
+
+static unsigned long no_page_malloc(struct zs_backend *b, size_t size)
+{
+	if (size >= b->page_size)
+		return (unsigned long)(long)-ENOSPC;
+	return zs_real_ops->malloc(b, size);
+}
+
+static int refused_write(struct zs_backend *b, unsigned long h, const void *src, size_t len)
+{
+	(void)b, (void)h, (void)src, (void)len;
+	return -EINVAL;
+}
+
+static void test_promises(uint64_t *seed)
+{
+	const size_t ps = 4096;
+	unsigned char page[4096], other[4096], back[4096];
+	struct zs_zswap_config cfg;
+	struct zs_zswap_group_stats gs;
+	struct zs_zswap *z;
+	char p[96];
+
+	/* total_ram: 0 (physical RAM) or page_size..2^60. */
+	static const struct { uint64_t v; int rc; } ram[] = {
+		{ 0, 0 }, { 4095, -EINVAL }, { 4096, 0 }, { (uint64_t)1 << 60, 0 },
+		{ ((uint64_t)1 << 60) + 1, -EINVAL }, { UINT64_MAX, -EINVAL },
+	};
+	for (size_t i = 0; i < sizeof(ram) / sizeof(ram[0]); i++) {
+		zs_zswap_config_init(&cfg);
+		cfg.total_ram = ram[i].v;
+		CHECK_EQ(creates(&cfg), ram[i].rc);
+	}
+	/* total_ram's lower end follows page_size. */
+	zs_zswap_config_init(&cfg);
+	cfg.page_size = 65536;
+	cfg.total_ram = 65535;
+	CHECK_EQ(creates(&cfg), -EINVAL);
+	cfg.total_ram = 65536;
+	CHECK_EQ(creates(&cfg), 0);
+	/* page_size: 0 -> 4096, else a power of two in 4096..65536. */
+	static const struct { size_t v; int rc; } psz[] = {
+		{ 0, 0 }, { 2048, -EINVAL }, { 4096, 0 }, { 12288, -EINVAL }, { 65536, 0 },
+		{ 131072, -EINVAL },
+	};
+	for (size_t i = 0; i < sizeof(psz) / sizeof(psz[0]); i++) {
+		zs_zswap_config_init(&cfg);
+		cfg.page_size = psz[i].v;
+		CHECK_EQ(creates(&cfg), psz[i].rc);
+	}
+	/* The percentages: 0..100 each; the flags 0 or 1. */
+	static const unsigned pct[] = { 0, 100 };
+	for (size_t i = 0; i < 2; i++) {
+		zs_zswap_config_init(&cfg);
+		cfg.max_pool_percent = pct[i];
+		CHECK_EQ(creates(&cfg), 0);
+		zs_zswap_config_init(&cfg);
+		cfg.accept_threshold_percent = pct[i];
+		CHECK_EQ(creates(&cfg), 0);
+	}
+	zs_zswap_config_init(&cfg);
+	cfg.max_pool_percent = ~0u;
+	CHECK_EQ(creates(&cfg), -EINVAL);
+	zs_zswap_config_init(&cfg);
+	cfg.shrinker_enabled = 2;
+	CHECK_EQ(creates(&cfg), -EINVAL);
+	cfg.shrinker_enabled = 1;
+	CHECK_EQ(creates(&cfg), 0);
+	zs_zswap_config_init(&cfg);
+	cfg.deferred_free = -1;
+	CHECK_EQ(creates(&cfg), -EINVAL);
+	cfg.deferred_free = 1;
+	CHECK_EQ(creates(&cfg), 0);
+	/* struct_size: 0 (this library's) or sizeof; anything else refused. */
+	zs_zswap_config_init(&cfg);
+	cfg.struct_size = 0;
+	CHECK_EQ(creates(&cfg), 0);
+	cfg.struct_size = sizeof(cfg) - 8;
+	CHECK_EQ(creates(&cfg), -EINVAL);
+
+	/* Backing files are refused as zram's are: a FIFO (never opened) and no write bit. */
+	snprintf(p, sizeof(p), "%s.fifo", path);
+	unlink(p);
+	REQUIRE(mkfifo(p, 0600) == 0);
+	zs_zswap_config_init(&cfg);
+	cfg.backing_path = p;
+	CHECK_EQ(creates(&cfg), -EINVAL);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s.ro", path);
+	int fd = open(p, O_CREAT | O_RDWR | O_TRUNC, 0400);
+	REQUIRE(fd >= 0);
+	close(fd);
+	CHECK_EQ(creates(&cfg), -EACCES);   /* also for root, who could open it */
+	unlink(p);
+
+	/* Run-time setters: both ends of each range. */
+	z = mk(ps, NULL, 0, 20, NULL);
+	CHECK_EQ(zs_zswap_set_pool_limit(z, 100, 100), 0);
+	CHECK_EQ(zs_zswap_set_pool_limit(z, 0, 0), 0);
+	CHECK_EQ(zs_zswap_set_pool_limit(z, 50, 101), -EINVAL);
+	CHECK_EQ(zs_zswap_set_pool_limit(z, 101, 101), -EINVAL);
+	CHECK_EQ(zs_zswap_set_pool_limit(NULL, 20, 90), -EINVAL);
+	CHECK_EQ(zs_zswap_set_pool_limit(z, 20, 90), 0);
+	CHECK_EQ(zs_zswap_group_set(z, ZS_ZSWAP_MAX_GROUPS - 1, ZS_ZSWAP_NO_LIMIT, 0), 0);
+	CHECK_EQ(zs_zswap_group_set(z, 1, ZS_ZSWAP_NO_LIMIT, -1), -EINVAL);
+	CHECK_EQ(zs_zswap_group_stats(z, ZS_ZSWAP_MAX_GROUPS - 1, &gs), 0);
+	CHECK_EQ(gs.writeback, 0);
+	CHECK_EQ(zs_zswap_group_stats(z, 1, &gs), 0);
+	CHECK_EQ(gs.writeback, 1);   /* the refused set changed nothing */
+	CHECK_EQ(zs_zswap_group_stats(z, 0, NULL), -EINVAL);
+	CHECK_EQ(zs_zswap_writeback(NULL, 1), -EINVAL);
+	CHECK_EQ(zs_zswap_shrink(NULL, 1), -EINVAL);
+	/* A NULL zswap is -EINVAL (or 0, or nothing, where a call returns no error). */
+	CHECK_EQ(zs_zswap_load(NULL, 0, back), -EINVAL);
+	CHECK_EQ(zs_zswap_invalidate(NULL, 0), -EINVAL);
+	CHECK_EQ(zs_zswap_store_compressed(NULL, 0, NULL, 10, 0), -EINVAL);
+	CHECK_EQ(zs_zswap_group_set(NULL, 0, 0, 1), -EINVAL);
+	CHECK_EQ(zs_zswap_group_stats(NULL, 0, &gs), -EINVAL);
+	CHECK_EQ(zs_zswap_shrink_count(NULL), 0);
+	CHECK_EQ(zs_zswap_compact(NULL), 0);
+	zs_zswap_flush(NULL);
+	struct zs_zswap_stats nst;
+	memset(&nst, 0x55, sizeof(nst));
+	zs_zswap_get_stats(NULL, &nst);
+	CHECK_EQ(nst.zswpout + nst.stored_pages + nst.pool_pages, 0);
+	zs_zswap_get_stats(z, NULL);
+	CHECK_EQ(zs_zswap_page_size(NULL), 0);
+	CHECK(zs_zswap_comp_name(NULL) != NULL && !zs_zswap_comp_name(NULL)[0]);
+	CHECK(zs_zswap_backend(NULL) == NULL);
+
+	/* A refused argument leaves what the offset held. */
+	gen_page(page, ps, PG_TEXT, seed);
+	CHECK_EQ(zs_zswap_store(z, 5, page, 0), 0);
+	gen_page(other, ps, PG_TEXT, seed);
+	CHECK_EQ(zs_zswap_store(z, 5, other, ZS_ZSWAP_MAX_GROUPS), -EINVAL);
+	CHECK_EQ(zs_zswap_store(z, 5, NULL, 0), -EINVAL);
+	CHECK_EQ(zs_zswap_store_compressed(z, 5, other, 1u << 20, 0), -EINVAL);
+	CHECK_EQ(zs_zswap_store_compressed(z, 5, other, ps, 0), -EINVAL); /* not a page */
+	CHECK_EQ(zs_zswap_store_compressed(z, 5, other, 100, ZS_ZSWAP_MAX_GROUPS), -EINVAL);
+	/* -ENOENT leaves page alone; the entry survives the refusals above. */
+	memset(back, 0x11, ps);
+	CHECK_EQ(zs_zswap_load(z, 6, back), -ENOENT);
+	int same = 1;
+	for (size_t i = 0; i < ps; i++)
+		same &= back[i] == 0x11;
+	CHECK(same);
+	CHECK_EQ(zs_zswap_load(z, 5, back), 0);
+	CHECK(!memcmp(back, page, ps));
+	/* -EIO (bytes that do not decompress): page zeroed, the offset keeps its entry. */
+	memset(other, 0x5a, 100);
+	CHECK_EQ(zs_zswap_store_compressed(z, 7, other, 100, 0), 0);
+	memset(back, 0x11, ps);
+	CHECK_EQ(zs_zswap_load(z, 7, back), -EIO);
+	int zero = 1;
+	for (size_t i = 0; i < ps; i++)
+		zero &= back[i] == 0;
+	CHECK(zero);
+	CHECK_EQ(zs_zswap_load(z, 7, back), -EIO);
+	CHECK_EQ(zs_zswap_invalidate(z, 7), 0);
+	CHECK_EQ(zs_zswap_invalidate(z, 7), -ENOENT);
+	/* clen up to zs_comp_bound of a page is taken (size-only: a raw entry), one more not. */
+	struct zs_comp *c;
+	REQUIRE(zs_comp_create(zs_zswap_comp_name(z), ps, &c) == 0);
+	size_t bound = zs_comp_bound(c, ps);
+	zs_comp_destroy(c);
+	CHECK_EQ(zs_zswap_store_compressed(z, 8, NULL, bound, 0), 0);
+	CHECK_EQ(zs_zswap_store_compressed(z, 8, NULL, bound + 1, 0), -EINVAL);
+	CHECK_EQ(zs_zswap_load(z, 8, back), ZS_ZSWAP_NODATA);   /* the refusal kept the entry */
+	zs_zswap_destroy(z);
+
+	/*
+	 * The backend's refusals: one that takes no page-size object (here zsmalloc
+	 * whose malloc is wrapped: no built-in backend refuses a page) gives -ENOSPC,
+	 * passed on as reject_compress_poor; the backend's page limit is -ENOMEM
+	 * (reject_alloc_fail).  Either drops what the offset held.
+	 */
+	zs_zswap_config_init(&cfg);
+	cfg.backend.max_pages = 32;
+	char err[200];
+	REQUIRE(zs_zswap_create(&cfg, &z, err, sizeof(err)) == 0);
+	gen_page(page, ps, PG_TEXT, seed);
+	CHECK_EQ(zs_zswap_store(z, 1, page, 0), 0);
+	struct zs_backend *b = zs_zswap_backend(z);
+	static struct zs_backend_ops small;
+	zs_real_ops = b->ops;
+	small = *b->ops;
+	small.malloc = no_page_malloc;
+	b->ops = &small;
+	gen_page(other, ps, PG_RANDOM, seed);
+	CHECK_EQ(zs_zswap_store(z, 1, other, 0), -ENOSPC);
+	CHECK_EQ(zs_zswap_load(z, 1, back), -ENOENT);
+	/* A backend that refuses to write a handle it gave out: -EIO, the offset dropped. */
+	CHECK_EQ(zs_zswap_store(z, 2, page, 0), 0);
+	small.write = refused_write;
+	CHECK_EQ(zs_zswap_store(z, 2, page, 0), -EIO);
+	b->ops = zs_real_ops;
+	CHECK_EQ(zs_zswap_load(z, 2, back), -ENOENT);
+	struct zs_zswap_stats st;
+	zs_zswap_get_stats(z, &st);
+	CHECK_EQ(st.reject_compress_poor, 1);
+	CHECK_EQ(st.reject_alloc_fail, 0);
+	int rc = 0;
+	uint64_t off = 10;
+	for (; off < 10000 && (rc = zs_zswap_store(z, off, page, 0)) == 0; off++)
+		gen_page(page, ps, PG_TEXT, seed);
+	CHECK_EQ(rc, -ENOMEM);
+	CHECK_EQ(zs_zswap_load(z, off, back), -ENOENT);
+	zs_zswap_get_stats(z, &st);
+	CHECK_EQ(st.reject_alloc_fail, 1);
+	CHECK_EQ(st.reject_compress_poor, 1);
+	CHECK(st.pool_pages <= 32);
+	zs_zswap_destroy(z);
+
+	/*
+	 * An offset whose file position is past what the file system holds (ext4:
+	 * 16 TiB; offset 2^40 - 1 is 4 PiB in): its writeback fails, counts
+	 * reject_reclaim_fail, and the entry stays.
+	 */
+	struct statfs sfs;
+	if (statfs(path, &sfs) == 0 && sfs.f_type == 0xEF53) {
+		z = mk(ps, NULL, 0, 20, path);
+		gen_page(page, ps, PG_TEXT, seed);
+		CHECK_EQ(zs_zswap_store(z, ZS_ZSWAP_MAX_OFFSET - 1, page, 0), 0);
+		CHECK_EQ(zs_zswap_writeback(z, 1), 0);   /* second chance: it was referenced */
+		CHECK_EQ(zs_zswap_writeback(z, 1), 0);   /* the write fails */
+		zs_zswap_get_stats(z, &st);
+		CHECK(st.reject_reclaim_fail >= 1);
+		CHECK_EQ(st.written_back_pages, 0);
+		CHECK_EQ(st.stored_pages, 1);
+		CHECK_EQ(zs_zswap_load(z, ZS_ZSWAP_MAX_OFFSET - 1, back), 0);
+		CHECK(!memcmp(back, page, ps));
+		zs_zswap_destroy(z);
+	} else {
+		printf("offset past the file system's size: skipped (%s is not on ext4)\n", path);
+	}
+
+	/* With a backing file and the shrinker off: shrink writes nothing, count is 0. */
+	z = mk(ps, NULL, 0, 20, path);
+	gen_page(page, ps, PG_TEXT, seed);
+	for (uint64_t off = 0; off < 8; off++)
+		CHECK_EQ(zs_zswap_store(z, off, page, 0), 0);
+	CHECK_EQ(zs_zswap_shrink_count(z), 0);
+	CHECK_EQ(zs_zswap_shrink(z, 64), 0);
+	zs_zswap_get_stats(z, &st);
+	CHECK_EQ(st.written_back_pages, 0);
+	CHECK_EQ(st.stored_pages, 8);
+	zs_zswap_destroy(z);
 }
 
 static void test_rules(uint64_t *seed)
@@ -1268,6 +1538,7 @@ int main(void)
 
 	test_config();
 	test_rules(&seed);
+	test_promises(&seed);
 	test_pool_limit(&seed);
 	test_pool_limit_deferred(&seed);
 	test_writeback(&seed);

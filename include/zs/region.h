@@ -106,7 +106,8 @@ struct zs_region_config {
 	size_t struct_size;         /* sizeof this structure, set by its config_init; 0 is
 	                               taken as this library's size (docs/abi.md "Growing a
 	                               config"); anything else is -EINVAL */
-	size_t size;                 /* bytes; rounded up to page size; > 0 */
+	size_t size;                 /* bytes; rounded up to page size; 1 page ..
+	                                ZS_ZRAM_MAX_SLOTS pages */
 	struct zs_zram_config store; /* the backing store; disksize is set to size, page_size
 	                                must be the system page size (0 -> it) */
 	unsigned handler_threads;    /* fault-handler threads; 0 -> 1 (1..64).  Spinning ones,
@@ -165,8 +166,9 @@ ZS_API struct zs_zram *zs_region_store(struct zs_region *r);
  * it.  Pages never touched (or released) are skipped.  Range must lie in the
  * region and be page aligned.  Returns the number of pages stored (>= 0), or
  * -EINVAL, -EFAULT (part of the range was unmapped or moved away by the
- * application), -ENOMEM (store full/limit: pages not yet stored stay
- * resident and intact).
+ * application), -ENOMEM (store full or at its mem_limit before the call
+ * stored any page; a call that stored some first returns their number).
+ * Pages a failed or partial pageout did not store stay resident and intact.
  */
 ZS_API long zs_region_pageout(struct zs_region *r, void *addr, size_t len);
 
@@ -185,6 +187,10 @@ enum zs_region_advice {
 	ZS_REGION_HOT = 2,       /* treat as just accessed */
 	ZS_REGION_PAGEOUT = 3,   /* page out now (zs_region_pageout) */
 };
+/*
+ * Returns 0; -EINVAL (range as zs_region_pageout's, or adv not one of the
+ * three), -EFAULT (as zs_region_pageout); ZS_REGION_PAGEOUT also its -ENOMEM.
+ */
 ZS_API int zs_region_advise(struct zs_region *r, void *addr, size_t len, enum zs_region_advice adv);
 
 /*

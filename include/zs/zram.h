@@ -189,8 +189,9 @@ ZS_API const char *zs_zram_comp_name(const struct zs_zram *z);
 /*
  * Store one page (page_size bytes) in slot `index`.  0, or -EINVAL (index
  * out of range), the backend allocator's error (-ENOMEM: no memory or its
- * page limit; -ENOSPC: the object is larger than the allocator takes, e.g.
- * zblock without its huge class), -ENOMEM (memory limit reached), -EIO (the
+ * page limit; -ENOSPC: the object is larger than the allocator takes - no
+ * built-in backend refuses a page, as zs_backend always gives zblock its huge
+ * class), -ENOMEM (memory limit reached), -EIO (the
  * allocator refused to store the object).  On any error the slot keeps its
  * old contents.  In a grouped store a write of one slot succeeds also when
  * its group cannot be read back (the group's other slots then read -EIO).
@@ -358,8 +359,8 @@ ZS_API int zs_zram_writeback(struct zs_zram *z, enum zs_zram_wb_type type, unsig
  * The kernel's writeback_limit_enable and writeback_limit: with enable 1,
  * each page written back uses one unit of `pages` (units of page_size;
  * 0..UINT64_MAX) and writeback stops with -EIO at 0.  Disabled (the
- * initial state) there is no limit.  -EINVAL without a backing file or for
- * enable outside 0..1.  get returns the remaining budget.
+ * initial state) there is no limit.  Both calls: -EINVAL without a backing
+ * file; set also for enable outside 0..1.  get returns the remaining budget.
  */
 ZS_API int zs_zram_set_writeback_limit(struct zs_zram *z, int enable, uint64_t pages);
 ZS_API int zs_zram_get_writeback_limit(struct zs_zram *z, int *enable, uint64_t *pages);

@@ -197,7 +197,10 @@ ZS_API void zs_destroy_pool(struct zs_pool *pool);
 /*
  * Allocate an object of `size` bytes (1..max_object_size, by default the page
  * size).  Returns a handle, or -EINVAL (size 0), -ENOSPC (size over
- * max_object_size), -ENOMEM (no memory / limit).
+ * max_object_size), -ENOMEM (no memory / limit).  Before it returns -ENOMEM
+ * with zs_free_deferred frees still queued, it frees them (as
+ * zs_free_deferred_flush) and tries once more: queued frees never make an
+ * allocation fail that the same frees done with zs_free would not.
  * Contents are unspecified until written.
  */
 ZS_API unsigned long zs_malloc(struct zs_pool *pool, size_t size);

@@ -169,6 +169,7 @@ ZS_API int zs_zswap_create(const struct zs_zswap_config *cfg, struct zs_zswap **
  */
 ZS_API void zs_zswap_destroy(struct zs_zswap *z);
 
+/* These three answer 0, "" and NULL for z NULL. */
 ZS_API size_t zs_zswap_page_size(const struct zs_zswap *z);
 /* The compressor's canonical name ("lzo", "zstd:3"). */
 ZS_API const char *zs_zswap_comp_name(const struct zs_zswap *z);
@@ -359,7 +360,8 @@ struct zs_zswap_stats {
 	uint64_t reserved[8];       /* 0 (ABI growth, as the config's) */
 };
 
-/* Fill *st.  Thread safe (each counter is read atomically; the set is not a snapshot). */
+/* Fill *st (all zeros for z NULL; st NULL: nothing).  Thread safe (each counter is read
+ * atomically; the set is not a snapshot). */
 ZS_API void zs_zswap_get_stats(struct zs_zswap *z, struct zs_zswap_stats *st);
 
 #ifdef __cplusplus

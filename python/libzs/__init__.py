@@ -264,7 +264,9 @@ def _choice(value: Any, table: Dict[str, int], what: str) -> int:
     try:
         return table[value]
     except (KeyError, TypeError):
-        raise ValueError(f"{what} must be one of {sorted(table)}, not {value!r}") from None
+        # a bad argument value: ZsArgumentError (a ValueError too), as python/README.md says
+        raise ZsArgumentError(_errno.EINVAL,
+                              f"{what} must be one of {sorted(table)}, not {value!r}") from None
 
 
 # Two named profiles, each filled by C (the rule has one home: zs_pool_config_init_app and
@@ -909,6 +911,7 @@ class Pool(_Closable):
 
     def _class_info(self, index: int) -> ClassInfo:
         fn = _L.need("zs_class_info")
+        _c_int_arg("index", index, ctypes.c_int)   # ctypes would truncate 2**64 to class 0
         c = _L.ClassInfoC()
         _check(fn(self._pool(), index, ctypes.byref(c)), f"zs_class_info({index})")
         return ClassInfo(c)
@@ -931,6 +934,7 @@ class Pool(_Closable):
                     if not used_only or c.obj_allocated:
                         out.append(ClassStats(c))
             return out
+        _c_int_arg("index", index, ctypes.c_int)   # ctypes would truncate 2**64 to class 0
         c = _L.ClassStatsC()
         _check(fn(self._pool(), index, ctypes.byref(c)), f"zs_class_stats({index})")
         return ClassStats(c)

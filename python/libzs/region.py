@@ -286,6 +286,7 @@ class Region(_Closable):
 
     def reclaim(self, target: int) -> int:
         """Page out cold pages until at most target bytes are resident; pages stored."""
+        _c_int_arg("target", target, ctypes.c_size_t)   # 2**64 + n must not become n
         with self._mapping() as r:
             return _check(_L.need("zs_region_reclaim")(r, target), "zs_region_reclaim")
 

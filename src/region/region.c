@@ -456,6 +456,13 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 				"fault_around > 256 or store page size != system page size)");
 		return -EINVAL;
 	}
+	/* In pages, so that rounding SIZE_MAX up cannot wrap to an empty region. */
+	uint64_t want = cfg->size / (size_t)sys_page + (cfg->size % (size_t)sys_page != 0);
+	if (want > ZS_ZRAM_MAX_SLOTS) {
+		zs_set_err(err, err_len, "zs_region: size %zu is above ZS_ZRAM_MAX_SLOTS pages",
+			   cfg->size);
+		return -EINVAL;
+	}
 	struct zs_region *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;

@@ -382,6 +382,12 @@ int zs_free_deferred(struct zs_pool *pool, unsigned long handle)
 	return 0;
 }
 
+int zs_deferred_pending(struct zs_pool *pool)
+{
+	struct deferred_queue *q = atomic_load_explicit(&pool->deferred, memory_order_acquire);
+	return q && pending(q) != 0;
+}
+
 void zs_free_deferred_flush(struct zs_pool *pool)
 {
 	struct deferred_queue *q = atomic_load_explicit(&pool->deferred, memory_order_acquire);

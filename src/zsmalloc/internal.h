@@ -502,6 +502,8 @@ void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage);
 /* ---- deferred.c ---- */
 void zs_deferred_init(struct zs_pool *pool);
 void zs_deferred_destroy(struct zs_pool *pool);
+/* Frees queued and not yet done (the worker's batch in hand included)? */
+int zs_deferred_pending(struct zs_pool *pool);
 
 /* ---- compact.c ---- */
 /* A class's pages: its chains, plus its fitted zspages (class lock held). */

@@ -320,12 +320,17 @@ alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
 	return 0;
 }
 
+/* zs_malloc out of memory (below): free the deferred queue and try once more. */
+static __attribute__((noinline)) unsigned long malloc_failed(struct zs_pool *pool, size_t size,
+							     int retried);
+
 /*
  * Multi-page: whole pages in the head, the partial last page packed as a
  * small object (the tail) when a small class takes it and grows for it
  * (alloc_obj; class.c, "Objects larger than a page").
  */
-static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool, size_t size)
+static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool, size_t size,
+							    int retried)
 {
 	if (size > pool->max_object_size)
 		return (unsigned long)-ENOSPC;
@@ -339,12 +344,12 @@ static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool
 	if (tc && !class_single(tc)) {
 		tail = zs_handle_alloc(pool);
 		if (zs_unlikely(!tail))
-			return (unsigned long)-ENOMEM;
+			return malloc_failed(pool, size, retried);
 		int rc = alloc_obj(pool, tc, tail, 0, 1);
 		if (rc) {
 			zs_handle_free(pool, tail);
 			if (rc != -EAGAIN)
-				return (unsigned long)-ENOMEM;
+				return malloc_failed(pool, size, retried);
 			tail = 0; /* declined: the object takes its last page whole */
 		} else {
 			slot -= rest;
@@ -361,7 +366,39 @@ static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool
 		zs_handle_free(pool, handle);
 	if (tail)
 		zs_free_tail(pool, tail);
-	return (unsigned long)-ENOMEM;
+	return malloc_failed(pool, size, retried);
+}
+
+/*
+ * Out of memory with deferred frees queued: the pool is closer to max_pages
+ * (or the provider to its memory) than the queue makes it look.  Free what
+ * is queued and ask once more (`retried`), so a zs_free_deferred followed by
+ * a zs_malloc at the limit behaves as a zs_free would have; without queued
+ * frees, or when the second try fails too, -ENOMEM stands.  Only the failure
+ * paths call it: the allocation itself pays nothing.
+ */
+/* size 1..page: one slot of the class the size table names. */
+static inline __attribute__((always_inline)) unsigned long malloc_small(struct zs_pool *pool,
+									size_t size, int retried)
+{
+	unsigned long handle = zs_handle_alloc(pool);
+	if (zs_unlikely(!handle))
+		return malloc_failed(pool, size, retried);
+	/* size <= page: the table alone (size_to_class_index without its multi-page test). */
+	int index = pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3];
+	if (zs_unlikely(alloc_obj(pool, zs_alloc_class(pool, index), handle, 0, 0))) {
+		zs_handle_free(pool, handle);
+		return malloc_failed(pool, size, retried);
+	}
+	return handle;
+}
+
+static unsigned long malloc_failed(struct zs_pool *pool, size_t size, int retried)
+{
+	if (retried || !zs_deferred_pending(pool))
+		return (unsigned long)-ENOMEM;
+	zs_free_deferred_flush(pool);
+	return size > pool->page_size ? malloc_large(pool, size, 1) : malloc_small(pool, size, 1);
 }
 
 unsigned long zs_malloc(struct zs_pool *pool, size_t size)
@@ -369,17 +406,8 @@ unsigned long zs_malloc(struct zs_pool *pool, size_t size)
 	if (zs_unlikely(!size))
 		return (unsigned long)-EINVAL;
 	if (zs_unlikely(size > pool->page_size))
-		return malloc_large(pool, size);
-	unsigned long handle = zs_handle_alloc(pool);
-	if (zs_unlikely(!handle))
-		return (unsigned long)-ENOMEM;
-	/* size <= page: the table alone (size_to_class_index without its multi-page test). */
-	int index = pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3];
-	if (zs_unlikely(alloc_obj(pool, zs_alloc_class(pool, index), handle, 0, 0))) {
-		zs_handle_free(pool, handle);
-		return (unsigned long)-ENOMEM;
-	}
-	return handle;
+		return malloc_large(pool, size, 0);
+	return malloc_small(pool, size, 0);
 }
 
 /* ---- object access ---- */

@@ -75,9 +75,13 @@ int zs_zswap_set_pool_limit(struct zs_zswap *z, unsigned max_pool_percent,
 void zs_zswap_get_stats(struct zs_zswap *z, struct zs_zswap_stats *st)
 {
 	uint64_t c[SC_NR] = { 0 };
-	size_t ps = z->page_size;
 
+	if (!st)
+		return;
 	memset(st, 0, sizeof(*st));
+	if (!z)
+		return;   /* NULL pointers change nothing (zswap.h): all zeros */
+	size_t ps = z->page_size;
 	for (unsigned i = 0; i < ZW_NSHARDS; i++)
 		for (int k = 0; k < SC_NR; k++)
 			c[k] += atomic_load_explicit(&z->shards[i].cnt[k], memory_order_relaxed);

@@ -225,19 +225,20 @@ void zs_zswap_destroy(struct zs_zswap *z)
 		destroy(z);
 }
 
+/* NULL z: zswap.h refuses NULL pointers everywhere; these answer "nothing" instead. */
 size_t zs_zswap_page_size(const struct zs_zswap *z)
 {
-	return z->page_size;
+	return z ? z->page_size : 0;
 }
 
 const char *zs_zswap_comp_name(const struct zs_zswap *z)
 {
-	return z->comp_name;
+	return z ? z->comp_name : "";
 }
 
 struct zs_backend *zs_zswap_backend(struct zs_zswap *z)
 {
-	return z->b;
+	return z ? z->b : NULL;
 }
 
 /* ---- Store ---- */
