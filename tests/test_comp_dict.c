@@ -204,6 +204,20 @@ int main(void)
 	p.level = 0; /* the name's level */
 	CHECK_EQ(zs_comp_check_params("lzo", &p), 0);
 	CHECK_EQ(zs_comp_check_params("lz4hc:0", &p), -EINVAL);
+	/* NULL params is zs_comp_create; a level replaces the name's ":N", 0 keeps it. */
+	REQUIRE(zs_comp_create_params("zstd:19", PS, NULL, &c) == 0);
+	CHECK(!strcmp(zs_comp_name(c), "zstd:19"));
+	CHECK(!zs_comp_has_dict(c));
+	zs_comp_destroy(c);
+	memset(&p, 0, sizeof(p));
+	p.level = 5;
+	REQUIRE(zs_comp_create_params("zstd:19", PS, &p, &c) == 0);
+	CHECK(!strcmp(zs_comp_name(c), "zstd:5"));
+	zs_comp_destroy(c);
+	p.level = 0;
+	REQUIRE(zs_comp_create_params("lz4hc:3", PS, &p, &c) == 0);
+	CHECK(!strcmp(zs_comp_name(c), "lz4hc:3"));
+	zs_comp_destroy(c);
 	/* A dictionary of exactly ZS_COMP_MAX_DICT bytes: zstd (raw content) and lz4 take it. */
 	static unsigned char bigdict[ZS_COMP_MAX_DICT];
 	for (size_t i = 0; i < sizeof(bigdict); i++)
