@@ -30,4 +30,20 @@ expect 2 "no input FILE\|DIR given" pages -o "$tmp/p.bin"
 expect 2 "--page-size 5000 is not a power of two" pages -o "$tmp/p.bin" --page-size 5000 "$tmp/in"
 expect 2 "--max: '4x' is not a size" pages -o "$tmp/p.bin" --max 4x "$tmp/in"
 expect 1 "No such file or directory" pages -o "$tmp/nodir/p.bin" "$tmp/in"
+expect 2 "unrecognized option '--bogus'" pages -o "$tmp/p.bin" --bogus "$tmp/in"
+expect 2 "--page-size: '128K' is not a size .* in 4096..65536" pages -o "$tmp/p.bin" --page-size 128K "$tmp/in"
+expect_any 0 "^1 pages of 16384 bytes" pages -o "$tmp/r.bin" --page-size 16K "$tmp/in/a"
+expect 2 "--max: '1000' is not a size .* in 4096\.\." pages -o "$tmp/p.bin" --max 1000 "$tmp/in"
+# A missing or empty input is refused, and no -o file is made (they used to give
+# "0 pages" and an empty file with exit 0, or skip the missing one silently).
+: >"$tmp/empty"
+expect 2 "FILE /nonexistent: No such file or directory" pages -o "$tmp/n.bin" /nonexistent
+expect 2 "FILE /nonexistent: No such file or directory" pages -o "$tmp/n.bin" "$tmp/in/a" /nonexistent
+expect 2 "FILE .*/empty: empty file" pages -o "$tmp/n.bin" "$tmp/empty"
+check "refused inputs leave no -o file" test ! -e "$tmp/n.bin"
+# A write that fails part way (a file size limit, SIGXFSZ ignored) leaves no partial file.
+bash -c "trap '' XFSZ; ulimit -f 4; '$zs' pages -o '$tmp/big.bin' '$tmp/in'" >/dev/null 2>"$tmp/err"
+rc=$?
+check "failed write: exit 1, 'write failed', no partial file" \
+	bash -c "[ $rc = 1 ] && grep -q 'write failed' '$tmp/err' && test ! -e '$tmp/big.bin'"
 cli_done cli_pages

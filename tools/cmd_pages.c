@@ -22,7 +22,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: zs pages -o FILE [--max BYTES] [--page-size N] FILE|DIR...\n"
 		   "  -o FILE          where to write the pages (one after another, no header)\n"
 		   "  --max BYTES      read at most BYTES of the inputs (default 256M; K/M/G suffix)\n"
-		   "  --page-size N    4096 (default) .. 65536, a power of two\n"
+		   "  --page-size N    4096 (default) .. 65536 (64K), a power of two\n"
 		   "Prints the pages and files read.\n");
 }
 
@@ -48,8 +48,9 @@ int cmd_pages(int argc, char **argv)
 				return 2;
 			break;
 		case O_PAGE:
-			if (opt_u64("pages", "--page-size", optarg, ZS_PAGE_SIZE_MIN, ZS_PAGE_SIZE_MAX,
-				    &page))
+			/* K suffix as every command's --page-size (16K) */
+			if (opt_bytes("pages", "--page-size", optarg, ZS_PAGE_SIZE_MIN,
+				      ZS_PAGE_SIZE_MAX, &page))
 				return 2;
 			if (!zs_page_size_valid((size_t)page)) {
 				fprintf(stderr, "zs pages: --page-size %s is not a power of two\n", optarg);
@@ -64,6 +65,10 @@ int cmd_pages(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	/* A missing or empty input is a mistake, not "0 pages": checked before -o is made. */
+	for (int i = optind; i < argc; i++)
+		if (opt_path("pages", "FILE", argv[i], 1))
+			return 2;
 	struct zs_pageset ps;
 	int rc = zs_pageset_load(&ps, (size_t)page, argv + optind, argc - optind, max);
 	if (rc) {
@@ -81,6 +86,7 @@ int cmd_pages(int argc, char **argv)
 	bad |= fclose(f) != 0;
 	if (bad) {
 		fprintf(stderr, "zs pages: %s: write failed\n", out);
+		remove_partial(out);
 		zs_pageset_free(&ps);
 		return 1;
 	}

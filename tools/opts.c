@@ -128,6 +128,13 @@ int opt_path(const char *cmd, const char *opt, const char *path, int dir_ok)
 	return 0;
 }
 
+void remove_partial(const char *path)
+{
+	struct stat st;
+	if (!lstat(path, &st) && S_ISREG(st.st_mode))
+		unlink(path);
+}
+
 int opt_bad(const char *cmd, int argc, char **argv)
 {
 	(void)argc;

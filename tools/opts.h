@@ -106,6 +106,9 @@ int opt_free_mode(const char *cmd, const char *opt, const char *s, enum zs_free_
  * 0, or 2 after a message naming the option.
  */
 int opt_path(const char *cmd, const char *opt, const char *path, int dir_ok);
+/* After a failed write of an output file: remove it when it is a regular file,
+ * so a failure leaves no partial output behind (a device such as /dev/full stays). */
+void remove_partial(const char *path);
 
 /* The message getopt_long's '?' deserves: names the bad option; returns 2. */
 int opt_bad(const char *cmd, int argc, char **argv);
