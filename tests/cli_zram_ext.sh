@@ -27,6 +27,24 @@ expect_any 2 "Invalid argument" zram --group 3 /usr/bin/ls
 expect_any 2 "usage: zs dict train" dict
 expect_any 2 "usage: zs dict train" dict train /usr/bin
 expect_any 2 "--size: '10' is not a size .* in 256\.\." dict train -o "$tmp/d" --size 10 /usr/bin
+expect_any 2 "--size: '2M' is not a size .* in 256\.\.1048576" dict train -o "$tmp/d" --size 2M /usr/bin
+expect_any 2 "--samples: '7' is not a whole number in 8\.\.1048576" dict train -o "$tmp/d" --samples 7 /usr/bin
+expect_any 2 "unrecognized option '--bogus'" dict train -o "$tmp/d" --bogus /usr/bin
+expect_any 2 "option requires an argument -- 'o'" dict train -o
+# A missing input is named and refused (it was "no pages loaded (empty)", or skipped
+# with exit 0 next to a good one); a failed write leaves no partial dictionary.
+expect_any 2 "FILE /nonexistent: No such file or directory" dict train -o "$tmp/d" /nonexistent
+expect_any 2 "FILE /nonexistent: No such file or directory" dict train -o "$tmp/d" /usr/bin/ls /nonexistent
+check "refused dict train leaves no -o file" test ! -e "$tmp/d"
+bash -c "trap '' XFSZ; ulimit -f 8; '$zs' dict train -o '$tmp/big' --max 1M /usr/bin" >/dev/null 2>"$tmp/err"
+rc=$?
+check "dict train: failed write -> exit 1, no partial file" \
+	bash -c "[ $rc = 1 ] && grep -q 'File too large' '$tmp/err' && test ! -e '$tmp/big'"
+nopid=4194303
+while [ -e "/proc/$nopid" ]; do nopid=$((nopid - 1)); done
+expect_any 2 "--pid $nopid: no pages loaded \(no such process\)" zram --pid "$nopid" --max 64K
+expect_any 2 "--group: '17' is not a whole number in 0\.\.16" zram --group 17 /usr/bin/ls
+expect_any 0 "mismatches +0" zram --group 1 --max 64K /usr/bin/ls
 
 # End to end: train, use the dictionary, write back compressed, read back from the file.
 expect_any 0 "dictionary from" dict train -o "$tmp/d" --size 4096 --max 4194304 /usr/bin

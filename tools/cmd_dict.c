@@ -89,6 +89,9 @@ int cmd_dict(int argc, char **argv)
 	char **paths = argv + 1 + optind;
 	int npaths = argc - 1 - optind;
 
+	for (int i = 0; i < npaths; i++)
+		if (opt_path("dict", "FILE", paths[i], 1))
+			return 2;
 	struct zs_pageset ps;
 	int rc = zs_pageset_load(&ps, SAMPLE, paths, npaths, max);
 	if (rc || !ps.npages) {
@@ -132,8 +135,14 @@ int cmd_dict(int argc, char **argv)
 	} else {
 		FILE *f = fopen(out, "wb");
 
-		if (!f || fwrite(dict, 1, dl, f) != dl || fclose(f)) {
+		int bad = !f || fwrite(dict, 1, dl, f) != dl;
+
+		if (f && fclose(f))
+			bad = 1;
+		if (bad) {
 			fprintf(stderr, "zs dict: %s: %s\n", out, strerror(errno));
+			if (f)
+				remove_partial(out);
 			ret = 1;
 		} else {
 			printf("zs dict: %zu-byte dictionary from %zu of %zu pages (%zu files) -> %s\n",

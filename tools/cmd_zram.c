@@ -66,7 +66,8 @@ static void usage(FILE *f)
 		"  --wb-limit PAGES   enable writeback_limit with this budget\n"
 		"  --matrix           table of every compressor x level (x --dict) at 4K and 64K\n"
 		"                     groups: ratio, pool memory, MB/s, CPU (--json: one array)\n"
-		"  --group N          compress N contiguous pages as one object (2..16, power of 2)\n"
+		"  --group N          compress N contiguous pages as one object (2..16, power of 2;\n"
+		"                     0 or 1: a page each, the default)\n"
 		"  --filter SPEC      filter for typed data before compressing: shuffle:N, delta:N,\n"
 		"                     delta+shuffle:N (N = 2, 4, 8 bytes per element), none;\n"
 		"                     with --matrix: rows of that filter with every compressor;\n"
@@ -540,7 +541,11 @@ static int setup(const struct opts *o, char **paths, int npaths, struct zrun *r)
 		  : o->pid ? process_pages(&r->ps, o->pid, o->page_size, o->max_bytes)
 			   : zs_pageset_load(&r->ps, o->page_size, paths, npaths, o->max_bytes);
 	if (lrc || !r->ps.npages) {
-		fprintf(stderr, "zs zram: no pages loaded (%s)\n", lrc ? strerror(-lrc) : "empty");
+		if (o->pid) /* name the process: "No such file or directory" alone says nothing */
+			fprintf(stderr, "zs zram: --pid %s: no pages loaded (%s)\n", o->pid,
+				lrc == -ENOENT ? "no such process" : lrc ? strerror(-lrc) : "empty");
+		else
+			fprintf(stderr, "zs zram: no pages loaded (%s)\n", lrc ? strerror(-lrc) : "empty");
 		return 2;
 	}
 	r->bytes = (uint64_t)r->ps.npages * r->ps.page_size;
