@@ -143,6 +143,24 @@ expect_fail "not a capture" zswap --sizes tests/data/zswap-small.trace
 expect_fail "No such file" zswap --sizes /nonexistent/capture
 expect_fail "no FILE or DIR" zswap
 expect_fail "--max-pool-percent: '101'" zswap --max-pool-percent 101 src
+expect_fail "--max-pool-percent: 'x' is not a whole number in 0..100" zswap --max-pool-percent x src
+expect_fail "--total-ram: '0' is not a size" zswap --total-ram 0 src
+expect_fail "--ops: 'x' is not a whole number" zswap --ops x src
+expect_fail "--seed: '-1' is not a whole number" zswap --seed -1 src
+expect_fail "--max: '0' is not a size" zswap --max 0 src
+expect_fail "--backends: empty" zswap --backends "" src
+expect_fail "compressor 'bogus'" zswap --comp bogus src
+expect_fail "--class-shards: '65' is not a whole number in 0..64" zswap --class-shards 65 src
+expect_fail "--page-size does not apply" zswap --page-size 16K src
+expect_fail "unrecognized option '--bogus'" zswap --bogus src
+expect_fail "FILE /nonexistent: No such file" zswap /nonexistent
+# A bad --backing is refused before any output (it used to print the header and run
+# every backend, each failing with its own message).
+for b in /nonexistent/swap /tmp /dev/zero; do
+	expect_fail "--backing $b: (No such file|not a regular file or a block device)" \
+		zswap --backing "$b" src
+	if [ -s "$tmp/out" ]; then bad "zswap --backing $b: output before the refusal"; else ok "zswap --backing $b: no output"; fi
+done
 expect_fail "--comp must be lzo" zswap --comp zstd --sizes "$data"
 expect_fail "needs pages" zswap --vs-kernel --sizes "$data"
 

@@ -26,10 +26,12 @@
  * of the kernel's zswap in this project) and zswap_print.c (text and JSON),
  * joined by zswap_cmd.h.  Public headers only.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmds.h"
 #include "opts.h"
@@ -202,6 +204,21 @@ static int parse(int argc, char **argv, struct opts *o)
 	if (o->sizes && strcmp(o->comp, "lzo")) {
 		fprintf(stderr, "zs zswap: --sizes: a capture holds lzo sizes; --comp must be lzo\n");
 		return 2;
+	}
+	/* The library refuses such a file too, but only per backend, after the pages
+	 * are loaded and the header printed: refuse it before any output. */
+	if (o->backing) {
+		struct stat st;
+
+		if (stat(o->backing, &st)) {
+			fprintf(stderr, "zs zswap: --backing %s: %s\n", o->backing, strerror(errno));
+			return 2;
+		}
+		if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+			fprintf(stderr, "zs zswap: --backing %s: not a regular file or a block device\n",
+				o->backing);
+			return 2;
+		}
 	}
 	if (o->shrinker && !o->backing) {
 		fprintf(stderr, "zs zswap: --shrinker needs --backing FILE (it writes back)\n");
