@@ -173,4 +173,57 @@ expect_out 0 "^usage: zs compare" compare --help
 expect 2 "bad value for --free-mode: 'bogus'" soak --free-mode bogus --quiet
 check "soak --free-mode class-unlocked (the library's name, which bench_release prints too) is accepted" \
 	bash -c "'$zs' soak --free-mode class-unlocked --seconds 0.2 --threads 1 --objects 512 --slots 64 --quiet >/dev/null 2>&1"
+# Every promise in `zs help CMD`: unknown options and stray arguments are refused on every
+# command, each documented range has its message, and every --json parses with the fields
+# the help and docs/ name.
+for c in record replay classes testmod zram zswap compare pages soak region; do
+	expect 2 "unrecognized option '--nope'" "$c" --nope
+done
+expect 2 "unrecognized arguments: --nope" report --nope
+expect 2 "unrecognized option '--nope'" dict train -o "$tmp/d" --nope /usr/bin/ls
+for c in classes testmod compare soak; do
+	expect 2 "unexpected argument 'stray'" "$c" stray
+done
+expect 2 "--count: '0' is not a whole number in 1..100000000" testmod --count 0
+expect 2 "--step: '65537' is not a whole number in 1..65536" testmod --step 65537
+expect 2 "size range 32..5000 outside 1..4096" testmod --max 5000
+expect 2 "--testmod-n: '0' is not a whole number in 1..1000000" compare --testmod-n 0
+expect 2 "--repeat: '101' is not a whole number in 1..100" compare --repeat 101
+expect 2 "--context: '65' is not a whole number in 0..64" replay "$trace" --context 65
+expect 2 "--max-report: '1001' is not a whole number in 0..1000" replay "$trace" --max-report 1001
+expect 2 "--backend malloc: the replay compares pool pages: zsmalloc or zblock" replay "$trace" --backend malloc
+expect 2 "one trace at a time" replay "$trace" "$trace"
+# zs region: argument checks only (they come before any userfaultfd or page loading)
+expect 2 "--mib: '0' is not a whole number in 1..1048576" region --mib 0
+expect 2 "--fault-around: '257' is not a whole number in 0..256" region --fault-around 257
+expect 2 "--handlers: '0' is not a whole number in 1..64" region --handlers 0
+expect 2 "--handlers: '65' is not a whole number in 1..64" region --handlers 65
+expect 2 "PATH /nonexistent: No such file or directory" region /nonexistent
+expect 2 "--page-size does not apply to this command" region --page-size 16K
+# a misspelt compressor is named, before 64 MiB of pages are loaded (was "store config rejected")
+expect 2 "compressor 'bogus'" region --comp bogus
+# zs report: the pool flags report.py takes, checked before Python runs; the three it does
+# not take are refused, not listed in the help (they were, and argparse then refused them)
+expect 2 "--chain: '0' is not a whole number in 1..16" report --chain 0 --out "$tmp/rep"
+for f in "--class-shards 2" "--max-object 8K" --fit-zspages; do
+	expect 2 "${f%% *} does not apply to this command" report $f --out "$tmp/rep"
+	check "zs help report does not list ${f%% *}" bash -c "! '$zs' help report | grep -q -- '${f%% *}'"
+done
+check "refused report runs leave no --out directory" test ! -e "$tmp/rep"
+json_fields() {  # json_fields PYTHON-ASSERTION ARGS...: zs ARGS prints JSON the assertion holds on
+	local cond=$1
+	shift
+	"$zs" "$@" 2>/dev/null | python3 -c "import json, sys; j = json.load(sys.stdin); assert $cond, j"
+}
+check "classes --json: a row per size 32..4096 step 16, the help's columns" json_fields \
+	'len(j["rows"]) == 255 and all(set(("log", "phys", "chain", "objs", "tail_waste", "merge_waste", "span")) <= set(r) for r in j["rows"])' \
+	classes --json
+check "testmod --json parses" json_fields 'j["verify_errors"] == 0 and j["write_objects"] > 0' testmod --json --count 2
+check "zram --json: store mm_stat fields (docs/zram.md, policies.md)" json_fields \
+	'j["store"]["compr_data_size"] > 0 and j["store"]["mem_used_total"] > 0' zram --json --max 64K /usr/bin/ls
+check "zram --matrix --json: pages, page_size, files, rows (docs/zram.md)" json_fields \
+	'all(k in j for k in ("pages", "page_size", "files", "rows")) and len(j["rows"]) > 0' \
+	zram --matrix --json --max 64K /usr/bin/ls
+check "replay --json parses, no mismatch on the kernel's policy" json_fields \
+	'j["mismatches"] == 0' replay "$trace" --json
 cli_done

@@ -17,6 +17,7 @@
 #include "cmds.h"
 #include "util.h"
 #include "opts.h"
+#include "zs/compress.h"
 #include "zs/region.h"
 #include "zs/harness.h"
 
@@ -97,6 +98,17 @@ static int parse(int argc, char **argv, struct region_opts *o)
 			o->cfg.handler_threads = (unsigned)x;
 			break;
 		default: return opt_bad("region", argc, argv);
+		}
+	}
+	/* Checked here, as zs zram does, so a misspelt name is named (not "store config
+	 * rejected") and before the pages are loaded. */
+	if (o->cfg.store.comp) {
+		int rc = zs_comp_check(o->cfg.store.comp);
+
+		if (rc) {
+			fprintf(stderr, "zs region: compressor '%s': %s\n", o->cfg.store.comp,
+				strerror(-rc));
+			return 2;
 		}
 	}
 	o->cfg.store.backend.zs = po.cfg;
