@@ -210,6 +210,12 @@ for f in "--class-shards 2" "--max-object 8K" --fit-zspages; do
 	check "zs help report does not list ${f%% *}" bash -c "! '$zs' help report | grep -q -- '${f%% *}'"
 done
 check "refused report runs leave no --out directory" test ! -e "$tmp/rep"
+# zs soak: the ranges its help gives, and -h as on every command
+expect_out 0 "^usage: zs soak" soak -h
+expect 2 "bad value for --threads: '257'" soak --threads 257 --seconds 0.2 --quiet
+expect 2 "bad value for --objects: '67108865'" soak --objects 67108865 --seconds 0.2 --quiet
+expect 2 "bad value for --slots: '16777217'" soak --slots 16777217 --seconds 0.2 --quiet
+expect 2 "bad value for --page-size: '128K'" soak --page-size 128K --seconds 0.2 --quiet
 json_fields() {  # json_fields PYTHON-ASSERTION ARGS...: zs ARGS prints JSON the assertion holds on
 	local cond=$1
 	shift

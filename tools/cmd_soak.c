@@ -308,11 +308,11 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: zs soak [options]\n"
-		"  --seconds S       how long to run (default 10)\n"
-		"  --threads N       worker threads (default 4), plus one maintenance thread\n"
-		"  --page-size N     pool and store page size (default 4096)\n"
-		"  --objects N       pool objects in the shadow table (default 65536)\n"
-		"  --slots N         zram slots (default 8192)\n"
+		"  --seconds S       how long to run, more than 0 (default 10)\n"
+		"  --threads N       worker threads, 1..256 (default 4), plus one maintenance thread\n"
+		"  --page-size N     pool and store page size, a power of two in 4K..64K (default 4096)\n"
+		"  --objects N       pool objects in the shadow table, 1..67108864 (default 65536)\n"
+		"  --slots N         zram slots, 1..16777216 (default 8192)\n"
 		"  --comp NAME       zram compressor (default lz4)\n"
 		"  --recomp NAME     zram recompression algorithm (default zstd)\n"
 		"  --zram-backend K  backend of the store (default zsmalloc)\n"
@@ -323,7 +323,9 @@ static void usage(FILE *f)
 		"  --seed N          RNG seed (default: time)\n"
 		"  --report S        progress line every S seconds (default 60; 0 none)\n"
 		"  --max-drift MIB   also fail if RSS grows more than MIB after the warm-up\n"
-		"  --quiet           no progress lines\n");
+		"  --quiet           no progress lines\n"
+		"Exit status: 0 nothing lost and nothing left (and the drift within --max-drift),\n"
+		"1 otherwise, 2 bad usage or a store/pool that cannot be created.\n");
 }
 
 static uint64_t sum(struct worker *ws, int c)
@@ -365,7 +367,7 @@ static int parse(int argc, char **argv)
 	};
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		uint64_t u;
 		enum zs_free_mode fm;
 		switch (c) {
