@@ -45,6 +45,8 @@ while [ -e "/proc/$nopid" ]; do nopid=$((nopid - 1)); done
 expect_any 2 "--pid $nopid: no pages loaded \(no such process\)" zram --pid "$nopid" --max 64K
 expect_any 2 "--group: '17' is not a whole number in 0\.\.16" zram --group 17 /usr/bin/ls
 expect_any 0 "mismatches +0" zram --group 1 --max 64K /usr/bin/ls
+expect_any 2 "--kernel-comp needs --vs-kernel" zram --kernel-comp lz4 --max 64K /usr/bin/ls
+expect_any 2 "--agree needs --vs-kernel" zram --agree --max 64K /usr/bin/ls
 
 # End to end: train, use the dictionary, write back compressed, read back from the file.
 expect_any 0 "dictionary from" dict train -o "$tmp/d" --size 4096 --max 4194304 /usr/bin

@@ -445,8 +445,10 @@ static int parse(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "zs zram: the --writeback/--wb-* options need --backing FILE\n");
 		return 2;
 	}
-	if (o->agree && !o->vs_kernel) {
-		fprintf(stderr, "zs zram: --agree needs --vs-kernel\n");
+	if ((o->agree || o->kcomp) && !o->vs_kernel) {
+		/* --kernel-comp alone used to be ignored without a word */
+		fprintf(stderr, "zs zram: %s needs --vs-kernel\n",
+			o->agree ? "--agree" : "--kernel-comp");
 		return 2;
 	}
 	if (o->vs_kernel && o->page_size != 4096) {
