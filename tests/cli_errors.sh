@@ -193,6 +193,10 @@ expect 2 "--context: '65' is not a whole number in 0..64" replay "$trace" --cont
 expect 2 "--max-report: '1001' is not a whole number in 0..1000" replay "$trace" --max-report 1001
 expect 2 "--backend malloc: the replay compares pool pages: zsmalloc or zblock" replay "$trace" --backend malloc
 expect 2 "one trace at a time" replay "$trace" "$trace"
+# an input for a workload that does not run is refused (it was ignored, exit 0)
+expect 2 "--files is the files workload's input" compare --workloads mix --files /usr/bin/ls
+expect 2 "--heap is the heap workload's input" compare --workloads mix,files --heap /usr/bin/ls
+expect 2 "--pid is the heap workload's input" compare --workloads testmod --pid 1
 # zs region: argument checks only (they come before any userfaultfd or page loading)
 expect 2 "--mib: '0' is not a whole number in 1..1048576" region --mib 0
 expect 2 "--fault-around: '257' is not a whole number in 0..256" region --fault-around 257

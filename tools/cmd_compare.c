@@ -569,6 +569,17 @@ static int parse(int argc, char **argv, struct opts *o)
 	if (!list_known(o->workloads, workloads, "workload") ||
 	    !list_known(o->backends, zs_backend_kinds(), "backend"))
 		return -1;
+	/* An input for a workload that does not run was ignored without a word. */
+	if (o->nfiles && !in_list(o->workloads, "files")) {
+		fprintf(stderr, "zs compare: --files is the files workload's input, and --workloads "
+				"leaves it out\n");
+		return -1;
+	}
+	if ((o->heap_file || o->pid) && !in_list(o->workloads, "heap")) {
+		fprintf(stderr, "zs compare: %s is the heap workload's input, and --workloads "
+				"leaves it out\n", o->heap_file ? "--heap" : "--pid");
+		return -1;
+	}
 	static struct pool_opts po_copy; /* outlives parse(): the forked runs read it */
 	po_copy = o->po;
 	g_po = &po_copy;
