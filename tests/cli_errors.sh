@@ -187,6 +187,7 @@ done
 expect 2 "--count: '0' is not a whole number in 1..100000000" testmod --count 0
 expect 2 "--step: '65537' is not a whole number in 1..65536" testmod --step 65537
 expect 2 "size range 32..5000 outside 1..4096" testmod --max 5000
+expect 2 "size range 4096..4080 is empty \(--min above --max\)" testmod --min 4096
 expect 2 "--testmod-n: '0' is not a whole number in 1..1000000" compare --testmod-n 0
 expect 2 "--repeat: '101' is not a whole number in 1..100" compare --repeat 101
 expect 2 "--context: '65' is not a whole number in 0..64" replay "$trace" --context 65
