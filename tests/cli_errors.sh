@@ -207,6 +207,23 @@ expect 2 "PATH /nonexistent: No such file or directory" region /nonexistent
 expect 2 "--page-size does not apply to this command" region --page-size 16K
 # a misspelt compressor is named, before 64 MiB of pages are loaded (was "store config rejected")
 expect 2 "compressor 'bogus'" region --comp bogus
+many=(); for i in $(seq 65); do many+=(/usr/bin/ls); done
+expect 2 "at most 64 PATHs" region "${many[@]}"
+# one small run of the documented options, where userfaultfd is permitted (exit 0, nothing differs)
+"$zs" region --mib 1 --fault-around 0 --handlers 2 --comp zstd:3 /usr/bin/ls >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc = 2 ] && grep -qi "userfaultfd\|not permitted\|Operation not permitted" "$tmp/err"; then
+	echo "skip zs region run: $(head -1 "$tmp/err")"
+else
+	check "region --fault-around 0 --handlers 2 --comp zstd:3: exit 0, 0 pages differ" \
+		bash -c "[ $rc = 0 ] && grep -q 'zstd:3 on zsmalloc, fault-around 0' '$tmp/out' && grep -q '^check: 0 pages differ' '$tmp/out'"
+fi
+# documented behaviour of a few options no test ran
+expect_out 0 "^page size 16384, chain 8, delta 64" classes --page-size 16K
+expect_out 0 "pool pages used" testmod --page-size 16K --count 1
+expect 2 "--threads: '65' is not a whole number in 1..64" zram --threads 65 /usr/bin/ls
+expect_out 0 "^mismatches +0" zram --threads 2 --max 256K /usr/bin
+expect_out 0 "^failed writes: [1-9][0-9]* \(memory limit\)" zram --limit 64K --max 1M /usr/bin
 # zs report: the pool flags report.py takes, checked before Python runs; the three it does
 # not take are refused, not listed in the help (they were, and argparse then refused them)
 expect 2 "--chain: '0' is not a whole number in 1..16" report --chain 0 --out "$tmp/rep"

@@ -35,12 +35,14 @@ static size_t rss_pages(void *base, size_t npages)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: zs region [options] [PATH...]\n"
-		   "  PATHs default to /usr/lib; --mib M (1..1048576, default 64) MiB of their pages\n"
-		   "  are used.\n"
+		   "  PATHs (at most 64) default to /usr/lib; --mib M (1..1048576, default 64) MiB\n"
+		   "  of their pages are used.\n"
 		   "  --comp NAME        lz4 (default), lz4hc[:N], zstd[:N], lzo\n"
 		   "  --fault-around N   pages installed per sequential fault, 0..256 (default 32)\n"
 		   "  --handlers N       fault-handler threads, 1..64 (default 1)\n");
 	opt_pool_help(f, OPT_ALL & ~OPT_PAGE_SIZE);
+	fprintf(f, "Exit status: 0 every page read back intact, 1 a page differs, 2 bad usage or\n"
+		   "no region (no pages, or userfaultfd not permitted).\n");
 }
 
 struct region_opts {
@@ -117,8 +119,11 @@ static int parse(int argc, char **argv, struct region_opts *o)
 	for (int i = optind; i < argc; i++) {
 		if (opt_path("region", "PATH", argv[i], 1))
 			return 2;
-		if (o->npaths < 64)
-			o->paths[o->npaths++] = argv[i];
+		if (o->npaths == 64) { /* the rest used to be dropped without a word */
+			fprintf(stderr, "zs region: at most 64 PATHs (give their directory)\n");
+			return 2;
+		}
+		o->paths[o->npaths++] = argv[i];
 	}
 	if (!o->npaths)
 		o->paths[o->npaths++] = "/usr/lib";
