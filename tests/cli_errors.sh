@@ -194,6 +194,14 @@ expect 2 "--context: '65' is not a whole number in 0..64" replay "$trace" --cont
 expect 2 "--max-report: '1001' is not a whole number in 0..1000" replay "$trace" --max-report 1001
 expect 2 "--backend malloc: the replay compares pool pages: zsmalloc or zblock" replay "$trace" --backend malloc
 expect 2 "one trace at a time" replay "$trace" "$trace"
+# replay's report options: --fail-fast stops at the first mismatch (exit 1), --max-report N
+# details N (default 3; 0 off the kernel's policy unless --strict), --verbose prints the
+# trace header and pool
+expect_out 1 "records 2 mismatches 1$" replay "$trace" --chain 4 --strict --fail-fast
+details() { "$zs" replay "$trace" --chain 4 "$@" 2>/dev/null | grep -c "^differ\|^mismatch at record"; }
+check "replay --max-report: 2 given, 3 by default with --strict, 0 without it off the kernel's policy" \
+	test "$(details --strict --max-report 2)/$(details --strict)/$(details)" = 2/3/0
+expect_out 0 "^pool: page_size 4096, chain 8, free_mode pool" replay "$trace" --verbose
 # an input for a workload that does not run is refused (it was ignored, exit 0)
 expect 2 "--files is the files workload's input" compare --workloads mix --files /usr/bin/ls
 expect 2 "--heap is the heap workload's input" compare --workloads mix,files --heap /usr/bin/ls

@@ -381,7 +381,7 @@ static void usage(FILE *f)
 		"                       and at the end\n"
 		"  --context N          preceding operations shown per mismatch, 0..64 (default 8)\n"
 		"  --max-report N       mismatches shown in detail, 0..1000 (default 3; 0 when the\n"
-		"                       policy is not the kernel's)\n"
+		"                       policy is not the kernel's and --strict is not given)\n"
 		"  --fail-fast          stop at the first mismatch\n"
 		"  --strict             count differences as mismatches (exit 1) even when the\n"
 		"                       pool is not configured as the recording kernel\n"
