@@ -246,6 +246,13 @@ expect 2 "bad value for --threads: '257'" soak --threads 257 --seconds 0.2 --qui
 expect 2 "bad value for --objects: '67108865'" soak --objects 67108865 --seconds 0.2 --quiet
 expect 2 "bad value for --slots: '16777217'" soak --slots 16777217 --seconds 0.2 --quiet
 expect 2 "bad value for --page-size: '128K'" soak --page-size 128K --seconds 0.2 --quiet
+# --quiet means nothing on stderr (zram: even with --progress; zswap: no notes); soak --quiet
+# drops the progress lines
+quiet() { [ -z "$("$zs" "$@" 2>&1 >/dev/null)" ]; }
+check "zram --quiet --progress: nothing on stderr" quiet zram --quiet --progress --max 64K /usr/bin/ls
+check "zswap --quiet: nothing on stderr" quiet zswap --quiet --max 64K /usr/bin/ls
+check "soak --quiet: no progress lines (--report 0.1)" bash -c "! '$zs' soak --quiet --report 0.1 \
+	--seconds 0.3 --threads 1 --objects 512 --slots 64 2>&1 | grep -q '^  t='"
 json_fields() {  # json_fields PYTHON-ASSERTION ARGS...: zs ARGS prints JSON the assertion holds on
 	local cond=$1
 	shift
@@ -260,6 +267,9 @@ check "zram --json: store mm_stat fields (docs/zram.md, policies.md)" json_field
 check "zram --matrix --json: pages, page_size, files, rows (docs/zram.md)" json_fields \
 	'all(k in j for k in ("pages", "page_size", "files", "rows")) and len(j["rows"]) > 0' \
 	zram --matrix --json --max 64K /usr/bin/ls
+check "compare --json: rss_delta and backend_mem_bytes per phase, pool and malloc kinds (docs/compare.md)" \
+	json_fields 'len(j["results"]) == 2 and all(r["errors"] == 0 and all(k in r[ph] for ph in ("fill", "churn", "compact") for k in ("rss_delta", "backend_mem_bytes", "mem_bytes")) for r in j["results"])' \
+	compare --json --workloads mix --backends zsmalloc,malloc --mix-n 200 --repeat 1 --page-size 4096
 check "replay --json parses, no mismatch on the kernel's policy" json_fields \
 	'j["mismatches"] == 0' replay "$trace" --json
 cli_done
