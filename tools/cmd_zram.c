@@ -63,7 +63,8 @@ static void usage(FILE *f)
 		"                     incompressible; the read phase then reads from the file\n"
 		"  --wb-compressed    write back compressed objects instead of pages\n"
 		"  --wb-batch N       writeback batch size (default 32)\n"
-		"  --wb-limit PAGES   enable writeback_limit with this budget\n"
+		"  --wb-limit PAGES   enable writeback_limit with this budget (writeback stops\n"
+		"                     there, as the kernel's; not an error)\n"
 		"  --matrix           table of every compressor x level (x --dict) at 4K and 64K\n"
 		"                     groups: ratio, pool memory, MB/s, CPU (--json: one array)\n"
 		"  --group N          compress N contiguous pages as one object (2..16, power of 2;\n"
@@ -276,11 +277,18 @@ struct zrun {
 	struct zs_zram_stats st;
 	double tw, tr, cw, cr, twb;
 	int wfail, rfail, wb_rc, have_k;
+	int wb_limit_hit;          /* writeback stopped at --wb-limit's budget (-EIO, asked for) */
 	int paged;                 /* ZS_BACKEND_CAP_PAGES: mem_used_total is pool pages */
 	struct zs_zram_wb_result wr;
 	struct zs_kzram_result kr;
 	char kmsg[256];
 };
+
+/* How the writeback ended: the budget's end is what --wb-limit asked for, not an I/O error. */
+static const char *wb_status(const struct zrun *r)
+{
+	return r->wb_limit_hit ? "stopped at --wb-limit" : r->wb_rc ? strerror(-r->wb_rc) : "ok";
+}
 
 /* Options -> o; FILEs stay in argv[optind..].  0, 1 after --help, or 2 after a message. */
 static int parse(int argc, char **argv, struct opts *o)
@@ -645,13 +653,20 @@ static int run(const struct opts *o, struct zrun *r)
 			if (fd >= 0)
 				close(fd);
 		}
+		if (r->wb_rc == -EIO && o->wb_limit_set) {
+			int en;
+			uint64_t left;
+
+			r->wb_limit_hit = !zs_zram_get_writeback_limit(r->z, &en, &left) && en &&
+					  !left;
+		}
 		zs_zram_get_stats(r->z, &st2);
 		r->st.bd_count = st2.bd_count;
 		r->st.bd_writes = st2.bd_writes;
 		if (!o->quiet)
 			fprintf(stderr, "zs zram: writeback: %lu of %lu pages (%s)\n", r->wr.written,
-				r->wr.scanned, r->wb_rc ? strerror(-r->wb_rc) : "ok");
-		if (r->wb_rc)
+				r->wr.scanned, wb_status(r));
+		if (r->wb_rc && !r->wb_limit_hit)
 			ret = 1;
 		/* The memory numbers printed are those after writeback. */
 		r->st.mem_used_total = st2.mem_used_total;
@@ -712,6 +727,7 @@ static void print_json(const struct opts *o, const struct zrun *r)
 		json_kuint(&js, "written", r->wr.written);
 		json_kuint(&js, "scanned", r->wr.scanned);
 		json_kint(&js, "rc", r->wb_rc);
+		json_kbool(&js, "limit_reached", r->wb_limit_hit);
 		json_kfixed(&js, "seconds", r->twb, 6);
 		json_kfixed(&js, "MBps", mbps((uint64_t)r->wr.written * r->ps.page_size, r->twb), 1);
 		json_kfixed(&js, "read_us_per_page", 1e6 * r->tr / (double)r->ps.npages, 3);
@@ -785,7 +801,7 @@ static void print_text(const struct opts *o, const struct zrun *r)
 		       r->wr.written, r->wr.scanned, r->twb,
 		       mbps((uint64_t)r->wr.written * r->ps.page_size, r->twb),
 		       o->wb_compressed ? ", compressed" : "",
-		       r->wb_rc ? strerror(-r->wb_rc) : "ok", 1e6 * r->tr / (double)r->ps.npages);
+		       wb_status(r), 1e6 * r->tr / (double)r->ps.npages);
 	}
 	printf("\n%-18s %16s", "", "store");
 	if (r->have_k)
