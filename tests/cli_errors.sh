@@ -202,6 +202,7 @@ details() { "$zs" replay "$trace" --chain 4 "$@" 2>/dev/null | grep -c "^differ\
 check "replay --max-report: 2 given, 3 by default with --strict, 0 without it off the kernel's policy" \
 	test "$(details --strict --max-report 2)/$(details --strict)/$(details)" = 2/3/0
 expect_out 0 "^pool: page_size 4096, chain 8, free_mode pool" replay "$trace" --verbose
+expect 0 "^zs replay --sweep: 2/[0-9]+ chain" replay "$trace" --sweep --chain 8 --progress
 # an input for a workload that does not run is refused (it was ignored, exit 0)
 expect 2 "--files is the files workload's input" compare --workloads mix --files /usr/bin/ls
 expect 2 "--heap is the heap workload's input" compare --workloads mix,files --heap /usr/bin/ls
@@ -229,6 +230,10 @@ fi
 # documented behaviour of a few options no test ran
 expect_out 0 "^page size 16384, chain 8, delta 64" classes --page-size 16K
 expect_out 0 "pool pages used" testmod --page-size 16K --count 1
+expect 0 "^  size 32/4080" testmod --count 1 --progress
+check "testmod without --progress: nothing on stderr (not a terminal)" \
+	bash -c "[ -z \"\$('$zs' testmod --count 1 2>&1 >/dev/null)\" ]"
+expect_out 0 "dictionary from 8 of 16 pages \\(1 files\\)" dict train -o "$tmp/d" --samples 8 --size 1K --max 64K /usr/bin/ls
 expect 2 "--threads: '65' is not a whole number in 1..64" zram --threads 65 /usr/bin/ls
 expect_out 0 "^mismatches +0" zram --threads 2 --max 256K /usr/bin
 expect_out 0 "^failed writes: [1-9][0-9]* \(memory limit\)" zram --limit 64K --max 1M /usr/bin
