@@ -131,6 +131,19 @@ static void zram_case(void)
 	c.reserved[3] = 0;
 	c.backend.zs.reserved[0] = 1;
 	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+	c.backend.zs.reserved[0] = 0;
+	/* every nested level: the backend config's own size and tail too */
+	c.backend.reserved[1] = 1;
+	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK(z == NULL);
+	c.backend.reserved[1] = 0;
+	c.backend.struct_size = sizeof(c.backend) + 8;
+	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK(z == NULL);
+	c.backend.struct_size = sizeof(c.backend);
+	c.backend.zs.struct_size = sizeof(c.backend.zs) - 8;
+	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK(z == NULL);
 }
 
 static void zswap_case(void)
@@ -160,6 +173,29 @@ static void zswap_case(void)
 	c.struct_size = sizeof(c) - 8;
 	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "struct_size") != NULL);
+	/* the nested backend and pool configs: initialised, and checked */
+	zs_zswap_config_init(&c);
+	c.total_ram = 64 << 20;
+	CHECK_EQ(c.backend.struct_size, sizeof(c.backend));
+	CHECK_EQ(c.backend.zs.struct_size, sizeof(c.backend.zs));
+	CHECK_RES_ZERO(c.backend);
+	CHECK_RES_ZERO(c.backend.zs);
+	c.backend.reserved[0] = 1;
+	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), -EINVAL);
+	c.backend.reserved[0] = 0;
+	c.backend.struct_size = 5;
+	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), -EINVAL);
+	c.backend.struct_size = 0;
+	c.backend.zs.reserved[3] = 1;
+	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), -EINVAL);
+	c.backend.zs.reserved[3] = 0;
+	c.backend.zs.struct_size = sizeof(c.backend.zs) + 8;
+	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK(z == NULL);
+	c.backend.zs.struct_size = 0;
+	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), 0);
+	if (z)
+		zs_zswap_destroy(z);
 }
 
 static void region_case(void)
