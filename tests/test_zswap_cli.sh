@@ -7,7 +7,9 @@
 # libzs's zsmalloc holds exactly the kernel's pool pages after the kernel's
 # own compaction (fresh fill, and after the sampled churn plus compaction),
 # stored and incompressible counts equal the kernel's, and the churn ends with
-# the captured entries.  Bad input: one message, exit 2.  With
+# the captured entries.  Bad input: one message, exit 2.  As root with zswap,
+# --vs-kernel on a small input (about 2 s) must leave every kernel setting as it
+# found it, at its end and when SIGINT or SIGTERM stops it mid-run.  With
 # ZS_ZSWAP_CAPTURE_TEST=1 (root, zswap, cgroup v1) a 20-second capture of a
 # small workload runs too and must be exact (it changes kernel settings for its
 # duration, so it is off by default).
