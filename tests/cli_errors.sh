@@ -65,6 +65,15 @@ expect_out 0 "usrlib-lz4.trace.xz: records [0-9]+ mismatches 0" replay "$trace" 
 expect_out 0 "\"kernel_policy\": false, \"not_kernel_because\": \"chain policy heuristic\"" replay "$trace" --chain-policy heuristic --json
 expect_out 1 "mismatches [1-9]" replay "$trace" --chain 4 --strict
 expect 2 "--page-size: the trace fixes the page size" replay "$trace" --page-size 16K
+# docs/trace-format.md: a malformed line is reported with its line number and the replay
+# exits 2 before comparing anything past it (nothing on stdout: no summary, no mismatch).
+xzcat "$trace" | head -12 > "$tmp/bad.trace"
+echo "w 3 oops n" >> "$tmp/bad.trace"
+xzcat "$trace" | sed -n 13,40p >> "$tmp/bad.trace"
+expect 2 "line 13: bad write 'w 3 oops n'" replay "$tmp/bad.trace"
+check "replay of a malformed trace prints no comparison" test ! -s "$tmp/out"
+{ xzcat "$trace" | head -8; echo "= 1 0 1 1350 0 0"; echo "= 1 0 1 1350 0 0"; } > "$tmp/bad2.trace"
+expect 2 "line 9: '=' record without an operation before it" replay "$tmp/bad2.trace"
 expect 2 "--backend does not apply to this command" classes --backend zblock
 # -- testmod refuses a workload larger than memory
 expect 2 "needs about [0-9.]+ GiB .* MemAvailable is .* pass --force" testmod --page-size 64K --count 100000000

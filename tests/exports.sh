@@ -75,5 +75,10 @@ case "$real" in
 *"libzs.so.$v") ;;
 *) echo "FAIL: headers say $v, library file is $real"; rc=1 ;;
 esac
+# docs/abi.md: the SONAME is libzs.so.MAJOR, so only a MAJOR change makes old programs refuse.
+if command -v readelf >/dev/null; then
+	so=$(readelf -d "$LIB" | sed -n 's/.*Library soname: \[\(.*\)\].*/\1/p')
+	[ "$so" = "libzs.so.${v%%.*}" ] || { echo "FAIL: SONAME '$so', want libzs.so.${v%%.*}"; rc=1; }
+fi
 [ $rc = 0 ] && echo "ok: $n exported functions, all declared with ZS_API; none of the $nh harness functions; no load-time constructor; version $v"
 exit $rc

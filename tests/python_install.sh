@@ -47,3 +47,20 @@ case "$rc:$out" in
 0:"$venv"/*/site-packages/libzs/libzs.so" ok") echo "ok   fresh venv: pip install ./python, import libzs, bundled libzs.so, py.typed" ;;
 *) echo "FAIL fresh venv import (want the bundled library)"; exit 1 ;;
 esac
+# python/README.md: LIBZS_PREBUILT=/path/to/libzs.so at install time ships that file instead
+# of building.  A marked copy (bytes after the ELF's end change nothing for the loader) shows
+# which file was shipped.
+cp "$(readlink -f "$build/libzs.so")" "$tmp/prebuilt.so" && printf 'libzs-prebuilt-marker' >> "$tmp/prebuilt.so"
+if ! (cd "$tmp" && LIBZS_PREBUILT="$tmp/prebuilt.so" "$venv/bin/python" -m pip install -q \
+	--disable-pip-version-check --force-reinstall --no-deps "$root/python") > "$tmp/log" 2>&1; then
+	echo "FAIL pip install with LIBZS_PREBUILT:"; tail -30 "$tmp/log" | sed 's/^/    /'; exit 1
+fi
+lib=$(cd "$tmp" && env -u LIBZS_LIBRARY "$venv/bin/python" -c '
+import libzs, libzs._lib as L
+p = libzs.Pool(); h = p.store(b"prebuilt"); assert p.read(h) == b"prebuilt"; p.close()
+print(L.library_path())' 2>&1)
+if [ $? -eq 0 ] && cmp -s "$lib" "$tmp/prebuilt.so"; then
+	echo "ok   LIBZS_PREBUILT: the package ships that file ($lib) and it works"
+else
+	echo "FAIL LIBZS_PREBUILT: shipped '$lib', not the given file"; exit 1
+fi

@@ -43,6 +43,21 @@ try() {
 if [ -f "$build/libzs.so" ]; then
 	try "shared, rpath" "" -L"$build" -lzs -Wl,-rpath,"$build"
 	try "shared, LD_LIBRARY_PATH" "LD_LIBRARY_PATH=$build" -L"$build" -lzs
+	# The README: without the rpath or LD_LIBRARY_PATH, ./app stops with "error while
+	# loading shared libraries: libzs.so" (unless a libzs is installed where the loader looks).
+	so=$(readelf -d "$build/libzs.so" 2>/dev/null | sed -n 's/.*Library soname: \[\(.*\)\].*/\1/p')
+	if [ -z "$so" ] || ldconfig -p 2>/dev/null | grep -q "$so"; then
+		echo "skip shared, no rpath: ${so:-the soname} is installed system-wide"
+	elif "$cc" "${flags[@]}" "$tmp/app.c" -L"$build" -lzs -o "$tmp/app" 2> "$tmp/cc.log"; then
+		out=$(cd "$tmp" && env -u LD_LIBRARY_PATH ./app 2>&1)
+		if [ $? -ne 0 ] && grep -q "error while loading shared libraries: libzs.so" <<< "$out"; then
+			pass=$((pass + 1)); echo "ok   shared, no rpath: $out"
+		else
+			fail=$((fail + 1)); echo "FAIL shared, no rpath (want the loader's error): $out"
+		fi
+	else
+		fail=$((fail + 1)); echo "FAIL shared, no rpath: does not compile"; head -5 "$tmp/cc.log"
+	fi
 fi
 try "static" "" "$build/libzs.a" -llz4 -lzstd -llzo2 -lpthread -lm -ldl
 echo "$pass passed, $fail failed"

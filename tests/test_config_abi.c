@@ -21,6 +21,13 @@
 
 #define NRES(c) (sizeof((c).reserved) / sizeof((c).reserved[0]))
 
+/* Every config_init zeroes the whole tail (abi.md: "zeroes reserved"). */
+#define CHECK_RES_ZERO(c)                                                     \
+	do {                                                                  \
+		for (size_t i_ = 0; i_ < NRES(c); i_++)                       \
+			CHECK_EQ((c).reserved[i_], 0);                        \
+	} while (0)
+
 static void pool_case(void)
 {
 	struct zs_pool_config c;
@@ -57,10 +64,22 @@ static void backend_case(void)
 	zs_backend_config_init(&c);
 	CHECK_EQ(c.struct_size, sizeof(c));
 	CHECK_EQ(c.zs.struct_size, sizeof(c.zs));
+	CHECK_RES_ZERO(c);
+	CHECK_RES_ZERO(c.zs);
 	b = zs_backend_create(&c);
 	CHECK(b != NULL);
 	if (b)
 		zs_backend_destroy(b);
+	c.struct_size = 0; /* 0 at either level: this library's size */
+	c.zs.struct_size = 0;
+	b = zs_backend_create(&c);
+	CHECK(b != NULL);
+	if (b)
+		zs_backend_destroy(b);
+	c.struct_size = sizeof(c) + 8; /* the top level's own size, too */
+	errno = 0;
+	CHECK(zs_backend_create(&c) == NULL && errno == EINVAL);
+	zs_backend_config_init(&c);
 	c.reserved[0] = 7;
 	errno = 0;
 	CHECK(zs_backend_create(&c) == NULL && errno == EINVAL);
@@ -88,9 +107,20 @@ static void zram_case(void)
 	c.disksize = 1 << 20;
 	CHECK_EQ(c.struct_size, sizeof(c));
 	CHECK_EQ(c.backend.struct_size, sizeof(c.backend));
+	CHECK_RES_ZERO(c);
+	CHECK_RES_ZERO(c.backend);
+	CHECK_RES_ZERO(c.backend.zs);
 	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), 0);
 	if (z)
 		zs_zram_destroy(z);
+	z = NULL;
+	c.struct_size = 0;
+	c.backend.struct_size = 0;
+	c.backend.zs.struct_size = 0;
+	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), 0);
+	if (z)
+		zs_zram_destroy(z);
+	z = NULL;
 	c.struct_size = 1;
 	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
 	CHECK(z == NULL && strstr(err, "struct_size 1") != NULL);
@@ -101,6 +131,19 @@ static void zram_case(void)
 	c.reserved[3] = 0;
 	c.backend.zs.reserved[0] = 1;
 	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+	c.backend.zs.reserved[0] = 0;
+	/* every nested level: the backend config's own size and tail too */
+	c.backend.reserved[1] = 1;
+	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK(z == NULL);
+	c.backend.reserved[1] = 0;
+	c.backend.struct_size = sizeof(c.backend) + 8;
+	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK(z == NULL);
+	c.backend.struct_size = sizeof(c.backend);
+	c.backend.zs.struct_size = sizeof(c.backend.zs) - 8;
+	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK(z == NULL);
 }
 
 static void zswap_case(void)
@@ -111,10 +154,18 @@ static void zswap_case(void)
 
 	zs_zswap_config_init(&c);
 	CHECK_EQ(c.struct_size, sizeof(c));
+	CHECK_RES_ZERO(c);
 	c.total_ram = 64 << 20;
 	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), 0);
 	if (z)
 		zs_zswap_destroy(z);
+	z = NULL;
+	c.struct_size = 0;
+	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), 0);
+	if (z)
+		zs_zswap_destroy(z);
+	z = NULL;
+	c.struct_size = sizeof(c);
 	c.reserved[7] = 1;
 	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "reserved[7]") != NULL);
@@ -122,6 +173,29 @@ static void zswap_case(void)
 	c.struct_size = sizeof(c) - 8;
 	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "struct_size") != NULL);
+	/* the nested backend and pool configs: initialised, and checked */
+	zs_zswap_config_init(&c);
+	c.total_ram = 64 << 20;
+	CHECK_EQ(c.backend.struct_size, sizeof(c.backend));
+	CHECK_EQ(c.backend.zs.struct_size, sizeof(c.backend.zs));
+	CHECK_RES_ZERO(c.backend);
+	CHECK_RES_ZERO(c.backend.zs);
+	c.backend.reserved[0] = 1;
+	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), -EINVAL);
+	c.backend.reserved[0] = 0;
+	c.backend.struct_size = 5;
+	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), -EINVAL);
+	c.backend.struct_size = 0;
+	c.backend.zs.reserved[3] = 1;
+	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), -EINVAL);
+	c.backend.zs.reserved[3] = 0;
+	c.backend.zs.struct_size = sizeof(c.backend.zs) + 8;
+	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK(z == NULL);
+	c.backend.zs.struct_size = 0;
+	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), 0);
+	if (z)
+		zs_zswap_destroy(z);
 }
 
 static void region_case(void)
@@ -133,6 +207,8 @@ static void region_case(void)
 	zs_region_config_init_app(&c);
 	CHECK_EQ(c.struct_size, sizeof(c));
 	CHECK_EQ(c.store.struct_size, sizeof(c.store));
+	CHECK_RES_ZERO(c);
+	CHECK_RES_ZERO(c.store);
 	c.size = 1 << 20;
 	c.reserved[0] = 1; /* refused before userfaultfd is even opened */
 	CHECK_EQ(zs_region_create(&c, &r, err, sizeof(err)), -EINVAL);
@@ -141,6 +217,20 @@ static void region_case(void)
 	c.struct_size = 3;
 	CHECK_EQ(zs_region_create(&c, &r, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "struct_size 3") != NULL);
+	/* 0 is this library's size: whatever else the create call answers
+	 * (no userfaultfd here, say), it is not a refusal of the size */
+	c.struct_size = 0;
+	err[0] = 0;
+	if (zs_region_create(&c, &r, err, sizeof(err)) == 0)
+		zs_region_destroy(r);
+	else
+		CHECK(strstr(err, "struct_size") == NULL);
+	r = NULL;
+	zs_region_config_init_app(&c);
+	c.size = 1 << 20;
+	c.store.struct_size = sizeof(c.store) + 8; /* the nested store config */
+	CHECK_EQ(zs_region_create(&c, &r, err, sizeof(err)), -EINVAL);
+	CHECK(r == NULL);
 }
 
 static void zblock_case(void)
@@ -150,10 +240,20 @@ static void zblock_case(void)
 
 	zblock_config_init(&c);
 	CHECK_EQ(c.struct_size, sizeof(c));
+	CHECK_RES_ZERO(c);
 	p = zblock_create_pool(&c);
 	CHECK(p != NULL);
 	if (p)
 		zblock_destroy_pool(p);
+	c.struct_size = 0;
+	p = zblock_create_pool(&c);
+	CHECK(p != NULL);
+	if (p)
+		zblock_destroy_pool(p);
+	c.struct_size = sizeof(c) - 8;
+	errno = 0;
+	CHECK(zblock_create_pool(&c) == NULL && errno == EINVAL);
+	c.struct_size = sizeof(c);
 	c.reserved[1] = 1;
 	errno = 0;
 	CHECK(zblock_create_pool(&c) == NULL && errno == EINVAL);
@@ -169,6 +269,21 @@ int main(void)
 		CHECK_EQ(sizeof(struct zs_region_config), 520);
 		CHECK_EQ(sizeof(struct zs_zswap_config), 336);
 		CHECK_EQ(sizeof(struct zblock_config), 72);
+	}
+	{	/* abi.md: "N = 4, 4, 7, 8, 8 and 4 today" */
+		struct zs_pool_config a;
+		struct zs_backend_config b;
+		struct zs_zram_config z;
+		struct zs_region_config r;
+		struct zs_zswap_config w;
+		struct zblock_config k;
+
+		CHECK_EQ(NRES(a), 4);
+		CHECK_EQ(NRES(b), 4);
+		CHECK_EQ(NRES(z), 7);
+		CHECK_EQ(NRES(r), 8);
+		CHECK_EQ(NRES(w), 8);
+		CHECK_EQ(NRES(k), 4);
 	}
 	pool_case();
 	backend_case();

@@ -125,6 +125,28 @@ static void test_backend_codes(void)
 	zs_backend_destroy(b);
 }
 
+/*
+ * README "Errors": getters that look something up return NULL for "not
+ * there" and leave errno alone (a caller may read errno from an earlier
+ * call after them).
+ */
+static void test_getters_keep_errno(void)
+{
+	struct zs_backend_config bc;
+	zs_backend_config_init(&bc);
+	bc.kind = "zblock";
+	struct zs_backend *b = zs_backend_create(&bc);
+	REQUIRE(b);
+	errno = 4242;
+	CHECK(zs_backend_zspool(b) == NULL);
+	CHECK_EQ(errno, 4242);
+	zs_backend_destroy(b);
+	errno = 4242;
+	CHECK(zs_chain_policy_name((enum zs_chain_policy)77) == NULL);
+	CHECK(zs_free_mode_name((enum zs_free_mode)77) == NULL);
+	CHECK_EQ(errno, 4242);
+}
+
 static void test_constructor_out_null(void)
 {
 	struct zs_comp *c = (struct zs_comp *)&c;
@@ -326,6 +348,7 @@ int main(void)
 	test_zsmalloc_codes();
 	test_zblock_codes();
 	test_backend_codes();
+	test_getters_keep_errno();
 	test_constructor_out_null();
 	test_zram_write_codes();
 	test_zram_free_notify_busy();

@@ -102,6 +102,10 @@ static void every_call_refuses(struct zs_pool *p, unsigned long old, unsigned lo
 	struct zs_obj_piece sg[2];
 	CHECK_EQ(zs_obj_read_sg_begin(p, old, len, sg), -EINVAL);
 	zs_obj_read_sg_end(p, old);
+	/* the multi-page form too (reliability.md: every call that takes a handle) */
+	struct zs_obj_piece sgv[ZS_MAX_OBJECT_PAGES + 1];
+	CHECK_EQ(zs_obj_read_sgv_begin(p, old, len, sgv, ZS_MAX_OBJECT_PAGES + 1), -EINVAL);
+	zs_obj_read_sg_end(p, old);
 
 	fill(buf, len, 1);
 	CHECK_EQ(zs_obj_write(p, old, buf, len), -EINVAL);

@@ -90,6 +90,8 @@ int main(void)
 	char v[32];
 	snprintf(v, sizeof(v), "%d.%d.%d", ZS_VERSION_MAJOR, ZS_VERSION_MINOR, ZS_VERSION_PATCH);
 	CHECK_EQ(zs_version(), ZS_VERSION_NUMBER);
+	/* docs/abi.md: NUMBER is MAJOR*10000 + MINOR*100 + PATCH */
+	CHECK_EQ(ZS_VERSION_NUMBER, ZS_VERSION_MAJOR * 10000 + ZS_VERSION_MINOR * 100 + ZS_VERSION_PATCH);
 	CHECK(!strcmp(zs_version_string(), v));
 	CHECK(zs_version_string() == zs_version_string()); /* a static string */
 	return tu_done();

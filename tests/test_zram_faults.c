@@ -539,6 +539,35 @@ static void group_discard_at_limit(void)
 
 /* ---- ranges ---- */
 
+/*
+ * docs/zram.md, Ranges: a range write that failed stopped at its first failed page, so
+ * what it left is a prefix: pages 0..k-1 hold their data, k.. (the failed page, then the
+ * ones never tried) are as they were, empty.  Called after a refused write of all N
+ * into an empty store of `group`-page groups (1: none).
+ */
+static void check_prefix(struct zs_zram *z, const unsigned char *buf, int group)
+{
+	static const unsigned char zero[PS];
+	struct zs_zram_stats st;
+	int k = 0, bad = 0;
+
+	while (k < N && zs_zram_read(z, (uint64_t)k, back, PS) == 0 &&
+	       !memcmp(back, buf + (size_t)k * PS, PS))
+		k++;
+	for (int i = k; i < N; i++) {
+		size_t sz = 1;
+		if (zs_zram_read(z, (uint64_t)i, back, PS) || memcmp(back, zero, PS) ||
+		    zs_zram_slot_info(z, (uint64_t)i, &sz, NULL, NULL) || sz != 0)
+			bad++;
+	}
+	zs_zram_get_stats(z, &st);
+	CHECK(k > 0 && k < N);
+	CHECK_EQ(bad, 0);
+	/* a grouped store moves whole groups, and its stats count groups (zram.h) */
+	CHECK_EQ(k % group, 0);
+	CHECK_EQ(st.pages_stored, (uint64_t)(k / group));
+}
+
 static void ranges(void)
 {
 	static unsigned char buf[N * PS];
@@ -548,6 +577,7 @@ static void ranges(void)
 		rnd_page(buf + (size_t)i * PS);
 	int rc = zs_zram_write_range(z, 0, N, buf);
 	CHECK_EQ(rc, -ENOMEM);
+	check_prefix(z, buf, 1);
 	/* A range past the end is refused whole: nothing is discarded. */
 	CHECK_EQ(zs_zram_read(z, N - 1, back, PS), 0);
 	CHECK_EQ(zs_zram_discard_range(z, 0, N + 1), -EINVAL);
@@ -558,6 +588,7 @@ static void ranges(void)
 
 	z = mk(NULL, 4, 0, 8 * PS);
 	CHECK_EQ(zs_zram_write_range(z, 0, N, buf), -ENOMEM);
+	check_prefix(z, buf, 4); /* whole groups here, the same prefix rule */
 	CHECK_EQ(zs_zram_discard_range(z, 2, N), -EINVAL);
 	CHECK_EQ(zs_zram_discard_range(z, 1, N - 2), 0);
 	zs_zram_destroy(z);

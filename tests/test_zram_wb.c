@@ -323,6 +323,72 @@ static void bad_config(void)
 	zs_zram_destroy(z);
 }
 
+/*
+ * docs/zram.md, Writeback: a regular backing file is grown sparse to the disk
+ * size (taking space only for blocks in use); idle marking skips written-back
+ * slots and recompression skips them (their bytes stay on the file, as they
+ * were).  Half the slots are written back, then every slot is marked idle and
+ * recompressed: only the slots still in memory are counted or touched.
+ */
+static void wb_slots_skipped(uint64_t *seed)
+{
+	struct zs_zram_wb_result r;
+	struct zs_zram_recomp_result rr;
+	struct zs_zram_stats st;
+	struct stat fs;
+	unsigned long same = 0, inmem = 0;
+
+	REQUIRE(truncate(path, 0) == 0);
+	struct zs_zram *z = mk(0, 0, "zstd");
+	REQUIRE(stat(path, &fs) == 0);
+	CHECK_EQ((uint64_t)fs.st_size, (uint64_t)N * PS);
+	CHECK((uint64_t)fs.st_blocks * 512 < (uint64_t)N * PS / 8); /* sparse */
+	for (int i = 0; i < N; i++) {
+		fill(seed, i, 3);
+		CHECK_EQ(zs_zram_write(z, (uint64_t)i, want[i]), 0);
+		same += i % 7 == 0;
+	}
+	/* Mark the first half idle (every second slot read back: access clears idle), then
+	 * write back what is idle. */
+	CHECK(zs_zram_mark_idle(z, 0) > 0);
+	for (int i = N / 2; i < N; i++)
+		CHECK_EQ(zs_zram_read(z, (uint64_t)i, back, PS), 0);
+	CHECK_EQ(zs_zram_writeback(z, ZS_ZRAM_WB_IDLE, 0, &r), 0);
+	unsigned long wb = count_flag(z, ZS_ZRAM_F_WB);
+	CHECK(wb > 0 && wb == r.written);
+	for (int i = 0; i < N; i++)
+		inmem += i % 7 != 0;
+	inmem -= wb;
+	/* Idle marking: neither written-back nor same-filled slots are marked. */
+	CHECK_EQ(zs_zram_mark_idle(z, 0), (long)inmem);
+	for (int i = 0; i < N; i++) {
+		unsigned f;
+		zs_zram_slot_info(z, (uint64_t)i, NULL, &f, NULL);
+		if (f & ZS_ZRAM_F_WB)
+			CHECK(!(f & ZS_ZRAM_F_IDLE));
+	}
+	/* Recompression: only slots in memory are scanned; written-back ones keep their
+	 * flags, priority 0 and their block. */
+	zs_zram_get_stats(z, &st);
+	uint64_t reads0 = st.bd_reads, count0 = st.bd_count;
+	CHECK_EQ(zs_zram_recompress(z, ZS_ZRAM_RECOMP_ALL, 0, 0, &rr), 0);
+	CHECK_EQ(rr.scanned, inmem);
+	zs_zram_get_stats(z, &st);
+	CHECK_EQ(st.bd_reads, reads0);
+	CHECK_EQ(st.bd_count, count0);
+	CHECK_EQ(count_flag(z, ZS_ZRAM_F_WB), wb);
+	for (int i = 0; i < N; i++) {
+		unsigned f, prio = 9;
+		zs_zram_slot_info(z, (uint64_t)i, NULL, &f, &prio);
+		if (f & ZS_ZRAM_F_WB)
+			CHECK(prio == 0 && !(f & ZS_ZRAM_F_INCOMPRESSIBLE));
+	}
+	verify_all(z, "after idle marking and recompression over written-back slots");
+	printf("written back %lu of %d (%lu same-filled), %lu in memory recompression-scanned\n",
+	       wb, N, same, rr.scanned);
+	zs_zram_destroy(z);
+}
+
 int main(void)
 {
 	uint64_t seed = tu_seed("test_zram_wb");
@@ -335,6 +401,7 @@ int main(void)
 	incompressible_and_limit(&seed);
 	errors(&seed);
 	bad_config();
+	wb_slots_skipped(&seed);
 	unlink(path);
 	return tu_done();
 }

@@ -525,6 +525,11 @@ static void test_checked_bad_handles(void)
 			(unsigned long)&stack_word, (unsigned long)wbuf, h[5] + 1, h[5] + 4,
 			h[5] & ~0xffffUL, /* the chunk base: never a handle */
 			qh,               /* foreign */
+			/* reliability.md: a live handle with any bit set outside its address and
+			 * generation (bits 60-63), or with its generation changed (bits 1-2,
+			 * 48-59), is not that object's handle */
+			h[5] | 1UL << 60, h[5] | 1UL << 61, h[5] | 1UL << 62, h[5] | 1UL << 63,
+			h[5] ^ 1UL << 48, h[5] ^ 1UL << 59, h[5] ^ 2UL,
 		};
 		for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
 			CHECK_EQ(zs_free(p, bad[k]), -EINVAL);

@@ -7,7 +7,9 @@
 # libzs's zsmalloc holds exactly the kernel's pool pages after the kernel's
 # own compaction (fresh fill, and after the sampled churn plus compaction),
 # stored and incompressible counts equal the kernel's, and the churn ends with
-# the captured entries.  Bad input: one message, exit 2.  With
+# the captured entries.  Bad input: one message, exit 2.  As root with zswap,
+# --vs-kernel on a small input (about 2 s) must leave every kernel setting as it
+# found it, at its end and when SIGINT or SIGTERM stops it mid-run.  With
 # ZS_ZSWAP_CAPTURE_TEST=1 (root, zswap, cgroup v1) a 20-second capture of a
 # small workload runs too and must be exact (it changes kernel settings for its
 # duration, so it is off by default).
@@ -163,6 +165,76 @@ for b in /nonexistent/swap /tmp /dev/zero; do
 done
 expect_fail "--comp must be lzo" zswap --comp zstd --sizes "$data"
 expect_fail "needs pages" zswap --vs-kernel --sizes "$data"
+
+# ---- --vs-kernel puts every setting back (docs/zswap.md §2), also on Ctrl-C and TERM ----
+# Root and a zswap kernel only.  Each snapshot is taken holding the project's zswap lock,
+# which every user of the kernel's zswap takes (the tool too), so no run is half-way then.
+vs_snapshot() {
+	for f in /sys/module/zswap/parameters/*; do echo "$f=$(cat "$f")"; done
+	echo "vm.page-cluster=$(cat /proc/sys/vm/page-cluster)"
+	echo "swaps:"; tail -n +2 /proc/swaps
+	echo "debugfs mounts: $(grep -c ' /sys/kernel/debug debugfs ' /proc/mounts || true)"
+	echo "swap files left: $(ls /var/tmp/libzs-zs-zswap.*.swap 2>/dev/null || true)"
+}
+locked_snapshot() { ( flock -w 600 9 || exit 1; vs_snapshot ) 9>/run/libzs-kernel-zswap.lock; }
+# A failed case must not leave the machine changed: put the snapshot's values back.
+vs_restore() {
+	local f
+	for f in /var/tmp/libzs-zs-zswap.*.swap; do
+		[ -e "$f" ] && { swapoff "$f" 2>/dev/null || true; rm -f "$f"; }
+	done
+	grep '^/sys/module/zswap/parameters/[a-z_]*=' <<<"$1" | grep -v '/enabled=' |
+		while IFS== read -r f v; do echo "$v" > "$f" 2>/dev/null || true; done
+	grep '^/sys/module/zswap/parameters/enabled=' <<<"$1" |
+		while IFS== read -r f v; do echo "$v" > "$f" 2>/dev/null || true; done
+	sed -n 's/^vm.page-cluster=//p' <<<"$1" > /proc/sys/vm/page-cluster 2>/dev/null || true
+}
+vs_libs=/usr/lib/x86_64-linux-gnu
+[ -d "$vs_libs" ] || vs_libs=/usr/lib
+if [ "$(id -u)" != 0 ] || [ ! -w /sys/module/zswap/parameters/enabled ]; then
+	echo "skip --vs-kernel restore: needs root and zswap"
+elif ls /run/libzs-*.state >/dev/null 2>&1; then
+	echo "skip --vs-kernel restore: a killed run left its state in /run"
+elif ! env --default-signal=INT true 2>/dev/null; then
+	echo "skip --vs-kernel restore: env has no --default-signal"
+elif ! before=$(locked_snapshot); then
+	echo "skip --vs-kernel restore: the zswap lock stayed busy"
+else
+	for how in end INT TERM; do
+		rc=0 note=""
+		if [ "$how" = end ]; then
+			"$zs" zswap --vs-kernel --max 1M --backends zsmalloc --quiet /usr/bin \
+				>"$tmp/vs.out" 2>&1 || rc=$?
+			want=0
+		else
+			# A background job of a script ignores SIGINT: give it the default back.
+			env --default-signal=INT "$zs" zswap --vs-kernel --max 32M --backends zsmalloc \
+				--quiet "$vs_libs" >"$tmp/vs.out" 2>&1 &
+			pid=$!
+			# Mid-run: once its swap file is on (polled; it may first wait for the lock).
+			for ((i = 0; i < 60000; i++)); do
+				grep -q "libzs-zs-zswap\.$pid\." /proc/swaps && break
+				kill -0 "$pid" 2>/dev/null || break
+				sleep 0.01
+			done
+			if kill -"$how" "$pid" 2>/dev/null; then
+				want=$((128 + $(kill -l "$how")))
+			else
+				want=0 note=" (it ended before the signal)"
+			fi
+			wait "$pid" || rc=$?
+		fi
+		now=$(locked_snapshot || true)
+		if [ "$rc" -eq "$want" ] && [ "$now" = "$before" ]; then
+			ok "zs zswap --vs-kernel, $how: exit $rc, every setting as before$note"
+		else
+			bad "zs zswap --vs-kernel, $how: exit $rc (want $want), settings:"
+			diff <(echo "$before") <(echo "$now") | sed 's/^/    /' || true
+			tail -3 "$tmp/vs.out" | sed 's/^/    /'
+			vs_restore "$before"
+		fi
+	done
+fi
 
 # ---- Optional: a real capture (root; changes kernel settings while it runs) ----
 if [ "${ZS_ZSWAP_CAPTURE_TEST:-0}" = 1 ]; then

@@ -131,6 +131,25 @@ def test_pool_is_always_checked():
         libzs.Pool(checked=False, profile="kernel")
 
 
+def test_store_checked_by_default_region_not():
+    # python/README.md: a ZramStore is checked unless checked=False; a Region's store is
+    # not unless checked=True, as C's region inits leave it.  What the C pool holds.
+    for profile in ("app", "kernel"):
+        with libzs.ZramStore(slots=4, profile=profile) as z:
+            assert z.pool_config()["checked"] is True
+        with libzs.ZramStore(slots=4, profile=profile, checked=False) as z:
+            assert z.pool_config()["checked"] is False
+
+
+@needs_region
+def test_region_store_unchecked_unless_asked():
+    for profile in ("app", "kernel"):
+        with libzs.Region(1 << 20, profile=profile) as r:
+            assert r.pool_config()["checked"] is False
+        with libzs.Region(1 << 20, profile=profile, checked=True) as r:
+            assert r.pool_config()["checked"] is True
+
+
 # -- every pool option, everywhere; C does the validation --
 
 def test_every_pool_config_field_is_an_option():
