@@ -158,8 +158,10 @@ expect_fail "unrecognized option '--bogus'" zswap --bogus src
 expect_fail "FILE /nonexistent: No such file" zswap /nonexistent
 # A bad --backing is refused before any output (it used to print the header and run
 # every backend, each failing with its own message).
-for b in /nonexistent/swap /tmp /dev/zero; do
-	expect_fail "--backing $b: (No such file|not a regular file or a block device)" \
+: >"$tmp/ro.swap"
+chmod 444 "$tmp/ro.swap"
+for b in /nonexistent/swap /tmp /dev/zero "$tmp/ro.swap"; do
+	expect_fail "--backing $b: (No such file|not a regular file or a block device|read-only)" \
 		zswap --backing "$b" src
 	if [ -s "$tmp/out" ]; then bad "zswap --backing $b: output before the refusal"; else ok "zswap --backing $b: no output"; fi
 done

@@ -219,6 +219,11 @@ static int parse(int argc, char **argv, struct opts *o)
 				o->backing);
 			return 2;
 		}
+		if (!(st.st_mode & 0222)) { /* the library refuses it too, even for root */
+			fprintf(stderr, "zs zswap: --backing %s: read-only (no write permission bit)\n",
+				o->backing);
+			return 2;
+		}
 	}
 	if (o->shrinker && !o->backing) {
 		fprintf(stderr, "zs zswap: --shrinker needs --backing FILE (it writes back)\n");
