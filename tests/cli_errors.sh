@@ -65,6 +65,7 @@ expect_out 0 "usrlib-lz4.trace.xz: records [0-9]+ mismatches 0" replay "$trace" 
 expect_out 0 "\"kernel_policy\": false, \"not_kernel_because\": \"chain policy heuristic\"" replay "$trace" --chain-policy heuristic --json
 expect_out 1 "mismatches [1-9]" replay "$trace" --chain 4 --strict
 expect 2 "--page-size: the trace fixes the page size" replay "$trace" --page-size 16K
+expect 2 "--progress applies to --sweep only" replay "$trace" --progress
 # docs/trace-format.md: a malformed line is reported with its line number and the replay
 # exits 2 before comparing anything past it (nothing on stdout: no summary, no mismatch).
 xzcat "$trace" | head -12 > "$tmp/bad.trace"

@@ -496,6 +496,11 @@ static int parse(int argc, char **argv, struct opts *o)
 				"--fail-fast do not apply\n");
 		return 2;
 	}
+	if (o->progress && !o->sweep) {
+		fprintf(stderr, "zs replay: --progress applies to --sweep only (one replay prints "
+				"no progress lines)\n");
+		return 2;
+	}
 	if (o->sweep && !strcmp(o->path, "-")) {
 		fprintf(stderr, "zs replay: --sweep reads the trace once per configuration: give a "
 				"file, not -\n");
