@@ -201,6 +201,15 @@ static int refused_write(struct zs_backend *b, unsigned long h, const void *src,
 	return -EINVAL;
 }
 
+/* Every one of n bytes is c (a refused load left the page alone, or zeroed it). */
+static int all_bytes(const unsigned char *b, size_t n, unsigned char c)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != c)
+			return 0;
+	return 1;
+}
+
 static void test_promises(uint64_t *seed)
 {
 	const size_t ps = 4096;
@@ -329,10 +338,7 @@ static void test_promises(uint64_t *seed)
 	/* -ENOENT leaves page alone; the entry survives the refusals above. */
 	memset(back, 0x11, ps);
 	CHECK_EQ(zs_zswap_load(z, 6, back), -ENOENT);
-	int same = 1;
-	for (size_t i = 0; i < ps; i++)
-		same &= back[i] == 0x11;
-	CHECK(same);
+	CHECK(all_bytes(back, ps, 0x11));
 	CHECK_EQ(zs_zswap_load(z, 5, back), 0);
 	CHECK(!memcmp(back, page, ps));
 	/* -EIO (bytes that do not decompress): page zeroed, the offset keeps its entry. */
@@ -340,10 +346,7 @@ static void test_promises(uint64_t *seed)
 	CHECK_EQ(zs_zswap_store_compressed(z, 7, other, 100, 0), 0);
 	memset(back, 0x11, ps);
 	CHECK_EQ(zs_zswap_load(z, 7, back), -EIO);
-	int zero = 1;
-	for (size_t i = 0; i < ps; i++)
-		zero &= back[i] == 0;
-	CHECK(zero);
+	CHECK(all_bytes(back, ps, 0));
 	CHECK_EQ(zs_zswap_load(z, 7, back), -EIO);
 	CHECK_EQ(zs_zswap_invalidate(z, 7), 0);
 	CHECK_EQ(zs_zswap_invalidate(z, 7), -ENOENT);

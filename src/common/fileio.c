@@ -1,10 +1,15 @@
 /*
- * Backing-file I/O with failure injection (fileio.h): the one copy that
- * zram's and zswap's writeback both call.
+ * Backing files (fileio.h): the check and open, and the I/O with failure
+ * injection - the one copy that zram's and zswap's writeback both call.
  */
 #include "common/fileio.h"
 
+#include "common/err.h"
+
 #include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void zs_io_inject_init(struct zs_io_inject *in)
@@ -67,4 +72,53 @@ int zs_pio_whole(int fd, int reads, void *buf, size_t len, off_t off)
 		done += (size_t)n;
 	}
 	return 0;
+}
+
+static int backing_refuse(char *err, size_t err_len, int rc, const char *path, const char *why)
+{
+	zs_set_err(err, err_len, "backing file %s: %s", path, why);
+	return rc;
+}
+
+int zs_backing_open(const char *path, struct stat *st, char *err, size_t err_len)
+{
+	struct stat st2;
+	int fd;
+
+	if (stat(path, st))
+		return backing_refuse(err, err_len, -errno, path, strerror(errno));
+	/* By type before opening: a FIFO or a character device is never opened at all. */
+	if (S_ISDIR(st->st_mode))
+		return backing_refuse(err, err_len, -EINVAL, path, "is a directory (needs a regular file "
+			      "or a block device)");
+	if (S_ISCHR(st->st_mode))
+		return backing_refuse(err, err_len, -EINVAL, path, "is a character device, which cannot "
+			      "read back what is written to it (needs a regular file or a block "
+			      "device)");
+	if (S_ISFIFO(st->st_mode))
+		return backing_refuse(err, err_len, -EINVAL, path, "is a FIFO (needs a regular file or a "
+			      "block device)");
+	if (!S_ISREG(st->st_mode) && !S_ISBLK(st->st_mode))
+		return backing_refuse(err, err_len, -EINVAL, path, "is not a regular file or a block "
+			      "device");
+	if (!(st->st_mode & 0222))
+		return backing_refuse(err, err_len, -EACCES, path, "is read-only (no write permission "
+			      "bit; refused even for root)");
+	/* O_EXCL on a block device is Linux's exclusive open, as the kernel's backing_dev
+	 * claims its device: a mounted or otherwise claimed disk is refused (EBUSY). */
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | (S_ISBLK(st->st_mode) ? O_EXCL : 0));
+	if (fd < 0) {
+		int e = errno;
+
+		return backing_refuse(err, err_len, -e, path, e == EROFS ? "is on a read-only file system"
+			      : e == EACCES || e == EPERM ? "cannot be opened for writing"
+			      : e == EBUSY ? "is in use (mounted or claimed by another program)"
+			      : strerror(e));
+	}
+	/* The path may have been replaced between stat and open: judge what was opened. */
+	if (fstat(fd, &st2) || st2.st_dev != st->st_dev || st2.st_ino != st->st_ino) {
+		close(fd);
+		return backing_refuse(err, err_len, -EINVAL, path, "changed while being opened");
+	}
+	return fd;
 }

@@ -1,6 +1,8 @@
 /*
  * Backing-file I/O shared by the stores that write pages back (zram's
- * writeback, zswap's): a whole positioned transfer, and the failure
+ * writeback, zswap's): which files may back a store (checked and opened
+ * one way for both, and for `zs zswap --backing` through the library), a
+ * whole positioned transfer, and the failure
  * injection their test hooks (zs_zram_wb_inject, zs_zswap_wb_inject) arm.
  * One home, so both stores fail the same way under the same injection.
  */
@@ -10,6 +12,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /*
@@ -34,4 +38,13 @@ int zs_io_inject_hit(struct zs_io_inject *in, int reads);
 /* len bytes at off, read (reads) or written, retried on EINTR: 0, -errno, or -EIO when short. */
 int zs_pio_whole(int fd, int reads, void *buf, size_t len, off_t off);
 
+/*
+ * Check and open a store's backing file: a regular file or a block device
+ * (never a FIFO or a character device, which is not even opened), with a
+ * write permission bit (refused even for root), opened O_RDWR (a block
+ * device exclusively, as the kernel claims its backing_dev), and still the
+ * file stat saw.  The open fd with *st filled, or -errno with a one-line
+ * reason in err ("backing file PATH: why").
+ */
+int zs_backing_open(const char *path, struct stat *st, char *err, size_t err_len);
 #endif

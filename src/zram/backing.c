@@ -79,50 +79,6 @@ static int refuse(char *err, size_t err_len, int rc, const char *path, const cha
 	return rc;
 }
 
-/* What the store can use: -errno with the reason in err, or the open fd. */
-static int backing_open(const char *path, struct stat *st, char *err, size_t err_len)
-{
-	struct stat st2;
-	int fd;
-
-	if (stat(path, st))
-		return refuse(err, err_len, -errno, path, strerror(errno));
-	/* By type before opening: a FIFO or a character device is never opened at all. */
-	if (S_ISDIR(st->st_mode))
-		return refuse(err, err_len, -EINVAL, path, "is a directory (needs a regular file "
-			      "or a block device)");
-	if (S_ISCHR(st->st_mode))
-		return refuse(err, err_len, -EINVAL, path, "is a character device, which cannot "
-			      "read back what is written to it (needs a regular file or a block "
-			      "device)");
-	if (S_ISFIFO(st->st_mode))
-		return refuse(err, err_len, -EINVAL, path, "is a FIFO (needs a regular file or a "
-			      "block device)");
-	if (!S_ISREG(st->st_mode) && !S_ISBLK(st->st_mode))
-		return refuse(err, err_len, -EINVAL, path, "is not a regular file or a block "
-			      "device");
-	if (!(st->st_mode & 0222))
-		return refuse(err, err_len, -EACCES, path, "is read-only (no write permission "
-			      "bit; refused even for root)");
-	/* O_EXCL on a block device is Linux's exclusive open, as the kernel's backing_dev
-	 * claims its device: a mounted or otherwise claimed disk is refused (EBUSY). */
-	fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | (S_ISBLK(st->st_mode) ? O_EXCL : 0));
-	if (fd < 0) {
-		int e = errno;
-
-		return refuse(err, err_len, -e, path, e == EROFS ? "is on a read-only file system"
-			      : e == EACCES || e == EPERM ? "cannot be opened for writing"
-			      : e == EBUSY ? "is in use (mounted or claimed by another program)"
-			      : strerror(e));
-	}
-	/* The path may have been replaced between stat and open: judge what was opened. */
-	if (fstat(fd, &st2) || st2.st_dev != st->st_dev || st2.st_ino != st->st_ino) {
-		close(fd);
-		return refuse(err, err_len, -EINVAL, path, "changed while being opened");
-	}
-	return fd;
-}
-
 int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg, char *err,
 		   size_t err_len)
 {
@@ -143,7 +99,7 @@ int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg, char *er
 		zs_set_err(err, err_len, "writeback options given without a backing_path");
 		return -EINVAL;
 	}
-	fd = backing_open(cfg->backing_path, &st, err, err_len);
+	fd = zs_backing_open(cfg->backing_path, &st, err, err_len);
 	if (fd < 0)
 		return fd;
 	if (S_ISREG(st.st_mode)) {

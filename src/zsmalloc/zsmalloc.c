@@ -369,14 +369,6 @@ static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool
 	return malloc_failed(pool, size, retried);
 }
 
-/*
- * Out of memory with deferred frees queued: the pool is closer to max_pages
- * (or the provider to its memory) than the queue makes it look.  Free what
- * is queued and ask once more (`retried`), so a zs_free_deferred followed by
- * a zs_malloc at the limit behaves as a zs_free would have; without queued
- * frees, or when the second try fails too, -ENOMEM stands.  Only the failure
- * paths call it: the allocation itself pays nothing.
- */
 /* size 1..page: one slot of the class the size table names. */
 static inline __attribute__((always_inline)) unsigned long malloc_small(struct zs_pool *pool,
 									size_t size, int retried)
@@ -393,6 +385,14 @@ static inline __attribute__((always_inline)) unsigned long malloc_small(struct z
 	return handle;
 }
 
+/*
+ * Out of memory with deferred frees queued: the pool is closer to max_pages
+ * (or the provider to its memory) than the queue makes it look.  Free what
+ * is queued and ask once more (`retried`), so a zs_free_deferred followed by
+ * a zs_malloc at the limit behaves as a zs_free would have; without queued
+ * frees, or when the second try fails too, -ENOMEM stands.  Only the failure
+ * paths call it: the allocation itself pays nothing.
+ */
 static unsigned long malloc_failed(struct zs_pool *pool, size_t size, int retried)
 {
 	if (retried || !zs_deferred_pending(pool))

@@ -52,42 +52,14 @@ struct zswap_worker {
 
 /* ---- The backing file ---- */
 
-static int refuse(char *err, size_t errlen, int rc, const char *path, const char *why)
-{
-	zs_set_err(err, errlen, "backing file %s: %s", path, why);
-	return rc;
-}
-
 int zswap_wb_create(struct zs_zswap *z, const char *path, char *err, size_t errlen)
 {
 	struct zswap_wb *wb;
-	struct stat st, st2;
-	int fd;
+	struct stat st;
+	int fd = zs_backing_open(path, &st, err, errlen);
 
-	if (stat(path, &st))
-		return refuse(err, errlen, -errno, path, strerror(errno));
-	/* By type before opening, so a FIFO or a device that cannot read back is never opened. */
-	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
-		return refuse(err, errlen, -EINVAL, path,
-			      S_ISDIR(st.st_mode) ? "is a directory (needs a regular file or a "
-						    "block device)"
-			      : S_ISCHR(st.st_mode) ? "is a character device, which cannot read back "
-						      "what is written to it"
-			      : "is not a regular file or a block device");
-	if (!(st.st_mode & 0222))
-		return refuse(err, errlen, -EACCES, path, "is read-only (no write permission bit; "
-			      "refused even for root)");
-	fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | (S_ISBLK(st.st_mode) ? O_EXCL : 0));
-	if (fd < 0) {
-		int e = errno;
-
-		return refuse(err, errlen, -e, path, e == EBUSY ? "is in use (mounted or claimed)"
-			      : strerror(e));
-	}
-	if (fstat(fd, &st2) || st2.st_dev != st.st_dev || st2.st_ino != st.st_ino) {
-		close(fd);
-		return refuse(err, errlen, -EINVAL, path, "changed while being opened");
-	}
+	if (fd < 0)
+		return fd;
 	wb = calloc(1, sizeof(*wb));
 	if (!wb) {
 		close(fd);
