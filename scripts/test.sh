@@ -3,7 +3,8 @@
 # an ASan+UBSan build with ctest; a TSan build running the concurrency tests
 # (tests/test_mt_*) -- both sanitizer builds with -DZS_DEBUG=ON, so the
 # internal lock and invariant checks run there too; the libFuzzer targets for ZS_FUZZ_SECONDS (default 60)
-# each (scripts/fuzz.sh); and the Python package's tests.  Exits non-zero on any
+# each (scripts/fuzz.sh); the Python package's tests; and the exact counts the docs quote
+# (scripts/doc-counts.sh --check on a Release build).  Exits non-zero on any
 # failure and ends with one "test.sh: N passed, M failed" line counting tests
 # (ctest's and pytest's totals; a failed build or a run without a summary
 # counts as one failure; skipped tests are listed on the line before).
@@ -30,7 +31,7 @@ count() {
     s=$((s + $(grep -oE '[0-9]+ skipped' <<< "$t" | grep -oE '[0-9]+' || echo 0)))
   fi
   # a plain "NAME: N passed, M failed" line (scripts/fuzz.sh), when neither runner printed totals
-  if [ "$found" = 0 ] && t=$(grep -E '^[a-z.]+: [0-9]+ passed, [0-9]+ failed' "$1" | tail -1) &&
+  if [ "$found" = 0 ] && t=$(grep -E '^[a-z.-]+: [0-9]+ passed, [0-9]+ failed' "$1" | tail -1) &&
     [ -n "$t" ]; then
     found=1
     p=$(grep -oE '[0-9]+ passed' <<< "$t" | grep -oE '[0-9]+'); f=$(grep -oE '[0-9]+ failed' <<< "$t" | grep -oE '[0-9]+')
@@ -58,8 +59,19 @@ run_ctest() {  # run_ctest DIR [ctest args...]
 # TSan cannot map its shadow with the kernel's largest ASLR entropy; run it without ASLR.
 tsan_run() { setarch "$(uname -m)" -R "$@"; }
 
+# The exact instruction and check counts README.md and docs/ quote (scripts/doc-counts.sh):
+# callgrind on a Release build of the few programs it measures (~1 minute in all).
+doc_counts() {
+  if bash scripts/doc-counts.sh --check --build build-counts; then
+    echo "doc-counts: 1 passed, 0 failed"
+  else
+    echo "doc-counts: 0 passed, 1 failed (rewrite with scripts/doc-counts.sh when the change is meant)"
+    return 1
+  fi
+}
 step "gcc build" build build-gcc gcc
 step "gcc tests" run_ctest build-gcc
+step "documented counts" doc_counts
 step "clang build" build build-clang clang
 step "clang tests" run_ctest build-clang -E 'replay|record'
 step "asan+ubsan build" build build-asan clang -DZS_SANITIZE=address,undefined -DZS_DEBUG=ON

@@ -10,8 +10,9 @@
 #      and two regression tests, and test_comp_dict's bytes, measured with
 #      this build and compared with the docs (a few seconds).  A change that
 #      adds a check must update the count: scripts/doc-counts.sh --only checks.
-# The callgrind figures (api, alloc) depend on a Release build with gcc and
-# are checked by hand: scripts/doc-counts.sh --check.
+# The callgrind figures (api, alloc) depend on a Release build with gcc:
+# scripts/test.sh checks them with scripts/doc-counts.sh --check on its own
+# Release build (build-counts), not this ctest.
 # Usage: bash tests/doc_counts.sh BUILD_DIR   (from the repository root)
 set -u
 build=${1:?usage: tests/doc_counts.sh BUILD_DIR}
