@@ -5,7 +5,8 @@
  * really land in different zspages, objects stay byte-exact under
  * concurrent alloc/write/read/free/deferred free/compaction with frees on
  * other CPUs than the allocation, stats sum the copies like one kernel
- * class, the pool drains to 0 pages, and bad values are EINVAL.
+ * class, the pool drains to 0 pages, bad values are EINVAL, and a copy
+ * costs memory only once allocated from.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,7 +16,19 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "zs/harness.h"
 #include "zs/zsmalloc.h"
+
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define RSS_MEANINGFUL 0
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define RSS_MEANINGFUL 0
+#endif
+#endif
+#ifndef RSS_MEANINGFUL
+#define RSS_MEANINGFUL 1 /* a sanitizer's shadow memory moves RSS on its own */
+#endif
 
 static int pin(int cpu)
 {
@@ -249,11 +262,110 @@ static void test_concurrent(uint64_t seed, int mode)
 	zs_destroy_pool(p);
 }
 
+/*
+ * A copy of a class costs memory once it is allocated from, not at pool
+ * creation: with 32 copies an empty pool costs about one copy's table
+ * (built whole, the 32 were 2 MiB a pool), and a copy built by a CPU's first
+ * allocation keeps its objects like any other: bytes, stats summed with the
+ * other copies, a free from another CPU, compaction, and 0 pages at the end.
+ */
+#define NPOOLS 16
+struct lazy_arg {
+	struct zs_pool *pool;
+	unsigned long h[3];
+	int bad;
+};
+static const size_t lazy_sizes[3] = { 100, 1000, 3000 };
+
+static void *lazy_alloc(void *a)
+{
+	struct lazy_arg *o = a;
+	unsigned char buf[3000];
+	if (pin(1)) {
+		o->bad = 1;
+		return NULL;
+	}
+	for (int i = 0; i < 3; i++) {
+		memset(buf, 0x40 + i, lazy_sizes[i]);
+		o->h[i] = zs_malloc(o->pool, lazy_sizes[i]);
+		if (ZS_IS_ERR(o->h[i]) || zs_obj_write(o->pool, o->h[i], buf, lazy_sizes[i]))
+			o->bad = 1;
+	}
+	return NULL;
+}
+
+static void test_lazy_copies(void)
+{
+	struct zs_pool_config cfg;
+	struct zs_pool *p[NPOOLS];
+	zs_pool_config_init(&cfg);
+	cfg.class_shards = 32;
+	cfg.checked = 1;
+	size_t rss0 = zs_process_rss();
+	for (int i = 0; i < NPOOLS; i++)
+		REQUIRE((p[i] = zs_create_pool(&cfg)));
+	size_t rss1 = zs_process_rss();
+	size_t one_copy = (size_t)zs_class_count(p[0]) * 256, per_pool = (rss1 - rss0) / NPOOLS;
+	printf("lazy copies: %zu KiB per empty pool of 32 copies (one copy's table: %zu KiB)\n",
+	       per_pool / 1024, one_copy / 1024);
+	if (RSS_MEANINGFUL)
+		CHECK(rss1 >= rss0 && per_pool < 4 * one_copy);
+	for (int i = 1; i < NPOOLS; i++)
+		zs_destroy_pool(p[i]);
+
+	struct zs_pool *pool = p[0];
+	CHECK_EQ(zs_compact(pool), 0); /* 31 copies never built: nothing to do, no crash */
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		printf("lazy copies: the CPU-1 part skipped (one CPU)\n");
+		zs_destroy_pool(pool);
+		return;
+	}
+	struct lazy_arg a = { .pool = pool };
+	pthread_t t;
+	REQUIRE(!pthread_create(&t, NULL, lazy_alloc, &a));
+	pthread_join(t, NULL);
+	CHECK(!a.bad);
+	REQUIRE(!pin(0));
+	/* Copy 1 built on CPU 1, copy 0 on CPU 0: one object of each size in each. */
+	unsigned long h0[3];
+	unsigned char buf[3000];
+	for (int i = 0; i < 3; i++) {
+		memset(buf, 0x50 + i, lazy_sizes[i]);
+		h0[i] = zs_malloc(pool, lazy_sizes[i]);
+		CHECK(!ZS_IS_ERR(h0[i]) && !zs_obj_write(pool, h0[i], buf, lazy_sizes[i]));
+	}
+	for (int i = 0; i < 3; i++) {
+		struct zs_class_stats st;
+		CHECK_EQ(zs_class_stats(pool, zs_lookup_class_index(pool, lazy_sizes[i] + 8), &st), 0);
+		CHECK_EQ(st.obj_used, 2);
+		CHECK_EQ(st.obj_allocated, 2 * st.objs_per_zspage);
+		unsigned char *m = zs_obj_read_begin(pool, a.h[i], lazy_sizes[i], buf);
+		int same = 1;
+		for (size_t k = 0; m && k < lazy_sizes[i]; k++)
+			same &= m[k] == 0x40 + i;
+		CHECK(m && same);
+		if (m)
+			zs_obj_read_end(pool, a.h[i], lazy_sizes[i], m);
+	}
+	CHECK_EQ(zs_pool_objects(pool), 6);
+	for (int i = 0; i < 3; i++) { /* CPU 1's objects freed on CPU 0 */
+		CHECK_EQ(zs_free(pool, a.h[i]), 0);
+		CHECK_EQ(zs_free(pool, a.h[i]), -EINVAL);
+	}
+	zs_compact(pool);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(zs_free(pool, h0[i]), 0);
+	CHECK_EQ(zs_pool_objects(pool), 0);
+	CHECK_EQ(zs_get_total_pages(pool), 0);
+	zs_destroy_pool(pool);
+}
+
 int main(void)
 {
 	uint64_t seed = tu_seed("test_mt_zs_shards");
 	test_config();
 	test_placement();
+	test_lazy_copies();
 	test_concurrent(seed, ZS_FREE_CLASS_INDEX_UNLOCKED);
 	test_concurrent(seed + 1, ZS_FREE_POOL_LOCK);
 	return tu_done();

@@ -108,7 +108,10 @@ struct zs_pool_config {
 	                               one, the kernel's layout (page-exact with the kernel);
 	                               more lets threads on different CPUs allocate without
 	                               meeting, at the cost of up to one partly used zspage per
-	                               class and copy (compaction works within each copy).
+	                               class and copy (compaction works within each copy);
+	                               a copy of a class is built (256 bytes) when a thread on
+	                               its CPU first allocates from it, so unused copies cost
+	                               no memory.
 	                               0..ZS_MAX_CLASS_SHARDS, and classes x shards <= 8192
 	                               (4 KiB pages: up to 32; 30 with
 	                               max_object_size of 16 pages), else EINVAL; or

@@ -72,6 +72,7 @@ enum zs_lock_rank {
 	ZS_LOCK_ZS_COMPACT = 205,          /* pool->compaction_in_progress (a try-only flag) */
 	ZS_LOCK_ZS_DEFERRED_CONSUME = 210, /* deferred queue's consume_lock */
 	ZS_LOCK_ZS_POOL = 220,             /* pool->lock, read or write */
+	ZS_LOCK_ZS_CLASS_INIT = 225,       /* pool->class_init_lock: a class copy's first use, a leaf */
 	ZS_LOCK_ZS_CLASS = 230,            /* a size class's lock, any shard: one at a time */
 	ZS_LOCK_ZS_HANDLE_SHARD = 240,     /* handle shard locks: several in address order */
 	ZS_LOCK_ZS_HANDLE_FREE = 241,      /* pool->handle_free_lock */

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "zsmalloc/internal.h"
@@ -149,12 +150,27 @@ int zs_classes_build(struct zs_pool *pool)
 	pool->nr_small = small;
 	pool->nr_shards = shards;
 	pool->geom = calloc(n, sizeof(*pool->geom));
-	pool->classes = aligned_alloc(64, sizeof(struct size_class) * n * shards);
 	pool->size_class = calloc(n, sizeof(*pool->size_class));
 	pool->size_lut = calloc(P / 8 + 3, sizeof(*pool->size_lut));
-	if (!pool->geom || !pool->classes || !pool->size_class || !pool->size_lut)
+	if (!pool->geom || !pool->size_class || !pool->size_lut)
 		return -ENOMEM;
-	memset(pool->classes, 0, sizeof(struct size_class) * n * shards);
+	/*
+	 * The table of every copy, mapped and faulted in as written: at creation
+	 * only shard 0's physical classes, then each other copy of a class on
+	 * its first allocation (zs_alloc_class).  Allocated and zeroed whole, an
+	 * empty application-profile pool held S x 64 KiB (4 KiB pages: 255
+	 * classes of 256 bytes per copy, one copy per CPU: 2 MiB at 32 CPUs).
+	 */
+	long os_page = sysconf(_SC_PAGESIZE);
+	size_t bytes = sizeof(struct size_class) * (size_t)n * shards;
+	bytes = (bytes + (size_t)os_page - 1) & ~((size_t)os_page - 1);
+	void *t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+	if (t == MAP_FAILED)
+		return -ENOMEM;
+	pool->classes = t;
+	pool->classes_bytes = bytes;
+	pthread_mutex_init(&pool->class_init_lock, NULL);
 
 	int prev = -1;
 	pool->huge_class_size = 0;
@@ -196,12 +212,6 @@ int zs_classes_build(struct zs_pool *pool)
 		c->huge = (objs == 1); /* a huge or multi-page class: the handle sits in the zspage */
 		c->enc = (unsigned)i;
 		pool->size_class[i] = c;
-		for (unsigned s = 1; s < shards; s++) {
-			struct size_class *copy = &pool->classes[s * (unsigned)n + (unsigned)i];
-			*copy = *c;
-			zs_spin_init_rank(&copy->lock, ZS_LOCK_ZS_CLASS);
-			copy->enc = s * (unsigned)n + (unsigned)i;
-		}
 		prev = i;
 	}
 	/* No class packs objects (e.g. max_chain 1 with tiny pages): everything is "huge". */
@@ -223,7 +233,10 @@ int zs_classes_build(struct zs_pool *pool)
 void zs_classes_free(struct zs_pool *pool)
 {
 	free(pool->geom);
-	free(pool->classes);
+	if (pool->classes) {
+		munmap(pool->classes, pool->classes_bytes);
+		pthread_mutex_destroy(&pool->class_init_lock);
+	}
 	free(pool->size_class);
 	free(pool->size_lut);
 }
@@ -276,6 +289,33 @@ int zs_lookup_class_index(const struct zs_pool *pool, size_t size)
  * cost locality, never correctness (any copy may free any object: the
  * object's zspage records its copy).
  */
+/*
+ * Build shard s's copy of a class (its geometry from shard 0's, its lock,
+ * lists and counts zero as mapped) on its first allocation, so a copy costs
+ * memory only once a thread on its CPU allocates from that class.  Under
+ * class_init_lock, a leaf taken with no other lock held; the size is stored
+ * last, with release (class_live).
+ */
+static __attribute__((noinline)) struct size_class *class_copy_build(struct zs_pool *pool,
+								     struct size_class *copy)
+{
+	unsigned enc = (unsigned)(copy - pool->classes);
+	const struct size_class *c = &pool->classes[enc % (unsigned)pool->nr_classes];
+	zs_mutex_lock_ranked(&pool->class_init_lock, ZS_LOCK_ZS_CLASS_INIT);
+	if (!__atomic_load_n(&copy->size, __ATOMIC_RELAXED)) {
+		zs_spin_init_rank(&copy->lock, ZS_LOCK_ZS_CLASS);
+		copy->page_size = c->page_size;
+		copy->objs_per_zspage = c->objs_per_zspage;
+		copy->pages_per_zspage = c->pages_per_zspage;
+		copy->index = c->index;
+		copy->enc = enc;
+		copy->huge = c->huge;
+		__atomic_store_n(&copy->size, c->size, __ATOMIC_RELEASE);
+	}
+	zs_mutex_unlock_ranked(&pool->class_init_lock);
+	return copy;
+}
+
 struct size_class *zs_alloc_class(struct zs_pool *pool, int index)
 {
 	struct size_class *class = pool->size_class[index];
@@ -283,7 +323,10 @@ struct size_class *zs_alloc_class(struct zs_pool *pool, int index)
 		return class;
 	int cpu = sched_getcpu();
 	unsigned s = (cpu >= 0 ? (unsigned)cpu : zs_thread_shard()) % pool->nr_shards;
-	return class + (size_t)s * (unsigned)pool->nr_classes;
+	class += (size_t)s * (unsigned)pool->nr_classes;
+	if (zs_unlikely(!class_live(class)))
+		return class_copy_build(pool, class);
+	return class;
 }
 
 size_t zs_huge_class_size(const struct zs_pool *pool)

@@ -314,8 +314,8 @@ unsigned long zs_compact(struct zs_pool *pool)
 			if (pool->geom[e % n].phys != e % n)
 				continue;
 			struct size_class *class = &pool->classes[e];
-			if (class->huge)
-				continue;
+			if (!class_live(class) || class->huge)
+				continue; /* a copy never allocated from holds nothing */
 			freed += compact_class(pool, class, buf);
 		}
 		free(buf);

@@ -188,6 +188,8 @@ struct zs_pool {
 	unsigned nr_shards;             /* copies of the class table (cfg.class_shards, >= 1) */
 	struct size_class **size_class; /* logical index -> physical class of shard 0 */
 	struct size_class *classes;     /* [shard * nr_classes + logical index of the physical one] */
+	size_t classes_bytes;           /* its mapping (class.c, zs_classes_build) */
+	pthread_mutex_t class_init_lock; /* builds a class copy on its first use (class.c) */
 	struct class_geom *geom;        /* logical geometry */
 	uint16_t *size_lut;             /* (alloc size + 7) / 8 -> logical class */
 	size_t huge_class_size;
@@ -333,13 +335,24 @@ static inline unsigned long zspage_take_tail(struct zspage *empty)
 	return tail;
 }
 
-/* Does an encoded class index (obj / zspage) name a physical class of some shard? */
+/*
+ * Has this class (copy) been built?  Shard 0's physical classes are built
+ * with the pool; another shard's copy of a class on its first allocation
+ * (class.c, zs_alloc_class).  Its size is the flag: 0 until the copy is
+ * whole, published with release, so a copy read after this says 1 is whole.
+ */
+static inline int class_live(const struct size_class *class)
+{
+	return __atomic_load_n(&class->size, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* Does an encoded class index (obj / zspage) name a built physical class of some shard? */
 static inline int class_enc_valid(const struct zs_pool *pool, unsigned enc)
 {
 	if (enc >= (unsigned)pool->nr_classes * pool->nr_shards)
 		return 0;
 	unsigned i = enc % (unsigned)pool->nr_classes;
-	return pool->geom[i].phys == (int)i;
+	return pool->geom[i].phys == (int)i && class_live(&pool->classes[enc]);
 }
 
 /*

@@ -41,6 +41,8 @@ int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st)
 	/* A sharded pool reports the sum of the class's copies, as one kernel class. */
 	for (unsigned s = 0; s < pool->nr_shards; s++) {
 		struct size_class *c = class + (size_t)s * (unsigned)pool->nr_classes;
+		if (!class_live(c))
+			continue; /* never allocated from: empty */
 		zs_spin_lock(&c->lock);
 		zs_assert_internal(zs_class_lists_sane(c));
 		for (int g = 0; g < ZS_NR_FULLNESS_GROUPS; g++)

@@ -47,6 +47,8 @@
  *       pool-lock free mode, checked deferred free); write: compaction.
  *       Inside it: a class lock (free_pool_locked, compaction) or a zspage
  *       lock (pin_object).
+ *   225 class_init_lock (class.c)  builds a class's copy on its first
+ *       allocation, taken with no other lock held; nothing nests inside.
  *   230 class lock (size_class.lock, any shard)  one at a time: nothing
  *       takes two (stats.c and the deferred batch take them in turn, so
  *       class shards need no order among themselves).  Inside it: the
