@@ -141,7 +141,9 @@ struct zs_pool_config {
 	                               zspage, of the fewest pages that hold what is left
 	                               (ceil(objects x slot size / page size) pages), so a
 	                               sparsely used class keeps under a page of free slots
-	                               instead of up to a chain's.  Classes, zs_malloc and the
+	                               instead of up to a chain's (classes of one-page
+	                               zspages have nothing to fit: they keep the kernel's
+	                               rule, which frees every page it can).  Classes, zs_malloc and the
 	                               free paths are unchanged; not page-exact with the kernel.
 	                               0..1.  The application profile sets it.  See
 	                               docs/policies.md "Fitted zspages" */
@@ -367,7 +369,8 @@ ZS_API void zs_print_classes(struct zs_pool *pool, FILE *out);
 
 ZS_API size_t zs_pool_page_size(const struct zs_pool *pool);
 ZS_API const struct zs_pool_config *zs_pool_get_config(const struct zs_pool *pool);
-/* Live objects (sum of obj_used). */
+/* Live objects: the sum of obj_used, less the packed tails (an object past a page whose last
+ * page sits in a small class counts there too, and once here). */
 ZS_API unsigned long zs_pool_objects(struct zs_pool *pool);
 /*
  * Return the page provider's cached pages (per-CPU caches included) and unused
