@@ -155,11 +155,11 @@ int zs_classes_build(struct zs_pool *pool)
 	if (!pool->geom || !pool->size_class || !pool->size_lut)
 		return -ENOMEM;
 	/*
-	 * The table of every copy, mapped and faulted in as written: at creation
-	 * only shard 0's physical classes, then each other copy of a class on
-	 * its first allocation (zs_alloc_class).  Allocated and zeroed whole, an
-	 * empty application-profile pool held S x 64 KiB (4 KiB pages: 255
-	 * classes of 256 bytes per copy, one copy per CPU: 2 MiB at 32 CPUs).
+	 * The table of every copy, mapped and faulted in as written: each copy
+	 * of a class is built on its first allocation (zs_alloc_class), so an
+	 * empty pool touches none of it.  Allocated and filled whole, an empty
+	 * pool held 64 KiB per copy (4 KiB pages: 255 classes of 256 bytes; the
+	 * application profile has one copy per CPU: 2 MiB at 32 CPUs).
 	 */
 	long os_page = sysconf(_SC_PAGESIZE);
 	size_t bytes = sizeof(struct size_class) * (size_t)n * shards;
@@ -202,16 +202,7 @@ int zs_classes_build(struct zs_pool *pool)
 			continue;
 		}
 		g->phys = i;
-		struct size_class *c = &pool->classes[i];
-		zs_spin_init_rank(&c->lock, ZS_LOCK_ZS_CLASS);
-		c->size = size;
-		c->pages_per_zspage = pages;
-		c->objs_per_zspage = objs;
-		c->page_size = P;
-		c->index = (unsigned)i;
-		c->huge = (objs == 1); /* a huge or multi-page class: the handle sits in the zspage */
-		c->enc = (unsigned)i;
-		pool->size_class[i] = c;
+		pool->size_class[i] = &pool->classes[i]; /* built on its first allocation */
 		prev = i;
 	}
 	/* No class packs objects (e.g. max_chain 1 with tiny pages): everything is "huge". */
@@ -281,7 +272,7 @@ int zs_lookup_class_index(const struct zs_pool *pool, size_t size)
 		size = pool->max_object_size;
 	if (size > pool->page_size)
 		size += ZS_HANDLE_SIZE; /* as zs_malloc looks it up, header added */
-	return (int)pool->size_class[size_to_class_index(pool, size)]->index;
+	return pool->geom[size_to_class_index(pool, size)].phys;
 }
 
 /*
@@ -290,27 +281,29 @@ int zs_lookup_class_index(const struct zs_pool *pool, size_t size)
  * object's zspage records its copy).
  */
 /*
- * Build shard s's copy of a class (its geometry from shard 0's, its lock,
- * lists and counts zero as mapped) on its first allocation, so a copy costs
- * memory only once a thread on its CPU allocates from that class.  Under
- * class_init_lock, a leaf taken with no other lock held; the size is stored
- * last, with release (class_live).
+ * Build a copy of a class (its geometry from the table's, its lock, lists
+ * and counts zero as mapped) on its first allocation, so a class costs
+ * memory only once a thread allocates from it - on that CPU, for a copy.
+ * Under class_init_lock, a leaf taken with no other lock held; the size is
+ * stored last, with release (class_live).
  */
-static __attribute__((noinline)) struct size_class *class_copy_build(struct zs_pool *pool,
-								     struct size_class *copy)
+static __attribute__((noinline)) struct size_class *class_build(struct zs_pool *pool,
+								struct size_class *copy)
 {
 	unsigned enc = (unsigned)(copy - pool->classes);
-	const struct size_class *c = &pool->classes[enc % (unsigned)pool->nr_classes];
+	unsigned i = enc % (unsigned)pool->nr_classes;
+	const struct class_geom *g = &pool->geom[i];
+	zs_assert_internal(g->phys == (int)i);
 	zs_mutex_lock_ranked(&pool->class_init_lock, ZS_LOCK_ZS_CLASS_INIT);
 	if (!__atomic_load_n(&copy->size, __ATOMIC_RELAXED)) {
 		zs_spin_init_rank(&copy->lock, ZS_LOCK_ZS_CLASS);
-		copy->page_size = c->page_size;
-		copy->objs_per_zspage = c->objs_per_zspage;
-		copy->pages_per_zspage = c->pages_per_zspage;
-		copy->index = c->index;
+		copy->page_size = pool->page_size;
+		copy->objs_per_zspage = g->objs;
+		copy->pages_per_zspage = g->pages;
+		copy->index = i;
 		copy->enc = enc;
-		copy->huge = c->huge;
-		__atomic_store_n(&copy->size, c->size, __ATOMIC_RELEASE);
+		copy->huge = (g->objs == 1); /* a huge or multi-page class: the handle sits in the zspage */
+		__atomic_store_n(&copy->size, g->size, __ATOMIC_RELEASE);
 	}
 	zs_mutex_unlock_ranked(&pool->class_init_lock);
 	return copy;
@@ -319,13 +312,13 @@ static __attribute__((noinline)) struct size_class *class_copy_build(struct zs_p
 struct size_class *zs_alloc_class(struct zs_pool *pool, int index)
 {
 	struct size_class *class = pool->size_class[index];
-	if (zs_likely(pool->nr_shards == 1))
-		return class;
-	int cpu = sched_getcpu();
-	unsigned s = (cpu >= 0 ? (unsigned)cpu : zs_thread_shard()) % pool->nr_shards;
-	class += (size_t)s * (unsigned)pool->nr_classes;
+	if (zs_unlikely(pool->nr_shards != 1)) {
+		int cpu = sched_getcpu();
+		unsigned s = (cpu >= 0 ? (unsigned)cpu : zs_thread_shard()) % pool->nr_shards;
+		class += (size_t)s * (unsigned)pool->nr_classes;
+	}
 	if (zs_unlikely(!class_live(class)))
-		return class_copy_build(pool, class);
+		return class_build(pool, class);
 	return class;
 }
 

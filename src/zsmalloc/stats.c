@@ -54,9 +54,9 @@ int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st)
 		zs_spin_unlock(&c->lock);
 	}
 	st->index = index;
-	st->size = class->size;
-	st->pages_per_zspage = class->pages_per_zspage;
-	st->objs_per_zspage = class->objs_per_zspage;
+	st->size = pool->geom[index].size; /* the table's: a class never allocated from is unbuilt */
+	st->pages_per_zspage = pool->geom[index].pages;
+	st->objs_per_zspage = pool->geom[index].objs;
 	return 0;
 }
 
