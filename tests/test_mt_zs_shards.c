@@ -6,7 +6,8 @@
  * concurrent alloc/write/read/free/deferred free/compaction with frees on
  * other CPUs than the allocation, stats sum the copies like one kernel
  * class, the pool drains to 0 pages, bad values are EINVAL, and a copy
- * costs memory only once allocated from.
+ * costs memory only once allocated from, and at max_pages one copy's free
+ * slots serve another's CPU.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -360,12 +361,71 @@ static void test_lazy_copies(void)
 	zs_destroy_pool(pool);
 }
 
+/*
+ * At max_pages a sharded pool refuses an object only when no copy of its
+ * class has a free slot: this CPU's copy full (or empty) and the pages
+ * spent, an allocation takes a slot in another copy's zspage, as an
+ * unsharded pool takes one in its class.  The pool is one zspage big.
+ */
+static void test_limit_other_copy(void)
+{
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		printf("limit across copies: skipped (one CPU)\n");
+		return;
+	}
+	const size_t size = 1000;
+	struct zs_pool_config cfg;
+	zs_pool_config_init(&cfg);
+	cfg.class_shards = 2;
+	cfg.checked = 1;
+	struct zs_pool *probe = zs_create_pool(&cfg);
+	REQUIRE(probe);
+	struct zs_class_info ci;
+	REQUIRE(!zs_class_info(probe, zs_lookup_class_index(probe, size + 8), &ci));
+	zs_destroy_pool(probe);
+	cfg.max_pages = ci.pages_per_zspage;
+	struct zs_pool *p = zs_create_pool(&cfg);
+	REQUIRE(p);
+	struct one_arg a = { p, 1, 0 };
+	pthread_t t;
+	REQUIRE(!pthread_create(&t, NULL, alloc_on, &a)); /* copy 1 takes every page */
+	pthread_join(t, NULL);
+	REQUIRE(a.h && !ZS_IS_ERR(a.h));
+	REQUIRE(!pin(0));
+	unsigned long *h = calloc(ci.objs_per_zspage, sizeof(*h));
+	REQUIRE(h);
+	unsigned char buf[1000];
+	unsigned placed = 0;
+	for (unsigned i = 0; i + 1 < ci.objs_per_zspage; i++) {
+		memset(buf, (int)(i & 0xff), size);
+		h[i] = zs_malloc(p, size);
+		placed += !ZS_IS_ERR(h[i]) && !zs_obj_write(p, h[i], buf, size);
+	}
+	CHECK_EQ(placed, ci.objs_per_zspage - 1); /* on CPU 0, in copy 1's zspage */
+	CHECK_EQ(zs_get_total_pages(p), ci.pages_per_zspage);
+	unsigned long over = zs_malloc(p, size);
+	CHECK_EQ(over, (unsigned long)-ENOMEM); /* now no copy has a slot */
+	for (unsigned i = 0; i + 1 < ci.objs_per_zspage; i++) {
+		unsigned char *m = ZS_IS_ERR(h[i]) ? NULL : zs_obj_read_begin(p, h[i], size, buf);
+		CHECK(m && m[0] == (i & 0xff) && m[size - 1] == (i & 0xff));
+		if (m)
+			zs_obj_read_end(p, h[i], size, m);
+		if (!ZS_IS_ERR(h[i]))
+			CHECK_EQ(zs_free(p, h[i]), 0);
+	}
+	CHECK_EQ(zs_free(p, a.h), 0);
+	CHECK_EQ(zs_get_total_pages(p), 0);
+	free(h);
+	zs_destroy_pool(p);
+}
+
 int main(void)
 {
 	uint64_t seed = tu_seed("test_mt_zs_shards");
 	test_config();
 	test_placement();
 	test_lazy_copies();
+	test_limit_other_copy();
 	test_concurrent(seed, ZS_FREE_CLASS_INDEX_UNLOCKED);
 	test_concurrent(seed + 1, ZS_FREE_POOL_LOCK);
 	return tu_done();

@@ -111,7 +111,9 @@ struct zs_pool_config {
 	                               class and copy (compaction works within each copy);
 	                               a copy of a class is built (256 bytes) when a thread on
 	                               its CPU first allocates from it, so unused copies cost
-	                               no memory.
+	                               no memory.  Out of pages (max_pages, or the provider's
+	                               memory), an allocation takes a free slot in another
+	                               copy of its class: -ENOMEM only when none has one.
 	                               0..ZS_MAX_CLASS_SHARDS, and classes x shards <= 8192
 	                               (4 KiB pages: up to 32; 30 with
 	                               max_object_size of 16 pages), else EINVAL; or

@@ -270,8 +270,39 @@ static struct zspage *find_get_zspage(struct size_class *class)
 }
 
 /*
+ * No pages for a new zspage in this CPU's copy of the class: a free slot in
+ * another copy serves instead, so a pool at its max_pages (or a provider out
+ * of memory) refuses an object only when no copy of its class has room - as
+ * an unsharded pool refuses only a full class.  Only this failure path looks;
+ * copies never built hold nothing.  0 when placed there, else -ENOMEM.
+ */
+static __attribute__((noinline)) int alloc_other_copy(struct zs_pool *pool,
+						       struct size_class *class, unsigned long handle)
+{
+	unsigned n = (unsigned)pool->nr_classes, self = class->enc / n;
+	for (unsigned s = 0; s < pool->nr_shards; s++) {
+		struct size_class *c = class + ((long)s - (long)self) * (long)n;
+		if (s == self || !class_live(c))
+			continue;
+		zs_spin_lock(&c->lock);
+		struct zspage *zspage = find_get_zspage(c);
+		if (zspage) {
+			unsigned long obj = zs_obj_malloc(pool, zspage, handle);
+			zs_fix_fullness_group(c, zspage);
+			record_obj(handle, obj);
+			c->stats[ZS_OBJS_INUSE]++;
+			zs_spin_unlock(&c->lock);
+			return 0;
+		}
+		zs_spin_unlock(&c->lock);
+	}
+	return -ENOMEM;
+}
+
+/*
  * Place one object for `handle` in `class` (this CPU's copy) and record it;
- * a head zspage also records its tail.  0, or -ENOMEM without pages.
+ * a head zspage also records its tail.  0, or -ENOMEM without pages (and,
+ * in a sharded pool, without a free slot in any copy of the class).
  */
 static inline __attribute__((always_inline)) int
 alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
@@ -309,7 +340,7 @@ alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
 	/* Like the kernel, allocate the pages with no lock held. */
 	zspage = zs_alloc_zspage(pool, class, class->pages_per_zspage, class->objs_per_zspage);
 	if (!zspage)
-		return -ENOMEM;
+		return pool->nr_shards > 1 && !tail ? alloc_other_copy(pool, class, handle) : -ENOMEM;
 	zs_spin_lock(&class->lock);
 	unsigned long obj = zs_obj_malloc(pool, zspage, handle);
 	zspage->tail = tail; /* one-object zspages only: class_single, so never a list link */
