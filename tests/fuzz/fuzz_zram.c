@@ -1,7 +1,8 @@
 /*
  * libFuzzer target: the zram store API with shadow slots.  The input's first
  * bytes choose the store (page size, slots, compressor and recompression
- * algorithm among all the library has, zsmalloc or zblock backend, mem_limit,
+ * algorithm among all the library has, zsmalloc (the kernel's pool or, without
+ * a limit, the application profile's) or zblock backend, mem_limit,
  * deferred free, access-time tracking, streams, the filter for typed data:
  * none or any shuffle/delta spec, large-folio groups of 2..16 slots, whose
  * objects on zsmalloc span several pages of the slots' own size); the rest
@@ -36,7 +37,7 @@ struct st {
 	struct zs_zram *z;
 	size_t ps;
 	uint64_t nslots;
-	int limited, injecting, has_recomp, actime;
+	int limited, injecting, has_recomp, actime, app;
 	unsigned group;  /* slots per group (0: not grouped) */
 	size_t unit;     /* bytes a stored object holds: the page, or the group */
 	int zs_backend;
@@ -226,7 +227,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&s, 0, sizeof(s));
 	unsigned b0 = fin_u8(&in), b1 = fin_u8(&in), b2 = fin_u8(&in), b3 = fin_u8(&in);
 	struct zs_zram_config c;
-	zs_zram_config_init(&c);
+	/* Without a memory limit b3's low bit is free: there it picks the application
+	 * profile's pool (class copies, fitted zspages) instead of the kernel's. */
+	s.app = !(b2 & 0x10) && (b3 & 1);
+	if (s.app)
+		zs_zram_config_init_app(&c);
+	else
+		zs_zram_config_init(&c);
 	static const size_t pss[] = { 4096, 4096, 8192, 16384, 4096, 8192, 16384, 65536 };
 	s.ps = pss[b0 & 7];
 	c.page_size = s.ps;
