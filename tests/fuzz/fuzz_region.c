@@ -2,7 +2,8 @@
  * libFuzzer target: the region's call sequence and the backing file's
  * faults (issue 18).  The input's first bytes choose the region (fault-
  * around, handler threads, deferred free, a store mem_limit, a resident
- * limit with automatic reclaim, compressed writeback); the rest is a program
+ * limit with automatic reclaim, compressed writeback, the kernel's or the
+ * application profile's store); the rest is a program
  * of whole and partial page writes, reads checked against a shadow copy,
  * pageout, release, advice, reclaim, the application's own
  * madvise(MADV_DONTNEED), writeback, injected write and read errors of the
@@ -144,7 +145,11 @@ static void *watchdog(void *arg)
 static void cfg_from(unsigned key, struct zs_region_config *c)
 {
 	static const unsigned fa[4] = { 1, 4, 16, 1 };
-	zs_region_config_init(c);
+	/* bit 7: the application profile's store (class copies, fitted zspages) */
+	if ((key >> 7) & 1)
+		zs_region_config_init_app(c);
+	else
+		zs_region_config_init(c);
 	c->size = NP * PG;
 	c->fault_around = fa[key & 3];
 	c->handler_threads = 1 + ((key >> 2) & 1);
@@ -305,7 +310,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fin in = { data, size, 0 };
 	atomic_store(&input_start, now_s() + 1);
 	atomic_store(&cur_op, -1);
-	unsigned key = fin_u8(&in) & 0x7f;
+	unsigned key = fin_u8(&in);
 	struct creg *cr = get_region(key);
 	struct zs_region *r = cr->r;
 	struct zs_zram *z = zs_region_store(r);
