@@ -269,6 +269,17 @@ static struct zspage *find_get_zspage(struct size_class *class)
 	return NULL;
 }
 
+/* Class lock held: the object takes a free slot of `zspage` (which has one) and is recorded. */
+static inline __attribute__((always_inline)) void place(struct zs_pool *pool,
+							struct size_class *class,
+							struct zspage *zspage, unsigned long handle)
+{
+	unsigned long obj = zs_obj_malloc(pool, zspage, handle);
+	zs_fix_fullness_group(class, zspage);
+	record_obj(handle, obj);
+	class->stats[ZS_OBJS_INUSE]++;
+}
+
 /*
  * No pages for a new zspage in this CPU's copy of the class: a free slot in
  * another copy serves instead, so a pool at its max_pages (or a provider out
@@ -287,10 +298,7 @@ static __attribute__((noinline)) int alloc_other_copy(struct zs_pool *pool,
 		zs_spin_lock(&c->lock);
 		struct zspage *zspage = find_get_zspage(c);
 		if (zspage) {
-			unsigned long obj = zs_obj_malloc(pool, zspage, handle);
-			zs_fix_fullness_group(c, zspage);
-			record_obj(handle, obj);
-			c->stats[ZS_OBJS_INUSE]++;
+			place(pool, c, zspage, handle);
 			zs_spin_unlock(&c->lock);
 			return 0;
 		}
@@ -328,10 +336,7 @@ alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
 		class->tails_declined = 0;
 	}
 	if (zs_likely(zspage)) {
-		unsigned long obj = zs_obj_malloc(pool, zspage, handle);
-		zs_fix_fullness_group(class, zspage);
-		record_obj(handle, obj);
-		class->stats[ZS_OBJS_INUSE]++;
+		place(pool, class, zspage, handle);
 		zs_spin_unlock(&class->lock);
 		return 0;
 	}
