@@ -1,7 +1,8 @@
 /*
  * Concurrency test of the zram store (built to run under TSan as well):
  * writers, readers, free-notify/discard, compaction, idle marking and
- * recompression all at once on one store, on every backend kind.
+ * recompression all at once on one store, on every backend kind, and on
+ * zsmalloc with the application profile's pool too.
  *
  * Every page written is self-describing (slot, version, checksum), so a
  * reader can tell a torn or foreign page from a valid one without knowing
@@ -172,7 +173,7 @@ static void *maintainer(void *arg)
 	return NULL;
 }
 
-static void run_kind(const char *kind, int deferred, uint64_t *seed, long ops)
+static void run_kind(const char *kind, int deferred, int app, uint64_t *seed, long ops)
 {
 	struct zs_zram_config cfg;
 	struct zs_zram *z;
@@ -183,7 +184,10 @@ static void run_kind(const char *kind, int deferred, uint64_t *seed, long ops)
 	unsigned char page[PS], want[PS];
 	long lost = 0, invalid = 0, stored = 0, same = 0;
 
-	zs_zram_config_init(&cfg);
+	if (app)
+		zs_zram_config_init_app(&cfg); /* class copies per CPU, fitted zspages */
+	else
+		zs_zram_config_init(&cfg);
 	cfg.backend.kind = kind;
 	cfg.disksize = (uint64_t)NSLOTS * PS;
 	cfg.recomp = "zstd:1";
@@ -248,9 +252,9 @@ static void run_kind(const char *kind, int deferred, uint64_t *seed, long ops)
 	CHECK_EQ(st.pages_stored, stored);
 	CHECK_EQ(st.same_pages, same);
 	CHECK_EQ(st.failed_reads + st.failed_writes, 0);
-	printf("  %-9s deferred=%d: %ld ops/thread, stored %llu, same %llu, miss_free %llu, "
+	printf("  %-9s%s deferred=%d: %ld ops/thread, stored %llu, same %llu, miss_free %llu, "
 	       "compacted %llu pages\n",
-	       kind, deferred, ops, (unsigned long long)st.pages_stored,
+	       kind, app ? " (app)" : "", deferred, ops, (unsigned long long)st.pages_stored,
 	       (unsigned long long)st.same_pages, (unsigned long long)st.miss_free,
 	       (unsigned long long)st.pages_compacted);
 	zs_zram_destroy(z);
@@ -279,9 +283,12 @@ int main(void)
 			continue;
 		}
 #endif
-		run_kind(kinds[k], 0, &seed, ops);
-		run_kind(kinds[k], 1, &seed, ops / 2);
+		run_kind(kinds[k], 0, 0, &seed, ops);
+		run_kind(kinds[k], 1, 0, &seed, ops / 2);
 	}
+	/* The application profile's store, what Python's ZramStore and zs_region default to. */
+	run_kind("zsmalloc", 0, 1, &seed, ops / 2);
+	run_kind("zsmalloc", 1, 1, &seed, ops / 2);
 	zs_pageset_free(&src);
 	return tu_done();
 }
