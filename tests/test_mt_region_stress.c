@@ -869,7 +869,14 @@ int main(int argc, char **argv)
 	REQUIRE(fd >= 0);
 	close(fd);
 	struct zs_region_config c;
-	zs_region_config_init(&c);
+	/* The seed picks the store's profile, so runs cover the kernel's pool and the
+	 * application's (class copies, fitted zspages: what Python's Region takes). */
+	int app = (int)((g_seed >> 7) & 1);
+	if (app)
+		zs_region_config_init_app(&c);
+	else
+		zs_region_config_init(&c);
+	printf("store profile: %s (from the seed)\n", app ? "application" : "kernel");
 	c.size = (size_t)NPAGES * PG;
 	c.handler_threads = 2;
 	c.fault_around = 8;
