@@ -200,7 +200,8 @@ ZS_API void zs_pool_config_init_app(struct zs_pool_config *cfg);
  * NULL cfg -> defaults.  Returns NULL and sets errno (EINVAL for a bad config, ENOMEM).
  * An empty pool holds under 32 KiB of memory in either profile (about 15 KiB at 4 KiB
  * pages: its size classes are built on their first allocation, tests/test_mt_zs_shards.c
- * measures it); its first allocation maps its page tables too (about 70 KiB more here).
+ * measures both); its first allocation maps its page tables too (under 128 KiB more, about
+ * 70 KiB here).
  */
 ZS_API struct zs_pool *zs_create_pool(const struct zs_pool_config *cfg);
 /* Frees everything, live objects included; drains deferred frees first. */
