@@ -306,19 +306,21 @@ static void test_lazy_copies(void)
 	for (int i = 0; i < NPOOLS; i++)
 		REQUIRE((p[i] = zs_create_pool(&cfg)));
 	size_t rss1 = zs_process_rss();
-	size_t one_copy = (size_t)zs_class_count(p[0]) * 256, per_pool = (rss1 - rss0) / NPOOLS;
+	/* Bounds from above only: RSS may also drop meanwhile (the purge thread, a heap trim). */
+	size_t one_copy = (size_t)zs_class_count(p[0]) * 256,
+	       per_pool = rss1 > rss0 ? (rss1 - rss0) / NPOOLS : 0;
 	printf("lazy copies: %zu KiB per empty pool of 32 copies (one copy's table: %zu KiB)\n",
 	       per_pool / 1024, one_copy / 1024);
 	if (RSS_MEANINGFUL)
-		CHECK(rss1 >= rss0 && per_pool < one_copy && per_pool < 32 * 1024); /* zsmalloc.h */
+		CHECK(per_pool < one_copy && per_pool < 32 * 1024); /* zsmalloc.h */
 	/* A first object maps the page providers' tables and one page of each: under 128 KiB. */
 	unsigned long first[NPOOLS];
 	for (int i = 0; i < NPOOLS; i++)
 		first[i] = zs_malloc(p[i], 500);
-	size_t rss2 = zs_process_rss(), per_first = (rss2 - rss1) / NPOOLS;
+	size_t rss2 = zs_process_rss(), per_first = rss2 > rss1 ? (rss2 - rss1) / NPOOLS : 0;
 	printf("lazy copies: a first object adds %zu KiB a pool\n", per_first / 1024);
 	if (RSS_MEANINGFUL)
-		CHECK(rss2 >= rss1 && per_first < 128 * 1024);
+		CHECK(per_first < 128 * 1024);
 	for (int i = 0; i < NPOOLS; i++)
 		CHECK(!ZS_IS_ERR(first[i]) && zs_free(p[i], first[i]) == 0);
 	for (int i = 1; i < NPOOLS; i++)
