@@ -145,8 +145,9 @@ struct zs_pool_config {
 	                               sparsely used class keeps under a page of free slots
 	                               instead of up to a chain's (classes of one-page
 	                               zspages have nothing to fit: they keep the kernel's
-	                               rule, which frees every page it can).  Classes, zs_malloc and the
-	                               free paths are unchanged; not page-exact with the kernel.
+	                               rule, which frees every page it can).  Classes,
+	                               zs_malloc and the free paths are unchanged; not
+	                               page-exact with the kernel.
 	                               0..1.  The application profile sets it.  See
 	                               docs/policies.md "Fitted zspages" */
 	uint64_t reserved[4];        /* must be 0: later fields are carved out of it, zero

@@ -3,6 +3,8 @@
  * the kernel's top-down class merging.  This is the one place these rules
  * live; `zs classes`, `zs testmod` and the allocator all read the table built
  * here (through zs_class_info), so there is no second copy of the arithmetic.
+ * Each class, and each CPU's copy of it, is built on its first allocation
+ * (zs_alloc_class), so a pool costs its table only where it is used.
  */
 #include <errno.h>
 #include <limits.h>
@@ -276,11 +278,6 @@ int zs_lookup_class_index(const struct zs_pool *pool, size_t size)
 }
 
 /*
- * sched_getcpu() is a vDSO/rseq read, a few ns; threads that migrate only
- * cost locality, never correctness (any copy may free any object: the
- * object's zspage records its copy).
- */
-/*
  * Build a copy of a class (its geometry from the table's, its lock, lists
  * and counts zero as mapped) on its first allocation, so a class costs
  * memory only once a thread allocates from it - on that CPU, for a copy.
@@ -309,6 +306,11 @@ static __attribute__((noinline)) struct size_class *class_build(struct zs_pool *
 	return copy;
 }
 
+/*
+ * sched_getcpu() is a vDSO/rseq read, a few ns; threads that migrate only
+ * cost locality, never correctness (any copy may free any object: the
+ * object's zspage records its copy).
+ */
 struct size_class *zs_alloc_class(struct zs_pool *pool, int index)
 {
 	struct size_class *class = pool->size_class[index];

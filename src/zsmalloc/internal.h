@@ -337,8 +337,9 @@ static inline unsigned long zspage_take_tail(struct zspage *empty)
 
 /*
  * Has this class (copy) been built?  Every copy of a class is built on its
- * first allocation (class.c, zs_alloc_class), none with the pool.  Its size is the flag: 0 until the copy is
- * whole, published with release, so a copy read after this says 1 is whole.
+ * first allocation (class.c, zs_alloc_class), none with the pool.  Its size
+ * is the flag: 0 until the copy is whole, published with release, so a copy
+ * read after this says 1 is whole.
  */
 static inline int class_live(const struct size_class *class)
 {
