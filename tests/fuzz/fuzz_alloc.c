@@ -4,8 +4,8 @@
  * directly or through the backend interface, zblock through the backend or
  * directly; page size 4K..64K, chain length and policy, class delta, free
  * mode, checked mode, deferred free with or without its worker and a small
- * queue, page limit, failure injection, class copies and fitted zspages
- * (without a limit), and for zsmalloc the largest object:
+ * queue, page limit, failure injection, class copies (with a limit too)
+ * and fitted zspages (without one), and for zsmalloc the largest object:
  * one page, or 2..16 pages, a multiple of the page or not); the rest is a
  * program of alloc, free, deferred free, rewrite, read (a local copy, or
  * zsmalloc's pieces: zs_obj_read_sgv_begin and the two-piece
@@ -198,11 +198,14 @@ static int setup(struct st *s, struct fin *in)
 	c.checked = s->checked;
 	c.max_pages = s->max_pages;
 	/* b1's upper bits mean nothing without a limit: there they draw the application
-	 * profile's axes, class copies (1, 2, 4, one per CPU) and fitted zspages. */
+	 * profile's axes, class copies (1, 2, 4, one per CPU) and fitted zspages.  With a
+	 * limit, the values past 95 (which repeat limits 1..32) take two copies. */
 	if (!(b1 & 1)) {
 		unsigned sh = (b1 >> 1) & 3;
 		c.class_shards = sh == 3 ? ZS_CLASS_SHARDS_AUTO : 1u << sh;
 		c.fit_zspages = (int)((b1 >> 3) & 1);
+	} else if ((b1 >> 1) >= 96) {
+		c.class_shards = 2;
 	}
 	s->fit = c.fit_zspages && (kind == UT_ZS || kind == UT_ZS_BACKEND);
 	/* b0's top bits (0 in every input made before multi-page objects, which so keep their
