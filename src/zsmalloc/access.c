@@ -1,0 +1,486 @@
+/*
+ * Object access: resolving a handle and pinning its zspage against
+ * compaction, then the reads and writes over an object's one or two
+ * segments (zs_obj_read_begin/_end, the scatter-gather reads, zs_obj_write)
+ * and the kernel's legacy zs_map_object/zs_unmap_object.  Apart from
+ * zsmalloc.c (pools and allocation) because it is the other hot path, with
+ * its own locking rule: the pool lock only for the lookup, the zspage lock
+ * (read) across the access (see "Lock order" in zsmalloc.c).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "zsmalloc/internal.h"
+
+/* ---- object access ---- */
+
+/*
+ * Resolve a handle and read-lock its zspage so it cannot move; the pool lock
+ * is held only for the lookup.  Returns the zspage or NULL (checked mode).
+ */
+static struct zspage *pin_object(struct zs_pool *pool, unsigned long handle, unsigned long *objp)
+{
+	unsigned long obj;
+	if (pool->cfg.checked && zs_handle_precheck(pool, handle, &obj))
+		return NULL;
+	zs_read_lock(&pool->lock);
+	obj = handle_to_obj(handle);
+	if (pool->cfg.checked && zs_validate_obj(pool, handle, obj)) {
+		zs_read_unlock(&pool->lock);
+		return NULL;
+	}
+	struct zspage *zspage = obj_to_zspage(pool, obj);
+	/* The one way in to a zspage read lock ("Lock order": why it needs no rank). */
+	zs_assert_internal(zs_rw_held_by_me(&pool->lock));
+	zs_zspage_read_lock(&zspage->lock);
+	zs_read_unlock(&pool->lock);
+	*objp = obj;
+	return zspage;
+}
+
+/*
+ * Checked mode, for the end/unmap calls: the zspage a begin/map of `handle`
+ * read-locked, or NULL when `handle` is garbage, foreign or freed, or its
+ * zspage holds no read lock (an end without a successful begin).  Without
+ * this an end after a failed begin drops the lock of whatever zspage the
+ * stale slot happens to name, and a later reader or compaction spins forever.
+ * A queued (deferred) handle is still live, so it may be unpinned.
+ */
+static struct zspage *pinned_zspage_checked(struct zs_pool *pool, unsigned long handle,
+					    unsigned long *objp)
+{
+	if (!zs_handle_in_pool(pool, handle))
+		return NULL;
+	unsigned long v = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
+	if (v & HANDLE_FREE_BIT)
+		return NULL;
+	struct zspage *zspage = NULL;
+	zs_read_lock(&pool->lock);
+	unsigned long obj = handle_to_obj(handle);
+	if (class_enc_valid(pool, obj_to_class_idx(obj)) && !zs_validate_obj(pool, handle, obj)) {
+		zspage = obj_to_zspage(pool, obj);
+		if (atomic_load_explicit(&zspage->lock, memory_order_relaxed) <= 0)
+			zspage = NULL;
+	}
+	zs_read_unlock(&pool->lock);
+	*objp = obj;
+	return zspage;
+}
+
+/* Drop one reader unless there is none (checked mode: never wrap into the writer state). */
+static void zspage_read_unlock_checked(atomic_int *cnt)
+{
+	int c = atomic_load_explicit(cnt, memory_order_relaxed);
+	while (c > 0 && !atomic_compare_exchange_weak_explicit(cnt, &c, c - 1, memory_order_release,
+							       memory_order_relaxed))
+		;
+}
+
+/*
+ * Where an object's payload lies: seg[0] from (pfn, off) along its zspage's
+ * chain, and for a multi-page object with a packed tail seg[1], the tail.
+ */
+struct obj_segs {
+	struct {
+		zs_pfn_t pfn;
+		unsigned off;
+		size_t cap;
+	} seg[2];
+	struct zspage *tail_zspage; /* read-locked with the head, or NULL */
+	size_t cap;                 /* payload capacity: the segments' together */
+};
+
+/* Payload offset within the object's first page, and the payload capacity. */
+static inline unsigned payload_offset(const struct zs_pool *pool, const struct size_class *class,
+				      unsigned long obj, unsigned *cap)
+{
+	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
+	if (class->huge) {
+		*cap = class->size;
+		return off;
+	}
+	*cap = class->size - ZS_HANDLE_SIZE;
+	return off + ZS_HANDLE_SIZE;
+}
+
+/* Payload of obj (in zspage, which the caller pinned) as one segment. */
+static inline void obj_segment(const struct zs_pool *pool, const struct zspage *zspage,
+			       unsigned long obj, struct obj_segs *v, int i)
+{
+	unsigned cap;
+	v->seg[i].pfn = obj_to_pfn(obj);
+	v->seg[i].off = payload_offset(pool, zspage_class(pool, zspage), obj, &cap);
+	v->seg[i].cap = cap;
+}
+
+/*
+ * Describe a pinned object with a packed tail, read-locking the tail's
+ * zspage too so compaction cannot move the tail under the reader; 0, or
+ * -EINVAL with the head unlocked (cannot happen: the head holds its tail).
+ */
+static int pin_tail(struct zs_pool *pool, struct zspage *zspage, unsigned long obj,
+		    struct obj_segs *v)
+{
+	unsigned long tobj;
+	obj_segment(pool, zspage, obj, v, 0);
+	struct zspage *tz = pin_object(pool, zspage->tail, &tobj);
+	if (!tz) {
+		zs_zspage_read_unlock(&zspage->lock);
+		return -EINVAL;
+	}
+	obj_segment(pool, tz, tobj, v, 1);
+	v->cap = v->seg[0].cap + v->seg[1].cap;
+	v->tail_zspage = tz;
+	return 0;
+}
+
+static void unpin_segments(struct zspage *zspage, const struct obj_segs *v)
+{
+	if (v->tail_zspage)
+		zs_zspage_read_unlock(&v->tail_zspage->lock);
+	zs_zspage_read_unlock(&zspage->lock);
+}
+
+static void unpin_object(struct zs_pool *pool, unsigned long handle)
+{
+	if (zs_unlikely(pool->cfg.checked)) {
+		unsigned long obj;
+		struct zspage *zspage = pinned_zspage_checked(pool, handle, &obj);
+		if (zspage) {
+			unsigned long tail = zspage_tail(zspage);
+			if (tail)
+				unpin_object(pool, tail);
+			zspage_read_unlock_checked(&zspage->lock);
+		}
+		return;
+	}
+	/* No pool lock: a read-locked zspage cannot be migrated, so obj is stable. */
+	struct zspage *zspage = obj_to_zspage(pool, handle_to_obj(handle));
+	if (zs_unlikely(zspage_tail(zspage)))
+		unpin_object(pool, zspage->tail);
+	zs_zspage_read_unlock(&zspage->lock);
+}
+
+/* Copy len (<= v->cap) payload bytes out of / into the object's segments. */
+static void segs_read(const struct zs_pool *pool, const struct obj_segs *v, void *buf, size_t len)
+{
+	size_t first = len < v->seg[0].cap ? len : v->seg[0].cap;
+	span_read(pool, v->seg[0].pfn, v->seg[0].off, buf, first);
+	if (first < len)
+		span_read(pool, v->seg[1].pfn, v->seg[1].off, (char *)buf + first, len - first);
+}
+
+static void segs_write(const struct zs_pool *pool, const struct obj_segs *v, const void *buf,
+		       size_t len)
+{
+	size_t first = len < v->seg[0].cap ? len : v->seg[0].cap;
+	span_write(pool, v->seg[0].pfn, v->seg[0].off, buf, first);
+	if (first < len)
+		span_write(pool, v->seg[1].pfn, v->seg[1].off, (const char *)buf + first,
+			   len - first);
+}
+
+/* zs_obj_read_begin of an object with a packed tail (the head is pinned). */
+static __attribute__((noinline)) void *read_begin_packed(struct zs_pool *pool,
+							 struct zspage *zspage, unsigned long obj,
+							 size_t mem_len, void *local_copy)
+{
+	struct obj_segs v;
+	if (pin_tail(pool, zspage, obj, &v)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	int direct = v.seg[0].off + mem_len <= pool->page_size;
+	if (mem_len > v.cap || (!local_copy && !direct)) {
+		unpin_segments(zspage, &v);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (direct)
+		return page_addr(pool, v.seg[0].pfn) + v.seg[0].off;
+	segs_read(pool, &v, local_copy, mem_len);
+	return local_copy;
+}
+
+void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
+			void *local_copy)
+{
+	unsigned long obj;
+	struct zspage *zspage = pin_object(pool, handle, &obj);
+	if (zs_unlikely(!zspage)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (zs_unlikely(zspage_tail(zspage)))
+		return read_begin_packed(pool, zspage, obj, mem_len, local_copy);
+	struct size_class *class = zspage_class(pool, zspage);
+	unsigned cap, off = payload_offset(pool, class, obj, &cap);
+	if (zs_unlikely(mem_len > cap || (!local_copy && off + mem_len > pool->page_size))) {
+		zs_zspage_read_unlock(&zspage->lock);
+		errno = EINVAL;
+		return NULL;
+	}
+	zs_pfn_t pfn = obj_to_pfn(obj);
+	char *addr = page_addr(pool, pfn);
+	if (zs_likely(off + mem_len <= pool->page_size))
+		return addr + off;
+	/* The object spans pages: stitch it together in the caller's buffer. */
+	span_read(pool, pfn, off, local_copy, mem_len);
+	return local_copy;
+}
+
+void zs_obj_read_end(struct zs_pool *pool, unsigned long handle, size_t mem_len, void *mem)
+{
+	(void)mem_len;
+	(void)mem;
+	unpin_object(pool, handle);
+}
+
+/* The pieces of len bytes from (pfn, off) along a chain, appended at sg[n]; the new n or -1. */
+static int span_pieces(const struct zs_pool *pool, zs_pfn_t pfn, unsigned off, size_t len,
+		       struct zs_obj_piece *sg, int n, int nr_sg)
+{
+	size_t P = pool->page_size;
+	while (len) {
+		if (n >= nr_sg)
+			return -1;
+		size_t piece = P - off < len ? P - off : len;
+		sg[n].addr = page_addr(pool, pfn) + off;
+		sg[n++].len = piece;
+		len -= piece;
+		off = 0;
+		if (len)
+			pfn = page_desc(pool, pfn)->next;
+	}
+	return n;
+}
+
+int zs_obj_read_sgv_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
+			  struct zs_obj_piece *sg, int nr_sg)
+{
+	if (zs_unlikely(!mem_len || nr_sg < 1))
+		return -EINVAL;
+	unsigned long obj;
+	struct zspage *zspage = pin_object(pool, handle, &obj);
+	if (zs_unlikely(!zspage))
+		return -EINVAL;
+	struct obj_segs v;
+	if (zs_unlikely(zspage_tail(zspage))) {
+		if (pin_tail(pool, zspage, obj, &v))
+			return -EINVAL;
+	} else {
+		obj_segment(pool, zspage, obj, &v, 0);
+		v.cap = v.seg[0].cap;
+		v.tail_zspage = NULL;
+	}
+	if (zs_unlikely(mem_len > v.cap)) {
+		unpin_segments(zspage, &v);
+		return -EINVAL;
+	}
+	size_t first = mem_len < v.seg[0].cap ? mem_len : v.seg[0].cap;
+	int n = span_pieces(pool, v.seg[0].pfn, v.seg[0].off, first, sg, 0, nr_sg);
+	if (n > 0 && first < mem_len)
+		n = span_pieces(pool, v.seg[1].pfn, v.seg[1].off, mem_len - first, sg, n, nr_sg);
+	if (zs_unlikely(n < 0)) { /* more pieces than the caller has room for */
+		unpin_segments(zspage, &v);
+		return -EINVAL;
+	}
+	return n;
+}
+
+int zs_obj_read_sg_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
+			 struct zs_obj_piece sg[2])
+{
+	return zs_obj_read_sgv_begin(pool, handle, mem_len, sg, 2);
+}
+
+void zs_obj_read_sg_end(struct zs_pool *pool, unsigned long handle)
+{
+	unpin_object(pool, handle);
+}
+
+/* zs_obj_write of an object with a packed tail (the head is pinned). */
+static __attribute__((noinline)) int write_packed(struct zs_pool *pool, struct zspage *zspage,
+						  unsigned long obj, const void *src, size_t len)
+{
+	struct obj_segs v;
+	if (pin_tail(pool, zspage, obj, &v))
+		return -EINVAL;
+	int rc = len > v.cap ? -EINVAL : 0;
+	if (!rc)
+		segs_write(pool, &v, src, len);
+	unpin_segments(zspage, &v);
+	return rc;
+}
+
+int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, size_t len)
+{
+	unsigned long obj;
+	struct zspage *zspage = pin_object(pool, handle, &obj);
+	if (zs_unlikely(!zspage))
+		return -EINVAL;
+	if (zs_unlikely(zspage_tail(zspage)))
+		return write_packed(pool, zspage, obj, src, len);
+	struct size_class *class = zspage_class(pool, zspage);
+	unsigned cap, off = payload_offset(pool, class, obj, &cap);
+	if (zs_unlikely(len > cap)) {
+		zs_zspage_read_unlock(&zspage->lock);
+		return -EINVAL;
+	}
+	span_write(pool, obj_to_pfn(obj), off, src, len);
+	zs_zspage_read_unlock(&zspage->lock);
+	return 0;
+}
+
+/* ---- legacy map/unmap (pre seed 004) ---- */
+
+/* The kernel's per-CPU mapping area, per thread here; one mapping at a time. */
+struct mapping_area {
+	char *buf;       /* grown to the largest object mapped (a page, or a multi-page object) */
+	size_t cap;
+	enum zs_mapmode mode;
+	int spanning;
+	const struct zs_pool *pool; /* the mapping in force (checked mode matches unmap to it) */
+	unsigned long handle;       /* 0: nothing mapped */
+};
+static pthread_key_t map_key;
+static pthread_once_t map_key_once = PTHREAD_ONCE_INIT;
+
+static void mapping_area_free(void *p)
+{
+	struct mapping_area *a = p;
+	free(a->buf);
+	free(a);
+}
+
+static void map_key_create(void)
+{
+	pthread_key_create(&map_key, mapping_area_free);
+}
+
+static struct mapping_area *get_mapping_area(void)
+{
+	pthread_once(&map_key_once, map_key_create);
+	struct mapping_area *a = pthread_getspecific(map_key);
+	if (!a) {
+		a = malloc(sizeof(*a));
+		if (a) {
+			a->pool = NULL;
+			a->handle = 0;
+			a->cap = 65536; /* largest pool page */
+			a->buf = malloc(a->cap);
+			if (!a->buf) {
+				free(a);
+				return NULL;
+			}
+		}
+		if (a && pthread_setspecific(map_key, a)) {
+			mapping_area_free(a);
+			a = NULL;
+		}
+	}
+	return a;
+}
+
+void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode mm)
+{
+	struct mapping_area *area = get_mapping_area();
+	if (!area) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (pool->cfg.checked && area->handle) {
+		errno = EBUSY; /* one mapping per thread at a time */
+		return NULL;
+	}
+	/* Room for the largest object: whole pages, a packed tail's slot included. */
+	size_t need = pool->max_object_size;
+	if (zs_unlikely(need > area->cap)) {
+		need = (need + pool->page_size - 1) & ~(size_t)(pool->page_size - 1);
+		char *nb = realloc(area->buf, need);
+		if (!nb) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		area->buf = nb;
+		area->cap = need;
+	}
+	unsigned long obj;
+	struct zspage *zspage = pin_object(pool, handle, &obj);
+	if (!zspage) {
+		errno = EINVAL;
+		return NULL;
+	}
+	area->mode = mm;
+	area->pool = pool;
+	area->handle = handle;
+	if (zs_unlikely(zspage_tail(zspage))) {
+		struct obj_segs v;
+		if (pin_tail(pool, zspage, obj, &v)) {
+			area->handle = 0;
+			errno = EINVAL;
+			return NULL;
+		}
+		area->spanning = 1;
+		if (mm != ZS_MM_WO)
+			segs_read(pool, &v, area->buf, v.cap);
+		return area->buf;
+	}
+	struct size_class *class = zspage_class(pool, zspage);
+	zs_pfn_t pfn = obj_to_pfn(obj);
+	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
+	unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
+	char *addr = page_addr(pool, pfn);
+	/* The old API decided "spans" from the whole slot (header included), as the kernel did. */
+	if (off + class->size <= pool->page_size) {
+		area->spanning = 0;
+		return addr + off + hdr;
+	}
+	area->spanning = 1;
+	if (mm != ZS_MM_WO)
+		span_read(pool, pfn, off + hdr, area->buf, class->size - hdr);
+	return area->buf;
+}
+
+void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
+{
+	struct mapping_area *area = get_mapping_area();
+	unsigned long obj;
+	struct zspage *zspage;
+	if (zs_unlikely(pool->cfg.checked)) {
+		/* Only the mapping this thread made: a failed or foreign map leaves nothing to undo. */
+		if (!area || area->handle != handle || area->pool != pool)
+			return;
+		zspage = pinned_zspage_checked(pool, handle, &obj);
+		area->handle = 0;
+		if (!zspage)
+			return;
+	} else {
+		obj = handle_to_obj(handle);
+		zspage = obj_to_zspage(pool, obj);
+		if (area)
+			area->handle = 0;
+	}
+	unsigned long tail = zspage_tail(zspage);
+	if (area && area->spanning && area->mode != ZS_MM_RO) {
+		/* Still pinned by the map, so the object is where the map found it. */
+		struct obj_segs v;
+		memset(&v, 0, sizeof(v)); /* no tail: seg[1] is never read (said for gcc -O3) */
+		obj_segment(pool, zspage, obj, &v, 0);
+		v.cap = v.seg[0].cap;
+		if (tail) {
+			unsigned long tobj = handle_to_obj(tail);
+			obj_segment(pool, obj_to_zspage(pool, tobj), tobj, &v, 1);
+			v.cap += v.seg[1].cap;
+		}
+		segs_write(pool, &v, area->buf, v.cap);
+	}
+	if (tail)
+		unpin_object(pool, tail);
+	if (pool->cfg.checked)
+		zspage_read_unlock_checked(&zspage->lock);
+	else
+		zs_zspage_read_unlock(&zspage->lock);
+}
