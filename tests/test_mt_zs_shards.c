@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/hints.h"
 #include "testutil.h"
 #include "zs/harness.h"
 #include "zs/zsmalloc.h"
@@ -431,10 +432,38 @@ static void test_limit_other_copy(void)
 	zs_destroy_pool(p);
 }
 
+/*
+ * zs_cpu_id (common/hints.h), which picks a class copy and a page cache,
+ * reads the rseq area instead of calling sched_getcpu: pinned to each CPU
+ * in turn, it must name that CPU, as sched_getcpu does.
+ */
+static void test_cpu_id(void)
+{
+	cpu_set_t old;
+	REQUIRE(!sched_getaffinity(0, sizeof(old), &old));
+	int tried = 0;
+	for (int cpu = 0; cpu < CPU_SETSIZE && tried < 64; cpu++) {
+		if (!CPU_ISSET(cpu, &old))
+			continue;
+		cpu_set_t one;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		if (sched_setaffinity(0, sizeof(one), &one))
+			continue;
+		tried++;
+		CHECK_EQ(sched_getcpu(), cpu);
+		CHECK_EQ(zs_cpu_id(), cpu);
+	}
+	REQUIRE(!sched_setaffinity(0, sizeof(old), &old));
+	CHECK(tried > 0);
+	printf("cpu_id: agrees with sched_getcpu on %d CPUs\n", tried);
+}
+
 int main(void)
 {
 	uint64_t seed = tu_seed("test_mt_zs_shards");
 	test_config();
+	test_cpu_id();
 	test_placement();
 	test_lazy_copies();
 	test_limit_other_copy();

@@ -12,6 +12,12 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#if defined(__GLIBC__) && defined(__x86_64__) && defined(__has_include)
+#if __has_include(<sys/rseq.h>)
+#include <sys/rseq.h>
+#define ZS_HAVE_RSEQ 1
+#endif
+#endif
 
 #define zs_likely(x) __builtin_expect(!!(x), 1)
 #define zs_unlikely(x) __builtin_expect(!!(x), 0)
@@ -38,6 +44,31 @@ static inline void zs_spin_wait(unsigned *spins)
 		zs_cpu_pause();
 	else
 		sched_yield();
+}
+
+/*
+ * The CPU this thread runs on, for per-CPU tables (class copies, the page
+ * provider's caches).  glibc (2.35+) registers every thread for restartable
+ * sequences, and the kernel keeps the rseq area's cpu_id current, so the
+ * answer is one load from thread-local memory; sched_getcpu() costs a call
+ * and ~15 instructions more on every allocation and free.  Without a
+ * registration (an old glibc, GLIBC_TUNABLES=glibc.pthread.rseq=0, valgrind)
+ * cpu_id is negative and sched_getcpu answers.  Like sched_getcpu, the
+ * answer may be stale by the time it is used: callers only pick a table
+ * entry with it, which they lock.  Returns -1 when neither knows.
+ */
+static inline int zs_cpu_id(void)
+{
+#if defined(ZS_HAVE_RSEQ)
+	if (zs_likely(__rseq_size != 0)) {
+		char *tp;
+		__asm__("mov %%fs:0, %0" : "=r"(tp)); /* x86-64: the thread pointer */
+		int cpu = (int)((const volatile struct rseq *)(tp + __rseq_offset))->cpu_id;
+		if (zs_likely(cpu >= 0))
+			return cpu;
+	}
+#endif
+	return sched_getcpu();
 }
 
 /*

@@ -22,7 +22,7 @@
  * default-sized providers count in one process-wide budget (purge_locked).
  *
  * Per-CPU caches.  Single-page allocations and frees go through a small
- * stack of pages per CPU (sched_getcpu; its own lock, so a thread that
+ * stack of pages per CPU (zs_cpu_id; its own lock, so a thread that
  * migrates is still correct), refilled from and drained to the shared cache
  * PCP_BATCH pages per lock round: the shared mutex is taken once per batch
  * instead of once per page, the model being the kernel's per-CPU page lists.
@@ -421,7 +421,7 @@ static int alloc_locked(struct zs_pages *p, unsigned n, zs_pfn_t *out)
 
 static inline struct zs_pcp *this_pcp(struct zs_pages *p)
 {
-	int cpu = sched_getcpu();
+	int cpu = zs_cpu_id();
 	return &p->pcp[cpu > 0 ? (unsigned)cpu % p->npcp : 0];
 }
 

@@ -307,7 +307,7 @@ static __attribute__((noinline)) struct size_class *class_build(struct zs_pool *
 }
 
 /*
- * sched_getcpu() is a vDSO/rseq read, a few ns; threads that migrate only
+ * zs_cpu_id() is one thread-local load (common/hints.h); threads that migrate only
  * cost locality, never correctness (any copy may free any object: the
  * object's zspage records its copy).
  */
@@ -315,7 +315,7 @@ struct size_class *zs_alloc_class(struct zs_pool *pool, int index)
 {
 	struct size_class *class = pool->size_class[index];
 	if (zs_unlikely(pool->nr_shards != 1)) {
-		int cpu = sched_getcpu();
+		int cpu = zs_cpu_id();
 		unsigned s = (cpu >= 0 ? (unsigned)cpu : zs_thread_shard()) % pool->nr_shards;
 		class += (size_t)s * (unsigned)pool->nr_classes;
 	}
