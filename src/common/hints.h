@@ -78,7 +78,16 @@ static inline int zs_cpu_id(void)
  * first stream a thread tries): threads spread round-robin, and a thread
  * keeps its slot.
  */
-extern _Thread_local unsigned zs_thread_index_1;   /* index + 1; 0: not assigned yet */
+/*
+ * Initial-exec: read at a fixed offset from the thread pointer.  In the
+ * shared library the default (general-dynamic) model makes every read a
+ * call to __tls_get_addr - about 40 instructions an allocate+write+free
+ * from Python, which loads libzs.so with dlopen.  A dlopen'd library's
+ * initial-exec variables come out of glibc's static TLS surplus (512 bytes
+ * kept for this); this one takes 4.
+ */
+#define ZS_TLS_IE __attribute__((tls_model("initial-exec")))
+extern _Thread_local unsigned zs_thread_index_1 ZS_TLS_IE; /* index + 1; 0: not assigned yet */
 unsigned zs_thread_index_assign(void);
 static inline unsigned zs_thread_index(void)
 {

@@ -7,7 +7,7 @@
 
 #include "common/hints.h"
 
-_Thread_local unsigned zs_thread_index_1;
+_Thread_local unsigned zs_thread_index_1 ZS_TLS_IE;
 
 unsigned zs_thread_index_assign(void)
 {
