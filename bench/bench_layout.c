@@ -18,7 +18,7 @@
  * One process runs, in rotating order, the same churn as bench_threads
  * (rounds of N x (allocate 200..3600 B uniform + write it), then free all
  * N) on: this probe ("bound"), libzs's application profile through its
- * public API ("app": zs_malloc, zs_obj_write, zs_free), and mimalloc
+ * public API ("app": zs_malloc_write, zs_free), and mimalloc
  * (malloc + memcpy + free, dlopen'ed as the harness does).  It prints Mops
  * per CPU-second, best and median over the repetitions (--rounds), and the
  * ratios to mimalloc.  Correct for one thread only; not a library component.
@@ -367,9 +367,9 @@ static double churn(int impl, const uint32_t *sizes, unsigned n, unsigned r, con
 				bound_write(hs[i], src, len);
 				break;
 			case APP: {
-				unsigned long h = zs_malloc(pool, len);
-				if (ZS_IS_ERR(h) || zs_obj_write(pool, h, src, len)) {
-					fprintf(stderr, "bench_layout: zs_malloc/zs_obj_write failed\n");
+				unsigned long h = zs_malloc_write(pool, src, len);
+				if (ZS_IS_ERR(h)) {
+					fprintf(stderr, "bench_layout: zs_malloc_write failed\n");
 					exit(1);
 				}
 				hs[i] = h;

@@ -5,7 +5,9 @@
  * Workloads (every thread runs its own copy, all threads on one store unless
  * the row says "private"):
  *  - churn: R rounds of N x (allocate 200..3600 B uniform + write it), then
- *    free all N.  One op = allocate + write + free (--no-write: allocate +
+ *    free all N; allocate + write is zs_backend_malloc_write, the one call a
+ *    store makes (zs_malloc_write for zsmalloc, malloc + memcpy for the
+ *    malloc rows).  One op = allocate + write + free (--no-write: allocate +
  *    free, what the allocator alone costs).
  *  - zram: a zram-like steady state.  Sizes are the lz4-compressed sizes of
  *    real 4 KiB pages (files under /usr/lib by default; same-filled pages,
@@ -165,6 +167,15 @@ static inline int st_write(struct zs_backend *b, unsigned long h, const void *sr
 	__asm__ volatile("" ::"r"(h) : "memory");
 	return 0;
 }
+/* Allocate + write, as a store does it: zs_backend_malloc_write (one call for zsmalloc). */
+static inline unsigned long st_store(struct zs_backend *b, const void *src, size_t len)
+{
+	if (b)
+		return zs_backend_malloc_write(b, src, len);
+	unsigned long h = st_malloc(b, len);
+	st_write(b, h, src, len);
+	return h;
+}
 static inline void st_free(struct zs_backend *b, unsigned long h)
 {
 	if (b)
@@ -187,13 +198,11 @@ static void *run_worker(void *arg)
 		w->c0 = thread_cpu_ns();
 		for (unsigned r = 0; r < P->r; r++) {
 			for (unsigned i = 0; i < P->n; i++) {
-				unsigned long h = st_malloc(b, w->sz[i]);
+				unsigned long h = P->no_write ? st_malloc(b, w->sz[i])
+							       : st_store(b, src_buf, w->sz[i]);
 				if (ZS_IS_ERR(h)) {
 					err++;
 					h = 0;
-				} else {
-					if (!P->no_write)
-						err += st_write(b, h, src_buf, w->sz[i]) != 0;
 				}
 				w->h[i] = h;
 			}
@@ -208,13 +217,11 @@ static void *run_worker(void *arg)
 		/* Fill every slot, then the timed steady state. */
 		for (unsigned i = 0; i < P->slots; i++) {
 			uint32_t s = P->sizes[bench_rand(&rng) % P->nsizes];
-			unsigned long h = st_malloc(b, s);
+			unsigned long h = st_store(b, src_buf, s);
 			if (ZS_IS_ERR(h)) {
 				err++;
 				h = 0;
 				s = 0;
-			} else {
-				err += st_write(b, h, src_buf, s) != 0;
 			}
 			w->h[i] = h;
 			w->sz[i] = s;
@@ -231,12 +238,11 @@ static void *run_worker(void *arg)
 			w->sz[i] = 0;
 			if ((r >> 40) % 10 < 8) {
 				uint32_t s = P->sizes[(r >> 20) % P->nsizes];
-				unsigned long h = st_malloc(b, s);
+				unsigned long h = st_store(b, src_buf, s);
 				if (ZS_IS_ERR(h)) {
 					err++;
 					continue;
 				}
-				err += st_write(b, h, src_buf, s) != 0;
 				w->h[i] = h;
 				w->sz[i] = s;
 			}

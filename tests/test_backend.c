@@ -57,11 +57,18 @@ static void model(const char *kind, size_t ps, int checked, uint64_t seed)
 		uint64_t r = tu_rand(&s) % 100;
 		if (live < CAP && (live == 0 || r < 55)) {
 			size_t size = tu_rand(&s) % 3 ? 1 + tu_rand(&s) % (ps / 2) : 1 + tu_rand(&s) % ps;
-			unsigned long h = zs_backend_malloc(b, size);
-			REQUIRE(!ZS_IS_ERR(h));
 			uint64_t key = tu_rand(&s);
 			fill(buf, size, key);
-			CHECK_EQ(zs_backend_write(b, h, buf, size), 0);
+			/* Half in one call (zs_malloc_write for zsmalloc, malloc + write otherwise). */
+			unsigned long h;
+			if (key & 1) {
+				h = zs_backend_malloc_write(b, buf, size);
+				REQUIRE(!ZS_IS_ERR(h));
+			} else {
+				h = zs_backend_malloc(b, size);
+				REQUIRE(!ZS_IS_ERR(h));
+				CHECK_EQ(zs_backend_write(b, h, buf, size), 0);
+			}
 			o[live++] = (struct obj){ h, size, key };
 			bytes += size;
 		} else if (r < 85) {
@@ -144,6 +151,18 @@ static void bad_input(const char *kind, size_t ps)
 	CHECK_EQ(ZS_ERR(zs_backend_malloc(b, ps + 1)), -ENOSPC);
 	CHECK_EQ(ZS_ERR(zs_backend_malloc(b, (size_t)1 << 40)), -ENOSPC);
 	CHECK_EQ(ZS_ERR(zs_backend_malloc(b, SIZE_MAX)), -ENOSPC);
+	/* The one-call store refuses as malloc does, checked or not, and allocates nothing. */
+	struct zs_backend *u = mk(kind, ps, 0);
+	struct zs_backend *bu[2] = { b, u };
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ(ZS_ERR(zs_backend_malloc_write(bu[i], buf, 0)), -EINVAL);
+		CHECK_EQ(ZS_ERR(zs_backend_malloc_write(bu[i], local, ps + 1)), -ENOSPC);
+		struct zs_backend_stats su;
+		zs_backend_stats(bu[i], &su);
+		CHECK_EQ(su.objects, 0);
+		CHECK_EQ(zs_backend_total_pages(bu[i]), 0);
+	}
+	zs_backend_destroy(u);
 	unsigned long h = zs_backend_malloc(b, 40), f = zs_backend_malloc(other, 40);
 	REQUIRE(!ZS_IS_ERR(h) && !ZS_IS_ERR(f));
 	CHECK_EQ(zs_backend_write(b, h, buf, 40), 0);

@@ -92,15 +92,17 @@ static void *worker(void *arg)
 		r = tu_rand(&s);
 		if (!o->h) {
 			o->size = pick_size(r);
-			o->h = zs_malloc(pool, o->size);
+			o->cseed = tu_rand(&s);
+			fill(buf, o->size, o->cseed);
+			/* Half through zs_malloc_write: its pin races compaction too. */
+			int fused = (r >> 16) & 1;
+			o->h = fused ? zs_malloc_write(pool, buf, o->size) : zs_malloc(pool, o->size);
 			if (ZS_IS_ERR(o->h)) {
 				atomic_fetch_add(&errors, 1);
 				o->h = 0;
 				continue;
 			}
-			o->cseed = tu_rand(&s);
-			fill(buf, o->size, o->cseed);
-			if (zs_obj_write(pool, o->h, buf, o->size))
+			if (!fused && zs_obj_write(pool, o->h, buf, o->size))
 				atomic_fetch_add(&errors, 1);
 		} else if (r % 3 == 0) {
 			if (!verify(o, copy, exp, 0))

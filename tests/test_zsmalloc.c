@@ -1042,6 +1042,122 @@ static void test_free_modes_same_pages(void)
 	CHECK(memcmp(trace[0], trace[2], sizeof(trace[0])) == 0);
 }
 
+/*
+ * zs_malloc_write (allocate + write in one call): errors as zs_malloc's with
+ * nothing allocated, every size reads back in both profiles and checked
+ * mode, it places objects exactly where zs_malloc + zs_obj_write do (the
+ * same pages and per-class counts, object for object), multi-page objects
+ * work, a limit refuses it cleanly, and queued deferred frees are freed and
+ * the call retried before it says -ENOMEM.
+ */
+static void test_malloc_write(void)
+{
+	fill(wbuf, sizeof(wbuf), 77);
+	struct zs_pool *p = mk4k(0);
+	CHECK_EQ(ZS_ERR(zs_malloc_write(p, wbuf, 0)), -EINVAL);
+	CHECK_EQ(ZS_ERR(zs_malloc_write(p, NULL, 100)), -EINVAL);
+	CHECK_EQ(ZS_ERR(zs_malloc_write(p, wbuf, 4097)), -ENOSPC);
+	CHECK_EQ(ZS_ERR(zs_malloc_write(p, wbuf, (size_t)-1)), -ENOSPC);
+	CHECK_EQ(zs_get_total_pages(p), 0);
+	CHECK_EQ(zs_pool_objects(p), 0);
+	zs_destroy_pool(p);
+
+	static unsigned long hw[4097], hp[4097];
+	for (int prof = 0; prof < 3; prof++) { /* kernel, application, kernel checked */
+		struct zs_pool_config c;
+		if (prof == 1)
+			zs_pool_config_init_app(&c);
+		else
+			zs_pool_config_init(&c);
+		c.checked = prof == 2;
+		c.class_shards = prof == 1 ? 1 : 0; /* one copy: the pair's pool places alike */
+		struct zs_pool *pw = zs_create_pool(&c), *pp = zs_create_pool(&c);
+		REQUIRE(pw && pp);
+		int bad = 0;
+		for (size_t s = 1; s <= 4096; s++) {
+			fill(wbuf, s, s);
+			hw[s] = zs_malloc_write(pw, wbuf, s);
+			REQUIRE(!ZS_IS_ERR(hw[s]));
+			hp[s] = alloc_ok(pp, s);
+			CHECK_EQ(zs_obj_write(pp, hp[s], wbuf, s), 0);
+			if (zs_get_total_pages(pw) != zs_get_total_pages(pp))
+				bad++;
+		}
+		CHECK_EQ(bad, 0);
+		for (size_t s = 1; s <= 4096; s++)
+			if (!check_obj(pw, hw[s], s, s))
+				bad++;
+		CHECK_EQ(bad, 0);
+		/* Free every other one, compact both: still the same pages, class by class. */
+		for (size_t s = 1; s <= 4096; s += 2) {
+			CHECK_EQ(zs_free(pw, hw[s]), 0);
+			CHECK_EQ(zs_free(pp, hp[s]), 0);
+		}
+		zs_compact(pw);
+		zs_compact(pp);
+		for (int i = 0; i < zs_class_count(pw); i++) {
+			struct zs_class_stats a, b;
+			if (zs_class_stats(pw, i, &a) || zs_class_stats(pp, i, &b))
+				continue;
+			if (a.obj_used != b.obj_used || a.obj_allocated != b.obj_allocated ||
+			    a.pages_used != b.pages_used)
+				bad++;
+		}
+		CHECK_EQ(bad, 0);
+		for (size_t s = 2; s <= 4096; s += 2)
+			if (!check_obj(pw, hw[s], s, s))
+				bad++;
+		CHECK_EQ(bad, 0);
+		zs_destroy_pool(pw);
+		zs_destroy_pool(pp);
+	}
+
+	/* Multi-page objects (with packed tails) read back whole. */
+	struct zs_pool_config c;
+	zs_pool_config_init(&c);
+	c.max_object_size = 4 * 4096;
+	p = zs_create_pool(&c);
+	REQUIRE(p);
+	unsigned long big[8];
+	for (int i = 0; i < 8; i++) {
+		size_t len = 4097 + (size_t)i * 1500;
+		fill(wbuf, len, 1000 + (uint64_t)i);
+		big[i] = zs_malloc_write(p, wbuf, len);
+		REQUIRE(!ZS_IS_ERR(big[i]));
+	}
+	for (int i = 0; i < 8; i++)
+		CHECK(check_obj(p, big[i], 4097 + (size_t)i * 1500, 1000 + (uint64_t)i));
+	CHECK_EQ(ZS_ERR(zs_malloc_write(p, wbuf, 4 * 4096 + 1)), -ENOSPC);
+	for (int i = 0; i < 8; i++)
+		CHECK_EQ(zs_free(p, big[i]), 0);
+	CHECK_EQ(zs_get_total_pages(p), 0);
+	zs_destroy_pool(p);
+
+	/* At max_pages: -ENOMEM, nothing allocated; a queued deferred free makes room. */
+	zs_pool_config_init(&c);
+	c.max_pages = 10;
+	c.deferred_worker = -1; /* no worker: the queue holds the free until flushed */
+	p = zs_create_pool(&c);
+	REQUIRE(p);
+	unsigned long h[10];
+	for (int i = 0; i < 10; i++) {
+		fill(wbuf, 4096, 500 + (uint64_t)i);
+		h[i] = zs_malloc_write(p, wbuf, 4096);
+		REQUIRE(!ZS_IS_ERR(h[i]));
+	}
+	CHECK_EQ(ZS_ERR(zs_malloc_write(p, wbuf, 4096)), -ENOMEM);
+	CHECK_EQ(zs_pool_objects(p), 10);
+	CHECK_EQ(zs_get_total_pages(p), 10);
+	CHECK_EQ(zs_free_deferred(p, h[4]), 0);
+	fill(wbuf, 4096, 999);
+	h[4] = zs_malloc_write(p, wbuf, 4096);
+	CHECK(!ZS_IS_ERR(h[4]));
+	CHECK(check_obj(p, h[4], 4096, 999));
+	CHECK(check_obj(p, h[5], 4096, 505));
+	CHECK_EQ(zs_pool_objects(p), 10);
+	zs_destroy_pool(p);
+}
+
 int main(void)
 {
 	test_class_table_4k();
@@ -1063,5 +1179,6 @@ int main(void)
 	test_fullness_and_compaction();
 	test_print_classes();
 	test_free_modes_same_pages();
+	test_malloc_write();
 	return tu_done();
 }

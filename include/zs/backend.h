@@ -161,6 +161,14 @@ static inline int zs_backend_write(struct zs_backend *b, unsigned long h, const 
 {
 	return b->ops->write(b, h, src, len);
 }
+/*
+ * A new object holding src's len bytes: for kind zsmalloc one call,
+ * zs_malloc_write (no pin of a handle nobody else holds yet); for the other
+ * kinds, and any checked backend, malloc then write.  Returns the handle, or
+ * malloc's error, or -EIO when the backend refused to write into the handle
+ * it had just given (nothing stays allocated on an error).
+ */
+ZS_API unsigned long zs_backend_malloc_write(struct zs_backend *b, const void *src, size_t len);
 static inline unsigned long zs_backend_compact(struct zs_backend *b)
 {
 	return b->ops->compact ? b->ops->compact(b) : 0;

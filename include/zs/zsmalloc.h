@@ -294,6 +294,16 @@ ZS_API int zs_obj_read_sgv_begin(struct zs_pool *pool, unsigned long handle, siz
 ZS_API void zs_obj_read_sg_end(struct zs_pool *pool, unsigned long handle);
 /* Copy len bytes into the object (one memcpy per page it touches).  -EINVAL on bad handle/len. */
 ZS_API int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, size_t len);
+/*
+ * zs_malloc(pool, len) and zs_obj_write of src's len bytes into it, in one
+ * call: the object is placed and written under one lock round, without the
+ * pool lock and handle lookup that zs_obj_write takes for a handle others
+ * may hold (about 100 instructions and two atomic operations less than the
+ * pair; docs/benchmarks.md).  The same object in the same place as the
+ * pair gives, in either profile.  Returns the handle, or the errors of
+ * zs_malloc (-EINVAL also for src NULL); on an error nothing is allocated.
+ */
+ZS_API unsigned long zs_malloc_write(struct zs_pool *pool, const void *src, size_t len);
 
 /*
  * Legacy API (pre seed 004), kept to measure against: returns a pointer to the

@@ -62,7 +62,7 @@ __all__ = [
     "CHAIN_POLICIES", "FREE_MODES", "PROFILES", "POOL_OPTIONS", "pool_profile",
     "CLASS_SHARDS_AUTO", "PAGES_NO_CACHE", "PAGES_DECAY_NEVER",
 ]
-__version__ = "3.0.0"
+__version__ = "3.1.0"
 
 # Any object with the buffer protocol (bytes, bytearray, memoryview, array.array, numpy
 # arrays, mmap): the C library reads or fills its memory in place.  (typing has no
@@ -839,13 +839,17 @@ class Pool(_Closable):
 
     @_locked
     def store(self, data: Buffer) -> Handle:
-        """malloc + write: keep a bytes-like object (read in place), return the handle."""
+        """malloc + write: keep a bytes-like object (read in place), return the handle.
+        One C call (zs_malloc_write); the size limits and errors are malloc's."""
+        pool = self._pool()
         with _borrow(data) as (p, n):
-            h = self.malloc(n)
-            if _L.need("zs_obj_write")(self._p, h, p, n) < 0:
-                self.free(h)
-                raise ZsError(_errno.EIO, "zs_obj_write")
-        return h
+            _int_arg("zs_malloc size", n, 1, self._max_size, _errno.ENOSPC)
+            h = _L.need("zs_malloc_write")(pool, p, n)
+            if _is_err(h):
+                raise ZsError(h - (1 << (8 * ctypes.sizeof(ctypes.c_ulong))),
+                              f"zs_malloc_write({n})")
+            self._sizes.add(h, n)
+        return int(h)
 
     @_locked
     def handles(self) -> List[Handle]:

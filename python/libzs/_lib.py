@@ -291,6 +291,7 @@ _PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
     "zs_obj_read_begin": (_P, [_P, c_ulong, c_size_t, _P]),
     "zs_obj_read_end": (None, [_P, c_ulong, c_size_t, _P]),
     "zs_obj_write": (c_int, [_P, c_ulong, _P, c_size_t]),
+    "zs_malloc_write": (c_ulong, [_P, _P, c_size_t]),
     "zs_huge_class_size": (c_size_t, [_P]),
     "zs_lookup_class_index": (c_int, [_P, c_size_t]),
     "zs_compact": (c_ulong, [_P]),

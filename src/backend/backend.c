@@ -250,6 +250,18 @@ static void set_checked_ops(struct be_priv *p)
 
 /* ---- public entry points ---- */
 
+unsigned long zs_backend_malloc_write(struct zs_backend *b, const void *src, size_t len)
+{
+	if (b->ops == &zs_be_zsmalloc_ops) /* not a checked backend: those have wrapped ops */
+		return zs_malloc_write(b->impl, src, len);
+	unsigned long h = b->ops->malloc(b, len);
+	if (!ZS_IS_ERR(h) && b->ops->write(b, h, src, len)) {
+		b->ops->free(b, h);
+		return (unsigned long)-EIO;
+	}
+	return h;
+}
+
 void zs_backend_config_init(struct zs_backend_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));

@@ -289,7 +289,12 @@ int zram_core_write(struct zs_zram *z, uint64_t index, const void *page)
 	n = (int)d.len;
 	nf = (uint32_t)n | (d.kind == ZS_ZRAM_STORE_RAW ? F_HUGE : 0);
 
-	h = zs_backend_malloc(z->b, (size_t)n);
+	/*
+	 * Allocated and written in one call (zs_backend_malloc_write: no pin of a
+	 * handle nobody else has); a failed write (-EIO: the allocator refused
+	 * a handle it had just given) leaves nothing allocated.
+	 */
+	h = zs_backend_malloc_write(z->b, d.data, (size_t)n);
 	if (zs_unlikely(ZS_IS_ERR(h))) {
 		n = (int)ZS_ERR(h); /* the allocator's own code, as the kernel's zram passes it on */
 		goto fail;
@@ -303,12 +308,6 @@ int zram_core_write(struct zs_zram *z, uint64_t index, const void *page)
 	if (zs_unlikely(!can_store(z)) && !can_store_after_flush(z)) {
 		zs_backend_free(z->b, h);
 		n = -ENOMEM;
-		goto fail;
-	}
-	/* The allocator refused a handle it just gave out: an I/O error, not a memory shortage. */
-	if (zs_unlikely(zs_backend_write(z->b, h, d.data, (size_t)n))) {
-		zs_backend_free(z->b, h);
-		n = -EIO;
 		goto fail;
 	}
 

@@ -104,12 +104,10 @@ int zram_core_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_
 			slot_unlock(sl, f | F_INCOMPRESSIBLE);
 			continue;
 		}
-		h = zs_backend_malloc(z->b, (size_t)n);
 		/* As zs_zram_write: the allocator's code, -EIO for a refused write. */
-		rc = ZS_IS_ERR(h) ? ZS_ERR(h) : zs_backend_write(z->b, h, s->buf, (size_t)n) ? -EIO : 0;
+		h = zs_backend_malloc_write(z->b, s->buf, (size_t)n);
+		rc = ZS_IS_ERR(h) ? ZS_ERR(h) : 0;
 		if (rc) {
-			if (!ZS_IS_ERR(h))
-				zs_backend_free(z->b, h);
 			slot_unlock(sl, f);
 			break;
 		}

@@ -271,14 +271,41 @@ static struct zspage *find_get_zspage(struct size_class *class)
 }
 
 /* Class lock held: the object takes a free slot of `zspage` (which has one) and is recorded. */
-static inline __attribute__((always_inline)) void place(struct zs_pool *pool,
-							struct size_class *class,
-							struct zspage *zspage, unsigned long handle)
+static inline __attribute__((always_inline)) unsigned long place(struct zs_pool *pool,
+								 struct size_class *class,
+								 struct zspage *zspage,
+								 unsigned long handle)
 {
 	unsigned long obj = zs_obj_malloc(pool, zspage, handle);
 	zs_fix_fullness_group(class, zspage);
 	record_obj(handle, obj);
 	class->stats[ZS_OBJS_INUSE]++;
+	return obj;
+}
+
+/*
+ * zs_malloc_write, class lock held: the new object's zspage is read-locked
+ * before the class lock goes, so compaction (which write-locks a zspage
+ * only under its class lock, and only with a trylock) cannot move the
+ * object before its contents are in; the copy runs with no class lock held
+ * (the source may fault, into a region whose handler allocates from this
+ * class).  zs_obj_write's pin without the pool lock and the handle lookup,
+ * which a handle no caller has seen yet does not need.
+ */
+static inline __attribute__((always_inline)) void write_new(struct zs_pool *pool,
+							    struct size_class *class,
+							    struct zspage *zspage,
+							    unsigned long obj,
+							    const void *src, size_t len)
+{
+	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
+	if (!class->huge)
+		off += ZS_HANDLE_SIZE;
+	zs_assert_internal(len + (class->huge ? 0 : ZS_HANDLE_SIZE) <= class->size);
+	zs_zspage_read_lock(&zspage->lock);
+	zs_spin_unlock(&class->lock);
+	span_write(pool, obj_to_pfn(obj), off, src, len);
+	zs_zspage_read_unlock(&zspage->lock);
 }
 
 /*
@@ -316,7 +343,7 @@ static __attribute__((noinline)) int alloc_other_copy(struct zs_pool *pool,
  */
 static inline __attribute__((always_inline)) int
 alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
-	  unsigned long tail, int is_tail)
+	  unsigned long tail, int is_tail, const void *src, size_t len)
 {
 	zs_spin_lock(&class->lock);
 	struct zspage *zspage = find_get_zspage(class);
@@ -338,16 +365,23 @@ alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
 		class->tails_declined = 0;
 	}
 	if (zs_likely(zspage)) {
-		place(pool, class, zspage, handle);
-		zs_spin_unlock(&class->lock);
+		unsigned long obj = place(pool, class, zspage, handle);
+		if (src)
+			write_new(pool, class, zspage, obj, src, len);
+		else
+			zs_spin_unlock(&class->lock);
 		return 0;
 	}
 	zs_spin_unlock(&class->lock);
 
 	/* Like the kernel, allocate the pages with no lock held. */
 	zspage = zs_alloc_zspage(pool, class, class->pages_per_zspage, class->objs_per_zspage);
-	if (!zspage)
-		return pool->nr_shards > 1 && !tail ? alloc_other_copy(pool, class, handle) : -ENOMEM;
+	if (!zspage) {
+		if (pool->nr_shards == 1 || tail || alloc_other_copy(pool, class, handle))
+			return -ENOMEM;
+		/* Placed in another copy: written as zs_obj_write would (ours, and it fits). */
+		return src && zs_obj_write(pool, handle, src, len) ? -EINVAL : 0;
+	}
 	zs_spin_lock(&class->lock);
 	unsigned long obj = zs_obj_malloc(pool, zspage, handle);
 	zspage->tail = tail; /* one-object zspages only: class_single, so never a list link */
@@ -356,13 +390,16 @@ alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
 	pool_pages_add(pool, (long)class->pages_per_zspage);
 	class->stats[ZS_OBJS_ALLOCATED] += class->objs_per_zspage;
 	class->stats[ZS_OBJS_INUSE]++;
-	zs_spin_unlock(&class->lock);
+	if (src)
+		write_new(pool, class, zspage, obj, src, len);
+	else
+		zs_spin_unlock(&class->lock);
 	return 0;
 }
 
 /* zs_malloc out of memory (below): free the deferred queue and try once more. */
 static __attribute__((noinline)) unsigned long malloc_failed(struct zs_pool *pool, size_t size,
-							     int retried);
+							     int retried, const void *src);
 
 /*
  * Multi-page: whole pages in the head, the partial last page packed as a
@@ -384,12 +421,12 @@ static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool
 	if (tc && !class_single(tc)) {
 		tail = zs_handle_alloc(pool);
 		if (zs_unlikely(!tail))
-			return malloc_failed(pool, size, retried);
-		int rc = alloc_obj(pool, tc, tail, 0, 1);
+			return malloc_failed(pool, size, retried, NULL);
+		int rc = alloc_obj(pool, tc, tail, 0, 1, NULL, 0);
 		if (rc) {
 			zs_handle_free(pool, tail);
 			if (rc != -EAGAIN)
-				return malloc_failed(pool, size, retried);
+				return malloc_failed(pool, size, retried, NULL);
 			tail = 0; /* declined: the object takes its last page whole */
 		} else {
 			slot -= rest;
@@ -400,27 +437,28 @@ static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool
 	unsigned long handle = zs_handle_alloc(pool);
 	if (zs_likely(handle) &&
 	    zs_likely(!alloc_obj(pool, zs_alloc_class(pool, size_to_class_index(pool, slot)), handle,
-				 tail, 0)))
+				 tail, 0, NULL, 0)))
 		return handle;
 	if (handle)
 		zs_handle_free(pool, handle);
 	if (tail)
 		zs_free_tail(pool, tail);
-	return malloc_failed(pool, size, retried);
+	return malloc_failed(pool, size, retried, NULL);
 }
 
-/* size 1..page: one slot of the class the size table names. */
+/* size 1..page: one slot of the class the size table names; src: its contents (zs_malloc_write). */
 static inline __attribute__((always_inline)) unsigned long malloc_small(struct zs_pool *pool,
-									size_t size, int retried)
+									size_t size, int retried,
+									const void *src)
 {
 	unsigned long handle = zs_handle_alloc(pool);
 	if (zs_unlikely(!handle))
-		return malloc_failed(pool, size, retried);
+		return malloc_failed(pool, size, retried, src);
 	/* size <= page: the table alone (size_to_class_index without its multi-page test). */
 	int index = pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3];
-	if (zs_unlikely(alloc_obj(pool, zs_alloc_class(pool, index), handle, 0, 0))) {
+	if (zs_unlikely(alloc_obj(pool, zs_alloc_class(pool, index), handle, 0, 0, src, size))) {
 		zs_handle_free(pool, handle);
-		return malloc_failed(pool, size, retried);
+		return malloc_failed(pool, size, retried, src);
 	}
 	return handle;
 }
@@ -433,12 +471,14 @@ static inline __attribute__((always_inline)) unsigned long malloc_small(struct z
  * frees, or when the second try fails too, -ENOMEM stands.  Only the failure
  * paths call it: the allocation itself pays nothing.
  */
-static unsigned long malloc_failed(struct zs_pool *pool, size_t size, int retried)
+static unsigned long malloc_failed(struct zs_pool *pool, size_t size, int retried,
+				   const void *src)
 {
 	if (retried || !zs_deferred_pending(pool))
 		return (unsigned long)-ENOMEM;
 	zs_free_deferred_flush(pool);
-	return size > pool->page_size ? malloc_large(pool, size, 1) : malloc_small(pool, size, 1);
+	return size > pool->page_size ? malloc_large(pool, size, 1)
+				      : malloc_small(pool, size, 1, src);
 }
 
 unsigned long zs_malloc(struct zs_pool *pool, size_t size)
@@ -447,7 +487,28 @@ unsigned long zs_malloc(struct zs_pool *pool, size_t size)
 		return (unsigned long)-EINVAL;
 	if (zs_unlikely(size > pool->page_size))
 		return malloc_large(pool, size, 0);
-	return malloc_small(pool, size, 0);
+	return malloc_small(pool, size, 0, NULL);
+}
+
+/* A multi-page object: allocated and written as zs_malloc + zs_obj_write do it. */
+static __attribute__((noinline)) unsigned long malloc_write_large(struct zs_pool *pool,
+								  const void *src, size_t len)
+{
+	unsigned long h = malloc_large(pool, len, 0);
+	if (!ZS_IS_ERR(h) && zs_unlikely(zs_obj_write(pool, h, src, len))) {
+		zs_free(pool, h); /* cannot happen: the handle is ours and len fits */
+		return (unsigned long)-EINVAL;
+	}
+	return h;
+}
+
+unsigned long zs_malloc_write(struct zs_pool *pool, const void *src, size_t len)
+{
+	if (zs_unlikely(!len || !src))
+		return (unsigned long)-EINVAL;
+	if (zs_unlikely(len > pool->page_size))
+		return malloc_write_large(pool, src, len);
+	return malloc_small(pool, len, 0, src);
 }
 
 /* ---- pool properties ---- */

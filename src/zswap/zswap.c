@@ -342,19 +342,16 @@ static int commit(struct zs_zswap *z, struct zw_node *nn, uint64_t offset, unsig
 	struct zw_node *old;
 	unsigned long h;
 
-	h = zs_backend_malloc(z->b, len);
+	/* Allocated and written in one call (zs_backend_malloc_write); -EIO: a refused write. */
+	h = data ? zs_backend_malloc_write(z->b, data, len) : zs_backend_malloc(z->b, len);
 	if (zs_unlikely(ZS_IS_ERR(h))) {
 		int e = (int)ZS_ERR(h);
 
 		/* The kernel counts an allocator's -ENOSPC (object too large) as a poor compression. */
-		ev_inc(z, e == -ENOSPC ? EV_COMP_POOR : EV_ALLOC_FAIL);
+		if (e != -EIO)
+			ev_inc(z, e == -ENOSPC ? EV_COMP_POOR : EV_ALLOC_FAIL);
 		free(nn);
 		return reject(z, offset, e);
-	}
-	if (data && zs_unlikely(zs_backend_write(z->b, h, data, len))) {
-		zs_backend_free(z->b, h);
-		free(nn);
-		return reject(z, offset, -EIO);
 	}
 	memset(nn, 0, sizeof(*nn));
 	nn->offset = offset;
