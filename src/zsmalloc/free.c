@@ -12,24 +12,6 @@
 
 /* ---- primitives (class lock held) ---- */
 
-/* Push the object's index on its zspage's free list (class lock held). */
-void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj)
-{
-	zs_pfn_t pfn = obj_to_pfn(obj);
-	unsigned idx = obj_to_idx(obj);
-	struct zspage *zspage = page_desc(pool, pfn)->owner;
-	zs_assert_internal(zs_spin_held(&class->lock) && zspage_class(pool, zspage) == class);
-	zs_assert_internal(zspage->inuse > 0 && idx < zspage->objs);
-	/* The object is live: its header (or the huge zspage) names a handle. */
-	zs_assert_internal(zspage->huge ? zspage->huge_handle != 0
-					: (*obj_header(pool, pfn, idx, class->size) & OBJ_ALLOCATED_TAG));
-	if (!zspage->huge)
-		*obj_header(pool, pfn, idx, class->size) = (unsigned long)zspage->freeobj << 1;
-	else
-		zspage->huge_handle = 0;
-	zspage->freeobj = idx;
-	zspage->inuse--;
-}
 
 /* A fitted zspage leaves its class's fitted counts; returns its pages. */
 static __attribute__((noinline, cold)) unsigned unlink_fitted(struct size_class *class,
@@ -57,19 +39,6 @@ void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, stru
 	pool_pages_add(pool, -(long)pages);
 }
 
-struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj)
-{
-	struct zspage *zspage = obj_to_zspage(pool, obj);
-	zs_assert_internal(zs_spin_held(&class->lock));
-	zs_assert_internal(obj_to_class_idx(obj) == class->enc);
-	zs_assert_internal(class->stats[ZS_OBJS_INUSE] > 0);
-	class->stats[ZS_OBJS_INUSE]--;
-	zs_obj_free(pool, class, obj);
-	if (zs_fix_fullness_group(class, zspage) != ZS_INUSE_RATIO_0)
-		return NULL;
-	zs_unlink_empty_zspage(pool, class, zspage);
-	return zspage;
-}
 
 /*
  * Give an unlinked zspage's pages back to the provider (no lock needed:

@@ -494,22 +494,122 @@ void zs_handles_trim(struct zs_pool *pool, int eager);
 /* Checked mode, before any lock: the handle is ours, neither free nor queued, its class valid. */
 int zs_handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long *obj);
 
-/* ---- zspage.c: lists, chains and objects of a zspage (class lock held) ---- */
-int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage);
+/*
+ * ---- zspage.c: lists, chains and objects of a zspage (class lock held) ----
+ * The per-object steps (fullness, slot pop and push, the chain walk) are
+ * inline here: every zs_malloc and zs_free runs each once or twice, and a
+ * call into another file cost as much as the step itself (docs/benchmarks.md,
+ * "Where the instructions go").  Moving a zspage between lists, which a
+ * fullness change needs, stays out of line.
+ */
 void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fullness);
 void zs_remove_zspage(struct size_class *class, struct zspage *zspage);
-int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage);
-unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigned long handle);
 int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj);
 int zs_class_lists_sane(const struct size_class *class); /* ZS_DEBUG checks only */
+
+static inline int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage)
+{
+	(void)class;
+	unsigned inuse = zspage->inuse, objs = zspage->objs;
+	zs_assert_internal(inuse <= objs);
+	if (inuse == 0)
+		return ZS_INUSE_RATIO_0;
+	if (inuse == objs)
+		return ZS_INUSE_RATIO_100;
+	/* 32-bit division (inuse <= objs <= 2^16): the same quotient as the kernel's, cheaper. */
+	return (int)(100u * inuse / objs) / 10 + 1;
+}
+
+/* Move a zspage whose group changed to the head of its new list; unchanged keeps its place. */
+static inline int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage)
+{
+	int fg = zs_get_fullness_group(class, zspage);
+	if (fg != zspage->fullness) {
+		zs_remove_zspage(class, zspage);
+		zs_insert_zspage(class, zspage, fg);
+	}
+	return fg;
+}
+
+/* Page k of a zspage's chain. */
+static inline zs_pfn_t zspage_page(const struct zs_pool *pool, const struct zspage *zspage, unsigned k)
+{
+	zs_pfn_t pfn = zspage->pfn;
+	while (k--)
+		pfn = page_desc(pool, pfn)->next;
+	return pfn;
+}
+
+/*
+ * Pop the zspage's free-list head for `handle`, else its first untouched
+ * slot (class lock held); returns the new obj.
+ */
+static inline unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigned long handle)
+{
+	struct size_class *class = zspage_class(pool, zspage);
+	unsigned idx = zspage->freeobj;
+	int fresh = !zspage->huge && idx == FREEOBJ_END;
+	if (fresh)
+		idx = zspage->untouched;
+	zs_assert_internal(zs_spin_held(&class->lock));
+	zs_assert_internal(zspage->inuse < zspage->objs && idx < zspage->objs);
+	zs_pfn_t pfn = zspage_page(pool, zspage, obj_page_index(pool, class->size, idx));
+	if (!zspage->huge) {
+		unsigned long *hdr = obj_header(pool, pfn, idx, class->size);
+		if (fresh) {
+			__atomic_store_n(&zspage->untouched, idx + 1, __ATOMIC_RELAXED);
+		} else {
+			zs_assert_internal(!(*hdr & OBJ_ALLOCATED_TAG)); /* the free list's head is free */
+			zspage->freeobj = (uint32_t)(*hdr >> 1);
+		}
+		*hdr = handle | OBJ_ALLOCATED_TAG;
+	} else {
+		zs_assert_internal(!zspage->huge_handle);
+		zspage->freeobj = FREEOBJ_END;
+		zspage->huge_handle = handle;
+	}
+	zspage->inuse++;
+	return location_to_obj(pfn, class->enc, idx);
+}
 
 /* ---- free.c: used by zs_free, deferred free and compaction ---- */
 /* Free the tail object of a multi-page object whose head was freed (no lock held). */
 void zs_free_tail(struct zs_pool *pool, unsigned long tail);
-void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj);
 void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
+
+/* Push the object's index on its zspage's free list (class lock held). */
+static inline void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj)
+{
+	zs_pfn_t pfn = obj_to_pfn(obj);
+	unsigned idx = obj_to_idx(obj);
+	struct zspage *zspage = page_desc(pool, pfn)->owner;
+	zs_assert_internal(zs_spin_held(&class->lock) && zspage_class(pool, zspage) == class);
+	zs_assert_internal(zspage->inuse > 0 && idx < zspage->objs);
+	/* The object is live: its header (or the huge zspage) names a handle. */
+	zs_assert_internal(zspage->huge ? zspage->huge_handle != 0
+					: (*obj_header(pool, pfn, idx, class->size) & OBJ_ALLOCATED_TAG));
+	if (!zspage->huge)
+		*obj_header(pool, pfn, idx, class->size) = (unsigned long)zspage->freeobj << 1;
+	else
+		zspage->huge_handle = 0;
+	zspage->freeobj = idx;
+	zspage->inuse--;
+}
+
 /* Free one object with its class lock held; returns an unlinked empty zspage to free, or NULL. */
-struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj);
+static inline struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj)
+{
+	struct zspage *zspage = obj_to_zspage(pool, obj);
+	zs_assert_internal(zs_spin_held(&class->lock));
+	zs_assert_internal(obj_to_class_idx(obj) == class->enc);
+	zs_assert_internal(class->stats[ZS_OBJS_INUSE] > 0);
+	class->stats[ZS_OBJS_INUSE]--;
+	zs_obj_free(pool, class, obj);
+	if (zs_fix_fullness_group(class, zspage) != ZS_INUSE_RATIO_0)
+		return NULL;
+	zs_unlink_empty_zspage(pool, class, zspage);
+	return zspage;
+}
 void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage);
 
 /* ---- deferred.c ---- */

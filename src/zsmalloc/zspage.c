@@ -14,18 +14,6 @@
 
 /* ---- fullness lists ---- */
 
-int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage)
-{
-	(void)class;
-	unsigned inuse = zspage->inuse, objs = zspage->objs;
-	zs_assert_internal(inuse <= objs);
-	if (inuse == 0)
-		return ZS_INUSE_RATIO_0;
-	if (inuse == objs)
-		return ZS_INUSE_RATIO_100;
-	/* 32-bit division (inuse <= objs <= 2^16): the same quotient as the kernel's, cheaper. */
-	return (int)(100u * inuse / objs) / 10 + 1;
-}
 
 /* ZS_DEBUG: zspage is linked into the list its fullness names (neighbours agree). */
 static inline int zspage_on_its_list(const struct size_class *class, const struct zspage *zspage)
@@ -87,16 +75,6 @@ void zs_remove_zspage(struct size_class *class, struct zspage *zspage)
 	class->stats[zspage->fullness]--;
 }
 
-/* Move a zspage whose group changed to the head of its new list; unchanged keeps its place. */
-int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage)
-{
-	int fg = zs_get_fullness_group(class, zspage);
-	if (fg != zspage->fullness) {
-		zs_remove_zspage(class, zspage);
-		zs_insert_zspage(class, zspage, fg);
-	}
-	return fg;
-}
 
 /*
  * A zspage's own length and slots are the class's, or a fitted zspage's:
@@ -159,47 +137,9 @@ int zs_class_lists_sane(const struct size_class *class)
 
 /* ---- zspage pages ---- */
 
-static zs_pfn_t zspage_page(const struct zs_pool *pool, const struct zspage *zspage, unsigned k)
-{
-	zs_pfn_t pfn = zspage->pfn;
-	while (k--)
-		pfn = page_desc(pool, pfn)->next;
-	return pfn;
-}
 
 /* ---- objects ---- */
 
-/*
- * Pop the zspage's free-list head for `handle`, else its first untouched
- * slot (class lock held); returns the new obj.
- */
-unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigned long handle)
-{
-	struct size_class *class = zspage_class(pool, zspage);
-	unsigned idx = zspage->freeobj;
-	int fresh = !zspage->huge && idx == FREEOBJ_END;
-	if (fresh)
-		idx = zspage->untouched;
-	zs_assert_internal(zs_spin_held(&class->lock));
-	zs_assert_internal(zspage->inuse < zspage->objs && idx < zspage->objs);
-	zs_pfn_t pfn = zspage_page(pool, zspage, obj_page_index(pool, class->size, idx));
-	if (!zspage->huge) {
-		unsigned long *hdr = obj_header(pool, pfn, idx, class->size);
-		if (fresh) {
-			__atomic_store_n(&zspage->untouched, idx + 1, __ATOMIC_RELAXED);
-		} else {
-			zs_assert_internal(!(*hdr & OBJ_ALLOCATED_TAG)); /* the free list's head is free */
-			zspage->freeobj = (uint32_t)(*hdr >> 1);
-		}
-		*hdr = handle | OBJ_ALLOCATED_TAG;
-	} else {
-		zs_assert_internal(!zspage->huge_handle);
-		zspage->freeobj = FREEOBJ_END;
-		zspage->huge_handle = handle;
-	}
-	zspage->inuse++;
-	return location_to_obj(pfn, class->enc, idx);
-}
 
 /*
  * Checked mode: does `obj` name a live object whose header names `handle`?
