@@ -18,7 +18,8 @@
  * One process runs, in rotating order, the same churn as bench_threads
  * (rounds of N x (allocate 200..3600 B uniform + write it), then free all
  * N) on: this probe ("bound"), libzs's application profile through its
- * public API ("app": zs_malloc_write, zs_free), and mimalloc
+ * public API ("app": zs_malloc_write, zs_free; "pair": zs_malloc,
+ * zs_obj_write, zs_free, the two-call store), and mimalloc
  * (malloc + memcpy + free, dlopen'ed as the harness does).  It prints Mops
  * per CPU-second, best and median over the repetitions (--rounds), and the
  * ratios to mimalloc.  Correct for one thread only; not a library component.
@@ -28,8 +29,13 @@
  * and a handle lock (an exchange and a release store each), the write's pin
  * (two atomic adds), and the per-CPU lookup.
  *
+ * --only ROW runs one row, for counting its instructions: the difference
+ * between two callgrind runs of different --r, over (difference in r) x n,
+ * is the instructions per op with the setup cancelled out
+ * (docs/benchmarks.md, "Where the instructions go").
+ *
  * usage: bench_layout [--quick] [--json] [--rounds K] [--n N] [--r R] [--seed S]
- *                     [--locks] [--pin] [--getcpu]
+ *                     [--locks] [--pin] [--getcpu] [--chain] [--only ROW]
  */
 #include <dlfcn.h>
 #include <sched.h>
@@ -331,8 +337,8 @@ static int bound_selftest(const unsigned char *src)
 
 /* ---- the churn ---- */
 
-enum { BOUND, APP, MIMALLOC, NIMPL };
-static const char *const names[NIMPL] = { "bound", "app", "mimalloc" };
+enum { BOUND, APP, PAIR, MIMALLOC, NIMPL };
+static const char *const names[NIMPL + 1] = { "bound", "app", "pair", "mimalloc", NULL };
 static void *(*mi_malloc_fn)(size_t);
 static void (*mi_free_fn)(void *);
 static struct zs_pool *pool;
@@ -375,6 +381,15 @@ static double churn(int impl, const uint32_t *sizes, unsigned n, unsigned r, con
 				hs[i] = h;
 				break;
 			}
+			case PAIR: {
+				unsigned long h = zs_malloc(pool, len);
+				if (ZS_IS_ERR(h) || zs_obj_write(pool, h, src, len)) {
+					fprintf(stderr, "bench_layout: zs_malloc/zs_obj_write failed\n");
+					exit(1);
+				}
+				hs[i] = h;
+				break;
+			}
 			default: {
 				void *p = mi_malloc_fn(len);
 				if (!p)
@@ -387,7 +402,7 @@ static double churn(int impl, const uint32_t *sizes, unsigned n, unsigned r, con
 		for (unsigned i = 0; i < n; i++) {
 			if (impl == BOUND)
 				bound_free(hs[i]);
-			else if (impl == APP)
+			else if (impl == APP || impl == PAIR)
 				zs_free(pool, hs[i]);
 			else
 				mi_free_fn((void *)(uintptr_t)hs[i]);
@@ -398,7 +413,7 @@ static double churn(int impl, const uint32_t *sizes, unsigned n, unsigned r, con
 
 int main(int argc, char **argv)
 {
-	int quick = 0, rounds = 0;
+	int quick = 0, rounds = 0, only = -1;
 	unsigned n = 0, r = 0;
 	uint64_t seed = 1;
 	struct bench_json js = { 0 };
@@ -411,6 +426,8 @@ int main(int argc, char **argv)
 		BENCH_OPT_FLAG("--pin", B.pin, "bound: pin the zspage around each write (two atomics)"),
 		BENCH_OPT_FLAG("--getcpu", B.getcpu, "bound: a sched_getcpu() per allocation and free"),
 		BENCH_OPT_FLAG("--chain", B.chain, "bound: find a zspage's page k by walking k page links"),
+		BENCH_OPT_CHOICE("--only", only, names,
+				 "run one row (for callgrind: instructions per op); default all"),
 		BENCH_OPT_END,
 	};
 	if (bench_parse(argc, argv, opts))
@@ -428,6 +445,8 @@ int main(int argc, char **argv)
 	    !(mi_free_fn = (void (*)(void *))dlsym(mi, "mi_free"))) {
 		fprintf(stderr, "bench_layout: no mimalloc (libmimalloc.so.2), its row left out\n");
 		nimpl = MIMALLOC;
+		if (only == MIMALLOC)
+			return 1;
 	}
 	struct zs_pool_config cfg;
 	zs_pool_config_init_app(&cfg);
@@ -460,7 +479,8 @@ int main(int argc, char **argv)
 	for (int k = 0; k < rounds; k++)
 		for (int j = 0; j < nimpl; j++) {
 			int impl = (j + k) % nimpl;
-			v[impl][k] = churn(impl, sizes, n, r, src, hs) / 1e6;
+			if (only < 0 || impl == only)
+				v[impl][k] = churn(impl, sizes, n, r, src, hs) / 1e6;
 		}
 	double best[NIMPL], med[NIMPL];
 	for (int j = 0; j < nimpl; j++) {
@@ -474,7 +494,9 @@ int main(int argc, char **argv)
 	bench_say("%-10s %10s %10s %12s %12s\n", "row", "best", "median", "best / mi", "median / mi");
 	for (int j = 0; j < nimpl; j++) {
 		char key[64];
-		int mi_ok = nimpl > MIMALLOC;
+		int mi_ok = nimpl > MIMALLOC && only < 0;
+		if (only >= 0 && j != only)
+			continue;
 		bench_say("%-10s %10.2f %10.2f", names[j], best[j], med[j]);
 		if (mi_ok)
 			bench_say(" %12.2f %12.2f", best[j] / best[MIMALLOC], med[j] / med[MIMALLOC]);
