@@ -1,8 +1,8 @@
 /*
  * libFuzzer target: the zram store API with shadow slots.  The input's first
  * bytes choose the store (page size, slots, compressor and recompression
- * algorithm among all the library has, zsmalloc (the kernel's pool or, without
- * a limit, the application profile's) or zblock backend, mem_limit,
+ * algorithm among all the library has, zsmalloc (the kernel's pool or the
+ * application profile's, with or without a limit) or zblock backend, mem_limit,
  * deferred free, access-time tracking, streams, the filter for typed data:
  * none or any shuffle/delta spec, large-folio groups of 2..16 slots, whose
  * objects on zsmalloc span several pages of the slots' own size); the rest
@@ -227,9 +227,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&s, 0, sizeof(s));
 	unsigned b0 = fin_u8(&in), b1 = fin_u8(&in), b2 = fin_u8(&in), b3 = fin_u8(&in);
 	struct zs_zram_config c;
-	/* Without a memory limit b3's low bit is free: there it picks the application
-	 * profile's pool (class copies, fitted zspages) instead of the kernel's. */
-	s.app = !(b2 & 0x10) && (b3 & 1);
+	/* The application profile's pool (class copies, fitted zspages) or the kernel's:
+	 * without a memory limit b3's low bit picks it; with one (b3 sizes the limit) one
+	 * more byte does, so limits meet both profiles. */
+	s.app = (b2 & 0x10) ? (fin_u8(&in) & 1) : (b3 & 1);
 	if (s.app)
 		zs_zram_config_init_app(&c);
 	else
