@@ -47,6 +47,13 @@ void zblock_pool_fail_pages(struct zblock_pool *pool, uint64_t after, uint64_t c
 void zs_zram_wb_inject(struct zs_zram *z, int reads, uint64_t after, uint64_t count);
 /* The same for a zswap's backing file. */
 void zs_zswap_wb_inject(struct zs_zswap *z, int reads, uint64_t after, uint64_t count);
+/*
+ * Test hook: the store's next `count` builds of a stream other than the
+ * first (streams are built on first use, src/zram/stream.c) fail as if out
+ * of memory; 0 clears it.  Returns the builds that failed since the store
+ * was created, injected or not.
+ */
+unsigned zs_zram_stream_inject(struct zs_zram *z, unsigned count);
 
 struct zs_region;
 /*

@@ -63,7 +63,12 @@ struct zs_zram_config {
 	                          the frees already queued (zs_zram_flush) and fails with
 	                          -ENOMEM only if that leaves no room */
 	unsigned streams;      /* compression streams; 0 -> 2 x online CPUs (min 4, at most
-	                          ZS_ZRAM_MAX_STREAMS); 0..ZS_ZRAM_MAX_STREAMS */
+	                          ZS_ZRAM_MAX_STREAMS); 0..ZS_ZRAM_MAX_STREAMS.  The first
+	                          is built at create (a bad compressor, level, dictionary or
+	                          filter fails it there), each other on its first use, so an
+	                          empty store holds one (lz4 ~14 KiB, zstd ~110 KiB); a
+	                          stream that cannot be built for lack of memory is not an
+	                          error: its thread waits for the first one */
 	int track_actime;      /* 0 or 1.  1: stamp each slot's last access (for idle by age) */
 	/*
 	 * Algorithm parameters (zs/compress.h, struct zs_comp_params: ranges and

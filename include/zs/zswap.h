@@ -45,7 +45,8 @@
  * the offset (the kernel keeps one xarray per 64 MiB of swap), each shard
  * with its own lock and its own part of the LRU, so threads storing and
  * loading different offsets rarely meet; compression runs outside the
- * shard lock on per-stream contexts.  Writeback, the shrinker call and the
+ * shard lock on per-stream contexts (2 per CPU, at least 4; the first built
+ * at create, each other on its first use, so an empty zswap holds one).  Writeback, the shrinker call and the
  * shrink worker may run at the same time as each other and as stores and
  * loads: each LRU step is done under the one shard lock of the entry it
  * moves (the page's file write included, so a load never sees it half

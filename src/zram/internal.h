@@ -65,6 +65,7 @@ struct stream {
 	unsigned char *buf;         /* compression output, zs_comp_bound(page) bytes */
 	size_t buf_cap;
 	unsigned char *local_copy;  /* one page, for objects spanning two pool pages */
+	int ready;                  /* built (stream.c: stream 0 at create, the rest on first use) */
 	_Atomic int64_t cnt[C_NR];
 } __attribute__((aligned(64)));
 
@@ -81,6 +82,7 @@ struct zs_zram {
 	struct timespec t0;
 	unsigned nstreams;
 	struct stream *streams;
+	struct zram_stream_spec *spec; /* stream.c: what a stream is built from, kept for lazy builds */
 	_Atomic uint64_t mem_used_max;
 	_Atomic uint64_t invalid_io;
 	char comp_name[32];
@@ -126,11 +128,18 @@ static inline void stream_put(struct stream *s)
 }
 
 struct zram_params;
-/* cfg->streams contexts (0: 2 x online CPUs) for z->page_size; -errno, z->streams kept for
- * zram_streams_free on failure. */
+/*
+ * cfg->streams contexts (0: 2 x online CPUs) for z->page_size: the first
+ * built now (so a bad compressor, level, dictionary or filter fails the
+ * create), the others on their first use.  Takes the dictionaries prm
+ * loaded (prm is left empty).  -errno, z->streams kept for
+ * zram_streams_free on failure.
+ */
 int zram_streams_create(struct zs_zram *z, const struct zs_zram_config *cfg,
-			const struct zram_params *prm);
+			struct zram_params *prm);
 void zram_streams_free(struct zs_zram *z);
+/* zs_zram_stream_inject (zs/harness.h). */
+unsigned zram_stream_inject(struct zs_zram *z, unsigned count);
 
 /* ---- Slot lock (slot.c: the slow path) ---- */
 
@@ -175,7 +184,11 @@ static inline uint32_t now_secs(const struct zs_zram *z)
 	return (uint32_t)(t.tv_sec - z->t0.tv_sec);
 }
 
-/* Compressor parameters resolved from the config (params.c); owned[] are loaded files. */
+/*
+ * Compressor parameters resolved from the config (params.c); owned[] hold
+ * the dictionaries, loaded from a file or copied from the caller's buffer,
+ * so streams built after zs_zram_create returns (stream.c) still have them.
+ */
 struct zram_params {
 	struct zs_comp_params comp, recomp;
 	void *owned[2];

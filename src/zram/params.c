@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "zram/internal.h"
@@ -60,7 +61,17 @@ static int one(const char *name, int level, const void *dict, size_t dict_len, c
 			return rc;
 		p->dict = *owned;
 	}
-	return zs_comp_check_params(name, p);
+	if ((rc = zs_comp_check_params(name, p)))
+		return rc;
+	if (!path && dict && dict_len) {
+		/* Copied (checked first: its length is bounded), since the store builds
+		 * streams after the create returns (zram/stream.c). */
+		if (!(*owned = malloc(dict_len)))
+			return -ENOMEM;
+		memcpy(*owned, dict, dict_len);
+		p->dict = *owned;
+	}
+	return 0;
 }
 
 int zram_params_load(const struct zs_zram_config *cfg, struct zram_params *out)

@@ -505,6 +505,11 @@ void zs_zram_wb_inject(struct zs_zram *z, int reads, uint64_t after, uint64_t co
 	zram_wb_inject(core_of(z), reads, after, count);
 }
 
+unsigned zs_zram_stream_inject(struct zs_zram *z, unsigned count)
+{
+	return zram_stream_inject(core_of(z), count);
+}
+
 int zs_zram_set_writeback_limit(struct zs_zram *z, int enable, uint64_t pages)
 {
 	return zram_wb_set_limit(core_of(z), enable, pages);

@@ -88,6 +88,7 @@ struct zw_stream {
 	size_t buf_cap;
 	unsigned char *page;      /* a page: writeback's decompressed copy, raw store_compressed */
 	unsigned char *local;     /* a page: read_begin's copy of a page-spanning object */
+	int ready;                /* built: stream 0 at create, the others on first use (stream.c) */
 } __attribute__((aligned(64)));
 
 struct zswap_wb;     /* writeback.c */
@@ -107,6 +108,8 @@ struct zs_zswap {
 	size_t comp_bound;
 	unsigned nstreams;
 	struct zw_stream *streams;
+	char *stream_comp;           /* stream.c: what a stream is built from, for lazy builds */
+	int stream_level;
 	char comp_name[32];
 	struct zswap_wb *wb;         /* NULL: no backing file */
 	_Atomic(struct zswap_worker *) worker; /* NULL until a pass is first queued */

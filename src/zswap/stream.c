@@ -15,56 +15,91 @@
 
 static _Thread_local unsigned hint;
 
-struct zw_stream *zswap_stream_get(struct zs_zswap *z)
+/*
+ * Streams are built on first use, as the zram store's are (zram/stream.c:
+ * 2 per CPU, each a compressor context and three buffers, held by an empty
+ * zswap before it stored a page).  Stream 0 is built at create, so a bad
+ * compressor or level still fails zs_zswap_create, and serves a thread
+ * whose stream cannot be built for lack of memory.
+ */
+static void stream_clear(struct zw_stream *s)
 {
-	return &z->streams[zs_busy_take(&z->streams[0].busy, sizeof(z->streams[0]), z->nstreams,
-					 &hint)];
+	zs_comp_destroy(s->comp);
+	free(s->buf);
+	free(s->page);
+	free(s->local);
+	s->comp = NULL;
+	s->buf = s->page = s->local = NULL;
+	s->buf_cap = 0;
+	s->ready = 0;
 }
 
-int zswap_streams_create(struct zs_zswap *z, const char *comp, int level)
+static int stream_build(struct zs_zswap *z, struct zw_stream *s)
 {
-	struct zs_comp_params prm = { .level = level };
+	struct zs_comp_params prm = { .level = z->stream_level };
 	size_t ps = z->page_size;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	int rc;
+	int rc = zs_comp_create_params(z->stream_comp, ps, &prm, &s->comp);
 
-	/* More streams than CPUs: a thread preempted while holding one does not stall others. */
-	z->nstreams = ncpu > 2 ? (unsigned)ncpu * 2 : 4;
-	if (z->nstreams > 256)
-		z->nstreams = 256;
-	z->streams = aligned_alloc(64, sizeof(*z->streams) * z->nstreams);
-	if (!z->streams)
-		return -ENOMEM;
-	memset(z->streams, 0, sizeof(*z->streams) * z->nstreams);
-	for (unsigned i = 0; i < z->nstreams; i++) {
-		struct zw_stream *s = &z->streams[i];
-
-		rc = zs_comp_create_params(comp, ps, &prm, &s->comp);
-		if (rc)
-			return rc;
+	if (!rc) {
 		s->buf_cap = zs_comp_bound(s->comp, ps);
 		s->buf = malloc(s->buf_cap);
 		s->page = malloc(ps);
 		s->local = malloc(ps);
 		if (!s->buf || !s->page || !s->local)
-			return -ENOMEM;
+			rc = -ENOMEM;
 	}
+	if (rc)
+		stream_clear(s);
+	else
+		s->ready = 1;
+	return rc;
+}
+
+struct zw_stream *zswap_stream_get(struct zs_zswap *z)
+{
+	struct zw_stream *s = &z->streams[zs_busy_take(&z->streams[0].busy, sizeof(z->streams[0]),
+						       z->nstreams, &hint)];
+	if (zs_likely(s->ready) || !stream_build(z, s))
+		return s;
+	/* No memory for another stream: wait for the first, which is always built. */
+	zswap_stream_put(s);
+	unsigned first = 1;
+	return &z->streams[zs_busy_take(&z->streams[0].busy, sizeof(z->streams[0]), 1, &first)];
+}
+
+int zswap_streams_create(struct zs_zswap *z, const char *comp, int level)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	/* More streams than CPUs: a thread preempted while holding one does not stall others. */
+	z->nstreams = ncpu > 2 ? (unsigned)ncpu * 2 : 4;
+	if (z->nstreams > 256)
+		z->nstreams = 256;
+	z->stream_level = level;
+	z->stream_comp = strdup(comp);
+	if (!z->stream_comp)
+		return -ENOMEM;
+	z->streams = aligned_alloc(64, sizeof(*z->streams) * z->nstreams);
+	if (!z->streams)
+		return -ENOMEM;
+	memset(z->streams, 0, sizeof(*z->streams) * z->nstreams);
+	int rc = stream_build(z, &z->streams[0]);
+	if (rc)
+		return rc;
 	z->comp_bound = z->streams[0].buf_cap;
 	return 0;
 }
 
 void zswap_streams_free(struct zs_zswap *z)
 {
-	if (!z->streams)
-		return;
-	for (unsigned i = 0; i < z->nstreams; i++) {
-		zs_comp_destroy(z->streams[i].comp);
-		free(z->streams[i].buf);
-		free(z->streams[i].page);
-		free(z->streams[i].local);
+	if (z->streams) {
+		for (unsigned i = 0; i < z->nstreams; i++)
+			stream_clear(&z->streams[i]);
+		free(z->streams);
+		z->streams = NULL;
 	}
-	free(z->streams);
-	z->streams = NULL;
+	free(z->stream_comp);
+	z->stream_comp = NULL;
 }
 
 int zswap_entry_read(struct zs_zswap *z, struct zw_stream *s, struct zw_node *n, void *page)
