@@ -174,16 +174,20 @@ static void pool_op(struct worker *w)
 	unsigned kind = (unsigned)(r >> 56);
 	if (!e->h) {
 		size_t sz = pick_size(r, o.page_size);
-		unsigned long h = zs_malloc(pool, sz);
+		uint64_t seed = tool_rand64(&w->rng);
+		fill(w->buf, sz, seed);
+		/* Half the stores in one call (zs_malloc_write), half as zs_malloc + zs_obj_write. */
+		int fused = (kind >> 7) & 1;
+		unsigned long h = fused ? zs_malloc_write(pool, w->buf, sz) : zs_malloc(pool, sz);
 		if (ZS_IS_ERR(h) || !h) {
 			atomic_fetch_add(&w->cnt[C_ERR], 1);
-			fprintf(stderr, "zs soak: zs_malloc(%zu) failed: %d\n", sz, ZS_ERR(h));
+			fprintf(stderr, "zs soak: %s(%zu) failed: %d\n",
+				fused ? "zs_malloc_write" : "zs_malloc", sz, ZS_ERR(h));
 		} else {
 			e->h = h;
 			e->size = (uint32_t)sz;
-			e->seed = tool_rand64(&w->rng);
-			fill(w->buf, sz, e->seed);
-			if (zs_obj_write(pool, h, w->buf, sz)) {
+			e->seed = seed;
+			if (!fused && zs_obj_write(pool, h, w->buf, sz)) {
 				atomic_fetch_add(&w->cnt[C_ERR], 1);
 				report_loss(w, "pool write", idx, sz);
 			}
