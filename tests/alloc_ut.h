@@ -112,6 +112,23 @@ static inline unsigned long ut_malloc(struct ut_alloc *a, size_t n)
 	}
 }
 
+/* Allocate n bytes holding src: zs_malloc_write / zs_backend_malloc_write, zblock's two calls. */
+static inline unsigned long ut_malloc_write(struct ut_alloc *a, const void *src, size_t n)
+{
+	switch (a->kind) {
+	case UT_ZS: return zs_malloc_write(a->zp, src, n);
+	case UT_ZBLOCK: {
+		unsigned long h = zblock_malloc(a->zb, n);
+		if (!ZS_IS_ERR(h) && zblock_obj_write(a->zb, h, src, n)) {
+			zblock_free(a->zb, h);
+			return (unsigned long)-EIO;
+		}
+		return h;
+	}
+	default: return zs_backend_malloc_write(a->be, src, n);
+	}
+}
+
 static inline int ut_free(struct ut_alloc *a, unsigned long h, int deferred)
 {
 	switch (a->kind) {

@@ -416,7 +416,10 @@ static void run_segment(uint64_t *rng, uint64_t ops)
 			size_t size = pick_size(&s, r);
 			uint64_t cseed = r3;
 			unsigned long before = ut_pages(&s.a);
-			unsigned long h = ut_malloc(&s.a, size);
+			/* Half the objects stored in one call (zs_malloc_write and the backend's). */
+			int fused = (int)(r3 >> 63);
+			fill(wbuf, size, cseed);
+			unsigned long h = fused ? ut_malloc_write(&s.a, wbuf, size) : ut_malloc(&s.a, size);
 			n_alloc++;
 			if (ZS_IS_ERR(h)) {
 				if (ZS_ERR(h) != -ENOMEM)
@@ -433,8 +436,7 @@ static void run_segment(uint64_t *rng, uint64_t ops)
 			o->size = (uint32_t)size;
 			o->split = 0;
 			o->cseed = cseed;
-			fill(wbuf, size, o->cseed);
-			if (ut_write(&s.a, h, wbuf, size))
+			if (!fused && ut_write(&s.a, h, wbuf, size))
 				FAIL(&s, "write of a new object of %zu bytes failed", size);
 		} else if (kind < 400) {
 			verify(&s, o, o->size, 0);

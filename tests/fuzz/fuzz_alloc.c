@@ -284,6 +284,7 @@ static size_t multi_size(struct st *s, unsigned v, struct fin *in)
 
 static void op_alloc(struct st *s, struct obj *e, struct fin *in)
 {
+	int fused = fin_u8(in) & 1; /* zs_malloc_write (or the backend's) instead of malloc + write */
 	unsigned v = fin_u16(in);
 	size_t size;
 	if (s->max_size > s->page_size && (v & 3))
@@ -295,7 +296,9 @@ static void op_alloc(struct st *s, struct obj *e, struct fin *in)
 	default: size = 1 + ((size_t)(v >> 2) * 4 + 3) % s->max_size;
 	}
 	unsigned long pages = ut_pages(&s->a);
-	unsigned long h = ut_malloc(&s->a, size);
+	if (size && size <= s->max_size)
+		fuzz_fill(e->bytes, size, s->seq + 1);
+	unsigned long h = fused ? ut_malloc_write(&s->a, e->bytes, size) : ut_malloc(&s->a, size);
 	if (size == 0) {
 		FUZZ_CHECK(ZS_IS_ERR(h) && ZS_ERR(h) == -EINVAL, "malloc(0) -> %lx", h);
 		return;
@@ -324,8 +327,9 @@ static void op_alloc(struct st *s, struct obj *e, struct fin *in)
 			s->pending[i] = s->pending[--s->npending];
 	e->h = h;
 	e->size = size;
-	fuzz_fill(e->bytes, size, ++s->seq);
-	FUZZ_CHECK(ut_write(&s->a, h, e->bytes, size) == 0, "write of a new object (%zu)", size);
+	++s->seq;
+	if (!fused)
+		FUZZ_CHECK(ut_write(&s->a, h, e->bytes, size) == 0, "write of a new object (%zu)", size);
 }
 
 static void op_free(struct st *s, struct obj *e, unsigned how)
