@@ -125,4 +125,26 @@ static inline unsigned zs_busy_take(_Atomic int *first, size_t stride, unsigned 
 	}
 }
 
+/*
+ * zs_busy_take over a table whose entries are built on first use (the zram
+ * store's and zswap's compression streams): `ready0` is entry 0's built
+ * flag, `stride` apart like the busy flags.  An entry taken unbuilt is
+ * built by its taker, build(ctx, i) returning 0 or -errno; when that fails
+ * (no memory) the taker gives it back and waits for entry 0 instead, which
+ * the table's owner built at creation.  So taking an entry never fails.
+ */
+static inline unsigned zs_busy_take_built(_Atomic int *first, const int *ready0, size_t stride,
+					  unsigned n, unsigned *hint,
+					  int (*build)(void *ctx, unsigned i), void *ctx)
+{
+	unsigned i = zs_busy_take(first, stride, n, hint);
+	if (zs_likely(*(const int *)(const void *)((const char *)ready0 + (size_t)i * stride)) ||
+	    !build(ctx, i))
+		return i;
+	atomic_store_explicit((_Atomic int *)(void *)((char *)first + (size_t)i * stride), 0,
+			      memory_order_release);
+	unsigned only = 1; /* a hint for a table of one: entry 0 */
+	return zs_busy_take(first, stride, 1, &only);
+}
+
 #endif

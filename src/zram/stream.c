@@ -77,27 +77,28 @@ static int stream_build(const struct zram_stream_spec *sp, struct stream *s)
 	return rc;
 }
 
-struct stream *zram_stream_get(struct zs_zram *z)
+/* zs_busy_take_built's build step for stream i (its taker holds it); counts failures. */
+static int build_taken(void *ctx, unsigned i)
 {
-	/* Checked before the wait: a stream taken out of order would wait forever. */
-	zs_lock_take(&zram_stream_lockid, ZS_LOCK_ZRAM_STREAM);
-	unsigned i = zs_busy_take(&z->streams[0].busy, sizeof(z->streams[0]), z->nstreams,
-				  &stream_hint);
-	struct stream *s = &z->streams[i];
-	if (zs_likely(s->ready))
-		return s;
+	struct zs_zram *z = ctx;
 	struct zram_stream_spec *sp = z->spec;
 	unsigned inj = atomic_load_explicit(&sp->inject, memory_order_relaxed);
 	while (inj && !atomic_compare_exchange_weak_explicit(&sp->inject, &inj, inj - 1,
 							     memory_order_relaxed, memory_order_relaxed))
 		;
-	if (!inj && !stream_build(sp, s))
-		return s;
+	if (!inj && !stream_build(sp, &z->streams[i]))
+		return 0;
 	atomic_fetch_add_explicit(&sp->failed, 1, memory_order_relaxed);
-	/* No memory for another stream: wait for the first, which is always built. */
-	atomic_store_explicit(&s->busy, 0, memory_order_release);
-	unsigned first = 1; /* a hint of 1 is index 0 of a table of one */
-	return &z->streams[zs_busy_take(&z->streams[0].busy, sizeof(z->streams[0]), 1, &first)];
+	return -ENOMEM;
+}
+
+struct stream *zram_stream_get(struct zs_zram *z)
+{
+	/* Checked before the wait: a stream taken out of order would wait forever. */
+	zs_lock_take(&zram_stream_lockid, ZS_LOCK_ZRAM_STREAM);
+	return &z->streams[zs_busy_take_built(&z->streams[0].busy, &z->streams[0].ready,
+					      sizeof(z->streams[0]), z->nstreams, &stream_hint,
+					      build_taken, z)];
 }
 
 int zram_streams_create(struct zs_zram *z, const struct zs_zram_config *cfg,

@@ -55,16 +55,17 @@ static int stream_build(struct zs_zswap *z, struct zw_stream *s)
 	return rc;
 }
 
+static int build_taken(void *ctx, unsigned i)
+{
+	struct zs_zswap *z = ctx;
+	return stream_build(z, &z->streams[i]);
+}
+
 struct zw_stream *zswap_stream_get(struct zs_zswap *z)
 {
-	struct zw_stream *s = &z->streams[zs_busy_take(&z->streams[0].busy, sizeof(z->streams[0]),
-						       z->nstreams, &hint)];
-	if (zs_likely(s->ready) || !stream_build(z, s))
-		return s;
-	/* No memory for another stream: wait for the first, which is always built. */
-	zswap_stream_put(s);
-	unsigned first = 1;
-	return &z->streams[zs_busy_take(&z->streams[0].busy, sizeof(z->streams[0]), 1, &first)];
+	return &z->streams[zs_busy_take_built(&z->streams[0].busy, &z->streams[0].ready,
+					      sizeof(z->streams[0]), z->nstreams, &hint,
+					      build_taken, z)];
 }
 
 int zswap_streams_create(struct zs_zswap *z, const char *comp, int level)
