@@ -205,6 +205,21 @@ static void test_empty_zswap(void)
 		zs_zswap_destroy(z[i]);
 }
 
+/*
+ * A store that serves fault handlers (zs_zram_block_signals on, as a
+ * region's store is) builds every stream when that is turned on: with every
+ * later build made to fail, no thread needs one.
+ */
+static void test_block_signals_builds_all(void)
+{
+	struct zs_zram *z = mk("lz4", NT, NULL, 0);
+	CHECK_EQ(zs_zram_block_signals(z, 1), 0);
+	CHECK_EQ(zs_zram_stream_inject(z, ~0u), 0);
+	CHECK_EQ(run_writers(z), 0);
+	CHECK_EQ(zs_zram_stream_inject(z, 0), 0);
+	zs_zram_destroy(z);
+}
+
 int main(void)
 {
 	test_empty_store();
@@ -212,5 +227,6 @@ int main(void)
 	test_threads();
 	test_dict_copied();
 	test_build_fails();
+	test_block_signals_builds_all();
 	return tu_done();
 }

@@ -180,7 +180,11 @@ ZS_API int zs_zram_create_err(const struct zs_zram_config *cfg, struct zs_zram *
  * store's locks.  zs_region_create turns it on for the region's store: the
  * region's fault handlers read and free in this store, and a handler that
  * touched region memory there would wait for its own thread.  Costs two
- * system calls per outermost call.  0, or -EINVAL (z NULL, on not 0/1).
+ * system calls per outermost call.  Turning it on also builds every
+ * compression stream now (a store builds them on first use otherwise, see
+ * `streams`), so fault handlers never allocate one between an munmap and the
+ * program's next mmap; a stream it cannot build is built on first use as
+ * usual.  0, or -EINVAL (z NULL, on not 0/1).
  */
 ZS_API int zs_zram_block_signals(struct zs_zram *z, int on);
 /* Frees every stored object (deferred frees drained) and the store. */

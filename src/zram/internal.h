@@ -138,6 +138,8 @@ struct zram_params;
 int zram_streams_create(struct zs_zram *z, const struct zs_zram_config *cfg,
 			struct zram_params *prm);
 void zram_streams_free(struct zs_zram *z);
+/* Build every stream not built yet (zs_zram_block_signals: a region's store); best effort. */
+void zram_streams_build_all(struct zs_zram *z);
 /* zs_zram_stream_inject (zs/harness.h). */
 unsigned zram_stream_inject(struct zs_zram *z, unsigned count);
 

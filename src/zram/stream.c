@@ -132,6 +132,19 @@ int zram_streams_create(struct zs_zram *z, const struct zs_zram_config *cfg,
 	return stream_build(sp, &z->streams[0]);
 }
 
+void zram_streams_build_all(struct zs_zram *z)
+{
+	for (unsigned i = 1; i < z->nstreams; i++) {
+		struct stream *s = &z->streams[i];
+		unsigned spins = 0;
+		while (atomic_exchange_explicit(&s->busy, 1, memory_order_acquire))
+			zs_spin_wait(&spins);
+		if (!s->ready)
+			(void)stream_build(z->spec, s); /* failed: built on first use, as usual */
+		atomic_store_explicit(&s->busy, 0, memory_order_release);
+	}
+}
+
 unsigned zram_stream_inject(struct zs_zram *z, unsigned count)
 {
 	atomic_store_explicit(&z->spec->inject, count, memory_order_relaxed);

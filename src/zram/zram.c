@@ -145,6 +145,8 @@ int zs_zram_block_signals(struct zs_zram *z, int on)
 		return -EINVAL;
 	z->block_signals = on;
 	core_of(z)->block_signals = on;
+	if (on)
+		zram_streams_build_all(core_of(z));
 	return 0;
 }
 

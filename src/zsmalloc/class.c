@@ -284,8 +284,7 @@ int zs_lookup_class_index(const struct zs_pool *pool, size_t size)
  * Under class_init_lock, a leaf taken with no other lock held; the size is
  * stored last, with release (class_live).
  */
-static __attribute__((noinline)) struct size_class *class_build(struct zs_pool *pool,
-								struct size_class *copy)
+struct size_class *zs_class_build(struct zs_pool *pool, struct size_class *copy)
 {
 	unsigned enc = (unsigned)(copy - pool->classes);
 	unsigned i = enc % (unsigned)pool->nr_classes;
@@ -304,24 +303,6 @@ static __attribute__((noinline)) struct size_class *class_build(struct zs_pool *
 	}
 	zs_mutex_unlock_ranked(&pool->class_init_lock);
 	return copy;
-}
-
-/*
- * zs_cpu_id() is one thread-local load (common/hints.h); threads that migrate only
- * cost locality, never correctness (any copy may free any object: the
- * object's zspage records its copy).
- */
-struct size_class *zs_alloc_class(struct zs_pool *pool, int index)
-{
-	struct size_class *class = pool->size_class[index];
-	if (zs_unlikely(pool->nr_shards != 1)) {
-		int cpu = zs_cpu_id();
-		unsigned s = (cpu >= 0 ? (unsigned)cpu : zs_thread_shard()) % pool->nr_shards;
-		class += (size_t)s * (unsigned)pool->nr_classes;
-	}
-	if (zs_unlikely(!class_live(class)))
-		return class_build(pool, class);
-	return class;
 }
 
 size_t zs_huge_class_size(const struct zs_pool *pool)

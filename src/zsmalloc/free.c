@@ -85,8 +85,14 @@ static int free_pool_locked(struct zs_pool *pool, unsigned long handle, int chec
 	return 0;
 }
 
-/* Seeds 000/001: the class from obj without the pool lock; obj re-read under the class lock. */
-static int free_class_index(struct zs_pool *pool, unsigned long handle, int checked, int unlocked)
+/*
+ * Seeds 000/001: the class from obj without the pool lock; obj re-read under
+ * the class lock.  Inlined into zs_free (the application profile's free), as
+ * the per-object steps below it are.
+ */
+static inline __attribute__((always_inline)) int free_class_index(struct zs_pool *pool,
+								  unsigned long handle,
+								  int checked, int unlocked)
 {
 	unsigned long obj = handle_to_obj(handle);
 	struct size_class *class = &pool->classes[obj_to_class_idx(obj)];

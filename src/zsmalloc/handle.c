@@ -38,10 +38,6 @@
 #define HANDLE_CHUNK (64 * 1024)
 
 static atomic_ulong chunks_carved; /* every pool's: a new chunk's generation */
-static struct handle_shard *this_shard(struct zs_pool *pool)
-{
-	return &pool->shards[zs_thread_index() % ZS_HANDLE_SHARDS];
-}
 
 static void list_init(struct handle_list *l)
 {
@@ -168,19 +164,8 @@ static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 	return 0;
 }
 
-/* Pop a slot: the handle is its address with the generation the free slot kept. */
-static unsigned long list_pop(struct handle_list *l)
-{
-	unsigned long h = l->head;
-	zs_assert_internal(l->n > 0 && handle_is_free(h));
-	unsigned long w = atomic_load_explicit(handle_slot(h), memory_order_relaxed);
-	l->head = w & HANDLE_ADDR_MASK;
-	l->n--;
-	return h | (w & HANDLE_GEN_MASK);
-}
-
 /* Shard lock held, its cur list empty: spare batch, then the shared list, then fresh slots. */
-static unsigned long alloc_slow(struct zs_pool *pool, struct handle_shard *s)
+unsigned long zs_handle_alloc_slow(struct zs_pool *pool, struct handle_shard *s)
 {
 	zs_assert_internal(zs_spin_held(&s->lock) && s->cur.n == 0);
 	if (s->spare.n) {
@@ -197,54 +182,17 @@ static unsigned long alloc_slow(struct zs_pool *pool, struct handle_shard *s)
 	return h;
 }
 
-unsigned long zs_handle_alloc(struct zs_pool *pool)
+/*
+ * Shard lock held, its cur list full (ZS_HANDLE_BATCH): keep that batch as
+ * the spare and pass an older spare on to the shared list, leaving cur empty.
+ */
+void zs_handle_free_full(struct zs_pool *pool, struct handle_shard *s)
 {
-	struct handle_shard *s = this_shard(pool);
-	unsigned long h;
-	zs_spin_lock(&s->lock);
-	if (zs_likely(s->cur.n))
-		h = list_pop(&s->cur);
-	else
-		h = alloc_slow(pool, s);
-	if (zs_likely(h))
-		s->live++;
-	zs_spin_unlock(&s->lock);
-	/*
-	 * ZS_DEBUG: a handed-out slot is no longer free even before zs_malloc
-	 * records its obj (its failure path frees it unrecorded), so
-	 * zs_handle_free's double-free check holds.  A fresh bump slot may hold
-	 * anything the page provider left there.
-	 */
-	if (ZS_DEBUG_ON && h)
-		record_obj(h, 0);
-	return h;
-}
-
-void zs_handle_free(struct zs_pool *pool, unsigned long handle)
-{
-	struct handle_shard *s = this_shard(pool);
-	unsigned long slot = handle & HANDLE_ADDR_MASK;
-	unsigned long gen = handle_gen_next(handle);
-	/* Live or pending (the deferred worker), never already free: that is a double free. */
-	zs_assert_internal(!handle_is_free(handle));
-	zs_spin_lock(&s->lock);
-	zs_assert_internal(s->cur.n <= ZS_HANDLE_BATCH &&
-			   (s->spare.n == 0 || s->spare.n == ZS_HANDLE_BATCH));
-	if (zs_unlikely(s->cur.n == ZS_HANDLE_BATCH)) {
-		/* The cache is full: keep this batch as the spare, pass an older one on. */
-		if (s->spare.n)
-			give_batch(pool, &s->spare);
-		s->spare = s->cur;
-		list_init(&s->cur);
-	}
-	atomic_store_explicit(handle_slot(slot), HANDLE_FREE_BIT | gen | (s->cur.n ? s->cur.head : 0),
-			      memory_order_relaxed);
-	if (!s->cur.n)
-		s->cur.tail = slot;
-	s->cur.head = slot;
-	s->cur.n++;
-	s->live--;
-	zs_spin_unlock(&s->lock);
+	zs_assert_internal(s->cur.n == ZS_HANDLE_BATCH);
+	if (s->spare.n)
+		give_batch(pool, &s->spare);
+	s->spare = s->cur;
+	list_init(&s->cur);
 }
 
 /*

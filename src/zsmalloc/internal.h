@@ -481,14 +481,99 @@ static inline int size_to_class_index(const struct zs_pool *pool, size_t size)
 		       (int)((size - ZS_HANDLE_SIZE + pool->page_size - 1) >> pool->page_shift);
 	return pool->size_lut[(size + 7) >> 3];
 }
-/* The copy for this CPU of logical class `index` (size_to_class_index of the slot size). */
-struct size_class *zs_alloc_class(struct zs_pool *pool, int index);
+/* Build a class copy on its first allocation (class.c; under class_init_lock). */
+struct size_class *zs_class_build(struct zs_pool *pool, struct size_class *copy);
+/*
+ * The copy for this CPU of logical class `index` (size_to_class_index of the
+ * slot size).  zs_cpu_id() is one thread-local load (common/hints.h);
+ * threads that migrate only cost locality, never correctness (any copy may
+ * free any object: the object's zspage records its copy).
+ */
+static inline struct size_class *zs_alloc_class(struct zs_pool *pool, int index)
+{
+	struct size_class *class = pool->size_class[index];
+	if (zs_unlikely(pool->nr_shards != 1)) {
+		int cpu = zs_cpu_id();
+		unsigned s = (cpu >= 0 ? (unsigned)cpu : zs_thread_shard()) % pool->nr_shards;
+		class += (size_t)s * (unsigned)pool->nr_classes;
+	}
+	if (zs_unlikely(!class_live(class)))
+		return zs_class_build(pool, class);
+	return class;
+}
 
 /* ---- handle.c ---- */
 int zs_handles_init(struct zs_pool *pool);
 void zs_handles_destroy(struct zs_pool *pool);
-unsigned long zs_handle_alloc(struct zs_pool *pool);
-void zs_handle_free(struct zs_pool *pool, unsigned long handle);
+/*
+ * The slow paths (handle.c); the per-object fast paths are inline below, as
+ * the zspage steps are: one shard lock round and a list push or pop.
+ */
+unsigned long zs_handle_alloc_slow(struct zs_pool *pool, struct handle_shard *s);
+void zs_handle_free_full(struct zs_pool *pool, struct handle_shard *s);
+
+static inline struct handle_shard *zs_handle_shard(struct zs_pool *pool)
+{
+	return &pool->shards[zs_thread_index() % ZS_HANDLE_SHARDS];
+}
+
+/* Pop a slot: the handle is its address with the generation the free slot kept. */
+static inline unsigned long list_pop(struct handle_list *l)
+{
+	unsigned long h = l->head;
+	zs_assert_internal(l->n > 0 && handle_is_free(h));
+	unsigned long w = atomic_load_explicit(handle_slot(h), memory_order_relaxed);
+	l->head = w & HANDLE_ADDR_MASK;
+	l->n--;
+	return h | (w & HANDLE_GEN_MASK);
+}
+
+/* A free handle slot from this thread's shard, or 0 without memory for one. */
+static inline unsigned long zs_handle_alloc(struct zs_pool *pool)
+{
+	struct handle_shard *s = zs_handle_shard(pool);
+	unsigned long h;
+	zs_spin_lock(&s->lock);
+	if (zs_likely(s->cur.n))
+		h = list_pop(&s->cur);
+	else
+		h = zs_handle_alloc_slow(pool, s);
+	if (zs_likely(h))
+		s->live++;
+	zs_spin_unlock(&s->lock);
+	/*
+	 * ZS_DEBUG: a handed-out slot is no longer free even before zs_malloc
+	 * records its obj (its failure path frees it unrecorded), so
+	 * zs_handle_free's double-free check holds.  A fresh bump slot may hold
+	 * anything the page provider left there.
+	 */
+	if (ZS_DEBUG_ON && h)
+		record_obj(h, 0);
+	return h;
+}
+
+/* Give a handle's slot back to this thread's shard; its next handle is a generation on. */
+static inline void zs_handle_free(struct zs_pool *pool, unsigned long handle)
+{
+	struct handle_shard *s = zs_handle_shard(pool);
+	unsigned long slot = handle & HANDLE_ADDR_MASK;
+	unsigned long gen = handle_gen_next(handle);
+	/* Live or pending (the deferred worker), never already free: that is a double free. */
+	zs_assert_internal(!handle_is_free(handle));
+	zs_spin_lock(&s->lock);
+	zs_assert_internal(s->cur.n <= ZS_HANDLE_BATCH &&
+			   (s->spare.n == 0 || s->spare.n == ZS_HANDLE_BATCH));
+	if (zs_unlikely(s->cur.n == ZS_HANDLE_BATCH))
+		zs_handle_free_full(pool, s); /* the cache is full: this batch becomes the spare */
+	atomic_store_explicit(handle_slot(slot), HANDLE_FREE_BIT | gen | (s->cur.n ? s->cur.head : 0),
+			      memory_order_relaxed);
+	if (!s->cur.n)
+		s->cur.tail = slot;
+	s->cur.head = slot;
+	s->cur.n++;
+	s->live--;
+	zs_spin_unlock(&s->lock);
+}
 int zs_handle_in_pool(const struct zs_pool *pool, unsigned long handle);
 void zs_handles_trim(struct zs_pool *pool, int eager);
 /* Checked mode, before any lock: the handle is ours, neither free nor queued, its class valid. */
@@ -502,8 +587,6 @@ int zs_handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long
  * "Where the instructions go").  Moving a zspage between lists, which a
  * fullness change needs, stays out of line.
  */
-void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fullness);
-void zs_remove_zspage(struct size_class *class, struct zspage *zspage);
 int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj);
 int zs_class_lists_sane(const struct size_class *class); /* ZS_DEBUG checks only */
 
@@ -519,6 +602,69 @@ static inline int zs_get_fullness_group(const struct size_class *class, const st
 	/* 32-bit division (inuse <= objs <= 2^16): the same quotient as the kernel's, cheaper. */
 	return (int)(100u * inuse / objs) / 10 + 1;
 }
+
+/* ZS_DEBUG: zspage is linked into the list its fullness names (neighbours agree). */
+static inline int zspage_on_its_list(const struct size_class *class, const struct zspage *zspage)
+{
+	if (zspage->fullness >= ZS_NR_FULLNESS_GROUPS)
+		return 0;
+	if (zspage->lprev ? zspage->lprev->lnext != zspage
+			  : class->fullness_list[zspage->fullness] != zspage)
+		return 0;
+	return !zspage->lnext || zspage->lnext->lprev == zspage;
+}
+
+/* ZS_DEBUG: isolated, on no list (a fresh zspage's descriptor is zeroed). */
+static inline int zspage_off_lists(const struct size_class *class, const struct zspage *zspage)
+{
+	return !zspage->lnext && !zspage->lprev &&
+	       (zspage->fullness >= ZS_NR_FULLNESS_GROUPS ||
+		class->fullness_list[zspage->fullness] != zspage);
+}
+
+static inline void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fullness)
+{
+	struct zspage *head = class->fullness_list[fullness];
+	zs_assert_internal(zs_spin_held(&class->lock));
+	zs_assert_internal(zspage->class_idx == class->enc);
+	zs_assert_internal(fullness == zs_get_fullness_group(class, zspage));
+	if (class_single(class)) { /* counted, not linked (internal.h, class_single) */
+		zspage->fullness = (uint8_t)fullness;
+		class->stats[fullness]++;
+		return;
+	}
+	zs_assert_internal(zspage_off_lists(class, zspage));
+	zspage->lprev = NULL;
+	zspage->lnext = head;
+	if (head)
+		head->lprev = zspage;
+	class->fullness_list[fullness] = zspage;
+	zspage->fullness = (uint8_t)fullness;
+	class->stats[fullness]++;
+}
+
+static inline void zs_remove_zspage(struct size_class *class, struct zspage *zspage)
+{
+	zs_assert_internal(zs_spin_held(&class->lock));
+	if (class_single(class)) {
+		zs_assert_internal(class->stats[zspage->fullness] > 0);
+		class->stats[zspage->fullness]--;
+		return;
+	}
+	zs_assert_internal(zspage_on_its_list(class, zspage));
+	zs_assert_internal(class->stats[zspage->fullness] > 0);
+	if (zspage->lprev)
+		zspage->lprev->lnext = zspage->lnext;
+	else
+		class->fullness_list[zspage->fullness] = zspage->lnext;
+	if (zspage->lnext)
+		zspage->lnext->lprev = zspage->lprev;
+	zspage->lnext = zspage->lprev = NULL;
+	class->stats[zspage->fullness]--;
+}
+
+
+
 
 /* Move a zspage whose group changed to the head of its new list; unchanged keeps its place. */
 static inline int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage)

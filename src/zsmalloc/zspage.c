@@ -15,67 +15,6 @@
 /* ---- fullness lists ---- */
 
 
-/* ZS_DEBUG: zspage is linked into the list its fullness names (neighbours agree). */
-static inline int zspage_on_its_list(const struct size_class *class, const struct zspage *zspage)
-{
-	if (zspage->fullness >= ZS_NR_FULLNESS_GROUPS)
-		return 0;
-	if (zspage->lprev ? zspage->lprev->lnext != zspage
-			  : class->fullness_list[zspage->fullness] != zspage)
-		return 0;
-	return !zspage->lnext || zspage->lnext->lprev == zspage;
-}
-
-/* ZS_DEBUG: isolated, on no list (a fresh zspage's descriptor is zeroed). */
-static inline int zspage_off_lists(const struct size_class *class, const struct zspage *zspage)
-{
-	return !zspage->lnext && !zspage->lprev &&
-	       (zspage->fullness >= ZS_NR_FULLNESS_GROUPS ||
-		class->fullness_list[zspage->fullness] != zspage);
-}
-
-void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fullness)
-{
-	struct zspage *head = class->fullness_list[fullness];
-	zs_assert_internal(zs_spin_held(&class->lock));
-	zs_assert_internal(zspage->class_idx == class->enc);
-	zs_assert_internal(fullness == zs_get_fullness_group(class, zspage));
-	if (class_single(class)) { /* counted, not linked (internal.h, class_single) */
-		zspage->fullness = (uint8_t)fullness;
-		class->stats[fullness]++;
-		return;
-	}
-	zs_assert_internal(zspage_off_lists(class, zspage));
-	zspage->lprev = NULL;
-	zspage->lnext = head;
-	if (head)
-		head->lprev = zspage;
-	class->fullness_list[fullness] = zspage;
-	zspage->fullness = (uint8_t)fullness;
-	class->stats[fullness]++;
-}
-
-void zs_remove_zspage(struct size_class *class, struct zspage *zspage)
-{
-	zs_assert_internal(zs_spin_held(&class->lock));
-	if (class_single(class)) {
-		zs_assert_internal(class->stats[zspage->fullness] > 0);
-		class->stats[zspage->fullness]--;
-		return;
-	}
-	zs_assert_internal(zspage_on_its_list(class, zspage));
-	zs_assert_internal(class->stats[zspage->fullness] > 0);
-	if (zspage->lprev)
-		zspage->lprev->lnext = zspage->lnext;
-	else
-		class->fullness_list[zspage->fullness] = zspage->lnext;
-	if (zspage->lnext)
-		zspage->lnext->lprev = zspage->lprev;
-	zspage->lnext = zspage->lprev = NULL;
-	class->stats[zspage->fullness]--;
-}
-
-
 /*
  * A zspage's own length and slots are the class's, or a fitted zspage's:
  * fewer pages, holding every slot that fits in them.
