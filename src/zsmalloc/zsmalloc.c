@@ -379,8 +379,14 @@ alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
 	if (!zspage) {
 		if (pool->nr_shards == 1 || tail || alloc_other_copy(pool, class, handle))
 			return -ENOMEM;
-		/* Placed in another copy: written as zs_obj_write would (ours, and it fits). */
-		return src && zs_obj_write(pool, handle, src, len) ? -EINVAL : 0;
+		/* Placed in another copy: written through zs_obj_write, which cannot refuse
+		 * a handle just recorded and a length its class was picked for. */
+		if (src) {
+			int rc = zs_obj_write(pool, handle, src, len);
+			zs_assert_internal(!rc);
+			(void)rc;
+		}
+		return 0;
 	}
 	zs_spin_lock(&class->lock);
 	unsigned long obj = zs_obj_malloc(pool, zspage, handle);
