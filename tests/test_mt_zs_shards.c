@@ -411,13 +411,21 @@ static void test_limit_other_copy(void)
 	unsigned placed = 0;
 	for (unsigned i = 0; i + 1 < ci.objs_per_zspage; i++) {
 		memset(buf, (int)(i & 0xff), size);
-		h[i] = zs_malloc(p, size);
-		placed += !ZS_IS_ERR(h[i]) && !zs_obj_write(p, h[i], buf, size);
+		/* Every other one through zs_malloc_write: it writes into the other copy too. */
+		if (i & 1) {
+			h[i] = zs_malloc_write(p, buf, size);
+			placed += !ZS_IS_ERR(h[i]);
+		} else {
+			h[i] = zs_malloc(p, size);
+			placed += !ZS_IS_ERR(h[i]) && !zs_obj_write(p, h[i], buf, size);
+		}
 	}
 	CHECK_EQ(placed, ci.objs_per_zspage - 1); /* on CPU 0, in copy 1's zspage */
 	CHECK_EQ(zs_get_total_pages(p), ci.pages_per_zspage);
 	unsigned long over = zs_malloc(p, size);
 	CHECK_EQ(over, (unsigned long)-ENOMEM); /* now no copy has a slot */
+	CHECK_EQ(zs_malloc_write(p, buf, size), (unsigned long)-ENOMEM);
+	CHECK_EQ(zs_pool_objects(p), ci.objs_per_zspage);
 	for (unsigned i = 0; i + 1 < ci.objs_per_zspage; i++) {
 		unsigned char *m = ZS_IS_ERR(h[i]) ? NULL : zs_obj_read_begin(p, h[i], size, buf);
 		CHECK(m && m[0] == (i & 0xff) && m[size - 1] == (i & 0xff));
