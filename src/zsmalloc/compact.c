@@ -34,6 +34,45 @@
 #include "zsmalloc/internal.h"
 #include "common/sigblock.h"
 
+/* Write pins (lock.h): the slots, and compaction's look at them. */
+struct zs_wpin zs_wpins[ZS_WPIN_SLOTS];
+atomic_uint zs_wpins_hi;
+
+void zs_wpin_raise(unsigned slot)
+{
+	unsigned hi = atomic_load_explicit(&zs_wpins_hi, memory_order_relaxed);
+	while (hi <= slot && !atomic_compare_exchange_weak_explicit(&zs_wpins_hi, &hi, slot + 1,
+								    memory_order_relaxed,
+								    memory_order_relaxed))
+		;
+}
+
+/* Class lock of z held: is a zs_malloc_write copying into z? */
+int zs_wpin_held(const void *z)
+{
+	unsigned hi = atomic_load_explicit(&zs_wpins_hi, memory_order_relaxed);
+	for (unsigned i = 0; i < hi && i < ZS_WPIN_SLOTS; i++)
+		if (atomic_load_explicit(&zs_wpins[i].z, memory_order_acquire) == z)
+			return 1;
+	return 0;
+}
+
+/*
+ * Class lock held: write-lock a zspage that objects are to move out of, or
+ * 0 when a reader holds it or a zs_malloc_write is still copying into it
+ * (then, as the kernel does with a locked zspage, compaction does not wait).
+ */
+static int isolate_trylock(struct zspage *z)
+{
+	if (!zs_zspage_write_trylock(&z->lock))
+		return 0;
+	if (zs_unlikely(zs_wpin_held(z))) {
+		zs_zspage_write_unlock(&z->lock);
+		return 0;
+	}
+	return 1;
+}
+
 unsigned long zs_can_compact(const struct size_class *class)
 {
 	unsigned long allocated = class->stats[ZS_OBJS_ALLOCATED];
@@ -137,7 +176,7 @@ static unsigned long fit_last_zspage(struct zs_pool *pool, struct size_class *cl
 		return 0;
 	unsigned objs = (unsigned)(((unsigned long)pages << pool->page_shift) / class->size);
 	zs_assert_internal(objs >= src->inuse && objs < class->objs_per_zspage);
-	if (!zs_zspage_write_trylock(&src->lock))
+	if (!isolate_trylock(src))
 		return 0; /* a reader holds it: as in the loop, do not wait */
 	struct zspage *dst = zs_alloc_zspage(pool, class, pages, objs);
 	if (!dst) {
@@ -206,7 +245,7 @@ static long drain_fitted(struct zs_pool *pool, struct size_class *class, char *b
 	while (class->fitted_nr >= 2 || (class->fitted_nr && find_chain_partial(class))) {
 		struct zspage *f = find_fitted(class);
 		zs_assert_internal(f);
-		if (!f || !zs_zspage_write_trylock(&f->lock))
+		if (!f || !isolate_trylock(f))
 			break; /* a reader holds it: as in the loop, do not wait */
 		zs_remove_zspage(class, f);
 		while (f->inuse) {
@@ -256,7 +295,7 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 		if (!src)
 			break;
 		/* A reader holds it: stop here rather than wait (the kernel's choice too). */
-		if (!zs_zspage_write_trylock(&src->lock))
+		if (!isolate_trylock(src))
 			break;
 		migrate_zspage(pool, class, src, dst, buf);
 		zs_zspage_write_unlock(&src->lock);

@@ -17,6 +17,10 @@
  *    big-reader lock, like the kernel's percpu_rw_semaphore).
  *  - zs_zspage_lock: readers may hold it across the caller's work; the only
  *    writer (compaction) uses trylock, so a reader never waits for long.
+ *  - write pins (zs_wpin): zs_malloc_write's hold on a new object's zspage
+ *    while it copies the contents in, a slot per thread that compaction
+ *    reads, so the fast path pays two plain stores, not two atomic
+ *    read-modify-writes on the zspage (see "Write pins" below).
  *
  * All are C11 atomics with acquire/release ordering, which ThreadSanitizer
  * understands.
@@ -375,6 +379,60 @@ static inline void zs_zspage_write_unlock(atomic_int *cnt)
 {
 	zs_assert_internal(atomic_load_explicit(cnt, memory_order_relaxed) == -1);
 	atomic_store_explicit(cnt, 0, memory_order_release);
+}
+
+/*
+ * ---- write pins ----
+ *
+ * zs_malloc_write copies a new object's contents with no class lock held
+ * (the source may fault into a region whose handler needs the class), so
+ * something must keep compaction from moving the object meanwhile.  A
+ * zspage read lock does it, at the price of a locked compare-exchange and
+ * a locked subtract per object on a line other threads write: 4-7% of the
+ * application profile's churn (bench/ab_threads.py, docs/benchmarks.md).
+ * Instead each thread publishes the zspage it is writing into in a slot of
+ * its own (its library thread number, common/hints.h), with plain stores:
+ * set under the class lock, so the class lock's release makes it visible
+ * to whoever takes that lock next, and cleared with a release store after
+ * the copy.  Compaction, the only thing that moves objects, looks at the
+ * slots under the same class lock (zs_wpin_held) and leaves a pinned
+ * zspage alone, as it leaves a read-locked one.  Pins for a class are only
+ * set under its lock, so no new one appears while compaction holds it.
+ *
+ * The slots are process-wide (a zspage address names its pool), one cache
+ * line each so two writers never share a line.  A thread numbered past the
+ * table, or a call nested in one already pinning (a signal handler), takes
+ * the zspage read lock as before: zs_wpin_take returns NULL.
+ */
+#define ZS_WPIN_SLOTS 256u
+struct zs_wpin {
+	_Atomic(const void *) z;
+} __attribute__((aligned(64)));
+extern struct zs_wpin zs_wpins[ZS_WPIN_SLOTS];
+/* Slots that may be in use: one past the highest thread number that pinned. */
+extern atomic_uint zs_wpins_hi;
+void zs_wpin_raise(unsigned slot);
+int zs_wpin_held(const void *z);
+
+/* Class lock held: pin zspage z for this thread's write, or NULL (use the zspage read lock). */
+static inline struct zs_wpin *zs_wpin_take(const void *z)
+{
+	unsigned i = zs_thread_index();
+	if (zs_unlikely(i >= ZS_WPIN_SLOTS))
+		return NULL;
+	struct zs_wpin *w = &zs_wpins[i];
+	if (zs_unlikely(atomic_load_explicit(&w->z, memory_order_relaxed) != NULL))
+		return NULL;
+	if (zs_unlikely(atomic_load_explicit(&zs_wpins_hi, memory_order_relaxed) <= i))
+		zs_wpin_raise(i);
+	atomic_store_explicit(&w->z, z, memory_order_relaxed);
+	return w;
+}
+
+/* After the write: compaction may move the object from here on. */
+static inline void zs_wpin_drop(struct zs_wpin *w)
+{
+	atomic_store_explicit(&w->z, NULL, memory_order_release);
 }
 
 #endif

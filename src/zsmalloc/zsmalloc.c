@@ -284,10 +284,11 @@ static inline __attribute__((always_inline)) unsigned long place(struct zs_pool 
 }
 
 /*
- * zs_malloc_write, class lock held: the new object's zspage is read-locked
- * before the class lock goes, so compaction (which write-locks a zspage
- * only under its class lock, and only with a trylock) cannot move the
- * object before its contents are in; the copy runs with no class lock held
+ * zs_malloc_write, class lock held: the new object's zspage is pinned
+ * (a write pin, lock.h; the zspage read lock where the thread has no pin
+ * slot) before the class lock goes, so compaction (which moves objects
+ * only under their class lock, and skips a pinned or read-locked zspage)
+ * cannot move the object before its contents are in; the copy runs with no class lock held
  * (the source may fault, into a region whose handler allocates from this
  * class).  zs_obj_write's pin without the pool lock and the handle lookup,
  * which a handle no caller has seen yet does not need.
@@ -302,10 +303,15 @@ static inline __attribute__((always_inline)) void write_new(struct zs_pool *pool
 	if (!class->huge)
 		off += ZS_HANDLE_SIZE;
 	zs_assert_internal(len + (class->huge ? 0 : ZS_HANDLE_SIZE) <= class->size);
-	zs_zspage_read_lock(&zspage->lock);
+	struct zs_wpin *pin = zs_wpin_take(zspage);
+	if (zs_unlikely(!pin))
+		zs_zspage_read_lock(&zspage->lock);
 	zs_spin_unlock(&class->lock);
 	span_write(pool, obj_to_pfn(obj), off, src, len);
-	zs_zspage_read_unlock(&zspage->lock);
+	if (zs_likely(pin))
+		zs_wpin_drop(pin);
+	else
+		zs_zspage_read_unlock(&zspage->lock);
 }
 
 /*
