@@ -152,9 +152,8 @@ int zs_classes_build(struct zs_pool *pool)
 	pool->nr_small = small;
 	pool->nr_shards = shards;
 	pool->geom = calloc(n, sizeof(*pool->geom));
-	pool->size_class = calloc(n, sizeof(*pool->size_class));
 	pool->size_lut = calloc(P / 8 + 3, sizeof(*pool->size_lut));
-	if (!pool->geom || !pool->size_class || !pool->size_lut)
+	if (!pool->geom || !pool->size_lut)
 		return -ENOMEM;
 	/*
 	 * The table of every copy, mapped and faulted in as written: each copy
@@ -200,25 +199,29 @@ int zs_classes_build(struct zs_pool *pool)
 			pool->huge_class_size = size - (ZS_HANDLE_SIZE - 1);
 		if (prev >= 0 && pool->geom[prev].pages == pages && pool->geom[prev].objs == objs) {
 			g->phys = prev;
-			pool->size_class[i] = &pool->classes[prev];
 			continue;
 		}
-		g->phys = i;
-		pool->size_class[i] = &pool->classes[i]; /* built on its first allocation */
+		g->phys = i; /* built on its first allocation (zs_alloc_class) */
 		prev = i;
 	}
 	/* No class packs objects (e.g. max_chain 1 with tiny pages): everything is "huge". */
 	if (!pool->huge_class_size)
 		pool->huge_class_size = P;
 
-	/* Size -> logical class, in 8-byte steps: the kernel's ceil((size - 32) / delta), clamped
-	 * to the page's class (size_to_class_index takes the sizes past a page). */
+	/*
+	 * Size -> class, in 8-byte steps: the kernel's ceil((size - 32) / delta),
+	 * clamped to the page's class (size_to_class takes the sizes past a
+	 * page), stored as the physical class that logical one aliases, so an
+	 * allocation finds its class with one load from this table, not a
+	 * second one through a table of pointers (a D1 miss an op in the churn:
+	 * the copy streams ~30 lines through D1 between two uses of a class).
+	 */
 	for (unsigned s8 = 0; s8 <= P / 8 + 2; s8++) {
 		unsigned size = s8 * 8;
 		int idx = 0;
 		if (size > ZS_MIN_ALLOC_SIZE)
 			idx = (int)((size - ZS_MIN_ALLOC_SIZE + delta - 1) / delta);
-		pool->size_lut[s8] = (uint16_t)(idx < small ? idx : small - 1);
+		pool->size_lut[s8] = (uint16_t)pool->geom[idx < small ? idx : small - 1].phys;
 	}
 	return 0;
 }
@@ -230,7 +233,6 @@ void zs_classes_free(struct zs_pool *pool)
 		munmap(pool->classes, pool->classes_bytes);
 		pthread_mutex_destroy(&pool->class_init_lock);
 	}
-	free(pool->size_class);
 	free(pool->size_lut);
 }
 
@@ -274,7 +276,7 @@ int zs_lookup_class_index(const struct zs_pool *pool, size_t size)
 		size = pool->max_object_size;
 	if (size > pool->page_size)
 		size += ZS_HANDLE_SIZE; /* as zs_malloc looks it up, header added */
-	return pool->geom[size_to_class_index(pool, size)].phys;
+	return size_to_class(pool, size);
 }
 
 /*

@@ -186,12 +186,11 @@ struct zs_pool {
 	int nr_classes;                 /* logical, multi-page ones included */
 	int nr_small;                   /* logical classes of objects up to a page (the kernel's) */
 	unsigned nr_shards;             /* copies of the class table (cfg.class_shards, >= 1) */
-	struct size_class **size_class; /* logical index -> physical class of shard 0 */
 	struct size_class *classes;     /* [shard * nr_classes + logical index of the physical one] */
 	size_t classes_bytes;           /* its mapping (class.c, zs_classes_build) */
 	pthread_mutex_t class_init_lock; /* builds a class copy on its first use (class.c) */
 	struct class_geom *geom;        /* logical geometry */
-	uint16_t *size_lut;             /* (alloc size + 7) / 8 -> logical class */
+	uint16_t *size_lut;             /* (alloc size + 7) / 8 -> physical class (class.c) */
 	size_t huge_class_size;
 	size_t max_object_size;         /* cfg.max_object_size, 0 resolved to page_size */
 
@@ -470,11 +469,13 @@ int zs_classes_shape(const struct zs_pool_config *cfg, unsigned P, struct zs_cla
 int zs_classes_build(struct zs_pool *pool);
 void zs_classes_free(struct zs_pool *pool);
 /*
- * Logical class of an allocation of `size` bytes, header included.  Past a
- * page, class nr_small - 2 + k holds objects of k pages (class.c, "Objects
- * larger than a page"); they are stored without a header, so the +8 comes off.
+ * Physical class (of copy 0) of an allocation of `size` bytes, header
+ * included: the physical class its logical class aliases.  Past a page,
+ * class nr_small - 2 + k holds objects of k pages (class.c, "Objects larger
+ * than a page"), stored without a header, so the +8 comes off; those never
+ * alias (each has its own page count), so logical and physical agree.
  */
-static inline int size_to_class_index(const struct zs_pool *pool, size_t size)
+static inline int size_to_class(const struct zs_pool *pool, size_t size)
 {
 	if (zs_unlikely(size > pool->page_size + ZS_HANDLE_SIZE))
 		return pool->nr_small - 2 +
@@ -484,14 +485,14 @@ static inline int size_to_class_index(const struct zs_pool *pool, size_t size)
 /* Build a class copy on its first allocation (class.c; under class_init_lock). */
 struct size_class *zs_class_build(struct zs_pool *pool, struct size_class *copy);
 /*
- * The copy for this CPU of logical class `index` (size_to_class_index of the
+ * The copy for this CPU of physical class `index` (size_to_class of the
  * slot size).  zs_cpu_id() is one thread-local load (common/hints.h);
  * threads that migrate only cost locality, never correctness (any copy may
  * free any object: the object's zspage records its copy).
  */
 static inline struct size_class *zs_alloc_class(struct zs_pool *pool, int index)
 {
-	struct size_class *class = pool->size_class[index];
+	struct size_class *class = &pool->classes[index];
 	if (zs_unlikely(pool->nr_shards != 1)) {
 		int cpu = zs_cpu_id();
 		unsigned s = (cpu >= 0 ? (unsigned)cpu : zs_thread_shard()) % pool->nr_shards;

@@ -427,7 +427,7 @@ static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool
 	unsigned long tail = 0;
 	struct size_class *tc = NULL;
 	if (rest && rest < pool->huge_class_size)
-		tc = zs_alloc_class(pool, size_to_class_index(pool, rest + ZS_HANDLE_SIZE));
+		tc = zs_alloc_class(pool, size_to_class(pool, rest + ZS_HANDLE_SIZE));
 	/* A one-object class (chain 1 makes those of sizes past half a page) would
 	 * spend a page on the tail anyway: keep the last page whole then. */
 	if (tc && !class_single(tc)) {
@@ -448,7 +448,7 @@ static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool
 	}
 	unsigned long handle = zs_handle_alloc(pool);
 	if (zs_likely(handle) &&
-	    zs_likely(!alloc_obj(pool, zs_alloc_class(pool, size_to_class_index(pool, slot)), handle,
+	    zs_likely(!alloc_obj(pool, zs_alloc_class(pool, size_to_class(pool, slot)), handle,
 				 tail, 0, NULL, 0)))
 		return handle;
 	if (handle)
@@ -466,7 +466,7 @@ static inline __attribute__((always_inline)) unsigned long malloc_small(struct z
 	unsigned long handle = zs_handle_alloc(pool);
 	if (zs_unlikely(!handle))
 		return malloc_failed(pool, size, retried, src);
-	/* size <= page: the table alone (size_to_class_index without its multi-page test). */
+	/* size <= page: the table alone (size_to_class without its multi-page test). */
 	int index = pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3];
 	if (zs_unlikely(alloc_obj(pool, zs_alloc_class(pool, index), handle, 0, 0, src, size))) {
 		zs_handle_free(pool, handle);
