@@ -32,7 +32,7 @@
 
 static struct zs_pages *mk(size_t page_size, size_t chunk_bytes, size_t max_pages, size_t cache)
 {
-	struct zs_pages_config c = { page_size, chunk_bytes, max_pages, cache, 0 };
+	struct zs_pages_config c = { page_size, chunk_bytes, max_pages, cache, 0, 0 };
 	struct zs_pages *p = zs_pages_create(&c);
 	REQUIRE(p);
 	return p;
@@ -859,6 +859,125 @@ static void test_decay(void)
 	zs_pages_destroy(p);
 }
 
+/*
+ * Parked chains (cache.c): a bulk free of up to 16 pages is this CPU's next
+ * bulk allocation of as many, whole, in order and with zeroed descriptors,
+ * last parked first; a parked page is not valid and a second free of it is
+ * ignored; a bulk allocation of another length does not take it; parked
+ * pages show as per-CPU cached, not in use; a trim returns them all (and the
+ * chunks go).  Bound to one CPU, so "this CPU's cache" is one cache.
+ */
+static void test_park(void)
+{
+	cpu_set_t old, one;
+	REQUIRE(sched_getaffinity(0, sizeof old, &old) == 0);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+	REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+	struct zs_pages_config pc = { .page_size = 4096, .park_chains = 1 };
+	struct zs_pages *p = zs_pages_create(&pc);
+	REQUIRE(p);
+	struct zs_pages_stats st;
+	static zs_pfn_t big[200][4];
+	zs_pfn_t a[5], b[5];
+	int ok = 1;
+
+	REQUIRE(zs_pages_alloc_bulk(p, 5, a) == 0);
+	for (int i = 0; i < 5; i++)
+		fill(zs_pages_addr(p, a[i]), 4096, a[i]);
+	zs_pages_free_bulk(p, a, 5);
+	for (int i = 0; i < 5; i++)
+		ok &= !zs_pages_valid(p, a[i]);
+	CHECK(ok);
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.pages_in_use, 0);
+	CHECK(st.pages_cpu_cached >= 5);
+	size_t cpu_cached = st.pages_cpu_cached;
+	uint64_t frees = st.frees;
+	zs_pages_free_bulk(p, a, 5); /* parked already: ignored */
+	zs_pages_free(p, a[2]);
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.pages_cpu_cached, cpu_cached);
+	CHECK_EQ(st.pages_in_use, 0);
+	CHECK_EQ(st.frees, frees);
+
+	/* Another length leaves the chain alone. */
+	REQUIRE(zs_pages_alloc_bulk(p, 4, b) == 0);
+	for (int i = 0; i < 4; i++)
+		for (int j = 0; j < 5; j++)
+			ok &= b[i] != a[j];
+	CHECK(ok);
+	zs_pages_free_bulk(p, b, 4);
+	/* The same length: the chain, whole and in order. */
+	REQUIRE(zs_pages_alloc_bulk(p, 5, b) == 0);
+	CHECK(!memcmp(a, b, sizeof a));
+	for (int i = 0; i < 5; i++)
+		ok &= zs_pages_valid(p, b[i]) && desc_is_zero(zs_pages_desc(p, b[i]));
+	CHECK(ok);
+	zs_pages_free_bulk(p, b, 5);
+
+	/* Many: every chain parked, the last freed handed out first. */
+	for (int k = 0; k < 200; k++)
+		REQUIRE(zs_pages_alloc_bulk(p, 4, big[k]) == 0);
+	for (int k = 0; k < 200; k++)
+		zs_pages_free_bulk(p, big[k], 4);
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.pages_in_use, 0);
+	CHECK(st.pages_cpu_cached >= 800 + 5);
+	REQUIRE(zs_pages_alloc_bulk(p, 4, b) == 0);
+	CHECK(!memcmp(b, big[199], sizeof big[199]));
+	zs_pages_free_bulk(p, b, 4);
+	zs_pages_trim(p);
+	zs_pages_get_stats(p, &st);
+	CHECK_EQ(st.pages_cached, 0);
+	CHECK_EQ(st.pages_cpu_cached, 0);
+	CHECK_EQ(st.chunks_mapped, 0);
+	zs_pages_destroy(p);
+	REQUIRE(sched_setaffinity(0, sizeof old, &old) == 0);
+}
+
+/*
+ * Parked chains that wait a decay go back to the OS though their CPU's
+ * cache stays busy (the purge thread's pass, cache.c park_release_old): a
+ * CPU that frees zspages which another CPU allocates again must not keep
+ * them for as long as it runs.  Fails if only an idle cache gave them back.
+ */
+static void test_park_decay(void)
+{
+	cpu_set_t old, one;
+	REQUIRE(sched_getaffinity(0, sizeof old, &old) == 0);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+	REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+	struct zs_pages_config pc = { .page_size = 4096, .decay_ms = 50, .park_chains = 1 };
+	struct zs_pages *p = zs_pages_create(&pc);
+	REQUIRE(p);
+	struct zs_pages_stats st;
+	static zs_pfn_t big[300][4];
+
+	for (int k = 0; k < 300; k++)
+		REQUIRE(zs_pages_alloc_bulk(p, 4, big[k]) == 0);
+	for (int k = 0; k < 300; k++)
+		zs_pages_free_bulk(p, big[k], 4);
+	zs_pages_get_stats(p, &st);
+	CHECK(st.pages_cpu_cached >= 1200);
+	uint64_t decayed0 = st.pages_decayed;
+	/* Busy: a single page out and back every millisecond, for eight decays. */
+	for (int i = 0; i < 400; i++) {
+		zs_pfn_t x;
+		REQUIRE(zs_pages_alloc(p, &x) == 0);
+		zs_pages_free(p, x);
+		sleep_ms(1);
+	}
+	zs_pages_get_stats(p, &st);
+	printf("park decay: per-CPU cached %zu pages, decayed %llu after 400 busy ms\n",
+	       st.pages_cpu_cached, (unsigned long long)(st.pages_decayed - decayed0));
+	CHECK(st.pages_cpu_cached <= 64 * (size_t)ncpu_caches());
+	CHECK(st.pages_decayed - decayed0 >= 1200);
+	zs_pages_destroy(p);
+	REQUIRE(sched_setaffinity(0, sizeof old, &old) == 0);
+}
+
 static void test_bad_cache_config(void)
 {
 	struct zs_pages_config c = { .page_size = 4096, .decay_ms = ZS_PAGES_MAX_DECAY_MS + 1 };
@@ -979,6 +1098,8 @@ int main(void)
 	test_garbage_lookups(&rng);
 	test_cache();
 	test_cpu_cache();
+	test_park();
+	test_park_decay();
 	test_bound();
 	test_decay();
 	test_bad_cache_config();

@@ -30,6 +30,28 @@
  * ninuse (the chunk stays mapped) but its state says PCP, so
  * zs_pages_valid() is false for it.  Pages-in-use is a counter per cache
  * plus one for the shared path, summed on read.
+ *
+ * Parked chains.  A bulk free (a zspage's pages, from zsmalloc) of up to
+ * PARK_MAX_LEN pages is kept whole in this CPU's cache, on a LIFO of chains
+ * of its length, linked through the pages' own descriptors, and the next
+ * bulk allocation of as many pages on this CPU takes it back whole: one lock
+ * round and a state change per page, where a page through the per-CPU stack
+ * and the shared cache costs two moves between them with the list, bitmap
+ * and chunk bookkeeping of each (a workload that frees and refills more
+ * than PCP_MAX pages at a time pays those on nearly every page:
+ * bench_threads' churn, docs/benchmarks.md "Parked chains").  Parked pages
+ * are per-CPU pages in every other way (state PCP, bitmap bit and ninuse
+ * kept), count in the cache's nheld (so the purge thread's idle pass gives
+ * them back with the rest of an idle cache, those parked a decay ago or
+ * more even from a busy one, and a trim all at once) and in the
+ * process-wide budget (to within PARK_SYNC pages a cache): a free that
+ * would take the budget past its bound is not parked.  Only providers in
+ * the budget park, only those created with park_chains (zsmalloc's pools
+ * with per-CPU class copies: their zspages mostly empty and refill on one
+ * CPU; with one copy of each class, two threads' zspages empty on either
+ * CPU and would pile up parked on one while the other allocates anew), and
+ * none while allocations take the slow path (slow_only: a page limit or
+ * injected failures).
  */
 #include "pages/internal.h"
 #include "common/hints.h"
@@ -443,7 +465,7 @@ static inline void pcp_lock_at(struct zs_pcp *c, const char *file, int line)
 static inline void pcp_unlock_at(struct zs_pcp *c, const char *file, int line)
 {
 	zs_lock_drop_at(c, file, line);
-	atomic_store_explicit(&c->nheld, c->count, memory_order_relaxed);
+	atomic_store_explicit(&c->nheld, c->count + c->nparked, memory_order_relaxed);
 	atomic_store_explicit(&c->lock, 0, memory_order_release);
 }
 
@@ -529,6 +551,193 @@ static unsigned pcp_drain_locked(struct zs_pages *p, struct zs_pcp *c, unsigned 
 	return nrel + purge_locked(p, now, false, rel + nrel, RELEASE_MAX - nrel);
 }
 
+/* ---- parked chains (the cache's lock held) ------------------------------- */
+
+/*
+ * The process budget to within PARK_SYNC pages of this cache's parked pages
+ * (exact: to the page); true when that took the budget's total to the purge
+ * thread's start (the caller kicks after its locks are dropped).
+ */
+static bool park_sync(struct zs_pages *p, struct zs_pcp *c, bool exact)
+{
+	long d = (long)c->nparked - (long)c->park_synced;
+	bool started = false;
+	if (d == 0 || (!exact && d < (long)PARK_SYNC && d > -(long)PARK_SYNC))
+		return false;
+	purge_budget_add(d * (long)p->page_size, &started);
+	c->park_synced = c->nparked;
+	return started;
+}
+
+/*
+ * Park a bulk free's n pages as one chain; false, with nothing changed, when
+ * it is not to be parked or a page is not in use (the per-page path then
+ * frees what it can and skips the rest, as for any bulk free).
+ */
+static bool park_chain(struct zs_pages *p, struct zs_pcp *c, const zs_pfn_t *pfns, unsigned n)
+{
+	if (n == 0 || n > PARK_MAX_LEN || !p->park ||
+	    atomic_load_explicit(&p->slow_only, memory_order_relaxed) ||
+	    !purge_budget_room((size_t)(n + PARK_SYNC) * p->page_size))
+		return false;
+	unsigned i;
+	for (i = 0; i < n; i++) {
+		zs_pfn_t pfn = pfns[i];
+		if (pfn >= p->pfn_limit)
+			break;
+		struct zs_page_desc *m = meta_desc(p, pfn_slot(p, pfn));
+		uint8_t st = PG_IN_USE;
+		/* As pcp_free: the state is the owner's proof (a repeated pfn fails here too). */
+		if (!m || !atomic_compare_exchange_strong_explicit(meta_state(p, m) + pfn_idx(p, pfn),
+								   &st, PG_PCP, memory_order_relaxed,
+								   memory_order_relaxed))
+			break;
+	}
+	if (i < n) {
+		while (i--)
+			set_state(p, pfns[i], PG_IN_USE);
+		return false;
+	}
+	for (i = 0; i < n; i++)
+		zs_page_desc(p, pfns[i])->next = i + 1 < n ? pfns[i + 1] : ZS_PFN_NONE;
+	struct zs_page_desc *d = zs_page_desc(p, pfns[0]);
+	d->word[0] = (uintptr_t)c->park[n];
+	d->word[1] = (uintptr_t)now_ns(); /* the idle pass gives back what waits past the decay */
+	c->park[n] = pfns[0];
+	c->nparked += n;
+	return true;
+}
+
+/* A parked chain of n pages into out, in use again; false when there is none. */
+static inline bool park_pop(struct zs_pages *p, struct zs_pcp *c, unsigned n, zs_pfn_t *out)
+{
+	if (n == 0 || n > PARK_MAX_LEN || c->park[n] == ZS_PFN_NONE)
+		return false;
+	zs_pfn_t pfn = c->park[n];
+	c->park[n] = (zs_pfn_t)zs_page_desc(p, pfn)->word[0];
+	for (unsigned i = 0; i < n; i++) {
+		zs_assert_internal(pfn != ZS_PFN_NONE && get_state(p, pfn) == PG_PCP);
+		out[i] = pfn;
+		zs_pfn_t next = zs_page_desc(p, pfn)->next;
+		set_state(p, pfn, PG_IN_USE);
+		pfn = next;
+	}
+	c->nparked -= n;
+	return true;
+}
+
+/*
+ * Both locks held: whole parked chains, up to cap pages, leave for the OS
+ * (state RELEASING, bitmap bit and ninuse kept, in rel: as pcp_drain_locked
+ * releases).  Returns the pages in rel.
+ */
+static unsigned park_release_locked(struct zs_pages *p, struct zs_pcp *c, zs_pfn_t *rel,
+				    unsigned cap)
+{
+	unsigned nrel = 0;
+	for (unsigned n = 1; n <= PARK_MAX_LEN; n++) {
+		while (c->park[n] != ZS_PFN_NONE && nrel + n <= cap) {
+			zs_pfn_t pfn = c->park[n];
+			c->park[n] = (zs_pfn_t)zs_page_desc(p, pfn)->word[0];
+			for (unsigned i = 0; i < n; i++) {
+				zs_pfn_t next = zs_page_desc(p, pfn)->next;
+				zs_assert_internal(get_state(p, pfn) == PG_PCP);
+				set_state(p, pfn, PG_RELEASING);
+				releasing_take(p);
+				rel[nrel++] = pfn;
+				pfn = next;
+			}
+			c->nparked -= n;
+		}
+	}
+	return nrel;
+}
+
+/*
+ * Lock NOT held: every parked chain of cache c to the OS; with `ops` not
+ * UINT64_MAX, only while the cache is unused since its operation count was
+ * `ops` (the idle pass).  Returns the pages released.
+ */
+static uint64_t pcp_ops(struct zs_pcp *c);
+static unsigned park_release_all(struct zs_pages *p, struct zs_pcp *c, uint64_t ops)
+{
+	zs_pfn_t rel[RELEASE_MAX];
+	unsigned total = 0;
+	for (;;) {
+		pcp_lock(c);
+		if (!c->nparked || (ops != UINT64_MAX && pcp_ops(c) != ops)) {
+			pcp_unlock(c);
+			return total;
+		}
+		zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+		unsigned nrel = park_release_locked(p, c, rel, RELEASE_MAX);
+		zs_mutex_unlock_ranked(&p->lock);
+		(void)park_sync(p, c, c->nparked == 0); /* the budget goes down: no start */
+		pcp_unlock(c);
+		release_pages(p, rel, nrel);
+		total += nrel;
+	}
+}
+
+/*
+ * Lock NOT held: the parked chains of cache c that have waited a decay or
+ * more go to the OS, though the cache is in use (the purge thread's pass;
+ * a CPU that frees zspages another CPU allocates again would otherwise
+ * keep them for as long as it stays busy).  Each list is a stack, so
+ * whatever lies below a chain parked before the cut-off is older still:
+ * the walk stops at the first one.  Returns the pages released.
+ */
+static unsigned park_release_old(struct zs_pages *p, struct zs_pcp *c, uint64_t now)
+{
+	zs_pfn_t rel[RELEASE_MAX];
+	unsigned total = 0;
+	if (p->decay_ns == DECAY_NEVER_NS || now < p->decay_ns)
+		return 0;
+	uint64_t cutoff = now - p->decay_ns;
+	for (unsigned n = 1; n <= PARK_MAX_LEN; n++) {
+		for (;;) {
+			pcp_lock(c);
+			/* The first chain parked before the cut-off, and the chain above it (or none). */
+			zs_pfn_t above = ZS_PFN_NONE, cur = c->park[n];
+			while (cur != ZS_PFN_NONE && (uint64_t)zs_page_desc(p, cur)->word[1] > cutoff) {
+				above = cur;
+				cur = (zs_pfn_t)zs_page_desc(p, cur)->word[0];
+			}
+			if (cur == ZS_PFN_NONE) {
+				pcp_unlock(c);
+				break;
+			}
+			/* Detach a batch of whole chains from there, as park_release_locked does. */
+			unsigned nrel = 0;
+			zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+			while (cur != ZS_PFN_NONE && nrel + n <= RELEASE_MAX) {
+				zs_pfn_t pfn = cur;
+				cur = (zs_pfn_t)zs_page_desc(p, cur)->word[0];
+				for (unsigned i = 0; i < n; i++) {
+					zs_pfn_t next = zs_page_desc(p, pfn)->next;
+					zs_assert_internal(get_state(p, pfn) == PG_PCP);
+					set_state(p, pfn, PG_RELEASING);
+					releasing_take(p);
+					rel[nrel++] = pfn;
+					pfn = next;
+				}
+				c->nparked -= n;
+			}
+			if (above == ZS_PFN_NONE)
+				c->park[n] = cur;
+			else
+				zs_page_desc(p, above)->word[0] = (uintptr_t)cur;
+			p->decayed += nrel;
+			zs_mutex_unlock_ranked(&p->lock);
+			(void)park_sync(p, c, c->nparked == 0);
+			pcp_unlock(c);
+			release_pages(p, rel, nrel);
+			total += nrel;
+		}
+	}
+	return total;
+}
+
 /* Every DECAY_CHECK_OPS operations of a per-CPU cache: is the shared cache's tail stale? */
 static void maybe_decay(struct zs_pages *p)
 {
@@ -539,12 +748,14 @@ static void maybe_decay(struct zs_pages *p)
 /*
  * Up to n pages from this CPU's cache in one lock round, refilling it at
  * most once (so one rel array holds what the refill's decay releases);
- * returns how many, popped from the cache's hot end one after another.
+ * returns how many, popped from the cache's hot end one after another, or
+ * (park: a bulk allocation) a chain of n pages parked by a bulk free here.
  * Always inlined: each caller's n is a constant or its own loop bound, so
  * the single-page path (pcp_alloc) costs no more than a copy written for it.
  */
 static inline __attribute__((always_inline)) unsigned pcp_alloc_bulk(struct zs_pages *p,
-									unsigned n, zs_pfn_t *out)
+									unsigned n, zs_pfn_t *out,
+									bool park)
 {
 	struct zs_pcp *c = this_pcp(p);
 	zs_pfn_t rel[RELEASE_MAX];
@@ -552,6 +763,10 @@ static inline __attribute__((always_inline)) unsigned pcp_alloc_bulk(struct zs_p
 	bool check, started = false, refilled = false;
 
 	pcp_lock(c);
+	if (park && park_pop(p, c, n, out)) {
+		got = n;
+		started = park_sync(p, c, false);
+	}
 	while (got < n) {
 		if (zs_unlikely(c->count == 0)) {
 			if (refilled)
@@ -562,7 +777,7 @@ static inline __attribute__((always_inline)) unsigned pcp_alloc_bulk(struct zs_p
 			if (!r)
 				p->failed++;
 			/* Only after a fork can taking pages ask for the thread (rekick). */
-			started = take_kick(p);
+			started |= take_kick(p);
 			zs_mutex_unlock_ranked(&p->lock);
 			if (!r)
 				break;
@@ -591,11 +806,12 @@ static inline __attribute__((always_inline)) unsigned pcp_alloc_bulk(struct zs_p
 /* One page from this CPU's cache (the bulk path with n = 1, which the compiler folds). */
 static int pcp_alloc(struct zs_pages *p, zs_pfn_t *out)
 {
-	return pcp_alloc_bulk(p, 1, out) ? 0 : -ENOMEM;
+	return pcp_alloc_bulk(p, 1, out, false) ? 0 : -ENOMEM;
 }
 
-/* Free n single pages into this CPU's cache; invalid or repeated pfns are skipped. */
-static void pcp_free(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
+/* Free n single pages into this CPU's cache, or (park: a bulk free) park them as one
+ * chain; invalid or repeated pfns are skipped. */
+static void pcp_free(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, bool park)
 {
 	struct zs_pcp *c = this_pcp(p);
 	zs_pfn_t rel[2 * RELEASE_MAX];
@@ -603,7 +819,17 @@ static void pcp_free(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 	bool check, started = false;
 
 	pcp_lock(c);
-	for (unsigned i = 0; i < n; i++) {
+	unsigned each = n; /* pages for the per-page path */
+	if (park && park_chain(p, c, pfns, n)) {
+		nfreed = n;
+		started = park_sync(p, c, false);
+		/* A forked child has no thread yet, whatever the inherited total says. */
+		if (zs_unlikely(atomic_load_explicit(&p->park_rekick, memory_order_relaxed)) &&
+		    atomic_exchange_explicit(&p->park_rekick, false, memory_order_relaxed))
+			started = true;
+		each = 0;
+	}
+	for (unsigned i = 0; i < each; i++) {
 		zs_pfn_t pfn = pfns[i];
 		if (pfn >= p->pfn_limit)
 			continue;
@@ -660,6 +886,7 @@ static void pcp_drain_all(struct zs_pages *p)
 		}
 		pcp_unlock(c);
 		release_pages(p, rel, nrel);
+		park_release_all(p, c, UINT64_MAX);
 	}
 }
 
@@ -713,7 +940,7 @@ int zs_pages_alloc_bulk(struct zs_pages *p, unsigned n, zs_pfn_t *pfns)
 		return -EINVAL;
 	/* The per-CPU path, as zs_pages_alloc_run takes it for one page; the rest one by one. */
 	if (p->npcp && !atomic_load_explicit(&p->slow_only, memory_order_relaxed)) {
-		got = pcp_alloc_bulk(p, n, pfns);
+		got = pcp_alloc_bulk(p, n, pfns, true);
 		for (unsigned i = 0; i < got; i++)
 			memset(zs_page_desc(p, pfns[i]), 0, sizeof(struct zs_page_desc));
 	}
@@ -792,7 +1019,7 @@ void zs_pages_free(struct zs_pages *p, zs_pfn_t pfn)
 	if (!p)
 		return;
 	if (p->npcp)
-		pcp_free(p, &pfn, 1);
+		pcp_free(p, &pfn, 1, false);
 	else
 		free_pages(p, &pfn, 1, true);
 }
@@ -806,7 +1033,7 @@ void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n)
 	    first + n > p->pfn_limit || pfn_slot(p, first) != pfn_slot(p, first + n - 1))
 		return;
 	if (n == 1 && p->npcp) {
-		pcp_free(p, &first, 1);
+		pcp_free(p, &first, 1, false);
 		return;
 	}
 	for (unsigned i = 0; i < n; i++)
@@ -822,7 +1049,7 @@ void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 	for (unsigned i = 0; i < n; i += ZS_FREE_BULK_MAX) {
 		unsigned k = n - i < ZS_FREE_BULK_MAX ? n - i : ZS_FREE_BULK_MAX;
 		if (p->npcp)
-			pcp_free(p, pfns + i, k);
+			pcp_free(p, pfns + i, k, true);
 		else
 			free_pages(p, pfns + i, k, false);
 	}
@@ -875,6 +1102,12 @@ static void pcp_release_idle(struct zs_pages *p, struct zs_pcp *c, uint64_t ops)
 	}
 	pcp_unlock(c);
 	release_pages(p, rel, nrel);
+	unsigned parked = park_release_all(p, c, ops);
+	if (parked) {
+		zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+		p->decayed += parked;
+		zs_mutex_unlock_ranked(&p->lock);
+	}
 }
 
 /*
@@ -897,6 +1130,8 @@ uint64_t pages_idle_pass(struct zs_pages *p, uint64_t now)
 		}
 		if (!atomic_load_explicit(&c->nheld, memory_order_relaxed))
 			continue;
+		if (p->park)
+			park_release_old(p, c, now);
 		uint64_t due = c->seen_ns + p->decay_ns;
 		if (now >= due) {
 			pcp_release_idle(p, c, ops);

@@ -29,6 +29,14 @@ enum { PG_FREE = 0, PG_IN_USE = 1, PG_CACHED = 2, PG_RELEASING = 3, PG_PCP = 4 }
  */
 #define PCP_MAX 64u
 #define PCP_BATCH 32u
+/*
+ * Parked chains (cache.c, "Parked chains"): a bulk free of up to
+ * PARK_MAX_LEN pages is kept whole in the CPU's cache, for the next bulk
+ * allocation of as many pages; a cache's parked pages are counted in the
+ * process-wide budget to within PARK_SYNC pages.
+ */
+#define PARK_MAX_LEN 16u
+#define PARK_SYNC 64u
 #define PCP_MAX_CACHES 256u
 /* A per-CPU cache looks at the clock for the decay every this many operations. */
 #define DECAY_CHECK_OPS 64u
@@ -64,10 +72,14 @@ struct zs_pcp {
 	atomic_int lock;
 	unsigned count;             /* pages in pfn[], under lock */
 	unsigned ops;               /* operations since the last decay check, under lock */
-	_Atomic unsigned nheld;     /* count, for stats readers without the lock */
+	_Atomic unsigned nheld;     /* count + nparked, for stats readers without the lock */
 	_Atomic long in_use;        /* allocations minus frees through this cache */
 	_Atomic uint64_t allocs, frees;
 	zs_pfn_t pfn[PCP_MAX];      /* a stack: the top is the hottest page */
+	/* Parked chains, under lock: [n] heads a LIFO of chains of n pages (first pfns). */
+	zs_pfn_t park[PARK_MAX_LEN + 1];
+	unsigned nparked;           /* pages in them (in nheld too) */
+	unsigned park_synced;       /* of those, the pages counted in the process budget */
 	/* The purge thread's view (registry lock only): allocs + frees when it last
 	 * changed, and when that was seen; a cache unchanged for decay_ms is idle. */
 	uint64_t seen_ops, seen_ns;
@@ -127,6 +139,9 @@ struct zs_pages {
 	 * lock's.
 	 */
 	bool budget, registered, above, kick, rekick;
+	bool park;              /* cfg park_chains, with per-CPU caches and in the budget */
+	/* rekick for parked chains, which park under a per-CPU cache's lock only */
+	_Atomic bool park_rekick;
 	size_t budget_pages;
 	struct zs_pages *reg_prev, *reg_next;
 
@@ -263,6 +278,8 @@ void purge_defaults(unsigned *decay_ms, size_t *budget_bytes);
 void purge_register(struct zs_pages *p);
 void purge_unregister(struct zs_pages *p);
 size_t purge_budget_add(long delta_bytes, bool *started);
+/* Would the budgeted caches stay within the budget with `bytes` more? (a relaxed read) */
+bool purge_budget_room(size_t bytes);
 void purge_kick(uint64_t due);
 /* Bumped in every fork child (atfork): what a thread had in flight before is not coming. */
 unsigned purge_fork_gen(void);

@@ -179,11 +179,15 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 		p->pcp = aligned_alloc(64, npcp * sizeof(*p->pcp));
 		if (p->pcp) {
 			memset(p->pcp, 0, npcp * sizeof(*p->pcp));
+			for (unsigned i = 0; i < npcp; i++)
+				for (unsigned n = 0; n <= PARK_MAX_LEN; n++)
+					p->pcp[i].park[n] = ZS_PFN_NONE;
 			p->npcp = npcp;
 			p->cache_cap = c.cache_pages - (size_t)PCP_MAX * npcp;
 		}
 	}
 	atomic_init(&p->slow_only, c.max_pages != 0);
+	atomic_init(&p->park_rekick, false);
 	p->max_pages = c.max_pages;
 	atomic_init(&p->in_use, 0);
 	atomic_init(&p->seq, 0);
@@ -191,6 +195,8 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 	/* Only what can hold cached pages and lets them decay needs the purge thread's eye. */
 	if ((p->cache_cap || p->npcp) && p->decay_ns != DECAY_NEVER_NS)
 		purge_register(p);
+	/* Parked chains need what returns them: per-CPU caches, the budget, the purge thread. */
+	p->park = c.park_chains && p->npcp && p->budget && p->registered;
 	return p;
 inval:
 	errno = EINVAL;
@@ -205,6 +211,9 @@ void zs_pages_destroy(struct zs_pages *p)
 		purge_unregister(p);
 	if (p->budget_pages)
 		purge_budget_add(-(long)(p->budget_pages * p->page_size), NULL);
+	for (unsigned i = 0; i < p->npcp; i++)
+		if (p->pcp[i].park_synced)
+			purge_budget_add(-(long)((size_t)p->pcp[i].park_synced * p->page_size), NULL);
 	for (size_t s = 0; s < p->slot_words * 64 && s < p->nslots; s++) {
 		char *base = atomic_load_explicit(&p->lk.slots[s].base, memory_order_relaxed);
 		struct zs_page_desc *m = atomic_load_explicit(&p->lk.slots[s].meta, memory_order_relaxed);

@@ -61,6 +61,11 @@ struct zs_pages_config {
 	                        ZS_PAGES_DECAY_MS from the environment).  1..3600000, or
 	                        ZS_PAGES_DECAY_NEVER (only trim and the bounds return them),
 	                        else EINVAL. */
+	int park_chains;     /* 1: zs_pages_free_bulk parks its pages whole for the next
+	                        zs_pages_alloc_bulk on the CPU (below); zsmalloc asks for it
+	                        when its class copies are per CPU (the application profile),
+	                        so a CPU's zspages are freed and allocated through its own
+	                        cache.  0: every page goes back on its own, as zs_pages_free. */
 };
 struct zs_pages_stats {
 	size_t page_size;
@@ -68,7 +73,7 @@ struct zs_pages_stats {
 	size_t pages_peak;      /* high-water mark of pages_in_use; with per-CPU caches
 	                           sampled when the shared lock is taken and on this call */
 	size_t pages_cached;    /* freed but still mapped (bounded by cache_pages) */
-	size_t pages_cpu_cached;/* of which in per-CPU caches */
+	size_t pages_cpu_cached;/* of which in per-CPU caches (parked chains included) */
 	uint64_t pages_decayed; /* returned to the OS by the decay, in calls or by the purge
 	                           thread (not by trim or a bound) */
 	size_t chunks_mapped;   /* chunks currently mmap'd */
@@ -98,10 +103,11 @@ int zs_pages_alloc(struct zs_pages *p, zs_pfn_t *pfn);
 int zs_pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first);
 /*
  * Allocate n (1..ZS_FREE_BULK_MAX) single pages, not necessarily
- * neighbours, into pfns[]: all of them (0) or none (-ENOMEM).  The same
- * pages, in the same order, as n calls of zs_pages_alloc on this CPU, but
- * one per-CPU cache lock round for them all: zsmalloc takes a zspage's
- * chain with it.
+ * neighbours, into pfns[]: all of them (0) or none (-ENOMEM).  With per-CPU
+ * caches, the last n-page chain a zs_pages_free_bulk parked on this CPU
+ * when there is one (below); else the same pages, in the same order, as n
+ * calls of zs_pages_alloc on this CPU, but one per-CPU cache lock round for
+ * them all: zsmalloc takes a zspage's chain with it.
  */
 int zs_pages_alloc_bulk(struct zs_pages *p, unsigned n, zs_pfn_t *pfns);
 /* Free one page / a run from zs_pages_alloc_run.  The pages' memory is gone. */
@@ -111,7 +117,14 @@ void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n);
  * Free n pages from zs_pages_alloc/_run, in any order: the same as n calls of
  * zs_pages_free (invalid or repeated pfns are ignored), but the bookkeeping
  * takes the lock twice in all and neighbouring pages that go back to the OS
- * share one madvise.  zsmalloc frees a zspage's chain with it.
+ * share one madvise.  zsmalloc frees a zspage's chain with it.  With
+ * park_chains and per-CPU caches, in a provider whose cache counts in the
+ * process-wide budget (cache_pages 0), up to 16 pages of one call are parked whole on
+ * this CPU instead, for its next zs_pages_alloc_bulk of as many (no per-page
+ * moves to and from the shared cache); parked pages count as per-CPU cached
+ * pages (pages_cpu_cached), in the budget, and go back to the OS with an
+ * idle cache's pages, or once parked for a decay (the purge thread), or on
+ * a trim (cache.c, "Parked chains").
  */
 #define ZS_FREE_BULK_MAX 64u
 void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);

@@ -152,6 +152,11 @@ size_t purge_budget_add(long delta_bytes, bool *started)
 	return t > g.budget ? t - g.budget : 0;
 }
 
+bool purge_budget_room(size_t bytes)
+{
+	return atomic_load_explicit(&g.cached, memory_order_relaxed) + bytes <= g.budget;
+}
+
 /* ---- the thread -------------------------------------------------------- */
 
 static void sleep_until(uint64_t due)
@@ -290,8 +295,10 @@ static void atfork_child(void)
 	atomic_store(&g.wake_at, NO_TIME);
 	atomic_store(&g.want, NO_TIME);
 	g.thread_alive = false;
-	for (struct zs_pages *p = g.head; p; p = p->reg_next)
+	for (struct zs_pages *p = g.head; p; p = p->reg_next) {
 		p->rekick = true;
+		atomic_store_explicit(&p->park_rekick, true, memory_order_relaxed);
+	}
 	/* It may have been waiting on these: start them afresh. */
 	pthread_cond_init(&g.wake, &g.cattr);
 	pthread_cond_init(&g.done, &g.cattr);

@@ -231,7 +231,8 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 	if (!err) {
 		struct zs_pages_config pc = { .page_size = cfg.page_size, .max_pages = cfg.max_pages,
 					      .cache_pages = cfg.page_cache_pages,
-					      .decay_ms = cfg.page_cache_decay_ms };
+					      .decay_ms = cfg.page_cache_decay_ms,
+					      .park_chains = pool->nr_shards > 1 };
 		errno = 0;
 		pool->pages = zs_pages_create(&pc);
 		err = pool->pages ? zs_handles_init(pool) : errno ? -errno : -ENOMEM;
