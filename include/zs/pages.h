@@ -17,7 +17,11 @@
  * caches (the kernel's per-CPU page lists: single-page allocations and frees
  * take no shared lock; a cache is refilled from and drained to the shared
  * cache a batch at a time), then in one shared cache of hot pages.  A busy
- * pool recycles its pages hot, without a page fault or a system call.
+ * pool recycles its pages hot, without a page fault or a system call.  In
+ * the application profile (class copies per CPU) an emptied zspage's pages
+ * stay together in its CPU's cache ("parked") for that CPU's next zspage of
+ * as many pages, which then costs one lock round, not a trip of each page
+ * through the shared cache.
  *
  * Returning memory (the decay).  What goes back: cached pages, never a page
  * in use.  A cached page is returned with MADV_DONTNEED, and a chunk with
@@ -36,7 +40,10 @@
  *     by every provider created with cache_pages 0, so eight pools do not
  *     keep eight caches.  A provider over the process budget returns its
  *     own coldest cached pages.  Per-CPU caches are outside both counts
- *     (at most 64 pages per CPU and provider).
+ *     (at most 64 pages per CPU and provider), except parked zspages: they
+ *     count in the process budget (a zspage that would take it past the
+ *     bound is not parked) and go back decay_ms after they were parked,
+ *     even from a CPU that stays busy.
  *   - at once on a trim (zs_pool_trim, zs_compact).
  * The background thread ("zs-purge", one per process, not per pool) exists
  * only while pages are cached: none at create, started once the shared
