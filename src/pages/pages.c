@@ -193,10 +193,14 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 	atomic_init(&p->seq, 0);
 	atomic_init(&p->nsorted, 0);
 	/* Only what can hold cached pages and lets them decay needs the purge thread's eye. */
-	if ((p->cache_cap || p->npcp) && p->decay_ns != DECAY_NEVER_NS)
+	bool watched = (p->cache_cap || p->npcp) && p->decay_ns != DECAY_NEVER_NS;
+	/*
+	 * Parked chains need what returns them: per-CPU caches, the budget, the
+	 * purge thread.  Set before registering: the thread reads it from then on.
+	 */
+	p->park = c.park_chains && p->npcp && p->budget && watched;
+	if (watched)
 		purge_register(p);
-	/* Parked chains need what returns them: per-CPU caches, the budget, the purge thread. */
-	p->park = c.park_chains && p->npcp && p->budget && p->registered;
 	return p;
 inval:
 	errno = EINVAL;
