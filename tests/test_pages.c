@@ -859,6 +859,16 @@ static void test_decay(void)
 	zs_pages_destroy(p);
 }
 
+/* Bind this thread to the CPU it runs on (its affinity before into *old): one per-CPU cache. */
+static void pin_here(cpu_set_t *old)
+{
+	cpu_set_t one;
+	REQUIRE(sched_getaffinity(0, sizeof *old, old) == 0);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+	REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+}
+
 /*
  * Parked chains (cache.c): a bulk free of up to 16 pages is this CPU's next
  * bulk allocation of as many, whole, in order and with zeroed descriptors,
@@ -869,11 +879,8 @@ static void test_decay(void)
  */
 static void test_park(void)
 {
-	cpu_set_t old, one;
-	REQUIRE(sched_getaffinity(0, sizeof old, &old) == 0);
-	CPU_ZERO(&one);
-	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
-	REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+	cpu_set_t old;
+	pin_here(&old);
 	struct zs_pages_config pc = { .page_size = 4096, .park_chains = 1 };
 	struct zs_pages *p = zs_pages_create(&pc);
 	REQUIRE(p);
@@ -938,17 +945,14 @@ static void test_park(void)
 
 /*
  * Parked chains that wait a decay go back to the OS though their CPU's
- * cache stays busy (the purge thread's pass, cache.c park_release_old): a
+ * cache stays busy (the purge thread's pass, cache.c park_release): a
  * CPU that frees zspages which another CPU allocates again must not keep
  * them for as long as it runs.  Fails if only an idle cache gave them back.
  */
 static void test_park_decay(void)
 {
-	cpu_set_t old, one;
-	REQUIRE(sched_getaffinity(0, sizeof old, &old) == 0);
-	CPU_ZERO(&one);
-	CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
-	REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+	cpu_set_t old;
+	pin_here(&old);
 	struct zs_pages_config pc = { .page_size = 4096, .decay_ms = 50, .park_chains = 1 };
 	struct zs_pages *p = zs_pages_create(&pc);
 	REQUIRE(p);

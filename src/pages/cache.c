@@ -551,6 +551,22 @@ static unsigned pcp_drain_locked(struct zs_pages *p, struct zs_pcp *c, unsigned 
 	return nrel + purge_locked(p, now, false, rel + nrel, RELEASE_MAX - nrel);
 }
 
+/*
+ * A page freed into a per-CPU cache: in use -> PCP, or false for a pfn out
+ * of range, in no chunk, or not in use.  The state is the owner's proof: a
+ * double or foreign free (a repeated pfn in one call too) fails here.
+ */
+static inline bool pcp_claim(struct zs_pages *p, zs_pfn_t pfn)
+{
+	if (pfn >= p->pfn_limit)
+		return false;
+	struct zs_page_desc *m = meta_desc(p, pfn_slot(p, pfn));
+	uint8_t st = PG_IN_USE;
+	return m && atomic_compare_exchange_strong_explicit(meta_state(p, m) + pfn_idx(p, pfn), &st,
+							    PG_PCP, memory_order_relaxed,
+							    memory_order_relaxed);
+}
+
 /* ---- parked chains (the cache's lock held) ------------------------------- */
 
 /*
@@ -580,19 +596,9 @@ static bool park_chain(struct zs_pages *p, struct zs_pcp *c, const zs_pfn_t *pfn
 	    atomic_load_explicit(&p->slow_only, memory_order_relaxed) ||
 	    !purge_budget_room((size_t)(n + PARK_SYNC) * p->page_size))
 		return false;
-	unsigned i;
-	for (i = 0; i < n; i++) {
-		zs_pfn_t pfn = pfns[i];
-		if (pfn >= p->pfn_limit)
-			break;
-		struct zs_page_desc *m = meta_desc(p, pfn_slot(p, pfn));
-		uint8_t st = PG_IN_USE;
-		/* As pcp_free: the state is the owner's proof (a repeated pfn fails here too). */
-		if (!m || !atomic_compare_exchange_strong_explicit(meta_state(p, m) + pfn_idx(p, pfn),
-								   &st, PG_PCP, memory_order_relaxed,
-								   memory_order_relaxed))
-			break;
-	}
+	unsigned i = 0;
+	while (i < n && pcp_claim(p, pfns[i]))
+		i++;
 	if (i < n) {
 		while (i--)
 			set_state(p, pfns[i], PG_IN_USE);
@@ -627,77 +633,30 @@ static inline bool park_pop(struct zs_pages *p, struct zs_pcp *c, unsigned n, zs
 }
 
 /*
- * Both locks held: whole parked chains, up to cap pages, leave for the OS
- * (state RELEASING, bitmap bit and ninuse kept, in rel: as pcp_drain_locked
- * releases).  Returns the pages in rel.
- */
-static unsigned park_release_locked(struct zs_pages *p, struct zs_pcp *c, zs_pfn_t *rel,
-				    unsigned cap)
-{
-	unsigned nrel = 0;
-	for (unsigned n = 1; n <= PARK_MAX_LEN; n++) {
-		while (c->park[n] != ZS_PFN_NONE && nrel + n <= cap) {
-			zs_pfn_t pfn = c->park[n];
-			c->park[n] = (zs_pfn_t)zs_page_desc(p, pfn)->word[0];
-			for (unsigned i = 0; i < n; i++) {
-				zs_pfn_t next = zs_page_desc(p, pfn)->next;
-				zs_assert_internal(get_state(p, pfn) == PG_PCP);
-				set_state(p, pfn, PG_RELEASING);
-				releasing_take(p);
-				rel[nrel++] = pfn;
-				pfn = next;
-			}
-			c->nparked -= n;
-		}
-	}
-	return nrel;
-}
-
-/*
- * Lock NOT held: every parked chain of cache c to the OS; with `ops` not
- * UINT64_MAX, only while the cache is unused since its operation count was
- * `ops` (the idle pass).  Returns the pages released.
+ * Lock NOT held: cache c's parked chains parked at or before `cutoff`
+ * (UINT64_MAX: all of them) go to the OS, whole chains, RELEASE_MAX pages a
+ * lock round (state RELEASING, bitmap bit and ninuse kept, as
+ * pcp_drain_locked releases).  With `ops` not UINT64_MAX, only while the
+ * cache is unused since its operation count was `ops` (the idle pass).
+ * Each list is a stack, so whatever lies below a chain parked before the
+ * cut-off is older still: the walk stops at the first one.  `decay`: they
+ * count as the decay's (the purge thread), not a trim's.  Returns the pages
+ * released.
  */
 static uint64_t pcp_ops(struct zs_pcp *c);
-static unsigned park_release_all(struct zs_pages *p, struct zs_pcp *c, uint64_t ops)
+static unsigned park_release(struct zs_pages *p, struct zs_pcp *c, uint64_t cutoff, uint64_t ops,
+			     bool decay)
 {
 	zs_pfn_t rel[RELEASE_MAX];
 	unsigned total = 0;
-	for (;;) {
-		pcp_lock(c);
-		if (!c->nparked || (ops != UINT64_MAX && pcp_ops(c) != ops)) {
-			pcp_unlock(c);
-			return total;
-		}
-		zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
-		unsigned nrel = park_release_locked(p, c, rel, RELEASE_MAX);
-		zs_mutex_unlock_ranked(&p->lock);
-		(void)park_sync(p, c, c->nparked == 0); /* the budget goes down: no start */
-		pcp_unlock(c);
-		release_pages(p, rel, nrel);
-		total += nrel;
-	}
-}
-
-/*
- * Lock NOT held: the parked chains of cache c that have waited a decay or
- * more go to the OS, though the cache is in use (the purge thread's pass;
- * a CPU that frees zspages another CPU allocates again would otherwise
- * keep them for as long as it stays busy).  Each list is a stack, so
- * whatever lies below a chain parked before the cut-off is older still:
- * the walk stops at the first one.  Returns the pages released.
- */
-static unsigned park_release_old(struct zs_pages *p, struct zs_pcp *c, uint64_t now)
-{
-	zs_pfn_t rel[RELEASE_MAX];
-	unsigned total = 0;
-	if (p->decay_ns == DECAY_NEVER_NS || now < p->decay_ns)
-		return 0;
-	uint64_t cutoff = now - p->decay_ns;
 	for (unsigned n = 1; n <= PARK_MAX_LEN; n++) {
 		for (;;) {
 			pcp_lock(c);
-			/* The first chain parked before the cut-off, and the chain above it (or none). */
+			if (ops != UINT64_MAX && pcp_ops(c) != ops) {
+				pcp_unlock(c);
+				return total;
+			}
+			/* The first chain parked by the cut-off, and the chain above it (or none). */
 			zs_pfn_t above = ZS_PFN_NONE, cur = c->park[n];
 			while (cur != ZS_PFN_NONE && (uint64_t)zs_page_desc(p, cur)->word[1] > cutoff) {
 				above = cur;
@@ -707,7 +666,6 @@ static unsigned park_release_old(struct zs_pages *p, struct zs_pcp *c, uint64_t 
 				pcp_unlock(c);
 				break;
 			}
-			/* Detach a batch of whole chains from there, as park_release_locked does. */
 			unsigned nrel = 0;
 			zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 			while (cur != ZS_PFN_NONE && nrel + n <= RELEASE_MAX) {
@@ -727,9 +685,10 @@ static unsigned park_release_old(struct zs_pages *p, struct zs_pcp *c, uint64_t 
 				c->park[n] = cur;
 			else
 				zs_page_desc(p, above)->word[0] = (uintptr_t)cur;
-			p->decayed += nrel;
+			if (decay)
+				p->decayed += nrel;
 			zs_mutex_unlock_ranked(&p->lock);
-			(void)park_sync(p, c, c->nparked == 0);
+			(void)park_sync(p, c, c->nparked == 0); /* the budget goes down: no start */
 			pcp_unlock(c);
 			release_pages(p, rel, nrel);
 			total += nrel;
@@ -831,16 +790,7 @@ static void pcp_free(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, bool 
 	}
 	for (unsigned i = 0; i < each; i++) {
 		zs_pfn_t pfn = pfns[i];
-		if (pfn >= p->pfn_limit)
-			continue;
-		struct zs_page_desc *m = meta_desc(p, pfn_slot(p, pfn));
-		if (!m)
-			continue;
-		/* The state is the owner's proof: a double or foreign free fails here. */
-		uint8_t st = PG_IN_USE;
-		if (!atomic_compare_exchange_strong_explicit(meta_state(p, m) + pfn_idx(p, pfn), &st,
-							     PG_PCP, memory_order_relaxed,
-							     memory_order_relaxed))
+		if (!pcp_claim(p, pfn))
 			continue;
 		if (c->count == PCP_MAX) {
 			/* At most two drains per call (n <= 64): rel has room for both. */
@@ -886,7 +836,7 @@ static void pcp_drain_all(struct zs_pages *p)
 		}
 		pcp_unlock(c);
 		release_pages(p, rel, nrel);
-		park_release_all(p, c, UINT64_MAX);
+		park_release(p, c, UINT64_MAX, UINT64_MAX, false);
 	}
 }
 
@@ -1102,12 +1052,7 @@ static void pcp_release_idle(struct zs_pages *p, struct zs_pcp *c, uint64_t ops)
 	}
 	pcp_unlock(c);
 	release_pages(p, rel, nrel);
-	unsigned parked = park_release_all(p, c, ops);
-	if (parked) {
-		zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
-		p->decayed += parked;
-		zs_mutex_unlock_ranked(&p->lock);
-	}
+	park_release(p, c, UINT64_MAX, ops, true);
 }
 
 /*
@@ -1130,8 +1075,10 @@ uint64_t pages_idle_pass(struct zs_pages *p, uint64_t now)
 		}
 		if (!atomic_load_explicit(&c->nheld, memory_order_relaxed))
 			continue;
-		if (p->park)
-			park_release_old(p, c, now);
+		/* Parked a decay ago or more: they go though the cache is busy (a CPU that frees
+		 * zspages another CPU allocates again would otherwise keep them while it runs). */
+		if (p->park && now >= p->decay_ns)
+			park_release(p, c, now - p->decay_ns, UINT64_MAX, true);
 		uint64_t due = c->seen_ns + p->decay_ns;
 		if (now >= due) {
 			pcp_release_idle(p, c, ops);
