@@ -7,6 +7,7 @@
  */
 #include "testutil.h"
 #include "pages/pages.h"
+#include "pages/internal.h"
 #include "zs/harness.h"
 
 #include <errno.h>
@@ -982,6 +983,29 @@ static void test_park_decay(void)
 	REQUIRE(sched_setaffinity(0, sizeof old, &old) == 0);
 }
 
+/*
+ * The built-in process budget grows with the CPUs (zs/pages.h): 128 MiB up
+ * to 4, then 32 MiB a CPU; and a provider left at cache_pages 0 gets this
+ * machine's (purge_defaults, which pages.c reads for it), unless
+ * ZS_PAGES_CACHE_MB says otherwise.
+ */
+static void test_budget_rule(void)
+{
+	CHECK(purge_budget_for(-1) == ZS_PAGES_DEFAULT_CACHE_BYTES);
+	CHECK(purge_budget_for(0) == ZS_PAGES_DEFAULT_CACHE_BYTES);
+	CHECK(purge_budget_for(2) == (size_t)128 << 20);
+	CHECK(purge_budget_for(4) == (size_t)128 << 20);
+	CHECK(purge_budget_for(5) == (size_t)160 << 20);
+	CHECK(purge_budget_for(16) == (size_t)512 << 20);
+	CHECK(purge_budget_for(64) == (size_t)2048 << 20);
+	if (getenv("ZS_PAGES_CACHE_MB"))
+		return;
+	unsigned decay;
+	size_t budget;
+	purge_defaults(&decay, &budget);
+	CHECK(budget == purge_budget_for(sysconf(_SC_NPROCESSORS_ONLN)));
+}
+
 static void test_bad_cache_config(void)
 {
 	struct zs_pages_config c = { .page_size = 4096, .decay_ms = ZS_PAGES_MAX_DECAY_MS + 1 };
@@ -1107,6 +1131,7 @@ int main(void)
 	test_bound();
 	test_decay();
 	test_bad_cache_config();
+	test_budget_rule();
 	test_free_bulk(&rng);
 	test_random(&rng, 4096, 64 * KIB, 3);
 	test_random(&rng, 4096, 32 * KIB, ZS_PAGES_NO_CACHE);

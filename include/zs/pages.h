@@ -36,10 +36,17 @@
  *     store or a region whose data was all freed is back within a few MiB
  *     of its live data about 0.5-1 s later.
  *   - at once, past a bound: cache_pages for the provider, and one budget
- *     for the whole process (ZS_PAGES_DEFAULT_CACHE_BYTES, 128 MiB) shared
- *     by every provider created with cache_pages 0, so eight pools do not
- *     keep eight caches.  A provider over the process budget returns its
- *     own coldest cached pages.  Per-CPU caches are outside both counts
+ *     for the whole process shared by every provider created with
+ *     cache_pages 0, so eight pools do not keep eight caches: the larger of
+ *     ZS_PAGES_DEFAULT_CACHE_BYTES (128 MiB) and
+ *     ZS_PAGES_CACHE_PER_CPU_BYTES (32 MiB) per online CPU, so 128 MiB up
+ *     to 4 CPUs and 512 MiB on 16.  It grows with the CPUs because threads
+ *     that free and refill at once each need their own zspages back: 16
+ *     threads of bench_threads' churn under a 128 MiB budget spent most of
+ *     their time returning pages and faulting them in again (2.1x one
+ *     thread; 5.1x under 512 MiB, where mimalloc, keeping everything, does
+ *     5.6-6.9x; docs/benchmarks.md "Sixteen cores").  A provider over the
+ *     process budget returns its own coldest cached pages.  Per-CPU caches are outside both counts
  *     (at most 64 pages per CPU and provider), except parked zspages: they
  *     count in the process budget (a zspage that would take it past the
  *     bound is not parked) and go back decay_ms after they were parked,
@@ -92,8 +99,14 @@ extern "C" {
 #define ZS_PAGES_MAX_CHUNK ((size_t)1 << 30)
 
 #define ZS_PAGES_NO_CACHE ((size_t)-1)
-/* The process-wide budget of the providers created with cache_pages 0, and each one's bound. */
+/*
+ * The process-wide budget of the providers created with cache_pages 0 (and
+ * each one's bound): the larger of ZS_PAGES_DEFAULT_CACHE_BYTES and
+ * ZS_PAGES_CACHE_PER_CPU_BYTES times the online CPUs, unless
+ * ZS_PAGES_CACHE_MB sets it.
+ */
 #define ZS_PAGES_DEFAULT_CACHE_BYTES ((size_t)128 << 20)
+#define ZS_PAGES_CACHE_PER_CPU_BYTES ((size_t)32 << 20)
 #define ZS_PAGES_DEFAULT_DECAY_MS 500u
 #define ZS_PAGES_MAX_DECAY_MS 3600000u
 #define ZS_PAGES_DECAY_NEVER 0xffffffffu

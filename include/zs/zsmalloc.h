@@ -94,7 +94,7 @@ struct zs_pool_config {
 	                               never calls it starts none); -1: no thread, drained
 	                               only by flush/full queue.  -1..1 */
 	size_t page_cache_pages;    /* freed pages the page provider keeps mapped for reuse;
-	                               0 -> its default (128 MiB worth, within one budget for
+	                               0 -> its default (the process budget: 128 MiB, or 32 MiB a CPU past 4; one for
 	                               the whole process); 0..ZS_PAGES_MAX_SPAN / page_size or
 	                               ZS_PAGES_NO_CACHE; see zs/pages.h */
 	unsigned page_cache_decay_ms; /* cached pages unused this long go back to the OS, with

@@ -275,6 +275,8 @@ uint64_t pages_idle_pass(struct zs_pages *p, uint64_t now);
  * earlier (no provider lock held).
  */
 void purge_defaults(unsigned *decay_ms, size_t *budget_bytes);
+/* The built-in budget for a machine of `cpus` online CPUs (zs/pages.h; <= 0: unknown). */
+size_t purge_budget_for(long cpus);
 void purge_register(struct zs_pages *p);
 void purge_unregister(struct zs_pages *p);
 size_t purge_budget_add(long delta_bytes, bool *started);

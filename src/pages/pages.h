@@ -47,7 +47,7 @@ struct zs_pages_config {
 	size_t max_pages;    /* hard limit on pages in use (-ENOMEM past it); 0 -> none.
 	                        0..ZS_PAGES_MAX_SPAN / page_size. */
 	size_t cache_pages;  /* bound on freed pages kept mapped for reuse, per-CPU caches
-	                        included; 0 -> ZS_PAGES_DEFAULT_CACHE_BYTES worth (or
+	                        included; 0 -> the process budget's worth (zs/pages.h; or
 	                        ZS_PAGES_CACHE_MB), and the shared cache counts in the
 	                        process-wide budget of the same size.  Non-zero: this
 	                        provider's own bound, outside the budget.

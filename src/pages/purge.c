@@ -56,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { STOPPED = 0, RUNNING = 1 };
 
@@ -118,7 +119,7 @@ static void init_once(void)
 	g.decay_ms = ZS_PAGES_DEFAULT_DECAY_MS;
 	if (env_long("ZS_PAGES_DECAY_MS", -1, ZS_PAGES_MAX_DECAY_MS, &v))
 		g.decay_ms = v < 0 ? ZS_PAGES_DECAY_NEVER : v == 0 ? DECAY_IMMEDIATE : (unsigned)v;
-	g.budget = ZS_PAGES_DEFAULT_CACHE_BYTES;
+	g.budget = purge_budget_for(sysconf(_SC_NPROCESSORS_ONLN));
 	if (env_long("ZS_PAGES_CACHE_MB", 0, (long)(ZS_PAGES_MAX_SPAN >> 20), &v))
 		g.budget = (size_t)v << 20;
 
@@ -141,6 +142,14 @@ void purge_defaults(unsigned *decay_ms, size_t *budget_bytes)
 }
 
 /* ---- budget ------------------------------------------------------------ */
+
+size_t purge_budget_for(long cpus)
+{
+	size_t b = ZS_PAGES_DEFAULT_CACHE_BYTES;
+	if (cpus > 0 && (size_t)cpus * ZS_PAGES_CACHE_PER_CPU_BYTES > b)
+		b = (size_t)cpus * ZS_PAGES_CACHE_PER_CPU_BYTES;
+	return b;
+}
 
 size_t purge_budget_add(long delta_bytes, bool *started)
 {
