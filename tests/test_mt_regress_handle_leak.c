@@ -13,7 +13,8 @@
  * per allocating shard.  The cross-thread churn also checks, byte for byte,
  * that no slot is ever handed out twice; the last two parts check that
  * zs_pool_trim gives back chunks whose slots are all free, also while other
- * threads allocate and free.  Runs under TSan (test_mt_*).
+ * threads allocate and free; the last, the stash of whole batches and the
+ * chained list past it.  Runs under TSan (test_mt_*).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -387,6 +388,72 @@ static void bursts_with_trim(void)
 	zs_destroy_pool(b.pool);
 }
 
+/*
+ * ---- 6. the stash: whole batches taken in O(1), and the chained list past it ----
+ * Freed handles past a shard's cache go to the pool's stash as whole batches
+ * (handle.c); when the stash is full they chain onto a list, which the stash
+ * then grows past, and a later take walks that list.  Every path must hand
+ * out each slot once, and a trim must still find every free slot.
+ */
+static void stash_paths(void)
+{
+	enum { N = 64 * 40, HALF = N / 2 };
+	struct zs_pool_config c;
+	zs_pool_config_init(&c);
+	c.checked = 1;
+	c.deferred_worker = -1;
+	struct zs_pool *pool = zs_create_pool(&c);
+	REQUIRE(pool);
+	unsigned long *h = calloc(N, sizeof(*h));
+	REQUIRE(h);
+	for (int i = 0; i < N; i++)
+		REQUIRE(!ZS_IS_ERR(h[i] = zs_malloc(pool, 48)));
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(zs_free(pool, h[i]), 0);
+	/* All but the shard's two batches went to the stash, save the first: the
+	 * stash has no room until a batch is turned away (then it grows). */
+	CHECK_EQ(pool->stash_n, (size_t)(N / ZS_HANDLE_BATCH - 3));
+	CHECK_EQ(pool->handle_free.n, ZS_HANDLE_BATCH);
+	for (int i = 0; i < HALF; i++)
+		REQUIRE(!ZS_IS_ERR(h[i] = zs_malloc(pool, 48)));
+	/* Pretend the stash is full: the next batch chains, and the stash grows. */
+	zs_spin_lock(&pool->handle_free_lock);
+	size_t cap = pool->stash_n;
+	pool->stash_cap = cap;
+	zs_spin_unlock(&pool->handle_free_lock);
+	for (int i = 0; i < HALF; i++)
+		CHECK_EQ(zs_free(pool, h[i]), 0);
+	CHECK_EQ(pool->handle_free.n, 2 * ZS_HANDLE_BATCH);
+	CHECK(pool->stash_cap >= 2 * cap && cap > 0);
+	/* Take everything back (stash, then the list's walk, then fresh slots): no slot twice. */
+	for (int i = 0; i < N; i++) {
+		REQUIRE(!ZS_IS_ERR(h[i] = zs_malloc(pool, 48)));
+		REQUIRE(zs_obj_write(pool, h[i], &h[i], sizeof(h[i])) == 0);
+	}
+	int ok = 1;
+	for (int i = 0; i < N; i++) {
+		unsigned long v = 0, *m = zs_obj_read_begin(pool, h[i], sizeof(v), &v);
+		ok &= m && *m == h[i];
+		if (m)
+			zs_obj_read_end(pool, h[i], sizeof(v), m);
+	}
+	CHECK(ok);
+	size_t before = chunks(pool);
+	/* A trim with batches stashed and chained: every slot is found free. */
+	for (int i = 1; i < N; i++)
+		CHECK_EQ(zs_free(pool, h[i]), 0);
+	zs_pool_trim(pool);
+	CHECK_EQ(pool->stash_n, 0);
+	CHECK(chunks(pool) <= before);
+	CHECK_EQ(zs_free(pool, h[0]), 0);
+	zs_pool_trim(pool);
+	CHECK_EQ(chunks(pool), 0);
+	printf("stash: %zu batches stashed, one chained past a full stash of %zu\n",
+	       (size_t)(N / ZS_HANDLE_BATCH - 3), cap);
+	zs_destroy_pool(pool);
+	free(h);
+}
+
 int main(void)
 {
 	uint64_t seed = tu_seed("test_mt_regress_handle_leak");
@@ -397,5 +464,6 @@ int main(void)
 	cross_thread_churn(50000, seed);
 	peak_then_trim();
 	bursts_with_trim();
+	stash_paths();
 	return tu_done();
 }

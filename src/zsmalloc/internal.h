@@ -205,7 +205,10 @@ struct zs_pool {
 
 	struct handle_shard shards[ZS_HANDLE_SHARDS];
 	zs_spinlock_t handle_free_lock;   /* after a shard lock */
-	struct handle_list handle_free;   /* batches that shards gave back (tail unused) */
+	struct handle_list handle_free;   /* batches past the stash, linked (tail unused) */
+	struct handle_list *handle_stash; /* full batches that shards gave back, each its own
+	                                     list: taken whole in O(1) (handle.c) */
+	size_t stash_n, stash_cap;
 	pthread_mutex_t handle_chunks_lock;
 	zs_pfn_t *handle_chunks;
 	size_t nr_handle_chunks, cap_handle_chunks;
