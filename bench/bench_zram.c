@@ -13,7 +13,11 @@
  *
  * usage: bench_zram [--quick] [--json] [--max SIZE_MB] [--reps N | --rounds N]
  *                   [--comp lz4,zstd] [--threads 1,2] [--backend KIND] [--no-kernel]
- *                   [--class-shards N] [PATH...]   (default /usr/bin; --quick: 8 MiB, lz4, 1 thread, 1 rep)
+ *                   [--class-shards N] [--profile kernel|app] [PATH...]
+ *                   (default /usr/bin; --quick: 8 MiB, lz4, 1 thread, 1 rep)
+ * The store defaults to the kernel profile (zs_zram_config_init), the one
+ * the kernel side is compared with; --profile app measures what an
+ * application gets from zs_zram_config_init_app.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -142,7 +146,8 @@ int main(int argc, char **argv)
 	unsigned char *out;
 	size_t bytes;
 	struct bench_json js = { 0 };
-	unsigned shards = 0; /* --class-shards: 0 = the kernel's one copy per class */
+	unsigned shards = 0; /* --class-shards: 0 = the profile's own (kernel: one copy per class) */
+	const char *profile = "kernel";
 
 	const struct bench_opt opts[] = {
 		BENCH_OPTS_COMMON(quick, reps, js),
@@ -155,7 +160,9 @@ int main(int argc, char **argv)
 		BENCH_OPT_STR("--backend", backend, "KIND", "the store's backend"),
 		BENCH_OPT_FLAG("--no-kernel", nokernel, "skip the kernel zram side"),
 		BENCH_OPT_U64("--class-shards", shards, 0, ZS_MAX_CLASS_SHARDS, "N",
-			      "copies of each size class; 0: one, as the kernel"),
+			      "copies of each size class; 0: the profile's (kernel: one)"),
+		BENCH_OPT_STR("--profile", profile, "kernel|app",
+			      "the store's pool profile; default kernel"),
 		BENCH_OPT_REST("PATH", paths, npaths, "files or directories to load; default /usr/bin"),
 		BENCH_OPT_END,
 	};
@@ -174,6 +181,10 @@ int main(int argc, char **argv)
 	}
 	if (!reps)
 		reps = quick ? 1 : 3;
+	if (strcmp(profile, "kernel") && strcmp(profile, "app")) {
+		fprintf(stderr, "bench_zram: --profile: kernel or app, not %s\n", profile);
+		return 2;
+	}
 	if (!max_mb)
 		max_mb = quick ? 8 : 64;
 	bench_quiet = js.enabled;
@@ -195,6 +206,9 @@ int main(int argc, char **argv)
 	bench_json_str(&js, "backend", backend);
 	bench_json_num(&js, "reps", reps);
 	bench_json_num(&js, "class_shards", shards);
+	bench_json_str(&js, "profile", profile);
+	if (strcmp(profile, "kernel"))
+		bench_say("store profile: %s (zs_zram_config_init_app)\n", profile);
 	if (shards > 1)
 		bench_say("zsmalloc class shards: %u (a copy of each size class per CPU)\n", shards);
 	struct json *w = bench_json_w(&js);
@@ -245,13 +259,17 @@ int main(int argc, char **argv)
 				t = run(&c, RAW_DECOMP, nt, cc, &errors);
 				t_rd = t < t_rd ? t : t_rd;
 
-				zs_zram_config_init(&cfg);
+				if (strcmp(profile, "app"))
+					zs_zram_config_init(&cfg);
+				else
+					zs_zram_config_init_app(&cfg);
 				cfg.disksize = bytes;
 				cfg.comp = comps[ci];
 				cfg.backend.kind = backend;
 				/* Keep freed pool pages mapped so the warm pass measures no page faults. */
 				cfg.backend.zs.page_cache_pages = ps.npages;
-				cfg.backend.zs.class_shards = shards; /* zsmalloc: a class copy per CPU */
+				if (shards || strcmp(profile, "app"))
+					cfg.backend.zs.class_shards = shards; /* zsmalloc: class copies */
 				if (zs_zram_create(&cfg, &c.z)) {
 					fprintf(stderr, "bench_zram: store create failed\n");
 					return 2;
