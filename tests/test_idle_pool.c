@@ -6,7 +6,7 @@
  * pools, which must also hold at most 160 MiB right after their free-all
  * (one process-wide cache budget, not eight).  Both in the kernel profile
  * and the application profile (whose emptied zspages stay parked whole in
- * the CPU caches, src/pages/cache.c).  The purge thread exists
+ * their class, src/zsmalloc/park.c).  The purge thread exists
  * only while pages are cached: none after create, none after the idle.
  *
  * The environment knobs (read once per process, so each case runs in a

@@ -5,7 +5,7 @@
  * budget), then released whole (the stored objects are freed), then 1.5 s
  * with no libzs call: RSS back within 8 MiB of where it was before the
  * fill.  In the kernel profile and the application profile (its store's
- * emptied zspages parked in the CPU caches, src/pages/cache.c).  Skipped
+ * emptied zspages parked in their class, src/zsmalloc/park.c).  Skipped
  * (exit 77) where userfaultfd is not available.
  */
 #include "testutil.h"

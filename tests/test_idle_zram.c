@@ -5,7 +5,7 @@
  * libzs call: RSS back within 8 MiB of where it was before the writes.  The
  * store's slot table (16 bytes per slot written) is part of what remains.
  * In the kernel profile and in the application profile, whose emptied
- * zspages stay parked whole in the CPU caches (src/pages/cache.c) until the
+ * zspages stay parked whole in their class (src/zsmalloc/park.c) until the
  * purge thread returns them.  The region's case is tests/test_idle_region.c.
  */
 #include "testutil.h"

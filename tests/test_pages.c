@@ -33,7 +33,8 @@
 
 static struct zs_pages *mk(size_t page_size, size_t chunk_bytes, size_t max_pages, size_t cache)
 {
-	struct zs_pages_config c = { page_size, chunk_bytes, max_pages, cache, 0, 0 };
+	struct zs_pages_config c = { .page_size = page_size, .chunk_bytes = chunk_bytes,
+				     .max_pages = max_pages, .cache_pages = cache };
 	struct zs_pages *p = zs_pages_create(&c);
 	REQUIRE(p);
 	return p;

@@ -18,10 +18,12 @@
  * take no shared lock; a cache is refilled from and drained to the shared
  * cache a batch at a time), then in one shared cache of hot pages.  A busy
  * pool recycles its pages hot, without a page fault or a system call.  In
- * the application profile (class copies per CPU) an emptied zspage's pages
- * stay together in its CPU's cache ("parked") for that CPU's next zspage of
- * as many pages, which then costs one lock round, not a trip of each page
- * through the shared cache.
+ * the application profile (class copies per CPU) an emptied zspage stays
+ * whole in its class copy ("parked", src/zsmalloc/park.c) and is that
+ * class's next zspage: no call here at all; one that would pass the budget
+ * goes to its CPU's cache, its pages kept together for that CPU's next
+ * zspage of as many pages (one lock round, not a trip of each page through
+ * the shared cache).
  *
  * Returning memory (the decay).  What goes back: cached pages, never a page
  * in use.  A cached page is returned with MADV_DONTNEED, and a chunk with
@@ -46,11 +48,13 @@
  *     their time returning pages and faulting them in again (2.1x one
  *     thread; 5.1x under 512 MiB, where mimalloc, keeping everything, does
  *     5.6-6.9x; docs/benchmarks.md "Sixteen cores").  A provider over the
- *     process budget returns its own coldest cached pages.  Per-CPU caches are outside both counts
- *     (at most 64 pages per CPU and provider), except parked zspages: they
- *     count in the process budget (a zspage that would take it past the
- *     bound is not parked) and go back decay_ms after they were parked,
- *     even from a CPU that stays busy.
+ *     process budget returns its own coldest cached pages.  Per-CPU caches
+ *     are outside both counts (at most 64 pages per CPU and provider),
+ *     except parked zspages, in a class or a CPU cache: they count in the
+ *     process budget (a zspage that would take it past the bound is not
+ *     parked; to within 64 pages a CPU) and go back decay_ms after they
+ *     were parked, even from a class or CPU that stays busy (the thread's
+ *     pass, below).
  *   - at once on a trim (zs_pool_trim, zs_compact).
  * The background thread ("zs-purge", one per process, not per pool) exists
  * only while pages are cached: none at create, started once the shared

@@ -1062,9 +1062,78 @@ static void pcp_release_idle(struct zs_pages *p, struct zs_pcp *c, uint64_t ops)
  * every decay_ms / 2, so they go between 1 and 1.5 decays after its last
  * use.  Shared pages go by their own stamps, as in any call's decay.
  */
+/* ---- the owner's parked pages (pages.h, zs_pages_park_*) ------------------ */
+
+bool zs_pages_parks(const struct zs_pages *p)
+{
+	return p->reclaim != NULL;
+}
+
+bool zs_pages_park_room(struct zs_pages *p, unsigned n)
+{
+	return p->reclaim && !atomic_load_explicit(&p->slow_only, memory_order_relaxed) &&
+	       purge_budget_room((size_t)(n + PARK_SYNC) * p->page_size);
+}
+
+void zs_pages_park_note(struct zs_pages *p, long delta_pages)
+{
+	struct zs_pcp *c = this_pcp(p);
+	long v = atomic_fetch_add_explicit(&c->owner_unsynced, delta_pages, memory_order_relaxed) +
+		 delta_pages;
+	if (v < (long)PARK_SYNC && v > -(long)PARK_SYNC)
+		return;
+	/* Whatever is there now, another thread's note on this CPU's slot included. */
+	long take = atomic_exchange_explicit(&c->owner_unsynced, 0, memory_order_relaxed);
+	bool started = false;
+	atomic_fetch_add_explicit(&p->owner_in_budget, take, memory_order_relaxed);
+	purge_budget_add(take * (long)p->page_size, &started);
+	/* A forked child has no thread yet, whatever the inherited total says. */
+	if (take > 0 && zs_unlikely(atomic_load_explicit(&p->park_rekick, memory_order_relaxed)) &&
+	    atomic_exchange_explicit(&p->park_rekick, false, memory_order_relaxed))
+		started = true;
+	if (started)
+		kick(p);
+}
+
+void zs_pages_park_released(struct zs_pages *p, unsigned long pages)
+{
+	atomic_fetch_sub_explicit(&p->owner_in_budget, (long)pages, memory_order_relaxed);
+	purge_budget_add(-(long)(pages * p->page_size), NULL);
+}
+
+void zs_pages_release_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
+{
+	zs_pfn_t rel[RELEASE_MAX];
+
+	for (unsigned i = 0; i < n; i += RELEASE_MAX) {
+		unsigned k = n - i < RELEASE_MAX ? n - i : RELEASE_MAX, nrel = 0;
+		zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+		for (unsigned j = 0; j < k; j++) {
+			zs_pfn_t pfn = pfns[i + j];
+			if (!zs_pages_valid(p, pfn))
+				continue;
+			/* Bit and ninuse stay until release_pages: the chunk stays mapped meanwhile. */
+			set_state(p, pfn, PG_RELEASING);
+			releasing_take(p);
+			rel[nrel++] = pfn;
+		}
+		add_relaxed(&p->in_use, -(long)nrel);
+		p->frees += nrel;
+		zs_mutex_unlock_ranked(&p->lock);
+		release_pages(p, rel, nrel);
+	}
+}
+
 uint64_t pages_idle_pass(struct zs_pages *p, uint64_t now)
 {
 	uint64_t next = NO_TIME;
+
+	/* The owner's parked pages first: what it gives back lands nowhere but the OS. */
+	if (p->reclaim) {
+		uint64_t due = p->reclaim(p->reclaim_ctx, now, p->decay_ns);
+		if (due < next)
+			next = due;
+	}
 
 	for (unsigned i = 0; i < p->npcp; i++) {
 		struct zs_pcp *c = &p->pcp[i];

@@ -80,6 +80,9 @@ struct zs_pcp {
 	zs_pfn_t park[PARK_MAX_LEN + 1];
 	unsigned nparked;           /* pages in them (in nheld too) */
 	unsigned park_synced;       /* of those, the pages counted in the process budget */
+	/* The owner's parked pages (zs_pages_park_note) not yet in the process budget:
+	 * an atomic, as the owner counts under its own locks, not this cache's. */
+	_Atomic long owner_unsynced;
 	/* The purge thread's view (registry lock only): allocs + frees when it last
 	 * changed, and when that was seen; a cache unchanged for decay_ms is idle. */
 	uint64_t seen_ops, seen_ns;
@@ -144,6 +147,13 @@ struct zs_pages {
 	_Atomic bool park_rekick;
 	size_t budget_pages;
 	struct zs_pages *reg_prev, *reg_next;
+
+	/* The owner's parked pages (pages.h, zs_pages_park_*): its hook, read-only after create. */
+	uint64_t (*reclaim)(void *ctx, uint64_t now_ns, uint64_t decay_ns);
+	void *reclaim_ctx;
+	/* The owner's parked pages in the process budget now (synced in, released out);
+	 * destroy takes them out, since the owner's stacks go with the chunks. */
+	_Atomic long owner_in_budget;
 
 	/* Per-CPU caches (npcp 0: off); read-only pointers after create. */
 	struct zs_pcp *pcp;

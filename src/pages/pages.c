@@ -199,6 +199,10 @@ struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
 	 * purge thread.  Set before registering: the thread reads it from then on.
 	 */
 	p->park = c.park_chains && p->npcp && p->budget && watched;
+	if (p->park && c.reclaim) {
+		p->reclaim = c.reclaim;
+		p->reclaim_ctx = c.reclaim_ctx;
+	}
 	if (watched)
 		purge_register(p);
 	return p;
@@ -218,6 +222,10 @@ void zs_pages_destroy(struct zs_pages *p)
 	for (unsigned i = 0; i < p->npcp; i++)
 		if (p->pcp[i].park_synced)
 			purge_budget_add(-(long)((size_t)p->pcp[i].park_synced * p->page_size), NULL);
+	/* The owner's parked pages go with the chunks: what they added to the budget goes too. */
+	long owner = atomic_load_explicit(&p->owner_in_budget, memory_order_relaxed);
+	if (owner)
+		purge_budget_add(-owner * (long)p->page_size, NULL);
 	for (size_t s = 0; s < p->slot_words * 64 && s < p->nslots; s++) {
 		char *base = atomic_load_explicit(&p->lk.slots[s].base, memory_order_relaxed);
 		struct zs_page_desc *m = atomic_load_explicit(&p->lk.slots[s].meta, memory_order_relaxed);

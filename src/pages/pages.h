@@ -22,6 +22,7 @@
 #define ZS_SRC_PAGES_PAGES_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include "zs/pages.h"
 
@@ -66,6 +67,20 @@ struct zs_pages_config {
 	                        when its class copies are per CPU (the application profile),
 	                        so a CPU's zspages are freed and allocated through its own
 	                        cache.  0: every page goes back on its own, as zs_pages_free. */
+	/*
+	 * The owner's parked pages (zs_pages_park_*, below): with park_chains, a
+	 * hook the purge thread calls on each pass with the time and the decay;
+	 * it gives back, with zs_pages_release_bulk, what its owner parked a
+	 * decay ago or more, and returns when it next has something due
+	 * (UINT64_MAX: nothing parked).  It runs with the process registry lock
+	 * held, so it may take its owner's locks only with a trylock (a free
+	 * path holds one while it parks, and parking may start the thread), and
+	 * call no zs_pages function but zs_pages_release_bulk and
+	 * zs_pages_park_account.  Set at create; the hook stops running when
+	 * zs_pages_destroy returns.
+	 */
+	uint64_t (*reclaim)(void *ctx, uint64_t now_ns, uint64_t decay_ns);
+	void *reclaim_ctx;
 };
 struct zs_pages_stats {
 	size_t page_size;
@@ -128,6 +143,26 @@ void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n);
  */
 #define ZS_FREE_BULK_MAX 64u
 void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
+
+/*
+ * Pages its owner keeps whole, still in use, for its own next use (zsmalloc's
+ * emptied zspages in the application profile, src/zsmalloc/park.c): they
+ * count in the process-wide budget like the provider's parked chains, and the
+ * reclaim hook returns them after a decay.  zs_pages_parks: the provider took
+ * the hook (park_chains, in the budget, watched by the purge thread): its
+ * owner may park.  zs_pages_park_room: would `n` more parked pages stay
+ * within the budget?  zs_pages_park_note: the owner parked (delta > 0) or took
+ * back pages; counted per CPU and added to the budget PARK_SYNC pages at a
+ * time, starting the purge thread when that takes the cache past its start.
+ * zs_pages_park_released: pages given back (the hook, a trim), off the budget
+ * at once, no kick.  zs_pages_release_bulk: in-use pages straight back to the
+ * OS, no cache, no kick.
+ */
+bool zs_pages_parks(const struct zs_pages *p);
+bool zs_pages_park_room(struct zs_pages *p, unsigned n);
+void zs_pages_park_note(struct zs_pages *p, long delta_pages);
+void zs_pages_park_released(struct zs_pages *p, unsigned long pages);
+void zs_pages_release_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
 
 /* Address of a page in use (lock-free).  Behaviour is undefined for pages not in use. */
 void *zs_pages_addr(const struct zs_pages *p, zs_pfn_t pfn);

@@ -364,6 +364,7 @@ unsigned long zs_compact(struct zs_pool *pool)
 	atomic_store_explicit(&pool->compaction_in_progress, 0, memory_order_release);
 	zs_handles_trim(pool, 0);
 	/* Compaction is how a pool gives memory back: the page cache goes too, not at its decay. */
+	zs_park_release_all(pool);
 	zs_pages_trim(pool->pages);
 	zs_signals_restore(&sigs);   /* after the trims: they take the handle and page locks */
 	return freed;

@@ -77,7 +77,7 @@ static int free_pool_locked(struct zs_pool *pool, unsigned long handle, int chec
 	zs_assert_internal(handle_is_live(handle));
 	struct zspage *empty = zs_free_locked(pool, class, obj);
 	unsigned long tail = zspage_take_tail(empty);
-	if (empty)
+	if (empty && !(pool->park && zs_park_zspage(pool, class, empty)))
 		zs_free_zspage_pages(pool, empty);
 	zs_spin_unlock(&class->lock);
 	if (zs_unlikely(tail))
@@ -105,6 +105,8 @@ static inline __attribute__((always_inline)) int free_class_index(struct zs_pool
 	zs_assert_internal(handle_is_live(handle));
 	struct zspage *empty = zs_free_locked(pool, class, obj);
 	unsigned long tail = zspage_take_tail(empty);
+	if (empty && pool->park && zs_park_zspage(pool, class, empty))
+		empty = NULL; /* kept whole in the class for its next zspage (park.c) */
 	if (empty && !unlocked)
 		zs_free_zspage_pages(pool, empty);
 	zs_spin_unlock(&class->lock);

@@ -175,6 +175,12 @@ struct handle_shard {
 
 struct deferred_queue; /* deferred.c */
 
+/* A class copy's parked zspages (park.c): the stack and its accounting, under the class lock. */
+struct zs_park {
+	struct zspage *top;       /* newest first, linked through lnext */
+	_Atomic unsigned nr;      /* zspages on it; read without the lock by the purge pass */
+};
+
 struct zs_pool {
 	struct zs_pool_config cfg;
 	char name[32];
@@ -212,6 +218,9 @@ struct zs_pool {
 	pthread_mutex_t handle_chunks_lock;
 	zs_pfn_t *handle_chunks;
 	size_t nr_handle_chunks, cap_handle_chunks;
+
+	/* park.c: one per class copy (nr_classes * nr_shards), NULL when the pool does not park */
+	struct zs_park *park;
 
 	/* deferred.c: NULL until the first zs_free_deferred creates it under the lock */
 	_Atomic(struct deferred_queue *) deferred;
@@ -455,6 +464,21 @@ static inline struct zspage *zs_alloc_zspage(struct zs_pool *pool,
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
+
+/*
+ * ---- park.c: emptied zspages kept whole in their class copy (application profile) ----
+ * zs_park_zspage: class lock held, an unlinked empty zspage (zs_unlink_empty_zspage):
+ * 1 when parked, 0 when the caller frees it as before.  zs_unpark_zspage: class lock
+ * held: the newest parked zspage, as zs_alloc_zspage leaves a new one, or NULL.
+ * zs_park_reclaim: the provider's reclaim hook (pages.h).  zs_park_release_all: no
+ * lock held: every parked zspage's pages back to the OS (trim, compaction).
+ */
+int zs_park_init(struct zs_pool *pool);
+void zs_park_destroy(struct zs_pool *pool);
+int zs_park_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
+struct zspage *zs_unpark_zspage(struct zs_pool *pool, struct size_class *class);
+uint64_t zs_park_reclaim(void *ctx, uint64_t now_ns, uint64_t decay_ns);
+void zs_park_release_all(struct zs_pool *pool);
 
 /* ---- class.c ---- */
 /* A class table's dimensions, from the config alone (no pool needed). */

@@ -96,6 +96,20 @@ static inline void zs_spin_lock_at(zs_spinlock_t *l, const char *file, int line)
 #endif
 }
 
+/* Take l only if it is free (no wait, so no lock-order check): 1 when taken. */
+static inline int zs_spin_trylock(zs_spinlock_t *l)
+{
+	if (atomic_load_explicit(&l->v, memory_order_relaxed) ||
+	    atomic_exchange_explicit(&l->v, 1, memory_order_acquire))
+		return 0;
+	if (zs_spin_rank(l))
+		zs_lock_took_try(l, zs_spin_rank(l));
+#if ZS_DEBUG_ON
+	atomic_store_explicit(&l->owner, zs_debug_self(), memory_order_relaxed);
+#endif
+	return 1;
+}
+
 /* Does the calling thread hold l?  Always 1 outside ZS_DEBUG (only asserts ask). */
 static inline int zs_spin_held(zs_spinlock_t *l)
 {

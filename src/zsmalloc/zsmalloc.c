@@ -228,20 +228,28 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 	zs_deferred_init(pool); /* nothing allocated until the first zs_free_deferred */
 
 	int err = zs_classes_build(pool);
+	if (!err)
+		err = zs_park_init(pool);
 	if (!err) {
 		struct zs_pages_config pc = { .page_size = cfg.page_size, .max_pages = cfg.max_pages,
 					      .cache_pages = cfg.page_cache_pages,
 					      .decay_ms = cfg.page_cache_decay_ms,
-					      .park_chains = pool->nr_shards > 1 };
+					      .park_chains = pool->nr_shards > 1,
+					      .reclaim = pool->park ? zs_park_reclaim : NULL,
+					      .reclaim_ctx = pool };
 		errno = 0;
 		pool->pages = zs_pages_create(&pc);
 		err = pool->pages ? zs_handles_init(pool) : errno ? -errno : -ENOMEM;
+		/* A provider that cannot return them (its own bound, no decay) gets no parked zspages. */
+		if (!err && pool->park && !zs_pages_parks(pool->pages))
+			zs_park_destroy(pool);
 	}
 	if (err) {
 		zs_deferred_destroy(pool);
 		zs_handles_destroy(pool);
 		if (pool->pages)
 			zs_pages_destroy(pool->pages);
+		zs_park_destroy(pool);
 		zs_classes_free(pool);
 		free(pool);
 		errno = -err;
@@ -256,7 +264,8 @@ void zs_destroy_pool(struct zs_pool *pool)
 		return;
 	zs_deferred_destroy(pool);
 	zs_handles_destroy(pool);
-	zs_pages_destroy(pool->pages);
+	zs_pages_destroy(pool->pages); /* first: the purge thread's hook reads the classes */
+	zs_park_destroy(pool);
 	zs_classes_free(pool);
 	free(pool);
 }
@@ -379,6 +388,8 @@ alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
 			zs_spin_unlock(&class->lock);
 		return 0;
 	}
+	if (pool->park && (zspage = zs_unpark_zspage(pool, class)))
+		goto fresh; /* its pages, chain and owners stayed: no provider call (park.c) */
 	zs_spin_unlock(&class->lock);
 
 	/* Like the kernel, allocate the pages with no lock held. */
@@ -396,6 +407,7 @@ alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
 		return 0;
 	}
 	zs_spin_lock(&class->lock);
+fresh:;
 	unsigned long obj = zs_obj_malloc(pool, zspage, handle);
 	zspage->tail = tail; /* one-object zspages only: class_single, so never a list link */
 	zs_insert_zspage(class, zspage, zs_get_fullness_group(class, zspage));
@@ -539,6 +551,7 @@ const struct zs_pool_config *zs_pool_get_config(const struct zs_pool *pool)
 void zs_pool_trim(struct zs_pool *pool)
 {
 	zs_handles_trim(pool, 1);
+	zs_park_release_all(pool);
 	zs_pages_trim(pool->pages);
 }
 

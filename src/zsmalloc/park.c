@@ -1,0 +1,198 @@
+/*
+ * Parked zspages (application profile): a zspage emptied by zs_free stays
+ * whole in its class copy, on a LIFO stack, and the class's next new zspage
+ * is that one.  Owns the stack, its budget accounting and its return to the
+ * OS (the purge thread's hook, trims).
+ *
+ * Why: bench_threads' churn empties and refills ~2,400 zspages a round.  Each
+ * cycle through the page provider - even its parked chains (cache.c) - cost
+ * a chain walk, two provider calls with their per-CPU lock, a state change
+ * per page and every page descriptor written again: about 100 of the ~900
+ * instructions an object costs there (docs/benchmarks.md "Parked zspages").
+ * Parked here the zspage keeps its pages, its chain and each page's owner:
+ * taking it back is a pop and a few fields, under the class lock the
+ * allocation already holds.
+ *
+ * Memory still goes back.  Parked pages count in the process-wide cache
+ * budget like the provider's (a zspage that would take it past the bound is
+ * freed as before; counted per CPU, PARK_SYNC pages at a time, so the total
+ * a park reads is a line written once per 64 pages a CPU), and leave:
+ *   - a decay after they were parked, by the purge thread's pass
+ *     (zs_park_reclaim, the provider's reclaim hook), even while the class
+ *     stays busy; the pass holds the process registry lock, which a free
+ *     path can ask for while holding a class lock (parking may start the
+ *     thread), so the pass takes class locks only with a trylock and looks
+ *     again soon at a class it could not take;
+ *   - at once on zs_pool_trim and zs_compact (zs_park_release_all).
+ * They are not in the pool's page count (zs_get_total_pages), as the
+ * provider's cached pages are not: the pool holds no object in them.
+ *
+ * Only pools whose provider parks (park_chains: per-CPU class copies, the
+ * application profile; the kernel profile frees every emptied zspage, as the
+ * kernel does, and its counts stay page-exact) and only zspages of the
+ * class's own shape (not huge, not one-object, not fitted by compaction).
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "zsmalloc/internal.h"
+#include "pages/internal.h" /* now_ns: the coarse clock the provider's decay uses */
+
+/* The zspage whose lnext field `link` is. */
+static struct zspage *lnext_owner(struct zspage **link)
+{
+	return (struct zspage *)(void *)((char *)link - offsetof(struct zspage, lnext));
+}
+
+static unsigned park_nr(const struct zs_park *pk)
+{
+	return atomic_load_explicit(&pk->nr, memory_order_relaxed);
+}
+
+int zs_park_init(struct zs_pool *pool)
+{
+	pool->park = NULL;
+	size_t n = (size_t)pool->nr_classes * pool->nr_shards;
+	if (pool->nr_shards == 1)
+		return 0;
+	pool->park = calloc(n, sizeof(*pool->park));
+	return pool->park ? 0 : -ENOMEM;
+}
+
+void zs_park_destroy(struct zs_pool *pool)
+{
+	free(pool->park);
+	pool->park = NULL;
+}
+
+int zs_park_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage)
+{
+	if (zspage->huge || class_single(class) || zspage->objs != class->objs_per_zspage)
+		return 0;
+	if (!zs_pages_park_room(pool->pages, class->pages_per_zspage))
+		return 0;
+	struct zs_park *pk = &pool->park[class->enc];
+	zspage->lnext = pk->top;
+	zspage->huge_handle = (unsigned long)now_ns(); /* when; the slot count restarts at reuse */
+	pk->top = zspage;
+	atomic_store_explicit(&pk->nr, park_nr(pk) + 1, memory_order_relaxed);
+	zs_pages_park_note(pool->pages, (long)class->pages_per_zspage);
+	return 1;
+}
+
+struct zspage *zs_unpark_zspage(struct zs_pool *pool, struct size_class *class)
+{
+	struct zs_park *pk = &pool->park[class->enc];
+	struct zspage *zspage = pk->top;
+	if (!zspage)
+		return NULL;
+	pk->top = zspage->lnext;
+	atomic_store_explicit(&pk->nr, park_nr(pk) - 1, memory_order_relaxed);
+	zs_pages_park_note(pool->pages, -(long)class->pages_per_zspage);
+	/* As zs_alloc_zspage leaves a new one: every slot free and untouched, none linked. */
+	zspage->inuse = 0;
+	zspage->freeobj = FREEOBJ_END;
+	zspage->huge_handle = 0;
+	zspage->lnext = zspage->lprev = NULL;
+	atomic_store_explicit(&zspage->lock, 0, memory_order_relaxed);
+	return zspage;
+}
+
+/*
+ * Class lock held: unlink the parked zspages parked at or before `cutoff`
+ * (UINT64_MAX: all) and return them as a list; *oldest gets the park time of
+ * the oldest one left (UINT64_MAX: none).  The stack is newest first, so
+ * everything below the first old enough one is older still.
+ */
+static struct zspage *park_cut(struct zs_pool *pool, struct size_class *class, uint64_t cutoff,
+			       uint64_t *oldest)
+{
+	struct zs_park *pk = &pool->park[class->enc];
+	struct zspage **link = &pk->top, *cut;
+	while (*link && (uint64_t)(*link)->huge_handle > cutoff)
+		link = &(*link)->lnext;
+	cut = *link;
+	*link = NULL;
+	*oldest = UINT64_MAX;
+	if (link != &pk->top) /* the last one kept is the oldest kept */
+		*oldest = (uint64_t)lnext_owner(link)->huge_handle;
+	unsigned nr = 0;
+	for (struct zspage *z = cut; z; z = z->lnext)
+		nr++;
+	atomic_store_explicit(&pk->nr, park_nr(pk) - nr, memory_order_relaxed);
+	zs_pages_park_released(pool->pages, (unsigned long)nr * class->pages_per_zspage);
+	return cut;
+}
+
+/* No lock: a cut list's pages straight back to the OS. */
+static unsigned park_free_list(struct zs_pool *pool, struct zspage *z)
+{
+	zs_pfn_t pfns[64];
+	unsigned n = 0, pages = 0;
+	while (z) {
+		struct zspage *next = z->lnext;
+		zs_pfn_t pfn = z->pfn;
+		z->lnext = NULL;
+		z->huge_handle = 0;
+		do {
+			if (n == 64) {
+				zs_pages_release_bulk(pool->pages, pfns, n);
+				n = 0;
+			}
+			pfns[n++] = pfn;
+			pages++;
+			pfn = page_desc(pool, pfn)->next;
+		} while (pfn != ZS_PFN_NONE);
+		z = next;
+	}
+	zs_pages_release_bulk(pool->pages, pfns, n);
+	return pages;
+}
+
+uint64_t zs_park_reclaim(void *ctx, uint64_t now, uint64_t decay_ns)
+{
+	struct zs_pool *pool = ctx;
+	uint64_t next = UINT64_MAX;
+	uint64_t cutoff = now >= decay_ns ? now - decay_ns : 0;
+	size_t n = (size_t)pool->nr_classes * pool->nr_shards;
+	if (decay_ns == UINT64_MAX)
+		return next; /* never by time: trims only */
+	for (size_t e = 0; e < n; e++) {
+		struct zs_park *pk = &pool->park[e];
+		if (!park_nr(pk))
+			continue;
+		struct size_class *class = &pool->classes[e];
+		uint64_t oldest;
+		if (!zs_spin_trylock(&class->lock)) {
+			/* A free or an allocation has it: look again soon. */
+			if (now + decay_ns / 2 < next)
+				next = now + decay_ns / 2;
+			continue;
+		}
+		struct zspage *cut = park_cut(pool, class, cutoff, &oldest);
+		zs_spin_unlock(&class->lock);
+		park_free_list(pool, cut);
+		if (oldest != UINT64_MAX && oldest + decay_ns < next)
+			next = oldest + decay_ns;
+	}
+	return next;
+}
+
+void zs_park_release_all(struct zs_pool *pool)
+{
+	if (!pool->park)
+		return;
+	size_t n = (size_t)pool->nr_classes * pool->nr_shards;
+	for (size_t e = 0; e < n; e++) {
+		struct zs_park *pk = &pool->park[e];
+		if (!park_nr(pk))
+			continue;
+		struct size_class *class = &pool->classes[e];
+		uint64_t oldest;
+		zs_spin_lock(&class->lock);
+		struct zspage *cut = park_cut(pool, class, UINT64_MAX, &oldest);
+		zs_spin_unlock(&class->lock);
+		park_free_list(pool, cut);
+	}
+}

@@ -1,0 +1,302 @@
+/*
+ * Parked zspages (src/zsmalloc/park.c): in the application profile a zspage
+ * emptied by zs_free stays whole in its class copy and is the class's next
+ * new zspage; parked pages leave a decay later with no call made (the purge
+ * thread's hook), at once on a trim or a compaction, and never in the kernel
+ * profile.  White box: the parked stacks (pool->park) and the provider's
+ * pages in use are the quantities promised.  The last part runs threads that
+ * park and unpark while the purge thread reclaims with a 10 ms decay (TSan
+ * in CI: test_mt_*), checking every byte.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+#include "idle.h"
+#include "zsmalloc/internal.h"
+#include "pages/internal.h" /* purge_defaults, purge_budget_room */
+
+#define OBJ 1000 /* one size: one class */
+#define N 400
+
+static unsigned parked_nr(struct zs_pool *pool)
+{
+	unsigned n = 0;
+	for (size_t e = 0; pool->park && e < (size_t)pool->nr_classes * pool->nr_shards; e++)
+		n += atomic_load_explicit(&pool->park[e].nr, memory_order_relaxed);
+	return n;
+}
+
+static struct zs_pool *mk(int app, unsigned decay_ms)
+{
+	struct zs_pool_config c;
+	if (app)
+		zs_pool_config_init_app(&c);
+	else
+		zs_pool_config_init(&c);
+	c.checked = 1;
+	c.deferred_worker = -1;
+	c.page_cache_decay_ms = decay_ms;
+	struct zs_pool *pool = zs_create_pool(&c);
+	REQUIRE(pool);
+	return pool;
+}
+
+static void fill(struct zs_pool *pool, unsigned long *h, int n, unsigned char tag)
+{
+	unsigned char buf[OBJ];
+	for (int i = 0; i < n; i++) {
+		memset(buf, tag ^ (unsigned char)i, sizeof(buf));
+		h[i] = zs_malloc(pool, OBJ);
+		REQUIRE(!ZS_IS_ERR(h[i]));
+		REQUIRE(zs_obj_write(pool, h[i], buf, OBJ) == 0);
+	}
+}
+
+static int intact(struct zs_pool *pool, unsigned long h, unsigned char want)
+{
+	unsigned char buf[OBJ];
+	const unsigned char *m = zs_obj_read_begin(pool, h, OBJ, buf);
+	if (!m)
+		return 0;
+	int ok = 1;
+	for (int k = 0; k < OBJ; k++)
+		ok &= m[k] == want;
+	zs_obj_read_end(pool, h, OBJ, (void *)m);
+	return ok;
+}
+
+/* Free-all parks every zspage; the next allocations take the same zspages back, newest first. */
+static void same_zspages_back(void)
+{
+	struct zs_pool *pool = mk(1, 600000); /* ten minutes: no reclaim meanwhile */
+	unsigned long h[N];
+	zs_pfn_t first[N];
+	fill(pool, h, N, 0x11);
+	size_t pages = zs_get_total_pages(pool), in_use = zs_pages_in_use(pool->pages);
+	CHECK(pages > 0);
+	for (int i = 0; i < N; i++)
+		first[i] = obj_to_pfn(handle_to_obj(h[i]));
+	unsigned long stale = h[0];
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(zs_free(pool, h[i]), 0);
+	/* Not the pool's pages any more, still the provider's: parked, not freed. */
+	CHECK_EQ(zs_get_total_pages(pool), 0);
+	CHECK_EQ(zs_pages_in_use(pool->pages), in_use);
+	unsigned nz = parked_nr(pool);
+	CHECK(nz > 0);
+	/* A stale handle into a parked zspage is refused (checked mode). */
+	CHECK_EQ(zs_free(pool, stale), -EINVAL);
+	fill(pool, h, N, 0x22);
+	CHECK_EQ(parked_nr(pool), 0);
+	CHECK_EQ(zs_get_total_pages(pool), pages);
+	CHECK_EQ(zs_pages_in_use(pool->pages), in_use); /* no page came from the provider */
+	/* Every zspage came back: the same set of pages holds the objects. */
+	size_t same = 0;
+	for (int i = 0; i < N; i++) {
+		zs_pfn_t pfn = obj_to_pfn(handle_to_obj(h[i]));
+		for (int j = 0; j < N; j++)
+			if (first[j] == pfn) {
+				same++;
+				break;
+			}
+	}
+	CHECK_EQ(same, (size_t)N);
+	int ok = 1;
+	for (int i = 0; i < N; i++)
+		ok &= intact(pool, h[i], (unsigned char)(0x22 ^ i));
+	CHECK(ok);
+	CHECK_EQ(zs_free(pool, stale), -EINVAL); /* reused slot, older generation */
+	printf("park: %d objects, %zu pages, %u zspages parked and taken back whole\n", N,
+	       pages, nz);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(zs_free(pool, h[i]), 0);
+	/* A trim and a compaction give them back at once. */
+	CHECK(parked_nr(pool) > 0);
+	zs_pool_trim(pool);
+	CHECK_EQ(parked_nr(pool), 0);
+	CHECK_EQ(zs_pages_in_use(pool->pages), 0);
+	fill(pool, h, N, 0x33);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(zs_free(pool, h[i]), 0);
+	CHECK(parked_nr(pool) > 0);
+	zs_compact(pool);
+	CHECK_EQ(parked_nr(pool), 0);
+	CHECK_EQ(zs_pages_in_use(pool->pages), 0);
+	zs_destroy_pool(pool);
+}
+
+/* No call after the free: the purge thread gives parked zspages back a decay later. */
+static void decay_without_calls(void)
+{
+	struct zs_pool *pool = mk(1, 50);
+	unsigned long h[N];
+	fill(pool, h, N, 0x44);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(zs_free(pool, h[i]), 0);
+	unsigned nz = parked_nr(pool);
+	CHECK(nz > 0);
+	/* 400 x 1000 B is ~100 pages: under the purge thread's 2 MiB start, so kick it with more. */
+	unsigned long *big = calloc(4000, sizeof(*big));
+	REQUIRE(big);
+	for (int i = 0; i < 4000; i++)
+		REQUIRE(!ZS_IS_ERR(big[i] = zs_malloc(pool, 3000)));
+	for (int i = 0; i < 4000; i++)
+		CHECK_EQ(zs_free(pool, big[i]), 0);
+	free(big);
+	unsigned waited = 0;
+	while (parked_nr(pool) && waited < 3000) {
+		idle_sleep_ms(20);
+		waited += 20;
+	}
+	printf("decay 50 ms: %u zspages parked, none after %u ms with no call\n", nz, waited);
+	CHECK_EQ(parked_nr(pool), 0);
+	CHECK_EQ(zs_pages_in_use(pool->pages), 0);
+	zs_destroy_pool(pool);
+}
+
+/*
+ * The kernel profile frees every emptied zspage (page-exact counts); so do
+ * pools whose provider could not return parked pages: one with its own cache
+ * bound (outside the process budget) and one that never decays.
+ */
+static void who_parks(void)
+{
+	struct zs_pool *k = mk(0, 0);
+	CHECK(k->park == NULL);
+	unsigned long h[N];
+	fill(k, h, N, 0x55);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(zs_free(k, h[i]), 0);
+	CHECK_EQ(parked_nr(k), 0);
+	zs_destroy_pool(k);
+
+	struct zs_pool_config c;
+	zs_pool_config_init_app(&c);
+	c.page_cache_pages = 4096; /* its own bound, outside the process budget: no parking */
+	struct zs_pool *b = zs_create_pool(&c);
+	REQUIRE(b);
+	fill(b, h, N, 0x66);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(zs_free(b, h[i]), 0);
+	CHECK_EQ(parked_nr(b), 0);
+	CHECK(b->park == NULL);
+	zs_destroy_pool(b);
+
+	struct zs_pool *never = mk(1, ZS_PAGES_DECAY_NEVER);
+	CHECK(never->park == NULL);
+	fill(never, h, N, 0x77);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(zs_free(never, h[i]), 0);
+	CHECK_EQ(parked_nr(never), 0);
+	zs_destroy_pool(never);
+}
+
+/* ---- threads park and unpark while the purge thread reclaims (10 ms decay) ---- */
+
+struct churn {
+	struct zs_pool *pool;
+	unsigned id;
+	_Atomic int bad;
+};
+
+static void *churner(void *arg)
+{
+	struct churn *c = arg;
+	enum { M = 300 };
+	unsigned long h[M];
+	unsigned char buf[OBJ];
+	uint64_t s = 0x9e3779b97f4a7c15ull * (c->id + 1);
+	for (int round = 0; round < 40; round++) {
+		size_t sz = 200 + tu_rand(&s) % (OBJ - 200);
+		for (int i = 0; i < M; i++) {
+			memset(buf, (int)(c->id * 16 + (unsigned)i), sz);
+			h[i] = zs_malloc(c->pool, sz);
+			if (ZS_IS_ERR(h[i]) || zs_obj_write(c->pool, h[i], buf, sz)) {
+				atomic_store(&c->bad, 1);
+				return NULL;
+			}
+		}
+		for (int i = 0; i < M; i++) {
+			const unsigned char *m = zs_obj_read_begin(c->pool, h[i], sz, buf);
+			unsigned char want = (unsigned char)(c->id * 16 + (unsigned)i);
+			for (size_t k = 0; m && k < sz; k++)
+				if (m[k] != want) {
+					atomic_store(&c->bad, 1);
+					break;
+				}
+			if (m)
+				zs_obj_read_end(c->pool, h[i], sz, (void *)m);
+			if (zs_free(c->pool, h[i]))
+				atomic_store(&c->bad, 1);
+		}
+		if (round % 8 == 7)
+			idle_sleep_ms(15); /* past the decay: the purge pass takes some */
+	}
+	return NULL;
+}
+
+static void threads_with_reclaim(void)
+{
+	struct zs_pool *pool = mk(1, 10);
+	enum { T = 4 };
+	pthread_t t[T];
+	struct churn c[T];
+	for (unsigned i = 0; i < T; i++) {
+		c[i] = (struct churn){ .pool = pool, .id = i };
+		REQUIRE(pthread_create(&t[i], NULL, churner, &c[i]) == 0);
+	}
+	for (unsigned i = 0; i < T; i++) {
+		pthread_join(t[i], NULL);
+		CHECK_EQ(atomic_load(&c[i].bad), 0);
+	}
+	CHECK_EQ(zs_pool_objects(pool), 0);
+	zs_pool_trim(pool);
+	CHECK_EQ(parked_nr(pool), 0);
+	CHECK_EQ(zs_pages_in_use(pool->pages), 0);
+	zs_destroy_pool(pool);
+}
+
+/*
+ * A pool destroyed with zspages parked takes them out of the process budget:
+ * the budget counts them (to within a sync batch) and nothing else would
+ * (a leak here left later pools unable to cache anything).
+ */
+static void destroy_parked(void)
+{
+	unsigned decay;
+	size_t budget;
+	purge_defaults(&decay, &budget);
+	unsigned long h[N];
+	for (int k = 0; k < 40; k++) {
+		struct zs_pool *pool = mk(1, 600000);
+		fill(pool, h, N, (unsigned char)k);
+		for (int i = 0; i < N; i++)
+			CHECK_EQ(zs_free(pool, h[i]), 0);
+		CHECK(parked_nr(pool) > 0);
+		zs_destroy_pool(pool);
+	}
+	/* 40 x 100 parked pages would be 16 MiB of budget if leaked; a 2 MiB margin. */
+	CHECK(purge_budget_room(budget - ((size_t)2 << 20)));
+}
+
+int main(void)
+{
+	(void)tu_seed("test_mt_zs_park");
+	/* One CPU for the exact parts: the class copy is chosen by the CPU. */
+	cpu_set_t all, one;
+	REQUIRE(sched_getaffinity(0, sizeof(all), &all) == 0);
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() > 0 ? sched_getcpu() : 0, &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		printf("could not pin to one CPU\n");
+	same_zspages_back();
+	decay_without_calls();
+	who_parks();
+	destroy_parked();
+	sched_setaffinity(0, sizeof(all), &all);
+	threads_with_reclaim();
+	return tu_done();
+}
