@@ -45,9 +45,20 @@ static struct zspage *lnext_owner(struct zspage **link)
 	return (struct zspage *)(void *)((char *)link - offsetof(struct zspage, lnext));
 }
 
+/*
+ * nr is stored with release under the class lock and read with acquire by
+ * the purge pass, which then touches the class (its lock, its zspages): a
+ * class copy is built by whichever thread first allocates from it, so the
+ * pass needs an order after that build (plain movs on x86; TSan saw it).
+ */
 static unsigned park_nr(const struct zs_park *pk)
 {
-	return atomic_load_explicit(&pk->nr, memory_order_relaxed);
+	return atomic_load_explicit(&pk->nr, memory_order_acquire);
+}
+
+static void park_nr_set(struct zs_park *pk, unsigned nr)
+{
+	atomic_store_explicit(&pk->nr, nr, memory_order_release);
 }
 
 int zs_park_init(struct zs_pool *pool)
@@ -76,7 +87,7 @@ int zs_park_zspage(struct zs_pool *pool, struct size_class *class, struct zspage
 	zspage->lnext = pk->top;
 	zspage->huge_handle = (unsigned long)now_ns(); /* when; the slot count restarts at reuse */
 	pk->top = zspage;
-	atomic_store_explicit(&pk->nr, park_nr(pk) + 1, memory_order_relaxed);
+	park_nr_set(pk, park_nr(pk) + 1);
 	zs_pages_park_note(pool->pages, (long)class->pages_per_zspage);
 	return 1;
 }
@@ -88,7 +99,7 @@ struct zspage *zs_unpark_zspage(struct zs_pool *pool, struct size_class *class)
 	if (!zspage)
 		return NULL;
 	pk->top = zspage->lnext;
-	atomic_store_explicit(&pk->nr, park_nr(pk) - 1, memory_order_relaxed);
+	park_nr_set(pk, park_nr(pk) - 1);
 	zs_pages_park_note(pool->pages, -(long)class->pages_per_zspage);
 	/* As zs_alloc_zspage leaves a new one: every slot free and untouched, none linked. */
 	zspage->inuse = 0;
@@ -120,7 +131,7 @@ static struct zspage *park_cut(struct zs_pool *pool, struct size_class *class, u
 	unsigned nr = 0;
 	for (struct zspage *z = cut; z; z = z->lnext)
 		nr++;
-	atomic_store_explicit(&pk->nr, park_nr(pk) - nr, memory_order_relaxed);
+	park_nr_set(pk, park_nr(pk) - nr);
 	zs_pages_park_released(pool->pages, (unsigned long)nr * class->pages_per_zspage);
 	return cut;
 }
