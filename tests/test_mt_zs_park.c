@@ -15,6 +15,7 @@
 
 #include "testutil.h"
 #include "idle.h"
+#include "zs/harness.h"
 #include "zsmalloc/internal.h"
 #include "pages/internal.h" /* purge_defaults, purge_budget_room */
 
@@ -260,6 +261,33 @@ static void threads_with_reclaim(void)
 }
 
 /*
+ * An allocation that finds no pages gives back the parked zspages and tries
+ * once more: other classes' parked pages must not make it fail.  One
+ * injected page failure stands for the memory running out.
+ */
+static void release_on_failure(void)
+{
+	struct zs_pool *pool = mk(1, 600000);
+	unsigned long h[N];
+	fill(pool, h, N, 0x5a);
+	for (int i = 0; i < N; i++)
+		CHECK_EQ(zs_free(pool, h[i]), 0);
+	CHECK(parked_nr(pool) > 0);
+	zs_pool_fail_pages(pool, 0, 1);
+	unsigned long big = zs_malloc(pool, 3000); /* another class: nothing parked there */
+	CHECK(!ZS_IS_ERR(big));
+	CHECK_EQ(parked_nr(pool), 0);
+	if (!ZS_IS_ERR(big))
+		CHECK_EQ(zs_free(pool, big), 0);
+	/* With nothing parked the failure is the caller's, as before. */
+	zs_pool_trim(pool);
+	zs_pool_fail_pages(pool, 0, 1);
+	CHECK_EQ(zs_malloc(pool, 3000), (unsigned long)-ENOMEM);
+	zs_pool_fail_pages(pool, UINT64_MAX, 0);
+	zs_destroy_pool(pool);
+}
+
+/*
  * A pool destroyed with zspages parked takes them out of the process budget:
  * the budget counts them (to within a sync batch) and nothing else would
  * (a leak here left later pools unable to cache anything).
@@ -296,6 +324,7 @@ int main(void)
 	decay_without_calls();
 	who_parks();
 	destroy_parked();
+	release_on_failure();
 	sched_setaffinity(0, sizeof(all), &all);
 	threads_with_reclaim();
 	return tu_done();

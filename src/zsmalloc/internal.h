@@ -471,14 +471,15 @@ static inline struct zspage *zs_alloc_zspage(struct zs_pool *pool,
  * 1 when parked, 0 when the caller frees it as before.  zs_unpark_zspage: class lock
  * held: the newest parked zspage, as zs_alloc_zspage leaves a new one, or NULL.
  * zs_park_reclaim: the provider's reclaim hook (pages.h).  zs_park_release_all: no
- * lock held: every parked zspage's pages back to the OS (trim, compaction).
+ * lock held: every parked zspage's pages back to the OS (trim, compaction, an
+ * allocation that found no pages).
  */
 int zs_park_init(struct zs_pool *pool);
 void zs_park_destroy(struct zs_pool *pool);
 int zs_park_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
 struct zspage *zs_unpark_zspage(struct zs_pool *pool, struct size_class *class);
 uint64_t zs_park_reclaim(void *ctx, uint64_t now_ns, uint64_t decay_ns);
-void zs_park_release_all(struct zs_pool *pool);
+unsigned long zs_park_release_all(struct zs_pool *pool); /* pages given back */
 
 /* ---- class.c ---- */
 /* A class table's dimensions, from the config alone (no pool needed). */

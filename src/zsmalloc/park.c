@@ -23,7 +23,9 @@
  *     path can ask for while holding a class lock (parking may start the
  *     thread), so the pass takes class locks only with a trylock and looks
  *     again soon at a class it could not take;
- *   - at once on zs_pool_trim and zs_compact (zs_park_release_all).
+ *   - at once on zs_pool_trim and zs_compact (zs_park_release_all), and when
+ *     an allocation finds no pages: zs_malloc gives them all back and tries
+ *     once more, as it does after flushing deferred frees.
  * They are not in the pool's page count (zs_get_total_pages), as the
  * provider's cached pages are not: the pool holds no object in them.
  *
@@ -190,10 +192,11 @@ uint64_t zs_park_reclaim(void *ctx, uint64_t now, uint64_t decay_ns)
 	return next;
 }
 
-void zs_park_release_all(struct zs_pool *pool)
+unsigned long zs_park_release_all(struct zs_pool *pool)
 {
+	unsigned long pages = 0;
 	if (!pool->park)
-		return;
+		return 0;
 	size_t n = (size_t)pool->nr_classes * pool->nr_shards;
 	for (size_t e = 0; e < n; e++) {
 		struct zs_park *pk = &pool->park[e];
@@ -204,6 +207,7 @@ void zs_park_release_all(struct zs_pool *pool)
 		zs_spin_lock(&class->lock);
 		struct zspage *cut = park_cut(pool, class, UINT64_MAX, &oldest);
 		zs_spin_unlock(&class->lock);
-		park_free_list(pool, cut);
+		pages += park_free_list(pool, cut);
 	}
+	return pages;
 }

@@ -499,9 +499,18 @@ static inline __attribute__((always_inline)) unsigned long malloc_small(struct z
 static unsigned long malloc_failed(struct zs_pool *pool, size_t size, int retried,
 				   const void *src)
 {
-	if (retried || !zs_deferred_pending(pool))
+	if (retried)
 		return (unsigned long)-ENOMEM;
-	zs_free_deferred_flush(pool);
+	int again = 0;
+	if (zs_deferred_pending(pool)) {
+		zs_free_deferred_flush(pool);
+		again = 1;
+	}
+	/* Other classes' parked zspages hold pages this allocation could use (park.c). */
+	if (zs_park_release_all(pool))
+		again = 1;
+	if (!again)
+		return (unsigned long)-ENOMEM;
 	return size > pool->page_size ? malloc_large(pool, size, 1)
 				      : malloc_small(pool, size, 1, src);
 }
