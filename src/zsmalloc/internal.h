@@ -221,6 +221,7 @@ struct zs_pool {
 
 	/* park.c: one per class copy (nr_classes * nr_shards), NULL when the pool does not park */
 	struct zs_park *park;
+	size_t park_bytes;              /* its mapping */
 
 	/* deferred.c: NULL until the first zs_free_deferred creates it under the lock */
 	_Atomic(struct deferred_queue *) deferred;

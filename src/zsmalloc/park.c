@@ -37,6 +37,8 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "zsmalloc/internal.h"
 #include "pages/internal.h" /* now_ns: the coarse clock the provider's decay uses */
@@ -63,19 +65,34 @@ static void park_nr_set(struct zs_park *pk, unsigned nr)
 	atomic_store_explicit(&pk->nr, nr, memory_order_release);
 }
 
+/*
+ * One entry per class copy, in a mapping of its own faulted in as written,
+ * like the class table (class.c): an empty pool touches none of it (an empty
+ * pool holds under 32 KiB, zs/zsmalloc.h; 16 bytes a copy of a class, about
+ * 60 KiB for 16 copies at 4 KiB pages).
+ */
 int zs_park_init(struct zs_pool *pool)
 {
 	pool->park = NULL;
-	size_t n = (size_t)pool->nr_classes * pool->nr_shards;
+	pool->park_bytes = 0;
 	if (pool->nr_shards == 1)
 		return 0;
-	pool->park = calloc(n, sizeof(*pool->park));
-	return pool->park ? 0 : -ENOMEM;
+	long os_page = sysconf(_SC_PAGESIZE);
+	size_t bytes = sizeof(struct zs_park) * (size_t)pool->nr_classes * pool->nr_shards;
+	bytes = (bytes + (size_t)os_page - 1) & ~((size_t)os_page - 1);
+	void *t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+	if (t == MAP_FAILED)
+		return -ENOMEM;
+	pool->park = t;
+	pool->park_bytes = bytes;
+	return 0;
 }
 
 void zs_park_destroy(struct zs_pool *pool)
 {
-	free(pool->park);
+	if (pool->park)
+		munmap(pool->park, pool->park_bytes);
 	pool->park = NULL;
 }
 
