@@ -24,7 +24,8 @@
  * (/proc/self/statm) at fixed times after the free-all: one pool (--mib M,
  * default 160), eight pools (M/4 each), a zram store (2M MiB of
  * half-compressible pages written, every slot discarded) and a region (the
- * same pages, paged out into its store, released), each on libzs and, for
+ * same pages, paged out into its store, released), each on libzs (the kernel
+ * profile, and the application profile as "libzs-app") and, for
  * comparison, on glibc, jemalloc and mimalloc through their backends (the
  * same objects in exact-size buffers; a store or region on that backend).
  * One forked child per row, so every row starts from a clean process.
@@ -154,9 +155,11 @@ static double run_once(enum zs_free_mode mode, int cached, int T, size_t bytes_p
 enum { SH_POOL, SH_POOLS8, SH_STORE, SH_REGION, NSHAPES };
 static const char *const shape_key[NSHAPES + 1] = {"pool", "pools8", "store", "region", NULL};
 static const char *shape_name[NSHAPES] = {"pool", "8 pools", "store", "region"};
-#define NKINDS 4
-static const char *kind_key[NKINDS] = {"zsmalloc", "malloc", "jemalloc", "mimalloc"};
-static const char *kind_name[NKINDS] = {"libzs", "glibc", "jemalloc", "mimalloc"};
+#define NKINDS 5
+/* libzs twice: the kernel profile (the "x libzs" base) and the application profile. */
+static const char *kind_key[NKINDS] = {"zsmalloc", "zsmalloc", "malloc", "jemalloc", "mimalloc"};
+static const char *kind_name[NKINDS] = {"libzs", "libzs-app", "glibc", "jemalloc", "mimalloc"};
+static const int kind_app[NKINDS] = {0, 1, 0, 0, 0};
 #define NSAMPLES 7
 static const unsigned sample_ms[NSAMPLES] = {0, 250, 500, 750, 1000, 1500, 3000};
 #define IDLE_PAGE 4096
@@ -214,6 +217,8 @@ static void backend_cfg(struct zs_backend_config *bc, int kind)
 {
 	zs_backend_config_init(bc);
 	bc->kind = kind_key[kind];
+	if (kind_app[kind])
+		zs_pool_config_init_app(&bc->zs);
 }
 
 /* Pools (one or eight), filled with compressed-page sizes, then every object freed. */
@@ -268,9 +273,13 @@ static int idle_pools(int kind, int npools, size_t bytes_each, struct idle_res *
 static int idle_store(int kind, uint64_t npages, struct idle_res *r)
 {
 	struct zs_zram_config c;
-	zs_zram_config_init(&c);
+	if (kind_app[kind])
+		zs_zram_config_init_app(&c);
+	else
+		zs_zram_config_init(&c);
 	c.disksize = npages * IDLE_PAGE;
-	backend_cfg(&c.backend, kind);
+	if (!kind_app[kind])
+		backend_cfg(&c.backend, kind);
 	struct zs_zram *z;
 	char err[200] = "";
 	int rc = zs_zram_create_err(&c, &z, err, sizeof(err));
@@ -309,9 +318,13 @@ static int idle_region(int kind, uint64_t npages, struct idle_res *r)
 		return 1;
 	}
 	struct zs_region_config c;
-	zs_region_config_init(&c);
+	if (kind_app[kind])
+		zs_region_config_init_app(&c);
+	else
+		zs_region_config_init(&c);
 	c.size = npages * IDLE_PAGE;
-	backend_cfg(&c.store.backend, kind);
+	if (!kind_app[kind])
+		backend_cfg(&c.store.backend, kind);
 	struct zs_region *rg;
 	int rc = zs_region_create(&c, &rg, err, sizeof(err));
 	if (rc) {
@@ -415,7 +428,9 @@ static int idle_main(int quick, size_t mib, unsigned shapes, struct bench_json *
 	bench_say("\nlive: pool pages (libzs) or object bytes (malloc kinds; a store's: the "
 		  "backend's own count) at the peak;\npeak: RSS then; free ms: the free-all (or "
 		  "discard, release).  Columns: RSS that many ms after it.\nx libzs: MiB kept at "
-		  "1.5 s over libzs's (below 1 MiB counts as 1 MiB).  libzs: ZS_PAGES_DECAY_MS=%s.\n",
+		  "1.5 s over libzs's (below 1 MiB counts as 1 MiB).  libzs: the kernel profile,\nlibzs-app: "
+		  "the application profile (emptied zspages parked in their class until the decay).\n"
+		  "ZS_PAGES_DECAY_MS=%s.\n",
 		  getenv("ZS_PAGES_DECAY_MS") ? getenv("ZS_PAGES_DECAY_MS") : "unset (500)");
 
 	bench_json_begin(js, "release_idle");
