@@ -193,6 +193,13 @@ struct zs_pool;
  * live data on the four `zs compare` workloads at 4 KiB, against
  * 91.2-96.9% (docs/compare.md, "Where zsmalloc's waste goes").  To compare
  * with a kernel (the app profile is not page-exact), use zs_pool_config_init.
+ * With more than one copy of each class (and the default page cache), a
+ * zspage that zs_free empties stays whole in its class copy, parked, and is
+ * that class's next new zspage: it is cached memory, not the pool's (not in
+ * zs_get_total_pages), counted in the process's page-cache budget, and goes
+ * back to the OS page_cache_decay_ms after it was parked with no call made,
+ * at once on zs_pool_trim or zs_compact, or when an allocation finds no
+ * pages (src/zsmalloc/park.c; tests/test_mt_zs_park.c).
  */
 ZS_API void zs_pool_config_init(struct zs_pool_config *cfg);
 ZS_API void zs_pool_config_init_app(struct zs_pool_config *cfg);
