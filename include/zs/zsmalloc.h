@@ -404,8 +404,9 @@ ZS_API const struct zs_pool_config *zs_pool_get_config(const struct zs_pool *poo
  * page sits in a small class counts there too, and once here). */
 ZS_API unsigned long zs_pool_objects(struct zs_pool *pool);
 /*
- * Return the page provider's cached pages (per-CPU caches included) and unused
- * handle memory to the OS now, rather than at the cache's decay: every 64 KiB
+ * Return the page provider's cached pages (per-CPU caches included), the
+ * application profile's parked zspages and unused handle memory to the OS
+ * now, rather than at the cache's decay: every 64 KiB
  * chunk of handle slots whose slots are all free (all of them once the pool is
  * empty).  Briefly stops allocation and free on the pool.  Cached pages also
  * go by themselves decay_ms after their last use, with or without calls (see
