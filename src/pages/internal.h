@@ -252,12 +252,10 @@ static inline void set_slow_only(struct zs_pages *p)
 	atomic_store_explicit(&p->slow_only, p->max_pages != 0 || p->fi_on, memory_order_relaxed);
 }
 
-/* The coarse monotonic clock (a vDSO read; a tick, a few ms, is plenty for a decay). */
+/* The decay's clock (pages.h, zs_pages_now_ns). */
 static inline uint64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return zs_pages_now_ns();
 }
 
 /* Chunk bookkeeping (pages.c), called by the allocator with the lock held. */

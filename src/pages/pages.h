@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 #include "zs/pages.h"
 
 /* Page number; ZS_PFN_NONE is never a valid page. */
@@ -158,6 +159,17 @@ void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
  * at once, no kick.  zs_pages_release_bulk: in-use pages straight back to the
  * OS, no cache, no kick.
  */
+/*
+ * The clock of the decay and of the reclaim hook's now_ns: the coarse
+ * monotonic clock (a vDSO read; a tick, a few ms, is plenty for a decay).
+ * An owner stamps what it parks with it.
+ */
+static inline uint64_t zs_pages_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 bool zs_pages_parks(const struct zs_pages *p);
 bool zs_pages_park_room(struct zs_pages *p, unsigned n);
 void zs_pages_park_note(struct zs_pages *p, long delta_pages);

@@ -7,8 +7,8 @@
  * Why: bench_threads' churn empties and refills ~2,400 zspages a round.  Each
  * cycle through the page provider - even its parked chains (cache.c) - cost
  * a chain walk, two provider calls with their per-CPU lock, a state change
- * per page and every page descriptor written again: about 100 of the ~900
- * instructions an object costs there (docs/benchmarks.md "Parked zspages").
+ * per page and every page descriptor written again: 68 of the 893
+ * instructions an object cost there (docs/benchmarks.md "Parked zspages").
  * Parked here the zspage keeps its pages, its chain and each page's owner:
  * taking it back is a pop and a few fields, under the class lock the
  * allocation already holds.
@@ -41,7 +41,6 @@
 #include <unistd.h>
 
 #include "zsmalloc/internal.h"
-#include "pages/internal.h" /* now_ns: the coarse clock the provider's decay uses */
 
 /* The zspage whose lnext field `link` is. */
 static struct zspage *lnext_owner(struct zspage **link)
@@ -104,7 +103,7 @@ int zs_park_zspage(struct zs_pool *pool, struct size_class *class, struct zspage
 		return 0;
 	struct zs_park *pk = &pool->park[class->enc];
 	zspage->lnext = pk->top;
-	zspage->huge_handle = (unsigned long)now_ns(); /* when; the slot count restarts at reuse */
+	zspage->huge_handle = (unsigned long)zs_pages_now_ns(); /* when; the slot count restarts at reuse */
 	pk->top = zspage;
 	park_nr_set(pk, park_nr(pk) + 1);
 	zs_pages_park_note(pool->pages, (long)class->pages_per_zspage);
