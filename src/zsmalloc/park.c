@@ -179,51 +179,49 @@ static unsigned park_free_list(struct zs_pool *pool, struct zspage *z)
 	return pages;
 }
 
-uint64_t zs_park_reclaim(void *ctx, uint64_t now, uint64_t decay_ns)
+/*
+ * Every class copy's zspages parked at or before `cutoff` (UINT64_MAX: all)
+ * back to the OS; returns the pages.  With `next` (the purge thread's pass,
+ * at `now` with its decay): class locks only by trylock, and *next gets when
+ * to look again - the oldest zspage kept a decay on, or soon for a class
+ * another thread held.
+ */
+static unsigned long park_release(struct zs_pool *pool, uint64_t cutoff, uint64_t now,
+				  uint64_t decay_ns, uint64_t *next)
 {
-	struct zs_pool *pool = ctx;
-	uint64_t next = UINT64_MAX;
-	uint64_t cutoff = now >= decay_ns ? now - decay_ns : 0;
+	unsigned long pages = 0;
 	size_t n = (size_t)pool->nr_classes * pool->nr_shards;
-	if (decay_ns == UINT64_MAX)
-		return next; /* never by time: trims only */
 	for (size_t e = 0; e < n; e++) {
 		struct zs_park *pk = &pool->park[e];
 		if (!park_nr(pk))
 			continue;
 		struct size_class *class = &pool->classes[e];
 		uint64_t oldest;
-		if (!zs_spin_trylock(&class->lock)) {
-			/* A free or an allocation has it: look again soon. */
-			if (now + decay_ns / 2 < next)
-				next = now + decay_ns / 2;
+		if (!next) {
+			zs_spin_lock(&class->lock);
+		} else if (!zs_spin_trylock(&class->lock)) {
+			if (now + decay_ns / 2 < *next)
+				*next = now + decay_ns / 2;
 			continue;
 		}
 		struct zspage *cut = park_cut(pool, class, cutoff, &oldest);
 		zs_spin_unlock(&class->lock);
-		park_free_list(pool, cut);
-		if (oldest != UINT64_MAX && oldest + decay_ns < next)
-			next = oldest + decay_ns;
+		pages += park_free_list(pool, cut);
+		if (next && oldest != UINT64_MAX && oldest + decay_ns < *next)
+			*next = oldest + decay_ns;
 	}
+	return pages;
+}
+
+uint64_t zs_park_reclaim(void *ctx, uint64_t now, uint64_t decay_ns)
+{
+	uint64_t next = UINT64_MAX;
+	if (decay_ns != UINT64_MAX) /* never by time: trims only */
+		park_release(ctx, now >= decay_ns ? now - decay_ns : 0, now, decay_ns, &next);
 	return next;
 }
 
 unsigned long zs_park_release_all(struct zs_pool *pool)
 {
-	unsigned long pages = 0;
-	if (!pool->park)
-		return 0;
-	size_t n = (size_t)pool->nr_classes * pool->nr_shards;
-	for (size_t e = 0; e < n; e++) {
-		struct zs_park *pk = &pool->park[e];
-		if (!park_nr(pk))
-			continue;
-		struct size_class *class = &pool->classes[e];
-		uint64_t oldest;
-		zs_spin_lock(&class->lock);
-		struct zspage *cut = park_cut(pool, class, UINT64_MAX, &oldest);
-		zs_spin_unlock(&class->lock);
-		pages += park_free_list(pool, cut);
-	}
-	return pages;
+	return pool->park ? park_release(pool, UINT64_MAX, 0, 0, NULL) : 0;
 }
