@@ -1095,10 +1095,29 @@ void zs_pages_park_note(struct zs_pages *p, long delta_pages)
 		kick(p);
 }
 
-void zs_pages_park_released(struct zs_pages *p, unsigned long pages)
+void zs_pages_park_released(struct zs_pages *p, unsigned long pages, bool may_kick)
 {
 	atomic_fetch_sub_explicit(&p->owner_in_budget, (long)pages, memory_order_relaxed);
 	purge_budget_add(-(long)(pages * p->page_size), NULL);
+	/*
+	 * The CPUs' unsynced counts too: left there, a pool's parks and takes
+	 * net of them (up to PARK_SYNC a CPU, either way) would keep the
+	 * process total off the truth after everything went back, and a total
+	 * stuck above the thread's start means no later park ever crosses it to
+	 * start the thread again.
+	 */
+	bool started = false;
+	for (unsigned i = 0; i < p->npcp; i++) {
+		long take = atomic_exchange_explicit(&p->pcp[i].owner_unsynced, 0, memory_order_relaxed);
+		if (!take)
+			continue;
+		bool s = false;
+		atomic_fetch_add_explicit(&p->owner_in_budget, take, memory_order_relaxed);
+		purge_budget_add(take * (long)p->page_size, &s);
+		started |= s;
+	}
+	if (started && may_kick)
+		kick(p);
 }
 
 void zs_pages_release_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)

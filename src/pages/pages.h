@@ -156,7 +156,8 @@ void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
  * back pages; counted per CPU and added to the budget PARK_SYNC pages at a
  * time, starting the purge thread when that takes the cache past its start.
  * zs_pages_park_released: pages given back (the hook, a trim), off the budget
- * at once, no kick.  zs_pages_release_bulk: in-use pages straight back to the
+ * at once, with every CPU's unsynced count (so the total is exact once all
+ * went back); may_kick false from the hook (the thread is running it).  zs_pages_release_bulk: in-use pages straight back to the
  * OS, no cache, no kick.
  */
 /*
@@ -173,7 +174,7 @@ static inline uint64_t zs_pages_now_ns(void)
 bool zs_pages_parks(const struct zs_pages *p);
 bool zs_pages_park_room(struct zs_pages *p, unsigned n);
 void zs_pages_park_note(struct zs_pages *p, long delta_pages);
-void zs_pages_park_released(struct zs_pages *p, unsigned long pages);
+void zs_pages_park_released(struct zs_pages *p, unsigned long pages, bool may_kick);
 void zs_pages_release_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
 
 /* Address of a page in use (lock-free).  Behaviour is undefined for pages not in use. */

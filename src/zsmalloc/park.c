@@ -135,7 +135,7 @@ struct zspage *zs_unpark_zspage(struct zs_pool *pool, struct size_class *class)
  * everything below the first old enough one is older still.
  */
 static struct zspage *park_cut(struct zs_pool *pool, struct size_class *class, uint64_t cutoff,
-			       uint64_t *oldest)
+			       bool may_kick, uint64_t *oldest)
 {
 	struct zs_park *pk = &pool->park[class->enc];
 	struct zspage **link = &pk->top, *cut;
@@ -150,7 +150,7 @@ static struct zspage *park_cut(struct zs_pool *pool, struct size_class *class, u
 	for (struct zspage *z = cut; z; z = z->lnext)
 		nr++;
 	park_nr_set(pk, park_nr(pk) - nr);
-	zs_pages_park_released(pool->pages, (unsigned long)nr * class->pages_per_zspage);
+	zs_pages_park_released(pool->pages, (unsigned long)nr * class->pages_per_zspage, may_kick);
 	return cut;
 }
 
@@ -204,7 +204,7 @@ static unsigned long park_release(struct zs_pool *pool, uint64_t cutoff, uint64_
 				*next = now + decay_ns / 2;
 			continue;
 		}
-		struct zspage *cut = park_cut(pool, class, cutoff, &oldest);
+		struct zspage *cut = park_cut(pool, class, cutoff, !next, &oldest);
 		zs_spin_unlock(&class->lock);
 		pages += park_free_list(pool, cut);
 		if (next && oldest != UINT64_MAX && oldest + decay_ns < *next)
