@@ -166,6 +166,48 @@ static void decay_without_calls(void)
 }
 
 /*
+ * Another pool's cache that no thread ever returns (ZS_PAGES_DECAY_NEVER,
+ * in the process budget) holds the budget past the purge thread's start:
+ * parked zspages must still start the thread and go a decay later.
+ */
+static void decay_past_a_kept_cache(void)
+{
+	struct zs_pool_config c;
+	zs_pool_config_init(&c);
+	c.page_cache_decay_ms = ZS_PAGES_DECAY_NEVER;
+	struct zs_pool *keep = zs_create_pool(&c);
+	REQUIRE(keep);
+	enum { K = 4000 };
+	unsigned long *big = calloc(K, sizeof(*big));
+	REQUIRE(big);
+	for (int i = 0; i < K; i++)
+		REQUIRE(!ZS_IS_ERR(big[i] = zs_malloc(keep, 3000)));
+	for (int i = 0; i < K; i++)
+		CHECK_EQ(zs_free(keep, big[i]), 0);
+	/* ~12 MiB cached for good; let any thread that started for it find nothing and end. */
+	idle_sleep_ms(200);
+	struct zs_pool *pool = mk(1, 50);
+	unsigned long h[N];
+	for (int round = 0; round < 4; round++) { /* past a sync batch of parked pages */
+		fill(pool, h, N, 0x3c);
+		for (int i = 0; i < N; i++)
+			CHECK_EQ(zs_free(pool, h[i]), 0);
+	}
+	unsigned nz = parked_nr(pool), waited = 0;
+	CHECK(nz > 0);
+	while (parked_nr(pool) && waited < 3000) {
+		idle_sleep_ms(20);
+		waited += 20;
+	}
+	printf("past a kept cache: %u zspages parked, %u left after %u ms with no call\n", nz,
+	       parked_nr(pool), waited);
+	CHECK_EQ(parked_nr(pool), 0);
+	zs_destroy_pool(pool);
+	zs_destroy_pool(keep);
+	free(big);
+}
+
+/*
  * The kernel profile frees every emptied zspage (page-exact counts); so do
  * pools whose provider could not return parked pages: one with its own cache
  * bound (outside the process budget) and one that never decays.
@@ -329,6 +371,7 @@ int main(void)
 		printf("could not pin to one CPU\n");
 	same_zspages_back();
 	decay_without_calls();
+	decay_past_a_kept_cache();
 	who_parks();
 	destroy_parked();
 	release_on_failure();

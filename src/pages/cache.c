@@ -1091,6 +1091,9 @@ void zs_pages_park_note(struct zs_pages *p, long delta_pages)
 	if (take > 0 && zs_unlikely(atomic_load_explicit(&p->park_rekick, memory_order_relaxed)) &&
 	    atomic_exchange_explicit(&p->park_rekick, false, memory_order_relaxed))
 		started = true;
+	/* Past the start already, with no thread (purge.c): these pages need one all the same. */
+	if (take > 0 && !started && purge_budget_idle_above_start())
+		started = true;
 	if (started)
 		kick(p);
 }

@@ -161,6 +161,12 @@ size_t purge_budget_add(long delta_bytes, bool *started)
 	return t > g.budget ? t - g.budget : 0;
 }
 
+bool purge_budget_idle_above_start(void)
+{
+	return atomic_load_explicit(&g.cached, memory_order_relaxed) >= PURGE_START_BYTES &&
+	       atomic_load(&g.state) != RUNNING;
+}
+
 bool purge_budget_room(size_t bytes)
 {
 	return atomic_load_explicit(&g.cached, memory_order_relaxed) + bytes <= g.budget;
