@@ -203,6 +203,28 @@ static void decay_past_a_kept_cache(void)
 	       parked_nr(pool), waited);
 	CHECK_EQ(parked_nr(pool), 0);
 	zs_destroy_pool(pool);
+
+	/* The same for a kernel-profile pool's cached pages (the provider's shared cache). */
+	struct zs_pool *kp = mk(0, 50);
+	idle_sleep_ms(200);
+	for (int i = 0; i < K; i++)
+		REQUIRE(!ZS_IS_ERR(big[i] = zs_malloc(kp, 3000)));
+	for (int i = 0; i < K; i++)
+		CHECK_EQ(zs_free(kp, big[i]), 0);
+	struct zs_pages_stats st;
+	zs_pages_get_stats(kp->pages, &st);
+	size_t cached = st.pages_cached;
+	waited = 0;
+	while (st.pages_cached > st.pages_cpu_cached && waited < 3000) {
+		idle_sleep_ms(20);
+		waited += 20;
+		zs_pages_get_stats(kp->pages, &st);
+	}
+	printf("past a kept cache: kernel profile %zu pages cached, %zu left after %u ms\n", cached,
+	       st.pages_cached, waited);
+	CHECK(cached > 0);
+	CHECK_EQ(st.pages_cached - st.pages_cpu_cached, 0);
+	zs_destroy_pool(kp);
 	zs_destroy_pool(keep);
 	free(big);
 }

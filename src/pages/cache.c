@@ -134,7 +134,11 @@ static size_t budget_sync(struct zs_pages *p, bool *started)
 		return 0;
 	long d = (long)p->ncached - (long)p->budget_pages;
 	p->budget_pages = p->ncached;
-	return purge_budget_add(d * (long)p->page_size, started);
+	size_t over = purge_budget_add(d * (long)p->page_size, started);
+	/* Past the start already with no thread (purge.c): pages that decay need one too. */
+	if (started && !*started && d > 0 && p->registered && purge_budget_idle_above_start())
+		*started = true;
+	return over;
 }
 
 /*
@@ -582,6 +586,8 @@ static bool park_sync(struct zs_pages *p, struct zs_pcp *c, bool exact)
 		return false;
 	purge_budget_add(d * (long)p->page_size, &started);
 	c->park_synced = c->nparked;
+	if (!started && d > 0 && purge_budget_idle_above_start())
+		started = true; /* as budget_sync */
 	return started;
 }
 
