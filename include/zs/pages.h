@@ -58,8 +58,10 @@
  *   - at once on a trim (zs_pool_trim, zs_compact).
  * The background thread ("zs-purge", one per process, not per pool) exists
  * only while pages are cached: none at create, started once the shared
- * caches hold 2 MiB, ended by itself once nothing is cached anywhere, per-CPU
- * caches included.  A program that caches less than that (a pool that
+ * caches hold 2 MiB (or by the next page cached where they already do with
+ * no thread: a provider that never decays keeps its cache counted), ended
+ * by itself once nothing it watches is cached anywhere, per-CPU caches
+ * included.  A program that caches less than that (a pool that
  * allocates and frees a few pages, kept in its per-CPU caches) starts none:
  * those pages go with its next call's decay, when a thread started for more
  * sees them idle, or at a trim.  The thread runs with every signal blocked
