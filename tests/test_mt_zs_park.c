@@ -56,6 +56,13 @@ static void fill(struct zs_pool *pool, unsigned long *h, int n, unsigned char ta
 	}
 }
 
+/* Free n objects, each checked. */
+static void free_all(struct zs_pool *pool, const unsigned long *h, int n)
+{
+	for (int i = 0; i < n; i++)
+		CHECK_EQ(zs_free(pool, h[i]), 0);
+}
+
 static int intact(struct zs_pool *pool, unsigned long h, unsigned char want)
 {
 	unsigned char buf[OBJ];
@@ -81,8 +88,7 @@ static void same_zspages_back(void)
 	for (int i = 0; i < N; i++)
 		first[i] = obj_to_pfn(handle_to_obj(h[i]));
 	unsigned long stale = h[0];
-	for (int i = 0; i < N; i++)
-		CHECK_EQ(zs_free(pool, h[i]), 0);
+	free_all(pool, h, N);
 	/* Not the pool's pages any more, still the provider's: parked, not freed. */
 	CHECK_EQ(zs_get_total_pages(pool), 0);
 	CHECK_EQ(zs_pages_in_use(pool->pages), in_use);
@@ -112,8 +118,7 @@ static void same_zspages_back(void)
 	CHECK_EQ(zs_free(pool, stale), -EINVAL); /* reused slot, older generation */
 	printf("park: %d objects, %zu pages, %u zspages parked and taken back whole\n", N,
 	       pages, nz);
-	for (int i = 0; i < N; i++)
-		CHECK_EQ(zs_free(pool, h[i]), 0);
+	free_all(pool, h, N);
 	/* A trim and a compaction give them back at once. */
 	CHECK(parked_nr(pool) > 0);
 	zs_pool_trim(pool);
@@ -127,8 +132,7 @@ static void same_zspages_back(void)
 	purge_defaults(&decay, &budget);
 	CHECK(purge_budget_room(budget) && !purge_budget_room(budget + 1)); /* 0, not below */
 	fill(pool, h, N, 0x33);
-	for (int i = 0; i < N; i++)
-		CHECK_EQ(zs_free(pool, h[i]), 0);
+	free_all(pool, h, N);
 	CHECK(parked_nr(pool) > 0);
 	zs_compact(pool);
 	CHECK_EQ(parked_nr(pool), 0);
@@ -142,8 +146,7 @@ static void decay_without_calls(void)
 	struct zs_pool *pool = mk(1, 50);
 	unsigned long h[N];
 	fill(pool, h, N, 0x44);
-	for (int i = 0; i < N; i++)
-		CHECK_EQ(zs_free(pool, h[i]), 0);
+	free_all(pool, h, N);
 	unsigned nz = parked_nr(pool);
 	CHECK(nz > 0);
 	/* 400 x 1000 B is ~100 pages: under the purge thread's 2 MiB start, so kick it with more. */
@@ -190,8 +193,7 @@ static void decay_past_a_kept_cache(void)
 	unsigned long h[N];
 	for (int round = 0; round < 4; round++) { /* past a sync batch of parked pages */
 		fill(pool, h, N, 0x3c);
-		for (int i = 0; i < N; i++)
-			CHECK_EQ(zs_free(pool, h[i]), 0);
+		free_all(pool, h, N);
 	}
 	unsigned nz = parked_nr(pool), waited = 0;
 	CHECK(nz > 0);
@@ -240,8 +242,7 @@ static void who_parks(void)
 	CHECK(k->park == NULL);
 	unsigned long h[N];
 	fill(k, h, N, 0x55);
-	for (int i = 0; i < N; i++)
-		CHECK_EQ(zs_free(k, h[i]), 0);
+	free_all(k, h, N);
 	CHECK_EQ(parked_nr(k), 0);
 	zs_destroy_pool(k);
 
@@ -251,8 +252,7 @@ static void who_parks(void)
 	struct zs_pool *b = zs_create_pool(&c);
 	REQUIRE(b);
 	fill(b, h, N, 0x66);
-	for (int i = 0; i < N; i++)
-		CHECK_EQ(zs_free(b, h[i]), 0);
+	free_all(b, h, N);
 	CHECK_EQ(parked_nr(b), 0);
 	CHECK(b->park == NULL);
 	zs_destroy_pool(b);
@@ -260,8 +260,7 @@ static void who_parks(void)
 	struct zs_pool *never = mk(1, ZS_PAGES_DECAY_NEVER);
 	CHECK(never->park == NULL);
 	fill(never, h, N, 0x77);
-	for (int i = 0; i < N; i++)
-		CHECK_EQ(zs_free(never, h[i]), 0);
+	free_all(never, h, N);
 	CHECK_EQ(parked_nr(never), 0);
 	zs_destroy_pool(never);
 }
@@ -341,8 +340,7 @@ static void release_on_failure(void)
 	struct zs_pool *pool = mk(1, 600000);
 	unsigned long h[N];
 	fill(pool, h, N, 0x5a);
-	for (int i = 0; i < N; i++)
-		CHECK_EQ(zs_free(pool, h[i]), 0);
+	free_all(pool, h, N);
 	CHECK(parked_nr(pool) > 0);
 	zs_pool_fail_pages(pool, 0, 1);
 	unsigned long big = zs_malloc(pool, 3000); /* another class: nothing parked there */

@@ -134,11 +134,7 @@ static size_t budget_sync(struct zs_pages *p, bool *started)
 		return 0;
 	long d = (long)p->ncached - (long)p->budget_pages;
 	p->budget_pages = p->ncached;
-	size_t over = purge_budget_add(d * (long)p->page_size, started);
-	/* Past the start already with no thread (purge.c): pages that decay need one too. */
-	if (started && !*started && d > 0 && p->registered && purge_budget_idle_above_start())
-		*started = true;
-	return over;
+	return purge_budget_add(d * (long)p->page_size, started);
 }
 
 /*
@@ -586,8 +582,6 @@ static bool park_sync(struct zs_pages *p, struct zs_pcp *c, bool exact)
 		return false;
 	purge_budget_add(d * (long)p->page_size, &started);
 	c->park_synced = c->nparked;
-	if (!started && d > 0 && purge_budget_idle_above_start())
-		started = true; /* as budget_sync */
 	return started;
 }
 
@@ -596,11 +590,23 @@ static bool park_sync(struct zs_pages *p, struct zs_pcp *c, bool exact)
  * it is not to be parked or a page is not in use (the per-page path then
  * frees what it can and skips the rest, as for any bulk free).
  */
+/* Parking n more pages keeps within the budget (to within a sync), and none is slow-path only. */
+static bool park_room(struct zs_pages *p, unsigned n)
+{
+	return !atomic_load_explicit(&p->slow_only, memory_order_relaxed) &&
+	       purge_budget_room((size_t)(n + PARK_SYNC) * p->page_size);
+}
+
+/* A forked child has no thread yet, whatever the inherited total says: the first park asks. */
+static bool take_park_rekick(struct zs_pages *p)
+{
+	return zs_unlikely(atomic_load_explicit(&p->park_rekick, memory_order_relaxed)) &&
+	       atomic_exchange_explicit(&p->park_rekick, false, memory_order_relaxed);
+}
+
 static bool park_chain(struct zs_pages *p, struct zs_pcp *c, const zs_pfn_t *pfns, unsigned n)
 {
-	if (n == 0 || n > PARK_MAX_LEN || !p->park ||
-	    atomic_load_explicit(&p->slow_only, memory_order_relaxed) ||
-	    !purge_budget_room((size_t)(n + PARK_SYNC) * p->page_size))
+	if (n == 0 || n > PARK_MAX_LEN || !p->park || !park_room(p, n))
 		return false;
 	unsigned i = 0;
 	while (i < n && pcp_claim(p, pfns[i]))
@@ -788,9 +794,7 @@ static void pcp_free(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, bool 
 	if (park && park_chain(p, c, pfns, n)) {
 		nfreed = n;
 		started = park_sync(p, c, false);
-		/* A forked child has no thread yet, whatever the inherited total says. */
-		if (zs_unlikely(atomic_load_explicit(&p->park_rekick, memory_order_relaxed)) &&
-		    atomic_exchange_explicit(&p->park_rekick, false, memory_order_relaxed))
+		if (take_park_rekick(p))
 			started = true;
 		each = 0;
 	}
@@ -1061,13 +1065,6 @@ static void pcp_release_idle(struct zs_pages *p, struct zs_pcp *c, uint64_t ops)
 	park_release(p, c, UINT64_MAX, ops, true);
 }
 
-/*
- * A per-CPU cache has no time stamps (its hot path reads no clock), so the
- * thread watches its operation count: unchanged for decay_ms, it is idle
- * and its pages go.  While it holds pages the count is sampled at least
- * every decay_ms / 2, so they go between 1 and 1.5 decays after its last
- * use.  Shared pages go by their own stamps, as in any call's decay.
- */
 /* ---- the owner's parked pages (pages.h, zs_pages_park_*) ------------------ */
 
 bool zs_pages_parks(const struct zs_pages *p)
@@ -1077,8 +1074,19 @@ bool zs_pages_parks(const struct zs_pages *p)
 
 bool zs_pages_park_room(struct zs_pages *p, unsigned n)
 {
-	return p->reclaim && !atomic_load_explicit(&p->slow_only, memory_order_relaxed) &&
-	       purge_budget_room((size_t)(n + PARK_SYNC) * p->page_size);
+	return p->reclaim && park_room(p, n);
+}
+
+/* Cache c's unsynced count of the owner's parked pages into the process total. */
+static bool owner_fold(struct zs_pages *p, struct zs_pcp *c)
+{
+	bool started = false;
+	long take = atomic_exchange_explicit(&c->owner_unsynced, 0, memory_order_relaxed);
+	if (take) {
+		atomic_fetch_add_explicit(&p->owner_in_budget, take, memory_order_relaxed);
+		purge_budget_add(take * (long)p->page_size, &started);
+	}
+	return started;
 }
 
 void zs_pages_park_note(struct zs_pages *p, long delta_pages)
@@ -1089,18 +1097,8 @@ void zs_pages_park_note(struct zs_pages *p, long delta_pages)
 	if (v < (long)PARK_SYNC && v > -(long)PARK_SYNC)
 		return;
 	/* Whatever is there now, another thread's note on this CPU's slot included. */
-	long take = atomic_exchange_explicit(&c->owner_unsynced, 0, memory_order_relaxed);
-	bool started = false;
-	atomic_fetch_add_explicit(&p->owner_in_budget, take, memory_order_relaxed);
-	purge_budget_add(take * (long)p->page_size, &started);
-	/* A forked child has no thread yet, whatever the inherited total says. */
-	if (take > 0 && zs_unlikely(atomic_load_explicit(&p->park_rekick, memory_order_relaxed)) &&
-	    atomic_exchange_explicit(&p->park_rekick, false, memory_order_relaxed))
-		started = true;
-	/* Past the start already, with no thread (purge.c): these pages need one all the same. */
-	if (take > 0 && !started && purge_budget_idle_above_start())
-		started = true;
-	if (started)
+	bool started = owner_fold(p, c);
+	if ((v > 0 && take_park_rekick(p)) || started)
 		kick(p);
 }
 
@@ -1116,15 +1114,8 @@ void zs_pages_park_released(struct zs_pages *p, unsigned long pages, bool may_ki
 	 * start the thread again.
 	 */
 	bool started = false;
-	for (unsigned i = 0; i < p->npcp; i++) {
-		long take = atomic_exchange_explicit(&p->pcp[i].owner_unsynced, 0, memory_order_relaxed);
-		if (!take)
-			continue;
-		bool s = false;
-		atomic_fetch_add_explicit(&p->owner_in_budget, take, memory_order_relaxed);
-		purge_budget_add(take * (long)p->page_size, &s);
-		started |= s;
-	}
+	for (unsigned i = 0; i < p->npcp; i++)
+		started |= owner_fold(p, &p->pcp[i]);
 	if (started && may_kick)
 		kick(p);
 }
@@ -1152,6 +1143,13 @@ void zs_pages_release_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 	}
 }
 
+/*
+ * A per-CPU cache has no time stamps (its hot path reads no clock), so the
+ * thread watches its operation count: unchanged for decay_ms, it is idle
+ * and its pages go.  While it holds pages the count is sampled at least
+ * every decay_ms / 2, so they go between 1 and 1.5 decays after its last
+ * use.  Shared pages go by their own stamps, as in any call's decay.
+ */
 uint64_t pages_idle_pass(struct zs_pages *p, uint64_t now)
 {
 	uint64_t next = NO_TIME;

@@ -278,7 +278,8 @@ uint64_t pages_idle_pass(struct zs_pages *p, uint64_t now);
  * unregister takes it off, waiting out a pass over it (destroy).
  * budget_add: the shared caches' pages in the budget moved by delta bytes;
  * returns how many bytes they are now over it (0: within) and sets
- * *started when this move took the total to PURGE_START_BYTES.  kick:
+ * *started when this move took the total to PURGE_START_BYTES, or added to
+ * a total already there with no thread running.  kick:
  * cached pages reached that, due at `due`: start the thread or wake it
  * earlier (no provider lock held).
  */
@@ -290,12 +291,6 @@ void purge_unregister(struct zs_pages *p);
 size_t purge_budget_add(long delta_bytes, bool *started);
 /* Would the budgeted caches stay within the budget with `bytes` more? (a relaxed read) */
 bool purge_budget_room(size_t bytes);
-/*
- * The budgeted caches hold the thread's start or more, and no thread runs:
- * pages cached by providers it never looks at (ZS_PAGES_DECAY_NEVER) keep
- * the total past the start, so no later cache crosses it to start one.
- */
-bool purge_budget_idle_above_start(void);
 void purge_kick(uint64_t due);
 /* Bumped in every fork child (atfork): what a thread had in flight before is not coming. */
 unsigned purge_fork_gen(void);

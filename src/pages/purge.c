@@ -156,15 +156,16 @@ size_t purge_budget_add(long delta_bytes, bool *started)
 	/* Unsigned wrap-around adds a negative delta. */
 	size_t old = atomic_fetch_add_explicit(&g.cached, (size_t)delta_bytes, memory_order_relaxed);
 	size_t t = old + (size_t)delta_bytes;
+	/*
+	 * Pages added with the total at the start or past it and no thread
+	 * running start one too: a provider the thread never looks at
+	 * (ZS_PAGES_DECAY_NEVER) keeps its cache counted, so beside it the
+	 * total can stay past the start with nothing crossing it again.
+	 */
 	if (started)
-		*started = old < PURGE_START_BYTES && t >= PURGE_START_BYTES;
+		*started = t >= PURGE_START_BYTES &&
+			   (old < PURGE_START_BYTES || (delta_bytes > 0 && atomic_load(&g.state) != RUNNING));
 	return t > g.budget ? t - g.budget : 0;
-}
-
-bool purge_budget_idle_above_start(void)
-{
-	return atomic_load_explicit(&g.cached, memory_order_relaxed) >= PURGE_START_BYTES &&
-	       atomic_load(&g.state) != RUNNING;
 }
 
 bool purge_budget_room(size_t bytes)

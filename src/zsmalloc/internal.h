@@ -432,6 +432,17 @@ static inline void span_write(const struct zs_pool *pool, zs_pfn_t pfn, unsigned
  * uninitialized" to it; zeroing the array would cost every zs_malloc that
  * allocates a zspage.
  */
+/* A zspage as new: every slot free and untouched, none linked, on no list, unlocked. */
+static inline void zspage_reset(struct zspage *zspage, int huge)
+{
+	zspage->inuse = 0;
+	/* Nothing linked: every slot untouched (a huge zspage's one object is slot 0). */
+	zspage->freeobj = huge ? 0 : FREEOBJ_END;
+	zspage->huge_handle = 0; /* and untouched = 0: a descriptor keeps what its last user left */
+	zspage->lnext = zspage->lprev = NULL;
+	atomic_store_explicit(&zspage->lock, 0, memory_order_relaxed);
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -453,13 +464,8 @@ static inline struct zspage *zs_alloc_zspage(struct zs_pool *pool,
 	zspage->pfn = (uint32_t)pfns[0];
 	zspage->class_idx = (uint16_t)class->enc;
 	zspage->huge = (uint8_t)class->huge;
-	zspage->inuse = 0;
-	/* Nothing linked: every slot untouched (a huge zspage's one object is slot 0). */
-	zspage->freeobj = class->huge ? 0 : FREEOBJ_END;
-	zspage->huge_handle = 0; /* and untouched = 0: a descriptor keeps what its last user left */
 	zspage->objs = objs;
-	zspage->lnext = zspage->lprev = NULL;
-	atomic_init(&zspage->lock, 0);
+	zspage_reset(zspage, class->huge);
 	return zspage;
 }
 #if defined(__GNUC__) && !defined(__clang__)

@@ -119,12 +119,7 @@ struct zspage *zs_unpark_zspage(struct zs_pool *pool, struct size_class *class)
 	pk->top = zspage->lnext;
 	park_nr_set(pk, park_nr(pk) - 1);
 	zs_pages_park_note(pool->pages, -(long)class->pages_per_zspage);
-	/* As zs_alloc_zspage leaves a new one: every slot free and untouched, none linked. */
-	zspage->inuse = 0;
-	zspage->freeobj = FREEOBJ_END;
-	zspage->huge_handle = 0;
-	zspage->lnext = zspage->lprev = NULL;
-	atomic_store_explicit(&zspage->lock, 0, memory_order_relaxed);
+	zspage_reset(zspage, 0); /* as zs_alloc_zspage leaves a new one */
 	return zspage;
 }
 
@@ -161,9 +156,7 @@ static unsigned park_free_list(struct zs_pool *pool, struct zspage *z)
 	unsigned n = 0, pages = 0;
 	while (z) {
 		struct zspage *next = z->lnext;
-		zs_pfn_t pfn = z->pfn;
-		z->lnext = NULL;
-		z->huge_handle = 0;
+		zs_pfn_t pfn = z->pfn; /* the provider clears the descriptors when it hands them out */
 		do {
 			if (n == 64) {
 				zs_pages_release_bulk(pool->pages, pfns, n);
