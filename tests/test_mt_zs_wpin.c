@@ -14,13 +14,15 @@
  * back with the first bytes only.
  *
  * Run for both profiles, and again from a thread numbered past the pin
- * table (ZS_WPIN_SLOTS: 256 earlier threads take numbers first), which
- * takes the zspage read lock instead: the same checks hold.  Both threads
+ * table (ZS_WPIN_SLOTS: 256 other threads hold numbers meanwhile - numbers
+ * of exited threads are reused, so they stay alive), which takes the
+ * zspage read lock instead: the same checks hold.  Both threads
  * are bound to one CPU so the application profile's per-CPU class copy is
  * the same for the writer and the main thread.  Exit 77 (ctest skip) where
  * userfaultfd is not available.
  */
 #include "testutil.h"
+#include "common/hints.h"
 #include "zs/zsmalloc.h"
 
 #include <errno.h>
@@ -47,6 +49,7 @@ static cpu_set_t one_cpu;
 struct writer {
 	struct zs_pool *pool;
 	unsigned long h;
+	unsigned number;   /* the writer's library thread number */
 };
 
 static void *write_one(void *arg)
@@ -54,16 +57,20 @@ static void *write_one(void *arg)
 	struct writer *w = arg;
 	pthread_setaffinity_np(pthread_self(), sizeof one_cpu, &one_cpu);
 	w->h = zs_malloc_write(w->pool, area + PAGE - HEAD, OBJ);
+	w->number = zs_thread_index();
 	return NULL;
 }
 
-/* Give this thread a library thread number: one call that assigns it. */
+/* Take a library thread number (one call assigns it) and hold it until `go`. */
+static pthread_barrier_t holding, go;
 static void *take_number(void *arg)
 {
 	struct zs_pool *pool = arg;
 	unsigned long h = zs_malloc_write(pool, pattern, 64);
 	if (!ZS_IS_ERR(h))
 		zs_free(pool, h);
+	pthread_barrier_wait(&holding);
+	pthread_barrier_wait(&go);
 	return NULL;
 }
 
@@ -91,7 +98,7 @@ static int uffd_open(void)
 	return fd;
 }
 
-static void run(const char *name, int app)
+static unsigned run(const char *name, int app)
 {
 	struct zs_pool_config cfg;
 	if (app)
@@ -184,6 +191,7 @@ static void run(const char *name, int app)
 	struct uffdio_range rng = { .start = (unsigned long)(area + PAGE), .len = PAGE };
 	REQUIRE(ioctl(ufd, UFFDIO_UNREGISTER, &rng) == 0);
 	zs_destroy_pool(pool);
+	return w.number;
 }
 
 int main(void)
@@ -203,22 +211,32 @@ int main(void)
 	CPU_SET(cpu < 0 ? 0 : cpu, &one_cpu);
 	REQUIRE(sched_setaffinity(0, sizeof one_cpu, &one_cpu) == 0);
 
-	run("kernel profile", 0);
-	run("application profile", 1);
+	CHECK(run("kernel profile", 0) < 256);
+	CHECK(run("application profile", 1) < 256);
 
-	/* 256 threads take thread numbers: the next writer has no pin slot. */
+	/* 256 threads hold thread numbers: the next writer has no pin slot. */
 	struct zs_pool_config cfg;
 	zs_pool_config_init(&cfg);
 	struct zs_pool *p = zs_create_pool(&cfg);
 	REQUIRE(p);
-	for (int i = 0; i < 256; i++) {
-		pthread_t t;
-		REQUIRE(pthread_create(&t, NULL, take_number, p) == 0);
-		REQUIRE(pthread_join(t, NULL) == 0);
-	}
+	enum { HOLDERS = 256 };
+	static pthread_t held[HOLDERS];
+	REQUIRE(pthread_barrier_init(&holding, NULL, HOLDERS + 1) == 0);
+	REQUIRE(pthread_barrier_init(&go, NULL, HOLDERS + 1) == 0);
+	for (int i = 0; i < HOLDERS; i++)
+		REQUIRE(pthread_create(&held[i], NULL, take_number, p) == 0);
+	pthread_barrier_wait(&holding);
+	unsigned k = run("kernel profile, no pin slot", 0);
+	unsigned a = run("application profile, no pin slot", 1);
+	printf("writers numbered %u and %u with %d other threads alive\n", k, a, HOLDERS);
+	CHECK(k >= 256);
+	CHECK(a >= 256);
+	pthread_barrier_wait(&go);
+	for (int i = 0; i < HOLDERS; i++)
+		REQUIRE(pthread_join(held[i], NULL) == 0);
 	zs_destroy_pool(p);
-	run("kernel profile, no pin slot", 0);
-	run("application profile, no pin slot", 1);
+	pthread_barrier_destroy(&holding);
+	pthread_barrier_destroy(&go);
 
 	munmap(area, 2 * PAGE);
 	close(ufd);

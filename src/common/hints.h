@@ -72,11 +72,12 @@ static inline int zs_cpu_id(void)
 }
 
 /*
- * A small number per thread: 0, 1, 2, ... in the order threads first ask,
- * process-wide (common/thread.c), so every file and layer sees the same one.
- * Callers reduce it modulo their table (lock shards, handle shards, the
- * first stream a thread tries): threads spread round-robin, and a thread
- * keeps its slot.
+ * A small number per thread, process-wide (common/thread.c), so every file
+ * and layer sees the same one: the lowest number no live thread holds, taken
+ * on the thread's first ask and given back when it exits, so N live threads
+ * hold 0..N-1 however many came before.  Callers reduce it modulo their
+ * table (lock shards, handle shards, the first stream a thread tries):
+ * threads spread round-robin, and a thread keeps its slot while it lives.
  */
 /*
  * Initial-exec: read at a fixed offset from the thread pointer.  In the

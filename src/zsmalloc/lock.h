@@ -415,7 +415,8 @@ static inline void zs_zspage_write_unlock(atomic_int *cnt)
  *
  * The slots are process-wide (a zspage address names its pool), one cache
  * line each so two writers never share a line.  A thread numbered past the
- * table, or a call nested in one already pinning (a signal handler), takes
+ * table (more than 256 threads alive at once: numbers of exited threads are
+ * reused), or a call nested in one already pinning (a signal handler), takes
  * the zspage read lock as before: zs_wpin_take returns NULL.
  */
 #define ZS_WPIN_SLOTS 256u
