@@ -307,9 +307,10 @@ ZS_API int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *
  * pool lock and handle lookup that zs_obj_write takes for a handle others
  * may hold (about 100 instructions and two atomic operations less than the
  * pair; docs/benchmarks.md).  While it copies, compaction leaves the new
- * object's zspage alone (a per-thread write pin, two plain stores; a
- * thread past the 256th to use the library takes the zspage's read lock
- * instead).  The same object in the same place as the
+ * object's zspage alone (a per-thread write pin, two plain stores; with
+ * more than 256 threads alive at once, the threads numbered past 256 take
+ * the zspage's read lock instead: numbers of exited threads are reused).
+ * The same object in the same place as the
  * pair gives, in either profile.  Returns the handle, or the errors of
  * zs_malloc (-EINVAL also for src NULL); on an error nothing is allocated.
  */
