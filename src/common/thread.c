@@ -38,8 +38,10 @@ _Thread_local unsigned zs_thread_index_1 ZS_TLS_IE;
 static atomic_uint next_number;                            /* never handed out yet */
 static _Atomic uint64_t free_numbers[ZS_THREAD_REUSE / 64]; /* bit set: free again */
 static pthread_key_t exit_key;
-static int exit_key_ok;
-static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+/* 0 none yet, 1 being made, 2 made, 3 none to be had.  Not pthread_once: a
+ * signal handler's library call during the first assignment would wait for
+ * its own thread there; here it goes on without the key. */
+static atomic_int exit_key_state;
 
 static void number_give_back(void *v)
 {
@@ -50,9 +52,20 @@ static void number_give_back(void *v)
 					 memory_order_release);
 }
 
-static void exit_key_make(void)
+/* The key, made on the first call; 0 while another thread (or this one, interrupted) makes it. */
+static int exit_key_ready(void)
 {
-	exit_key_ok = pthread_key_create(&exit_key, number_give_back) == 0;
+	int st = atomic_load_explicit(&exit_key_state, memory_order_acquire);
+	if (zs_likely(st == 2))
+		return 1;
+	if (st != 0)
+		return 0;
+	if (!atomic_compare_exchange_strong_explicit(&exit_key_state, &st, 1, memory_order_acq_rel,
+						     memory_order_acquire))
+		return st == 2;
+	st = pthread_key_create(&exit_key, number_give_back) == 0 ? 2 : 3;
+	atomic_store_explicit(&exit_key_state, st, memory_order_release);
+	return st == 2;
 }
 
 /* The lowest free number below ZS_THREAD_REUSE, taken; UINT32_MAX when none. */
@@ -78,7 +91,6 @@ static unsigned number_reuse(void)
 
 unsigned zs_thread_index_assign(void)
 {
-	pthread_once(&exit_key_once, exit_key_make);
 	unsigned n = number_reuse();
 	if (n == UINT32_MAX) {
 		n = atomic_fetch_add_explicit(&next_number, 1, memory_order_relaxed);
@@ -87,8 +99,8 @@ unsigned zs_thread_index_assign(void)
 	}
 	unsigned v = n + 1;
 	zs_thread_index_1 = v;
-	/* Without the key (none left) the number is simply never given back. */
-	if (exit_key_ok)
+	/* Without the key (none left, or being made) the number is never given back. */
+	if (exit_key_ready())
 		pthread_setspecific(exit_key, (void *)(uintptr_t)v);
 	return v;
 }
