@@ -71,10 +71,9 @@ static int exit_key_ready(void)
 /* The lowest free number below ZS_THREAD_REUSE, taken; UINT32_MAX when none. */
 static unsigned number_reuse(void)
 {
+	/* Only numbers handed out before can be free: the words that hold them. */
 	unsigned hi = atomic_load_explicit(&next_number, memory_order_relaxed);
-	unsigned words = (hi < ZS_THREAD_REUSE ? hi : ZS_THREAD_REUSE) / 64 + 1;
-	if (words > ZS_THREAD_REUSE / 64)
-		words = ZS_THREAD_REUSE / 64;
+	unsigned words = hi < ZS_THREAD_REUSE ? (hi + 63) / 64 : ZS_THREAD_REUSE / 64;
 	for (unsigned w = 0; w < words; w++) {
 		uint64_t b = atomic_load_explicit(&free_numbers[w], memory_order_relaxed);
 		while (b) {

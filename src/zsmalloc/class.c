@@ -162,15 +162,10 @@ int zs_classes_build(struct zs_pool *pool)
 	 * pool held 64 KiB per copy (4 KiB pages: 255 classes of 256 bytes; the
 	 * application profile has one copy per CPU: 2 MiB at 32 CPUs).
 	 */
-	long os_page = sysconf(_SC_PAGESIZE);
-	size_t bytes = sizeof(struct size_class) * (size_t)n * shards;
-	bytes = (bytes + (size_t)os_page - 1) & ~((size_t)os_page - 1);
-	void *t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		       -1, 0);
-	if (t == MAP_FAILED)
+	pool->classes = zs_table_map(sizeof(struct size_class) * (size_t)n * shards,
+				     &pool->classes_bytes);
+	if (!pool->classes)
 		return -ENOMEM;
-	pool->classes = t;
-	pool->classes_bytes = bytes;
 	pthread_mutex_init(&pool->class_init_lock, NULL);
 
 	int prev = -1;
@@ -224,6 +219,18 @@ int zs_classes_build(struct zs_pool *pool)
 		pool->size_lut[s8] = (uint16_t)pool->geom[idx < small ? idx : small - 1].phys;
 	}
 	return 0;
+}
+
+void *zs_table_map(size_t bytes, size_t *mapped)
+{
+	size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
+	bytes = (bytes + os_page - 1) & ~(os_page - 1);
+	void *t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+	if (t == MAP_FAILED)
+		return NULL;
+	*mapped = bytes;
+	return t;
 }
 
 void zs_classes_free(struct zs_pool *pool)

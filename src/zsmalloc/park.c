@@ -38,7 +38,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "zsmalloc/internal.h"
 
@@ -76,16 +75,9 @@ int zs_park_init(struct zs_pool *pool)
 	pool->park_bytes = 0;
 	if (pool->nr_shards == 1)
 		return 0;
-	long os_page = sysconf(_SC_PAGESIZE);
-	size_t bytes = sizeof(struct zs_park) * (size_t)pool->nr_classes * pool->nr_shards;
-	bytes = (bytes + (size_t)os_page - 1) & ~((size_t)os_page - 1);
-	void *t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		       -1, 0);
-	if (t == MAP_FAILED)
-		return -ENOMEM;
-	pool->park = t;
-	pool->park_bytes = bytes;
-	return 0;
+	pool->park = zs_table_map(sizeof(struct zs_park) * (size_t)pool->nr_classes * pool->nr_shards,
+				  &pool->park_bytes);
+	return pool->park ? 0 : -ENOMEM;
 }
 
 void zs_park_destroy(struct zs_pool *pool)
