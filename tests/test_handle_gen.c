@@ -12,7 +12,11 @@
  * API.  Covered: every handle-taking call, each free mode, huge objects,
  * deferred free, class shards, compaction moving the new object, slots that
  * went through another thread's free list and a trim, a chunk given back and
- * carved again, a destroyed pool's handle, and the generation's period.
+ * carved again, a destroyed pool's handle, and the generation's period,
+ * also across trims, compactions and pools destroyed between the uses of an
+ * address (a re-carved chunk once restarted its generations inside the
+ * range its old slots had reached); and the handles of packed tails, which
+ * no caller was given.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -357,6 +361,188 @@ static void chunk_carved_again(void)
 	zs_destroy_pool(b);
 }
 
+/*
+ * ---- the generation's period holds across every chunk's lives ----
+ * Per address, the use count at which each generation was last handed out:
+ * a handle (address, generation) handed out again within PERIOD uses of
+ * that address is the defect (a stale handle kept by a caller names the new
+ * object).  Before chunk records, `a; free; b; free; trim; c` gave c == b.
+ */
+enum { ADDRS = 256 };
+struct addr_gens {
+	unsigned long slot;
+	unsigned long uses;
+	unsigned long *last; /* PERIOD entries: 1 + the use count at issue, 0 never */
+};
+static struct addr_gens addrs[ADDRS];
+static int naddrs, addrs_full;
+
+static unsigned gen_of_handle(unsigned long h)
+{
+	return (unsigned)(((h >> 1) & 3) | (((h >> 48) & 0xfff) << 2));
+}
+
+/* Record one handle; 1 if its generation repeated at its address too early. */
+static int issued(unsigned long h)
+{
+	struct addr_gens *a = NULL;
+	for (int i = 0; i < naddrs && !a; i++)
+		if (addrs[i].slot == slot_of(h))
+			a = &addrs[i];
+	if (!a) {
+		if (naddrs == ADDRS) {
+			addrs_full++;
+			return 0;
+		}
+		a = &addrs[naddrs++];
+		a->slot = slot_of(h);
+		a->last = calloc(PERIOD, sizeof(*a->last));
+		REQUIRE(a->last);
+	}
+	unsigned g = gen_of_handle(h);
+	int early = a->last[g] && a->uses + 1 - a->last[g] < PERIOD;
+	a->uses++;
+	a->last[g] = a->uses;
+	return early;
+}
+
+/*
+ * Seeded random churn of one to three objects per pool, with trims,
+ * compactions, deferred frees, and pools destroyed and created again between
+ * uses, over 2 * PERIOD rounds; every handle ever issued is checked against
+ * its address's history, and the last STALE freed handles are probed each
+ * round (one stale handle on every call: refused, the live objects intact).
+ */
+static void period_across_lives(void)
+{
+	enum { STALE = 32, LIVE = 3 };
+	uint64_t rng = tu_seed("period_across_lives");
+	struct zs_pool *pools[2] = { new_pool(1, ZS_FREE_CLASS_INDEX, 1),
+				     new_pool(1, ZS_FREE_POOL_LOCK, 1) };
+	unsigned long stale[STALE] = { 0 }, live[2][LIVE] = { { 0 } };
+	int nstale = 0, early = 0, refused = 1, intact = 1;
+	unsigned long probes = 0, lives = 0;
+	for (unsigned long round = 0; round < 2 * PERIOD; round++) {
+		int w = (int)(tu_rand(&rng) & 1);
+		struct zs_pool *p = pools[w];
+		int k = (int)(tu_rand(&rng) % LIVE);
+		if (live[w][k]) {
+			if (tu_rand(&rng) & 1) {
+				CHECK_EQ(zs_free(p, live[w][k]), 0);
+			} else {
+				CHECK_EQ(zs_free_deferred(p, live[w][k]), 0);
+				zs_free_deferred_flush(p);
+			}
+			stale[nstale++ % STALE] = live[w][k];
+			live[w][k] = 0;
+		} else {
+			unsigned long h = zs_malloc(p, 64 + tu_rand(&rng) % 200);
+			REQUIRE(!ZS_IS_ERR(h));
+			early += issued(h);
+			CHECK_EQ(zs_obj_write(p, h, &h, sizeof(h)), 0);
+			live[w][k] = h;
+		}
+		switch (tu_rand(&rng) % 8) {
+		case 0: zs_pool_trim(p); break;
+		case 1: zs_compact(p); break;
+		case 2: /* a pool destroyed with its objects, and a new one in its place */
+			zs_destroy_pool(p);
+			for (int i = 0; i < LIVE; i++)
+				if (live[w][i])
+					stale[nstale++ % STALE] = live[w][i], live[w][i] = 0;
+			p = pools[w] = new_pool(1, w ? ZS_FREE_POOL_LOCK : ZS_FREE_CLASS_INDEX, 1);
+			lives++;
+			break;
+		default: break;
+		}
+		/* A stale handle, on either pool: refused, and nothing live changes. */
+		unsigned long old = stale[tu_rand(&rng) % STALE];
+		if (old) {
+			struct zs_pool *q = pools[tu_rand(&rng) & 1];
+			unsigned long v = 0x5a5a;
+			refused &= zs_obj_write(q, old, &v, sizeof(v)) == -EINVAL;
+			refused &= zs_free(q, old) == -EINVAL;
+			probes++;
+		}
+		for (int i = 0; i < 2; i++)
+			for (int j = 0; j < LIVE; j++) {
+				unsigned long h = live[i][j], v = 0;
+				if (!h)
+					continue;
+				unsigned long *m = zs_obj_read_begin(pools[i], h, sizeof(v), &v);
+				intact &= m && *m == h;
+				if (m)
+					zs_obj_read_end(pools[i], h, sizeof(v), m);
+			}
+	}
+	printf("period_across_lives: %lu rounds, %d addresses (%d uses past the table), %lu pools "
+	       "destroyed, %lu stale probes\n", 2 * PERIOD, naddrs, addrs_full, lives, probes);
+	CHECK_EQ(early, 0);
+	CHECK(refused);
+	CHECK(intact);
+	for (int i = 0; i < 2; i++)
+		zs_destroy_pool(pools[i]);
+	for (int i = 0; i < naddrs; i++)
+		free(addrs[i].last);
+}
+
+/*
+ * A multi-page object's packed tail lives under a handle only its head
+ * knows.  Checked mode must refuse it from a caller, both as the value the
+ * header records and with its slot address and generation alone (what a
+ * probe of neighbouring slots finds), and change nothing.
+ */
+static void tail_handles_refused(void)
+{
+	enum { N = 16 };
+	struct zs_pool_config c;
+	zs_pool_config_init(&c);
+	c.checked = 1;
+	c.max_object_size = 4 * 4096;
+	struct zs_pool *p = zs_create_pool(&c);
+	REQUIRE(p);
+	size_t len = 10240; /* two pages and a packed 2 KiB tail */
+	unsigned long h[N];
+	for (int i = 0; i < N; i++) {
+		REQUIRE(!ZS_IS_ERR(h[i] = zs_malloc(p, len)));
+		put(p, h[i], len, 10 + i);
+	}
+	int tails = 0;
+	for (int i = 0; i < N; i++) {
+		zs_read_lock(&p->lock);
+		unsigned long tail = zspage_tail(obj_to_zspage(p, handle_to_obj(h[i])));
+		zs_read_unlock(&p->lock);
+		if (!tail)
+			continue;
+		tails++;
+		unsigned long probes[2] = { tail, tail & (HANDLE_ADDR_MASK | HANDLE_GEN_MASK) };
+		for (int k = 0; k < 2; k++) {
+			unsigned long t = probes[k];
+			unsigned char buf[4096];
+			errno = 0;
+			CHECK(zs_obj_read_begin(p, t, 8, buf) == NULL);
+			CHECK_EQ(errno, EINVAL);
+			zs_obj_read_end(p, t, 8, buf);
+			CHECK_EQ(zs_obj_write(p, t, "XXXXXXXX", 8), -EINVAL);
+			CHECK(zs_map_object(p, t, ZS_MM_RW) == NULL);
+			zs_unmap_object(p, t);
+			CHECK_EQ(zs_free(p, t), -EINVAL);
+			CHECK_EQ(zs_free_deferred(p, t), -EINVAL);
+			zs_free_deferred_flush(p);
+		}
+	}
+	CHECK(tails > 0);
+	CHECK_EQ(zs_pool_objects(p), N);
+	zs_compact(p); /* the refused ends dropped no reader */
+	for (int i = 0; i < N; i++) {
+		CHECK(reads_back(p, h[i], len, 10 + i));
+		CHECK_EQ(zs_free(p, h[i]), 0);
+	}
+	zs_compact(p);
+	CHECK_EQ(zs_get_total_pages(p), 0);
+	zs_destroy_pool(p);
+}
+
 static void on_alarm(int sig)
 {
 	(void)sig;
@@ -382,5 +568,7 @@ int main(void)
 	generation_period(0); /* unchecked pools carry generations too (values differ on reuse) */
 	cross_thread_and_trim();
 	chunk_carved_again();
+	tail_handles_refused();
+	period_across_lives();
 	return tu_done();
 }

@@ -232,9 +232,11 @@ ZS_API unsigned long zs_malloc(struct zs_pool *pool, size_t size);
  * "Already freed" includes a stale handle whose slot a later zs_malloc
  * reused: the new object's handle differs in its 14-bit generation, which
  * every checked call compares, so the stale one is refused unless the slot
- * was reused a multiple of 2^14 times since (docs/reliability.md, "What
- * checked mode promises").  The same holds for every call below that takes
- * a handle.
+ * was reused a multiple of 2^14 times since, also when the handle's memory
+ * was trimmed, or its pool destroyed, and carved again at the same address
+ * (docs/reliability.md, "What checked mode promises").  Handles the pool
+ * keeps for itself (a multi-page object's packed tail) are refused too.
+ * The same holds for every call below that takes a handle.
  */
 ZS_API int zs_free(struct zs_pool *pool, unsigned long handle);
 

@@ -20,14 +20,15 @@
  * Resolve a handle and read-lock its zspage so it cannot move; the pool lock
  * is held only for the lookup.  Returns the zspage or NULL (checked mode).
  */
-static struct zspage *pin_object(struct zs_pool *pool, unsigned long handle, unsigned long *objp)
+static struct zspage *pin_object_as(struct zs_pool *pool, unsigned long handle,
+				    unsigned long *objp, int checked)
 {
 	unsigned long obj;
-	if (pool->cfg.checked && zs_handle_precheck(pool, handle, &obj))
+	if (checked && zs_handle_precheck(pool, handle, &obj))
 		return NULL;
 	zs_read_lock(&pool->lock);
 	obj = handle_to_obj(handle);
-	if (pool->cfg.checked && zs_validate_obj(pool, handle, obj)) {
+	if (checked && zs_validate_obj(pool, handle, obj)) {
 		zs_read_unlock(&pool->lock);
 		return NULL;
 	}
@@ -38,6 +39,13 @@ static struct zspage *pin_object(struct zs_pool *pool, unsigned long handle, uns
 	zs_read_unlock(&pool->lock);
 	*objp = obj;
 	return zspage;
+}
+
+/* A caller's handle: checked mode refuses what the pool did not hand out. */
+static inline struct zspage *pin_object(struct zs_pool *pool, unsigned long handle,
+					unsigned long *objp)
+{
+	return pin_object_as(pool, handle, objp, pool->cfg.checked);
 }
 
 /*
@@ -125,7 +133,9 @@ static int pin_tail(struct zs_pool *pool, struct zspage *zspage, unsigned long o
 {
 	unsigned long tobj;
 	obj_segment(pool, zspage, obj, v, 0);
-	struct zspage *tz = pin_object(pool, zspage->tail, &tobj);
+	/* The tail's handle is internal (HANDLE_INTERNAL_BIT), which checked mode
+	 * refuses from a caller; the head, already checked, vouches for it. */
+	struct zspage *tz = pin_object_as(pool, zspage->tail, &tobj, 0);
 	if (!tz) {
 		zs_zspage_read_unlock(&zspage->lock);
 		return -EINVAL;
@@ -143,6 +153,19 @@ static void unpin_segments(struct zspage *zspage, const struct obj_segs *v)
 	zs_zspage_read_unlock(&zspage->lock);
 }
 
+/*
+ * Unpin a packed tail whose head is still pinned: its zspage cannot move
+ * while read-locked, so obj is stable without the pool lock.
+ */
+static void unpin_tail(struct zs_pool *pool, unsigned long tail)
+{
+	struct zspage *tz = obj_to_zspage(pool, handle_to_obj(tail));
+	if (zs_unlikely(pool->cfg.checked))
+		zspage_read_unlock_checked(&tz->lock);
+	else
+		zs_zspage_read_unlock(&tz->lock);
+}
+
 static void unpin_object(struct zs_pool *pool, unsigned long handle)
 {
 	if (zs_unlikely(pool->cfg.checked)) {
@@ -151,7 +174,7 @@ static void unpin_object(struct zs_pool *pool, unsigned long handle)
 		if (zspage) {
 			unsigned long tail = zspage_tail(zspage);
 			if (tail)
-				unpin_object(pool, tail);
+				unpin_tail(pool, tail);
 			zspage_read_unlock_checked(&zspage->lock);
 		}
 		return;
@@ -159,7 +182,7 @@ static void unpin_object(struct zs_pool *pool, unsigned long handle)
 	/* No pool lock: a read-locked zspage cannot be migrated, so obj is stable. */
 	struct zspage *zspage = obj_to_zspage(pool, handle_to_obj(handle));
 	if (zs_unlikely(zspage_tail(zspage)))
-		unpin_object(pool, zspage->tail);
+		unpin_tail(pool, zspage->tail);
 	zs_zspage_read_unlock(&zspage->lock);
 }
 
@@ -478,7 +501,7 @@ void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
 		segs_write(pool, &v, area->buf, v.cap);
 	}
 	if (tail)
-		unpin_object(pool, tail);
+		unpin_tail(pool, tail);
 	if (pool->cfg.checked)
 		zspage_read_unlock_checked(&zspage->lock);
 	else

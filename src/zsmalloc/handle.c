@@ -26,11 +26,16 @@
  * free moves it on by one, so the freed handle and the slot's next one
  * differ.  A live slot holds only the obj: the handle's generation is in
  * the handle and in the object's header.  Free lists link slot addresses.
- * A fresh chunk's slots start at a generation drawn from a process-wide
- * count of carved chunks, so a chunk given back and carved again at the
- * same address, or by another pool, does not bring old handles back to life.
+ * A chunk given back (trim, compaction, a drained or destroyed pool) leaves
+ * its slots' next generations in a process-wide record by address, and a
+ * chunk carved again at that address, by any pool, continues them ("Across a
+ * chunk's lives" below): a generation repeats at an address only after 2^14
+ * handles there.  An address never carved before starts at a generation
+ * drawn from a process-wide count of carved chunks.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +44,172 @@
 #define HANDLE_CHUNK (64 * 1024)
 
 static atomic_ulong chunks_carved; /* every pool's: a new chunk's generation */
+
+#define SLOTS_PER_CHUNK (HANDLE_CHUNK / sizeof(unsigned long) - 1) /* slot 0 is never used */
+#define GEN_NUM_MASK ((1u << HANDLE_GEN_BITS) - 1)
+
+/* The generation number (0 .. 2^14 - 1) in a handle's or free slot's generation bits. */
+static inline unsigned gen_num(unsigned long bits)
+{
+	return (unsigned)(((bits >> 1) & 3) | (((bits >> 48) & 0xfff) << 2));
+}
+
+/* ---- across a chunk's lives ---- */
+
+/*
+ * A chunk's slots each count their own handles, so when the chunk goes back
+ * to the OS its slots stand at different generations; restarting them all
+ * at one number (what a fresh chunk does) put some slot's next handle inside
+ * the range its earlier handles had used, and a stale handle kept by a
+ * caller named a live object again.  So a chunk given back leaves a record
+ * of each slot's next generation (2 bytes a slot, 16 KiB for a 64 KiB chunk)
+ * keyed by its address, and the next chunk carved there, in any pool (a
+ * handle from another pool is refused the same way), takes it: its slots go
+ * onto the shared free list with those generations instead of being carved.
+ *
+ * Past GEN_FULL_MAX bytes of such records (addresses given back and not
+ * reused: 4,096 chunks, 32 M handles' worth), a chunk keeps one number, its
+ * most-used slot's, and all its slots restart there: no slot goes backwards,
+ * but a less-used slot skips generations, so a stale handle there can match
+ * again after fewer than 2^14 later handles (docs/abi.md, handle generations).
+ */
+#define GEN_BUCKETS 1024
+#define GEN_FULL_MAX ((size_t)64 << 20)
+
+struct gen_record {
+	struct gen_record *next;
+	uintptr_t base;
+	unsigned all;     /* !full: every slot's next generation */
+	int full;         /* gen[] holds each slot's (index = slot number) */
+	uint16_t gen[];
+};
+
+static pthread_mutex_t gen_lock = PTHREAD_MUTEX_INITIALIZER; /* innermost: takes nothing else */
+static struct gen_record *gen_table[GEN_BUCKETS];
+static size_t gen_full_bytes;
+
+static inline size_t gen_bucket(uintptr_t base)
+{
+	return (base / HANDLE_CHUNK) % GEN_BUCKETS;
+}
+
+/* The record for base, taken out of the table, or NULL. */
+static struct gen_record *gen_take(uintptr_t base)
+{
+	struct gen_record *r, **link;
+	pthread_mutex_lock(&gen_lock);
+	for (link = &gen_table[gen_bucket(base)]; (r = *link) && r->base != base; link = &r->next)
+		;
+	if (r) {
+		*link = r->next;
+		if (r->full)
+			gen_full_bytes -= SLOTS_PER_CHUNK + 1;
+	}
+	pthread_mutex_unlock(&gen_lock);
+	return r;
+}
+
+/* White-box tests that count carved slots start from fresh addresses (internal.h). */
+void zs_handle_gen_forget(void)
+{
+	pthread_mutex_lock(&gen_lock);
+	for (size_t b = 0; b < GEN_BUCKETS; b++) {
+		while (gen_table[b]) {
+			struct gen_record *r = gen_table[b];
+			gen_table[b] = r->next;
+			free(r);
+		}
+	}
+	gen_full_bytes = 0;
+	pthread_mutex_unlock(&gen_lock);
+}
+
+/*
+ * The next generation of a slot still live at destroy: one past its handle's,
+ * which the object's header (or its huge zspage) records.
+ */
+static unsigned live_slot_next(const struct zs_pool *pool, unsigned long addr, unsigned long word,
+			       unsigned fallback)
+{
+	unsigned long obj = word & HANDLE_OBJ_MASK, h;
+	if (!class_enc_valid(pool, obj_to_class_idx(obj)) || !zs_pages_valid(pool->pages, obj_to_pfn(obj)))
+		return fallback;
+	struct zspage *zspage = page_desc(pool, obj_to_pfn(obj))->owner;
+	if (!zspage || !class_enc_valid(pool, zspage->class_idx))
+		return fallback;
+	if (zspage->huge) {
+		h = zspage->huge_handle;
+	} else {
+		struct size_class *class = zspage_class(pool, zspage);
+		if (obj_to_idx(obj) >= zspage->objs)
+			return fallback;
+		h = *obj_header(pool, obj_to_pfn(obj), obj_to_idx(obj), class->size) & ~OBJ_ALLOCATED_TAG;
+	}
+	return (h & HANDLE_ADDR_MASK) == addr ? gen_num(handle_gen_next(h)) : fallback;
+}
+
+/*
+ * Before the chunk at pfn goes back: record where each slot's generations
+ * stand.  Slots at or past carved_end were never handed out since the chunk's
+ * first generation (its descriptor's word[3]); a slot that is neither free
+ * nor uncarved is live (a pool destroyed with objects).  Memory failure
+ * leaves no record: the chunk's address then restarts like a new one.
+ */
+static void gen_keep(const struct zs_pool *pool, zs_pfn_t pfn, uintptr_t carved_end)
+{
+	char *base = zs_pages_addr(pool->handle_pages, pfn);
+	unsigned first = (unsigned)zs_pages_desc(pool->handle_pages, pfn)->word[3];
+	int full;
+	pthread_mutex_lock(&gen_lock);
+	full = gen_full_bytes + SLOTS_PER_CHUNK + 1 <= GEN_FULL_MAX / sizeof(uint16_t);
+	if (full)
+		gen_full_bytes += SLOTS_PER_CHUNK + 1; /* reserved; given back below on failure */
+	pthread_mutex_unlock(&gen_lock);
+	struct gen_record *r =
+		malloc(sizeof(*r) + (full ? (SLOTS_PER_CHUNK + 1) * sizeof(uint16_t) : 0));
+	if (!r) {
+		if (full) {
+			pthread_mutex_lock(&gen_lock);
+			gen_full_bytes -= SLOTS_PER_CHUNK + 1;
+			pthread_mutex_unlock(&gen_lock);
+		}
+		return;
+	}
+	unsigned most = 0; /* the furthest any slot got from the first generation */
+	for (size_t i = 1; i <= SLOTS_PER_CHUNK; i++) {
+		uintptr_t a = (uintptr_t)base + i * sizeof(unsigned long);
+		unsigned g = first;
+		if (a < carved_end) {
+			unsigned long w = atomic_load_explicit((atomic_ulong *)a, memory_order_relaxed);
+			g = (w & HANDLE_FREE_BIT) ? gen_num(w)
+						  : live_slot_next(pool, a, w, (first + most + 1) & GEN_NUM_MASK);
+		}
+		if (full)
+			r->gen[i] = (uint16_t)g;
+		unsigned d = (g - first) & GEN_NUM_MASK;
+		if (d > most)
+			most = d;
+	}
+	r->base = (uintptr_t)base;
+	r->full = full;
+	r->all = (first + most) & GEN_NUM_MASK;
+	pthread_mutex_lock(&gen_lock);
+	r->next = gen_table[gen_bucket(r->base)];
+	gen_table[gen_bucket(r->base)] = r;
+	pthread_mutex_unlock(&gen_lock);
+}
+
+/* Where the slots of the chunk a shard is carving end (the chunk's end if no shard carves it). */
+static uintptr_t carved_end_of(const struct zs_pool *pool, zs_pfn_t pfn)
+{
+	uintptr_t base = (uintptr_t)zs_pages_addr(pool->handle_pages, pfn);
+	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
+		const struct handle_shard *s = &pool->shards[i];
+		if (s->bump_end && (uintptr_t)s->bump_end == base + HANDLE_CHUNK)
+			return (uintptr_t)s->bump;
+	}
+	return base + HANDLE_CHUNK;
+}
 
 static void list_init(struct handle_list *l)
 {
@@ -89,6 +260,9 @@ int zs_handles_init(struct zs_pool *pool)
 
 void zs_handles_destroy(struct zs_pool *pool)
 {
+	/* Handles of a destroyed pool must not name objects of the next one carved here. */
+	for (size_t i = 0; i < pool->nr_handle_chunks; i++)
+		gen_keep(pool, pool->handle_chunks[i], carved_end_of(pool, pool->handle_chunks[i]));
 	if (pool->handle_pages)
 		zs_pages_destroy(pool->handle_pages);
 	free(pool->handle_chunks);
@@ -192,7 +366,34 @@ static int take_batch(struct zs_pool *pool, struct handle_list *b)
 	return 1;
 }
 
-/* Slow path: give the shard a fresh chunk of never-used slots. */
+/*
+ * A chunk carved at an address with a record: every slot onto the shared
+ * free list at the generation it stopped at (shard lock held).
+ */
+static void carve_from_record(struct zs_pool *pool, char *base, const struct gen_record *r)
+{
+	for (size_t i = 1; i <= SLOTS_PER_CHUNK; i++) {
+		unsigned long next = i < SLOTS_PER_CHUNK ? (unsigned long)(base + (i + 1) * sizeof(unsigned long)) : 0;
+		atomic_store_explicit((atomic_ulong *)(base + i * sizeof(unsigned long)),
+				      HANDLE_FREE_BIT | handle_gen_of(r->full ? r->gen[i] : r->all) | next,
+				      memory_order_relaxed);
+	}
+	unsigned long head = (unsigned long)(base + sizeof(unsigned long));
+	unsigned long tail = (unsigned long)(base + SLOTS_PER_CHUNK * sizeof(unsigned long));
+	zs_spin_lock(&pool->handle_free_lock);
+	slot_set_next(tail, pool->handle_free.n ? pool->handle_free.head : 0);
+	if (!pool->handle_free.n)
+		pool->handle_free.tail = tail;
+	pool->handle_free.head = head;
+	pool->handle_free.n += SLOTS_PER_CHUNK;
+	zs_spin_unlock(&pool->handle_free_lock);
+}
+
+/*
+ * Slow path: give the shard a fresh chunk of never-used slots (0), or put
+ * a chunk whose address has a generation record on the shared list (1), or
+ * -ENOMEM.
+ */
 static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 {
 	zs_pfn_t pfn;
@@ -218,9 +419,19 @@ static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 	}
 	pool->handle_chunks[pool->nr_handle_chunks++] = pfn;
 	zs_mutex_unlock_ranked(&pool->handle_chunks_lock);
+	struct gen_record *r = gen_take((uintptr_t)base);
+	if (r) {
+		zs_pages_desc(pool->handle_pages, pfn)->word[3] = r->all;
+		carve_from_record(pool, base, r);
+		free(r);
+		return 1;
+	}
+	unsigned first = (unsigned)atomic_fetch_add_explicit(&chunks_carved, 1, memory_order_relaxed) &
+			 GEN_NUM_MASK;
+	zs_pages_desc(pool->handle_pages, pfn)->word[3] = first;
 	s->bump = base;
 	s->bump_end = s->bump + HANDLE_CHUNK;
-	s->bump_gen = handle_gen_of(atomic_fetch_add_explicit(&chunks_carved, 1, memory_order_relaxed));
+	s->bump_gen = handle_gen_of(first);
 	/* Slot 0 of each chunk is never handed out, so no handle value is the chunk base. */
 	s->bump += sizeof(unsigned long);
 	return 0;
@@ -237,8 +448,14 @@ unsigned long zs_handle_alloc_slow(struct zs_pool *pool, struct handle_shard *s)
 	}
 	if (take_batch(pool, &s->cur))
 		return list_pop(&s->cur);
-	if (s->bump == s->bump_end && refill_shard(pool, s))
-		return 0;
+	while (s->bump == s->bump_end) {
+		int r = refill_shard(pool, s);
+		if (r < 0)
+			return 0;
+		/* A re-carved chunk's slots went to the shared list (others may take some first). */
+		if (r > 0 && take_batch(pool, &s->cur))
+			return list_pop(&s->cur);
+	}
 	unsigned long h = (unsigned long)s->bump | s->bump_gen;
 	s->bump += sizeof(unsigned long);
 	return h;
@@ -288,8 +505,6 @@ int zs_handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long
 }
 
 /* ---- giving handle memory back ---- */
-
-#define SLOTS_PER_CHUNK (HANDLE_CHUNK / sizeof(unsigned long) - 1) /* slot 0 is never used */
 
 /*
  * The descriptor of the chunk a slot lies in (chunks are HANDLE_CHUNK
@@ -371,6 +586,7 @@ static void reclaim_free_chunks(struct zs_pool *pool)
 	for (size_t i = 0; i < pool->nr_handle_chunks;) {
 		zs_pfn_t pfn = pool->handle_chunks[i];
 		if (zs_pages_desc(pool->handle_pages, pfn)->word[2]) {
+			gen_keep(pool, pfn, carved_end_of(pool, pfn)); /* every slot free */
 			zs_pages_free(pool->handle_pages, pfn);
 			pool->handle_chunks[i] = pool->handle_chunks[--pool->nr_handle_chunks];
 		} else {
@@ -403,8 +619,10 @@ void zs_handles_trim(struct zs_pool *pool, int eager)
 	}
 	if (live == 0 && pool->nr_handle_chunks) {
 		zs_mutex_lock_ranked(&pool->handle_chunks_lock, ZS_LOCK_ZS_HANDLE_CHUNKS);
-		for (size_t i = 0; i < pool->nr_handle_chunks; i++)
+		for (size_t i = 0; i < pool->nr_handle_chunks; i++) {
+			gen_keep(pool, pool->handle_chunks[i], carved_end_of(pool, pool->handle_chunks[i]));
 			zs_pages_free(pool->handle_pages, pool->handle_chunks[i]);
+		}
 		pool->nr_handle_chunks = 0;
 		zs_mutex_unlock_ranked(&pool->handle_chunks_lock);
 		for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {

@@ -60,6 +60,14 @@ _Static_assert(sizeof(unsigned long) == 8 && sizeof(void *) == 8,
 #define HANDLE_ADDR_MASK 0x0000fffffffffff8UL /* the slot address */
 #define HANDLE_GEN_MASK 0x0fff000000000006UL  /* the generation: bits 1-2, 48-59 */
 #define HANDLE_GEN_BITS 14
+/*
+ * Bit 60 marks a handle only the library holds (a multi-page object's packed
+ * tail): the object's header records it, so the tail's own slot address and
+ * generation, guessed or scanned, never match a header in checked mode, and
+ * zs_handle_in_pool refuses the marked value itself (no handle given to a
+ * caller has a bit above 59).  Slot and generation arithmetic ignore it.
+ */
+#define HANDLE_INTERNAL_BIT (1UL << 60)
 
 /* Handle slot values: a live slot holds an obj; a free slot FREE | its next generation | next free slot. */
 #define HANDLE_FREE_BIT (1UL << 63)
@@ -618,6 +626,8 @@ static inline void zs_handle_free(struct zs_pool *pool, unsigned long handle)
 	zs_spin_unlock(&s->lock);
 }
 int zs_handle_in_pool(const struct zs_pool *pool, unsigned long handle);
+/* Drop every given-back chunk's generation record (white-box tests that count carved slots). */
+void zs_handle_gen_forget(void);
 void zs_handles_trim(struct zs_pool *pool, int eager);
 /* Checked mode, before any lock: the handle is ours, neither free nor queued, its class valid. */
 int zs_handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long *obj);

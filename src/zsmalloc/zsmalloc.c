@@ -447,6 +447,7 @@ static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool
 		tail = zs_handle_alloc(pool);
 		if (zs_unlikely(!tail))
 			return malloc_failed(pool, size, retried, NULL);
+		tail |= HANDLE_INTERNAL_BIT; /* checked mode refuses it from a caller */
 		int rc = alloc_obj(pool, tc, tail, 0, 1, NULL, 0);
 		if (rc) {
 			zs_handle_free(pool, tail);
