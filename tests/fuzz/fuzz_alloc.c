@@ -11,7 +11,8 @@
  * zsmalloc's pieces: zs_obj_read_sgv_begin and the two-piece
  * zs_obj_read_sg_begin, with the refusals around them), legacy map,
  * compact, trim and, in checked mode, misuse (double free, garbage and
- * foreign handles, end after a failed begin).  A shadow copy of every
+ * foreign handles, end after a failed begin, stale handles kept across
+ * trims and compactions, and the internal handle of a packed tail).  A shadow copy of every
  * object's bytes is compared on every read and before every free;
  * accounting is checked after every compaction (a multi-page object costs
  * its pages, or all but the last when its tail is packed into a small
@@ -25,6 +26,7 @@
 #include "zs/zblock.h"
 #include "zs/zsmalloc.h"
 #include "zs/harness.h"
+#include "zsmalloc/internal.h" /* white box: a packed tail's internal handle */
 
 #define MAXOBJ 48
 /* The largest object: 16 pages of 64 KiB (zs_pool_config.max_object_size). */
@@ -45,14 +47,23 @@ struct st {
 	struct obj o[MAXOBJ];
 	unsigned long pending[64]; /* deferred frees not yet flushed: not garbage, not live */
 	int npending;
+	unsigned long stale[32];   /* freed handles, kept across trims and compactions */
+	unsigned nstale;
 	unsigned char *buf, *buf2;
 	uint64_t seq;
 };
 
 /* Drain deferred frees: the pending ones are gone then. */
+static void keep_stale(struct st *s, unsigned long h)
+{
+	s->stale[s->nstale++ % 32] = h;
+}
+
 static void t_flush(struct st *s)
 {
 	ut_flush(&s->a);
+	for (int i = 0; i < s->npending; i++)
+		keep_stale(s, s->pending[i]);
 	s->npending = 0;
 }
 
@@ -349,6 +360,8 @@ static void op_free(struct st *s, struct obj *e, unsigned how)
 		FUZZ_CHECK(!m, "read_begin of a freed handle in checked mode -> %p", m);
 		FUZZ_CHECK(ut_write(&s->a, e->h, e->bytes, 1) == -EINVAL, "write to a freed handle");
 	}
+	if (!deferred)
+		keep_stale(s, e->h);
 	e->h = 0;
 }
 
@@ -517,6 +530,22 @@ static void op_misuse(struct st *s, struct fin *in)
 			zs_free(s->foreign, h);
 			return;
 		}
+	} else if ((how & 0xc0) == 0x40 && s->nstale) {
+		/* a stale handle (generations never wrap within one input's few thousand uses) */
+		h = s->stale[h % (s->nstale < 32 ? s->nstale : 32)];
+		if (is_known(s, h)) /* zblock has no generations: a reused slot is the same value */
+			return;
+	} else if ((how & 0xc0) == 0x80 && s->a.kind == UT_ZS) {
+		/* a live multi-page object's packed tail: its internal handle, and its slot alone */
+		struct obj *e = &s->o[h % MAXOBJ];
+		if (!e->h || e->size <= s->page_size)
+			return;
+		zs_read_lock(&s->a.zp->lock);
+		unsigned long tail = zspage_tail(obj_to_zspage(s->a.zp, handle_to_obj(e->h)));
+		zs_read_unlock(&s->a.zp->lock);
+		if (!tail)
+			return;
+		h = (h >> 8) & 1 ? tail : tail & (HANDLE_ADDR_MASK | HANDLE_GEN_MASK);
 	} else if (!h || ZS_IS_ERR(h) || is_known(s, h)) {
 		return;
 	}
