@@ -64,8 +64,8 @@ static inline unsigned gen_num(unsigned long bits)
  * caller named a live object again.  So a chunk given back leaves a record
  * of each slot's next generation (2 bytes a slot, 16 KiB for a 64 KiB chunk)
  * keyed by its address, and the next chunk carved there, in any pool (a
- * handle from another pool is refused the same way), takes it: its slots go
- * onto the shared free list with those generations instead of being carved.
+ * handle from another pool is refused the same way), takes it: its slots are
+ * carved as usual, each at the generation it stopped at.
  *
  * Past GEN_FULL_MAX bytes of such records (addresses given back and not
  * reused: 4,096 chunks, 32 M handles' worth), a chunk keeps one number, its
@@ -150,13 +150,23 @@ static unsigned live_slot_next(const struct zs_pool *pool, unsigned long addr, u
 
 /*
  * Before the chunk at pfn goes back: record where each slot's generations
- * stand.  Slots at or past carved_end were never handed out since the chunk's
- * first generation (its descriptor's word[3]); a slot that is neither free
- * nor uncarved is live (a pool destroyed with objects).  Memory failure
- * leaves no record: the chunk's address then restarts like a new one.
+ * stand.  Slots a shard has not carved yet stand where the chunk started
+ * them (its descriptor's word[3], or the shard's record of the address's
+ * earlier life); a slot that is neither free nor uncarved is live (a pool
+ * destroyed with objects).  Memory failure leaves no record: the chunk's
+ * address then restarts like a new one.
  */
-static void gen_keep(const struct zs_pool *pool, zs_pfn_t pfn, uintptr_t carved_end)
+static void gen_keep(const struct zs_pool *pool, zs_pfn_t pfn)
 {
+	uintptr_t carved_end = (uintptr_t)zs_pages_addr(pool->handle_pages, pfn) + HANDLE_CHUNK;
+	const struct gen_record *prev = NULL;
+	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
+		const struct handle_shard *sh = &pool->shards[i];
+		if (sh->bump_end && (uintptr_t)sh->bump_end == carved_end) {
+			carved_end = (uintptr_t)sh->bump;
+			prev = sh->bump_rec;
+		}
+	}
 	char *base = zs_pages_addr(pool->handle_pages, pfn);
 	unsigned first = (unsigned)zs_pages_desc(pool->handle_pages, pfn)->word[3];
 	int full;
@@ -178,7 +188,7 @@ static void gen_keep(const struct zs_pool *pool, zs_pfn_t pfn, uintptr_t carved_
 	unsigned most = 0; /* the furthest any slot got from the first generation */
 	for (size_t i = 1; i <= SLOTS_PER_CHUNK; i++) {
 		uintptr_t a = (uintptr_t)base + i * sizeof(unsigned long);
-		unsigned g = first;
+		unsigned g = prev ? prev->gen[i] : first;
 		if (a < carved_end) {
 			unsigned long w = atomic_load_explicit((atomic_ulong *)a, memory_order_relaxed);
 			g = (w & HANDLE_FREE_BIT) ? gen_num(w)
@@ -197,18 +207,6 @@ static void gen_keep(const struct zs_pool *pool, zs_pfn_t pfn, uintptr_t carved_
 	r->next = gen_table[gen_bucket(r->base)];
 	gen_table[gen_bucket(r->base)] = r;
 	pthread_mutex_unlock(&gen_lock);
-}
-
-/* Where the slots of the chunk a shard is carving end (the chunk's end if no shard carves it). */
-static uintptr_t carved_end_of(const struct zs_pool *pool, zs_pfn_t pfn)
-{
-	uintptr_t base = (uintptr_t)zs_pages_addr(pool->handle_pages, pfn);
-	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
-		const struct handle_shard *s = &pool->shards[i];
-		if (s->bump_end && (uintptr_t)s->bump_end == base + HANDLE_CHUNK)
-			return (uintptr_t)s->bump;
-	}
-	return base + HANDLE_CHUNK;
 }
 
 static void list_init(struct handle_list *l)
@@ -234,6 +232,13 @@ static inline void slot_set_next(unsigned long h, unsigned long next)
 	atomic_store_explicit(w, HANDLE_FREE_BIT | gen | next, memory_order_relaxed);
 }
 
+/* The shard's bump chunk is done with: its record, if any, is no longer needed. */
+static void shard_drop_rec(struct handle_shard *s)
+{
+	free(s->bump_rec);
+	s->bump_rec = NULL;
+}
+
 int zs_handles_init(struct zs_pool *pool)
 {
 	struct zs_pages_config pc = { .page_size = HANDLE_CHUNK, .chunk_bytes = 16 * HANDLE_CHUNK,
@@ -246,6 +251,7 @@ int zs_handles_init(struct zs_pool *pool)
 		list_init(&pool->shards[i].cur);
 		list_init(&pool->shards[i].spare);
 		pool->shards[i].bump = pool->shards[i].bump_end = NULL;
+		pool->shards[i].bump_rec = NULL;
 		pool->shards[i].live = 0;
 	}
 	zs_spin_init_rank(&pool->handle_free_lock, ZS_LOCK_ZS_HANDLE_FREE);
@@ -262,7 +268,9 @@ void zs_handles_destroy(struct zs_pool *pool)
 {
 	/* Handles of a destroyed pool must not name objects of the next one carved here. */
 	for (size_t i = 0; i < pool->nr_handle_chunks; i++)
-		gen_keep(pool, pool->handle_chunks[i], carved_end_of(pool, pool->handle_chunks[i]));
+		gen_keep(pool, pool->handle_chunks[i]);
+	for (int i = 0; i < ZS_HANDLE_SHARDS; i++)
+		shard_drop_rec(&pool->shards[i]);
 	if (pool->handle_pages)
 		zs_pages_destroy(pool->handle_pages);
 	free(pool->handle_chunks);
@@ -366,34 +374,7 @@ static int take_batch(struct zs_pool *pool, struct handle_list *b)
 	return 1;
 }
 
-/*
- * A chunk carved at an address with a record: every slot onto the shared
- * free list at the generation it stopped at (shard lock held).
- */
-static void carve_from_record(struct zs_pool *pool, char *base, const struct gen_record *r)
-{
-	for (size_t i = 1; i <= SLOTS_PER_CHUNK; i++) {
-		unsigned long next = i < SLOTS_PER_CHUNK ? (unsigned long)(base + (i + 1) * sizeof(unsigned long)) : 0;
-		atomic_store_explicit((atomic_ulong *)(base + i * sizeof(unsigned long)),
-				      HANDLE_FREE_BIT | handle_gen_of(r->full ? r->gen[i] : r->all) | next,
-				      memory_order_relaxed);
-	}
-	unsigned long head = (unsigned long)(base + sizeof(unsigned long));
-	unsigned long tail = (unsigned long)(base + SLOTS_PER_CHUNK * sizeof(unsigned long));
-	zs_spin_lock(&pool->handle_free_lock);
-	slot_set_next(tail, pool->handle_free.n ? pool->handle_free.head : 0);
-	if (!pool->handle_free.n)
-		pool->handle_free.tail = tail;
-	pool->handle_free.head = head;
-	pool->handle_free.n += SLOTS_PER_CHUNK;
-	zs_spin_unlock(&pool->handle_free_lock);
-}
-
-/*
- * Slow path: give the shard a fresh chunk of never-used slots (0), or put
- * a chunk whose address has a generation record on the shared list (1), or
- * -ENOMEM.
- */
+/* Slow path: give the shard a fresh chunk of never-used slots. */
 static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 {
 	zs_pfn_t pfn;
@@ -419,15 +400,17 @@ static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 	}
 	pool->handle_chunks[pool->nr_handle_chunks++] = pfn;
 	zs_mutex_unlock_ranked(&pool->handle_chunks_lock);
+	shard_drop_rec(s);
+	/* An address with a record continues its slots' generations (lazily, as they are carved). */
 	struct gen_record *r = gen_take((uintptr_t)base);
-	if (r) {
-		zs_pages_desc(pool->handle_pages, pfn)->word[3] = r->all;
-		carve_from_record(pool, base, r);
+	unsigned first = r ? r->all
+			   : (unsigned)atomic_fetch_add_explicit(&chunks_carved, 1, memory_order_relaxed) &
+				     GEN_NUM_MASK;
+	if (r && !r->full) {
 		free(r);
-		return 1;
+		r = NULL;
 	}
-	unsigned first = (unsigned)atomic_fetch_add_explicit(&chunks_carved, 1, memory_order_relaxed) &
-			 GEN_NUM_MASK;
+	s->bump_rec = r;
 	zs_pages_desc(pool->handle_pages, pfn)->word[3] = first;
 	s->bump = base;
 	s->bump_end = s->bump + HANDLE_CHUNK;
@@ -448,15 +431,12 @@ unsigned long zs_handle_alloc_slow(struct zs_pool *pool, struct handle_shard *s)
 	}
 	if (take_batch(pool, &s->cur))
 		return list_pop(&s->cur);
-	while (s->bump == s->bump_end) {
-		int r = refill_shard(pool, s);
-		if (r < 0)
-			return 0;
-		/* A re-carved chunk's slots went to the shared list (others may take some first). */
-		if (r > 0 && take_batch(pool, &s->cur))
-			return list_pop(&s->cur);
-	}
+	if (s->bump == s->bump_end && refill_shard(pool, s))
+		return 0;
 	unsigned long h = (unsigned long)s->bump | s->bump_gen;
+	if (zs_unlikely(s->bump_rec)) /* the address's earlier life: this slot's own next generation */
+		h = (unsigned long)s->bump |
+		    handle_gen_of(s->bump_rec->gen[((uintptr_t)s->bump & (HANDLE_CHUNK - 1)) / sizeof(unsigned long)]);
 	s->bump += sizeof(unsigned long);
 	return h;
 }
@@ -586,7 +566,7 @@ static void reclaim_free_chunks(struct zs_pool *pool)
 	for (size_t i = 0; i < pool->nr_handle_chunks;) {
 		zs_pfn_t pfn = pool->handle_chunks[i];
 		if (zs_pages_desc(pool->handle_pages, pfn)->word[2]) {
-			gen_keep(pool, pfn, carved_end_of(pool, pfn)); /* every slot free */
+			gen_keep(pool, pfn); /* every slot free */
 			zs_pages_free(pool->handle_pages, pfn);
 			pool->handle_chunks[i] = pool->handle_chunks[--pool->nr_handle_chunks];
 		} else {
@@ -620,7 +600,7 @@ void zs_handles_trim(struct zs_pool *pool, int eager)
 	if (live == 0 && pool->nr_handle_chunks) {
 		zs_mutex_lock_ranked(&pool->handle_chunks_lock, ZS_LOCK_ZS_HANDLE_CHUNKS);
 		for (size_t i = 0; i < pool->nr_handle_chunks; i++) {
-			gen_keep(pool, pool->handle_chunks[i], carved_end_of(pool, pool->handle_chunks[i]));
+			gen_keep(pool, pool->handle_chunks[i]);
 			zs_pages_free(pool->handle_pages, pool->handle_chunks[i]);
 		}
 		pool->nr_handle_chunks = 0;
@@ -629,6 +609,7 @@ void zs_handles_trim(struct zs_pool *pool, int eager)
 			list_init(&pool->shards[i].cur);
 			list_init(&pool->shards[i].spare);
 			pool->shards[i].bump = pool->shards[i].bump_end = NULL;
+			shard_drop_rec(&pool->shards[i]);
 			pool->shards[i].live = 0;
 		}
 		list_init(&pool->handle_free);

@@ -178,6 +178,7 @@ struct handle_shard {
 	struct handle_list spare; /* n == 0 or ZS_HANDLE_BATCH */
 	char *bump, *bump_end;    /* never-used slots of the shard's current chunk */
 	unsigned long bump_gen;   /* their first generation (the chunk's, handle bits) */
+	struct gen_record *bump_rec; /* or each slot's, when the chunk's address had a record */
 	long live;                /* allocations minus frees through this shard */
 } __attribute__((aligned(64)));
 
