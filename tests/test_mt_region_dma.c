@@ -13,6 +13,9 @@
  *                            read is checked at once, all pages at the end
  *   write_move / write_copy  O_DIRECT pwrite from region pages to the file,
  *                            read back into private memory and checked
+ *   buffered_read / buffered_write  the same without O_DIRECT (the kernel's
+ *                            copy to and from user memory faults stored pages
+ *                            in as the program's own access would)
  *   pinned_move / pinned_copy  io_uring fixed buffers (IORING_REGISTER_BUFFERS
  *                            pins the pages for as long as they are registered):
  *                            zs_region_pageout stores none of them, the rest
@@ -20,7 +23,7 @@
  *                            after the pageout lands in the region page
  *
  * _copy cases run with ZS_REGION_MOVE=0 (pageout copies).  Each case runs in
- * a forked child under a watchdog, for ZS_DMA_SECONDS (default 3) each.  Exit
+ * a forked child under a watchdog, for ZS_DMA_SECONDS (default 2) each.  Exit
  * 77 without userfaultfd or when the file system refuses O_DIRECT; the
  * io_uring cases are skipped (and say so) where io_uring is not permitted.
  */
@@ -49,7 +52,7 @@
 
 static size_t pg;
 static char path[64] = "/var/tmp/zs_region_dmaXXXXXX";
-static double secs = 3;
+static double secs = 2;
 static uint64_t seed;
 
 struct ctx {
@@ -112,6 +115,8 @@ static int open_direct(void)
 	return open(path, O_RDWR | O_DIRECT);
 }
 
+enum { M_WRITE = 1, M_COPY = 2, M_BUFFERED = 4 };
+
 static struct zs_region *make_region(int copy)
 {
 	if (copy)
@@ -130,10 +135,11 @@ static struct zs_region *make_region(int copy)
 	return r;
 }
 
-/* The I/O cases: arg 0 read, 1 write; +2 copy path. */
+/* The I/O cases: arg is M_* bits. */
 static int io_case(void *arg)
 {
-	int mode = (int)(intptr_t)arg, writes = mode & 1, copy = mode >> 1;
+	int mode = (int)(intptr_t)arg, writes = mode & M_WRITE, copy = !!(mode & M_COPY);
+	int direct = !(mode & M_BUFFERED);
 	struct ctx c = { .seed = seed + (uint64_t)mode };
 	c.r = make_region(copy);
 	c.a = zs_region_addr(c.r);
@@ -142,7 +148,7 @@ static int io_case(void *arg)
 		stamp[i] = i + 1;
 		fill(c.a + i * pg, stamp[i]);
 	}
-	int fd = open_direct();
+	int fd = direct ? open_direct() : open(path, O_RDWR);
 	unsigned char *tmp = aligned_alloc(pg, FP * pg);
 	if (fd < 0 || !tmp) {
 		printf("open O_DIRECT: %s\n", strerror(errno));
@@ -175,8 +181,9 @@ static int io_case(void *arg)
 				uint64_t old = stamp[i + k];
 				stamp[i + k] = fstamp[f + k];
 				if (!holds(c.a + (i + k) * pg, stamp[i + k])) {
-					printf("O_DIRECT pread of %zu pages returned %zd, but region page "
-					       "%zu does not hold file page %zu: %s\n", n, got, i + k,
+					printf("%s pread of %zu pages returned %zd, but region page "
+					       "%zu does not hold file page %zu: %s\n",
+					       direct ? "O_DIRECT" : "buffered", n, got, i + k,
 					       f + k, holds(c.a + (i + k) * pg, old) ?
 					       "it kept its old bytes" : "other bytes");
 					bad++;
@@ -198,8 +205,9 @@ static int io_case(void *arg)
 			}
 			for (size_t k = 0; k < n; k++)
 				if (!holds(tmp + k * pg, fstamp[f + k])) {
-					printf("O_DIRECT pwrite from region page %zu: file page %zu "
-					       "does not hold it\n", i + k, f + k);
+					printf("%s pwrite from region page %zu: file page %zu "
+					       "does not hold it\n", direct ? "O_DIRECT" : "buffered",
+					       i + k, f + k);
 					bad++;
 				}
 			/* and the region itself is unchanged by being written out */
@@ -220,8 +228,9 @@ static int io_case(void *arg)
 		}
 	struct zs_region_stats st;
 	zs_region_get_stats(c.r, &st);
-	printf("  %s path, O_DIRECT %s: %lu calls, %llu pages paged out\n", copy ? "copy" : "move",
-	       writes ? "pwrite" : "pread", ops, (unsigned long long)st.pageouts);
+	printf("  %s path, %s %s: %lu calls, %llu pages paged out\n", copy ? "copy" : "move",
+	       direct ? "O_DIRECT" : "buffered", writes ? "pwrite" : "pread", ops,
+	       (unsigned long long)st.pageouts);
 	zs_region_destroy(c.r);
 	close(fd);
 	free(tmp);
@@ -412,15 +421,27 @@ int main(void)
 	for (int copy = only_copy; copy < 2; copy++) {
 		char n[32];
 		snprintf(n, sizeof n, "read_%s", copy ? "copy" : "move");
-		if (fc_run(n, t, io_case, (void *)(intptr_t)(copy * 2)))
+		if (fc_run(n, t, io_case, (void *)(intptr_t)(copy ? M_COPY : 0)))
 			tu_fail++;
 		else
 			tu_pass++;
 		snprintf(n, sizeof n, "write_%s", copy ? "copy" : "move");
-		if (fc_run(n, t, io_case, (void *)(intptr_t)(copy * 2 + 1)))
+		if (fc_run(n, t, io_case, (void *)(intptr_t)(M_WRITE | (copy ? M_COPY : 0))))
 			tu_fail++;
 		else
 			tu_pass++;
+		if (copy == only_copy) {   /* one path is enough: nothing is pinned */
+			if (fc_run("buffered_read", t, io_case,
+				   (void *)(intptr_t)(M_BUFFERED | (copy ? M_COPY : 0))))
+				tu_fail++;
+			else
+				tu_pass++;
+			if (fc_run("buffered_write", t, io_case,
+				   (void *)(intptr_t)(M_BUFFERED | M_WRITE | (copy ? M_COPY : 0))))
+				tu_fail++;
+			else
+				tu_pass++;
+		}
 		snprintf(n, sizeof n, "pinned_%s", copy ? "copy" : "move");
 		if (fc_run(n, 30, pinned_case, (void *)(intptr_t)copy))
 			tu_fail++;

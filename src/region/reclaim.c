@@ -39,6 +39,19 @@
  *      pageout's ownership goes through out_settle and region_finish.
  * Pageout runs with every blockable signal blocked (region.c, "Lock order").
  *
+ * Pinned pages.  Direct I/O (O_DIRECT, io_uring fixed buffers, vmsplice,
+ * RDMA) pins its buffer's pages and the device reads or writes the frames;
+ * write protection does not stop a DMA, and a zapped or moved-away page's
+ * frame lives on until the pin is dropped, so the device's bytes landed in
+ * a page pageout had thrown away (an O_DIRECT pread returned its full count
+ * and the page kept its old bytes).  The kernel's reclaim leaves a pinned
+ * page mapped and tries it later; so does pageout.  Nothing in pagemap or
+ * PAGEMAP_SCAN reports a pin; UFFDIO_MOVE refuses one with EBUSY, checking
+ * again after it cleared the entry (a pin racing the move is seen).  The
+ * move path gives such a page back resident and moves the rest; the copy
+ * path takes its run out by a move too where it can (copy_drop).  Without
+ * UFFDIO_MOVE a pin cannot be seen (region.h says so).
+ *
  * Automatic reclaim: a thread keeps resident pages under the limit with a
  * CLOCK over resident pages.  The access signal is a referenced bit set when
  * a page is faulted in and by HOT hints, cleared by COLD hints and by the
