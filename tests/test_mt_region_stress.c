@@ -955,6 +955,16 @@ int main(int argc, char **argv)
 	}
 	base = zs_region_addr(reg);
 	store = zs_region_store(reg);
+	struct zs_region_stats st0;
+	const char *mvz = getenv("ZS_REGION_MOVE");
+	zs_region_get_stats(reg, &st0);
+	if (dio_fd >= 0 && (!st0.uffd_move || (mvz && !strcmp(mvz, "zap")))) {
+		/* region.h: without UFFDIO_MOVE pageout cannot tell a pinned page */
+		printf("O_DIRECT reads left out: no UFFDIO_MOVE (kernel before 6.8 or "
+		       "ZS_REGION_MOVE=zap)\n");
+		close(dio_fd);
+		dio_fd = -1;
+	}
 	meta = calloc(NPAGES, sizeof *meta);
 	REQUIRE(meta);
 
