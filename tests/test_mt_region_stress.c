@@ -18,7 +18,14 @@
  *     free, a compactor, and a writeback thread with injected write errors,
  *     transient read errors (retried: no SIGBUS) and short windows where
  *     every backing read fails (SIGBUS allowed: caught with sigsetjmp,
- *     counted, the page released and the thread goes on).
+ *     counted, the page released and the thread goes on);
+ *   - O_DIRECT reads into region memory: an application thread writes a
+ *     run's next generation to its own part of a file and reads it back
+ *     with O_DIRECT straight into the (locked) region pages, so the kernel
+ *     pins them and the device writes them while the pager and reclaim
+ *     page the block out; a pinned page must stay (what the device wrote
+ *     is what the next verify reads).  Left out, and said so, where the
+ *     file system refuses O_DIRECT.
  * Passes with 0 wrong bytes, no unexplained SIGBUS and no hang: a watchdog
  * checks every thread's progress counter each second and, when one has not
  * moved for HANG_S seconds, prints every thread's state (operation, page)
@@ -27,13 +34,14 @@
  *   test_mt_region_stress [SECONDS [SEED]]
  *   env: ZS_STRESS_SECONDS (default 20; 12 under sanitizers), ZS_SEED, ZS_STRESS_OFF
  *        (parts to leave out when narrowing a failure down: "madvise munmap signals
- *        inject pager")
+ *        inject pager direct")
  * Exit 77 (ctest skip) without userfaultfd.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -79,14 +87,15 @@ static uint64_t g_seed;
 static double run_seconds;
 /* ZS_STRESS_OFF: words naming parts to leave out, to narrow a failure down: madvise, munmap,
    signals, inject, pager */
-static int off_madvise, off_munmap, off_signals, off_inject, off_pager;
+static int off_madvise, off_munmap, off_signals, off_inject, off_pager, off_direct;
+static int dio_fd = -1;   /* O_DIRECT file: thread i owns pages [i*32, i*32+32) of it */
 
 /* ---- counters ---- */
 static atomic_ullong c_ops, c_writes, c_verified, c_wrong_pages, c_wrong_bytes, c_sig_sent,
 	c_sig_handled, c_sig_verified, c_sig_skipped, c_sigbus, c_sigbus_unexplained,
 	c_pageout_pages, c_enomem, c_releases, c_madvise, c_munmaps, c_gone_checks, c_wb_written,
 	c_wb_runs, c_inj_w, c_inj_r, c_inj_perm, c_compactions, c_reclaims, c_errors,
-	c_anon_checks, c_anon_window;
+	c_anon_checks, c_anon_window, c_dio_pages, c_dio_failed;
 static atomic_int read_perm_ever;   /* a window where every backing read failed has opened */
 static atomic_int munmap_busy;
 static atomic_uint munmap_epoch;
@@ -102,11 +111,12 @@ static atomic_uint munmap_epoch;
 /* ---- thread states for the watchdog ---- */
 enum op { OP_IDLE, OP_WRITE, OP_VERIFY, OP_PAGEOUT, OP_MADVISE, OP_RELEASE, OP_ADVISE,
 	  OP_MUNMAP, OP_ANON, OP_SIGREAD, OP_LOCKWAIT, OP_RECLAIM, OP_WRITEBACK, OP_COMPACT,
-	  OP_FLUSH, OP_INJECT, OP_SIGNAL, OP_FINAL, OP_DONE };
+	  OP_FLUSH, OP_INJECT, OP_SIGNAL, OP_FINAL, OP_DONE, OP_DIRECT };
 static const char *op_name[] = { "idle", "write", "verify", "pageout", "madvise", "release",
 				  "advise", "munmap", "anon-check", "signal-handler read",
 				  "page-lock wait", "reclaim", "writeback", "compact", "flush",
-				  "inject", "signal", "final verify", "done" };
+				  "inject", "signal", "final verify", "done",
+				  "O_DIRECT read" };
 
 struct tstate {
 	const char *name;
@@ -125,6 +135,7 @@ struct tstate {
 	volatile int in_guard, in_sig;
 	volatile long sig_bus_page;   /* a page that raised SIGBUS in the handler, -1 none */
 	unsigned char *exp, *tmp;     /* page buffers */
+	unsigned char *dio;           /* 32 pages, page aligned: O_DIRECT staging */
 };
 #define NSTATE (NT + 5)
 static struct tstate ts[NSTATE];
@@ -512,6 +523,38 @@ static void check_gone_calls(struct tstate *t)
 	atomic_fetch_add(&c_gone_checks, 1);
 }
 
+/*
+ * Locked pages [p, p+n) (generations g) get their next generation through
+ * the file: written from private memory, then read with O_DIRECT into the
+ * region.  A read that fails (a poisoned page: the kernel's copy gets
+ * EFAULT, not SIGBUS) leaves the run undefined, so it is released (zeros).
+ */
+static void direct_locked(struct tstate *t, size_t p, size_t n, int64_t *g)
+{
+	off_t off = (off_t)t->id * 32 * PG;
+	for (size_t i = 0; i < n; i++)
+		gen_page(t->dio + i * PG, p + i, g[i] < 0 ? 0 : (uint64_t)g[i] + 1);
+	if (pwrite(dio_fd, t->dio, n * PG, off) != (ssize_t)(n * PG)) {
+		ERR("O_DIRECT pwrite of %zu pages: %s", n, strerror(errno));
+		return;
+	}
+	ssize_t got = pread(dio_fd, pg(p), n * PG, off);
+	if (got == (ssize_t)(n * PG)) {
+		for (size_t i = 0; i < n; i++)
+			if (g[i] >= 0)
+				g[i]++;
+		atomic_fetch_add(&c_dio_pages, n);
+		return;
+	}
+	atomic_fetch_add(&c_dio_failed, 1);
+	int rc = zs_region_release(reg, pg(p), n * PG);
+	if (rc)
+		ERR("release of own pages %zu+%zu after a failed O_DIRECT read -> %d", p, n, rc);
+	for (size_t i = 0; i < n; i++)
+		if (g[i] >= 0)
+			g[i] = 0;
+}
+
 static void *app_main(void *arg)
 {
 	struct tstate *t = arg;
@@ -595,6 +638,15 @@ static void *app_main(void *arg)
 			atomic_fetch_add(&c_anon_checks, 1);
 			if (r & 1)
 				check_gone_calls(t);
+		} else if (r < 93 && dio_fd >= 0) {
+			set_op(t, OP_DIRECT, (long)p);
+			int64_t g[32];
+			for (size_t i = 0; i < n; i++)
+				g[i] = lock_page(t, p + i);
+			direct_locked(t, p, n, g);
+			for (size_t i = 0; i < n; i++)
+				if (g[i] >= 0)
+					unlock_page(p + i, (uint64_t)g[i]);
 		} else {
 			/* verify a few random single pages (faults all over the block) */
 			set_op(t, OP_VERIFY, (long)p);
@@ -859,6 +911,7 @@ int main(int argc, char **argv)
 		off_signals = !!strstr(off, "signals");
 		off_inject = !!strstr(off, "inject");
 		off_pager = !!strstr(off, "pager");
+		off_direct = !!strstr(off, "direct");
 		printf("left out (ZS_STRESS_OFF): %s\n", off);
 	}
 	printf("test_mt_region_stress: %.0f s, %d application threads x %d pages (ZS_STRESS_SECONDS "
@@ -868,6 +921,16 @@ int main(int argc, char **argv)
 	int fd = mkstemp(path);
 	REQUIRE(fd >= 0);
 	close(fd);
+	/* /var/tmp: /tmp may be a tmpfs, which refuses O_DIRECT on older kernels */
+	char dpath[] = "/var/tmp/zs_stress_dioXXXXXX";
+	if (!off_direct && (fd = mkstemp(dpath)) >= 0) {
+		close(fd);
+		dio_fd = open(dpath, O_RDWR | O_DIRECT);
+		if (dio_fd < 0)
+			printf("O_DIRECT reads left out: %s refuses O_DIRECT (%s)\n", dpath,
+			       strerror(errno));
+		unlink(dpath);
+	}
 	struct zs_region_config c;
 	/* The seed picks the store's profile, so runs cover the kernel's pool and the
 	 * application's (class copies, fitted zspages: what Python's Region takes). */
@@ -892,6 +955,16 @@ int main(int argc, char **argv)
 	}
 	base = zs_region_addr(reg);
 	store = zs_region_store(reg);
+	struct zs_region_stats st0;
+	const char *mvz = getenv("ZS_REGION_MOVE");
+	zs_region_get_stats(reg, &st0);
+	if (dio_fd >= 0 && (!st0.uffd_move || (mvz && !strcmp(mvz, "zap")))) {
+		/* region.h: without UFFDIO_MOVE pageout cannot tell a pinned page */
+		printf("O_DIRECT reads left out: no UFFDIO_MOVE (kernel before 6.8 or "
+		       "ZS_REGION_MOVE=zap)\n");
+		close(dio_fd);
+		dio_fd = -1;
+	}
 	meta = calloc(NPAGES, sizeof *meta);
 	REQUIRE(meta);
 
@@ -915,7 +988,8 @@ int main(int argc, char **argv)
 		t->first = i < NT ? (size_t)i * BLOCK : 0;
 		t->exp = aligned_alloc(PG, PG);
 		t->tmp = aligned_alloc(PG, PG);
-		REQUIRE(t->exp && t->tmp);
+		t->dio = aligned_alloc(PG, 32 * PG);
+		REQUIRE(t->exp && t->tmp && t->dio);
 	}
 	struct tstate *mainst = &ts[NSTATE - 1];
 	self = mainst;
@@ -997,6 +1071,10 @@ int main(int argc, char **argv)
 	       atomic_load(&c_inj_w), atomic_load(&c_inj_r), atomic_load(&c_inj_perm),
 	       (unsigned long long)st.store.failed_reads, (unsigned long long)st.store.failed_writes,
 	       (unsigned long long)st.store.bd_reads, atomic_load(&c_compactions));
+	if (dio_fd >= 0)
+		close(dio_fd);
+	printf("O_DIRECT reads into the region: %llu pages (%llu reads failed: a poisoned page)\n",
+	       atomic_load(&c_dio_pages), atomic_load(&c_dio_failed));
 	printf("SIGBUS %llu (unexplained %llu), wrong pages %llu, wrong bytes %llu, errors %llu, "
 	       "broken %d\n", atomic_load(&c_sigbus), atomic_load(&c_sigbus_unexplained),
 	       atomic_load(&c_wrong_pages), atomic_load(&c_wrong_bytes), atomic_load(&c_errors),

@@ -42,11 +42,32 @@
  *     stored there when the region is destroyed read as zeros after).
  *     stats.broken is set and stderr says so once.  mremap() growing the range in place adds plain anonymous
  *     memory that is not the region's.
+ * What a program may do with region memory, besides the above (the tests
+ * named check each point):
+ *   - load and store from any thread and from signal handlers (Threading,
+ *     below; test_mt_region, test_mt_region_sig_store, test_mt_region_stress).
+ *   - pass it to system calls as a buffer (read, write, pread, pwrite, ...):
+ *     the kernel's copy faults stored pages in as the program's own access
+ *     would, and what it writes there stays written across pageouts
+ *     (test_mt_region_dma buffered_read, buffered_write).
+ *   - direct I/O into and out of it (O_DIRECT, io_uring fixed buffers,
+ *     anything that pins pages): a pinned page is never paged out.  A
+ *     pageout leaves it resident (not counted in its return) and takes it
+ *     on a later call once unpinned, as the kernel's reclaim does, so what
+ *     the device writes is what the program reads (test_mt_region_dma,
+ *     test_mt_region_stress).  Seeing a pin needs UFFDIO_MOVE (Linux 6.8+,
+ *     stats.uffd_move): on older kernels, and with ZS_REGION_MOVE=zap in
+ *     the environment, pageout cannot tell a pinned page and direct I/O
+ *     into pages must not overlap a pageout of those pages.
+ *   - mprotect part of it read-only and back: stored pages read right while
+ *     read-only, a pageout may leave read-only pages resident, and writes
+ *     work again once writable (test_region_mprotect).
+ *   - madvise, munmap and mremap as described above (test_region_misuse,
+ *     test_mt_repro_region_madvise, test_mt_region_move_race).
  * Not supported:
  *   - fork(): the range is MADV_DONTFORK, so a child has no mapping there
- *     (touching it in the child is SIGSEGV); the parent is unaffected.
- *   - mprotect making the range read-only while pages are stored: a fault
- *     install needs a writable mapping.
+ *     (touching it in the child is SIGSEGV); the parent is unaffected
+ *     (test_mt_region).
  *   - Huge pages (THP) inside the range: the range is MADV_NOHUGEPAGE.
  *
  * Read errors: a stored page that cannot be read back (e.g. its backing

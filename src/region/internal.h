@@ -216,6 +216,8 @@ struct zs_region {
 	 * events, so freeing a slice raises nothing; mvfd < 0: not used.
 	 */
 	int mvfd;
+	int move_out;            /* pageout moves runs out (else it copies; the slices still
+				    take the copied pages out, so pinned ones are seen) */
 	unsigned char *stage;
 	unsigned stage_free;     /* bit k: slice k is free, under block */
 };

@@ -39,6 +39,19 @@
  *      pageout's ownership goes through out_settle and region_finish.
  * Pageout runs with every blockable signal blocked (region.c, "Lock order").
  *
+ * Pinned pages.  Direct I/O (O_DIRECT, io_uring fixed buffers, vmsplice,
+ * RDMA) pins its buffer's pages and the device reads or writes the frames;
+ * write protection does not stop a DMA, and a zapped or moved-away page's
+ * frame lives on until the pin is dropped, so the device's bytes landed in
+ * a page pageout had thrown away (an O_DIRECT pread returned its full count
+ * and the page kept its old bytes).  The kernel's reclaim leaves a pinned
+ * page mapped and tries it later; so does pageout.  Nothing in pagemap or
+ * PAGEMAP_SCAN reports a pin; UFFDIO_MOVE refuses one with EBUSY, checking
+ * again after it cleared the entry (a pin racing the move is seen).  The
+ * move path gives such a page back resident and moves the rest; the copy
+ * path takes its run out by a move too where it can (copy_drop).  Without
+ * UFFDIO_MOVE a pin cannot be seen (region.h says so).
+ *
  * Automatic reclaim: a thread keeps resident pages under the limit with a
  * CLOCK over resident pages.  The access signal is a referenced bit set when
  * a page is faulted in and by HOT hints, cleared by COLD hints and by the
@@ -311,8 +324,9 @@ static size_t move_check(struct zs_region *r, size_t p, size_t n, unsigned char 
  * MADV_NOHUGEPAGE; a KSM or pinned page (EBUSY), a range split by mprotect
  * (EINVAL) and the like stop the move, and the rest of the run is copied.
  */
-static long pageout_move(struct zs_region *r, size_t p, size_t n)
+static long pageout_move(struct zs_region *r, size_t p, size_t n, int *pinned)
 {
+	*pinned = 0;
 	unsigned char *s = stage_get(r);
 	if (!s)
 		return 0;
@@ -332,7 +346,7 @@ static long pageout_move(struct zs_region *r, size_t p, size_t n)
 	struct uffdio_move mv = { .dst = (uintptr_t)s, .src = (uintptr_t)(r->base + p * r->page),
 				  .mode = UFFDIO_MOVE_MODE_DONTWAKE };
 	size_t k = n, ok;
-	int failed;
+	int failed, e = 0;
 	pthread_mutex_lock(&r->ulock);
 	for (;;) {
 		for (ok = 0; ok < n && !(st_load(r, p + ok) & (F_GONE | F_MOVED)); ok++)
@@ -347,6 +361,7 @@ static long pageout_move(struct zs_region *r, size_t p, size_t n)
 			failed = 1;
 		else
 			failed = ioctl(r->mvfd, UFFDIO_MOVE, &mv) != 0;
+		e = failed ? errno : 0;
 		if (!failed && ok < n) {
 			failed = 1;   /* the pages after the lost one: the copy path settles them */
 			mv.move = (__s64)mv.len;
@@ -362,6 +377,16 @@ static long pageout_move(struct zs_region *r, size_t p, size_t n)
 		k = move_check(r, p, n, s, mv.move > 0 ? (size_t)mv.move / r->page : 0);
 	if (k < n)
 		out_unsettle(r, p + k, n - k);   /* the copy path takes them from OUT */
+	/*
+	 * EBUSY: the kernel found page p+k pinned (it checks after clearing the
+	 * entry, so a pin taken at that moment is seen too) and left it mapped.
+	 * It stays resident, as the kernel's reclaim leaves a pinned page: the
+	 * device may still write into it ("Pinned pages", below).
+	 */
+	if (e == EBUSY && k < n) {
+		*pinned = 1;
+		pageout_abort(r, p + k, 1);
+	}
 	if (!k) {
 		stage_put(r, s, n);
 		return 0;
@@ -374,9 +399,9 @@ static long pageout_move(struct zs_region *r, size_t p, size_t n)
 		for (size_t i = 0; i < k; i++)
 			region_finish(r, p + i, ST_RES, 0, 1);
 		uffd_wake(r, p, k);   /* after the states: a writer on a zero fill (above) */
-		/* pages after the moved ones are still claimed: give them back too */
-		if (k < n)
-			pageout_abort(r, p + k, n - k);
+		/* pages after the moved ones (and the pinned one) are still claimed: give them back */
+		if (k + (size_t)*pinned < n)
+			pageout_abort(r, p + k + (size_t)*pinned, n - k - (size_t)*pinned);
 		return rc;
 	}
 	stage_put(r, s, n);
@@ -387,6 +412,103 @@ static long pageout_move(struct zs_region *r, size_t p, size_t n)
 	uffd_wake(r, p, k);   /* after the states: a writer on a zero fill (above) */
 	atomic_fetch_add_explicit(&r->pageouts, (uint64_t)stored, memory_order_relaxed);
 	return (long)k;
+}
+
+enum { DROP_ZAP, DROP_MOVED, DROP_KEEP };
+
+/*
+ * Copy protocol step 3 where the region has move slices: the copied run
+ * leaves the range by UFFDIO_MOVE rather than MADV_DONTNEED, because the
+ * move refuses a pinned page (EBUSY) and the zap does not.  A page pinned
+ * before step 1 (an O_DIRECT read, an io_uring fixed buffer: write
+ * protection does not stop a device's DMA) stays resident (DROP_KEEP);
+ * once a page is write-protected no new pin for writing can be taken (the
+ * pin faults and waits like any writer), so the move's check is the last
+ * one needed.  A pin released between the copy and the move may have had
+ * the device write after the copy: the moved page is what the device left,
+ * so it is compared with the copy and stored again if it differs.  Pages
+ * that cannot be moved (a hole the application zapped, a range split by
+ * mprotect) and runs without slices are zapped as before (DROP_ZAP).
+ * out[i]: what became of page p+i.
+ */
+static void copy_drop(struct zs_region *r, size_t p, size_t n, const unsigned char *buf,
+		      unsigned char *out)
+{
+	unsigned char *s = NULL;
+	memset(out, DROP_ZAP, n);
+	if (r->mvfd >= 0)
+		while (!(s = stage_get(r)))
+			sched_yield();   /* a slice is held for one run's move and store write */
+	if (!s) {
+		region_self_zap(r, p, n, 1);
+		return;
+	}
+	/* under ulock, flags first: as pageout_move, never take a page the application mapped since */
+	pthread_mutex_lock(&r->ulock);
+	for (size_t i = 0; i < n;) {
+		if (st_load(r, p + i) & (F_GONE | F_MOVED)) {
+			i++;
+			continue;
+		}
+		size_t j = i + 1;
+		while (j < n && !(st_load(r, p + j) & (F_GONE | F_MOVED)))
+			j++;
+		struct uffdio_move mv = { .dst = (uintptr_t)(s + i * r->page),
+					  .src = (uintptr_t)(r->base + (p + i) * r->page),
+					  .len = (j - i) * r->page, .mode = UFFDIO_MOVE_MODE_DONTWAKE };
+		if (ioctl(r->mvfd, UFFDIO_MOVE, &mv) == 0) {
+			memset(out + i, DROP_MOVED, j - i);
+			i = j;
+			continue;
+		}
+		int e = errno;
+		if (mv.move > 0) {
+			size_t m = (size_t)mv.move / r->page;
+			memset(out + i, DROP_MOVED, m);
+			i += m;
+			continue;
+		}
+		if (e == EAGAIN) {   /* an event is unread: a handler applies it, then look again */
+			pthread_mutex_unlock(&r->ulock);
+			sched_yield();
+			pthread_mutex_lock(&r->ulock);
+			continue;
+		}
+		if (e == EBUSY)
+			out[i] = DROP_KEEP;
+		i++;
+	}
+	pthread_mutex_unlock(&r->ulock);
+	/* what sits in the slice is what moved, whatever the ioctl said (move_check) */
+	unsigned char vec[OUT_CHUNK];
+	if (mincore(s, n * r->page, vec) == 0)
+		for (size_t i = 0; i < n; i++) {
+			if (vec[i] & 1)
+				out[i] = DROP_MOVED;
+			else if (out[i] == DROP_MOVED)
+				out[i] = DROP_ZAP;
+		}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char *pg = s + i * r->page;
+		if (out[i] != DROP_MOVED || !memcmp(pg, buf + i * r->page, r->page))
+			continue;
+		if (zs_zram_write(r->store, p + i, pg) != 0) {
+			move_back(r, p + i, 1, pg);   /* its newer bytes cannot be stored: keep them */
+			out[i] = DROP_KEEP;
+		}
+	}
+	for (size_t i = 0; i < n;) {
+		if (out[i] != DROP_ZAP) {
+			i++;
+			continue;
+		}
+		size_t j = i + 1;
+		while (j < n && out[j] == DROP_ZAP)
+			j++;
+		region_self_zap(r, p + i, j - i, 1);
+		i = j;
+	}
+	stage_put(r, s, n);
 }
 
 /* Page out claimed (OUT) pages [p, p+n) by copying them.  Returns pages stored or -errno. */
@@ -412,13 +534,22 @@ static long pageout_copy(struct zs_region *r, size_t p, size_t n, unsigned char 
 	}
 	atomic_fetch_add_explicit(&r->stored, n, memory_order_relaxed);
 	out_settle(r, p, n);
-	region_self_zap(r, p, n, 1);
-	long stored = 0;
-	for (size_t i = 0; i < n; i++)
+	unsigned char out[OUT_CHUNK];
+	copy_drop(r, p, n, buf, out);
+	long stored = 0, kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (out[i] == DROP_KEEP) {
+			/* still mapped and write-protected: lift it (wakes its writers), free the slot */
+			uffd_wp(r, p + i, 1, 0);
+			region_finish(r, p + i, ST_RES, 1, 1);
+			kept++;
+			continue;
+		}
 		stored += region_finish(r, p + i, ST_STORED, 1, 1) == ST_STORED;
+	}
 	uffd_wake(r, p, n);
 	atomic_fetch_add_explicit(&r->pageouts, (uint64_t)stored, memory_order_relaxed);
-	return (long)n;
+	return (long)n - kept;
 }
 
 /*
@@ -429,16 +560,26 @@ static long pageout_copy(struct zs_region *r, size_t p, size_t n, unsigned char 
 static long pageout_run(struct zs_region *r, size_t p, size_t n, unsigned char **buf)
 {
 	long moved = 0;
-	if (r->mvfd >= 0) {
-		moved = pageout_move(r, p, n);
-		if (moved < 0 || (size_t)moved == n)
-			return moved;
+	while (r->mvfd >= 0 && r->move_out && n) {
+		int pinned;
+		long k = pageout_move(r, p, n, &pinned);
+		if (k < 0)
+			return moved ? moved : k;
+		moved += k;
+		p += (size_t)k;
+		n -= (size_t)k;
+		if (!pinned)
+			break;
+		p++;   /* given back resident: move the rest */
+		n--;
 	}
+	if (!n)
+		return moved;
 	if (!*buf && !(*buf = buf_get(r))) {
-		pageout_abort(r, p + (size_t)moved, n - (size_t)moved);
+		pageout_abort(r, p, n);
 		return moved ? moved : -ENOMEM;
 	}
-	long rc = pageout_copy(r, p + (size_t)moved, n - (size_t)moved, *buf);
+	long rc = pageout_copy(r, p, n, *buf);
 	return rc < 0 ? (moved ? moved : rc) : moved + rc;
 }
 

@@ -397,13 +397,17 @@ static int start_threads(struct zs_region *r);
  * saves) and SIGBUS on a missing page (nothing ever reads an empty slice;
  * if a bug did, it gets a signal instead of waiting forever for a handler).
  * Same protection as the range, no THP, not inherited by fork (a shared
- * page cannot be moved back).  Any failure: pageout copies, as before.
- * ZS_REGION_MOVE=0 in the environment turns it off (the tests run both).
+ * page cannot be moved back).  Any failure: pageout copies and zaps, as
+ * before, and cannot tell a pinned page (reclaim.c, "Pinned pages").
+ * ZS_REGION_MOVE=0 in the environment makes pageout copy (the tests run
+ * both); the copied pages still leave the range through the slices.
+ * ZS_REGION_MOVE=zap: no slices at all, what a kernel before 6.8 does.
  */
 static void stage_init(struct zs_region *r, uint64_t have)
 {
 	const char *e = getenv("ZS_REGION_MOVE");
-	if (!(have & UFFD_FEATURE_MOVE) || !(have & UFFD_FEATURE_SIGBUS) || (e && !strcmp(e, "0")))
+	r->move_out = !(e && !strcmp(e, "0"));
+	if (!(have & UFFD_FEATURE_MOVE) || !(have & UFFD_FEATURE_SIGBUS) || (e && !strcmp(e, "zap")))
 		return;
 	char why[8];
 	int fd = open_uffd(why, sizeof(why));
