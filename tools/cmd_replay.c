@@ -221,6 +221,14 @@ static int op_write(struct replay *R, unsigned long idx, unsigned long size, cha
 	if (flag == 'n' && zs_zram_store_kind((long)size, huge_size(R)) == ZS_ZRAM_STORE_RAW)
 		R->huge_class_warnings++;
 	R->pending_cls = class_of(R, req);
+	if (R->pool && !R->cls_used) {
+		R->ncls = zs_class_count(R->pool);
+		R->cls_used = calloc((size_t)R->ncls, 1);
+		if (!R->cls_used)
+			return trace_fail(line, "%s", "out of memory for classes");
+	}
+	if (R->cls_used && R->pending_cls >= 0 && R->pending_cls < R->ncls)
+		R->cls_used[R->pending_cls] = 1;
 	unsigned long h = R->pool ? zs_malloc(R->pool, req) : zs_backend_malloc(R->b, req);
 	if (ZS_IS_ERR(h)) {
 		fprintf(stderr, "zs replay: line %ld: %s_malloc(%zu) failed: %s\n", line,
@@ -366,7 +374,7 @@ static void usage(FILE *f)
 		"  --backend KIND       zsmalloc (default) or zblock: replay the trace on zblock and\n"
 		"                       compare its pool pages with the kernel's (an experiment)\n"
 		"  --sweep              replay once per pool configuration: zsmalloc chain 1..16 x\n"
-		"                       chain policy exhaustive/heuristic x delta 16/32/64, and\n"
+		"                       every chain policy above x delta 16/32/64, and\n"
 		"                       zblock; print each one's pool pages (peak, mean, end) and\n"
 		"                       spanning objects (split over two pool pages: a copy per\n"
 		"                       read), marking the kernel's configuration (K) and the\n"
@@ -764,6 +772,7 @@ void replay_free(struct replay *R)
 		zs_backend_destroy(R->b);
 	synth_free(&R->sy);
 	free(R->span_buf);
+	free(R->cls_used);
 	free(R->slots);
 	free(R->ring);
 	free(R->shown);
@@ -806,6 +815,28 @@ int replay_file(const struct opts *o, struct replay **out)
 	R->secs = tool_now() - t0;
 	trace_free(rd);
 	*out = R;
+	return 0;
+}
+
+int replay_class_slack(const struct replay *R, unsigned *classes, uint64_t *pages)
+{
+	*classes = 0;
+	*pages = 0;
+	if (!R->pool || !R->cls_used || R->z || R->zw)
+		return -1;
+	uint8_t *phys = calloc((size_t)R->ncls, 1);
+	if (!phys)
+		return -1;
+	for (int i = 0; i < R->ncls; i++) {
+		struct zs_class_info ci;
+		if (!R->cls_used[i] || zs_class_info(R->pool, i, &ci) || ci.phys_index < 0 ||
+		    ci.phys_index >= R->ncls || phys[ci.phys_index])
+			continue;
+		phys[ci.phys_index] = 1;
+		(*classes)++;
+		*pages += ci.pages_per_zspage;
+	}
+	free(phys);
 	return 0;
 }
 

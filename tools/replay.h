@@ -119,6 +119,12 @@ struct replay {
 	long nl, nrej, nempty, shadow_diff;
 	long zw_error;           /* a store, load or invalidate failed unexpectedly */
 	double secs;             /* wall time of the replay */
+	/*
+	 * Which logical classes a plain zsmalloc replay allocated from (a byte
+	 * each, zs_class_count of them), for --sweep's small-trace rule.
+	 */
+	uint8_t *cls_used;
+	int ncls;
 	unsigned field_bad[NF];
 	struct ctx_entry *ring;
 	int ring_n, ring_head;
@@ -162,6 +168,12 @@ void replay_span_del(struct replay *R, struct slot *s);
 int zswap_run(struct replay *R, struct trace *rd, const char *s);
 void zswap_current(struct replay *R, uint64_t got[NF]);
 void zswap_free(struct replay *R);
+
+/* cmd_replay.c: after a plain zsmalloc replay, the physical classes it used
+ * and the sum of their pages per zspage (each class keeps up to one partly
+ * used zspage: that sum bounds the pages the pool can hold as tail slack).
+ * 0, or -1 when the replay had no pool of its own (--store, zblock, zswap). */
+int replay_class_slack(const struct replay *R, unsigned *classes, uint64_t *pages);
 
 /* replay_sweep.c: --sweep.  Exit status as cmd_replay's. */
 int replay_sweep(const struct opts *o);
