@@ -18,10 +18,10 @@ pass=0 fail=0 skipped=0
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL $1"; shift; printf '%s\n' "$@" | head -20 | sed 's/^/    /'; }
 
-# sweep TRACE WANT: a narrowed sweep (kernel point + chain 4) must warn (WANT=1) or not (0).
+# sweep TRACE WANT: a sweep narrowed to the kernel point (the rule is its) must warn (WANT=1) or not (0).
 sweep() {
 	local t=$1 want=$2 got=0
-	"$zs" replay --sweep --chain-policy exhaustive --delta 16 --backend zsmalloc --chain 4 \
+	"$zs" replay --sweep --chain-policy exhaustive --delta 16 --backend zsmalloc --chain 8 \
 		"$t" > "$tmp/out" 2> "$tmp/err"
 	local rc=$?
 	[ "$rc" = 0 ] || { bad "$t: sweep exit $rc" "$(cat "$tmp/err")"; return; }
@@ -37,7 +37,7 @@ sweep() {
 		return
 	fi
 	"$zs" replay --sweep --json --chain-policy exhaustive --delta 16 --backend zsmalloc \
-		--chain 4 "$t" > "$tmp/json" 2> /dev/null
+		--chain 8 "$t" > "$tmp/json" 2> /dev/null
 	local jwant=false
 	[ "$want" = 1 ] && jwant=true
 	if ! grep -q "\"trace_too_small\": *$jwant" "$tmp/json"; then
