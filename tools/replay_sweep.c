@@ -44,11 +44,11 @@ struct point {
  * large one it is noise and the per-object tail waste decides.  When the
  * kernel configuration's bound exceeds SMALL_SLACK_PCT of its mean pool
  * pages, the ranking says more about the trace's size than about the
- * workload and the sweep says so.  Calibrated on recorded lz4 traces of
- * /usr files: 8,000 pages (slack bound 11.7% of the mean pages; chain 5
- * ranked first at 0.965x the kernel's mean) and 200,000 pages (0.5%; the
- * kernel's chain 8 on the Pareto front), and the committed traces (all
- * under 7,000 pages: 9-40%).
+ * workload and the sweep says so.  Calibrated on lz4 recordings of /usr
+ * files: 8,000 pages, 10.5-15.1% (chain 5 ranked first at 0.965x the
+ * kernel's mean pages); 200,000 pages, 0.7% (chains 5-16 within 1% of each
+ * other, the kernel's chain 8 among them); the committed zram traces, all
+ * under 7,000 pool pages, 15-109%.
  */
 #define SMALL_SLACK_PCT 2.0
 
