@@ -23,6 +23,29 @@ static unsigned long long cval(const char *name)
 	return v;
 }
 
+/* 0 when a pool with this policy and free mode is made (and a few objects live in it). */
+static int pool_with(enum zs_chain_policy cp, enum zs_free_mode fm)
+{
+	struct zs_pool_config cfg;
+	struct zs_pool *p;
+	int ret = 0;
+
+	zs_pool_config_init(&cfg);
+	cfg.chain_policy = cp;
+	cfg.free_mode = fm;
+	p = zs_create_pool(&cfg);
+	if (!p)
+		return -1;
+	for (size_t sz = 40; sz < 4096; sz += 509) {
+		unsigned long h = zs_malloc(p, sz);
+
+		if (ZS_IS_ERR(h) || zs_free(p, h))
+			ret = -2;
+	}
+	zs_destroy_pool(p);
+	return ret;
+}
+
 int main(void)
 {
 	const char *const *n;
@@ -36,7 +59,8 @@ int main(void)
 		CHECK_EQ(fm, count);
 		CHECK(!strcmp(zs_free_mode_name(fm), *n));
 	}
-	CHECK_EQ(count, 3);
+	CHECK_EQ(count, ZS_FREE_MODE_COUNT);
+	CHECK(count >= 3);
 	CHECK(!strcmp(zs_free_mode_name(ZS_FREE_CLASS_INDEX_UNLOCKED), "class-unlocked"));
 	CHECK(!strcmp(zs_free_mode_name(ZS_FREE_POOL_LOCK), "pool"));
 	count = 0;
@@ -45,7 +69,8 @@ int main(void)
 		CHECK_EQ(cp, count);
 		CHECK(!strcmp(zs_chain_policy_name(cp), *n));
 	}
-	CHECK_EQ(count, 2);
+	CHECK_EQ(count, ZS_CHAIN_POLICY_COUNT);
+	CHECK(count >= 2);
 	CHECK(!strcmp(zs_chain_policy_name(ZS_CHAIN_HEURISTIC), "heuristic"));
 
 	/* unknown names and values: refused, the output left alone */
@@ -59,9 +84,9 @@ int main(void)
 	CHECK_EQ(zs_chain_policy_parse("", &cp), -EINVAL);
 	CHECK_EQ(zs_chain_policy_parse(NULL, &cp), -EINVAL);
 	CHECK_EQ(cp, ZS_CHAIN_HEURISTIC);
-	CHECK(zs_chain_policy_name((enum zs_chain_policy)2) == NULL);
+	CHECK(zs_chain_policy_name((enum zs_chain_policy)ZS_CHAIN_POLICY_COUNT) == NULL);
 	CHECK(zs_free_mode_name((enum zs_free_mode)-1) == NULL);
-	CHECK(zs_free_mode_name((enum zs_free_mode)3) == NULL);
+	CHECK(zs_free_mode_name((enum zs_free_mode)ZS_FREE_MODE_COUNT) == NULL);
 	CHECK(zs_chain_policy_name((enum zs_chain_policy)-1) == NULL);
 
 	/* constants: the headers' values, every listed name resolves, others do not */
@@ -85,6 +110,24 @@ int main(void)
 	CHECK_EQ(zs_const("zs_zram_f_same", NULL), -ENOENT);
 	CHECK_EQ(zs_const(NULL, NULL), -ENOENT);
 	CHECK_EQ(zs_const("ZS_ZRAM_F_SAME", NULL), 0);
+
+	/* the registries reach the constants table and the pool: every entry has its
+	 * ZS_CHAIN_<ID> / ZS_FREE_<ID> constant, a pool is made with it, and the
+	 * first value past the registry is refused */
+#define CHECK_CHAIN(id, fn, name, help) \
+	CHECK_EQ(cval("ZS_CHAIN_" #id), ZS_CHAIN_##id); \
+	CHECK(!strcmp(zs_chain_policy_name(ZS_CHAIN_##id), name)); \
+	CHECK(pool_with(ZS_CHAIN_##id, ZS_FREE_POOL_LOCK) == 0);
+#define CHECK_FREE(id, fn, name, help) \
+	CHECK_EQ(cval("ZS_FREE_" #id), ZS_FREE_##id); \
+	CHECK(!strcmp(zs_free_mode_name(ZS_FREE_##id), name)); \
+	CHECK(pool_with(ZS_CHAIN_EXHAUSTIVE, ZS_FREE_##id) == 0);
+	ZS_CHAIN_POLICIES(CHECK_CHAIN)
+	ZS_FREE_MODES(CHECK_FREE)
+	CHECK_EQ(cval("ZS_CHAIN_POLICY_COUNT"), ZS_CHAIN_POLICY_COUNT);
+	CHECK_EQ(cval("ZS_FREE_MODE_COUNT"), ZS_FREE_MODE_COUNT);
+	CHECK_EQ(pool_with((enum zs_chain_policy)ZS_CHAIN_POLICY_COUNT, ZS_FREE_POOL_LOCK), -1);
+	CHECK_EQ(pool_with(ZS_CHAIN_EXHAUSTIVE, (enum zs_free_mode)ZS_FREE_MODE_COUNT), -1);
 
 	/* zs/common.h: the loaded library's version, as a number and as "MAJOR.MINOR.PATCH". */
 	char v[32];

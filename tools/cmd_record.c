@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "cmds.h"
+#include "compare.h"
 #include "util.h"
 #include "opts.h"
 #include "record.h"
@@ -161,6 +162,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: zs record -o TRACE [options] FILE|DIR...\n"
+		"       zs record -o TRACE [options] --pid PID\n"
 		"       zs record --zswap -o TRACE [zswap options] FILE|DIR...\n"
 		"Record a trace (docs/trace-format.md) on the running kernel.  Needs root.\n"
 		"Replay it with `zs replay TRACE`.\n\n"
@@ -169,6 +171,9 @@ static void usage(FILE *f)
 		"  -o, --out TRACE    the trace to write (plain text; xz it if you like)\n"
 		"  --comp NAME        the kernel's comp_algorithm (default lz4)\n"
 		"  --pages N          data pages to use, 1..4194304 (default 4000)\n"
+		"  --pid PID          instead of FILEs: the anonymous memory of a running process\n"
+		"                     (its [heap] and unnamed writable mappings, read through\n"
+		"                     /proc/PID/mem as `zs compare --pid` does), up to --pages\n"
 		"  --workload W       fill (default) or mix\n"
 		"  --seed N           the workload's random seed (default 1)\n"
 		"  fill: --discard F, --overwrite F, --refill F   shares of the pages, 0..1\n"
@@ -229,7 +234,7 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 {
 	enum { O_COMP = 1, O_PAGES, O_WORKLOAD, O_SEED, O_DISCARD, O_OVERWRITE, O_REFILL, O_OPS,
 	       O_PCOMPACT, O_PDISCARD, O_PROGRESS, O_ZSWAP, O_MEMCG_FILL, O_MEMCG_LIMIT,
-	       O_PLOAD, O_PINVAL, O_SWAPFILE, O_ATTEMPTS, O_LOCKWAIT, O_LOCKFD, O_NCODES };
+	       O_PLOAD, O_PINVAL, O_SWAPFILE, O_ATTEMPTS, O_LOCKWAIT, O_LOCKFD, O_PID, O_NCODES };
 	static const struct option lopts[] = {
 		{ "out", required_argument, NULL, 'o' },
 		{ "comp", required_argument, NULL, O_COMP },
@@ -252,6 +257,7 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 		{ "attempts", required_argument, NULL, O_ATTEMPTS },
 		{ "lock-wait", required_argument, NULL, O_LOCKWAIT },
 		{ "lock-fd", required_argument, NULL, O_LOCKFD },
+		{ "pid", required_argument, NULL, O_PID },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -261,7 +267,7 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 		[O_WORKLOAD] = 1, [O_DISCARD] = 1, [O_OVERWRITE] = 1, [O_REFILL] = 1,
 		[O_PCOMPACT] = 1, [O_PDISCARD] = 1, [O_ZSWAP] = 3, [O_MEMCG_FILL] = 2,
 		[O_MEMCG_LIMIT] = 2, [O_PLOAD] = 2, [O_PINVAL] = 2, [O_SWAPFILE] = 2,
-		[O_ATTEMPTS] = 2, [O_LOCKWAIT] = 2, [O_LOCKFD] = 2,
+		[O_ATTEMPTS] = 2, [O_LOCKWAIT] = 2, [O_LOCKFD] = 2, [O_PID] = 1,
 	};
 	const char *given[O_NCODES] = { 0 };
 	*o = (struct rec_opts){ .comp = NULL, .npages = 4000, .seed = 1, .nops = 20000,
@@ -310,6 +316,18 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 			bad = opt_u64("record", "--lock-wait", optarg, 0, 86400 * 365, &o->lock_wait);
 			break;
 		case O_ATTEMPTS: bad = opt_u64("record", "--attempts", optarg, 1, 100, &o->attempts); break;
+		case O_PID: {
+			uint64_t pid;
+			char proc[32];
+			bad = opt_u64("record", "--pid", optarg, 1, 4194304, &pid);
+			snprintf(proc, sizeof(proc), "/proc/%llu", (unsigned long long)pid);
+			if (!bad && access(proc, F_OK)) {
+				fprintf(stderr, "zs record: --pid %s: no such process\n", optarg);
+				bad = 2;
+			}
+			o->pid = (int)pid;
+			break;
+		}
 		case O_SWAPFILE:
 			if (!*optarg) {
 				fprintf(stderr, "zs record: --swap-file: empty path\n");
@@ -364,8 +382,12 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 		fprintf(stderr, "zs record: -o TRACE is required\n");
 		return 2;
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "zs record: no FILE or DIR to take pages from\n");
+	if (o->pid && optind < argc) {
+		fprintf(stderr, "zs record: --pid takes no FILE or DIR ('%s')\n", argv[optind]);
+		return 2;
+	}
+	if (optind >= argc && !o->pid) {
+		fprintf(stderr, "zs record: no FILE or DIR to take pages from (or --pid PID)\n");
 		return 2;
 	}
 	o->paths = argv + optind;
@@ -390,6 +412,22 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 /* The pages of the given files (record.h). */
 int record_load_pages(const struct rec_opts *o, size_t page_size, struct zs_pageset *ps)
 {
+	if (o->pid) {
+		/* A snapshot: the process keeps running, the trace holds the pages as read. */
+		struct raw raw = { .what = "process" };
+		int err = zs_pageset_init(&raw.ps, page_size, o->npages * page_size);
+		if (!err)
+			err = raw_add_process(&raw, o->pid);
+		raw.ps.npages = raw.ps.len / page_size; /* whole pages only, as for files */
+		raw.ps.file_bytes = raw.ps.len;
+		*ps = raw.ps;
+		if (err || ps->npages == 0) {
+			fprintf(stderr, "zs record: --pid %d: no anonymous page read%s%s\n", o->pid,
+				err ? ": " : "", err ? strerror(-err) : "");
+			return -1;
+		}
+		return 0;
+	}
 	int err = zs_pageset_load(ps, page_size, o->paths, o->npaths, o->npages * page_size);
 	if (err || ps->npages == 0) {
 		fprintf(stderr, "zs record: no whole page in the given files%s%s\n", err ? ": " : "",
@@ -433,16 +471,20 @@ static int setup(const struct rec_opts *o, struct rec *r, struct zs_pageset *ps,
 	}
 	fprintf(r->out, "# zram-trace 1\n# page_size %zu\n# comp %s\n# kernel %s\n# chain_size %s\n",
 		r->P, o->comp, kernel, chain);
-	if (o->mix)
-		fprintf(r->out, "# data %s%s pages %zu workload mix seed %llu ops %llu p_compact %g "
-				"p_discard %g (zs record)\n",
-			o->paths[0], o->npaths > 1 ? " ..." : "", n, (unsigned long long)o->seed,
-			(unsigned long long)o->nops, o->p_compact, o->p_discard);
+	char src[512];
+	if (o->pid)
+		snprintf(src, sizeof(src), "pid %d anon", o->pid);
 	else
-		fprintf(r->out, "# data %s%s pages %zu workload fill seed %llu discard %g overwrite %g "
+		snprintf(src, sizeof(src), "%.480s%s", o->paths[0], o->npaths > 1 ? " ..." : "");
+	if (o->mix)
+		fprintf(r->out, "# data %s pages %zu workload mix seed %llu ops %llu p_compact %g "
+				"p_discard %g (zs record)\n",
+			src, n, (unsigned long long)o->seed, (unsigned long long)o->nops, o->p_compact,
+			o->p_discard);
+	else
+		fprintf(r->out, "# data %s pages %zu workload fill seed %llu discard %g overwrite %g "
 				"refill %g (zs record)\n",
-			o->paths[0], o->npaths > 1 ? " ..." : "", n, (unsigned long long)o->seed,
-			o->discard, o->overwrite, o->refill);
+			src, n, (unsigned long long)o->seed, o->discard, o->overwrite, o->refill);
 	if ((err = zs_kzram_dev_mm_stat(&r->k, r->prev)))
 		fprintf(stderr, "zs record: zram%d: %s\n", r->k.dev, strerror(-err));
 	return err;

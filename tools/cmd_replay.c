@@ -152,8 +152,10 @@ static int slot_free(struct replay *R, struct slot *s, long line)
 	} else {
 		if (s->flags & SL_HUGE)
 			R->st[F_HUGE]--;
+		int ecls = events_free_begin(R, (unsigned long)(s - R->slots), s);
 		if (!R->z && do_free(R, s->handle, line))
 			return 2;
+		events_free_end(R, ecls);
 		R->st[F_COMPR] -= s->size;
 	}
 	R->st[F_STORED]--;
@@ -221,12 +223,21 @@ static int op_write(struct replay *R, unsigned long idx, unsigned long size, cha
 	if (flag == 'n' && zs_zram_store_kind((long)size, huge_size(R)) == ZS_ZRAM_STORE_RAW)
 		R->huge_class_warnings++;
 	R->pending_cls = class_of(R, req);
+	if (R->pool && !R->cls_used) {
+		R->ncls = zs_class_count(R->pool);
+		R->cls_used = calloc((size_t)R->ncls, 1);
+		if (!R->cls_used)
+			return trace_fail(line, "%s", "out of memory for classes");
+	}
+	if (R->cls_used && R->pending_cls >= 0 && R->pending_cls < R->ncls)
+		R->cls_used[R->pending_cls] = 1;
 	unsigned long h = R->pool ? zs_malloc(R->pool, req) : zs_backend_malloc(R->b, req);
 	if (ZS_IS_ERR(h)) {
 		fprintf(stderr, "zs replay: line %ld: %s_malloc(%zu) failed: %s\n", line,
 			R->pool ? "zs" : R->b->kind, req, strerror(-ZS_ERR(h)));
 		return 2;
 	}
+	events_alloc(R, idx, R->pending_cls, req);
 	if (slot_free(R, s, line))
 		return 2;
 	s->used = 1;
@@ -240,6 +251,7 @@ static int op_write(struct replay *R, unsigned long idx, unsigned long size, cha
 	R->st[F_COMPR] += size;
 	R->st[F_STORED]++;
 	replay_span_add(R, s);
+	events_span(R, idx, s, R->pending_cls);
 	return 0;
 }
 
@@ -294,6 +306,7 @@ int replay_record(struct replay *R, const uint64_t exp[NF], long line)
 	uint64_t got[NF] = { 0 };
 	current(R, got);
 	R->records++;
+	events_record(R, got[F_MEM]);
 	R->kmem_sum += exp[F_MEM];
 	R->zmem_sum += got[F_MEM];
 	R->kmem_end = exp[F_MEM];
@@ -366,7 +379,7 @@ static void usage(FILE *f)
 		"  --backend KIND       zsmalloc (default) or zblock: replay the trace on zblock and\n"
 		"                       compare its pool pages with the kernel's (an experiment)\n"
 		"  --sweep              replay once per pool configuration: zsmalloc chain 1..16 x\n"
-		"                       chain policy exhaustive/heuristic x delta 16/32/64, and\n"
+		"                       every chain policy above x delta 16/32/64, and\n"
 		"                       zblock; print each one's pool pages (peak, mean, end) and\n"
 		"                       spanning objects (split over two pool pages: a copy per\n"
 		"                       read), marking the kernel's configuration (K) and the\n"
@@ -375,6 +388,10 @@ static void usage(FILE *f)
 		"                       sweep to that value\n"
 		"  --progress           with --sweep: a line per configuration on stderr (default:\n"
 		"                       when stderr is a terminal, else one every 10 s)\n"
+		"  --events FILE        write every decision of the pool to FILE (- for stdout): size\n"
+		"                       class chosen, zspages allocated and freed per class, objects\n"
+		"                       spanning two pages, compaction moves, pool pages per record\n"
+		"                       (docs/trace-format.md, \"Events\"); plain zsmalloc replays\n"
 		"  --checked            checked pool mode (every handle validated)\n"
 		"  --store              replay through the zram store (zs/zram.h): real pages made\n"
 		"                       to compress (lz4) to the recorded sizes\n"
@@ -401,7 +418,7 @@ static void usage(FILE *f)
 static int parse(int argc, char **argv, struct opts *o)
 {
 	enum { O_VERBOSE = 1, O_JSON, O_CHECKED, O_STORE, O_VERIFY, O_FAILFAST, O_STRICT, O_CONTEXT,
-	       O_MAXREP, O_SWEEP, O_PROGRESS };
+	       O_MAXREP, O_SWEEP, O_PROGRESS, O_EVENTS };
 	static const struct option lopts[] = {
 		OPT_POOL_LONGOPTS,
 		{ "verbose", no_argument, NULL, O_VERBOSE },
@@ -415,6 +432,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "max-report", required_argument, NULL, O_MAXREP },
 		{ "sweep", no_argument, NULL, O_SWEEP },
 		{ "progress", no_argument, NULL, O_PROGRESS },
+		{ "events", required_argument, NULL, O_EVENTS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -446,6 +464,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case O_STRICT: o->strict = 1; break;
 		case O_SWEEP: o->sweep = 1; break;
 		case O_PROGRESS: o->progress = 1; break;
+		case O_EVENTS: o->events = optarg; break;
 		case O_CONTEXT:
 			if (opt_u64("replay", "--context", optarg, 0, 64, &v))
 				return 2;
@@ -499,6 +518,15 @@ static int parse(int argc, char **argv, struct opts *o)
 	if (o->progress && !o->sweep) {
 		fprintf(stderr, "zs replay: --progress applies to --sweep only (one replay prints "
 				"no progress lines)\n");
+		return 2;
+	}
+	if (o->events && (o->sweep || o->store || o->zblock || o->deferred)) {
+		fprintf(stderr, "zs replay: --events lists a plain zsmalloc replay's decisions: not "
+				"with --sweep, --store, --backend zblock or --deferred\n");
+		return 2;
+	}
+	if (o->events && !strcmp(o->events, "-") && (o->json || !strcmp(o->path, "-"))) {
+		fprintf(stderr, "zs replay: --events -: stdout is taken (by --json or the trace)\n");
 		return 2;
 	}
 	if (o->sweep && !strcmp(o->path, "-")) {
@@ -614,6 +642,9 @@ static int setup(struct replay *R, const struct trace_header *h)
 		R->pool = zs_create_pool(&cfg);
 		R->span_on = 1;
 	}
+	R->page_size = (size_t)h->page_size;
+	if (R->pool && R->ev && events_begin(R, cfg.max_chain, replay_delta(R)))
+		return trace_fail(0, "%s", "out of memory");
 	if (!R->pool && !R->b) {
 		if (R->o.zblock)
 			fprintf(stderr, "zs replay: zblock backend (page_size %ld): %s\n",
@@ -679,6 +710,7 @@ static int step(struct replay *R, struct trace *rd, const char *s, long lineno)
 		return 0;
 	}
 	replay_op_begin(R, s, lineno);
+	events_op(R, lineno, s);
 	if (rec.op == 'w') {
 		if (op_write(R, (unsigned long)rec.slot, (unsigned long)rec.size, rec.flag, lineno))
 			return 2;
@@ -707,7 +739,9 @@ static int step(struct replay *R, struct trace *rd, const char *s, long lineno)
 		} else if (R->pool) {
 			if (R->o.deferred)
 				zs_free_deferred_flush(R->pool);
+			events_compact_begin(R);
 			zs_compact(R->pool);
+			events_compact_end(R);
 		} else {
 			zs_backend_compact(R->b);
 		}
@@ -727,8 +761,14 @@ static int run(struct replay *R, struct trace *rd)
 	R->fnames = fname;
 	R->ctx_label = "mem/compacted";
 	n = trace_next(rd, &s);
-	if (n > 0 && h->kind == TRACE_ZSWAP)
+	if (n > 0 && h->kind == TRACE_ZSWAP) {
+		if (R->ev) {
+			fprintf(stderr, "zs replay: --events: %s is a zswap-trace; events are written "
+					"for zram-traces only\n", R->o.path);
+			return 2;
+		}
 		return zswap_run(R, rd, s);
+	}
 	while (n > 0) {
 		long lineno = trace_lineno(rd);
 		if (!R->pool && !R->b && setup(R, h))
@@ -756,6 +796,7 @@ void replay_free(struct replay *R)
 	if (!R)
 		return;
 	zswap_free(R);
+	events_close(R);
 	if (R->z)
 		zs_zram_destroy(R->z);
 	else if (R->pool)
@@ -764,6 +805,7 @@ void replay_free(struct replay *R)
 		zs_backend_destroy(R->b);
 	synth_free(&R->sy);
 	free(R->span_buf);
+	free(R->cls_used);
 	free(R->slots);
 	free(R->ring);
 	free(R->shown);
@@ -797,6 +839,11 @@ int replay_file(const struct opts *o, struct replay **out)
 		trace_free(rd);
 		return 2;
 	}
+	if (o->events && events_open(R, o->events)) {
+		replay_free(R);
+		trace_free(rd);
+		return 2;
+	}
 	double t0 = tool_now();
 	if (run(R, rd)) {
 		replay_free(R);
@@ -806,6 +853,28 @@ int replay_file(const struct opts *o, struct replay **out)
 	R->secs = tool_now() - t0;
 	trace_free(rd);
 	*out = R;
+	return 0;
+}
+
+int replay_class_slack(const struct replay *R, unsigned *classes, uint64_t *pages)
+{
+	*classes = 0;
+	*pages = 0;
+	if (!R->pool || !R->cls_used || R->z || R->zw)
+		return -1;
+	uint8_t *phys = calloc((size_t)R->ncls, 1);
+	if (!phys)
+		return -1;
+	for (int i = 0; i < R->ncls; i++) {
+		struct zs_class_info ci;
+		if (!R->cls_used[i] || zs_class_info(R->pool, i, &ci) || ci.phys_index < 0 ||
+		    ci.phys_index >= R->ncls || phys[ci.phys_index])
+			continue;
+		phys[ci.phys_index] = 1;
+		(*classes)++;
+		*pages += ci.pages_per_zspage;
+	}
+	free(phys);
 	return 0;
 }
 
@@ -832,6 +901,10 @@ int cmd_replay(int argc, char **argv)
 		return replay_sweep(&o);
 	if (replay_file(&o, &R))
 		return 2;
+	if (events_close(R)) {
+		replay_free(R);
+		return 2;
+	}
 	if (o.json)
 		replay_print_json(R, &R->hdr);
 	else

@@ -321,7 +321,7 @@ static void usage(FILE *f)
 		"  --recomp NAME     zram recompression algorithm (default zstd)\n"
 		"  --zram-backend K  backend of the store (default zsmalloc)\n"
 		"  --mem-limit SIZE  zram mem_limit (writes past it must keep old contents)\n"
-		"  --free-mode M     pool | class | class-unlocked\n"
+		"  --free-mode M     %s (the free modes registered in zs/zsmalloc.h)\n"
 		"  --checked         checked pool\n"
 		"  --class-shards N  copies of each size class (pool and zsmalloc store): 0..64 or auto\n"
 		"  --seed N          RNG seed (default: time)\n"
@@ -329,7 +329,8 @@ static void usage(FILE *f)
 		"  --max-drift MIB   also fail if RSS grows more than MIB after the warm-up\n"
 		"  --quiet           no progress lines\n"
 		"Exit status: 0 nothing lost and nothing left (and the drift within --max-drift),\n"
-		"1 otherwise, 2 bad usage or a store/pool that cannot be created.\n");
+		"1 otherwise, 2 bad usage or a store/pool that cannot be created.\n",
+		names_list(zs_free_mode_names()));
 }
 
 static uint64_t sum(struct worker *ws, int c)

@@ -285,8 +285,8 @@ int opt_pool_arg(const char *cmd, unsigned accepted, int code, const char *arg,
 		return 0;
 	case OPTC_CHAIN_POLICY:
 		if (parse_chain_policy(arg, &po->cfg.chain_policy)) {
-			fprintf(stderr, "zs %s: %s: '%s' is not one of: exhaustive (the kernel's), "
-					"heuristic\n", cmd, name, arg);
+			fprintf(stderr, "zs %s: %s: '%s' is not one of: %s (the first is the kernel's)\n",
+				cmd, name, arg, names_list(zs_chain_policy_names()));
 			return 2;
 		}
 		return 0;
@@ -329,10 +329,10 @@ void opt_pool_help(FILE *f, unsigned accepted)
 	static const char *const help[] = {
 		"  --page-size N        pool page size, a power of two in 4K..64K (default 4096)\n",
 		"  --chain N            max pages per zspage, 1..16 (default 8, the kernel's)\n",
-		"  --chain-policy P     exhaustive (the kernel's) | heuristic (seed 002)\n",
+		NULL, /* --chain-policy: from the registry, below */
 		("  --delta N            bytes between size classes, multiple of 8 in 8..65536\n"
 		 "                       (default: the kernel's, max(page/256, 16))\n"),
-		"  --free-mode M        pool | class | class-unlocked (zs_free locking)\n",
+		NULL, /* --free-mode: from the registry, below */
 		"  --deferred           free through zs_free_deferred (batched frees)\n",
 		"  --backend KIND       zsmalloc (default), zblock, malloc, ... (zs_backend_kinds)\n",
 		("  --class-shards N     copies of each size class, one used per CPU: 0..64 or auto\n"
@@ -343,7 +343,21 @@ void opt_pool_help(FILE *f, unsigned accepted)
 		 "                       of the fewest pages its objects need (the app profile's;\n"
 		 "                       page counts then differ from the kernel's)\n"),
 	};
-	for (unsigned i = 0; i < sizeof(help) / sizeof(help[0]); i++)
-		if (accepted & (1u << i))
+	/* Policy lists come from the registries (zs/zsmalloc.h), so a new entry is
+	 * documented wherever the option is. */
+#define HELP_ROW(id, fn, name, text) fprintf(f, "                         %-15s %s\n", name, text);
+	for (unsigned i = 0; i < sizeof(help) / sizeof(help[0]); i++) {
+		if (!(accepted & (1u << i)))
+			continue;
+		if (help[i]) {
 			fputs(help[i], f);
+		} else if ((1u << i) == OPT_CHAIN_POLICY) {
+			fputs("  --chain-policy P     how a class picks its pages per zspage:\n", f);
+			ZS_CHAIN_POLICIES(HELP_ROW)
+		} else {
+			fputs("  --free-mode M        how zs_free finds and locks the object's class:\n", f);
+			ZS_FREE_MODES(HELP_ROW)
+		}
+	}
+#undef HELP_ROW
 }

@@ -19,6 +19,7 @@ struct rec_opts {
 	int mix, progress;
 	char **paths;         /* the FILEs/DIRs pages come from */
 	int npaths;
+	int pid;              /* --pid: a process's anonymous memory instead (zram only); 0: none */
 	/* --zswap */
 	int zswap;            /* record the kernel's zswap instead of zram */
 	int memcg_fill;       /* --memcg-fill: one fill under a memory-limited v1 memcg */
@@ -31,7 +32,8 @@ struct rec_opts {
 	int lock_fd;          /* --lock-fd: the lock file, opened by the caller; -1: open it */
 };
 
-/* The pages of o->paths, at most o->npages of them.  0, or -1 after a message. */
+/* The pages of o->paths (or of process o->pid), at most o->npages of them.  0, or -1
+ * after a message. */
 int record_load_pages(const struct rec_opts *o, size_t page_size, struct zs_pageset *ps);
 
 /* CONFIG_ZSMALLOC_CHAIN_SIZE of the running kernel into out, or "?". */

@@ -46,6 +46,7 @@ struct opts {
 	int sweep;            /* --sweep: replay_sweep() runs the replay once per point */
 	int zblock;           /* --backend zblock */
 	int quiet;            /* a sweep point: no warnings on stderr (the sweep sums them up) */
+	const char *events;   /* --events FILE: the pool's decisions (replay_events.c) */
 	struct pool_opts po;  /* --chain-policy, --delta, --free-mode, --deferred, --backend */
 	int kernel_policy;    /* 1: the pool is configured as the recording kernel's */
 	char why[160];        /* when not: what differs */
@@ -75,6 +76,7 @@ struct synth {
 };
 
 struct zslot_map;
+struct replay_events;
 
 struct replay {
 	struct opts o;
@@ -119,6 +121,13 @@ struct replay {
 	long nl, nrej, nempty, shadow_diff;
 	long zw_error;           /* a store, load or invalidate failed unexpectedly */
 	double secs;             /* wall time of the replay */
+	/*
+	 * Which logical classes a plain zsmalloc replay allocated from (a byte
+	 * each, zs_class_count of them), for --sweep's small-trace rule.
+	 */
+	uint8_t *cls_used;
+	int ncls;
+	struct replay_events *ev; /* --events: open while the replay runs */
 	unsigned field_bad[NF];
 	struct ctx_entry *ring;
 	int ring_n, ring_head;
@@ -162,6 +171,28 @@ void replay_span_del(struct replay *R, struct slot *s);
 int zswap_run(struct replay *R, struct trace *rd, const char *s);
 void zswap_current(struct replay *R, uint64_t got[NF]);
 void zswap_free(struct replay *R);
+
+/* cmd_replay.c: after a plain zsmalloc replay, the physical classes it used
+ * and the sum of their pages per zspage (each class keeps up to one partly
+ * used zspage: that sum bounds the pages the pool can hold as tail slack).
+ * 0, or -1 when the replay had no pool of its own (--store, zblock, zswap). */
+int replay_class_slack(const struct replay *R, unsigned *classes, uint64_t *pages);
+
+/* replay_events.c: --events.  open: -1 after a message; begin: once the pool
+ * exists; the rest do nothing without --events.  free_begin returns the
+ * class to diff in free_end (-1: none).  close: -1 when the file could not
+ * be written. */
+int events_open(struct replay *R, const char *path);
+int events_begin(struct replay *R, unsigned chain, unsigned delta);
+void events_op(struct replay *R, long line, const char *op);
+void events_alloc(struct replay *R, unsigned long idx, int cls, size_t req);
+void events_span(struct replay *R, unsigned long idx, const struct slot *s, int cls);
+int events_free_begin(struct replay *R, unsigned long idx, const struct slot *s);
+void events_free_end(struct replay *R, int cls);
+void events_compact_begin(struct replay *R);
+void events_compact_end(struct replay *R);
+void events_record(struct replay *R, uint64_t pages);
+int events_close(struct replay *R);
 
 /* replay_sweep.c: --sweep.  Exit status as cmd_replay's. */
 int replay_sweep(const struct opts *o);

@@ -48,17 +48,42 @@ extern "C" {
 #define ZS_MAX_CHAIN 16
 #define ZS_NR_FULLNESS_GROUPS 12
 
-/* How a class's pages-per-zspage is chosen. */
+/*
+ * The registries of zsmalloc's named choices: one X-macro list per kind,
+ * each entry X(ID, fn, "name", "help") - the enumerator ZS_CHAIN_<ID> or
+ * ZS_FREE_<ID>, the identifier its implementation is named after, the one
+ * spelling tools and bindings use, and a line of help.  Everything that
+ * lists a kind reads its list: the enums below, zs_*_name/_parse/_names,
+ * the zs_const table, the zs tool's parsing, help and `zs replay --sweep`,
+ * the Python package and the tests; so a new chain policy is one line here
+ * and chain_<fn>() in src/zsmalloc/class.c (docs/policies.md).  Append
+ * only: an entry's value is its position, and callers and bindings keep it.
+ */
+#define ZS_CHAIN_POLICIES(X) \
+	X(EXHAUSTIVE, exhaustive, "exhaustive", "the kernel's: least tail waste over 1..max_chain") \
+	X(HEURISTIC, heuristic, "heuristic", "seed 002 patch 2: lengthen a chain only for a real saving")
+
+#define ZS_FREE_MODES(X) \
+	X(POOL_LOCK, pool, "pool", "the kernel's: pool rwlock (read), then the class lock") \
+	X(CLASS_INDEX, class, "class", "class index read from the obj, no pool lock, obj re-read") \
+	X(CLASS_INDEX_UNLOCKED, class_unlocked, "class-unlocked", \
+	  "as class, and empty zspages freed after the class lock drops")
+
+#define ZS_CHAIN_ENUM_(id, fn, name, help) ZS_CHAIN_##id,
+#define ZS_FREE_ENUM_(id, fn, name, help) ZS_FREE_##id,
+
+/* How a class's pages-per-zspage is chosen: ZS_CHAIN_EXHAUSTIVE = 0 (the kernel's),
+ * ZS_CHAIN_HEURISTIC = 1, ... in registry order. */
 enum zs_chain_policy {
-	ZS_CHAIN_EXHAUSTIVE = 0, /* kernel today: least tail waste over 1..max_chain */
-	ZS_CHAIN_HEURISTIC = 1,  /* seed 002 patch 2: grow the chain only for substantial savings */
+	ZS_CHAIN_POLICIES(ZS_CHAIN_ENUM_)
+	ZS_CHAIN_POLICY_COUNT /* not a policy: how many there are */
 };
 
-/* How zs_free finds and locks the object's class (seeds 000/001). */
+/* How zs_free finds and locks the object's class (seeds 000/001): ZS_FREE_POOL_LOCK = 0
+ * (the kernel's), ZS_FREE_CLASS_INDEX = 1, ZS_FREE_CLASS_INDEX_UNLOCKED = 2, ... */
 enum zs_free_mode {
-	ZS_FREE_POOL_LOCK = 0,      /* kernel today: pool rwlock (read) -> class lock */
-	ZS_FREE_CLASS_INDEX = 1,    /* class index read from obj, no pool lock, obj re-read */
-	ZS_FREE_CLASS_INDEX_UNLOCKED = 2, /* as above, and empty zspages freed after the class lock drops */
+	ZS_FREE_MODES(ZS_FREE_ENUM_)
+	ZS_FREE_MODE_COUNT /* not a mode: how many there are */
 };
 
 /* Largest deferred_capacity: 2^24 queued handles (16 bytes each, reserved by the first
@@ -80,8 +105,8 @@ struct zs_pool_config {
 	unsigned class_delta;       /* bytes between classes; 0 -> kernel: max(page_size >> 8, 16).
 	                               Multiple of 8, 8..page_size.  16 at any page size is seed 002
 	                               patch 1. */
-	enum zs_chain_policy chain_policy; /* ZS_CHAIN_EXHAUSTIVE or ZS_CHAIN_HEURISTIC */
-	enum zs_free_mode free_mode;       /* ZS_FREE_POOL_LOCK .. ZS_FREE_CLASS_INDEX_UNLOCKED */
+	enum zs_chain_policy chain_policy; /* 0..ZS_CHAIN_POLICY_COUNT - 1 (ZS_CHAIN_POLICIES) */
+	enum zs_free_mode free_mode;       /* 0..ZS_FREE_MODE_COUNT - 1 (ZS_FREE_MODES) */
 	int checked;                /* 0 or 1: validate every handle; bad/foreign/double-freed/stale -> -EINVAL */
 	size_t max_pages;           /* pool page limit (zs_malloc fails with -ENOMEM); 0 -> none;
 	                               0..ZS_PAGES_MAX_SPAN / page_size (zs/pages.h) */
@@ -419,9 +444,10 @@ ZS_API unsigned long zs_pool_objects(struct zs_pool *pool);
 ZS_API void zs_pool_trim(struct zs_pool *pool);
 
 /*
- * The one spelling of each named choice, for tools, benchmarks and bindings:
- * chain policies "exhaustive" | "heuristic", free modes "pool" | "class" |
- * "class-unlocked".  *_name returns a static string, NULL for a value outside
+ * The one spelling of each named choice, for tools, benchmarks and bindings,
+ * from the registries above (ZS_CHAIN_POLICIES, ZS_FREE_MODES): chain
+ * policies "exhaustive" | "heuristic", free modes "pool" | "class" |
+ * "class-unlocked", in value order.  *_name returns a static string, NULL for a value outside
  * the enum; *_parse returns 0 and the value, -EINVAL for an unknown name
  * (the value is then left alone).  *_names: the names, NULL-terminated.
  */

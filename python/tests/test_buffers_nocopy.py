@@ -106,9 +106,14 @@ def test_names_and_constants_from_c():
     while names[i]:
         c_modes.append(names[i].decode())
         i += 1
-    assert list(libzs.FREE_MODES) == c_modes == ["pool", "class", "class-unlocked"]
+    # The registries (zsmalloc.h) may grow: the kernel's entries keep their values and
+    # every registered entry is listed, in value order.
+    assert list(libzs.FREE_MODES) == c_modes and c_modes[:3] == ["pool", "class", "class-unlocked"]
+    assert len(c_modes) == L.const("ZS_FREE_MODE_COUNT")
     assert libzs.FREE_MODES["class-unlocked"] == L.const("ZS_FREE_CLASS_INDEX_UNLOCKED")
-    assert libzs.CHAIN_POLICIES == {"exhaustive": 0, "heuristic": 1}
+    assert list(libzs.CHAIN_POLICIES.values()) == list(range(L.const("ZS_CHAIN_POLICY_COUNT")))
+    assert {k: libzs.CHAIN_POLICIES[k] for k in ("exhaustive", "heuristic")} == \
+        {"exhaustive": 0, "heuristic": 1}
     assert L.const("ZS_ZRAM_F_HUGE") == 1 << 21
     with pytest.raises(KeyError):
         L.const("ZS_NOT_A_CONSTANT")

@@ -18,8 +18,7 @@
 #define ZS_CONSTS(X) \
 	X(ZS_MIN_ALLOC_SIZE) X(ZS_MAX_CHAIN) X(ZS_NR_FULLNESS_GROUPS) X(ZS_HANDLE_SIZE) \
 	X(ZS_MAX_CLASS_SHARDS) X(ZS_CLASS_SHARDS_AUTO) X(ZS_MAX_DEFERRED_CAPACITY) \
-	X(ZS_CHAIN_EXHAUSTIVE) X(ZS_CHAIN_HEURISTIC) \
-	X(ZS_FREE_POOL_LOCK) X(ZS_FREE_CLASS_INDEX) X(ZS_FREE_CLASS_INDEX_UNLOCKED) \
+	X(ZS_CHAIN_POLICY_COUNT) X(ZS_FREE_MODE_COUNT) \
 	X(ZS_PAGES_NO_CACHE) X(ZS_PAGES_DECAY_NEVER) X(ZS_PAGE_SIZE_MIN) X(ZS_PAGE_SIZE_MAX) \
 	X(ZS_PAGE_SIZE_DEFAULT) \
 	X(ZS_COMP_MAX_SRC) X(ZS_COMP_MAX_DICT) \
@@ -34,9 +33,19 @@
 
 #define ZS_CONST_NAME(n) #n,
 #define ZS_CONST_VALUE(n) (unsigned long long)(n),
+/* Every registered chain policy and free mode (zs/zsmalloc.h), so a new one
+ * reaches the bindings without an edit here. */
+#define ZS_CHAIN_CONST_NAME(id, fn, name, help) "ZS_CHAIN_" #id,
+#define ZS_CHAIN_CONST_VALUE(id, fn, name, help) (unsigned long long)ZS_CHAIN_##id,
+#define ZS_FREE_CONST_NAME(id, fn, name, help) "ZS_FREE_" #id,
+#define ZS_FREE_CONST_VALUE(id, fn, name, help) (unsigned long long)ZS_FREE_##id,
 
-static const char *const names[] = { ZS_CONSTS(ZS_CONST_NAME) NULL };
-static const unsigned long long values[] = { ZS_CONSTS(ZS_CONST_VALUE) };
+static const char *const names[] = { ZS_CONSTS(ZS_CONST_NAME)
+	ZS_CHAIN_POLICIES(ZS_CHAIN_CONST_NAME) ZS_FREE_MODES(ZS_FREE_CONST_NAME) NULL };
+static const unsigned long long values[] = { ZS_CONSTS(ZS_CONST_VALUE)
+	ZS_CHAIN_POLICIES(ZS_CHAIN_CONST_VALUE) ZS_FREE_MODES(ZS_FREE_CONST_VALUE) };
+_Static_assert(sizeof(names) / sizeof(names[0]) == sizeof(values) / sizeof(values[0]) + 1,
+	       "one name per value");
 
 int zs_const(const char *name, unsigned long long *value)
 {

@@ -17,6 +17,13 @@
 
 /* ---- policies ---- */
 
+/* One chain_<fn> per registered chain policy (zs/zsmalloc.h), dispatched by
+ * value through chain_fns below; declared here so one may be written anywhere
+ * in this file. */
+#define CHAIN_DECL(id, fn, name, help) \
+	static unsigned chain_##fn(unsigned size, unsigned page_size, unsigned max_chain);
+ZS_CHAIN_POLICIES(CHAIN_DECL)
+
 /* Kernel: PAGE_SIZE >> CLASS_BITS(8), at least 16.  Seed 002 patch 1: a fixed 16 at any page size. */
 static unsigned class_delta(const struct zs_pool_config *cfg, unsigned page_size)
 {
@@ -78,11 +85,15 @@ static unsigned chain_heuristic(unsigned size, unsigned page_size, unsigned max_
 	return best;
 }
 
+#define CHAIN_FN(id, fn, name, help) [ZS_CHAIN_##id] = chain_##fn,
+static unsigned (*const chain_fns[ZS_CHAIN_POLICY_COUNT])(unsigned, unsigned, unsigned) = {
+	ZS_CHAIN_POLICIES(CHAIN_FN)
+};
+
+/* zs_create_pool has checked the policy is in range. */
 static unsigned chain_length(const struct zs_pool_config *cfg, unsigned size, unsigned page_size)
 {
-	if (cfg->chain_policy == ZS_CHAIN_HEURISTIC)
-		return chain_heuristic(size, page_size, cfg->max_chain);
-	return chain_exhaustive(size, page_size, cfg->max_chain);
+	return chain_fns[cfg->chain_policy](size, page_size, cfg->max_chain);
 }
 
 /*

@@ -1,25 +1,29 @@
 /*
- * The names of zsmalloc's named choices (chain policy, free mode): one table
- * each, so the zs tool, the benchmarks, the report and the Python package
- * all spell and parse them the same way (they used to carry four spellings).
+ * The names of zsmalloc's named choices (chain policy, free mode), built
+ * from the registries in zs/zsmalloc.h, so the zs tool, the benchmarks, the
+ * report and the Python package all spell, parse and list them the same way
+ * and a registry entry reaches every one of them.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "zs/zsmalloc.h"
 
-static const char *const chain_names[] = {
-	[ZS_CHAIN_EXHAUSTIVE] = "exhaustive",
-	[ZS_CHAIN_HEURISTIC] = "heuristic",
-	NULL,
-};
+#define CHAIN_NAME(id, fn, name, help) [ZS_CHAIN_##id] = name,
+#define FREE_NAME(id, fn, name, help) [ZS_FREE_##id] = name,
 
-static const char *const free_names[] = {
-	[ZS_FREE_POOL_LOCK] = "pool",
-	[ZS_FREE_CLASS_INDEX] = "class",
-	[ZS_FREE_CLASS_INDEX_UNLOCKED] = "class-unlocked",
-	NULL,
-};
+static const char *const chain_names[] = { ZS_CHAIN_POLICIES(CHAIN_NAME) NULL };
+static const char *const free_names[] = { ZS_FREE_MODES(FREE_NAME) NULL };
+
+/* Values callers and bindings already hold must not move (registries are append-only). */
+_Static_assert(ZS_CHAIN_EXHAUSTIVE == 0 && ZS_CHAIN_HEURISTIC == 1, "chain policy values moved");
+_Static_assert(ZS_FREE_POOL_LOCK == 0 && ZS_FREE_CLASS_INDEX == 1 &&
+		       ZS_FREE_CLASS_INDEX_UNLOCKED == 2,
+	       "free mode values moved");
+_Static_assert(sizeof(chain_names) / sizeof(chain_names[0]) == ZS_CHAIN_POLICY_COUNT + 1,
+	       "one name per chain policy");
+_Static_assert(sizeof(free_names) / sizeof(free_names[0]) == ZS_FREE_MODE_COUNT + 1,
+	       "one name per free mode");
 
 #define NNAMES(t) (sizeof(t) / sizeof((t)[0]) - 1)
 

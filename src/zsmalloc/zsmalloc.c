@@ -147,8 +147,8 @@ static int config_valid(const struct zs_pool_config *c)
 			       c->class_delta > c->page_size))
 		return 0;
 	/* Enums are compared unsigned so a negative value cast in is caught too. */
-	if ((unsigned)c->free_mode > ZS_FREE_CLASS_INDEX_UNLOCKED ||
-	    (unsigned)c->chain_policy > ZS_CHAIN_HEURISTIC)
+	if ((unsigned)c->free_mode >= ZS_FREE_MODE_COUNT ||
+	    (unsigned)c->chain_policy >= ZS_CHAIN_POLICY_COUNT)
 		return 0;
 	if (c->checked != 0 && c->checked != 1)
 		return 0;
