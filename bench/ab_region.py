@@ -10,7 +10,7 @@ side's p50-over-floor run by run (in the order run) with the load average.
 BENCH ARGS replace the default `--quick --no-kernel`.
 Typical: build both at Release in two worktrees, then
   bench/ab_region.py OLD/build-rel/bench_region NEW/build-rel/bench_region 15
-  bench/ab_region.py OLD/... NEW/... 4 --threads --procs 2 --no-kernel   (issue 20 item 5)
+  bench/ab_region.py OLD/... NEW/... 4 --threads --procs 2 --no-kernel   (two handler threads)
 """
 import os
 import re

@@ -73,7 +73,7 @@ static struct result run_once(int var, int cached, enum zs_free_mode mode, size_
 	if (var) {
 		/*
 		 * The queue (and worker) are created by the first zs_free_deferred of a
-		 * pool (issue 12), which initialises every cell: ~1 ms for the big
+		 * pool, which initialises every cell: ~1 ms for the big
 		 * queues here, paid once per pool.  A running system has made that call
 		 * long before a release, as the RFC's queue exists from pool creation:
 		 * make it before the clock starts, on an object of its own.

@@ -1,9 +1,9 @@
 /*
  * bench_layout: how fast can zsmalloc's *layout* be on one thread, if the
- * per-op path had mimalloc's *structure*?  Issue 20 item 3 asks the
- * application profile for >= 0.8x mimalloc on bench_threads' churn; three
- * sessions of probes on the library (thread caches, no atomics, no
- * fullness moves) found no single path that gets there.  This probe answers
+ * per-op path had mimalloc's *structure*?  The application profile's goal
+ * is >= 0.8x mimalloc on bench_threads' churn; probes on the library
+ * (thread caches, no atomics, no fullness moves) found no single path
+ * that gets there.  This probe answers
  * the question before anyone rebuilds the allocator for it: it keeps what
  * makes zsmalloc zsmalloc - objects packed back to back across the pages of
  * a zspage (an object may span two pages that need not be adjacent, so the

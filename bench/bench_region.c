@@ -3,7 +3,7 @@
  * side by side with the kernel's anonymous memory on a zram swap device, in
  * one run on the same pages.
  *
- * Method (seed 000/001, issue 11): P processes each fill M MiB of anonymous
+ * Method (seed 000/001): P processes each fill M MiB of anonymous
  * memory with pages of files under /usr/lib, then at the same moment
  *   pageout   kernel: MADV_PAGEOUT into zram swap   region: zs_region_pageout
  *   seq       touch every page in address order (a read of one byte)
@@ -699,7 +699,7 @@ int main(int argc, char **argv)
 				  "region/kernel = %.4f\n", (double)r.mem_used / (double)kmem[2],
 				  (double)r.compr / (double)kmem[1]);
 		if (have_k) {
-			/* issue 11's targets, as measured in this run */
+			/* the region's targets against the kernel, as measured in this run */
 			double mem = kmem[2] ? (double)r.mem_used / (double)kmem[2] : 0;
 			double best_sync = rg[0].release_ms;
 			for (int m = 1; m < 3; m++)

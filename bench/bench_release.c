@@ -19,7 +19,7 @@
  * the threads are time-sliced, and a preempted class-lock holder makes the
  * others spin then yield, so T > nproc measures scheduling as much as locks.
  *
- * --idle (issue 20): RSS over time after a free-all instead.  Each row fills,
+ * --idle: RSS over time after a free-all instead.  Each row fills,
  * frees everything and then makes no call at all, sampling the process's RSS
  * (/proc/self/statm) at fixed times after the free-all: one pool (--mib M,
  * default 160), eight pools (M/4 each), a zram store (2M MiB of

@@ -1,6 +1,6 @@
 /*
  * bench_threads: how the allocators scale with threads on one shared pool,
- * and what memory they hold afterwards (ISSUE 10).
+ * and what memory they hold afterwards.
  *
  * Workloads (every thread runs its own copy, all threads on one store unless
  * the row says "private"):
@@ -458,9 +458,9 @@ static void profile_ratios(const struct row *const *rows, int nrows, const int *
 }
 
 /*
- * Issue 20 item 3's goals, as its acceptance reads them (churn, best of the
- * rounds, side by side in this run): the application profile at T=1 against
- * mimalloc, and its T=2 against its T=1.  Printed only when the run has the
+ * The application profile's goals on the churn (best of the rounds, side by
+ * side in this run): at T=1 at least 0.80x mimalloc, and its T=2 at least
+ * 1.80x its T=1.  Printed only when the run has the
  * rows and thread counts they need, and not with --quick: its rounds are too
  * short (first-touch page faults of a fresh process dominate them).
  */
@@ -483,7 +483,7 @@ static void app_goals(const struct row *const *rows, int nrows, const int *thr, 
 	if (ai < 0 || t1 < 0)
 		return;
 	double a1 = bench_max(mops[ai][t1], rounds);
-	bench_say("\nissue 20 item 3 (best of %d rounds):", rounds);
+	bench_say("\napplication profile goals (best of %d rounds):", rounds);
 	if (mi >= 0) {
 		double m1 = bench_max(mops[mi][t1], rounds), r = m1 > 0 ? a1 / m1 : 0;
 		bench_say(" app / mimalloc at T=1 %.2f (goal >= 0.80: %s);", r,

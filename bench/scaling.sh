@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/scaling.sh: the issue-20 scaling runs (1..16 threads) in one go, for a
+# bench/scaling.sh: the scaling runs (1..16 threads) in one go, for a
 # many-core machine: bench_threads churn and zram mix, and bench_zram against
 # raw lz4 in both store profiles.  Prints the tables; with OUT set, tees each
 # into $OUT.  usage: bench/scaling.sh BINDIR [THREADS] [PAGES_DIR]

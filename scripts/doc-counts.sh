@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # doc-counts.sh: the exact counts that README.md and docs/*.md quote, measured
 # afresh and written back into the docs, so that a change to the code cannot
-# leave a stale number behind (issue 22, item 7).  Each quoted figure sits
+# leave a stale number behind.  Each quoted figure sits
 # between two markers,
 #     <!-- doc-counts:begin NAME -->...<!-- doc-counts:end -->
 # on one line (a figure inside a sentence or a table cell) or on lines of

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Owner: trace replay (issue 2 §4-5).  Re-records kernel traces like the ones
+# Owner: trace replay.  Re-records kernel traces like the ones
 # committed under tests/data/: builds the data files (a tar of shared
 # libraries, a tar of text docs, an anonymous-memory dump of a live python3
 # process) and records them with the project's own recorder (`zs record`,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Owner: `zs zram --filter` and `--synth` (issue 21 item 2): a bad spec or kind is one
+# Owner: `zs zram --filter` and `--synth`: a bad spec or kind is one
 # clear message and exit 2; every filter round-trips generated int32 pages and real files
 # (mismatches 0, writeback and groups included); shuffle:4 meets the 1.45x pool target on
 # --synth int32-trend; --matrix --filter prints that filter's rows.
@@ -30,7 +30,7 @@ expect_any 0 "mismatches +0" zram --group 4 --comp zstd --filter delta+shuffle:4
 expect_any 0 "zstd:3 +64K .* ok +delta\+shuffle:8" zram --matrix --filter delta+shuffle:8 \
 	--synth int32-trend --max 1M
 
-# The issue's target: pool memory with shuffle:4 <= 1/1.45 of plain zstd's (32 MiB, 4 KiB pages).
+# The density target: pool memory with shuffle:4 <= 1/1.45 of plain zstd's (32 MiB, 4 KiB pages).
 mem() {
 	"$zs" zram --json --quiet --comp zstd ${1:+--filter "$1"} --synth int32-trend --max 32M |
 		sed -n 's/.*"mem_used_total": \([0-9]*\).*/\1/p'

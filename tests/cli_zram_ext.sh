@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Owner: the issue-13 options of `zs zram` (--level, --dict, --backing,
-# --writeback, --wb-*, --group, --matrix) and `zs dict train`: bad values are
-# one clear message and exit 2; a small end-to-end run trains a dictionary,
-# uses it, writes back to a file and reads everything back (exit 0).
+# Owner: the compression and writeback options of `zs zram` (--level,
+# --dict, --backing, --writeback, --wb-*, --group, --matrix) and
+# `zs dict train`: bad values are one clear message and exit 2; a small
+# end-to-end run trains a dictionary, uses it, writes back to a file and
+# reads everything back (exit 0).
 # Kept apart from cli_errors.sh so the shared option parser can move there.
 # Usage: bash tests/cli_zram_ext.sh BUILD_DIR   (from the repository root)
 set -u
@@ -14,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 
 expect_any 2 "bad level 'x'" zram --level x /usr/bin/ls
-expect_any 2 "bad level ' 5'" zram --level ' 5' /usr/bin/ls   # strtol took a leading space (issue 22)
+expect_any 2 "bad level ' 5'" zram --level ' 5' /usr/bin/ls   # strtol took a leading space
 expect_any 2 "bad level '.5'" zram --level +5 /usr/bin/ls
 expect_any 2 "check --level/--dict" zram --comp zstd --level 99 /usr/bin/ls
 expect_any 2 "check --level/--dict" zram --comp lzo --level 2 /usr/bin/ls

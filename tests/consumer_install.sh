@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Owner: libzs as an installed package (issue 12 item 2).  Installs the build
+# Owner: libzs as an installed package.  Installs the build
 # directory into a temporary prefix with `cmake --install`, then builds and
 # runs a tiny consumer three ways: find_package(libzs) with libzs::zs (shared)
 # and libzs::zs_static, and a plain cc line from `pkg-config libzs`.  The

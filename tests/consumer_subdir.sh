@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Owner: libzs as a sub-project of someone else's CMake build (issue 14).
+# Owner: libzs as a sub-project of someone else's CMake build.
 # Creates a tiny project in a temporary directory that add_subdirectory()s
 # this repository, links libzs::zs (shared) and libzs::zs_static, builds and
 # runs both programs; then checks that a FetchContent consumer configures.

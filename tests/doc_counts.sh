@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Owner: scripts/doc-counts.sh, which keeps the docs' exact counts from going
-# stale (issue 22, item 7).  Three parts:
+# stale.  Three parts:
 #   1. every figure the script owns still has its markers in README.md and
 #      docs/*.md (a hand edit that drops one would silently freeze it);
 #   2. on a fixture tree with saved measurements (no callgrind: it would

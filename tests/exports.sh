@@ -1,9 +1,9 @@
 #!/bin/bash
-# The API line (issue 12): libzs.so exports exactly the functions declared
+# The API line: libzs.so exports exactly the functions declared
 # with ZS_API in include/zs/*.h, no internal helper and no undeclared symbol,
 # every function the Python binding declares is among them, and the
 # headers' ZS_VERSION_* match the library's file version.
-# The product line (issue 22): none of the harness (zs/harness.h: failure
+# The product line: none of the harness (zs/harness.h: failure
 # injection, RSS probe, page loader, kernel-zram driver, malloc baselines'
 # registration) and none of the page provider's zs_pages_* is exported, and
 # libzs runs no code of its own at load time (.init_array/.ctors).

@@ -1,5 +1,5 @@
 /*
- * Fork-per-case harness shared by the issue-18 reproducer and stress tests
+ * Fork-per-case harness shared by the region's reproducer and stress tests
  * (test_repro_*, test_mt_repro_*, test_mt_region_stress): the pieces each of
  * them used to carry its own copy of, kept in one place so the HANG/CRASH
  * reports and the skip rule read the same in every test.

@@ -1,5 +1,5 @@
 /*
- * Helpers shared by the issue-20 idle-memory tests (test_idle_*.c,
+ * Helpers shared by the idle-memory tests (test_idle_*.c,
  * test_mt_idle_*.c).  Their point is that memory goes back while a program
  * makes no call, so RSS is read straight from /proc/self/statm here, not
  * with zs_process_rss (no libzs call may run between a free-all and the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Owner: the tools where they are installed (issue 22 item 5).  Installs the
+# Owner: the tools where they are installed.  Installs the
 # build into a temporary prefix and runs the installed `zs report --quick`
 # from an unrelated directory, with no source tree on any path: it must write
 # report.md and at least 8 plots, every section available that the quick run

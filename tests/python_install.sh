@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Owner: the Python package installs like one (issue 12 item 3).  In a fresh
+# Owner: the Python package installs like one.  In a fresh
 # virtual environment (no system site packages), `pip install ./python`
 # builds libzs.so itself and ships it in the package; then, from a directory
 # outside the repository and with no LIBZS_LIBRARY, `import libzs` must load
 # that bundled library and a pool must work, and the package must carry
-# py.typed (its type hints are for users' type checkers, issue 22 item 6).
+# py.typed (its type hints are for users' type checkers).
 # Usage: bash tests/python_install.sh BUILD_DIR   (BUILD_DIR holds the venv)
 # Exit 77 (skipped): no python3 with venv, pip cannot fetch its build
 # requirements (offline), or a sanitizer build directory.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Owner: the README's CMake example (issue 22 item 5).  Installs the build
+# Owner: the README's CMake example.  Installs the build
 # into a temporary prefix, extracts the block marked
 # `<!-- readme-example: CMakeLists.txt -->` and the C example
 # (`<!-- readme-example: app.c -->`) from README.md, and builds them as

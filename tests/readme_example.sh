@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Owner: the README's C example (issue 14).  Extracts the block marked
+# Owner: the README's C example.  Extracts the block marked
 # `<!-- readme-example: app.c -->` from README.md, compiles it exactly as the
 # README says (shared library with rpath, with LD_LIBRARY_PATH, and static),
 # with -Wall -Wextra -Werror, and runs each binary: the example must compile

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Owner: the kernel developer's loop inside the repository (issue 14).
+# Owner: the kernel developer's loop inside the repository.
 # Records fresh traces on this machine's kernel with `zs record` (the
 # project's own recorder: pages of /usr/bin and shared libraries, lz4 and
 # lzo-rle, both workloads, a random seed) and replays them with `zs replay`:

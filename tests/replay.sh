@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Owner: trace replay (issue 2 §4-5).  Replays every committed kernel trace
+# Owner: trace replay.  Replays every committed kernel trace
 # (tests/data/*.xz, recorded with zram-trace / zram-trace-mix on Linux 6.18)
 # with BUILD_DIR/zs replay, under each zs_free policy, deferred free, checked
 # mode, and through the zram store (--store, contents read back): all of them

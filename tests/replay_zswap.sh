@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Owner: trace replay (issue 19, items 3 and 6).  The zswap-trace half of
+# Owner: trace replay.  The zswap-trace half of
 # `zs replay` (docs/trace-format.md, "The zswap-trace format"): every
 # tests/data/zswap-*.trace replays through libzs's zswap (zs/zswap.h) with 0
 # mismatches, also with deferred free and another free mode; a wrong '='

@@ -1,5 +1,5 @@
 /*
- * Owner: issue 19 item 1, "lzo is the kernel's lzo".  libzs's "lzo" must be
+ * Owner: "lzo is the kernel's lzo".  libzs's "lzo" must be
  * liblzo2's lzo1x_1_15 byte for byte (the variant whose sizes are the
  * kernel's "lzo"; plain lzo1x_1 is not), round-trip, and decode with
  * liblzo2's own decoder, on generated pages and on real binaries.  The

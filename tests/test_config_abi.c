@@ -1,5 +1,5 @@
 /*
- * Configs that can grow without a new MAJOR (issue 22 item 4, docs/abi.md
+ * Configs that can grow without a new MAJOR (docs/abi.md
  * "Growing a config"): every public config starts with struct_size and ends
  * with reserved[], its config_init sets the one and zeroes the other, and
  * every create call refuses a config whose struct_size is neither 0 nor

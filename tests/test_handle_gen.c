@@ -1,5 +1,5 @@
 /*
- * Stale handles in checked mode (issue 20, item 4): a handle freed and its
+ * Stale handles in checked mode: a handle freed and its
  * slot handed out again must be refused with -EINVAL by every call that
  * takes a handle, not resolve to the new object.  Before handles carried a
  * generation the reused slot gave the very same handle value, so checked

@@ -1,5 +1,5 @@
 /*
- * The harness's promises (include/zs/harness.h, issue 22): the one page
+ * The harness's promises (include/zs/harness.h): the one page
  * loader's two layouts and two directory walks, its byte bounds, and the
  * malloc baselines registered in a harness program before main() (so that
  * libzs itself needs no load-time code).

@@ -1,5 +1,5 @@
 /*
- * Issue 20 item 1, for pools: memory goes back while the program is idle.
+ * For pools: memory goes back while the program is idle.
  * Fill a pool past the cache bound, free every object, make no further
  * libzs call, sleep 1.5 s (three decays of the default 500 ms): RSS must be
  * back within 8 MiB of where it was before the fill.  The same for eight

@@ -1,5 +1,5 @@
 /*
- * Issue 20 item 1, for a region: memory goes back while the program is
+ * For a region: memory goes back while the program is
  * idle.  A region of 320 MiB filled with half-compressible pages, paged out
  * into its store (~160 MiB of pool pages, past the page cache's 128 MiB
  * budget), then released whole (the stored objects are freed), then 1.5 s

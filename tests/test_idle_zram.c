@@ -1,5 +1,5 @@
 /*
- * Issue 20 item 1, for a zram store: memory goes back while the program is
+ * For a zram store: memory goes back while the program is
  * idle.  A store written with ~160 MiB of compressed pages (past the page
  * cache's 128 MiB budget), then every slot discarded, then 1.5 s with no
  * libzs call: RSS back within 8 MiB of where it was before the writes.  The

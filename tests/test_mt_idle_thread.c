@@ -1,6 +1,6 @@
 /*
- * Issue 20 item 1: the page provider's purge thread ("zs-purge"), which
- * returns cached pages while a program is idle.  What must hold:
+ * The page provider's purge thread ("zs-purge"), which returns cached
+ * pages while a program is idle.  What must hold:
  *   - none at pool creation, none for a pool whose few freed pages stay in a
  *     per-CPU cache (tests/test_zs_lazy_deferred's rule), one for the whole
  *     process once pages are cached, none again once nothing is cached;

@@ -1,5 +1,6 @@
 /*
- * Issue 18, item 2, for calls made directly on a region's store: a thread
+ * Signal handlers that read region memory must not deadlock, for calls
+ * made directly on a region's store: a thread
  * that compacts, writes back or recompresses zs_region_store() gets signals
  * whose handler reads stored region pages, while a pager keeps pages stored
  * and releases some.  Before zs_compact kept signals blocked through its

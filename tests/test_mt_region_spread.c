@@ -1,10 +1,9 @@
 /*
- * Where a region's handler threads run (region.c, spread_cpu; issue 20 item
- * 5): spinning handlers, at least one per CPU the process may use, are each
- * bound to one CPU, round robin, so a fault is read on its thread's CPU; one
- * handler, fewer handlers than CPUs, poll-only handlers and
- * ZS_REGION_SPREAD=0 are left to the scheduler.  The
- * threads are found in /proc/self/task: a handler is a thread that did not
+ * Where a region's handler threads run (region.c, spread_cpu): spinning
+ * handlers, at least one per CPU the process may use, are each bound to one
+ * CPU, round robin, so a fault is read on its thread's CPU; one handler,
+ * fewer handlers than CPUs, poll-only handlers and ZS_REGION_SPREAD=0 are
+ * left to the scheduler.  The threads are found in /proc/self/task: a handler is a thread that did not
  * exist before zs_region_create.  Faults still work with either placement,
  * from as many threads as handlers.  Exit 77 without userfaultfd or with
  * fewer than two usable CPUs.

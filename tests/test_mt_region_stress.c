@@ -1,6 +1,6 @@
 /*
- * zs_region stress (issue 18, "keep it fixed"): everything at once on one
- * region, bounded in time, every byte checked.
+ * zs_region stress (keeps the region's fixed defects fixed): everything at
+ * once on one region, bounded in time, every byte checked.
  *
  *   - NT application threads, each owning a disjoint block of pages, write
  *     pages whose contents they can recompute (per-page generation numbers:

@@ -1,5 +1,5 @@
 /*
- * Regression test for issue 9, defect 1: handle memory grew without bound
+ * Regression test: handle memory grew without bound
  * when objects were freed on another thread than the one that allocated
  * them.  zs_handle_free cached the slot on the freeing thread's shard,
  * zs_handle_alloc looked only at its own shard and carved fresh 64 KiB

@@ -1,5 +1,5 @@
 /*
- * Issue 18 (R1), reproducer ../shared/repro/region_madvise.c as a test: the
+ * The MADV_DONTNEED / munmap / mremap reproducer as a test: the
  * application's own madvise(MADV_DONTNEED), munmap and mremap (shrink) of
  * part of a region must behave as they do on anonymous memory.
  *

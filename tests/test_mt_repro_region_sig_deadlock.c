@@ -1,5 +1,5 @@
 /*
- * Issue 18 (R3), reproducer ../shared/repro/region_sig_deadlock.c as a test:
+ * The signal-handler deadlock reproducer as a test:
  * a signal handler that reads region memory must not deadlock the region.
  *
  *   compact  the handler runs on a thread inside zs_region_release (which

@@ -1,5 +1,5 @@
 /*
- * Issue 18 (R4, R5), reproducer ../shared/repro/region_wbread.c as a test: a
+ * The failing-backing-file reproducer as a test: a
  * region whose store wrote its pages back to a backing file, and the file
  * then fails.  As with the kernel's swap, an access gets its bytes or
  * SIGBUS, never wrong bytes (the defect: zeros, silently).

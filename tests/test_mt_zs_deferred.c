@@ -1,6 +1,6 @@
 /*
- * Deferred free under concurrency (issue 3: "TSan-clean stress with deferred
- * free and class-index mode on"): 3 releaser threads allocate batches of
+ * Deferred free under concurrency (TSan-clean stress with deferred free
+ * and class-index mode on): 3 releaser threads allocate batches of
  * objects, verify them and release them with zs_free_deferred while keeping
  * a few alive; 2 allocator threads churn alloc/write/verify/zs_free on their
  * own objects; a compactor runs zs_compact in a loop; a flusher calls

@@ -2,8 +2,8 @@
  * The pool rwlock's promise to the region's fault path (src/zsmalloc/lock.h,
  * zs_write_lock): a reader that holds the lock while it waits for a second
  * reader is never stuck because a writer queued between the two.  That is
- * the shape of issue 18's R3 deadlock: a thread inside zs_free (read lock)
- * takes a page fault whose handler needs the read lock to decompress, while
+ * the shape of the region's signal-handler deadlock: a thread inside
+ * zs_free (read lock) takes a page fault whose handler needs the read lock to decompress, while
  * compaction waits for the write lock.  The test builds that chain with
  * plain threads, for the shared-word and the sharded lock, and then checks
  * the writer still gets the lock once the readers leave, and that readers

@@ -1,5 +1,5 @@
 /*
- * The two named config profiles (issue 20 item 2): zs_pool_config_init is
+ * The two named config profiles: zs_pool_config_init is
  * the kernel's layout, which every parity tool relies on, and
  * zs_pool_config_init_app differs from it in exactly the fields zsmalloc.h
  * documents (class_shards, free_mode, fit_zspages).  A silent drift in either would

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Owner: `zs record --zswap` (issue 19, tools/record_zswap.c), the happy path.
+# Owner: `zs record --zswap` (tools/record_zswap.c), the happy path.
 # Records two small zswap-traces on this machine's kernel -- ops mode on 300
 # pages (random, zero and library pages, so stores of all three kinds, loads
 # and invalidates appear) and --memcg-fill on 1500 -- checks what the traces

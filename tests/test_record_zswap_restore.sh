@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Owner: `zs record --zswap` (issue 19, tools/record_zswap.c; the restore is
+# Owner: `zs record --zswap` (tools/record_zswap.c; the restore is
 # tools/record_zswap_setup.c), the ways out.
 # Every way a recording can end must leave the kernel's settings as they
 # were: a setup error (swap file on tmpfs, swap file that exists), a run

@@ -1,6 +1,6 @@
 /*
  * zs_region under the application's own changes to the range, and under
- * signals and read errors (issue 18 R1-R4): MADV_DONTNEED of resident and
+ * signals and read errors: MADV_DONTNEED of resident and
  * stored pages, munmap of a tail and of a middle part, mremap shrink and
  * move, a signal handler reading region memory while its thread is inside
  * zs_region_release/pageout of that memory, and a stored page whose backing

@@ -1,5 +1,5 @@
 /*
- * Pageout by move when the kernel misreports the move (issue 18).  Linux
+ * Pageout by move when the kernel misreports the move.  Linux
  * 6.18 now and then moves a page and fails the whole UFFDIO_MOVE with EEXIST,
  * nothing counted, when the application writes a zero page being moved
  * (fuzz_region found it: a page written just then read zeros; the kernel

@@ -1,5 +1,5 @@
 /*
- * Regression test for issue 9, defect 2: extreme config values.  An
+ * Regression test: extreme config values.  An
  * extreme zs_pool_config.deferred_capacity used to wrap a malloc size and
  * write past it (1 << 60) or loop forever rounding up to a power of two
  * (SIZE_MAX).  Every numeric config field of every layer (page provider,
@@ -493,7 +493,7 @@ static void test_zram(void)
 	ZRAM_FIELD(track_actime, -1, 0);
 	ZRAM_FIELD(track_actime, 1, 1);
 
-	/* Issue 13: levels, dictionaries, writeback and groups. */
+	/* Levels, dictionaries, writeback and groups. */
 	ZRAM_FIELD(comp_level, INT_MAX, 0);
 	ZRAM_FIELD(comp_level, INT_MIN, 0);
 	ZRAM_FIELD(comp_level, 65538, 0);  /* lz4 acceleration 1..65537 */

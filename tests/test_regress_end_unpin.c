@@ -1,5 +1,5 @@
 /*
- * Regression test for issue 9, defect 3: in a checked pool, zs_obj_read_end /
+ * Regression test: in a checked pool, zs_obj_read_end /
  * zs_unmap_object for a handle that holds no pin (after a failed begin, a
  * freed, garbage or foreign handle, an end without a begin) used to drop the
  * read lock of whatever zspage the stale slot named, so a later reader or

@@ -1,5 +1,5 @@
 /*
- * Issue 18 (R6), reproducer ../shared/repro/group_discard_limit.c as a test:
+ * The group-store discard reproducer as a test:
  * a group store (group_pages 4) at its mem_limit.  Discarding one slot is a
  * read-modify-write of its group; it used to allocate the new group object
  * before freeing the old one, so it failed with -ENOMEM at the limit, and

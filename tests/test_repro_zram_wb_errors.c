@@ -1,5 +1,5 @@
 /*
- * Issue 18 (R5), reproducer ../shared/repro/zram_wb_errors.c as a test: zram
+ * The zram backing-file reproducer as a test: zram
  * writeback under backing-file errors, the writeback limit and groups, and
  * backing "files" that are not files.  Nothing stored may read back wrong:
  * a slot reads its bytes or fails with an error.

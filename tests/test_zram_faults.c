@@ -1,5 +1,6 @@
 /*
- * The zram store under faults (issue 18 R4-R6, store side):
+ * The zram store under faults (backing-file errors and discards at the
+ * memory limit, store side):
  *   - backing paths the store cannot write and read back are refused at
  *     create, with a message naming the path and the reason: /dev/null,
  *     /dev/zero, a symlink to /dev/null, a directory, a FIFO, a missing

@@ -5,8 +5,9 @@
  * (scatter-gather) decode, the store's write/read, groups, writeback (page
  * and compressed objects) and recompression -- with 0 mismatches; the
  * store's same-filled and huge decisions are the raw page's; bad specs are
- * refused with -EINVAL and a reason; and shuffle:4 stores the int32 array of
- * issue 21 in at most 1/1.45 of plain zstd's pool memory.
+ * refused with -EINVAL and a reason; and shuffle:4 stores an int32 array
+ * (small values plus a slow trend) in at most 1/1.45 of plain zstd's pool
+ * memory.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -441,7 +442,7 @@ static void test_store_bad_spec(void)
 	zs_zram_destroy(z);
 }
 
-/* Issue 21's target: the int32 array (small values plus a slow trend) at 4 KiB pages. */
+/* The density target: the int32 array (small values plus a slow trend) at 4 KiB pages. */
 static void test_density(void)
 {
 	const size_t npages = 8192; /* 32 MiB: a small pool's partly filled zspages would blur the ratio */

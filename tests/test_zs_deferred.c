@@ -1,5 +1,5 @@
 /*
- * Deferred free (seed 001, issue 3 item 4), single-threaded where counts are
+ * Deferred free (seed 001), single-threaded where counts are
  * exact: zs_free_deferred really defers (nothing freed until a flush when
  * there is no worker), zs_free_deferred_flush frees everything enqueued
  * (pages, object counts), the fixed-capacity queue falls back to a

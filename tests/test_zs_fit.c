@@ -1,6 +1,6 @@
 /*
- * Fitted zspages (zs_pool_config.fit_zspages, the application profile;
- * issue 21 item 3): compaction leaves each class at most one partly used
+ * Fitted zspages (zs_pool_config.fit_zspages, the application
+ * profile): compaction leaves each class at most one partly used
  * zspage, of the fewest pages that hold its objects.  This commits what the
  * header promises and what docs/compare.md's density numbers rest on:
  *  - a sparse class ends with short zspages and exactly the predicted pages

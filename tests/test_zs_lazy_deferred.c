@@ -1,5 +1,5 @@
 /*
- * Issue 12 item 5: deferred free costs nothing until used.  A pool created
+ * Deferred free costs nothing until used.  A pool created
  * with defaults must start no thread and allocate no queue; the first
  * zs_free_deferred creates both (one worker per pool that used it, none when
  * deferred_worker is -1), exactly once even when many threads race on it;

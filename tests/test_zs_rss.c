@@ -1,5 +1,5 @@
 /*
- * Issue 2's acceptance point, shown: "after freeing everything and
+ * The pool gives memory back, shown: "after freeing everything and
  * compacting, the pool holds 0 pages and the process RSS is back within
  * 1 MiB of where it started".  At 4K and 16K pool pages: note the RSS after
  * creating the pool, fill ~64 MiB of objects of mixed sizes (written, so the

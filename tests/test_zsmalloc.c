@@ -1,6 +1,6 @@
 /*
  * Unit tests for zsmalloc (src/zsmalloc/), single-threaded, against the
- * facts in shared/reference/kernel-zsmalloc.md and the seeds' tables:
+ * published behaviour of the kernel's zsmalloc and the seeds' tables:
  *  - the class table (class counts, huge_class_size, sample geometries) at
  *    several page sizes, chain sizes, deltas and both chain policies;
  *  - zs_malloc's error values, injected page-allocation failure and the

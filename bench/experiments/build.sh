@@ -14,7 +14,7 @@
 #                  as the region is: ZS_EXP_FLOOR_WP, ZS_EXP_FLOOR_FEAT
 #   lock-limits    T=1 churn without locked instructions or with
 #                  non-temporal copies (docs/benchmarks.md section 5,
-#                  "Eighth session"): ZS_EXP_PLAIN (one thread only),
+#                  "Where the T=1 gap is"): ZS_EXP_PLAIN (one thread only),
 #                  ZS_EXP_NT=BYTES
 #
 # Each switch is an environment variable read by the built binaries

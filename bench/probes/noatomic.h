@@ -5,8 +5,8 @@
  * atomic store into a relaxed one, so the library runs with no locked
  * instruction at all.  Correct for one thread only; it exists to answer one
  * question: how much of the single-thread gap to mimalloc do the atomics
- * cost (docs/benchmarks.md section 5, "2026-11-26: what the T=1 gap is
- * not").  Build: cmake -B build-noatomic -DCMAKE_BUILD_TYPE=Release
+ * cost (docs/benchmarks.md section 5, "Where the T=1 gap
+ * is").  Build: cmake -B build-noatomic -DCMAKE_BUILD_TYPE=Release
  * -DCMAKE_C_FLAGS="-include $PWD/bench/probes/noatomic.h -Wno-error".
  */
 #include <stdatomic.h>

@@ -7,7 +7,7 @@
  * Where it lives (since 3.0.0, docs/abi.md): libzs.so exports none of it
  * and this header is not installed.  The failure-injection hooks are part
  * of the layers they arm (hidden in libzs.so, linkable from libzs.a, as
- * ../shared/repro's programs link them); everything else is the harness
+ * stand-alone reproducer programs link them); everything else is the harness
  * library (harness/, built as the zs_harness object library and linked
  * whole into the tool, the benchmarks and the tests).
  */

@@ -15,7 +15,7 @@
  * the slow part; neighbouring pages share one call) and a chunk left
  * with no page in use and none cached is unmapped, so RSS really drops.  Giving pages back at once on every free made each allocate/free
  * cycle pay a fault, a zeroed page and an madvise whose TLB flush reaches
- * every CPU running the process (ISSUE 10's measurements); the decay keeps
+ * every CPU running the process (as bench_threads measured); the decay keeps
  * that cost off a busy pool and still returns what an idle one stops using.
  * Calls run the decay on the way; when none come, purge.c's thread runs it
  * (pages_idle_pass, at the end of this file), and the shared caches of the

@@ -1,6 +1,6 @@
 /*
- * zblock: contiguous blocks of equal slots (design facts: shared/reference/
- * zblock.md; written from those facts, no kernel code).
+ * zblock: contiguous blocks of equal slots (written from the published
+ * description of zblock, no kernel code).
  *
  * Layout.  A block is P (1..8) contiguous pool pages from zs_pages_alloc_run.
  * It starts with struct zb_block (H bytes, rounded up to 8) and is followed by

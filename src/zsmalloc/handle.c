@@ -17,7 +17,7 @@
  * every producer/consumer program) the freed slots come back to the
  * allocator instead of the allocator carving new chunks forever: handle
  * memory stays bounded by the peak number of live handles plus 16 shards'
- * caches (issue 9).  Chunks whose slots are all free go back to the OS on
+ * caches.  Chunks whose slots are all free go back to the OS on
  * zs_pool_trim (and from compaction when much is free), every chunk once the
  * pool holds no object.
  *

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: the region's call sequence and the backing file's
- * faults (issue 18).  The input's first bytes choose the region (fault-
+ * faults.  The input's first bytes choose the region (fault-
  * around, handler threads, deferred free, a store mem_limit, a resident
  * limit with automatic reclaim, compressed writeback, the kernel's or the
  * application profile's store); the rest is a program
