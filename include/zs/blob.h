@@ -47,11 +47,11 @@
  * Memory limit (cfg.mem_limit, bytes, 0: none).  Before each store the
  * store adds the new object's size to what it holds and refuses with
  * -ENOMEM when that would pass the limit.  What it holds is counted as in
- * zs_blob_mem_bytes, less two things: pool pages cached for reuse (the
- * pool's next zspages come from them before it takes new memory, and they
- * go back to the OS at the decay), and the bytes of objects freed since the
- * last compaction pass (holes new objects fill).  The count is cheap (no
- * lock) far from the limit and exact (the page providers' locks) within an
+ * zs_blob_mem_bytes, less the pool pages cached for reuse (the pool's next
+ * zspages come from them before it takes new memory, and they go back to
+ * the OS at the decay).  Holes left by freed objects count until
+ * compaction gives their pages back.  The count is cheap (no lock) far from
+ * the limit and exact (the page providers' locks) within an
  * eighth of it.  So the limit is passed by at most what one allocation adds
  * beyond its own bytes, the rest of a new zspage (at most max_chain pages,
  * 32 KiB at the defaults), per thread storing at that moment, plus the

@@ -15,8 +15,9 @@
  *
  * Capacity and eviction.  The blob store's mem_limit is the cache's
  * capacity in real memory: an insert that would take the store past it
- * evicts entries first (from the key's shard, then the next ones), and
- * compaction (the store's policy, zs/blob.h) turns the holes evictions leave
+ * evicts entries first, the shards taking turns, and runs at most one
+ * compaction step (zs/blob.h) once the holes evictions left would hold the
+ * new entry, turning them
  * into pages given back.  Eviction is CLOCK (second chance): a lookup sets
  * the entry's reference bit with one atomic OR under the shard's read lock;
  * the eviction hand clears set bits and evicts the first entry found clear.

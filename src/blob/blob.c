@@ -343,6 +343,11 @@ int blob_has_limit(const struct zs_blob *s)
 	return s->cfg.mem_limit != 0;
 }
 
+size_t blob_limit(const struct zs_blob *s)
+{
+	return s->cfg.mem_limit;
+}
+
 /*
  * The cheap count misses parked zspages, whole handle chunks and the pool's
  * tables; their sum (delta) changes slowly, so it is measured exactly every
@@ -353,15 +358,14 @@ int blob_over_limit(struct zs_blob *s, size_t extra)
 	size_t limit = s->cfg.mem_limit;
 	if (!limit)
 		return 0;
-	long long holes = (long long)atomic_load_explicit(&s->freed_bytes, memory_order_relaxed);
 	long long base = (long long)cheap_base(s);
-	long long est = base + atomic_load_explicit(&s->limit_delta, memory_order_relaxed) - holes;
+	long long est = base + atomic_load_explicit(&s->limit_delta, memory_order_relaxed);
 	unsigned tick = atomic_fetch_add_explicit(&s->limit_tick, 1, memory_order_relaxed);
 	if (est + (long long)extra + (long long)(limit / 8) > (long long)limit || !(tick & 255)) {
 		size_t cached;
 		long long ex = (long long)(zs_pool_mem_bytes(s->pool, &cached) - cached + fixed_bytes(s));
 		atomic_store_explicit(&s->limit_delta, ex - base, memory_order_relaxed);
-		est = ex - holes;
+		est = ex;
 	}
 	return est + (long long)extra > (long long)limit;
 }
@@ -459,6 +463,18 @@ static void idle_start(struct zs_blob *s)
 			__atomic_store_n(&s->thread_started, -1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&s->tmu);
+}
+
+size_t blob_freed_bytes(struct zs_blob *s)
+{
+	return (size_t)atomic_load_explicit(&s->freed_bytes, memory_order_relaxed);
+}
+
+void blob_step_now(struct zs_blob *s)
+{
+	pthread_mutex_lock(&s->cmu);
+	step_locked(s);
+	pthread_mutex_unlock(&s->cmu);
 }
 
 void blob_after_free(struct zs_blob *s)

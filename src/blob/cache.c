@@ -221,12 +221,18 @@ static unsigned long clock_evict(struct zs_cache *c, struct shard *sh)
 	return 0;
 }
 
-/* Evict one entry, the key's shard first.  1 if one went, 0 if the cache is empty. */
-static int evict_one(struct zs_cache *c, struct shard *first)
+/*
+ * Evict one entry.  Shards take turns (a shared counter picks where to
+ * start), so the evictions one insert needs spread over the shards and each
+ * shard's CLOCK sees its share: evicting from the inserting key's shard
+ * drained that shard whole while the holes waited for compaction.
+ * 1 if one went, 0 if the cache is empty.
+ */
+static int evict_one(struct zs_cache *c)
 {
-	unsigned start = (unsigned)(first - c->sh);
+	unsigned start = atomic_fetch_add_explicit(&c->evict_next, 1, memory_order_relaxed);
 	for (unsigned k = 0; k < c->nshards; k++) {
-		struct shard *sh = &c->sh[(start + k) % c->nshards];
+		struct shard *sh = &c->sh[(start + k) & (c->nshards - 1)];
 		pthread_rwlock_wrlock(&sh->lock);
 		unsigned long h = clock_evict(c, sh);
 		pthread_rwlock_unlock(&sh->lock);
@@ -335,8 +341,20 @@ int zs_cache_insert(struct zs_cache *c, const void *key, size_t klen, const void
 	struct shard *sh = shard_of(c, key_hash(key, klen), &tag);
 	if (blob_has_limit(c->b)) {
 		size_t idx = (size_t)atomic_load_explicit(&c->index_bytes, memory_order_relaxed);
-		while (blob_over_limit(c->b, e.size + idx) && evict_one(c, sh))
+		size_t cap = (size_t)blob_limit(c->b);
+		int stepped = 0;
+		while (blob_over_limit(c->b, e.size + idx)) {
+			/* Evicting leaves holes that only compaction gives back: when they would
+			 * hold this entry, one step (at most one per insert), then evict. */
+			if (!stepped && blob_freed_bytes(c->b) >= e.size + cap / 64) {
+				blob_step_now(c->b);
+				stepped = 1;
+				continue;
+			}
+			if (!evict_one(c))
+				break;
 			blob_after_free(c->b);
+		}
 		if (blob_over_limit(c->b, e.size + idx)) {
 			blob_enc_done(&e);
 			return -ENOMEM;

@@ -48,8 +48,14 @@ unsigned long blob_store_enc(struct zs_blob *s, const struct blob_enc *e);
 int blob_over_limit(struct zs_blob *s, size_t extra);
 /* 1 if the store has a mem_limit. */
 int blob_has_limit(const struct zs_blob *s);
+/* Its mem_limit in bytes (0: none). */
+size_t blob_limit(const struct zs_blob *s);
 /* Free an object whose header is parsed; no compaction step (blob_after_free runs one). */
 int blob_free_obj(struct zs_blob *s, unsigned long h, const struct blob_obj *o);
+/* Bytes freed since the last completed compaction pass (holes in zspages). */
+size_t blob_freed_bytes(struct zs_blob *s);
+/* One compaction step now (waits for a step another thread is running). */
+void blob_step_now(struct zs_blob *s);
 /* The compaction policy after frees (a bounded step when due). */
 void blob_after_free(struct zs_blob *s);
 
