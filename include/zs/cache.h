@@ -103,8 +103,8 @@ ZS_API void zs_cache_clear(struct zs_cache *c);
 /*
  * Enumerate keys.  Start with *cursor = 0; each call copies the next key
  * into keybuf (cap bytes), sets *klen and advances *cursor; -ENOENT at the
- * end, -ENOSPC when cap is under the key's length (*klen set, cursor not
- * advanced: call again with a larger buffer), -EINVAL.  Every key present
+ * end, -ENOSPC when cap is under the key's length (*klen set, *cursor left at
+ * that key: call again with a larger buffer), -EINVAL.  Every key present
  * for the whole enumeration and not moved meanwhile is returned once; an
  * insert or erase in the shard being read may move an entry across the
  * cursor, so under concurrent change a key can be missed or returned twice

@@ -477,6 +477,15 @@ void blob_step_now(struct zs_blob *s)
 	pthread_mutex_unlock(&s->cmu);
 }
 
+void blob_pass_now(struct zs_blob *s)
+{
+	pthread_mutex_lock(&s->cmu);
+	do
+		step_locked(s);
+	while (s->cursor);
+	pthread_mutex_unlock(&s->cmu);
+}
+
 void blob_after_free(struct zs_blob *s)
 {
 	idle_start(s);

@@ -342,7 +342,7 @@ int zs_cache_insert(struct zs_cache *c, const void *key, size_t klen, const void
 	if (blob_has_limit(c->b)) {
 		size_t idx = (size_t)atomic_load_explicit(&c->index_bytes, memory_order_relaxed);
 		size_t cap = (size_t)blob_limit(c->b);
-		int stepped = 0;
+		int stepped = 0, passed = 0, full = 0;
 		while (blob_over_limit(c->b, e.size + idx)) {
 			/* Evicting leaves holes that only compaction gives back: when they would
 			 * hold this entry, one step (at most one per insert), then evict. */
@@ -351,11 +351,20 @@ int zs_cache_insert(struct zs_cache *c, const void *key, size_t klen, const void
 				stepped = 1;
 				continue;
 			}
-			if (!evict_one(c))
+			if (evict_one(c)) {
+				blob_after_free(c->b);
+				continue;
+			}
+			/* Nothing left to evict (other threads took it): what is held is holes
+			 * and entries being inserted; a whole pass, once, before giving up. */
+			if (passed) {
+				full = 1;
 				break;
-			blob_after_free(c->b);
+			}
+			blob_pass_now(c->b);
+			passed = stepped = 1;
 		}
-		if (blob_over_limit(c->b, e.size + idx)) {
+		if (full) {
 			blob_enc_done(&e);
 			return -ENOMEM;
 		}

@@ -56,6 +56,8 @@ int blob_free_obj(struct zs_blob *s, unsigned long h, const struct blob_obj *o);
 size_t blob_freed_bytes(struct zs_blob *s);
 /* One compaction step now (waits for a step another thread is running). */
 void blob_step_now(struct zs_blob *s);
+/* Finish the current compaction pass, or run a whole one. */
+void blob_pass_now(struct zs_blob *s);
 /* The compaction policy after frees (a bounded step when due). */
 void blob_after_free(struct zs_blob *s);
 
