@@ -356,8 +356,9 @@ ZS_API unsigned long zs_compact_step(struct zs_pool *pool, unsigned *cursor, uns
 /*
  * The memory the pool holds, in bytes: its pages in use (parked zspages
  * included), the freed pages its page cache still keeps mapped for reuse
- * (per-CPU caches included), its handle slots (in use and cached) and its own
- * tables.  zs_get_total_pages counts only the first part, less parked zspages.  This is what the
+ * (per-CPU caches included), its handle slots (in use and cached), the page
+ * descriptors of every chunk mapped (64 bytes and a little more per page of
+ * the chunk, kept while any page of it is in use) and its own tables.  zs_get_total_pages counts only the first part, less parked zspages.  This is what the
  * pool adds to the process's RSS once its pages have been written, to within
  * the pages of a chunk never touched (none are counted).  With cached not
  * NULL, *cached is the part that is pool pages cached for reuse (the next

@@ -58,7 +58,8 @@ struct zs_blob {
 
 	/* Compaction: one compactor of this store at a time (calls try, never wait). */
 	pthread_mutex_t cmu;
-	unsigned cursor;
+	unsigned cursor;             /* under cmu */
+	atomic_int pass_open;        /* cursor != 0, for readers without cmu */
 	unsigned long long pass_start_freed;
 
 	/* Idle compaction thread. */
@@ -378,6 +379,7 @@ static void step_locked(struct zs_blob *s)
 	unsigned long f = zs_compact_step(s->pool, &s->cursor, s->cfg.compact_budget);
 	atomic_fetch_add_explicit(&s->steps, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->pages_compacted, f, memory_order_relaxed);
+	atomic_store_explicit(&s->pass_open, s->cursor != 0, memory_order_relaxed);
 	if (s->cursor == 0) {
 		/* What was freed during the pass may sit behind the cursor: only the count at its start goes. */
 		unsigned long long cur = atomic_load_explicit(&s->freed_bytes, memory_order_relaxed);
@@ -403,7 +405,7 @@ static void maybe_step(struct zs_blob *s)
 	if (s->cfg.compact_ratio_pct < 0)
 		return;
 	/* A pass once begun goes on step by step; a new one starts only when due. */
-	if (!__atomic_load_n(&s->cursor, __ATOMIC_RELAXED) && !compaction_due(s))
+	if (!atomic_load_explicit(&s->pass_open, memory_order_relaxed) && !compaction_due(s))
 		return;
 	if (pthread_mutex_trylock(&s->cmu))
 		return;
@@ -433,7 +435,7 @@ static void *idle_main(void *arg)
 		if (atomic_exchange_explicit(&s->busy, 0, memory_order_relaxed))
 			continue;
 		if (atomic_load_explicit(&s->freed_bytes, memory_order_relaxed) < s->cfg.compact_min_bytes &&
-		    !__atomic_load_n(&s->cursor, __ATOMIC_RELAXED))
+		    !atomic_load_explicit(&s->pass_open, memory_order_relaxed))
 			continue;
 		pthread_mutex_unlock(&s->tmu);
 		pthread_mutex_lock(&s->cmu);
@@ -879,6 +881,7 @@ unsigned long zs_blob_compact(struct zs_blob *s)
 	unsigned long long start = atomic_load_explicit(&s->freed_bytes, memory_order_relaxed);
 	unsigned long f = zs_compact(s->pool);
 	s->cursor = 0;
+	atomic_store_explicit(&s->pass_open, 0, memory_order_relaxed);
 	unsigned long long cur = atomic_load_explicit(&s->freed_bytes, memory_order_relaxed);
 	while (!atomic_compare_exchange_weak_explicit(&s->freed_bytes, &cur, cur > start ? cur - start : 0,
 						      memory_order_relaxed, memory_order_relaxed))
