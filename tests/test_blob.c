@@ -95,6 +95,42 @@ static void test_config_errors(void)
 	memset(&st, 0xff, sizeof(st));
 	zs_blob_stats(NULL, &st);
 	CHECK_EQ(st.objects, 0);
+	/* The two zsmalloc calls the store is built on, at their edges. */
+	unsigned cur = 5;
+	size_t cached = 7;
+	CHECK_EQ(zs_compact_step(NULL, &cur, 1), 0);
+	CHECK_EQ(zs_pool_mem_bytes(NULL, &cached), 0);
+	CHECK_EQ(cached, 0);
+	struct zs_pool_config pc;
+	zs_pool_config_init_app(&pc);
+	struct zs_pool *p = zs_create_pool(&pc);
+	REQUIRE(p);
+	CHECK_EQ(zs_compact_step(p, NULL, 1), 0);
+	size_t empty = zs_pool_mem_bytes(p, NULL);
+	CHECK(empty > 0 && empty < 256 * 1024);
+	unsigned long hs[2000];
+	static unsigned char src[1100];
+	memset(src, 'z', sizeof(src));
+	for (int i = 0; i < 2000; i++)
+		hs[i] = zs_malloc_write(p, src, 40 + i % 1000);
+	size_t full = zs_pool_mem_bytes(p, &cached);
+	CHECK(full >= empty + zs_get_total_pages(p) * 4096);
+	for (int i = 0; i < 2000; i += 2)
+		zs_free(p, hs[i]);
+	unsigned long before = zs_get_total_pages(p), freed = 0;
+	int steps = 0;
+	cur = 0;
+	do {
+		freed += zs_compact_step(p, &cur, 1);
+		steps++;
+	} while (cur && steps < 10000);
+	CHECK_EQ(cur, 0);
+	CHECK(steps > 1);                 /* one class copy a step: several steps a pass */
+	CHECK(freed > 0);
+	CHECK_EQ(zs_get_total_pages(p), before - freed);
+	for (int i = 1; i < 2000; i += 2)
+		zs_free(p, hs[i]);
+	zs_destroy_pool(p);
 }
 
 /* Round trips of every length class, compressible and not. */
