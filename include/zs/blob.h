@@ -150,7 +150,7 @@ ZS_API int zs_blob_create(const struct zs_blob_config *cfg, struct zs_blob **out
 /* Free the store and every object in it; NULL is ignored. */
 ZS_API void zs_blob_destroy(struct zs_blob *s);
 
-/* Largest value zs_blob_put takes, in bytes (65528 at 4 KiB pages and the default pool). */
+/* Largest value zs_blob_put takes, in bytes (65532 at 4 KiB pages and the default pool). */
 ZS_API size_t zs_blob_max_len(const struct zs_blob *s);
 
 /*
