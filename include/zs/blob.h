@@ -7,9 +7,9 @@
  * that counts everything it keeps resident, and compacting the pool at the
  * right moments without any one call paying for a whole pass.
  *
- * Objects.  Each object carries a header of 2..7 bytes (up to 9 with a cache key) (a tag byte with the
+ * Objects.  Each object carries a header of 2..7 bytes (a tag byte with the
  * codec, the value's length as a varint, and the stored length as a varint
- * when compressed), so zs_blob_size and zs_blob_get need nothing from the
+ * when compressed; a cache key's length adds up to 2), so zs_blob_size and zs_blob_get need nothing from the
  * caller but the handle.  Objects shorter than 16 bytes are padded to 16
  * (the pool's smallest slot holds 24 anyway).  A value of up to
  * zs_blob_max_len bytes is taken: the pool is created with max_object_size
