@@ -368,6 +368,32 @@ ZS_API int zs_lookup_class_index(const struct zs_pool *pool, size_t size);
  * page provider's cached pages to the OS (as zs_pool_trim).
  */
 ZS_API unsigned long zs_compact(struct zs_pool *pool);
+/*
+ * A bounded share of zs_compact: the same per-class compaction, over at most
+ * max_classes class copies that have anything to move (0 is taken as 1),
+ * starting where the step before left off.  *cursor is the caller's (start it
+ * at 0); it is 0 again when a whole pass over the classes is done, and that
+ * step also trims unused handle memory.  Unlike zs_compact it returns no cached
+ * page to the OS at once (they go at the cache's decay, zs/pages.h).  Returns
+ * the pages freed; 0 when another compaction is running (it waits for none)
+ * or pool or cursor is NULL.  For callers that spread compaction over their
+ * own calls so no single call pays for a whole pass (zs/blob.h).
+ */
+ZS_API unsigned long zs_compact_step(struct zs_pool *pool, unsigned *cursor, unsigned max_classes);
+/*
+ * The memory the pool holds, in bytes: its pages in use (parked zspages
+ * included), the freed pages its page cache still keeps mapped for reuse
+ * (per-CPU caches included), its handle slots (in use and cached), the page
+ * descriptors of every chunk mapped (64 bytes and a little more per page of
+ * the chunk, kept while any page of it is in use) and its own tables.  zs_get_total_pages counts only the first part, less parked zspages.  This is what the
+ * pool adds to the process's RSS once its pages have been written, to within
+ * the pages of a chunk never touched (none are counted).  With cached not
+ * NULL, *cached is the part that is pool pages cached for reuse (the next
+ * zspages come from them before new memory is taken; they go back to the OS
+ * at the decay, zs/pages.h).  Takes the page providers' locks briefly; 0
+ * (and *cached 0) for a NULL pool.
+ */
+ZS_API size_t zs_pool_mem_bytes(const struct zs_pool *pool, size_t *cached);
 /* Pool pages in use (the kernel's pages_allocated). */
 ZS_API unsigned long zs_get_total_pages(const struct zs_pool *pool);
 /* Copies of each size class the pool has (1: the kernel's layout; see class_shards). */

@@ -62,7 +62,7 @@ __all__ = [
     "CHAIN_POLICIES", "FREE_MODES", "PROFILES", "POOL_OPTIONS", "pool_profile",
     "CLASS_SHARDS_AUTO", "PAGES_NO_CACHE", "PAGES_DECAY_NEVER",
 ]
-__version__ = "3.1.0"
+__version__ = "3.2.0"
 
 # Any object with the buffer protocol (bytes, bytearray, memoryview, array.array, numpy
 # arrays, mmap): the C library reads or fills its memory in place.  (typing has no

@@ -369,3 +369,57 @@ unsigned long zs_compact(struct zs_pool *pool)
 	zs_signals_restore(&sigs);   /* after the trims: they take the handle and page locks */
 	return freed;
 }
+
+/*
+ * A bounded share of zs_compact, for callers (the blob store) that compact a
+ * little on each call instead of stopping the pool for a whole pass: the same
+ * per-class step, over at most max_classes class copies that have something to
+ * do, resuming where the previous step stopped.  Returns pages freed; *cursor
+ * is 0 again once a pass is complete, which is when handle memory is trimmed
+ * (pages freed here go to the page cache and leave at its decay).
+ */
+unsigned long zs_compact_step(struct zs_pool *pool, unsigned *cursor, unsigned max_classes)
+{
+	if (!pool || !cursor)
+		return 0;
+	zs_lock_assert_none(ZS_LOCK_ZS_COMPACT);
+	if (atomic_exchange_explicit(&pool->compaction_in_progress, 1, memory_order_acquire))
+		return 0;
+	zs_lock_took_try(&pool->compaction_in_progress, ZS_LOCK_ZS_COMPACT);
+	struct zs_sigguard sigs;
+	zs_signals_block(&sigs);
+	char *buf = malloc(pool->page_size);
+	unsigned long freed = 0;
+	int n = pool->nr_classes;
+	unsigned total = (unsigned)n * pool->nr_shards;
+	unsigned e = *cursor < total ? *cursor : 0;
+	unsigned done = 0;
+	if (buf) {
+		/* Same order as zs_compact (largest index first): e counts down from the top. */
+		for (; e < total && done < (max_classes ? max_classes : 1); e++) {
+			unsigned idx = total - 1 - e;
+			if (pool->geom[idx % (unsigned)n].phys != (int)(idx % (unsigned)n))
+				continue;
+			struct size_class *class = &pool->classes[idx];
+			if (!class_live(class) || class->huge)
+				continue;
+			zs_spin_lock(&class->lock);
+			int work = zs_can_compact(class) > 0 ||
+				   (pool->cfg.fit_zspages && class->pages_per_zspage > 1);
+			zs_spin_unlock(&class->lock);
+			if (!work)
+				continue;
+			freed += compact_class(pool, class, buf);
+			done++;
+		}
+		free(buf);
+	}
+	*cursor = e < total ? e : 0;
+	atomic_fetch_add_explicit(&pool->pages_compacted, freed, memory_order_relaxed);
+	zs_lock_drop(&pool->compaction_in_progress);
+	atomic_store_explicit(&pool->compaction_in_progress, 0, memory_order_release);
+	if (*cursor == 0)
+		zs_handles_trim(pool, 0);
+	zs_signals_restore(&sigs);
+	return freed;
+}

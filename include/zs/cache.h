@@ -1,0 +1,136 @@
+/*
+ * libzs cache: a key-value cache of byte strings on a blob store (zs/blob.h),
+ * for a program that keeps many small records compressed in RAM (a RocksDB
+ * secondary cache: 16-byte keys, 2-5 KB blocks; a Python mapping).
+ *
+ * Index.  Keys are hashed (64 bits) into power-of-two shards, each an
+ * open-addressing table (linear probing, deletion by backward shift, no
+ * tombstones) under its own reader/writer lock: lookups of one shard share
+ * it, inserts and erases take it alone.  A table slot is 12 bytes, the
+ * object's handle and 31 bits of the key's hash; the key itself is stored in
+ * the blob object beside the value (uncompressed, after the header), so the
+ * index holds no copy of it.  Tables grow at 80% load, so a slot is 12 to 30
+ * bytes per entry (15-30 between growths), plus the key inside the object:
+ * tests/test_cache.c measures it (zs_cache_stats index_bytes / entries).
+ *
+ * Capacity and eviction.  The blob store's mem_limit is the cache's
+ * capacity in real memory: an insert that would take the store past it
+ * evicts entries first, the shards taking turns, and runs at most one
+ * compaction step (zs/blob.h) once the holes evictions left would hold the
+ * new entry, turning them
+ * into pages given back.  Eviction is CLOCK (second chance): a lookup sets
+ * the entry's reference bit with one atomic OR under the shard's read lock;
+ * the eviction hand clears set bits and evicts the first entry found clear.
+ * LRU would need a list link per entry (16 more bytes, over the index
+ * budget) and a write to shared list heads on every hit, which would make
+ * lookups exclusive; CLOCK keeps lookups read-only on the index and costs 1
+ * bit.  With mem_limit 0 nothing is evicted and an insert fails with
+ * -ENOMEM only when memory runs out.
+ *
+ * Values are copied in and out (zs_cache_lookup), or read in place through a
+ * callback (zs_cache_lookup_cb: straight from the pool for a raw value within
+ * one page, else from a per-thread buffer).  Inserting a key that exists
+ * replaces its value.
+ *
+ * Thread safety: every call may be made from any thread at once.  A callback
+ * runs under its shard's read lock: it may look up keys (any shard) but must
+ * not insert, erase or clear (that would wait for its own lock: deadlock).
+ *
+ * Errors (README.md, "Errors"): negative errno values.  Bad arguments
+ * (NULL cache, NULL key, key length 0 or past max_key, NULL value with a
+ * nonzero length) are -EINVAL.
+ */
+#ifndef ZS_CACHE_H
+#define ZS_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "zs/common.h"
+#include "zs/blob.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Longest key max_key allows. */
+#define ZS_CACHE_MAX_KEY 4096
+
+struct zs_cache_config {
+	size_t struct_size;          /* set by zs_cache_config_init; 0 is taken as this library's */
+	struct zs_blob_config blob;  /* the store; blob.mem_limit is the capacity (0: none) */
+	unsigned shards;             /* index shards; 0 -> 4 per online CPU rounded up to a power
+	                                of two (at least 8); else a power of two 1..4096 */
+	size_t max_key;              /* longest key in bytes; 0 -> 1024; 1..ZS_CACHE_MAX_KEY */
+	uint64_t reserved[4];        /* must be 0 */
+};
+
+struct zs_cache;
+
+/* Defaults: zs_blob_config_init for the store, no capacity, automatic shards, 1 KiB keys. */
+ZS_API void zs_cache_config_init(struct zs_cache_config *cfg);
+/* 0 and *out, or -EINVAL (a field out of range, or the store's) / -ENOMEM; *out NULL then. */
+ZS_API int zs_cache_create(const struct zs_cache_config *cfg, struct zs_cache **out);
+/* Free the cache and all its entries; NULL is ignored. */
+ZS_API void zs_cache_destroy(struct zs_cache *c);
+
+/*
+ * Insert or replace key -> value (vlen 0..zs_blob_max_len less the key's
+ * length and 2 bytes).  0, or -EINVAL, -ENOSPC (value too long), -ENOMEM
+ * (memory; or, with a capacity, the entry alone would not fit in it).
+ */
+ZS_API int zs_cache_insert(struct zs_cache *c, const void *key, size_t klen, const void *val,
+			   size_t vlen);
+/*
+ * Copy key's value into buf (cap bytes).  Returns its length; -ENOENT (no
+ * such key: a miss), -ENOSPC (cap too small; buf untouched, the length is
+ * returned by zs_cache_value_size), -EINVAL.  Counts a hit or a miss.
+ */
+ZS_API long zs_cache_lookup(struct zs_cache *c, const void *key, size_t klen, void *buf, size_t cap);
+/* Length of key's value, -ENOENT or -EINVAL; counts no hit or miss. */
+ZS_API long zs_cache_value_size(struct zs_cache *c, const void *key, size_t klen);
+/*
+ * Zero-copy lookup: fn(value, len, arg) under the shard's read lock (see
+ * "Thread safety"); returns what fn returns, or -ENOENT / -EINVAL (fn not
+ * called).  Counts a hit or a miss.
+ */
+ZS_API int zs_cache_lookup_cb(struct zs_cache *c, const void *key, size_t klen, zs_blob_read_fn fn,
+			      void *arg);
+/* Remove key.  0, -ENOENT, -EINVAL. */
+ZS_API int zs_cache_erase(struct zs_cache *c, const void *key, size_t klen);
+/* Remove every entry (counted as erases, not evictions). */
+ZS_API void zs_cache_clear(struct zs_cache *c);
+
+/*
+ * Enumerate keys.  Start with *cursor = 0; each call copies the next key
+ * into keybuf (cap bytes), sets *klen and advances *cursor; -ENOENT at the
+ * end, -ENOSPC when cap is under the key's length (*klen set, *cursor left at
+ * that key: call again with a larger buffer), -EINVAL.  Every key present
+ * for the whole enumeration and not moved meanwhile is returned once; an
+ * insert or erase in the shard being read may move an entry across the
+ * cursor, so under concurrent change a key can be missed or returned twice
+ * (a Python mapping raises on a size change, as dict iteration does).
+ */
+ZS_API int zs_cache_next(struct zs_cache *c, uint64_t *cursor, void *keybuf, size_t cap,
+			 size_t *klen);
+
+struct zs_cache_stats {
+	uint64_t entries;
+	uint64_t hits, misses;
+	uint64_t inserts;     /* new keys and replacements */
+	uint64_t replaced;    /* of the inserts, those that replaced a value */
+	uint64_t erases;      /* zs_cache_erase and zs_cache_clear */
+	uint64_t evictions;
+	uint64_t index_bytes; /* the shards' tables and locks */
+	uint64_t key_bytes;   /* keys' bytes, summed (stored inside the objects) */
+	uint64_t mem_bytes;   /* zs_blob_mem_bytes of the store plus index_bytes */
+	struct zs_blob_stats blob;
+	uint64_t reserved[4];
+};
+ZS_API void zs_cache_stats(struct zs_cache *c, struct zs_cache_stats *st);
+/* The blob store under the cache (statistics, zs_blob_compact); not for storing into. */
+ZS_API struct zs_blob *zs_cache_blob(struct zs_cache *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
