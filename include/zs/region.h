@@ -45,6 +45,10 @@
  * Not supported:
  *   - fork(): the range is MADV_DONTFORK, so a child has no mapping there
  *     (touching it in the child is SIGSEGV); the parent is unaffected.
+ *     The child must not call zs_region_* on an inherited region (its
+ *     handler and reclaim threads stayed in the parent); pools, stores and
+ *     zswaps it inherited, other than the region's own store, and new ones
+ *     work there (zs/zsmalloc.h, "fork()").
  *   - mprotect making the range read-only while pages are stored: a fault
  *     install needs a writable mapping.
  *   - Huge pages (THP) inside the range: the range is MADV_NOHUGEPAGE.
