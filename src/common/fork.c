@@ -31,14 +31,19 @@ void zs_fork_gate_yield(struct zs_fork_gate *g)
 	zs_fork_gate_enter(g);
 }
 
+/* Ranked where the layer's locks are (zsmalloc's); zswap's are not, and neither is its gate. */
 void zs_fork_gate_lock(struct zs_fork_gate *g)
 {
-	zs_mutex_lock_ranked(&g->lock, g->rank);
+	if (g->rank)
+		zs_lock_take(&g->lock, g->rank);
+	pthread_mutex_lock(&g->lock);
 }
 
 void zs_fork_gate_unlock(struct zs_fork_gate *g)
 {
-	zs_mutex_unlock_ranked(&g->lock);
+	pthread_mutex_unlock(&g->lock);
+	if (g->rank)
+		zs_lock_drop(&g->lock);
 }
 
 void zs_fork_gate_close(struct zs_fork_gate *g)
