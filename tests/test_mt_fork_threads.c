@@ -3,10 +3,12 @@
  * threads are libzs's forks again and again while those threads work: the
  * deferred-free worker draining a pool's queue, the page provider's purge
  * thread returning cached pages (decay 1 ms), the zswap shrink worker
- * writing pages back.  Every child must be able to use what it inherited
- * (allocate, write, read back what the parent wrote before the fork, free,
- * deferred frees that really get freed, zswap stores, loads and a shrink
- * pass) and create new objects of each kind.  Before the library quiesced
+ * writing pages back, a region's fault handlers and reclaim thread (with an
+ * application thread faulting).  Every child must be able to use what it
+ * inherited (allocate, write, read back what the parent wrote before the
+ * fork, free, deferred frees that really get freed, zswap stores, loads and
+ * a shrink pass; destroy at once, with no worker of its own) and create new
+ * objects of each kind (pool, zram store, zswap, region).  Before the library quiesced
  * its workers at fork, the child spun for ever on a class or page lock the
  * deferred worker held at the moment of the fork (within a few hundred
  * forks).
@@ -18,12 +20,14 @@
  */
 #include "testutil.h"
 #include "forkcase.h"
+#include "zs/region.h"
 #include "zs/zram.h"
 #include "zs/zsmalloc.h"
 #include "zs/zswap.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -100,6 +104,8 @@ static const char *why(int code)
 	case 25: return "a page the child stored loads back wrong";
 	case 26: return "creating a new zswap failed";
 	case 27: return "a page stored in the new zswap loads back wrong";
+	case 17: return "creating a new region failed";
+	case 18: return "a new region's page does not come back after a pageout";
 	default: return "?";
 	}
 }
@@ -156,6 +162,7 @@ struct pool_case {
 	unsigned long keep[KEEP];
 	size_t keep_len[KEEP];
 	int make_new; /* this child also creates a pool and a zram store (one child in 8: slower) */
+	int destroy_first; /* this child destroys the pool at once: no worker of its own to join */
 };
 
 /* Allocate n objects of the sizes the parent uses, check them, free half deferred. */
@@ -192,6 +199,11 @@ static unsigned long used_objs(struct zs_pool *p)
 static int pool_child(void *arg)
 {
 	struct pool_case *c = arg;
+	if (c->destroy_first) {
+		/* What the parent had queued is freed here, and no thread is waited for. */
+		zs_destroy_pool(c->pool);
+		return 0;
+	}
 	/* What the parent wrote before the fork reads back. */
 	for (int i = 0; i < KEEP; i++)
 		if (check_obj(c->pool, c->keep[i], (uint64_t)i, c->keep_len[i]))
@@ -269,6 +281,7 @@ static int case_pool(void *arg)
 		/* Fork at a random point of the worker's drain (it takes a few hundred us). */
 		usleep((useconds_t)(tu_rand(&rng) % 400));
 		c.make_new = forks % 8 == 0;
+		c.destroy_first = forks % 8 == 4;
 		bad = fork_one("pool", forks, pool_child, &c);
 		forks++;
 	}
@@ -293,6 +306,7 @@ struct zswap_case {
 	struct zs_zswap_config cfg;
 	struct zs_zswap *z;
 	uint64_t next;                   /* the parent's next offset */
+	int destroy_first;               /* this child destroys the zswap at once */
 	char path[64], path2[64];
 };
 
@@ -315,6 +329,12 @@ static int zswap_child(void *arg)
 	struct zswap_case *c = arg;
 	unsigned char pg[PS], back[PS];
 	struct zs_zswap_stats st0, st1;
+
+	if (c->destroy_first) {
+		/* Its worker stayed in the parent: nothing to stop, nothing to wait for. */
+		zs_zswap_destroy(c->z);
+		return 0;
+	}
 
 	zs_zswap_get_stats(c->z, &st0);
 	/*
@@ -416,6 +436,7 @@ static int case_zswap(void *arg)
 				zs_zswap_invalidate(c.z, c.next - WINDOW);
 		}
 		usleep((useconds_t)(tu_rand(&rng) % 400));
+		c.destroy_first = forks % 8 == 4;
 		bad = fork_one("zswap", forks, zswap_child, &c);
 		forks++;
 	}
@@ -434,6 +455,117 @@ static int case_zswap(void *arg)
 	return tu_done();
 }
 
+/* ---- a region: fault handlers and the reclaim thread ----------------------- */
+
+#define RPAGES 1024 /* 4 MiB region, a 1 MiB resident limit: the reclaim thread works */
+
+struct region_case {
+	struct zs_region *r;
+	struct zs_pool *pool;             /* a pool of the application's, untouched by any thread */
+	unsigned long keep[64];
+	atomic_int stop;
+	int make_new;
+};
+
+/* An application thread touching the region: faults for the handlers, work for reclaim. */
+static void *toucher(void *arg)
+{
+	struct region_case *c = arg;
+	unsigned char *m = zs_region_addr(c->r);
+	uint64_t x = seed | 1;
+	while (!atomic_load(&c->stop)) {
+		size_t pg = (size_t)(fc_xorshift(&x) % RPAGES);
+		if (m[pg * 4096] != (unsigned char)pg)
+			abort(); /* the region lost a page: nothing to do with fork, but fatal */
+		m[pg * 4096 + 1] = (unsigned char)x;
+	}
+	return NULL;
+}
+
+static int region_child(void *arg)
+{
+	struct region_case *c = arg;
+	for (int i = 0; i < 64; i++)
+		if (check_obj(c->pool, c->keep[i], (uint64_t)i, 1000))
+			return 10;
+	if (use_pool(c->pool, 1000, 300000))
+		return 11;
+	if (!c->make_new)
+		return 0;
+	struct zs_pool_config pc;
+	zs_pool_config_init(&pc);
+	struct zs_pool *p2 = zs_create_pool(&pc);
+	if (!p2)
+		return 13;
+	if (use_pool(p2, 1000, 400000))
+		return 14;
+	zs_destroy_pool(p2);
+	/* A new region of the child's own, with its handler threads. */
+	struct zs_region_config rc;
+	struct zs_region *r2;
+	char err[200];
+	zs_region_config_init(&rc);
+	rc.size = 64 * 4096;
+	if (zs_region_create(&rc, &r2, err, sizeof err))
+		return 17;
+	unsigned char *m = zs_region_addr(r2);
+	for (int i = 0; i < 64; i++)
+		m[i * 4096] = (unsigned char)(i + 1);
+	if (zs_region_pageout(r2, m, 64 * 4096) < 0)
+		return 18;
+	for (int i = 0; i < 64; i++)
+		if (m[i * 4096] != (unsigned char)(i + 1))
+			return 18;
+	zs_region_destroy(r2);
+	return 0;
+}
+
+static int case_region(void *arg)
+{
+	(void)arg;
+	static struct region_case c;
+	struct zs_region_config rc;
+	char err[200];
+	uint64_t rng = seed ^ 0xa5a5;
+
+	zs_region_config_init(&rc);
+	rc.size = RPAGES * 4096;
+	rc.handler_threads = 2;
+	rc.resident_limit = RPAGES * 4096 / 4;
+	rc.store.deferred_free = 1;
+	if (zs_region_create(&rc, &c.r, err, sizeof err)) {
+		printf("  region: cannot create one here (%s): case skipped\n", err);
+		return tu_done();
+	}
+	unsigned char *m = zs_region_addr(c.r);
+	for (size_t pg = 0; pg < RPAGES; pg++)
+		m[pg * 4096] = (unsigned char)pg;
+	c.pool = zs_create_pool(NULL);
+	REQUIRE(c.pool);
+	for (int i = 0; i < 64; i++) {
+		c.keep[i] = zs_malloc(c.pool, 1000);
+		REQUIRE(!ZS_IS_ERR(c.keep[i]) && write_obj(c.pool, c.keep[i], (uint64_t)i, 1000) == 0);
+	}
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, toucher, &c) == 0);
+	int forks = 0, bad = 0;
+	double t0 = now_s();
+	while (now_s() - t0 < CASE_SECS / 2 && !bad) {
+		usleep((useconds_t)(tu_rand(&rng) % 2000));
+		c.make_new = forks % 8 == 0;
+		bad = fork_one("region", forks, region_child, &c);
+		forks++;
+	}
+	atomic_store(&c.stop, 1);
+	pthread_join(t, NULL);
+	printf("  region: %d forks beside 2 fault handlers and the reclaim thread\n", forks);
+	CHECK_EQ(bad, 0);
+	CHECK(forks >= 5);
+	zs_region_destroy(c.r);
+	zs_destroy_pool(c.pool);
+	return tu_done();
+}
+
 int main(void)
 {
 	seed = tu_seed("test_mt_fork_threads");
@@ -441,7 +573,8 @@ int main(void)
 	int fails = 0;
 	fails += fc_run("pool: deferred worker, purge thread", timeout, case_pool, NULL);
 	fails += fc_run("zswap: shrink worker, deferred worker", timeout, case_zswap, NULL);
-	tu_pass += 2 - fails;
+	fails += fc_run("region: fault handlers, reclaim thread", timeout, case_region, NULL);
+	tu_pass += 3 - fails;
 	tu_fail += fails;
 	return tu_done();
 }
