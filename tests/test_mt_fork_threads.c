@@ -20,6 +20,7 @@
  */
 #include "testutil.h"
 #include "forkcase.h"
+#include "zs/pages.h"
 #include "zs/region.h"
 #include "zs/zram.h"
 #include "zs/zsmalloc.h"
@@ -316,6 +317,102 @@ static int case_pool(void *arg)
 	return tu_done();
 }
 
+/*
+ * Application threads inside the pool at the fork: one holds objects open
+ * for reading (zs_obj_read_begin .. read_end, the pool lock's reader side
+ * across its own work), one compacts (the pool write lock, class and page
+ * locks), while the main thread frees deferred and forks.  The prepare
+ * handlers must not wait for them (the worker never waits for a reader or
+ * the pool lock): every fork returns.  The child leaves that pool alone, as
+ * zsmalloc.h says, and uses another inherited pool, one whose pages are
+ * never decayed by time: the purge thread, once started in the child, would
+ * visit the busy pool's page provider too, whose lock the compactor may
+ * have held (zsmalloc.h, "fork()").
+ */
+struct busy_case {
+	struct zs_pool *pool;
+	struct zs_pool *other;
+	unsigned long keep[KEEP];
+	atomic_int stop;
+};
+
+static void *busy_reader(void *arg)
+{
+	struct busy_case *c = arg;
+	unsigned char b[4096];
+	for (unsigned i = 0; !atomic_load(&c->stop); i++) {
+		unsigned long h = c->keep[i % KEEP];
+		void *q = zs_obj_read_begin(c->pool, h, 1000, b);
+		if (!q)
+			abort();
+		usleep(200); /* the application's work, with the object open */
+		zs_obj_read_end(c->pool, h, 1000, q);
+	}
+	return NULL;
+}
+
+static void *busy_compactor(void *arg)
+{
+	struct busy_case *c = arg;
+	while (!atomic_load(&c->stop))
+		zs_compact(c->pool);
+	return NULL;
+}
+
+static int busy_child(void *arg)
+{
+	struct busy_case *c = arg;
+	if (use_pool(c->other, 1000, 500000))
+		return 11;
+	zs_free_deferred_flush(c->other);
+	return 0;
+}
+
+static int case_busy(void *arg)
+{
+	(void)arg;
+	static struct busy_case c;
+	static unsigned long h[CHURN];
+	uint64_t rng = seed ^ 0x3c3c;
+	struct zs_pool_config oc;
+	zs_pool_config_init(&oc);
+	oc.page_cache_decay_ms = ZS_PAGES_DECAY_NEVER;
+	c.other = zs_create_pool(&oc);
+	c.pool = zs_create_pool(NULL);
+	REQUIRE(c.pool && c.other);
+	for (int i = 0; i < KEEP; i++) {
+		c.keep[i] = zs_malloc(c.pool, 1000);
+		REQUIRE(!ZS_IS_ERR(c.keep[i]) && write_obj(c.pool, c.keep[i], (uint64_t)i, 1000) == 0);
+	}
+	pthread_t rt, ct;
+	REQUIRE(pthread_create(&rt, NULL, busy_reader, &c) == 0);
+	REQUIRE(pthread_create(&ct, NULL, busy_compactor, &c) == 0);
+	int forks = 0, bad = 0;
+	double t0 = now_s();
+	while (keep_forking(t0, CASE_SECS / 2, forks) && !bad) {
+		for (int i = 0; i < CHURN; i++) {
+			h[i] = zs_malloc(c.pool, 100 + (size_t)(i % 29) * 100);
+			REQUIRE(!ZS_IS_ERR(h[i]));
+		}
+		for (int i = 0; i < CHURN; i++)
+			REQUIRE((i & 1 ? zs_free_deferred(c.pool, h[i]) : zs_free(c.pool, h[i])) == 0);
+		usleep((useconds_t)(tu_rand(&rng) % 400));
+		bad = fork_one("busy", forks, busy_child, &c);
+		forks++;
+	}
+	atomic_store(&c.stop, 1);
+	pthread_join(rt, NULL);
+	pthread_join(ct, NULL);
+	printf("  busy: %d forks beside a reader and a compactor in the pool\n", forks);
+	CHECK_EQ(bad, 0);
+	CHECK(forks >= 5);
+	for (int i = 0; i < KEEP; i++)
+		CHECK_EQ(check_obj(c.pool, c.keep[i], (uint64_t)i, 1000), 0);
+	zs_destroy_pool(c.pool);
+	zs_destroy_pool(c.other);
+	return tu_done();
+}
+
 /* ---- zswap: the shrink worker writing back ------------------------------ */
 
 #define PS 4096
@@ -594,7 +691,9 @@ int main(void)
 	fails += fc_run("pool: deferred worker, purge thread", timeout, case_pool, NULL);
 	fails += fc_run("zswap: shrink worker, deferred worker", timeout, case_zswap, NULL);
 	fails += fc_run("region: fault handlers, reclaim thread", timeout, case_region, NULL);
-	tu_pass += 3 - fails;
+	fails += fc_run("busy: application threads reading and compacting", timeout, case_busy,
+			NULL);
+	tu_pass += 4 - fails;
 	tu_fail += fails;
 	return tu_done();
 }

@@ -35,7 +35,10 @@
  * fork waits at most one batch of frees).  Not covered: a pool one of the
  * application's own threads was inside at the fork (a call in progress, a
  * zs_obj_read_begin or zs_map_object without its end): the child must not
- * touch that pool, as with any lock copied held.  The child has no worker:
+ * touch that pool, as with any lock copied held; nor may it start the purge
+ * thread (pages cached by a pool with a timed page_cache_decay_ms), whose
+ * passes visit every pool's pages, that one's too, and whose registry
+ * creating or destroying any pool then waits for.  The child has no worker:
  * its first zs_free_deferred on a pool starts one, which also frees what
  * the parent had queued; until then those handles stay queued, and
  * zs_free_deferred_flush and zs_destroy_pool free them as always.  Objects
