@@ -8,15 +8,17 @@
  * inherited (allocate, write, read back what the parent wrote before the
  * fork, free, deferred frees that really get freed, zswap stores, loads and
  * a shrink pass; destroy at once, with no worker of its own) and create new
- * objects of each kind (pool, zram store, zswap, region).  Before the library quiesced
- * its workers at fork, the child spun for ever on a class or page lock the
- * deferred worker held at the moment of the fork (within a few hundred
- * forks).
+ * objects of each kind (pool, zram store, zswap, region).  A last case has
+ * application threads inside a pool (reading, compacting): every fork must
+ * still return.  Before the library quiesced its workers at fork, the
+ * child spun for ever on a class or page lock the deferred worker held at
+ * the moment of the fork (here within 40 forks).
  *
  * A child runs under alarm(): a hang kills it with SIGALRM and the parent
  * reports which fork hung; the case as a whole runs under forkcase.h's
- * watchdog too.  Each case forks for a fixed time; the seed (printed) drives
- * the sizes and the delays before each fork.
+ * watchdog too.  Each case forks for a fixed time (and on until 10 forks on
+ * a slow machine); the seed (printed) drives the sizes and the delays
+ * before each fork.
  */
 #include "testutil.h"
 #include "forkcase.h"
