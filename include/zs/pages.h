@@ -66,8 +66,9 @@
  * those pages go with its next call's decay, when a thread started for more
  * sees them idle, or at a trim.  The thread runs with every signal blocked
  * and is detached (it never keeps a process from exiting; a destructor stops
- * it at exit or unload); a forked child starts its own when it next caches
- * pages.
+ * it at exit or unload); a fork waits for the pass in progress (a prepare
+ * handler takes the lock a pass holds), so a child may use every provider
+ * it inherited, and starts its own thread when it next caches pages.
  * Turning it off or tuning it, per provider: the pools'
  * page_cache_decay_ms, ZS_PAGES_DECAY_NEVER to keep cached pages until a
  * trim or the bound (no thread for that provider), cache_pages =

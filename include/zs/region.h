@@ -67,7 +67,11 @@
  * Not supported:
  *   - fork(): the range is MADV_DONTFORK, so a child has no mapping there
  *     (touching it in the child is SIGSEGV); the parent is unaffected
- *     (test_mt_region).
+ *     (test_mt_region).  The child must not call zs_region_* on an
+ *     inherited region (its handler and reclaim threads stayed in the
+ *     parent); pools, stores and zswaps it inherited, other than the
+ *     region's own store, and new ones work there (zs/zsmalloc.h, "fork()";
+ *     test_mt_fork_threads).
  *   - Huge pages (THP) inside the range: the range is MADV_NOHUGEPAGE.
  *
  * Read errors: a stored page that cannot be read back (e.g. its backing

@@ -18,6 +18,16 @@
  * store.  Each slot has a lock bit; compression runs on per-stream contexts
  * taken from a small pool, so N threads compress in parallel.
  *
+ * fork(): the store runs no thread of its own and its backend's are safe
+ * across a fork (zs/zsmalloc.h: deferred_free's worker, the page
+ * provider's purge thread), so a child may go on using a store it
+ * inherited, and create new ones, unless one of the application's own
+ * threads was inside a call on that store at the fork.  The slots are
+ * copied, a backing file is shared: pages written back before the fork
+ * read back in either process, but each process hands out the file's free
+ * blocks on its own, so after the fork only one of them may write back
+ * (or each uses a store of its own).
+ *
  * Errors are negative errno values (README.md, "Errors"); zs_zram_create
  * sets *out to NULL on failure, and zs_zram_create_err also says why in a
  * line of text (the backing file's refusals name the path and the reason).

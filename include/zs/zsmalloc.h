@@ -26,6 +26,24 @@
  *
  * Thread safety: everything may be called concurrently, as in the kernel
  * (pool rwlock, per-class locks, per-zspage reader/writer lock).
+ *
+ * fork(): a child may go on using every pool it inherited, and create new
+ * ones, whatever the library's own threads were doing at the fork: the
+ * deferred-free worker and the page provider's purge thread (zs/pages.h)
+ * are held at a point where they hold no pool, class, handle or page lock
+ * (pthread_atfork handlers; the worker pauses between two batches, so a
+ * fork waits at most one batch of frees).  Not covered: a pool one of the
+ * application's own threads was inside at the fork (a call in progress, a
+ * zs_obj_read_begin or zs_map_object without its end): the child must not
+ * touch that pool, as with any lock copied held; nor may it start the purge
+ * thread (pages cached by a pool with a timed page_cache_decay_ms), whose
+ * passes visit every pool's pages, that one's too, and whose registry
+ * creating or destroying any pool then waits for.  The child has no worker:
+ * its first zs_free_deferred on a pool starts one, which also frees what
+ * the parent had queued; until then those handles stay queued, and
+ * zs_free_deferred_flush and zs_destroy_pool free them as always.  Objects
+ * are copied, not shared: what a child writes or frees the parent never
+ * sees, and the other way round.
  */
 #ifndef ZS_ZSMALLOC_H
 #define ZS_ZSMALLOC_H

@@ -56,6 +56,21 @@
  * same offset are serialized by its shard lock: each sees the offset before
  * or after the other, never half of it.
  *
+ * fork(): a child may go on using a zswap it inherited, and create new
+ * ones, whatever the shrink worker (or the pool's deferred-free worker,
+ * zs/zsmalloc.h) was doing: a fork waits until the worker is between two
+ * LRU steps, where it holds no lock.  Not covered: a zswap one of the
+ * application's own threads was inside at the fork.  The child has no
+ * worker; a pass the parent had queued or was running is not run in the
+ * child, and the child's next store rejected while full queues a pass and
+ * starts the child's own worker.  The entries are copied, the backing file
+ * is shared: a page written back before the fork reads back in either
+ * process, but a load or invalidate of a written-back page punches its
+ * range for both, and writeback in either writes page `offset` at offset
+ * x page_size, where the other's page of that offset may live.  A child
+ * that stores or writes back should use offsets its parent does not (or a
+ * zswap of its own, with its own file).
+ *
  * Errors are negative errno values (README.md, "Errors").  Arguments that
  * are out of range (NULL pointers, an offset >= ZS_ZSWAP_MAX_OFFSET, a group
  * >= ZS_ZSWAP_MAX_GROUPS, a size out of range, a config field out of its

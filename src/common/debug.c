@@ -50,6 +50,7 @@ static const char *rank_name(int rank)
 	case ZS_LOCK_ZRAM_WB_LOCK: return "zram writeback lock";
 	case ZS_LOCK_ZS_DEFERRED_INIT: return "zsmalloc deferred-init lock";
 	case ZS_LOCK_ZS_DEFERRED_WAKE: return "zsmalloc deferred wake lock";
+	case ZS_LOCK_ZS_DEFERRED_FORK: return "zsmalloc deferred fork gate";
 	case ZS_LOCK_ZS_COMPACT: return "zsmalloc compaction flag";
 	case ZS_LOCK_ZS_DEFERRED_CONSUME: return "zsmalloc deferred consume lock";
 	case ZS_LOCK_ZS_POOL: return "zsmalloc pool lock";

@@ -29,6 +29,17 @@
  * wake and one timed wake-up per GATHER_NS.  The price: a freed object's
  * memory comes back up to GATHER_NS later (zs_free_deferred_flush still
  * frees everything queued before it, at once).
+ *
+ * Fork (common/fork.h).  The worker frees under class, handle and page
+ * locks; a fork that copied one of them held left the child spinning on it
+ * at its first allocation.  So the worker drains inside the deferred fork
+ * gate: the prepare handler closes it and waits, the worker leaves between
+ * two batches (dropping consume_lock too) and sleeps on the gate until the
+ * fork is over.  The worker's wake_lock and condition variable are outside
+ * the gate (it holds the lock only to sleep), so the child handler makes
+ * them anew, for every queue on the gate's list.  The child has no worker:
+ * the queue is marked so, and the child's next zs_free_deferred on that
+ * pool starts one, which drains what the parent had queued as well.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,6 +47,7 @@
 #include <time.h>
 
 #include "zsmalloc/internal.h"
+#include "common/fork.h"
 #include "common/sigblock.h"
 
 #define DRAIN_BATCH 256
@@ -49,6 +61,13 @@
 #define W_IDLE 1
 /* ...or gathers until GATHER_NS passed or GATHER_MAX are queued. */
 #define W_GATHER 2
+
+/* q->thread: no worker (creation failed, or deferred_worker -1), so frees are drained by flush... */
+#define T_NONE 0
+/* ...a worker runs... */
+#define T_RUNNING 1
+/* ...or it did in the parent of this forked child: the next zs_free_deferred starts one. */
+#define T_FORKED 2
 
 /*
  * A bounded MPMC queue cell with its sequence number stored relative to the
@@ -72,10 +91,15 @@ struct deferred_queue {
 	pthread_cond_t wake;
 	atomic_int sleeping; /* W_AWAKE, W_IDLE or W_GATHER: how the worker waits (or is about to) */
 	atomic_int stop;
-	int has_thread;       /* set before the queue is published, read-only after */
-	pthread_t thread;
+	atomic_int thread;    /* T_NONE, T_RUNNING or T_FORKED; changed under deferred_init_lock */
+	pthread_t tid;
 	struct zs_pool *pool; /* the worker's */
+	struct deferred_queue *fork_prev, *fork_next; /* on the fork gate's list */
 };
+
+/* Every queue's worker drains inside this gate; its lock guards the list (fork_head). */
+static struct zs_fork_gate fork_gate = ZS_FORK_GATE_INIT(ZS_LOCK_ZS_DEFERRED_FORK);
+static struct deferred_queue *fork_head;
 
 static int enqueue(struct deferred_queue *q, unsigned long handle)
 {
@@ -167,8 +191,12 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 		zs_free_tail(pool, tails[i]);
 }
 
-/* Drain until deq reaches target (or the queue is momentarily empty when target is 0). */
-static void drain(struct zs_pool *pool, struct deferred_queue *q, size_t target)
+/*
+ * Drain until deq reaches target (or the queue is momentarily empty when
+ * target is 0).  gated: the worker, inside the fork gate, which it leaves
+ * between batches while a fork waits (holding no lock, consume_lock included).
+ */
+static void drain(struct zs_pool *pool, struct deferred_queue *q, size_t target, int gated)
 {
 	unsigned long batch[DRAIN_BATCH];
 	zs_mutex_lock_ranked(&q->consume_lock, ZS_LOCK_ZS_DEFERRED_CONSUME);
@@ -177,6 +205,12 @@ static void drain(struct zs_pool *pool, struct deferred_queue *q, size_t target)
 		if (n) {
 			free_batch(pool, batch, n);
 			atomic_fetch_add_explicit(&q->deq, n, memory_order_release);
+			if (gated && zs_unlikely(zs_fork_gate_closing(&fork_gate))) {
+				zs_mutex_unlock_ranked(&q->consume_lock);
+				zs_fork_gate_yield(&fork_gate);
+				zs_mutex_lock_ranked(&q->consume_lock,
+						     ZS_LOCK_ZS_DEFERRED_CONSUME);
+			}
 			continue;
 		}
 		if (atomic_load_explicit(&q->deq, memory_order_relaxed) >= target)
@@ -200,7 +234,9 @@ static void *worker(void *arg)
 	struct zs_pool *pool = q->pool;
 	zs_signals_blocked_thread();
 	while (!atomic_load_explicit(&q->stop, memory_order_acquire)) {
-		drain(pool, q, 0);
+		zs_fork_gate_enter(&fork_gate);
+		drain(pool, q, 0, 1);
+		zs_fork_gate_leave(&fork_gate);
 		zs_mutex_lock_ranked(&q->wake_lock, ZS_LOCK_ZS_DEFERRED_WAKE);
 		atomic_store_explicit(&q->sleeping, W_IDLE, memory_order_relaxed);
 		/*
@@ -257,6 +293,31 @@ static void wake_worker(struct deferred_queue *q)
 	zs_mutex_unlock_ranked(&q->wake_lock);
 }
 
+/*
+ * Start q's worker (deferred_init_lock held, or q not yet published).  It
+ * frees under the class locks: it starts with every signal blocked, so no
+ * application handler ever runs on it (common/sigblock.h).
+ */
+static void start_worker(struct zs_pool *pool, struct deferred_queue *q)
+{
+	struct zs_sigguard sigs;
+	int t = T_NONE;
+	zs_signals_block(&sigs);
+	if (pool->cfg.deferred_worker >= 0 && pthread_create(&q->tid, NULL, worker, q) == 0)
+		t = T_RUNNING;
+	zs_signals_restore(&sigs);
+	atomic_store_explicit(&q->thread, t, memory_order_relaxed);
+}
+
+/* A forked child's first zs_free_deferred on a queue whose worker stayed in the parent. */
+__attribute__((noinline, cold)) static void restart_worker(struct zs_pool *pool, struct deferred_queue *q)
+{
+	zs_mutex_lock_ranked(&pool->deferred_init_lock, ZS_LOCK_ZS_DEFERRED_INIT);
+	if (atomic_load_explicit(&q->thread, memory_order_relaxed) == T_FORKED)
+		start_worker(pool, q);
+	zs_mutex_unlock_ranked(&pool->deferred_init_lock);
+}
+
 /* Build the queue (and start the worker); NULL when memory is short. */
 static struct deferred_queue *queue_create(struct zs_pool *pool)
 {
@@ -289,15 +350,14 @@ static struct deferred_queue *queue_create(struct zs_pool *pool)
 	pthread_condattr_destroy(&ca);
 	q->pool = pool;
 	/* No thread (creation failed or deferred_worker -1): drained by flush and full-queue frees. */
-	/*
-	 * The worker frees under the class locks: it starts with every signal
-	 * blocked, so no application handler ever runs on it (common/sigblock.h).
-	 */
-	struct zs_sigguard sigs;
-	zs_signals_block(&sigs);
-	if (pool->cfg.deferred_worker >= 0 && pthread_create(&q->thread, NULL, worker, q) == 0)
-		q->has_thread = 1;
-	zs_signals_restore(&sigs);
+	start_worker(pool, q);
+	/* Listed before it is published, so a fork's child handler sees every queue in use. */
+	zs_fork_gate_lock(&fork_gate);
+	q->fork_next = fork_head;
+	if (fork_head)
+		fork_head->fork_prev = q;
+	fork_head = q;
+	zs_fork_gate_unlock(&fork_gate);
 	atomic_store_explicit(&pool->deferred, q, memory_order_release);
 	return q;
 }
@@ -328,16 +388,24 @@ void zs_deferred_destroy(struct zs_pool *pool)
 	pthread_mutex_destroy(&pool->deferred_init_lock);
 	if (!q)
 		return;
-	if (q->has_thread) {
+	if (atomic_load_explicit(&q->thread, memory_order_relaxed) == T_RUNNING) {
 		zs_mutex_lock_ranked(&q->wake_lock, ZS_LOCK_ZS_DEFERRED_WAKE);
 		atomic_store_explicit(&q->stop, 1, memory_order_release);
 		pthread_cond_signal(&q->wake);
 		zs_mutex_unlock_ranked(&q->wake_lock);
-		/* The worker takes the consume, class, handle and page locks: hold none of them. */
-		zs_lock_assert_none(ZS_LOCK_ZS_DEFERRED_CONSUME);
-		pthread_join(q->thread, NULL);
+		/* The worker takes the fork gate, consume, class, handle and page locks: hold none. */
+		zs_lock_assert_none(ZS_LOCK_ZS_DEFERRED_FORK);
+		pthread_join(q->tid, NULL);
 	}
-	drain(pool, q, atomic_load_explicit(&q->enq, memory_order_acquire));
+	zs_fork_gate_lock(&fork_gate);
+	if (q->fork_prev)
+		q->fork_prev->fork_next = q->fork_next;
+	else
+		fork_head = q->fork_next;
+	if (q->fork_next)
+		q->fork_next->fork_prev = q->fork_prev;
+	zs_fork_gate_unlock(&fork_gate);
+	drain(pool, q, atomic_load_explicit(&q->enq, memory_order_acquire), 0);
 	pthread_cond_destroy(&q->wake);
 	pthread_mutex_destroy(&q->wake_lock);
 	pthread_mutex_destroy(&q->consume_lock);
@@ -377,8 +445,12 @@ int zs_free_deferred(struct zs_pool *pool, unsigned long handle)
 						  memory_order_relaxed);
 		return zs_free(pool, handle);
 	}
-	if (q->has_thread)
+	/* One load either way: the fork's case costs the fast path nothing more. */
+	int t = atomic_load_explicit(&q->thread, memory_order_relaxed);
+	if (zs_likely(t == T_RUNNING))
 		wake_worker(q);
+	else if (zs_unlikely(t == T_FORKED))
+		restart_worker(pool, q);
 	return 0;
 }
 
@@ -393,5 +465,39 @@ void zs_free_deferred_flush(struct zs_pool *pool)
 	struct deferred_queue *q = atomic_load_explicit(&pool->deferred, memory_order_acquire);
 	if (!q)
 		return; /* never used: nothing queued */
-	drain(pool, q, atomic_load_explicit(&q->enq, memory_order_acquire));
+	drain(pool, q, atomic_load_explicit(&q->enq, memory_order_acquire), 0);
+}
+
+/* ---- fork (common/fork.h) ---- */
+
+static void atfork_prepare(void)
+{
+	zs_fork_gate_close(&fork_gate);
+}
+
+static void atfork_parent(void)
+{
+	zs_fork_gate_open_parent(&fork_gate);
+}
+
+static void atfork_child(void)
+{
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	for (struct deferred_queue *q = fork_head; q; q = q->fork_next) {
+		/* The worker may have held wake_lock or waited on wake when the parent forked. */
+		pthread_mutex_init(&q->wake_lock, NULL);
+		pthread_cond_init(&q->wake, &ca);
+		atomic_store_explicit(&q->sleeping, W_AWAKE, memory_order_relaxed);
+		if (atomic_load_explicit(&q->thread, memory_order_relaxed) == T_RUNNING)
+			atomic_store_explicit(&q->thread, T_FORKED, memory_order_relaxed);
+	}
+	pthread_condattr_destroy(&ca);
+	zs_fork_gate_open_child(&fork_gate);
+}
+
+__attribute__((constructor(ZS_ATFORK_PRIO_DEFERRED))) static void deferred_atfork_init(void)
+{
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }

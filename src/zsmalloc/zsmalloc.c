@@ -31,6 +31,9 @@
  * not another thread was there to deadlock with.
  *   200 deferred_init_lock (deferred.c)  the first zs_free_deferred builds
  *       the queue and starts the worker under it; nothing nests inside.
+ *   202 deferred fork gate (src/common/fork.c)  the worker holds it across a
+ *       batch; queue create/destroy and a fork's prepare handler take it;
+ *       consume_lock nests inside.
  *   201 deferred wake_lock (deferred.c)  the worker's sleep and a
  *       producer's wake-up; nothing nests inside.  zs_deferred_destroy
  *       drops it before it joins the worker, and joins holding no lock of

@@ -20,6 +20,15 @@
  * Doing the file write under the shard lock is the simple way to keep a
  * load or invalidate of that offset from seeing it half moved; it holds up
  * only the offsets hashed to that shard, for one page's write.
+ *
+ * Fork (common/fork.h).  The shrink worker's steps take shard locks, a
+ * stream and the backend's locks; a fork that copied one of them held left
+ * the child stuck on it.  So the worker steps inside the zswap fork gate,
+ * which the prepare handler closes (the worker leaves between two steps and
+ * waits until the fork is over), and the gate's lock keeps the list of
+ * workers, which the child handler walks: the worker's mutex and condition
+ * variables are made anew (it sleeps there outside the gate), and the
+ * worker is marked gone, so the child's next queued pass starts its own.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +41,7 @@
 
 #include "zswap/internal.h"
 #include "common/fileio.h"
+#include "common/fork.h"
 #include "common/sigblock.h"
 #include "zs/harness.h"   /* zs_zswap_wb_inject */
 
@@ -47,8 +57,14 @@ struct zswap_worker {
 	pthread_cond_t wake, idle;
 	_Atomic int queued;
 	int running, stop;
+	_Atomic int forked;   /* the thread stayed in the parent of this child: start one anew */
 	struct zs_zswap *z;
+	struct zswap_worker *fork_prev, *fork_next; /* on the gate's list */
 };
+
+/* Every worker steps inside this gate; its lock guards the list (fork_head). */
+static struct zs_fork_gate fork_gate = ZS_FORK_GATE_INIT(ZS_LOCK_UNTRACKED);
+static struct zswap_worker *fork_head;
 
 /* ---- The backing file ---- */
 
@@ -313,8 +329,12 @@ static void worker_pass(struct zs_zswap *z)
 {
 	unsigned failures = 0;
 
+	zs_fork_gate_enter(&fork_gate);
 	while (zswap_pool_pages(z) > atomic_load_explicit(&z->accept_pages, memory_order_relaxed)) {
 		int r = step(z);
+
+		if (zs_unlikely(zs_fork_gate_closing(&fork_gate)))
+			zs_fork_gate_yield(&fork_gate);
 
 		if (r == STEP_EMPTY)
 			break;
@@ -322,6 +342,7 @@ static void worker_pass(struct zs_zswap *z)
 		if (r != STEP_WRITTEN && ++failures == ZS_ZSWAP_WORKER_RETRIES)
 			break;
 	}
+	zs_fork_gate_leave(&fork_gate);
 	ev_inc(z, EV_WORKER_RUNS);
 }
 
@@ -350,10 +371,22 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* Started with every signal blocked: no application handler ever runs on it. */
+static int worker_thread(struct zswap_worker *w)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&w->th, NULL, worker_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
 static struct zswap_worker *worker_start(struct zs_zswap *z)
 {
 	struct zswap_worker *w = calloc(1, sizeof(*w));
-	sigset_t all, old;
 
 	if (!w)
 		return NULL;
@@ -364,14 +397,15 @@ static struct zswap_worker *worker_start(struct zs_zswap *z)
 		goto fail_m;
 	if (pthread_cond_init(&w->idle, NULL))
 		goto fail_c;
-	/* Started with every signal blocked: no application handler ever runs on it. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	if (pthread_create(&w->th, NULL, worker_main, w)) {
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (worker_thread(w))
 		goto fail_i;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* Callers hold no lock the worker takes, so waiting here behind a fork is safe. */
+	zs_fork_gate_lock(&fork_gate);
+	w->fork_next = fork_head;
+	if (fork_head)
+		fork_head->fork_prev = w;
+	fork_head = w;
+	zs_fork_gate_unlock(&fork_gate);
 	return w;
 fail_i:
 	pthread_cond_destroy(&w->idle);
@@ -401,6 +435,15 @@ void zswap_worker_queue(struct zs_zswap *z)
 		}
 		pthread_mutex_unlock(&z->worker_lock);
 		if (!w)
+			return;
+	}
+	if (zs_unlikely(atomic_load_explicit(&w->forked, memory_order_acquire))) {
+		/* A forked child: its first pass starts its own thread (the parent's did not come). */
+		pthread_mutex_lock(&z->worker_lock);
+		if (atomic_load_explicit(&w->forked, memory_order_relaxed) && !worker_thread(w))
+			atomic_store_explicit(&w->forked, 0, memory_order_release);
+		pthread_mutex_unlock(&z->worker_lock);
+		if (atomic_load_explicit(&w->forked, memory_order_acquire))
 			return;
 	}
 	/* Already queued: one pending pass covers it, as queue_work coalesces. */
@@ -433,14 +476,56 @@ void zswap_worker_stop(struct zs_zswap *z)
 
 	if (!w)
 		return;
-	pthread_mutex_lock(&w->lock);
-	w->stop = 1;
-	pthread_cond_signal(&w->wake);
-	pthread_mutex_unlock(&w->lock);
-	pthread_join(w->th, NULL);
+	if (!atomic_load_explicit(&w->forked, memory_order_relaxed)) {
+		pthread_mutex_lock(&w->lock);
+		w->stop = 1;
+		pthread_cond_signal(&w->wake);
+		pthread_mutex_unlock(&w->lock);
+		pthread_join(w->th, NULL);
+	}
+	zs_fork_gate_lock(&fork_gate);
+	if (w->fork_prev)
+		w->fork_prev->fork_next = w->fork_next;
+	else
+		fork_head = w->fork_next;
+	if (w->fork_next)
+		w->fork_next->fork_prev = w->fork_prev;
+	zs_fork_gate_unlock(&fork_gate);
 	pthread_cond_destroy(&w->idle);
 	pthread_cond_destroy(&w->wake);
 	pthread_mutex_destroy(&w->lock);
 	free(w);
 	atomic_store_explicit(&z->worker, NULL, memory_order_relaxed);
+}
+
+/* ---- Fork (common/fork.h) ---- */
+
+static void atfork_prepare(void)
+{
+	zs_fork_gate_close(&fork_gate);
+}
+
+static void atfork_parent(void)
+{
+	zs_fork_gate_open_parent(&fork_gate);
+}
+
+static void atfork_child(void)
+{
+	for (struct zswap_worker *w = fork_head; w; w = w->fork_next) {
+		/* Outside the gate the thread sleeps on these, or holds the mutex: make them anew. */
+		pthread_mutex_init(&w->lock, NULL);
+		pthread_cond_init(&w->wake, NULL);
+		pthread_cond_init(&w->idle, NULL);
+		/* A pass queued or running in the parent is not run here; the next full store queues one. */
+		atomic_store_explicit(&w->queued, 0, memory_order_relaxed);
+		w->running = 0;
+		atomic_store_explicit(&w->forked, 1, memory_order_relaxed);
+	}
+	zs_fork_gate_open_child(&fork_gate);
+}
+
+__attribute__((constructor(ZS_ATFORK_PRIO_ZSWAP))) static void zswap_atfork_init(void)
+{
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }

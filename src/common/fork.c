@@ -1,0 +1,75 @@
+/*
+ * The fork gate (common/fork.h): what a prepare handler waits on so that no
+ * library thread holds a pool, class, handle or page lock when fork() copies
+ * the process.  A Dekker pair (the worker's count, the fork's mark), both
+ * sides seq_cst, as in the sharded pool lock: either the worker sees the
+ * mark and leaves, or the closing fork sees the worker and waits for it.
+ */
+#include <sched.h>
+#include <time.h>
+
+#include "common/debug.h"
+#include "common/fork.h"
+#include "common/hints.h"
+
+void zs_fork_gate_enter(struct zs_fork_gate *g)
+{
+	for (;;) {
+		atomic_fetch_add_explicit(&g->active, 1, memory_order_seq_cst);
+		if (zs_likely(!atomic_load_explicit(&g->closing, memory_order_seq_cst)))
+			return;
+		atomic_fetch_sub_explicit(&g->active, 1, memory_order_release);
+		/* The fork holds the lock until its parent (or child) handler: wait there, asleep. */
+		zs_fork_gate_lock(g);
+		zs_fork_gate_unlock(g);
+	}
+}
+
+void zs_fork_gate_yield(struct zs_fork_gate *g)
+{
+	zs_fork_gate_leave(g);
+	zs_fork_gate_enter(g);
+}
+
+/* Ranked where the layer's locks are (zsmalloc's); zswap's are not, and neither is its gate. */
+void zs_fork_gate_lock(struct zs_fork_gate *g)
+{
+	if (g->rank)
+		zs_lock_take(&g->lock, g->rank);
+	pthread_mutex_lock(&g->lock);
+}
+
+void zs_fork_gate_unlock(struct zs_fork_gate *g)
+{
+	pthread_mutex_unlock(&g->lock);
+	if (g->rank)
+		zs_lock_drop(&g->lock);
+}
+
+void zs_fork_gate_close(struct zs_fork_gate *g)
+{
+	zs_fork_gate_lock(g);
+	atomic_store_explicit(&g->closing, 1, memory_order_seq_cst);
+	/* A worker is at most one step (a batch of frees, one page written back) from leaving. */
+	for (unsigned spins = 0; atomic_load_explicit(&g->active, memory_order_seq_cst); spins++) {
+		if (spins < 64) {
+			sched_yield();
+		} else {
+			struct timespec ts = { 0, 50000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+void zs_fork_gate_open_parent(struct zs_fork_gate *g)
+{
+	atomic_store_explicit(&g->closing, 0, memory_order_release);
+	zs_fork_gate_unlock(g);
+}
+
+void zs_fork_gate_open_child(struct zs_fork_gate *g)
+{
+	atomic_store_explicit(&g->active, 0, memory_order_relaxed);
+	atomic_store_explicit(&g->closing, 0, memory_order_release);
+	zs_fork_gate_unlock(g);
+}
