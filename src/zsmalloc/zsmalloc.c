@@ -31,13 +31,13 @@
  * not another thread was there to deadlock with.
  *   200 deferred_init_lock (deferred.c)  the first zs_free_deferred builds
  *       the queue and starts the worker under it; nothing nests inside.
- *   202 deferred fork gate (src/common/fork.c)  the worker holds it across a
- *       batch; queue create/destroy and a fork's prepare handler take it;
- *       consume_lock nests inside.
  *   201 deferred wake_lock (deferred.c)  the worker's sleep and a
  *       producer's wake-up; nothing nests inside.  zs_deferred_destroy
  *       drops it before it joins the worker, and joins holding no lock of
  *       rank 210 or above (checked): the worker takes those.
+ *   202 deferred fork gate (src/common/fork.c)  the worker holds it across a
+ *       batch; queue create/destroy and a fork's prepare handler take it;
+ *       consume_lock nests inside.
  *   205 compaction flag (compaction_in_progress, compact.c)  a try-only
  *       flag: a second compactor returns at once, so it never waits and is
  *       recorded, not checked.  zs_compact must be entered holding no lock
