@@ -113,8 +113,12 @@ def _check(rc: int, what: str) -> int:
     return rc
 
 
+# The smallest C error return of a handle-returning call (ZS_IS_ERR: -4095..-1 as unsigned long)
+_H_ERR_MIN = (1 << (8 * ctypes.sizeof(ctypes.c_ulong))) - 4095
+
+
 def _is_err(h: int) -> bool:
-    return h >= (1 << 64) - 4095 or h >= (1 << (8 * ctypes.sizeof(ctypes.c_ulong))) - 4095
+    return h >= (1 << 64) - 4095 or h >= _H_ERR_MIN
 
 
 def _to_bytes(data: Buffer) -> bytes:
@@ -165,21 +169,29 @@ class _borrow:
         if type(data) is bytes and not self._writable:
             return data, len(data)
         view = _PyBuffer()
+        # recorded before the export is taken (releasing a view never taken does nothing):
+        # an exception when the call returns (a signal handler's) must not leave the
+        # caller's buffer exported for good, and __exit__ does not run for an __enter__
+        # that raised
+        self._view = view
         try:
-            _get_buffer(data, ctypes.byref(view),
-                        _PyBUF_WRITABLE if self._writable else _PyBUF_SIMPLE)
+            _get_buffer(data, view, _PyBUF_WRITABLE if self._writable else _PyBUF_SIMPLE)
         except BufferError:
+            self._view = None
             if self._writable:
                 raise
             copy = bytes(memoryview(data))
             return copy, len(copy)
-        self._view = view
+        except BaseException:
+            _release_buffer(view)
+            self._view = None
+            raise
         return view.buf, view.len
 
     def __exit__(self, *exc: Any) -> None:
-        if self._view is not None:
-            _release_buffer(ctypes.byref(self._view))
-            self._view = None
+        view, self._view = self._view, None
+        if view is not None:
+            _release_buffer(view)
 
 
 def _strs(ptr: Any) -> List[str]:
@@ -549,7 +561,7 @@ def _pool_op(fn: _F) -> _F:
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
             if self._journal:
-                self._settle()
+                self._sizes.settle(self._journal)
             return fn(self, *args, **kwargs)
     return wrapper  # type: ignore[return-value]
 
@@ -587,7 +599,7 @@ _H_CHUNK_BYTES = 1 << _H_CHUNK_SHIFT
 # makes the C call, so no bytecode, where a signal handler can raise, runs between them:
 #   (_J_ADD, handle or error, size)    zs_malloc / zs_malloc_write returned
 #   (_J_FREE, rc, handle, size)        zs_free / zs_free_deferred returned rc
-#   (_J_PLAN, ...)                     the record's table change, being applied (_SizeTable.plan)
+#   (_J_PLAN, ...)                     the record's table change, being stored (_SizeTable.settle)
 _J_ADD, _J_FREE, _J_PLAN = "add", "free", "plan"
 _J_ADD_TAG, _J_FREE_TAG = (_J_ADD,), (_J_FREE,)
 
@@ -602,7 +614,7 @@ class _SizeTable:
     0 is never a handle) counts the chunk's live objects; a table goes with its last object.
     Tables are anonymous mmaps, so a dropped one goes back to the OS at once (a 64 KiB
     malloc block in the middle of the heap would stay resident).  Callers hold the pool lock,
-    and change it only through plan() and apply() (Pool._settle).
+    and change it only through settle() (Pool._settle).
     """
     __slots__ = ("_t", "n", "nbytes")
 
@@ -615,40 +627,53 @@ class _SizeTable:
         t = self._t.get((h & _H_ADDR) >> _H_CHUNK_SHIFT)
         return t[(h & (_H_CHUNK_BYTES - 1)) >> 3] if t is not None else 0
 
-    # A change is planned, then applied.  plan() only reads the table (a chunk's new table is
-    # made there, not yet linked) and returns every value the change leaves, absolute, not
-    # as increments; apply() stores them.  So an exception anywhere in apply() leaves a plan
-    # that a second apply() finishes with the same result: see Pool._settle.
-    def plan(self, rec: Tuple[Any, ...]) -> Optional[Tuple[Any, ...]]:
-        """The plan of a journal record (None: C made no change, nothing to do)."""
-        if rec[0] is _J_ADD:
-            _, h, size = rec
-            if _is_err(h):
-                return None
-            key = (h & _H_ADDR) >> _H_CHUNK_SHIFT
-            t = self._t.get(key)
-            if t is None:
-                t = memoryview(mmap.mmap(-1, _H_CHUNK_BYTES, flags=mmap.MAP_PRIVATE)).cast("Q")
-            return (_J_PLAN, key, t, (h & (_H_CHUNK_BYTES - 1)) >> 3,
-                    (h & ~_H_ADDR) | (size << 3), t[0] + 1, self.n + 1, self.nbytes + size)
-        _, rc, h, size = rec                     # _J_FREE
-        if rc < 0:
-            return None
-        key = (h & _H_ADDR) >> _H_CHUNK_SHIFT
-        t = self._t[key]
-        return (_J_PLAN, key, t, (h & (_H_CHUNK_BYTES - 1)) >> 3, 0, t[0] - 1, self.n - 1,
-                self.nbytes - size)
-
-    def apply(self, plan: Tuple[Any, ...]) -> None:
-        _, key, t, i, e, live, n, nbytes = plan
-        t[i] = e
-        t[0] = live
-        if live:
-            self._t[key] = t
-        else:
-            self._t.pop(key, None)
-        self.n = n
-        self.nbytes = nbytes
+    def settle(self, journal: List[Tuple[Any, ...]]) -> None:
+        """
+        Carry a Pool's journal records (Pool._settle) into the table, oldest first.  Each
+        record is first planned: the plan only reads the table (a chunk's new table is made
+        then, not yet linked) and holds every value the change leaves, absolute, not as
+        increments; it replaces the record in the journal by one item assignment and is
+        then stored.  So an exception at any bytecode leaves the record (nothing changed
+        yet) or its plan, which a second settle() stores again with the same result.  One
+        method, with plan and store inline: it runs twice on every store and free.
+        """
+        t_of = self._t
+        while journal:
+            rec = journal[0]
+            if rec[0] is not _J_PLAN:
+                if rec[0] is _J_ADD:
+                    _, h, size = rec
+                    if h >= _H_ERR_MIN:                 # C refused: nothing was made
+                        del journal[0]
+                        continue
+                    key = (h & _H_ADDR) >> _H_CHUNK_SHIFT
+                    t = t_of.get(key)
+                    if t is None:
+                        t = memoryview(mmap.mmap(-1, _H_CHUNK_BYTES,
+                                                 flags=mmap.MAP_PRIVATE)).cast("Q")
+                    rec = (_J_PLAN, key, t, (h & (_H_CHUNK_BYTES - 1)) >> 3,
+                           (h & ~_H_ADDR) | (size << 3), t[0] + 1, self.n + 1,
+                           self.nbytes + size)
+                else:                                    # _J_FREE
+                    _, rc, h, size = rec
+                    if rc < 0:                           # C refused: nothing was freed
+                        del journal[0]
+                        continue
+                    key = (h & _H_ADDR) >> _H_CHUNK_SHIFT
+                    t = t_of[key]
+                    rec = (_J_PLAN, key, t, (h & (_H_CHUNK_BYTES - 1)) >> 3, 0, t[0] - 1,
+                           self.n - 1, self.nbytes - size)
+                journal[0] = rec
+            _, key, t, i, e, live, n, nbytes = rec
+            t[i] = e
+            t[0] = live
+            if live:
+                t_of[key] = t
+            else:
+                t_of.pop(key, None)
+            self.n = n
+            self.nbytes = nbytes
+            del journal[0]
 
     def handles(self) -> List[int]:
         return [(key << _H_CHUNK_SHIFT) | (i << 3) | (e & ~_H_ADDR)
@@ -661,6 +686,16 @@ class _SizeTable:
 
 def _size_of_entry(e: int) -> int:
     return (e & _H_ADDR) >> 3
+
+
+# The C calls on every object's path, looked up once (the rest go through _L.need).
+_c_zs_malloc = _L.need("zs_malloc")
+_c_zs_malloc_write = _L.need("zs_malloc_write")
+_c_zs_free = _L.need("zs_free")
+_c_zs_free_deferred = _L.need("zs_free_deferred")
+_c_zs_obj_read_begin = _L.need("zs_obj_read_begin")
+_c_zs_obj_read_end = _L.need("zs_obj_read_end")
+_c_zs_obj_write = _L.need("zs_obj_write")
 
 
 class Pool(_Closable):
@@ -771,29 +806,17 @@ class Pool(_Closable):
 
     def _settle(self) -> None:
         """
-        Carry the journal's records into the size table, oldest first; the caller holds the
-        lock.  Every C call that makes or frees an object appends its record in the same
-        C-level call (list.extend over map(): the ctypes call and the append run inside one
-        bytecode), so a KeyboardInterrupt, or any exception a signal handler raises, either
-        comes before the C call (nothing happened) or finds the record in the journal.  Each
-        record becomes a plan (every value the change leaves, stored back in the journal by
-        one item assignment) and the plan is applied; an exception at any point leaves either
-        the record or its plan, and the next call into the pool (any method, len()) settles
-        it again to the same result.  So len(p), stats(), handles() and the C pool agree
-        after any interrupt, and handles() lists every object that C holds.
+        Bring the size table up to date from the journal; the caller holds the lock.  Every
+        C call that makes or frees an object appends its record in the same C-level call
+        (list.extend over map(): the ctypes call and the append run inside one bytecode),
+        so a KeyboardInterrupt, or any exception a signal handler raises, either comes
+        before the C call (nothing happened) or finds the record in the journal; settling
+        it (_SizeTable.settle) can itself be interrupted at any bytecode and finished by the
+        next call into the pool (any method, len()) with the same result.  So len(p),
+        stats(), handles() and the C pool agree after any interrupt, and handles() lists
+        every object that C holds.
         """
-        j = self._journal
-        sizes = self._sizes
-        while j:
-            rec = j[0]
-            if rec[0] is not _J_PLAN:
-                plan = sizes.plan(rec)
-                if plan is None:
-                    del j[0]
-                    continue
-                j[0] = rec = plan
-            sizes.apply(rec)
-            del j[0]
+        self._sizes.settle(self._journal)
 
     def _pool(self) -> Any:
         if not getattr(self, "_p", None):
@@ -848,9 +871,9 @@ class Pool(_Closable):
         pool = self._pool()
         _int_arg("zs_malloc size", size, 1, self._max_size, _errno.ENOSPC)
         j = self._journal
-        j.extend(zip(_J_ADD_TAG, map(_L.need("zs_malloc"), (pool,), (size,)), (size,)))
+        j.extend(zip(_J_ADD_TAG, map(_c_zs_malloc, (pool,), (size,)), (size,)))
         h = j[-1][1]
-        self._settle()
+        self._sizes.settle(j)
         if _is_err(h):
             raise ZsError(h - (1 << (8 * ctypes.sizeof(ctypes.c_ulong))), f"zs_malloc({size})")
         return int(h)
@@ -861,15 +884,17 @@ class Pool(_Closable):
         size = _size_of_entry(self._entry(handle))
         fn = "zs_free_deferred" if deferred else "zs_free"
         j = self._journal
-        j.extend(zip(_J_FREE_TAG, map(_L.need(fn), (self._p,), (handle,)), (handle,), (size,)))
+        j.extend(zip(_J_FREE_TAG, map(_c_zs_free_deferred if deferred else _c_zs_free,
+                                      (self._p,), (handle,)), (handle,), (size,)))
         rc = j[-1][1]
-        self._settle()
+        self._sizes.settle(j)
         if rc < 0:
             raise self._refused(handle, fn)
 
     @_pool_op
     def flush(self) -> None:
-        """Wait until every deferred free issued so far is done."""
+        """Wait until every deferred free issued so far is done.  One C call: it does not
+        look at signals; a KeyboardInterrupt during it is raised when it returns."""
         _L.need("zs_free_deferred_flush")(self._pool())
 
     @_pool_op
@@ -882,7 +907,7 @@ class Pool(_Closable):
         with _borrow(data) as (p, n):
             if n > size:
                 raise ValueError(f"{n} bytes do not fit in a {size}-byte object")
-            if _L.need("zs_obj_write")(self._p, handle, p, n) < 0:
+            if _c_zs_obj_write(self._p, handle, p, n) < 0:
                 raise self._refused(handle, "zs_obj_write")
 
     @_pool_op
@@ -905,7 +930,7 @@ class Pool(_Closable):
             try:
                 # the pointer lands in begun inside the call (see read()), so an interrupt
                 # after zs_obj_read_begin still reaches the zs_obj_read_end below
-                begun.extend(map(_L.need("zs_obj_read_begin"), (self._p,), (handle,),
+                begun.extend(map(_c_zs_obj_read_begin, (self._p,), (handle,),
                                  (length,), (dst,)))
                 p = begun[0]
                 if not p:
@@ -914,7 +939,7 @@ class Pool(_Closable):
                     ctypes.memmove(dst, p, length)
             finally:
                 if begun and begun[0]:
-                    _L.need("zs_obj_read_end")(self._p, handle, length, begun[0])
+                    _c_zs_obj_read_end(self._p, handle, length, begun[0])
         return length
 
     @_pool_op
@@ -933,7 +958,7 @@ class Pool(_Closable):
             # zs_obj_read_begin pins the object until zs_obj_read_end; its result is
             # appended inside the same C-level call, so an exception raised when the call
             # returns (a signal handler's) still finds it here and the finally ends the read
-            begun.extend(map(_L.need("zs_obj_read_begin"), (self._p,), (handle,), (length,),
+            begun.extend(map(_c_zs_obj_read_begin, (self._p,), (handle,), (length,),
                              (copy,)))
             p = begun[0]
             if not p:
@@ -941,7 +966,7 @@ class Pool(_Closable):
             return ctypes.string_at(p, length)
         finally:
             if begun and begun[0]:
-                _L.need("zs_obj_read_end")(self._p, handle, length, begun[0])
+                _c_zs_obj_read_end(self._p, handle, length, begun[0])
 
     @_pool_op
     def store(self, data: Buffer) -> Handle:
@@ -951,9 +976,9 @@ class Pool(_Closable):
         with _borrow(data) as (p, n):
             _int_arg("zs_malloc size", n, 1, self._max_size, _errno.ENOSPC)
             j = self._journal
-            j.extend(zip(_J_ADD_TAG, map(_L.need("zs_malloc_write"), (pool,), (p,), (n,)), (n,)))
+            j.extend(zip(_J_ADD_TAG, map(_c_zs_malloc_write, (pool,), (p,), (n,)), (n,)))
             h = j[-1][1]
-            self._settle()
+            self._sizes.settle(j)
             if _is_err(h):
                 raise ZsError(h - (1 << (8 * ctypes.sizeof(ctypes.c_ulong))),
                               f"zs_malloc_write({n})")
@@ -973,7 +998,11 @@ class Pool(_Closable):
     # -- pool --
     @_pool_op
     def compact(self) -> int:
-        """Compact every class; returns pages freed."""
+        """Compact every class; returns pages freed.  One C call (zs_compact has no
+        per-class entry point): it does not look at signals, and a KeyboardInterrupt that
+        arrives during it is raised when it returns, the compaction done.  Compaction moves
+        objects but changes no handle, so nothing is lost either way (150,000 live objects
+        of 700 bytes among 150,000 freed: 0.22 s here)."""
         return _L.need("zs_compact")(self._pool())
 
     @_pool_op
@@ -983,6 +1012,8 @@ class Pool(_Closable):
 
     @_pool_op
     def trim(self) -> None:
+        """Return cached pages and unused handle memory to the OS (zs_pool_trim).  One C
+        call: a KeyboardInterrupt during it is raised when it returns."""
         _L.need("zs_pool_trim")(self._pool())
 
     @_pool_op
@@ -1326,14 +1357,19 @@ class ZramStore(_Closable):
 
     @_gated
     def reset(self) -> None:
+        """Empty every slot.  One C call: it does not look at signals (a KeyboardInterrupt
+        during it is raised when it returns, the store empty); so are flush(), compact()
+        and recompress(), which walk the whole store."""
         _L.need("zs_zram_reset")(self._store())
 
     @_gated
     def flush(self) -> None:
+        """Finish the store's deferred frees (one C call, as reset())."""
         _L.need("zs_zram_flush")(self._store())
 
     @_gated
     def compact(self) -> int:
+        """Compact the store's pool; pages freed (one C call, as reset())."""
         return _L.need("zs_zram_compact")(self._store())
 
     @_gated
@@ -1344,6 +1380,8 @@ class ZramStore(_Closable):
     @_gated
     def recompress(self, type: str = "all", threshold: int = 0,
                    max_pages: int = 0) -> Dict[str, int]:
+        """Recompress slots with the recomp algorithm (max_pages 0: no limit).  One C call,
+        as reset(): bound a long run with max_pages to see a KeyboardInterrupt sooner."""
         r = _L.ZramRecompResult()
         t = _choice(type, RECOMP_TYPES, "type")
         _int_arg("threshold", threshold, 0, _U64)

@@ -267,7 +267,9 @@ class Region(_Closable):
         return a.reshape(shape) if shape is not None else a
 
     def pageout(self, offset: int = 0, length: Optional[int] = None) -> int:
-        """Compress and drop the resident pages of a range; returns pages stored."""
+        """Compress and drop the resident pages of a range; returns pages stored.  One C
+        call: a KeyboardInterrupt during it is raised when it returns (as for release()
+        and reclaim()); page out a large region in parts to see one sooner."""
         a, n = self._range(offset, length)
         m = self._mapping()
         with m.hold():
@@ -275,7 +277,8 @@ class Region(_Closable):
             return _check(_L.need("zs_region_pageout")(r, a, n), "zs_region_pageout")
 
     def release(self, offset: int = 0, length: Optional[int] = None) -> None:
-        """Forget a range: stored objects freed, pages read as zeros afterwards."""
+        """Forget a range: stored objects freed, pages read as zeros afterwards (one C
+        call, as pageout())."""
         a, n = self._range(offset, length)
         m = self._mapping()
         with m.hold():
@@ -292,7 +295,8 @@ class Region(_Closable):
             _check(_L.need("zs_region_advise")(r, a, n, adv), "zs_region_advise")
 
     def reclaim(self, target: int) -> int:
-        """Page out cold pages until at most target bytes are resident; pages stored."""
+        """Page out cold pages until at most target bytes are resident; pages stored (one
+        C call, as pageout())."""
         _c_int_arg("target", target, ctypes.c_size_t)   # 2**64 + n must not become n
         m = self._mapping()
         with m.hold():
