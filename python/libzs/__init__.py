@@ -664,11 +664,11 @@ class _SizeTable:
                     rec = (_J_PLAN, key, t, (h & (_H_CHUNK_BYTES - 1)) >> 3, 0, t[0] - 1,
                            self.n - 1, self.nbytes - size)
                 journal[0] = rec
-            _, key, t, i, e, live, n, nbytes = rec
-            t[i] = e
-            t[0] = live
+            _, key, table, i, e, live, n, nbytes = rec
+            table[i] = e
+            table[0] = live
             if live:
-                t_of[key] = t
+                t_of[key] = table
             else:
                 t_of.pop(key, None)
             self.n = n
