@@ -498,7 +498,7 @@ class _Gate:
         self._mu = threading.Lock()
         self._ba = bytearray(1)
         self._ptr = ptr
-        self._taken: Any = None     # the pointer take() owes a destroy, kept through an interrupt
+        self._taken: Any = None     # owed a destroy by close_with(), kept through an interrupt
         self._closed_error = closed_error
         # a C callable: no bytecode runs between making the memoryview and entering it
         self.hold: Callable[[], memoryview] = functools.partial(memoryview, self._ba)
