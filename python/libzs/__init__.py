@@ -48,7 +48,9 @@ import errno as _errno
 import functools
 import mmap
 import os
+import sys
 import threading
+import time
 from typing import (Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union,
                     overload)
 
@@ -111,8 +113,12 @@ def _check(rc: int, what: str) -> int:
     return rc
 
 
+# The smallest C error return of a handle-returning call (ZS_IS_ERR: -4095..-1 as unsigned long)
+_H_ERR_MIN = (1 << (8 * ctypes.sizeof(ctypes.c_ulong))) - 4095
+
+
 def _is_err(h: int) -> bool:
-    return h >= (1 << 64) - 4095 or h >= (1 << (8 * ctypes.sizeof(ctypes.c_ulong))) - 4095
+    return h >= (1 << 64) - 4095 or h >= _H_ERR_MIN
 
 
 def _to_bytes(data: Buffer) -> bytes:
@@ -163,21 +169,29 @@ class _borrow:
         if type(data) is bytes and not self._writable:
             return data, len(data)
         view = _PyBuffer()
+        # recorded before the export is taken (releasing a view never taken does nothing):
+        # an exception when the call returns (a signal handler's) must not leave the
+        # caller's buffer exported for good, and __exit__ does not run for an __enter__
+        # that raised
+        self._view = view
         try:
-            _get_buffer(data, ctypes.byref(view),
-                        _PyBUF_WRITABLE if self._writable else _PyBUF_SIMPLE)
+            _get_buffer(data, view, _PyBUF_WRITABLE if self._writable else _PyBUF_SIMPLE)
         except BufferError:
+            self._view = None
             if self._writable:
                 raise
             copy = bytes(memoryview(data))
             return copy, len(copy)
-        self._view = view
+        except BaseException:
+            _release_buffer(view)
+            self._view = None
+            raise
         return view.buf, view.len
 
     def __exit__(self, *exc: Any) -> None:
-        if self._view is not None:
-            _release_buffer(ctypes.byref(self._view))
-            self._view = None
+        view, self._view = self._view, None
+        if view is not None:
+            _release_buffer(view)
 
 
 def _strs(ptr: Any) -> List[str]:
@@ -464,50 +478,69 @@ class ClassStats:
 
 class _Gate:
     """
-    A C object that several threads may call at once, and close(): enter it (with gate:)
-    around each C call; take() refuses new calls (they raise closed_error()), waits for
-    the calls in flight and hands back the pointer to destroy, once (None afterwards).
-    So a use after close(), or a close() racing a call on another thread, raises a
-    ValueError instead of reaching freed C memory.
+    A C object that several threads may call at once, and close(): hold it (with
+    gate.hold():, then gate.ptr() inside the block) around each C call; close_with()
+    refuses new calls (ptr() raises closed_error()), waits for the calls in flight and
+    destroys the object, once.  So a use after close(), or a close()
+    racing a call on another thread, raises a ValueError instead of reaching freed C memory.
+
+    A call in flight is a memoryview of a private bytearray, not a counter: a
+    KeyboardInterrupt (or any exception a signal handler raises) can come between any two
+    calls a Python-level __enter__ makes, so a counter raised there could stay raised and
+    close() wait forever.  A memoryview made by one C call and entered by the with
+    statement goes away whichever way the block is left or never entered (the interpreter
+    drops it), so the bytearray's reference count is the number of calls in flight.
     """
-    __slots__ = ("_cv", "_n", "_ptr", "_closed_error", "__weakref__")
+    __slots__ = ("_mu", "_ba", "_ptr", "_taken", "_closed_error", "hold", "_idle",
+                 "__weakref__")
 
     def __init__(self, ptr: Any, closed_error: Callable[[], Exception]) -> None:
-        self._cv = threading.Condition(threading.Lock())
-        self._n = 0
+        self._mu = threading.Lock()
+        self._ba = bytearray(1)
         self._ptr = ptr
+        self._taken: Any = None     # owed a destroy by close_with(), kept through an interrupt
         self._closed_error = closed_error
+        # a C callable: no bytecode runs between making the memoryview and entering it
+        self.hold: Callable[[], memoryview] = functools.partial(memoryview, self._ba)
+        self._idle = sys.getrefcount(self._ba)
 
-    def __enter__(self) -> Any:
-        with self._cv:
-            if self._ptr is None:
-                raise self._closed_error()
-            self._n += 1
-            return self._ptr
-
-    def __exit__(self, *exc: Any) -> None:
-        with self._cv:
-            self._n -= 1
-            if not self._n:
-                self._cv.notify_all()
+    def ptr(self) -> Any:
+        p = self._ptr
+        if p is None:
+            raise self._closed_error()
+        return p
 
     @property
     def closed(self) -> bool:
         return self._ptr is None
 
-    def take(self) -> Any:
-        with self._cv:
-            p, self._ptr = self._ptr, None
-            while self._n:
-                self._cv.wait()
-            return p
+    def close_with(self, destroy: Callable[[Any], Any]) -> bool:
+        """Refuse new calls, wait for those in flight, then destroy(pointer), once: True
+        if this call destroyed it.  Interrupted while it waits, the next close_with() waits
+        again and destroys; the pointer is handed from the gate to destroy() with no
+        bytecode between at which an exception could drop it."""
+        with self._mu:
+            if self._ptr is not None:
+                self._taken, self._ptr = self._ptr, None
+        delay = 1e-5
+        while sys.getrefcount(self._ba) > self._idle:
+            time.sleep(delay)
+            delay = min(delay * 2, 0.005)
+        with self._mu:
+            p, self._taken = self._taken, None
+            if p is None:
+                return False
+            destroy(p)
+            return True
 
 
 def _gated(fn: _F) -> _F:
     """A method that calls C on self._gate's object (see _Gate)."""
     @functools.wraps(fn)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with self._gate:
+        gate = self._gate
+        with gate.hold():
+            gate.ptr()
             return fn(self, *args, **kwargs)
     return wrapper  # type: ignore[return-value]
 
@@ -518,6 +551,17 @@ def _locked(fn: _F) -> _F:
     @functools.wraps(fn)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
+            return fn(self, *args, **kwargs)
+    return wrapper  # type: ignore[return-value]
+
+
+def _pool_op(fn: _F) -> _F:
+    """A Pool method: run under the pool lock, after the journal is settled (Pool._settle)."""
+    @functools.wraps(fn)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            if self._journal:
+                self._sizes.settle(self._journal)
             return fn(self, *args, **kwargs)
     return wrapper  # type: ignore[return-value]
 
@@ -551,6 +595,15 @@ _H_CHUNK_SHIFT = 16
 _H_CHUNK_BYTES = 1 << _H_CHUNK_SHIFT
 
 
+# The Pool's journal (Pool._settle).  A record is appended by the same C-level call that
+# makes the C call, so no bytecode, where a signal handler can raise, runs between them:
+#   (_J_ADD, handle or error, size)    zs_malloc / zs_malloc_write returned
+#   (_J_FREE, rc, handle, size)        zs_free / zs_free_deferred returned rc
+#   (_J_PLAN, ...)                     the record's table change, being stored (_SizeTable.settle)
+_J_ADD, _J_FREE, _J_PLAN = "add", "free", "plan"
+_J_ADD_TAG, _J_FREE_TAG = (_J_ADD,), (_J_FREE,)
+
+
 class _SizeTable:
     """
     What the C pool does not keep and Python needs: each live object's size (read() returns
@@ -560,7 +613,8 @@ class _SizeTable:
     generation) with the object's size in the address bits, a free one 0, and entry 0 (slot
     0 is never a handle) counts the chunk's live objects; a table goes with its last object.
     Tables are anonymous mmaps, so a dropped one goes back to the OS at once (a 64 KiB
-    malloc block in the middle of the heap would stay resident).  Callers hold the pool lock.
+    malloc block in the middle of the heap would stay resident).  Callers hold the pool lock,
+    and change it only through settle() (Pool._settle).
     """
     __slots__ = ("_t", "n", "nbytes")
 
@@ -573,26 +627,53 @@ class _SizeTable:
         t = self._t.get((h & _H_ADDR) >> _H_CHUNK_SHIFT)
         return t[(h & (_H_CHUNK_BYTES - 1)) >> 3] if t is not None else 0
 
-    def add(self, h: int, size: int) -> None:
-        key = (h & _H_ADDR) >> _H_CHUNK_SHIFT
-        t = self._t.get(key)
-        if t is None:
-            t = memoryview(mmap.mmap(-1, _H_CHUNK_BYTES, flags=mmap.MAP_PRIVATE)).cast("Q")
-            self._t[key] = t
-        t[(h & (_H_CHUNK_BYTES - 1)) >> 3] = (h & ~_H_ADDR) | (size << 3)
-        t[0] += 1
-        self.n += 1
-        self.nbytes += size
-
-    def remove(self, h: int, size: int) -> None:
-        key = (h & _H_ADDR) >> _H_CHUNK_SHIFT
-        t = self._t[key]
-        t[(h & (_H_CHUNK_BYTES - 1)) >> 3] = 0
-        t[0] -= 1
-        if not t[0]:
-            del self._t[key]
-        self.n -= 1
-        self.nbytes -= size
+    def settle(self, journal: List[Tuple[Any, ...]]) -> None:
+        """
+        Carry a Pool's journal records (Pool._settle) into the table, oldest first.  Each
+        record is first planned: the plan only reads the table (a chunk's new table is made
+        then, not yet linked) and holds every value the change leaves, absolute, not as
+        increments; it replaces the record in the journal by one item assignment and is
+        then stored.  So an exception at any bytecode leaves the record (nothing changed
+        yet) or its plan, which a second settle() stores again with the same result.  One
+        method, with plan and store inline: it runs twice on every store and free.
+        """
+        t_of = self._t
+        while journal:
+            rec = journal[0]
+            if rec[0] is not _J_PLAN:
+                if rec[0] is _J_ADD:
+                    _, h, size = rec
+                    if h >= _H_ERR_MIN:                 # C refused: nothing was made
+                        del journal[0]
+                        continue
+                    key = (h & _H_ADDR) >> _H_CHUNK_SHIFT
+                    t = t_of.get(key)
+                    if t is None:
+                        t = memoryview(mmap.mmap(-1, _H_CHUNK_BYTES,
+                                                 flags=mmap.MAP_PRIVATE)).cast("Q")
+                    rec = (_J_PLAN, key, t, (h & (_H_CHUNK_BYTES - 1)) >> 3,
+                           (h & ~_H_ADDR) | (size << 3), t[0] + 1, self.n + 1,
+                           self.nbytes + size)
+                else:                                    # _J_FREE
+                    _, rc, h, size = rec
+                    if rc < 0:                           # C refused: nothing was freed
+                        del journal[0]
+                        continue
+                    key = (h & _H_ADDR) >> _H_CHUNK_SHIFT
+                    t = t_of[key]
+                    rec = (_J_PLAN, key, t, (h & (_H_CHUNK_BYTES - 1)) >> 3, 0, t[0] - 1,
+                           self.n - 1, self.nbytes - size)
+                journal[0] = rec
+            _, key, table, i, e, live, n, nbytes = rec
+            table[i] = e
+            table[0] = live
+            if live:
+                t_of[key] = table
+            else:
+                t_of.pop(key, None)
+            self.n = n
+            self.nbytes = nbytes
+            del journal[0]
 
     def handles(self) -> List[int]:
         return [(key << _H_CHUNK_SHIFT) | (i << 3) | (e & ~_H_ADDR)
@@ -605,6 +686,16 @@ class _SizeTable:
 
 def _size_of_entry(e: int) -> int:
     return (e & _H_ADDR) >> 3
+
+
+# The C calls on every object's path, looked up once (the rest go through _L.need).
+_c_zs_malloc = _L.need("zs_malloc")
+_c_zs_malloc_write = _L.need("zs_malloc_write")
+_c_zs_free = _L.need("zs_free")
+_c_zs_free_deferred = _L.need("zs_free_deferred")
+_c_zs_obj_read_begin = _L.need("zs_obj_read_begin")
+_c_zs_obj_read_end = _L.need("zs_obj_read_end")
+_c_zs_obj_write = _L.need("zs_obj_write")
 
 
 class Pool(_Closable):
@@ -684,6 +775,7 @@ class Pool(_Closable):
         self._lock = threading.RLock()
         self._p = p
         self._sizes = _SizeTable()
+        self._journal: List[Tuple[Any, ...]] = []   # C calls not yet in _sizes (_settle)
         self._page_size = _L.need("zs_pool_page_size")(p)
         self.config = dict(_pool_config_dict(_L.need("zs_pool_get_config")(p).contents),
                            profile=profile)
@@ -698,14 +790,33 @@ class Pool(_Closable):
 
     # -- lifetime --
     def close(self) -> None:
+        """Destroy the pool and every object in it (one C call: it does not look at signals,
+        a KeyboardInterrupt during it is raised when it returns, the pool destroyed)."""
         lock = getattr(self, "_lock", None)
         if lock is None:
             return
         with lock:
-            if self._p:
-                _L.need("zs_destroy_pool")(self._p)
-                self._p = None
-                self._sizes.clear()
+            # the pointer leaves self before the C call: an exception after the call cannot
+            # leave a destroyed pool for a second close() or __del__ to destroy again
+            p, self._p = self._p, None
+            if p:
+                _L.need("zs_destroy_pool")(p)
+            self._journal.clear()
+            self._sizes.clear()
+
+    def _settle(self) -> None:
+        """
+        Bring the size table up to date from the journal; the caller holds the lock.  Every
+        C call that makes or frees an object appends its record in the same C-level call
+        (list.extend over map(): the ctypes call and the append run inside one bytecode),
+        so a KeyboardInterrupt, or any exception a signal handler raises, either comes
+        before the C call (nothing happened) or finds the record in the journal; settling
+        it (_SizeTable.settle) can itself be interrupted at any bytecode and finished by the
+        next call into the pool (any method, len()) with the same result.  So len(p),
+        stats(), handles() and the C pool agree after any interrupt, and handles() lists
+        every object that C holds.
+        """
+        self._sizes.settle(self._journal)
 
     def _pool(self) -> Any:
         if not getattr(self, "_p", None):
@@ -752,34 +863,41 @@ class Pool(_Closable):
         self._pool()
         return int(self._max_size)
 
-    @_locked
+    @_pool_op
     def malloc(self, size: int) -> Handle:
         """Allocate size bytes (1..max_object_size, by default the page size); returns a
         handle.  Size 0 or above that raises ZsArgumentError (errno EINVAL / ENOSPC) before
         C is called."""
         pool = self._pool()
         _int_arg("zs_malloc size", size, 1, self._max_size, _errno.ENOSPC)
-        h = _L.need("zs_malloc")(pool, size)
+        j = self._journal
+        j.extend(zip(_J_ADD_TAG, map(_c_zs_malloc, (pool,), (size,)), (size,)))
+        h = j[-1][1]
+        self._sizes.settle(j)
         if _is_err(h):
             raise ZsError(h - (1 << (8 * ctypes.sizeof(ctypes.c_ulong))), f"zs_malloc({size})")
-        self._sizes.add(h, size)
         return int(h)
 
-    @_locked
+    @_pool_op
     def free(self, handle: Handle, deferred: bool = False) -> None:
         """Free an object (deferred=True: zs_free_deferred, see flush())."""
         size = _size_of_entry(self._entry(handle))
         fn = "zs_free_deferred" if deferred else "zs_free"
-        if _L.need(fn)(self._p, handle) < 0:
+        j = self._journal
+        j.extend(zip(_J_FREE_TAG, map(_c_zs_free_deferred if deferred else _c_zs_free,
+                                      (self._p,), (handle,)), (handle,), (size,)))
+        rc = j[-1][1]
+        self._sizes.settle(j)
+        if rc < 0:
             raise self._refused(handle, fn)
-        self._sizes.remove(handle, size)
 
-    @_locked
+    @_pool_op
     def flush(self) -> None:
-        """Wait until every deferred free issued so far is done."""
+        """Wait until every deferred free issued so far is done.  One C call: it does not
+        look at signals; a KeyboardInterrupt during it is raised when it returns."""
         _L.need("zs_free_deferred_flush")(self._pool())
 
-    @_locked
+    @_pool_op
     def write(self, handle: Handle, data: Buffer, offset: int = 0) -> None:
         """Write a bytes-like object at the start of the object (its length <= the object's
         size).  C reads the buffer in place: no copy is made on the Python side."""
@@ -789,10 +907,10 @@ class Pool(_Closable):
         with _borrow(data) as (p, n):
             if n > size:
                 raise ValueError(f"{n} bytes do not fit in a {size}-byte object")
-            if _L.need("zs_obj_write")(self._p, handle, p, n) < 0:
+            if _c_zs_obj_write(self._p, handle, p, n) < 0:
                 raise self._refused(handle, "zs_obj_write")
 
-    @_locked
+    @_pool_op
     def read_into(self, handle: Handle, buffer: Buffer, length: Optional[int] = None) -> int:
         """Copy the first `length` bytes of the object (default: all of it) into the start
         of a writable contiguous buffer (bytearray, memoryview, numpy array, mmap) at least
@@ -808,17 +926,23 @@ class Pool(_Closable):
             if length == 0:
                 return 0
             # an object that spans two pages is assembled in dst itself (the local copy)
-            p = _L.need("zs_obj_read_begin")(self._p, handle, length, dst)
-            if not p:
-                raise self._refused(handle, "zs_obj_read_begin")
+            begun: List[Any] = []
             try:
+                # the pointer lands in begun inside the call (see read()), so an interrupt
+                # after zs_obj_read_begin still reaches the zs_obj_read_end below
+                begun.extend(map(_c_zs_obj_read_begin, (self._p,), (handle,),
+                                 (length,), (dst,)))
+                p = begun[0]
+                if not p:
+                    raise self._refused(handle, "zs_obj_read_begin")
                 if p != dst:
                     ctypes.memmove(dst, p, length)
             finally:
-                _L.need("zs_obj_read_end")(self._p, handle, length, p)
+                if begun and begun[0]:
+                    _c_zs_obj_read_end(self._p, handle, length, begun[0])
         return length
 
-    @_locked
+    @_pool_op
     def read(self, handle: Handle, length: Optional[int] = None) -> bytes:
         """Return the first `length` bytes of the object (default: all of it)."""
         size = _size_of_entry(self._entry(handle))
@@ -829,62 +953,80 @@ class Pool(_Closable):
         if length == 0:
             return b""
         copy = ctypes.create_string_buffer(length)
-        p = _L.need("zs_obj_read_begin")(self._p, handle, length, copy)
-        if not p:
-            raise self._refused(handle, "zs_obj_read_begin")
+        begun: List[Any] = []
         try:
+            # zs_obj_read_begin pins the object until zs_obj_read_end; its result is
+            # appended inside the same C-level call, so an exception raised when the call
+            # returns (a signal handler's) still finds it here and the finally ends the read
+            begun.extend(map(_c_zs_obj_read_begin, (self._p,), (handle,), (length,),
+                             (copy,)))
+            p = begun[0]
+            if not p:
+                raise self._refused(handle, "zs_obj_read_begin")
             return ctypes.string_at(p, length)
         finally:
-            _L.need("zs_obj_read_end")(self._p, handle, length, p)
+            if begun and begun[0]:
+                _c_zs_obj_read_end(self._p, handle, length, begun[0])
 
-    @_locked
+    @_pool_op
     def store(self, data: Buffer) -> Handle:
         """malloc + write: keep a bytes-like object (read in place), return the handle.
         One C call (zs_malloc_write); the size limits and errors are malloc's."""
         pool = self._pool()
         with _borrow(data) as (p, n):
             _int_arg("zs_malloc size", n, 1, self._max_size, _errno.ENOSPC)
-            h = _L.need("zs_malloc_write")(pool, p, n)
+            j = self._journal
+            j.extend(zip(_J_ADD_TAG, map(_c_zs_malloc_write, (pool,), (p,), (n,)), (n,)))
+            h = j[-1][1]
+            self._sizes.settle(j)
             if _is_err(h):
                 raise ZsError(h - (1 << (8 * ctypes.sizeof(ctypes.c_ulong))),
                               f"zs_malloc_write({n})")
-            self._sizes.add(h, n)
         return int(h)
 
-    @_locked
+    @_pool_op
     def handles(self) -> List[Handle]:
         """The live handles (a new list)."""
         return self._sizes.handles()
 
     def __len__(self) -> int:
+        if self._journal:
+            with self._lock:
+                self._settle()
         return self._sizes.n
 
     # -- pool --
-    @_locked
+    @_pool_op
     def compact(self) -> int:
-        """Compact every class; returns pages freed."""
+        """Compact every class; returns pages freed.  One C call (zs_compact has no
+        per-class entry point): it does not look at signals, and a KeyboardInterrupt that
+        arrives during it is raised when it returns, the compaction done.  Compaction moves
+        objects but changes no handle, so nothing is lost either way (150,000 live objects
+        of 700 bytes among 150,000 freed: 0.22 s here)."""
         return _L.need("zs_compact")(self._pool())
 
-    @_locked
+    @_pool_op
     def total_pages(self) -> int:
         """Pool pages in use (the kernel's pages_allocated)."""
         return _L.need("zs_get_total_pages")(self._pool())
 
-    @_locked
+    @_pool_op
     def trim(self) -> None:
+        """Return cached pages and unused handle memory to the OS (zs_pool_trim).  One C
+        call: a KeyboardInterrupt during it is raised when it returns."""
         _L.need("zs_pool_trim")(self._pool())
 
-    @_locked
+    @_pool_op
     def huge_class_size(self) -> int:
         return _L.need("zs_huge_class_size")(self._pool())
 
-    @_locked
+    @_pool_op
     def class_index(self, size: int) -> int:
         """Physical class index for a request of `size` bytes."""
         _int_arg("size", size, 1, self.max_object_size, _errno.ENOSPC)
         return _check(_L.need("zs_lookup_class_index")(self._pool(), size), "zs_lookup_class_index")
 
-    @_locked
+    @_pool_op
     def stats(self) -> Dict[str, Any]:
         st = _L.PoolStats()
         _L.need("zs_pool_stats")(self._pool(), ctypes.byref(st))
@@ -896,7 +1038,7 @@ class Pool(_Closable):
                 "utilization": used / (pages * ps) if pages else 0.0,
                 "pages_compacted": st.pages_compacted}
 
-    @_locked
+    @_pool_op
     def class_count(self) -> int:
         return _L.need("zs_class_count")(self._pool())
 
@@ -905,7 +1047,7 @@ class Pool(_Closable):
     @overload
     def class_info(self, index: None = None) -> List[ClassInfo]: ...
 
-    @_locked
+    @_pool_op
     def class_info(self, index: Optional[int] = None) -> Union[ClassInfo, List[ClassInfo]]:
         """ClassInfo of one logical class, or a list of all of them."""
         fn = _L.need("zs_class_info")
@@ -925,7 +1067,7 @@ class Pool(_Closable):
     @overload
     def class_stats(self, index: None = None, used_only: bool = True) -> List[ClassStats]: ...
 
-    @_locked
+    @_pool_op
     def class_stats(self, index: Optional[int] = None,
                     used_only: bool = True) -> Union[ClassStats, List[ClassStats]]:
         """ClassStats of one physical class, or a list (those with objects if used_only)."""
@@ -976,9 +1118,9 @@ class Compressor(_Closable):
         if lock is None:
             return
         with lock:
-            if self._c:
-                _L.need("zs_comp_destroy")(self._c)
-                self._c = None
+            c, self._c = self._c, None     # out before the call: never destroyed twice
+            if c:
+                _L.need("zs_comp_destroy")(c)
 
     def _ctx(self) -> Any:
         if not self._c:
@@ -1153,23 +1295,22 @@ class ZramStore(_Closable):
 
     def close(self) -> None:
         gate = getattr(self, "_gate", None)
-        if gate is None:
-            if getattr(self, "_z", None):       # created, but failed before the gate was set
-                _L.need("zs_zram_destroy")(self._z)
-                self._z = None
+        if gate is None:                        # created, but failed before the gate was set
+            z, self._z = getattr(self, "_z", None), None
+            if z:
+                _L.need("zs_zram_destroy")(z)
             return
-        z = gate.take()
-        if z:
-            _L.need("zs_zram_destroy")(z)
-            self._z = None
+        gate.close_with(_L.need("zs_zram_destroy"))
+        self._z = None
 
     def __len__(self) -> int:
         return self.slots
 
     def _store(self) -> Any:
-        if not getattr(self, "_z", None):
+        gate = getattr(self, "_gate", None)
+        if gate is None:
             raise ZsArgumentError(_errno.EINVAL, "store is closed")
-        return self._z
+        return gate.ptr()
 
     def _index(self, index: Any) -> int:
         if not isinstance(index, int) or isinstance(index, bool):
@@ -1216,14 +1357,19 @@ class ZramStore(_Closable):
 
     @_gated
     def reset(self) -> None:
+        """Empty every slot.  One C call: it does not look at signals (a KeyboardInterrupt
+        during it is raised when it returns, the store empty); so are flush(), compact()
+        and recompress(), which walk the whole store."""
         _L.need("zs_zram_reset")(self._store())
 
     @_gated
     def flush(self) -> None:
+        """Finish the store's deferred frees (one C call, as reset())."""
         _L.need("zs_zram_flush")(self._store())
 
     @_gated
     def compact(self) -> int:
+        """Compact the store's pool; pages freed (one C call, as reset())."""
         return _L.need("zs_zram_compact")(self._store())
 
     @_gated
@@ -1234,6 +1380,8 @@ class ZramStore(_Closable):
     @_gated
     def recompress(self, type: str = "all", threshold: int = 0,
                    max_pages: int = 0) -> Dict[str, int]:
+        """Recompress slots with the recomp algorithm (max_pages 0: no limit).  One C call,
+        as reset(): bound a long run with max_pages to see a KeyboardInterrupt sooner."""
         r = _L.ZramRecompResult()
         t = _choice(type, RECOMP_TYPES, "type")
         _int_arg("threshold", threshold, 0, _U64)

@@ -60,8 +60,9 @@ def available() -> Tuple[bool, str]:
 
 class _Mapping(_Gate):
     """The C region: destroyed by destroy() or when the last reference goes (the Region's,
-    or an exported buffer's).  Calls into C enter it (with mapping as r:), so destroy()
-    waits for calls in flight on other threads."""
+    or an exported buffer's).  Calls into C hold it (with m.hold(): r = m.ptr()), so
+    destroy() waits for calls in flight on other threads (_Gate says why a hold is a
+    memoryview, not a counter: KeyboardInterrupt)."""
     __slots__ = ("_destroy",)
 
     def __init__(self, ptr: Any) -> None:
@@ -69,9 +70,7 @@ class _Mapping(_Gate):
         self._destroy = _L.need("zs_region_destroy")
 
     def destroy(self) -> None:
-        p = self.take()
-        if p:
-            self._destroy(p)
+        self.close_with(self._destroy)
 
     def __del__(self) -> None:
         self.destroy()
@@ -180,7 +179,9 @@ class Region(_Closable):
     def pool_config(self) -> Optional[Dict[str, Any]]:
         """The store's zsmalloc pool config as C holds it (Pool.config's names, and
         "shards": the copies of each size class), or None when the backend is not zsmalloc."""
-        with self._mapping() as r:
+        m = self._mapping()
+        with m.hold():
+            r = m.ptr()
             return _zspool_config(_L.need("zs_region_store")(r))
 
     @property
@@ -266,33 +267,47 @@ class Region(_Closable):
         return a.reshape(shape) if shape is not None else a
 
     def pageout(self, offset: int = 0, length: Optional[int] = None) -> int:
-        """Compress and drop the resident pages of a range; returns pages stored."""
+        """Compress and drop the resident pages of a range; returns pages stored.  One C
+        call: a KeyboardInterrupt during it is raised when it returns (as for release()
+        and reclaim()); page out a large region in parts to see one sooner."""
         a, n = self._range(offset, length)
-        with self._mapping() as r:
+        m = self._mapping()
+        with m.hold():
+            r = m.ptr()
             return _check(_L.need("zs_region_pageout")(r, a, n), "zs_region_pageout")
 
     def release(self, offset: int = 0, length: Optional[int] = None) -> None:
-        """Forget a range: stored objects freed, pages read as zeros afterwards."""
+        """Forget a range: stored objects freed, pages read as zeros afterwards (one C
+        call, as pageout())."""
         a, n = self._range(offset, length)
-        with self._mapping() as r:
+        m = self._mapping()
+        with m.hold():
+            r = m.ptr()
             _check(_L.need("zs_region_release")(r, a, n), "zs_region_release")
 
     def advise(self, advice: str, offset: int = 0, length: Optional[int] = None) -> None:
         """advice: "cold" | "hot" | "pageout" (hints for automatic reclaim)."""
         a, n = self._range(offset, length)
         adv = _choice(advice, ADVICE, "advice")
-        with self._mapping() as r:
+        m = self._mapping()
+        with m.hold():
+            r = m.ptr()
             _check(_L.need("zs_region_advise")(r, a, n, adv), "zs_region_advise")
 
     def reclaim(self, target: int) -> int:
-        """Page out cold pages until at most target bytes are resident; pages stored."""
+        """Page out cold pages until at most target bytes are resident; pages stored (one
+        C call, as pageout())."""
         _c_int_arg("target", target, ctypes.c_size_t)   # 2**64 + n must not become n
-        with self._mapping() as r:
+        m = self._mapping()
+        with m.hold():
+            r = m.ptr()
             return _check(_L.need("zs_region_reclaim")(r, target), "zs_region_reclaim")
 
     def stats(self) -> Dict[str, Any]:
         st = _L.RegionStatsC()
-        with self._mapping() as r:
+        m = self._mapping()
+        with m.hold():
+            r = m.ptr()
             _L.need("zs_region_get_stats")(r, ctypes.byref(st))
         d: Dict[str, Any] = {n: getattr(st, n) for n in _L.REGION_STAT_FIELDS}
         d["store"] = {n: getattr(st.store, n) for n in _L.ZRAM_STAT_FIELDS}
