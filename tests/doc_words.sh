@@ -82,8 +82,9 @@ echo "a clean line" >"$fx/README.md"
 echo "also clean: sessions of work, shared memory, issues" >"$fx/docs/a.md"
 scan_words "$fx" && scan_long "$fx"
 report $? "fixture: a clean tree passes"
+dots='..' sh='shared'
 for bad in "the Seventh $ses found it" "see ${iss^} 18 (R1)" "$iss-10 provider" \
-	"in ../shared/repro/x.c" "shared/reference/zsmalloc.md" "shared/seeds/000"; do
+	"in $dots/$sh/repro/x.c" "$sh/reference/zsmalloc.md" "$sh/seeds/000"; do
 	echo "$bad" >"$fx/src/bad.c"
 	scan_words "$fx"
 	report $((! $?)) "fixture: a file with \"$bad\" is caught"
