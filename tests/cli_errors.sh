@@ -40,7 +40,8 @@ mkdir "$tmp/emptydir"
 trace=tests/data/usrlib-lz4.trace.xz
 mix=(--workloads mix --backends zsmalloc --mix-n 200 --page-size 4096 --repeat 1)
 
-# Issue 14, "Found": every command quoted there, with what it must do now.
+# Command lines that once misbehaved (crashed, hung or passed silently), each
+# with what it must do now.
 # -- policy flags on every command where they change the result
 expect_out 0 "chain 4, delta 16, chain policy heuristic" classes --chain 4 --chain-policy heuristic
 # Objects larger than a page: one class per page count, below the page's own table.
@@ -128,7 +129,7 @@ if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
 else
 	expect 2 "no Python 3 with matplotlib" report --quick --out /proc/nope
 fi
-# Issue 12: JSON output escapes user strings (a quote in a path used to break it).
+# JSON output escapes user strings (a quote in a path used to break it).
 quoted_heap() {
 	local f="$tmp/he\"ap.bin"
 	head -c 20000 /usr/bin/ls > "$f" || return 1
@@ -136,7 +137,7 @@ quoted_heap() {
 		python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["results"][0]["source"].endswith("he\"ap.bin")'
 }
 check "compare --json --heap 'he\"ap.bin' parses" quoted_heap
-# Issue 21 item 3: a zsmalloc row carries its waste by cause, and in JSON the causes add
+# A zsmalloc row carries its waste by cause, and in JSON the causes add
 # up to mem_bytes - live_bytes (the test of the computation itself is test_pool_waste).
 expect_out 0 "^  mix +4K zsmalloc waste after compaction .*rounding .*zspage tails .*free slots .*handles .*other" compare "${mix[@]}" --class-shards auto --free-mode class
 waste_sums() {
@@ -164,7 +165,7 @@ assert b["errors"] == 0 and p["mem_bytes"] <= a["compact"]["mem_bytes"], (a["com
 }
 check "compare --fit-zspages: parts add up, no more pages than without" fit_fewer
 expect 2 "--fit-zspages does not apply to this command" classes --fit-zspages
-# Issue 12: one checked number parser everywhere (each of these ran, or ran forever, before).
+# One checked number parser everywhere (each of these ran, or ran forever, before).
 expect 2 "bad value for --report: 'nan'" soak --report nan --seconds 0.3 --quiet
 expect 2 "bad value for --seconds: 'inf'" soak --seconds inf --quiet
 expect 2 "bad value for --threads: ' 2'" soak --threads " 2" --seconds 0.3 --quiet

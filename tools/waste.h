@@ -1,5 +1,5 @@
 /*
- * Where a zsmalloc pool's memory goes beyond its live bytes (issue 21 item 3).
+ * Where a zsmalloc pool's memory goes beyond its live bytes, by cause.
  * Shared by `zs compare` and its test, so the column and the test that its
  * parts add up are one computation.
  */

@@ -7,7 +7,7 @@
  * Why a thread: the decay in cache.c runs inside calls, so a program that
  * filled pools, freed everything and went idle kept the whole bound resident
  * for ever, and so did one that kept calling, because the per-CPU caches
- * served those calls and never looked at the shared cache's age (issue 20:
+ * served those calls and never looked at the shared cache's age (measured:
  * 132 MiB above the start for one pool, 643 MiB for eight).  jemalloc's
  * background threads and mimalloc's purge do this job there; the kernel's
  * zsmalloc frees a zspage's pages at once.

@@ -10,7 +10,7 @@
  * Capacity follows the RFC's sizing (an array for 128 MiB worth of pages),
  * so it scales with page size: 32768 handles at 4K, 8192 at 16K.
  *
- * Nothing of this exists until it is used (issue 12 item 5): a pool that
+ * Nothing of this exists until it is used: a pool that
  * never calls zs_free_deferred must not pay 512 KiB of queue and an idle
  * thread, so the first zs_free_deferred creates both, once, under
  * pool->deferred_init_lock (double-checked through the atomic pointer).  The
