@@ -73,3 +73,57 @@ void zs_fork_gate_open_child(struct zs_fork_gate *g)
 	atomic_store_explicit(&g->closing, 0, memory_order_release);
 	zs_fork_gate_unlock(g);
 }
+
+/* ---- the layers' handlers, in one order ---- */
+
+struct fork_hooks {
+	void (*prepare)(void), (*parent)(void), (*child)(void);
+	atomic_int set; /* 1 once the three pointers are written */
+};
+
+static struct fork_hooks hooks[ZS_FORK_LAYERS];
+static pthread_once_t hooks_once = PTHREAD_ONCE_INIT;
+/* Which layers this thread's fork prepared (the child is a copy of the same thread). */
+static __thread unsigned prepared;
+
+static void prepare_all(void)
+{
+	prepared = 0;
+	for (int l = 0; l < ZS_FORK_LAYERS; l++)
+		if (atomic_load_explicit(&hooks[l].set, memory_order_acquire)) {
+			hooks[l].prepare();
+			prepared |= 1u << l;
+		}
+}
+
+static void parent_all(void)
+{
+	for (int l = ZS_FORK_LAYERS - 1; l >= 0; l--)
+		if (prepared & (1u << l))
+			hooks[l].parent();
+}
+
+static void child_all(void)
+{
+	for (int l = ZS_FORK_LAYERS - 1; l >= 0; l--)
+		if (prepared & (1u << l))
+			hooks[l].child();
+}
+
+static void hooks_register(void)
+{
+	pthread_atfork(prepare_all, parent_all, child_all);
+}
+
+void zs_fork_handlers(enum zs_fork_layer layer, void (*prepare)(void), void (*parent)(void),
+		      void (*child)(void))
+{
+	pthread_once(&hooks_once, hooks_register);
+	struct fork_hooks *h = &hooks[layer];
+	if (atomic_load_explicit(&h->set, memory_order_acquire))
+		return;
+	h->prepare = prepare;
+	h->parent = parent;
+	h->child = child;
+	atomic_store_explicit(&h->set, 1, memory_order_release);
+}

@@ -21,10 +21,15 @@
  * deferred worker gives pages to the page provider, whose purge registry the
  * provider's prepare handler takes), never above.  So prepare handlers must
  * run top layer first: zswap, deferred, then the page provider.  Prepare
- * handlers run in the reverse order of registration, and a handler
- * registered lazily (at first use) could land anywhere, so each layer
- * registers from a constructor with the priority below: lower priorities
- * run first, register first, and prepare last.
+ * handlers run in the reverse order of registration, and a layer that
+ * registered its own at first use could land anywhere; constructors would
+ * fix the order but run library code at load, which libzs.so promises not
+ * to do (tests/exports.sh).  So the layers hand their handlers to one
+ * table here at first use (zs_fork_handlers, before any worker of theirs
+ * starts), and one pthread_atfork registration, made with the first, calls
+ * them in the table's order: prepare top layer first, parent and child the
+ * other way round.  A layer that registers while another thread forks is
+ * left out of that fork's parent and child calls if its prepare did not run.
  */
 #ifndef ZS_COMMON_FORK_H
 #define ZS_COMMON_FORK_H
@@ -32,9 +37,17 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#define ZS_ATFORK_PRIO_PAGES 201    /* src/pages/purge.c: prepared last */
-#define ZS_ATFORK_PRIO_DEFERRED 202 /* src/zsmalloc/deferred.c */
-#define ZS_ATFORK_PRIO_ZSWAP 203    /* src/zswap/writeback.c: prepared first */
+/* The layers with fork handlers, in the order their prepare handlers run. */
+enum zs_fork_layer {
+	ZS_FORK_ZSWAP,    /* src/zswap/writeback.c: prepared first */
+	ZS_FORK_DEFERRED, /* src/zsmalloc/deferred.c */
+	ZS_FORK_PAGES,    /* src/pages/purge.c: prepared last */
+	ZS_FORK_LAYERS
+};
+
+/* A layer's handlers, at its first use and before any worker of its starts (idempotent). */
+void zs_fork_handlers(enum zs_fork_layer layer, void (*prepare)(void), void (*parent)(void),
+		      void (*child)(void));
 
 struct zs_fork_gate {
 	pthread_mutex_t lock;  /* held from prepare to the parent/child handler; guards the list */

@@ -128,22 +128,14 @@ static void init_once(void)
 	g.slack_ns = 4000000;
 	if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0)
 		g.slack_ns = (uint64_t)res.tv_sec * 1000000000u + (uint64_t)res.tv_nsec + 1000000;
-}
-
-/*
- * At load, not at first use: the handlers' place among the other layers'
- * decides the order of the prepare handlers (common/fork.h: this one last,
- * as the deferred and zswap workers may kick the thread while a fork waits
- * for them), and the child handler needs the condition variables' attribute.
- */
-__attribute__((constructor(ZS_ATFORK_PRIO_PAGES))) static void purge_atfork_init(void)
-{
 	pthread_condattr_init(&g.cattr);
 	pthread_condattr_setclock(&g.cattr, CLOCK_MONOTONIC);
 	pthread_cond_init(&g.wake, &g.cattr);
 	pthread_cond_init(&g.done, &g.cattr);
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	/* Prepared after the deferred and zswap workers, which may kick the thread (common/fork.h). */
+	zs_fork_handlers(ZS_FORK_PAGES, atfork_prepare, atfork_parent, atfork_child);
 }
+
 
 void purge_defaults(unsigned *decay_ms, size_t *budget_bytes)
 {

@@ -99,6 +99,9 @@ struct deferred_queue {
 
 /* Every queue's worker drains inside this gate; its lock guards the list (fork_head). */
 static struct zs_fork_gate fork_gate = ZS_FORK_GATE_INIT(ZS_LOCK_ZS_DEFERRED_FORK);
+static void atfork_prepare(void);
+static void atfork_parent(void);
+static void atfork_child(void);
 static struct deferred_queue *fork_head;
 
 static int enqueue(struct deferred_queue *q, unsigned long handle)
@@ -349,6 +352,8 @@ static struct deferred_queue *queue_create(struct zs_pool *pool)
 	pthread_cond_init(&q->wake, &ca);
 	pthread_condattr_destroy(&ca);
 	q->pool = pool;
+	/* Before any worker exists: a fork must find its gate (common/fork.h). */
+	zs_fork_handlers(ZS_FORK_DEFERRED, atfork_prepare, atfork_parent, atfork_child);
 	/* No thread (creation failed or deferred_worker -1): drained by flush and full-queue frees. */
 	start_worker(pool, q);
 	/* Listed before it is published, so a fork's child handler sees every queue in use. */
@@ -495,9 +500,4 @@ static void atfork_child(void)
 	}
 	pthread_condattr_destroy(&ca);
 	zs_fork_gate_open_child(&fork_gate);
-}
-
-__attribute__((constructor(ZS_ATFORK_PRIO_DEFERRED))) static void deferred_atfork_init(void)
-{
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }

@@ -384,6 +384,10 @@ static int worker_thread(struct zswap_worker *w)
 	return rc;
 }
 
+static void atfork_prepare(void);
+static void atfork_parent(void);
+static void atfork_child(void);
+
 static struct zswap_worker *worker_start(struct zs_zswap *z)
 {
 	struct zswap_worker *w = calloc(1, sizeof(*w));
@@ -397,6 +401,8 @@ static struct zswap_worker *worker_start(struct zs_zswap *z)
 		goto fail_m;
 	if (pthread_cond_init(&w->idle, NULL))
 		goto fail_c;
+	/* Before the worker exists: a fork must find its gate (common/fork.h). */
+	zs_fork_handlers(ZS_FORK_ZSWAP, atfork_prepare, atfork_parent, atfork_child);
 	if (worker_thread(w))
 		goto fail_i;
 	/* Callers hold no lock the worker takes, so waiting here behind a fork is safe. */
@@ -523,9 +529,4 @@ static void atfork_child(void)
 		atomic_store_explicit(&w->forked, 1, memory_order_relaxed);
 	}
 	zs_fork_gate_open_child(&fork_gate);
-}
-
-__attribute__((constructor(ZS_ATFORK_PRIO_ZSWAP))) static void zswap_atfork_init(void)
-{
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
