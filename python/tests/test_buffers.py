@@ -1,4 +1,4 @@
-# Buffers, close() and threads (issue 18 R7): no use of a Region, Pool, ZramStore or
+# Buffers, close() and threads: no use of a Region, Pool, ZramStore or
 # Compressor can crash the interpreter.  A memoryview or numpy array of a Region keeps
 # close() (and a with block's end) from unmapping it: BufferError, as mmap.mmap does;
 # where nothing can raise (a with block left by an exception, a Region dropped while
@@ -37,7 +37,7 @@ def _have_numpy():
         return False
 
 
-# -- the repro's modes (shared/repro/py_region_view.py) --
+# -- a Region's buffers used after close() or after its with block: view, with, numpy --
 
 @needs_uffd
 def test_view_close_raises_buffererror_and_view_stays_valid():
@@ -288,7 +288,8 @@ def test_region_use_after_close():
 # -- threads --
 
 def test_pool_threads_no_errors():
-    # shared/repro/py_pool_threads.py, shorter, plus handles()/stats() walking the
+    # threads storing and freeing on one Pool (Pool.free once updated its table after a
+    # C call that releases the GIL), plus handles()/stats() walking the
     # handle table while other threads change it
     out = _run("""
         import threading, time

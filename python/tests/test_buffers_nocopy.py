@@ -1,5 +1,5 @@
 # Reads into caller buffers and writes from any bytes-like object without a
-# Python-side copy (issue 22 item 6); the C library, not Python, validates
+# Python-side copy; the C library, not Python, validates
 # configs and its reason reaches the exception; constants come from C.
 import array
 import ctypes

@@ -1,7 +1,7 @@
 # Filters for typed data (filter="shuffle:4" etc.) through ZramStore and Region:
 # every page kind of the report corpus round-trips under every filter, a bad
 # spec is refused with ZsArgumentError (EINVAL) naming the filter, and the int32
-# array of issue 21 stores in <= 1/1.45 of plain zstd's pool memory.
+# array (small values plus a slow trend) stores in <= 1/1.45 of plain zstd's pool memory.
 import errno
 
 import pytest

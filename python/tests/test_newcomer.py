@@ -1,5 +1,5 @@
 """
-Issue 14's Python findings, one test each: sizes are checked before ctypes can
+What a new user of the Python package ran into, one test each: sizes are checked before ctypes can
 truncate them, a freed handle whose slot is reused raises instead of reading
 another object, bad arguments raise what the README says, an unknown compressor
 names the valid ones, backend_kinds() lists only backends a store accepts, a

@@ -1,4 +1,4 @@
-# Pool handles are the C library's handles (issue 20, item 4): what a Python object costs
+# Pool handles are the C library's handles: what a Python object costs
 # beyond the C pool (RSS, measured from /proc/self/statm in a fresh interpreter), that the
 # memory comes back, and that a freed or stale handle raises, refused by C's checked mode
 # too, never reading another object.

@@ -1,4 +1,4 @@
-# libzs.so is the product only (issue 22, docs/abi.md 3.0.0): the malloc baselines and the
+# libzs.so is the product only (docs/abi.md 3.0.0): the malloc baselines and the
 # rest of the harness are the zs tool's, benchmarks' and tests', so through the shared
 # library (and so from Python) they do not exist.
 import ctypes

@@ -1,4 +1,4 @@
-# The two named profiles (issue 20 item 2) from Python: Pool, ZramStore and Region
+# The two named profiles from Python: Pool, ZramStore and Region
 # default to the application profile that C's zs_*_config_init_app fill, profile="kernel"
 # gives the kernel layout, anything else is refused naming both; every zs_pool_config
 # field is an option of all three, its range checked by the C create call.

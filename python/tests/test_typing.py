@@ -1,4 +1,4 @@
-# The package's type hints (issue 22 item 6): mypy passes on python/ with the
+# The package's type hints (shipped with py.typed): mypy passes on python/ with the
 # project's config, and a user's typed program using the public API checks
 # clean while a wrong use is reported.  Skipped without mypy (scripts/deps.sh
 # installs Debian's).
