@@ -1,0 +1,406 @@
+// The RocksDB secondary cache on libzs's key-value cache: the SecondaryCache
+// class, its options and admission rules, and its registration with
+// RocksDB's ObjectLibrary at load time.  C++ stays in this folder: the
+// library is C and reached only through its public headers.
+#include "zs_rocksdb.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include <rocksdb/convenience.h>
+#include <rocksdb/utilities/options_type.h>
+
+#include "zs/cache.h"
+
+using rocksdb::Cache;
+using rocksdb::ConfigOptions;
+using rocksdb::OptionType;
+using rocksdb::OptionTypeFlags;
+using rocksdb::OptionTypeInfo;
+using rocksdb::OptionVerificationType;
+using rocksdb::SecondaryCache;
+using rocksdb::SecondaryCacheResultHandle;
+using rocksdb::Slice;
+using rocksdb::Status;
+
+namespace libzs_rocksdb {
+
+const char *const kName = "libzs";
+
+namespace {
+
+// Block-cache keys are 16 bytes; a little room for other users of the interface.
+constexpr size_t kMaxKey = 64;
+
+const std::unordered_map<std::string, OptionTypeInfo> kOptionsInfo = {
+	{"capacity", {offsetof(SecondaryCacheOptions, capacity), OptionType::kSizeT,
+		      OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
+	{"codec", {offsetof(SecondaryCacheOptions, codec), OptionType::kString,
+		   OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
+	{"level", {offsetof(SecondaryCacheOptions, level), OptionType::kInt,
+		   OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
+	{"num_shard_bits", {offsetof(SecondaryCacheOptions, num_shard_bits), OptionType::kInt,
+			    OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
+};
+
+// The block is already created when Lookup returns, so a handle is always ready.
+class ReadyHandle : public SecondaryCacheResultHandle {
+public:
+	ReadyHandle(void *value, size_t charge) : value_(value), charge_(charge) {}
+	bool IsReady() override { return true; }
+	void Wait() override {}
+	void *Value() override { return value_; }
+	size_t Size() override { return charge_; }
+
+private:
+	void *value_;
+	size_t charge_;
+};
+
+struct CreateCtx {
+	const Cache::CreateCallback *cb;
+	void *obj = nullptr;
+	size_t charge = 0;
+	bool dummy = false;
+};
+
+// Runs under the shard's read lock (zs/cache.h): builds the block straight
+// from libzs's buffer, no second copy.  Exceptions must not cross the C
+// library's frames.
+int create_from_value(const void *data, size_t len, void *arg)
+{
+	auto *ctx = static_cast<CreateCtx *>(arg);
+	if (len == 0) {
+		ctx->dummy = true;
+		return 0;
+	}
+	try {
+		Status s = (*ctx->cb)(data, len, &ctx->obj, &ctx->charge);
+		return s.ok() ? 0 : -EIO;
+	} catch (...) {
+		return -ENOMEM;
+	}
+}
+
+class ZsSecondaryCache : public SecondaryCache {
+public:
+	explicit ZsSecondaryCache(const SecondaryCacheOptions &opts) : opts_(opts)
+	{
+		RegisterOptions(kName, &opts_, &kOptionsInfo);
+	}
+
+	~ZsSecondaryCache() override
+	{
+		if (std::getenv("ZS_ROCKSDB_STATS")) {
+			SecondaryCacheStats st;
+			GetStats(&st);
+			std::fprintf(stderr,
+				     "libzs_rocksdb: capacity=%zu codec=%s lookups=%llu hits=%llu "
+				     "dummy_hits=%llu misses=%llu advise_erase_drops=%llu "
+				     "inserts_dummy=%llu inserts_data=%llu insert_failures=%llu "
+				     "erases=%llu entries=%llu evictions=%llu value_bytes=%llu "
+				     "stored_bytes=%llu mem_bytes=%llu cached_bytes=%llu\n",
+				     opts_.capacity, opts_.codec.c_str(), (unsigned long long)st.lookups,
+				     (unsigned long long)st.hits, (unsigned long long)st.dummy_hits,
+				     (unsigned long long)st.misses,
+				     (unsigned long long)st.advise_erase_drops,
+				     (unsigned long long)st.inserts_dummy,
+				     (unsigned long long)st.inserts_data,
+				     (unsigned long long)st.insert_failures, (unsigned long long)st.erases,
+				     (unsigned long long)st.entries, (unsigned long long)st.evictions,
+				     (unsigned long long)st.value_bytes,
+				     (unsigned long long)st.stored_bytes,
+				     (unsigned long long)st.mem_bytes, (unsigned long long)st.cached_bytes);
+		}
+		zs_cache_destroy(cache_.load());
+	}
+
+	static const char *kClassName() { return kName; }
+	const char *Name() const override { return kName; }
+
+	Status PrepareOptions(const ConfigOptions &co) override
+	{
+		Status s = SecondaryCache::PrepareOptions(co);
+		return s.ok() ? Build() : s;
+	}
+
+	Status Insert(const Slice &key, void *value, const Cache::CacheItemHelper *helper) override
+	{
+		if (value == nullptr || helper == nullptr || key.size() == 0 || key.size() > kMaxKey)
+			return Status::InvalidArgument("libzs: null value or helper, or bad key length");
+		zs_cache *c = Get();
+		if (c == nullptr)
+			return Status::InvalidArgument("libzs: bad options (PrepareOptions says which)");
+		long have = zs_cache_value_size(c, key.data(), key.size());
+		if (have == -ENOENT) {
+			// First eviction of this block: remember the key only.
+			int rc = zs_cache_insert(c, key.data(), key.size(), nullptr, 0);
+			if (rc < 0)
+				return Failed(rc);
+			inserts_dummy_.fetch_add(1, std::memory_order_relaxed);
+			return Status::OK();
+		}
+		size_t size = helper->size_cb(value);
+		if (size == 0)
+			return Status::OK(); // nothing to keep; a 0-byte value would read as a dummy
+		thread_local std::vector<char> scratch;
+		if (scratch.size() < size)
+			scratch.resize(size);
+		Status s = helper->saveto_cb(value, 0, size, scratch.data());
+		if (!s.ok()) {
+			insert_failures_.fetch_add(1, std::memory_order_relaxed);
+			return Status::Corruption("libzs: saveto callback: " + s.ToString());
+		}
+		int rc = zs_cache_insert(c, key.data(), key.size(), scratch.data(), size);
+		if (rc < 0)
+			return Failed(rc);
+		inserts_data_.fetch_add(1, std::memory_order_relaxed);
+		return Status::OK();
+	}
+
+	std::unique_ptr<SecondaryCacheResultHandle> Lookup(const Slice &key,
+							   const Cache::CreateCallback &create_cb,
+							   bool /*wait*/, bool advise_erase,
+							   bool &is_in_sec_cache) override
+	{
+		is_in_sec_cache = false;
+		lookups_.fetch_add(1, std::memory_order_relaxed);
+		zs_cache *c = Get();
+		if (c == nullptr || key.size() == 0 || key.size() > kMaxKey) {
+			misses_.fetch_add(1, std::memory_order_relaxed);
+			return nullptr;
+		}
+		CreateCtx ctx;
+		ctx.cb = &create_cb;
+		int rc = zs_cache_lookup_cb(c, key.data(), key.size(), create_from_value, &ctx);
+		if (rc < 0 || ctx.dummy) {
+			(ctx.dummy ? dummy_hits_ : misses_).fetch_add(1, std::memory_order_relaxed);
+			return nullptr;
+		}
+		hits_.fetch_add(1, std::memory_order_relaxed);
+		if (advise_erase) {
+			// The primary keeps the block now: drop the bytes, keep the key.
+			if (zs_cache_insert(c, key.data(), key.size(), nullptr, 0) < 0)
+				zs_cache_erase(c, key.data(), key.size());
+			advise_erase_drops_.fetch_add(1, std::memory_order_relaxed);
+		} else {
+			is_in_sec_cache = true;
+		}
+		return std::unique_ptr<SecondaryCacheResultHandle>(new ReadyHandle(ctx.obj, ctx.charge));
+	}
+
+	bool SupportForceErase() const override { return true; }
+
+	void Erase(const Slice &key) override
+	{
+		zs_cache *c = cache_.load(std::memory_order_acquire);
+		if (c != nullptr && key.size() > 0 && key.size() <= kMaxKey &&
+		    zs_cache_erase(c, key.data(), key.size()) == 0)
+			erases_.fetch_add(1, std::memory_order_relaxed);
+	}
+
+	void WaitAll(std::vector<SecondaryCacheResultHandle *> /*handles*/) override {}
+
+	Status SetCapacity(size_t capacity) override
+	{
+		std::lock_guard<std::mutex> g(build_mu_);
+		if (cache_.load() == nullptr) {
+			opts_.capacity = capacity;
+			build_failed_.store(false);
+			return Status::OK();
+		}
+		if (capacity == opts_.capacity)
+			return Status::OK();
+		return Status::NotSupported("libzs: the capacity is fixed once the cache is in use");
+	}
+
+	Status GetCapacity(size_t &capacity) override
+	{
+		std::lock_guard<std::mutex> g(build_mu_);
+		capacity = opts_.capacity;
+		return Status::OK();
+	}
+
+	std::string GetPrintableOptions() const override
+	{
+		char buf[160];
+		std::snprintf(buf, sizeof(buf), "    capacity: %zu\n    codec: %s\n    level: %d\n"
+			      "    num_shard_bits: %d\n", opts_.capacity, opts_.codec.c_str(),
+			      opts_.level, opts_.num_shard_bits);
+		return buf;
+	}
+
+	void GetStats(SecondaryCacheStats *st)
+	{
+		std::memset(st, 0, sizeof(*st));
+		st->lookups = lookups_.load();
+		st->hits = hits_.load();
+		st->dummy_hits = dummy_hits_.load();
+		st->misses = misses_.load();
+		st->advise_erase_drops = advise_erase_drops_.load();
+		st->inserts_dummy = inserts_dummy_.load();
+		st->inserts_data = inserts_data_.load();
+		st->insert_failures = insert_failures_.load();
+		st->erases = erases_.load();
+		zs_cache *c = cache_.load();
+		if (c != nullptr) {
+			struct zs_cache_stats zst;
+			zs_cache_stats(c, &zst);
+			st->entries = zst.entries;
+			st->evictions = zst.evictions;
+			st->value_bytes = zst.blob.value_bytes;
+			st->stored_bytes = zst.blob.stored_bytes;
+			st->mem_bytes = zst.mem_bytes;
+			st->cached_bytes = zst.blob.cached_bytes;
+		}
+	}
+
+private:
+	Status Failed(int rc)
+	{
+		insert_failures_.fetch_add(1, std::memory_order_relaxed);
+		if (rc == -ENOMEM && opts_.capacity != 0)
+			return Status::Incomplete("libzs: the block does not fit in the capacity");
+		if (rc == -ENOSPC)
+			return Status::Incomplete("libzs: block larger than the store's largest object");
+		if (rc == -ENOMEM)
+			return Status::MemoryLimit("libzs: out of memory");
+		return Status::IOError("libzs: insert failed: " + std::string(std::strerror(-rc)));
+	}
+
+	zs_cache *Get()
+	{
+		zs_cache *c = cache_.load(std::memory_order_acquire);
+		if (c != nullptr || build_failed_.load(std::memory_order_relaxed))
+			return c;
+		Build().PermitUncheckedError();
+		return cache_.load(std::memory_order_acquire);
+	}
+
+	Status Build()
+	{
+		std::lock_guard<std::mutex> g(build_mu_);
+		if (cache_.load() != nullptr)
+			return Status::OK();
+		zs_cache_config cfg;
+		zs_cache_config_init(&cfg);
+		const std::string &k = opts_.codec;
+		if (k == "none")
+			cfg.blob.codec = ZS_BLOB_NONE;
+		else if (k == "lz4")
+			cfg.blob.codec = ZS_BLOB_LZ4;
+		else if (k == "lz4hc")
+			cfg.blob.codec = ZS_BLOB_LZ4HC;
+		else if (k == "zstd")
+			cfg.blob.codec = ZS_BLOB_ZSTD;
+		else
+			return Fail("unknown codec '" + k + "' (none, lz4, lz4hc, zstd)");
+		cfg.blob.level = opts_.level;
+		if (opts_.capacity == 0)
+			return Fail("capacity must be above 0");
+		cfg.blob.mem_limit = opts_.capacity;
+		if (opts_.num_shard_bits < -1 || opts_.num_shard_bits > 12)
+			return Fail("num_shard_bits must be -1 (automatic) or 0..12");
+		cfg.shards = opts_.num_shard_bits < 0 ? 0 : 1u << opts_.num_shard_bits;
+		cfg.max_key = kMaxKey;
+		zs_cache *c = nullptr;
+		int rc = zs_cache_create(&cfg, &c);
+		if (rc < 0)
+			return Fail(rc == -EINVAL ? "invalid options (level out of the codec's range?)"
+						  : "out of memory");
+		build_failed_.store(false);
+		cache_.store(c, std::memory_order_release);
+		return Status::OK();
+	}
+
+	Status Fail(const std::string &why)
+	{
+		build_failed_.store(true);
+		return Status::InvalidArgument("libzs: " + why);
+	}
+
+	SecondaryCacheOptions opts_;
+	std::mutex build_mu_;
+	std::atomic<bool> build_failed_{false}; // bad options: first use does not retry
+	std::atomic<zs_cache *> cache_{nullptr};
+	std::atomic<uint64_t> lookups_{0}, hits_{0}, dummy_hits_{0}, misses_{0};
+	std::atomic<uint64_t> advise_erase_drops_{0}, inserts_dummy_{0}, inserts_data_{0};
+	std::atomic<uint64_t> insert_failures_{0}, erases_{0};
+};
+
+// "libzs://64M" or "libzs://capacity:64M,codec:zstd" -> "capacity=64M;codec=zstd".
+std::string uri_args_to_options(const std::string &args)
+{
+	std::string out;
+	size_t pos = 0;
+	while (pos <= args.size()) {
+		size_t end = args.find(',', pos);
+		if (end == std::string::npos)
+			end = args.size();
+		std::string item = args.substr(pos, end - pos);
+		if (!item.empty()) {
+			size_t colon = item.find(':');
+			if (!out.empty())
+				out += ';';
+			out += colon == std::string::npos ? "capacity=" + item
+							  : item.substr(0, colon) + "=" + item.substr(colon + 1);
+		}
+		pos = end + 1;
+	}
+	return out;
+}
+
+SecondaryCache *factory(const std::string &uri, std::unique_ptr<SecondaryCache> *guard,
+			std::string *errmsg)
+{
+	auto *cache = new ZsSecondaryCache(SecondaryCacheOptions());
+	guard->reset(cache);
+	const std::string prefix = std::string(kName) + "://";
+	if (uri.compare(0, prefix.size(), prefix) == 0) {
+		ConfigOptions co;
+		co.ignore_unknown_options = false;
+		Status s = cache->ConfigureFromString(co, uri_args_to_options(uri.substr(prefix.size())));
+		if (!s.ok()) {
+			*errmsg = s.ToString();
+			guard->reset();
+			return nullptr;
+		}
+	}
+	return cache;
+}
+
+// Registration at load time: LD_PRELOAD'ing the library is enough.
+struct AutoRegister {
+	AutoRegister() { RegisterFactories(*rocksdb::ObjectLibrary::Default(), ""); }
+} auto_register;
+
+} // namespace
+
+int RegisterFactories(rocksdb::ObjectLibrary &lib, const std::string & /*arg*/)
+{
+	lib.AddFactory<SecondaryCache>(rocksdb::ObjectLibrary::PatternEntry(kName, true).AddSeparator("://"),
+				       factory);
+	return 1;
+}
+
+std::shared_ptr<SecondaryCache> NewSecondaryCache(const SecondaryCacheOptions &opts)
+{
+	return std::make_shared<ZsSecondaryCache>(opts);
+}
+
+bool GetStats(SecondaryCache *cache, SecondaryCacheStats *out)
+{
+	auto *z = dynamic_cast<ZsSecondaryCache *>(cache);
+	if (z == nullptr)
+		return false;
+	z->GetStats(out);
+	return true;
+}
+
+} // namespace libzs_rocksdb

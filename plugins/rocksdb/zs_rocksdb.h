@@ -1,0 +1,77 @@
+// libzs's RocksDB plugin: a rocksdb::SecondaryCache (RocksDB 7.8 interface)
+// that keeps evicted block-cache blocks compressed in a libzs key-value
+// cache (zs/cache.h).  This header is for programs that link the plugin;
+// db_bench and other unmodified programs load it with LD_PRELOAD and name it
+// in a URI instead (docs/rocksdb.md).
+//
+// Names the plugin registers with rocksdb::ObjectLibrary::Default() when the
+// library is loaded (a static initializer):
+//   "libzs"                          defaults (64 MiB, lz4)
+//   "libzs://ARGS"                   ARGS: a bare capacity ("libzs://64M") or
+//                                    name:value pairs joined by ','
+//                                    ("libzs://capacity:64M,codec:zstd,level:1");
+//                                    no '=' may appear (RocksDB would parse the
+//                                    whole URI as an option map)
+//   "id=libzs;capacity=64M;..."      the option-map form (the options below are
+//                                    registered with RegisterOptions)
+// Options: capacity (bytes, K/M/G suffixes; the cache's limit in real memory:
+// compressed bytes, pool pages, index), codec (none, lz4, lz4hc, zstd), level
+// (the codec's level, 0: its default), num_shard_bits (-1: libzs's automatic
+// count, else 0..12: 2^bits index shards).
+//
+// Admission (RocksDB 7.8's compressed secondary cache rules, so that the two
+// caches differ only in how they store bytes): the first Insert of a key
+// stores a dummy entry (no data, counted in memory as a small object); the
+// second stores the block.  A Lookup that finds data returns it and keeps
+// it (is_in_sec_cache true) unless advise_erase is true, when the data is
+// dropped and a dummy kept.  A dummy is never a hit.
+//
+// Errors: Insert returns InvalidArgument (null value, key over 64 bytes),
+// Incomplete (the block alone is over the cache's capacity or the store's
+// largest object), MemoryLimit (out of memory), Corruption (the block's
+// saveto callback failed); Lookup returns nullptr for a miss and for any
+// failure.  SetCapacity is accepted only before the first Insert or
+// Lookup (the limit is fixed when the libzs cache is built); after, any
+// other value is NotSupported.
+//
+// Statistics: with ZS_ROCKSDB_STATS set in the environment, the cache
+// prints one line of counters to stderr when it is destroyed.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include <rocksdb/secondary_cache.h>
+#include <rocksdb/utilities/object_registry.h>
+
+namespace libzs_rocksdb {
+
+struct SecondaryCacheOptions {
+	size_t capacity = 64u << 20;
+	std::string codec = "lz4";
+	int level = 0;
+	int num_shard_bits = -1;
+};
+
+// Counters since creation (Stats()).
+struct SecondaryCacheStats {
+	uint64_t lookups, hits, dummy_hits, misses, advise_erase_drops;
+	uint64_t inserts_dummy, inserts_data, insert_failures, erases;
+	uint64_t entries, evictions, value_bytes, stored_bytes;
+	uint64_t mem_bytes;    // zs_cache_stats mem_bytes: what the cache holds, index included
+	uint64_t cached_bytes; // of mem_bytes, pool pages kept for reuse (outside the capacity's count)
+};
+
+// The plugin's name ("libzs") and its registered options' name.
+extern const char *const kName;
+
+// A new cache, not yet built (it is built by PrepareOptions or on first use).
+std::shared_ptr<rocksdb::SecondaryCache> NewSecondaryCache(const SecondaryCacheOptions &opts);
+// The counters of a cache made by this plugin; false for any other cache.
+bool GetStats(rocksdb::SecondaryCache *cache, SecondaryCacheStats *out);
+// Registers the factories above in lib (done for ObjectLibrary::Default() at
+// load time; for ObjectRegistry::AddLibrary).  Returns the number registered.
+int RegisterFactories(rocksdb::ObjectLibrary &lib, const std::string &arg);
+
+} // namespace libzs_rocksdb
