@@ -13,7 +13,7 @@
 #include "opts.h"
 #include "zs/zsmalloc.h"
 
-#define CLASSES_OPTS (OPT_PAGE_SIZE | OPT_POLICY | OPT_MAX_OBJECT)
+#define CLASSES_OPTS (OPT_PAGE_SIZE | OPT_POLICY | OPT_MAX_OBJECT | OPT_PROFILE)
 
 static void usage(FILE *f)
 {
@@ -23,7 +23,10 @@ static void usage(FILE *f)
 		   "(Objs/Page is objects per zspage, as in simulate_zsmalloc; Log is the request\n"
 		   "size without the 8-byte handle header.)\n");
 	opt_pool_help(f, CLASSES_OPTS);
-	fprintf(f, "  --json               machine-readable output\n");
+	fprintf(f, "  --json               machine-readable output\n"
+		   "--profile app is refused: the app profile has the kernel's class table (it\n"
+		   "changes copies, free path and compaction, not the classes), so it would\n"
+		   "print the same table.\n");
 }
 
 /* One request size's row of the table. */

@@ -362,7 +362,7 @@ int replay_record(struct replay *R, const uint64_t exp[NF], long line)
 }
 
 #define REPLAY_OPTS (OPT_CHAIN | OPT_CHAIN_POLICY | OPT_DELTA | OPT_FREE_MODE | OPT_DEFERRED | \
-		     OPT_BACKEND)
+		     OPT_BACKEND | OPT_PROFILE)
 
 static void usage(FILE *f)
 {
@@ -411,6 +411,8 @@ static void usage(FILE *f)
 		"--backend zblock) the records are expected to differ: the replay reports how\n"
 		"many differ, the memory each side used (kernel vs this policy) and how many\n"
 		"objects a read finds split over two pool pages, and exits 0 unless --strict.\n"
+		"--profile app is refused: every record is checked against the kernel's page\n"
+		"count, which only the kernel profile reproduces page for page.\n"
 		"Exit status: 0 no mismatch (or a policy experiment), 1 mismatches, 2 error.\n");
 }
 

@@ -55,6 +55,8 @@ static void usage(FILE *f)
 	opt_pool_help(f, REPORT_POOL_OPTS);
 	fprintf(f,
 		"                     (--backend: compare zsmalloc with this kind only)\n"
+		"No --profile: every step runs the kernel profile (the class-table and testmod\n"
+		"steps are compared with the kernel's numbers).\n"
 		"Runs the class table, testmod per chain policy, the lock-mode, deferred-free,\n"
 		"API and chain benchmarks, zram store vs raw compressor (and kernel zram as\n"
 		"root), and the backend comparison; progress on stderr.\n"

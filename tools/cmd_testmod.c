@@ -18,7 +18,7 @@
 #include "opts.h"
 #include "zs/zsmalloc.h"
 
-#define TESTMOD_OPTS (OPT_PAGE_SIZE | OPT_POLICY | OPT_FREE_MODE)
+#define TESTMOD_OPTS (OPT_PAGE_SIZE | OPT_POLICY | OPT_FREE_MODE | OPT_PROFILE)
 
 static void usage(FILE *f)
 {
@@ -31,7 +31,9 @@ static void usage(FILE *f)
 		   "  --progress           progress on stderr even when it is not a terminal\n"
 		   "  --json               machine-readable output\n"
 		   "The workload needs about count x (sum of the sizes) bytes; it is estimated\n"
-		   "first and refused (without --force) when larger than MemAvailable.\n");
+		   "first and refused (without --force) when larger than MemAvailable.\n"
+		   "--profile app is refused: the page counts are zsmalloc_test.ko's, which\n"
+		   "only the kernel profile reproduces.\n");
 }
 
 static double gib(uint64_t b)

@@ -88,7 +88,8 @@ static void usage(FILE *f)
 		"  --limit SIZE       mem_limit, 4K..1T (K/M/G suffixes); writes past it fail\n"
 		"  --max SIZE         load at most SIZE bytes of pages, 4K..1T (default 256M)\n"
 		"  --json             machine-readable output\n"
-		"  --vs-kernel        also run the pages through a kernel zram device (root)\n"
+		"  --vs-kernel        also run the pages through a kernel zram device (root;\n"
+		"                     kernel profile only: refused with --profile app)\n"
 		"  --kernel-comp NAME kernel comp_algorithm (default: same as --comp)\n"
 		"  --agree            with --vs-kernel: keep only the pages that kernel and user\n"
 		"                     space compress to the same size (exact mm_stat parity)\n"
@@ -457,6 +458,12 @@ static int parse(int argc, char **argv, struct opts *o)
 		/* --kernel-comp alone used to be ignored without a word */
 		fprintf(stderr, "zs zram: %s needs --vs-kernel\n",
 			o->agree ? "--agree" : "--kernel-comp");
+		return 2;
+	}
+	if (o->vs_kernel && !strcmp(o->po.profile, "app")) {
+		/* mm_stat is compared with a kernel device: only its layout can match. */
+		fprintf(stderr, "zs zram: --profile app: --vs-kernel needs the kernel profile "
+				"(accepted with --vs-kernel: kernel)\n");
 		return 2;
 	}
 	if (o->vs_kernel && o->page_size != 4096) {

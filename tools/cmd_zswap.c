@@ -39,7 +39,8 @@
 #include "zs/harness.h"
 #include "zswap_cmd.h"
 
-#define ZSWAP_OPTS (OPT_POLICY | OPT_FREE_MODE | OPT_DEFERRED | OPT_CLASS_SHARDS)
+#define ZSWAP_OPTS (OPT_POLICY | OPT_FREE_MODE | OPT_DEFERRED | OPT_CLASS_SHARDS | OPT_FIT_ZSPAGES | \
+		    OPT_PROFILE)
 
 static void usage(FILE *f)
 {

@@ -18,7 +18,7 @@
 static const char *const pool_opt_name[] = { "--page-size",  "--chain",    "--chain-policy",
 					     "--delta",      "--free-mode", "--deferred",
 					     "--backend",    "--class-shards", "--max-object",
-					     "--fit-zspages" };
+					     "--fit-zspages", "--profile" };
 
 void pool_opts_init(struct pool_opts *po)
 {
@@ -28,6 +28,38 @@ void pool_opts_init(struct pool_opts *po)
 	 * kernel's layout matches (zs_pool_config_init_app would not). */
 	zs_pool_config_init(&po->cfg);
 	po->backend = "zsmalloc";
+	po->profile = "kernel";
+}
+
+/* --profile: the profile's values for the fields no flag of their own has set,
+ * so the outcome does not depend on where --profile stands among the flags.
+ * Only the fields the two profiles differ in (zs/zsmalloc.h lists them). */
+static int set_profile(const char *cmd, unsigned accepted, const char *arg,
+		       struct pool_opts *po)
+{
+	struct zs_pool_config p;
+	if (!strcmp(arg, "kernel")) {
+		zs_pool_config_init(&p);
+	} else if (!strcmp(arg, "app")) {
+		if ((accepted & OPT_APP_FIELDS) != OPT_APP_FIELDS) {
+			fprintf(stderr, "zs %s: --profile app: this command runs the kernel profile "
+					"only (`zs help %s` says why); accepted here: kernel\n",
+				cmd, cmd);
+			return 2;
+		}
+		zs_pool_config_init_app(&p);
+	} else {
+		fprintf(stderr, "zs %s: --profile: '%s' is not one of: kernel, app\n", cmd, arg);
+		return 2;
+	}
+	po->profile = !strcmp(arg, "app") ? "app" : "kernel";
+	if (!(po->set & OPT_CLASS_SHARDS))
+		po->cfg.class_shards = p.class_shards;
+	if (!(po->set & OPT_FREE_MODE))
+		po->cfg.free_mode = p.free_mode;
+	if (!(po->set & OPT_FIT_ZSPAGES))
+		po->cfg.fit_zspages = p.fit_zspages;
+	return 0;
 }
 
 int opt_free_mode(const char *cmd, const char *opt, const char *s, enum zs_free_mode *out)
@@ -256,6 +288,8 @@ int opt_pool_arg(const char *cmd, unsigned accepted, int code, const char *arg,
 			cmd, name, cmd);
 		return 2;
 	}
+	if (code == OPTC_PROFILE)
+		return set_profile(cmd, accepted, arg, po);
 	po->set |= bit;
 	switch (code) {
 	case OPTC_PAGE_SIZE:
@@ -346,6 +380,19 @@ void opt_pool_help(FILE *f, unsigned accepted)
 	/* Policy lists come from the registries (zs/zsmalloc.h), so a new entry is
 	 * documented wherever the option is. */
 #define HELP_ROW(id, fn, name, text) fprintf(f, "                         %-15s %s\n", name, text);
+	if ((accepted & OPT_PROFILE) && (accepted & OPT_APP_FIELDS) == OPT_APP_FIELDS)
+		fputs("  --profile P          the pool's profile (zs/zsmalloc.h), default kernel:\n"
+		      "                         kernel  zs_pool_config_init: the kernel's layout\n"
+		      "                         app     zs_pool_config_init_app: --class-shards auto\n"
+		      "                                 --free-mode class --fit-zspages\n"
+		      "                       the profile sets the defaults; --class-shards,\n"
+		      "                       --free-mode or --fit-zspages, before or after it,\n"
+		      "                       change that one field\n",
+		      f);
+	else if (accepted & OPT_PROFILE)
+		fputs("  --profile kernel     the only profile here (default; --profile app is\n"
+		      "                       refused, see below)\n",
+		      f);
 	for (unsigned i = 0; i < sizeof(help) / sizeof(help[0]); i++) {
 		if (!(accepted & (1u << i)))
 			continue;

@@ -1,7 +1,7 @@
 /*
  * Option parsing shared by every `zs` command: the pool-shaping flags
- * (--page-size, --chain, --chain-policy, --delta, --free-mode, --deferred,
- * --backend, --class-shards, --fit-zspages) and the checked
+ * (--profile, --page-size, --chain, --chain-policy, --delta, --free-mode,
+ * --deferred, --backend, --class-shards, --fit-zspages) and the checked
  * number/size/path parsers.  One place, so that
  * every command spells, range-checks and reports them the same way: a bad
  * value is one message naming the option and the accepted range, exit 2.
@@ -30,8 +30,12 @@ enum {
 	OPT_CLASS_SHARDS = 1 << 7,
 	OPT_MAX_OBJECT = 1 << 8,
 	OPT_FIT_ZSPAGES = 1 << 9,
+	OPT_PROFILE = 1 << 10, /* --profile kernel|app; app only where OPT_APP_FIELDS all are */
 	OPT_POLICY = OPT_CHAIN | OPT_CHAIN_POLICY | OPT_DELTA, /* change the class table */
-	OPT_ALL = 0x3ff,
+	/* The fields zs_pool_config_init_app changes (zs/zsmalloc.h): a command
+	 * that refuses any of them runs the kernel profile only. */
+	OPT_APP_FIELDS = OPT_CLASS_SHARDS | OPT_FREE_MODE | OPT_FIT_ZSPAGES,
+	OPT_ALL = 0x7ff,
 };
 
 /* getopt_long codes of the pool options (above any short option character). */
@@ -47,7 +51,8 @@ enum {
 	OPTC_CLASS_SHARDS,
 	OPTC_MAX_OBJECT,
 	OPTC_FIT_ZSPAGES,
-	OPT_POOL_LAST = OPTC_FIT_ZSPAGES,
+	OPTC_PROFILE,
+	OPT_POOL_LAST = OPTC_PROFILE,
 };
 
 #define OPT_POOL_LONGOPTS                                                   \
@@ -60,20 +65,28 @@ enum {
 	{ "backend", required_argument, NULL, OPTC_BACKEND },               \
 	{ "class-shards", required_argument, NULL, OPTC_CLASS_SHARDS },     \
 	{ "max-object", required_argument, NULL, OPTC_MAX_OBJECT },         \
-	{ "fit-zspages", no_argument, NULL, OPTC_FIT_ZSPAGES }
+	{ "fit-zspages", no_argument, NULL, OPTC_FIT_ZSPAGES },             \
+	{ "profile", required_argument, NULL, OPTC_PROFILE }
 
 struct pool_opts {
 	struct zs_pool_config cfg; /* page_size/max_chain/class_delta/policies */
 	const char *backend;       /* --backend kind (checked against zs_backend_kinds) */
 	int deferred;              /* --deferred: free through zs_free_deferred */
 	unsigned set;              /* OPT_* given on the command line */
+	const char *profile;       /* "kernel" (the default) or "app" */
 };
 
 void pool_opts_init(struct pool_opts *po);
 
 /*
  * Apply the pool option with getopt code `code` and value `arg` (NULL for
- * --deferred).  `accepted` is the command's OPT_* mask: an option outside it
+ * --deferred).  --profile kernel|app (the words of zs_pool_config_init and
+ * zs_pool_config_init_app, and of the Python binding's profile=) sets the
+ * defaults of the fields the profiles differ in (OPT_APP_FIELDS); a field
+ * given by its own flag keeps that value whether the flag comes before or
+ * after --profile.  --profile app is refused (exit 2) by a command whose
+ * `accepted` lacks any of OPT_APP_FIELDS: it runs the kernel profile only.
+ * `accepted` is the command's OPT_* mask: an option outside it
  * is refused with a message saying it does not change this command's result.
  * Returns 0, or 2 after printing the error.
  */
