@@ -35,6 +35,7 @@ struct sopts {
 	size_t page_size, objects, slots;
 	uint64_t mem_limit, seed;
 	int checked, free_mode, quiet;
+	int app, fit, set_free_mode, set_shards, set_fit; /* --profile app; explicit flags */
 	unsigned class_shards;     /* pool and store (zsmalloc): copies of each class */
 	const char *comp, *recomp, *zbackend;
 };
@@ -324,6 +325,10 @@ static void usage(FILE *f)
 		"  --free-mode M     %s (the free modes registered in zs/zsmalloc.h)\n"
 		"  --checked         checked pool\n"
 		"  --class-shards N  copies of each size class (pool and zsmalloc store): 0..64 or auto\n"
+		"  --fit-zspages     the pool's compaction fits each class's last zspage to its objects\n"
+		"  --profile P       kernel (default) or app (zs_pool_config_init_app): app is\n"
+		"                    --class-shards auto --free-mode class --fit-zspages; the profile\n"
+		"                    sets the defaults, those flags (before or after it) change one field\n"
 		"  --seed N          RNG seed (default: time)\n"
 		"  --report S        progress line every S seconds (default 60; 0 none)\n"
 		"  --max-drift MIB   also fail if RSS grows more than MIB after the warm-up\n"
@@ -368,7 +373,7 @@ static int parse(int argc, char **argv)
 		{ "objects", 1, 0, 'o' }, { "slots", 1, 0, 'n' }, { "comp", 1, 0, 'c' },
 		{ "recomp", 1, 0, 'r' }, { "zram-backend", 1, 0, 'b' }, { "mem-limit", 1, 0, 'l' },
 		{ "free-mode", 1, 0, 'f' }, { "checked", 0, 0, 'k' }, { "seed", 1, 0, 'S' },
-		{ "class-shards", 1, 0, 'C' }, { "report", 1, 0, 'R' }, { "max-drift", 1, 0, 'D' }, { "quiet", 0, 0, 'q' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
+		{ "class-shards", 1, 0, 'C' }, { "fit-zspages", 0, 0, 'F' }, { "profile", 1, 0, 'P' }, { "report", 1, 0, 'R' }, { "max-drift", 1, 0, 'D' }, { "quiet", 0, 0, 'q' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
 	};
 	int c;
 	optind = 1;
@@ -413,11 +418,22 @@ static int parse(int argc, char **argv)
 			if (parse_free_mode(optarg, &fm))
 				goto bad;
 			o.free_mode = (int)fm;
+			o.set_free_mode = 1;
+			break;
+		case 'F': o.fit = o.set_fit = 1; break;
+		case 'P':
+			if (strcmp(optarg, "kernel") && strcmp(optarg, "app")) {
+				fprintf(stderr, "zs soak: --profile: '%s' is not one of: kernel, app\n",
+					optarg);
+				return 2;
+			}
+			o.app = !strcmp(optarg, "app");
 			break;
 		case 'k': o.checked = 1; break;
 		case 'C':
 			if (parse_class_shards(optarg, &o.class_shards))
 				goto bad;
+			o.set_shards = 1;
 			break;
 		case 'S':
 			if (parse_u64(optarg, &o.seed))
@@ -442,6 +458,17 @@ bad:
 				fprintf(stderr, "zs soak: bad value for --%s: '%s'\n", lo[k].name, optarg);
 		return 2;
 	}
+	if (o.app) {
+		/* The profile fills only what no flag of its own set, wherever --profile stood. */
+		struct zs_pool_config app;
+		zs_pool_config_init_app(&app);
+		if (!o.set_free_mode)
+			o.free_mode = (int)app.free_mode;
+		if (!o.set_shards)
+			o.class_shards = app.class_shards;
+		if (!o.set_fit)
+			o.fit = app.fit_zspages;
+	}
 	if (optind < argc) {
 		fprintf(stderr, "zs soak: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
@@ -461,6 +488,7 @@ static int setup(struct worker **wsp)
 	pc.free_mode = (enum zs_free_mode)o.free_mode;
 	pc.checked = o.checked;
 	pc.class_shards = o.class_shards;
+	pc.fit_zspages = o.fit;
 	pool = zs_create_pool(&pc);
 	if (!pool) {
 		fprintf(stderr, "zs soak: zs_create_pool: %s\n", strerror(errno));
@@ -491,10 +519,10 @@ static int setup(struct worker **wsp)
 	}
 	printf("zs soak: %u threads + 1 maintenance, %.0f s, page size %zu, %zu pool objects, "
 	       "%zu zram slots (%s -> %s, %s backend, deferred free), free mode %d%s, "
-	       "class copies %u, seed %llu\n",
+	       "class copies %u%s, seed %llu\n",
 	       o.threads, o.seconds, o.page_size, o.objects, o.slots, o.comp, o.recomp, o.zbackend,
 	       o.free_mode, o.checked ? ", checked" : "", zs_pool_class_shards(pool),
-	       (unsigned long long)o.seed);
+	       o.fit ? ", fit zspages" : "", (unsigned long long)o.seed);
 	fflush(stdout);
 	return 0;
 }
