@@ -33,6 +33,11 @@ static void usage(FILE *f)
 		   "       zs --version\n\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\nThe commands that build a pool take --profile kernel|app (zs/zsmalloc.h),\n"
+		   "default kernel: compare, zram, zswap, region, soak take both; classes,\n"
+		   "testmod, replay (and zram --vs-kernel) compare with the kernel and take\n"
+		   "kernel only.  The profile sets the defaults; --class-shards, --free-mode,\n"
+		   "--fit-zspages change single fields.\n");
 }
 
 int main(int argc, char **argv)
