@@ -182,7 +182,7 @@ int main(int argc, char **argv)
 	if (!reps)
 		reps = quick ? 1 : 3;
 	if (strcmp(profile, "kernel") && strcmp(profile, "app")) {
-		fprintf(stderr, "bench_zram: --profile: kernel or app, not %s\n", profile);
+		fprintf(stderr, "bench_zram: --profile: '%s' is not one of: kernel, app\n", profile);
 		return 2;
 	}
 	if (!max_mb)
