@@ -1,9 +1,12 @@
 /*
- * Compressor contexts over the Debian libraries (liblz4, libzstd, liblzo2).
- * Owns name parsing and each algorithm's work memory.  Every buffer an
- * algorithm needs is allocated in zs_comp_create so that compress/decompress
- * never allocate: that is what lets the zram store keep its hot path at the
- * cost of the compressor alone.
+ * Compressor contexts over the Debian libraries (liblz4, libzstd, liblzo2):
+ * the registry.  Owns the public zs_comp_* functions, name and parameter
+ * checks, and what every algorithm shares (filters, split inputs, short
+ * destinations); each algorithm is one backend_<alg>.c behind struct
+ * codec_ops (compress/internal.h), listed once in `codecs` below.  Every
+ * buffer an algorithm needs is allocated in zs_comp_create so that
+ * compress/decompress never allocate: that is what lets the zram store keep
+ * its hot path at the cost of the compressor alone.
  *
  * How close each name comes to the kernel's algorithm of the same name,
  * measured against the running kernel's zram (6.18.44) with
@@ -61,53 +64,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <lz4.h>
-#include <lz4hc.h>
-#include <lzo/lzo1x.h>
-#include <zstd.h>
-#include <zstd_errors.h>
+#include "compress/internal.h"
 
-#include "compress/filter.h"
-
-/* LZ4 keeps at most this much history: a longer dictionary only counts by its tail. */
-#define LZ4_DICT_MAX 65536
-
-enum comp_algo { ALGO_LZ4, ALGO_LZ4HC, ALGO_ZSTD, ALGO_LZO };
-
-struct zs_comp {
-	enum comp_algo algo;
-	int level;            /* lz4: acceleration; lz4hc/zstd: level */
-	size_t max_src;
-	void *work;           /* lz4/lz4hc state, lzo work memory */
-	ZSTD_CCtx *cctx;
-	ZSTD_DCtx *dctx;
-	ZSTD_CDict *cdict;    /* zstd with a dictionary: digested once at creation */
-	ZSTD_DDict *ddict;
-	char *lz4_dict;       /* lz4 with a dictionary: our copy (at most 64 KiB) ... */
-	int lz4_dict_len;
-	LZ4_stream_t *lz4_dict_state; /* ... and the stream LZ4_loadDict prepared from it */
-	unsigned char *sg_buf; /* zs_decompress_sg of a split block-format input */
-	size_t sg_cap;
-	char name[40];
-	struct comp_filter filter; /* zs_comp_set_filter; kind FILTER_NONE: off */
-	unsigned char *fbuf;  /* max_src bytes: the filtered page (compress) or the decoded one */
-	char filter_name[20];
+/* Every algorithm, in the order zs_comp_names lists them: a new codec is one line here. */
+static const struct codec_ops *const codecs[] = {
+	&codec_lz4,
+	&codec_lz4hc,
+	&codec_zstd,
+	&codec_lzo,
 };
+#define NCODECS (sizeof(codecs) / sizeof(codecs[0]))
 
-static const char *const comp_names[] = { "lz4", "lz4hc", "zstd", "lzo", NULL };
+static const char *comp_names[NCODECS + 1];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void names_init(void)
+{
+	for (size_t i = 0; i < NCODECS; i++)
+		comp_names[i] = codecs[i]->name;
+}
 
 const char *const *zs_comp_names(void)
 {
+	pthread_once(&names_once, names_init);
 	return comp_names;
-}
-
-/* liblzo2 wants lzo_init() once per process before any call. */
-static pthread_once_t lzo_once = PTHREAD_ONCE_INIT;
-static int lzo_init_rc;
-
-static void lzo_init_once(void)
-{
-	lzo_init_rc = lzo_init();
 }
 
 /* ---- Name parsing ---- */
@@ -128,8 +108,13 @@ static int parse_level(const char *s, int lo, int hi, int *level)
 	return 0;
 }
 
-/* Split "algo[:level]" into an algorithm and level (with the algorithm's default). */
-static int parse_name(const char *name, enum comp_algo *algo, int *level)
+static int name_is(const char *name, size_t len, const char *want)
+{
+	return strlen(want) == len && !strncmp(name, want, len);
+}
+
+/* Split "algo[:level]" into a codec and level (with the codec's default). */
+static int parse_name(const char *name, const struct codec_ops **ops, int *level)
 {
 	const char *colon;
 	size_t base_len;
@@ -139,120 +124,75 @@ static int parse_name(const char *name, enum comp_algo *algo, int *level)
 	colon = strchr(name, ':');
 	base_len = colon ? (size_t)(colon - name) : strlen(name);
 
-	if (base_len == 3 && !strncmp(name, "lz4", 3)) {
-		*algo = ALGO_LZ4;
-		*level = 1;
-		return colon ? parse_level(colon + 1, 1, 65537, level) : 0;
+	for (size_t i = 0; i < NCODECS; i++) {
+		const struct codec_ops *o = codecs[i];
+		int def, lo, hi;
+
+		if (!name_is(name, base_len, o->name))
+			continue;
+		*ops = o;
+		if (!o->levels) {
+			*level = 0;
+			return colon ? -EINVAL : 0;
+		}
+		o->levels(&def, &lo, &hi);
+		*level = def;
+		return colon ? parse_level(colon + 1, lo, hi, level) : 0;
 	}
-	if (base_len == 5 && !strncmp(name, "lz4hc", 5)) {
-		*algo = ALGO_LZ4HC;
-		*level = LZ4HC_CLEVEL_DEFAULT;
-		return colon ? parse_level(colon + 1, 1, LZ4HC_CLEVEL_MAX, level) : 0;
-	}
-	if (base_len == 4 && !strncmp(name, "zstd", 4)) {
-		*algo = ALGO_ZSTD;
-		*level = ZSTD_CLEVEL_DEFAULT;
-		return colon ? parse_level(colon + 1, ZSTD_minCLevel(), ZSTD_maxCLevel(), level) : 0;
-	}
-	if (base_len == 3 && !strncmp(name, "lzo", 3)) {
-		*algo = ALGO_LZO;
-		*level = 0;
-		return colon ? -EINVAL : 0;
-	}
-	/* The kernel's default; liblzo2 has no lzo1x run-length variant. */
-	if (base_len == 7 && !strncmp(name, "lzo-rle", 7))
-		return -EOPNOTSUPP;
+	for (size_t i = 0; i < NCODECS; i++)
+		for (const char *const *r = codecs[i]->refused; r && *r; r++)
+			if (name_is(name, base_len, *r))
+				return -EOPNOTSUPP;
 	return -EINVAL;
 }
 
 int zs_comp_check(const char *name)
 {
-	enum comp_algo algo;
+	const struct codec_ops *ops;
 	int level;
 
-	return parse_name(name, &algo, &level);
+	return parse_name(name, &ops, &level);
 }
 
 /* ---- Create / destroy ---- */
 
-/* Name plus parameters -> algorithm and effective level, with every range check. */
-static int parse_params(const char *name, const struct zs_comp_params *p, enum comp_algo *algo,
-			int *level)
+/* Name plus parameters -> codec and effective level, with every range check. */
+static int parse_params(const char *name, const struct zs_comp_params *p,
+			const struct codec_ops **ops, int *level)
 {
-	int rc = parse_name(name, algo, level);
+	int rc = parse_name(name, ops, level);
 
 	if (rc || !p)
 		return rc;
 	if (p->level) {
-		char num[16];
+		int def, lo, hi;
 
-		/* The same ranges as a name's ":N": reuse that check. */
-		if (*algo == ALGO_LZO)
+		/* The same ranges as a name's ":N". */
+		if (!(*ops)->levels)
 			return -EINVAL;
-		snprintf(num, sizeof(num), "%d", p->level);
-		switch (*algo) {
-		case ALGO_LZ4:
-			rc = parse_level(num, 1, 65537, level);
-			break;
-		case ALGO_LZ4HC:
-			rc = parse_level(num, 1, LZ4HC_CLEVEL_MAX, level);
-			break;
-		case ALGO_ZSTD:
-			rc = parse_level(num, ZSTD_minCLevel(), ZSTD_maxCLevel(), level);
-			break;
-		case ALGO_LZO:
-			break;
-		}
-		if (rc)
-			return rc;
+		(*ops)->levels(&def, &lo, &hi);
+		if (p->level < lo || p->level > hi)
+			return -EINVAL;
+		*level = p->level;
 	}
 	if (!p->dict != !p->dict_len)
 		return -EINVAL;
-	if (p->dict && (p->dict_len > ZS_COMP_MAX_DICT || (*algo != ALGO_ZSTD && *algo != ALGO_LZ4)))
+	if (p->dict && (p->dict_len > ZS_COMP_MAX_DICT || !(*ops)->takes_dict))
 		return -EINVAL;
 	return 0;
 }
 
 int zs_comp_check_params(const char *name, const struct zs_comp_params *params)
 {
-	enum comp_algo algo;
+	const struct codec_ops *ops;
 	int level;
 
-	return parse_params(name, params, &algo, &level);
+	return parse_params(name, params, &ops, &level);
 }
 
 int zs_comp_has_dict(const struct zs_comp *c)
 {
-	return c->cdict || c->lz4_dict;
-}
-
-/* Digest the dictionary once; every compress/decompress then only references it. */
-static int load_dict(struct zs_comp *c, const void *dict, size_t len)
-{
-	if (c->algo == ALGO_ZSTD) {
-		c->cdict = ZSTD_createCDict(dict, len, c->level);
-		c->ddict = ZSTD_createDDict(dict, len);
-		if (!c->cdict || !c->ddict)
-			return -EINVAL; /* libzstd refused it (a corrupt zstd-format dictionary) */
-		if (ZSTD_isError(ZSTD_CCtx_refCDict(c->cctx, c->cdict)) ||
-		    ZSTD_isError(ZSTD_DCtx_refDDict(c->dctx, c->ddict)))
-			return -EINVAL;
-		return 0;
-	}
-	/* lz4: keep the tail it can use, and a stream LZ4_loadDict prepared once. */
-	if (len > LZ4_DICT_MAX) {
-		dict = (const char *)dict + (len - LZ4_DICT_MAX);
-		len = LZ4_DICT_MAX;
-	}
-	c->lz4_dict = malloc(len);
-	c->lz4_dict_state = malloc(sizeof(LZ4_stream_t));
-	if (!c->lz4_dict || !c->lz4_dict_state)
-		return -ENOMEM;
-	memcpy(c->lz4_dict, dict, len);
-	c->lz4_dict_len = (int)len;
-	LZ4_initStream(c->lz4_dict_state, sizeof(LZ4_stream_t));
-	LZ4_loadDict(c->lz4_dict_state, c->lz4_dict, c->lz4_dict_len);
-	return 0;
+	return c->dict != NULL;
 }
 
 int zs_comp_create(const char *name, size_t max_src, struct zs_comp **out)
@@ -263,12 +203,12 @@ int zs_comp_create(const char *name, size_t max_src, struct zs_comp **out)
 int zs_comp_create_params(const char *name, size_t max_src, const struct zs_comp_params *params,
 			  struct zs_comp **out)
 {
+	const struct codec_ops *ops;
 	struct zs_comp *c;
-	enum comp_algo algo;
 	int level, rc;
 
 	*out = NULL;
-	rc = parse_params(name, params, &algo, &level);
+	rc = parse_params(name, params, &ops, &level);
 	if (rc)
 		return rc;
 	if (max_src == 0 || max_src > ZS_COMP_MAX_SRC)
@@ -276,82 +216,27 @@ int zs_comp_create_params(const char *name, size_t max_src, const struct zs_comp
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->algo = algo;
+	c->ops = ops;
 	c->level = level;
 	c->max_src = max_src;
-
-	switch (algo) {
-	case ALGO_LZ4:
-		c->work = malloc((size_t)LZ4_sizeofState());
-		if (level == 1)
-			snprintf(c->name, sizeof(c->name), "lz4");
-		else
-			snprintf(c->name, sizeof(c->name), "lz4:%d", level);
-		break;
-	case ALGO_LZ4HC:
-		c->work = malloc((size_t)LZ4_sizeofStateHC());
-		snprintf(c->name, sizeof(c->name), "lz4hc:%d", level);
-		break;
-	case ALGO_ZSTD:
-		c->cctx = ZSTD_createCCtx();
-		c->dctx = ZSTD_createDCtx();
-		if (c->cctx && c->dctx) {
-			/* Fix the level once; a page-sized srcSize hint keeps tables small. */
-			ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_compressionLevel, level);
-			ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_checksumFlag, 0);
-			ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_contentSizeFlag, 0);
-			ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_dictIDFlag, 0);
-			c->work = c; /* non-NULL marker: contexts made */
-		}
-		snprintf(c->name, sizeof(c->name), "zstd:%d", level);
-		break;
-	case ALGO_LZO:
-		pthread_once(&lzo_once, lzo_init_once);
-		if (lzo_init_rc != LZO_E_OK) {
-			free(c);
-			return -EOPNOTSUPP;
-		}
-		/* lzo1x_1_15's hash table: 256 KiB on 64-bit, twice lzo1x_1's (the price of
-		 * the kernel's sizes; it is no slower per page). */
-		c->work = malloc(LZO1X_1_15_MEM_COMPRESS);
-		snprintf(c->name, sizeof(c->name), "lzo");
-		break;
+	rc = ops->create(c);
+	if (!rc) {
+		c->sg_cap = ops->bound(max_src);
+		c->sg_buf = malloc(c->sg_cap);
+		if (!c->sg_buf)
+			rc = -ENOMEM;
 	}
-	if (!c->work) {
-		zs_comp_destroy(c);
-		return -ENOMEM;
-	}
-	c->sg_cap = zs_comp_bound(c, max_src);
-	c->sg_buf = malloc(c->sg_cap);
-	if (!c->sg_buf) {
-		zs_comp_destroy(c);
-		return -ENOMEM;
-	}
-	if (params && params->dict) {
-		rc = load_dict(c, params->dict, params->dict_len);
-		if (rc) {
-			zs_comp_destroy(c);
-			return rc;
-		}
+	if (!rc && params && params->dict) {
+		rc = ops->load_dict(c, params->dict, params->dict_len);
 		/* Name it so stats and tools show that a dictionary is in use. */
 		size_t nl = strlen(c->name);
 		snprintf(c->name + nl, sizeof(c->name) - nl, "+dict");
 	}
-	/* Warm zstd's lazily sized tables now so the first real page allocates nothing. */
-	if (algo == ALGO_ZSTD) {
-		char *src = calloc(1, max_src), *dst = malloc(ZSTD_compressBound(max_src));
-		int n = -ENOMEM;
-
-		if (src && dst)
-			n = zs_compress(c, src, max_src, dst, ZSTD_compressBound(max_src));
-		if (n > 0)
-			n = zs_decompress(c, dst, (size_t)n, src, max_src);
-		free(src);
-		free(dst);
-		if (n < 0) {
-			zs_comp_destroy(c);
-			return n;
-		}
+	if (!rc && ops->ready)
+		rc = ops->ready(c);
+	if (rc) {
+		zs_comp_destroy(c);
+		return rc;
 	}
 	*out = c;
 	return 0;
@@ -361,14 +246,7 @@ void zs_comp_destroy(struct zs_comp *c)
 {
 	if (!c)
 		return;
-	if (c->algo != ALGO_ZSTD)
-		free(c->work);
-	ZSTD_freeCCtx(c->cctx);
-	ZSTD_freeDCtx(c->dctx);
-	ZSTD_freeCDict(c->cdict);
-	ZSTD_freeDDict(c->ddict);
-	free(c->lz4_dict);
-	free(c->lz4_dict_state);
+	c->ops->destroy(c);
 	free(c->sg_buf);
 	free(c->fbuf);
 	free(c);
@@ -381,17 +259,7 @@ const char *zs_comp_name(const struct zs_comp *c)
 
 size_t zs_comp_bound(const struct zs_comp *c, size_t src_len)
 {
-	switch (c->algo) {
-	case ALGO_LZ4:
-	case ALGO_LZ4HC:
-		return (size_t)LZ4_compressBound((int)src_len);
-	case ALGO_ZSTD:
-		return ZSTD_compressBound(src_len);
-	case ALGO_LZO:
-		/* liblzo2's documented worst case for lzo1x. */
-		return src_len + src_len / 16 + 64 + 3;
-	}
-	return 0;
+	return c->ops->bound(src_len);
 }
 
 /* ---- Compress / decompress ---- */
@@ -406,13 +274,13 @@ size_t zs_comp_bound(const struct zs_comp *c, size_t src_len)
  * result never depends on dst_cap beyond fitting.  Callers that size dst by
  * zs_comp_bound (zram, zswap, the tools) never take the copy.
  */
-static unsigned char *worst_case_room(struct zs_comp *c, size_t src_len, void *dst,
-				      size_t dst_cap)
+unsigned char *codec_worst_case_room(struct zs_comp *c, size_t src_len, void *dst,
+				     size_t dst_cap)
 {
-	return dst_cap < zs_comp_bound(c, src_len) ? c->sg_buf : dst;
+	return dst_cap < c->ops->bound(src_len) ? c->sg_buf : dst;
 }
 
-static int copy_if_fits(const unsigned char *out, size_t len, void *dst, size_t dst_cap)
+int codec_copy_if_fits(const unsigned char *out, size_t len, void *dst, size_t dst_cap)
 {
 	if (out != dst) {
 		if (len > dst_cap)
@@ -420,58 +288,6 @@ static int copy_if_fits(const unsigned char *out, size_t len, void *dst, size_t 
 		memcpy(dst, out, len);
 	}
 	return (int)len;
-}
-
-static int raw_compress(struct zs_comp *c, const void *src, size_t src_len, void *dst,
-			size_t dst_cap)
-{
-	int n;
-
-	if (dst_cap > INT_MAX)
-		dst_cap = INT_MAX;
-
-	switch (c->algo) {
-	case ALGO_LZ4:
-		if (c->lz4_dict_state) {
-			/*
-			 * Start from the stream LZ4_loadDict prepared at creation: copying
-			 * its state (16 KiB) is far cheaper than hashing the dictionary
-			 * again, and liblz4's shared library does not export
-			 * LZ4_attach_dictionary.
-			 */
-			memcpy(c->work, c->lz4_dict_state, sizeof(LZ4_stream_t));
-			n = LZ4_compress_fast_continue(c->work, src, dst, (int)src_len, (int)dst_cap,
-						       c->level);
-			return n > 0 ? n : -ENOSPC;
-		}
-		/* extState keeps the kernel's small-input (16-bit) table, so sizes match its lz4. */
-		n = LZ4_compress_fast_extState(c->work, src, dst, (int)src_len, (int)dst_cap,
-					       c->level);
-		return n > 0 ? n : -ENOSPC;
-	case ALGO_LZ4HC:
-		n = LZ4_compress_HC_extStateHC(c->work, src, dst, (int)src_len, (int)dst_cap,
-					       c->level);
-		return n > 0 ? n : -ENOSPC;
-	case ALGO_ZSTD: {
-		unsigned char *out = worst_case_room(c, src_len, dst, dst_cap);
-		size_t r = ZSTD_compress2(c->cctx, out, out == dst ? dst_cap : c->sg_cap, src,
-					  src_len);
-
-		if (ZSTD_isError(r))
-			return ZSTD_getErrorCode(r) == ZSTD_error_dstSize_tooSmall ? -ENOSPC : -EINVAL;
-		return copy_if_fits(out, r, dst, dst_cap);
-	}
-	case ALGO_LZO: {
-		lzo_uint out_len = dst_cap;
-		unsigned char *out = worst_case_room(c, src_len, dst, dst_cap);
-
-		/* The variant whose sizes are the kernel's "lzo" (top of this file). */
-		if (lzo1x_1_15_compress(src, src_len, out, &out_len, c->work) != LZO_E_OK)
-			return -EINVAL;
-		return copy_if_fits(out, out_len, dst, dst_cap);
-	}
-	}
-	return -EINVAL;
 }
 
 int zs_compress(struct zs_comp *c, const void *src, size_t src_len, void *dst, size_t dst_cap)
@@ -482,38 +298,10 @@ int zs_compress(struct zs_comp *c, const void *src, size_t src_len, void *dst, s
 		comp_filter_apply(&c->filter, c->fbuf, src, src_len);
 		src = c->fbuf;
 	}
-	return raw_compress(c, src, src_len, dst, dst_cap);
-}
-
-static int raw_decompress(struct zs_comp *c, const void *src, size_t src_len, void *dst,
-			  size_t dst_len)
-{
-
-	switch (c->algo) {
-	case ALGO_LZ4:
-	case ALGO_LZ4HC: {
-		int n = c->lz4_dict ? LZ4_decompress_safe_usingDict(src, dst, (int)src_len,
-								     (int)dst_len, c->lz4_dict,
-								     c->lz4_dict_len)
-				    : LZ4_decompress_safe(src, dst, (int)src_len, (int)dst_len);
-
-		return n == (int)dst_len ? n : -EINVAL;
-	}
-	case ALGO_ZSTD: {
-		size_t r = c->ddict ? ZSTD_decompress_usingDDict(c->dctx, dst, dst_len, src, src_len,
-								 c->ddict)
-				    : ZSTD_decompressDCtx(c->dctx, dst, dst_len, src, src_len);
-
-		return !ZSTD_isError(r) && r == dst_len ? (int)r : -EINVAL;
-	}
-	case ALGO_LZO: {
-		lzo_uint out_len = dst_len;
-		int rc = lzo1x_decompress_safe(src, src_len, dst, &out_len, NULL);
-
-		return rc == LZO_E_OK && out_len == dst_len ? (int)dst_len : -EINVAL;
-	}
-	}
-	return -EINVAL;
+	/* Every backend returns an int length. */
+	if (dst_cap > INT_MAX)
+		dst_cap = INT_MAX;
+	return c->ops->compress(c, src, src_len, dst, dst_cap);
 }
 
 /* A filtered context decodes into fbuf, then undoes the filter into dst (they cannot overlap). */
@@ -539,7 +327,7 @@ int zs_decompress(struct zs_comp *c, const void *src, size_t src_len, void *dst,
 		return -EINVAL;
 	if (!(t = decode_target(c, dst, dst_len)))
 		return -EINVAL;
-	return decode_done(c, raw_decompress(c, src, src_len, t, dst_len), dst, dst_len);
+	return decode_done(c, c->ops->decompress(c, src, src_len, t, dst_len), dst, dst_len);
 }
 
 int zs_decompress_sg(struct zs_comp *c, const void *const src[], const size_t src_len[], int n,
@@ -554,30 +342,12 @@ int zs_decompress_sg(struct zs_comp *c, const void *const src[], const size_t sr
 	total = src_len[0] + src_len[1];
 	if (total < src_len[0] || total > c->sg_cap || !src_len[0] || !src_len[1])
 		return -EINVAL;
-	if (c->algo == ALGO_ZSTD) {
-		/* The streaming decoder takes the frame in any split; it resumes mid-block. */
+	if (c->ops->decompress2) {
 		void *t = decode_target(c, dst, dst_len);
-		ZSTD_outBuffer out = { t, dst_len, 0 };
-		size_t r = 0;
 
 		if (!t)
 			return -EINVAL;
-
-		ZSTD_DCtx_reset(c->dctx, ZSTD_reset_session_only);
-		for (int i = 0; i < 2; i++) {
-			ZSTD_inBuffer in = { src[i], src_len[i], 0 };
-
-			while (in.pos < in.size) {
-				r = ZSTD_decompressStream(c->dctx, &out, &in);
-				if (ZSTD_isError(r))
-					return -EINVAL;
-				if (out.pos == out.size && in.pos < in.size && r)
-					return -EINVAL; /* more output than dst_len */
-				if (!r)
-					break;
-			}
-		}
-		return decode_done(c, !r && out.pos == dst_len ? (int)dst_len : -EINVAL, dst,
+		return decode_done(c, c->ops->decompress2(c, src, src_len, t, dst_len), dst,
 				   dst_len);
 	}
 	/* Block formats decode from one contiguous buffer only. */

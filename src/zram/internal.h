@@ -29,6 +29,7 @@
 #include "common/debug.h"
 #include "common/err.h"
 #include "common/hints.h"
+#include "compress/streams.h"
 
 
 /* ---- Slot flags (the kernel's layout: size bits, then the named flags) ---- */
@@ -59,13 +60,14 @@ enum {
 };
 
 struct stream {
-	_Atomic int busy;
-	struct zs_comp *comp;
-	struct zs_comp *recomp;     /* secondary (priority 1) slots; NULL if none configured */
-	unsigned char *buf;         /* compression output, zs_comp_bound(page) bytes */
-	size_t buf_cap;
-	unsigned char *local_copy;  /* one page, for objects spanning two pool pages */
-	int ready;                  /* built (stream.c: stream 0 at create, the rest on first use) */
+	/* compress/streams.h: the pool's part (busy, ready, comp, recomp, buf, buf_cap,
+	 * local_copy) named directly here; recomp serves priority 1 slots. */
+	union {
+		struct comp_stream cs;
+		struct {
+			COMP_STREAM_MEMBERS
+		};
+	};
 	_Atomic int64_t cnt[C_NR];
 } __attribute__((aligned(64)));
 
@@ -82,7 +84,7 @@ struct zs_zram {
 	struct timespec t0;
 	unsigned nstreams;
 	struct stream *streams;
-	struct zram_stream_spec *spec; /* stream.c: what a stream is built from, kept for lazy builds */
+	struct comp_pool pool;      /* stream.c: owns streams[], builds them lazily */
 	_Atomic uint64_t mem_used_max;
 	_Atomic uint64_t invalid_io;
 	char comp_name[32];
@@ -131,9 +133,9 @@ struct zram_params;
 /*
  * cfg->streams contexts (0: 2 x online CPUs) for z->page_size: the first
  * built now (so a bad compressor, level, dictionary or filter fails the
- * create), the others on their first use.  Takes the dictionaries prm
- * loaded (prm is left empty).  -errno, z->streams kept for
- * zram_streams_free on failure.
+ * create), the others on their first use (compress/streams.c).  The
+ * pool copies the dictionaries prm loaded; prm stays the caller's.
+ * -errno, z->streams kept for zram_streams_free on failure.
  */
 int zram_streams_create(struct zs_zram *z, const struct zs_zram_config *cfg,
 			struct zram_params *prm);

@@ -21,6 +21,7 @@
 #include "common/debug.h"
 #include "common/err.h"
 #include "common/hints.h"
+#include "compress/streams.h"
 
 
 /* ---- What an offset holds (node.kind) ---- */
@@ -82,13 +83,15 @@ struct zw_group {
 } __attribute__((aligned(64)));
 
 struct zw_stream {
-	_Atomic int busy;
-	struct zs_comp *comp;
-	unsigned char *buf;       /* compression output, zs_comp_bound(page) bytes */
-	size_t buf_cap;
-	unsigned char *page;      /* a page: writeback's decompressed copy, raw store_compressed */
-	unsigned char *local;     /* a page: read_begin's copy of a page-spanning object */
-	int ready;                /* built: stream 0 at create, the others on first use (stream.c) */
+	/* compress/streams.h: busy, ready, comp, buf (zs_comp_bound(page) bytes), buf_cap,
+	 * local (read_begin's copy of a page-spanning object) and page (writeback's
+	 * decompressed copy, raw store_compressed); recomp stays NULL. */
+	union {
+		struct comp_stream cs;
+		struct {
+			COMP_STREAM_MEMBERS
+		};
+	};
 } __attribute__((aligned(64)));
 
 struct zswap_wb;     /* writeback.c */
@@ -108,8 +111,7 @@ struct zs_zswap {
 	size_t comp_bound;
 	unsigned nstreams;
 	struct zw_stream *streams;
-	char *stream_comp;           /* stream.c: what a stream is built from, for lazy builds */
-	int stream_level;
+	struct comp_pool pool;       /* stream.c: owns streams[], builds them lazily */
 	char comp_name[32];
 	struct zswap_wb *wb;         /* NULL: no backing file */
 	_Atomic(struct zswap_worker *) worker; /* NULL until a pass is first queued */
@@ -182,7 +184,7 @@ void zswap_entry_release(struct zs_zswap *z, struct zw_shard *sh, struct zw_node
 struct zw_stream *zswap_stream_get(struct zs_zswap *z);
 static inline void zswap_stream_put(struct zw_stream *s)
 {
-	atomic_store_explicit(&s->busy, 0, memory_order_release);
+	comp_pool_put(&s->cs);
 }
 int zswap_streams_create(struct zs_zswap *z, const char *comp, int level);
 void zswap_streams_free(struct zs_zswap *z);
