@@ -41,7 +41,8 @@
 enum zs_fork_layer {
 	ZS_FORK_ZSWAP,    /* src/zswap/writeback.c: prepared first */
 	ZS_FORK_DEFERRED, /* src/zsmalloc/deferred.c */
-	ZS_FORK_PAGES,    /* src/pages/purge.c: prepared last */
+	ZS_FORK_PAGES,    /* src/pages/purge.c */
+	ZS_FORK_HANDLES,  /* src/zsmalloc/handle.c's generation records: innermost, prepared last */
 	ZS_FORK_LAYERS
 };
 

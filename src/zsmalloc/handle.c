@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fork.h"
 #include "zsmalloc/internal.h"
 
 #define HANDLE_CHUNK (64 * 1024)
@@ -87,6 +88,22 @@ struct gen_record {
 static pthread_mutex_t gen_lock = PTHREAD_MUTEX_INITIALIZER; /* innermost: takes nothing else */
 static struct gen_record *gen_table[GEN_BUCKETS];
 static size_t gen_full_bytes;
+
+/*
+ * Fork: an application thread trimming or compacting another pool may hold
+ * gen_lock at that moment; the child's next chunk carve (any pool, a new one
+ * too) would wait for it for ever.  Taken last in prepare (common/fork.h):
+ * its holders wait for nothing.
+ */
+static void gen_atfork_prepare(void)
+{
+	pthread_mutex_lock(&gen_lock);
+}
+
+static void gen_atfork_release(void)
+{
+	pthread_mutex_unlock(&gen_lock);
+}
 
 static inline size_t gen_bucket(uintptr_t base)
 {
@@ -241,6 +258,7 @@ static void shard_drop_rec(struct handle_shard *s)
 
 int zs_handles_init(struct zs_pool *pool)
 {
+	zs_fork_handlers(ZS_FORK_HANDLES, gen_atfork_prepare, gen_atfork_release, gen_atfork_release);
 	struct zs_pages_config pc = { .page_size = HANDLE_CHUNK, .chunk_bytes = 16 * HANDLE_CHUNK,
 				      .cache_pages = ZS_PAGES_NO_CACHE };
 	pool->handle_pages = zs_pages_create(&pc);
