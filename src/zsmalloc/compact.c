@@ -331,37 +331,57 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 	return freed;
 }
 
-unsigned long zs_compact(struct zs_pool *pool)
+/*
+ * Become the pool's one compactor (0: another one runs), with signals
+ * blocked while the pool's write lock can be held: a signal handler reading
+ * region memory served from this pool would wait on this very thread
+ * (src/common/sigblock.h).  zs_compact and zs_compact_step both enter here.
+ */
+static int compact_begin(struct zs_pool *pool, struct zs_sigguard *sigs)
 {
 	/* It takes the pool lock for writing: a caller holding any pool-side lock would deadlock. */
 	zs_lock_assert_none(ZS_LOCK_ZS_COMPACT);
 	if (atomic_exchange_explicit(&pool->compaction_in_progress, 1, memory_order_acquire))
 		return 0;
 	zs_lock_took_try(&pool->compaction_in_progress, ZS_LOCK_ZS_COMPACT);
-	/*
-	 * Signals stay blocked while the pool's write lock can be held: a signal
-	 * handler reading region memory served from this pool would wait on
-	 * this very thread (src/common/sigblock.h).
-	 */
-	struct zs_sigguard sigs;
-	zs_signals_block(&sigs);
-	char *buf = malloc(pool->page_size);
-	unsigned long freed = 0;
-	if (buf) {
-		int n = pool->nr_classes;
-		for (int e = n * (int)pool->nr_shards - 1; e >= 0; e--) {
-			if (pool->geom[e % n].phys != e % n)
-				continue;
-			struct size_class *class = &pool->classes[e];
-			if (!class_live(class) || class->huge)
-				continue; /* a copy never allocated from holds nothing */
-			freed += compact_class(pool, class, buf);
-		}
-		free(buf);
-	}
+	zs_signals_block(sigs);
+	return 1;
+}
+
+/* Count what a pass freed and let the next compactor in (signals stay blocked). */
+static void compact_end(struct zs_pool *pool, unsigned long freed)
+{
 	atomic_fetch_add_explicit(&pool->pages_compacted, freed, memory_order_relaxed);
 	zs_lock_drop(&pool->compaction_in_progress);
 	atomic_store_explicit(&pool->compaction_in_progress, 0, memory_order_release);
+}
+
+/* Class copy e is a physical class that was ever allocated from and is not huge. */
+static struct size_class *compactable(struct zs_pool *pool, unsigned e)
+{
+	unsigned n = (unsigned)pool->nr_classes;
+	if (pool->geom[e % n].phys != (int)(e % n))
+		return NULL;
+	struct size_class *class = &pool->classes[e];
+	return class_live(class) && !class->huge ? class : NULL; /* a copy never allocated from holds nothing */
+}
+
+unsigned long zs_compact(struct zs_pool *pool)
+{
+	struct zs_sigguard sigs;
+	if (!compact_begin(pool, &sigs))
+		return 0;
+	char *buf = malloc(pool->page_size);
+	unsigned long freed = 0;
+	if (buf) {
+		for (unsigned e = (unsigned)pool->nr_classes * pool->nr_shards; e-- > 0;) {
+			struct size_class *class = compactable(pool, e);
+			if (class)
+				freed += compact_class(pool, class, buf);
+		}
+		free(buf);
+	}
+	compact_end(pool, freed);
 	zs_handles_trim(pool, 0);
 	/* Compaction is how a pool gives memory back: the page cache goes too, not at its decay. */
 	zs_park_release_all(pool);
@@ -382,26 +402,19 @@ unsigned long zs_compact_step(struct zs_pool *pool, unsigned *cursor, unsigned m
 {
 	if (!pool || !cursor)
 		return 0;
-	zs_lock_assert_none(ZS_LOCK_ZS_COMPACT);
-	if (atomic_exchange_explicit(&pool->compaction_in_progress, 1, memory_order_acquire))
-		return 0;
-	zs_lock_took_try(&pool->compaction_in_progress, ZS_LOCK_ZS_COMPACT);
 	struct zs_sigguard sigs;
-	zs_signals_block(&sigs);
+	if (!compact_begin(pool, &sigs))
+		return 0;
 	char *buf = malloc(pool->page_size);
 	unsigned long freed = 0;
-	int n = pool->nr_classes;
-	unsigned total = (unsigned)n * pool->nr_shards;
+	unsigned total = (unsigned)pool->nr_classes * pool->nr_shards;
 	unsigned e = *cursor < total ? *cursor : 0;
 	unsigned done = 0;
 	if (buf) {
 		/* Same order as zs_compact (largest index first): e counts down from the top. */
 		for (; e < total && done < (max_classes ? max_classes : 1); e++) {
-			unsigned idx = total - 1 - e;
-			if (pool->geom[idx % (unsigned)n].phys != (int)(idx % (unsigned)n))
-				continue;
-			struct size_class *class = &pool->classes[idx];
-			if (!class_live(class) || class->huge)
+			struct size_class *class = compactable(pool, total - 1 - e);
+			if (!class)
 				continue;
 			zs_spin_lock(&class->lock);
 			int work = zs_can_compact(class) > 0 ||
@@ -415,9 +428,7 @@ unsigned long zs_compact_step(struct zs_pool *pool, unsigned *cursor, unsigned m
 		free(buf);
 	}
 	*cursor = e < total ? e : 0;
-	atomic_fetch_add_explicit(&pool->pages_compacted, freed, memory_order_relaxed);
-	zs_lock_drop(&pool->compaction_in_progress);
-	atomic_store_explicit(&pool->compaction_in_progress, 0, memory_order_release);
+	compact_end(pool, freed);
 	if (*cursor == 0)
 		zs_handles_trim(pool, 0);
 	zs_signals_restore(&sigs);
