@@ -169,6 +169,17 @@ static void case_compact_under_class(void)
 	zs_compact(pool);
 }
 
+/* The bounded step enters compaction through the same gate, so the same misuse is caught. */
+static void case_compact_step_under_class(void)
+{
+	unsigned long h;
+	unsigned cursor = 0;
+	struct size_class *class;
+	struct zs_pool *pool = pool_with(100, -1, &h, &class);
+	zs_spin_lock(&class->lock);
+	zs_compact_step(pool, &cursor, 4);
+}
+
 struct lcase {
 	const char *name;
 	void (*fn)(void);
@@ -192,6 +203,8 @@ static const struct lcase cases[] = {
 	  "lock order violated: taking zsmalloc deferred consume lock (rank 210", 1 },
 	{ "zs_compact under a class lock", case_compact_under_class,
 	  "zs_compact: lock order violated: called holding zsmalloc class lock (rank 230", 0 },
+	{ "zs_compact_step under a class lock", case_compact_step_under_class,
+	  "zs_compact_step: lock order violated: called holding zsmalloc class lock (rank 230", 0 },
 };
 
 /* The lock each case must name as the one held (the second half of the report). */
@@ -203,6 +216,7 @@ static const char *const held_names[] = {
 	"while holding page provider mutex (rank 320",
 	"while holding zsmalloc handle free-list lock (rank 241",
 	"while holding zsmalloc pool lock (rank 220",
+	"taken at ",
 	"taken at ",
 };
 

@@ -95,6 +95,8 @@ int zs_lockdep_depth(void);
 #define zs_lock_drop_at(l, file, line) zs_lockdep_drop((l), (file), (line))
 #define zs_lock_took_try(l, rank) zs_lockdep_take((l), (rank), 1, __FILE__, __LINE__)
 #define zs_lock_assert_none(rank) zs_lockdep_assert_none((rank), __FILE__, __LINE__, __func__)
+/* For a helper shared by several entry points: the report names the call the user made. */
+#define zs_lock_assert_none_in(rank, func) zs_lockdep_assert_none((rank), __FILE__, __LINE__, (func))
 #else
 /* (void)sizeof: the arguments count as used, are never evaluated, and a lock's address
  * is not tested for truth (gcc's -Waddress on a global's address). */
@@ -102,6 +104,7 @@ int zs_lockdep_depth(void);
 #define zs_lock_drop_at(l, file, line) ((void)sizeof(l), (void)sizeof(file), (void)sizeof(line))
 #define zs_lock_took_try(l, rank) ((void)sizeof(l), (void)sizeof(rank))
 #define zs_lock_assert_none(rank) ((void)(0 && (rank)))
+#define zs_lock_assert_none_in(rank, func) ((void)(0 && (rank)), (void)sizeof(func))
 #define zs_lockdep_depth() 0
 #endif
 #define zs_lock_take(l, rank) zs_lock_take_at((l), (rank), __FILE__, __LINE__)

@@ -515,16 +515,25 @@ static void copy_drop(struct zs_region *r, size_t p, size_t n, const unsigned ch
 static long pageout_copy(struct zs_region *r, size_t p, size_t n, unsigned char *buf)
 {
 	int rc = uffd_wp(r, p, n, 1);
-	if (!rc)
-		rc = copy_out(r, p, n, buf);
 	/*
-	 * A page the application zapped meanwhile is faulted back in by the
-	 * copy (a handler fills OUT pages with zeros, step 2); a copy that
-	 * still fails while no page of the run was unmapped or moved is tried
-	 * again before the run is given back.
+	 * The kernel's write protect says ENOENT when no mapping is left in the
+	 * range: the application unmapped the whole run, which region.h reports
+	 * as -EFAULT (test_mt_region_move_race munmap).
 	 */
-	for (int tries = 1; rc == -EFAULT && tries < 3 && !run_lost(r, p, n); tries++)
+	if (rc == -ENOENT)
+		rc = -EFAULT;
+	if (!rc) {
 		rc = copy_out(r, p, n, buf);
+		/*
+		 * A page the application zapped meanwhile is faulted back in by the
+		 * copy (a handler fills OUT pages with zeros, step 2); a copy that
+		 * still fails while no page of the run was unmapped or moved is tried
+		 * again before the run is given back.  Never without the write
+		 * protection: a store after the copy would be lost.
+		 */
+		for (int tries = 1; rc == -EFAULT && tries < 3 && !run_lost(r, p, n); tries++)
+			rc = copy_out(r, p, n, buf);
+	}
 	if (!rc)
 		rc = zs_zram_write_range(r->store, p, n, buf);
 	if (rc) {

@@ -337,10 +337,10 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
  * region memory served from this pool would wait on this very thread
  * (src/common/sigblock.h).  zs_compact and zs_compact_step both enter here.
  */
-static int compact_begin(struct zs_pool *pool, struct zs_sigguard *sigs)
+static int compact_begin(struct zs_pool *pool, struct zs_sigguard *sigs, const char *entry)
 {
 	/* It takes the pool lock for writing: a caller holding any pool-side lock would deadlock. */
-	zs_lock_assert_none(ZS_LOCK_ZS_COMPACT);
+	zs_lock_assert_none_in(ZS_LOCK_ZS_COMPACT, entry);
 	if (atomic_exchange_explicit(&pool->compaction_in_progress, 1, memory_order_acquire))
 		return 0;
 	zs_lock_took_try(&pool->compaction_in_progress, ZS_LOCK_ZS_COMPACT);
@@ -369,7 +369,7 @@ static struct size_class *compactable(struct zs_pool *pool, unsigned e)
 unsigned long zs_compact(struct zs_pool *pool)
 {
 	struct zs_sigguard sigs;
-	if (!compact_begin(pool, &sigs))
+	if (!compact_begin(pool, &sigs, __func__))
 		return 0;
 	char *buf = malloc(pool->page_size);
 	unsigned long freed = 0;
@@ -403,7 +403,7 @@ unsigned long zs_compact_step(struct zs_pool *pool, unsigned *cursor, unsigned m
 	if (!pool || !cursor)
 		return 0;
 	struct zs_sigguard sigs;
-	if (!compact_begin(pool, &sigs))
+	if (!compact_begin(pool, &sigs, __func__))
 		return 0;
 	char *buf = malloc(pool->page_size);
 	unsigned long freed = 0;
