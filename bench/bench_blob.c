@@ -1,7 +1,7 @@
 /*
  * bench_blob: what the blob store and the cache hold of the process's memory
  * after churn.  Fills N records of 200..3,500 bytes of JSON-like text (a
- * seeded generator, tests/blob_gen.h), frees 60% of them in random order,
+ * seeded generator, tests/lib/blob_gen.h), frees 60% of them in random order,
  * then makes no call for --idle-ms (1,500 ms) and compares the process's
  * RSS growth with the live compressed bytes (the objects' sizes, headers
  * and keys included) plus the index (the cache's tables; in blob mode the
@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../tests/blob_gen.h"
+#include "../tests/lib/blob_gen.h"
 #include "zs/blob.h"
 #include "zs/cache.h"
 

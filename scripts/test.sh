@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: the plain build (gcc) and a clang build, each with ctest;
 # an ASan+UBSan build with ctest; a TSan build running the concurrency tests
-# (tests/test_mt_*) -- both sanitizer builds with -DZS_DEBUG=ON, so the
+# (tests/mt/, the tests ctest labels mt) -- both sanitizer builds with -DZS_DEBUG=ON, so the
 # internal lock and invariant checks run there too; the libFuzzer targets for ZS_FUZZ_SECONDS (default 60)
 # each (scripts/fuzz.sh); the Python package's tests; and the exact counts the docs quote
 # (scripts/doc-counts.sh --check on a Release build).  Exits non-zero on any
@@ -89,7 +89,7 @@ step "asan+ubsan build" build build-asan clang -DZS_SANITIZE=address,undefined -
 step "asan+ubsan tests" run_ctest build-asan
 step "fuzzers (${ZS_FUZZ_SECONDS:-60} s per target)" bash scripts/fuzz.sh "${ZS_FUZZ_SECONDS:-60}"
 step "tsan build" build build-tsan clang -DZS_SANITIZE=thread -DZS_DEBUG=ON
-step "tsan concurrency tests" tsan_run bash -c "cd build-tsan && ctest --output-on-failure -j$jobs --timeout 900 -R '^test_mt_'"
+step "tsan concurrency tests" tsan_run bash -c "cd build-tsan && ctest --output-on-failure -j$jobs --timeout 900 -L '^mt$'"
 if [ -f python/pyproject.toml ]; then
   step "python tests" bash python/run-tests.sh build-gcc
 fi
