@@ -9,7 +9,7 @@ build=${1:?usage: tests/cli_errors.sh BUILD_DIR}
 zs=$build/zs
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-. "$(dirname "$0")/lib/cli.sh"   # expect, expect_out, check, cli_done
+. "$(dirname "$0")/../lib/cli.sh"   # expect, expect_out, check, cli_done
 
 
 expect 2 "unknown command 'bogus'" bogus

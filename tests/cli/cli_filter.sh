@@ -9,7 +9,7 @@ build=${1:?usage: tests/cli_filter.sh BUILD_DIR}
 zs=$build/zs
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-. "$(dirname "$0")/lib/cli.sh"   # expect_any, check, cli_done
+. "$(dirname "$0")/../lib/cli.sh"   # expect_any, check, cli_done
 
 
 for bad in shuffle:3 shuffle delta:16 bitshuffle:4 "shuffle:4 " delta+shuffle; do

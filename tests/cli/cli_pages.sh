@@ -8,7 +8,7 @@ build=${1:?usage: tests/cli_pages.sh BUILD_DIR}
 zs=$build/zs
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-. "$(dirname "$0")/lib/cli.sh"   # expect, expect_any, check, cli_done
+. "$(dirname "$0")/../lib/cli.sh"   # expect, expect_any, check, cli_done
 
 mkdir -p "$tmp/in/sub"
 head -c 5000 /dev/urandom >"$tmp/in/a"        # 2 pages, the second padded

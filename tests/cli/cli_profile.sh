@@ -14,7 +14,7 @@ build=${1:?usage: tests/cli_profile.sh BUILD_DIR}
 zs=$build/zs
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-. "$(dirname "$0")/lib/cli.sh"   # expect, expect_out, check, cli_done
+. "$(dirname "$0")/../lib/cli.sh"   # expect, expect_out, check, cli_done
 
 pin=()
 command -v taskset >/dev/null && taskset -c 0 true 2>/dev/null && pin=(taskset -c 0)

@@ -11,7 +11,7 @@ build=${1:?usage: tests/cli_zram_ext.sh BUILD_DIR}
 zs=$build/zs
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-. "$(dirname "$0")/lib/cli.sh"   # expect_any, check, cli_done
+. "$(dirname "$0")/../lib/cli.sh"   # expect_any, check, cli_done
 
 
 expect_any 2 "bad level 'x'" zram --level x /usr/bin/ls

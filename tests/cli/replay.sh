@@ -13,7 +13,7 @@
 set -u
 build=${1:?usage: tests/replay.sh BUILD_DIR}
 zs=$build/zs
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "$0")/.." && pwd)
 pass=0 fail=0
 if [ ! -x "$zs" ]; then
 	echo "replay: $zs not built"

@@ -17,7 +17,7 @@
 set -u
 build=${1:?usage: tests/replay_zswap.sh BUILD_DIR}
 zs=$build/zs
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "$0")/.." && pwd)
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL $*"; }

@@ -7,7 +7,7 @@
 # Usage: bash tests/consumer_install.sh BUILD_DIR
 # Exit 77 (skipped): no cmake or pkg-config, or a sanitizer build directory.
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-build}
 command -v cmake > /dev/null || { echo "SKIP: no cmake"; exit 77; }
 command -v pkg-config > /dev/null || { echo "SKIP: no pkg-config"; exit 77; }

@@ -8,7 +8,7 @@
 # Usage: bash tests/consumer_subdir.sh BUILD_DIR   (BUILD_DIR is unused: the
 # consumer builds its own copy; skipped (77) in sanitizer build directories)
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-}
 if [ -n "$build" ] && grep -qE '^ZS_SANITIZE:[A-Z]*=(address|thread|undefined)' "$build/CMakeCache.txt" 2>/dev/null; then
 	echo "SKIP consumer_subdir: the plain build covers it"; exit 77

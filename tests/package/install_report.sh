@@ -8,7 +8,7 @@
 # Takes ~2 minutes.  Usage: bash tests/install_report.sh BUILD_DIR
 # Exit 77: no Python with matplotlib, or a sanitizer build.
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:?usage: tests/install_report.sh BUILD_DIR}" && pwd)
 if grep -qE '^ZS_SANITIZE:[A-Z]*=(address|thread|undefined)' "$build/CMakeCache.txt" 2>/dev/null; then
 	echo "SKIP install_report: the plain build covers it"; exit 77

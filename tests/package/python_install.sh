@@ -9,7 +9,7 @@
 # Exit 77 (skipped): no python3 with venv, pip cannot fetch its build
 # requirements (offline), or a sanitizer build directory.
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-build}" && pwd)
 if grep -qE '^ZS_SANITIZE:[A-Z]*=(address|thread|undefined)' "$build/CMakeCache.txt" 2>/dev/null; then
 	echo "SKIP python_install: the plain build covers it"; exit 77

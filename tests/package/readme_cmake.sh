@@ -9,7 +9,7 @@
 # Usage: bash tests/readme_cmake.sh BUILD_DIR   (from the repository root)
 # Exit 77: no cmake, or a sanitizer build (the plain build covers it).
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:?usage: tests/readme_cmake.sh BUILD_DIR}" && pwd)
 command -v cmake > /dev/null || { echo "SKIP: no cmake"; exit 77; }
 if grep -qE '^ZS_SANITIZE:[A-Z]*=(address|thread|undefined)' "$build/CMakeCache.txt" 2>/dev/null; then

@@ -7,7 +7,7 @@
 # Usage: bash tests/readme_example.sh BUILD_DIR   (from the repository root)
 set -u
 build=$(cd "${1:?usage: tests/readme_example.sh BUILD_DIR}" && pwd)
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
