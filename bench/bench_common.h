@@ -1,9 +1,9 @@
 /*
  * Shared helpers for the bench/ programs: monotonic clock, a small seeded
  * PRNG and the synthetic compressed-size distribution, median of repeated
- * rounds, JSON output (through the writer the CLI uses, tools/json.h) and
+ * rounds, JSON output (through the writer the CLI uses, tools/lib/json.h) and
  * the machine description every result is printed with.  Header-only
- * (static functions); benches use the public headers and tools/json.h.
+ * (static functions); benches use the public headers and tools/lib/json.h.
  *
  * Method shared by all benchmarks: the competitors are measured in the same
  * process, interleaved round by round (the order rotates each round), and
@@ -120,7 +120,7 @@ static inline void bench_cpu_model(char *buf, size_t len)
 	fclose(f);
 }
 
-/* ---- JSON: one object per run, written with the shared writer (tools/json.h) ---- */
+/* ---- JSON: one object per run, written with the shared writer (tools/lib/json.h) ---- */
 
 struct bench_json {
 	int enabled;
@@ -181,7 +181,7 @@ static inline void bench_json_end(struct bench_json *j)
  * with the BENCH_OPT_* macros, ended by BENCH_OPT_END) and hands it to
  * bench_parse().  The usage text is printed from the same table, so it
  * cannot disagree with what is accepted, and every value goes through the
- * checked parsers of tools/parse.h: a typo must not run a different
+ * checked parsers of tools/lib/parse.h: a typo must not run a different
  * benchmark than the one asked for.  The spelling is the benches' own
  * (`--opt VALUE`, no `--opt=VALUE`, no abbreviations), as before the table.
  */

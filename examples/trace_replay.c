@@ -14,7 +14,7 @@
  *
  * The reader here is deliberately minimal: plain text, the header's
  * page_size and chain_size, and w/d/c/= records.  `zs replay` (its reader
- * is tools/trace.c) also reads .xz, range-checks every field with line
+ * is tools/lib/trace.c) also reads .xz, range-checks every field with line
  * numbers, compares all six mm_stat fields and shows the operations before a
  * mismatch.
  *

@@ -13,10 +13,10 @@
 #            callgrind instructions of the new object API vs legacy map/unmap.
 #   alloc-*  `zs testmod --chain 8` under callgrind: instructions per call of
 #            zs_malloc, zs_free and the page provider's calls.
-#   checks-* the number of checks tests/cli_errors.sh,
+#   checks-* the number of checks tests/cli/cli_errors.sh,
 #            test_regress_config_limits and test_regress_end_unpin run
 #            (docs/reliability.md, "Bad inputs").
-#   dict-*   the bytes tests/test_comp_dict.c's records compress to, with and
+#   dict-*   the bytes tests/unit/test_comp_dict.c's records compress to, with and
 #            without a dictionary, at the test's default seed (docs/zram.md).
 # Callgrind counts depend on the compiler and its flags, so the script uses a
 # Release build (default build-bench, configured and built when missing) and
@@ -29,7 +29,7 @@
 #   --check         measure, print a diff and exit 1 if any figure differs
 #   --only GROUPS   comma list of api, alloc, checks, dict (default all)
 #   --build DIR     Release build directory (default build-bench)
-#   --no-build      use DIR's programs as they are (tests/doc_counts.sh)
+#   --no-build      use DIR's programs as they are (tests/package/doc_counts.sh)
 #   --results FILE  take the measurements from FILE (key=value lines, as
 #                   --save writes them) instead of running anything
 #   --save FILE     write the measurements to FILE
@@ -159,7 +159,7 @@ count_checks() {
 	v[$key]=$(($1 + $3))
 }
 measure_checks() {
-	count_checks checks_cli bash tests/cli_errors.sh "$build"
+	count_checks checks_cli bash tests/cli/cli_errors.sh "$build"
 	count_checks checks_limits "$build/test_regress_config_limits"
 	count_checks checks_unpin "$build/test_regress_end_unpin"
 }

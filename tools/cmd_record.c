@@ -2,7 +2,7 @@
  * zs record: records a zram-trace on the running kernel, so that the
  * kernel developer's loop (record here, `zs replay` there, change a policy,
  * replay again) needs nothing outside this repository.  The trace format is
- * docs/trace-format.md; tools/trace.c is its reader.
+ * docs/trace-format.md; tools/lib/trace.c is its reader.
  *
  * Method: a fresh zram device (hot_add, removed again at the end), pages of
  * the given files written one 4 KiB O_DIRECT write at a time, slots

@@ -383,7 +383,7 @@ static int parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'L':
 			/* the range is the compressor's (zs_comp_check_params): only the
-			 * form is checked here, with the one int parser (tools/parse.c) */
+			 * form is checked here, with the one int parser (tools/lib/parse.c) */
 			if (parse_int(optarg, -1000000, 1000000, &o->level)) {
 				fprintf(stderr, "zs zram: bad level '%s' (a whole number, e.g. 3 or -5)\n",
 					optarg);

@@ -41,7 +41,7 @@
  * cached for its reuse, its handle slots, its tables, the store's own
  * structure and an estimate of each compression context built (lz4: 16 KiB
  * plus twice max_len; lz4hc: 256 KiB plus twice max_len; zstd: 1 MiB plus
- * twice max_len).  tests/test_blob.c checks it against the process's RSS
+ * twice max_len).  tests/unit/test_blob.c checks it against the process's RSS
  * growth after a fill (within 3%).
  *
  * Memory limit (cfg.mem_limit, bytes, 0: none).  Before each store the

@@ -11,7 +11,7 @@
  * the blob object beside the value (uncompressed, after the header), so the
  * index holds no copy of it.  Tables grow at 80% load, so a slot is 12 to 30
  * bytes per entry (15-30 between growths), plus the key inside the object:
- * tests/test_cache.c measures it (zs_cache_stats index_bytes / entries).
+ * tests/unit/test_cache.c measures it (zs_cache_stats index_bytes / entries).
  *
  * Capacity and eviction.  The blob store's mem_limit is the cache's
  * capacity in real memory: an insert that would take the store past it

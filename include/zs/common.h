@@ -16,7 +16,7 @@
 #endif
 #endif
 
-/* Kept equal to project(VERSION) in CMakeLists.txt (tests/exports.sh checks). */
+/* Kept equal to project(VERSION) in CMakeLists.txt (tests/package/exports.sh checks). */
 #define ZS_VERSION_MAJOR 3
 #define ZS_VERSION_MINOR 2
 #define ZS_VERSION_PATCH 0

@@ -216,7 +216,7 @@ struct zs_pool;
  * zs_pool_config_init: the kernel profile (today's kernel, 4K pages, chain 8,
  * pool-lock free, one copy of each class).  Its layout is the kernel's page
  * for page, and every parity tool (zs replay, record, classes, testmod,
- * zram --vs-kernel, tests/replay.sh) depends on that: it will not change.
+ * zram --vs-kernel, tests/cli/replay.sh) depends on that: it will not change.
  *
  * zs_pool_config_init_app: the application profile, the fastest measured
  * layout on the kernel's class table (density below).  It differs from the
@@ -242,7 +242,7 @@ struct zs_pool;
  * zs_get_total_pages), counted in the process's page-cache budget, and goes
  * back to the OS page_cache_decay_ms after it was parked with no call made,
  * at once on zs_pool_trim or zs_compact, or when an allocation finds no
- * pages (src/zsmalloc/park.c; tests/test_mt_zs_park.c).
+ * pages (src/zsmalloc/park.c; tests/mt/test_mt_zs_park.c).
  */
 ZS_API void zs_pool_config_init(struct zs_pool_config *cfg);
 ZS_API void zs_pool_config_init_app(struct zs_pool_config *cfg);
@@ -250,7 +250,7 @@ ZS_API void zs_pool_config_init_app(struct zs_pool_config *cfg);
 /*
  * NULL cfg -> defaults.  Returns NULL and sets errno (EINVAL for a bad config, ENOMEM).
  * An empty pool holds under 32 KiB of memory in either profile (about 15 KiB at 4 KiB
- * pages: its size classes are built on their first allocation, tests/test_mt_zs_shards.c
+ * pages: its size classes are built on their first allocation, tests/mt/test_mt_zs_shards.c
  * measures both); its first allocation maps its page tables too (under 128 KiB more, about
  * 70 KiB here).
  */

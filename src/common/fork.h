@@ -24,7 +24,7 @@
  * handlers run in the reverse order of registration, and a layer that
  * registered its own at first use could land anywhere; constructors would
  * fix the order but run library code at load, which libzs.so promises not
- * to do (tests/exports.sh).  So the layers hand their handlers to one
+ * to do (tests/package/exports.sh).  So the layers hand their handlers to one
  * table here at first use (zs_fork_handlers, before any worker of theirs
  * starts), and one pthread_atfork registration, made with the first, calls
  * them in the table's order: prepare top layer first, parent and child the

@@ -5,9 +5,9 @@
 # bench: tools/report/report.py and any other reader parse these, never the text tables.
 # Timings are not checked (benchmarks are never timed tests).  Kernel sides
 # (root + zram) are switched off: a test must not hot-add devices or swap.
-# Usage: bash tests/bench_json.sh BUILD_DIR   (from the repository root)
+# Usage: bash tests/cli/bench_json.sh BUILD_DIR   (from the repository root)
 set -u
-build=${1:?usage: tests/bench_json.sh BUILD_DIR}
+build=${1:?usage: tests/cli/bench_json.sh BUILD_DIR}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0 skip=0

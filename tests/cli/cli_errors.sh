@@ -3,9 +3,9 @@
 # option, value or path into one clear message and a non-zero exit status
 # (2 for usage errors), never a crash, a traceback or a silent run that
 # does nothing (a misspelt workload used to run nothing and exit 0).
-# Usage: bash tests/cli_errors.sh BUILD_DIR   (from the repository root)
+# Usage: bash tests/cli/cli_errors.sh BUILD_DIR   (from the repository root)
 set -u
-build=${1:?usage: tests/cli_errors.sh BUILD_DIR}
+build=${1:?usage: tests/cli/cli_errors.sh BUILD_DIR}
 zs=$build/zs
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

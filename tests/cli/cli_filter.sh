@@ -3,9 +3,9 @@
 # clear message and exit 2; every filter round-trips generated int32 pages and real files
 # (mismatches 0, writeback and groups included); shuffle:4 meets the 1.45x pool target on
 # --synth int32-trend; --matrix --filter prints that filter's rows.
-# Usage: bash tests/cli_filter.sh BUILD_DIR   (from the repository root)
+# Usage: bash tests/cli/cli_filter.sh BUILD_DIR   (from the repository root)
 set -u
-build=${1:?usage: tests/cli_filter.sh BUILD_DIR}
+build=${1:?usage: tests/cli/cli_filter.sh BUILD_DIR}
 zs=$build/zs
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

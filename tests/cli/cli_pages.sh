@@ -2,9 +2,9 @@
 # Owner: `zs pages`, the tools' one page loader as a file (report.py reads its pages through
 # it): each file from a page boundary, its last page zero padded, directories walked,
 # symlinks not followed, --max honoured; bad options are one message and exit 2.
-# Usage: bash tests/cli_pages.sh BUILD_DIR   (from the repository root)
+# Usage: bash tests/cli/cli_pages.sh BUILD_DIR   (from the repository root)
 set -u
-build=${1:?usage: tests/cli_pages.sh BUILD_DIR}
+build=${1:?usage: tests/cli/cli_pages.sh BUILD_DIR}
 zs=$build/zs
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

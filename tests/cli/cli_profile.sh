@@ -8,9 +8,9 @@
 # Outputs are compared with the timing and RSS fields removed (they differ
 # from run to run); the runs are pinned to one CPU where taskset exists, so
 # that the app profile's per-CPU class copies are the same copy each run.
-# Usage: bash tests/cli_profile.sh BUILD_DIR   (from the repository root)
+# Usage: bash tests/cli/cli_profile.sh BUILD_DIR   (from the repository root)
 set -u
-build=${1:?usage: tests/cli_profile.sh BUILD_DIR}
+build=${1:?usage: tests/cli/cli_profile.sh BUILD_DIR}
 zs=$build/zs
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

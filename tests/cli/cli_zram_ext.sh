@@ -5,9 +5,9 @@
 # end-to-end run trains a dictionary, uses it, writes back to a file and
 # reads everything back (exit 0).
 # Kept apart from cli_errors.sh so the shared option parser can move there.
-# Usage: bash tests/cli_zram_ext.sh BUILD_DIR   (from the repository root)
+# Usage: bash tests/cli/cli_zram_ext.sh BUILD_DIR   (from the repository root)
 set -u
-build=${1:?usage: tests/cli_zram_ext.sh BUILD_DIR}
+build=${1:?usage: tests/cli/cli_zram_ext.sh BUILD_DIR}
 zs=$build/zs
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

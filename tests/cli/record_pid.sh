@@ -7,9 +7,9 @@
 # errors (--pid with FILEs, a process that does not exist, --pid with
 # --zswap) must exit 2 with a message, root or not.
 # Exits 77 (ctest: skipped) when not root, without zram or without python3.
-# Usage: bash tests/record_pid.sh BUILD_DIR
+# Usage: bash tests/cli/record_pid.sh BUILD_DIR
 set -u
-build=${1:?usage: tests/record_pid.sh BUILD_DIR}
+build=${1:?usage: tests/cli/record_pid.sh BUILD_DIR}
 zs=$build/zs
 [ -x "$zs" ] || { echo "record_pid: $zs not built"; echo "0 passed, 1 failed"; exit 1; }
 tmp=$(mktemp -d /tmp/zs-record-pid.XXXXXX)

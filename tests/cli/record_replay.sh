@@ -9,9 +9,9 @@
 # policy the replay must say the records differ because the policy is not
 # the kernel's (exit 0), and --strict must turn that into exit 1.
 # Exits 77 (ctest: skipped) when not root or without zram.
-# Usage: bash tests/record_replay.sh BUILD_DIR
+# Usage: bash tests/cli/record_replay.sh BUILD_DIR
 set -u
-build=${1:?usage: tests/record_replay.sh BUILD_DIR}
+build=${1:?usage: tests/cli/record_replay.sh BUILD_DIR}
 zs=$build/zs
 skip() { echo "SKIP record_replay: $*"; exit 77; }
 [ -x "$zs" ] || { echo "record_replay: $zs not built"; echo "0 passed, 1 failed"; exit 1; }

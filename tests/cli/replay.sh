@@ -8,10 +8,10 @@
 # are not parity: --backend zblock (exit 0, zblock's pages against the
 # kernel's) and --sweep (every trace over chain 8's configurations and zblock;
 # its kernel row must be the trace's own pages).
-# The zswap-traces have their own test, tests/replay_zswap.sh.
-# Usage: bash tests/replay.sh BUILD_DIR   (from the repository root)
+# The zswap-traces have their own test, tests/cli/replay_zswap.sh.
+# Usage: bash tests/cli/replay.sh BUILD_DIR   (from the repository root)
 set -u
-build=${1:?usage: tests/replay.sh BUILD_DIR}
+build=${1:?usage: tests/cli/replay.sh BUILD_DIR}
 zs=$build/zs
 here=$(cd "$(dirname "$0")/.." && pwd)
 pass=0 fail=0
@@ -23,7 +23,7 @@ fi
 shopt -s nullglob
 traces=()
 for t in "$here"/data/*.xz; do
-	# zswap-traces (recorded ones may be .xz too) are tests/replay_zswap.sh's
+	# zswap-traces (recorded ones may be .xz too) are tests/cli/replay_zswap.sh's
 	[[ $(basename "$t") == zswap-* ]] || traces+=("$t")
 done
 if [ ${#traces[@]} -lt 4 ]; then
@@ -112,7 +112,7 @@ for t in "${traces[@]}"; do
 	fi
 done
 # The sweep: chain 8's six zsmalloc configurations and zblock on every trace
-# (for CI time; tests/replay_zswap.sh sweeps the whole grid of 97 on a
+# (for CI time; tests/cli/replay_zswap.sh sweeps the whole grid of 97 on a
 # smaller trace): the kernel's row is exact (its mean is the kernel's,
 # x 1.0000) and some row is Pareto-optimal.
 for t in "${traces[@]}"; do

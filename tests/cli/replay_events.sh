@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Owner: `zs replay --events` (tools/replay_events.c, docs/trace-format.md
+# Owner: `zs replay --events` (tools/replay/replay_events.c, docs/trace-format.md
 # "Events").  Replays committed zram-traces with --events and checks the
 # event lines against the trace itself, not against the replay's own totals:
 #  - at every record, the zspage+ pages minus the zspage- pages so far equal
@@ -11,9 +11,9 @@
 #  - one alloc line per compressed or huge write, one free line per object
 #    dropped (discard, overwrite, same-filled overwrite), a move line for
 #    compactions that freed pages, span lines, and no resync comment.
-# Usage: bash tests/replay_events.sh BUILD_DIR
+# Usage: bash tests/cli/replay_events.sh BUILD_DIR
 set -u
-build=${1:?usage: tests/replay_events.sh BUILD_DIR}
+build=${1:?usage: tests/cli/replay_events.sh BUILD_DIR}
 zs=$build/zs
 [ -x "$zs" ] || { echo "replay_events: $zs not built"; echo "0 passed, 1 failed"; exit 1; }
 tmp=$(mktemp -d /tmp/zs-replay-events.XXXXXX)

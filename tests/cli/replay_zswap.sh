@@ -13,9 +13,9 @@
 # zswap front end under test.  With python3 and BUILD_DIR/libzs.so the test
 # regenerates them and checks the committed files are exactly that output;
 # ZS_REGEN=1 rewrites them instead (after a change to zsmalloc's placement).
-# Usage: bash tests/replay_zswap.sh BUILD_DIR   (from the repository root)
+# Usage: bash tests/cli/replay_zswap.sh BUILD_DIR   (from the repository root)
 set -u
-build=${1:?usage: tests/replay_zswap.sh BUILD_DIR}
+build=${1:?usage: tests/cli/replay_zswap.sh BUILD_DIR}
 zs=$build/zs
 here=$(cd "$(dirname "$0")/.." && pwd)
 pass=0 fail=0
@@ -65,7 +65,7 @@ pool = lib.zs_create_pool(None)          # the kernel's: chain 8, exhaustive, de
 entries, zero, cnt = {}, set(), {"out": 0, "in": 0}
 lines = ["# zswap-trace 1", "# page_size 4096", "# comp lzo", "# kernel synthetic",
          "# chain_size 8", "# mode " + mode,
-         "# data synthetic sizes, tests/replay_zswap.sh generator, seed %d" % seed]
+         "# data synthetic sizes, tests/cli/replay_zswap.sh generator, seed %d" % seed]
 def state():
     raw = sum(1 for h, r in entries.values() if r)
     return "= %d %d %d %d %d" % (lib.zs_get_total_pages(pool), len(entries), raw,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Owner: `zs replay --sweep`'s small-trace rule (tools/replay_sweep.c).  Every
+# Owner: `zs replay --sweep`'s small-trace rule (tools/replay/replay_sweep.c).  Every
 # size class in use keeps up to one partly used zspage; when those can hold
 # more than 2% of the kernel's mean pool pages, short chains win the sweep
 # because the trace is small, not because of the workload, and the sweep
@@ -7,9 +7,9 @@
 # trace is small (under 7,000 pool pages at peak) and must be flagged.  With
 # root and zram, a fresh 200,000-page recording (about 88,000 pool pages on
 # the mean, 0.7%) must not be, and an 8,000-page one must.
-# Usage: bash tests/sweep_small.sh BUILD_DIR
+# Usage: bash tests/cli/sweep_small.sh BUILD_DIR
 set -u
-build=${1:?usage: tests/sweep_small.sh BUILD_DIR}
+build=${1:?usage: tests/cli/sweep_small.sh BUILD_DIR}
 zs=$build/zs
 [ -x "$zs" ] || { echo "sweep_small: $zs not built"; echo "0 passed, 1 failed"; exit 1; }
 tmp=$(mktemp -d /tmp/zs-sweep-small.XXXXXX)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Owner: `zs record --zswap` (tools/record_zswap.c), the happy path.
+# Owner: `zs record --zswap` (tools/record/record_zswap.c), the happy path.
 # Records two small zswap-traces on this machine's kernel -- ops mode on 300
 # pages (random, zero and library pages, so stores of all three kinds, loads
 # and invalidates appear) and --memcg-fill on 1500 -- checks what the traces
@@ -11,9 +11,9 @@
 # with --lock-fd), so another user's run (which holds the lock while its own
 # settings are in place) cannot show up as a difference.  Exits 77 (ctest: skipped) without root or zswap, or
 # when the lock stays busy for ZS_LOCK_WAIT seconds (default 600).
-# Usage: bash tests/test_record_zswap.sh BUILD_DIR
+# Usage: bash tests/cli/test_record_zswap.sh BUILD_DIR
 set -u
-build=${1:?usage: tests/test_record_zswap.sh BUILD_DIR}
+build=${1:?usage: tests/cli/test_record_zswap.sh BUILD_DIR}
 zs=$build/zs
 LOCK=/run/libzs-kernel-zswap.lock
 wait_s=${ZS_LOCK_WAIT:-600}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Owner: `zs record --zswap` (tools/record_zswap.c; the restore is
-# tools/record_zswap_setup.c), the ways out.
+# Owner: `zs record --zswap` (tools/record/record_zswap.c; the restore is
+# tools/record/record_zswap_setup.c), the ways out.
 # Every way a recording can end must leave the kernel's settings as they
 # were: a setup error (swap file on tmpfs, swap file that exists), a run
 # spoilt by another process swapping (a rogue MADV_PAGEOUT loop, with
@@ -15,9 +15,9 @@
 # run without it and find it taken), so no other user's run interleaves.
 # Exits 77 (ctest: skipped) without root or zswap, or when the lock stays
 # busy for ZS_LOCK_WAIT seconds (default 600).
-# Usage: bash tests/test_record_zswap_restore.sh BUILD_DIR
+# Usage: bash tests/cli/test_record_zswap_restore.sh BUILD_DIR
 set -u
-build=${1:?usage: tests/test_record_zswap_restore.sh BUILD_DIR}
+build=${1:?usage: tests/cli/test_record_zswap_restore.sh BUILD_DIR}
 zs=$build/zs
 LOCK=/run/libzs-kernel-zswap.lock
 STATE=/run/libzs-kernel-zswap.state

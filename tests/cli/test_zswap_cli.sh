@@ -13,9 +13,9 @@
 # ZS_ZSWAP_CAPTURE_TEST=1 (root, zswap, cgroup v1) a 20-second capture of a
 # small workload runs too and must be exact (it changes kernel settings for its
 # duration, so it is off by default).
-# Usage: bash tests/test_zswap_cli.sh BUILD_DIR   (from the repository root)
+# Usage: bash tests/cli/test_zswap_cli.sh BUILD_DIR   (from the repository root)
 set -euo pipefail
-build=${1:?usage: tests/test_zswap_cli.sh BUILD_DIR}
+build=${1:?usage: tests/cli/test_zswap_cli.sh BUILD_DIR}
 zs=$build/zs
 pass=0 fail=0
 tmp=$(mktemp -d)

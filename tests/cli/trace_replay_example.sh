@@ -2,10 +2,10 @@
 # Owner: examples/trace_replay.c, the copyable replay of a user's own trace.
 # It must agree with the kernel on every recorded trace in tests/data (each
 # '=' record's mem_used pages, as `zs replay` checks) and read as many
-# records as the tool's own reader (tools/trace.c) does.
-# Usage: bash tests/trace_replay_example.sh BUILD_DIR   (from the repository root)
+# records as the tool's own reader (tools/lib/trace.c) does.
+# Usage: bash tests/cli/trace_replay_example.sh BUILD_DIR   (from the repository root)
 set -u
-build=${1:?usage: tests/trace_replay_example.sh BUILD_DIR}
+build=${1:?usage: tests/cli/trace_replay_example.sh BUILD_DIR}
 ex=$build/example_trace_replay
 [ -x "$ex" ] || { echo "skip: $ex not built (ZS_EXAMPLES off)"; exit 77; }
 command -v xz >/dev/null || { echo "skip: no xz to decompress the traces"; exit 77; }
@@ -13,7 +13,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
 for t in tests/data/*.trace.xz; do
-	# the example replays zram-traces; zswap-traces are tests/replay_zswap.sh's
+	# the example replays zram-traces; zswap-traces are tests/cli/replay_zswap.sh's
 	xz -dc "$t" | head -5 | grep -q '^# zswap-trace' && continue
 	xz -dc "$t" | "$ex" - >"$tmp/out" 2>&1
 	rc=$?

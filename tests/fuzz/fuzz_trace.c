@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: the zram-trace and zswap-trace reader behind `zs replay`
- * (tools/trace.c), plain and .xz.  Input byte 0 chooses the form: the rest of the input as
+ * (tools/lib/trace.c), plain and .xz.  Input byte 0 chooses the form: the rest of the input as
  * is (plain, or xz if it carries the magic), or the rest xz-compressed here
  * (so the xz path sees valid streams too), optionally with one byte changed
  * or the end cut off.  Every record trace_parse accepts must be within the

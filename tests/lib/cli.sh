@@ -1,7 +1,7 @@
-# Sourced by the zs tool's CLI tests (tests/cli_*.sh), which used to carry
+# Sourced by the zs tool's CLI tests (tests/cli/cli_*.sh), which used to carry
 # their own copies of these: run `zs` with arguments and assert its exit
-# status and a message.  A library, not a test: it sits below tests/ so the
-# tests/*.sh glob (each file a ctest test) does not run it.
+# status and a message.  A library, not a test: it sits in tests/lib/, which
+# no test glob (each file in tests/cli/ and tests/package/ a ctest test) reads.
 # Needs $zs (the binary) and $tmp (a scratch directory) set by the caller;
 # counts into $pass and $fail, which cli_done reports.
 pass=0 fail=0

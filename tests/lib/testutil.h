@@ -1,7 +1,8 @@
 /*
- * Tiny test harness shared by tests/test_*.c: CHECK macros that report the
- * file/line and count failures, a seeded RNG whose seed is printed (override
- * with ZS_SEED=N), and the closing "N passed, N failed" line ctest/CI read.
+ * Tiny test harness shared by the C tests (tests/unit, internal, mt, regress):
+ * CHECK macros that report the file/line and count failures, a seeded RNG
+ * whose seed is printed (override with ZS_SEED=N), and the closing
+ * "N passed, N failed" line ctest/CI read.
  */
 #ifndef ZS_TESTUTIL_H
 #define ZS_TESTUTIL_H

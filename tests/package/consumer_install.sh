@@ -4,7 +4,7 @@
 # runs a tiny consumer three ways: find_package(libzs) with libzs::zs (shared)
 # and libzs::zs_static, and a plain cc line from `pkg-config libzs`.  The
 # consumer checks the loaded library's version against its headers.
-# Usage: bash tests/consumer_install.sh BUILD_DIR
+# Usage: bash tests/package/consumer_install.sh BUILD_DIR
 # Exit 77 (skipped): no cmake or pkg-config, or a sanitizer build directory.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)

@@ -5,7 +5,7 @@
 # runs both programs; then checks that a FetchContent consumer configures.
 # This failed with "No SOURCES given to target: zs_obj" while the build used
 # CMAKE_SOURCE_DIR (the consumer's) instead of its own source directory.
-# Usage: bash tests/consumer_subdir.sh BUILD_DIR   (BUILD_DIR is unused: the
+# Usage: bash tests/package/consumer_subdir.sh BUILD_DIR   (BUILD_DIR is unused: the
 # consumer builds its own copy; skipped (77) in sanitizer build directories)
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)

@@ -6,16 +6,16 @@
 #   2. on a fixture tree with saved measurements (no callgrind: it would
 #      take ~40 s), --check fails on stale figures, the rewrite fixes them and
 #      leaves the text around them alone, and bad markers are refused;
-#   3. the cheap figures for real: the check counts of tests/cli_errors.sh
+#   3. the cheap figures for real: the check counts of tests/cli/cli_errors.sh
 #      and two regression tests, and test_comp_dict's bytes, measured with
 #      this build and compared with the docs (a few seconds).  A change that
 #      adds a check must update the count: scripts/doc-counts.sh --only checks.
 # The callgrind figures (api, alloc) depend on a Release build with gcc:
 # scripts/test.sh checks them with scripts/doc-counts.sh --check on its own
 # Release build (build-counts), not this ctest.
-# Usage: bash tests/doc_counts.sh BUILD_DIR   (from the repository root)
+# Usage: bash tests/package/doc_counts.sh BUILD_DIR   (from the repository root)
 set -u
-build=${1:?usage: tests/doc_counts.sh BUILD_DIR}
+build=${1:?usage: tests/package/doc_counts.sh BUILD_DIR}
 script=scripts/doc-counts.sh
 pass=0 fail=0
 tmp=$(mktemp -d)

@@ -14,7 +14,7 @@
 #      python scripts examples (git ls-files in a checkout, find otherwise)
 #      hold none of the patterns;
 #   3. no line of README.md or docs/*.md is over 400 characters.
-# Usage: bash tests/doc_words.sh BUILD_DIR   (from the repository root; the
+# Usage: bash tests/package/doc_words.sh BUILD_DIR   (from the repository root; the
 # build dir is not used)
 set -u
 pass=0 fail=0

@@ -7,7 +7,7 @@
 # injection, RSS probe, page loader, kernel-zram driver, malloc baselines'
 # registration) and none of the page provider's zs_pages_* is exported, and
 # libzs runs no code of its own at load time (.init_array/.ctors).
-# Usage: tests/exports.sh BUILD_DIR (run from the source root).
+# Usage: tests/package/exports.sh BUILD_DIR (run from the source root).
 set -u
 B=${1:-build}
 LIB=$B/libzs.so

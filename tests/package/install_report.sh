@@ -5,11 +5,11 @@
 # report.md and at least 8 plots, every section available that the quick run
 # has here.  Then the same with ZS_PYTHON_DIR naming the source tree's
 # python/: the script still gets the installed libzs.so (LIBZS_LIBRARY).
-# Takes ~2 minutes.  Usage: bash tests/install_report.sh BUILD_DIR
+# Takes ~2 minutes.  Usage: bash tests/package/install_report.sh BUILD_DIR
 # Exit 77: no Python with matplotlib, or a sanitizer build.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(cd "${1:?usage: tests/install_report.sh BUILD_DIR}" && pwd)
+build=$(cd "${1:?usage: tests/package/install_report.sh BUILD_DIR}" && pwd)
 if grep -qE '^ZS_SANITIZE:[A-Z]*=(address|thread|undefined)' "$build/CMakeCache.txt" 2>/dev/null; then
 	echo "SKIP install_report: the plain build covers it"; exit 77
 fi

@@ -10,9 +10,9 @@
 # replay a committed trace with 0 mismatches.  As a control, the same checks
 # run against BUILD_DIR (no lab-test) and must each fail there, so none of
 # them passes vacuously.
-# Usage: bash tests/policy_registry.sh BUILD_DIR
+# Usage: bash tests/package/policy_registry.sh BUILD_DIR
 set -u
-build=${1:?usage: tests/policy_registry.sh BUILD_DIR}
+build=${1:?usage: tests/package/policy_registry.sh BUILD_DIR}
 build=$(cd "$build" && pwd) || exit 2
 root=$(pwd)
 [ -x "$build/zs" ] && [ -f "$build/libzs.so" ] ||

@@ -5,7 +5,7 @@
 # outside the repository and with no LIBZS_LIBRARY, `import libzs` must load
 # that bundled library and a pool must work, and the package must carry
 # py.typed (its type hints are for users' type checkers).
-# Usage: bash tests/python_install.sh BUILD_DIR   (BUILD_DIR holds the venv)
+# Usage: bash tests/package/python_install.sh BUILD_DIR   (BUILD_DIR holds the venv)
 # Exit 77 (skipped): no python3 with venv, pip cannot fetch its build
 # requirements (offline), or a sanitizer build directory.
 set -u

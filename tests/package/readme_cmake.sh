@@ -6,11 +6,11 @@
 # written with find_package against that prefix: the version the README asks
 # for must be one the installed package satisfies.  The binary must print
 # "read back intact".
-# Usage: bash tests/readme_cmake.sh BUILD_DIR   (from the repository root)
+# Usage: bash tests/package/readme_cmake.sh BUILD_DIR   (from the repository root)
 # Exit 77: no cmake, or a sanitizer build (the plain build covers it).
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(cd "${1:?usage: tests/readme_cmake.sh BUILD_DIR}" && pwd)
+build=$(cd "${1:?usage: tests/package/readme_cmake.sh BUILD_DIR}" && pwd)
 command -v cmake > /dev/null || { echo "SKIP: no cmake"; exit 77; }
 if grep -qE '^ZS_SANITIZE:[A-Z]*=(address|thread|undefined)' "$build/CMakeCache.txt" 2>/dev/null; then
 	echo "SKIP readme_cmake: the plain build covers it"; exit 77

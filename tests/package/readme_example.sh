@@ -4,9 +4,9 @@
 # README says (shared library with rpath, with LD_LIBRARY_PATH, and static),
 # with -Wall -Wextra -Werror, and runs each binary: the example must compile
 # as written and print "read back intact".
-# Usage: bash tests/readme_example.sh BUILD_DIR   (from the repository root)
+# Usage: bash tests/package/readme_example.sh BUILD_DIR   (from the repository root)
 set -u
-build=$(cd "${1:?usage: tests/readme_example.sh BUILD_DIR}" && pwd)
+build=$(cd "${1:?usage: tests/package/readme_example.sh BUILD_DIR}" && pwd)
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -9,9 +9,9 @@
 # refused.  Byte-exact values are checked by test_rocksdb_plugin (a real DB
 # read through the plugin), which db_bench cannot do.  Skips (77) without
 # db_bench or the plugin (librocksdb-dev absent, or a sanitizer build).
-# Usage: bash tests/rocksdb_cache.sh BUILD_DIR   (from the repository root)
+# Usage: bash tests/package/rocksdb_cache.sh BUILD_DIR   (from the repository root)
 set -u
-build=${1:?usage: tests/rocksdb_cache.sh BUILD_DIR}
+build=${1:?usage: tests/package/rocksdb_cache.sh BUILD_DIR}
 plugin=$build/plugins/rocksdb/libzs_rocksdb.so
 db_bench=${DB_BENCH:-$(command -v db_bench || true)}
 [ -n "$db_bench" ] || { echo "skip: no db_bench (apt-get install rocksdb-tools)"; exit 77; }

@@ -1,5 +1,5 @@
 /*
- * The CLI's and the benchmarks' shared pieces (tools/json.c, tools/parse.c):
+ * The CLI's and the benchmarks' shared pieces (tools/lib/json.c, tools/lib/parse.c):
  * the JSON writer must place every comma and escape every string, so any
  * output is valid JSON whatever the data (a quote in a path once broke
  * `zs compare --json`); the value parsers must refuse what atoi/strtoul

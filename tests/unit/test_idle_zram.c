@@ -6,7 +6,7 @@
  * store's slot table (16 bytes per slot written) is part of what remains.
  * In the kernel profile and in the application profile, whose emptied
  * zspages stay parked whole in their class (src/zsmalloc/park.c) until the
- * purge thread returns them.  The region's case is tests/test_idle_region.c.
+ * purge thread returns them.  The region's case is tests/unit/test_idle_region.c.
  */
 #include "testutil.h"
 #include "idle.h"

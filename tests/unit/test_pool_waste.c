@@ -1,5 +1,5 @@
 /*
- * The waste breakdown `zs compare` prints (tools/waste.c): its five parts
+ * The waste breakdown `zs compare` prints (tools/lib/waste.c): its five parts
  * must add up to pool memory - live bytes, and each part must mean what its
  * name says, on both profiles, after fill, churn and compaction.
  */

@@ -109,7 +109,7 @@ static void test_pools(void)
 	REQUIRE(pk && pa && pd);
 
 	/* The kernel profile is the kernel's table (4K, chain 8: the numbers
-	 * tests/test_zsmalloc.c holds against the kernel) and the default's. */
+	 * tests/unit/test_zsmalloc.c holds against the kernel) and the default's. */
 	CHECK_EQ(zs_class_count(pk), 255);
 	CHECK_EQ(nr_physical(pk), 119);
 	CHECK_EQ(zs_huge_class_size(pk), 3625);

@@ -9,7 +9,7 @@
  * before and after each operation that touched it, and compaction's moves
  * are the objects whose address changed across zs_compact.  Plain zsmalloc
  * replays only; the checks that the events add up to the trace's page
- * counts are in tests/replay_events.sh.
+ * counts are in tests/cli/replay_events.sh.
  */
 #include <errno.h>
 #include <inttypes.h>
