@@ -386,6 +386,9 @@ static void usage(FILE *f)
 		"                       Pareto-optimal ones (*); --json: one row per configuration.\n"
 		"                       --chain, --chain-policy, --delta or --backend narrow the\n"
 		"                       sweep to that value\n"
+		"  --plot FILE          with --sweep: write the points (mean pool pages against\n"
+		"                       mean spanning objects) and the Pareto front as an SVG\n"
+		"                       picture to FILE; --json gives the same rows as data\n"
 		"  --progress           with --sweep: a line per configuration on stderr (default:\n"
 		"                       when stderr is a terminal, else one every 10 s)\n"
 		"  --events FILE        write every decision of the pool to FILE (- for stdout): size\n"
@@ -420,7 +423,7 @@ static void usage(FILE *f)
 static int parse(int argc, char **argv, struct opts *o)
 {
 	enum { O_VERBOSE = 1, O_JSON, O_CHECKED, O_STORE, O_VERIFY, O_FAILFAST, O_STRICT, O_CONTEXT,
-	       O_MAXREP, O_SWEEP, O_PROGRESS, O_EVENTS };
+	       O_MAXREP, O_SWEEP, O_PROGRESS, O_EVENTS, O_PLOT };
 	static const struct option lopts[] = {
 		OPT_POOL_LONGOPTS,
 		{ "verbose", no_argument, NULL, O_VERBOSE },
@@ -435,6 +438,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "sweep", no_argument, NULL, O_SWEEP },
 		{ "progress", no_argument, NULL, O_PROGRESS },
 		{ "events", required_argument, NULL, O_EVENTS },
+		{ "plot", required_argument, NULL, O_PLOT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -467,6 +471,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case O_SWEEP: o->sweep = 1; break;
 		case O_PROGRESS: o->progress = 1; break;
 		case O_EVENTS: o->events = optarg; break;
+		case O_PLOT: o->plot = optarg; break;
 		case O_CONTEXT:
 			if (opt_u64("replay", "--context", optarg, 0, 64, &v))
 				return 2;
@@ -515,6 +520,10 @@ static int parse(int argc, char **argv, struct opts *o)
 	if (o->sweep && (o->store || o->verify || o->strict || o->fail_fast)) {
 		fprintf(stderr, "zs replay: --sweep runs plain replays: --store, --verify, --strict and "
 				"--fail-fast do not apply\n");
+		return 2;
+	}
+	if (o->plot && !o->sweep) {
+		fprintf(stderr, "zs replay: --plot draws a sweep: give --sweep too\n");
 		return 2;
 	}
 	if (o->progress && !o->sweep) {

@@ -47,6 +47,7 @@ struct opts {
 	int zblock;           /* --backend zblock */
 	int quiet;            /* a sweep point: no warnings on stderr (the sweep sums them up) */
 	const char *events;   /* --events FILE: the pool's decisions (replay_events.c) */
+	const char *plot;     /* --plot FILE: the sweep's points and Pareto front as SVG */
 	struct pool_opts po;  /* --chain-policy, --delta, --free-mode, --deferred, --backend */
 	int kernel_policy;    /* 1: the pool is configured as the recording kernel's */
 	char why[160];        /* when not: what differs */
