@@ -153,7 +153,7 @@ static int slot_free(struct replay *R, struct slot *s, long line)
 		if (s->flags & SL_HUGE)
 			R->st[F_HUGE]--;
 		int ecls = events_free_begin(R, (unsigned long)(s - R->slots), s);
-		if (!R->z && do_free(R, s->handle, line))
+		if (R->shadow ? held_free(R, s, line) : !R->z && do_free(R, s->handle, line))
 			return 2;
 		events_free_end(R, ecls);
 		R->st[F_COMPR] -= s->size;
@@ -237,11 +237,15 @@ static int op_write(struct replay *R, unsigned long idx, unsigned long size, cha
 			R->pool ? "zs" : R->b->kind, req, strerror(-ZS_ERR(h)));
 		return 2;
 	}
+	unsigned long mh = 0;
+	if (R->shadow && held_alloc(R, &mh, req, line))
+		return 2;
 	events_alloc(R, idx, R->pending_cls, req);
 	if (slot_free(R, s, line))
 		return 2;
 	s->used = 1;
 	s->handle = h;
+	s->shadow_h = mh;
 	s->size = (uint32_t)size;
 	s->flags = flag == 'h' ? SL_HUGE : 0;
 	if (flag == 'h') {
@@ -281,7 +285,7 @@ static void current(struct replay *R, uint64_t got[NF])
 		got[F_MEM] = bs.pages;
 		got[F_COMPACTED] = bs.pages_compacted;
 	} else {
-		if (R->o.deferred)
+		if (R->o.deferred && !R->shadow)
 			zs_free_deferred_flush(R->pool);
 		zs_pool_stats(R->pool, &ps);
 		got[F_MEM] = zs_get_total_pages(R->pool);
@@ -325,6 +329,8 @@ int replay_record(struct replay *R, const uint64_t exp[NF], long line)
 	memcpy(e->got, got, sizeof(e->got));
 	e->has_exp = 1;
 	int bad = 0;
+	if (R->shadow && (held_record(R, got[F_MEM]) || R->nheld))
+		return 0;   /* frees queued: the kernel freed them already; the model check stands */
 	for (int i = 0; i < R->nf; i++)
 		if (exp[i] != got[i]) {
 			bad = 1;
@@ -386,6 +392,16 @@ static void usage(FILE *f)
 		"                       Pareto-optimal ones (*); --json: one row per configuration.\n"
 		"                       --chain, --chain-policy, --delta or --backend narrow the\n"
 		"                       sweep to that value\n"
+		"  --deferred-held N    free through zs_free_deferred with no worker, keeping up to\n"
+		"                       N frees queued (drained when N are, and before a\n"
+		"                       compaction), and check the pool at every record against\n"
+		"                       a synchronous model pool that frees the same objects when\n"
+		"                       the pool drains them: a model check (the kernel ran no\n"
+		"                       deferral), its counts compared with the kernel's only at\n"
+		"                       records with nothing queued; 1..16777216\n"
+		"  --plot FILE          with --sweep: write the points (mean pool pages against\n"
+		"                       mean spanning objects) and the Pareto front as an SVG\n"
+		"                       picture to FILE; --json gives the same rows as data\n"
 		"  --progress           with --sweep: a line per configuration on stderr (default:\n"
 		"                       when stderr is a terminal, else one every 10 s)\n"
 		"  --events FILE        write every decision of the pool to FILE (- for stdout): size\n"
@@ -420,7 +436,7 @@ static void usage(FILE *f)
 static int parse(int argc, char **argv, struct opts *o)
 {
 	enum { O_VERBOSE = 1, O_JSON, O_CHECKED, O_STORE, O_VERIFY, O_FAILFAST, O_STRICT, O_CONTEXT,
-	       O_MAXREP, O_SWEEP, O_PROGRESS, O_EVENTS };
+	       O_MAXREP, O_SWEEP, O_PROGRESS, O_EVENTS, O_PLOT, O_HELD };
 	static const struct option lopts[] = {
 		OPT_POOL_LONGOPTS,
 		{ "verbose", no_argument, NULL, O_VERBOSE },
@@ -435,6 +451,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "sweep", no_argument, NULL, O_SWEEP },
 		{ "progress", no_argument, NULL, O_PROGRESS },
 		{ "events", required_argument, NULL, O_EVENTS },
+		{ "plot", required_argument, NULL, O_PLOT },
+		{ "deferred-held", required_argument, NULL, O_HELD },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -467,6 +485,12 @@ static int parse(int argc, char **argv, struct opts *o)
 		case O_SWEEP: o->sweep = 1; break;
 		case O_PROGRESS: o->progress = 1; break;
 		case O_EVENTS: o->events = optarg; break;
+		case O_PLOT: o->plot = optarg; break;
+		case O_HELD:
+			if (opt_u64("replay", "--deferred-held", optarg, 1, 1u << 24, &v))
+				return 2;
+			o->held = (long)v;
+			break;
 		case O_CONTEXT:
 			if (opt_u64("replay", "--context", optarg, 0, 64, &v))
 				return 2;
@@ -499,7 +523,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	}
 	if (o->po.set & OPT_CHAIN)
 		o->chain = (long)o->po.cfg.max_chain;
-	o->deferred = o->po.deferred;
+	o->deferred = o->po.deferred || o->held;
 	o->zblock = !strcmp(o->po.backend, "zblock");
 	if (strcmp(o->po.backend, "zsmalloc") && !o->zblock) {
 		fprintf(stderr, "zs replay: --backend %s: the replay compares pool pages: zsmalloc or "
@@ -515,6 +539,15 @@ static int parse(int argc, char **argv, struct opts *o)
 	if (o->sweep && (o->store || o->verify || o->strict || o->fail_fast)) {
 		fprintf(stderr, "zs replay: --sweep runs plain replays: --store, --verify, --strict and "
 				"--fail-fast do not apply\n");
+		return 2;
+	}
+	if (o->held && (o->sweep || o->store || o->zblock || o->events)) {
+		fprintf(stderr, "zs replay: --deferred-held checks a plain zsmalloc replay against its "
+				"model: not with --sweep, --store, --backend zblock or --events\n");
+		return 2;
+	}
+	if (o->plot && !o->sweep) {
+		fprintf(stderr, "zs replay: --plot draws a sweep: give --sweep too\n");
 		return 2;
 	}
 	if (o->progress && !o->sweep) {
@@ -578,6 +611,11 @@ void replay_pool_config(struct replay *R, const struct trace_header *h,
 			wl += (size_t)snprintf(R->o.why + wl, sizeof(R->o.why) - wl,
 					       "delta %u vs the kernel's %u, ",
 					       cfg.class_delta, kdelta);
+		/* held frees: the kernel freed those objects at once, so later allocations land
+		 * elsewhere and even records with nothing queued may differ (the deferral's cost) */
+		if (R->o.held)
+			wl += (size_t)snprintf(R->o.why + wl, sizeof(R->o.why) - wl,
+					       "up to %ld frees held queued, ", R->o.held);
 		if (wl >= 2 && wl < sizeof(R->o.why))
 			R->o.why[wl - 2] = 0;
 		R->o.kernel_policy = wl == 0;
@@ -641,8 +679,12 @@ static int setup(struct replay *R, const struct trace_header *h)
 			return trace_fail(0, "%s", "out of memory");
 		R->span_on = 1;
 	} else {
+		if (R->o.held)
+			held_pool_config(R, &cfg);
 		R->pool = zs_create_pool(&cfg);
 		R->span_on = 1;
+		if (R->pool && R->o.held && held_setup(R, &cfg))
+			return trace_fail(0, "%s", "out of memory for --deferred-held's model pool");
 	}
 	R->page_size = (size_t)h->page_size;
 	if (R->pool && R->ev && events_begin(R, cfg.max_chain, replay_delta(R)))
@@ -739,11 +781,15 @@ static int step(struct replay *R, struct trace *rd, const char *s, long lineno)
 			if (R->o.verify)
 				store_verify(R, lineno);
 		} else if (R->pool) {
-			if (R->o.deferred)
+			if (R->shadow)
+				held_drain(R);   /* the kernel's compaction ran with nothing queued */
+			else if (R->o.deferred)
 				zs_free_deferred_flush(R->pool);
 			events_compact_begin(R);
 			zs_compact(R->pool);
 			events_compact_end(R);
+			if (R->shadow)
+				zs_compact(R->shadow);
 		} else {
 			zs_backend_compact(R->b);
 		}
@@ -767,6 +813,11 @@ static int run(struct replay *R, struct trace *rd)
 		if (R->ev) {
 			fprintf(stderr, "zs replay: --events: %s is a zswap-trace; events are written "
 					"for zram-traces only\n", R->o.path);
+			return 2;
+		}
+		if (R->o.held) {
+			fprintf(stderr, "zs replay: --deferred-held: %s is a zswap-trace; the held-queue "
+					"model runs on zram-traces\n", R->o.path);
 			return 2;
 		}
 		return zswap_run(R, rd, s);
@@ -799,6 +850,7 @@ void replay_free(struct replay *R)
 		return;
 	zswap_free(R);
 	events_close(R);
+	held_free_all(R);
 	if (R->z)
 		zs_zram_destroy(R->z);
 	else if (R->pool)
@@ -911,7 +963,8 @@ int cmd_replay(int argc, char **argv)
 		replay_print_json(R, &R->hdr);
 	else
 		replay_print_text(R);
-	rc = (R->mismatches && (R->o.kernel_policy || o.strict)) || R->verify_errors ? 1 : 0;
+	rc = (R->mismatches && (R->o.kernel_policy || o.strict)) || R->verify_errors || R->held_bad
+		     ? 1 : 0;
 	replay_free(R);
 	return rc;
 }

@@ -23,6 +23,7 @@ _Static_assert(NF == TRACE_NF, "an '=' record carries one value per field");
 enum { SL_SAME = 1, SL_HUGE = 2, SL_SPAN = 4 /* its read crosses a pool page boundary */ };
 struct slot {
 	unsigned long handle;
+	unsigned long shadow_h; /* --deferred-held: the model pool's handle (replay_held.c) */
 	uint32_t size;
 	uint8_t flags;
 	uint8_t used;
@@ -47,6 +48,8 @@ struct opts {
 	int zblock;           /* --backend zblock */
 	int quiet;            /* a sweep point: no warnings on stderr (the sweep sums them up) */
 	const char *events;   /* --events FILE: the pool's decisions (replay_events.c) */
+	const char *plot;     /* --plot FILE: the sweep's points and Pareto front as SVG */
+	long held;            /* --deferred-held N: frees kept queued, checked against a model */
 	struct pool_opts po;  /* --chain-policy, --delta, --free-mode, --deferred, --backend */
 	int kernel_policy;    /* 1: the pool is configured as the recording kernel's */
 	char why[160];        /* when not: what differs */
@@ -136,6 +139,11 @@ struct replay {
 	struct ctx_entry pending; /* the last op, waiting for its '=' record */
 	int have_pending;
 	int pending_cls;
+	/* --deferred-held (replay_held.c): the model pool and the frees it holds back */
+	struct zs_pool *shadow;
+	struct held *held;
+	size_t nheld;
+	long held_records, held_queued_records, held_bad, held_drains;
 };
 
 /* replay_store.c: --store's page synthesis and read-back. */
@@ -150,6 +158,15 @@ void store_verify(struct replay *R, long line);
  * when --fail-fast stopped it early), or 2 after an error was reported. */
 int replay_file(const struct opts *o, struct replay **out);
 void replay_free(struct replay *R);
+
+/* replay_held.c: --deferred-held's model pool. */
+void held_pool_config(const struct replay *R, struct zs_pool_config *cfg);
+int held_setup(struct replay *R, const struct zs_pool_config *cfg);
+int held_alloc(struct replay *R, unsigned long *out, size_t req, long line);
+int held_free(struct replay *R, struct slot *s, long line);
+void held_drain(struct replay *R);
+int held_record(struct replay *R, uint64_t pool_pages);
+void held_free_all(struct replay *R);
 /* The pool configuration R ran with, as the sweep prints it. */
 unsigned replay_chain(const struct replay *R);
 unsigned replay_delta(const struct replay *R);

@@ -82,6 +82,16 @@ void replay_print_json(const struct replay *R, const struct trace_header *h)
 	json_kint(&js, "compactions", R->nc);
 	json_kint(&js, "same", R->nsame);
 	json_kint(&js, "huge", R->nhuge);
+	if (o->held) {
+		/* a model check: the kernel ran no deferral (replay_held.c) */
+		json_kobj(&js, "deferred_held");
+		json_kint(&js, "queue", o->held);
+		json_kint(&js, "records_checked", R->held_records);
+		json_kint(&js, "records_with_frees_queued", R->held_queued_records);
+		json_kint(&js, "drains", R->held_drains);
+		json_kint(&js, "model_differences", R->held_bad);
+		json_obj_end(&js);
+	}
 	if (R->zw) {
 		/* a zswap-trace: writes are stores, discards invalidates, same zero pages,
 		 * huge incompressible pages */
@@ -145,6 +155,10 @@ void replay_print_text(struct replay *R)
 		printf("%s: records %ld, %ld differ from the kernel's (expected: not the kernel's "
 		       "policy: %s)\n",
 		       R->o.path, R->records, R->mismatches, R->o.why);
+	if (R->o.held)
+		printf("  deferred-held %ld: %ld records against the model pool, %ld of them with frees "
+		       "queued (those against the model only), %ld drains, %ld differ from the model\n",
+		       R->o.held, R->held_records, R->held_queued_records, R->held_drains, R->held_bad);
 	if (!R->o.kernel_policy) {
 		double kmean = (double)R->kmem_sum / (double)R->records;
 		double zmean = (double)R->zmem_sum / (double)R->records;

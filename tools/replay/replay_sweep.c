@@ -10,6 +10,7 @@
  * the sweep runs on is usually also the one being sized, and a point takes
  * well under a second on the committed traces.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +235,122 @@ static void print_table(const struct opts *o, const struct point *pt, int n,
 		       k->slack_classes, k->slack_pages, slack_pct(k), SMALL_SLACK_PCT);
 }
 
+/* The text of one point, for the picture's labels and hover titles. */
+static void point_name(const struct point *p, char *buf, size_t len)
+{
+	if (p->zblock)
+		snprintf(buf, len, "zblock");
+	else
+		snprintf(buf, len, "chain %u %s delta %u", p->chain, zs_chain_policy_name(p->policy),
+			 p->delta);
+}
+
+static void xml_text(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default: fputc(*s, f);
+		}
+}
+
+/*
+ * --plot: the sweep as a picture a reviewer can read at a glance, mean pool
+ * pages (x) against mean spanning objects (y), one mark per configuration
+ * (a square for zblock), the Pareto front joined left to right, the
+ * kernel's configuration ringed.  Plain SVG written by hand: no plotting
+ * library to depend on, and every browser shows it.  Each mark's class
+ * ("point", "point pareto", "point kernel") lets a test count them; its
+ * <title> names the configuration.  pt is sorted by mean pages.
+ */
+static int write_plot(const char *path, const struct opts *o, const struct point *pt, int n)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		fprintf(stderr, "zs replay: --plot %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	const double W = 760, H = 500, L = 80, R = 230, T = 40, B = 60;
+	double x0 = pt[0].pages_mean, x1 = x0, y0 = pt[0].span_mean, y1 = y0;
+	for (int i = 1; i < n; i++) {
+		x0 = pt[i].pages_mean < x0 ? pt[i].pages_mean : x0;
+		x1 = pt[i].pages_mean > x1 ? pt[i].pages_mean : x1;
+		y0 = pt[i].span_mean < y0 ? pt[i].span_mean : y0;
+		y1 = pt[i].span_mean > y1 ? pt[i].span_mean : y1;
+	}
+	if (x1 - x0 < 1e-9)
+		x1 = x0 + 1;
+	if (y1 - y0 < 1e-9)
+		y1 = y0 + 1;
+#define PX(v) (L + ((v) - x0) / (x1 - x0) * (W - L - R))
+#define PY(v) (H - B - ((v) - y0) / (y1 - y0) * (H - T - B))
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		   "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+		   "font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
+	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"%.0f\" y=\"22\" "
+		   "font-size=\"14\">zs replay --sweep: ", L);
+	xml_text(f, o->path);
+	fprintf(f, " (%d configurations)</text>\n", n);
+	/* axes, with the extremes as ticks: the table has the exact figures */
+	fprintf(f, "<g stroke=\"black\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+		   "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/></g>\n",
+		L, H - B, W - R, H - B, L, H - B, L, (double)T);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.1f</text>\n", L, H - B + 16, x0);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.1f</text>\n", W - R, H - B + 16,
+		x1);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">mean pool pages</text>\n",
+		(L + W - R) / 2, H - 18);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.1f</text>\n", L - 6, H - B + 4, y0);
+	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%.1f</text>\n", L - 6, T + 4, y1);
+	fprintf(f, "<text transform=\"translate(18 %.1f) rotate(-90)\" text-anchor=\"middle\">mean "
+		   "spanning objects</text>\n", (T + H - B) / 2);
+	/* the front, left to right (pt is sorted by pages; a front's spans fall as pages rise) */
+	fprintf(f, "<polyline class=\"front\" fill=\"none\" stroke=\"#1f5fbf\" stroke-width=\"1.5\" "
+		   "points=\"");
+	for (int i = 0; i < n; i++)
+		if (pt[i].pareto)
+			fprintf(f, "%.1f,%.1f ", PX(pt[i].pages_mean), PY(pt[i].span_mean));
+	fprintf(f, "\"/>\n");
+	int labels = 0;
+	for (int i = 0; i < n; i++) {
+		const struct point *p = &pt[i];
+		char name[64];
+		point_name(p, name, sizeof name);
+		double x = PX(p->pages_mean), y = PY(p->span_mean);
+		const char *fill = p->pareto ? "#1f5fbf" : "#9a9a9a";
+		fprintf(f, "<g class=\"point%s%s\"><title>%s: pages %.1f, spanning %.1f</title>",
+			p->pareto ? " pareto" : "", p->kernel ? " kernel" : "", name, p->pages_mean,
+			p->span_mean);
+		if (p->zblock)
+			fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"7\" height=\"7\" fill=\"%s\"/>",
+				x - 3.5, y - 3.5, fill);
+		else
+			fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>", x, y, fill);
+		if (p->kernel)
+			fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"7\" fill=\"none\" "
+				   "stroke=\"#c0392b\" stroke-width=\"2\"/>", x, y);
+		fprintf(f, "</g>\n");
+		/* the front and the kernel are named in a legend at the right, in front order */
+		if (p->pareto || p->kernel) {
+			fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%s%s</text>\n", W - R + 16,
+				T + 14.0 * labels, p->kernel ? "#c0392b" : "#1f5fbf",
+				p->kernel ? "K " : "", name);
+			labels++;
+		}
+	}
+	fprintf(f, "</svg>\n");
+#undef PX
+#undef PY
+	if (fclose(f)) {
+		fprintf(stderr, "zs replay: --plot %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	return 0;
+}
+
 int replay_sweep(const struct opts *o)
 {
 	static const unsigned deltas[] = { 16, 32, 64 };
@@ -320,7 +437,7 @@ int replay_sweep(const struct opts *o)
 		print_json_rows(o, pt, n, &kp);
 	else
 		print_table(o, pt, n, &kp, secs);
-	int rc = 0;
+	int rc = o->plot ? write_plot(o->plot, o, pt, n) : 0;
 	if (too_small(&kp))
 		fprintf(stderr, "zs replay: warning: %s is too small for the sweep's ranking to carry: "
 				"partly used zspages can hold %.1f%% of its mean pool pages (over %.0f%%)\n",
@@ -332,7 +449,7 @@ int replay_sweep(const struct opts *o)
 				"differs from the trace on %ld of %ld records: run `zs replay %s` for "
 				"the mismatches\n",
 			kp.chain, kp.delta, kp.mismatches, kp.records, o->path);
-		rc = 1;
+		rc = rc ? rc : 1;
 	}
 	free(pt);
 	free(grid);
