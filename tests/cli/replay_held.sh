@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Owner: `zs replay --deferred-held N` (tools/replay_held.c), the model check
+# Owner: `zs replay --deferred-held N` (tools/replay/replay_held.c), the model check
 # of deferred free while frees are queued.  On every committed zram trace:
 # with up to 64 and 4096 frees held, the pool equals its synchronous model at
 # every record (and frees really were queued at most of them); with 1 held
 # (each free drained at once) the replay is the kernel's, 0 records differ.
 # Refused where it cannot hold: zswap-traces, --store, --sweep.
-# Usage: bash tests/replay_held.sh BUILD_DIR
+# Usage: bash tests/cli/replay_held.sh BUILD_DIR
 set -u
-build=${1:?usage: tests/replay_held.sh BUILD_DIR}
+build=${1:?usage: tests/cli/replay_held.sh BUILD_DIR}
 zs=$build/zs
-data=$(cd "$(dirname "$0")" && pwd)/data
+data=$(cd "$(dirname "$0")/.." && pwd)/data
 [ -x "$zs" ] || { echo "replay_held: $zs not built"; echo "0 passed, 1 failed"; exit 1; }
 command -v python3 > /dev/null || { echo "SKIP replay_held: no python3"; exit 77; }
 pass=0 fail=0

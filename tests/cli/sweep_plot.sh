@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Owner: `zs replay --sweep --plot FILE` (tools/replay_sweep.c): the picture
+# Owner: `zs replay --sweep --plot FILE` (tools/replay/replay_sweep.c): the picture
 # holds exactly the sweep's configurations, its Pareto marks are the ones
 # --json marks, the kernel's configuration is ringed once, and the front is
 # drawn left to right through the Pareto points only.  Misuse is refused:
 # --plot without --sweep, a file that cannot be written.
-# Usage: bash tests/sweep_plot.sh BUILD_DIR
+# Usage: bash tests/cli/sweep_plot.sh BUILD_DIR
 set -u
-build=${1:?usage: tests/sweep_plot.sh BUILD_DIR}
+build=${1:?usage: tests/cli/sweep_plot.sh BUILD_DIR}
 zs=$build/zs
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "$0")/.." && pwd)
 trace=$here/data/mix-text-lz4.trace.xz
 [ -x "$zs" ] || { echo "sweep_plot: $zs not built"; echo "0 passed, 1 failed"; exit 1; }
 command -v python3 > /dev/null || { echo "SKIP sweep_plot: no python3"; exit 77; }
