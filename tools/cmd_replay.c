@@ -281,8 +281,8 @@ static void current(struct replay *R, uint64_t got[NF])
 		got[F_MEM] = bs.pages;
 		got[F_COMPACTED] = bs.pages_compacted;
 	} else {
-		if (R->o.deferred)
-			zs_free_deferred_flush(R->pool);
+		/* Also frees what a deferring free mode (percpu-deferred, page-deferred) still holds. */
+		zs_free_deferred_flush(R->pool);
 		zs_pool_stats(R->pool, &ps);
 		got[F_MEM] = zs_get_total_pages(R->pool);
 		got[F_COMPACTED] = ps.pages_compacted;
@@ -739,8 +739,7 @@ static int step(struct replay *R, struct trace *rd, const char *s, long lineno)
 			if (R->o.verify)
 				store_verify(R, lineno);
 		} else if (R->pool) {
-			if (R->o.deferred)
-				zs_free_deferred_flush(R->pool);
+			zs_free_deferred_flush(R->pool); /* as in current(): any free mode's queued frees */
 			events_compact_begin(R);
 			zs_compact(R->pool);
 			events_compact_end(R);
