@@ -260,6 +260,31 @@ int main(int argc, char **argv)
 			}
 			bench_say("\n");
 		}
+	/*
+	 * The decomposition, from CPU times (wall times stretch on a busy machine,
+	 * CPU times much less): page-deferred takes exactly the page release out of
+	 * class-unlocked's caller, v3 takes the whole free out.
+	 */
+	bench_say("decomposition (medians of CPU time; cu = class-unlocked, pd = page-deferred):\n");
+	bench_say("%-7s %2s | %-16s | %-16s | %-16s | %-18s | %-18s\n", "pages", "th",
+		  "caller cu ms", "saved by pd ms", "saved by v3 ms", "pd share of v3 %",
+		  "v3 CPU vs cu %");
+	for (int pm = 0; pm < NPAGE; pm++)
+		for (int nt = 0; nt < MAXTHR; nt++) {
+			double cu = med[pm][nt][1][M_CCPU], pd = med[pm][nt][2][M_CCPU];
+			double v3 = med[pm][nt][4][M_CCPU], v3d = med[pm][nt][4][M_DRAIN];
+			bench_say("%-7s %2d | %16.1f | %16.1f | %16.1f | %18.0f | %+18.0f\n",
+				  page_name[pm], nt + 1, cu, cu - pd, cu - v3,
+				  100.0 * (cu - pd) / (cu - v3), 100.0 * ((v3 + v3d) / cu - 1));
+			char key[64];
+			snprintf(key, sizeof(key), "%s_%dt_pd_share_of_v3_saving_pct", page_name[pm],
+				 nt + 1);
+			bench_json_num(&js, key, 100.0 * (cu - pd) / (cu - v3));
+			snprintf(key, sizeof(key), "%s_%dt_v3_cpu_vs_class_unlocked_pct",
+				 page_name[pm], nt + 1);
+			bench_json_num(&js, key, 100.0 * ((v3 + v3d) / cu - 1));
+		}
+	bench_say("\n");
 	bench_say("v2: zs_free_deferred (the handle queue) on a class-unlocked pool; v3: zs_free "
 		  "in percpu-deferred.\ndrain CPU is the worker thread's CPU time; page release "
 		  "is wall time inside the page\nprovider's release calls, on any thread (the "
