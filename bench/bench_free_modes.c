@@ -46,9 +46,11 @@ static const char *const var_name[NVAR] = {"pool", "class-unlocked", "page-defer
 					   "v3"};
 static const char *const page_name[NPAGE] = {"cached", "madvise", "cost"};
 
-enum { M_CALLER, M_CCPU, M_DRAIN, M_PAGEREL, M_SHARE, M_DONE, NMET };
+enum { M_CALLER, M_CCPU, M_DRAIN, M_PAGEREL, M_SHARE, M_DONE, M_SYNC, NMET };
 static const char *const met_key[NMET] = {"caller_ms", "caller_cpu_ms", "drain_cpu_ms",
-					  "page_release_ms", "page_release_share_pct", "done_ms"};
+					  "page_release_ms", "page_release_share_pct", "done_ms",
+					  "sync_fallback_pct"};
+static size_t g_capacity; /* --capacity: the pools' deferred_capacity (0: the RFC's sizing) */
 
 struct caller {
 	pthread_t tid;
@@ -96,6 +98,7 @@ static void run_once(int var, int pm, unsigned cost_ns, int nthr, size_t bytes, 
 	cfg.name = "bench_free_modes";
 	cfg.free_mode = mode[var];
 	cfg.page_cache_pages = pm == 1 ? ZS_PAGES_NO_CACHE : bytes / 4096 + 1024;
+	cfg.deferred_capacity = g_capacity;
 	struct zs_pool *pool = zs_create_pool(&cfg);
 	if (!pool) {
 		perror("zs_create_pool");
@@ -157,6 +160,7 @@ static void run_once(int var, int pm, unsigned cost_ns, int nthr, size_t bytes, 
 		t0 = c[t].t0 < t0 ? c[t].t0 : t0;
 	double done = bench_now_ns() - t0; /* from the first caller's start */
 	uint64_t w1 = zs_pool_deferred_worker_cpu_ns(pool);
+	out[M_SYNC] = 100.0 * (double)zs_pool_deferred_fallbacks(pool) / (double)n;
 	zs_pages_release_timing(0, &rt);
 	zs_pages_set_release_cost_ns(0);
 	if (rt.pages < pages0) {
@@ -191,17 +195,21 @@ int main(int argc, char **argv)
 	size_t mib = 0;
 	unsigned cost_ns = 1000;
 	struct bench_json js = {0};
+	size_t capacity = 0;
 	const struct bench_opt opts[] = {
 		BENCH_OPTS_COMMON(quick, rounds, js),
 		BENCH_OPT_U64("--mib", mib, 1, 1 << 16, "M",
 			      "MiB of objects to release; default 16 quick, else 128"),
 		BENCH_OPT_U64("--cost-ns", cost_ns, 0, ZS_PAGES_RELEASE_COST_MAX_NS, "N",
 			      "busy ns per released page in the cost rows; default 1000"),
+		BENCH_OPT_U64("--capacity", capacity, 0, ZS_MAX_DEFERRED_CAPACITY, "N",
+			      "deferred_capacity of the pools; default 0, the RFC's (32768 at 4K)"),
 		BENCH_OPT_END,
 	};
 	if (bench_parse(argc, argv, opts))
 		return 2;
 	rounds = bench_rounds(rounds, quick, 2, 5);
+	g_capacity = capacity;
 	if (!mib)
 		mib = quick ? 16 : 128;
 	bench_quiet = js.enabled;
@@ -211,12 +219,14 @@ int main(int argc, char **argv)
 		return 1;
 	bench_print_machine();
 	bench_say("bench_free_modes: release %zu MiB of objects (200..3600 B) from 1 and 2 threads;\n"
-		  "median of %d interleaved rounds [min-max]; cost rows: cached + %u ns per page\n\n",
-		  mib, rounds, cost_ns);
+		  "median of %d interleaved rounds [min-max]; cost rows: cached + %u ns per page;\n"
+		  "deferred_capacity %zu (0: the RFC's sizing)\n\n",
+		  mib, rounds, cost_ns, capacity);
 	bench_json_begin(&js, "free_modes");
 	bench_json_num(&js, "rounds", rounds);
 	bench_json_num(&js, "mib", (double)mib);
 	bench_json_num(&js, "cost_ns", cost_ns);
+	bench_json_num(&js, "capacity", (double)capacity);
 
 	static double res[NPAGE][MAXTHR][NVAR][NMET][MAXROUNDS];
 	static double med[NPAGE][MAXTHR][NVAR][NMET], lo[NPAGE][MAXTHR][NVAR][NMET],
@@ -241,9 +251,9 @@ int main(int argc, char **argv)
 					hi[pm][nt - 1][v][i] = bench_max(a, rounds);
 				}
 		}
-	bench_say("%-7s %2s %-14s | %-22s | %-22s | %-22s | %-23s | %-16s | %s\n", "pages", "th",
+	bench_say("%-7s %2s %-14s | %-22s | %-22s | %-22s | %-23s | %-16s | %-22s | %s\n", "pages", "th",
 		  "variant", "caller ms", "caller CPU ms", "drain CPU ms", "page release ms (wall)",
-		  "pagerel % CPU", "done ms");
+		  "pagerel % CPU", "done ms", "sync %");
 	for (int pm = 0; pm < NPAGE; pm++)
 		for (int nt = 0; nt < MAXTHR; nt++) {
 			for (int v = 0; v < NVAR; v++) {
@@ -253,10 +263,11 @@ int main(int argc, char **argv)
 						 med[pm][nt][v][i], lo[pm][nt][v][i],
 						 hi[pm][nt][v][i]);
 				bench_say("%-7s %2d %-14s | %-22s | %-22s | %-22s | %-23s | %-16.1f | "
-					  "%s\n",
+					  "%-22s | %.0f\n",
 					  page_name[pm], nt + 1, var_name[v], cell[M_CALLER],
 					  cell[M_CCPU], cell[M_DRAIN], cell[M_PAGEREL],
-					  med[pm][nt][v][M_SHARE], cell[M_DONE]);
+					  med[pm][nt][v][M_SHARE], cell[M_DONE],
+					  med[pm][nt][v][M_SYNC]);
 			}
 			bench_say("\n");
 		}
@@ -289,7 +300,8 @@ int main(int argc, char **argv)
 		  "in percpu-deferred.\ndrain CPU is the worker thread's CPU time; page release "
 		  "is wall time inside the page\nprovider's release calls, on any thread (the "
 		  "clock itself adds two clock reads per call), so\na thread preempted inside "
-		  "a release counts the wait too: the share can pass 100%% on a\nbusy machine.\n");
+		  "a release counts the wait too: the share can pass 100%% on a\nbusy machine.  "
+		  "sync %%: deferred frees done at once, the queue or every buffer being full.\n");
 	free(h);
 	struct json *w = bench_json_w(&js);
 	if (w) {

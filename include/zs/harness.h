@@ -55,6 +55,11 @@ void zs_pages_release_timing(int on, struct zs_pages_release_time *out);
  * started, in ns; 0 when the pool has no worker.
  */
 uint64_t zs_pool_deferred_worker_cpu_ns(struct zs_pool *pool);
+/*
+ * Deferred frees (zs_free_deferred, or zs_free in percpu-deferred) that
+ * were done at once because the queue, or every per-CPU buffer, was full.
+ */
+uint64_t zs_pool_deferred_fallbacks(struct zs_pool *pool);
 
 /* ---- Failure injection (after == UINT64_MAX resets, where a call says so) ---- */
 

@@ -150,6 +150,7 @@ struct deferred_queue {
 	_Atomic(struct zspage *) release_head; /* page-deferred: a stack linked through lprev */
 	struct pcpu *pcpu;                     /* percpu-deferred only */
 	_Atomic(struct zs_deferred_hooks *) hooks; /* set once (zs_set_deferred_hooks) */
+	atomic_ulong fallbacks; /* frees done at once because the queue or every buffer was full */
 };
 
 /* Every queue's worker drains inside this gate; its lock guards the list (fork_head). */
@@ -718,6 +719,7 @@ int zs_free_deferred(struct zs_pool *pool, unsigned long handle)
 		return -EINVAL;
 	if (zs_unlikely(enqueue(q, handle))) {
 		/* Full: free it here, like the RFC's synchronous fallback. */
+		atomic_fetch_add_explicit(&q->fallbacks, 1, memory_order_relaxed);
 		if (pool->cfg.checked)
 			unmark_pending(handle);
 		return zs_free(pool, handle);
@@ -741,6 +743,7 @@ int zs_deferred_push(struct zs_pool *pool, unsigned long handle)
 		return -EINVAL;
 	int r = pcpu_push(q, handle);
 	if (zs_unlikely(r == 1)) {
+		atomic_fetch_add_explicit(&q->fallbacks, 1, memory_order_relaxed);
 		if (pool->cfg.checked)
 			unmark_pending(handle);
 		return 1;
@@ -786,6 +789,13 @@ int zs_set_deferred_hooks(struct zs_pool *pool, const struct zs_deferred_hooks *
 		return -EBUSY;
 	}
 	return 0;
+}
+
+uint64_t zs_pool_deferred_fallbacks(struct zs_pool *pool)
+{
+	struct deferred_queue *q =
+		pool ? atomic_load_explicit(&pool->deferred, memory_order_acquire) : NULL;
+	return q ? atomic_load_explicit(&q->fallbacks, memory_order_relaxed) : 0;
 }
 
 uint64_t zs_pool_deferred_worker_cpu_ns(struct zs_pool *pool)
