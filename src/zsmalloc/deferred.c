@@ -117,7 +117,12 @@ struct dbuf {
 _Static_assert(sizeof(struct dbuf) == BUF_BYTES, "a buffer is one page");
 
 struct cpu_slot {
-	_Alignas(64) pthread_mutex_t lock; /* held only to append or to take the buffer */
+	/*
+	 * Held only to append or to take the buffer; only pcpu's lock nests
+	 * inside, and a drainer takes it under consume_lock, never with a class
+	 * lock held (buffers are freed after it drops).
+	 */
+	_Alignas(64) pthread_mutex_t lock;
 	struct dbuf *cur;                  /* NULL: the next free takes one */
 };
 
