@@ -18,10 +18,14 @@
  *   - the deferred-free hooks: push sees every deferred handle in the
  *     caller, drain sees the same handles once each after they are freed,
  *     for zs_free_deferred's queue and for percpu-deferred's buffers;
- *     bad arguments and a second setting are refused.
+ *     bad arguments and a second setting are refused;
+ *   - the settable page-release cost: every released page costs at least
+ *     the set busy time, as the release clock sees it, and out-of-range
+ *     costs are refused.
  * Seed printed (ZS_SEED reruns one).
  */
 #include "testutil.h"
+#include "zs/harness.h"
 #include "zs/zsmalloc.h"
 #include "zsmalloc/internal.h"
 
@@ -335,6 +339,29 @@ static void test_hooks(enum zs_free_mode m, int use_deferred_call)
 	zs_destroy_pool(p);
 }
 
+static void test_release_cost(void)
+{
+	static struct obj o[400];
+	struct zs_pool *p = new_pool(ZS_FREE_CLASS_INDEX_UNLOCKED, 0, -1);
+	fill_class(p, o, 400);
+	size_t pages = provider_pages(p);
+	CHECK_EQ(zs_pages_set_release_cost_ns(ZS_PAGES_RELEASE_COST_MAX_NS + 1), -EINVAL);
+	CHECK_EQ(zs_pages_set_release_cost_ns(20000), 0);
+	CHECK_EQ(zs_pages_release_cost_ns(), 20000);
+	zs_pages_release_timing(1, NULL);
+	for (int i = 0; i < 400; i++)
+		CHECK_EQ(zs_free(p, o[i].h), 0);
+	struct zs_pages_release_time rt;
+	zs_pages_release_timing(0, &rt);
+	CHECK_EQ(zs_pages_set_release_cost_ns(0), 0);
+	printf("release cost 20000 ns: %llu pages in %llu calls, %.2f ms\n",
+	       (unsigned long long)rt.pages, (unsigned long long)rt.calls, (double)rt.ns / 1e6);
+	CHECK_EQ(rt.pages, pages);
+	CHECK(rt.calls > 0 && rt.calls <= pages);
+	CHECK(rt.ns >= (uint64_t)pages * 20000);
+	zs_destroy_pool(p);
+}
+
 int main(void)
 {
 	g_seed = tu_seed("test_zs_free_modes");
@@ -350,5 +377,6 @@ int main(void)
 	test_hooks(ZS_FREE_PERCPU_DEFERRED, 0);
 	test_hooks(ZS_FREE_PERCPU_DEFERRED, 1);
 	test_hooks(ZS_FREE_CLASS_INDEX, 1);
+	test_release_cost();
 	return tu_done();
 }
