@@ -285,7 +285,9 @@ static void current(struct replay *R, uint64_t got[NF])
 		got[F_MEM] = bs.pages;
 		got[F_COMPACTED] = bs.pages_compacted;
 	} else {
-		if (R->o.deferred && !R->shadow)
+		/* Also frees what a deferring free mode (percpu-deferred, page-deferred) still holds;
+		 * --deferred-held keeps its queue: the model check is about those pages. */
+		if (!R->shadow)
 			zs_free_deferred_flush(R->pool);
 		zs_pool_stats(R->pool, &ps);
 		got[F_MEM] = zs_get_total_pages(R->pool);
@@ -783,8 +785,8 @@ static int step(struct replay *R, struct trace *rd, const char *s, long lineno)
 		} else if (R->pool) {
 			if (R->shadow)
 				held_drain(R);   /* the kernel's compaction ran with nothing queued */
-			else if (R->o.deferred)
-				zs_free_deferred_flush(R->pool);
+			else
+				zs_free_deferred_flush(R->pool); /* as in current(): any free mode's */
 			events_compact_begin(R);
 			zs_compact(R->pool);
 			events_compact_end(R);

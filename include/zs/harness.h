@@ -28,6 +28,39 @@
 extern "C" {
 #endif
 
+/* ---- The page-release model (src/pages/release_cost.c) ---- */
+
+/*
+ * Busy work of ns nanoseconds per page the page provider releases (freed to
+ * its cache or to the OS alike), standing in for the kernel's page-free
+ * path; process-wide, 0 (the default) is none.  The environment's
+ * ZS_PAGES_RELEASE_COST_NS sets it at the first use.  -EINVAL past
+ * ZS_PAGES_RELEASE_COST_MAX_NS.
+ */
+#define ZS_PAGES_RELEASE_COST_MAX_NS 1000000
+int zs_pages_set_release_cost_ns(unsigned ns);
+unsigned zs_pages_release_cost_ns(void);
+/*
+ * The release clock: wall time spent inside page releases (the cost above
+ * included), pages and calls, summed over every thread and provider.
+ * Copies the sums to *out (when not NULL); on >= 0 then zeroes them and
+ * turns the clock on (1) or off (0); -1 only reads.
+ */
+struct zs_pages_release_time {
+	uint64_t ns, pages, calls;
+};
+void zs_pages_release_timing(int on, struct zs_pages_release_time *out);
+/*
+ * CPU time the pool's deferred-free worker thread has used since it
+ * started, in ns; 0 when the pool has no worker.
+ */
+uint64_t zs_pool_deferred_worker_cpu_ns(struct zs_pool *pool);
+/*
+ * Deferred frees (zs_free_deferred, or zs_free in percpu-deferred) that
+ * were done at once because the queue, or every per-CPU buffer, was full.
+ */
+uint64_t zs_pool_deferred_fallbacks(struct zs_pool *pool);
+
 /* ---- Failure injection (after == UINT64_MAX resets, where a call says so) ---- */
 
 /*

@@ -85,7 +85,11 @@ extern "C" {
 	X(POOL_LOCK, pool, "pool", "the kernel's: pool rwlock (read), then the class lock") \
 	X(CLASS_INDEX, class, "class", "class index read from the obj, no pool lock, obj re-read") \
 	X(CLASS_INDEX_UNLOCKED, class_unlocked, "class-unlocked", \
-	  "as class, and empty zspages freed after the class lock drops")
+	  "as class, and empty zspages freed after the class lock drops") \
+	X(PAGE_DEFERRED, page_deferred, "page-deferred", \
+	  "as class-unlocked; emptied zspages' pages released later by the worker") \
+	X(PERCPU_DEFERRED, percpu_deferred, "percpu-deferred", \
+	  "zs_free queues per CPU; the worker frees full buffers by class")
 
 #define ZS_CHAIN_ENUM_(id, fn, name, help) ZS_CHAIN_##id,
 #define ZS_FREE_ENUM_(id, fn, name, help) ZS_FREE_##id,
@@ -299,6 +303,55 @@ ZS_API int zs_free(struct zs_pool *pool, unsigned long handle);
 ZS_API int zs_free_deferred(struct zs_pool *pool, unsigned long handle);
 /* Wait until every handle enqueued before the call is freed. */
 ZS_API void zs_free_deferred_flush(struct zs_pool *pool);
+
+/*
+ * The two deferred free modes (ZS_FREE_MODES; docs/deferred.md has what
+ * each costs and saves, measured):
+ *
+ * ZS_FREE_PAGE_DEFERRED ("page-deferred"): zs_free does all the object work
+ * at once (the object is free and the pool's page count drops when it
+ * returns), but an emptied zspage's pages go to the deferred worker, which
+ * hands them back to the page provider in batches.  Only the page release
+ * is deferred.  Pages waiting for it are still in the provider's use until
+ * the worker (or zs_free_deferred_flush, zs_destroy_pool, a failing
+ * zs_malloc) gets to them.  Without a worker (deferred_worker -1) the pages
+ * are released at once, as in class-unlocked.
+ *
+ * ZS_FREE_PERCPU_DEFERRED ("percpu-deferred"): zs_free itself is deferred,
+ * as zs_free_deferred is, but each CPU queues into a buffer of its own (a
+ * page of handles, taken from a pool of buffers preallocated with the
+ * queue, so a free never allocates) behind a lock that only threads on that
+ * CPU normally take; a full buffer goes to the worker, which frees it grouped
+ * by class, on whatever CPU it runs (no CPU is bound to it).  User space
+ * cannot disable preemption, so "per CPU" is the CPU sched_getcpu() gives at
+ * the call (a thread moved meanwhile just shares another CPU's buffer, under
+ * its lock).  A buffer that stays part-filled is freed by the worker's next
+ * pass (it wakes at the first handle of a fresh buffer and gathers for up to
+ * 1 ms, as zs_free_deferred's worker does) or by zs_free_deferred_flush.
+ * When every buffer is full, or there is no worker, the free is synchronous
+ * (as class-unlocked).  zs_free_deferred in this mode queues the same way.
+ * A freed handle is invalid at once whatever the mode; the object's memory
+ * comes back when the buffer is drained.
+ */
+
+/*
+ * Deferred-free hooks, so a layer above (zram, zswap) can defer its own
+ * bookkeeping with the frees: push(ctx, handle) runs in the caller of
+ * zs_free_deferred (or zs_free in percpu-deferred mode) after the handle was
+ * queued; drain(ctx, handles, n) runs in the thread that drains (the worker,
+ * or a flush), after those n handles were freed, with no pool lock held
+ * (their values only: the handles are invalid).  A free that falls back to a
+ * synchronous one calls neither.  Either function may be NULL.  Set once
+ * per pool, best before its first deferred free (handles queued before the
+ * call may be drained without the hooks): -EINVAL for a NULL pool or hooks,
+ * -EBUSY when hooks are set already, -ENOMEM when the queue cannot be built.
+ */
+struct zs_deferred_hooks {
+	void (*push)(void *ctx, unsigned long handle);
+	void (*drain)(void *ctx, const unsigned long *handles, size_t n);
+	void *ctx;
+};
+ZS_API int zs_set_deferred_hooks(struct zs_pool *pool, const struct zs_deferred_hooks *hooks);
 
 /*
  * Read access (seed 004 API).  Returns a pointer to mem_len bytes of the

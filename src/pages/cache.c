@@ -978,10 +978,12 @@ void zs_pages_free(struct zs_pages *p, zs_pfn_t pfn)
 {
 	if (!p)
 		return;
+	uint64_t t0 = zs_release_begin(1);
 	if (p->npcp)
 		pcp_free(p, &pfn, 1, false);
 	else
 		free_pages(p, &pfn, 1, true);
+	zs_release_end(t0, 1);
 }
 
 void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n)
@@ -1005,6 +1007,7 @@ void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 {
 	if (!p || !pfns)
 		return;
+	uint64_t t0 = zs_release_begin(n);
 	/* Bounded stack use: larger batches go in pieces. */
 	for (unsigned i = 0; i < n; i += ZS_FREE_BULK_MAX) {
 		unsigned k = n - i < ZS_FREE_BULK_MAX ? n - i : ZS_FREE_BULK_MAX;
@@ -1013,6 +1016,7 @@ void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 		else
 			free_pages(p, pfns + i, k, false);
 	}
+	zs_release_end(t0, n);
 }
 
 /* ---- maintenance ------------------------------------------------------ */

@@ -40,17 +40,45 @@
  * them anew, for every queue on the gate's list.  The child has no worker:
  * the queue is marked so, and the child's next zs_free_deferred on that
  * pool starts one, which drains what the parent had queued as well.
+ *
+ * Two free modes reuse the worker (zs/zsmalloc.h, ZS_FREE_MODES), so that
+ * deferring can be taken apart: which part of the saving is deferring the
+ * page release, and which is deferring (and batching) the object frees.
+ *   page-deferred: zs_free does the object work itself; an emptied zspage
+ *     is pushed on a lock-free stack (linked through its lprev, free once
+ *     it is off its class's lists) and the worker gives the pages back.
+ *   percpu-deferred: the later RFC design.  zs_free appends the handle to
+ *     its CPU's buffer (one page of handles; the buffers are carved from one
+ *     allocation made with the queue, so a free never allocates); a full
+ *     buffer goes on the full list and the worker frees it grouped by class.
+ *     The per-CPU lock stands in for the kernel's disabled preemption: user
+ *     space cannot stay on a CPU, so a thread that moved shares a buffer.
+ * Both count their work in q->extra, which pending() adds to the handle
+ * queue's, so the worker's sleep and wake-up, flush, destroy and
+ * zs_deferred_pending see it as queued frees.  A buffer adds 1 when its
+ * first handle arrives (the wake-up, as the handle queue's first enqueue)
+ * and the rest of its handles when it is handed over full; every addition
+ * is made before the work can be found, and taken off only after it is done,
+ * so the count never goes below the work still to do.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "zsmalloc/internal.h"
+#include "zs/harness.h"
 #include "common/fork.h"
 #include "common/sigblock.h"
 
 #define DRAIN_BATCH 256
+/* A percpu-deferred buffer: one page of handles (its link and count included). */
+#define BUF_BYTES 4096
+#define BUF_HANDLES ((BUF_BYTES - 2 * sizeof(void *)) / sizeof(unsigned long))
+/* The most handles free_batch sorts at once: a whole buffer. */
+#define BATCH_MAX BUF_HANDLES
 /* The worker's gather window after a wake-up, and the queue length that ends it early. */
 #define GATHER_NS 1000000L
 #define GATHER_MAX DRAIN_BATCH
@@ -81,6 +109,33 @@ struct cell {
 	unsigned long handle;
 };
 
+struct dbuf {
+	struct dbuf *next; /* on the free or full list */
+	size_t n;
+	unsigned long h[BUF_HANDLES];
+};
+_Static_assert(sizeof(struct dbuf) == BUF_BYTES, "a buffer is one page");
+
+struct cpu_slot {
+	/*
+	 * Held only to append or to take the buffer; only pcpu's lock nests
+	 * inside, and a drainer takes it under consume_lock, never with a class
+	 * lock held (buffers are freed after it drops).
+	 */
+	_Alignas(64) pthread_mutex_t lock;
+	struct dbuf *cur;                  /* NULL: the next free takes one */
+};
+
+/* percpu-deferred's buffers: slots, and the page pool they take buffers from. */
+struct pcpu {
+	pthread_mutex_t lock; /* free and full lists, carving; taken inside a slot's lock, nothing inside */
+	struct dbuf *free, *full;
+	struct dbuf *mem;     /* nbuf buffers, carved in order (each faulted in at its first use) */
+	size_t nbuf, carved;
+	unsigned nslots;
+	struct cpu_slot *slot;
+};
+
 struct deferred_queue {
 	struct cell *cells;
 	size_t mask;
@@ -95,6 +150,12 @@ struct deferred_queue {
 	pthread_t tid;
 	struct zs_pool *pool; /* the worker's */
 	struct deferred_queue *fork_prev, *fork_next; /* on the fork gate's list */
+	/* Work other than the handle queue's (see the top): zspages to release, buffered handles. */
+	_Alignas(64) atomic_size_t extra;
+	_Atomic(struct zspage *) release_head; /* page-deferred: a stack linked through lprev */
+	struct pcpu *pcpu;                     /* percpu-deferred only */
+	_Atomic(struct zs_deferred_hooks *) hooks; /* set once (zs_set_deferred_hooks) */
+	atomic_ulong fallbacks; /* frees done at once because the queue or every buffer was full */
 };
 
 /* Every queue's worker drains inside this gate; its lock guards the list (fork_head). */
@@ -158,9 +219,9 @@ static int by_class(const void *a, const void *b)
 /* Free a batch: one class-lock hold per class present, pages freed after unlocking. */
 static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 {
-	struct keyed k[DRAIN_BATCH];
-	struct zspage *empty[DRAIN_BATCH];
-	unsigned long tails[DRAIN_BATCH];
+	struct keyed k[BATCH_MAX];
+	struct zspage *empty[BATCH_MAX];
+	unsigned long tails[BATCH_MAX];
 	size_t nempty = 0, ntails = 0;
 	for (size_t i = 0; i < n; i++) {
 		/* The class never changes while the object lives, so no lock is needed to read it. */
@@ -194,6 +255,90 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 		zs_free_tail(pool, tails[i]);
 }
 
+/* Free a batch of queued handles, then tell the hooks (no lock held). */
+static void free_reported(struct zs_pool *pool, struct deferred_queue *q, unsigned long *h,
+			  size_t n)
+{
+	zs_assert_internal(n <= BATCH_MAX);
+	free_batch(pool, h, n);
+	struct zs_deferred_hooks *hk = atomic_load_explicit(&q->hooks, memory_order_acquire);
+	if (hk && hk->drain)
+		hk->drain(hk->ctx, h, n);
+}
+
+/* Give back every zspage page-deferred queued so far (consume_lock held). */
+static void release_zspages(struct zs_pool *pool, struct deferred_queue *q)
+{
+	struct zspage *z = atomic_exchange_explicit(&q->release_head, NULL, memory_order_acquire);
+	size_t n = 0;
+	while (z) {
+		struct zspage *next = z->lprev;
+		z->lprev = NULL;
+		zs_free_zspage_pages(pool, z);
+		z = next;
+		n++;
+	}
+	if (n)
+		atomic_fetch_sub_explicit(&q->extra, n, memory_order_release);
+}
+
+static void buf_put(struct pcpu *pc, struct dbuf *b)
+{
+	pthread_mutex_lock(&pc->lock);
+	b->next = pc->free;
+	pc->free = b;
+	pthread_mutex_unlock(&pc->lock);
+}
+
+/* Free what a detached buffer holds and return it to the pool; done is what it counts in extra. */
+static void drain_buf(struct zs_pool *pool, struct deferred_queue *q, struct dbuf *b, size_t done)
+{
+	free_reported(pool, q, b->h, b->n);
+	b->n = 0;
+	buf_put(q->pcpu, b);
+	atomic_fetch_sub_explicit(&q->extra, done, memory_order_release);
+}
+
+/*
+ * Free the full buffers, then take the part-filled ones, each under its
+ * slot's lock for a moment, and free those too (consume_lock held): every
+ * handle appended before the call is freed when it returns.
+ */
+static void drain_pcpu(struct zs_pool *pool, struct deferred_queue *q)
+{
+	struct pcpu *pc = q->pcpu;
+	pthread_mutex_lock(&pc->lock);
+	struct dbuf *full = pc->full;
+	pc->full = NULL;
+	pthread_mutex_unlock(&pc->lock);
+	while (full) {
+		struct dbuf *next = full->next;
+		drain_buf(pool, q, full, BUF_HANDLES);
+		full = next;
+	}
+	for (unsigned i = 0; i < pc->nslots; i++) {
+		struct cpu_slot *s = &pc->slot[i];
+		pthread_mutex_lock(&s->lock);
+		struct dbuf *b = s->cur;
+		if (b && b->n)
+			s->cur = NULL;
+		else
+			b = NULL;
+		pthread_mutex_unlock(&s->lock);
+		if (b)
+			drain_buf(pool, q, b, 1); /* a part-filled buffer counts 1 (the top) */
+	}
+}
+
+/* The work outside the handle queue (consume_lock held). */
+static void drain_extra(struct zs_pool *pool, struct deferred_queue *q)
+{
+	if (atomic_load_explicit(&q->release_head, memory_order_relaxed))
+		release_zspages(pool, q);
+	if (q->pcpu)
+		drain_pcpu(pool, q);
+}
+
 /*
  * Drain until deq reaches target (or the queue is momentarily empty when
  * target is 0).  gated: the worker, inside the fork gate, which it leaves
@@ -206,7 +351,7 @@ static void drain(struct zs_pool *pool, struct deferred_queue *q, size_t target,
 	for (;;) {
 		size_t n = dequeue_batch(q, batch, DRAIN_BATCH);
 		if (n) {
-			free_batch(pool, batch, n);
+			free_reported(pool, q, batch, n);
 			atomic_fetch_add_explicit(&q->deq, n, memory_order_release);
 			if (gated && zs_unlikely(zs_fork_gate_closing(&fork_gate))) {
 				zs_mutex_unlock_ranked(&q->consume_lock);
@@ -221,14 +366,16 @@ static void drain(struct zs_pool *pool, struct deferred_queue *q, size_t target,
 		/* A producer reserved a cell before target but has not published it yet. */
 		sched_yield();
 	}
+	drain_extra(pool, q);
 	zs_mutex_unlock_ranked(&q->consume_lock);
 }
 
-/* Handles enqueued (or reserved) and not yet drained. */
+/* Handles enqueued (or reserved) and not yet drained, and the other modes' work (the top). */
 static size_t pending(struct deferred_queue *q)
 {
 	return atomic_load_explicit(&q->enq, memory_order_relaxed) -
-	       atomic_load_explicit(&q->deq, memory_order_relaxed);
+	       atomic_load_explicit(&q->deq, memory_order_relaxed) +
+	       atomic_load_explicit(&q->extra, memory_order_relaxed);
 }
 
 static void *worker(void *arg)
@@ -321,6 +468,107 @@ __attribute__((noinline, cold)) static void restart_worker(struct zs_pool *pool,
 	zs_mutex_unlock_ranked(&pool->deferred_init_lock);
 }
 
+/*
+ * percpu-deferred's slots and buffers: a slot per configured CPU, and
+ * enough buffers for the queue's capacity in full buffers plus two per
+ * slot (the one it fills and one on its way to the worker).
+ */
+static struct pcpu *pcpu_create(size_t cap)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	unsigned nslots = ncpu < 1 ? 1 : ncpu > 1024 ? 1024 : (unsigned)ncpu;
+	struct pcpu *pc = calloc(1, sizeof(*pc));
+	if (!pc)
+		return NULL;
+	pc->nslots = nslots;
+	pc->nbuf = cap / BUF_HANDLES + 2 * (size_t)nslots;
+	pc->slot = aligned_alloc(64, nslots * sizeof(*pc->slot));
+	pc->mem = aligned_alloc(BUF_BYTES, pc->nbuf * BUF_BYTES);
+	if (!pc->slot || !pc->mem) {
+		free(pc->slot);
+		free(pc->mem);
+		free(pc);
+		return NULL;
+	}
+	pthread_mutex_init(&pc->lock, NULL);
+	for (unsigned i = 0; i < nslots; i++) {
+		pthread_mutex_init(&pc->slot[i].lock, NULL);
+		pc->slot[i].cur = NULL;
+	}
+	return pc;
+}
+
+static void pcpu_destroy(struct pcpu *pc)
+{
+	if (!pc)
+		return;
+	for (unsigned i = 0; i < pc->nslots; i++)
+		pthread_mutex_destroy(&pc->slot[i].lock);
+	pthread_mutex_destroy(&pc->lock);
+	free(pc->slot);
+	free(pc->mem);
+	free(pc);
+}
+
+/* A free buffer, or NULL when every one is full or being filled. */
+static struct dbuf *buf_take(struct pcpu *pc)
+{
+	pthread_mutex_lock(&pc->lock);
+	struct dbuf *b = pc->free;
+	if (b)
+		pc->free = b->next;
+	else if (pc->carved < pc->nbuf)
+		b = &pc->mem[pc->carved++];
+	pthread_mutex_unlock(&pc->lock);
+	if (b)
+		b->n = 0;
+	return b;
+}
+
+/*
+ * Append a handle to this CPU's buffer: 0 queued, 2 queued and the worker
+ * should be woken (a fresh buffer's first handle, or a buffer handed over
+ * full), 1 not queued (no free buffer).  extra grows under the slot's lock,
+ * before a drainer can find what it counts (the top).
+ */
+static int pcpu_push(struct deferred_queue *q, unsigned long handle)
+{
+	struct pcpu *pc = q->pcpu;
+	int cpu = sched_getcpu();
+	struct cpu_slot *s = &pc->slot[(unsigned)(cpu < 0 ? 0 : cpu) % pc->nslots];
+	struct dbuf *full = NULL;
+	int ret = 0;
+	pthread_mutex_lock(&s->lock);
+	struct dbuf *b = s->cur;
+	if (!b) {
+		b = buf_take(pc);
+		if (!b) {
+			pthread_mutex_unlock(&s->lock);
+			return 1;
+		}
+		s->cur = b;
+	}
+	b->h[b->n++] = handle;
+	if (b->n == 1) {
+		atomic_fetch_add_explicit(&q->extra, 1, memory_order_relaxed);
+		ret = 2;
+	}
+	if (b->n == BUF_HANDLES) {
+		atomic_fetch_add_explicit(&q->extra, BUF_HANDLES - 1, memory_order_relaxed);
+		s->cur = NULL;
+		full = b;
+		ret = 2;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (full) {
+		pthread_mutex_lock(&pc->lock);
+		full->next = pc->full;
+		pc->full = full;
+		pthread_mutex_unlock(&pc->lock);
+	}
+	return ret;
+}
+
 /* Build the queue (and start the worker); NULL when memory is short. */
 static struct deferred_queue *queue_create(struct zs_pool *pool)
 {
@@ -352,6 +600,8 @@ static struct deferred_queue *queue_create(struct zs_pool *pool)
 	pthread_cond_init(&q->wake, &ca);
 	pthread_condattr_destroy(&ca);
 	q->pool = pool;
+	if (pool->cfg.free_mode == ZS_FREE_PERCPU_DEFERRED)
+		q->pcpu = pcpu_create(cap); /* NULL: its frees are synchronous */
 	/* Before any worker exists: a fork must find its gate (common/fork.h). */
 	zs_fork_handlers(ZS_FORK_DEFERRED, atfork_prepare, atfork_parent, atfork_child);
 	/* No thread (creation failed or deferred_worker -1): drained by flush and full-queue frees. */
@@ -411,6 +661,8 @@ void zs_deferred_destroy(struct zs_pool *pool)
 		q->fork_next->fork_prev = q->fork_prev;
 	zs_fork_gate_unlock(&fork_gate);
 	drain(pool, q, atomic_load_explicit(&q->enq, memory_order_acquire), 0);
+	pcpu_destroy(q->pcpu);
+	free(atomic_load_explicit(&q->hooks, memory_order_relaxed));
 	pthread_cond_destroy(&q->wake);
 	pthread_mutex_destroy(&q->wake_lock);
 	pthread_mutex_destroy(&q->consume_lock);
@@ -419,37 +671,65 @@ void zs_deferred_destroy(struct zs_pool *pool)
 	atomic_store_explicit(&pool->deferred, NULL, memory_order_relaxed);
 }
 
+/* Checked mode: mark the handle queued so a second free of it is caught now; -EINVAL if bad. */
+static int mark_pending(struct zs_pool *pool, unsigned long handle)
+{
+	if (!zs_handle_in_pool(pool, handle))
+		return -EINVAL;
+	/* Read obj under the pool lock: compaction (pool write lock) may be moving it. */
+	zs_read_lock(&pool->lock);
+	unsigned long v = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
+	int bad = (v & (HANDLE_FREE_BIT | HANDLE_PENDING_BIT)) ||
+		  zs_validate_obj(pool, handle, v) ||
+		  !atomic_compare_exchange_strong_explicit(handle_slot(handle), &v,
+							   v | HANDLE_PENDING_BIT,
+							   memory_order_relaxed, memory_order_relaxed);
+	zs_read_unlock(&pool->lock);
+	return bad ? -EINVAL : 0;
+}
+
+static void unmark_pending(unsigned long handle)
+{
+	atomic_fetch_and_explicit(handle_slot(handle), ~HANDLE_PENDING_BIT, memory_order_relaxed);
+}
+
+static void hook_push(struct deferred_queue *q, unsigned long handle)
+{
+	struct zs_deferred_hooks *hk = atomic_load_explicit(&q->hooks, memory_order_acquire);
+	if (hk && hk->push)
+		hk->push(hk->ctx, handle);
+}
+
+/* The worker's state, restarting it first in a forked child; T_RUNNING when it can take work. */
+static int worker_state(struct zs_pool *pool, struct deferred_queue *q)
+{
+	int t = atomic_load_explicit(&q->thread, memory_order_relaxed);
+	if (zs_unlikely(t == T_FORKED)) {
+		restart_worker(pool, q);
+		t = atomic_load_explicit(&q->thread, memory_order_relaxed);
+	}
+	return t;
+}
+
 int zs_free_deferred(struct zs_pool *pool, unsigned long handle)
 {
 	if (zs_unlikely(!handle || ZS_IS_ERR(handle)))
 		return 0;
+	if (pool->cfg.free_mode == ZS_FREE_PERCPU_DEFERRED)
+		return zs_free(pool, handle); /* which queues it into this CPU's buffer */
 	struct deferred_queue *q = queue_get(pool);
 	if (zs_unlikely(!q))
 		return zs_free(pool, handle); /* no memory for a queue: free now */
-	if (pool->cfg.checked) {
-		/* Mark it queued so a second free of the same handle is caught now. */
-		if (!zs_handle_in_pool(pool, handle))
-			return -EINVAL;
-		/* Read obj under the pool lock: compaction (pool write lock) may be moving it. */
-		zs_read_lock(&pool->lock);
-		unsigned long v = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
-		int bad = (v & (HANDLE_FREE_BIT | HANDLE_PENDING_BIT)) ||
-			  zs_validate_obj(pool, handle, v) ||
-			  !atomic_compare_exchange_strong_explicit(handle_slot(handle), &v,
-								   v | HANDLE_PENDING_BIT,
-								   memory_order_relaxed,
-								   memory_order_relaxed);
-		zs_read_unlock(&pool->lock);
-		if (bad)
-			return -EINVAL;
-	}
+	if (pool->cfg.checked && mark_pending(pool, handle))
+		return -EINVAL;
 	if (zs_unlikely(enqueue(q, handle))) {
 		/* Full: free it here, like the RFC's synchronous fallback. */
+		atomic_fetch_add_explicit(&q->fallbacks, 1, memory_order_relaxed);
 		if (pool->cfg.checked)
-			atomic_fetch_and_explicit(handle_slot(handle), ~HANDLE_PENDING_BIT,
-						  memory_order_relaxed);
+			unmark_pending(handle);
 		return zs_free(pool, handle);
 	}
+	hook_push(q, handle);
 	/* One load either way: the fork's case costs the fast path nothing more. */
 	int t = atomic_load_explicit(&q->thread, memory_order_relaxed);
 	if (zs_likely(t == T_RUNNING))
@@ -457,6 +737,82 @@ int zs_free_deferred(struct zs_pool *pool, unsigned long handle)
 	else if (zs_unlikely(t == T_FORKED))
 		restart_worker(pool, q);
 	return 0;
+}
+
+int zs_deferred_push(struct zs_pool *pool, unsigned long handle)
+{
+	struct deferred_queue *q = queue_get(pool);
+	if (zs_unlikely(!q || !q->pcpu || worker_state(pool, q) != T_RUNNING))
+		return 1; /* no queue, no buffers or no worker to drain them: free now */
+	if (pool->cfg.checked && mark_pending(pool, handle))
+		return -EINVAL;
+	int r = pcpu_push(q, handle);
+	if (zs_unlikely(r == 1)) {
+		atomic_fetch_add_explicit(&q->fallbacks, 1, memory_order_relaxed);
+		if (pool->cfg.checked)
+			unmark_pending(handle);
+		return 1;
+	}
+	hook_push(q, handle);
+	if (r == 2)
+		wake_worker(q);
+	return 0;
+}
+
+void zs_deferred_release_zspage(struct zs_pool *pool, struct zspage *zspage)
+{
+	struct deferred_queue *q = queue_get(pool);
+	if (zs_unlikely(!q || worker_state(pool, q) != T_RUNNING)) {
+		zs_free_zspage_pages(pool, zspage); /* nobody would release it later: now */
+		return;
+	}
+	/* Counted before it can be found (the top). */
+	atomic_fetch_add_explicit(&q->extra, 1, memory_order_relaxed);
+	struct zspage *old = atomic_load_explicit(&q->release_head, memory_order_relaxed);
+	do
+		zspage->lprev = old;
+	while (!atomic_compare_exchange_weak_explicit(&q->release_head, &old, zspage,
+						      memory_order_release, memory_order_relaxed));
+	wake_worker(q);
+}
+
+int zs_set_deferred_hooks(struct zs_pool *pool, const struct zs_deferred_hooks *hooks)
+{
+	if (!pool || !hooks)
+		return -EINVAL;
+	struct deferred_queue *q = queue_get(pool);
+	if (!q)
+		return -ENOMEM;
+	struct zs_deferred_hooks *copy = malloc(sizeof(*copy));
+	if (!copy)
+		return -ENOMEM;
+	*copy = *hooks;
+	struct zs_deferred_hooks *none = NULL;
+	if (!atomic_compare_exchange_strong_explicit(&q->hooks, &none, copy, memory_order_acq_rel,
+						     memory_order_acquire)) {
+		free(copy);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+uint64_t zs_pool_deferred_fallbacks(struct zs_pool *pool)
+{
+	struct deferred_queue *q =
+		pool ? atomic_load_explicit(&pool->deferred, memory_order_acquire) : NULL;
+	return q ? atomic_load_explicit(&q->fallbacks, memory_order_relaxed) : 0;
+}
+
+uint64_t zs_pool_deferred_worker_cpu_ns(struct zs_pool *pool)
+{
+	struct deferred_queue *q =
+		pool ? atomic_load_explicit(&pool->deferred, memory_order_acquire) : NULL;
+	clockid_t cid;
+	struct timespec t;
+	if (!q || atomic_load_explicit(&q->thread, memory_order_relaxed) != T_RUNNING ||
+	    pthread_getcpuclockid(q->tid, &cid) || clock_gettime(cid, &t))
+		return 0;
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 int zs_deferred_pending(struct zs_pool *pool)

@@ -110,8 +110,10 @@ static inline __attribute__((always_inline)) int free_class_index(struct zs_pool
 	if (empty && !unlocked)
 		zs_free_zspage_pages(pool, empty);
 	zs_spin_unlock(&class->lock);
-	if (empty && unlocked)
+	if (empty && unlocked == 1)
 		zs_free_zspage_pages(pool, empty);
+	else if (empty && unlocked == 2)
+		zs_deferred_release_zspage(pool, empty); /* page-deferred: the worker releases it */
 	if (zs_unlikely(tail))
 		zs_free_tail(pool, tail);
 	return 0;
@@ -141,12 +143,19 @@ int zs_free(struct zs_pool *pool, unsigned long handle)
 		if (zs_handle_precheck(pool, handle, &obj))
 			return -EINVAL;
 	}
-	int err;
-	if (pool->cfg.free_mode == ZS_FREE_POOL_LOCK)
+	int err, mode = pool->cfg.free_mode;
+	if (zs_unlikely(mode == ZS_FREE_PERCPU_DEFERRED)) {
+		err = zs_deferred_push(pool, handle);
+		if (err <= 0)
+			return err; /* queued (the handle is freed by the drain), or refused */
+	}
+	/* unlocked: 0 pages freed under the class lock, 1 after it, 2 by the deferred worker */
+	if (mode == ZS_FREE_POOL_LOCK)
 		err = free_pool_locked(pool, handle, checked);
 	else
 		err = free_class_index(pool, handle, checked,
-				       pool->cfg.free_mode == ZS_FREE_CLASS_INDEX_UNLOCKED);
+				       mode == ZS_FREE_CLASS_INDEX ? 0
+				       : mode == ZS_FREE_PAGE_DEFERRED ? 2 : 1);
 	if (!err)
 		zs_handle_free(pool, handle);
 	return err;

@@ -817,6 +817,10 @@ void zs_deferred_init(struct zs_pool *pool);
 void zs_deferred_destroy(struct zs_pool *pool);
 /* Frees queued and not yet done (the worker's batch in hand included)? */
 int zs_deferred_pending(struct zs_pool *pool);
+/* percpu-deferred's zs_free: 0 queued, -EINVAL refused (checked mode), 1 free it now. */
+int zs_deferred_push(struct zs_pool *pool, unsigned long handle);
+/* page-deferred: an unlinked empty zspage's pages, for the worker to release. */
+void zs_deferred_release_zspage(struct zs_pool *pool, struct zspage *zspage);
 
 /* ---- compact.c ---- */
 /* A class's pages: its chains, plus its fitted zspages (class lock held). */

@@ -20,6 +20,7 @@ opts_for() {
 	bench_zram) echo "--no-kernel --max 2" ;;
 	bench_release) echo "--mib 4 --threads 1,2" ;;
 	bench_deferred) echo "--mib 8" ;;
+	bench_free_modes) echo "--mib 4 --rounds 1" ;;
 	bench_chain) echo "--input-mib 2" ;;
 	bench_sg) echo "--input-mib 2" ;;
 	*) echo "" ;;

@@ -18,7 +18,7 @@ expect 2 "No such file or directory" replay /nonexistent/trace
 expect 2 "not a zram-trace" replay /dev/null
 expect 2 "--chain: '0' is not a whole number in 1..16" classes --chain 0
 expect 2 "--chain: '17' is not a whole number in 1..16" testmod --chain 17
-expect 2 "--free-mode: 'x' is not one of: pool, class, class-unlocked" testmod --free-mode x
+expect 2 "--free-mode: 'x' is not one of: pool, class, class-unlocked, page-deferred, percpu-deferred" testmod --free-mode x
 expect 2 "--page-size: '3000' is not a size .* in 4096..65536" classes --page-size 3000
 expect 2 "--delta: '7' is not a whole number in 8..65536" classes --delta 7
 expect 2 "option '--chain' requires an argument" classes --chain

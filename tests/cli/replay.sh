@@ -32,7 +32,8 @@ if [ ${#traces[@]} -lt 4 ]; then
 fi
 for t in "${traces[@]}"; do
 	for mode in "" "--free-mode class" "--free-mode class-unlocked" "--deferred" "--checked" \
-		"--store --verify"; do
+		"--store --verify" "--free-mode page-deferred" "--free-mode percpu-deferred" \
+		"--free-mode percpu-deferred --checked"; do
 		# shellcheck disable=SC2086
 		out=$("$zs" replay "$t" $mode 2>&1)
 		rc=$?

@@ -10,7 +10,12 @@
  * are exact: live objects == the objects the threads kept, total pages ==
  * sum of pages_used, every kept object's contents intact, and releasing
  * those leaves 0 pages.  A last part checks that checked-mode
- * zs_free_deferred never refuses a valid handle while compaction moves it.  Seed printed; ZS_MT_SECONDS sets the time per run.
+ * zs_free_deferred never refuses a valid handle while compaction moves it.
+ * The same runs cover the deferring free modes: page-deferred (the
+ * allocators' zs_free hands emptied zspages to the worker) and
+ * percpu-deferred (every zs_free queues into a per-CPU buffer; with a
+ * 256-handle capacity the buffers run out, so the synchronous fallback
+ * races too), and the compaction race in percpu-deferred.  Seed printed; ZS_MT_SECONDS sets the time per run.
  */
 #include "testutil.h"
 #include "zs/zsmalloc.h"
@@ -294,11 +299,11 @@ static void *spin_compactor(void *arg)
 	return NULL;
 }
 
-static void test_checked_deferred_vs_compaction(void)
+static void test_checked_deferred_vs_compaction(enum zs_free_mode fm)
 {
 	struct zs_pool_config c;
 	zs_pool_config_init(&c);
-	c.free_mode = ZS_FREE_CLASS_INDEX;
+	c.free_mode = fm;
 	c.checked = 1;
 	pool = zs_create_pool(&c);
 	REQUIRE(pool);
@@ -331,6 +336,11 @@ int main(void)
 	run(ZS_FREE_CLASS_INDEX, 0, 0, secs);
 	run(ZS_FREE_CLASS_INDEX, 1, 256, secs);  /* small queue: the sync fallback races too */
 	run(ZS_FREE_CLASS_INDEX_UNLOCKED, 1, 0, secs);
-	test_checked_deferred_vs_compaction();
+	run(ZS_FREE_PAGE_DEFERRED, 0, 0, secs);
+	run(ZS_FREE_PAGE_DEFERRED, 1, 0, secs);
+	run(ZS_FREE_PERCPU_DEFERRED, 0, 0, secs);
+	run(ZS_FREE_PERCPU_DEFERRED, 1, 256, secs); /* few buffers: the fallback races too */
+	test_checked_deferred_vs_compaction(ZS_FREE_CLASS_INDEX);
+	test_checked_deferred_vs_compaction(ZS_FREE_PERCPU_DEFERRED);
 	return tu_done();
 }

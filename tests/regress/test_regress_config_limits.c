@@ -202,7 +202,7 @@ static void test_zsmalloc(void)
 	ZS_FIELD(chain_policy, (enum zs_chain_policy)-1, 0);
 	ZS_FIELD(chain_policy, (enum zs_chain_policy)INT_MAX, 0);
 	ZS_FIELD(chain_policy, ZS_CHAIN_HEURISTIC, 1);
-	ZS_FIELD(free_mode, (enum zs_free_mode)3, 0);
+	ZS_FIELD(free_mode, (enum zs_free_mode)ZS_FREE_MODE_COUNT, 0); /* the first value past the registry */
 	ZS_FIELD(free_mode, (enum zs_free_mode)-1, 0);
 	ZS_FIELD(free_mode, (enum zs_free_mode)INT_MIN, 0);
 	ZS_FIELD(free_mode, ZS_FREE_CLASS_INDEX_UNLOCKED, 1);
