@@ -548,6 +548,11 @@ static int parse(int argc, char **argv, struct opts *o)
 				"model: not with --sweep, --store, --backend zblock or --events\n");
 		return 2;
 	}
+	if (o->held && o->po.cfg.free_mode == ZS_FREE_PERCPU_DEFERRED) {
+		fprintf(stderr, "zs replay: --deferred-held holds frees in the deferred queue; "
+				"--free-mode percpu-deferred frees from its own per-CPU buffers\n");
+		return 2;
+	}
 	if (o->plot && !o->sweep) {
 		fprintf(stderr, "zs replay: --plot draws a sweep: give --sweep too\n");
 		return 2;

@@ -2,9 +2,10 @@
 # Owner: `zs replay --deferred-held N` (tools/replay/replay_held.c), the model check
 # of deferred free while frees are queued.  On every committed zram trace:
 # with up to 64 and 4096 frees held, the pool equals its synchronous model at
-# every record (and frees really were queued at most of them); with 1 held
+# every record (and frees really were queued at most of them), also in the
+# page-deferred free mode; with 1 held
 # (each free drained at once) the replay is the kernel's, 0 records differ.
-# Refused where it cannot hold: zswap-traces, --store, --sweep.
+# Refused where it cannot hold: zswap-traces, --store, --sweep, percpu-deferred.
 # Usage: bash tests/cli/replay_held.sh BUILD_DIR
 set -u
 build=${1:?usage: tests/cli/replay_held.sh BUILD_DIR}
@@ -18,8 +19,9 @@ bad() { fail=$((fail + 1)); echo "FAIL $1"; shift; printf '%s\n' "$@" | head -20
 
 for t in "$data"/*.trace.xz; do
 	case $(basename "$t") in zswap-*) continue ;; esac
-	for n in 1 64 4096; do
-		out=$("$zs" replay "$t" --deferred-held $n --json 2>&1)
+	for run in 1 64 4096 "64 --free-mode page-deferred"; do
+		n=${run%% *}
+		out=$("$zs" replay "$t" --deferred-held $run --json 2>&1)
 		rc=$?
 		verdict=$(printf '%s' "$out" | python3 -c '
 import json, sys
@@ -39,9 +41,9 @@ print("; ".join(errs) if errs else "%d records, %d with frees queued, %d drains,
 sys.exit(1 if errs else 0)' $n 2>&1)
 		vrc=$?
 		if [ "$rc" = 0 ] && [ "$vrc" = 0 ]; then
-			ok "$(basename "$t") held $n: $verdict"
+			ok "$(basename "$t") held $run: $verdict"
 		else
-			bad "$(basename "$t") held $n: exit $rc" "$verdict"
+			bad "$(basename "$t") held $run: exit $rc" "$verdict"
 		fi
 	done
 done
@@ -61,6 +63,7 @@ trap 'rm -f "$tmpf"' EXIT
 refuse "zswap-trace" "$data/zswap-usrlib-lzo.trace.xz" --deferred-held 64
 refuse "--store" "$data/text-lzorle.trace.xz" --deferred-held 64 --store
 refuse "--sweep" "$data/text-lzorle.trace.xz" --deferred-held 64 --sweep
+refuse "percpu-deferred" "$data/text-lzorle.trace.xz" --deferred-held 64 --free-mode percpu-deferred
 refuse "0 held" "$data/text-lzorle.trace.xz" --deferred-held 0
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -34,9 +34,10 @@ struct held {
 int held_setup(struct replay *R, const struct zs_pool_config *cfg)
 {
 	struct zs_pool_config mc = *cfg;
-	/* The model frees at once: a free mode that defers on its own would hold pages back
-	 * (its layout is the kernel's, so the kernel's mode stands in for it). */
-	if (mc.free_mode == ZS_FREE_PAGE_DEFERRED || mc.free_mode == ZS_FREE_PERCPU_DEFERRED)
+	/* The model frees at once: page-deferred would hold emptied zspages' pages back (its
+	 * layout is the kernel's, so the kernel's mode stands in for it; percpu-deferred is
+	 * refused: its frees bypass the queue this check holds). */
+	if (mc.free_mode == ZS_FREE_PAGE_DEFERRED)
 		mc.free_mode = ZS_FREE_POOL_LOCK;
 	R->shadow = zs_create_pool(&mc);
 	R->held = calloc((size_t)R->o.held, sizeof(*R->held));
