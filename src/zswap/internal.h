@@ -170,12 +170,6 @@ void zswap_lru_rotate(struct zs_zswap *z, struct zw_shard *sh, struct zw_node *n
 /* The coldest entry of the shard (group < 0) or of one group in it; NULL when none. */
 struct zw_node *zswap_lru_tail(struct zw_shard *sh, int group);
 
-/*
- * Drop what node n holds and free it (unlinked from the table): an entry's
- * object (deferred: zs_backend_free_deferred), its charge and counts; a zero
- * mark; a written-back page (its file range punched).
- */
-void zswap_drop_locked(struct zs_zswap *z, struct zw_shard *sh, struct zw_node *n, int deferred);
 /* Free an entry's object and uncount it (the node stays, kind unchanged). */
 void zswap_entry_release(struct zs_zswap *z, struct zw_shard *sh, struct zw_node *n, int deferred);
 
@@ -205,7 +199,6 @@ int zswap_group_shrink(struct zs_zswap *z, unsigned group);
 /* Queue a shrink worker pass (started at the first one); no-op without a backing file. */
 void zswap_worker_queue(struct zs_zswap *z);
 void zswap_worker_stop(struct zs_zswap *z);
-void zswap_worker_flush(struct zs_zswap *z);
 
 /* ---- stats.c ---- */
 

@@ -463,7 +463,7 @@ void zswap_worker_queue(struct zs_zswap *z)
 	pthread_mutex_unlock(&w->lock);
 }
 
-void zswap_worker_flush(struct zs_zswap *z)
+static void zswap_worker_flush(struct zs_zswap *z)
 {
 	struct zswap_worker *w;
 
@@ -474,6 +474,16 @@ void zswap_worker_flush(struct zs_zswap *z)
 	while (atomic_load_explicit(&w->queued, memory_order_relaxed) || w->running)
 		pthread_cond_wait(&w->idle, &w->lock);
 	pthread_mutex_unlock(&w->lock);
+}
+
+/* Here, with the worker it waits for: the pool limit and stats (stats.c) stay below writeback. */
+void zs_zswap_flush(struct zs_zswap *z)
+{
+	if (!z)
+		return;
+	zswap_worker_flush(z);
+	if (z->deferred)
+		zs_backend_flush(z->b);
 }
 
 void zswap_worker_stop(struct zs_zswap *z)

@@ -260,6 +260,31 @@ static int args_ok(struct zs_zswap *z, uint64_t offset, unsigned group)
 }
 
 /*
+ * Drop what node n holds and free it (unlinked from the table): an entry's
+ * object (deferred: zs_backend_free_deferred), its charge and counts; a zero
+ * mark; a written-back page (its file range punched).  Here, not in the
+ * table (table.c), because a written-back page's file range is writeback's:
+ * the table stays below writeback, which walks its LRU.
+ */
+static void drop_locked(struct zs_zswap *z, struct zw_shard *sh, struct zw_node *n, int deferred)
+{
+	switch (n->kind) {
+	case K_ENTRY:
+		zswap_entry_release(z, sh, n, deferred);
+		break;
+	case K_ZERO:
+		sc_add(sh, SC_ZERO, -1);
+		break;
+	case K_DISK:
+		sc_add(sh, SC_DISK, -1);
+		zswap_wb_punch(z, n->offset);
+		break;
+	}
+	zswap_unlink(sh, n);
+	free(n);
+}
+
+/*
  * A rejected store: the page goes to the caller's swap device, so whatever
  * the offset held is stale (zswap_store's check_old).  A rejection while the
  * pool is full wakes the shrink worker.
@@ -272,7 +297,7 @@ static int reject(struct zs_zswap *z, uint64_t offset, int rc)
 	pthread_mutex_lock(&sh->lock);
 	n = zswap_lookup(sh, offset);
 	if (n)
-		zswap_drop_locked(z, sh, n, 0);
+		drop_locked(z, sh, n, 0);
 	pthread_mutex_unlock(&sh->lock);
 	if (atomic_load_explicit(&z->reached_full, memory_order_relaxed))
 		zswap_worker_queue(z);
@@ -292,7 +317,7 @@ static int store_zero(struct zs_zswap *z, uint64_t offset)
 		free(nn);
 	} else {
 		if (n)
-			zswap_drop_locked(z, sh, n, 0);
+			drop_locked(z, sh, n, 0);
 		if (nn) {
 			memset(nn, 0, sizeof(*nn));
 			nn->offset = offset;
@@ -364,7 +389,7 @@ static int commit(struct zs_zswap *z, struct zw_node *nn, uint64_t offset, unsig
 	pthread_mutex_lock(&sh->lock);
 	old = zswap_lookup(sh, offset);
 	if (old)
-		zswap_drop_locked(z, sh, old, 0);
+		drop_locked(z, sh, old, 0);
 	zswap_insert(sh, nn);
 	zswap_lru_add(z, sh, nn);
 	sc_add(sh, SC_STORED, 1);
@@ -495,7 +520,7 @@ int zs_zswap_load(struct zs_zswap *z, uint64_t offset, void *page)
 	} else if (n->kind == K_ZERO) {
 		memset(page, 0, z->page_size);
 		sc_add(sh, SC_SWPIN_ZERO, 1);
-		zswap_drop_locked(z, sh, n, 0);
+		drop_locked(z, sh, n, 0);
 		rc = ZS_ZSWAP_ZERO;
 	} else if (n->kind == K_DISK) {
 		rc = zswap_wb_read(z, offset, page);
@@ -504,7 +529,7 @@ int zs_zswap_load(struct zs_zswap *z, uint64_t offset, void *page)
 			rc = -EIO;
 		} else {
 			sc_add(sh, SC_PSWPIN, 1);
-			zswap_drop_locked(z, sh, n, 0);
+			drop_locked(z, sh, n, 0);
 			rc = ZS_ZSWAP_DISK;
 		}
 	} else if (zswap_entry_read(z, s, n, page)) {
@@ -515,7 +540,7 @@ int zs_zswap_load(struct zs_zswap *z, uint64_t offset, void *page)
 		rc = (n->flags & NF_NODATA) ? ZS_ZSWAP_NODATA : 0;
 		sc_add(sh, SC_ZSWPIN, 1);
 		g_add(&z->groups[n->group].zswpin, 1);
-		zswap_drop_locked(z, sh, n, z->deferred);
+		drop_locked(z, sh, n, z->deferred);
 	}
 	pthread_mutex_unlock(&sh->lock);
 	zswap_stream_put(s);
@@ -534,7 +559,7 @@ int zs_zswap_invalidate(struct zs_zswap *z, uint64_t offset)
 	pthread_mutex_lock(&sh->lock);
 	n = zswap_lookup(sh, offset);
 	if (n)
-		zswap_drop_locked(z, sh, n, z->deferred);
+		drop_locked(z, sh, n, z->deferred);
 	else
 		rc = -ENOENT;
 	pthread_mutex_unlock(&sh->lock);
