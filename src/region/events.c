@@ -381,3 +381,46 @@ void region_event_remap(struct zs_region *r, uintptr_t from, uintptr_t to, uintp
 		fprintf(stderr, "zs_region: the application moved part of the region with mremap; "
 				"the moved part is no longer the region's (see region.h)\n");
 }
+
+/* ---- waiting for the application's events ---- */
+
+/*
+ * Here, not in region.c: every range call (region.c's release and advise,
+ * reclaim.c's pageout) first waits for the events already read and then
+ * refuses pages those events took away, which is this file's business; in
+ * region.c the check made region.c and reclaim.c depend on each other.
+ */
+void region_events_sync(struct zs_region *r)
+{
+	/*
+	 * The application's munmap/madvise returned once a handler read its
+	 * event; taking ulock waits until that handler has applied it too.
+	 * Signals blocked: a handler touching region memory on this thread
+	 * while it holds ulock would wait for a fault that needs ulock.
+	 */
+	struct zs_sigguard old;
+	zs_signals_block(&old);
+	pthread_mutex_lock(&r->ulock);
+	pthread_mutex_unlock(&r->ulock);
+	zs_signals_restore(&old);
+}
+
+int region_range_ok(struct zs_region *r, const void *addr, size_t len)
+{
+	const unsigned char *a = addr;
+	if (a < r->base || len > r->size || (size_t)(a - r->base) > r->size - len)
+		return -EINVAL;
+	if (((uintptr_t)a | len) & (r->page - 1))
+		return -EINVAL;
+	region_events_sync(r);
+	/* Pages the application unmapped or moved away are not ours to touch. */
+	if (atomic_load_explicit(&r->ngone, memory_order_acquire)) {
+		size_t first = pidx(r, a), n = len / r->page;
+		for (size_t i = first; i < first + n; i++) {
+			unsigned char s = st_load(r, i), m = s & ST_MASK;
+			if (m == ST_GONE || m == ST_MOVED || (s & (F_GONE | F_MOVED)))
+				return -EFAULT;
+		}
+	}
+	return 0;
+}

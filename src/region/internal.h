@@ -321,11 +321,15 @@ static inline void kick_reclaim(struct zs_region *r)
 	pthread_mutex_unlock(&r->rlock);
 }
 
-/* region.c */
+/* events.c */
 /* Wait until every event a handler has read is applied (signals blocked meanwhile). */
 void region_events_sync(struct zs_region *r);
+/*
+ * A range call's check: inside the region, page aligned (-EINVAL), no page
+ * of it unmapped or moved away by the application (-EFAULT), after the
+ * events already read are applied.
+ */
 int region_range_ok(struct zs_region *r, const void *addr, size_t len);
-/* events.c */
 /*
  * Zap [first, first+n) of the library's own pages (owned): MADV_DONTNEED, its
  * event ignored, a page the application dropped meanwhile flagged dropped.

@@ -171,41 +171,6 @@ int zs_region_available(char *err, size_t err_len)
 	return 1;
 }
 
-void region_events_sync(struct zs_region *r)
-{
-	/*
-	 * The application's munmap/madvise returned once a handler read its
-	 * event; taking ulock waits until that handler has applied it too.
-	 * Signals blocked: a handler touching region memory on this thread
-	 * while it holds ulock would wait for a fault that needs ulock.
-	 */
-	struct zs_sigguard old;
-	zs_signals_block(&old);
-	pthread_mutex_lock(&r->ulock);
-	pthread_mutex_unlock(&r->ulock);
-	zs_signals_restore(&old);
-}
-
-int region_range_ok(struct zs_region *r, const void *addr, size_t len)
-{
-	const unsigned char *a = addr;
-	if (a < r->base || len > r->size || (size_t)(a - r->base) > r->size - len)
-		return -EINVAL;
-	if (((uintptr_t)a | len) & (r->page - 1))
-		return -EINVAL;
-	region_events_sync(r);
-	/* Pages the application unmapped or moved away are not ours to touch. */
-	if (atomic_load_explicit(&r->ngone, memory_order_acquire)) {
-		size_t first = pidx(r, a), n = len / r->page;
-		for (size_t i = first; i < first + n; i++) {
-			unsigned char s = st_load(r, i), m = s & ST_MASK;
-			if (m == ST_GONE || m == ST_MOVED || (s & (F_GONE | F_MOVED)))
-				return -EFAULT;
-		}
-	}
-	return 0;
-}
-
 /* ---- release ---- */
 
 static int do_release(struct zs_region *r, size_t first, size_t end)
