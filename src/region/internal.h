@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "zs/region.h"
+#include "common/debug.h"
 #include "common/sigblock.h"
 
 /* Older uapi headers lack the newer feature bits; the values are ABI. */
@@ -313,12 +314,12 @@ static inline void kick_reclaim(struct zs_region *r)
 {
 	if (!r->have_reclaimer)
 		return;
-	pthread_mutex_lock(&r->rlock);
+	zs_mutex_lock_ranked(&r->rlock, ZS_LOCK_REGION_KICK);
 	if (!r->rkick) {
 		r->rkick = 1;
 		pthread_cond_signal(&r->rcond);
 	}
-	pthread_mutex_unlock(&r->rlock);
+	zs_mutex_unlock_ranked(&r->rlock);
 }
 
 /* events.c */

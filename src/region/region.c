@@ -278,10 +278,10 @@ static void teardown(struct zs_region *r)
 	atomic_store(&r->stop, 1);
 	/* The reclaimer first: its pageout zaps need handlers to read their events. */
 	if (r->have_reclaimer) {
-		pthread_mutex_lock(&r->rlock);
+		zs_mutex_lock_ranked(&r->rlock, ZS_LOCK_REGION_KICK);
 		r->rkick = 1;
 		pthread_cond_signal(&r->rcond);
-		pthread_mutex_unlock(&r->rlock);
+		zs_mutex_unlock_ranked(&r->rlock);
 		pthread_join(r->rtid, NULL);
 	}
 	atomic_store(&r->hstop, 1);
@@ -684,17 +684,17 @@ static struct zs_region *live_head;
 
 static void live_add(struct zs_region *r)
 {
-	pthread_mutex_lock(&live_lock);
+	zs_mutex_lock_ranked(&live_lock, ZS_LOCK_REGION_LIVE);
 	r->live_next = live_head;
 	live_head = r;
-	pthread_mutex_unlock(&live_lock);
+	zs_mutex_unlock_ranked(&live_lock);
 }
 
 /* Unlink r; 0 when it was not a live region (never created, or destroyed already). */
 static int live_remove(struct zs_region *r)
 {
 	int found = 0;
-	pthread_mutex_lock(&live_lock);
+	zs_mutex_lock_ranked(&live_lock, ZS_LOCK_REGION_LIVE);
 	for (struct zs_region **pp = &live_head; *pp; pp = &(*pp)->live_next) {
 		if (*pp == r) {
 			*pp = r->live_next;
@@ -702,7 +702,7 @@ static int live_remove(struct zs_region *r)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&live_lock);
+	zs_mutex_unlock_ranked(&live_lock);
 	return found;
 }
 

@@ -176,9 +176,12 @@ void zswap_entry_release(struct zs_zswap *z, struct zw_shard *sh, struct zw_node
 /* ---- stream.c ---- */
 
 struct zw_stream *zswap_stream_get(struct zs_zswap *z);
+/* One identity for all of zswap's streams in the lock-order check (ZS_DEBUG). */
+extern const char zswap_stream_lockid;
 static inline void zswap_stream_put(struct zw_stream *s)
 {
 	comp_pool_put(&s->cs);
+	zs_lock_drop(&zswap_stream_lockid);
 }
 int zswap_streams_create(struct zs_zswap *z, const char *comp, int level);
 void zswap_streams_free(struct zs_zswap *z);

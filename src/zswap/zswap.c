@@ -294,11 +294,11 @@ static int reject(struct zs_zswap *z, uint64_t offset, int rc)
 	struct zw_shard *sh = zw_shard_of(z, offset);
 	struct zw_node *n;
 
-	pthread_mutex_lock(&sh->lock);
+	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	n = zswap_lookup(sh, offset);
 	if (n)
 		drop_locked(z, sh, n, 0);
-	pthread_mutex_unlock(&sh->lock);
+	zs_mutex_unlock_ranked(&sh->lock);
 	if (atomic_load_explicit(&z->reached_full, memory_order_relaxed))
 		zswap_worker_queue(z);
 	return rc;
@@ -311,7 +311,7 @@ static int store_zero(struct zs_zswap *z, uint64_t offset)
 	struct zw_node *nn = malloc(sizeof(*nn)), *n;
 	int rc = ZS_ZSWAP_ZERO;
 
-	pthread_mutex_lock(&sh->lock);
+	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	n = zswap_lookup(sh, offset);
 	if (n && n->kind == K_ZERO) {
 		free(nn);
@@ -330,7 +330,7 @@ static int store_zero(struct zs_zswap *z, uint64_t offset)
 	}
 	if (rc > 0)
 		sc_add(sh, SC_SWPOUT_ZERO, 1);
-	pthread_mutex_unlock(&sh->lock);
+	zs_mutex_unlock_ranked(&sh->lock);
 	return rc;
 }
 
@@ -386,7 +386,7 @@ static int commit(struct zs_zswap *z, struct zw_node *nn, uint64_t offset, unsig
 	nn->kind = K_ENTRY;
 	nn->flags = (uint8_t)(flags | NF_REFERENCED);
 
-	pthread_mutex_lock(&sh->lock);
+	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	old = zswap_lookup(sh, offset);
 	if (old)
 		drop_locked(z, sh, old, 0);
@@ -400,7 +400,7 @@ static int commit(struct zs_zswap *z, struct zw_node *nn, uint64_t offset, unsig
 	g_add(&g->charged, (int64_t)len);
 	g_add(&g->pages, 1);
 	g_add(&g->zswpout, 1);
-	pthread_mutex_unlock(&sh->lock);
+	zs_mutex_unlock_ranked(&sh->lock);
 	return 0;
 }
 
@@ -513,7 +513,7 @@ int zs_zswap_load(struct zs_zswap *z, uint64_t offset, void *page)
 		return -EINVAL;
 	sh = zw_shard_of(z, offset);
 	s = zswap_stream_get(z);
-	pthread_mutex_lock(&sh->lock);
+	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	n = zswap_lookup(sh, offset);
 	if (!n) {
 		rc = -ENOENT;
@@ -542,7 +542,7 @@ int zs_zswap_load(struct zs_zswap *z, uint64_t offset, void *page)
 		g_add(&z->groups[n->group].zswpin, 1);
 		drop_locked(z, sh, n, z->deferred);
 	}
-	pthread_mutex_unlock(&sh->lock);
+	zs_mutex_unlock_ranked(&sh->lock);
 	zswap_stream_put(s);
 	return rc;
 }
@@ -556,12 +556,12 @@ int zs_zswap_invalidate(struct zs_zswap *z, uint64_t offset)
 	if (zs_unlikely(!z || offset >= ZS_ZSWAP_MAX_OFFSET))
 		return -EINVAL;
 	sh = zw_shard_of(z, offset);
-	pthread_mutex_lock(&sh->lock);
+	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	n = zswap_lookup(sh, offset);
 	if (n)
 		drop_locked(z, sh, n, z->deferred);
 	else
 		rc = -ENOENT;
-	pthread_mutex_unlock(&sh->lock);
+	zs_mutex_unlock_ranked(&sh->lock);
 	return rc;
 }
