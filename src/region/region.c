@@ -64,9 +64,15 @@
  *
  * Lock order and why the fault path cannot deadlock.  Locks, outermost
  * first:
+ *   0. hlock, the CLOCK hand: one reclaim pass at a time, held across it
  *   1. page ownership (OUT/OUTF/OUTZ/IN/REL claims)
  *   2. ulock (region: uffd read + event apply, installs)
  *   3. the store: slot lock bit, then the pool/class locks inside zsmalloc
+ * and leaves that are held over no other lock: block (staging buffers),
+ * rlock (the reclaimer's kick and sleep), the live-region list.  A
+ * -DZS_DEBUG=ON build checks the locks among these (ZS_LOCK_REGION_* in
+ * common/debug.h, ranked below the zram store's); the ownership claims are
+ * per-page states, not tracked there.
  * No thread waits for a page owner while holding ulock or a store lock, and
  * every application thread that takes ulock (range checks, stats, the
  * library's own zaps) does so with signals blocked.

@@ -29,7 +29,9 @@
  * The kernel claims bitmap bits with atomic ops outside the lock; inside the
  * lock a plain word scan is simpler and costs the same here (one lock round
  * trip either way).  Reads and writes take no lock: a live object's block and
- * class cannot change.
+ * class cannot change.  One class lock at a time, taken before the page
+ * provider's locks and after any of the callers' (zram's, zswap's); a
+ * -DZS_DEBUG=ON build checks it (ZS_LOCK_ZBLOCK_CLASS, common/debug.h).
  */
 #include <errno.h>
 #include <math.h>

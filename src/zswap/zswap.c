@@ -31,8 +31,12 @@
  *   1. a stream (stream.c: a busy flag; at most one per thread);
  *   2. one shard lock (never two at once: walks go shard by shard);
  *   3. leaves: the backend's locks, the backing file's I/O and its
- *      injection lock (writeback.c), the worker's mutex only to queue.
+ *      injection lock (writeback.c), and to queue a pass: the lock that
+ *      starts the worker, then the workers' fork gate, then the worker's
+ *      mutex.
  *   The shrink worker and zs_zswap_writeback take 1 then 2 per LRU step.
+ *   A -DZS_DEBUG=ON build checks it (ZS_LOCK_ZSWAP_* in common/debug.h,
+ *   between zram's ranks and zsmalloc's: zram and zswap never nest).
  */
 #include <errno.h>
 #include <stdarg.h>
