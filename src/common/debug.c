@@ -43,6 +43,17 @@ static _Thread_local int nheld;
 static const char *rank_name(int rank)
 {
 	switch (rank) {
+	case ZS_LOCK_REGION_HAND: return "region reclaim hand lock";
+	case ZS_LOCK_REGION_ULOCK: return "region ulock";
+	case ZS_LOCK_REGION_BUFS: return "region staging-buffer lock";
+	case ZS_LOCK_REGION_KICK: return "region reclaimer kick lock";
+	case ZS_LOCK_REGION_LIVE: return "region live-list lock";
+	case ZS_LOCK_ZSWAP_STREAM: return "zswap stream";
+	case ZS_LOCK_ZSWAP_SHARD: return "zswap shard lock";
+	case ZS_LOCK_ZSWAP_WORKER_START: return "zswap worker start lock";
+	case ZS_LOCK_ZSWAP_FORK_GATE: return "zswap fork gate";
+	case ZS_LOCK_ZSWAP_WORKER: return "zswap worker mutex";
+	case ZS_LOCK_ZBLOCK_CLASS: return "zblock class lock";
 	case ZS_LOCK_ZRAM_STRIPE: return "zram group stripe mutex";
 	case ZS_LOCK_ZRAM_WB_RUN: return "zram writeback run mutex";
 	case ZS_LOCK_ZRAM_STREAM: return "zram stream";
@@ -74,7 +85,15 @@ static int nests_by_address(int rank)
 /* Where the order a rank belongs to is written down. */
 static const char *order_home(int rank)
 {
-	return rank < ZS_LOCK_ZS_DEFERRED_INIT ? "src/zram/zram.c" : "src/zsmalloc/zsmalloc.c";
+	if (rank < ZS_LOCK_ZRAM_STRIPE)
+		return "src/region/region.c";
+	if (rank < ZS_LOCK_ZSWAP_STREAM)
+		return "src/zram/zram.c";
+	if (rank < ZS_LOCK_ZS_DEFERRED_INIT)
+		return "src/zswap/zswap.c";
+	if (rank == ZS_LOCK_ZBLOCK_CLASS)
+		return "src/zblock/zblock.c";
+	return "src/zsmalloc/zsmalloc.c";
 }
 
 __attribute__((noreturn, cold)) static void order_fail(const char *what, const void *lock, int rank,

@@ -43,8 +43,11 @@ __attribute__((noreturn, cold)) void zs_assert_fail(const char *cond, const char
  * it holds, so two threads can never wait on each other in a cycle.  The
  * ranks are the orders the files state in words: src/zsmalloc/zsmalloc.c
  * ("Lock order") for zsmalloc and the page provider, src/pages/purge.c for
- * the provider's own three, and the top of src/zram/zram.c for the zram
- * store's (100-199: taken before any of zsmalloc's).
+ * the provider's own three, the top of src/zram/zram.c for the zram store's
+ * (100-149: taken before any of zsmalloc's), src/zswap/zswap.c for zswap's
+ * (150-199, zram's sibling: the two never nest), src/region/region.c for the
+ * region's (below 100: it calls its zram store holding them) and
+ * src/zblock/zblock.c for zblock's class lock (zsmalloc's sibling).
  *
  * zs_lock_take(l, rank) goes just before a blocking acquire: a lock of an
  * equal or lower rank already held by this thread stops the program with
@@ -60,12 +63,25 @@ __attribute__((noreturn, cold)) void zs_assert_fail(const char *cond, const char
  */
 enum zs_lock_rank {
 	ZS_LOCK_UNTRACKED = 0,
+	/* the region (src/region/region.c, "Lock order"); page ownership is a per-page
+	 * state claim, not a lock, and is not tracked */
+	ZS_LOCK_REGION_HAND = 20,          /* r->hlock: the CLOCK hand, held across a reclaim pass */
+	ZS_LOCK_REGION_ULOCK = 50,         /* r->ulock: uffd reads, event apply, installs */
+	ZS_LOCK_REGION_BUFS = 60,          /* r->block: staging buffers, a leaf */
+	ZS_LOCK_REGION_KICK = 70,          /* r->rlock: the reclaimer's kick and sleep, a leaf */
+	ZS_LOCK_REGION_LIVE = 80,          /* the live-region list, a leaf */
 	/* the zram store (src/zram/zram.c, "Lock order") */
 	ZS_LOCK_ZRAM_STRIPE = 100,         /* a group stripe mutex */
 	ZS_LOCK_ZRAM_WB_RUN = 110,         /* wb->run: one writeback walk at a time */
 	ZS_LOCK_ZRAM_STREAM = 120,         /* a compression stream's busy flag */
 	ZS_LOCK_ZRAM_SLOT = 130,           /* a slot's lock bit */
 	ZS_LOCK_ZRAM_WB_LOCK = 140,        /* wb->lock (block bitmap, limit), a leaf */
+	/* zswap (src/zswap/zswap.c, "Lock order") */
+	ZS_LOCK_ZSWAP_STREAM = 150,        /* a stream's busy flag: at most one per thread */
+	ZS_LOCK_ZSWAP_SHARD = 160,         /* an offset-table shard mutex: one at a time */
+	ZS_LOCK_ZSWAP_WORKER_START = 170,  /* z->worker_lock: starting the shrink worker */
+	ZS_LOCK_ZSWAP_FORK_GATE = 175,     /* the shrink workers' fork gate and list */
+	ZS_LOCK_ZSWAP_WORKER = 180,        /* a worker's mutex (queue, flush, stop), a leaf */
 	/* zsmalloc (src/zsmalloc/zsmalloc.c, "Lock order") */
 	ZS_LOCK_ZS_DEFERRED_INIT = 200,    /* pool->deferred_init_lock */
 	ZS_LOCK_ZS_DEFERRED_WAKE = 201,    /* deferred queue's wake_lock */
@@ -78,6 +94,8 @@ enum zs_lock_rank {
 	ZS_LOCK_ZS_HANDLE_SHARD = 240,     /* handle shard locks: several in address order */
 	ZS_LOCK_ZS_HANDLE_FREE = 241,      /* pool->handle_free_lock */
 	ZS_LOCK_ZS_HANDLE_CHUNKS = 242,    /* pool->handle_chunks_lock */
+	/* zblock (src/zblock/zblock.c, "Locking"): never nested with zsmalloc's */
+	ZS_LOCK_ZBLOCK_CLASS = 250,        /* a zblock class lock: one at a time */
 	/* page provider (src/pages/purge.c, "Lock order") */
 	ZS_LOCK_PAGES_REGISTRY = 300,      /* the process-wide provider registry (purge thread) */
 	ZS_LOCK_PAGES_PCP = 310,           /* a provider's per-CPU cache lock */

@@ -264,32 +264,6 @@ size_t zs_comp_bound(const struct zs_comp *c, size_t src_len)
 
 /* ---- Compress / decompress ---- */
 
-/*
- * zs_compress's -ENOSPC means "does not fit in dst_cap" (zs/compress.h), but
- * two libraries cannot honour a dst below their worst case: lzo1x_1_15 has
- * no output bound check at all, and zstd fails with dstSize_tooSmall on most
- * pages given exactly their compressed size (it wants room for a block's
- * worst case).  Such a dst is swapped for the context's scratch
- * (zs_comp_bound(max_src) bytes), and what fits is copied back, so the
- * result never depends on dst_cap beyond fitting.  Callers that size dst by
- * zs_comp_bound (zram, zswap, the tools) never take the copy.
- */
-unsigned char *codec_worst_case_room(struct zs_comp *c, size_t src_len, void *dst,
-				     size_t dst_cap)
-{
-	return dst_cap < c->ops->bound(src_len) ? c->sg_buf : dst;
-}
-
-int codec_copy_if_fits(const unsigned char *out, size_t len, void *dst, size_t dst_cap)
-{
-	if (out != dst) {
-		if (len > dst_cap)
-			return -ENOSPC;
-		memcpy(dst, out, len);
-	}
-	return (int)len;
-}
-
 int zs_compress(struct zs_comp *c, const void *src, size_t src_len, void *dst, size_t dst_cap)
 {
 	if (src_len == 0 || src_len > c->max_src)

@@ -10,7 +10,9 @@
 #ifndef ZS_COMPRESS_INTERNAL_H
 #define ZS_COMPRESS_INTERNAL_H
 
+#include <errno.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "compress/filter.h"
 #include "zs/compress.h"
@@ -68,12 +70,33 @@ int codec_lz4_decompress(struct zs_comp *c, const void *src, size_t src_len, voi
 			 size_t dst_len);
 
 /*
- * For backends whose library cannot honour a dst below its worst case:
- * the context's scratch when dst_cap is short, else dst; and the copy back
- * of what fits (-ENOSPC when it does not).  See compress.c.
+ * zs_compress's -ENOSPC means "does not fit in dst_cap" (zs/compress.h), but
+ * two libraries cannot honour a dst below their worst case: lzo1x_1_15 has
+ * no output bound check at all, and zstd fails with dstSize_tooSmall on most
+ * pages given exactly their compressed size (it wants room for a block's
+ * worst case).  Such a dst is swapped for the context's scratch
+ * (zs_comp_bound(max_src) bytes), and what fits is copied back, so the
+ * result never depends on dst_cap beyond fitting.  Callers that size dst by
+ * zs_comp_bound (zram, zswap, the tools) never take the copy.  Inline here,
+ * beside the contract, so the backends need nothing of compress.c (which
+ * needs their tables): no file cycle.
  */
-unsigned char *codec_worst_case_room(struct zs_comp *c, size_t src_len, void *dst,
-				     size_t dst_cap);
-int codec_copy_if_fits(const unsigned char *out, size_t len, void *dst, size_t dst_cap);
+static inline unsigned char *codec_worst_case_room(struct zs_comp *c, size_t src_len, void *dst,
+						  size_t dst_cap)
+{
+	return dst_cap < c->ops->bound(src_len) ? c->sg_buf : dst;
+}
+
+/* The copy back of what fits from codec_worst_case_room's choice (-ENOSPC when it does not). */
+static inline int codec_copy_if_fits(const unsigned char *out, size_t len, void *dst,
+				     size_t dst_cap)
+{
+	if (out != dst) {
+		if (len > dst_cap)
+			return -ENOSPC;
+		memcpy(dst, out, len);
+	}
+	return (int)len;
+}
 
 #endif

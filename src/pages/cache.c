@@ -18,7 +18,7 @@
  * every CPU running the process (as bench_threads measured); the decay keeps
  * that cost off a busy pool and still returns what an idle one stops using.
  * Calls run the decay on the way; when none come, purge.c's thread runs it
- * (pages_idle_pass, at the end of this file), and the shared caches of the
+ * (idle_pass, at the end of this file), and the shared caches of the
  * default-sized providers count in one process-wide budget (purge_locked).
  *
  * Per-CPU caches.  Single-page allocations and frees go through a small
@@ -164,9 +164,11 @@ static bool take_kick(struct zs_pages *p)
 	return k;
 }
 
+static uint64_t idle_pass(struct zs_pages *p, uint64_t now);
+
 static void kick(struct zs_pages *p)
 {
-	purge_kick(now_ns() + p->decay_ns);
+	purge_kick(now_ns() + p->decay_ns, idle_pass);
 }
 
 /* Lock held: a count from before a fork is of threads the child does not have. */
@@ -1148,13 +1150,18 @@ void zs_pages_release_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 }
 
 /*
+ * The purge thread's pass over one provider (purge.c runs it, registry lock
+ * held): per-CPU caches idle for decay_ms are emptied straight to the OS,
+ * shared pages older than decay_ms go too.  Returns when the provider next
+ * needs a look, NO_TIME when it caches nothing.
+ *
  * A per-CPU cache has no time stamps (its hot path reads no clock), so the
  * thread watches its operation count: unchanged for decay_ms, it is idle
  * and its pages go.  While it holds pages the count is sampled at least
  * every decay_ms / 2, so they go between 1 and 1.5 decays after its last
  * use.  Shared pages go by their own stamps, as in any call's decay.
  */
-uint64_t pages_idle_pass(struct zs_pages *p, uint64_t now)
+static uint64_t idle_pass(struct zs_pages *p, uint64_t now)
 {
 	uint64_t next = NO_TIME;
 

@@ -264,14 +264,6 @@ long pages_chunk_map(struct zs_pages *p);
 char *pages_chunk_unmap(struct zs_pages *p, size_t slot);
 
 /*
- * The purge thread's pass over one provider (cache.c), registry lock held:
- * per-CPU caches idle for decay_ms are emptied straight to the OS, shared
- * pages older than decay_ms go too.  Returns when the provider next needs a
- * look, NO_TIME when it caches nothing.
- */
-uint64_t pages_idle_pass(struct zs_pages *p, uint64_t now);
-
-/*
  * Process-wide purge (purge.c).  purge_defaults: the defaults a config's 0
  * fields take (ZS_PAGES_DECAY_MS, ZS_PAGES_CACHE_MB read once).  register:
  * a provider that caches and decays joins the thread's list (create);
@@ -281,7 +273,9 @@ uint64_t pages_idle_pass(struct zs_pages *p, uint64_t now);
  * *started when this move took the total to PURGE_START_BYTES, or added to
  * a total already there with no thread running.  kick:
  * cached pages reached that, due at `due`: start the thread or wake it
- * earlier (no provider lock held).
+ * earlier (no provider lock held); `pass` is what the thread runs over each
+ * provider, registry lock held (cache.c's idle pass: passed in, not named
+ * here, so that purge.c and cache.c do not depend on each other).
  */
 void purge_defaults(unsigned *decay_ms, size_t *budget_bytes);
 /* The built-in budget for a machine of `cpus` online CPUs (zs/pages.h; <= 0: unknown). */
@@ -291,7 +285,7 @@ void purge_unregister(struct zs_pages *p);
 size_t purge_budget_add(long delta_bytes, bool *started);
 /* Would the budgeted caches stay within the budget with `bytes` more? (a relaxed read) */
 bool purge_budget_room(size_t bytes);
-void purge_kick(uint64_t due);
+void purge_kick(uint64_t due, uint64_t (*pass)(struct zs_pages *p, uint64_t now));
 /* Bumped in every fork child (atfork): what a thread had in flight before is not coming. */
 unsigned purge_fork_gen(void);
 

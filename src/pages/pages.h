@@ -211,4 +211,16 @@ void zs_pages_set_limit(struct zs_pages *p, size_t max_pages);
 void zs_pages_fail_after(struct zs_pages *p, uint64_t after, uint64_t count);
 void zs_pages_fail_reset(struct zs_pages *p);
 
+/*
+ * A zeroed table of `bytes` (rounded up to whole OS pages, the size in
+ * *mapped) for a layer above, mapped so that only the pages written are
+ * faulted in: per-copy tables an empty pool must not pay for (zsmalloc's
+ * class table and park stacks).  NULL when bytes is 0 or the mapping fails.
+ * Give it back with pages_table_unmap(t, *mapped) (NULL is a no-op).  Not
+ * pool pages: neither counted nor cached by any provider.  Only this layer
+ * and the region call mmap and its kin (tests/package/layering.sh), hence these.
+ */
+void *pages_table_map(size_t bytes, size_t *mapped);
+void pages_table_unmap(void *table, size_t mapped);
+
 #endif

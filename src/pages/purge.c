@@ -25,11 +25,12 @@
  * (cache.c, after its locks are dropped), which starts it (detached, every
  * signal blocked, named "zs-purge") or, when it sleeps past the new pages'
  * due time, wakes it.  Each pass looks at every registered provider
- * (pages_idle_pass) and sleeps until the earliest due time; a pass that
- * finds nothing cached anywhere ends the thread.  So a program that caches
+ * (cache.c's idle pass, which the kick hands over: this file names none of
+ * cache.c's code, as cache.c calls this one) and sleeps until the earliest
+ * due time; a pass that finds nothing cached anywhere ends the thread.  So a program that caches
  * less than 2 MiB (a pool that allocates and frees a few pages, which stay
  * in a per-CPU cache or move between two CPUs' caches) never starts it
- * (tests/test_zs_lazy_deferred counts threads); its pages go with its next
+ * (tests/internal/test_zs_lazy_deferred.c counts threads); its pages go with its next
  * call's decay or a trim.  A kick is never
  * lost while the thread decides to end: the kicker lowers `want` (an RMW)
  * then reads `state`; the thread stores `state` then takes `want`; all
@@ -67,6 +68,8 @@ static struct {
 	pthread_cond_t done;        /* the destructor waits on it for the thread to end */
 	pthread_condattr_t cattr;
 	struct zs_pages *head;      /* providers that cache and decay */
+	/* the pass over one provider: cache.c's, handed over by the kick that starts the thread */
+	uint64_t (*pass)(struct zs_pages *p, uint64_t now);
 	_Atomic int state;          /* written under the lock */
 	_Atomic uint64_t wake_at;   /* coarse-clock time the sleeping thread wakes; lock to write */
 	_Atomic uint64_t want;      /* earliest due time kicked since the thread last looked */
@@ -194,7 +197,7 @@ static void *purge_main(void *arg)
 	for (;;) {
 		uint64_t now = now_ns(), next = NO_TIME;
 		for (struct zs_pages *p = g.head; p && !g.shutdown; p = p->reg_next) {
-			uint64_t due = pages_idle_pass(p, now);
+			uint64_t due = g.pass(p, now);
 			if (due < next)
 				next = due;
 		}
@@ -244,7 +247,7 @@ static void start_thread(void)
 	atomic_store(&g.state, RUNNING);
 }
 
-void purge_kick(uint64_t due)
+void purge_kick(uint64_t due, uint64_t (*pass)(struct zs_pages *p, uint64_t now))
 {
 	/* Always an RMW, even when want is already lower: the handshake above needs one. */
 	uint64_t w = atomic_load(&g.want);
@@ -256,6 +259,7 @@ void purge_kick(uint64_t due)
 	if (g.shutdown) {
 		/* After the destructor nothing runs; leave the kick for nobody. */
 	} else if (atomic_load(&g.state) != RUNNING) {
+		g.pass = pass;
 		start_thread();
 	} else if (due < atomic_load(&g.wake_at)) {
 		pthread_cond_signal(&g.wake);

@@ -81,7 +81,7 @@ void region_self_zap(struct zs_region *r, size_t first, size_t n, int exact)
 	int slot = -1;
 
 	while (slot < 0) {
-		pthread_mutex_lock(&r->ulock);
+		zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 		for (int k = 0; k < NZAPS; k++) {
 			if (!r->zaps[k].len) {
 				r->zaps[k].start = start;
@@ -91,7 +91,7 @@ void region_self_zap(struct zs_region *r, size_t first, size_t n, int exact)
 				break;
 			}
 		}
-		pthread_mutex_unlock(&r->ulock);
+		zs_mutex_unlock_ranked(&r->ulock);
 		if (slot < 0)
 			sched_yield();
 	}
@@ -127,9 +127,9 @@ void region_self_zap(struct zs_region *r, size_t first, size_t n, int exact)
 		 * kernel cannot move (region.h).
 		 */
 		for (size_t j = 0; j < n; j++) {
-			pthread_mutex_lock(&r->ulock);
+			zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 			int lost = !!(st_load(r, first + j) & (F_GONE | F_MOVED));
-			pthread_mutex_unlock(&r->ulock);
+			zs_mutex_unlock_ranked(&r->ulock);
 			if (!lost)
 				madvise((void *)(start + j * r->page), r->page, MADV_DONTNEED);
 		}
@@ -140,13 +140,13 @@ void region_self_zap(struct zs_region *r, size_t first, size_t n, int exact)
 	 * counted twice was dropped by the application too: apply that now,
 	 * while we still own the page (it finishes as dropped).
 	 */
-	pthread_mutex_lock(&r->ulock);
+	zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 	struct self_zap *z = &r->zaps[slot];
 	z->len = 0;
 	for (size_t j = 0; j < n; j++)
 		if (z->cnt[j] >= 2)
 			region_event_page_remove(r, first + j);
-	pthread_mutex_unlock(&r->ulock);
+	zs_mutex_unlock_ranked(&r->ulock);
 }
 
 /* ulock held: count a remove event on the page at addr if one of our zaps covers it. */
@@ -380,4 +380,47 @@ void region_event_remap(struct zs_region *r, uintptr_t from, uintptr_t to, uintp
 	if (!atomic_exchange(&r->broken, 1))
 		fprintf(stderr, "zs_region: the application moved part of the region with mremap; "
 				"the moved part is no longer the region's (see region.h)\n");
+}
+
+/* ---- waiting for the application's events ---- */
+
+/*
+ * Here, not in region.c: every range call (region.c's release and advise,
+ * reclaim.c's pageout) first waits for the events already read and then
+ * refuses pages those events took away, which is this file's business; in
+ * region.c the check made region.c and reclaim.c depend on each other.
+ */
+void region_events_sync(struct zs_region *r)
+{
+	/*
+	 * The application's munmap/madvise returned once a handler read its
+	 * event; taking ulock waits until that handler has applied it too.
+	 * Signals blocked: a handler touching region memory on this thread
+	 * while it holds ulock would wait for a fault that needs ulock.
+	 */
+	struct zs_sigguard old;
+	zs_signals_block(&old);
+	zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+	zs_mutex_unlock_ranked(&r->ulock);
+	zs_signals_restore(&old);
+}
+
+int region_range_ok(struct zs_region *r, const void *addr, size_t len)
+{
+	const unsigned char *a = addr;
+	if (a < r->base || len > r->size || (size_t)(a - r->base) > r->size - len)
+		return -EINVAL;
+	if (((uintptr_t)a | len) & (r->page - 1))
+		return -EINVAL;
+	region_events_sync(r);
+	/* Pages the application unmapped or moved away are not ours to touch. */
+	if (atomic_load_explicit(&r->ngone, memory_order_acquire)) {
+		size_t first = pidx(r, a), n = len / r->page;
+		for (size_t i = first; i < first + n; i++) {
+			unsigned char s = st_load(r, i), m = s & ST_MASK;
+			if (m == ST_GONE || m == ST_MOVED || (s & (F_GONE | F_MOVED)))
+				return -EFAULT;
+		}
+	}
+	return 0;
 }

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "zs/region.h"
+#include "common/debug.h"
 #include "common/sigblock.h"
 
 /* Older uapi headers lack the newer feature bits; the values are ABI. */
@@ -313,19 +314,23 @@ static inline void kick_reclaim(struct zs_region *r)
 {
 	if (!r->have_reclaimer)
 		return;
-	pthread_mutex_lock(&r->rlock);
+	zs_mutex_lock_ranked(&r->rlock, ZS_LOCK_REGION_KICK);
 	if (!r->rkick) {
 		r->rkick = 1;
 		pthread_cond_signal(&r->rcond);
 	}
-	pthread_mutex_unlock(&r->rlock);
+	zs_mutex_unlock_ranked(&r->rlock);
 }
 
-/* region.c */
+/* events.c */
 /* Wait until every event a handler has read is applied (signals blocked meanwhile). */
 void region_events_sync(struct zs_region *r);
+/*
+ * A range call's check: inside the region, page aligned (-EINVAL), no page
+ * of it unmapped or moved away by the application (-EFAULT), after the
+ * events already read are applied.
+ */
 int region_range_ok(struct zs_region *r, const void *addr, size_t len);
-/* events.c */
 /*
  * Zap [first, first+n) of the library's own pages (owned): MADV_DONTNEED, its
  * event ignored, a page the application dropped meanwhile flagged dropped.

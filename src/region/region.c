@@ -64,9 +64,15 @@
  *
  * Lock order and why the fault path cannot deadlock.  Locks, outermost
  * first:
+ *   0. hlock, the CLOCK hand: one reclaim pass at a time, held across it
  *   1. page ownership (OUT/OUTF/OUTZ/IN/REL claims)
  *   2. ulock (region: uffd read + event apply, installs)
  *   3. the store: slot lock bit, then the pool/class locks inside zsmalloc
+ * and leaves that are held over no other lock: block (staging buffers),
+ * rlock (the reclaimer's kick and sleep), the live-region list.  A
+ * -DZS_DEBUG=ON build checks the locks among these (ZS_LOCK_REGION_* in
+ * common/debug.h, ranked below the zram store's); the ownership claims are
+ * per-page states, not tracked there.
  * No thread waits for a page owner while holding ulock or a store lock, and
  * every application thread that takes ulock (range checks, stats, the
  * library's own zaps) does so with signals blocked.
@@ -169,41 +175,6 @@ int zs_region_available(char *err, size_t err_len)
 		return 0;
 	}
 	return 1;
-}
-
-void region_events_sync(struct zs_region *r)
-{
-	/*
-	 * The application's munmap/madvise returned once a handler read its
-	 * event; taking ulock waits until that handler has applied it too.
-	 * Signals blocked: a handler touching region memory on this thread
-	 * while it holds ulock would wait for a fault that needs ulock.
-	 */
-	struct zs_sigguard old;
-	zs_signals_block(&old);
-	pthread_mutex_lock(&r->ulock);
-	pthread_mutex_unlock(&r->ulock);
-	zs_signals_restore(&old);
-}
-
-int region_range_ok(struct zs_region *r, const void *addr, size_t len)
-{
-	const unsigned char *a = addr;
-	if (a < r->base || len > r->size || (size_t)(a - r->base) > r->size - len)
-		return -EINVAL;
-	if (((uintptr_t)a | len) & (r->page - 1))
-		return -EINVAL;
-	region_events_sync(r);
-	/* Pages the application unmapped or moved away are not ours to touch. */
-	if (atomic_load_explicit(&r->ngone, memory_order_acquire)) {
-		size_t first = pidx(r, a), n = len / r->page;
-		for (size_t i = first; i < first + n; i++) {
-			unsigned char s = st_load(r, i), m = s & ST_MASK;
-			if (m == ST_GONE || m == ST_MOVED || (s & (F_GONE | F_MOVED)))
-				return -EFAULT;
-		}
-	}
-	return 0;
 }
 
 /* ---- release ---- */
@@ -313,10 +284,10 @@ static void teardown(struct zs_region *r)
 	atomic_store(&r->stop, 1);
 	/* The reclaimer first: its pageout zaps need handlers to read their events. */
 	if (r->have_reclaimer) {
-		pthread_mutex_lock(&r->rlock);
+		zs_mutex_lock_ranked(&r->rlock, ZS_LOCK_REGION_KICK);
 		r->rkick = 1;
 		pthread_cond_signal(&r->rcond);
-		pthread_mutex_unlock(&r->rlock);
+		zs_mutex_unlock_ranked(&r->rlock);
 		pthread_join(r->rtid, NULL);
 	}
 	atomic_store(&r->hstop, 1);
@@ -719,17 +690,17 @@ static struct zs_region *live_head;
 
 static void live_add(struct zs_region *r)
 {
-	pthread_mutex_lock(&live_lock);
+	zs_mutex_lock_ranked(&live_lock, ZS_LOCK_REGION_LIVE);
 	r->live_next = live_head;
 	live_head = r;
-	pthread_mutex_unlock(&live_lock);
+	zs_mutex_unlock_ranked(&live_lock);
 }
 
 /* Unlink r; 0 when it was not a live region (never created, or destroyed already). */
 static int live_remove(struct zs_region *r)
 {
 	int found = 0;
-	pthread_mutex_lock(&live_lock);
+	zs_mutex_lock_ranked(&live_lock, ZS_LOCK_REGION_LIVE);
 	for (struct zs_region **pp = &live_head; *pp; pp = &(*pp)->live_next) {
 		if (*pp == r) {
 			*pp = r->live_next;
@@ -737,7 +708,7 @@ static int live_remove(struct zs_region *r)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&live_lock);
+	zs_mutex_unlock_ranked(&live_lock);
 	return found;
 }
 

@@ -29,7 +29,9 @@
  * The kernel claims bitmap bits with atomic ops outside the lock; inside the
  * lock a plain word scan is simpler and costs the same here (one lock round
  * trip either way).  Reads and writes take no lock: a live object's block and
- * class cannot change.
+ * class cannot change.  One class lock at a time, taken before the page
+ * provider's locks and after any of the callers' (zram's, zswap's); a
+ * -DZS_DEBUG=ON build checks it (ZS_LOCK_ZBLOCK_CLASS, common/debug.h).
  */
 #include <errno.h>
 #include <math.h>
@@ -417,9 +419,9 @@ static struct zb_block *checked_live(struct zblock_pool *pool, unsigned long h)
 	if (!b)
 		return NULL;
 	struct zb_class *c = &pool->cls[b->type];
-	pthread_mutex_lock(&c->lock);
+	zs_mutex_lock_ranked(&c->lock, ZS_LOCK_ZBLOCK_CLASS);
 	int used = test_slot(b, handle_slot(h));
-	pthread_mutex_unlock(&c->lock);
+	zs_mutex_unlock_ranked(&c->lock);
 	return used ? b : NULL;
 }
 
@@ -507,7 +509,7 @@ unsigned long zblock_malloc(struct zblock_pool *pool, size_t size)
 		return (unsigned long)(long)type;
 	struct zb_class *c = &pool->cls[type];
 
-	pthread_mutex_lock(&c->lock);
+	zs_mutex_lock_ranked(&c->lock, ZS_LOCK_ZBLOCK_CLASS);
 	struct zb_block *b = c->head;
 	if (b) {
 		zs_assert_internal(block_sane(pool, b));
@@ -516,22 +518,22 @@ unsigned long zblock_malloc(struct zblock_pool *pool, size_t size)
 		unsigned slot = claim_slot(b, pool->words);
 		zs_assert_internal(block_sane(pool, b));
 		atomic_fetch_add_explicit(&c->objects, 1, memory_order_relaxed);
-		pthread_mutex_unlock(&c->lock);
+		zs_mutex_unlock_ranked(&c->lock);
 		return encode(b, slot);
 	}
-	pthread_mutex_unlock(&c->lock);
+	zs_mutex_unlock_ranked(&c->lock);
 
 	/* No room: allocate outside the lock; racing allocators may each add a block. */
 	b = new_block(pool, type);
 	if (!b)
 		return (unsigned long)-ENOMEM;
-	pthread_mutex_lock(&c->lock);
+	zs_mutex_lock_ranked(&c->lock, ZS_LOCK_ZBLOCK_CLASS);
 	if (b->free_slots)
 		list_add_head(c, b); /* the newest block fills first */
 	zs_assert_internal(block_sane(pool, b));
 	atomic_fetch_add_explicit(&c->blocks, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&c->objects, 1, memory_order_relaxed);
-	pthread_mutex_unlock(&c->lock);
+	zs_mutex_unlock_ranked(&c->lock);
 	return encode(b, 0);
 }
 
@@ -545,9 +547,9 @@ int zblock_free(struct zblock_pool *pool, unsigned long h)
 	unsigned slot = handle_slot(h);
 	struct zb_class *c = &pool->cls[b->type];
 
-	pthread_mutex_lock(&c->lock);
+	zs_mutex_lock_ranked(&c->lock, ZS_LOCK_ZBLOCK_CLASS);
 	if (pool->checked && !test_slot(b, slot)) {
-		pthread_mutex_unlock(&c->lock);
+		zs_mutex_unlock_ranked(&c->lock);
 		return -EINVAL;
 	}
 	/* Unchecked mode trusts the caller; a double free is still a bug to stop here. */
@@ -559,14 +561,14 @@ int zblock_free(struct zblock_pool *pool, unsigned long h)
 		if (c->d.n > 1)
 			list_del(c, b);
 		atomic_fetch_sub_explicit(&c->blocks, 1, memory_order_relaxed);
-		pthread_mutex_unlock(&c->lock);
+		zs_mutex_unlock_ranked(&c->lock);
 		free_block(pool, b);
 		return 0;
 	}
 	if (b->free_slots == 1)
 		list_add_tail(c, b); /* refilled blocks wait behind partly used ones */
 	zs_assert_internal(block_sane(pool, b));
-	pthread_mutex_unlock(&c->lock);
+	zs_mutex_unlock_ranked(&c->lock);
 	return 0;
 }
 
@@ -661,10 +663,10 @@ int zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_
 	st->slot_size = c->d.slot_size;
 	st->slots_per_block = c->d.n;
 	st->pages_per_block = c->d.pages;
-	pthread_mutex_lock(&c->lock);
+	zs_mutex_lock_ranked(&c->lock, ZS_LOCK_ZBLOCK_CLASS);
 	st->blocks = atomic_load_explicit(&c->blocks, memory_order_relaxed);
 	st->objects = atomic_load_explicit(&c->objects, memory_order_relaxed);
-	pthread_mutex_unlock(&c->lock);
+	zs_mutex_unlock_ranked(&c->lock);
 	st->pages = st->blocks * c->d.pages;
 	return 0;
 }

@@ -10,7 +10,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "zsmalloc/internal.h"
@@ -173,7 +172,7 @@ int zs_classes_build(struct zs_pool *pool)
 	 * pool held 64 KiB per copy (4 KiB pages: 255 classes of 256 bytes; the
 	 * application profile has one copy per CPU: 2 MiB at 32 CPUs).
 	 */
-	pool->classes = zs_table_map(sizeof(struct size_class) * (size_t)n * shards,
+	pool->classes = pages_table_map(sizeof(struct size_class) * (size_t)n * shards,
 				     &pool->classes_bytes);
 	if (!pool->classes)
 		return -ENOMEM;
@@ -232,23 +231,11 @@ int zs_classes_build(struct zs_pool *pool)
 	return 0;
 }
 
-void *zs_table_map(size_t bytes, size_t *mapped)
-{
-	size_t os_page = (size_t)sysconf(_SC_PAGESIZE);
-	bytes = (bytes + os_page - 1) & ~(os_page - 1);
-	void *t = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		       -1, 0);
-	if (t == MAP_FAILED)
-		return NULL;
-	*mapped = bytes;
-	return t;
-}
-
 void zs_classes_free(struct zs_pool *pool)
 {
 	free(pool->geom);
 	if (pool->classes) {
-		munmap(pool->classes, pool->classes_bytes);
+		pages_table_unmap(pool->classes, pool->classes_bytes);
 		pthread_mutex_destroy(&pool->class_init_lock);
 	}
 	free(pool->size_lut);

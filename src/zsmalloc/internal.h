@@ -513,13 +513,6 @@ int zs_classes_shape(const struct zs_pool_config *cfg, unsigned P, struct zs_cla
 int zs_classes_build(struct zs_pool *pool);
 void zs_classes_free(struct zs_pool *pool);
 /*
- * A zeroed table of `bytes` (rounded up to whole OS pages, the size in
- * *mapped), mapped so that only the pages written are faulted in: per-copy
- * tables an empty pool must not pay for (the class table, the park stacks).
- * NULL when the mapping fails; give it back with munmap(t, *mapped).
- */
-void *zs_table_map(size_t bytes, size_t *mapped);
-/*
  * Physical class (of copy 0) of an allocation of `size` bytes, header
  * included: the physical class its logical class aliases.  Past a page,
  * class nr_small - 2 + k holds objects of k pages (class.c, "Objects larger

@@ -37,7 +37,6 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 
 #include "zsmalloc/internal.h"
 
@@ -75,7 +74,7 @@ int zs_park_init(struct zs_pool *pool)
 	pool->park_bytes = 0;
 	if (pool->nr_shards == 1)
 		return 0;
-	pool->park = zs_table_map(sizeof(struct zs_park) * (size_t)pool->nr_classes * pool->nr_shards,
+	pool->park = pages_table_map(sizeof(struct zs_park) * (size_t)pool->nr_classes * pool->nr_shards,
 				  &pool->park_bytes);
 	return pool->park ? 0 : -ENOMEM;
 }
@@ -83,7 +82,7 @@ int zs_park_init(struct zs_pool *pool)
 void zs_park_destroy(struct zs_pool *pool)
 {
 	if (pool->park)
-		munmap(pool->park, pool->park_bytes);
+		pages_table_unmap(pool->park, pool->park_bytes);
 	pool->park = NULL;
 }
 

@@ -170,21 +170,18 @@ void zswap_lru_rotate(struct zs_zswap *z, struct zw_shard *sh, struct zw_node *n
 /* The coldest entry of the shard (group < 0) or of one group in it; NULL when none. */
 struct zw_node *zswap_lru_tail(struct zw_shard *sh, int group);
 
-/*
- * Drop what node n holds and free it (unlinked from the table): an entry's
- * object (deferred: zs_backend_free_deferred), its charge and counts; a zero
- * mark; a written-back page (its file range punched).
- */
-void zswap_drop_locked(struct zs_zswap *z, struct zw_shard *sh, struct zw_node *n, int deferred);
 /* Free an entry's object and uncount it (the node stays, kind unchanged). */
 void zswap_entry_release(struct zs_zswap *z, struct zw_shard *sh, struct zw_node *n, int deferred);
 
 /* ---- stream.c ---- */
 
 struct zw_stream *zswap_stream_get(struct zs_zswap *z);
+/* One identity for all of zswap's streams in the lock-order check (ZS_DEBUG). */
+extern const char zswap_stream_lockid;
 static inline void zswap_stream_put(struct zw_stream *s)
 {
 	comp_pool_put(&s->cs);
+	zs_lock_drop(&zswap_stream_lockid);
 }
 int zswap_streams_create(struct zs_zswap *z, const char *comp, int level);
 void zswap_streams_free(struct zs_zswap *z);
@@ -205,7 +202,6 @@ int zswap_group_shrink(struct zs_zswap *z, unsigned group);
 /* Queue a shrink worker pass (started at the first one); no-op without a backing file. */
 void zswap_worker_queue(struct zs_zswap *z);
 void zswap_worker_stop(struct zs_zswap *z);
-void zswap_worker_flush(struct zs_zswap *z);
 
 /* ---- stats.c ---- */
 

@@ -1,8 +1,9 @@
 /*
  * The pool limit (the kernel's zswap_check_limits and its hysteresis), the
  * statistics (debugfs, vmstat, meminfo names), groups' settings and
- * counters, and the small maintenance calls (flush, compact).  Its own file
- * because these read every shard and group and change no entry.
+ * counters, and compaction (zs_zswap_flush waits for the shrink worker, so
+ * it is writeback.c's).  Its own file because these read every shard and
+ * group and change no entry.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -146,15 +147,6 @@ int zs_zswap_group_stats(struct zs_zswap *z, unsigned group, struct zs_zswap_gro
 }
 
 /* ---- Maintenance ---- */
-
-void zs_zswap_flush(struct zs_zswap *z)
-{
-	if (!z)
-		return;
-	zswap_worker_flush(z);
-	if (z->deferred)
-		zs_backend_flush(z->b);
-}
 
 unsigned long zs_zswap_compact(struct zs_zswap *z)
 {

@@ -12,6 +12,7 @@
 #include "zswap/internal.h"
 
 static _Thread_local unsigned hint;
+const char zswap_stream_lockid;   /* every stream's identity for the lock-order check */
 
 /*
  * Streams come from the pool zram's store uses too (compress/streams.c:
@@ -22,6 +23,8 @@ static _Thread_local unsigned hint;
  */
 struct zw_stream *zswap_stream_get(struct zs_zswap *z)
 {
+	/* Checked before the wait: a second stream, or one taken under a shard lock, could wait forever. */
+	zs_lock_take(&zswap_stream_lockid, ZS_LOCK_ZSWAP_STREAM);
 	/* A zw_stream begins with its comp_stream (the union), so the pointers are one. */
 	return (struct zw_stream *)(void *)comp_pool_get(&z->pool, &hint);
 }

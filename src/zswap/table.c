@@ -204,21 +204,3 @@ void zswap_entry_release(struct zs_zswap *z, struct zw_shard *sh, struct zw_node
 	g_add(&g->charged, -(int64_t)n->len);
 	g_add(&g->pages, -1);
 }
-
-void zswap_drop_locked(struct zs_zswap *z, struct zw_shard *sh, struct zw_node *n, int deferred)
-{
-	switch (n->kind) {
-	case K_ENTRY:
-		zswap_entry_release(z, sh, n, deferred);
-		break;
-	case K_ZERO:
-		sc_add(sh, SC_ZERO, -1);
-		break;
-	case K_DISK:
-		sc_add(sh, SC_DISK, -1);
-		zswap_wb_punch(z, n->offset);
-		break;
-	}
-	zswap_unlink(sh, n);
-	free(n);
-}

@@ -63,7 +63,7 @@ struct zswap_worker {
 };
 
 /* Every worker steps inside this gate; its lock guards the list (fork_head). */
-static struct zs_fork_gate fork_gate = ZS_FORK_GATE_INIT(ZS_LOCK_UNTRACKED);
+static struct zs_fork_gate fork_gate = ZS_FORK_GATE_INIT(ZS_LOCK_ZSWAP_FORK_GATE);
 static struct zswap_worker *fork_head;
 
 /* ---- The backing file ---- */
@@ -198,11 +198,11 @@ static int step(struct zs_zswap *z)
 	if (!sh)
 		return STEP_EMPTY;
 	s = zswap_stream_get(z);
-	pthread_mutex_lock(&sh->lock);
+	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	n = zswap_lru_tail(sh, -1);
 	/* Emptied meanwhile by another thread: a step that did nothing. */
 	r = n ? step_locked(z, s, sh, n) : STEP_ROTATED;
-	pthread_mutex_unlock(&sh->lock);
+	zs_mutex_unlock_ranked(&sh->lock);
 	zswap_stream_put(s);
 	return r;
 }
@@ -295,18 +295,18 @@ int zswap_group_shrink(struct zs_zswap *z, unsigned group)
 	for (unsigned i = 0; i < ZW_NSHARDS; i++) {
 		struct zw_shard *sh = &z->shards[i];
 
-		pthread_mutex_lock(&sh->lock);
+		zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 		n = zswap_lru_tail(sh, (int)group);
 		if (n && n->seq < best) {
 			best = n->seq;
 			bs = sh;
 		}
-		pthread_mutex_unlock(&sh->lock);
+		zs_mutex_unlock_ranked(&sh->lock);
 	}
 	if (!bs)
 		return -ENOENT;
 	s = zswap_stream_get(z);
-	pthread_mutex_lock(&bs->lock);
+	zs_mutex_lock_ranked(&bs->lock, ZS_LOCK_ZSWAP_SHARD);
 	n = zswap_lru_tail(bs, (int)group);
 	if (!n) {
 		rc = -EAGAIN;
@@ -318,7 +318,7 @@ int zswap_group_shrink(struct zs_zswap *z, unsigned group)
 	} else {
 		rc = write_entry_locked(z, s, bs, n);
 	}
-	pthread_mutex_unlock(&bs->lock);
+	zs_mutex_unlock_ranked(&bs->lock);
 	zswap_stream_put(s);
 	return rc;
 }
@@ -351,7 +351,7 @@ static void *worker_main(void *arg)
 	struct zswap_worker *w = arg;
 
 	zs_signals_blocked_thread();
-	pthread_mutex_lock(&w->lock);
+	zs_mutex_lock_ranked(&w->lock, ZS_LOCK_ZSWAP_WORKER);
 	for (;;) {
 		while (!atomic_load_explicit(&w->queued, memory_order_relaxed) && !w->stop)
 			pthread_cond_wait(&w->wake, &w->lock);
@@ -359,15 +359,15 @@ static void *worker_main(void *arg)
 			break;
 		atomic_store_explicit(&w->queued, 0, memory_order_relaxed);
 		w->running = 1;
-		pthread_mutex_unlock(&w->lock);
+		zs_mutex_unlock_ranked(&w->lock);
 		worker_pass(w->z);
-		pthread_mutex_lock(&w->lock);
+		zs_mutex_lock_ranked(&w->lock, ZS_LOCK_ZSWAP_WORKER);
 		w->running = 0;
 		pthread_cond_broadcast(&w->idle);
 	}
 	w->running = 0;
 	pthread_cond_broadcast(&w->idle);
-	pthread_mutex_unlock(&w->lock);
+	zs_mutex_unlock_ranked(&w->lock);
 	return NULL;
 }
 
@@ -433,47 +433,57 @@ void zswap_worker_queue(struct zs_zswap *z)
 	w = atomic_load_explicit(&z->worker, memory_order_acquire);
 	if (!w) {
 		/* Started lazily, once: a zswap that never fills never runs a thread. */
-		pthread_mutex_lock(&z->worker_lock);
+		zs_mutex_lock_ranked(&z->worker_lock, ZS_LOCK_ZSWAP_WORKER_START);
 		w = atomic_load_explicit(&z->worker, memory_order_relaxed);
 		if (!w) {
 			w = worker_start(z);
 			atomic_store_explicit(&z->worker, w, memory_order_release);
 		}
-		pthread_mutex_unlock(&z->worker_lock);
+		zs_mutex_unlock_ranked(&z->worker_lock);
 		if (!w)
 			return;
 	}
 	if (zs_unlikely(atomic_load_explicit(&w->forked, memory_order_acquire))) {
 		/* A forked child: its first pass starts its own thread (the parent's did not come). */
-		pthread_mutex_lock(&z->worker_lock);
+		zs_mutex_lock_ranked(&z->worker_lock, ZS_LOCK_ZSWAP_WORKER_START);
 		if (atomic_load_explicit(&w->forked, memory_order_relaxed) && !worker_thread(w))
 			atomic_store_explicit(&w->forked, 0, memory_order_release);
-		pthread_mutex_unlock(&z->worker_lock);
+		zs_mutex_unlock_ranked(&z->worker_lock);
 		if (atomic_load_explicit(&w->forked, memory_order_acquire))
 			return;
 	}
 	/* Already queued: one pending pass covers it, as queue_work coalesces. */
 	if (atomic_load_explicit(&w->queued, memory_order_relaxed))
 		return;
-	pthread_mutex_lock(&w->lock);
+	zs_mutex_lock_ranked(&w->lock, ZS_LOCK_ZSWAP_WORKER);
 	if (!atomic_load_explicit(&w->queued, memory_order_relaxed)) {
 		atomic_store_explicit(&w->queued, 1, memory_order_relaxed);
 		pthread_cond_signal(&w->wake);
 	}
-	pthread_mutex_unlock(&w->lock);
+	zs_mutex_unlock_ranked(&w->lock);
 }
 
-void zswap_worker_flush(struct zs_zswap *z)
+static void zswap_worker_flush(struct zs_zswap *z)
 {
 	struct zswap_worker *w;
 
 	w = atomic_load_explicit(&z->worker, memory_order_acquire);
 	if (!w)
 		return;
-	pthread_mutex_lock(&w->lock);
+	zs_mutex_lock_ranked(&w->lock, ZS_LOCK_ZSWAP_WORKER);
 	while (atomic_load_explicit(&w->queued, memory_order_relaxed) || w->running)
 		pthread_cond_wait(&w->idle, &w->lock);
-	pthread_mutex_unlock(&w->lock);
+	zs_mutex_unlock_ranked(&w->lock);
+}
+
+/* Here, with the worker it waits for: the pool limit and stats (stats.c) stay below writeback. */
+void zs_zswap_flush(struct zs_zswap *z)
+{
+	if (!z)
+		return;
+	zswap_worker_flush(z);
+	if (z->deferred)
+		zs_backend_flush(z->b);
 }
 
 void zswap_worker_stop(struct zs_zswap *z)
@@ -483,10 +493,10 @@ void zswap_worker_stop(struct zs_zswap *z)
 	if (!w)
 		return;
 	if (!atomic_load_explicit(&w->forked, memory_order_relaxed)) {
-		pthread_mutex_lock(&w->lock);
+		zs_mutex_lock_ranked(&w->lock, ZS_LOCK_ZSWAP_WORKER);
 		w->stop = 1;
 		pthread_cond_signal(&w->wake);
-		pthread_mutex_unlock(&w->lock);
+		zs_mutex_unlock_ranked(&w->lock);
 		pthread_join(w->th, NULL);
 	}
 	zs_fork_gate_lock(&fork_gate);

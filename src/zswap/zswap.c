@@ -31,8 +31,12 @@
  *   1. a stream (stream.c: a busy flag; at most one per thread);
  *   2. one shard lock (never two at once: walks go shard by shard);
  *   3. leaves: the backend's locks, the backing file's I/O and its
- *      injection lock (writeback.c), the worker's mutex only to queue.
+ *      injection lock (writeback.c), and to queue a pass: the lock that
+ *      starts the worker, then the workers' fork gate, then the worker's
+ *      mutex.
  *   The shrink worker and zs_zswap_writeback take 1 then 2 per LRU step.
+ *   A -DZS_DEBUG=ON build checks it (ZS_LOCK_ZSWAP_* in common/debug.h,
+ *   between zram's ranks and zsmalloc's: zram and zswap never nest).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -260,6 +264,31 @@ static int args_ok(struct zs_zswap *z, uint64_t offset, unsigned group)
 }
 
 /*
+ * Drop what node n holds and free it (unlinked from the table): an entry's
+ * object (deferred: zs_backend_free_deferred), its charge and counts; a zero
+ * mark; a written-back page (its file range punched).  Here, not in the
+ * table (table.c), because a written-back page's file range is writeback's:
+ * the table stays below writeback, which walks its LRU.
+ */
+static void drop_locked(struct zs_zswap *z, struct zw_shard *sh, struct zw_node *n, int deferred)
+{
+	switch (n->kind) {
+	case K_ENTRY:
+		zswap_entry_release(z, sh, n, deferred);
+		break;
+	case K_ZERO:
+		sc_add(sh, SC_ZERO, -1);
+		break;
+	case K_DISK:
+		sc_add(sh, SC_DISK, -1);
+		zswap_wb_punch(z, n->offset);
+		break;
+	}
+	zswap_unlink(sh, n);
+	free(n);
+}
+
+/*
  * A rejected store: the page goes to the caller's swap device, so whatever
  * the offset held is stale (zswap_store's check_old).  A rejection while the
  * pool is full wakes the shrink worker.
@@ -269,11 +298,11 @@ static int reject(struct zs_zswap *z, uint64_t offset, int rc)
 	struct zw_shard *sh = zw_shard_of(z, offset);
 	struct zw_node *n;
 
-	pthread_mutex_lock(&sh->lock);
+	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	n = zswap_lookup(sh, offset);
 	if (n)
-		zswap_drop_locked(z, sh, n, 0);
-	pthread_mutex_unlock(&sh->lock);
+		drop_locked(z, sh, n, 0);
+	zs_mutex_unlock_ranked(&sh->lock);
 	if (atomic_load_explicit(&z->reached_full, memory_order_relaxed))
 		zswap_worker_queue(z);
 	return rc;
@@ -286,13 +315,13 @@ static int store_zero(struct zs_zswap *z, uint64_t offset)
 	struct zw_node *nn = malloc(sizeof(*nn)), *n;
 	int rc = ZS_ZSWAP_ZERO;
 
-	pthread_mutex_lock(&sh->lock);
+	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	n = zswap_lookup(sh, offset);
 	if (n && n->kind == K_ZERO) {
 		free(nn);
 	} else {
 		if (n)
-			zswap_drop_locked(z, sh, n, 0);
+			drop_locked(z, sh, n, 0);
 		if (nn) {
 			memset(nn, 0, sizeof(*nn));
 			nn->offset = offset;
@@ -305,7 +334,7 @@ static int store_zero(struct zs_zswap *z, uint64_t offset)
 	}
 	if (rc > 0)
 		sc_add(sh, SC_SWPOUT_ZERO, 1);
-	pthread_mutex_unlock(&sh->lock);
+	zs_mutex_unlock_ranked(&sh->lock);
 	return rc;
 }
 
@@ -361,10 +390,10 @@ static int commit(struct zs_zswap *z, struct zw_node *nn, uint64_t offset, unsig
 	nn->kind = K_ENTRY;
 	nn->flags = (uint8_t)(flags | NF_REFERENCED);
 
-	pthread_mutex_lock(&sh->lock);
+	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	old = zswap_lookup(sh, offset);
 	if (old)
-		zswap_drop_locked(z, sh, old, 0);
+		drop_locked(z, sh, old, 0);
 	zswap_insert(sh, nn);
 	zswap_lru_add(z, sh, nn);
 	sc_add(sh, SC_STORED, 1);
@@ -375,7 +404,7 @@ static int commit(struct zs_zswap *z, struct zw_node *nn, uint64_t offset, unsig
 	g_add(&g->charged, (int64_t)len);
 	g_add(&g->pages, 1);
 	g_add(&g->zswpout, 1);
-	pthread_mutex_unlock(&sh->lock);
+	zs_mutex_unlock_ranked(&sh->lock);
 	return 0;
 }
 
@@ -488,14 +517,14 @@ int zs_zswap_load(struct zs_zswap *z, uint64_t offset, void *page)
 		return -EINVAL;
 	sh = zw_shard_of(z, offset);
 	s = zswap_stream_get(z);
-	pthread_mutex_lock(&sh->lock);
+	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	n = zswap_lookup(sh, offset);
 	if (!n) {
 		rc = -ENOENT;
 	} else if (n->kind == K_ZERO) {
 		memset(page, 0, z->page_size);
 		sc_add(sh, SC_SWPIN_ZERO, 1);
-		zswap_drop_locked(z, sh, n, 0);
+		drop_locked(z, sh, n, 0);
 		rc = ZS_ZSWAP_ZERO;
 	} else if (n->kind == K_DISK) {
 		rc = zswap_wb_read(z, offset, page);
@@ -504,7 +533,7 @@ int zs_zswap_load(struct zs_zswap *z, uint64_t offset, void *page)
 			rc = -EIO;
 		} else {
 			sc_add(sh, SC_PSWPIN, 1);
-			zswap_drop_locked(z, sh, n, 0);
+			drop_locked(z, sh, n, 0);
 			rc = ZS_ZSWAP_DISK;
 		}
 	} else if (zswap_entry_read(z, s, n, page)) {
@@ -515,9 +544,9 @@ int zs_zswap_load(struct zs_zswap *z, uint64_t offset, void *page)
 		rc = (n->flags & NF_NODATA) ? ZS_ZSWAP_NODATA : 0;
 		sc_add(sh, SC_ZSWPIN, 1);
 		g_add(&z->groups[n->group].zswpin, 1);
-		zswap_drop_locked(z, sh, n, z->deferred);
+		drop_locked(z, sh, n, z->deferred);
 	}
-	pthread_mutex_unlock(&sh->lock);
+	zs_mutex_unlock_ranked(&sh->lock);
 	zswap_stream_put(s);
 	return rc;
 }
@@ -531,12 +560,12 @@ int zs_zswap_invalidate(struct zs_zswap *z, uint64_t offset)
 	if (zs_unlikely(!z || offset >= ZS_ZSWAP_MAX_OFFSET))
 		return -EINVAL;
 	sh = zw_shard_of(z, offset);
-	pthread_mutex_lock(&sh->lock);
+	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	n = zswap_lookup(sh, offset);
 	if (n)
-		zswap_drop_locked(z, sh, n, z->deferred);
+		drop_locked(z, sh, n, z->deferred);
 	else
 		rc = -ENOENT;
-	pthread_mutex_unlock(&sh->lock);
+	zs_mutex_unlock_ranked(&sh->lock);
 	return rc;
 }

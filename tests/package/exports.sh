@@ -7,6 +7,8 @@
 # injection, RSS probe, page loader, kernel-zram driver, malloc baselines'
 # registration) and none of the page provider's zs_pages_* is exported, and
 # libzs runs no code of its own at load time (.init_array/.ctors).
+# Names: a global zs_ symbol of the library's objects is ZS_API, a harness
+# hook, or an internal name on tests/package/exports_internal.txt (today's, no new ones).
 # Usage: tests/package/exports.sh BUILD_DIR (run from the source root).
 set -u
 B=${1:-build}
@@ -47,6 +49,31 @@ if grep -E '^(zs_pages_|zs_pageset_|zs_kzram_|zs_process_rss|zs_backend_register
 fi
 if grep -q ZS_API include/zs/harness.h; then
 	echo "FAIL: include/zs/harness.h declares ZS_API functions"; rc=1
+fi
+# The zs_ prefix is the API's: every global zs_ symbol an object of the
+# library defines is ZS_API, a harness hook, or one of the internal names
+# listed in tests/package/exports_internal.txt (today's; the list only shrinks).
+# Read from libzs.a, whose members are the objects libzs.so is linked from:
+# the hidden ones are invisible in libzs.so itself.
+if [ -e "$B/libzs.a" ]; then
+	awk '!/^#/ && NF { print $1 }' tests/package/exports_internal.txt | sort -u > "$tmp/internal"
+	# The debug-only names are missing from a plain build, not stale.
+	dbg=0
+	grep -qE '^ZS_DEBUG:[A-Z]*=(ON|1|TRUE|YES)' "$B/CMakeCache.txt" 2>/dev/null && dbg=1
+	awk -v dbg=$dbg '!/^#/ && NF && (dbg || $2 != "debug") { print $1 }' tests/package/exports_internal.txt |
+		sort -u > "$tmp/internal_here"
+	nm -g --defined-only "$B/libzs.a" | awk 'NF == 3 && $3 ~ /^zs_/ { print $3 }' | sort -u > "$tmp/zsdefs"
+	new=$(comm -23 "$tmp/zsdefs" "$tmp/declared" | comm -23 - "$tmp/harness" | comm -23 - "$tmp/internal")
+	if [ -n "$new" ]; then
+		echo "FAIL: internal functions or data named zs_ (the API's prefix) that are not ZS_API," \
+			"not in include/zs/harness.h and not in tests/package/exports_internal.txt:" $new
+		echo "  name them with their layer's prefix (pages_, zswap_, region_, ...), or declare them ZS_API"
+		rc=1
+	fi
+	gone=$(comm -13 "$tmp/zsdefs" "$tmp/internal_here")
+	[ -z "$gone" ] || echo "note: no longer defined, drop from tests/package/exports_internal.txt:" $gone
+else
+	echo "FAIL: $B/libzs.a not built (the zs_ internal-name check reads it)"; rc=1
 fi
 # No load-time code of libzs's own: no object of the library has a constructor
 # section (libzs.a holds the same objects as libzs.so).  libzs.so's
