@@ -980,12 +980,12 @@ void zs_pages_free(struct zs_pages *p, zs_pfn_t pfn)
 {
 	if (!p)
 		return;
-	uint64_t t0 = zs_release_begin(1);
+	uint64_t t0 = pages_release_begin(1);
 	if (p->npcp)
 		pcp_free(p, &pfn, 1, false);
 	else
 		free_pages(p, &pfn, 1, true);
-	zs_release_end(t0, 1);
+	pages_release_end(t0, 1);
 }
 
 void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n)
@@ -1009,7 +1009,7 @@ void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 {
 	if (!p || !pfns)
 		return;
-	uint64_t t0 = zs_release_begin(n);
+	uint64_t t0 = pages_release_begin(n);
 	/* Bounded stack use: larger batches go in pieces. */
 	for (unsigned i = 0; i < n; i += ZS_FREE_BULK_MAX) {
 		unsigned k = n - i < ZS_FREE_BULK_MAX ? n - i : ZS_FREE_BULK_MAX;
@@ -1018,7 +1018,7 @@ void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 		else
 			free_pages(p, pfns + i, k, false);
 	}
-	zs_release_end(t0, n);
+	pages_release_end(t0, n);
 }
 
 /* ---- maintenance ------------------------------------------------------ */

@@ -148,8 +148,8 @@ void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n);
  * per-page cost and the release clock (release_cost.c, zs/harness.h).
  * begin returns 0 when neither is on, and end then does nothing.
  */
-uint64_t zs_release_begin(unsigned pages);
-void zs_release_end(uint64_t t0, unsigned pages);
+uint64_t pages_release_begin(unsigned pages);
+void pages_release_end(uint64_t t0, unsigned pages);
 void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
 
 /*

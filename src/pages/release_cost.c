@@ -76,7 +76,7 @@ void zs_pages_release_timing(int on, struct zs_pages_release_time *out)
 	}
 }
 
-uint64_t zs_release_begin(unsigned pages)
+uint64_t pages_release_begin(unsigned pages)
 {
 	pthread_once(&g_once, env_init);
 	unsigned cost = atomic_load_explicit(&g_cost_ns, memory_order_relaxed);
@@ -93,7 +93,7 @@ uint64_t zs_release_begin(unsigned pages)
 	return timing ? t0 : 0;
 }
 
-void zs_release_end(uint64_t t0, unsigned pages)
+void pages_release_end(uint64_t t0, unsigned pages)
 {
 	if (__builtin_expect(!t0, 1))
 		return;

@@ -631,8 +631,15 @@ static struct deferred_queue *queue_get(struct zs_pool *pool)
 	return q;
 }
 
+static int deferred_push(struct zs_pool *pool, unsigned long handle);
+static void deferred_release_zspage(struct zs_pool *pool, struct zspage *zspage);
+
 void zs_deferred_init(struct zs_pool *pool)
 {
+	if (pool->cfg.free_mode == ZS_FREE_PERCPU_DEFERRED)
+		pool->defer_push = deferred_push;
+	if (pool->cfg.free_mode == ZS_FREE_PAGE_DEFERRED)
+		pool->defer_release = deferred_release_zspage;
 	atomic_init(&pool->deferred, NULL);
 	pthread_mutex_init(&pool->deferred_init_lock, NULL);
 }
@@ -739,7 +746,7 @@ int zs_free_deferred(struct zs_pool *pool, unsigned long handle)
 	return 0;
 }
 
-int zs_deferred_push(struct zs_pool *pool, unsigned long handle)
+static int deferred_push(struct zs_pool *pool, unsigned long handle)
 {
 	struct deferred_queue *q = queue_get(pool);
 	if (zs_unlikely(!q || !q->pcpu || worker_state(pool, q) != T_RUNNING))
@@ -759,7 +766,7 @@ int zs_deferred_push(struct zs_pool *pool, unsigned long handle)
 	return 0;
 }
 
-void zs_deferred_release_zspage(struct zs_pool *pool, struct zspage *zspage)
+static void deferred_release_zspage(struct zs_pool *pool, struct zspage *zspage)
 {
 	struct deferred_queue *q = queue_get(pool);
 	if (zs_unlikely(!q || worker_state(pool, q) != T_RUNNING)) {

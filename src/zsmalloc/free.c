@@ -113,7 +113,7 @@ static inline __attribute__((always_inline)) int free_class_index(struct zs_pool
 	if (empty && unlocked == 1)
 		zs_free_zspage_pages(pool, empty);
 	else if (empty && unlocked == 2)
-		zs_deferred_release_zspage(pool, empty); /* page-deferred: the worker releases it */
+		pool->defer_release(pool, empty); /* page-deferred: the worker releases it */
 	if (zs_unlikely(tail))
 		zs_free_tail(pool, tail);
 	return 0;
@@ -145,7 +145,7 @@ int zs_free(struct zs_pool *pool, unsigned long handle)
 	}
 	int err, mode = pool->cfg.free_mode;
 	if (zs_unlikely(mode == ZS_FREE_PERCPU_DEFERRED)) {
-		err = zs_deferred_push(pool, handle);
+		err = pool->defer_push(pool, handle);
 		if (err <= 0)
 			return err; /* queued (the handle is freed by the drain), or refused */
 	}

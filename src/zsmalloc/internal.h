@@ -216,6 +216,17 @@ struct zs_pool {
 	} __attribute__((aligned(64))) pages_allocated[ZS_RW_SHARDS];
 	atomic_ulong pages_compacted;
 	atomic_long nr_tails;            /* packed tails: objects the user does not count */
+	/*
+	 * The deferring free modes' entries into deferred.c, set by
+	 * zs_deferred_init for those modes only.  free.c reaches them through
+	 * here because deferred.c's drain calls free.c's frees: a direct call
+	 * both ways would tie the two files in a cycle (tests/package/layering.sh).
+	 * defer_push (percpu-deferred's zs_free): 0 queued, -EINVAL refused
+	 * (checked mode), 1 free it now.  defer_release (page-deferred): an
+	 * unlinked empty zspage's pages, for the worker to release.
+	 */
+	int (*defer_push)(struct zs_pool *pool, unsigned long handle);
+	void (*defer_release)(struct zs_pool *pool, struct zspage *zspage);
 	atomic_int compaction_in_progress;
 
 	struct handle_shard shards[ZS_HANDLE_SHARDS];
@@ -810,10 +821,6 @@ void zs_deferred_init(struct zs_pool *pool);
 void zs_deferred_destroy(struct zs_pool *pool);
 /* Frees queued and not yet done (the worker's batch in hand included)? */
 int zs_deferred_pending(struct zs_pool *pool);
-/* percpu-deferred's zs_free: 0 queued, -EINVAL refused (checked mode), 1 free it now. */
-int zs_deferred_push(struct zs_pool *pool, unsigned long handle);
-/* page-deferred: an unlinked empty zspage's pages, for the worker to release. */
-void zs_deferred_release_zspage(struct zs_pool *pool, struct zspage *zspage);
 
 /* ---- compact.c ---- */
 /* A class's pages: its chains, plus its fitted zspages (class lock held). */
