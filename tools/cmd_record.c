@@ -38,6 +38,7 @@
 #include "compare.h"
 #include "util.h"
 #include "opts.h"
+#include "kclasses.h"
 #include "record.h"
 #include "zs/zram.h"
 #include "zs/harness.h"
@@ -52,6 +53,10 @@ struct rec {
 	uint64_t rng;
 	long ops;
 	int progress;
+	/* the kernel's class table (kclasses.h), where debugfs shows it; "" off */
+	char kpath[128];
+	uint64_t kevery;
+	long ktables;
 };
 
 /* The device a signal handler removes; NULL outside setup..teardown. */
@@ -91,6 +96,35 @@ void record_kernel_chain(char *out, size_t len)
 	pclose(p);
 }
 
+/*
+ * The kernel's class table as `k` lines after the record just written
+ * (docs/trace-format.md).  A table that cannot be read or parsed stops the
+ * capture with a warning; the trace stays a valid one without it.
+ */
+static void record_classes(struct rec *r)
+{
+	static char text[1 << 17];
+	static struct kclass_row rows[1024];
+	FILE *f = fopen(r->kpath, "r");
+	size_t n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	text[n] = 0;
+	char err[128] = "";
+	int k = n ? kclasses_parse(text, rows, 1024, err, sizeof err) : -1;
+	if (k < 0) {
+		fprintf(stderr, "zs record: warning: %s: %s; class tables no longer recorded\n",
+			r->kpath, n ? err : "cannot read it");
+		r->kpath[0] = 0;
+		return;
+	}
+	for (int i = 0; i < k; i++)
+		fprintf(r->out, "k %u %llu %llu %llu\n", rows[i].cls,
+			(unsigned long long)rows[i].obj_allocated, (unsigned long long)rows[i].obj_used,
+			(unsigned long long)rows[i].pages_used);
+	r->ktables++;
+}
+
 static int record_state(struct rec *r)
 {
 	uint64_t v[9];
@@ -102,6 +136,8 @@ static int record_state(struct rec *r)
 		(unsigned long long)v[1], (unsigned long long)v[5], (unsigned long long)v[7]);
 	memcpy(r->prev, v, sizeof(v));
 	r->ops++;
+	if (r->kpath[0] && !(r->ops % (long)r->kevery))
+		record_classes(r);
 	if (r->progress && !(r->ops & 1023))
 		progress_line("  %ld operations", r->ops);
 	return 0;
@@ -179,6 +215,10 @@ static void usage(FILE *f)
 		"  fill: --discard F, --overwrite F, --refill F   shares of the pages, 0..1\n"
 		"        (defaults 0.5, 0.3, 0.25)\n"
 		"  mix:  --ops N (default 20000), --p-compact F (0.01), --p-discard F (0.5)\n"
+		"  --classes-every N  where the kernel shows its zsmalloc class table\n"
+		"                     (CONFIG_ZSMALLOC_STAT, debugfs), record it after every\n"
+		"                     N-th record as 'k' lines for zs replay to compare per class;\n"
+		"                     0 never, 1..1000000 (default 100)\n"
 		"  --progress         progress on stderr even when it is not a terminal\n\n"
 		"zswap (--zswap): a zswap-trace of the kernel's zswap.  Pages of the given files\n"
 		"are paged out one at a time (MADV_PAGEOUT), touched back (loads) and dropped\n"
@@ -234,7 +274,8 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 {
 	enum { O_COMP = 1, O_PAGES, O_WORKLOAD, O_SEED, O_DISCARD, O_OVERWRITE, O_REFILL, O_OPS,
 	       O_PCOMPACT, O_PDISCARD, O_PROGRESS, O_ZSWAP, O_MEMCG_FILL, O_MEMCG_LIMIT,
-	       O_PLOAD, O_PINVAL, O_SWAPFILE, O_ATTEMPTS, O_LOCKWAIT, O_LOCKFD, O_PID, O_NCODES };
+	       O_PLOAD, O_PINVAL, O_SWAPFILE, O_ATTEMPTS, O_LOCKWAIT, O_LOCKFD, O_PID, O_KEVERY,
+	       O_NCODES };
 	static const struct option lopts[] = {
 		{ "out", required_argument, NULL, 'o' },
 		{ "comp", required_argument, NULL, O_COMP },
@@ -258,6 +299,7 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 		{ "lock-wait", required_argument, NULL, O_LOCKWAIT },
 		{ "lock-fd", required_argument, NULL, O_LOCKFD },
 		{ "pid", required_argument, NULL, O_PID },
+		{ "classes-every", required_argument, NULL, O_KEVERY },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -267,13 +309,13 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 		[O_WORKLOAD] = 1, [O_DISCARD] = 1, [O_OVERWRITE] = 1, [O_REFILL] = 1,
 		[O_PCOMPACT] = 1, [O_PDISCARD] = 1, [O_ZSWAP] = 3, [O_MEMCG_FILL] = 2,
 		[O_MEMCG_LIMIT] = 2, [O_PLOAD] = 2, [O_PINVAL] = 2, [O_SWAPFILE] = 2,
-		[O_ATTEMPTS] = 2, [O_LOCKWAIT] = 2, [O_LOCKFD] = 2, [O_PID] = 1,
+		[O_ATTEMPTS] = 2, [O_LOCKWAIT] = 2, [O_LOCKFD] = 2, [O_PID] = 1, [O_KEVERY] = 1,
 	};
 	const char *given[O_NCODES] = { 0 };
 	*o = (struct rec_opts){ .comp = NULL, .npages = 4000, .seed = 1, .nops = 20000,
 				.discard = 0.5, .overwrite = 0.3, .refill = 0.25, .p_compact = 0.01,
 				.p_discard = 0.5, .p_load = 0.35, .p_inval = 0.25, .attempts = 5,
-				.lock_wait = UINT64_MAX, .lock_fd = -1,
+				.lock_wait = UINT64_MAX, .lock_fd = -1, .classes_every = 100,
 				.progress = opt_progress_default() };
 	int opt;
 	optind = 1;
@@ -300,6 +342,9 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 		case O_PLOAD: bad = parse_frac("--p-load", optarg, &o->p_load); break;
 		case O_PINVAL: bad = parse_frac("--p-invalidate", optarg, &o->p_inval); break;
 		case O_PROGRESS: o->progress = 1; break;
+		case O_KEVERY:
+			bad = opt_u64("record", "--classes-every", optarg, 0, 1000000, &o->classes_every);
+			break;
 		case O_ZSWAP: o->zswap = 1; break;
 		case O_MEMCG_FILL: o->memcg_fill = 1; break;
 		case O_MEMCG_LIMIT:
@@ -485,6 +530,20 @@ static int setup(const struct rec_opts *o, struct rec *r, struct zs_pageset *ps,
 		fprintf(r->out, "# data %s pages %zu workload fill seed %llu discard %g overwrite %g "
 				"refill %g (zs record)\n",
 			src, n, (unsigned long long)o->seed, o->discard, o->overwrite, o->refill);
+	/* The per-class table only where the kernel shows it: say which in the header. */
+	kclasses_path(r->k.dev, r->kpath, sizeof(r->kpath));
+	r->kevery = o->classes_every;
+	if (!o->classes_every) {
+		fprintf(r->out, "# classes off (--classes-every 0)\n");
+		r->kpath[0] = 0;
+	} else if (access(r->kpath, R_OK)) {
+		fprintf(r->out, "# classes none (no %s: CONFIG_ZSMALLOC_STAT off or debugfs not "
+				"mounted)\n", r->kpath);
+		r->kpath[0] = 0;
+	} else {
+		fprintf(r->out, "# classes debugfs every %llu records\n",
+			(unsigned long long)o->classes_every);
+	}
 	if ((err = zs_kzram_dev_mm_stat(&r->k, r->prev)))
 		fprintf(stderr, "zs record: zram%d: %s\n", r->k.dev, strerror(-err));
 	return err;

@@ -401,6 +401,9 @@ static void usage(FILE *f)
 		"                       the pool drains them: a model check (the kernel ran no\n"
 		"                       deferral), its counts compared with the kernel's only at\n"
 		"                       records with nothing queued; 1..16777216\n"
+		"  --classes-out FILE   write the trace to FILE with libzs's class table after every\n"
+		"                       100th record as 'k' lines (what a kernel with\n"
+		"                       CONFIG_ZSMALLOC_STAT records when it agrees with libzs)\n"
 		"  --plot FILE          with --sweep: write the points (mean pool pages against\n"
 		"                       mean spanning objects) and the Pareto front as an SVG\n"
 		"                       picture to FILE; --json gives the same rows as data\n"
@@ -438,7 +441,7 @@ static void usage(FILE *f)
 static int parse(int argc, char **argv, struct opts *o)
 {
 	enum { O_VERBOSE = 1, O_JSON, O_CHECKED, O_STORE, O_VERIFY, O_FAILFAST, O_STRICT, O_CONTEXT,
-	       O_MAXREP, O_SWEEP, O_PROGRESS, O_EVENTS, O_PLOT, O_HELD };
+	       O_MAXREP, O_SWEEP, O_PROGRESS, O_EVENTS, O_PLOT, O_HELD, O_CLASSES_OUT };
 	static const struct option lopts[] = {
 		OPT_POOL_LONGOPTS,
 		{ "verbose", no_argument, NULL, O_VERBOSE },
@@ -455,6 +458,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		{ "events", required_argument, NULL, O_EVENTS },
 		{ "plot", required_argument, NULL, O_PLOT },
 		{ "deferred-held", required_argument, NULL, O_HELD },
+		{ "classes-out", required_argument, NULL, O_CLASSES_OUT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -488,6 +492,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		case O_PROGRESS: o->progress = 1; break;
 		case O_EVENTS: o->events = optarg; break;
 		case O_PLOT: o->plot = optarg; break;
+		case O_CLASSES_OUT: o->classes_out = optarg; break;
 		case O_HELD:
 			if (opt_u64("replay", "--deferred-held", optarg, 1, 1u << 24, &v))
 				return 2;
@@ -551,6 +556,11 @@ static int parse(int argc, char **argv, struct opts *o)
 	if (o->held && o->po.cfg.free_mode == ZS_FREE_PERCPU_DEFERRED) {
 		fprintf(stderr, "zs replay: --deferred-held holds frees in the deferred queue; "
 				"--free-mode percpu-deferred frees from its own per-CPU buffers\n");
+		return 2;
+	}
+	if (o->classes_out && (o->sweep || o->store || o->zblock)) {
+		fprintf(stderr, "zs replay: --classes-out writes a plain zsmalloc replay's class "
+				"tables: not with --sweep, --store or --backend zblock\n");
 		return 2;
 	}
 	if (o->plot && !o->sweep) {
@@ -751,15 +761,20 @@ static int step(struct replay *R, struct trace *rd, const char *s, long lineno)
 	struct trace_rec rec;
 	if (trace_parse(rd, s, &rec))
 		return 2;
+	if (rec.op == 'k')
+		return kclass_line(R, &rec, lineno);
 	if (rec.op == '=') {
 		if (!R->have_pending) {
 			trace_fail(lineno, "%s", "'=' record without an operation before it");
 			return 2;
 		}
+		R->after_record = 1;
 		if (replay_record(R, rec.exp, lineno) && R->o.fail_fast)
 			return 1;
 		return 0;
 	}
+	R->after_record = 0;
+	kclass_end(R);
 	replay_op_begin(R, s, lineno);
 	events_op(R, lineno, s);
 	if (rec.op == 'w') {
@@ -836,12 +851,15 @@ static int run(struct replay *R, struct trace *rd)
 		st = step(R, rd, s, lineno);
 		if (st == 2)
 			return 2;
+		kclass_out(R, h, s, s[0] == '=');
 		if (st == 1)
 			break;
 		n = trace_next(rd, &s);
 	}
 	if (st != 1 && n < 0)
 		return 2;
+	if (R->pool)
+		kclass_end(R);
 	if ((!R->pool && !R->b) || R->records == 0) {
 		trace_fail(0, "%s: no operations with '=' records (not a zram-trace?)", R->o.path);
 		return 2;
@@ -858,6 +876,9 @@ void replay_free(struct replay *R)
 	zswap_free(R);
 	events_close(R);
 	held_free_all(R);
+	free(R->kseen);
+	if (R->cls_out)
+		fclose(R->cls_out);
 	if (R->z)
 		zs_zram_destroy(R->z);
 	else if (R->pool)
@@ -896,6 +917,12 @@ int replay_file(const struct opts *o, struct replay **out)
 	R->shown = calloc(o->max_report ? (size_t)o->max_report : 1, sizeof(*R->shown));
 	if (!R->ring || !R->shown) {
 		trace_fail(0, "%s", "out of memory");
+		replay_free(R);
+		trace_free(rd);
+		return 2;
+	}
+	if (o->classes_out && !(R->cls_out = fopen(o->classes_out, "w"))) {
+		fprintf(stderr, "zs replay: --classes-out %s: %s\n", o->classes_out, strerror(errno));
 		replay_free(R);
 		trace_free(rd);
 		return 2;
@@ -970,8 +997,14 @@ int cmd_replay(int argc, char **argv)
 		replay_print_json(R, &R->hdr);
 	else
 		replay_print_text(R);
-	rc = (R->mismatches && (R->o.kernel_policy || o.strict)) || R->verify_errors || R->held_bad
+	rc = ((R->mismatches || R->kclass_bad) && (R->o.kernel_policy || o.strict)) ||
+		     R->verify_errors || R->held_bad
 		     ? 1 : 0;
+	if (R->cls_out && fclose(R->cls_out)) {
+		fprintf(stderr, "zs replay: --classes-out %s: %s\n", o.classes_out, strerror(errno));
+		rc = 2;
+	}
+	R->cls_out = NULL;
 	replay_free(R);
 	return rc;
 }

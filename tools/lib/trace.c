@@ -385,6 +385,20 @@ int trace_parse(struct trace *t, const char *s, struct trace_rec *r)
 		}
 		return 0;
 	}
+	if (*s == 'k') {
+		/* k CLASS OBJ_ALLOCATED OBJ_USED PAGES_USED: one row of the kernel's class table */
+		uint64_t kv[4];
+		const char *rest;
+		if ((s[1] != ' ' && s[1] != '\t') || parse_fields(s + 1, kv, 4, &rest) != 4 || *rest ||
+		    kv[0] >= TRACE_MAX_CLASS) {
+			trace_fail(lineno, "bad class line '%s' (want: k CLASS OBJ_ALLOCATED OBJ_USED "
+					   "PAGES_USED)", s);
+			return -1;
+		}
+		r->slot = kv[0];
+		memcpy(r->exp, kv + 1, 3 * sizeof(kv[0]));
+		return 0;
+	}
 	uint64_t v[2];
 	const char *rest;
 	int k = parse_fields(s + 1, v, 2, &rest);

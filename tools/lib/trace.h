@@ -32,8 +32,13 @@ struct trace_header {
 	int fill_mode;            /* '# mode fill': one state record, at the end */
 };
 
+/* Class indexes a 'k' line may name (the kernel has at most 4096 / 16 + 1 at 4K pages; 64K
+ * pages have more). */
+#define TRACE_MAX_CLASS 4096
+
 struct trace_rec {
-	char op;         /* '=', 'w', 'd' or 'c' */
+	char op;         /* '=', 'w', 'd', 'c' or 'k' (slot: the class; exp[0..2]: objects
+	                    allocated, objects used, pages used) */
 	uint64_t slot, size;
 	char flag;       /* 'w': n, s or h */
 	uint64_t exp[TRACE_NF];

@@ -20,6 +20,7 @@ struct rec_opts {
 	char **paths;         /* the FILEs/DIRs pages come from */
 	int npaths;
 	int pid;              /* --pid: a process's anonymous memory instead (zram only); 0: none */
+	uint64_t classes_every; /* --classes-every: the kernel's class table each N records; 0 off */
 	/* --zswap */
 	int zswap;            /* record the kernel's zswap instead of zram */
 	int memcg_fill;       /* --memcg-fill: one fill under a memory-limited v1 memcg */

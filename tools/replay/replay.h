@@ -50,6 +50,7 @@ struct opts {
 	const char *events;   /* --events FILE: the pool's decisions (replay_events.c) */
 	const char *plot;     /* --plot FILE: the sweep's points and Pareto front as SVG */
 	long held;            /* --deferred-held N: frees kept queued, checked against a model */
+	const char *classes_out; /* --classes-out FILE: the trace with libzs's class tables */
 	struct pool_opts po;  /* --chain-policy, --delta, --free-mode, --deferred, --backend */
 	int kernel_policy;    /* 1: the pool is configured as the recording kernel's */
 	char why[160];        /* when not: what differs */
@@ -144,6 +145,11 @@ struct replay {
 	struct held *held;
 	size_t nheld;
 	long held_records, held_queued_records, held_bad, held_drains;
+	/* 'k' lines (replay_classes.c): the kernel's class tables against libzs's */
+	int after_record, ksnap_open, cls_out_hdr;
+	long ksnap_line, ksnaps, kclass_rows, kclass_bad, kclass_skipped;
+	uint8_t *kseen;
+	FILE *cls_out;           /* --classes-out */
 };
 
 /* replay_store.c: --store's page synthesis and read-back. */
@@ -167,6 +173,11 @@ int held_free(struct replay *R, struct slot *s, long line);
 void held_drain(struct replay *R);
 int held_record(struct replay *R, uint64_t pool_pages);
 void held_free_all(struct replay *R);
+
+/* replay_classes.c: the 'k' lines (the kernel's class tables). */
+int kclass_line(struct replay *R, const struct trace_rec *rec, long line);
+void kclass_end(struct replay *R);
+void kclass_out(struct replay *R, const struct trace_header *h, const char *s, int is_record);
 /* The pool configuration R ran with, as the sweep prints it. */
 unsigned replay_chain(const struct replay *R);
 unsigned replay_delta(const struct replay *R);

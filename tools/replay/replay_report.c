@@ -82,6 +82,15 @@ void replay_print_json(const struct replay *R, const struct trace_header *h)
 	json_kint(&js, "compactions", R->nc);
 	json_kint(&js, "same", R->nsame);
 	json_kint(&js, "huge", R->nhuge);
+	if (R->ksnaps || R->kclass_skipped) {
+		/* the kernel's class tables, where the trace has them (replay_classes.c) */
+		json_kobj(&js, "class_tables");
+		json_kint(&js, "snapshots", R->ksnaps);
+		json_kint(&js, "rows", R->kclass_rows);
+		json_kint(&js, "mismatches", R->kclass_bad);
+		json_kint(&js, "rows_not_compared", R->kclass_skipped);
+		json_obj_end(&js);
+	}
 	if (o->held) {
 		/* a model check: the kernel ran no deferral (replay_held.c) */
 		json_kobj(&js, "deferred_held");
@@ -155,6 +164,12 @@ void replay_print_text(struct replay *R)
 		printf("%s: records %ld, %ld differ from the kernel's (expected: not the kernel's "
 		       "policy: %s)\n",
 		       R->o.path, R->records, R->mismatches, R->o.why);
+	if (R->ksnaps)
+		printf("  class tables: %ld snapshots, %ld rows (objects allocated, used, pages per "
+		       "class) compared, %ld mismatches\n", R->ksnaps, R->kclass_rows, R->kclass_bad);
+	if (R->kclass_skipped)
+		printf("  class tables: %ld rows not compared (not a plain zsmalloc replay, or frees "
+		       "held)\n", R->kclass_skipped);
 	if (R->o.held)
 		printf("  deferred-held %ld: %ld records against the model pool, %ld of them with frees "
 		       "queued (those against the model only), %ld drains, %ld differ from the model\n",
