@@ -936,7 +936,7 @@ class Pool(_Closable):
             if _ext is not None:
                 n = _x_read_into(self._p, self._sizes._t, handle, buffer, length)
                 if n is not None:
-                    return n  # type: ignore[no-any-return]
+                    return n
             return self._read_into(handle, buffer, length)
 
     def _read_into(self, handle: Handle, buffer: Buffer, length: Optional[int]) -> int:
@@ -978,7 +978,7 @@ class Pool(_Closable):
                 # it does not take (None) goes the checked path below, which says why
                 b = _x_read(self._p, self._sizes._t, handle, length)
                 if b is not None:
-                    return b  # type: ignore[no-any-return]
+                    return b
             return self._read(handle, length)
 
     def _read(self, handle: Handle, length: Optional[int]) -> bytes:
@@ -1175,6 +1175,7 @@ class Compressor(_Closable):
         self._lock = threading.RLock()   # one context, one output buffer: one call at a time
         self._x: Any = None
         self._c: Any = None
+        self._dst: Any = None
         self.max_src = max_src
         if _ext is not None:
             x = _ext.Comp(name, max_src, level, dict)

@@ -136,6 +136,8 @@ class CompressedDict(_ext.Cache, MutableMapping[Key, bytes]):
         then recompress every entry with it; returns the dictionary's size.  O(entries);
         other threads' calls wait meanwhile.  ZsArgumentError for a codec other than zstd
         or too few / too uniform samples."""
+        if self.closed:
+            raise _arg_error("CompressedDict is closed")
         if self._cfg["codec"] != "zstd":
             raise _arg_error(f"retrain needs codec 'zstd', not {self._cfg['codec']!r}")
         if samples is None:
@@ -218,8 +220,8 @@ class CompressedDict(_ext.Cache, MutableMapping[Key, bytes]):
         return (_restore, (cfg, [(k, self[k]) for k in list(self._keys())]))
 
     def __copy__(self) -> "CompressedDict":
-        f, a = self.__reduce__()
-        return f(*a)  # type: ignore[no-any-return]
+        cfg, items = self.__reduce__()[1]
+        return _restore(cfg, items)
 
 
 dict_ = dict
