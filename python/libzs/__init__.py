@@ -190,7 +190,7 @@ class _borrow:
         self._view = view
         try:
             _get_buffer(data, view, _PyBUF_WRITABLE if self._writable else _PyBUF_SIMPLE)
-        except BufferError:
+        except (BufferError, ValueError):    # numpy says ValueError for a strided view
             self._view = None
             if self._writable:
                 raise

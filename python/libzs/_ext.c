@@ -95,10 +95,9 @@ static int get_ro(PyObject *o, Py_buffer *v, const char *what)
 	}
 	if (PyObject_GetBuffer(o, v, PyBUF_SIMPLE) == 0)
 		return 0;
-	if (!PyErr_ExceptionMatches(PyExc_BufferError) && !PyErr_ExceptionMatches(PyExc_TypeError))
-		return -1;
-	/* Not C-contiguous (a strided numpy slice): take it with its strides and copy it once
-	 * into a bytes object, which then lends its buffer. */
+	/* Not C-contiguous (a strided numpy slice: numpy says ValueError, memoryview
+	 * BufferError): take it with its strides and copy it once into a bytes object, which
+	 * then lends its buffer. */
 	PyObject *et, *ev, *tb;
 	PyErr_Fetch(&et, &ev, &tb);
 	Py_buffer full;
