@@ -73,7 +73,7 @@ class BuildExtWithLib(build_ext):
         super().build_extension(ext)
 
 
-# Limited API (abi3): measured as fast as the full API for these calls (docs/python.md).
+# Limited API (abi3): measured as fast as the full API for these calls (python/README.md).
 # Python 3.11 is the first whose limited API has the buffer protocol.
 LIMITED = sys.version_info >= (3, 11) and os.environ.get("LIBZS_FULL_API") != "1"
 ext = Extension(

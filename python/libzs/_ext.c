@@ -7,14 +7,14 @@
  * once (pools, zram stores, regions) stays in ctypes (__init__.py).
  *
  * Built against the stable ABI of Python 3.11 (Py_LIMITED_API, an abi3
- * module) when setup.py asks for it: docs/python.md has the measurement that
- * chose it.  Only the public libzs headers are used; the module links the
+ * module) when setup.py asks for it: python/README.md has the measurement
+ * that chose it.  Only the public libzs headers are used; the module links the
  * package's own libzs.so, which _lib.py has loaded before this module is
  * imported (its soname then matches the one already in the process).
  *
  * The GIL is released around compression (Compressor, a CompressedDict
  * insert) and around a Pool store of ZSX_NOGIL_MIN bytes or more; a Pool read
- * and a CompressedDict lookup keep it (see cache_lookup, docs/python.md).
+ * and a CompressedDict lookup keep it (see cache_lookup, python/README.md).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -852,8 +852,10 @@ static int to_bytes_cb(const void *data, size_t len, void *arg)
  * an exception.  One index lookup: the callback runs under the shard's read
  * lock with the GIL held, which cannot deadlock: a thread holding that shard's
  * lock for writing (an insert) never waits for the GIL.  The decompression
- * runs with the GIL held: releasing it meant sizing the value first (a second
- * index lookup), which cost more than a 1-3 KB decompression (docs/python.md).
+ * runs with the GIL held: releasing it would mean sizing the value first (a
+ * second index lookup) to decompress into the result; on the 2-core machine,
+ * loaded, the two measured within noise of each other single-threaded
+ * (python/README.md), and threads reading at once are the case this gives up.
  */
 static PyObject *cache_lookup(CacheObject *self, const char *key, Py_ssize_t kn, int *miss)
 {
