@@ -800,7 +800,7 @@ class Pool(_Closable):
     def class_shards(self) -> int:
         """Copies of each size class the pool has (1: the kernel's layout)."""
         with self._lock:
-            return _L.need("zs_pool_class_shards")(self._pool())
+            return int(_L.need("zs_pool_class_shards")(self._pool()))
 
     # -- lifetime --
     def close(self) -> None:
@@ -1056,12 +1056,12 @@ class Pool(_Closable):
         arrives during it is raised when it returns, the compaction done.  Compaction moves
         objects but changes no handle, so nothing is lost either way (150,000 live objects
         of 700 bytes among 150,000 freed: 0.22 s here)."""
-        return _L.need("zs_compact")(self._pool())
+        return int(_L.need("zs_compact")(self._pool()))
 
     @_pool_op
     def total_pages(self) -> int:
         """Pool pages in use (the kernel's pages_allocated)."""
-        return _L.need("zs_get_total_pages")(self._pool())
+        return int(_L.need("zs_get_total_pages")(self._pool()))
 
     @_pool_op
     def trim(self) -> None:
@@ -1071,7 +1071,7 @@ class Pool(_Closable):
 
     @_pool_op
     def huge_class_size(self) -> int:
-        return _L.need("zs_huge_class_size")(self._pool())
+        return int(_L.need("zs_huge_class_size")(self._pool()))
 
     @_pool_op
     def class_index(self, size: int) -> int:
@@ -1093,7 +1093,7 @@ class Pool(_Closable):
 
     @_pool_op
     def class_count(self) -> int:
-        return _L.need("zs_class_count")(self._pool())
+        return int(_L.need("zs_class_count")(self._pool()))
 
     @overload
     def class_info(self, index: int) -> ClassInfo: ...
@@ -1256,7 +1256,7 @@ def _filter_arg(v: Optional[str], keep: List[Any]) -> Optional[bytes]:
     if not isinstance(v, str):
         raise TypeError("filter must be a str such as 'shuffle:4' (or None)")
     keep.append(v.encode())
-    return keep[-1]
+    return bytes(keep[-1])
 
 
 def _dict_arg(name: str, v: Any, keep: List[Any]) -> Tuple[Any, int, Optional[bytes]]:
@@ -1465,7 +1465,7 @@ class ZramStore(_Closable):
     @_gated
     def compact(self) -> int:
         """Compact the store's pool; pages freed (one C call, as reset())."""
-        return _L.need("zs_zram_compact")(self._store())
+        return int(_L.need("zs_zram_compact")(self._store()))
 
     @_gated
     def mark_idle(self, age_seconds: int = 0) -> int:
