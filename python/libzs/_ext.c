@@ -20,6 +20,9 @@
 #include <Python.h>
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -72,6 +75,19 @@ static PyObject *raise_arg(int err, const char *fmt, ...)
 	raise_v(1, err, fmt, ap);
 	va_end(ap);
 	return NULL;
+}
+
+/*
+ * After a dictionary is trained: zstd's trainer and the samples took tens of MB
+ * of malloc'd memory, freed now but kept by glibc's heap (its first large free
+ * also raises the mmap threshold, so the next large blocks come from the heap
+ * too); give the free pages back at once, as the store does its own.
+ */
+static void release_heap(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
 }
 
 /* TypeError "<what>, not <type name>" (tp_name is out of the limited API's reach). */
@@ -828,6 +844,7 @@ static int cache_setitem(PyObject *o, PyObject *k, PyObject *v)
 			 * this call is counted in busy, which _exclusive is told */
 			PyObject *r = PyObject_CallMethod(o, "_train", "Oi", list, 1);
 			Py_DECREF(list);
+			release_heap();
 			if (!r)
 				rc = -1;
 			Py_XDECREF(r);
@@ -1252,6 +1269,7 @@ out:
 	PyMem_Free(all);
 	PyMem_Free(dict);
 	Py_DECREF(fast);
+	release_heap();
 	return r;
 }
 
