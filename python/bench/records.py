@@ -210,7 +210,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=100000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--only", default="", help="comma-separated variants")
+    ap.add_argument("--only", default="", help="variants, separated by semicolons")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -234,7 +234,7 @@ def main() -> None:
     tmp = tempfile.NamedTemporaryFile(suffix=".pkl", delete=False)
     pickle.dump((recs, dct), tmp)
     tmp.close()
-    names = a.only.split(",") if a.only else VARIANTS
+    names = a.only.split(";") if a.only else VARIANTS
     runs: dict = {n: [] for n in names}
     try:
         # round-robin: run i of every variant before run i+1 of any, so a change in the

@@ -114,9 +114,10 @@ try:
     _x_store, _x_read, _x_read_into, _x_free = (_ext.pool_store, _ext.pool_read,
                                                 _ext.pool_read_into, _ext.pool_free)
     EXT_ERROR: Optional[str] = None
-except ImportError as _e:   # pragma: no cover - the installed package always has it
+except ImportError:   # pragma: no cover - the installed package always has it
     _ext = None  # type: ignore[assignment]
-    EXT_ERROR = f"the compiled module libzs._ext is not available ({_e}): pip install ./python"
+    EXT_ERROR = ("the compiled module libzs._ext is not in this copy of the package (a source "
+                 "tree used without installing it): pip install ./python")
 
 
 def _check(rc: int, what: str) -> int:
