@@ -51,7 +51,7 @@ import os
 import sys
 import threading
 import time
-from typing import (Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union,
+from typing import (Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union,
                     overload)
 
 from . import _lib as _L
@@ -63,6 +63,7 @@ __all__ = [
     "ClassInfo", "ClassStats", "backend_kinds", "compressor_names", "page_same_filled",
     "CHAIN_POLICIES", "FREE_MODES", "PROFILES", "POOL_OPTIONS", "pool_profile",
     "CLASS_SHARDS_AUTO", "PAGES_NO_CACHE", "PAGES_DECAY_NEVER",
+    "CompressedDict", "train_dict",
 ]
 __version__ = "3.2.0"
 
@@ -103,6 +104,20 @@ def _int_arg(name: str, v: Any, lo: int, hi: int, err: int = _errno.EINVAL) -> i
 
 # Load the library now: a missing libzs.so is an import error, not a surprise at first use.
 _L.lib()
+
+# The compiled per-object calls (_ext.c), linked against the library just loaded (its soname
+# is then already in the process).  A source tree used without `pip install` has no such
+# module: the ctypes paths below still work, and CompressedDict says what is missing.
+try:
+    from . import _ext
+    _ext._init(ZsError, ZsArgumentError)
+    _x_store, _x_read, _x_read_into, _x_free = (_ext.pool_store, _ext.pool_read,
+                                                _ext.pool_read_into, _ext.pool_free)
+    EXT_ERROR: Optional[str] = None
+except ImportError:   # pragma: no cover - the installed package always has it
+    _ext = None  # type: ignore[assignment]
+    EXT_ERROR = ("the compiled module libzs._ext is not in this copy of the package (a source "
+                 "tree used without installing it): pip install ./python")
 
 
 def _check(rc: int, what: str) -> int:
@@ -176,7 +191,7 @@ class _borrow:
         self._view = view
         try:
             _get_buffer(data, view, _PyBUF_WRITABLE if self._writable else _PyBUF_SIMPLE)
-        except BufferError:
+        except (BufferError, ValueError):    # numpy says ValueError for a strided view
             self._view = None
             if self._writable:
                 raise
@@ -786,7 +801,7 @@ class Pool(_Closable):
     def class_shards(self) -> int:
         """Copies of each size class the pool has (1: the kernel's layout)."""
         with self._lock:
-            return _L.need("zs_pool_class_shards")(self._pool())
+            return int(_L.need("zs_pool_class_shards")(self._pool()))
 
     # -- lifetime --
     def close(self) -> None:
@@ -884,8 +899,10 @@ class Pool(_Closable):
         size = _size_of_entry(self._entry(handle))
         fn = "zs_free_deferred" if deferred else "zs_free"
         j = self._journal
-        j.extend(zip(_J_FREE_TAG, map(_c_zs_free_deferred if deferred else _c_zs_free,
-                                      (self._p,), (handle,)), (handle,), (size,)))
+        j.extend(zip(_J_FREE_TAG, map(_x_free, (self._p,), (handle,), (deferred,))
+                     if _ext is not None else
+                     map(_c_zs_free_deferred if deferred else _c_zs_free, (self._p,),
+                         (handle,)), (handle,), (size,)))
         rc = j[-1][1]
         self._sizes.settle(j)
         if rc < 0:
@@ -910,11 +927,20 @@ class Pool(_Closable):
             if _c_zs_obj_write(self._p, handle, p, n) < 0:
                 raise self._refused(handle, "zs_obj_write")
 
-    @_pool_op
     def read_into(self, handle: Handle, buffer: Buffer, length: Optional[int] = None) -> int:
         """Copy the first `length` bytes of the object (default: all of it) into the start
         of a writable contiguous buffer (bytearray, memoryview, numpy array, mmap) at least
         that long; returns the bytes copied.  No bytes object is made."""
+        with self._lock:
+            if self._journal:
+                self._sizes.settle(self._journal)
+            if _ext is not None:
+                n = _x_read_into(self._p, self._sizes._t, handle, buffer, length)
+                if n is not None:
+                    return n
+            return self._read_into(handle, buffer, length)
+
+    def _read_into(self, handle: Handle, buffer: Buffer, length: Optional[int]) -> int:
         size = _size_of_entry(self._entry(handle))
         if length is None:
             length = size
@@ -942,9 +968,21 @@ class Pool(_Closable):
                     _c_zs_obj_read_end(self._p, handle, length, begun[0])
         return length
 
-    @_pool_op
     def read(self, handle: Handle, length: Optional[int] = None) -> bytes:
-        """Return the first `length` bytes of the object (default: all of it)."""
+        """Return the first `length` bytes of the object (default: all of it, exactly the
+        bytes stored: the pool records each object's length)."""
+        with self._lock:
+            if self._journal:
+                self._sizes.settle(self._journal)
+            if _ext is not None:
+                # one C call checks the handle against the size table and reads; anything
+                # it does not take (None) goes the checked path below, which says why
+                b = _x_read(self._p, self._sizes._t, handle, length)
+                if b is not None:
+                    return b
+            return self._read(handle, length)
+
+    def _read(self, handle: Handle, length: Optional[int]) -> bytes:
         size = _size_of_entry(self._entry(handle))
         if length is None:
             length = size
@@ -968,11 +1006,27 @@ class Pool(_Closable):
             if begun and begun[0]:
                 _c_zs_obj_read_end(self._p, handle, length, begun[0])
 
-    @_pool_op
     def store(self, data: Buffer) -> Handle:
-        """malloc + write: keep a bytes-like object (read in place), return the handle.
+        """malloc + write: keep a bytes-like object (read in place; a non-contiguous one is
+        copied once), return the handle; read(handle) gives back exactly these bytes.
         One C call (zs_malloc_write); the size limits and errors are malloc's."""
-        pool = self._pool()
+        with self._lock:
+            if self._journal:
+                self._sizes.settle(self._journal)
+            pool = self._pool()
+            if _ext is None:
+                return self._store_ctypes(pool, data)
+            j = self._journal
+            # the record is made by the same C-level call as the allocation (_settle)
+            j.extend(map(_x_store, (pool,), (data,), (self._max_size,), _J_ADD_TAG))
+            _, h, n = j[-1]
+            self._sizes.settle(j)
+            if _is_err(h):
+                raise ZsError(h - (1 << (8 * ctypes.sizeof(ctypes.c_ulong))),
+                              f"zs_malloc_write({n})")
+            return int(h)
+
+    def _store_ctypes(self, pool: Any, data: Buffer) -> Handle:
         with _borrow(data) as (p, n):
             _int_arg("zs_malloc size", n, 1, self._max_size, _errno.ENOSPC)
             j = self._journal
@@ -1003,12 +1057,12 @@ class Pool(_Closable):
         arrives during it is raised when it returns, the compaction done.  Compaction moves
         objects but changes no handle, so nothing is lost either way (150,000 live objects
         of 700 bytes among 150,000 freed: 0.22 s here)."""
-        return _L.need("zs_compact")(self._pool())
+        return int(_L.need("zs_compact")(self._pool()))
 
     @_pool_op
     def total_pages(self) -> int:
         """Pool pages in use (the kernel's pages_allocated)."""
-        return _L.need("zs_get_total_pages")(self._pool())
+        return int(_L.need("zs_get_total_pages")(self._pool()))
 
     @_pool_op
     def trim(self) -> None:
@@ -1018,7 +1072,7 @@ class Pool(_Closable):
 
     @_pool_op
     def huge_class_size(self) -> int:
-        return _L.need("zs_huge_class_size")(self._pool())
+        return int(_L.need("zs_huge_class_size")(self._pool()))
 
     @_pool_op
     def class_index(self, size: int) -> int:
@@ -1040,7 +1094,7 @@ class Pool(_Closable):
 
     @_pool_op
     def class_count(self) -> int:
-        return _L.need("zs_class_count")(self._pool())
+        return int(_L.need("zs_class_count")(self._pool()))
 
     @overload
     def class_info(self, index: int) -> ClassInfo: ...
@@ -1097,23 +1151,63 @@ def _comp_ok(name: str) -> None:
 
 
 class Compressor(_Closable):
-    """One compressor context: "lz4", "lz4:N", "lz4hc[:N]", "zstd[:N]", "lzo"."""
+    """
+    One compressor context: "lz4", "lz4:N", "lz4hc[:N]", "zstd[:N]", "lzo".
 
-    def __init__(self, name: str = "lz4", max_src: int = 65536) -> None:
+    level    0: the name's level (or the codec's default); else replaces ":N" (lz4
+             1..65537, lz4hc 1..12, zstd its min..max level)
+    dict     None, or 1..1 MiB of bytes for "zstd" (a trained dictionary, e.g.
+             libzs.train_dict(samples), or raw content) or "lz4" (its last 64 KiB count);
+             copied once when the context is made, never per call
+    compress(data) returns bytes made at their final size; decompress(data, orig_len) needs
+    the original length (1..max_src).  Both run without the GIL, one call at a time per
+    context (other threads wait).  A closed Compressor raises ZsArgumentError.
+    """
+
+    def __init__(self, name: str = "lz4", max_src: int = 65536, *, level: int = 0,
+                 dict: Optional[Buffer] = None) -> None:
         if not isinstance(name, str):
-            raise TypeError("compressor name must be a str")
+            raise TypeError(f"compressor name must be a str, not {type(name).__name__}")
         _c_int_arg("max_src", max_src, ctypes.c_size_t)   # its range is zs_comp_create's
+        _int_arg("level", level, -(1 << 31), (1 << 31) - 1)
+        if dict is not None and isinstance(dict, str):
+            raise TypeError("dict must be bytes-like, not str")
         _comp_ok(name)
+        self._lock = threading.RLock()   # one context, one output buffer: one call at a time
+        self._x: Any = None
+        self._c: Any = None
+        self._dst: Any = None
+        self.max_src = max_src
+        if _ext is not None:
+            x = _ext.Comp(name, max_src, level, dict)
+            self._x = x
+            # the C methods themselves, bound on the instance: no Python frame per call
+            self.__dict__.update(compress=x.compress, decompress=x.decompress)
+            self.name: str = x.name
+            return
+        if level or dict is not None:
+            raise ZsArgumentError(_errno.EINVAL, f"level and dict need {EXT_ERROR}")
         out = ctypes.c_void_p()
         _check(_L.need("zs_comp_create")(name.encode(), max_src, ctypes.byref(out)),
                f"zs_comp_create({name!r})")
-        self._lock = threading.RLock()   # one context, one output buffer: one call at a time
         self._c = out.value
-        self.max_src = max_src
         self.name = _L.need("zs_comp_name")(self._c).decode()
         self._dst = ctypes.create_string_buffer(_L.need("zs_comp_bound")(self._c, max_src))
 
+    @property
+    def has_dict(self) -> bool:
+        """True when the context compresses with a dictionary."""
+        if self._x is not None:
+            return bool(self._x.has_dict)
+        self._ctx()
+        return False
+
     def close(self) -> None:
+        """Free the context (waits for a call in flight); later calls raise ZsArgumentError."""
+        x = getattr(self, "_x", None)
+        if x is not None:
+            x.close()
+            return
         lock = getattr(self, "_lock", None)
         if lock is None:
             return
@@ -1130,24 +1224,26 @@ class Compressor(_Closable):
     def _compress(self, data: Buffer) -> int:
         with _borrow(data) as (p, n):
             if n > self.max_src:
-                raise ValueError(f"input of {n} bytes exceeds max_src {self.max_src}")
+                raise ZsArgumentError(_errno.EINVAL, f"data of {n} bytes exceeds max_src "
+                                      f"{self.max_src}")
             return _check(_L.need("zs_compress")(self._ctx(), p, n, self._dst, len(self._dst)),
                           "zs_compress")
 
     @_locked
     def compress(self, data: Buffer) -> bytes:
+        """The compressed bytes (the ctypes path; the compiled module's replaces it)."""
         n = self._compress(data)
-        return self._dst.raw[:n]
+        return ctypes.string_at(self._dst, n)
 
-    @_locked
     def compressed_size(self, data: Buffer) -> int:
-        return self._compress(data)
+        return len(self.compress(data))
 
     @_locked
     def decompress(self, data: Buffer, orig_len: int) -> bytes:
-        if not isinstance(orig_len, int) or isinstance(orig_len, bool) or orig_len <= 0:
-            raise ValueError("orig_len must be a positive int")
-        _int_arg("orig_len", orig_len, 1, 1 << 30)
+        """data decompressed to exactly orig_len bytes (1..max_src)."""
+        if not isinstance(orig_len, int) or isinstance(orig_len, bool):
+            raise TypeError(f"orig_len must be an int, not {type(orig_len).__name__}")
+        _int_arg("orig_len", orig_len, 1, self.max_src)
         out = ctypes.create_string_buffer(orig_len)
         with _borrow(data) as (p, n):
             _check(_L.need("zs_decompress")(self._ctx(), p, n, out, orig_len), "zs_decompress")
@@ -1161,7 +1257,7 @@ def _filter_arg(v: Optional[str], keep: List[Any]) -> Optional[bytes]:
     if not isinstance(v, str):
         raise TypeError("filter must be a str such as 'shuffle:4' (or None)")
     keep.append(v.encode())
-    return keep[-1]
+    return bytes(keep[-1])
 
 
 def _dict_arg(name: str, v: Any, keep: List[Any]) -> Tuple[Any, int, Optional[bytes]]:
@@ -1370,7 +1466,7 @@ class ZramStore(_Closable):
     @_gated
     def compact(self) -> int:
         """Compact the store's pool; pages freed (one C call, as reset())."""
-        return _L.need("zs_zram_compact")(self._store())
+        return int(_L.need("zs_zram_compact")(self._store()))
 
     @_gated
     def mark_idle(self, age_seconds: int = 0) -> int:
@@ -1421,5 +1517,16 @@ class ZramStore(_Closable):
 
 # Compressed memory (userfaultfd): python/libzs/region.py
 from .region import Region, available as region_available  # noqa: E402
+
+# The compressed mapping (python/libzs/cdict.py) needs the compiled module.
+if _ext is not None:
+    from .cdict import CompressedDict, train_dict  # noqa: E402
+else:  # pragma: no cover
+    def train_dict(samples: Sequence[Buffer], dict_size: int = 16384) -> bytes:
+        raise ImportError(EXT_ERROR)
+
+    class CompressedDict:  # type: ignore[no-redef]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            raise ImportError(EXT_ERROR)
 
 __all__ += ["Region", "region_available"]

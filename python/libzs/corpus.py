@@ -21,6 +21,7 @@ Page kinds and why they are here (zram sees all of these in practice):
 """
 import random
 import struct
+from typing import List, Set, Tuple
 
 PAGE = 4096
 
@@ -32,21 +33,27 @@ _SYL = ["ka", "to", "ri", "men", "sa", "lo", "ver", "an", "de", "ix", "pu", "ler
         "tin", "ga", "mo", "ne", "shi", "bar", "el", "qu", "ra", "fen", "dol", "ty", "ur"]
 
 
-def _vocab(rng, n=600):
-    words = set()
-    while len(words) < n:
-        words.add("".join(rng.choice(_SYL) for _ in range(rng.choice((1, 1, 2, 2, 2, 3, 4)))))
-    words = sorted(words)
+def _randbytes(rng: random.Random, n: int) -> bytes:
+    """_randbytes(rng, n) (Python 3.9+), which is getrandbits(8 * n) in little-endian order."""
+    return rng.getrandbits(8 * n).to_bytes(n, "little") if n else b""
+
+
+def _vocab(rng: random.Random, n: int = 600) -> Tuple[List[str], List[float]]:
+    seen: Set[str] = set()
+    while len(seen) < n:
+        seen.add("".join(rng.choice(_SYL) for _ in range(rng.choice((1, 1, 2, 2, 2, 3, 4)))))
+    words = sorted(seen)
     rng.shuffle(words)
-    cum, acc = [], 0.0
+    cum: List[float] = []
+    acc = 0.0
     for i in range(len(words)):
         acc += 1.0 / (i + 1)                  # Zipf
         cum.append(acc)
     return words, cum
 
 
-def _text_page(rng, vocab, weights, page):
-    out = []
+def _text_page(rng: random.Random, vocab: List[str], weights: List[float], page: int) -> bytes:
+    out: List[str] = []
     n = 0
     while n < page:
         ws = rng.choices(vocab, cum_weights=weights, k=rng.randint(6, 18))
@@ -56,8 +63,9 @@ def _text_page(rng, vocab, weights, page):
     return "".join(out).encode()[:page]
 
 
-def _record_page(rng, vocab, page, t0):
-    out = []
+def _record_page(rng: random.Random, vocab: List[str], page: int,
+                 t0: int) -> Tuple[bytes, int]:
+    out: List[str] = []
     n = 0
     fmt = rng.choice(("csv", "json", "kv"))
     while n < page:
@@ -78,7 +86,7 @@ def _record_page(rng, vocab, page, t0):
     return "".join(out).encode()[:page], t0
 
 
-def _heap_page(rng, page):
+def _heap_page(rng: random.Random, page: int) -> bytes:
     regions = [0x00007F3A1C000000, 0x0000555D8E400000, 0x00007FFD5B200000]
     # per-page mix, so heap pages spread over many size classes
     p_ptr = rng.uniform(0.15, 0.45)
@@ -86,7 +94,7 @@ def _heap_page(rng, page):
     p_small = p_zero + rng.uniform(0.05, 0.2)
     p_str = p_small + rng.uniform(0.0, 0.1)
     spread = 1 << rng.choice((12, 16, 20))
-    words = []
+    words: List[int] = []
     nw = page // 8
     rand = rng.random
     while len(words) < nw:
@@ -110,31 +118,32 @@ def _heap_page(rng, page):
 _STRWORDS = [struct.unpack("<Q", s.encode().ljust(8, b"\0"))[0] for s in _SYL]
 
 
-def _sparse_page(rng, page):
+def _sparse_page(rng: random.Random, page: int) -> bytes:
     b = bytearray(page)
     for _ in range(rng.randint(1, 6)):
         off = rng.randrange(0, page // 64) * 64
-        b[off:off + 64] = rng.randbytes(64)
+        b[off:off + 64] = _randbytes(rng, 64)
     return bytes(b)
 
 
-def _same_page(rng, page):
+def _same_page(rng: random.Random, page: int) -> bytes:
     if rng.random() < 0.6:
         return bytes(page)
     word = rng.choice((0xFFFFFFFFFFFFFFFF, 0x0101010101010101, rng.getrandbits(64)))
     return struct.pack("<Q", word) * (page // 8)
 
 
-def generate(npages=3000, seed=2024, page=PAGE):
+def generate(npages: int = 3000, seed: int = 2024,
+             page: int = PAGE) -> Tuple[List[bytes], List[str]]:
     """Return (pages: list of bytes, kinds: list of str), deterministic for (npages, seed)."""
     rng = random.Random(seed)
     vocab, weights = _vocab(rng)
-    kinds = []
+    kinds: List[str] = []
     for kind, share in MIX:
         kinds += [kind] * round(share * npages)
     kinds = (kinds + ["heap"] * npages)[:npages]
     rng.shuffle(kinds)          # pages of all kinds interleaved, as a swap device sees them
-    pages = []
+    pages: List[bytes] = []
     t0 = 1_700_000_000
     for kind in kinds:
         if kind == "text":
@@ -148,17 +157,17 @@ def generate(npages=3000, seed=2024, page=PAGE):
         elif kind == "same":
             p = _same_page(rng, page)
         elif kind == "random":
-            p = rng.randbytes(page)
+            p = _randbytes(rng, page)
         else:  # mixed
             half = page // 2
-            p = rng.randbytes(half) + _text_page(rng, vocab, weights, page - half)
+            p = _randbytes(rng, half) + _text_page(rng, vocab, weights, page - half)
         if len(p) < page:
             p = p + bytes(page - len(p))
         pages.append(p)
     return pages, kinds
 
 
-def write(path, npages=3000, seed=2024, page=PAGE):
+def write(path: str, npages: int = 3000, seed: int = 2024, page: int = PAGE) -> List[str]:
     """Write the corpus to one file (pages back to back); returns the kinds list."""
     pages, kinds = generate(npages, seed, page)
     with open(path, "wb") as f:

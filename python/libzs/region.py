@@ -41,7 +41,7 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union, cast
 
 from . import _lib as _L
 from . import (_Closable, _Gate, _check, _choice, _c_int_arg, _create_error, _dict_arg,
@@ -123,7 +123,7 @@ class Region(_Closable):
         if not isinstance(comp, str) or not isinstance(backend, str):
             raise TypeError("comp and backend must be str")
         cfg = _profile_init("region", profile, _L.RegionConfig())
-        self._keep: list = [comp.encode(), backend.encode()]
+        self._keep: List[Any] = [comp.encode(), backend.encode()]
         cfg.size = _c_int_arg("size", size, ctypes.c_size_t)
         cfg.store.comp = self._keep[0]
         cfg.store.backend.kind = self._keep[1]
@@ -235,7 +235,7 @@ class Region(_Closable):
         m = getattr(self, "_m", None)
         if m is None:
             raise ValueError("region is closed")
-        return m
+        return cast(_Mapping, m)
 
     def _exporter(self) -> Any:
         with self._lock:

@@ -66,6 +66,30 @@ def test_write_accepts_any_buffer_in_place():
             p.store("text")
 
 
+def test_strided_numpy_slice_is_copied_once():
+    """A strided numpy slice (numpy refuses it a contiguous buffer with ValueError, where
+    memoryview says BufferError) is copied once and stored, compressed or written."""
+    np = pytest.importorskip("numpy")
+    a = np.arange(400, dtype=np.uint8)[::2]
+    assert not a.flags["C_CONTIGUOUS"]
+    want = a.tobytes()
+    with libzs.Pool() as p:
+        h = p.store(a)
+        assert p.read(h) == want
+        p.write(h, a[::-1])
+        assert p.read(h) == a[::-1].tobytes()
+    with libzs.Compressor("lz4") as c:
+        assert c.decompress(c.compress(a), len(want)) == want
+    with libzs.CompressedDict() as d:
+        d["a"] = a
+        assert d["a"] == want
+    with libzs.ZramStore(slots=2) as z:
+        page = np.zeros(z.page_size * 2, dtype=np.uint8)[::2]
+        page[:3] = 7
+        z.write(0, page)
+        assert z.read(0) == page.tobytes()
+
+
 def test_zram_read_into_and_write_views():
     with libzs.ZramStore(slots=8) as z:
         ps = z.page_size

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Owner: the Python package installs like one.  In a fresh
 # virtual environment (no system site packages), `pip install ./python`
-# builds libzs.so itself and ships it in the package; then, from a directory
+# builds libzs.so itself and ships it in the package, with the compiled module
+# (libzs._ext, CompressedDict); then, from a directory
 # outside the repository and with no LIBZS_LIBRARY, `import libzs` must load
 # that bundled library and a pool must work, and the package must carry
 # py.typed (its type hints are for users' type checkers).
@@ -37,6 +38,9 @@ h = p.malloc(100)
 p.write(h, b"x" * 100)
 ok = p.read(h, 100) == b"x" * 100
 p.free(h)
+d = libzs.CompressedDict()
+d["k"] = b"v" * 500
+ok = ok and d["k"] == b"v" * 500
 p.close()
 import os
 typed = os.path.isfile(os.path.join(os.path.dirname(libzs.__file__), "py.typed"))
@@ -64,3 +68,36 @@ if [ $? -eq 0 ] && cmp -s "$lib" "$tmp/prebuilt.so"; then
 else
 	echo "FAIL LIBZS_PREBUILT: shipped '$lib', not the given file"; exit 1
 fi
+# `pip wheel ./python` gives a wheel that works without the repository: installed into another
+# fresh virtual environment from a directory outside it, the compiled module (an abi3 build)
+# loads beside the bundled libzs.so and a CompressedDict and a Pool round-trip.
+if ! (cd "$tmp" && LIBZS_PREBUILT="$build/libzs.so" "$venv/bin/python" -m pip wheel -q \
+	--disable-pip-version-check --no-deps -w "$tmp/wheel" "$root/python") > "$tmp/log" 2>&1; then
+	echo "FAIL pip wheel ./python:"; tail -30 "$tmp/log" | sed 's/^/    /'; exit 1
+fi
+whl=$(ls "$tmp"/wheel/libzs-*.whl 2>/dev/null | head -1)
+case "$whl" in
+*-abi3-*.whl) ;;
+*) echo "FAIL pip wheel: want an abi3 wheel, got '${whl##*/}'"; exit 1 ;;
+esac
+venv2=$tmp/venv-wheel
+"$py" -m venv "$venv2" > /dev/null 2>&1 || { echo "FAIL python3 -m venv (second)"; exit 1; }
+if ! (cd "$tmp" && "$venv2/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+	"$whl") > "$tmp/log" 2>&1; then
+	echo "FAIL pip install ${whl##*/}:"; tail -30 "$tmp/log" | sed 's/^/    /'; exit 1
+fi
+out=$(cd "$tmp" && env -u LIBZS_LIBRARY "$venv2/bin/python" -c '
+import libzs, libzs._lib as L
+d = libzs.CompressedDict("zstd")
+d["k"] = b"v" * 1000
+d[b"k"] = b"w"
+p = libzs.Pool(); h = p.store(b"wheel" * 50)
+ok = d["k"] == b"v" * 1000 and d[b"k"] == b"w" and len(d) == 2 and p.read(h) == b"wheel" * 50
+print(L.library_path(), libzs._ext.__file__, "ok" if ok else "DIFFERENT")' 2>&1)
+rc=$?
+echo "$out"
+case "$rc:$out" in
+0:"$venv2"/*/site-packages/libzs/libzs.so" $venv2"/*/site-packages/libzs/_ext.abi3.so" ok")
+	echo "ok   ${whl##*/} in a fresh venv, no repository: CompressedDict and Pool round trips" ;;
+*) echo "FAIL wheel install: want the bundled libzs.so and _ext.abi3.so"; exit 1 ;;
+esac
