@@ -640,3 +640,55 @@ void zs_handles_trim(struct zs_pool *pool, int eager)
 	for (int i = ZS_HANDLE_SHARDS - 1; i >= 0; i--)
 		zs_spin_unlock(&pool->shards[i].lock);
 }
+
+/*
+ * A thread heap's handle cache (owned.c) is a list of this same shape,
+ * moved whole: a full one becomes the shard's spare (its old spare going to
+ * the pool, as zs_handle_free_full does), an empty one takes the shard's
+ * cur, spare or a pool batch, else up to a batch of never-used slots.  The
+ * shard counts a cached slot as live, so no trim gives back its chunk.
+ */
+void zs_handle_give_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l)
+{
+	zs_spin_lock(&s->lock);
+	s->live -= (long)l->n;
+	if (l->n != ZS_HANDLE_BATCH) { /* a revoked heap's rest: the pool's, as any batch */
+		give_batch(pool, l);
+	} else {
+		if (s->spare.n)
+			give_batch(pool, &s->spare);
+		s->spare = *l;
+	}
+	zs_spin_unlock(&s->lock);
+	list_init(l);
+}
+
+int zs_handle_take_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l)
+{
+	zs_assert_internal(l->n == 0);
+	zs_spin_lock(&s->lock);
+	if (s->cur.n) {
+		*l = s->cur;
+		list_init(&s->cur);
+	} else if (s->spare.n) {
+		*l = s->spare;
+		list_init(&s->spare);
+	} else if (!take_batch(pool, l)) {
+		/* Never-used slots only: a batch another shard gives meanwhile lands in s->cur. */
+		while (l->n < ZS_HANDLE_BATCH / 2 && !s->cur.n && !s->spare.n) {
+			unsigned long h = zs_handle_alloc_slow(pool, s);
+			if (!h)
+				break;
+			atomic_store_explicit(handle_slot(h),
+					      HANDLE_FREE_BIT | (h & HANDLE_GEN_MASK) | (l->n ? l->head : 0),
+					      memory_order_relaxed);
+			if (!l->n)
+				l->tail = h & HANDLE_ADDR_MASK;
+			l->head = h & HANDLE_ADDR_MASK;
+			l->n++;
+		}
+	}
+	s->live += (long)l->n;
+	zs_spin_unlock(&s->lock);
+	return l->n != 0;
+}
