@@ -910,6 +910,8 @@ static inline struct zs_heap *zs_heap_mine(struct zs_pool *pool)
 }
 void zs_heaps_pool_init(struct zs_pool *pool);
 void zs_heaps_pool_gone(struct zs_pool *pool);
+/* Free slots in owned zspages of physical class phys, all copies (zs_class_stats). */
+unsigned long zs_heaps_owned_free(struct zs_pool *pool, int phys);
 /* Every heap of the pool gives its zspages back to their classes (compaction, trim). */
 void zs_heaps_revoke_all(struct zs_pool *pool);
 /* Heap lock held: the class's current zspage with a free slot, or NULL (use the class path). */
@@ -932,9 +934,10 @@ static inline unsigned long zs_heap_handle_get(struct zs_pool *pool, struct zs_h
 	return v;
 }
 
+/* A huge zspage's word is its handle (never owned), so its heap id reads 0. */
 static inline uint32_t zspage_heap_id(const struct zspage *z)
 {
-	return __atomic_load_n(&z->heap_id, __ATOMIC_RELAXED);
+	return z->huge ? 0 : __atomic_load_n(&z->heap_id, __ATOMIC_RELAXED);
 }
 
 /* The owner frees obj in its zspage z (heap lock held). */
@@ -947,7 +950,7 @@ static inline void zs_heap_obj_free(struct zs_pool *pool, struct zs_heap *h, str
 	*hdr = (unsigned long)z->freeobj << 1;
 	z->freeobj = idx;
 	z->inuse--;
-	if (zs_unlikely(z->fullness != ZS_OWNED_CUR))
+	if (zs_unlikely(z->fullness != ZS_OWNED_CUR || !z->inuse))
 		zs_heap_free_slow(pool, h, z);
 }
 

@@ -196,12 +196,17 @@ struct zspage *zs_heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 void zs_heap_free_slow(struct zs_pool *pool, struct zs_heap *h, struct zspage *z)
 {
 	struct zs_heap_class *c = &h->cls[z->class_idx % (unsigned)pool->nr_classes];
+	if (z->fullness == ZS_OWNED_CUR) { /* emptied: a thread holds no empty zspage */
+		c->cur = NULL;
+		disown(pool, z);
+		return;
+	}
 	if (z->fullness == ZS_OWNED_FULL) {
 		hl_unlink(&c->full, z);
 		z->fullness = ZS_OWNED_PARTIAL;
 		hl_push(&c->partial, z);
 	}
-	/* An emptied zspage other than the current one goes back: a thread keeps at most one empty one a class. */
+	/* Emptied: back to its class (parked or freed), so idle threads hold no free memory. */
 	if (z->inuse == 0) {
 		hl_unlink(&c->partial, z);
 		disown(pool, z);
@@ -287,6 +292,26 @@ void zs_heaps_revoke_all(struct zs_pool *pool)
 		zs_spin_unlock(&h->lock);
 	}
 	pthread_mutex_unlock(&heaps_lock);
+}
+
+/* Free slots in the zspages the pool's heaps own of physical class phys (every copy). */
+unsigned long zs_heaps_owned_free(struct zs_pool *pool, int phys)
+{
+	unsigned long n = 0;
+	if (!pool->owned)
+		return 0;
+	pthread_mutex_lock(&heaps_lock);
+	for (struct zs_heap *h = pool->heaps; h; h = h->next) {
+		struct zs_heap_class *c = &h->cls[phys];
+		zs_spin_lock(&h->lock);
+		if (c->cur)
+			n += c->cur->objs - c->cur->inuse;
+		for (struct zspage *z = c->partial; z; z = z->lnext)
+			n += z->objs - z->inuse;
+		zs_spin_unlock(&h->lock);
+	}
+	pthread_mutex_unlock(&heaps_lock);
+	return n;
 }
 
 /* Global heap lock held: a heap whose thread is done with it (exit, or its slot reused). */

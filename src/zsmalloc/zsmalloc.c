@@ -516,6 +516,12 @@ static unsigned long malloc_failed(struct zs_pool *pool, size_t size, int retrie
 		zs_free_deferred_flush(pool);
 		again = 1;
 	}
+	/* Threads' owned zspages hold free slots, and other threads' frees waiting for their owner:
+	 * back to their classes, those frees done (owned.c). */
+	if (pool->owned) {
+		zs_heaps_revoke_all(pool);
+		again = 1;
+	}
 	/* Other classes' parked zspages hold pages this allocation could use (park.c). */
 	if (zs_park_release_all(pool))
 		again = 1;
