@@ -157,13 +157,9 @@ struct zspage *zs_heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 	/* A compactor revokes the heaps after it raised the flag: take nothing it must see. */
 	if (atomic_load_explicit(&pool->compaction_in_progress, memory_order_acquire))
 		return NULL;
-	/* The thread's own copy of the class, not the CPU's: the heap, not the copy, is what
-	 * keeps threads apart here, and sched_getcpu per zspage costs more than it saves. */
-	struct size_class *class = &pool->classes[idx];
-	if (pool->nr_shards > 1)
-		class += (size_t)(zs_thread_index() % pool->nr_shards) * (unsigned)pool->nr_classes;
-	if (zs_unlikely(!class_live(class)))
-		class = zs_class_build(pool, class);
+	/* The CPU's copy, as the class path takes: compaction merges zspages within a copy, so
+	 * threads on one CPU share one (a per-thread copy left their zspages apart). */
+	struct size_class *class = zs_alloc_class(pool, idx);
 	if (class_single(class)) {
 		c->off = 1;
 		return NULL;

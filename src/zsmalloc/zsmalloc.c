@@ -534,8 +534,7 @@ static unsigned long malloc_failed(struct zs_pool *pool, size_t size, int retrie
 /*
  * Owned pools (owned.c): the object takes the next free slot of this
  * thread's current zspage of its class, and its handle the heap's cache,
- * under the heap's lock alone; the copy runs under it too, so no revoker
- * can hand the zspage to a compactor before the contents are in.  0: no
+ * under the heap's lock alone; the copy runs after it, under a write pin.  0: no
  * heap, a one-object class, a compaction running or no pages: the class
  * path takes it.
  */
@@ -577,15 +576,32 @@ static inline __attribute__((always_inline)) unsigned long malloc_owned(struct z
 	z->inuse++;
 	record_obj(handle, location_to_obj(c->pfn[pi], z->class_idx, idx));
 	if (src) {
+		/*
+		 * The copy runs without the heap lock (the source may fault, into a
+		 * region whose handler compacts this pool: a revocation would wait
+		 * for this thread), under write_new's pin, so a compactor that took
+		 * the zspage back meanwhile does not move the object before its
+		 * contents are in.
+		 */
+		size_t first = pool->page_size - off - ZS_HANDLE_SIZE;
+		char *next = size > first ? c->addr[pi + 1] : NULL; /* heap state: read under its lock */
+		struct zs_wpin *pin = zs_wpin_take(z);
+		if (zs_unlikely(!pin))
+			zs_zspage_read_lock(&z->lock);
+		zs_spin_unlock(&h->lock);
 		/* A slot of a small class ends in the chain's next page at the latest; the header never
 		 * crosses (slot sizes are multiples of 8). */
-		size_t first = pool->page_size - off - ZS_HANDLE_SIZE;
-		if (zs_likely(size <= first)) {
+		if (zs_likely(!next)) {
 			memcpy(a + ZS_HANDLE_SIZE, src, size);
 		} else {
 			memcpy(a + ZS_HANDLE_SIZE, src, first);
-			memcpy(c->addr[pi + 1], (const char *)src + first, size - first);
+			memcpy(next, (const char *)src + first, size - first);
 		}
+		if (zs_likely(pin))
+			zs_wpin_drop(pin);
+		else
+			zs_zspage_read_unlock(&z->lock);
+		return handle;
 	}
 out:
 	zs_spin_unlock(&h->lock);
