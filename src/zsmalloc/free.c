@@ -134,9 +134,7 @@ void zs_free_tail(struct zs_pool *pool, unsigned long tail)
 /*
  * Owned pools (owned.c; never checked mode): an object in a zspage this
  * thread's heap owns goes back onto that zspage's free list and its handle
- * into the heap's cache, under the heap's lock alone.  The obj is read
- * under that lock: a zspage the heap owns is on no class list, so no
- * compactor can move the object while the lock is held.  0: not ours (no
+ * into the heap's cache, under the heap's lock alone.  0: not ours (no
  * heap, or another thread's or a class's zspage): the class path frees it.
  */
 static inline __attribute__((always_inline)) int free_owned(struct zs_pool *pool,
@@ -146,6 +144,16 @@ static inline __attribute__((always_inline)) int free_owned(struct zs_pool *pool
 	if (zs_unlikely(!h))
 		return 0;
 	zs_spin_lock(&h->lock);
+	/*
+	 * Only compaction moves objects, and it revokes this heap (waiting for
+	 * its lock) before it moves any: with no compaction running, the obj
+	 * and its page descriptor read here are current, and stay so while the
+	 * lock is held.  With one running, the class path re-reads the obj.
+	 */
+	if (zs_unlikely(atomic_load_explicit(&pool->compaction_in_progress, memory_order_acquire))) {
+		zs_spin_unlock(&h->lock);
+		return 0;
+	}
 	unsigned long obj = handle_to_obj(handle);
 	struct zspage *z = obj_to_zspage(pool, obj);
 	if (zs_unlikely(zspage_heap_id(z) != h->id)) {
