@@ -247,6 +247,30 @@ struct zs_pool;
  * back to the OS page_cache_decay_ms after it was parked with no call made,
  * at once on zs_pool_trim or zs_compact, or when an allocation finds no
  * pages (src/zsmalloc/park.c; tests/mt/test_mt_zs_park.c).
+ *
+ * Thread-owned zspages.  A pool with free_mode ZS_FREE_CLASS_INDEX or
+ * ZS_FREE_CLASS_INDEX_UNLOCKED, checked 0 and fit_zspages 1 (so the
+ * application profile, not the kernel one) gives each thread that
+ * allocates from it a heap: per size class one current zspage the thread
+ * allocates from, and the zspages it filled, kept off the class's lists.
+ * zs_malloc and zs_malloc_write of up to a page, and zs_free of an object
+ * in one of the calling thread's zspages, then take no class lock and no
+ * handle lock and move no zspage between lists: the handles come from a
+ * per-thread cache of up to 64 moved whole to and from the pool.  A
+ * zs_free from another thread takes the class lock and leaves the object
+ * for the owner, who frees it when its current zspage runs dry (until then
+ * it counts in obj_used).  zs_class_stats takes each heap's lock to count
+ * its free slots out of obj_used.  zs_compact does not see an owned
+ * zspage: zs_compact, zs_compact_step
+ * and zs_pool_trim first give every thread's zspages back to their classes
+ * (so compaction frees what it would without owners), as does a thread's
+ * exit.  What a thread holds between those calls: per class, its current
+ * zspage and the zspages it filled that still hold an object; a zspage its
+ * owner empties goes back to its class at once (parked or freed as any).  A thread keeps
+ * heaps for the last 4 pools it allocated from (a fifth gives the oldest
+ * back).  Not fork-safe across a fork taken while another thread allocates
+ * from such a pool (a child should not use a pool the parent's threads were
+ * using).  Compile with -DZS_OWNED_ZSPAGES=0 to leave it out.
  */
 ZS_API void zs_pool_config_init(struct zs_pool_config *cfg);
 ZS_API void zs_pool_config_init_app(struct zs_pool_config *cfg);

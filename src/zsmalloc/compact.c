@@ -345,6 +345,9 @@ static int compact_begin(struct zs_pool *pool, struct zs_sigguard *sigs, const c
 		return 0;
 	zs_lock_took_try(&pool->compaction_in_progress, ZS_LOCK_ZS_COMPACT);
 	zs_signals_block(sigs);
+	/* Owned zspages are on no class list: back to their classes first (no heap takes one
+	 * while the flag is up), so compaction sees every zspage it would without them. */
+	zs_heaps_revoke_all(pool);
 	return 1;
 }
 

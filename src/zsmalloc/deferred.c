@@ -236,7 +236,7 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 			/* Queued: live, or pending where checked mode marked it so. */
 			zs_assert_internal(!handle_is_free(k[i].handle) &&
 					   (pool->cfg.checked || handle_is_live(k[i].handle)));
-			struct zspage *z = zs_free_locked(pool, class, handle_to_obj(k[i].handle));
+			struct zspage *z = zs_free_locked_any(pool, class, handle_to_obj(k[i].handle));
 			if (z) {
 				/* A multi-page object's tail goes after, under its own class lock. */
 				unsigned long tail = zspage_take_tail(z);

@@ -103,7 +103,7 @@ static inline __attribute__((always_inline)) int free_class_index(struct zs_pool
 		return -EINVAL;
 	}
 	zs_assert_internal(handle_is_live(handle));
-	struct zspage *empty = zs_free_locked(pool, class, obj);
+	struct zspage *empty = zs_free_locked_any(pool, class, obj);
 	unsigned long tail = zspage_take_tail(empty);
 	if (empty && pool->park && zs_park_zspage(pool, class, empty))
 		empty = NULL; /* kept whole in the class for its next zspage (park.c) */
@@ -133,12 +133,67 @@ void zs_free_tail(struct zs_pool *pool, unsigned long tail)
 	atomic_fetch_sub_explicit(&pool->nr_tails, 1, memory_order_relaxed);
 }
 
+/*
+ * Owned pools (owned.c; never checked mode): an object in a zspage this
+ * thread's heap owns goes back onto that zspage's free list and its handle
+ * into the heap's cache, under the heap's lock alone.  0: not ours (no
+ * heap, or another thread's or a class's zspage): the class path frees it.
+ */
+static inline __attribute__((always_inline)) int free_owned(struct zs_pool *pool,
+							    unsigned long handle)
+{
+	struct zs_heap *h = zs_heap_mine(pool);
+	if (zs_unlikely(!h))
+		return 0;
+	zs_spin_lock(&h->lock);
+	/*
+	 * Only compaction moves objects, and it revokes this heap (waiting for
+	 * its lock) before it moves any: with no compaction running, the obj
+	 * and its page descriptor read here are current, and stay so while the
+	 * lock is held.  With one running, the class path re-reads the obj.
+	 */
+	if (zs_unlikely(atomic_load_explicit(&pool->compaction_in_progress, memory_order_acquire))) {
+		zs_spin_unlock(&h->lock);
+		return 0;
+	}
+	unsigned long obj = handle_to_obj(handle);
+	struct zspage *z = obj_to_zspage(pool, obj);
+	if (zs_unlikely(zspage_heap_id(z) != h->id)) {
+		zs_spin_unlock(&h->lock);
+		return 0;
+	}
+	zs_heap_obj_free(pool, h, z, obj);
+	zs_heap_handle_put(pool, h, handle);
+	zs_spin_unlock(&h->lock);
+	return 1;
+}
+
+/* An owned pool's object that is not this thread's: the class-index free, as zs_free's dispatch. */
+static __attribute__((noinline)) int free_owned_slow(struct zs_pool *pool, unsigned long handle)
+{
+	int err = free_class_index(pool, handle, 0,
+				   pool->cfg.free_mode == ZS_FREE_CLASS_INDEX_UNLOCKED);
+	if (!err)
+		zs_handle_free(pool, handle);
+	return err;
+}
+
+static __attribute__((noinline)) int free_owned_pool(struct zs_pool *pool, unsigned long handle)
+{
+	if (zs_likely(free_owned(pool, handle)))
+		return 0;
+	return free_owned_slow(pool, handle);
+}
+
 int zs_free(struct zs_pool *pool, unsigned long handle)
 {
 	if (zs_unlikely(!handle || ZS_IS_ERR(handle)))
 		return 0;
-	int checked = pool->cfg.checked;
+	/* free_flags: cfg.checked, or 2 in an owned pool (never checked), so the kernel path's one test stays one. */
+	int checked = pool->free_flags;
 	if (checked) {
+		if (checked > 1)
+			return free_owned_pool(pool, handle);
 		unsigned long obj;
 		if (zs_handle_precheck(pool, handle, &obj))
 			return -EINVAL;

@@ -463,7 +463,8 @@ unsigned long zs_handle_alloc_slow(struct zs_pool *pool, struct handle_shard *s)
  * Shard lock held, its cur list full (ZS_HANDLE_BATCH): keep that batch as
  * the spare and pass an older spare on to the shared list, leaving cur empty.
  */
-void zs_handle_free_full(struct zs_pool *pool, struct handle_shard *s)
+/* noinline: called here too (heap caches); keeps give_batch inlined in it, as before */
+__attribute__((noinline)) void zs_handle_free_full(struct zs_pool *pool, struct handle_shard *s)
 {
 	zs_assert_internal(s->cur.n == ZS_HANDLE_BATCH);
 	if (s->spare.n)
@@ -639,4 +640,80 @@ void zs_handles_trim(struct zs_pool *pool, int eager)
 	zs_spin_unlock(&pool->handle_free_lock);
 	for (int i = ZS_HANDLE_SHARDS - 1; i >= 0; i--)
 		zs_spin_unlock(&pool->shards[i].lock);
+}
+
+/*
+ * A thread heap's handle cache (owned.c) is a list of this same shape,
+ * moved whole: a full one becomes the shard's spare (its old spare going to
+ * the pool, as zs_handle_free_full does), an empty one takes the shard's
+ * cur, spare or a pool batch, else up to a batch of never-used slots.  The
+ * shard counts a cached slot as live, so no trim gives back its chunk.
+ */
+void zs_handle_give_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l)
+{
+	zs_spin_lock(&s->lock);
+	s->live -= (long)l->n;
+	if (l->n == ZS_HANDLE_BATCH) {
+		/* Through zs_handle_free_full, so give_batch keeps its one caller (and its inlining). */
+		struct handle_list cur = s->cur;
+		s->cur = *l;
+		zs_handle_free_full(pool, s);
+		s->cur = cur;
+	} else {
+		/* A revoked heap's rest, one at a time as zs_handle_free puts them (rare). */
+		while (l->n) {
+			unsigned long slot = l->head, w = atomic_load_explicit(handle_slot(slot),
+									memory_order_relaxed);
+			l->head = w & HANDLE_ADDR_MASK;
+			l->n--;
+			if (s->cur.n == ZS_HANDLE_BATCH)
+				zs_handle_free_full(pool, s);
+			atomic_store_explicit(handle_slot(slot),
+					      HANDLE_FREE_BIT | (w & HANDLE_GEN_MASK) |
+						      (s->cur.n ? s->cur.head : 0),
+					      memory_order_relaxed);
+			if (!s->cur.n)
+				s->cur.tail = slot;
+			s->cur.head = slot;
+			s->cur.n++;
+		}
+	}
+	zs_spin_unlock(&s->lock);
+	list_init(l);
+}
+
+int zs_handle_take_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l)
+{
+	zs_assert_internal(l->n == 0);
+	zs_spin_lock(&s->lock);
+	if (s->cur.n) {
+		*l = s->cur;
+		list_init(&s->cur);
+	} else if (s->spare.n) {
+		*l = s->spare;
+		list_init(&s->spare);
+	} else {
+		/*
+		 * zs_handle_alloc_slow takes a pool batch into s->cur, or else a
+		 * never-used slot: stop at the first batch (the next refill takes it
+		 * whole), so take_batch keeps its one caller.
+		 */
+		while (l->n < ZS_HANDLE_BATCH / 2) {
+			unsigned long h = zs_handle_alloc_slow(pool, s);
+			if (!h)
+				break;
+			atomic_store_explicit(handle_slot(h),
+					      HANDLE_FREE_BIT | (h & HANDLE_GEN_MASK) | (l->n ? l->head : 0),
+					      memory_order_relaxed);
+			if (!l->n)
+				l->tail = h & HANDLE_ADDR_MASK;
+			l->head = h & HANDLE_ADDR_MASK;
+			l->n++;
+			if (s->cur.n)
+				break;
+		}
+	}
+	s->live += (long)l->n;
+	zs_spin_unlock(&s->lock);
+	return l->n != 0;
 }

@@ -111,7 +111,17 @@ struct zspage {
 		 * cold memory.  Written under the class lock; read relaxed by
 		 * checked mode under the pool lock (zs_validate_obj).
 		 */
-		uint32_t untouched;
+		struct {
+			uint32_t untouched;
+			/*
+			 * Owned zspages (owned.c): the owning thread heap's id,
+			 * 0 when the zspage belongs to its class (on its lists,
+			 * parked, or being compacted).  Written holding both the
+			 * heap's lock and the class lock, so the owner reads it
+			 * under the first and another thread under the second.
+			 */
+			uint32_t heap_id;
+		};
 	};
 	/*
 	 * Its slot count: the class's, except in a fitted zspage
@@ -242,6 +252,20 @@ struct zs_pool {
 	/* park.c: one per class copy (nr_classes * nr_shards), NULL when the pool does not park */
 	struct zs_park *park;
 	size_t park_bytes;              /* its mapping */
+
+	/*
+	 * owned.c: thread-owned zspages.  small_limit is zs_malloc's one size
+	 * test: page_size, or 0 when owned so that every size leaves the kernel
+	 * path there, at no cost to a pool without them.  heap_key: this pool's
+	 * unique number for the per-thread heap lookup (never reused, so a
+	 * destroyed pool's heap is never matched).  heaps: the registry, under
+	 * the global heap lock (owned.c).
+	 */
+	int owned;
+	int free_flags;                 /* cfg.checked, or 2 when owned (zs_free's first test) */
+	unsigned small_limit;
+	uint64_t heap_key;
+	struct zs_heap *heaps;
 
 	/* deferred.c: NULL until the first zs_free_deferred creates it under the lock */
 	_Atomic(struct deferred_queue *) deferred;
@@ -831,5 +855,135 @@ static inline unsigned long zs_class_pages(const struct size_class *class)
 	       class->fitted_pages;
 }
 unsigned long zs_can_compact(const struct size_class *class);
+
+/*
+ * ---- owned.c: thread-owned zspages (application profile) ----
+ * A thread heap (one per thread and pool) owns, per class, a current
+ * zspage it allocates from and the zspages it filled, off the class's
+ * fullness lists; allocation and the owner's frees touch only the heap,
+ * under its own lock, which no other thread takes except to revoke.
+ * Another thread's free into an owned zspage goes under the class lock onto
+ * the heap's remote stack, which the owner collects when its current
+ * zspage runs dry (mimalloc's thread-free list).  An owned zspage counts as
+ * wholly in use in its class's stats (class->stats[ZS_OBJS_INUSE] includes
+ * its free slots), so the class's counts and compaction's arithmetic stay
+ * what they were for the zspages on the lists.
+ */
+#ifndef ZS_OWNED_ZSPAGES
+#define ZS_OWNED_ZSPAGES 1
+#endif
+/* Fullness values of owned zspages, past the class groups (on no class list). */
+enum { ZS_OWNED_CUR = ZS_NR_FULLNESS_GROUPS + 1, ZS_OWNED_FULL, ZS_OWNED_PARTIAL };
+#define ZS_TL_HEAPS 4      /* pools a thread keeps a heap for at once */
+
+struct zs_heap_class {
+	struct zspage *cur;      /* allocated from; NULL until the first allocation */
+	struct zspage *partial;  /* owned, with slots the owner freed (lnext/lprev) */
+	struct zspage *full;     /* owned, no free slot */
+	unsigned size;           /* the class's slot size (0: not known yet) */
+	int off;                 /* a one-object class: never owned */
+	/* cur's pages, so an allocation finds its slot without the page table or a chain walk */
+	char *addr[ZS_MAX_CHAIN];
+	uint32_t pfn[ZS_MAX_CHAIN];
+};
+
+struct zs_heap {
+	zs_spinlock_t lock;      /* the owner on every op; a revoker; nothing else */
+	uint32_t id;             /* in zspage.heap_id; index in the heap table */
+	struct zs_pool *pool;    /* NULL once the pool is destroyed (global heap lock) */
+	struct zs_heap *next;    /* pool->heaps (global heap lock) */
+	atomic_ulong remote;     /* (obj << 1) | 1 of the last object another thread freed into an
+	                            owned zspage, each object's header the next one; 0: none */
+	struct handle_list hl;   /* cached free handle slots, a shard list's shape (handle.c) */
+	struct zs_heap_class cls[];        /* by physical class index of copy 0 */
+};
+
+/* Per thread: the heaps of the last pools used, by pool->heap_key (slot 0 the latest). */
+struct zs_tl {
+	uint64_t key[ZS_TL_HEAPS];
+	struct zs_heap *heap[ZS_TL_HEAPS];
+};
+extern _Thread_local struct zs_tl zs_tl ZS_TLS_IE;
+struct zs_heap *zs_heap_lookup(struct zs_pool *pool);
+/* This thread's heap for an owned pool, or NULL (not owned, or no heap to be had). */
+static inline struct zs_heap *zs_heap_mine(struct zs_pool *pool)
+{
+	if (zs_likely(zs_tl.key[0] == pool->heap_key))
+		return zs_tl.heap[0];
+	return zs_heap_lookup(pool);
+}
+void zs_heaps_pool_init(struct zs_pool *pool);
+void zs_heaps_pool_gone(struct zs_pool *pool);
+/* Free slots in owned zspages of physical class phys, all copies (zs_class_stats). */
+unsigned long zs_heaps_owned_free(struct zs_pool *pool, int phys);
+/* Every heap of the pool gives its zspages back to their classes (compaction, trim). */
+void zs_heaps_revoke_all(struct zs_pool *pool);
+/* Heap lock held: the class's current zspage with a free slot, or NULL (use the class path). */
+struct zspage *zs_heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx);
+/* Heap lock held: an owned zspage that is not current, after a free (list moves, release). */
+void zs_heap_free_slow(struct zs_pool *pool, struct zs_heap *h, struct zspage *z);
+/* Class lock held: another thread frees obj, in zspage z owned by a heap. */
+void zs_heap_remote_free(struct zs_pool *pool, struct zspage *z, unsigned long obj);
+/* Heap lock held: a handle from the heap's cache, refilled from this thread's shard (0: none). */
+unsigned long zs_heap_handles_refill(struct zs_pool *pool, struct zs_heap *h);
+void zs_heap_handles_drain(struct zs_pool *pool, struct zs_heap *h);
+void zs_handle_give_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l);
+int zs_handle_take_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l);
+
+static inline unsigned long zs_heap_handle_get(struct zs_pool *pool, struct zs_heap *h)
+{
+	unsigned long v = zs_likely(h->hl.n) ? list_pop(&h->hl) : zs_heap_handles_refill(pool, h);
+	if (ZS_DEBUG_ON && v)
+		record_obj(v, 0);
+	return v;
+}
+
+/* A huge zspage's word is its handle (never owned), so its heap id reads 0. */
+static inline uint32_t zspage_heap_id(const struct zspage *z)
+{
+	return z->huge ? 0 : __atomic_load_n(&z->heap_id, __ATOMIC_RELAXED);
+}
+
+/* The owner frees obj in its zspage z (heap lock held). */
+static inline void zs_heap_obj_free(struct zs_pool *pool, struct zs_heap *h, struct zspage *z,
+				    unsigned long obj)
+{
+	unsigned idx = obj_to_idx(obj);
+	unsigned long *hdr = obj_header(pool, obj_to_pfn(obj), idx, zspage_class(pool, z)->size);
+	zs_assert_internal(zspage_heap_id(z) == h->id && z->inuse > 0 && idx < z->objs);
+	*hdr = (unsigned long)z->freeobj << 1;
+	z->freeobj = idx;
+	z->inuse--;
+	if (zs_unlikely(z->fullness != ZS_OWNED_CUR || !z->inuse))
+		zs_heap_free_slow(pool, h, z);
+}
+
+/* A freed handle into the heap's cache, as the generation its slot hands out next. */
+static inline void zs_heap_handle_put(struct zs_pool *pool, struct zs_heap *h, unsigned long handle)
+{
+	unsigned long slot = handle & HANDLE_ADDR_MASK;
+	zs_assert_internal(!handle_is_free(handle));
+	if (zs_unlikely(h->hl.n == ZS_HANDLE_BATCH))
+		zs_handle_give_list(pool, zs_handle_shard(pool), &h->hl);
+	atomic_store_explicit(handle_slot(slot),
+			      HANDLE_FREE_BIT | handle_gen_next(handle) | (h->hl.n ? h->hl.head : 0),
+			      memory_order_relaxed);
+	if (!h->hl.n)
+		h->hl.tail = slot;
+	h->hl.head = slot;
+	h->hl.n++;
+}
+
+/* Free with the class lock held, into an owned zspage too (the class-index free, deferred). */
+static inline struct zspage *zs_free_locked_any(struct zs_pool *pool, struct size_class *class,
+						unsigned long obj)
+{
+	struct zspage *z = obj_to_zspage(pool, obj);
+	if (zs_unlikely(zspage_heap_id(z))) {
+		zs_heap_remote_free(pool, z, obj);
+		return NULL;
+	}
+	return zs_free_locked(pool, class, obj);
+}
 
 #endif

@@ -229,6 +229,7 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 	atomic_init(&pool->nr_tails, 0);
 	atomic_init(&pool->compaction_in_progress, 0);
 	zs_deferred_init(pool); /* nothing allocated until the first zs_free_deferred */
+	zs_heaps_pool_init(pool);
 
 	int err = zs_classes_build(pool);
 	if (!err)
@@ -266,6 +267,7 @@ void zs_destroy_pool(struct zs_pool *pool)
 	if (!pool)
 		return;
 	zs_deferred_destroy(pool);
+	zs_heaps_pool_gone(pool);
 	zs_handles_destroy(pool);
 	zs_pages_destroy(pool->pages); /* first: the purge thread's hook reads the classes */
 	zs_park_destroy(pool);
@@ -425,6 +427,10 @@ fresh:;
 	return 0;
 }
 
+/* A multi-page object: allocated and written as zs_malloc + zs_obj_write do it. */
+static __attribute__((noinline)) unsigned long malloc_write_large(struct zs_pool *pool,
+								  const void *src, size_t len);
+
 /* zs_malloc out of memory (below): free the deferred queue and try once more. */
 static __attribute__((noinline)) unsigned long malloc_failed(struct zs_pool *pool, size_t size,
 							     int retried, const void *src);
@@ -510,6 +516,12 @@ static unsigned long malloc_failed(struct zs_pool *pool, size_t size, int retrie
 		zs_free_deferred_flush(pool);
 		again = 1;
 	}
+	/* Threads' owned zspages hold free slots, and other threads' frees waiting for their owner:
+	 * back to their classes, those frees done (owned.c). */
+	if (pool->owned) {
+		zs_heaps_revoke_all(pool);
+		again = 1;
+	}
 	/* Other classes' parked zspages hold pages this allocation could use (park.c). */
 	if (zs_park_release_all(pool))
 		again = 1;
@@ -519,16 +531,116 @@ static unsigned long malloc_failed(struct zs_pool *pool, size_t size, int retrie
 				      : malloc_small(pool, size, 1, src);
 }
 
+/*
+ * Owned pools (owned.c): the object takes the next free slot of this
+ * thread's current zspage of its class, and its handle the heap's cache,
+ * under the heap's lock alone; the copy runs after it, under a write pin.  0: no
+ * heap, a one-object class, a compaction running or no pages: the class
+ * path takes it.
+ */
+static inline __attribute__((always_inline)) unsigned long malloc_owned(struct zs_pool *pool,
+									size_t size,
+									const void *src)
+{
+	struct zs_heap *h = zs_heap_mine(pool);
+	if (zs_unlikely(!h))
+		return 0;
+	int index = pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3];
+	zs_spin_lock(&h->lock);
+	unsigned long handle = zs_heap_handle_get(pool, h);
+	if (zs_unlikely(!handle))
+		goto out;
+	struct zs_heap_class *c = &h->cls[index];
+	struct zspage *z = c->cur;
+	if (zs_unlikely(!z || (z->freeobj == FREEOBJ_END && z->untouched == z->objs))) {
+		z = zs_heap_refill(pool, h, index);
+		if (!z) {
+			zs_heap_handle_put(pool, h, handle);
+			handle = 0;
+			goto out;
+		}
+	}
+	unsigned idx = z->freeobj;
+	int fresh = idx == FREEOBJ_END;
+	if (fresh)
+		idx = z->untouched;
+	unsigned long pos = (unsigned long)idx * c->size;
+	unsigned pi = (unsigned)(pos >> pool->page_shift), off = (unsigned)(pos & (pool->page_size - 1));
+	char *a = c->addr[pi] + off;
+	unsigned long *hdr = (unsigned long *)a;
+	if (fresh)
+		__atomic_store_n(&z->untouched, idx + 1, __ATOMIC_RELAXED);
+	else
+		z->freeobj = (uint32_t)(*hdr >> 1);
+	*hdr = handle | OBJ_ALLOCATED_TAG;
+	z->inuse++;
+	record_obj(handle, location_to_obj(c->pfn[pi], z->class_idx, idx));
+	if (src) {
+		/*
+		 * The copy runs without the heap lock (the source may fault, into a
+		 * region whose handler compacts this pool: a revocation would wait
+		 * for this thread), under write_new's pin, so a compactor that took
+		 * the zspage back meanwhile does not move the object before its
+		 * contents are in.
+		 */
+		size_t first = pool->page_size - off - ZS_HANDLE_SIZE;
+		char *next = size > first ? c->addr[pi + 1] : NULL; /* heap state: read under its lock */
+		struct zs_wpin *pin = zs_wpin_take(z);
+		if (zs_unlikely(!pin))
+			zs_zspage_read_lock(&z->lock);
+		zs_spin_unlock(&h->lock);
+		/* A slot of a small class ends in the chain's next page at the latest; the header never
+		 * crosses (slot sizes are multiples of 8). */
+		if (zs_likely(!next)) {
+			memcpy(a + ZS_HANDLE_SIZE, src, size);
+		} else {
+			memcpy(a + ZS_HANDLE_SIZE, src, first);
+			memcpy(next, (const char *)src + first, size - first);
+		}
+		if (zs_likely(pin))
+			zs_wpin_drop(pin);
+		else
+			zs_zspage_read_unlock(&z->lock);
+		return handle;
+	}
+out:
+	zs_spin_unlock(&h->lock);
+	return handle;
+}
+
+/* An owned pool's object the heap could not place: the class path, or a multi-page one. */
+static __attribute__((noinline)) unsigned long malloc_off_slow(struct zs_pool *pool, size_t size,
+							       const void *src)
+{
+	if (size > pool->page_size)
+		return src ? malloc_write_large(pool, src, size) : malloc_large(pool, size, 0);
+	return malloc_small(pool, size, 0, src);
+}
+
+/* Past zs_malloc's one size test: a multi-page object, or any size in an owned pool. */
+static __attribute__((noinline)) unsigned long malloc_off(struct zs_pool *pool, size_t size,
+							  const void *src)
+{
+	if (zs_unlikely(!size))
+		return (unsigned long)-EINVAL; /* zs_malloc_write's (zs_malloc refuses it first) */
+	if (zs_likely(size <= pool->page_size)) {
+		unsigned long h = malloc_owned(pool, size, src);
+		if (zs_likely(h))
+			return h;
+	}
+	return malloc_off_slow(pool, size, src);
+}
+
 unsigned long zs_malloc(struct zs_pool *pool, size_t size)
 {
 	if (zs_unlikely(!size))
 		return (unsigned long)-EINVAL;
-	if (zs_unlikely(size > pool->page_size))
-		return malloc_large(pool, size, 0);
+	if (zs_unlikely(size > pool->small_limit))
+		return malloc_off(pool, size, NULL);
 	return malloc_small(pool, size, 0, NULL);
 }
 
-/* A multi-page object: allocated and written as zs_malloc + zs_obj_write do it. */
+
 static __attribute__((noinline)) unsigned long malloc_write_large(struct zs_pool *pool,
 								  const void *src, size_t len)
 {
@@ -540,13 +652,23 @@ static __attribute__((noinline)) unsigned long malloc_write_large(struct zs_pool
 	return h;
 }
 
-unsigned long zs_malloc_write(struct zs_pool *pool, const void *src, size_t len)
+/* zs_malloc_write in a pool without owned zspages. */
+static __attribute__((noinline)) unsigned long malloc_write_class(struct zs_pool *pool,
+								  const void *src, size_t len)
 {
 	if (zs_unlikely(!len || !src))
 		return (unsigned long)-EINVAL;
-	if (zs_unlikely(len > pool->page_size))
-		return malloc_write_large(pool, src, len);
 	return malloc_small(pool, len, 0, src);
+}
+
+/* Only tail calls here, so neither path pays for the other's registers. */
+unsigned long zs_malloc_write(struct zs_pool *pool, const void *src, size_t len)
+{
+	if (zs_unlikely(!src))
+		return (unsigned long)-EINVAL;
+	if (len > pool->small_limit) /* owned pools (small_limit 0), or a multi-page object */
+		return malloc_off(pool, len, src);
+	return malloc_write_class(pool, src, len);
 }
 
 /* ---- pool properties ---- */
@@ -563,6 +685,7 @@ const struct zs_pool_config *zs_pool_get_config(const struct zs_pool *pool)
 
 void zs_pool_trim(struct zs_pool *pool)
 {
+	zs_heaps_revoke_all(pool);
 	zs_handles_trim(pool, 1);
 	zs_park_release_all(pool);
 	zs_pages_trim(pool->pages);

@@ -69,8 +69,14 @@ int zs_class_lists_sane(const struct size_class *class)
 		if (n != class->stats[fg])
 			return 0;
 	}
-	return inuse == class->stats[ZS_OBJS_INUSE] && objs == class->stats[ZS_OBJS_ALLOCATED] &&
-	       fitted_nr == class->fitted_nr && fitted_objs == class->fitted_objs &&
+	/* Owned zspages (owned.c) are on no list and count all their slots in use. */
+	unsigned long owned = class->stats[ZS_OBJS_ALLOCATED] - objs;
+	if (objs > class->stats[ZS_OBJS_ALLOCATED] || inuse + owned != class->stats[ZS_OBJS_INUSE])
+		return 0;
+	if (owned)
+		return fitted_nr <= class->fitted_nr && fitted_objs <= class->fitted_objs &&
+		       fitted_pages <= class->fitted_pages;
+	return fitted_nr == class->fitted_nr && fitted_objs == class->fitted_objs &&
 	       fitted_pages == class->fitted_pages;
 }
 

@@ -1,0 +1,433 @@
+/*
+ * Thread-owned zspages (application profile): the per-thread heaps, how a
+ * heap takes a zspage from its class and gives it back, the remote-free
+ * stack, the heaps' handle caches, and revocation.  Why: a zs_malloc or
+ * zs_free on the class path pays for the class lock, the fullness lists
+ * (a division and list moves), a shared stats counter and the handle shard
+ * lock on every object; a thread that owns its zspages pays for none of
+ * them, only for its heap's own lock, which no other thread takes except to
+ * revoke.
+ *
+ * Taken from mimalloc (its design, not its code): a thread allocates from
+ * the free list of a page only it owns (_mi_page_malloc), frees into it
+ * without atomics when it owns the page, and another thread's free goes
+ * onto an atomic list that the owner collects when its list runs dry
+ * (mi_free's xthread_free).  Differences: the remote list is per heap, not
+ * per zspage (a zspage descriptor has no room for it), and is pushed under
+ * the object's class lock, so that "is this zspage owned" and the push are
+ * one step against a revocation, which disowns each zspage under its class
+ * lock and then drains the heap's remote list through the class path.
+ *
+ * Lock order: the global heap lock (a mutex) -> a heap lock -> a class lock
+ * or a handle shard lock -> the page provider.  Neither heap lock is ranked
+ * (common/debug.h): both are outside every zsmalloc lock, and a thread never
+ * holds two heap locks.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "zsmalloc/internal.h"
+
+_Thread_local struct zs_tl zs_tl ZS_TLS_IE;
+
+#define ZS_MAX_HEAPS 4096 /* heap ids are 1..ZS_MAX_HEAPS-1; a thread past that has no heap */
+
+static pthread_mutex_t heaps_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(struct zs_heap *) heap_table[ZS_MAX_HEAPS];
+static uint32_t heap_hint = 1;
+static atomic_ulong heap_keys = 1;
+static pthread_once_t tl_once = PTHREAD_ONCE_INIT;
+static pthread_key_t tl_key;
+
+/* ---- heap lists (lnext/lprev, free while a zspage is off its class's lists) ---- */
+
+static void hl_push(struct zspage **head, struct zspage *z)
+{
+	z->lprev = NULL;
+	z->lnext = *head;
+	if (*head)
+		(*head)->lprev = z;
+	*head = z;
+}
+
+static void hl_unlink(struct zspage **head, struct zspage *z)
+{
+	if (z->lprev)
+		z->lprev->lnext = z->lnext;
+	else
+		*head = z->lnext;
+	if (z->lnext)
+		z->lnext->lprev = z->lprev;
+	z->lnext = z->lprev = NULL;
+}
+
+/* ---- taking a zspage from its class, giving it back ---- */
+
+/* Class lock held, z on no list and counted in ALLOCATED: the heap owns it, counted full. */
+static void own(struct size_class *class, struct zs_heap *h, struct zspage *z)
+{
+	class->stats[ZS_OBJS_INUSE] += z->objs - z->inuse;
+	z->lnext = z->lprev = NULL;
+	z->fullness = ZS_OWNED_CUR;
+	__atomic_store_n(&z->heap_id, h->id, __ATOMIC_RELAXED);
+}
+
+/* Heap lock held, z off the heap's lists: back on its class's lists, or parked/freed when empty. */
+static void disown(struct zs_pool *pool, struct zspage *z)
+{
+	struct size_class *class = zspage_class(pool, z);
+	zs_spin_lock(&class->lock);
+	__atomic_store_n(&z->heap_id, 0, __ATOMIC_RELAXED);
+	zs_assert_internal(class->stats[ZS_OBJS_INUSE] >= z->objs - z->inuse);
+	class->stats[ZS_OBJS_INUSE] -= z->objs - z->inuse;
+	z->lnext = z->lprev = NULL;
+	z->fullness = ZS_NR_FULLNESS_GROUPS; /* on no list */
+	int fg = zs_get_fullness_group(class, z);
+	zs_insert_zspage(class, z, fg);
+	if (fg == ZS_INUSE_RATIO_0) {
+		zs_unlink_empty_zspage(pool, class, z);
+		if (!(pool->park && zs_park_zspage(pool, class, z)))
+			zs_free_zspage_pages(pool, z);
+	}
+	zs_spin_unlock(&class->lock);
+}
+
+/* The remote stack's objects back into their (owned) zspages (heap lock held). */
+static void collect_remote(struct zs_pool *pool, struct zs_heap *h)
+{
+	unsigned long v = atomic_exchange_explicit(&h->remote, 0, memory_order_acquire);
+	while (v) {
+		unsigned long obj = v >> 1;
+		struct zspage *z = obj_to_zspage(pool, obj);
+		v = *obj_header(pool, obj_to_pfn(obj), obj_to_idx(obj), zspage_class(pool, z)->size);
+		zs_heap_obj_free(pool, h, z, obj);
+	}
+}
+
+static struct zspage *fullest_partial(struct size_class *class)
+{
+	for (int fg = ZS_INUSE_RATIO_99; fg >= ZS_INUSE_RATIO_0; fg--)
+		if (class->fullness_list[fg])
+			return class->fullness_list[fg];
+	return NULL;
+}
+
+/* z becomes the class's current zspage: its pages' numbers and addresses cached. */
+static struct zspage *set_cur(struct zs_pool *pool, struct zs_heap_class *c, struct zspage *z)
+{
+	zs_pfn_t pfn = z->pfn;
+	for (unsigned k = 0; pfn != ZS_PFN_NONE; k++) {
+		zs_assert_internal(k < ZS_MAX_CHAIN);
+		c->pfn[k] = (uint32_t)pfn;
+		c->addr[k] = page_addr(pool, pfn);
+		pfn = page_desc(pool, pfn)->next;
+	}
+	z->fullness = ZS_OWNED_CUR;
+	return c->cur = z;
+}
+
+static int has_free(const struct zspage *z)
+{
+	return z->freeobj != FREEOBJ_END || z->untouched < z->objs;
+}
+
+struct zspage *zs_heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
+{
+	struct zs_heap_class *c = &h->cls[idx];
+	struct zspage *z = c->cur;
+	if (c->off)
+		return NULL;
+	if (atomic_load_explicit(&h->remote, memory_order_relaxed)) {
+		collect_remote(pool, h);
+		z = c->cur;
+		if (z && has_free(z))
+			return z;
+	}
+	if (z) {
+		z->fullness = ZS_OWNED_FULL;
+		hl_push(&c->full, z);
+		c->cur = NULL;
+	}
+	if (c->partial) {
+		z = c->partial;
+		hl_unlink(&c->partial, z);
+		return set_cur(pool, c, z);
+	}
+	/* A compactor revokes the heaps after it raised the flag: take nothing it must see. */
+	if (atomic_load_explicit(&pool->compaction_in_progress, memory_order_acquire))
+		return NULL;
+	/* The CPU's copy, as the class path takes: compaction merges zspages within a copy, so
+	 * threads on one CPU share one (a per-thread copy left their zspages apart). */
+	struct size_class *class = zs_alloc_class(pool, idx);
+	if (class_single(class)) {
+		c->off = 1;
+		return NULL;
+	}
+	c->size = class->size;
+	zs_spin_lock(&class->lock);
+	if (atomic_load_explicit(&pool->compaction_in_progress, memory_order_acquire)) {
+		zs_spin_unlock(&class->lock);
+		return NULL;
+	}
+	z = fullest_partial(class);
+	if (z) {
+		zs_remove_zspage(class, z);
+	} else {
+		if (!pool->park || !(z = zs_unpark_zspage(pool, class))) {
+			zs_spin_unlock(&class->lock);
+			z = zs_alloc_zspage(pool, class, class->pages_per_zspage, class->objs_per_zspage);
+			if (!z)
+				return NULL;
+			zs_spin_lock(&class->lock);
+		}
+		pool_pages_add(pool, (long)class->pages_per_zspage);
+		class->stats[ZS_OBJS_ALLOCATED] += class->objs_per_zspage;
+	}
+	own(class, h, z);
+	zs_spin_unlock(&class->lock);
+	return set_cur(pool, c, z);
+}
+
+void zs_heap_free_slow(struct zs_pool *pool, struct zs_heap *h, struct zspage *z)
+{
+	struct zs_heap_class *c = &h->cls[z->class_idx % (unsigned)pool->nr_classes];
+	if (z->fullness == ZS_OWNED_CUR) { /* emptied: a thread holds no empty zspage */
+		c->cur = NULL;
+		disown(pool, z);
+		return;
+	}
+	if (z->fullness == ZS_OWNED_FULL) {
+		hl_unlink(&c->full, z);
+		z->fullness = ZS_OWNED_PARTIAL;
+		hl_push(&c->partial, z);
+	}
+	/* Emptied: back to its class (parked or freed), so idle threads hold no free memory. */
+	if (z->inuse == 0) {
+		hl_unlink(&c->partial, z);
+		disown(pool, z);
+	}
+}
+
+void zs_heap_remote_free(struct zs_pool *pool, struct zspage *z, unsigned long obj)
+{
+	struct zs_heap *h = atomic_load_explicit(&heap_table[zspage_heap_id(z)], memory_order_relaxed);
+	unsigned long *hdr = obj_header(pool, obj_to_pfn(obj), obj_to_idx(obj), zspage_class(pool, z)->size);
+	unsigned long old = atomic_load_explicit(&h->remote, memory_order_relaxed);
+	do
+		*hdr = old;
+	while (!atomic_compare_exchange_weak_explicit(&h->remote, &old, (obj << 1) | 1,
+						      memory_order_release, memory_order_relaxed));
+}
+
+/* ---- handle cache ---- */
+
+unsigned long zs_heap_handles_refill(struct zs_pool *pool, struct zs_heap *h)
+{
+	if (!zs_handle_take_list(pool, zs_handle_shard(pool), &h->hl))
+		return 0;
+	return list_pop(&h->hl);
+}
+
+/* Every cached handle back to the shard (revocation): a whole list, spliced in. */
+void zs_heap_handles_drain(struct zs_pool *pool, struct zs_heap *h)
+{
+	if (h->hl.n)
+		zs_handle_give_list(pool, zs_handle_shard(pool), &h->hl);
+}
+
+/* ---- revocation ---- */
+
+/* Heap lock held: every owned zspage back to its class, the remote frees done, the handles back. */
+static void revoke_locked(struct zs_pool *pool, struct zs_heap *h)
+{
+	for (int i = 0; i < pool->nr_classes; i++) {
+		struct zs_heap_class *c = &h->cls[i];
+		struct zspage *z;
+		if (c->cur) {
+			z = c->cur;
+			c->cur = NULL;
+			disown(pool, z);
+		}
+		while ((z = c->partial)) {
+			hl_unlink(&c->partial, z);
+			disown(pool, z);
+		}
+		while ((z = c->full)) {
+			hl_unlink(&c->full, z);
+			disown(pool, z);
+		}
+	}
+	/* Their zspages are the classes' now: free them as any other thread would. */
+	unsigned long v = atomic_exchange_explicit(&h->remote, 0, memory_order_acquire);
+	while (v) {
+		unsigned long obj = v >> 1;
+		struct zspage *z = obj_to_zspage(pool, obj);
+		struct size_class *class = zspage_class(pool, z);
+		zs_spin_lock(&class->lock);
+		unsigned long *hdr = obj_header(pool, obj_to_pfn(obj), obj_to_idx(obj), class->size);
+		v = *hdr;
+		*hdr |= OBJ_ALLOCATED_TAG; /* it is: still counted in its zspage */
+		/* Another heap may own the zspage already (a revocation without a compaction). */
+		struct zspage *empty = zs_free_locked_any(pool, class, obj);
+		if (empty && !(pool->park && zs_park_zspage(pool, class, empty)))
+			zs_free_zspage_pages(pool, empty);
+		zs_spin_unlock(&class->lock);
+	}
+	zs_heap_handles_drain(pool, h);
+}
+
+void zs_heaps_revoke_all(struct zs_pool *pool)
+{
+	if (!pool->owned)
+		return;
+	pthread_mutex_lock(&heaps_lock);
+	for (struct zs_heap *h = pool->heaps; h; h = h->next) {
+		zs_spin_lock(&h->lock);
+		revoke_locked(pool, h);
+		zs_spin_unlock(&h->lock);
+	}
+	pthread_mutex_unlock(&heaps_lock);
+}
+
+/* Free slots in the zspages the pool's heaps own of physical class phys (every copy). */
+unsigned long zs_heaps_owned_free(struct zs_pool *pool, int phys)
+{
+	unsigned long n = 0;
+	if (!pool->owned)
+		return 0;
+	pthread_mutex_lock(&heaps_lock);
+	for (struct zs_heap *h = pool->heaps; h; h = h->next) {
+		struct zs_heap_class *c = &h->cls[phys];
+		zs_spin_lock(&h->lock);
+		if (c->cur)
+			n += c->cur->objs - c->cur->inuse;
+		for (struct zspage *z = c->partial; z; z = z->lnext)
+			n += z->objs - z->inuse;
+		zs_spin_unlock(&h->lock);
+	}
+	pthread_mutex_unlock(&heaps_lock);
+	return n;
+}
+
+/* Global heap lock held: a heap whose thread is done with it (exit, or its slot reused). */
+static void heap_retire(struct zs_heap *h)
+{
+	struct zs_pool *pool = h->pool;
+	if (pool) {
+		zs_spin_lock(&h->lock);
+		revoke_locked(pool, h);
+		zs_spin_unlock(&h->lock);
+		for (struct zs_heap **p = &pool->heaps; *p; p = &(*p)->next)
+			if (*p == h) {
+				*p = h->next;
+				break;
+			}
+		atomic_store_explicit(&heap_table[h->id], NULL, memory_order_relaxed);
+	}
+	free(h);
+}
+
+static void tl_exit(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&heaps_lock);
+	for (int i = 0; i < ZS_TL_HEAPS; i++) {
+		if (zs_tl.heap[i])
+			heap_retire(zs_tl.heap[i]);
+		zs_tl.heap[i] = NULL;
+		zs_tl.key[i] = 0;
+	}
+	pthread_mutex_unlock(&heaps_lock);
+}
+
+static void tl_key_create(void)
+{
+	if (pthread_key_create(&tl_key, tl_exit))
+		tl_key = (pthread_key_t)-1;
+}
+
+/* Global heap lock held: a new heap registered in the pool, or NULL. */
+static struct zs_heap *heap_new(struct zs_pool *pool)
+{
+	uint32_t id = 0;
+	for (uint32_t k = 0; k < ZS_MAX_HEAPS - 1; k++) {
+		uint32_t i = 1 + (heap_hint - 1 + k) % (ZS_MAX_HEAPS - 1);
+		if (!atomic_load_explicit(&heap_table[i], memory_order_relaxed)) {
+			id = i;
+			break;
+		}
+	}
+	if (!id)
+		return NULL;
+	struct zs_heap *h = calloc(1, sizeof(*h) + (size_t)pool->nr_classes * sizeof(h->cls[0]));
+	if (!h)
+		return NULL;
+	heap_hint = id + 1;
+	zs_spin_init(&h->lock);
+	h->id = id;
+	h->pool = pool;
+	atomic_init(&h->remote, 0);
+	h->next = pool->heaps;
+	pool->heaps = h;
+	atomic_store_explicit(&heap_table[id], h, memory_order_relaxed);
+	return h;
+}
+
+struct zs_heap *zs_heap_lookup(struct zs_pool *pool)
+{
+	if (!pool->owned)
+		return NULL;
+	struct zs_tl *t = &zs_tl;
+	for (int i = 1; i < ZS_TL_HEAPS; i++) {
+		if (t->key[i] == pool->heap_key) {
+			uint64_t k = t->key[i];
+			struct zs_heap *h = t->heap[i];
+			t->key[i] = t->key[0];
+			t->heap[i] = t->heap[0];
+			t->key[0] = k;
+			t->heap[0] = h;
+			return h;
+		}
+	}
+	pthread_once(&tl_once, tl_key_create);
+	if (tl_key == (pthread_key_t)-1)
+		return NULL;
+	pthread_mutex_lock(&heaps_lock);
+	/* The least recently used slot goes: its heap gives its zspages back first. */
+	if (t->heap[ZS_TL_HEAPS - 1])
+		heap_retire(t->heap[ZS_TL_HEAPS - 1]);
+	for (int i = ZS_TL_HEAPS - 1; i > 0; i--) {
+		t->key[i] = t->key[i - 1];
+		t->heap[i] = t->heap[i - 1];
+	}
+	/* No heap to be had: the key still matches, so the class path is taken at once. */
+	struct zs_heap *h = heap_new(pool);
+	t->key[0] = pool->heap_key;
+	t->heap[0] = h;
+	pthread_mutex_unlock(&heaps_lock);
+	pthread_setspecific(tl_key, t);
+	return h;
+}
+
+void zs_heaps_pool_init(struct zs_pool *pool)
+{
+	pool->owned = ZS_OWNED_ZSPAGES && pool->cfg.free_mode != ZS_FREE_POOL_LOCK &&
+		      !pool->cfg.checked && pool->cfg.fit_zspages;
+	pool->small_limit = pool->owned ? 0 : pool->page_size;
+	pool->free_flags = pool->owned ? 2 : pool->cfg.checked;
+	pool->heap_key = atomic_fetch_add_explicit(&heap_keys, 1, memory_order_relaxed);
+	pool->heaps = NULL;
+}
+
+/* zs_destroy_pool: the heaps stay with their threads (freed at exit), marked dead. */
+void zs_heaps_pool_gone(struct zs_pool *pool)
+{
+	pthread_mutex_lock(&heaps_lock);
+	for (struct zs_heap *h = pool->heaps; h; h = h->next) {
+		atomic_store_explicit(&heap_table[h->id], NULL, memory_order_relaxed);
+		h->pool = NULL;
+	}
+	pool->heaps = NULL;
+	pthread_mutex_unlock(&heaps_lock);
+}

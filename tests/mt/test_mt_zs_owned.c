@@ -1,0 +1,220 @@
+/*
+ * Thread-owned zspages (the application profile's per-object path):
+ * threads allocate into zspages they own and free each other's objects
+ * (the remote-free stack) while a compactor (zs_compact, zs_compact_step,
+ * zs_pool_trim: each revokes every heap) and the page cache's idle purge
+ * run, and threads exit mid-run (their heaps revoked at exit).  Every
+ * object is byte-checked on every read and before its free; at the end the
+ * pool drains to 0 pages, and a single-threaded run checks that
+ * zs_compact, revoking the owner, frees what an owned zspage held.
+ * Seeded (ZS_SEED); the seed is printed.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "zs/zsmalloc.h"
+
+#define THREADS 4
+#define SLOTS 512
+#define MAILBOX 256
+#define MAXLEN 3600
+
+static struct zs_pool *pool;
+static uint64_t seed;
+static atomic_int stop;
+static atomic_long bad;
+/* Handles passed between threads, each slot under its own lock: 0 empty. */
+static struct {
+	pthread_mutex_t lock;
+	unsigned long h;
+	unsigned len;
+} mailbox[MAILBOX];
+
+static void fill(unsigned char *b, size_t len, unsigned long tag)
+{
+	for (size_t i = 0; i < len; i++)
+		b[i] = (unsigned char)(tag * 131 + i * 7 + (i >> 8));
+}
+
+/* The object's bytes are what fill(tag) wrote; the tag is stored in its first 8 bytes. */
+static int verify(unsigned long h, size_t len)
+{
+	unsigned char local[MAXLEN], want[MAXLEN];
+	unsigned char *p = zs_obj_read_begin(pool, h, len, local);
+	if (!p)
+		return 0;
+	unsigned long tag;
+	memcpy(&tag, p, sizeof(tag));
+	fill(want, len, tag);
+	memcpy(want, &tag, sizeof(tag));
+	int ok = memcmp(p, want, len) == 0;
+	zs_obj_read_end(pool, h, len, p);
+	return ok;
+}
+
+static unsigned long make_obj(size_t len, unsigned long tag)
+{
+	unsigned char b[MAXLEN];
+	fill(b, len, tag);
+	memcpy(b, &tag, sizeof(tag));
+	unsigned long h = zs_malloc_write(pool, b, len);
+	return ZS_IS_ERR(h) ? 0 : h;
+}
+
+static void free_checked(unsigned long h, size_t len)
+{
+	if (!verify(h, len)) {
+		fprintf(stderr, "object %#lx (%zu bytes) not as written\n", h, len);
+		atomic_fetch_add(&bad, 1);
+	}
+	if (zs_free(pool, h)) {
+		fprintf(stderr, "zs_free(%#lx) failed\n", h);
+		atomic_fetch_add(&bad, 1);
+	}
+}
+
+struct worker {
+	pthread_t t;
+	int id;
+	unsigned long ops;
+	unsigned long iters;
+};
+
+static void *worker(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t rs = seed ^ (0x1234567ull * (unsigned)(w->id + 1));
+	unsigned long h[SLOTS] = { 0 };
+	unsigned len[SLOTS] = { 0 };
+	for (unsigned long it = 0; it < w->iters && !atomic_load(&stop); it++) {
+		uint64_t r = tu_rand(&rs);
+		unsigned i = (unsigned)(r % SLOTS);
+		unsigned op = (unsigned)(r >> 32) % 8;
+		if (!h[i]) {
+			len[i] = 8 + (unsigned)(tu_rand(&rs) % (MAXLEN - 8));
+			h[i] = make_obj(len[i], tu_rand(&rs));
+			if (!h[i]) {
+				fprintf(stderr, "zs_malloc_write(%u bytes) failed\n", len[i]);
+				atomic_fetch_add(&bad, 1);
+			}
+		} else if (op < 3) {
+			if (!verify(h[i], len[i])) {
+				fprintf(stderr, "object %#lx (%u bytes) not as written\n", h[i], len[i]);
+				atomic_fetch_add(&bad, 1);
+			}
+		} else if (op < 5) {
+			free_checked(h[i], len[i]);
+			h[i] = 0;
+		} else {
+			/* Swap it with one another thread left here: this thread frees that one. */
+			unsigned m = (unsigned)(tu_rand(&rs) % MAILBOX);
+			pthread_mutex_lock(&mailbox[m].lock);
+			unsigned long got = mailbox[m].h;
+			unsigned glen = mailbox[m].len;
+			mailbox[m].h = h[i];
+			mailbox[m].len = len[i];
+			pthread_mutex_unlock(&mailbox[m].lock);
+			h[i] = 0;
+			if (got)
+				free_checked(got, glen);
+		}
+		w->ops++;
+	}
+	for (unsigned i = 0; i < SLOTS; i++)
+		if (h[i])
+			free_checked(h[i], len[i]);
+	return NULL;
+}
+
+static void *compactor(void *arg)
+{
+	(void)arg;
+	unsigned cursor = 0, n = 0;
+	while (!atomic_load(&stop)) {
+		switch (n++ % 3) {
+		case 0:
+			zs_compact(pool);
+			break;
+		case 1:
+			zs_compact_step(pool, &cursor, 4);
+			break;
+		default:
+			zs_pool_trim(pool);
+		}
+		struct timespec ts = { 0, 2000000 };
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static void run_threads(void)
+{
+	struct zs_pool_config cfg;
+	zs_pool_config_init_app(&cfg);
+	cfg.page_cache_decay_ms = 1; /* the idle purge runs all along */
+	pool = zs_create_pool(&cfg);
+	REQUIRE(pool);
+	for (unsigned m = 0; m < MAILBOX; m++)
+		pthread_mutex_init(&mailbox[m].lock, NULL);
+	pthread_t ct;
+	REQUIRE(!pthread_create(&ct, NULL, compactor, NULL));
+	/* Two waves: the first wave's heaps are revoked at their threads' exit mid-run. */
+	for (int wave = 0; wave < 2; wave++) {
+		struct worker w[THREADS];
+		for (int i = 0; i < THREADS; i++) {
+			w[i] = (struct worker){ .id = wave * THREADS + i, .iters = 40000 };
+			REQUIRE(!pthread_create(&w[i].t, NULL, worker, &w[i]));
+		}
+		for (int i = 0; i < THREADS; i++)
+			pthread_join(w[i].t, NULL);
+	}
+	atomic_store(&stop, 1);
+	pthread_join(ct, NULL);
+	for (unsigned m = 0; m < MAILBOX; m++)
+		if (mailbox[m].h)
+			free_checked(mailbox[m].h, mailbox[m].len);
+	CHECK_EQ(atomic_load(&bad), 0);
+	zs_compact(pool);
+	CHECK_EQ(zs_get_total_pages(pool), 0);
+	zs_destroy_pool(pool);
+}
+
+/* One thread: what its heap holds goes back at zs_compact, and compaction frees it. */
+static void test_compact_revokes(void)
+{
+	struct zs_pool_config cfg;
+	zs_pool_config_init_app(&cfg);
+	pool = zs_create_pool(&cfg);
+	REQUIRE(pool);
+	enum { N = 4000 };
+	static unsigned long h[N];
+	for (int i = 0; i < N; i++) {
+		h[i] = make_obj(1000, (unsigned long)i);
+		REQUIRE(h[i]);
+	}
+	unsigned long full = zs_get_total_pages(pool);
+	/* Free 3 of 4: every zspage keeps a quarter, all of them owned or full. */
+	for (int i = 0; i < N; i++)
+		if (i % 4)
+			free_checked(h[i], 1000);
+	zs_compact(pool);
+	unsigned long after = zs_get_total_pages(pool);
+	/* A quarter of the objects: at most a third of the pages plus a zspage (chain of 8 at most). */
+	CHECK(after * 3 <= full + 24);
+	for (int i = 0; i < N; i += 4)
+		free_checked(h[i], 1000);
+	zs_compact(pool);
+	CHECK_EQ(zs_get_total_pages(pool), 0);
+	CHECK_EQ(atomic_load(&bad), 0);
+	zs_destroy_pool(pool);
+}
+
+int main(void)
+{
+	seed = tu_seed("test_mt_zs_owned");
+	test_compact_revokes();
+	run_threads();
+	return tu_done();
+}
