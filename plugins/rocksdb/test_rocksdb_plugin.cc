@@ -7,6 +7,7 @@
 // a cache in use.
 // Random data is seeded; the seed is printed.
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -206,7 +207,9 @@ static void resize(std::mt19937_64 &rng)
 	long rss_big = rss_kib();
 	CHECK(held_big > big / 2 && held_big <= big + big / 8);
 
+	auto t0 = std::chrono::steady_clock::now();
 	CHECK(sc->SetCapacity(small).ok());
+	double shrink_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 	CHECK(libzs_rocksdb::GetStats(sc.get(), &st));
 	uint64_t held_small = st.real_bytes - st.cached_bytes;
 	long rss_small = rss_kib();
@@ -228,12 +231,14 @@ static void resize(std::mt19937_64 &rng)
 	CHECK(st.real_bytes - st.cached_bytes <= small + small / 8);
 
 	// Grow: holds more than the small capacity allowed.
+	t0 = std::chrono::steady_clock::now();
 	CHECK(sc->SetCapacity(mid).ok());
+	double grow_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 	unsigned hits_mid = fill_and_check(sc.get(), vals);
 	CHECK(libzs_rocksdb::GetStats(sc.get(), &st));
 	uint64_t held_mid = st.real_bytes - st.cached_bytes;
-	std::printf("resize: SetCapacity(16 MiB): %u blocks, held %llu B\n", hits_mid,
-		    (unsigned long long)held_mid);
+	std::printf("resize: SetCapacity(16 MiB): %u blocks, held %llu B; the shrink took %.1f ms, "
+		    "the grow %.1f ms\n", hits_mid, (unsigned long long)held_mid, shrink_ms, grow_ms);
 	CHECK(held_mid > small + small / 8 && held_mid <= mid + mid / 8);
 	CHECK(hits_mid > 2 * hits_small);
 

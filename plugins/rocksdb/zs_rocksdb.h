@@ -40,8 +40,8 @@
 // cache of the new capacity, copies entries into it until it is full (a
 // shrink keeps the entries that fit, in index order, not the most recent)
 // and frees the old one, so when it returns the memory held is within the
-// new capacity; calls from other threads wait meanwhile (about a second
-// per 100,000 entries moved), the memory of both is held during the copy,
+// new capacity; calls from other threads wait meanwhile (for as long as
+// the entries moved take), the memory of both is held during the copy,
 // and the dummies are forgotten.  A capacity under 512 bytes or a failure
 // to build is InvalidArgument and leaves the cache as it was.
 //
