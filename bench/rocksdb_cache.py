@@ -37,6 +37,8 @@ Every figure is printed with the 1-minute load average seen before its runs.
 Typical: bench/rocksdb_cache.py --quick --build build
 """
 import argparse
+import concurrent.futures
+import queue
 import os
 import re
 import shutil
@@ -61,6 +63,8 @@ def args_parse():
     p.add_argument("--db", help="existing or new DB dir to reuse (default: a temporary one, removed)")
     p.add_argument("--reads", type=int, help="reads per thread per phase instead of --duration: hit rates "
                    "and memory then do not depend on how fast the machine is at the time")
+    p.add_argument("--jobs", type=int, default=1, help="runs at once (hit rates and memory with --reads only; "
+                   "each on its own copy of the DB, DIR-1, DIR-2...)")
     p.add_argument("--equal-rss", action="store_true", help="also libzs at the RSS growth of each RocksDB cache")
     p.add_argument("--ops-pairs", type=int, default=0, help="only ops/s: N interleaved default/libzs pairs")
     p.add_argument("--ops-threads", default="1,2", help="reader threads for --ops-pairs (default 1,2)")
@@ -116,7 +120,8 @@ def main():
         tmp = tempfile.mkdtemp(prefix="zs_rocksdb_bench.")
         db = os.path.join(tmp, "db")
     env = dict(os.environ, LD_PRELOAD=plugin, ZS_ROCKSDB_STATS="1")
-    common = ["--db=" + db, "--num=%d" % a.keys, "--key_size=100", "--value_size=1024"]
+    common = ["--num=%d" % a.keys, "--key_size=100", "--value_size=1024"]
+    dbs = queue.Queue()
     caches = [("rocksdb", "compressed_secondary_cache://capacity=%d"),
               ("rocksdb-split", "compressed_secondary_cache://capacity=%d;enable_custom_split_merge=true"),
               ("libzs", "libzs://capacity:%d" + a.libzs_opts)]
@@ -124,7 +129,20 @@ def main():
     rows = {}  # (name, cap in bytes) -> list of dicts
 
     def one(name, cap, seed, threads=1, keep=True):
-        cmd = [a.db_bench, "--use_existing_db=1", "--cache_size=%d" % (a.cache_mib * MiB),
+        d = dbs.get()
+        try:
+            return one_db(name, cap, seed, threads, keep, d)
+        finally:
+            dbs.put(d)
+
+    def batch(runs):
+        """Runs (name, cap, seed) tuples, a.jobs at a time."""
+        with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as ex:
+            for f in [ex.submit(one, *r) for r in runs]:
+                f.result()
+
+    def one_db(name, cap, seed, threads, keep, d):
+        cmd = [a.db_bench, "--db=" + d, "--use_existing_db=1", "--cache_size=%d" % (a.cache_mib * MiB),
                "--read_random_exp_range=10", "--threads=%d" % threads, "--statistics=1", "--perf_level=2",
                "--benchmarks=readrandom,resetstats,readrandom", "--seed=%d" % seed] + common
         cmd.append("--reads=%d" % a.reads if a.reads else "--duration=%d" % a.duration)
@@ -149,20 +167,23 @@ def main():
     try:
         if not os.path.exists(os.path.join(db, "CURRENT")):
             print("fillseq: %d keys into %s" % (a.keys, db), flush=True)
-            run([a.db_bench, "--benchmarks=fillseq", "--compression_ratio=0.5",
+            run([a.db_bench, "--db=" + db, "--benchmarks=fillseq", "--compression_ratio=0.5",
                  "--compression_type=lz4", "--disable_wal=1"] + common, env)
+        dbs.put(db)
+        for j in range(1, a.jobs if not a.ops_pairs else 1):
+            copy = "%s-%d" % (db.rstrip("/"), j)
+            if not os.path.exists(os.path.join(copy, "CURRENT")):
+                shutil.copytree(db, copy, ignore=shutil.ignore_patterns("LOCK"))
+            dbs.put(copy)
         if a.ops_pairs:
             ops_pairs(a, one)
             return
-        for seed in a.seeds:
-            one("none", 0, seed)
-            for cap in a.caps:
-                for name, _ in caches:
-                    one(name, cap * MiB, seed)
+        batch([("none", 0, seed) for seed in a.seeds] +
+              [(name, cap * MiB, seed) for seed in a.seeds for cap in a.caps for name, _ in caches])
         base = med(r["hwm"] for r in rows[("none", 0)])
         report_same_cap(a, rows, base, caches)
         if a.equal_rss:
-            equal_rss(a, rows, base, one)
+            equal_rss(a, rows, base, batch)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -223,9 +244,9 @@ def report_same_cap(a, rows, base, caches):
                  z[1] / s[1] if s[1] > 0 else float("nan"), z[2] / max(1, d[2]), z[2] / max(1, s[2])))
 
 
-def equal_rss(a, rows, base, one):
+def equal_rss(a, rows, base, batch):
     """libzs at the capacity that makes its RSS growth equal each RocksDB cache's."""
-    out = []
+    plan = []
     for cap in a.caps:
         c = cap * MiB
         g_zs = growth(rows, ("libzs", c), base)
@@ -234,17 +255,19 @@ def equal_rss(a, rows, base, one):
             zcap = int(c * target / g_zs)
             print("equal RSS: C=%d MiB, %s grew %.1f MiB: libzs at %.1f MiB" % (cap, comp, target / MiB, zcap / MiB),
                   flush=True)
-            for seed in a.seeds:
-                one("libzs", zcap, seed)
-            g = growth(rows, ("libzs", zcap), base)
-            if abs(g - target) > 0.02 * target:
-                zcap2 = int(zcap * target / g)
-                print("  growth %.1f MiB is off by %+.1f%%: again at %.1f MiB" % (g / MiB, 100 * (g / target - 1),
-                                                                               zcap2 / MiB), flush=True)
-                for seed in a.seeds:
-                    one("libzs", zcap2, seed)
-                zcap, g = zcap2, growth(rows, ("libzs", zcap2), base)
-            out.append((cap, comp, zcap, g, target))
+            plan.append([cap, comp, zcap, target])
+    batch([("libzs", p[2], seed) for p in plan for seed in a.seeds])
+    again = []
+    for p in plan:
+        g = growth(rows, ("libzs", p[2]), base)
+        if abs(g - p[3]) > 0.02 * p[3]:
+            zcap2 = int(p[2] * p[3] / g)
+            print("  C=%d MiB, %s: libzs growth %.1f MiB is off by %+.1f%%: again at %.1f MiB"
+                  % (p[0], p[1], g / MiB, 100 * (g / p[3] - 1), zcap2 / MiB), flush=True)
+            p[2] = zcap2
+            again += [("libzs", zcap2, seed) for seed in a.seeds]
+    batch(again)
+    out = [(cap, comp, zcap, growth(rows, ("libzs", zcap), base), target) for cap, comp, zcap, target in plan]
     print("\nEqual RSS growth (medians over seeds %s): libzs's capacity chosen so its growth matches"
           % ",".join(map(str, a.seeds)))
     print("| C MiB | competitor | its hit % | its growth MiB | libzs capacity MiB | libzs growth MiB (vs its) "

@@ -89,72 +89,6 @@ int create_from_value(const void *data, size_t len, void *arg)
 	}
 }
 
-// RocksDB's 16-byte keys are offsets from a per-file base, so their bits are
-// far from uniform; this mixes them for the dummy table's slot and tag.
-uint64_t key_hash(const Slice &k)
-{
-	uint64_t h = 0x243f6a8885a308d3ull ^ k.size();
-	size_t i = 0;
-	for (; i + 8 <= k.size(); i += 8) {
-		uint64_t w;
-		std::memcpy(&w, k.data() + i, 8);
-		h = (h ^ w) * 0x9e3779b97f4a7c15ull;
-		h ^= h >> 32;
-	}
-	uint64_t w = 0;
-	std::memcpy(&w, k.data() + i, k.size() - i);
-	h = (h ^ w) * 0x9e3779b97f4a7c15ull;
-	h ^= h >> 29;
-	h *= 0xbf58476d1ce4e5b9ull;
-	return h ^ (h >> 32);
-}
-
-// Admission needs to know whether a block was evicted once before.  RocksDB
-// keeps a zero-charge dummy entry for it.  A dummy stored in libzs is an
-// object (key, header, index slot: about 60 B) counted in the capacity, and
-// a 128 MiB cache sees a few hundred thousand of them, so the dummies took
-// a tenth of the capacity from the blocks.  The plugin keeps one 32-bit tag
-// per dummy in a direct-mapped table instead, 4 B a slot and one slot per
-// 512 B of capacity (0.8% of it, charged to it): a new dummy overwrites
-// whatever shared its slot, as an LRU drops its oldest dummies, and a tag
-// collision (about 1 in 2^31 per probe) admits a block on its first eviction.
-class Dummies {
-public:
-	explicit Dummies(size_t slots) : mask_(slots - 1), t_(new std::atomic<uint32_t>[slots])
-	{
-		for (size_t i = 0; i < slots; i++)
-			t_[i].store(0, std::memory_order_relaxed);
-	}
-	static size_t SlotsFor(size_t capacity)
-	{
-		size_t n = 64;
-		while (n * 2 <= capacity / 512)
-			n *= 2;
-		return n;
-	}
-	size_t Bytes() const { return (mask_ + 1) * sizeof(uint32_t); }
-	void Put(uint64_t h) { t_[h & mask_].store(Tag(h), std::memory_order_relaxed); }
-	bool Has(uint64_t h) const { return t_[h & mask_].load(std::memory_order_relaxed) == Tag(h); }
-	// Removes h's dummy; true if it was there.
-	bool Take(uint64_t h)
-	{
-		uint32_t want = Tag(h);
-		return t_[h & mask_].compare_exchange_strong(want, 0, std::memory_order_relaxed);
-	}
-	uint64_t Count() const
-	{
-		uint64_t n = 0;
-		for (size_t i = 0; i <= mask_; i++)
-			n += t_[i].load(std::memory_order_relaxed) != 0;
-		return n;
-	}
-
-private:
-	static uint32_t Tag(uint64_t h) { return static_cast<uint32_t>(h >> 32) | 1u; }
-	size_t mask_;
-	std::unique_ptr<std::atomic<uint32_t>[]> t_;
-};
-
 class ZsSecondaryCache : public SecondaryCache {
 public:
 	explicit ZsSecondaryCache(const SecondaryCacheOptions &opts) : opts_(opts)
@@ -173,7 +107,7 @@ public:
 				     "inserts_dummy=%llu inserts_data=%llu insert_failures=%llu "
 				     "erases=%llu entries=%llu evictions=%llu value_bytes=%llu "
 				     "stored_bytes=%llu mem_bytes=%llu cached_bytes=%llu "
-				     "dummies=%llu dummy_bytes=%llu real_bytes=%llu resizes=%llu "
+				     "real_bytes=%llu resizes=%llu "
 				     "real_per_value=%.4f\n",
 				     (unsigned long long)st.capacity, opts_.codec.c_str(),
 				     (unsigned long long)st.lookups, (unsigned long long)st.hits,
@@ -186,8 +120,7 @@ public:
 				     (unsigned long long)st.value_bytes,
 				     (unsigned long long)st.stored_bytes,
 				     (unsigned long long)st.mem_bytes, (unsigned long long)st.cached_bytes,
-				     (unsigned long long)st.dummies, (unsigned long long)st.dummy_bytes,
-				     (unsigned long long)st.real_bytes, (unsigned long long)st.resizes,
+				     				     (unsigned long long)st.real_bytes, (unsigned long long)st.resizes,
 				     st.value_bytes ? (double)st.real_bytes / (double)st.value_bytes : 0.0);
 		}
 		zs_cache_destroy(cache_);
@@ -213,11 +146,12 @@ public:
 		zs_cache *c = Acquire(l);
 		if (c == nullptr)
 			return Status::InvalidArgument("libzs: bad options (PrepareOptions says which)");
-		uint64_t h = key_hash(key);
-		// Data on the second eviction: the dummy is there, or the block is
-		// (RocksDB replaces a block it finds).
-		if (!dummies_->Take(h) && zs_cache_value_size(c, key.data(), key.size()) == -ENOENT) {
-			dummies_->Put(h);
+		long have = zs_cache_value_size(c, key.data(), key.size());
+		if (have == -ENOENT) {
+			// First eviction of this block: remember the key only.
+			int rc = zs_cache_insert(c, key.data(), key.size(), nullptr, 0);
+			if (rc < 0)
+				return Failed(rc);
 			inserts_dummy_.fetch_add(1, std::memory_order_relaxed);
 			return Status::OK();
 		}
@@ -256,15 +190,14 @@ public:
 		ctx.cb = &create_cb;
 		int rc = zs_cache_lookup_cb(c, key.data(), key.size(), create_from_value, &ctx);
 		if (rc < 0 || ctx.dummy) {
-			bool dummy = ctx.dummy || (rc == -ENOENT && dummies_->Has(key_hash(key)));
-			(dummy ? dummy_hits_ : misses_).fetch_add(1, std::memory_order_relaxed);
+			(ctx.dummy ? dummy_hits_ : misses_).fetch_add(1, std::memory_order_relaxed);
 			return nullptr;
 		}
 		hits_.fetch_add(1, std::memory_order_relaxed);
 		if (advise_erase) {
 			// The primary keeps the block now: drop the bytes, keep a dummy.
-			zs_cache_erase(c, key.data(), key.size());
-			dummies_->Put(key_hash(key));
+			if (zs_cache_insert(c, key.data(), key.size(), nullptr, 0) < 0)
+				zs_cache_erase(c, key.data(), key.size());
 			advise_erase_drops_.fetch_add(1, std::memory_order_relaxed);
 		} else {
 			is_in_sec_cache = true;
@@ -281,8 +214,7 @@ public:
 		std::shared_lock<std::shared_mutex> l(mu_);
 		if (cache_ == nullptr)
 			return;
-		bool dummy = dummies_->Take(key_hash(key));
-		if (zs_cache_erase(cache_, key.data(), key.size()) == 0 || dummy)
+		if (zs_cache_erase(cache_, key.data(), key.size()) == 0)
 			erases_.fetch_add(1, std::memory_order_relaxed);
 	}
 
@@ -293,7 +225,7 @@ public:
 	// full (a shrink keeps what fits, in the index's order, not by
 	// recency), and frees the old one: memory goes down to the new capacity
 	// when the call returns.  Lookups and inserts wait meanwhile, and the
-	// dummies are forgotten (each block is admitted on its next two evictions).
+	// dummies are not copied (each block is admitted on its next two evictions).
 	Status SetCapacity(size_t capacity) override
 	{
 		std::unique_lock<std::shared_mutex> u(mu_);
@@ -305,14 +237,12 @@ public:
 		if (capacity == opts_.capacity)
 			return Status::OK();
 		zs_cache *n = nullptr;
-		std::unique_ptr<Dummies> d;
-		std::string why = Make(capacity, &n, &d);
+		std::string why = Make(capacity, &n);
 		if (!why.empty())
 			return Status::InvalidArgument("libzs: " + why);
 		Move(cache_, n);
 		zs_cache_destroy(cache_);
 		cache_ = n;
-		dummies_ = std::move(d);
 		opts_.capacity = capacity;
 		resizes_++;
 		return Status::OK();
@@ -358,9 +288,7 @@ public:
 			st->stored_bytes = zst.blob.stored_bytes;
 			st->mem_bytes = zst.mem_bytes;
 			st->cached_bytes = zst.blob.cached_bytes;
-			st->dummies = dummies_->Count();
-			st->dummy_bytes = dummies_->Bytes();
-			st->real_bytes = st->mem_bytes + st->dummy_bytes;
+			st->real_bytes = st->mem_bytes;
 		}
 	}
 
@@ -397,13 +325,13 @@ private:
 	{
 		if (cache_ != nullptr)
 			return Status::OK();
-		std::string why = Make(opts_.capacity, &cache_, &dummies_);
+		std::string why = Make(opts_.capacity, &cache_);
 		build_failed_ = !why.empty();
 		return why.empty() ? Status::OK() : Status::InvalidArgument("libzs: " + why);
 	}
 
-	// A libzs cache and dummy table for capacity and opts_; "" or why not.
-	std::string Make(size_t capacity, zs_cache **out, std::unique_ptr<Dummies> *d)
+	// A libzs cache for capacity and opts_; "" or why not.
+	std::string Make(size_t capacity, zs_cache **out)
 	{
 		zs_cache_config cfg;
 		zs_cache_config_init(&cfg);
@@ -419,11 +347,10 @@ private:
 		else
 			return "unknown codec '" + k + "' (none, lz4, lz4hc, zstd)";
 		cfg.blob.level = opts_.level;
-		size_t slots = Dummies::SlotsFor(capacity);
-		// The dummy table is charged to the capacity: at least as much again for data.
-		if (capacity < 2 * slots * sizeof(uint32_t))
+		// Smaller holds not one block with libzs's own structures.
+		if (capacity < 512)
 			return "capacity must be at least 512 bytes";
-		cfg.blob.mem_limit = capacity - slots * sizeof(uint32_t);
+		cfg.blob.mem_limit = capacity;
 		if (opts_.num_shard_bits < -1 || opts_.num_shard_bits > 12)
 			return "num_shard_bits must be -1 (automatic) or 0..12";
 		cfg.shards = opts_.num_shard_bits < 0 ? 0 : 1u << opts_.num_shard_bits;
@@ -432,7 +359,6 @@ private:
 		if (rc < 0)
 			return rc == -EINVAL ? "invalid options (level out of the codec's range?)"
 					     : "out of memory";
-		d->reset(new Dummies(slots));
 		return "";
 	}
 
@@ -466,7 +392,6 @@ private:
 	std::shared_mutex mu_;
 	bool build_failed_ = false; // bad options: first use does not retry
 	zs_cache *cache_ = nullptr;
-	std::unique_ptr<Dummies> dummies_;
 	uint64_t resizes_ = 0;
 	std::atomic<uint64_t> lookups_{0}, hits_{0}, dummy_hits_{0}, misses_{0};
 	std::atomic<uint64_t> advise_erase_drops_{0}, inserts_dummy_{0}, inserts_data_{0};

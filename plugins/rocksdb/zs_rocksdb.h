@@ -15,20 +15,16 @@
 //   "id=libzs;capacity=64M;..."      the option-map form (the options below are
 //                                    registered with RegisterOptions)
 // Options: capacity (bytes, K/M/G suffixes; the cache's limit in real memory:
-// compressed bytes, pool pages, index, dummy table), codec (none, lz4, lz4hc, zstd), level
+// compressed bytes, pool pages, index), codec (none, lz4, lz4hc, zstd), level
 // (the codec's level, 0: its default), num_shard_bits (-1: libzs's automatic
 // count, else 0..12: 2^bits index shards).
 //
 // Admission (RocksDB 7.8's compressed secondary cache rules, so that the two
 // caches differ only in how they store bytes): the first Insert of a key
-// records a dummy (no data); the second stores the block.  A Lookup that
-// finds data returns it and keeps it (is_in_sec_cache true) unless
-// advise_erase is true, when the data is dropped and a dummy kept.  A dummy
-// is never a hit.  Dummies are 32-bit tags of the keys' hashes in a
-// direct-mapped table of one 4-byte slot per 512 bytes of capacity (a power
-// of two, at least 64 slots), charged to the capacity: a new dummy replaces
-// the one in its slot, as RocksDB's LRU drops its oldest, and two keys with
-// one tag (about 1 in 2^31) let a block in on its first eviction.
+// stores a dummy entry (no data, counted in memory as a small object); the
+// second stores the block.  A Lookup that finds data returns it and keeps
+// it (is_in_sec_cache true) unless advise_erase is true, when the data is
+// dropped and a dummy kept.  A dummy is never a hit.
 //
 // Errors: Insert returns InvalidArgument (null value, key over 64 bytes),
 // Incomplete (the block alone is over the cache's capacity or the store's
@@ -42,7 +38,7 @@
 // and frees the old one, so when it returns the memory held is within the
 // new capacity; calls from other threads wait meanwhile (for as long as
 // the entries moved take), the memory of both is held during the copy,
-// and the dummies are forgotten.  A capacity under 512 bytes or a failure
+// and the dummies are not copied.  A capacity under 512 bytes or a failure
 // to build is InvalidArgument and leaves the cache as it was.
 //
 // Statistics: with ZS_ROCKSDB_STATS set in the environment, the cache
@@ -73,9 +69,7 @@ struct SecondaryCacheStats {
 	uint64_t mem_bytes;    // zs_cache_stats mem_bytes: what the cache holds, index included
 	uint64_t cached_bytes; // of mem_bytes, pool pages kept for reuse (outside the capacity's count)
 	uint64_t capacity;     // the current capacity
-	uint64_t dummies;      // dummy tags held now
-	uint64_t dummy_bytes;  // the dummy table's size
-	uint64_t real_bytes;   // mem_bytes + dummy_bytes: all the memory the cache holds
+	uint64_t real_bytes;   // all the memory the cache holds (mem_bytes today)
 	uint64_t resizes;      // SetCapacity calls that rebuilt the cache
 };
 
