@@ -80,14 +80,14 @@ def args_parse():
 
 
 def run(cmd, env):
-    """Runs cmd; returns (output, peak RSS in bytes) from the child's rusage (VmHWM)."""
+    """Runs cmd; returns (output, peak RSS in bytes (VmHWM), CPU seconds) from the child's rusage."""
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     out = proc.stdout.read()
     _, status, ru = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         sys.exit("failed (%d): %s\n%s" % (proc.returncode, " ".join(cmd), out[-2000:]))
-    return out, ru.ru_maxrss * 1024
+    return out, ru.ru_maxrss * 1024, ru.ru_utime + ru.ru_stime
 
 
 def last_int(pattern, text):
@@ -149,19 +149,19 @@ def main():
         if name != "none":
             cmd.append("--secondary_cache_uri=" + uris[name] % cap)
         load = os.getloadavg()[0]
-        out, hwm = run(cmd, env)
-        r = {"hwm": hwm, "load": load,
+        out, hwm, cpu = run(cmd, env)
+        r = {"hwm": hwm, "load": load, "cpu": cpu,
              "sec": last_int(r"secondary_cache_hit_count = (\d+)", out) or 0,
              "reads": last_int(r"(?<![a-z_])block_read_count = (\d+)", out) or 0,
              "ops": last_int(r"readrandom\s*:.*? (\d+) ops/sec", out) or 0}
-        for f in ("entries", "value_bytes", "stored_bytes", "mem_bytes", "cached_bytes", "real_bytes",
+        for f in ("entries", "raw_entries", "value_bytes", "stored_bytes", "mem_bytes", "cached_bytes", "real_bytes",
                   "dummies", "dummy_bytes"):
             r[f] = last_int(r"libzs_rocksdb:.* %s=(\d+)" % f, out)
         if keep:
             rows.setdefault((name, cap), []).append(r)
         print("  seed %d %-13s C=%7.1f MiB threads %d: VmHWM %7.1f MiB, sec hits %d, SST reads %d (%.1f%%), "
-              "%d ops/s, load %.1f" % (seed, name, cap / MiB, threads, hwm / MiB, r["sec"], r["reads"],
-                                       hit_rate(r), r["ops"], load), flush=True)
+              "%d ops/s, %.1f CPU s, load %.1f" % (seed, name, cap / MiB, threads, hwm / MiB, r["sec"], r["reads"],
+                                                   hit_rate(r), r["ops"], cpu, load), flush=True)
         return r
 
     try:
@@ -215,8 +215,13 @@ def report_same_cap(a, rows, base, caches):
     for cap in a.caps:
         zs = rows[("libzs", cap * MiB)]
         # Block sizes from libzs's statistics: the same blocks, lz4.
-        blk_c = med(r["stored_bytes"] / max(1, r["entries"]) for r in zs) if zs[0]["entries"] else None
-        blk_u = med(r["value_bytes"] / max(1, r["entries"]) for r in zs) if zs[0]["entries"] else None
+        # (only when libzs uses lz4, as RocksDB does)
+        # (only when libzs uses lz4, as RocksDB does; blocks = entries less the raw ones, the dummies)
+        lz4 = "codec" not in a.libzs_opts or "codec:lz4," in a.libzs_opts + ","
+        ok = lz4 and zs[0]["entries"] and zs[0]["raw_entries"] is not None
+        blocks = [max(1, r["entries"] - r["raw_entries"]) for r in zs] if ok else None
+        blk_c = med(r["stored_bytes"] / n for r, n in zip(zs, blocks)) if ok else None
+        blk_u = med(r["value_bytes"] / n for r, n in zip(zs, blocks)) if ok else None
         for name, _ in caches:
             rs = rows[(name, cap * MiB)]
             hit = med(hit_rate(r) for r in rs)
@@ -288,7 +293,7 @@ def ops_pairs(a, one):
     c = a.caps[0] * MiB
     print("ops/s pairs at C=%d MiB, %s" % (a.caps[0], phases(a)))
     for threads in (int(t) for t in a.ops_threads.split(",")):
-        ratios, loads = [], []
+        ratios, cpus, loads = [], [], []
         for i in range(a.ops_pairs):
             order = ("rocksdb", "libzs") if i % 2 == 0 else ("libzs", "rocksdb")
             got = {}
@@ -296,11 +301,15 @@ def ops_pairs(a, one):
                 got[name] = one(name, c, i + 1, threads, keep=False)
             ratio = got["libzs"]["ops"] / max(1, got["rocksdb"]["ops"])
             ratios.append(ratio)
+            cpus.append(got["libzs"]["cpu"] / max(1e-9, got["rocksdb"]["cpu"]))
             loads += [got["libzs"]["load"], got["rocksdb"]["load"]]
-            print("  threads %d pair %d: default %d, libzs %d ops/s: x%.3f" % (
-                threads, i + 1, got["rocksdb"]["ops"], got["libzs"]["ops"], ratio), flush=True)
-        print("threads %d: libzs / default ops/s median x%.3f, range x%.3f-x%.3f over %d pairs; load %.1f-%.1f"
-              % (threads, med(ratios), min(ratios), max(ratios), len(ratios), min(loads), max(loads)), flush=True)
+            print("  threads %d pair %d: default %d, libzs %d ops/s: x%.3f; CPU s %.1f / %.1f: x%.3f" % (
+                threads, i + 1, got["rocksdb"]["ops"], got["libzs"]["ops"], ratio, got["rocksdb"]["cpu"],
+                got["libzs"]["cpu"], cpus[-1]), flush=True)
+        print("threads %d: libzs / default ops/s median x%.3f, range x%.3f-x%.3f over %d pairs; process CPU "
+              "time libzs / default median x%.3f, range x%.3f-x%.3f; load %.1f-%.1f"
+              % (threads, med(ratios), min(ratios), max(ratios), len(ratios), med(cpus), min(cpus), max(cpus),
+                 min(loads), max(loads)), flush=True)
 
 
 if __name__ == "__main__":

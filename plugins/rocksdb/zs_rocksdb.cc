@@ -107,7 +107,7 @@ public:
 				     "inserts_dummy=%llu inserts_data=%llu insert_failures=%llu "
 				     "erases=%llu entries=%llu evictions=%llu value_bytes=%llu "
 				     "stored_bytes=%llu mem_bytes=%llu cached_bytes=%llu "
-				     "real_bytes=%llu resizes=%llu "
+				     "real_bytes=%llu resizes=%llu raw_entries=%llu "
 				     "real_per_value=%.4f\n",
 				     (unsigned long long)st.capacity, opts_.codec.c_str(),
 				     (unsigned long long)st.lookups, (unsigned long long)st.hits,
@@ -121,6 +121,7 @@ public:
 				     (unsigned long long)st.stored_bytes,
 				     (unsigned long long)st.mem_bytes, (unsigned long long)st.cached_bytes,
 				     				     (unsigned long long)st.real_bytes, (unsigned long long)st.resizes,
+				     (unsigned long long)st.raw_entries,
 				     st.value_bytes ? (double)st.real_bytes / (double)st.value_bytes : 0.0);
 		}
 		zs_cache_destroy(cache_);
@@ -289,6 +290,7 @@ public:
 			st->mem_bytes = zst.mem_bytes;
 			st->cached_bytes = zst.blob.cached_bytes;
 			st->real_bytes = st->mem_bytes;
+			st->raw_entries = zst.blob.raw_objects;
 		}
 	}
 

@@ -71,6 +71,8 @@ struct SecondaryCacheStats {
 	uint64_t capacity;     // the current capacity
 	uint64_t real_bytes;   // all the memory the cache holds (mem_bytes today)
 	uint64_t resizes;      // SetCapacity calls that rebuilt the cache
+	uint64_t raw_entries;  // of entries, those stored uncompressed: the dummies, and any
+	                       // block compression would not shrink by a sixteenth
 };
 
 // The plugin's name ("libzs") and its registered options' name.
