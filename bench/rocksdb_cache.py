@@ -19,9 +19,26 @@ ratio 0.5, lz4; a 16 MiB block cache; readrandom with read_random_exp_range
 10, one thread, a warm-up phase then a measured phase of --duration seconds
 each; C = 128 and 256 MiB; seeds 1-3.  --quick: 200k keys, a 4 MiB block
 cache, C = 16 and 32 MiB, seed 1, 10 s phases.
+--equal-rss: after the same-capacity runs, gives libzs, for each RocksDB
+cache and C, the capacity that makes its RSS growth equal that cache's
+(C * that growth / libzs's growth at C, recalibrated once when the median
+growth misses by over 2%), and prints both hit rates and the difference.
+--ops-pairs N: instead, N interleaved pairs (RocksDB's default, libzs; the
+order alternates) at each --ops-threads count and the first C, printing each
+pair's ops/s ratio, the median and the range.
+"real B / uncompressed B": libzs's real bytes (zs_cache_stats mem_bytes, the
+pages cached for reuse included, plus the dummy table) per uncompressed byte
+of the blocks it holds, from its statistics line; RocksDB's caches report no
+such count, so for them it is RSS growth / an estimate of what they hold: a
+full cache of C holds C / (compressed block + 88 B handle) blocks, with the
+compressed and uncompressed block sizes taken from libzs's lz4 statistics of
+the same run set (the same blocks, the same codec).
+Every figure is printed with the 1-minute load average seen before its runs.
 Typical: bench/rocksdb_cache.py --quick --build build
 """
 import argparse
+import concurrent.futures
+import queue
 import os
 import re
 import shutil
@@ -44,6 +61,14 @@ def args_parse():
     p.add_argument("--seeds", help="comma-separated (default 1,2,3; quick 1)")
     p.add_argument("--duration", type=int, help="seconds per phase (default 15; quick 10)")
     p.add_argument("--db", help="existing or new DB dir to reuse (default: a temporary one, removed)")
+    p.add_argument("--reads", type=int, help="reads per thread per phase instead of --duration: hit rates "
+                   "and memory then do not depend on how fast the machine is at the time")
+    p.add_argument("--jobs", type=int, default=1, help="runs at once (hit rates and memory with --reads only; "
+                   "each on its own copy of the DB, DIR-1, DIR-2...)")
+    p.add_argument("--equal-rss", action="store_true", help="also libzs at the RSS growth of each RocksDB cache")
+    p.add_argument("--ops-pairs", type=int, default=0, help="only ops/s: N interleaved default/libzs pairs")
+    p.add_argument("--ops-threads", default="1,2", help="reader threads for --ops-pairs (default 1,2)")
+    p.add_argument("--libzs-opts", default="", help="extra libzs URI options, e.g. ',codec:zstd,level:1'")
     a = p.parse_args()
     q = a.quick
     a.keys = a.keys or (200000 if q else 1000000)
@@ -55,19 +80,32 @@ def args_parse():
 
 
 def run(cmd, env):
-    """Runs cmd; returns (output, peak RSS in bytes) from the child's rusage (VmHWM)."""
+    """Runs cmd; returns (output, peak RSS in bytes (VmHWM), CPU seconds) from the child's rusage."""
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     out = proc.stdout.read()
     _, status, ru = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         sys.exit("failed (%d): %s\n%s" % (proc.returncode, " ".join(cmd), out[-2000:]))
-    return out, ru.ru_maxrss * 1024
+    return out, ru.ru_maxrss * 1024, ru.ru_utime + ru.ru_stime
 
 
 def last_int(pattern, text):
     found = re.findall(pattern, text)
     return int(found[-1]) if found else None
+
+
+def med(xs):
+    return statistics.median(list(xs))
+
+
+def hit_rate(r):
+    return 100.0 * r["sec"] / max(1, r["sec"] + r["reads"])
+
+
+def load_range(rs):
+    lo, hi = min(r["load"] for r in rs), max(r["load"] for r in rs)
+    return "%.1f" % lo if abs(hi - lo) < 0.05 else "%.1f-%.1f" % (lo, hi)
 
 
 def main():
@@ -82,71 +120,196 @@ def main():
         tmp = tempfile.mkdtemp(prefix="zs_rocksdb_bench.")
         db = os.path.join(tmp, "db")
     env = dict(os.environ, LD_PRELOAD=plugin, ZS_ROCKSDB_STATS="1")
-    common = ["--db=" + db, "--num=%d" % a.keys, "--key_size=100", "--value_size=1024"]
+    common = ["--num=%d" % a.keys, "--key_size=100", "--value_size=1024"]
+    dbs = queue.Queue()
+    caches = [("rocksdb", "compressed_secondary_cache://capacity=%d"),
+              ("rocksdb-split", "compressed_secondary_cache://capacity=%d;enable_custom_split_merge=true"),
+              ("libzs", "libzs://capacity:%d" + a.libzs_opts)]
+    uris = dict(caches)
+    rows = {}  # (name, cap in bytes) -> list of dicts
+
+    def one(name, cap, seed, threads=1, keep=True):
+        d = dbs.get()
+        try:
+            return one_db(name, cap, seed, threads, keep, d)
+        finally:
+            dbs.put(d)
+
+    def batch(runs):
+        """Runs (name, cap, seed) tuples, a.jobs at a time."""
+        with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as ex:
+            for f in [ex.submit(one, *r) for r in runs]:
+                f.result()
+
+    def one_db(name, cap, seed, threads, keep, d):
+        cmd = [a.db_bench, "--db=" + d, "--use_existing_db=1", "--cache_size=%d" % (a.cache_mib * MiB),
+               "--read_random_exp_range=10", "--threads=%d" % threads, "--statistics=1", "--perf_level=2",
+               "--benchmarks=readrandom,resetstats,readrandom", "--seed=%d" % seed] + common
+        cmd.append("--reads=%d" % a.reads if a.reads else "--duration=%d" % a.duration)
+        if name != "none":
+            cmd.append("--secondary_cache_uri=" + uris[name] % cap)
+        load = os.getloadavg()[0]
+        out, hwm, cpu = run(cmd, env)
+        r = {"hwm": hwm, "load": load, "cpu": cpu,
+             "sec": last_int(r"secondary_cache_hit_count = (\d+)", out) or 0,
+             "reads": last_int(r"(?<![a-z_])block_read_count = (\d+)", out) or 0,
+             "ops": last_int(r"readrandom\s*:.*? (\d+) ops/sec", out) or 0}
+        for f in ("entries", "raw_entries", "value_bytes", "stored_bytes", "mem_bytes", "cached_bytes", "real_bytes",
+                  "dummies", "dummy_bytes"):
+            r[f] = last_int(r"libzs_rocksdb:.* %s=(\d+)" % f, out)
+        if keep:
+            rows.setdefault((name, cap), []).append(r)
+        print("  seed %d %-13s C=%7.1f MiB threads %d: VmHWM %7.1f MiB, sec hits %d, SST reads %d (%.1f%%), "
+              "%d ops/s, %.1f CPU s, load %.1f" % (seed, name, cap / MiB, threads, hwm / MiB, r["sec"], r["reads"],
+                                                   hit_rate(r), r["ops"], cpu, load), flush=True)
+        return r
+
     try:
         if not os.path.exists(os.path.join(db, "CURRENT")):
             print("fillseq: %d keys into %s" % (a.keys, db), flush=True)
-            run([a.db_bench, "--benchmarks=fillseq", "--compression_ratio=0.5",
+            run([a.db_bench, "--db=" + db, "--benchmarks=fillseq", "--compression_ratio=0.5",
                  "--compression_type=lz4", "--disable_wal=1"] + common, env)
-        caches = [("rocksdb", "compressed_secondary_cache://capacity=%d"),
-                  ("rocksdb-split", "compressed_secondary_cache://capacity=%d;enable_custom_split_merge=true"),
-                  ("libzs", "libzs://capacity:%d")]
-        rows = {}  # (name, cap) -> list of dicts
-
-        def one(name, cap, uri, seed):
-            cmd = [a.db_bench, "--use_existing_db=1", "--cache_size=%d" % (a.cache_mib * MiB),
-                   "--read_random_exp_range=10", "--threads=1", "--statistics=1", "--perf_level=2",
-                   "--benchmarks=readrandom,resetstats,readrandom", "--duration=%d" % a.duration,
-                   "--seed=%d" % seed] + common
-            if uri:
-                cmd.append("--secondary_cache_uri=" + uri)
-            out, hwm = run(cmd, env)
-            r = {"hwm": hwm,
-                 "sec": last_int(r"secondary_cache_hit_count = (\d+)", out) or 0,
-                 "reads": last_int(r"(?<![a-z_])block_read_count = (\d+)", out) or 0,
-                 "ops": last_int(r"readrandom\s*:.*? (\d+) ops/sec", out) or 0,
-                 "zs_mem": last_int(r"libzs_rocksdb:.* mem_bytes=(\d+)", out),
-                 "zs_cached": last_int(r"libzs_rocksdb:.* cached_bytes=(\d+)", out),
-                 "zs_values": last_int(r"libzs_rocksdb:.* value_bytes=(\d+)", out)}
-            rows.setdefault((name, cap), []).append(r)
-            print("  seed %d %-13s C=%4s MiB: VmHWM %7.1f MiB, sec hits %d, SST reads %d, %d ops/s"
-                  % (seed, name, cap or "-", hwm / MiB, r["sec"], r["reads"], r["ops"]), flush=True)
-
-        for seed in a.seeds:
-            one("none", 0, None, seed)
-            for cap in a.caps:
-                for name, fmt in caches:
-                    one(name, cap, fmt % (cap * MiB), seed)
+        dbs.put(db)
+        for j in range(1, a.jobs if not a.ops_pairs else 1):
+            copy = "%s-%d" % (db.rstrip("/"), j)
+            if not os.path.exists(os.path.join(copy, "CURRENT")):
+                shutil.copytree(db, copy, ignore=shutil.ignore_patterns("LOCK"))
+            dbs.put(copy)
+        if a.ops_pairs:
+            ops_pairs(a, one)
+            return
+        batch([("none", 0, seed) for seed in a.seeds] +
+              [(name, cap * MiB, seed) for seed in a.seeds for cap in a.caps for name, _ in caches])
+        base = med(r["hwm"] for r in rows[("none", 0)])
+        report_same_cap(a, rows, base, caches)
+        if a.equal_rss:
+            equal_rss(a, rows, base, batch)
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    med = statistics.median
-    base = med(r["hwm"] for r in rows[("none", 0)])
+
+def phases(a):
+    return "%d reads per thread per phase" % a.reads if a.reads else "%d s phases" % a.duration
+
+
+def growth(rows, key, base):
+    return med(r["hwm"] for r in rows[key]) - base
+
+
+def libzs_ratio(rs):
+    """libzs's real bytes per uncompressed byte held (median over runs)."""
+    if not rs[0].get("real_bytes") or not rs[0].get("value_bytes"):
+        return None
+    return med(r["real_bytes"] / r["value_bytes"] for r in rs)
+
+
+def report_same_cap(a, rows, base, caches):
     base_ops = med(r["ops"] for r in rows[("none", 0)])
-    print("\n%d keys, block cache %d MiB, %d s phases, seeds %s; no secondary cache: VmHWM %.1f MiB, %d ops/s"
-          % (a.keys, a.cache_mib, a.duration, ",".join(map(str, a.seeds)), base / MiB, base_ops))
-    print("| C MiB | cache | secondary hit % | RSS growth MiB | growth / C | ops/s | libzs held / values |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n%d keys, block cache %d MiB, %s, seeds %s; no secondary cache: VmHWM %.1f MiB, %d ops/s"
+          % (a.keys, a.cache_mib, phases(a), ",".join(map(str, a.seeds)), base / MiB, base_ops))
+    print("| C MiB | cache | secondary hit % | RSS growth MiB | growth / C (max run) | ops/s "
+          "| real B / uncompressed B | load |")
+    print("|---|---|---|---|---|---|---|---|")
     summary = {}
     for cap in a.caps:
+        zs = rows[("libzs", cap * MiB)]
+        # Block sizes from libzs's statistics: the same blocks, lz4.
+        # (only when libzs uses lz4, as RocksDB does)
+        # (only when libzs uses lz4, as RocksDB does; blocks = entries less the raw ones, the dummies)
+        lz4 = "codec" not in a.libzs_opts or "codec:lz4," in a.libzs_opts + ","
+        ok = lz4 and zs[0]["entries"] and zs[0]["raw_entries"] is not None
+        blocks = [max(1, r["entries"] - r["raw_entries"]) for r in zs] if ok else None
+        blk_c = med(r["stored_bytes"] / n for r, n in zip(zs, blocks)) if ok else None
+        blk_u = med(r["value_bytes"] / n for r, n in zip(zs, blocks)) if ok else None
         for name, _ in caches:
-            rs = rows[(name, cap)]
-            hit = med(100.0 * r["sec"] / max(1, r["sec"] + r["reads"]) for r in rs)
-            growth = med(r["hwm"] for r in rs) - base
+            rs = rows[(name, cap * MiB)]
+            hit = med(hit_rate(r) for r in rs)
+            g = growth(rows, (name, cap * MiB), base)
+            gmax = max(r["hwm"] for r in rs) - base
             ops = med(r["ops"] for r in rs)
-            held = ""
-            if name == "libzs" and rs[0]["zs_values"]:
-                held = "%.3f" % med((r["zs_mem"] - r["zs_cached"]) / r["zs_values"] for r in rs)
-            summary[(name, cap)] = (hit, growth, ops)
-            print("| %d | %s | %.1f | %.1f | %.2f | %d | %s |"
-                  % (cap, name, hit, growth / MiB, growth / (cap * MiB), ops, held))
+            if name == "libzs":
+                ratio = libzs_ratio(rs)
+                held = "%.3f (own count)" % ratio if ratio else ""
+            elif blk_c:
+                held_u = cap * MiB / (blk_c + 88) * blk_u
+                held = "%.3f (RSS growth / est.)" % (g / held_u)
+            else:
+                held = ""
+            summary[(name, cap)] = (hit, g, ops)
+            print("| %d | %s | %.1f | %.1f | %.2f (%.2f) | %d | %s | %s |"
+                  % (cap, name, hit, g / MiB, g / (cap * MiB), gmax / (cap * MiB), ops, held, load_range(rs)))
+        if blk_c:
+            print("  (blocks: %.0f B uncompressed, %.0f B stored by libzs with lz4)" % (blk_u, blk_c))
     print("\nlibzs against RocksDB's default and split caches (same C):")
     for cap in a.caps:
         z, d, s = summary[("libzs", cap)], summary[("rocksdb", cap)], summary[("rocksdb-split", cap)]
         print("  C=%d MiB: hit rate %+.1f / %+.1f points; RSS growth x%.2f / x%.2f; ops/s x%.2f / x%.2f"
               % (cap, z[0] - d[0], z[0] - s[0], z[1] / d[1] if d[1] > 0 else float("nan"),
                  z[1] / s[1] if s[1] > 0 else float("nan"), z[2] / max(1, d[2]), z[2] / max(1, s[2])))
+
+
+def equal_rss(a, rows, base, batch):
+    """libzs at the capacity that makes its RSS growth equal each RocksDB cache's."""
+    plan = []
+    for cap in a.caps:
+        c = cap * MiB
+        g_zs = growth(rows, ("libzs", c), base)
+        for comp in ("rocksdb", "rocksdb-split"):
+            target = growth(rows, (comp, c), base)
+            zcap = int(c * target / g_zs)
+            print("equal RSS: C=%d MiB, %s grew %.1f MiB: libzs at %.1f MiB" % (cap, comp, target / MiB, zcap / MiB),
+                  flush=True)
+            plan.append([cap, comp, zcap, target])
+    batch([("libzs", p[2], seed) for p in plan for seed in a.seeds])
+    again = []
+    for p in plan:
+        g = growth(rows, ("libzs", p[2]), base)
+        if abs(g - p[3]) > 0.02 * p[3]:
+            zcap2 = int(p[2] * p[3] / g)
+            print("  C=%d MiB, %s: libzs growth %.1f MiB is off by %+.1f%%: again at %.1f MiB"
+                  % (p[0], p[1], g / MiB, 100 * (g / p[3] - 1), zcap2 / MiB), flush=True)
+            p[2] = zcap2
+            again += [("libzs", zcap2, seed) for seed in a.seeds]
+    batch(again)
+    out = [(cap, comp, zcap, growth(rows, ("libzs", zcap), base), target) for cap, comp, zcap, target in plan]
+    print("\nEqual RSS growth (medians over seeds %s): libzs's capacity chosen so its growth matches"
+          % ",".join(map(str, a.seeds)))
+    print("| C MiB | competitor | its hit % | its growth MiB | libzs capacity MiB | libzs growth MiB (vs its) "
+          "| libzs growth / capacity (max run) | libzs hit % | difference, points | real B / uncompressed B | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for cap, comp, zcap, g, target in out:
+        rc, rz = rows[(comp, cap * MiB)], rows[("libzs", zcap)]
+        hc, hz = med(hit_rate(r) for r in rc), med(hit_rate(r) for r in rz)
+        gmax = max(r["hwm"] for r in rz) - base
+        ratio = libzs_ratio(rz)
+        print("| %d | %s | %.1f | %.1f | %.1f | %.1f (%+.1f%%) | %.2f (%.2f) | %.1f | %+.1f | %s | %s |"
+              % (cap, comp, hc, target / MiB, zcap / MiB, g / MiB, 100 * (g / target - 1), g / zcap, gmax / zcap,
+                 hz, hz - hc, "%.3f" % ratio if ratio else "", load_range(rc + rz)))
+
+
+def ops_pairs(a, one):
+    """Interleaved pairs, RocksDB's default and libzs at the first C; the order alternates."""
+    c = a.caps[0] * MiB
+    print("ops/s pairs at C=%d MiB, %s" % (a.caps[0], phases(a)))
+    for threads in (int(t) for t in a.ops_threads.split(",")):
+        ratios, cpus, loads = [], [], []
+        for i in range(a.ops_pairs):
+            order = ("rocksdb", "libzs") if i % 2 == 0 else ("libzs", "rocksdb")
+            got = {}
+            for name in order:
+                got[name] = one(name, c, i + 1, threads, keep=False)
+            ratio = got["libzs"]["ops"] / max(1, got["rocksdb"]["ops"])
+            ratios.append(ratio)
+            cpus.append(got["libzs"]["cpu"] / max(1e-9, got["rocksdb"]["cpu"]))
+            loads += [got["libzs"]["load"], got["rocksdb"]["load"]]
+            print("  threads %d pair %d: default %d, libzs %d ops/s: x%.3f; CPU s %.1f / %.1f: x%.3f" % (
+                threads, i + 1, got["rocksdb"]["ops"], got["libzs"]["ops"], ratio, got["rocksdb"]["cpu"],
+                got["libzs"]["cpu"], cpus[-1]), flush=True)
+        print("threads %d: libzs / default ops/s median x%.3f, range x%.3f-x%.3f over %d pairs; process CPU "
+              "time libzs / default median x%.3f, range x%.3f-x%.3f; load %.1f-%.1f"
+              % (threads, med(ratios), min(ratios), max(ratios), len(ratios), med(cpus), min(cpus), max(cpus),
+                 min(loads), max(loads)), flush=True)
 
 
 if __name__ == "__main__":

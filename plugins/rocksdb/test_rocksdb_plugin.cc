@@ -3,13 +3,18 @@
 // the first insert, data on the second, dummy again after advise_erase);
 // blocks round-trip byte for byte; the capacity holds under eviction; a
 // real DB behind a 256 KiB block cache reads every value back intact while
-// most block reads are served by the plugin.
+// most block reads are served by the plugin; SetCapacity shrinks and grows
+// a cache in use.
 // Random data is seeded; the seed is printed.
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <unistd.h>
 
@@ -129,8 +134,141 @@ static void admission(std::mt19937_64 &rng)
 	CHECK(libzs_rocksdb::GetStats(sc.get(), &st));
 	CHECK(st.hits == 3 && st.advise_erase_drops == 1 && st.inserts_dummy == 2 && st.inserts_data == 2);
 	CHECK(st.dummy_hits == 3 && st.misses == 2 && st.erases == 1);
-	CHECK(sc->SetCapacity(1u << 20).IsNotSupported()); // fixed once in use
-	CHECK(sc->SetCapacity(8u << 20).ok());
+	CHECK(sc->SetCapacity(8u << 20).ok()); // unchanged: nothing to do
+	CHECK(sc->SetCapacity(100).IsInvalidArgument()); // under 512 bytes
+	CHECK(lookup(sc.get(), k, false, in_sec).empty());
+	CHECK(libzs_rocksdb::GetStats(sc.get(), &st) && st.capacity == (8u << 20) && st.resizes == 0);
+}
+
+static long rss_kib()
+{
+	long pages = 0, resident = 0;
+	FILE *f = std::fopen("/proc/self/statm", "r");
+	if (f) {
+		if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
+			resident = 0;
+		std::fclose(f);
+	}
+	return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+// Inserts every block twice (dummy, then data); returns the hits of a pass of
+// lookups, each of which must be the block's bytes or a miss.
+static unsigned fill_and_check(SecondaryCache *sc, const std::vector<std::string> &vals)
+{
+	for (unsigned i = 0; i < vals.size(); i++) {
+		CHECK(sc->Insert(key16(i), const_cast<std::string *>(&vals[i]), &helper).ok());
+		CHECK(sc->Insert(key16(i), const_cast<std::string *>(&vals[i]), &helper).ok());
+	}
+	unsigned hits = 0;
+	for (unsigned i = 0; i < vals.size(); i++) {
+		bool in_sec;
+		std::string got = lookup(sc, key16(i), false, in_sec);
+		if (!got.empty()) {
+			hits++;
+			CHECK(got == vals[i]);
+		}
+	}
+	return hits;
+}
+
+static unsigned check_all(SecondaryCache *sc, const std::vector<std::string> &vals)
+{
+	unsigned hits = 0;
+	for (unsigned i = 0; i < vals.size(); i++) {
+		bool in_sec;
+		std::string got = lookup(sc, key16(i), false, in_sec);
+		if (!got.empty()) {
+			hits++;
+			CHECK(got == vals[i]);
+		}
+	}
+	return hits;
+}
+
+// SetCapacity after first use: a shrink gives memory back down to the new
+// capacity (the process's RSS falls too) and the blocks kept still read back
+// byte for byte; the cache keeps working at the new size; a grow holds more
+// again; and lookups and inserts running in another thread meanwhile see
+// right bytes or misses.
+static void resize(std::mt19937_64 &rng)
+{
+	const size_t big = 32u << 20, small = 4u << 20, mid = 16u << 20;
+	libzs_rocksdb::SecondaryCacheOptions o;
+	o.capacity = big;
+	auto sc = libzs_rocksdb::NewSecondaryCache(o);
+	std::vector<std::string> vals;
+	for (unsigned i = 0; i < 16000; i++)
+		vals.push_back(block(rng, 2048 + rng() % 4096));
+	unsigned hits_big = fill_and_check(sc.get(), vals);
+	libzs_rocksdb::SecondaryCacheStats st;
+	CHECK(libzs_rocksdb::GetStats(sc.get(), &st));
+	uint64_t held_big = st.real_bytes - st.cached_bytes;
+	long rss_big = rss_kib();
+	CHECK(held_big > big / 2 && held_big <= big + big / 8);
+
+	auto t0 = std::chrono::steady_clock::now();
+	CHECK(sc->SetCapacity(small).ok());
+	double shrink_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+	CHECK(libzs_rocksdb::GetStats(sc.get(), &st));
+	uint64_t held_small = st.real_bytes - st.cached_bytes;
+	long rss_small = rss_kib();
+	size_t cap = 0;
+	CHECK(sc->GetCapacity(cap).ok() && cap == small && st.capacity == small && st.resizes == 1);
+	CHECK(held_small <= small + small / 8 && held_small > small / 2);
+	// The old store's pages went back to the OS, not just out of the count.
+	CHECK(rss_big - rss_small > static_cast<long>((big - small) / 2 / 1024));
+	unsigned hits_small = check_all(sc.get(), vals);
+	std::printf("resize: 32 MiB: %u of %zu blocks, held %llu B, RSS %ld KiB; SetCapacity(4 MiB): "
+		    "%u blocks, held %llu B, RSS %ld KiB\n", hits_big, vals.size(),
+		    (unsigned long long)held_big, rss_big, hits_small, (unsigned long long)held_small,
+		    rss_small);
+	CHECK(hits_small > 0 && hits_small < hits_big / 4);
+
+	// In use at the new size: eviction keeps it within the small capacity.
+	fill_and_check(sc.get(), vals);
+	CHECK(libzs_rocksdb::GetStats(sc.get(), &st));
+	CHECK(st.real_bytes - st.cached_bytes <= small + small / 8);
+
+	// Grow: holds more than the small capacity allowed.
+	t0 = std::chrono::steady_clock::now();
+	CHECK(sc->SetCapacity(mid).ok());
+	double grow_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+	unsigned hits_mid = fill_and_check(sc.get(), vals);
+	CHECK(libzs_rocksdb::GetStats(sc.get(), &st));
+	uint64_t held_mid = st.real_bytes - st.cached_bytes;
+	std::printf("resize: SetCapacity(16 MiB): %u blocks, held %llu B; the shrink took %.1f ms, "
+		    "the grow %.1f ms\n", hits_mid, (unsigned long long)held_mid, shrink_ms, grow_ms);
+	CHECK(held_mid > small + small / 8 && held_mid <= mid + mid / 8);
+	CHECK(hits_mid > 2 * hits_small);
+
+	// Resizes while another thread reads and inserts.
+	std::atomic<bool> stop{false};
+	std::atomic<unsigned> wrong{0}, got{0};
+	std::thread t([&] {
+		std::mt19937_64 r(rng());
+		while (!stop.load()) {
+			unsigned i = static_cast<unsigned>(r() % vals.size());
+			bool in_sec;
+			auto h = sc->Lookup(key16(i), create, true, false, in_sec);
+			if (h) {
+				auto *v = static_cast<std::string *>(h->Value());
+				wrong += *v != vals[i];
+				got++;
+				delete v;
+			} else {
+				sc->Insert(key16(i), const_cast<std::string *>(&vals[i]), &helper)
+					.PermitUncheckedError();
+			}
+		}
+	});
+	for (int k = 0; k < 6; k++)
+		CHECK(sc->SetCapacity(k % 2 ? mid : small).ok());
+	stop = true;
+	t.join();
+	std::printf("resize under load: %u hits, %u wrong\n", got.load(), wrong.load());
+	CHECK(wrong == 0);
+	CHECK(libzs_rocksdb::GetStats(sc.get(), &st) && st.resizes == 8);
 }
 
 // Many blocks through a small cache: every hit is byte-exact, memory stays
@@ -244,6 +382,7 @@ int main()
 	uri_forms();
 	admission(rng);
 	capacity(rng);
+	resize(rng);
 	real_db(rng);
 	if (failures) {
 		std::fprintf(stderr, "%d check(s) failed\n", failures);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <shared_mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -101,14 +102,16 @@ public:
 			SecondaryCacheStats st;
 			GetStats(&st);
 			std::fprintf(stderr,
-				     "libzs_rocksdb: capacity=%zu codec=%s lookups=%llu hits=%llu "
+				     "libzs_rocksdb: capacity=%llu codec=%s lookups=%llu hits=%llu "
 				     "dummy_hits=%llu misses=%llu advise_erase_drops=%llu "
 				     "inserts_dummy=%llu inserts_data=%llu insert_failures=%llu "
 				     "erases=%llu entries=%llu evictions=%llu value_bytes=%llu "
-				     "stored_bytes=%llu mem_bytes=%llu cached_bytes=%llu\n",
-				     opts_.capacity, opts_.codec.c_str(), (unsigned long long)st.lookups,
-				     (unsigned long long)st.hits, (unsigned long long)st.dummy_hits,
-				     (unsigned long long)st.misses,
+				     "stored_bytes=%llu mem_bytes=%llu cached_bytes=%llu "
+				     "real_bytes=%llu resizes=%llu raw_entries=%llu "
+				     "real_per_value=%.4f\n",
+				     (unsigned long long)st.capacity, opts_.codec.c_str(),
+				     (unsigned long long)st.lookups, (unsigned long long)st.hits,
+				     (unsigned long long)st.dummy_hits, (unsigned long long)st.misses,
 				     (unsigned long long)st.advise_erase_drops,
 				     (unsigned long long)st.inserts_dummy,
 				     (unsigned long long)st.inserts_data,
@@ -116,9 +119,12 @@ public:
 				     (unsigned long long)st.entries, (unsigned long long)st.evictions,
 				     (unsigned long long)st.value_bytes,
 				     (unsigned long long)st.stored_bytes,
-				     (unsigned long long)st.mem_bytes, (unsigned long long)st.cached_bytes);
+				     (unsigned long long)st.mem_bytes, (unsigned long long)st.cached_bytes,
+				     				     (unsigned long long)st.real_bytes, (unsigned long long)st.resizes,
+				     (unsigned long long)st.raw_entries,
+				     st.value_bytes ? (double)st.real_bytes / (double)st.value_bytes : 0.0);
 		}
-		zs_cache_destroy(cache_.load());
+		zs_cache_destroy(cache_);
 	}
 
 	static const char *kClassName() { return kName; }
@@ -127,14 +133,18 @@ public:
 	Status PrepareOptions(const ConfigOptions &co) override
 	{
 		Status s = SecondaryCache::PrepareOptions(co);
-		return s.ok() ? Build() : s;
+		if (!s.ok())
+			return s;
+		std::unique_lock<std::shared_mutex> u(mu_);
+		return BuildLocked();
 	}
 
 	Status Insert(const Slice &key, void *value, const Cache::CacheItemHelper *helper) override
 	{
 		if (value == nullptr || helper == nullptr || key.size() == 0 || key.size() > kMaxKey)
 			return Status::InvalidArgument("libzs: null value or helper, or bad key length");
-		zs_cache *c = Get();
+		std::shared_lock<std::shared_mutex> l;
+		zs_cache *c = Acquire(l);
 		if (c == nullptr)
 			return Status::InvalidArgument("libzs: bad options (PrepareOptions says which)");
 		long have = zs_cache_value_size(c, key.data(), key.size());
@@ -148,7 +158,7 @@ public:
 		}
 		size_t size = helper->size_cb(value);
 		if (size == 0)
-			return Status::OK(); // nothing to keep; a 0-byte value would read as a dummy
+			return Status::OK(); // nothing to keep
 		thread_local std::vector<char> scratch;
 		if (scratch.size() < size)
 			scratch.resize(size);
@@ -171,7 +181,8 @@ public:
 	{
 		is_in_sec_cache = false;
 		lookups_.fetch_add(1, std::memory_order_relaxed);
-		zs_cache *c = Get();
+		std::shared_lock<std::shared_mutex> l;
+		zs_cache *c = Acquire(l);
 		if (c == nullptr || key.size() == 0 || key.size() > kMaxKey) {
 			misses_.fetch_add(1, std::memory_order_relaxed);
 			return nullptr;
@@ -185,7 +196,7 @@ public:
 		}
 		hits_.fetch_add(1, std::memory_order_relaxed);
 		if (advise_erase) {
-			// The primary keeps the block now: drop the bytes, keep the key.
+			// The primary keeps the block now: drop the bytes, keep a dummy.
 			if (zs_cache_insert(c, key.data(), key.size(), nullptr, 0) < 0)
 				zs_cache_erase(c, key.data(), key.size());
 			advise_erase_drops_.fetch_add(1, std::memory_order_relaxed);
@@ -199,30 +210,48 @@ public:
 
 	void Erase(const Slice &key) override
 	{
-		zs_cache *c = cache_.load(std::memory_order_acquire);
-		if (c != nullptr && key.size() > 0 && key.size() <= kMaxKey &&
-		    zs_cache_erase(c, key.data(), key.size()) == 0)
+		if (key.size() == 0 || key.size() > kMaxKey)
+			return;
+		std::shared_lock<std::shared_mutex> l(mu_);
+		if (cache_ == nullptr)
+			return;
+		if (zs_cache_erase(cache_, key.data(), key.size()) == 0)
 			erases_.fetch_add(1, std::memory_order_relaxed);
 	}
 
 	void WaitAll(std::vector<SecondaryCacheResultHandle *> /*handles*/) override {}
 
+	// Before first use this only sets the capacity.  After, it builds a libzs
+	// cache of the new capacity, moves the entries over until that one is
+	// full (a shrink keeps what fits, in the index's order, not by
+	// recency), and frees the old one: memory goes down to the new capacity
+	// when the call returns.  Lookups and inserts wait meanwhile, and the
+	// dummies are not copied (each block is admitted on its next two evictions).
 	Status SetCapacity(size_t capacity) override
 	{
-		std::lock_guard<std::mutex> g(build_mu_);
-		if (cache_.load() == nullptr) {
+		std::unique_lock<std::shared_mutex> u(mu_);
+		if (cache_ == nullptr) {
 			opts_.capacity = capacity;
-			build_failed_.store(false);
+			build_failed_ = false;
 			return Status::OK();
 		}
 		if (capacity == opts_.capacity)
 			return Status::OK();
-		return Status::NotSupported("libzs: the capacity is fixed once the cache is in use");
+		zs_cache *n = nullptr;
+		std::string why = Make(capacity, &n);
+		if (!why.empty())
+			return Status::InvalidArgument("libzs: " + why);
+		Move(cache_, n);
+		zs_cache_destroy(cache_);
+		cache_ = n;
+		opts_.capacity = capacity;
+		resizes_++;
+		return Status::OK();
 	}
 
 	Status GetCapacity(size_t &capacity) override
 	{
-		std::lock_guard<std::mutex> g(build_mu_);
+		std::shared_lock<std::shared_mutex> l(mu_);
 		capacity = opts_.capacity;
 		return Status::OK();
 	}
@@ -248,16 +277,20 @@ public:
 		st->inserts_data = inserts_data_.load();
 		st->insert_failures = insert_failures_.load();
 		st->erases = erases_.load();
-		zs_cache *c = cache_.load();
-		if (c != nullptr) {
+		std::shared_lock<std::shared_mutex> l(mu_);
+		st->capacity = opts_.capacity;
+		st->resizes = resizes_;
+		if (cache_ != nullptr) {
 			struct zs_cache_stats zst;
-			zs_cache_stats(c, &zst);
+			zs_cache_stats(cache_, &zst);
 			st->entries = zst.entries;
 			st->evictions = zst.evictions;
 			st->value_bytes = zst.blob.value_bytes;
 			st->stored_bytes = zst.blob.stored_bytes;
 			st->mem_bytes = zst.mem_bytes;
 			st->cached_bytes = zst.blob.cached_bytes;
+			st->real_bytes = st->mem_bytes;
+			st->raw_entries = zst.blob.raw_objects;
 		}
 	}
 
@@ -274,20 +307,34 @@ private:
 		return Status::IOError("libzs: insert failed: " + std::string(std::strerror(-rc)));
 	}
 
-	zs_cache *Get()
+	// Returns with l holding mu_ shared and the cache built on first use, or nullptr.
+	zs_cache *Acquire(std::shared_lock<std::shared_mutex> &l)
 	{
-		zs_cache *c = cache_.load(std::memory_order_acquire);
-		if (c != nullptr || build_failed_.load(std::memory_order_relaxed))
-			return c;
-		Build().PermitUncheckedError();
-		return cache_.load(std::memory_order_acquire);
+		l = std::shared_lock<std::shared_mutex>(mu_);
+		if (cache_ != nullptr || build_failed_)
+			return cache_;
+		l.unlock();
+		{
+			std::unique_lock<std::shared_mutex> u(mu_);
+			BuildLocked().PermitUncheckedError();
+		}
+		l.lock();
+		return cache_;
 	}
 
-	Status Build()
+	// mu_ held exclusive.
+	Status BuildLocked()
 	{
-		std::lock_guard<std::mutex> g(build_mu_);
-		if (cache_.load() != nullptr)
+		if (cache_ != nullptr)
 			return Status::OK();
+		std::string why = Make(opts_.capacity, &cache_);
+		build_failed_ = !why.empty();
+		return why.empty() ? Status::OK() : Status::InvalidArgument("libzs: " + why);
+	}
+
+	// A libzs cache for capacity and opts_; "" or why not.
+	std::string Make(size_t capacity, zs_cache **out)
+	{
 		zs_cache_config cfg;
 		zs_cache_config_init(&cfg);
 		const std::string &k = opts_.codec;
@@ -300,35 +347,54 @@ private:
 		else if (k == "zstd")
 			cfg.blob.codec = ZS_BLOB_ZSTD;
 		else
-			return Fail("unknown codec '" + k + "' (none, lz4, lz4hc, zstd)");
+			return "unknown codec '" + k + "' (none, lz4, lz4hc, zstd)";
 		cfg.blob.level = opts_.level;
-		if (opts_.capacity == 0)
-			return Fail("capacity must be above 0");
-		cfg.blob.mem_limit = opts_.capacity;
+		// Smaller holds not one block with libzs's own structures.
+		if (capacity < 512)
+			return "capacity must be at least 512 bytes";
+		cfg.blob.mem_limit = capacity;
 		if (opts_.num_shard_bits < -1 || opts_.num_shard_bits > 12)
-			return Fail("num_shard_bits must be -1 (automatic) or 0..12");
+			return "num_shard_bits must be -1 (automatic) or 0..12";
 		cfg.shards = opts_.num_shard_bits < 0 ? 0 : 1u << opts_.num_shard_bits;
 		cfg.max_key = kMaxKey;
-		zs_cache *c = nullptr;
-		int rc = zs_cache_create(&cfg, &c);
+		int rc = zs_cache_create(&cfg, out);
 		if (rc < 0)
-			return Fail(rc == -EINVAL ? "invalid options (level out of the codec's range?)"
-						  : "out of memory");
-		build_failed_.store(false);
-		cache_.store(c, std::memory_order_release);
-		return Status::OK();
+			return rc == -EINVAL ? "invalid options (level out of the codec's range?)"
+					     : "out of memory";
+		return "";
 	}
 
-	Status Fail(const std::string &why)
+	// Copies from's entries into to until to is full (its first eviction).
+	static void Move(zs_cache *from, zs_cache *to)
 	{
-		build_failed_.store(true);
-		return Status::InvalidArgument("libzs: " + why);
+		std::vector<char> buf;
+		char key[kMaxKey];
+		size_t klen;
+		uint64_t cursor = 0;
+		for (unsigned n = 1; zs_cache_next(from, &cursor, key, sizeof(key), &klen) == 0; n++) {
+			long len = zs_cache_value_size(from, key, klen);
+			if (len <= 0)
+				continue;
+			if (buf.size() < static_cast<size_t>(len))
+				buf.resize(len);
+			len = zs_cache_lookup(from, key, klen, buf.data(), buf.size());
+			if (len <= 0 || zs_cache_insert(to, key, klen, buf.data(), len) < 0)
+				continue;
+			if (n % 64 == 0) {
+				struct zs_cache_stats st;
+				zs_cache_stats(to, &st);
+				if (st.evictions)
+					break;
+			}
+		}
 	}
 
 	SecondaryCacheOptions opts_;
-	std::mutex build_mu_;
-	std::atomic<bool> build_failed_{false}; // bad options: first use does not retry
-	std::atomic<zs_cache *> cache_{nullptr};
+	// Shared by every call; exclusive to build the cache or change its capacity.
+	std::shared_mutex mu_;
+	bool build_failed_ = false; // bad options: first use does not retry
+	zs_cache *cache_ = nullptr;
+	uint64_t resizes_ = 0;
 	std::atomic<uint64_t> lookups_{0}, hits_{0}, dummy_hits_{0}, misses_{0};
 	std::atomic<uint64_t> advise_erase_drops_{0}, inserts_dummy_{0}, inserts_data_{0};
 	std::atomic<uint64_t> insert_failures_{0}, erases_{0};

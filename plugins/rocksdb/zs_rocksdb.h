@@ -30,9 +30,16 @@
 // Incomplete (the block alone is over the cache's capacity or the store's
 // largest object), MemoryLimit (out of memory), Corruption (the block's
 // saveto callback failed); Lookup returns nullptr for a miss and for any
-// failure.  SetCapacity is accepted only before the first Insert or
-// Lookup (the limit is fixed when the libzs cache is built); after, any
-// other value is NotSupported.
+// failure.  The capacity must be at least 512 bytes (InvalidArgument).
+//
+// SetCapacity before first use sets the capacity.  After, it builds a libzs
+// cache of the new capacity, copies entries into it until it is full (a
+// shrink keeps the entries that fit, in index order, not the most recent)
+// and frees the old one, so when it returns the memory held is within the
+// new capacity; calls from other threads wait meanwhile (for as long as
+// the entries moved take), the memory of both is held during the copy,
+// and the dummies are not copied.  A capacity under 512 bytes or a failure
+// to build is InvalidArgument and leaves the cache as it was.
 //
 // Statistics: with ZS_ROCKSDB_STATS set in the environment, the cache
 // prints one line of counters to stderr when it is destroyed.
@@ -61,6 +68,11 @@ struct SecondaryCacheStats {
 	uint64_t entries, evictions, value_bytes, stored_bytes;
 	uint64_t mem_bytes;    // zs_cache_stats mem_bytes: what the cache holds, index included
 	uint64_t cached_bytes; // of mem_bytes, pool pages kept for reuse (outside the capacity's count)
+	uint64_t capacity;     // the current capacity
+	uint64_t real_bytes;   // all the memory the cache holds (mem_bytes today)
+	uint64_t resizes;      // SetCapacity calls that rebuilt the cache
+	uint64_t raw_entries;  // of entries, those stored uncompressed: the dummies, and any
+	                       // block compression would not shrink by a sixteenth
 };
 
 // The plugin's name ("libzs") and its registered options' name.
