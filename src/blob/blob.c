@@ -767,7 +767,8 @@ void zs_blob_destroy(struct zs_blob *s)
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->tmu);
-	s->thread_stop = 1;
+	/* atomic: the idle thread also reads it between steps, without tmu */
+	__atomic_store_n(&s->thread_stop, 1, __ATOMIC_RELAXED);
 	pthread_cond_signal(&s->tcond);
 	int started = s->thread_started == 1;
 	pthread_mutex_unlock(&s->tmu);
