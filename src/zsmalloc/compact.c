@@ -347,7 +347,7 @@ static int compact_begin(struct zs_pool *pool, struct zs_sigguard *sigs, const c
 	zs_signals_block(sigs);
 	/* Owned zspages are on no class list: back to their classes first (no heap takes one
 	 * while the flag is up), so compaction sees every zspage it would without them. */
-	zs_heaps_revoke_all(pool);
+	heaps_revoke_all(pool);
 	return 1;
 }
 

@@ -1,10 +1,11 @@
 /*
  * Freeing: an object back onto its zspage's free list (zs_obj_free), the
- * class accounting and an emptied zspage off its list (zs_free_locked,
- * zs_unlink_empty_zspage), its pages back to the provider, and zs_free in
- * its lock modes.  deferred.c's worker and compaction use the same
- * primitives, so the chain of calls runs one way: zsmalloc.c -> deferred.c
- * -> free.c -> zspage.c, with nothing here calling back up.
+ * class accounting (zs_free_locked), and zs_free in its lock modes.  An
+ * emptied zspage leaves its list and gives its pages back through
+ * zspage.c's primitives, which the owned-zspage heaps (owned.c), the
+ * deferred worker and compaction use too, so the chain of calls runs one
+ * way: zsmalloc.c -> deferred.c -> free.c -> owned.c -> zspage.c, with
+ * nothing calling back up.
  */
 #include <errno.h>
 
@@ -12,52 +13,6 @@
 
 /* ---- primitives (class lock held) ---- */
 
-
-/* A fitted zspage leaves its class's fitted counts; returns its pages. */
-static __attribute__((noinline, cold)) unsigned unlink_fitted(struct size_class *class,
-								const struct zspage *zspage)
-{
-	unsigned pages = zspage_pages(class, zspage);
-	zs_assert_internal(class->fitted_nr > 0 && class->fitted_objs >= zspage->objs &&
-			   class->fitted_pages >= pages);
-	class->fitted_nr--;
-	class->fitted_objs -= zspage->objs;
-	class->fitted_pages -= pages;
-	return pages;
-}
-
-/* Take an empty zspage off its list and out of the accounting (class lock held). */
-void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage)
-{
-	zs_assert_internal(zspage->inuse == 0 && zspage->fullness == ZS_INUSE_RATIO_0);
-	zs_assert_internal(class->stats[ZS_OBJS_ALLOCATED] >= zspage->objs);
-	zs_remove_zspage(class, zspage);
-	unsigned pages = class->pages_per_zspage;
-	if (zs_unlikely(zspage->objs != class->objs_per_zspage))
-		pages = unlink_fitted(class, zspage);
-	class->stats[ZS_OBJS_ALLOCATED] -= zspage->objs;
-	pool_pages_add(pool, -(long)pages);
-}
-
-
-/*
- * Give an unlinked zspage's pages back to the provider (no lock needed:
- * nobody can reach it).  The chain's end says how many: the class's chain
- * or a fitted zspage's fewer.
- */
-void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage)
-{
-	zs_pfn_t pfns[ZS_MAX_CHAIN];
-	zs_pfn_t pfn = zspage->pfn;
-	unsigned pages = 0;
-	zs_assert_internal(!zspage_tail(zspage)); /* taken (zspage_take_tail) before the pages go */
-	do {
-		zs_assert_internal(pages < ZS_MAX_CHAIN);
-		pfns[pages++] = pfn;
-		pfn = page_desc(pool, pfn)->next;
-	} while (pfn != ZS_PFN_NONE);
-	zs_pages_free_bulk(pool->pages, pfns, pages);
-}
 
 /* ---- zs_free ---- */
 

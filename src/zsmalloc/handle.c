@@ -649,7 +649,7 @@ void zs_handles_trim(struct zs_pool *pool, int eager)
  * cur, spare or a pool batch, else up to a batch of never-used slots.  The
  * shard counts a cached slot as live, so no trim gives back its chunk.
  */
-void zs_handle_give_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l)
+void handle_give_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l)
 {
 	zs_spin_lock(&s->lock);
 	s->live -= (long)l->n;
@@ -682,7 +682,7 @@ void zs_handle_give_list(struct zs_pool *pool, struct handle_shard *s, struct ha
 	list_init(l);
 }
 
-int zs_handle_take_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l)
+int handle_take_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l)
 {
 	zs_assert_internal(l->n == 0);
 	zs_spin_lock(&s->lock);

@@ -803,6 +803,8 @@ static inline unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *z
 /* ---- free.c: used by zs_free, deferred free and compaction ---- */
 /* Free the tail object of a multi-page object whose head was freed (no lock held). */
 void zs_free_tail(struct zs_pool *pool, unsigned long tail);
+/* zspage.c: an empty zspage off its list and out of the accounting (class lock held), and an
+ * unlinked zspage's pages back to the provider (no lock needed). */
 void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
 
 /* Push the object's index on its zspage's free list (class lock held). */
@@ -838,7 +840,7 @@ static inline struct zspage *zs_free_locked(struct zs_pool *pool, struct size_cl
 	zs_unlink_empty_zspage(pool, class, zspage);
 	return zspage;
 }
-void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage);
+void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage);  /* zspage.c */
 
 /* ---- deferred.c ---- */
 void zs_deferred_init(struct zs_pool *pool);
@@ -899,40 +901,40 @@ struct zs_heap {
 };
 
 /* Per thread: the heaps of the last pools used, by pool->heap_key (slot 0 the latest). */
-struct zs_tl {
+struct heap_tls {
 	uint64_t key[ZS_TL_HEAPS];
 	struct zs_heap *heap[ZS_TL_HEAPS];
 };
-extern _Thread_local struct zs_tl zs_tl ZS_TLS_IE;
-struct zs_heap *zs_heap_lookup(struct zs_pool *pool);
+extern _Thread_local struct heap_tls heap_tls ZS_TLS_IE;
+struct zs_heap *heap_lookup(struct zs_pool *pool);
 /* This thread's heap for an owned pool, or NULL (not owned, or no heap to be had). */
 static inline struct zs_heap *zs_heap_mine(struct zs_pool *pool)
 {
-	if (zs_likely(zs_tl.key[0] == pool->heap_key))
-		return zs_tl.heap[0];
-	return zs_heap_lookup(pool);
+	if (zs_likely(heap_tls.key[0] == pool->heap_key))
+		return heap_tls.heap[0];
+	return heap_lookup(pool);
 }
-void zs_heaps_pool_init(struct zs_pool *pool);
-void zs_heaps_pool_gone(struct zs_pool *pool);
+void heaps_pool_init(struct zs_pool *pool);
+void heaps_pool_gone(struct zs_pool *pool);
 /* Free slots in owned zspages of physical class phys, all copies (zs_class_stats). */
-unsigned long zs_heaps_owned_free(struct zs_pool *pool, int phys);
+unsigned long heaps_owned_free(struct zs_pool *pool, int phys);
 /* Every heap of the pool gives its zspages back to their classes (compaction, trim). */
-void zs_heaps_revoke_all(struct zs_pool *pool);
+void heaps_revoke_all(struct zs_pool *pool);
 /* Heap lock held: the class's current zspage with a free slot, or NULL (use the class path). */
-struct zspage *zs_heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx);
+struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx);
 /* Heap lock held: an owned zspage that is not current, after a free (list moves, release). */
-void zs_heap_free_slow(struct zs_pool *pool, struct zs_heap *h, struct zspage *z);
+void heap_free_slow(struct zs_pool *pool, struct zs_heap *h, struct zspage *z);
 /* Class lock held: another thread frees obj, in zspage z owned by a heap. */
-void zs_heap_remote_free(struct zs_pool *pool, struct zspage *z, unsigned long obj);
+void heap_remote_free(struct zs_pool *pool, struct zspage *z, unsigned long obj);
 /* Heap lock held: a handle from the heap's cache, refilled from this thread's shard (0: none). */
-unsigned long zs_heap_handles_refill(struct zs_pool *pool, struct zs_heap *h);
-void zs_heap_handles_drain(struct zs_pool *pool, struct zs_heap *h);
-void zs_handle_give_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l);
-int zs_handle_take_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l);
+unsigned long heap_handles_refill(struct zs_pool *pool, struct zs_heap *h);
+void heap_handles_drain(struct zs_pool *pool, struct zs_heap *h);
+void handle_give_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l);
+int handle_take_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l);
 
 static inline unsigned long zs_heap_handle_get(struct zs_pool *pool, struct zs_heap *h)
 {
-	unsigned long v = zs_likely(h->hl.n) ? list_pop(&h->hl) : zs_heap_handles_refill(pool, h);
+	unsigned long v = zs_likely(h->hl.n) ? list_pop(&h->hl) : heap_handles_refill(pool, h);
 	if (ZS_DEBUG_ON && v)
 		record_obj(v, 0);
 	return v;
@@ -955,7 +957,7 @@ static inline void zs_heap_obj_free(struct zs_pool *pool, struct zs_heap *h, str
 	z->freeobj = idx;
 	z->inuse--;
 	if (zs_unlikely(z->fullness != ZS_OWNED_CUR || !z->inuse))
-		zs_heap_free_slow(pool, h, z);
+		heap_free_slow(pool, h, z);
 }
 
 /* A freed handle into the heap's cache, as the generation its slot hands out next. */
@@ -964,7 +966,7 @@ static inline void zs_heap_handle_put(struct zs_pool *pool, struct zs_heap *h, u
 	unsigned long slot = handle & HANDLE_ADDR_MASK;
 	zs_assert_internal(!handle_is_free(handle));
 	if (zs_unlikely(h->hl.n == ZS_HANDLE_BATCH))
-		zs_handle_give_list(pool, zs_handle_shard(pool), &h->hl);
+		handle_give_list(pool, zs_handle_shard(pool), &h->hl);
 	atomic_store_explicit(handle_slot(slot),
 			      HANDLE_FREE_BIT | handle_gen_next(handle) | (h->hl.n ? h->hl.head : 0),
 			      memory_order_relaxed);
@@ -980,7 +982,7 @@ static inline struct zspage *zs_free_locked_any(struct zs_pool *pool, struct siz
 {
 	struct zspage *z = obj_to_zspage(pool, obj);
 	if (zs_unlikely(zspage_heap_id(z))) {
-		zs_heap_remote_free(pool, z, obj);
+		heap_remote_free(pool, z, obj);
 		return NULL;
 	}
 	return zs_free_locked(pool, class, obj);

@@ -29,7 +29,7 @@
 
 #include "zsmalloc/internal.h"
 
-_Thread_local struct zs_tl zs_tl ZS_TLS_IE;
+_Thread_local struct heap_tls heap_tls ZS_TLS_IE;
 
 #define ZS_MAX_HEAPS 4096 /* heap ids are 1..ZS_MAX_HEAPS-1; a thread past that has no heap */
 
@@ -132,7 +132,7 @@ static int has_free(const struct zspage *z)
 	return z->freeobj != FREEOBJ_END || z->untouched < z->objs;
 }
 
-struct zspage *zs_heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
+struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 {
 	struct zs_heap_class *c = &h->cls[idx];
 	struct zspage *z = c->cur;
@@ -189,7 +189,7 @@ struct zspage *zs_heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 	return set_cur(pool, c, z);
 }
 
-void zs_heap_free_slow(struct zs_pool *pool, struct zs_heap *h, struct zspage *z)
+void heap_free_slow(struct zs_pool *pool, struct zs_heap *h, struct zspage *z)
 {
 	struct zs_heap_class *c = &h->cls[z->class_idx % (unsigned)pool->nr_classes];
 	if (z->fullness == ZS_OWNED_CUR) { /* emptied: a thread holds no empty zspage */
@@ -209,7 +209,7 @@ void zs_heap_free_slow(struct zs_pool *pool, struct zs_heap *h, struct zspage *z
 	}
 }
 
-void zs_heap_remote_free(struct zs_pool *pool, struct zspage *z, unsigned long obj)
+void heap_remote_free(struct zs_pool *pool, struct zspage *z, unsigned long obj)
 {
 	struct zs_heap *h = atomic_load_explicit(&heap_table[zspage_heap_id(z)], memory_order_relaxed);
 	unsigned long *hdr = obj_header(pool, obj_to_pfn(obj), obj_to_idx(obj), zspage_class(pool, z)->size);
@@ -222,18 +222,18 @@ void zs_heap_remote_free(struct zs_pool *pool, struct zspage *z, unsigned long o
 
 /* ---- handle cache ---- */
 
-unsigned long zs_heap_handles_refill(struct zs_pool *pool, struct zs_heap *h)
+unsigned long heap_handles_refill(struct zs_pool *pool, struct zs_heap *h)
 {
-	if (!zs_handle_take_list(pool, zs_handle_shard(pool), &h->hl))
+	if (!handle_take_list(pool, zs_handle_shard(pool), &h->hl))
 		return 0;
 	return list_pop(&h->hl);
 }
 
 /* Every cached handle back to the shard (revocation): a whole list, spliced in. */
-void zs_heap_handles_drain(struct zs_pool *pool, struct zs_heap *h)
+void heap_handles_drain(struct zs_pool *pool, struct zs_heap *h)
 {
 	if (h->hl.n)
-		zs_handle_give_list(pool, zs_handle_shard(pool), &h->hl);
+		handle_give_list(pool, zs_handle_shard(pool), &h->hl);
 }
 
 /* ---- revocation ---- */
@@ -274,10 +274,10 @@ static void revoke_locked(struct zs_pool *pool, struct zs_heap *h)
 			zs_free_zspage_pages(pool, empty);
 		zs_spin_unlock(&class->lock);
 	}
-	zs_heap_handles_drain(pool, h);
+	heap_handles_drain(pool, h);
 }
 
-void zs_heaps_revoke_all(struct zs_pool *pool)
+void heaps_revoke_all(struct zs_pool *pool)
 {
 	if (!pool->owned)
 		return;
@@ -291,7 +291,7 @@ void zs_heaps_revoke_all(struct zs_pool *pool)
 }
 
 /* Free slots in the zspages the pool's heaps own of physical class phys (every copy). */
-unsigned long zs_heaps_owned_free(struct zs_pool *pool, int phys)
+unsigned long heaps_owned_free(struct zs_pool *pool, int phys)
 {
 	unsigned long n = 0;
 	if (!pool->owned)
@@ -333,10 +333,10 @@ static void tl_exit(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&heaps_lock);
 	for (int i = 0; i < ZS_TL_HEAPS; i++) {
-		if (zs_tl.heap[i])
-			heap_retire(zs_tl.heap[i]);
-		zs_tl.heap[i] = NULL;
-		zs_tl.key[i] = 0;
+		if (heap_tls.heap[i])
+			heap_retire(heap_tls.heap[i]);
+		heap_tls.heap[i] = NULL;
+		heap_tls.key[i] = 0;
 	}
 	pthread_mutex_unlock(&heaps_lock);
 }
@@ -374,11 +374,11 @@ static struct zs_heap *heap_new(struct zs_pool *pool)
 	return h;
 }
 
-struct zs_heap *zs_heap_lookup(struct zs_pool *pool)
+struct zs_heap *heap_lookup(struct zs_pool *pool)
 {
 	if (!pool->owned)
 		return NULL;
-	struct zs_tl *t = &zs_tl;
+	struct heap_tls *t = &heap_tls;
 	for (int i = 1; i < ZS_TL_HEAPS; i++) {
 		if (t->key[i] == pool->heap_key) {
 			uint64_t k = t->key[i];
@@ -410,7 +410,7 @@ struct zs_heap *zs_heap_lookup(struct zs_pool *pool)
 	return h;
 }
 
-void zs_heaps_pool_init(struct zs_pool *pool)
+void heaps_pool_init(struct zs_pool *pool)
 {
 	pool->owned = ZS_OWNED_ZSPAGES && pool->cfg.free_mode != ZS_FREE_POOL_LOCK &&
 		      !pool->cfg.checked && pool->cfg.fit_zspages;
@@ -421,7 +421,7 @@ void zs_heaps_pool_init(struct zs_pool *pool)
 }
 
 /* zs_destroy_pool: the heaps stay with their threads (freed at exit), marked dead. */
-void zs_heaps_pool_gone(struct zs_pool *pool)
+void heaps_pool_gone(struct zs_pool *pool)
 {
 	pthread_mutex_lock(&heaps_lock);
 	for (struct zs_heap *h = pool->heaps; h; h = h->next) {

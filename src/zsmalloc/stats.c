@@ -54,7 +54,7 @@ int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st)
 		zs_spin_unlock(&c->lock);
 	}
 	/* Owned zspages count wholly in use in the class (owned.c): their free slots come off. */
-	unsigned long owned_free = zs_heaps_owned_free(pool, index);
+	unsigned long owned_free = heaps_owned_free(pool, index);
 	st->obj_used -= owned_free <= st->obj_used ? owned_free : st->obj_used;
 	st->index = index;
 	st->size = pool->geom[index].size; /* the table's: a class never allocated from is unbuilt */

@@ -229,7 +229,7 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 	atomic_init(&pool->nr_tails, 0);
 	atomic_init(&pool->compaction_in_progress, 0);
 	zs_deferred_init(pool); /* nothing allocated until the first zs_free_deferred */
-	zs_heaps_pool_init(pool);
+	heaps_pool_init(pool);
 
 	int err = zs_classes_build(pool);
 	if (!err)
@@ -267,7 +267,7 @@ void zs_destroy_pool(struct zs_pool *pool)
 	if (!pool)
 		return;
 	zs_deferred_destroy(pool);
-	zs_heaps_pool_gone(pool);
+	heaps_pool_gone(pool);
 	zs_handles_destroy(pool);
 	zs_pages_destroy(pool->pages); /* first: the purge thread's hook reads the classes */
 	zs_park_destroy(pool);
@@ -519,7 +519,7 @@ static unsigned long malloc_failed(struct zs_pool *pool, size_t size, int retrie
 	/* Threads' owned zspages hold free slots, and other threads' frees waiting for their owner:
 	 * back to their classes, those frees done (owned.c). */
 	if (pool->owned) {
-		zs_heaps_revoke_all(pool);
+		heaps_revoke_all(pool);
 		again = 1;
 	}
 	/* Other classes' parked zspages hold pages this allocation could use (park.c). */
@@ -553,7 +553,7 @@ static inline __attribute__((always_inline)) unsigned long malloc_owned(struct z
 	struct zs_heap_class *c = &h->cls[index];
 	struct zspage *z = c->cur;
 	if (zs_unlikely(!z || (z->freeobj == FREEOBJ_END && z->untouched == z->objs))) {
-		z = zs_heap_refill(pool, h, index);
+		z = heap_refill(pool, h, index);
 		if (!z) {
 			zs_heap_handle_put(pool, h, handle);
 			handle = 0;
@@ -685,7 +685,7 @@ const struct zs_pool_config *zs_pool_get_config(const struct zs_pool *pool)
 
 void zs_pool_trim(struct zs_pool *pool)
 {
-	zs_heaps_revoke_all(pool);
+	heaps_revoke_all(pool);
 	zs_handles_trim(pool, 1);
 	zs_park_release_all(pool);
 	zs_pages_trim(pool->pages);
