@@ -104,14 +104,14 @@ int zs_kzram_dev_add(struct zs_kzram_dev *k, const char *comp, uint64_t disksize
 
 	dev_reset(k);
 	if (!zs_kzram_available()) {
-		zs_set_err(msg, msg_len, "needs root and %s", CTL);
+		set_err(msg, msg_len, "needs root and %s", CTL);
 		return -EPERM;
 	}
 	if (!disksize)
 		return -EINVAL;
 	rc = zs_sysfs_read(CTL "/hot_add", buf, sizeof(buf));
 	if (rc) {
-		zs_set_err(msg, msg_len, "hot_add: %s", strerror(-rc));
+		set_err(msg, msg_len, "hot_add: %s", strerror(-rc));
 		return rc;
 	}
 	k->dev = atoi(buf);
@@ -123,13 +123,13 @@ int zs_kzram_dev_add(struct zs_kzram_dev *k, const char *comp, uint64_t disksize
 		snprintf(path, sizeof(path), "/sys/block/zram%d/comp_algorithm", k->dev);
 		buf[0] = 0;
 		zs_sysfs_read(path, buf, sizeof(buf));
-		zs_set_err(msg, msg_len, "kernel zram has no '%s' (has: %s)", comp, buf);
+		set_err(msg, msg_len, "kernel zram has no '%s' (has: %s)", comp, buf);
 		goto fail;
 	}
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)disksize);
 	rc = zs_kzram_dev_set(k, "disksize", buf);
 	if (rc) {
-		zs_set_err(msg, msg_len, "disksize %s: %s", buf, strerror(-rc));
+		set_err(msg, msg_len, "disksize %s: %s", buf, strerror(-rc));
 		goto fail;
 	}
 	if (open_direct) {
@@ -137,7 +137,7 @@ int zs_kzram_dev_add(struct zs_kzram_dev *k, const char *comp, uint64_t disksize
 		if (k->fd < 0) {
 			rc = k->fd;
 			k->fd = -1;
-			zs_set_err(msg, msg_len, "open %s: %s", k->node, strerror(-rc));
+			set_err(msg, msg_len, "open %s: %s", k->node, strerror(-rc));
 			goto fail;
 		}
 	} else {
@@ -299,7 +299,7 @@ static int kpass(int fd, int write, const unsigned char *pages, unsigned char *i
 	for (unsigned k = 1; k < started; k++)
 		pthread_join(tid[k], NULL);
 	if (started < nt) {
-		zs_set_err(msg, msg_len, "pthread_create failed");
+		set_err(msg, msg_len, "pthread_create failed");
 		return -EAGAIN;
 	}
 	for (unsigned k = 0; k < nt; k++) {
@@ -307,7 +307,7 @@ static int kpass(int fd, int write, const unsigned char *pages, unsigned char *i
 		t1 = jobs[k].t1 > t1 ? jobs[k].t1 : t1;
 		if (jobs[k].rc && !rc) {
 			rc = jobs[k].rc;
-			zs_set_err(msg, msg_len, "%s page %zu: %s", write ? "pwrite" : "pread",
+			set_err(msg, msg_len, "%s page %zu: %s", write ? "pwrite" : "pread",
 				jobs[k].bad, strerror(-rc));
 		}
 	}
@@ -325,7 +325,7 @@ int zs_kzram_run_threads(const char *comp, const unsigned char *pages, size_t np
 
 	memset(res, 0, sizeof(*res));
 	if (threads < 1 || threads > ZS_KZRAM_MAX_THREADS) {
-		zs_set_err(msg, msg_len, "threads must be 1..%d", ZS_KZRAM_MAX_THREADS);
+		set_err(msg, msg_len, "threads must be 1..%d", ZS_KZRAM_MAX_THREADS);
 		return -EINVAL;
 	}
 	rc = zs_kzram_dev_add(&k, comp, (uint64_t)npages * KPAGE, 1, msg, msg_len);
@@ -350,7 +350,7 @@ int zs_kzram_run_threads(const char *comp, const unsigned char *pages, size_t np
 	snprintf(path, sizeof(path), "/sys/block/zram%d/mm_stat", dev);
 	rc = read_u64s(path, res->mm_stat, 9);
 	if (rc) {
-		zs_set_err(msg, msg_len, "mm_stat: %s", strerror(-rc));
+		set_err(msg, msg_len, "mm_stat: %s", strerror(-rc));
 		goto out;
 	}
 	snprintf(path, sizeof(path), "/sys/block/zram%d/io_stat", dev);
@@ -394,12 +394,12 @@ int zs_kzram_sizes(const char *comp, const unsigned char *pages, size_t npages, 
 		memcpy(io, pages + i * KPAGE, KPAGE);
 		if (pwrite(k.fd, io, KPAGE, (off_t)i * KPAGE) != KPAGE) {
 			rc = errno ? -errno : -EIO;
-			zs_set_err(msg, msg_len, "pwrite page %zu: %s", i, strerror(-rc));
+			set_err(msg, msg_len, "pwrite page %zu: %s", i, strerror(-rc));
 			goto out;
 		}
 		rc = read_u64s(path, mm, 9);
 		if (rc) {
-			zs_set_err(msg, msg_len, "mm_stat: %s", strerror(-rc));
+			set_err(msg, msg_len, "mm_stat: %s", strerror(-rc));
 			goto out;
 		}
 		sizes[i] = (uint32_t)(mm[1] - prev);

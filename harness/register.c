@@ -20,12 +20,12 @@
 static void register_once(void)
 {
 	zs_be_malloc_init();
-	zs_backend_register(&zs_be_malloc_ops);
+	backend_register(&zs_be_malloc_ops);
 #ifdef ZS_HAVE_JEMALLOC
-	zs_backend_register(&zs_be_jemalloc_ops);
+	backend_register(&zs_be_jemalloc_ops);
 #endif
 #ifdef ZS_HAVE_MIMALLOC
-	zs_backend_register(&zs_be_mimalloc_ops);
+	backend_register(&zs_be_mimalloc_ops);
 #endif
 }
 

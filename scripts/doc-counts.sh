@@ -113,7 +113,7 @@ measure_api() {
 # cache and the clock decides when cached pages go back, so the page paths
 # (and zs_malloc / zs_free, which include them) move by up to ~1% between
 # runs (docs/benchmarks.md section 3, "Allocation and free paths").
-ALLOC_FNS="zs_malloc zs_free zs_pages_alloc_bulk zs_pages_free_bulk"
+ALLOC_FNS="zs_malloc zs_free pages_alloc_bulk pages_free_bulk"
 measure_alloc() {
 	local out=$tmp/cg.testmod pin=()
 	command -v taskset >/dev/null && pin=(taskset -c "$(taskset -pc $$ | sed 's/.*: *//; s/[-,].*//')")

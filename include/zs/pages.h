@@ -123,7 +123,7 @@ extern "C" {
  * backends, zram, the zs tool, trace files, Python): a power of two in
  * ZS_PAGE_SIZE_MIN..ZS_PAGE_SIZE_MAX.  1 if `size` is one, else 0; pure,
  * thread safe.  Callers map 0 to ZS_PAGE_SIZE_DEFAULT before asking.
- * zs_pages_create also refuses a page smaller than the OS page.
+ * pages_create also refuses a page smaller than the OS page.
  */
 /* What a config's page_size of 0 means, in every layer: the one home of "0 -> 4096". */
 #define ZS_PAGE_SIZE_DEFAULT ((size_t)4096)

@@ -535,7 +535,7 @@ struct zs_class_stats {
 	unsigned long pages_used;
 	unsigned pages_per_zspage;
 	unsigned objs_per_zspage;
-	unsigned long freeable;   /* pages zs_compact could free (zs_can_compact), the kernel's
+	unsigned long freeable;   /* pages zs_compact could free (can_compact), the kernel's
 	                             estimate: exact for chain-long zspages; with fit_zspages a
 	                             class holding fitted ones may free more or fewer */
 };

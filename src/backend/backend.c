@@ -21,17 +21,17 @@
 #include "zsmalloc/check.h"
 #include "zs/pages.h"
 
-/* The library's own kinds first, then what zs_backend_register added. */
+/* The library's own kinds first, then what backend_register added. */
 #define NR_OWN 2
 static const struct zs_backend_ops *registry[NR_OWN + ZS_BACKEND_MAX_EXTRA] = {
-	&zs_be_zsmalloc_ops,
-	&zs_be_zblock_ops,
+	&be_zsmalloc_ops,
+	&be_zblock_ops,
 };
 static size_t nr_kinds = NR_OWN;
 /* zs_backend_kinds()'s answer: registry's names, NULL-terminated. */
 static const char *kind_names[NR_OWN + ZS_BACKEND_MAX_EXTRA + 1] = { "zsmalloc", "zblock" };
 
-int zs_backend_register(const struct zs_backend_ops *ops)
+int backend_register(const struct zs_backend_ops *ops)
 {
 	if (!ops || !ops->kind || !ops->create)
 		return -EINVAL;
@@ -252,7 +252,7 @@ static void set_checked_ops(struct be_priv *p)
 
 unsigned long zs_backend_malloc_write(struct zs_backend *b, const void *src, size_t len)
 {
-	if (b->ops == &zs_be_zsmalloc_ops) /* not a checked backend: those have wrapped ops */
+	if (b->ops == &be_zsmalloc_ops) /* not a checked backend: those have wrapped ops */
 		return zs_malloc_write(b->impl, src, len);
 	unsigned long h = b->ops->malloc(b, len);
 	if (!ZS_IS_ERR(h) && b->ops->write(b, h, src, len)) {
@@ -305,7 +305,7 @@ struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
 	zc.page_size = c.page_size;
 	zc.max_pages = c.max_pages;
 	zc.checked = c.checked;
-	if (zs_pool_config_check(&zc)) {
+	if (pool_config_check(&zc)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -345,7 +345,7 @@ struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
 	return &p->pub;
 }
 
-struct zs_backend *zs_backend_create_for_store(const struct zs_backend_config *cfg,
+struct zs_backend *backend_create_for_store(const struct zs_backend_config *cfg,
 					       size_t page_size, int *rc, char *err,
 					       size_t err_len)
 {
@@ -358,7 +358,7 @@ struct zs_backend *zs_backend_create_for_store(const struct zs_backend_config *c
 	if (b)
 		return b;
 	*rc = errno ? -errno : -EINVAL;
-	zs_set_err(err, err_len, "backend %s: %s", bc.kind,
+	set_err(err, err_len, "backend %s: %s", bc.kind,
 		   *rc == -EINVAL ? "unknown kind, or a pool option out of range "
 				    "(include/zs/zsmalloc.h, backend.h)"
 		   : *rc == -ENOTSUP ? "not built into this library"
@@ -391,7 +391,7 @@ const char *const *zs_backend_kinds(void)
 
 struct zs_pool *zs_backend_zspool(struct zs_backend *b)
 {
-	if (!b || priv(b)->inner != &zs_be_zsmalloc_ops)
+	if (!b || priv(b)->inner != &be_zsmalloc_ops)
 		return NULL;
 	return b->impl;
 }

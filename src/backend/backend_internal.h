@@ -8,8 +8,8 @@
 
 #include "zs/backend.h"
 
-extern const struct zs_backend_ops zs_be_zsmalloc_ops;
-extern const struct zs_backend_ops zs_be_zblock_ops;
+extern const struct zs_backend_ops be_zsmalloc_ops;
+extern const struct zs_backend_ops be_zblock_ops;
 
 /*
  * Kinds that live outside the library: the malloc baselines (glibc, jemalloc,
@@ -22,14 +22,14 @@ extern const struct zs_backend_ops zs_be_zblock_ops;
  * zs_backend_kinds: make it before any thread uses backends.
  */
 #define ZS_BACKEND_MAX_EXTRA 4
-int zs_backend_register(const struct zs_backend_ops *ops);
+int backend_register(const struct zs_backend_ops *ops);
 
 /*
  * A store's backend (zram, zswap): cfg's kind (zsmalloc when unset) at the
  * store's page size, which is the one knob of the two (zs/backend.h).  NULL
  * on failure, with *rc = -errno and err saying why, naming the kind.
  */
-struct zs_backend *zs_backend_create_for_store(const struct zs_backend_config *cfg,
+struct zs_backend *backend_create_for_store(const struct zs_backend_config *cfg,
 					       size_t page_size, int *rc, char *err,
 					       size_t err_len);
 

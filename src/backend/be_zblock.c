@@ -90,7 +90,7 @@ static int zbb_class_count(struct zs_backend *b)
 	return zblock_class_count(b->impl);
 }
 
-const struct zs_backend_ops zs_be_zblock_ops = {
+const struct zs_backend_ops be_zblock_ops = {
 	.kind = "zblock",
 	.create = zbb_create,
 	.destroy = zbb_destroy,

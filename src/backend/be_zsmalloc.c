@@ -98,7 +98,7 @@ static int zsb_class_count(struct zs_backend *b)
 	return zs_class_count(b->impl);
 }
 
-const struct zs_backend_ops zs_be_zsmalloc_ops = {
+const struct zs_backend_ops be_zsmalloc_ops = {
 	.kind = "zsmalloc",
 	.create = zsb_create,
 	.destroy = zsb_destroy,

@@ -9,10 +9,10 @@
 
 #include "common/debug.h"
 
-_Thread_local char zs_debug_thread_id;
+_Thread_local char debug_thread_id;
 
 #ifdef ZS_DEBUG
-void zs_assert_fail(const char *cond, const char *file, int line, const char *func)
+void assert_fail(const char *cond, const char *file, int line, const char *func)
 {
 	fprintf(stderr, "libzs: %s:%d: %s: internal check failed: %s\n", file, line, func, cond);
 	fflush(stderr);
@@ -22,7 +22,7 @@ void zs_assert_fail(const char *cond, const char *file, int line, const char *fu
 /* ---- lock order ---- */
 
 /*
- * The deepest nesting in the library is zs_handles_trim: 16 handle shard
+ * The deepest nesting in the library is handles_trim: 16 handle shard
  * locks, the shared list's, the chunk list's, and a provider's two.  A
  * thread's locks are its own business, so the list is thread-local: no
  * atomics, nothing for TSan to see, and a forked child inherits exactly the
@@ -109,7 +109,7 @@ __attribute__((noreturn, cold)) static void order_fail(const char *what, const v
 	abort();
 }
 
-void zs_lockdep_take(const void *lock, int rank, int trylock, const char *file, int line)
+void lockdep_take(const void *lock, int rank, int trylock, const char *file, int line)
 {
 	if (rank == ZS_LOCK_UNTRACKED)
 		return;
@@ -132,7 +132,7 @@ void zs_lockdep_take(const void *lock, int rank, int trylock, const char *file, 
 	held[nheld++] = (struct held){ .lock = lock, .rank = rank, .line = line, .file = file };
 }
 
-void zs_lockdep_drop(const void *lock, const char *file, int line)
+void lockdep_drop(const void *lock, const char *file, int line)
 {
 	/* Newest first: with several of one rank held, the most recent is the likely one. */
 	for (int i = nheld - 1; i >= 0; i--) {
@@ -149,7 +149,7 @@ void zs_lockdep_drop(const void *lock, const char *file, int line)
 	abort();
 }
 
-void zs_lockdep_assert_none(int min_rank, const char *file, int line, const char *func)
+void lockdep_assert_none(int min_rank, const char *file, int line, const char *func)
 {
 	for (int i = 0; i < nheld; i++) {
 		if (held[i].rank < min_rank)
@@ -164,12 +164,12 @@ void zs_lockdep_assert_none(int min_rank, const char *file, int line, const char
 	}
 }
 
-int zs_lockdep_depth(void)
+int lockdep_depth(void)
 {
 	return nheld;
 }
 
-int zs_lockdep_holds(const void *lock)
+int lockdep_holds(const void *lock)
 {
 	for (int i = 0; i < nheld; i++)
 		if (held[i].lock == lock)

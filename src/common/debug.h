@@ -25,12 +25,12 @@
 #define ZS_DEBUG_ON 1
 
 /* common/debug.c: prints "file:line: func: internal check failed: cond" and aborts. */
-__attribute__((noreturn, cold)) void zs_assert_fail(const char *cond, const char *file, int line,
+__attribute__((noreturn, cold)) void assert_fail(const char *cond, const char *file, int line,
 						     const char *func);
 
 #define zs_assert_internal(cond)                                                       \
 	((void)(__builtin_expect(!!(cond), 1) ? 0                                      \
-					      : (zs_assert_fail(#cond, __FILE__, __LINE__, \
+					      : (assert_fail(#cond, __FILE__, __LINE__, \
 								__func__), 0)))
 #else
 #define ZS_DEBUG_ON 0
@@ -53,7 +53,7 @@ __attribute__((noreturn, cold)) void zs_assert_fail(const char *cond, const char
  * equal or lower rank already held by this thread stops the program with
  * both locks, their ranks and the lines that took them.  Equal ranks nest
  * only where the rank says so (ZS_LOCK_ZS_HANDLE_SHARD: ascending address,
- * the order zs_handles_trim takes all sixteen in).  zs_lock_took_try(l,
+ * the order handles_trim takes all sixteen in).  zs_lock_took_try(l,
  * rank) records a successful trylock without the check (a trylock never
  * waits, so it cannot close a cycle), zs_lock_drop(l) goes with the
  * release.  zs_lock_assert_none(rank) says "no lock of this rank or above
@@ -103,18 +103,18 @@ enum zs_lock_rank {
 };
 
 #if ZS_DEBUG_ON
-void zs_lockdep_take(const void *lock, int rank, int trylock, const char *file, int line);
-void zs_lockdep_drop(const void *lock, const char *file, int line);
-void zs_lockdep_assert_none(int min_rank, const char *file, int line, const char *func);
-int zs_lockdep_holds(const void *lock);
+void lockdep_take(const void *lock, int rank, int trylock, const char *file, int line);
+void lockdep_drop(const void *lock, const char *file, int line);
+void lockdep_assert_none(int min_rank, const char *file, int line, const char *func);
+int lockdep_holds(const void *lock);
 /* How many tracked locks this thread holds (tests: none after a call). */
-int zs_lockdep_depth(void);
-#define zs_lock_take_at(l, rank, file, line) zs_lockdep_take((l), (rank), 0, (file), (line))
-#define zs_lock_drop_at(l, file, line) zs_lockdep_drop((l), (file), (line))
-#define zs_lock_took_try(l, rank) zs_lockdep_take((l), (rank), 1, __FILE__, __LINE__)
-#define zs_lock_assert_none(rank) zs_lockdep_assert_none((rank), __FILE__, __LINE__, __func__)
+int lockdep_depth(void);
+#define zs_lock_take_at(l, rank, file, line) lockdep_take((l), (rank), 0, (file), (line))
+#define zs_lock_drop_at(l, file, line) lockdep_drop((l), (file), (line))
+#define zs_lock_took_try(l, rank) lockdep_take((l), (rank), 1, __FILE__, __LINE__)
+#define zs_lock_assert_none(rank) lockdep_assert_none((rank), __FILE__, __LINE__, __func__)
 /* For a helper shared by several entry points: the report names the call the user made. */
-#define zs_lock_assert_none_in(rank, func) zs_lockdep_assert_none((rank), __FILE__, __LINE__, (func))
+#define zs_lock_assert_none_in(rank, func) lockdep_assert_none((rank), __FILE__, __LINE__, (func))
 #else
 /* (void)sizeof: the arguments count as used, are never evaluated, and a lock's address
  * is not tested for truth (gcc's -Waddress on a global's address). */
@@ -123,7 +123,7 @@ int zs_lockdep_depth(void);
 #define zs_lock_took_try(l, rank) ((void)sizeof(l), (void)sizeof(rank))
 #define zs_lock_assert_none(rank) ((void)(0 && (rank)))
 #define zs_lock_assert_none_in(rank, func) ((void)(0 && (rank)), (void)sizeof(func))
-#define zs_lockdep_depth() 0
+#define lockdep_depth() 0
 #endif
 #define zs_lock_take(l, rank) zs_lock_take_at((l), (rank), __FILE__, __LINE__)
 #define zs_lock_drop(l) zs_lock_drop_at((l), __FILE__, __LINE__)
@@ -146,10 +146,10 @@ int zs_lockdep_depth(void);
  * Never 0, so 0 can mean "no owner".  One variable for the whole library
  * (common/debug.c), not one per file as a static in this header would be.
  */
-extern _Thread_local char zs_debug_thread_id;
+extern _Thread_local char debug_thread_id;
 static inline uintptr_t zs_debug_self(void)
 {
-	return (uintptr_t)&zs_debug_thread_id;
+	return (uintptr_t)&debug_thread_id;
 }
 
 #endif

@@ -1,10 +1,10 @@
-/* The one definition of zs_set_err (common/err.h). */
+/* The one definition of set_err (common/err.h). */
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "common/err.h"
 
-void zs_set_err(char *err, size_t err_len, const char *fmt, ...)
+void set_err(char *err, size_t err_len, const char *fmt, ...)
 {
 	va_list ap;
 

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-void zs_set_err(char *err, size_t err_len, const char *fmt, ...)
+void set_err(char *err, size_t err_len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 #endif

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void zs_io_inject_init(struct zs_io_inject *in)
+void io_inject_init(struct zs_io_inject *in)
 {
 	pthread_mutex_init(&in->lock, NULL);
 	atomic_init(&in->any, 0);
@@ -20,12 +20,12 @@ void zs_io_inject_init(struct zs_io_inject *in)
 	in->after[0] = in->after[1] = in->count[0] = in->count[1] = 0;
 }
 
-void zs_io_inject_destroy(struct zs_io_inject *in)
+void io_inject_destroy(struct zs_io_inject *in)
 {
 	pthread_mutex_destroy(&in->lock);
 }
 
-void zs_io_inject_set(struct zs_io_inject *in, int reads, uint64_t after, uint64_t count)
+void io_inject_set(struct zs_io_inject *in, int reads, uint64_t after, uint64_t count)
 {
 	reads = !!reads;
 	pthread_mutex_lock(&in->lock);
@@ -36,7 +36,7 @@ void zs_io_inject_set(struct zs_io_inject *in, int reads, uint64_t after, uint64
 	pthread_mutex_unlock(&in->lock);
 }
 
-int zs_io_inject_hit(struct zs_io_inject *in, int reads)
+int io_inject_hit(struct zs_io_inject *in, int reads)
 {
 	int fail = 0;
 
@@ -56,7 +56,7 @@ int zs_io_inject_hit(struct zs_io_inject *in, int reads)
 	return fail;
 }
 
-int zs_pio_whole(int fd, int reads, void *buf, size_t len, off_t off)
+int pio_whole(int fd, int reads, void *buf, size_t len, off_t off)
 {
 	size_t done = 0;
 
@@ -76,11 +76,11 @@ int zs_pio_whole(int fd, int reads, void *buf, size_t len, off_t off)
 
 static int backing_refuse(char *err, size_t err_len, int rc, const char *path, const char *why)
 {
-	zs_set_err(err, err_len, "backing file %s: %s", path, why);
+	set_err(err, err_len, "backing file %s: %s", path, why);
 	return rc;
 }
 
-int zs_backing_open(const char *path, struct stat *st, char *err, size_t err_len)
+int backing_open(const char *path, struct stat *st, char *err, size_t err_len)
 {
 	struct stat st2;
 	int fd;

@@ -28,15 +28,15 @@ struct zs_io_inject {
 	uint64_t after[2], count[2];
 };
 
-void zs_io_inject_init(struct zs_io_inject *in);
-void zs_io_inject_destroy(struct zs_io_inject *in);
+void io_inject_init(struct zs_io_inject *in);
+void io_inject_destroy(struct zs_io_inject *in);
 /* Arm direction `reads` (after UINT64_MAX disarms it). */
-void zs_io_inject_set(struct zs_io_inject *in, int reads, uint64_t after, uint64_t count);
+void io_inject_set(struct zs_io_inject *in, int reads, uint64_t after, uint64_t count);
 /* 1 when this transfer must fail. */
-int zs_io_inject_hit(struct zs_io_inject *in, int reads);
+int io_inject_hit(struct zs_io_inject *in, int reads);
 
 /* len bytes at off, read (reads) or written, retried on EINTR: 0, -errno, or -EIO when short. */
-int zs_pio_whole(int fd, int reads, void *buf, size_t len, off_t off);
+int pio_whole(int fd, int reads, void *buf, size_t len, off_t off);
 
 /*
  * Check and open a store's backing file: a regular file or a block device
@@ -46,5 +46,5 @@ int zs_pio_whole(int fd, int reads, void *buf, size_t len, off_t off);
  * file stat saw.  The open fd with *st filled, or -errno with a one-line
  * reason in err ("backing file PATH: why").
  */
-int zs_backing_open(const char *path, struct stat *st, char *err, size_t err_len);
+int backing_open(const char *path, struct stat *st, char *err, size_t err_len);
 #endif

@@ -12,7 +12,7 @@
 #include "common/fork.h"
 #include "common/hints.h"
 
-void zs_fork_gate_enter(struct zs_fork_gate *g)
+void fork_gate_enter(struct zs_fork_gate *g)
 {
 	for (;;) {
 		atomic_fetch_add_explicit(&g->active, 1, memory_order_seq_cst);
@@ -20,35 +20,35 @@ void zs_fork_gate_enter(struct zs_fork_gate *g)
 			return;
 		atomic_fetch_sub_explicit(&g->active, 1, memory_order_release);
 		/* The fork holds the lock until its parent (or child) handler: wait there, asleep. */
-		zs_fork_gate_lock(g);
-		zs_fork_gate_unlock(g);
+		fork_gate_lock(g);
+		fork_gate_unlock(g);
 	}
 }
 
-void zs_fork_gate_yield(struct zs_fork_gate *g)
+void fork_gate_yield(struct zs_fork_gate *g)
 {
 	zs_fork_gate_leave(g);
-	zs_fork_gate_enter(g);
+	fork_gate_enter(g);
 }
 
 /* Ranked where the layer's locks are (zsmalloc's); zswap's are not, and neither is its gate. */
-void zs_fork_gate_lock(struct zs_fork_gate *g)
+void fork_gate_lock(struct zs_fork_gate *g)
 {
 	if (g->rank)
 		zs_lock_take(&g->lock, g->rank);
 	pthread_mutex_lock(&g->lock);
 }
 
-void zs_fork_gate_unlock(struct zs_fork_gate *g)
+void fork_gate_unlock(struct zs_fork_gate *g)
 {
 	pthread_mutex_unlock(&g->lock);
 	if (g->rank)
 		zs_lock_drop(&g->lock);
 }
 
-void zs_fork_gate_close(struct zs_fork_gate *g)
+void fork_gate_close(struct zs_fork_gate *g)
 {
-	zs_fork_gate_lock(g);
+	fork_gate_lock(g);
 	atomic_store_explicit(&g->closing, 1, memory_order_seq_cst);
 	/* A worker is at most one step (a batch of frees, one page written back) from leaving. */
 	for (unsigned spins = 0; atomic_load_explicit(&g->active, memory_order_seq_cst); spins++) {
@@ -61,17 +61,17 @@ void zs_fork_gate_close(struct zs_fork_gate *g)
 	}
 }
 
-void zs_fork_gate_open_parent(struct zs_fork_gate *g)
+void fork_gate_open_parent(struct zs_fork_gate *g)
 {
 	atomic_store_explicit(&g->closing, 0, memory_order_release);
-	zs_fork_gate_unlock(g);
+	fork_gate_unlock(g);
 }
 
-void zs_fork_gate_open_child(struct zs_fork_gate *g)
+void fork_gate_open_child(struct zs_fork_gate *g)
 {
 	atomic_store_explicit(&g->active, 0, memory_order_relaxed);
 	atomic_store_explicit(&g->closing, 0, memory_order_release);
-	zs_fork_gate_unlock(g);
+	fork_gate_unlock(g);
 }
 
 /* ---- the layers' handlers, in one order ---- */
@@ -115,7 +115,7 @@ static void hooks_register(void)
 	pthread_atfork(prepare_all, parent_all, child_all);
 }
 
-void zs_fork_handlers(enum zs_fork_layer layer, void (*prepare)(void), void (*parent)(void),
+void fork_handlers(enum zs_fork_layer layer, void (*prepare)(void), void (*parent)(void),
 		      void (*child)(void))
 {
 	pthread_once(&hooks_once, hooks_register);

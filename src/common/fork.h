@@ -25,7 +25,7 @@
  * registered its own at first use could land anywhere; constructors would
  * fix the order but run library code at load, which libzs.so promises not
  * to do (tests/package/exports.sh).  So the layers hand their handlers to one
- * table here at first use (zs_fork_handlers, before any worker of theirs
+ * table here at first use (fork_handlers, before any worker of theirs
  * starts), and one pthread_atfork registration, made with the first, calls
  * them in the table's order: prepare top layer first, parent and child the
  * other way round.  A layer that registers while another thread forks is
@@ -47,7 +47,7 @@ enum zs_fork_layer {
 };
 
 /* A layer's handlers, at its first use and before any worker of its starts (idempotent). */
-void zs_fork_handlers(enum zs_fork_layer layer, void (*prepare)(void), void (*parent)(void),
+void fork_handlers(enum zs_fork_layer layer, void (*prepare)(void), void (*parent)(void),
 		      void (*child)(void));
 
 struct zs_fork_gate {
@@ -60,7 +60,7 @@ struct zs_fork_gate {
 #define ZS_FORK_GATE_INIT(r) { .lock = PTHREAD_MUTEX_INITIALIZER, .rank = (r) }
 
 /* Worker, holding no lock: enter (waits while a fork is in progress). */
-void zs_fork_gate_enter(struct zs_fork_gate *g);
+void fork_gate_enter(struct zs_fork_gate *g);
 
 /* Worker: leave, holding none of the locks the gate covers. */
 static inline void zs_fork_gate_leave(struct zs_fork_gate *g)
@@ -75,17 +75,17 @@ static inline int zs_fork_gate_closing(struct zs_fork_gate *g)
 }
 
 /* Worker, between steps, holding none of the locks the gate covers: let a waiting fork go first. */
-void zs_fork_gate_yield(struct zs_fork_gate *g);
+void fork_gate_yield(struct zs_fork_gate *g);
 
 /* The list's lock, for adding and removing workers (not from a worker inside the gate). */
-void zs_fork_gate_lock(struct zs_fork_gate *g);
-void zs_fork_gate_unlock(struct zs_fork_gate *g);
+void fork_gate_lock(struct zs_fork_gate *g);
+void fork_gate_unlock(struct zs_fork_gate *g);
 
 /* Prepare handler: take the lock and wait until no worker is inside. */
-void zs_fork_gate_close(struct zs_fork_gate *g);
+void fork_gate_close(struct zs_fork_gate *g);
 /* Parent handler: open again. */
-void zs_fork_gate_open_parent(struct zs_fork_gate *g);
+void fork_gate_open_parent(struct zs_fork_gate *g);
 /* Child handler, after the caller fixed up its list: no worker came along. */
-void zs_fork_gate_open_child(struct zs_fork_gate *g);
+void fork_gate_open_child(struct zs_fork_gate *g);
 
 #endif

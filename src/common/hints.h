@@ -88,13 +88,13 @@ static inline int zs_cpu_id(void)
  * kept for this); this one takes 4.
  */
 #define ZS_TLS_IE __attribute__((tls_model("initial-exec")))
-extern _Thread_local unsigned zs_thread_index_1 ZS_TLS_IE; /* index + 1; 0: not assigned yet */
-unsigned zs_thread_index_assign(void);
+extern _Thread_local unsigned thread_index_1 ZS_TLS_IE; /* index + 1; 0: not assigned yet */
+unsigned thread_index_assign(void);
 static inline unsigned zs_thread_index(void)
 {
-	unsigned v = zs_thread_index_1;
+	unsigned v = thread_index_1;
 	if (zs_unlikely(v == 0))
-		v = zs_thread_index_assign();
+		v = thread_index_assign();
 	return v - 1;
 }
 

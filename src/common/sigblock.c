@@ -1,4 +1,4 @@
 /* The per-thread depth of src/common/sigblock.h's guards (one definition for every layer). */
 #include "common/sigblock.h"
 
-_Thread_local unsigned zs_sig_depth;
+_Thread_local unsigned sig_depth;

@@ -19,7 +19,7 @@
 #include <pthread.h>
 #include <signal.h>
 
-extern _Thread_local unsigned zs_sig_depth;
+extern _Thread_local unsigned sig_depth;
 
 struct zs_sigguard {
 	sigset_t old;
@@ -29,7 +29,7 @@ struct zs_sigguard {
 static inline void zs_signals_block(struct zs_sigguard *g)
 {
 	g->masked = 0;
-	if (zs_sig_depth++ == 0) {
+	if (sig_depth++ == 0) {
 		sigset_t all;
 		sigfillset(&all);
 		pthread_sigmask(SIG_BLOCK, &all, &g->old);
@@ -39,7 +39,7 @@ static inline void zs_signals_block(struct zs_sigguard *g)
 
 static inline void zs_signals_restore(struct zs_sigguard *g)
 {
-	zs_sig_depth--;
+	sig_depth--;
 	if (g->masked)
 		pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
@@ -47,7 +47,7 @@ static inline void zs_signals_restore(struct zs_sigguard *g)
 /* A library thread started with every signal blocked: guards on it are free. */
 static inline void zs_signals_blocked_thread(void)
 {
-	zs_sig_depth = 1;
+	sig_depth = 1;
 }
 
 #endif

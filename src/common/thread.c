@@ -31,7 +31,7 @@
 
 #include "common/hints.h"
 
-_Thread_local unsigned zs_thread_index_1 ZS_TLS_IE;
+_Thread_local unsigned thread_index_1 ZS_TLS_IE;
 
 #define ZS_THREAD_REUSE 4096u
 
@@ -46,7 +46,7 @@ static atomic_int exit_key_state;
 static void number_give_back(void *v)
 {
 	unsigned n = (unsigned)(uintptr_t)v - 1;
-	zs_thread_index_1 = 0;
+	thread_index_1 = 0;
 	if (n < ZS_THREAD_REUSE)
 		atomic_fetch_or_explicit(&free_numbers[n / 64], (uint64_t)1 << (n % 64),
 					 memory_order_release);
@@ -88,7 +88,7 @@ static unsigned number_reuse(void)
 	return UINT32_MAX;
 }
 
-unsigned zs_thread_index_assign(void)
+unsigned thread_index_assign(void)
 {
 	unsigned n = number_reuse();
 	if (n == UINT32_MAX) {
@@ -97,7 +97,7 @@ unsigned zs_thread_index_assign(void)
 			n = 0;
 	}
 	unsigned v = n + 1;
-	zs_thread_index_1 = v;
+	thread_index_1 = v;
 	/* Without the key (none left, or being made) the number is never given back. */
 	if (exit_key_ready())
 		pthread_setspecific(exit_key, (void *)(uintptr_t)v);

@@ -28,7 +28,7 @@
  * instead of once per page, the model being the kernel's per-CPU page lists.
  * A page in a per-CPU cache keeps its bitmap bit and counts in its chunk's
  * ninuse (the chunk stays mapped) but its state says PCP, so
- * zs_pages_valid() is false for it.  Pages-in-use is a counter per cache
+ * pages_valid() is false for it.  Pages-in-use is a counter per cache
  * plus one for the shared path, summed on read.
  *
  * Parked chains.  A bulk free (a zspage's pages, from zsmalloc) of up to
@@ -852,7 +852,7 @@ static void pcp_drain_all(struct zs_pages *p)
 	}
 }
 
-int zs_pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first)
+int pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first)
 {
 	zs_pfn_t rel[RELEASE_MAX];
 	unsigned nrel = 0;
@@ -889,26 +889,26 @@ int zs_pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first)
 	return 0;
 }
 
-int zs_pages_alloc(struct zs_pages *p, zs_pfn_t *pfn)
+int pages_alloc(struct zs_pages *p, zs_pfn_t *pfn)
 {
-	return zs_pages_alloc_run(p, 1, pfn);
+	return pages_alloc_run(p, 1, pfn);
 }
 
-int zs_pages_alloc_bulk(struct zs_pages *p, unsigned n, zs_pfn_t *pfns)
+int pages_alloc_bulk(struct zs_pages *p, unsigned n, zs_pfn_t *pfns)
 {
 	unsigned got = 0;
 
 	if (!p || !pfns || n == 0 || n > ZS_FREE_BULK_MAX)
 		return -EINVAL;
-	/* The per-CPU path, as zs_pages_alloc_run takes it for one page; the rest one by one. */
+	/* The per-CPU path, as pages_alloc_run takes it for one page; the rest one by one. */
 	if (p->npcp && !atomic_load_explicit(&p->slow_only, memory_order_relaxed)) {
 		got = pcp_alloc_bulk(p, n, pfns, true);
 		for (unsigned i = 0; i < got; i++)
 			memset(zs_page_desc(p, pfns[i]), 0, sizeof(struct zs_page_desc));
 	}
 	for (; got < n; got++) {
-		if (zs_pages_alloc_run(p, 1, &pfns[got])) {
-			zs_pages_free_bulk(p, pfns, got);
+		if (pages_alloc_run(p, 1, &pfns[got])) {
+			pages_free_bulk(p, pfns, got);
 			return -ENOMEM;
 		}
 	}
@@ -938,7 +938,7 @@ static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, boo
 
 	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	for (unsigned i = 0; whole && i < n; i++) {
-		if (!zs_pages_valid(p, pfns[i])) {
+		if (!pages_valid(p, pfns[i])) {
 			zs_mutex_unlock_ranked(&p->lock);
 			return;
 		}
@@ -946,7 +946,7 @@ static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, boo
 	uint64_t now = now_ns();
 	for (unsigned i = 0; i < n; i++) {
 		zs_pfn_t pfn = pfns[i];
-		if (!zs_pages_valid(p, pfn))
+		if (!pages_valid(p, pfn))
 			continue;
 		nfreed++;
 		if (p->ncached >= p->cache_cap) {
@@ -976,7 +976,7 @@ static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, boo
 		kick(p);
 }
 
-void zs_pages_free(struct zs_pages *p, zs_pfn_t pfn)
+void pages_free(struct zs_pages *p, zs_pfn_t pfn)
 {
 	if (!p)
 		return;
@@ -988,11 +988,11 @@ void zs_pages_free(struct zs_pages *p, zs_pfn_t pfn)
 	pages_release_end(t0, 1);
 }
 
-void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n)
+void pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n)
 {
 	zs_pfn_t run[ZS_MAX_RUN];
 
-	/* Only what zs_pages_alloc_run hands out: up to ZS_MAX_RUN pages of one chunk. */
+	/* Only what pages_alloc_run hands out: up to ZS_MAX_RUN pages of one chunk. */
 	if (!p || n == 0 || n > ZS_MAX_RUN || n > p->ppc || first >= p->pfn_limit ||
 	    first + n > p->pfn_limit || pfn_slot(p, first) != pfn_slot(p, first + n - 1))
 		return;
@@ -1005,7 +1005,7 @@ void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n)
 	free_pages(p, run, n, true);
 }
 
-void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
+void pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 {
 	if (!p || !pfns)
 		return;
@@ -1023,7 +1023,7 @@ void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 
 /* ---- maintenance ------------------------------------------------------ */
 
-void zs_pages_trim(struct zs_pages *p)
+void pages_trim(struct zs_pages *p)
 {
 	if (!p)
 		return;
@@ -1039,7 +1039,7 @@ void zs_pages_trim(struct zs_pages *p)
 	zs_mutex_unlock_ranked(&p->lock);
 }
 
-void zs_pages_decay(struct zs_pages *p)
+void pages_decay(struct zs_pages *p)
 {
 	if (p)
 		purge(p, false);
@@ -1073,12 +1073,12 @@ static void pcp_release_idle(struct zs_pages *p, struct zs_pcp *c, uint64_t ops)
 
 /* ---- the owner's parked pages (pages.h, zs_pages_park_*) ------------------ */
 
-bool zs_pages_parks(const struct zs_pages *p)
+bool pages_parks(const struct zs_pages *p)
 {
 	return p->reclaim != NULL;
 }
 
-bool zs_pages_park_room(struct zs_pages *p, unsigned n)
+bool pages_park_room(struct zs_pages *p, unsigned n)
 {
 	return p->reclaim && park_room(p, n);
 }
@@ -1095,7 +1095,7 @@ static bool owner_fold(struct zs_pages *p, struct zs_pcp *c)
 	return started;
 }
 
-void zs_pages_park_note(struct zs_pages *p, long delta_pages)
+void pages_park_note(struct zs_pages *p, long delta_pages)
 {
 	struct zs_pcp *c = this_pcp(p);
 	long v = atomic_fetch_add_explicit(&c->owner_unsynced, delta_pages, memory_order_relaxed) +
@@ -1108,7 +1108,7 @@ void zs_pages_park_note(struct zs_pages *p, long delta_pages)
 		kick(p);
 }
 
-void zs_pages_park_released(struct zs_pages *p, unsigned long pages, bool may_kick)
+void pages_park_released(struct zs_pages *p, unsigned long pages, bool may_kick)
 {
 	atomic_fetch_sub_explicit(&p->owner_in_budget, (long)pages, memory_order_relaxed);
 	purge_budget_add(-(long)(pages * p->page_size), NULL);
@@ -1126,7 +1126,7 @@ void zs_pages_park_released(struct zs_pages *p, unsigned long pages, bool may_ki
 		kick(p);
 }
 
-void zs_pages_release_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
+void pages_release_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 {
 	zs_pfn_t rel[RELEASE_MAX];
 
@@ -1135,7 +1135,7 @@ void zs_pages_release_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 		zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 		for (unsigned j = 0; j < k; j++) {
 			zs_pfn_t pfn = pfns[i + j];
-			if (!zs_pages_valid(p, pfn))
+			if (!pages_valid(p, pfn))
 				continue;
 			/* Bit and ninuse stay until release_pages: the chunk stays mapped meanwhile. */
 			set_state(p, pfn, PG_RELEASING);

@@ -80,7 +80,7 @@ struct zs_pcp {
 	zs_pfn_t park[PARK_MAX_LEN + 1];
 	unsigned nparked;           /* pages in them (in nheld too) */
 	unsigned park_synced;       /* of those, the pages counted in the process budget */
-	/* The owner's parked pages (zs_pages_park_note) not yet in the process budget:
+	/* The owner's parked pages (pages_park_note) not yet in the process budget:
 	 * an atomic, as the owner counts under its own locks, not this cache's. */
 	_Atomic long owner_unsynced;
 	/* The purge thread's view (registry lock only): allocs + frees when it last
@@ -169,7 +169,7 @@ struct zs_pages {
 	uint64_t fi_after, fi_count;
 
 	/*
-	 * Address -> chunk for zs_pages_pfn_of: chunk bases sorted, read under
+	 * Address -> chunk for pages_pfn_of: chunk bases sorted, read under
 	 * a seqlock so the lookup takes no lock either.
 	 */
 	_Atomic unsigned seq;

@@ -6,7 +6,7 @@
  * access, and as calls into pages.c they cost about a fifth of zsmalloc's own
  * instructions on the read/write path (callgrind, bench_api).  Inlining needs
  * the lookup fields' layout, which stays out of pages.h (the provider's
- * interface); zs_pages_addr()/zs_pages_desc() there remain the entry points
+ * interface); pages_addr()/pages_desc() there remain the entry points
  * and are these same functions.
  *
  * struct zs_pages begins with struct zs_pages_lookup, so a provider pointer

@@ -13,7 +13,7 @@
  * long as the pool lives: the 64-byte descriptors, one state byte per page
  * and the chunk's allocation bitmap.  Keeping it (and only dropping its
  * memory with MADV_DONTNEED when the chunk is unmapped) means that a stale
- * or garbage pfn handed to zs_pages_valid() reads zeros instead of faulting.
+ * or garbage pfn handed to pages_valid() reads zeros instead of faulting.
  *
  * Freeing and the caches (per-CPU and shared, decay, trim) are cache.c's;
  * their design note is at the top of that file.  The process-wide cache
@@ -38,7 +38,7 @@
 
 /* ---- configuration -------------------------------------------------- */
 
-size_t zs_pages_page_size(const struct zs_pages *p)
+size_t pages_page_size(const struct zs_pages *p)
 {
 	return p ? p->page_size : 0;
 }
@@ -48,7 +48,7 @@ int zs_page_size_valid(size_t size)
 	return is_pow2(size) && size >= ZS_PAGE_SIZE_MIN && size <= ZS_PAGE_SIZE_MAX;
 }
 
-struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg)
+struct zs_pages *pages_create(const struct zs_pages_config *cfg)
 {
 	struct zs_pages_config c = { 0 };
 	long osp = sysconf(_SC_PAGESIZE);
@@ -211,7 +211,7 @@ inval:
 	return NULL;
 }
 
-void zs_pages_destroy(struct zs_pages *p)
+void pages_destroy(struct zs_pages *p)
 {
 	if (!p)
 		return;
@@ -243,17 +243,17 @@ void zs_pages_destroy(struct zs_pages *p)
 
 /* ---- lookups (no lock) ----------------------------------------------- */
 
-void *zs_pages_addr(const struct zs_pages *p, zs_pfn_t pfn)
+void *pages_addr(const struct zs_pages *p, zs_pfn_t pfn)
 {
 	return zs_page_addr(p, pfn);
 }
 
-struct zs_page_desc *zs_pages_desc(const struct zs_pages *p, zs_pfn_t pfn)
+struct zs_page_desc *pages_desc(const struct zs_pages *p, zs_pfn_t pfn)
 {
 	return zs_page_desc(p, pfn);
 }
 
-int zs_pages_valid(const struct zs_pages *p, zs_pfn_t pfn)
+int pages_valid(const struct zs_pages *p, zs_pfn_t pfn)
 {
 	if (!p || pfn >= p->pfn_limit)
 		return 0;
@@ -264,7 +264,7 @@ int zs_pages_valid(const struct zs_pages *p, zs_pfn_t pfn)
 	       PG_IN_USE;
 }
 
-zs_pfn_t zs_pages_pfn_of(const struct zs_pages *p, const void *addr)
+zs_pfn_t pages_pfn_of(const struct zs_pages *p, const void *addr)
 {
 	if (!p)
 		return ZS_PFN_NONE;
@@ -299,7 +299,7 @@ zs_pfn_t zs_pages_pfn_of(const struct zs_pages *p, const void *addr)
 	if (!found || a - base >= p->chunk_bytes || slot >= p->nslots)
 		return ZS_PFN_NONE;
 	zs_pfn_t pfn = ((zs_pfn_t)slot << p->lk.ppc_shift) + ((a - base) >> p->lk.page_shift);
-	return zs_pages_valid(p, pfn) ? pfn : ZS_PFN_NONE;
+	return pages_valid(p, pfn) ? pfn : ZS_PFN_NONE;
 }
 
 /* ---- chunk map / unmap (lock held) ------------------------------------ */
@@ -442,7 +442,7 @@ char *pages_chunk_unmap(struct zs_pages *p, size_t slot)
 
 /* ---- stats & limits --------------------------------------------------- */
 
-void zs_pages_get_stats(const struct zs_pages *p, struct zs_pages_stats *st)
+void pages_get_stats(const struct zs_pages *p, struct zs_pages_stats *st)
 {
 	if (!st)
 		return;
@@ -473,12 +473,12 @@ void zs_pages_get_stats(const struct zs_pages *p, struct zs_pages_stats *st)
 	zs_mutex_unlock_ranked(&w->lock);
 }
 
-size_t zs_pages_in_use(const struct zs_pages *p)
+size_t pages_in_use(const struct zs_pages *p)
 {
 	return p ? total_in_use(p) : 0;
 }
 
-void zs_pages_set_limit(struct zs_pages *p, size_t max_pages)
+void pages_set_limit(struct zs_pages *p, size_t max_pages)
 {
 	if (!p)
 		return;
@@ -488,7 +488,7 @@ void zs_pages_set_limit(struct zs_pages *p, size_t max_pages)
 	zs_mutex_unlock_ranked(&p->lock);
 }
 
-void zs_pages_fail_after(struct zs_pages *p, uint64_t after, uint64_t count)
+void pages_fail_after(struct zs_pages *p, uint64_t after, uint64_t count)
 {
 	if (!p)
 		return;
@@ -501,7 +501,7 @@ void zs_pages_fail_after(struct zs_pages *p, uint64_t after, uint64_t count)
 	zs_mutex_unlock_ranked(&p->lock);
 }
 
-void zs_pages_fail_reset(struct zs_pages *p)
+void pages_fail_reset(struct zs_pages *p)
 {
 	if (!p)
 		return;

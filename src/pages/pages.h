@@ -16,7 +16,7 @@
  * include/zs/pages.h describes ("Returning memory").
  *
  * Thread safety: all functions are safe to call concurrently.  Address and
- * descriptor lookups (zs_pages_addr, zs_pages_desc) take no lock.
+ * descriptor lookups (pages_addr, pages_desc) take no lock.
  */
 #ifndef ZS_SRC_PAGES_PAGES_H
 #define ZS_SRC_PAGES_PAGES_H
@@ -63,22 +63,22 @@ struct zs_pages_config {
 	                        ZS_PAGES_DECAY_MS from the environment).  1..3600000, or
 	                        ZS_PAGES_DECAY_NEVER (only trim and the bounds return them),
 	                        else EINVAL. */
-	int park_chains;     /* 1: zs_pages_free_bulk parks its pages whole for the next
-	                        zs_pages_alloc_bulk on the CPU (below); zsmalloc asks for it
+	int park_chains;     /* 1: pages_free_bulk parks its pages whole for the next
+	                        pages_alloc_bulk on the CPU (below); zsmalloc asks for it
 	                        when its class copies are per CPU (the application profile),
 	                        so a CPU's zspages are freed and allocated through its own
-	                        cache.  0: every page goes back on its own, as zs_pages_free. */
+	                        cache.  0: every page goes back on its own, as pages_free. */
 	/*
 	 * The owner's parked pages (zs_pages_park_*, below): with park_chains, a
 	 * hook the purge thread calls on each pass with the time and the decay;
-	 * it gives back, with zs_pages_release_bulk, what its owner parked a
+	 * it gives back, with pages_release_bulk, what its owner parked a
 	 * decay ago or more, and returns when it next has something due
 	 * (UINT64_MAX: nothing parked).  It runs with the process registry lock
 	 * held, so it may take its owner's locks only with a trylock (a free
 	 * path holds one while it parks, and parking may start the thread), and
-	 * call no zs_pages function but zs_pages_release_bulk and
+	 * call no zs_pages function but pages_release_bulk and
 	 * zs_pages_park_account.  Set at create; the hook stops running when
-	 * zs_pages_destroy returns.
+	 * pages_destroy returns.
 	 */
 	uint64_t (*reclaim)(void *ctx, uint64_t now_ns, uint64_t decay_ns);
 	void *reclaim_ctx;
@@ -100,43 +100,43 @@ struct zs_pages_stats {
 struct zs_pages;
 
 /* Returns NULL with errno = EINVAL (bad config) or ENOMEM (README.md, "Errors"). */
-struct zs_pages *zs_pages_create(const struct zs_pages_config *cfg);
+struct zs_pages *pages_create(const struct zs_pages_config *cfg);
 /* Unmaps everything, including pages still in use. */
-void zs_pages_destroy(struct zs_pages *p);
+void pages_destroy(struct zs_pages *p);
 
-size_t zs_pages_page_size(const struct zs_pages *p);
+size_t pages_page_size(const struct zs_pages *p);
 
 /*
  * Allocate one page; its contents are unspecified (not necessarily zero, as
  * with the kernel's alloc_page without __GFP_ZERO).  Returns 0 and sets *pfn,
  * or -ENOMEM (limit reached, mmap failed, or injected failure).
  */
-int zs_pages_alloc(struct zs_pages *p, zs_pfn_t *pfn);
+int pages_alloc(struct zs_pages *p, zs_pfn_t *pfn);
 /*
  * Allocate n (1..64) pages that are contiguous in the address space and have
  * consecutive page numbers (for zblock's multi-page blocks).  Same returns.
  */
-int zs_pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first);
+int pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first);
 /*
  * Allocate n (1..ZS_FREE_BULK_MAX) single pages, not necessarily
  * neighbours, into pfns[]: all of them (0) or none (-ENOMEM).  With per-CPU
- * caches, the last n-page chain a zs_pages_free_bulk parked on this CPU
+ * caches, the last n-page chain a pages_free_bulk parked on this CPU
  * when there is one (below); else the same pages, in the same order, as n
- * calls of zs_pages_alloc on this CPU, but one per-CPU cache lock round for
+ * calls of pages_alloc on this CPU, but one per-CPU cache lock round for
  * them all: zsmalloc takes a zspage's chain with it.
  */
-int zs_pages_alloc_bulk(struct zs_pages *p, unsigned n, zs_pfn_t *pfns);
-/* Free one page / a run from zs_pages_alloc_run.  The pages' memory is gone. */
-void zs_pages_free(struct zs_pages *p, zs_pfn_t pfn);
-void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n);
+int pages_alloc_bulk(struct zs_pages *p, unsigned n, zs_pfn_t *pfns);
+/* Free one page / a run from pages_alloc_run.  The pages' memory is gone. */
+void pages_free(struct zs_pages *p, zs_pfn_t pfn);
+void pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n);
 /*
- * Free n pages from zs_pages_alloc/_run, in any order: the same as n calls of
- * zs_pages_free (invalid or repeated pfns are ignored), but the bookkeeping
+ * Free n pages from pages_alloc/_run, in any order: the same as n calls of
+ * pages_free (invalid or repeated pfns are ignored), but the bookkeeping
  * takes the lock twice in all and neighbouring pages that go back to the OS
  * share one madvise.  zsmalloc frees a zspage's chain with it.  With
  * park_chains and per-CPU caches, in a provider whose cache counts in the
  * process-wide budget (cache_pages 0), up to 16 pages of one call are parked whole on
- * this CPU instead, for its next zs_pages_alloc_bulk of as many (no per-page
+ * this CPU instead, for its next pages_alloc_bulk of as many (no per-page
  * moves to and from the shared cache); parked pages count as per-CPU cached
  * pages (pages_cpu_cached), in the budget, and go back to the OS with an
  * idle cache's pages, or once parked for a decay (the purge thread), or on
@@ -144,27 +144,27 @@ void zs_pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n);
  */
 #define ZS_FREE_BULK_MAX 64u
 /*
- * Around every release of pages (zs_pages_free, _run, _bulk): the settable
+ * Around every release of pages (pages_free, _run, _bulk): the settable
  * per-page cost and the release clock (release_cost.c, zs/harness.h).
  * begin returns 0 when neither is on, and end then does nothing.
  */
 uint64_t pages_release_begin(unsigned pages);
 void pages_release_end(uint64_t t0, unsigned pages);
-void zs_pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
+void pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
 
 /*
  * Pages its owner keeps whole, still in use, for its own next use (zsmalloc's
  * emptied zspages in the application profile, src/zsmalloc/park.c): they
  * count in the process-wide budget like the provider's parked chains, and the
- * reclaim hook returns them after a decay.  zs_pages_parks: the provider took
+ * reclaim hook returns them after a decay.  pages_parks: the provider took
  * the hook (park_chains, in the budget, watched by the purge thread): its
- * owner may park.  zs_pages_park_room: would `n` more parked pages stay
- * within the budget?  zs_pages_park_note: the owner parked (delta > 0) or took
+ * owner may park.  pages_park_room: would `n` more parked pages stay
+ * within the budget?  pages_park_note: the owner parked (delta > 0) or took
  * back pages; counted per CPU and added to the budget PARK_SYNC pages at a
  * time, starting the purge thread when that takes the cache past its start.
- * zs_pages_park_released: pages given back (the hook, a trim), off the budget
+ * pages_park_released: pages given back (the hook, a trim), off the budget
  * at once, with every CPU's unsynced count (so the total is exact once all
- * went back); may_kick false from the hook (the thread is running it).  zs_pages_release_bulk: in-use pages straight back to the
+ * went back); may_kick false from the hook (the thread is running it).  pages_release_bulk: in-use pages straight back to the
  * OS, no cache, no kick.
  */
 /*
@@ -178,38 +178,38 @@ static inline uint64_t zs_pages_now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
-bool zs_pages_parks(const struct zs_pages *p);
-bool zs_pages_park_room(struct zs_pages *p, unsigned n);
-void zs_pages_park_note(struct zs_pages *p, long delta_pages);
-void zs_pages_park_released(struct zs_pages *p, unsigned long pages, bool may_kick);
-void zs_pages_release_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
+bool pages_parks(const struct zs_pages *p);
+bool pages_park_room(struct zs_pages *p, unsigned n);
+void pages_park_note(struct zs_pages *p, long delta_pages);
+void pages_park_released(struct zs_pages *p, unsigned long pages, bool may_kick);
+void pages_release_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
 
 /* Address of a page in use (lock-free).  Behaviour is undefined for pages not in use. */
-void *zs_pages_addr(const struct zs_pages *p, zs_pfn_t pfn);
+void *pages_addr(const struct zs_pages *p, zs_pfn_t pfn);
 /* Descriptor of a page in use (lock-free). */
-struct zs_page_desc *zs_pages_desc(const struct zs_pages *p, zs_pfn_t pfn);
+struct zs_page_desc *pages_desc(const struct zs_pages *p, zs_pfn_t pfn);
 /* Page number of an address inside a page in use, or ZS_PFN_NONE. */
-zs_pfn_t zs_pages_pfn_of(const struct zs_pages *p, const void *addr);
+zs_pfn_t pages_pfn_of(const struct zs_pages *p, const void *addr);
 /* 1 if pfn names a page currently handed out (for checked modes), else 0. */
-int zs_pages_valid(const struct zs_pages *p, zs_pfn_t pfn);
+int pages_valid(const struct zs_pages *p, zs_pfn_t pfn);
 
 /* Return every cached page, per-CPU caches included, to the OS (and unmap chunks left empty). */
-void zs_pages_trim(struct zs_pages *p);
+void pages_trim(struct zs_pages *p);
 /* Return the shared cache's pages older than decay_ms now (what any call does on the way). */
-void zs_pages_decay(struct zs_pages *p);
-void zs_pages_get_stats(const struct zs_pages *p, struct zs_pages_stats *st);
-size_t zs_pages_in_use(const struct zs_pages *p);
+void pages_decay(struct zs_pages *p);
+void pages_get_stats(const struct zs_pages *p, struct zs_pages_stats *st);
+size_t pages_in_use(const struct zs_pages *p);
 /* Change the limit at run time (0 = none; above ZS_PAGES_MAX_SPAN / page_size means none
  * too); pages already in use are kept. */
-void zs_pages_set_limit(struct zs_pages *p, size_t max_pages);
+void pages_set_limit(struct zs_pages *p, size_t max_pages);
 
 /*
  * Failure injection for tests: after `after` more successful allocations,
  * fail the next `count` allocations (count 0 = every one until reset).
- * zs_pages_fail_reset() turns injection off.
+ * pages_fail_reset() turns injection off.
  */
-void zs_pages_fail_after(struct zs_pages *p, uint64_t after, uint64_t count);
-void zs_pages_fail_reset(struct zs_pages *p);
+void pages_fail_after(struct zs_pages *p, uint64_t after, uint64_t count);
+void pages_fail_reset(struct zs_pages *p);
 
 /*
  * A zeroed table of `bytes` (rounded up to whole OS pages, the size in

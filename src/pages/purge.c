@@ -136,7 +136,7 @@ static void init_once(void)
 	pthread_cond_init(&g.wake, &g.cattr);
 	pthread_cond_init(&g.done, &g.cattr);
 	/* Prepared after the deferred and zswap workers, which may kick the thread (common/fork.h). */
-	zs_fork_handlers(ZS_FORK_PAGES, atfork_prepare, atfork_parent, atfork_child);
+	fork_handlers(ZS_FORK_PAGES, atfork_prepare, atfork_parent, atfork_child);
 }
 
 

@@ -129,7 +129,7 @@ static int open_uffd(char *err, size_t err_len)
 	if (fd >= 0)
 		return fd;
 	if (e == ENOSYS) {
-		zs_set_err(err, err_len, "userfaultfd: not built into this kernel (%s)", strerror(e));
+		set_err(err, err_len, "userfaultfd: not built into this kernel (%s)", strerror(e));
 		return -ENOSYS;
 	}
 	int dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
@@ -142,7 +142,7 @@ static int open_uffd(char *err, size_t err_len)
 	} else {
 		e = errno;
 	}
-	zs_set_err(err, err_len, perm_msg, strerror(e));
+	set_err(err, err_len, perm_msg, strerror(e));
 	return -EPERM;
 }
 
@@ -152,7 +152,7 @@ static int uffd_features(int fd, uint64_t *have, char *err, size_t err_len)
 	struct uffdio_api api = { .api = UFFD_API, .features = 0 };
 
 	if (ioctl(fd, UFFDIO_API, &api)) {
-		zs_set_err(err, err_len, "UFFDIO_API failed: %s", strerror(errno));
+		set_err(err, err_len, "UFFDIO_API failed: %s", strerror(errno));
 		return -EOPNOTSUPP;
 	}
 	*have = api.features;
@@ -171,7 +171,7 @@ int zs_region_available(char *err, size_t err_len)
 	if (rc)
 		return 0;
 	if (!(have & UFFD_FEATURE_PAGEFAULT_FLAG_WP)) {
-		zs_set_err(err, err_len, "%s", "userfaultfd lacks write-protect for anonymous memory");
+		set_err(err, err_len, "%s", "userfaultfd lacks write-protect for anonymous memory");
 		return 0;
 	}
 	return 1;
@@ -427,14 +427,14 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 	if (!cfg || !out || !cfg->size || cfg->handler_threads > 64 ||
 	    cfg->fault_around > MAX_AROUND ||
 	    (cfg->store.page_size && cfg->store.page_size != (size_t)sys_page)) {
-		zs_set_err(err, err_len, "%s", "zs_region: bad config (size 0, handler_threads > 64, "
+		set_err(err, err_len, "%s", "zs_region: bad config (size 0, handler_threads > 64, "
 				"fault_around > 256 or store page size != system page size)");
 		return -EINVAL;
 	}
 	/* In pages, so that rounding SIZE_MAX up cannot wrap to an empty region. */
 	uint64_t want = cfg->size / (size_t)sys_page + (cfg->size % (size_t)sys_page != 0);
 	if (want > ZS_ZRAM_MAX_SLOTS) {
-		zs_set_err(err, err_len, "zs_region: size %zu is above ZS_ZRAM_MAX_SLOTS pages",
+		set_err(err, err_len, "zs_region: size %zu is above ZS_ZRAM_MAX_SLOTS pages",
 			   cfg->size);
 		return -EINVAL;
 	}
@@ -477,7 +477,7 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 		if (rc)
 			goto fail;
 		if (!(have & UFFD_FEATURE_PAGEFAULT_FLAG_WP)) {
-			zs_set_err(err, err_len, "%s",
+			set_err(err, err_len, "%s",
 				"userfaultfd: kernel lacks write-protect for anonymous memory (5.7+)");
 			rc = -EOPNOTSUPP;
 			goto fail;
@@ -486,7 +486,7 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 		uint64_t events = UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_REMOVE |
 				  UFFD_FEATURE_EVENT_UNMAP;
 		if ((have & events) != events) {
-			zs_set_err(err, err_len, "%s", "userfaultfd: kernel lacks the remove/unmap/remap "
+			set_err(err, err_len, "%s", "userfaultfd: kernel lacks the remove/unmap/remap "
 				"events (4.11+)");
 			rc = -EOPNOTSUPP;
 			goto fail;
@@ -497,7 +497,7 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 						     (have & UFFD_FEATURE_POISON) |
 						     (have & UFFD_FEATURE_MOVE) };
 		if (ioctl(r->uffd, UFFDIO_API, &en)) {
-			zs_set_err(err, err_len, "UFFDIO_API (enable): %s", strerror(errno));
+			set_err(err, err_len, "UFFDIO_API (enable): %s", strerror(errno));
 			rc = -EOPNOTSUPP;
 			goto fail;
 		}
@@ -517,7 +517,7 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 		rc = zs_zram_create_err(&zc, &r->store, why, sizeof(why));
 		if (rc) {
 			r->store = NULL;
-			zs_set_err(err, err_len, "zs_region: store config rejected: %s",
+			set_err(err, err_len, "zs_region: store config rejected: %s",
 				why[0] ? why : strerror(-rc));
 			goto fail;
 		}
@@ -551,11 +551,11 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 	};
 	if (ioctl(r->uffd, UFFDIO_REGISTER, &reg)) {
 		rc = -errno;
-		zs_set_err(err, err_len, "UFFDIO_REGISTER: %s", strerror(errno));
+		set_err(err, err_len, "UFFDIO_REGISTER: %s", strerror(errno));
 		goto fail;
 	}
 	if (!(reg.ioctls & (1ULL << _UFFDIO_COPY)) || !(reg.ioctls & (1ULL << _UFFDIO_WRITEPROTECT))) {
-		zs_set_err(err, err_len, "%s", "userfaultfd: range lacks UFFDIO_COPY/WRITEPROTECT");
+		set_err(err, err_len, "%s", "userfaultfd: range lacks UFFDIO_COPY/WRITEPROTECT");
 		rc = -EOPNOTSUPP;
 		goto fail;
 	}

@@ -2,7 +2,7 @@
  * zblock: contiguous blocks of equal slots (written from the published
  * description of zblock, no kernel code).
  *
- * Layout.  A block is P (1..8) contiguous pool pages from zs_pages_alloc_run.
+ * Layout.  A block is P (1..8) contiguous pool pages from pages_alloc_run.
  * It starts with struct zb_block (H bytes, rounded up to 8) and is followed by
  * n slots of S bytes; slot i is at H + i*S.  Class = one descriptor (n, P);
  * S = round_down((P*page_size - H) / n, 8).  Our header is
@@ -366,7 +366,7 @@ static struct zb_block *new_block(struct zblock_pool *pool, int type)
 {
 	const struct zb_desc *d = &pool->cls[type].d;
 	zs_pfn_t pfn;
-	if (zs_pages_alloc_run(pool->pages, d->pages, &pfn))
+	if (pages_alloc_run(pool->pages, d->pages, &pfn))
 		return NULL;
 	struct zb_block *b = zs_page_addr(pool->pages, pfn);
 	if ((uintptr_t)b & ZB_SLOT_MASK)
@@ -387,7 +387,7 @@ static void free_block(struct zblock_pool *pool, struct zb_block *b)
 {
 	unsigned pages = pool->cls[b->type].d.pages;
 	zs_page_desc(pool->pages, b->pfn)->owner = NULL;
-	zs_pages_free_run(pool->pages, b->pfn, pages);
+	pages_free_run(pool->pages, b->pfn, pages);
 	atomic_fetch_sub_explicit(&pool->total_pages, pages, memory_order_relaxed);
 }
 
@@ -402,8 +402,8 @@ static struct zb_block *checked_block(const struct zblock_pool *pool, unsigned l
 	if (h == 0 || ZS_IS_ERR(h))
 		return NULL;
 	struct zb_block *b = handle_block(h);
-	zs_pfn_t pfn = zs_pages_pfn_of(pool->pages, b);
-	if (pfn == ZS_PFN_NONE || !zs_pages_valid(pool->pages, pfn) ||
+	zs_pfn_t pfn = pages_pfn_of(pool->pages, b);
+	if (pfn == ZS_PFN_NONE || !pages_valid(pool->pages, pfn) ||
 	    zs_page_addr(pool->pages, pfn) != (void *)b || zs_page_desc(pool->pages, pfn)->owner != b)
 		return NULL;
 	if (b->pool != pool || b->type >= pool->nr_classes ||
@@ -465,7 +465,7 @@ struct zblock_pool *zblock_create_pool(const struct zblock_config *cfg)
 		.max_pages = c.max_pages,
 		.cache_pages = c.page_cache_pages,
 	};
-	pool->pages = zs_pages_create(&pc);
+	pool->pages = pages_create(&pc);
 	if (!pool->pages) {
 		int e = errno ? errno : ENOMEM;
 		free(pool);
@@ -492,7 +492,7 @@ void zblock_destroy_pool(struct zblock_pool *pool)
 	if (!pool)
 		return;
 	/* Full blocks are on no list; the page provider owns every page anyway. */
-	zs_pages_destroy(pool->pages);
+	pages_destroy(pool->pages);
 	for (int i = 0; i < pool->nr_classes; i++)
 		pthread_mutex_destroy(&pool->cls[i].lock);
 	free(pool);
@@ -674,7 +674,7 @@ int zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_
 void zblock_pool_fail_pages(struct zblock_pool *pool, uint64_t after, uint64_t count)
 {
 	if (after == UINT64_MAX)
-		zs_pages_fail_reset(pool->pages);
+		pages_fail_reset(pool->pages);
 	else
-		zs_pages_fail_after(pool->pages, after, count);
+		pages_fail_after(pool->pages, after, count);
 }

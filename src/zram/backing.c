@@ -75,7 +75,7 @@ uint32_t zram_wb_csum(const void *p, size_t len)
 
 static int refuse(char *err, size_t err_len, int rc, const char *path, const char *why)
 {
-	zs_set_err(err, err_len, "backing file %s: %s", path, why);
+	set_err(err, err_len, "backing file %s: %s", path, why);
 	return rc;
 }
 
@@ -89,17 +89,17 @@ int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg, char *er
 
 	if (cfg->writeback_batch_size > ZS_ZRAM_MAX_WB_BATCH ||
 	    (cfg->writeback_compressed != 0 && cfg->writeback_compressed != 1)) {
-		zs_set_err(err, err_len, "writeback_batch_size or writeback_compressed out of "
+		set_err(err, err_len, "writeback_batch_size or writeback_compressed out of "
 			     "range");
 		return -EINVAL;
 	}
 	if (!cfg->backing_path) {
 		if (!cfg->writeback_batch_size && !cfg->writeback_compressed)
 			return 0;
-		zs_set_err(err, err_len, "writeback options given without a backing_path");
+		set_err(err, err_len, "writeback options given without a backing_path");
 		return -EINVAL;
 	}
-	fd = zs_backing_open(cfg->backing_path, &st, err, err_len);
+	fd = backing_open(cfg->backing_path, &st, err, err_len);
 	if (fd < 0)
 		return fd;
 	if (S_ISREG(st.st_mode)) {
@@ -134,7 +134,7 @@ int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg, char *er
 		}
 		free(wb);
 		close(fd);
-		zs_set_err(err, err_len, "no memory for the backing file's block table");
+		set_err(err, err_len, "no memory for the backing file's block table");
 		return -ENOMEM;
 	}
 	wb->fd = fd;
@@ -144,7 +144,7 @@ int zram_wb_create(struct zs_zram *z, const struct zs_zram_config *cfg, char *er
 	wb->nblocks = blocks;
 	pthread_mutex_init(&wb->lock, NULL);
 	pthread_mutex_init(&wb->run, NULL);
-	zs_io_inject_init(&wb->inj);
+	io_inject_init(&wb->inj);
 	z->wb = wb;
 	return 0;
 }
@@ -158,7 +158,7 @@ void zram_wb_destroy(struct zs_zram *z)
 	close(wb->fd);
 	pthread_mutex_destroy(&wb->lock);
 	pthread_mutex_destroy(&wb->run);
-	zs_io_inject_destroy(&wb->inj);
+	io_inject_destroy(&wb->inj);
 	free(wb->bitmap);
 	free(wb->csum);
 	free(wb);
@@ -211,9 +211,9 @@ int zram_wb_file_io(struct zs_zram *z, int reads, void *buf, size_t len, uint64_
 {
 	struct zram_wb *wb = z->wb;
 
-	if (zs_io_inject_hit(&wb->inj, reads))
+	if (io_inject_hit(&wb->inj, reads))
 		return -EIO;
-	return zs_pio_whole(wb->fd, reads, buf, len, (off_t)(blk * z->page_size));
+	return pio_whole(wb->fd, reads, buf, len, (off_t)(blk * z->page_size));
 }
 
 void zram_wb_inject(struct zs_zram *z, int reads, uint64_t after, uint64_t count)
@@ -221,7 +221,7 @@ void zram_wb_inject(struct zs_zram *z, int reads, uint64_t after, uint64_t count
 	struct zram_wb *wb = z->wb;
 
 	if (wb)
-		zs_io_inject_set(&wb->inj, reads, after, count);
+		io_inject_set(&wb->inj, reads, after, count);
 }
 
 /* ---- hooks from the slot code ---- */

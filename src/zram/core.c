@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "zram/internal.h"
-#include "backend/backend_internal.h"   /* zs_backend_create_for_store */
+#include "backend/backend_internal.h"   /* backend_create_for_store */
 
 /* ---- Slot free, memory accounting ---- */
 
@@ -148,7 +148,7 @@ int zram_core_create(const struct zs_zram_config *cfg, size_t ps, size_t pool_pa
 	struct zs_backend_config bc = cfg->backend;
 	if (pool_page < ps && (!bc.zs.max_object_size || bc.zs.max_object_size < ps))
 		bc.zs.max_object_size = ps;
-	z->b = zs_backend_create_for_store(&bc, pool_page, &rc, err, err_len);
+	z->b = backend_create_for_store(&bc, pool_page, &rc, err, err_len);
 	if (!z->b)
 		goto fail;
 	z->huge_size = zs_backend_huge_class_size(z->b);

@@ -97,7 +97,7 @@ int zram_group_create(const struct zs_zram_config *cfg, size_t ps, struct zs_zra
 	int rc;
 
 	if (g < 2 || g > 16 || (g & (g - 1)) || !zs_page_size_valid(ps * g)) {
-		zs_set_err(err, err_len, "group_pages %u: needs a power of two 2..16 with "
+		set_err(err, err_len, "group_pages %u: needs a power of two 2..16 with "
 			     "group_pages x page_size <= 65536", g);
 		return -EINVAL;
 	}

@@ -201,16 +201,16 @@ static int create(const struct zs_zram_config *cfg, struct zs_zram **out, char *
 	}
 	ps = cfg->page_size ? cfg->page_size : ZS_PAGE_SIZE_DEFAULT;
 	if (!zs_page_size_valid(ps)) {
-		zs_set_err(err, err_len, "page_size %zu is not a power of two in 4096..65536", ps);
+		set_err(err, err_len, "page_size %zu is not a power of two in 4096..65536", ps);
 		return -EINVAL;
 	}
 	if (cfg->disksize / ps == 0 || cfg->disksize / ps > ZS_ZRAM_MAX_SLOTS) {
-		zs_set_err(err, err_len, "disksize %llu gives no slot or more than "
+		set_err(err, err_len, "disksize %llu gives no slot or more than "
 			     "ZS_ZRAM_MAX_SLOTS", (unsigned long long)cfg->disksize);
 		return -EINVAL;
 	}
 	if (zs_filter_check(cfg->filter)) {
-		zs_set_err(err, err_len, "filter \"%s\" is not none, shuffle:N, delta:N or "
+		set_err(err, err_len, "filter \"%s\" is not none, shuffle:N, delta:N or "
 			     "delta+shuffle:N with N 2, 4 or 8", cfg->filter);
 		return -EINVAL;
 	}
@@ -229,7 +229,7 @@ int zs_zram_create_err(const struct zs_zram_config *cfg, struct zs_zram **out, c
 	rc = create(cfg, out, err, err_len);
 	/* Every failure gets a line: the specific reason where one was written, else the code. */
 	if (rc && err && err_len && !err[0])
-		zs_set_err(err, err_len, "zs_zram_create: %s", strerror(-rc));
+		set_err(err, err_len, "zs_zram_create: %s", strerror(-rc));
 	return rc;
 }
 

@@ -24,11 +24,11 @@ static struct zspage *pin_object_as(struct zs_pool *pool, unsigned long handle,
 				    unsigned long *objp, int checked)
 {
 	unsigned long obj;
-	if (checked && zs_handle_precheck(pool, handle, &obj))
+	if (checked && handle_precheck(pool, handle, &obj))
 		return NULL;
 	zs_read_lock(&pool->lock);
 	obj = handle_to_obj(handle);
-	if (checked && zs_validate_obj(pool, handle, obj)) {
+	if (checked && validate_obj(pool, handle, obj)) {
 		zs_read_unlock(&pool->lock);
 		return NULL;
 	}
@@ -59,7 +59,7 @@ static inline struct zspage *pin_object(struct zs_pool *pool, unsigned long hand
 static struct zspage *pinned_zspage_checked(struct zs_pool *pool, unsigned long handle,
 					    unsigned long *objp)
 {
-	if (!zs_handle_in_pool(pool, handle))
+	if (!handle_in_pool(pool, handle))
 		return NULL;
 	unsigned long v = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
 	if (v & HANDLE_FREE_BIT)
@@ -67,7 +67,7 @@ static struct zspage *pinned_zspage_checked(struct zs_pool *pool, unsigned long 
 	struct zspage *zspage = NULL;
 	zs_read_lock(&pool->lock);
 	unsigned long obj = handle_to_obj(handle);
-	if (class_enc_valid(pool, obj_to_class_idx(obj)) && !zs_validate_obj(pool, handle, obj)) {
+	if (class_enc_valid(pool, obj_to_class_idx(obj)) && !validate_obj(pool, handle, obj)) {
 		zspage = obj_to_zspage(pool, obj);
 		if (atomic_load_explicit(&zspage->lock, memory_order_relaxed) <= 0)
 			zspage = NULL;

@@ -118,7 +118,7 @@ static unsigned multi_page_classes(const struct zs_pool_config *cfg, unsigned pa
 
 /* ---- table ---- */
 
-int zs_classes_shape(const struct zs_pool_config *cfg, unsigned P, struct zs_class_shape *s)
+int classes_shape(const struct zs_pool_config *cfg, unsigned P, struct zs_class_shape *s)
 {
 	unsigned delta = class_delta(cfg, P);
 	if (delta < 8 || delta % 8 || delta > P)
@@ -147,12 +147,12 @@ int zs_classes_shape(const struct zs_pool_config *cfg, unsigned P, struct zs_cla
 	return 0;
 }
 
-int zs_classes_build(struct zs_pool *pool)
+int classes_build(struct zs_pool *pool)
 {
 	const struct zs_pool_config *cfg = &pool->cfg;
 	unsigned P = pool->page_size;
 	struct zs_class_shape shape;
-	int err = zs_classes_shape(cfg, P, &shape);
+	int err = classes_shape(cfg, P, &shape);
 	if (err)
 		return err;
 	unsigned delta = shape.delta, shards = shape.shards;
@@ -231,7 +231,7 @@ int zs_classes_build(struct zs_pool *pool)
 	return 0;
 }
 
-void zs_classes_free(struct zs_pool *pool)
+void classes_free(struct zs_pool *pool)
 {
 	free(pool->geom);
 	if (pool->classes) {
@@ -291,7 +291,7 @@ int zs_lookup_class_index(const struct zs_pool *pool, size_t size)
  * Under class_init_lock, a leaf taken with no other lock held; the size is
  * stored last, with release (class_live).
  */
-struct size_class *zs_class_build(struct zs_pool *pool, struct size_class *copy)
+struct size_class *class_build(struct zs_pool *pool, struct size_class *copy)
 {
 	unsigned enc = (unsigned)(copy - pool->classes);
 	unsigned i = enc % (unsigned)pool->nr_classes;

@@ -35,24 +35,24 @@
 #include "common/sigblock.h"
 
 /* Write pins (lock.h): the slots, and compaction's look at them. */
-struct zs_wpin zs_wpins[ZS_WPIN_SLOTS];
-atomic_uint zs_wpins_hi;
+struct zs_wpin wpins[ZS_WPIN_SLOTS];
+atomic_uint wpins_hi;
 
-void zs_wpin_raise(unsigned slot)
+void wpin_raise(unsigned slot)
 {
-	unsigned hi = atomic_load_explicit(&zs_wpins_hi, memory_order_relaxed);
-	while (hi <= slot && !atomic_compare_exchange_weak_explicit(&zs_wpins_hi, &hi, slot + 1,
+	unsigned hi = atomic_load_explicit(&wpins_hi, memory_order_relaxed);
+	while (hi <= slot && !atomic_compare_exchange_weak_explicit(&wpins_hi, &hi, slot + 1,
 								    memory_order_relaxed,
 								    memory_order_relaxed))
 		;
 }
 
 /* Class lock of z held: is a zs_malloc_write copying into z? */
-int zs_wpin_held(const void *z)
+int wpin_held(const void *z)
 {
-	unsigned hi = atomic_load_explicit(&zs_wpins_hi, memory_order_relaxed);
+	unsigned hi = atomic_load_explicit(&wpins_hi, memory_order_relaxed);
 	for (unsigned i = 0; i < hi && i < ZS_WPIN_SLOTS; i++)
-		if (atomic_load_explicit(&zs_wpins[i].z, memory_order_acquire) == z)
+		if (atomic_load_explicit(&wpins[i].z, memory_order_acquire) == z)
 			return 1;
 	return 0;
 }
@@ -66,14 +66,14 @@ static int isolate_trylock(struct zspage *z)
 {
 	if (!zs_zspage_write_trylock(&z->lock))
 		return 0;
-	if (zs_unlikely(zs_wpin_held(z))) {
+	if (zs_unlikely(wpin_held(z))) {
 		zs_zspage_write_unlock(&z->lock);
 		return 0;
 	}
 	return 1;
 }
 
-unsigned long zs_can_compact(const struct size_class *class)
+unsigned long can_compact(const struct size_class *class)
 {
 	unsigned long allocated = class->stats[ZS_OBJS_ALLOCATED];
 	unsigned long used = class->stats[ZS_OBJS_INUSE];
@@ -193,8 +193,8 @@ static unsigned long fit_last_zspage(struct zs_pool *pool, struct size_class *cl
 	zs_zspage_write_unlock(&src->lock);
 	zs_assert_internal(src->inuse == 0);
 	putback_zspage(class, src);
-	zs_unlink_empty_zspage(pool, class, src);
-	zs_free_zspage_pages(pool, src);
+	unlink_empty_zspage(pool, class, src);
+	free_zspage_pages(pool, src);
 	putback_zspage(class, dst);
 	return src_pages - pages;
 }
@@ -268,8 +268,8 @@ static long drain_fitted(struct zs_pool *pool, struct size_class *class, char *b
 		if (putback_zspage(class, f) != ZS_INUSE_RATIO_0)
 			break; /* no pages for a chain: it stays as it is */
 		unsigned pages = zspage_pages(class, f);
-		zs_unlink_empty_zspage(pool, class, f);
-		zs_free_zspage_pages(pool, f);
+		unlink_empty_zspage(pool, class, f);
+		free_zspage_pages(pool, f);
 		net += (long)pages;
 	}
 	return net;
@@ -284,8 +284,8 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 
 	zs_write_lock(&pool->lock);
 	zs_spin_lock(&class->lock);
-	zs_assert_internal(zs_class_lists_sane(class));
-	while (fit || zs_can_compact(class)) {
+	zs_assert_internal(class_lists_sane(class));
+	while (fit || can_compact(class)) {
 		if (!dst) {
 			dst = isolate_dst_zspage(class);
 			if (!dst)
@@ -300,9 +300,9 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 		migrate_zspage(pool, class, src, dst, buf);
 		zs_zspage_write_unlock(&src->lock);
 		if (putback_zspage(class, src) == ZS_INUSE_RATIO_0) {
-			zs_unlink_empty_zspage(pool, class, src);
+			unlink_empty_zspage(pool, class, src);
 			freed += zspage_pages(class, src);
-			zs_free_zspage_pages(pool, src);
+			free_zspage_pages(pool, src);
 		}
 		src = NULL;
 		if (zs_get_fullness_group(class, dst) == ZS_INUSE_RATIO_100 ||
@@ -325,7 +325,7 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 		net += (long)fit_last_zspage(pool, class, buf);
 		freed = net > 0 ? (unsigned long)net : 0;
 	}
-	zs_assert_internal(zs_class_lists_sane(class));
+	zs_assert_internal(class_lists_sane(class));
 	zs_spin_unlock(&class->lock);
 	zs_write_unlock(&pool->lock);
 	return freed;
@@ -385,10 +385,10 @@ unsigned long zs_compact(struct zs_pool *pool)
 		free(buf);
 	}
 	compact_end(pool, freed);
-	zs_handles_trim(pool, 0);
+	handles_trim(pool, 0);
 	/* Compaction is how a pool gives memory back: the page cache goes too, not at its decay. */
-	zs_park_release_all(pool);
-	zs_pages_trim(pool->pages);
+	park_release_all(pool);
+	pages_trim(pool->pages);
 	zs_signals_restore(&sigs);   /* after the trims: they take the handle and page locks */
 	return freed;
 }
@@ -420,7 +420,7 @@ unsigned long zs_compact_step(struct zs_pool *pool, unsigned *cursor, unsigned m
 			if (!class)
 				continue;
 			zs_spin_lock(&class->lock);
-			int work = zs_can_compact(class) > 0 ||
+			int work = can_compact(class) > 0 ||
 				   (pool->cfg.fit_zspages && class->pages_per_zspage > 1);
 			zs_spin_unlock(&class->lock);
 			if (!work)
@@ -433,7 +433,7 @@ unsigned long zs_compact_step(struct zs_pool *pool, unsigned *cursor, unsigned m
 	*cursor = e < total ? e : 0;
 	compact_end(pool, freed);
 	if (*cursor == 0)
-		zs_handles_trim(pool, 0);
+		handles_trim(pool, 0);
 	zs_signals_restore(&sigs);
 	return freed;
 }

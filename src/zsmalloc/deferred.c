@@ -55,7 +55,7 @@
  *     space cannot stay on a CPU, so a thread that moved shares a buffer.
  * Both count their work in q->extra, which pending() adds to the handle
  * queue's, so the worker's sleep and wake-up, flush, destroy and
- * zs_deferred_pending see it as queued frees.  A buffer adds 1 when its
+ * deferred_pending see it as queued frees.  A buffer adds 1 when its
  * first handle arrives (the wake-up, as the handle queue's first enqueue)
  * and the rest of its handles when it is handed over full; every addition
  * is made before the work can be found, and taken off only after it is done,
@@ -248,11 +248,11 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 		zs_spin_unlock(&class->lock);
 	}
 	for (size_t i = 0; i < nempty; i++)
-		zs_free_zspage_pages(pool, empty[i]);
+		free_zspage_pages(pool, empty[i]);
 	for (size_t i = 0; i < n; i++)
 		zs_handle_free(pool, k[i].handle);
 	for (size_t i = 0; i < ntails; i++)
-		zs_free_tail(pool, tails[i]);
+		free_tail(pool, tails[i]);
 }
 
 /* Free a batch of queued handles, then tell the hooks (no lock held). */
@@ -274,7 +274,7 @@ static void release_zspages(struct zs_pool *pool, struct deferred_queue *q)
 	while (z) {
 		struct zspage *next = z->lprev;
 		z->lprev = NULL;
-		zs_free_zspage_pages(pool, z);
+		free_zspage_pages(pool, z);
 		z = next;
 		n++;
 	}
@@ -355,7 +355,7 @@ static void drain(struct zs_pool *pool, struct deferred_queue *q, size_t target,
 			atomic_fetch_add_explicit(&q->deq, n, memory_order_release);
 			if (gated && zs_unlikely(zs_fork_gate_closing(&fork_gate))) {
 				zs_mutex_unlock_ranked(&q->consume_lock);
-				zs_fork_gate_yield(&fork_gate);
+				fork_gate_yield(&fork_gate);
 				zs_mutex_lock_ranked(&q->consume_lock,
 						     ZS_LOCK_ZS_DEFERRED_CONSUME);
 			}
@@ -384,7 +384,7 @@ static void *worker(void *arg)
 	struct zs_pool *pool = q->pool;
 	zs_signals_blocked_thread();
 	while (!atomic_load_explicit(&q->stop, memory_order_acquire)) {
-		zs_fork_gate_enter(&fork_gate);
+		fork_gate_enter(&fork_gate);
 		drain(pool, q, 0, 1);
 		zs_fork_gate_leave(&fork_gate);
 		zs_mutex_lock_ranked(&q->wake_lock, ZS_LOCK_ZS_DEFERRED_WAKE);
@@ -603,16 +603,16 @@ static struct deferred_queue *queue_create(struct zs_pool *pool)
 	if (pool->cfg.free_mode == ZS_FREE_PERCPU_DEFERRED)
 		q->pcpu = pcpu_create(cap); /* NULL: its frees are synchronous */
 	/* Before any worker exists: a fork must find its gate (common/fork.h). */
-	zs_fork_handlers(ZS_FORK_DEFERRED, atfork_prepare, atfork_parent, atfork_child);
+	fork_handlers(ZS_FORK_DEFERRED, atfork_prepare, atfork_parent, atfork_child);
 	/* No thread (creation failed or deferred_worker -1): drained by flush and full-queue frees. */
 	start_worker(pool, q);
 	/* Listed before it is published, so a fork's child handler sees every queue in use. */
-	zs_fork_gate_lock(&fork_gate);
+	fork_gate_lock(&fork_gate);
 	q->fork_next = fork_head;
 	if (fork_head)
 		fork_head->fork_prev = q;
 	fork_head = q;
-	zs_fork_gate_unlock(&fork_gate);
+	fork_gate_unlock(&fork_gate);
 	atomic_store_explicit(&pool->deferred, q, memory_order_release);
 	return q;
 }
@@ -634,7 +634,7 @@ static struct deferred_queue *queue_get(struct zs_pool *pool)
 static int deferred_push(struct zs_pool *pool, unsigned long handle);
 static void deferred_release_zspage(struct zs_pool *pool, struct zspage *zspage);
 
-void zs_deferred_init(struct zs_pool *pool)
+void deferred_init(struct zs_pool *pool)
 {
 	if (pool->cfg.free_mode == ZS_FREE_PERCPU_DEFERRED)
 		pool->defer_push = deferred_push;
@@ -644,7 +644,7 @@ void zs_deferred_init(struct zs_pool *pool)
 	pthread_mutex_init(&pool->deferred_init_lock, NULL);
 }
 
-void zs_deferred_destroy(struct zs_pool *pool)
+void deferred_destroy(struct zs_pool *pool)
 {
 	struct deferred_queue *q = atomic_load_explicit(&pool->deferred, memory_order_acquire);
 	pthread_mutex_destroy(&pool->deferred_init_lock);
@@ -659,14 +659,14 @@ void zs_deferred_destroy(struct zs_pool *pool)
 		zs_lock_assert_none(ZS_LOCK_ZS_DEFERRED_FORK);
 		pthread_join(q->tid, NULL);
 	}
-	zs_fork_gate_lock(&fork_gate);
+	fork_gate_lock(&fork_gate);
 	if (q->fork_prev)
 		q->fork_prev->fork_next = q->fork_next;
 	else
 		fork_head = q->fork_next;
 	if (q->fork_next)
 		q->fork_next->fork_prev = q->fork_prev;
-	zs_fork_gate_unlock(&fork_gate);
+	fork_gate_unlock(&fork_gate);
 	drain(pool, q, atomic_load_explicit(&q->enq, memory_order_acquire), 0);
 	pcpu_destroy(q->pcpu);
 	free(atomic_load_explicit(&q->hooks, memory_order_relaxed));
@@ -681,13 +681,13 @@ void zs_deferred_destroy(struct zs_pool *pool)
 /* Checked mode: mark the handle queued so a second free of it is caught now; -EINVAL if bad. */
 static int mark_pending(struct zs_pool *pool, unsigned long handle)
 {
-	if (!zs_handle_in_pool(pool, handle))
+	if (!handle_in_pool(pool, handle))
 		return -EINVAL;
 	/* Read obj under the pool lock: compaction (pool write lock) may be moving it. */
 	zs_read_lock(&pool->lock);
 	unsigned long v = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
 	int bad = (v & (HANDLE_FREE_BIT | HANDLE_PENDING_BIT)) ||
-		  zs_validate_obj(pool, handle, v) ||
+		  validate_obj(pool, handle, v) ||
 		  !atomic_compare_exchange_strong_explicit(handle_slot(handle), &v,
 							   v | HANDLE_PENDING_BIT,
 							   memory_order_relaxed, memory_order_relaxed);
@@ -770,7 +770,7 @@ static void deferred_release_zspage(struct zs_pool *pool, struct zspage *zspage)
 {
 	struct deferred_queue *q = queue_get(pool);
 	if (zs_unlikely(!q || worker_state(pool, q) != T_RUNNING)) {
-		zs_free_zspage_pages(pool, zspage); /* nobody would release it later: now */
+		free_zspage_pages(pool, zspage); /* nobody would release it later: now */
 		return;
 	}
 	/* Counted before it can be found (the top). */
@@ -822,7 +822,7 @@ uint64_t zs_pool_deferred_worker_cpu_ns(struct zs_pool *pool)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-int zs_deferred_pending(struct zs_pool *pool)
+int deferred_pending(struct zs_pool *pool)
 {
 	struct deferred_queue *q = atomic_load_explicit(&pool->deferred, memory_order_acquire);
 	return q && pending(q) != 0;
@@ -840,12 +840,12 @@ void zs_free_deferred_flush(struct zs_pool *pool)
 
 static void atfork_prepare(void)
 {
-	zs_fork_gate_close(&fork_gate);
+	fork_gate_close(&fork_gate);
 }
 
 static void atfork_parent(void)
 {
-	zs_fork_gate_open_parent(&fork_gate);
+	fork_gate_open_parent(&fork_gate);
 }
 
 static void atfork_child(void)
@@ -862,5 +862,5 @@ static void atfork_child(void)
 			atomic_store_explicit(&q->thread, T_FORKED, memory_order_relaxed);
 	}
 	pthread_condattr_destroy(&ca);
-	zs_fork_gate_open_child(&fork_gate);
+	fork_gate_open_child(&fork_gate);
 }

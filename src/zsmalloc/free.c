@@ -21,7 +21,7 @@ static int free_pool_locked(struct zs_pool *pool, unsigned long handle, int chec
 {
 	zs_read_lock(&pool->lock);
 	unsigned long obj = handle_to_obj(handle);
-	if (checked && zs_validate_obj(pool, handle, obj)) {
+	if (checked && validate_obj(pool, handle, obj)) {
 		zs_read_unlock(&pool->lock);
 		return -EINVAL;
 	}
@@ -32,11 +32,11 @@ static int free_pool_locked(struct zs_pool *pool, unsigned long handle, int chec
 	zs_assert_internal(handle_is_live(handle));
 	struct zspage *empty = zs_free_locked(pool, class, obj);
 	unsigned long tail = zspage_take_tail(empty);
-	if (empty && !(pool->park && zs_park_zspage(pool, class, empty)))
-		zs_free_zspage_pages(pool, empty);
+	if (empty && !(pool->park && park_zspage(pool, class, empty)))
+		free_zspage_pages(pool, empty);
 	zs_spin_unlock(&class->lock);
 	if (zs_unlikely(tail))
-		zs_free_tail(pool, tail);
+		free_tail(pool, tail);
 	return 0;
 }
 
@@ -53,24 +53,24 @@ static inline __attribute__((always_inline)) int free_class_index(struct zs_pool
 	struct size_class *class = &pool->classes[obj_to_class_idx(obj)];
 	zs_spin_lock(&class->lock);
 	obj = handle_to_obj(handle);
-	if (checked && zs_validate_obj(pool, handle, obj)) {
+	if (checked && validate_obj(pool, handle, obj)) {
 		zs_spin_unlock(&class->lock);
 		return -EINVAL;
 	}
 	zs_assert_internal(handle_is_live(handle));
 	struct zspage *empty = zs_free_locked_any(pool, class, obj);
 	unsigned long tail = zspage_take_tail(empty);
-	if (empty && pool->park && zs_park_zspage(pool, class, empty))
+	if (empty && pool->park && park_zspage(pool, class, empty))
 		empty = NULL; /* kept whole in the class for its next zspage (park.c) */
 	if (empty && !unlocked)
-		zs_free_zspage_pages(pool, empty);
+		free_zspage_pages(pool, empty);
 	zs_spin_unlock(&class->lock);
 	if (empty && unlocked == 1)
-		zs_free_zspage_pages(pool, empty);
+		free_zspage_pages(pool, empty);
 	else if (empty && unlocked == 2)
 		pool->defer_release(pool, empty); /* page-deferred: the worker releases it */
 	if (zs_unlikely(tail))
-		zs_free_tail(pool, tail);
+		free_tail(pool, tail);
 	return 0;
 }
 
@@ -81,7 +81,7 @@ static inline __attribute__((always_inline)) int free_class_index(struct zs_pool
  * through the class index, as the deferred batch frees: it needs no pool
  * lock, which the deferred worker must never take ("Lock order").
  */
-void zs_free_tail(struct zs_pool *pool, unsigned long tail)
+void free_tail(struct zs_pool *pool, unsigned long tail)
 {
 	free_class_index(pool, tail, 0, 0);
 	zs_handle_free(pool, tail);
@@ -150,7 +150,7 @@ int zs_free(struct zs_pool *pool, unsigned long handle)
 		if (checked > 1)
 			return free_owned_pool(pool, handle);
 		unsigned long obj;
-		if (zs_handle_precheck(pool, handle, &obj))
+		if (handle_precheck(pool, handle, &obj))
 			return -EINVAL;
 	}
 	int err, mode = pool->cfg.free_mode;

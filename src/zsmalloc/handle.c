@@ -127,7 +127,7 @@ static struct gen_record *gen_take(uintptr_t base)
 }
 
 /* White-box tests that count carved slots start from fresh addresses (internal.h). */
-void zs_handle_gen_forget(void)
+void handle_gen_forget(void)
 {
 	pthread_mutex_lock(&gen_lock);
 	for (size_t b = 0; b < GEN_BUCKETS; b++) {
@@ -149,7 +149,7 @@ static unsigned live_slot_next(const struct zs_pool *pool, unsigned long addr, u
 			       unsigned fallback)
 {
 	unsigned long obj = word & HANDLE_OBJ_MASK, h;
-	if (!class_enc_valid(pool, obj_to_class_idx(obj)) || !zs_pages_valid(pool->pages, obj_to_pfn(obj)))
+	if (!class_enc_valid(pool, obj_to_class_idx(obj)) || !pages_valid(pool->pages, obj_to_pfn(obj)))
 		return fallback;
 	struct zspage *zspage = page_desc(pool, obj_to_pfn(obj))->owner;
 	if (!zspage || !class_enc_valid(pool, zspage->class_idx))
@@ -175,7 +175,7 @@ static unsigned live_slot_next(const struct zs_pool *pool, unsigned long addr, u
  */
 static void gen_keep(const struct zs_pool *pool, zs_pfn_t pfn)
 {
-	uintptr_t carved_end = (uintptr_t)zs_pages_addr(pool->handle_pages, pfn) + HANDLE_CHUNK;
+	uintptr_t carved_end = (uintptr_t)pages_addr(pool->handle_pages, pfn) + HANDLE_CHUNK;
 	const struct gen_record *prev = NULL;
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
 		const struct handle_shard *sh = &pool->shards[i];
@@ -184,8 +184,8 @@ static void gen_keep(const struct zs_pool *pool, zs_pfn_t pfn)
 			prev = sh->bump_rec;
 		}
 	}
-	char *base = zs_pages_addr(pool->handle_pages, pfn);
-	unsigned first = (unsigned)zs_pages_desc(pool->handle_pages, pfn)->word[3];
+	char *base = pages_addr(pool->handle_pages, pfn);
+	unsigned first = (unsigned)pages_desc(pool->handle_pages, pfn)->word[3];
 	int full;
 	pthread_mutex_lock(&gen_lock);
 	full = gen_full_bytes + SLOTS_PER_CHUNK + 1 <= GEN_FULL_MAX / sizeof(uint16_t);
@@ -256,12 +256,12 @@ static void shard_drop_rec(struct handle_shard *s)
 	s->bump_rec = NULL;
 }
 
-int zs_handles_init(struct zs_pool *pool)
+int handles_init(struct zs_pool *pool)
 {
-	zs_fork_handlers(ZS_FORK_HANDLES, gen_atfork_prepare, gen_atfork_release, gen_atfork_release);
+	fork_handlers(ZS_FORK_HANDLES, gen_atfork_prepare, gen_atfork_release, gen_atfork_release);
 	struct zs_pages_config pc = { .page_size = HANDLE_CHUNK, .chunk_bytes = 16 * HANDLE_CHUNK,
 				      .cache_pages = ZS_PAGES_NO_CACHE };
-	pool->handle_pages = zs_pages_create(&pc);
+	pool->handle_pages = pages_create(&pc);
 	if (!pool->handle_pages)
 		return -ENOMEM;
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
@@ -282,7 +282,7 @@ int zs_handles_init(struct zs_pool *pool)
 	return 0;
 }
 
-void zs_handles_destroy(struct zs_pool *pool)
+void handles_destroy(struct zs_pool *pool)
 {
 	/* Handles of a destroyed pool must not name objects of the next one carved here. */
 	for (size_t i = 0; i < pool->nr_handle_chunks; i++)
@@ -290,7 +290,7 @@ void zs_handles_destroy(struct zs_pool *pool)
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++)
 		shard_drop_rec(&pool->shards[i]);
 	if (pool->handle_pages)
-		zs_pages_destroy(pool->handle_pages);
+		pages_destroy(pool->handle_pages);
 	free(pool->handle_chunks);
 	free(pool->handle_stash);
 	pthread_mutex_destroy(&pool->handle_chunks_lock);
@@ -396,12 +396,12 @@ static int take_batch(struct zs_pool *pool, struct handle_list *b)
 static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 {
 	zs_pfn_t pfn;
-	if (zs_pages_alloc(pool->handle_pages, &pfn))
+	if (pages_alloc(pool->handle_pages, &pfn))
 		return -ENOMEM;
-	char *base = zs_pages_addr(pool->handle_pages, pfn);
+	char *base = pages_addr(pool->handle_pages, pfn);
 	if (zs_unlikely(((uintptr_t)base + HANDLE_CHUNK - 1) & ~(HANDLE_ADDR_MASK | 7))) {
 		/* Mapped above 2^48 (only an mmap hint does that): addresses would overlap the generation. */
-		zs_pages_free(pool->handle_pages, pfn);
+		pages_free(pool->handle_pages, pfn);
 		return -ENOMEM;
 	}
 	zs_mutex_lock_ranked(&pool->handle_chunks_lock, ZS_LOCK_ZS_HANDLE_CHUNKS);
@@ -410,7 +410,7 @@ static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 		zs_pfn_t *n = realloc(pool->handle_chunks, cap * sizeof(*n));
 		if (!n) {
 			zs_mutex_unlock_ranked(&pool->handle_chunks_lock);
-			zs_pages_free(pool->handle_pages, pfn);
+			pages_free(pool->handle_pages, pfn);
 			return -ENOMEM;
 		}
 		pool->handle_chunks = n;
@@ -429,7 +429,7 @@ static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 		r = NULL;
 	}
 	s->bump_rec = r;
-	zs_pages_desc(pool->handle_pages, pfn)->word[3] = first;
+	pages_desc(pool->handle_pages, pfn)->word[3] = first;
 	s->bump = base;
 	s->bump_end = s->bump + HANDLE_CHUNK;
 	s->bump_gen = handle_gen_of(first);
@@ -439,7 +439,7 @@ static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 }
 
 /* Shard lock held, its cur list empty: spare batch, then the shared list, then fresh slots. */
-unsigned long zs_handle_alloc_slow(struct zs_pool *pool, struct handle_shard *s)
+unsigned long handle_alloc_slow(struct zs_pool *pool, struct handle_shard *s)
 {
 	zs_assert_internal(zs_spin_held(&s->lock) && s->cur.n == 0);
 	if (s->spare.n) {
@@ -464,7 +464,7 @@ unsigned long zs_handle_alloc_slow(struct zs_pool *pool, struct handle_shard *s)
  * the spare and pass an older spare on to the shared list, leaving cur empty.
  */
 /* noinline: called here too (heap caches); keeps give_batch inlined in it, as before */
-__attribute__((noinline)) void zs_handle_free_full(struct zs_pool *pool, struct handle_shard *s)
+__attribute__((noinline)) void handle_free_full(struct zs_pool *pool, struct handle_shard *s)
 {
 	zs_assert_internal(s->cur.n == ZS_HANDLE_BATCH);
 	if (s->spare.n)
@@ -476,23 +476,23 @@ __attribute__((noinline)) void zs_handle_free_full(struct zs_pool *pool, struct 
 /*
  * Checked mode: a slot address inside one of this pool's handle chunks, and
  * no bit set outside the address and the generation.  Whether the
- * generation is the slot's current one is for zs_validate_obj (the header).
+ * generation is the slot's current one is for validate_obj (the header).
  */
-int zs_handle_in_pool(const struct zs_pool *pool, unsigned long handle)
+int handle_in_pool(const struct zs_pool *pool, unsigned long handle)
 {
 	unsigned long slot = handle & HANDLE_ADDR_MASK;
 	if (!slot || (handle & ~(HANDLE_ADDR_MASK | HANDLE_GEN_MASK)))
 		return 0;
-	zs_pfn_t pfn = zs_pages_pfn_of(pool->handle_pages, (const void *)slot);
+	zs_pfn_t pfn = pages_pfn_of(pool->handle_pages, (const void *)slot);
 	if (pfn == ZS_PFN_NONE)
 		return 0;
 	return (slot & (HANDLE_CHUNK - 1)) != 0;
 }
 
 /* Checked mode, before any lock: the handle is ours and not free or queued. */
-int zs_handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long *obj)
+int handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long *obj)
 {
-	if (!zs_handle_in_pool(pool, handle))
+	if (!handle_in_pool(pool, handle))
 		return -EINVAL;
 	unsigned long v = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
 	if (v & (HANDLE_FREE_BIT | HANDLE_PENDING_BIT))
@@ -513,7 +513,7 @@ int zs_handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long
 static struct zs_page_desc *slot_chunk(struct zs_pool *pool, unsigned long h)
 {
 	void *base = (void *)(h & ~(unsigned long)(HANDLE_CHUNK - 1));
-	return zs_pages_desc(pool->handle_pages, zs_pages_pfn_of(pool->handle_pages, base));
+	return pages_desc(pool->handle_pages, pages_pfn_of(pool->handle_pages, base));
 }
 
 /* Move l's slots that stay onto *out (every lock held). */
@@ -552,7 +552,7 @@ static void reclaim_free_chunks(struct zs_pool *pool)
 	lists[nl++] = &pool->handle_free;
 
 	for (size_t i = 0; i < pool->nr_handle_chunks; i++) {
-		struct zs_page_desc *d = zs_pages_desc(pool->handle_pages, pool->handle_chunks[i]);
+		struct zs_page_desc *d = pages_desc(pool->handle_pages, pool->handle_chunks[i]);
 		d->word[0] = d->word[1] = d->word[2] = 0;
 	}
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
@@ -567,7 +567,7 @@ static void reclaim_free_chunks(struct zs_pool *pool)
 	}
 	size_t give = 0;
 	for (size_t i = 0; i < pool->nr_handle_chunks; i++) {
-		struct zs_page_desc *d = zs_pages_desc(pool->handle_pages, pool->handle_chunks[i]);
+		struct zs_page_desc *d = pages_desc(pool->handle_pages, pool->handle_chunks[i]);
 		if (!d->word[1] && d->word[0] == SLOTS_PER_CHUNK) {
 			d->word[2] = 1;
 			give++;
@@ -584,9 +584,9 @@ static void reclaim_free_chunks(struct zs_pool *pool)
 	zs_mutex_lock_ranked(&pool->handle_chunks_lock, ZS_LOCK_ZS_HANDLE_CHUNKS);
 	for (size_t i = 0; i < pool->nr_handle_chunks;) {
 		zs_pfn_t pfn = pool->handle_chunks[i];
-		if (zs_pages_desc(pool->handle_pages, pfn)->word[2]) {
+		if (pages_desc(pool->handle_pages, pfn)->word[2]) {
 			gen_keep(pool, pfn); /* every slot free */
-			zs_pages_free(pool->handle_pages, pfn);
+			pages_free(pool->handle_pages, pfn);
 			pool->handle_chunks[i] = pool->handle_chunks[--pool->nr_handle_chunks];
 		} else {
 			i++;
@@ -604,7 +604,7 @@ static void reclaim_free_chunks(struct zs_pool *pool)
  * shards and the shared list are locked so no handle is being handed out
  * or passed on meanwhile.
  */
-void zs_handles_trim(struct zs_pool *pool, int eager)
+void handles_trim(struct zs_pool *pool, int eager)
 {
 	long live = 0;
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++)
@@ -620,7 +620,7 @@ void zs_handles_trim(struct zs_pool *pool, int eager)
 		zs_mutex_lock_ranked(&pool->handle_chunks_lock, ZS_LOCK_ZS_HANDLE_CHUNKS);
 		for (size_t i = 0; i < pool->nr_handle_chunks; i++) {
 			gen_keep(pool, pool->handle_chunks[i]);
-			zs_pages_free(pool->handle_pages, pool->handle_chunks[i]);
+			pages_free(pool->handle_pages, pool->handle_chunks[i]);
 		}
 		pool->nr_handle_chunks = 0;
 		zs_mutex_unlock_ranked(&pool->handle_chunks_lock);
@@ -632,7 +632,7 @@ void zs_handles_trim(struct zs_pool *pool, int eager)
 			pool->shards[i].live = 0;
 		}
 		list_init(&pool->handle_free);
-		zs_pages_trim(pool->handle_pages);
+		pages_trim(pool->handle_pages);
 	} else if (live > 0 && (eager ? nfree >= SLOTS_PER_CHUNK
 				      : nfree >= 4 * SLOTS_PER_CHUNK && nfree >= 2 * (unsigned long)live)) {
 		reclaim_free_chunks(pool);
@@ -645,7 +645,7 @@ void zs_handles_trim(struct zs_pool *pool, int eager)
 /*
  * A thread heap's handle cache (owned.c) is a list of this same shape,
  * moved whole: a full one becomes the shard's spare (its old spare going to
- * the pool, as zs_handle_free_full does), an empty one takes the shard's
+ * the pool, as handle_free_full does), an empty one takes the shard's
  * cur, spare or a pool batch, else up to a batch of never-used slots.  The
  * shard counts a cached slot as live, so no trim gives back its chunk.
  */
@@ -654,10 +654,10 @@ void handle_give_list(struct zs_pool *pool, struct handle_shard *s, struct handl
 	zs_spin_lock(&s->lock);
 	s->live -= (long)l->n;
 	if (l->n == ZS_HANDLE_BATCH) {
-		/* Through zs_handle_free_full, so give_batch keeps its one caller (and its inlining). */
+		/* Through handle_free_full, so give_batch keeps its one caller (and its inlining). */
 		struct handle_list cur = s->cur;
 		s->cur = *l;
-		zs_handle_free_full(pool, s);
+		handle_free_full(pool, s);
 		s->cur = cur;
 	} else {
 		/* A revoked heap's rest, one at a time as zs_handle_free puts them (rare). */
@@ -667,7 +667,7 @@ void handle_give_list(struct zs_pool *pool, struct handle_shard *s, struct handl
 			l->head = w & HANDLE_ADDR_MASK;
 			l->n--;
 			if (s->cur.n == ZS_HANDLE_BATCH)
-				zs_handle_free_full(pool, s);
+				handle_free_full(pool, s);
 			atomic_store_explicit(handle_slot(slot),
 					      HANDLE_FREE_BIT | (w & HANDLE_GEN_MASK) |
 						      (s->cur.n ? s->cur.head : 0),
@@ -694,12 +694,12 @@ int handle_take_list(struct zs_pool *pool, struct handle_shard *s, struct handle
 		list_init(&s->spare);
 	} else {
 		/*
-		 * zs_handle_alloc_slow takes a pool batch into s->cur, or else a
+		 * handle_alloc_slow takes a pool batch into s->cur, or else a
 		 * never-used slot: stop at the first batch (the next refill takes it
 		 * whole), so take_batch keeps its one caller.
 		 */
 		while (l->n < ZS_HANDLE_BATCH / 2) {
-			unsigned long h = zs_handle_alloc_slow(pool, s);
+			unsigned long h = handle_alloc_slow(pool, s);
 			if (!h)
 				break;
 			atomic_store_explicit(handle_slot(h),

@@ -28,7 +28,7 @@
 
 /* A zspage's page arrays (alloc, free) hold the longest chain or object. */
 _Static_assert(ZS_MAX_OBJECT_PAGES <= ZS_MAX_CHAIN, "pfn arrays sized by ZS_MAX_CHAIN");
-/* A zspage's chain is one zs_pages_alloc_bulk call (zs_alloc_zspage). */
+/* A zspage's chain is one pages_alloc_bulk call (zs_alloc_zspage). */
 _Static_assert(ZS_MAX_CHAIN <= ZS_FREE_BULK_MAX, "a chain fits one bulk allocation");
 
 #define OBJ_IDX_BITS 16
@@ -64,7 +64,7 @@ _Static_assert(sizeof(unsigned long) == 8 && sizeof(void *) == 8,
  * Bit 60 marks a handle only the library holds (a multi-page object's packed
  * tail): the object's header records it, so the tail's own slot address and
  * generation, guessed or scanned, never match a header in checked mode, and
- * zs_handle_in_pool refuses the marked value itself (no handle given to a
+ * handle_in_pool refuses the marked value itself (no handle given to a
  * caller has a bit above 59).  Slot and generation arithmetic ignore it.
  */
 #define HANDLE_INTERNAL_BIT (1UL << 60)
@@ -109,7 +109,7 @@ struct zspage {
 		 * the kernel's fully linked list gives), so a new zspage writes
 		 * none of its objects and allocating one reads no link out of
 		 * cold memory.  Written under the class lock; read relaxed by
-		 * checked mode under the pool lock (zs_validate_obj).
+		 * checked mode under the pool lock (validate_obj).
 		 */
 		struct {
 			uint32_t untouched;
@@ -212,7 +212,7 @@ struct zs_pool {
 	int nr_small;                   /* logical classes of objects up to a page (the kernel's) */
 	unsigned nr_shards;             /* copies of the class table (cfg.class_shards, >= 1) */
 	struct size_class *classes;     /* [shard * nr_classes + logical index of the physical one] */
-	size_t classes_bytes;           /* its mapping (class.c, zs_classes_build) */
+	size_t classes_bytes;           /* its mapping (class.c, classes_build) */
 	pthread_mutex_t class_init_lock; /* builds a class copy on its first use (class.c) */
 	struct class_geom *geom;        /* logical geometry */
 	uint16_t *size_lut;             /* (alloc size + 7) / 8 -> physical class (class.c) */
@@ -228,7 +228,7 @@ struct zs_pool {
 	atomic_long nr_tails;            /* packed tails: objects the user does not count */
 	/*
 	 * The deferring free modes' entries into deferred.c, set by
-	 * zs_deferred_init for those modes only.  free.c reaches them through
+	 * deferred_init for those modes only.  free.c reaches them through
 	 * here because deferred.c's drain calls free.c's frees: a direct call
 	 * both ways would tie the two files in a cycle (tests/package/layering.sh).
 	 * defer_push (percpu-deferred's zs_free): 0 queued, -EINVAL refused
@@ -465,7 +465,7 @@ static inline void span_write(const struct zs_pool *pool, zs_pfn_t pfn, unsigned
 }
 
 /*
- * A new zspage of `pages` pages (one zs_pages_alloc_bulk call) and `objs`
+ * A new zspage of `pages` pages (one pages_alloc_bulk call) and `objs`
  * slots, every slot free and untouched, none linked (struct zspage); on no
  * list and in no count (the caller adds it).  Takes
  * no lock: zs_malloc calls it with none held, compaction under its own.
@@ -497,7 +497,7 @@ static inline struct zspage *zs_alloc_zspage(struct zs_pool *pool,
 {
 	zs_pfn_t pfns[ZS_MAX_CHAIN];
 	zs_assert_internal(pages >= 1 && pages <= ZS_MAX_CHAIN && objs >= 1 && objs <= OBJ_IDX_MASK + 1);
-	if (zs_pages_alloc_bulk(pool->pages, pages, pfns))
+	if (pages_alloc_bulk(pool->pages, pages, pfns))
 		return NULL;
 	struct zspage *zspage = page_desc(pool, pfns[0]);
 	for (unsigned i = 0; i < pages; i++) {
@@ -518,19 +518,19 @@ static inline struct zspage *zs_alloc_zspage(struct zs_pool *pool,
 
 /*
  * ---- park.c: emptied zspages kept whole in their class copy (application profile) ----
- * zs_park_zspage: class lock held, an unlinked empty zspage (zs_unlink_empty_zspage):
- * 1 when parked, 0 when the caller frees it as before.  zs_unpark_zspage: class lock
+ * park_zspage: class lock held, an unlinked empty zspage (unlink_empty_zspage):
+ * 1 when parked, 0 when the caller frees it as before.  unpark_zspage: class lock
  * held: the newest parked zspage, as zs_alloc_zspage leaves a new one, or NULL.
- * zs_park_reclaim: the provider's reclaim hook (pages.h).  zs_park_release_all: no
+ * park_reclaim: the provider's reclaim hook (pages.h).  park_release_all: no
  * lock held: every parked zspage's pages back to the OS (trim, compaction, an
  * allocation that found no pages).
  */
-int zs_park_init(struct zs_pool *pool);
-void zs_park_destroy(struct zs_pool *pool);
-int zs_park_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
-struct zspage *zs_unpark_zspage(struct zs_pool *pool, struct size_class *class);
-uint64_t zs_park_reclaim(void *ctx, uint64_t now_ns, uint64_t decay_ns);
-unsigned long zs_park_release_all(struct zs_pool *pool); /* pages given back */
+int park_init(struct zs_pool *pool);
+void park_destroy(struct zs_pool *pool);
+int park_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
+struct zspage *unpark_zspage(struct zs_pool *pool, struct size_class *class);
+uint64_t park_reclaim(void *ctx, uint64_t now_ns, uint64_t decay_ns);
+unsigned long park_release_all(struct zs_pool *pool); /* pages given back */
 
 /* ---- class.c ---- */
 /* A class table's dimensions, from the config alone (no pool needed). */
@@ -544,9 +544,9 @@ struct zs_class_shape {
  * cfg's table at page size P (cfg's ranges already checked): 0, or -EINVAL
  * when it does not fit the class index an obj records (classes x shards).
  */
-int zs_classes_shape(const struct zs_pool_config *cfg, unsigned P, struct zs_class_shape *s);
-int zs_classes_build(struct zs_pool *pool);
-void zs_classes_free(struct zs_pool *pool);
+int classes_shape(const struct zs_pool_config *cfg, unsigned P, struct zs_class_shape *s);
+int classes_build(struct zs_pool *pool);
+void classes_free(struct zs_pool *pool);
 /*
  * Physical class (of copy 0) of an allocation of `size` bytes, header
  * included: the physical class its logical class aliases.  Past a page,
@@ -562,7 +562,7 @@ static inline int size_to_class(const struct zs_pool *pool, size_t size)
 	return pool->size_lut[(size + 7) >> 3];
 }
 /* Build a class copy on its first allocation (class.c; under class_init_lock). */
-struct size_class *zs_class_build(struct zs_pool *pool, struct size_class *copy);
+struct size_class *class_build(struct zs_pool *pool, struct size_class *copy);
 /*
  * The copy for this CPU of physical class `index` (size_to_class of the
  * slot size).  zs_cpu_id() is one thread-local load (common/hints.h);
@@ -578,19 +578,19 @@ static inline struct size_class *zs_alloc_class(struct zs_pool *pool, int index)
 		class += (size_t)s * (unsigned)pool->nr_classes;
 	}
 	if (zs_unlikely(!class_live(class)))
-		return zs_class_build(pool, class);
+		return class_build(pool, class);
 	return class;
 }
 
 /* ---- handle.c ---- */
-int zs_handles_init(struct zs_pool *pool);
-void zs_handles_destroy(struct zs_pool *pool);
+int handles_init(struct zs_pool *pool);
+void handles_destroy(struct zs_pool *pool);
 /*
  * The slow paths (handle.c); the per-object fast paths are inline below, as
  * the zspage steps are: one shard lock round and a list push or pop.
  */
-unsigned long zs_handle_alloc_slow(struct zs_pool *pool, struct handle_shard *s);
-void zs_handle_free_full(struct zs_pool *pool, struct handle_shard *s);
+unsigned long handle_alloc_slow(struct zs_pool *pool, struct handle_shard *s);
+void handle_free_full(struct zs_pool *pool, struct handle_shard *s);
 
 static inline struct handle_shard *zs_handle_shard(struct zs_pool *pool)
 {
@@ -617,7 +617,7 @@ static inline unsigned long zs_handle_alloc(struct zs_pool *pool)
 	if (zs_likely(s->cur.n))
 		h = list_pop(&s->cur);
 	else
-		h = zs_handle_alloc_slow(pool, s);
+		h = handle_alloc_slow(pool, s);
 	if (zs_likely(h))
 		s->live++;
 	zs_spin_unlock(&s->lock);
@@ -644,7 +644,7 @@ static inline void zs_handle_free(struct zs_pool *pool, unsigned long handle)
 	zs_assert_internal(s->cur.n <= ZS_HANDLE_BATCH &&
 			   (s->spare.n == 0 || s->spare.n == ZS_HANDLE_BATCH));
 	if (zs_unlikely(s->cur.n == ZS_HANDLE_BATCH))
-		zs_handle_free_full(pool, s); /* the cache is full: this batch becomes the spare */
+		handle_free_full(pool, s); /* the cache is full: this batch becomes the spare */
 	atomic_store_explicit(handle_slot(slot), HANDLE_FREE_BIT | gen | (s->cur.n ? s->cur.head : 0),
 			      memory_order_relaxed);
 	if (!s->cur.n)
@@ -654,12 +654,12 @@ static inline void zs_handle_free(struct zs_pool *pool, unsigned long handle)
 	s->live--;
 	zs_spin_unlock(&s->lock);
 }
-int zs_handle_in_pool(const struct zs_pool *pool, unsigned long handle);
+int handle_in_pool(const struct zs_pool *pool, unsigned long handle);
 /* Drop every given-back chunk's generation record (white-box tests that count carved slots). */
-void zs_handle_gen_forget(void);
-void zs_handles_trim(struct zs_pool *pool, int eager);
+void handle_gen_forget(void);
+void handles_trim(struct zs_pool *pool, int eager);
 /* Checked mode, before any lock: the handle is ours, neither free nor queued, its class valid. */
-int zs_handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long *obj);
+int handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long *obj);
 
 /*
  * ---- zspage.c: lists, chains and objects of a zspage (class lock held) ----
@@ -669,8 +669,8 @@ int zs_handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long
  * "Where the instructions go").  Moving a zspage between lists, which a
  * fullness change needs, stays out of line.
  */
-int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj);
-int zs_class_lists_sane(const struct size_class *class); /* ZS_DEBUG checks only */
+int validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj);
+int class_lists_sane(const struct size_class *class); /* ZS_DEBUG checks only */
 
 static inline int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage)
 {
@@ -802,10 +802,10 @@ static inline unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *z
 
 /* ---- free.c: used by zs_free, deferred free and compaction ---- */
 /* Free the tail object of a multi-page object whose head was freed (no lock held). */
-void zs_free_tail(struct zs_pool *pool, unsigned long tail);
+void free_tail(struct zs_pool *pool, unsigned long tail);
 /* zspage.c: an empty zspage off its list and out of the accounting (class lock held), and an
  * unlinked zspage's pages back to the provider (no lock needed). */
-void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
+void unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
 
 /* Push the object's index on its zspage's free list (class lock held). */
 static inline void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj)
@@ -837,16 +837,16 @@ static inline struct zspage *zs_free_locked(struct zs_pool *pool, struct size_cl
 	zs_obj_free(pool, class, obj);
 	if (zs_fix_fullness_group(class, zspage) != ZS_INUSE_RATIO_0)
 		return NULL;
-	zs_unlink_empty_zspage(pool, class, zspage);
+	unlink_empty_zspage(pool, class, zspage);
 	return zspage;
 }
-void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage);  /* zspage.c */
+void free_zspage_pages(struct zs_pool *pool, struct zspage *zspage);  /* zspage.c */
 
 /* ---- deferred.c ---- */
-void zs_deferred_init(struct zs_pool *pool);
-void zs_deferred_destroy(struct zs_pool *pool);
+void deferred_init(struct zs_pool *pool);
+void deferred_destroy(struct zs_pool *pool);
 /* Frees queued and not yet done (the worker's batch in hand included)? */
-int zs_deferred_pending(struct zs_pool *pool);
+int deferred_pending(struct zs_pool *pool);
 
 /* ---- compact.c ---- */
 /* A class's pages: its chains, plus its fitted zspages (class lock held). */
@@ -856,7 +856,7 @@ static inline unsigned long zs_class_pages(const struct size_class *class)
 		       class->pages_per_zspage +
 	       class->fitted_pages;
 }
-unsigned long zs_can_compact(const struct size_class *class);
+unsigned long can_compact(const struct size_class *class);
 
 /*
  * ---- owned.c: thread-owned zspages (application profile) ----
@@ -916,8 +916,9 @@ static inline struct zs_heap *zs_heap_mine(struct zs_pool *pool)
 }
 void heaps_pool_init(struct zs_pool *pool);
 void heaps_pool_gone(struct zs_pool *pool);
-/* Free slots in owned zspages of physical class phys, all copies (zs_class_stats). */
-unsigned long heaps_owned_free(struct zs_pool *pool, int phys);
+/* Free slots in owned zspages of physical class phys, all copies, and each owned zspage
+ * added to fullness[] under its group (zs_class_stats). */
+unsigned long heaps_owned_free(struct zs_pool *pool, int phys, unsigned long *fullness);
 /* Every heap of the pool gives its zspages back to their classes (compaction, trim). */
 void heaps_revoke_all(struct zs_pool *pool);
 /* Heap lock held: the class's current zspage with a free slot, or NULL (use the class path). */

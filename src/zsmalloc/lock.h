@@ -323,7 +323,7 @@ static inline int zs_rw_write_held(zs_rwlock_t *l)
 static inline int zs_rw_held_by_me(zs_rwlock_t *l)
 {
 #if ZS_DEBUG_ON
-	return zs_lockdep_holds(l);
+	return lockdep_holds(l);
 #else
 	(void)l;
 	return 1;
@@ -409,7 +409,7 @@ static inline void zs_zspage_write_unlock(atomic_int *cnt)
  * set under the class lock, so the class lock's release makes it visible
  * to whoever takes that lock next, and cleared with a release store after
  * the copy.  Compaction, the only thing that moves objects, looks at the
- * slots under the same class lock (zs_wpin_held) and leaves a pinned
+ * slots under the same class lock (wpin_held) and leaves a pinned
  * zspage alone, as it leaves a read-locked one.  Pins for a class are only
  * set under its lock, so no new one appears while compaction holds it.
  *
@@ -423,11 +423,11 @@ static inline void zs_zspage_write_unlock(atomic_int *cnt)
 struct zs_wpin {
 	_Atomic(const void *) z;
 } __attribute__((aligned(64)));
-extern struct zs_wpin zs_wpins[ZS_WPIN_SLOTS];
+extern struct zs_wpin wpins[ZS_WPIN_SLOTS];
 /* Slots that may be in use: one past the highest thread number that pinned. */
-extern atomic_uint zs_wpins_hi;
-void zs_wpin_raise(unsigned slot);
-int zs_wpin_held(const void *z);
+extern atomic_uint wpins_hi;
+void wpin_raise(unsigned slot);
+int wpin_held(const void *z);
 
 /* Class lock held: pin zspage z for this thread's write, or NULL (use the zspage read lock). */
 static inline struct zs_wpin *zs_wpin_take(const void *z)
@@ -435,11 +435,11 @@ static inline struct zs_wpin *zs_wpin_take(const void *z)
 	unsigned i = zs_thread_index();
 	if (zs_unlikely(i >= ZS_WPIN_SLOTS))
 		return NULL;
-	struct zs_wpin *w = &zs_wpins[i];
+	struct zs_wpin *w = &wpins[i];
 	if (zs_unlikely(atomic_load_explicit(&w->z, memory_order_relaxed) != NULL))
 		return NULL;
-	if (zs_unlikely(atomic_load_explicit(&zs_wpins_hi, memory_order_relaxed) <= i))
-		zs_wpin_raise(i);
+	if (zs_unlikely(atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= i))
+		wpin_raise(i);
 	atomic_store_explicit(&w->z, z, memory_order_relaxed);
 	return w;
 }

@@ -86,9 +86,9 @@ static void disown(struct zs_pool *pool, struct zspage *z)
 	int fg = zs_get_fullness_group(class, z);
 	zs_insert_zspage(class, z, fg);
 	if (fg == ZS_INUSE_RATIO_0) {
-		zs_unlink_empty_zspage(pool, class, z);
-		if (!(pool->park && zs_park_zspage(pool, class, z)))
-			zs_free_zspage_pages(pool, z);
+		unlink_empty_zspage(pool, class, z);
+		if (!(pool->park && park_zspage(pool, class, z)))
+			free_zspage_pages(pool, z);
 	}
 	zs_spin_unlock(&class->lock);
 }
@@ -174,7 +174,7 @@ struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 	if (z) {
 		zs_remove_zspage(class, z);
 	} else {
-		if (!pool->park || !(z = zs_unpark_zspage(pool, class))) {
+		if (!pool->park || !(z = unpark_zspage(pool, class))) {
 			zs_spin_unlock(&class->lock);
 			z = zs_alloc_zspage(pool, class, class->pages_per_zspage, class->objs_per_zspage);
 			if (!z)
@@ -270,8 +270,8 @@ static void revoke_locked(struct zs_pool *pool, struct zs_heap *h)
 		*hdr |= OBJ_ALLOCATED_TAG; /* it is: still counted in its zspage */
 		/* Another heap may own the zspage already (a revocation without a compaction). */
 		struct zspage *empty = zs_free_locked_any(pool, class, obj);
-		if (empty && !(pool->park && zs_park_zspage(pool, class, empty)))
-			zs_free_zspage_pages(pool, empty);
+		if (empty && !(pool->park && park_zspage(pool, class, empty)))
+			free_zspage_pages(pool, empty);
 		zs_spin_unlock(&class->lock);
 	}
 	heap_handles_drain(pool, h);
@@ -291,7 +291,7 @@ void heaps_revoke_all(struct zs_pool *pool)
 }
 
 /* Free slots in the zspages the pool's heaps own of physical class phys (every copy). */
-unsigned long heaps_owned_free(struct zs_pool *pool, int phys)
+unsigned long heaps_owned_free(struct zs_pool *pool, int phys, unsigned long *fullness)
 {
 	unsigned long n = 0;
 	if (!pool->owned)
@@ -300,10 +300,16 @@ unsigned long heaps_owned_free(struct zs_pool *pool, int phys)
 	for (struct zs_heap *h = pool->heaps; h; h = h->next) {
 		struct zs_heap_class *c = &h->cls[phys];
 		zs_spin_lock(&h->lock);
-		if (c->cur)
+		if (c->cur) {
 			n += c->cur->objs - c->cur->inuse;
-		for (struct zspage *z = c->partial; z; z = z->lnext)
+			fullness[zs_get_fullness_group(NULL, c->cur)]++;
+		}
+		for (struct zspage *z = c->partial; z; z = z->lnext) {
 			n += z->objs - z->inuse;
+			fullness[zs_get_fullness_group(NULL, z)]++;
+		}
+		for (struct zspage *z = c->full; z; z = z->lnext)
+			fullness[ZS_INUSE_RATIO_100]++;
 		zs_spin_unlock(&h->lock);
 	}
 	pthread_mutex_unlock(&heaps_lock);

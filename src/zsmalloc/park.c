@@ -18,12 +18,12 @@
  * freed as before; counted per CPU, PARK_SYNC pages at a time, so the total
  * a park reads is a line written once per 64 pages a CPU), and leave:
  *   - a decay after they were parked, by the purge thread's pass
- *     (zs_park_reclaim, the provider's reclaim hook), even while the class
+ *     (park_reclaim, the provider's reclaim hook), even while the class
  *     stays busy; the pass holds the process registry lock, which a free
  *     path can ask for while holding a class lock (parking may start the
  *     thread), so the pass takes class locks only with a trylock and looks
  *     again soon at a class it could not take;
- *   - at once on zs_pool_trim and zs_compact (zs_park_release_all), and when
+ *   - at once on zs_pool_trim and zs_compact (park_release_all), and when
  *     an allocation finds no pages: zs_malloc gives them all back and tries
  *     once more, as it does after flushing deferred frees.
  * They are not in the pool's page count (zs_get_total_pages), as the
@@ -68,7 +68,7 @@ static void park_nr_set(struct zs_park *pk, unsigned nr)
  * pool holds under 32 KiB, zs/zsmalloc.h; 16 bytes a copy of a class, about
  * 60 KiB for 16 copies at 4 KiB pages).
  */
-int zs_park_init(struct zs_pool *pool)
+int park_init(struct zs_pool *pool)
 {
 	pool->park = NULL;
 	pool->park_bytes = 0;
@@ -79,29 +79,29 @@ int zs_park_init(struct zs_pool *pool)
 	return pool->park ? 0 : -ENOMEM;
 }
 
-void zs_park_destroy(struct zs_pool *pool)
+void park_destroy(struct zs_pool *pool)
 {
 	if (pool->park)
 		pages_table_unmap(pool->park, pool->park_bytes);
 	pool->park = NULL;
 }
 
-int zs_park_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage)
+int park_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage)
 {
 	if (zspage->huge || class_single(class) || zspage->objs != class->objs_per_zspage)
 		return 0;
-	if (!zs_pages_park_room(pool->pages, class->pages_per_zspage))
+	if (!pages_park_room(pool->pages, class->pages_per_zspage))
 		return 0;
 	struct zs_park *pk = &pool->park[class->enc];
 	zspage->lnext = pk->top;
 	zspage->huge_handle = (unsigned long)zs_pages_now_ns(); /* when; the slot count restarts at reuse */
 	pk->top = zspage;
 	park_nr_set(pk, park_nr(pk) + 1);
-	zs_pages_park_note(pool->pages, (long)class->pages_per_zspage);
+	pages_park_note(pool->pages, (long)class->pages_per_zspage);
 	return 1;
 }
 
-struct zspage *zs_unpark_zspage(struct zs_pool *pool, struct size_class *class)
+struct zspage *unpark_zspage(struct zs_pool *pool, struct size_class *class)
 {
 	struct zs_park *pk = &pool->park[class->enc];
 	struct zspage *zspage = pk->top;
@@ -109,7 +109,7 @@ struct zspage *zs_unpark_zspage(struct zs_pool *pool, struct size_class *class)
 		return NULL;
 	pk->top = zspage->lnext;
 	park_nr_set(pk, park_nr(pk) - 1);
-	zs_pages_park_note(pool->pages, -(long)class->pages_per_zspage);
+	pages_park_note(pool->pages, -(long)class->pages_per_zspage);
 	zspage_reset(zspage, 0); /* as zs_alloc_zspage leaves a new one */
 	return zspage;
 }
@@ -136,7 +136,7 @@ static struct zspage *park_cut(struct zs_pool *pool, struct size_class *class, u
 	for (struct zspage *z = cut; z; z = z->lnext)
 		nr++;
 	park_nr_set(pk, park_nr(pk) - nr);
-	zs_pages_park_released(pool->pages, (unsigned long)nr * class->pages_per_zspage, may_kick);
+	pages_park_released(pool->pages, (unsigned long)nr * class->pages_per_zspage, may_kick);
 	return cut;
 }
 
@@ -150,7 +150,7 @@ static unsigned park_free_list(struct zs_pool *pool, struct zspage *z)
 		zs_pfn_t pfn = z->pfn; /* the provider clears the descriptors when it hands them out */
 		do {
 			if (n == 64) {
-				zs_pages_release_bulk(pool->pages, pfns, n);
+				pages_release_bulk(pool->pages, pfns, n);
 				n = 0;
 			}
 			pfns[n++] = pfn;
@@ -159,7 +159,7 @@ static unsigned park_free_list(struct zs_pool *pool, struct zspage *z)
 		} while (pfn != ZS_PFN_NONE);
 		z = next;
 	}
-	zs_pages_release_bulk(pool->pages, pfns, n);
+	pages_release_bulk(pool->pages, pfns, n);
 	return pages;
 }
 
@@ -197,7 +197,7 @@ static unsigned long park_release(struct zs_pool *pool, uint64_t cutoff, uint64_
 	return pages;
 }
 
-uint64_t zs_park_reclaim(void *ctx, uint64_t now, uint64_t decay_ns)
+uint64_t park_reclaim(void *ctx, uint64_t now, uint64_t decay_ns)
 {
 	uint64_t next = UINT64_MAX;
 	if (decay_ns != UINT64_MAX) /* never by time: trims only */
@@ -205,7 +205,7 @@ uint64_t zs_park_reclaim(void *ctx, uint64_t now, uint64_t decay_ns)
 	return next;
 }
 
-unsigned long zs_park_release_all(struct zs_pool *pool)
+unsigned long park_release_all(struct zs_pool *pool)
 {
 	return pool->park ? park_release(pool, UINT64_MAX, 0, 0, NULL) : 0;
 }

@@ -3,7 +3,7 @@
  * "classes" columns (zs_class_stats) and their table (zs_print_classes).
  * Readers only: they take each class lock for a consistent snapshot of
  * that class and change nothing, so compaction (compact.c) and allocation
- * never depend on this file; it depends on them for zs_can_compact.
+ * never depend on this file; it depends on them for can_compact.
  */
 #include <errno.h>
 #include <string.h>
@@ -44,17 +44,18 @@ int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st)
 		if (!class_live(c))
 			continue; /* never allocated from: empty */
 		zs_spin_lock(&c->lock);
-		zs_assert_internal(zs_class_lists_sane(c));
+		zs_assert_internal(class_lists_sane(c));
 		for (int g = 0; g < ZS_NR_FULLNESS_GROUPS; g++)
 			st->fullness[g] += c->stats[g];
 		st->obj_allocated += c->stats[ZS_OBJS_ALLOCATED];
 		st->pages_used += zs_class_pages(c);
 		st->obj_used += c->stats[ZS_OBJS_INUSE];
-		st->freeable += zs_can_compact(c);
+		st->freeable += can_compact(c);
 		zs_spin_unlock(&c->lock);
 	}
-	/* Owned zspages count wholly in use in the class (owned.c): their free slots come off. */
-	unsigned long owned_free = heaps_owned_free(pool, index);
+	/* Owned zspages count wholly in use in the class and in no fullness group (owned.c): their
+	 * free slots come off, and each is counted in the group its use puts it in. */
+	unsigned long owned_free = heaps_owned_free(pool, index, st->fullness);
 	st->obj_used -= owned_free <= st->obj_used ? owned_free : st->obj_used;
 	st->index = index;
 	st->size = pool->geom[index].size; /* the table's: a class never allocated from is unbuilt */
@@ -134,12 +135,12 @@ size_t zs_pool_mem_bytes(const struct zs_pool *pool, size_t *cached)
 	if (!pool)
 		return 0;
 	struct zs_pages_stats ps, hs;
-	zs_pages_get_stats(pool->pages, &ps);
+	pages_get_stats(pool->pages, &ps);
 	size_t b = (ps.pages_in_use + ps.pages_cached) * ps.page_size + chunk_meta_bytes(&ps);
 	if (cached)
 		*cached = ps.pages_cached * ps.page_size;
 	if (pool->handle_pages) {
-		zs_pages_get_stats(pool->handle_pages, &hs);
+		pages_get_stats(pool->handle_pages, &hs);
 		b += (hs.pages_in_use + hs.pages_cached) * hs.page_size + chunk_meta_bytes(&hs);
 	}
 	return b + sizeof(*pool) + pool->classes_bytes + pool->park_bytes;

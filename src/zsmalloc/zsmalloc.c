@@ -32,7 +32,7 @@
  *   200 deferred_init_lock (deferred.c)  the first zs_free_deferred builds
  *       the queue and starts the worker under it; nothing nests inside.
  *   201 deferred wake_lock (deferred.c)  the worker's sleep and a
- *       producer's wake-up; nothing nests inside.  zs_deferred_destroy
+ *       producer's wake-up; nothing nests inside.  deferred_destroy
  *       drops it before it joins the worker, and joins holding no lock of
  *       rank 210 or above (checked): the worker takes those.
  *   202 deferred fork gate (src/common/fork.c)  the worker holds it across a
@@ -63,12 +63,12 @@
  *       held (zs_malloc takes its handle before the class lock, zs_free and
  *       the deferred batch give it back after: short class-lock holds, a
  *       rule of cost, not of deadlock, so the ranks allow it and nothing
- *       checks it).  zs_handles_trim holds all 16, in array (= address)
+ *       checks it).  handles_trim holds all 16, in array (= address)
  *       order, the one place one rank nests.
  *   241 handle_free_lock  inside a shard lock (give_batch, take_batch, trim).
  *   242 handle_chunks_lock (a mutex)  inside the shard lock (refill_shard,
  *       after its page allocation) or every handle lock (trim); inside it
- *       the handle page provider (zs_pages_free, trim).
+ *       the handle page provider (pages_free, trim).
  *   300 page provider registry lock (src/pages/purge.c)  kicks of the purge
  *       thread, provider create/destroy, the thread's pass, fork's prepare
  *       handler.  May be reached under a class lock, never under a
@@ -172,7 +172,7 @@ static int config_valid(const struct zs_pool_config *c)
 	if (c->page_cache_pages != ZS_PAGES_NO_CACHE &&
 	    c->page_cache_pages > ZS_PAGES_MAX_SPAN / c->page_size)
 		return 0;
-	/* The page provider refuses it too; checked here so zs_pool_config_check sees it. */
+	/* The page provider refuses it too; checked here so pool_config_check sees it. */
 	if (c->page_cache_decay_ms > ZS_PAGES_MAX_DECAY_MS &&
 	    c->page_cache_decay_ms != ZS_PAGES_DECAY_NEVER)
 		return 0;
@@ -188,14 +188,14 @@ static void config_defaults(struct zs_pool_config *c)
 		c->max_chain = 8;
 }
 
-int zs_pool_config_check(const struct zs_pool_config *user_cfg)
+int pool_config_check(const struct zs_pool_config *user_cfg)
 {
 	struct zs_pool_config cfg = *user_cfg;
 	struct zs_class_shape shape;
 	config_defaults(&cfg);
 	if (!config_valid(&cfg))
 		return -EINVAL;
-	return zs_classes_shape(&cfg, (unsigned)cfg.page_size, &shape);
+	return classes_shape(&cfg, (unsigned)cfg.page_size, &shape);
 }
 
 struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
@@ -228,33 +228,33 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 	atomic_init(&pool->pages_compacted, 0);
 	atomic_init(&pool->nr_tails, 0);
 	atomic_init(&pool->compaction_in_progress, 0);
-	zs_deferred_init(pool); /* nothing allocated until the first zs_free_deferred */
+	deferred_init(pool); /* nothing allocated until the first zs_free_deferred */
 	heaps_pool_init(pool);
 
-	int err = zs_classes_build(pool);
+	int err = classes_build(pool);
 	if (!err)
-		err = zs_park_init(pool);
+		err = park_init(pool);
 	if (!err) {
 		struct zs_pages_config pc = { .page_size = cfg.page_size, .max_pages = cfg.max_pages,
 					      .cache_pages = cfg.page_cache_pages,
 					      .decay_ms = cfg.page_cache_decay_ms,
 					      .park_chains = pool->nr_shards > 1,
-					      .reclaim = pool->park ? zs_park_reclaim : NULL,
+					      .reclaim = pool->park ? park_reclaim : NULL,
 					      .reclaim_ctx = pool };
 		errno = 0;
-		pool->pages = zs_pages_create(&pc);
-		err = pool->pages ? zs_handles_init(pool) : errno ? -errno : -ENOMEM;
+		pool->pages = pages_create(&pc);
+		err = pool->pages ? handles_init(pool) : errno ? -errno : -ENOMEM;
 		/* A provider that cannot return them (its own bound, no decay) gets no parked zspages. */
-		if (!err && pool->park && !zs_pages_parks(pool->pages))
-			zs_park_destroy(pool);
+		if (!err && pool->park && !pages_parks(pool->pages))
+			park_destroy(pool);
 	}
 	if (err) {
-		zs_deferred_destroy(pool);
-		zs_handles_destroy(pool);
+		deferred_destroy(pool);
+		handles_destroy(pool);
 		if (pool->pages)
-			zs_pages_destroy(pool->pages);
-		zs_park_destroy(pool);
-		zs_classes_free(pool);
+			pages_destroy(pool->pages);
+		park_destroy(pool);
+		classes_free(pool);
 		free(pool);
 		errno = -err;
 		return NULL;
@@ -266,12 +266,12 @@ void zs_destroy_pool(struct zs_pool *pool)
 {
 	if (!pool)
 		return;
-	zs_deferred_destroy(pool);
+	deferred_destroy(pool);
 	heaps_pool_gone(pool);
-	zs_handles_destroy(pool);
-	zs_pages_destroy(pool->pages); /* first: the purge thread's hook reads the classes */
-	zs_park_destroy(pool);
-	zs_classes_free(pool);
+	handles_destroy(pool);
+	pages_destroy(pool->pages); /* first: the purge thread's hook reads the classes */
+	park_destroy(pool);
+	classes_free(pool);
 	free(pool);
 }
 
@@ -393,7 +393,7 @@ alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
 			zs_spin_unlock(&class->lock);
 		return 0;
 	}
-	if (pool->park && (zspage = zs_unpark_zspage(pool, class)))
+	if (pool->park && (zspage = unpark_zspage(pool, class)))
 		goto fresh; /* its pages, chain and owners stayed: no provider call (park.c) */
 	zs_spin_unlock(&class->lock);
 
@@ -465,7 +465,7 @@ static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool
 			tail = 0; /* declined: the object takes its last page whole */
 		} else {
 			slot -= rest;
-			/* counted while it exists: zs_free_tail uncounts it, on failure below too */
+			/* counted while it exists: free_tail uncounts it, on failure below too */
 			atomic_fetch_add_explicit(&pool->nr_tails, 1, memory_order_relaxed);
 		}
 	}
@@ -477,7 +477,7 @@ static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool
 	if (handle)
 		zs_handle_free(pool, handle);
 	if (tail)
-		zs_free_tail(pool, tail);
+		free_tail(pool, tail);
 	return malloc_failed(pool, size, retried, NULL);
 }
 
@@ -512,7 +512,7 @@ static unsigned long malloc_failed(struct zs_pool *pool, size_t size, int retrie
 	if (retried)
 		return (unsigned long)-ENOMEM;
 	int again = 0;
-	if (zs_deferred_pending(pool)) {
+	if (deferred_pending(pool)) {
 		zs_free_deferred_flush(pool);
 		again = 1;
 	}
@@ -523,7 +523,7 @@ static unsigned long malloc_failed(struct zs_pool *pool, size_t size, int retrie
 		again = 1;
 	}
 	/* Other classes' parked zspages hold pages this allocation could use (park.c). */
-	if (zs_park_release_all(pool))
+	if (park_release_all(pool))
 		again = 1;
 	if (!again)
 		return (unsigned long)-ENOMEM;
@@ -686,15 +686,15 @@ const struct zs_pool_config *zs_pool_get_config(const struct zs_pool *pool)
 void zs_pool_trim(struct zs_pool *pool)
 {
 	heaps_revoke_all(pool);
-	zs_handles_trim(pool, 1);
-	zs_park_release_all(pool);
-	zs_pages_trim(pool->pages);
+	handles_trim(pool, 1);
+	park_release_all(pool);
+	pages_trim(pool->pages);
 }
 
 void zs_pool_fail_pages(struct zs_pool *pool, uint64_t after, uint64_t count)
 {
 	if (after == UINT64_MAX)
-		zs_pages_fail_reset(pool->pages);
+		pages_fail_reset(pool->pages);
 	else
-		zs_pages_fail_after(pool->pages, after, count);
+		pages_fail_after(pool->pages, after, count);
 }

@@ -37,7 +37,7 @@ static int zspage_shape_ok(const struct size_class *class, const struct zspage *
  * pages add up to the class's counts.  O(zspages): called where a whole class is
  * looked at anyway (zs_class_stats, the start of a class's compaction).
  */
-int zs_class_lists_sane(const struct size_class *class)
+int class_lists_sane(const struct size_class *class)
 {
 	unsigned long objs = 0, inuse = 0, fitted_nr = 0, fitted_objs = 0, fitted_pages = 0;
 	if (class_single(class)) { /* unlinked: only full zspages are counted, one object each */
@@ -90,13 +90,13 @@ int zs_class_lists_sane(const struct size_class *class)
  * Checked mode: does `obj` name a live object whose header names `handle`?
  * Runs with the pool lock (read) or the object's class lock held.
  */
-int zs_validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj)
+int validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj)
 {
 	zs_assert_internal(zs_rw_held_by_me(&pool->lock) ||
 			   !class_enc_valid(pool, obj_to_class_idx(obj)) ||
 			   zs_spin_held(&pool->classes[obj_to_class_idx(obj)].lock));
 	zs_pfn_t pfn = obj_to_pfn(obj);
-	if (!zs_pages_valid(pool->pages, pfn))
+	if (!pages_valid(pool->pages, pfn))
 		return -EINVAL;
 	struct zspage *zspage = page_desc(pool, pfn)->owner;
 	if (!zspage || !class_enc_valid(pool, zspage->class_idx))
@@ -133,7 +133,7 @@ static __attribute__((noinline, cold)) unsigned unlink_fitted(struct size_class 
 }
 
 /* Take an empty zspage off its list and out of the accounting (class lock held). */
-void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage)
+void unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage)
 {
 	zs_assert_internal(zspage->inuse == 0 && zspage->fullness == ZS_INUSE_RATIO_0);
 	zs_assert_internal(class->stats[ZS_OBJS_ALLOCATED] >= zspage->objs);
@@ -151,7 +151,7 @@ void zs_unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, stru
  * nobody can reach it).  The chain's end says how many: the class's chain
  * or a fitted zspage's fewer.
  */
-void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage)
+void free_zspage_pages(struct zs_pool *pool, struct zspage *zspage)
 {
 	zs_pfn_t pfns[ZS_MAX_CHAIN];
 	zs_pfn_t pfn = zspage->pfn;
@@ -162,5 +162,5 @@ void zs_free_zspage_pages(struct zs_pool *pool, struct zspage *zspage)
 		pfns[pages++] = pfn;
 		pfn = page_desc(pool, pfn)->next;
 	} while (pfn != ZS_PFN_NONE);
-	zs_pages_free_bulk(pool->pages, pfns, pages);
+	pages_free_bulk(pool->pages, pfns, pages);
 }

@@ -72,7 +72,7 @@ int zswap_wb_create(struct zs_zswap *z, const char *path, char *err, size_t errl
 {
 	struct zswap_wb *wb;
 	struct stat st;
-	int fd = zs_backing_open(path, &st, err, errlen);
+	int fd = backing_open(path, &st, err, errlen);
 
 	if (fd < 0)
 		return fd;
@@ -81,7 +81,7 @@ int zswap_wb_create(struct zs_zswap *z, const char *path, char *err, size_t errl
 		close(fd);
 		return -ENOMEM;
 	}
-	zs_io_inject_init(&wb->inj);
+	io_inject_init(&wb->inj);
 	wb->fd = fd;
 	wb->punch = S_ISREG(st.st_mode);
 	z->wb = wb;
@@ -93,7 +93,7 @@ void zswap_wb_destroy(struct zs_zswap *z)
 	if (!z->wb)
 		return;
 	close(z->wb->fd);
-	zs_io_inject_destroy(&z->wb->inj);
+	io_inject_destroy(&z->wb->inj);
 	free(z->wb);
 	z->wb = NULL;
 }
@@ -101,7 +101,7 @@ void zswap_wb_destroy(struct zs_zswap *z)
 void zs_zswap_wb_inject(struct zs_zswap *z, int reads, uint64_t after, uint64_t count)
 {
 	if (z && z->wb)
-		zs_io_inject_set(&z->wb->inj, reads, after, count);
+		io_inject_set(&z->wb->inj, reads, after, count);
 }
 
 /* The whole page or -errno (a short transfer is -EIO). */
@@ -109,9 +109,9 @@ static int file_io(struct zs_zswap *z, int reads, void *buf, uint64_t offset)
 {
 	struct zswap_wb *wb = z->wb;
 
-	if (zs_io_inject_hit(&wb->inj, reads))
+	if (io_inject_hit(&wb->inj, reads))
 		return -EIO;
-	return zs_pio_whole(wb->fd, reads, buf, z->page_size, (off_t)(offset * z->page_size));
+	return pio_whole(wb->fd, reads, buf, z->page_size, (off_t)(offset * z->page_size));
 }
 
 int zswap_wb_read(struct zs_zswap *z, uint64_t offset, void *page)
@@ -329,12 +329,12 @@ static void worker_pass(struct zs_zswap *z)
 {
 	unsigned failures = 0;
 
-	zs_fork_gate_enter(&fork_gate);
+	fork_gate_enter(&fork_gate);
 	while (zswap_pool_pages(z) > atomic_load_explicit(&z->accept_pages, memory_order_relaxed)) {
 		int r = step(z);
 
 		if (zs_unlikely(zs_fork_gate_closing(&fork_gate)))
-			zs_fork_gate_yield(&fork_gate);
+			fork_gate_yield(&fork_gate);
 
 		if (r == STEP_EMPTY)
 			break;
@@ -402,16 +402,16 @@ static struct zswap_worker *worker_start(struct zs_zswap *z)
 	if (pthread_cond_init(&w->idle, NULL))
 		goto fail_c;
 	/* Before the worker exists: a fork must find its gate (common/fork.h). */
-	zs_fork_handlers(ZS_FORK_ZSWAP, atfork_prepare, atfork_parent, atfork_child);
+	fork_handlers(ZS_FORK_ZSWAP, atfork_prepare, atfork_parent, atfork_child);
 	if (worker_thread(w))
 		goto fail_i;
 	/* Callers hold no lock the worker takes, so waiting here behind a fork is safe. */
-	zs_fork_gate_lock(&fork_gate);
+	fork_gate_lock(&fork_gate);
 	w->fork_next = fork_head;
 	if (fork_head)
 		fork_head->fork_prev = w;
 	fork_head = w;
-	zs_fork_gate_unlock(&fork_gate);
+	fork_gate_unlock(&fork_gate);
 	return w;
 fail_i:
 	pthread_cond_destroy(&w->idle);
@@ -499,14 +499,14 @@ void zswap_worker_stop(struct zs_zswap *z)
 		zs_mutex_unlock_ranked(&w->lock);
 		pthread_join(w->th, NULL);
 	}
-	zs_fork_gate_lock(&fork_gate);
+	fork_gate_lock(&fork_gate);
 	if (w->fork_prev)
 		w->fork_prev->fork_next = w->fork_next;
 	else
 		fork_head = w->fork_next;
 	if (w->fork_next)
 		w->fork_next->fork_prev = w->fork_prev;
-	zs_fork_gate_unlock(&fork_gate);
+	fork_gate_unlock(&fork_gate);
 	pthread_cond_destroy(&w->idle);
 	pthread_cond_destroy(&w->wake);
 	pthread_mutex_destroy(&w->lock);
@@ -518,12 +518,12 @@ void zswap_worker_stop(struct zs_zswap *z)
 
 static void atfork_prepare(void)
 {
-	zs_fork_gate_close(&fork_gate);
+	fork_gate_close(&fork_gate);
 }
 
 static void atfork_parent(void)
 {
-	zs_fork_gate_open_parent(&fork_gate);
+	fork_gate_open_parent(&fork_gate);
 }
 
 static void atfork_child(void)
@@ -538,5 +538,5 @@ static void atfork_child(void)
 		w->running = 0;
 		atomic_store_explicit(&w->forked, 1, memory_order_relaxed);
 	}
-	zs_fork_gate_open_child(&fork_gate);
+	fork_gate_open_child(&fork_gate);
 }

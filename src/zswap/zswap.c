@@ -48,7 +48,7 @@
 #include "common/config.h"
 #include "zswap/internal.h"
 #include "zs/pages.h"
-#include "backend/backend_internal.h"   /* zs_backend_create_for_store */
+#include "backend/backend_internal.h"   /* backend_create_for_store */
 
 /* ---- Create / destroy ---- */
 
@@ -77,23 +77,23 @@ static int check_config(const struct zs_zswap_config *cfg, size_t ps, char *err,
 	int rc, bad;
 
 	if (!zs_page_size_valid(ps)) {
-		zs_set_err(err, errlen, "page_size %zu is not a power of two in 4096..65536", ps);
+		set_err(err, errlen, "page_size %zu is not a power of two in 4096..65536", ps);
 		return -EINVAL;
 	}
 	if (cfg->total_ram && (cfg->total_ram < ps || cfg->total_ram > ((uint64_t)1 << 60))) {
-		zs_set_err(err, errlen, "total_ram %llu is outside page_size..2^60",
+		set_err(err, errlen, "total_ram %llu is outside page_size..2^60",
 			      (unsigned long long)cfg->total_ram);
 		return -EINVAL;
 	}
 	if (cfg->max_pool_percent > 100 || cfg->accept_threshold_percent > 100) {
-		zs_set_err(err, errlen, "max_pool_percent %u / accept_threshold_percent %u: "
+		set_err(err, errlen, "max_pool_percent %u / accept_threshold_percent %u: "
 			      "each must be 0..100", cfg->max_pool_percent,
 			      cfg->accept_threshold_percent);
 		return -EINVAL;
 	}
 	if ((cfg->shrinker_enabled != 0 && cfg->shrinker_enabled != 1) ||
 	    (cfg->deferred_free != 0 && cfg->deferred_free != 1)) {
-		zs_set_err(err, errlen, "shrinker_enabled and deferred_free must be 0 or 1");
+		set_err(err, errlen, "shrinker_enabled and deferred_free must be 0 or 1");
 		return -EINVAL;
 	}
 	if (ZS_CONFIG_ABI_CHECK(cfg, &bad)) {
@@ -102,7 +102,7 @@ static int check_config(const struct zs_zswap_config *cfg, size_t ps, char *err,
 		return -EINVAL;
 	}
 	if ((rc = zs_comp_check_params(comp, &prm))) {
-		zs_set_err(err, errlen, "compressor \"%s\" level %d: %s", comp, cfg->comp_level,
+		set_err(err, errlen, "compressor \"%s\" level %d: %s", comp, cfg->comp_level,
 			      strerror(-rc));
 		return rc;
 	}
@@ -188,7 +188,7 @@ static int create(const struct zs_zswap_config *cfg, struct zs_zswap **out, char
 		if ((rc = zswap_shard_init(&z->shards[i])))
 			goto fail;
 
-	z->b = zs_backend_create_for_store(&cfg->backend, ps, &rc, err, errlen);
+	z->b = backend_create_for_store(&cfg->backend, ps, &rc, err, errlen);
 	if (!z->b)
 		goto fail;
 	z->has_pages = (zs_backend_caps(z->b) & ZS_BACKEND_CAP_PAGES) != 0;
@@ -212,14 +212,14 @@ int zs_zswap_create(const struct zs_zswap_config *cfg, struct zs_zswap **out, ch
 	if (err && errlen)
 		err[0] = 0;
 	if (!out) {
-		zs_set_err(err, errlen, "zs_zswap_create: out is NULL");
+		set_err(err, errlen, "zs_zswap_create: out is NULL");
 		return -EINVAL;
 	}
 	*out = NULL;
 	rc = create(cfg, out, err, errlen);
 	/* Every failure gets a line: the specific reason where one was written, else the code. */
 	if (rc && err && errlen && !err[0])
-		zs_set_err(err, errlen, "zs_zswap_create: %s", strerror(-rc));
+		set_err(err, errlen, "zs_zswap_create: %s", strerror(-rc));
 	return rc;
 }
 

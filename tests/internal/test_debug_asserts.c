@@ -171,7 +171,7 @@ static const struct dcase cases[] = {
 	  "internal check failed: zspage_on_its_list(class, zspage)", 0 },
 	{ "inuse above objs_per_zspage", case_inuse_bound, "internal check failed: inuse <= objs", 1 },
 	{ "class counts disagree with its lists", case_class_counts,
-	  "internal check failed: zs_class_lists_sane(c)", 1 },
+	  "internal check failed: class_lists_sane(c)", 1 },
 	{ "double free (handle state)", case_double_free,
 	  "internal check failed: handle_is_live(handle)", 0 },
 	{ "class lock released by a non-holder", case_spin_unlock_unheld,

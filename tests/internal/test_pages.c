@@ -35,7 +35,7 @@ static struct zs_pages *mk(size_t page_size, size_t chunk_bytes, size_t max_page
 {
 	struct zs_pages_config c = { .page_size = page_size, .chunk_bytes = chunk_bytes,
 				     .max_pages = max_pages, .cache_pages = cache };
-	struct zs_pages *p = zs_pages_create(&c);
+	struct zs_pages *p = pages_create(&c);
 	REQUIRE(p);
 	return p;
 }
@@ -75,25 +75,25 @@ static int cmp_ptr(const void *a, const void *b)
 
 static void test_basic(void)
 {
-	struct zs_pages *p = zs_pages_create(NULL);
+	struct zs_pages *p = pages_create(NULL);
 	REQUIRE(p);
-	CHECK_EQ(zs_pages_page_size(p), 4096);
+	CHECK_EQ(pages_page_size(p), 4096);
 	CHECK(sizeof(struct zs_page_desc) == 64);
 
 	zs_pfn_t pfn = ZS_PFN_NONE;
-	CHECK_EQ(zs_pages_alloc(p, &pfn), 0);
+	CHECK_EQ(pages_alloc(p, &pfn), 0);
 	CHECK(pfn != ZS_PFN_NONE);
-	CHECK(zs_pages_valid(p, pfn));
-	char *a = zs_pages_addr(p, pfn);
+	CHECK(pages_valid(p, pfn));
+	char *a = pages_addr(p, pfn);
 	CHECK(((uintptr_t)a & 4095) == 0);
 	memset(a, 0xab, 4096);
-	CHECK(desc_is_zero(zs_pages_desc(p, pfn)));
-	CHECK_EQ(zs_pages_pfn_of(p, a), pfn);
-	CHECK_EQ(zs_pages_pfn_of(p, a + 4095), pfn);
-	CHECK_EQ(zs_pages_in_use(p), 1);
+	CHECK(desc_is_zero(pages_desc(p, pfn)));
+	CHECK_EQ(pages_pfn_of(p, a), pfn);
+	CHECK_EQ(pages_pfn_of(p, a + 4095), pfn);
+	CHECK_EQ(pages_in_use(p), 1);
 
 	struct zs_pages_stats st;
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.page_size, 4096);
 	CHECK_EQ(st.pages_in_use, 1);
 	CHECK_EQ(st.pages_peak, 1);
@@ -101,23 +101,23 @@ static void test_basic(void)
 	CHECK_EQ(st.bytes_mapped, 2 * MIB);
 	CHECK_EQ(st.allocs, 1);
 
-	zs_pages_free(p, pfn);
-	CHECK(!zs_pages_valid(p, pfn));
-	CHECK_EQ(zs_pages_pfn_of(p, a), ZS_PFN_NONE);
-	zs_pages_get_stats(p, &st);
+	pages_free(p, pfn);
+	CHECK(!pages_valid(p, pfn));
+	CHECK_EQ(pages_pfn_of(p, a), ZS_PFN_NONE);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_in_use, 0);
 	CHECK_EQ(st.frees, 1);
 	/* The freed page, and the rest of the per-CPU cache's batch. */
 	CHECK(st.pages_cached >= 1 && st.pages_cached <= 64);
 	/* Double free is ignored, not fatal. */
-	zs_pages_free(p, pfn);
-	zs_pages_get_stats(p, &st);
+	pages_free(p, pfn);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.frees, 1);
-	zs_pages_trim(p);
-	zs_pages_get_stats(p, &st);
+	pages_trim(p);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_cached, 0);
 	CHECK_EQ(st.chunks_mapped, 0);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 }
 
 /* Many pages over several chunks: distinct, aligned, writable, no overlap. */
@@ -129,21 +129,21 @@ static void test_distinct(size_t ps)
 	static uintptr_t addrs[N];
 
 	for (size_t i = 0; i < N; i++) {
-		REQUIRE(zs_pages_alloc(p, &pfns[i]) == 0);
-		char *a = zs_pages_addr(p, pfns[i]);
+		REQUIRE(pages_alloc(p, &pfns[i]) == 0);
+		char *a = pages_addr(p, pfns[i]);
 		addrs[i] = (uintptr_t)a;
 		CHECK((addrs[i] & (ps - 1)) == 0);
-		CHECK(desc_is_zero(zs_pages_desc(p, pfns[i])));
-		zs_pages_desc(p, pfns[i])->owner = a;
-		zs_pages_desc(p, pfns[i])->word[5] = i;
+		CHECK(desc_is_zero(pages_desc(p, pfns[i])));
+		pages_desc(p, pfns[i])->owner = a;
+		pages_desc(p, pfns[i])->word[5] = i;
 		fill(a, ps, pfns[i]);
 	}
 	int ok = 1, lookups = 1;
 	for (size_t i = 0; i < N; i++) {
 		ok &= verify((void *)addrs[i], ps, pfns[i]);
-		ok &= zs_pages_desc(p, pfns[i])->word[5] == i;
-		lookups &= zs_pages_pfn_of(p, (char *)addrs[i] + ps / 2) == pfns[i];
-		lookups &= zs_pages_valid(p, pfns[i]);
+		ok &= pages_desc(p, pfns[i])->word[5] == i;
+		lookups &= pages_pfn_of(p, (char *)addrs[i] + ps / 2) == pfns[i];
+		lookups &= pages_valid(p, pfns[i]);
 	}
 	CHECK(ok);
 	CHECK(lookups);
@@ -161,30 +161,30 @@ static void test_distinct(size_t ps)
 
 	/* Free every other page, reallocate: descriptors come back zeroed. */
 	for (size_t i = 0; i < N; i += 2)
-		zs_pages_free(p, pfns[i]);
-	CHECK_EQ(zs_pages_in_use(p), N / 2);
+		pages_free(p, pfns[i]);
+	CHECK_EQ(pages_in_use(p), N / 2);
 	int zeroed = 1;
 	for (size_t i = 0; i < N; i += 2) {
-		REQUIRE(zs_pages_alloc(p, &pfns[i]) == 0);
-		zeroed &= desc_is_zero(zs_pages_desc(p, pfns[i]));
-		fill(zs_pages_addr(p, pfns[i]), ps, pfns[i] ^ 77);
+		REQUIRE(pages_alloc(p, &pfns[i]) == 0);
+		zeroed &= desc_is_zero(pages_desc(p, pfns[i]));
+		fill(pages_addr(p, pfns[i]), ps, pfns[i] ^ 77);
 	}
 	CHECK(zeroed);
 	ok = 1;
 	for (size_t i = 0; i < N; i++)
-		ok &= verify(zs_pages_addr(p, pfns[i]), ps, (i % 2) ? pfns[i] : pfns[i] ^ 77);
+		ok &= verify(pages_addr(p, pfns[i]), ps, (i % 2) ? pfns[i] : pfns[i] ^ 77);
 	CHECK(ok);
 	for (size_t i = 0; i < N; i++)
-		zs_pages_free(p, pfns[i]);
-	zs_pages_trim(p);
+		pages_free(p, pfns[i]);
+	pages_trim(p);
 	struct zs_pages_stats st;
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_in_use, 0);
 	CHECK_EQ(st.chunks_mapped, 0);
 	CHECK_EQ(st.bytes_mapped, 0);
 	/* Sampled when the shared lock is taken: at most a per-CPU batch (32) short. */
 	CHECK(st.pages_peak <= N && st.pages_peak + 32 >= N);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 }
 
 static void test_runs(size_t ps)
@@ -195,17 +195,17 @@ static void test_runs(size_t ps)
 
 	for (unsigned n = 1; n <= 64; n++) {
 		if (n > ppc) {
-			CHECK_EQ(zs_pages_alloc_run(p, n, &firsts[n]), -ENOMEM);
+			CHECK_EQ(pages_alloc_run(p, n, &firsts[n]), -ENOMEM);
 			firsts[n] = ZS_PFN_NONE;
 			continue;
 		}
-		REQUIRE(zs_pages_alloc_run(p, n, &firsts[n]) == 0);
-		char *a = zs_pages_addr(p, firsts[n]);
+		REQUIRE(pages_alloc_run(p, n, &firsts[n]) == 0);
+		char *a = pages_addr(p, firsts[n]);
 		int contig = 1;
 		for (unsigned i = 0; i < n; i++) {
-			contig &= (char *)zs_pages_addr(p, firsts[n] + i) == a + (size_t)i * ps;
-			contig &= zs_pages_valid(p, firsts[n] + i);
-			contig &= desc_is_zero(zs_pages_desc(p, firsts[n] + i));
+			contig &= (char *)pages_addr(p, firsts[n] + i) == a + (size_t)i * ps;
+			contig &= pages_valid(p, firsts[n] + i);
+			contig &= desc_is_zero(pages_desc(p, firsts[n] + i));
 			contig &= (firsts[n] + i) / ppc == firsts[n] / ppc;
 		}
 		CHECK(contig);
@@ -214,37 +214,37 @@ static void test_runs(size_t ps)
 	int ok = 1;
 	for (unsigned n = 1; n <= 64; n++)
 		if (firsts[n] != ZS_PFN_NONE)
-			ok &= verify(zs_pages_addr(p, firsts[n]), n * ps, n);
+			ok &= verify(pages_addr(p, firsts[n]), n * ps, n);
 	CHECK(ok);
 	/* Free the odd runs and fill the holes with new runs. */
 	for (unsigned n = 1; n <= 64; n += 2)
 		if (firsts[n] != ZS_PFN_NONE)
-			zs_pages_free_run(p, firsts[n], n);
+			pages_free_run(p, firsts[n], n);
 	for (unsigned n = 1; n <= 64; n += 2) {
 		if (firsts[n] == ZS_PFN_NONE)
 			continue;
-		REQUIRE(zs_pages_alloc_run(p, n, &firsts[n]) == 0);
-		fill(zs_pages_addr(p, firsts[n]), n * ps, n + 1000);
+		REQUIRE(pages_alloc_run(p, n, &firsts[n]) == 0);
+		fill(pages_addr(p, firsts[n]), n * ps, n + 1000);
 	}
 	ok = 1;
 	for (unsigned n = 1; n <= 64; n++)
 		if (firsts[n] != ZS_PFN_NONE)
-			ok &= verify(zs_pages_addr(p, firsts[n]), n * ps, n % 2 ? n + 1000 : n);
+			ok &= verify(pages_addr(p, firsts[n]), n * ps, n % 2 ? n + 1000 : n);
 	CHECK(ok);
 	for (unsigned n = 1; n <= 64; n++)
 		if (firsts[n] != ZS_PFN_NONE)
-			zs_pages_free_run(p, firsts[n], n);
-	CHECK_EQ(zs_pages_in_use(p), 0);
+			pages_free_run(p, firsts[n], n);
+	CHECK_EQ(pages_in_use(p), 0);
 
 	zs_pfn_t f;
-	CHECK_EQ(zs_pages_alloc_run(p, 0, &f), -EINVAL);
-	CHECK_EQ(zs_pages_alloc_run(p, 65, &f), -EINVAL);
-	CHECK_EQ(zs_pages_alloc_run(p, 1, NULL), -EINVAL);
-	zs_pages_trim(p);
+	CHECK_EQ(pages_alloc_run(p, 0, &f), -EINVAL);
+	CHECK_EQ(pages_alloc_run(p, 65, &f), -EINVAL);
+	CHECK_EQ(pages_alloc_run(p, 1, NULL), -EINVAL);
+	pages_trim(p);
 	struct zs_pages_stats st;
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.chunks_mapped, 0);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 }
 
 /*
@@ -257,24 +257,24 @@ static void test_run_uses_cache(void)
 	zs_pfn_t pf[16], f;
 
 	for (int i = 0; i < 16; i++)
-		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+		REQUIRE(pages_alloc(p, &pf[i]) == 0);
 	for (int i = 0; i < 16; i++)
-		zs_pages_free(p, pf[i]);
+		pages_free(p, pf[i]);
 	struct zs_pages_stats st;
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_cached, 16);
 	CHECK_EQ(st.chunks_mapped, 1);
-	REQUIRE(zs_pages_alloc_run(p, 16, &f) == 0);
-	zs_pages_get_stats(p, &st);
+	REQUIRE(pages_alloc_run(p, 16, &f) == 0);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_cached, 0);
 	CHECK_EQ(st.chunks_mapped, 1);
-	fill(zs_pages_addr(p, f), 16 * 4096, 5);
-	CHECK(verify(zs_pages_addr(p, f), 16 * 4096, 5));
-	zs_pages_free_run(p, f, 16);
-	REQUIRE(zs_pages_alloc(p, &f) == 0);
-	CHECK(desc_is_zero(zs_pages_desc(p, f)));
-	zs_pages_free(p, f);
-	zs_pages_destroy(p);
+	fill(pages_addr(p, f), 16 * 4096, 5);
+	CHECK(verify(pages_addr(p, f), 16 * 4096, 5));
+	pages_free_run(p, f, 16);
+	REQUIRE(pages_alloc(p, &f) == 0);
+	CHECK(desc_is_zero(pages_desc(p, f)));
+	pages_free(p, f);
+	pages_destroy(p);
 }
 
 /* An emptied chunk is unmapped at once without a cache, and its slot (so its pfns) reused. */
@@ -285,31 +285,31 @@ static void test_slot_reuse(void)
 	struct zs_pages_stats st;
 
 	for (int i = 0; i < 48; i++) {
-		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+		REQUIRE(pages_alloc(p, &pf[i]) == 0);
 		CHECK_EQ(pf[i], i);
 	}
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.chunks_mapped, 3);
 	for (int i = 0; i < 16; i++)
-		zs_pages_free(p, pf[i]);
-	zs_pages_get_stats(p, &st);
+		pages_free(p, pf[i]);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.chunks_mapped, 2);
 	CHECK_EQ(st.bytes_mapped, 128 * KIB);
-	CHECK(!zs_pages_valid(p, pf[0]));
+	CHECK(!pages_valid(p, pf[0]));
 	for (int i = 0; i < 16; i++) {
-		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+		REQUIRE(pages_alloc(p, &pf[i]) == 0);
 		CHECK_EQ(pf[i], i);
-		CHECK(desc_is_zero(zs_pages_desc(p, pf[i])));
-		CHECK_EQ(zs_pages_pfn_of(p, zs_pages_addr(p, pf[i])), pf[i]);
+		CHECK(desc_is_zero(pages_desc(p, pf[i])));
+		CHECK_EQ(pages_pfn_of(p, pages_addr(p, pf[i])), pf[i]);
 	}
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.chunks_mapped, 3);
 	/* Freed low pages are refilled before a new chunk is mapped. */
-	zs_pages_free(p, pf[20]);
+	pages_free(p, pf[20]);
 	zs_pfn_t x;
-	REQUIRE(zs_pages_alloc(p, &x) == 0);
+	REQUIRE(pages_alloc(p, &x) == 0);
 	CHECK_EQ(x, 20);
-	zs_pages_destroy(p); /* with pages in use */
+	pages_destroy(p); /* with pages in use */
 }
 
 static void test_limit(void)
@@ -318,38 +318,38 @@ static void test_limit(void)
 	zs_pfn_t pf[10], x;
 
 	for (int i = 0; i < 10; i++)
-		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
-	CHECK_EQ(zs_pages_alloc(p, &x), -ENOMEM);
-	CHECK_EQ(zs_pages_alloc_run(p, 2, &x), -ENOMEM);
-	zs_pages_free(p, pf[3]);
-	CHECK_EQ(zs_pages_alloc_run(p, 2, &x), -ENOMEM);
-	CHECK_EQ(zs_pages_alloc(p, &pf[3]), 0);
-	CHECK_EQ(zs_pages_alloc(p, &x), -ENOMEM);
+		REQUIRE(pages_alloc(p, &pf[i]) == 0);
+	CHECK_EQ(pages_alloc(p, &x), -ENOMEM);
+	CHECK_EQ(pages_alloc_run(p, 2, &x), -ENOMEM);
+	pages_free(p, pf[3]);
+	CHECK_EQ(pages_alloc_run(p, 2, &x), -ENOMEM);
+	CHECK_EQ(pages_alloc(p, &pf[3]), 0);
+	CHECK_EQ(pages_alloc(p, &x), -ENOMEM);
 	struct zs_pages_stats st;
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.failed_allocs, 4);
 	CHECK_EQ(st.pages_in_use, 10);
 
-	zs_pages_set_limit(p, 12);
-	CHECK_EQ(zs_pages_alloc_run(p, 2, &x), 0);
+	pages_set_limit(p, 12);
+	CHECK_EQ(pages_alloc_run(p, 2, &x), 0);
 	zs_pfn_t y;
-	CHECK_EQ(zs_pages_alloc(p, &y), -ENOMEM);
-	zs_pages_set_limit(p, 5); /* below use: nothing is taken away */
-	CHECK_EQ(zs_pages_in_use(p), 12);
-	CHECK(zs_pages_valid(p, pf[9]));
-	CHECK_EQ(zs_pages_alloc(p, &y), -ENOMEM);
-	zs_pages_set_limit(p, 0);
-	CHECK_EQ(zs_pages_alloc(p, &y), 0);
-	zs_pages_free(p, y);
-	zs_pages_free_run(p, x, 2);
+	CHECK_EQ(pages_alloc(p, &y), -ENOMEM);
+	pages_set_limit(p, 5); /* below use: nothing is taken away */
+	CHECK_EQ(pages_in_use(p), 12);
+	CHECK(pages_valid(p, pf[9]));
+	CHECK_EQ(pages_alloc(p, &y), -ENOMEM);
+	pages_set_limit(p, 0);
+	CHECK_EQ(pages_alloc(p, &y), 0);
+	pages_free(p, y);
+	pages_free_run(p, x, 2);
 	for (int i = 0; i < 10; i++)
-		zs_pages_free(p, pf[i]);
-	CHECK_EQ(zs_pages_in_use(p), 0);
-	zs_pages_destroy(p);
+		pages_free(p, pf[i]);
+	CHECK_EQ(pages_in_use(p), 0);
+	pages_destroy(p);
 }
 
 /*
- * zs_pages_alloc_bulk: all n pages or none, and the very pages n single
+ * pages_alloc_bulk: all n pages or none, and the very pages n single
  * allocations would give in the same order (so zsmalloc's chains, and the
  * kernel profile's page counts, are what they were with n calls).
  */
@@ -358,56 +358,56 @@ static void test_alloc_bulk(size_t cache)
 	struct zs_pages *p = mk(4096, 0, 0, cache);
 	zs_pfn_t a[64], b[64], warm[40];
 
-	CHECK_EQ(zs_pages_alloc_bulk(p, 0, a), -EINVAL);
-	CHECK_EQ(zs_pages_alloc_bulk(p, ZS_FREE_BULK_MAX + 1, a), -EINVAL);
+	CHECK_EQ(pages_alloc_bulk(p, 0, a), -EINVAL);
+	CHECK_EQ(pages_alloc_bulk(p, ZS_FREE_BULK_MAX + 1, a), -EINVAL);
 	/* Warm the caches so the pages come from them, then give them back. */
 	for (int i = 0; i < 40; i++)
-		REQUIRE(zs_pages_alloc(p, &warm[i]) == 0);
-	zs_pages_free_bulk(p, warm, 40);
+		REQUIRE(pages_alloc(p, &warm[i]) == 0);
+	pages_free_bulk(p, warm, 40);
 	for (unsigned n = 1; n <= 16; n += 5) {
-		size_t use = zs_pages_in_use(p);
-		CHECK_EQ(zs_pages_alloc_bulk(p, n, a), 0);
-		CHECK_EQ(zs_pages_in_use(p), use + n);
+		size_t use = pages_in_use(p);
+		CHECK_EQ(pages_alloc_bulk(p, n, a), 0);
+		CHECK_EQ(pages_in_use(p), use + n);
 		int ok = 1;
 		for (unsigned i = 0; i < n; i++) {
-			ok &= zs_pages_valid(p, a[i]) && desc_is_zero(zs_pages_desc(p, a[i]));
+			ok &= pages_valid(p, a[i]) && desc_is_zero(pages_desc(p, a[i]));
 			for (unsigned j = 0; j < i; j++)
 				ok &= a[i] != a[j];
-			fill(zs_pages_addr(p, a[i]), 4096, a[i]);
+			fill(pages_addr(p, a[i]), 4096, a[i]);
 		}
 		CHECK(ok);
 		for (unsigned i = 0; i < n; i++)
-			ok &= verify(zs_pages_addr(p, a[i]), 4096, a[i]);
+			ok &= verify(pages_addr(p, a[i]), 4096, a[i]);
 		CHECK(ok);
 		/* Freed coldest first, the caches are as before: n singles then pop the same pages. */
 		for (unsigned i = n; i-- > 0;)
-			zs_pages_free(p, a[i]);
+			pages_free(p, a[i]);
 		for (unsigned i = 0; i < n; i++)
-			REQUIRE(zs_pages_alloc(p, &b[i]) == 0);
+			REQUIRE(pages_alloc(p, &b[i]) == 0);
 		CHECK(!memcmp(a, b, n * sizeof(a[0])));
-		zs_pages_free_bulk(p, b, n);
-		CHECK_EQ(zs_pages_in_use(p), use);
+		pages_free_bulk(p, b, n);
+		CHECK_EQ(pages_in_use(p), use);
 	}
 
 	/* None past the limit: the pages it did get go back. */
-	size_t use = zs_pages_in_use(p);
-	zs_pages_set_limit(p, use + 3);
-	CHECK_EQ(zs_pages_alloc_bulk(p, 5, a), -ENOMEM);
-	CHECK_EQ(zs_pages_in_use(p), use);
-	CHECK_EQ(zs_pages_alloc_bulk(p, 3, a), 0);
-	CHECK_EQ(zs_pages_in_use(p), use + 3);
-	zs_pages_free_bulk(p, a, 3);
-	zs_pages_set_limit(p, 0);
+	size_t use = pages_in_use(p);
+	pages_set_limit(p, use + 3);
+	CHECK_EQ(pages_alloc_bulk(p, 5, a), -ENOMEM);
+	CHECK_EQ(pages_in_use(p), use);
+	CHECK_EQ(pages_alloc_bulk(p, 3, a), 0);
+	CHECK_EQ(pages_in_use(p), use + 3);
+	pages_free_bulk(p, a, 3);
+	pages_set_limit(p, 0);
 
 	/* An injected failure in the middle: the first two are given back. */
-	zs_pages_fail_after(p, 2, 1);
-	CHECK_EQ(zs_pages_alloc_bulk(p, 4, a), -ENOMEM);
-	CHECK_EQ(zs_pages_in_use(p), use);
-	zs_pages_fail_reset(p);
-	CHECK_EQ(zs_pages_alloc_bulk(p, 4, a), 0);
-	zs_pages_free_bulk(p, a, 4);
-	CHECK_EQ(zs_pages_in_use(p), 0);
-	zs_pages_destroy(p);
+	pages_fail_after(p, 2, 1);
+	CHECK_EQ(pages_alloc_bulk(p, 4, a), -ENOMEM);
+	CHECK_EQ(pages_in_use(p), use);
+	pages_fail_reset(p);
+	CHECK_EQ(pages_alloc_bulk(p, 4, a), 0);
+	pages_free_bulk(p, a, 4);
+	CHECK_EQ(pages_in_use(p), 0);
+	pages_destroy(p);
 }
 
 static void test_fail_injection(void)
@@ -416,35 +416,35 @@ static void test_fail_injection(void)
 	zs_pfn_t pf[20];
 	int n = 0;
 
-	zs_pages_fail_after(p, 3, 2);
-	CHECK_EQ(zs_pages_alloc(p, &pf[n++]), 0);
-	CHECK_EQ(zs_pages_alloc_run(p, 1, &pf[n++]), 0);
-	CHECK_EQ(zs_pages_alloc(p, &pf[n++]), 0);
-	CHECK_EQ(zs_pages_alloc(p, &pf[n]), -ENOMEM);
-	CHECK_EQ(zs_pages_alloc_run(p, 4, &pf[n]), -ENOMEM);
-	CHECK_EQ(zs_pages_alloc(p, &pf[n++]), 0);
-	CHECK_EQ(zs_pages_alloc(p, &pf[n++]), 0);
+	pages_fail_after(p, 3, 2);
+	CHECK_EQ(pages_alloc(p, &pf[n++]), 0);
+	CHECK_EQ(pages_alloc_run(p, 1, &pf[n++]), 0);
+	CHECK_EQ(pages_alloc(p, &pf[n++]), 0);
+	CHECK_EQ(pages_alloc(p, &pf[n]), -ENOMEM);
+	CHECK_EQ(pages_alloc_run(p, 4, &pf[n]), -ENOMEM);
+	CHECK_EQ(pages_alloc(p, &pf[n++]), 0);
+	CHECK_EQ(pages_alloc(p, &pf[n++]), 0);
 
-	zs_pages_fail_after(p, 0, 0);
+	pages_fail_after(p, 0, 0);
 	for (int i = 0; i < 5; i++)
-		CHECK_EQ(zs_pages_alloc(p, &pf[n]), -ENOMEM);
-	zs_pages_fail_reset(p);
-	CHECK_EQ(zs_pages_alloc(p, &pf[n++]), 0);
+		CHECK_EQ(pages_alloc(p, &pf[n]), -ENOMEM);
+	pages_fail_reset(p);
+	CHECK_EQ(pages_alloc(p, &pf[n++]), 0);
 
-	zs_pages_fail_after(p, 1, 0);
-	CHECK_EQ(zs_pages_alloc(p, &pf[n++]), 0);
-	CHECK_EQ(zs_pages_alloc(p, &pf[n]), -ENOMEM);
-	CHECK_EQ(zs_pages_alloc(p, &pf[n]), -ENOMEM);
-	zs_pages_fail_reset(p);
+	pages_fail_after(p, 1, 0);
+	CHECK_EQ(pages_alloc(p, &pf[n++]), 0);
+	CHECK_EQ(pages_alloc(p, &pf[n]), -ENOMEM);
+	CHECK_EQ(pages_alloc(p, &pf[n]), -ENOMEM);
+	pages_fail_reset(p);
 
 	struct zs_pages_stats st;
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.failed_allocs, 9);
 	CHECK_EQ(st.allocs, (uint64_t)n);
 	CHECK_EQ(st.pages_in_use, n);
 	for (int i = 0; i < n; i++)
-		zs_pages_free(p, pf[i]);
-	zs_pages_destroy(p);
+		pages_free(p, pf[i]);
+	pages_destroy(p);
 }
 
 static void test_bad_config(void)
@@ -453,42 +453,42 @@ static void test_bad_config(void)
 	for (size_t i = 0; i < sizeof(bad_ps) / sizeof(bad_ps[0]); i++) {
 		struct zs_pages_config c = { .page_size = bad_ps[i] };
 		errno = 0;
-		CHECK(zs_pages_create(&c) == NULL);
+		CHECK(pages_create(&c) == NULL);
 		CHECK_EQ(errno, EINVAL);
 	}
 	static const size_t bad_chunk[] = { 1, 4095, 2048, 3 * 4096, 3 * MIB, (size_t)1 << 40 };
 	for (size_t i = 0; i < sizeof(bad_chunk) / sizeof(bad_chunk[0]); i++) {
 		struct zs_pages_config c = { .chunk_bytes = bad_chunk[i] };
 		errno = 0;
-		CHECK(zs_pages_create(&c) == NULL);
+		CHECK(pages_create(&c) == NULL);
 		CHECK_EQ(errno, EINVAL);
 	}
 	struct zs_pages_config c = { .page_size = 65536, .chunk_bytes = 32 * KIB };
 	errno = 0;
-	CHECK(zs_pages_create(&c) == NULL);
+	CHECK(pages_create(&c) == NULL);
 	CHECK_EQ(errno, EINVAL);
 
 	/* Smallest legal chunk: one page. */
 	struct zs_pages *p = mk(16384, 16384, 0, ZS_PAGES_NO_CACHE);
 	zs_pfn_t a, b, r;
-	CHECK_EQ(zs_pages_alloc(p, &a), 0);
-	CHECK_EQ(zs_pages_alloc(p, &b), 0);
+	CHECK_EQ(pages_alloc(p, &a), 0);
+	CHECK_EQ(pages_alloc(p, &b), 0);
 	CHECK(a != b);
-	CHECK_EQ(zs_pages_alloc_run(p, 2, &r), -ENOMEM);
-	zs_pages_free(p, a);
-	zs_pages_free(p, b);
+	CHECK_EQ(pages_alloc_run(p, 2, &r), -ENOMEM);
+	pages_free(p, a);
+	pages_free(p, b);
 	struct zs_pages_stats st;
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.chunks_mapped, 0);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 
 	/* NULL everywhere is harmless. */
-	zs_pages_destroy(NULL);
-	zs_pages_free(NULL, 0);
-	zs_pages_trim(NULL);
-	CHECK_EQ(zs_pages_in_use(NULL), 0);
-	CHECK(!zs_pages_valid(NULL, 0));
-	CHECK_EQ(zs_pages_alloc(NULL, &a), -EINVAL);
+	pages_destroy(NULL);
+	pages_free(NULL, 0);
+	pages_trim(NULL);
+	CHECK_EQ(pages_in_use(NULL), 0);
+	CHECK(!pages_valid(NULL, 0));
+	CHECK_EQ(pages_alloc(NULL, &a), -EINVAL);
 }
 
 /* Garbage pfns and addresses must be answered, never crash. */
@@ -498,18 +498,18 @@ static void test_garbage_lookups(uint64_t *rng)
 	zs_pfn_t pf[600];
 	int stack_var = 0;
 
-	CHECK(!zs_pages_valid(p, 0));
-	CHECK(!zs_pages_valid(p, ZS_PFN_NONE));
+	CHECK(!pages_valid(p, 0));
+	CHECK(!pages_valid(p, ZS_PFN_NONE));
 	for (int i = 0; i < 600; i++)
-		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+		REQUIRE(pages_alloc(p, &pf[i]) == 0);
 	for (int i = 0; i < 300; i++)
-		zs_pages_free(p, pf[i]);
-	zs_pages_trim(p);
+		pages_free(p, pf[i]);
+	pages_trim(p);
 	int bad = 0;
 	for (int i = 0; i < 300; i++)
-		bad += zs_pages_valid(p, pf[i]);
+		bad += pages_valid(p, pf[i]);
 	for (int i = 300; i < 600; i++)
-		bad += !zs_pages_valid(p, pf[i]);
+		bad += !pages_valid(p, pf[i]);
 	CHECK_EQ(bad, 0);
 	int hits = 0;
 	for (int i = 0; i < 100000; i++) {
@@ -520,19 +520,19 @@ static void test_garbage_lookups(uint64_t *rng)
 		case 2: g = ZS_PFN_NONE - (g & 0xff); break;
 		default: break;
 		}
-		hits += zs_pages_valid(p, g);
-		if (!zs_pages_valid(p, g))
-			zs_pages_free(p, g); /* freeing what is not in use is a no-op */
-		hits += zs_pages_pfn_of(p, (void *)(uintptr_t)tu_rand(rng)) != ZS_PFN_NONE;
+		hits += pages_valid(p, g);
+		if (!pages_valid(p, g))
+			pages_free(p, g); /* freeing what is not in use is a no-op */
+		hits += pages_pfn_of(p, (void *)(uintptr_t)tu_rand(rng)) != ZS_PFN_NONE;
 	}
-	CHECK_EQ(zs_pages_in_use(p), 300);
+	CHECK_EQ(pages_in_use(p), 300);
 	CHECK(hits >= 0);
-	CHECK_EQ(zs_pages_pfn_of(p, NULL), ZS_PFN_NONE);
-	CHECK_EQ(zs_pages_pfn_of(p, &stack_var), ZS_PFN_NONE);
-	CHECK_EQ(zs_pages_pfn_of(p, (void *)UINTPTR_MAX), ZS_PFN_NONE);
+	CHECK_EQ(pages_pfn_of(p, NULL), ZS_PFN_NONE);
+	CHECK_EQ(pages_pfn_of(p, &stack_var), ZS_PFN_NONE);
+	CHECK_EQ(pages_pfn_of(p, (void *)UINTPTR_MAX), ZS_PFN_NONE);
 	for (int i = 300; i < 600; i++)
-		zs_pages_free(p, pf[i]);
-	zs_pages_destroy(p);
+		pages_free(p, pf[i]);
+	pages_destroy(p);
 }
 
 static void test_cache(void)
@@ -543,45 +543,45 @@ static void test_cache(void)
 	struct zs_pages_stats st;
 
 	for (int i = 0; i < 100; i++)
-		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+		REQUIRE(pages_alloc(p, &pf[i]) == 0);
 	for (int i = 0; i < 100; i++)
-		zs_pages_free(p, pf[i]);
-	zs_pages_get_stats(p, &st);
+		pages_free(p, pf[i]);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_cached, 64);
 	CHECK_EQ(st.chunks_mapped, 1);
 	/* Pages beyond the bound went back at once; hot pages are reused first, last cached first. */
 	zs_pfn_t x;
-	REQUIRE(zs_pages_alloc(p, &x) == 0);
+	REQUIRE(pages_alloc(p, &x) == 0);
 	CHECK_EQ(x, pf[63]);
-	zs_pages_free(p, x);
-	zs_pages_trim(p);
-	zs_pages_get_stats(p, &st);
+	pages_free(p, x);
+	pages_trim(p);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_cached, 0);
 	CHECK_EQ(st.chunks_mapped, 0);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 
 	p = mk(65536, 0, 0, 4);
 	for (int i = 0; i < 10; i++)
-		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+		REQUIRE(pages_alloc(p, &pf[i]) == 0);
 	for (int i = 0; i < 10; i++)
-		zs_pages_free(p, pf[i]);
-	zs_pages_get_stats(p, &st);
+		pages_free(p, pf[i]);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_cached, 4);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 
 	p = mk(4096, 0, 0, ZS_PAGES_NO_CACHE);
 	for (int i = 0; i < 10; i++)
-		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+		REQUIRE(pages_alloc(p, &pf[i]) == 0);
 	for (int i = 0; i < 10; i++)
-		zs_pages_free(p, pf[i]);
-	zs_pages_get_stats(p, &st);
+		pages_free(p, pf[i]);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_cached, 0);
 	CHECK_EQ(st.chunks_mapped, 0);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 }
 
 /*
- * zs_pages_free_bulk: same result as one zs_pages_free per page, in any
+ * pages_free_bulk: same result as one pages_free per page, in any
  * order, ignoring repeated and foreign pfns; pages beyond the cache go back
  * to the OS (RSS) and a chunk left empty is unmapped.
  */
@@ -594,10 +594,10 @@ static void test_free_bulk(uint64_t *rng)
 	struct zs_pages_stats st;
 
 	for (int i = 0; i < N; i++) {
-		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
-		fill(zs_pages_addr(p, pf[i]), 4096, pf[i]);
+		REQUIRE(pages_alloc(p, &pf[i]) == 0);
+		fill(pages_addr(p, pf[i]), 4096, pf[i]);
 	}
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.chunks_mapped, 3);
 	/* Free all of chunk 0 and the even pages of chunks 1-2, shuffled, plus junk. */
 	unsigned nb = 0;
@@ -613,23 +613,23 @@ static void test_free_bulk(uint64_t *rng)
 		batch[i] = batch[j];
 		batch[j] = t;
 	}
-	zs_pages_free_bulk(p, batch, nb);
-	zs_pages_get_stats(p, &st);
+	pages_free_bulk(p, batch, nb);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_in_use, N - nvalid);
 	CHECK_EQ(st.frees, nvalid);
 	CHECK_EQ(st.pages_cached, CACHE);
 	int ok = 1;
 	for (int i = 0; i < N; i++) {
 		int freed = i < 32 || i % 2 == 0;
-		ok &= zs_pages_valid(p, pf[i]) == !freed;
+		ok &= pages_valid(p, pf[i]) == !freed;
 		if (!freed)
-			ok &= verify(zs_pages_addr(p, pf[i]), 4096, pf[i]);
+			ok &= verify(pages_addr(p, pf[i]), 4096, pf[i]);
 	}
 	CHECK(ok);
 	/* Chunk 0 went away unless a cached page still pins it. */
 	CHECK(st.chunks_mapped == 2 || st.chunks_mapped == 3);
-	zs_pages_trim(p);
-	zs_pages_get_stats(p, &st);
+	pages_trim(p);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.chunks_mapped, 2);
 
 	/* The rest, in one call: everything is unmapped, nothing cached survives a trim. */
@@ -637,16 +637,16 @@ static void test_free_bulk(uint64_t *rng)
 	for (int i = 32; i < N; i++)
 		if (i % 2)
 			batch[nb++] = pf[i];
-	zs_pages_free_bulk(p, batch, nb);
-	zs_pages_free_bulk(p, batch, nb); /* all double frees: ignored */
-	zs_pages_free_bulk(p, batch, 0);
-	zs_pages_free_bulk(NULL, batch, nb);
-	zs_pages_trim(p);
-	zs_pages_get_stats(p, &st);
+	pages_free_bulk(p, batch, nb);
+	pages_free_bulk(p, batch, nb); /* all double frees: ignored */
+	pages_free_bulk(p, batch, 0);
+	pages_free_bulk(NULL, batch, nb);
+	pages_trim(p);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_in_use, 0);
 	CHECK_EQ(st.frees, N);
 	CHECK_EQ(st.chunks_mapped, 0);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 
 	/* Beyond the cache the memory leaves the process. */
 	size_t n = 32 * MIB / 4096;
@@ -655,22 +655,22 @@ static void test_free_bulk(uint64_t *rng)
 	p = mk(4096, 0, 0, 64);
 	size_t rss0 = zs_process_rss();
 	for (size_t i = 0; i < n; i++) {
-		REQUIRE(zs_pages_alloc(p, &big[i]) == 0);
-		memset(zs_pages_addr(p, big[i]), 0x5a, 4096);
+		REQUIRE(pages_alloc(p, &big[i]) == 0);
+		memset(pages_addr(p, big[i]), 0x5a, 4096);
 	}
 	size_t rss1 = zs_process_rss();
 	/* In batches of 7 (a zspage chain), more than ZS_FREE_BULK_MAX at the end. */
 	size_t i = 0;
 	for (; i + 7 <= n - 100; i += 7)
-		zs_pages_free_bulk(p, big + i, 7);
-	zs_pages_free_bulk(p, big + i, (unsigned)(n - i));
+		pages_free_bulk(p, big + i, 7);
+	pages_free_bulk(p, big + i, (unsigned)(n - i));
 	size_t rss2 = zs_process_rss();
 	printf("free_bulk rss: start %zu KiB, touched %zu KiB, freed %zu KiB\n", rss0 / KIB,
 	       rss1 / KIB, rss2 / KIB);
 	CHECK(rss1 >= rss0 + 30 * MIB);
 	CHECK(!RSS_MEANINGFUL || rss2 <= rss0 + MIB);
-	CHECK_EQ(zs_pages_in_use(p), 0);
-	zs_pages_destroy(p);
+	CHECK_EQ(pages_in_use(p), 0);
+	pages_destroy(p);
 	free(big);
 }
 
@@ -689,16 +689,16 @@ static void test_rss(size_t ps, size_t cache)
 	size_t rss0 = zs_process_rss();
 	CHECK(rss0 > 0);
 	for (size_t i = 0; i < n; i++) {
-		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
-		memset(zs_pages_addr(p, pf[i]), (int)(i | 1), ps);
+		REQUIRE(pages_alloc(p, &pf[i]) == 0);
+		memset(pages_addr(p, pf[i]), (int)(i | 1), ps);
 	}
 	size_t rss1 = zs_process_rss();
 	CHECK(rss1 >= rss0 + 60 * MIB);
 	for (size_t i = 0; i < n; i++)
-		zs_pages_free(p, pf[i]);
+		pages_free(p, pf[i]);
 	size_t rss_cached = zs_process_rss();
 	struct zs_pages_stats st;
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	if (cache == 0) {
 		CHECK(st.pages_cached >= n && st.pages_cached <= n + 64);
 		CHECK(!RSS_MEANINGFUL || rss_cached + MIB >= rss1);
@@ -706,16 +706,16 @@ static void test_rss(size_t ps, size_t cache)
 		CHECK(st.pages_cached <= cache);
 		CHECK(!RSS_MEANINGFUL || rss_cached <= rss0 + cache * ps + MIB);
 	}
-	zs_pages_trim(p);
+	pages_trim(p);
 	size_t rss2 = zs_process_rss();
 	printf("rss %zuK page, cache %zu: start %zu KiB, touched %zu KiB, freed %zu KiB, "
 	       "trimmed %zu KiB\n",
 	       ps / KIB, cache, rss0 / KIB, rss1 / KIB, rss_cached / KIB, rss2 / KIB);
 	CHECK(!RSS_MEANINGFUL || rss2 <= rss0 + MIB);
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.bytes_mapped, 0);
 	CHECK_EQ(st.pages_cached, 0);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 	free(pf);
 }
 
@@ -744,29 +744,29 @@ static void test_cpu_cache(void)
 	zs_pfn_t pf[300], x;
 
 	for (int i = 0; i < 300; i++)
-		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
-	zs_pages_free(p, pf[17]);
-	CHECK(!zs_pages_valid(p, pf[17]));
-	zs_pages_free(p, pf[17]); /* double free: ignored */
-	zs_pages_get_stats(p, &st);
+		REQUIRE(pages_alloc(p, &pf[i]) == 0);
+	pages_free(p, pf[17]);
+	CHECK(!pages_valid(p, pf[17]));
+	pages_free(p, pf[17]); /* double free: ignored */
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_in_use, 299);
 	CHECK_EQ(st.frees, 1);
 	CHECK(st.pages_cpu_cached >= 1);
-	REQUIRE(zs_pages_alloc(p, &x) == 0);
+	REQUIRE(pages_alloc(p, &x) == 0);
 	CHECK_EQ(x, pf[17]);
 	for (int i = 0; i < 300; i++)
-		zs_pages_free(p, pf[i]);
-	zs_pages_get_stats(p, &st);
+		pages_free(p, pf[i]);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_in_use, 0);
 	CHECK(st.pages_cached >= 300 && st.pages_cached <= 300 + 64 * (size_t)ncpu_caches());
 	CHECK(st.pages_cpu_cached >= 1 && st.pages_cpu_cached <= 64 * (size_t)ncpu_caches());
 	CHECK_EQ(st.allocs, st.frees);
-	zs_pages_trim(p);
-	zs_pages_get_stats(p, &st);
+	pages_trim(p);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_cached, 0);
 	CHECK_EQ(st.pages_cpu_cached, 0);
 	CHECK_EQ(st.chunks_mapped, 0);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 }
 
 /*
@@ -785,37 +785,37 @@ static void test_bound(void)
 	REQUIRE(pf);
 	size_t rss0 = zs_process_rss();
 	for (size_t i = 0; i < n; i++) {
-		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
-		memset(zs_pages_addr(p, pf[i]), 1, 4096);
+		REQUIRE(pages_alloc(p, &pf[i]) == 0);
+		memset(pages_addr(p, pf[i]), 1, 4096);
 	}
 	for (size_t i = 0; i < n; i++) {
-		zs_pages_free(p, pf[i]);
+		pages_free(p, pf[i]);
 		if (i % 97 == 0) {
-			zs_pages_get_stats(p, &st);
+			pages_get_stats(p, &st);
 			ok &= st.pages_cached <= bound;
 		}
 	}
 	CHECK(ok);
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	CHECK(st.pages_cached <= bound && st.pages_cached >= bound / 2);
 	CHECK_EQ(st.pages_decayed, 0);
 	size_t rss1 = zs_process_rss();
 	printf("bound %zu pages: RSS start %zu KiB, after freeing %zu pages %zu KiB\n", bound,
 	       rss0 / KIB, n, rss1 / KIB);
 	CHECK(!RSS_MEANINGFUL || rss1 <= rss0 + bound * 4096 + MIB);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 	free(pf);
 }
 
 /*
  * The decay: cached pages unused for decay_ms leave on the next call that
- * looks (zs_pages_decay, or lazily any 64 operations of a per-CPU cache), not
+ * looks (pages_decay, or lazily any 64 operations of a per-CPU cache), not
  * before; the per-CPU caches' own pages stay until a trim.
  */
 static void test_decay(void)
 {
 	struct zs_pages_config c = { .page_size = 4096, .decay_ms = 40 };
-	struct zs_pages *p = zs_pages_create(&c);
+	struct zs_pages *p = pages_create(&c);
 	struct zs_pages_stats st;
 	enum { N = 4000 };
 	static zs_pfn_t pf[N];
@@ -823,19 +823,19 @@ static void test_decay(void)
 	REQUIRE(p);
 	size_t rss0 = zs_process_rss();
 	for (int i = 0; i < N; i++) {
-		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
-		memset(zs_pages_addr(p, pf[i]), 2, 4096);
+		REQUIRE(pages_alloc(p, &pf[i]) == 0);
+		memset(pages_addr(p, pf[i]), 2, 4096);
 	}
 	for (int i = 0; i < N; i++)
-		zs_pages_free(p, pf[i]);
-	zs_pages_decay(p); /* too early: nothing goes */
-	zs_pages_get_stats(p, &st);
+		pages_free(p, pf[i]);
+	pages_decay(p); /* too early: nothing goes */
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_cached, N);
 	CHECK_EQ(st.pages_decayed, 0);
 	size_t rss1 = zs_process_rss();
 	sleep_ms(120);
-	zs_pages_decay(p);
-	zs_pages_get_stats(p, &st);
+	pages_decay(p);
+	pages_get_stats(p, &st);
 	size_t rss2 = zs_process_rss();
 	CHECK_EQ(st.pages_cached, st.pages_cpu_cached);
 	CHECK_EQ(st.pages_decayed, N - st.pages_cpu_cached);
@@ -846,19 +846,19 @@ static void test_decay(void)
 
 	/* Lazily: no explicit call, just traffic on a per-CPU cache after the delay. */
 	for (int i = 0; i < N; i++)
-		REQUIRE(zs_pages_alloc(p, &pf[i]) == 0);
+		REQUIRE(pages_alloc(p, &pf[i]) == 0);
 	for (int i = 0; i < N; i++)
-		zs_pages_free(p, pf[i]);
+		pages_free(p, pf[i]);
 	uint64_t before = st.pages_decayed;
 	sleep_ms(120);
 	for (int i = 0; i < 200; i++) {
 		zs_pfn_t x;
-		REQUIRE(zs_pages_alloc(p, &x) == 0);
-		zs_pages_free(p, x);
+		REQUIRE(pages_alloc(p, &x) == 0);
+		pages_free(p, x);
 	}
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	CHECK(st.pages_decayed >= before + N - 2 * 64 * (uint64_t)ncpu_caches());
-	zs_pages_destroy(p);
+	pages_destroy(p);
 }
 
 /* Bind this thread to the CPU it runs on (its affinity before into *old): one per-CPU cache. */
@@ -884,64 +884,64 @@ static void test_park(void)
 	cpu_set_t old;
 	pin_here(&old);
 	struct zs_pages_config pc = { .page_size = 4096, .park_chains = 1 };
-	struct zs_pages *p = zs_pages_create(&pc);
+	struct zs_pages *p = pages_create(&pc);
 	REQUIRE(p);
 	struct zs_pages_stats st;
 	static zs_pfn_t big[200][4];
 	zs_pfn_t a[5], b[5];
 	int ok = 1;
 
-	REQUIRE(zs_pages_alloc_bulk(p, 5, a) == 0);
+	REQUIRE(pages_alloc_bulk(p, 5, a) == 0);
 	for (int i = 0; i < 5; i++)
-		fill(zs_pages_addr(p, a[i]), 4096, a[i]);
-	zs_pages_free_bulk(p, a, 5);
+		fill(pages_addr(p, a[i]), 4096, a[i]);
+	pages_free_bulk(p, a, 5);
 	for (int i = 0; i < 5; i++)
-		ok &= !zs_pages_valid(p, a[i]);
+		ok &= !pages_valid(p, a[i]);
 	CHECK(ok);
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_in_use, 0);
 	CHECK(st.pages_cpu_cached >= 5);
 	size_t cpu_cached = st.pages_cpu_cached;
 	uint64_t frees = st.frees;
-	zs_pages_free_bulk(p, a, 5); /* parked already: ignored */
-	zs_pages_free(p, a[2]);
-	zs_pages_get_stats(p, &st);
+	pages_free_bulk(p, a, 5); /* parked already: ignored */
+	pages_free(p, a[2]);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_cpu_cached, cpu_cached);
 	CHECK_EQ(st.pages_in_use, 0);
 	CHECK_EQ(st.frees, frees);
 
 	/* Another length leaves the chain alone. */
-	REQUIRE(zs_pages_alloc_bulk(p, 4, b) == 0);
+	REQUIRE(pages_alloc_bulk(p, 4, b) == 0);
 	for (int i = 0; i < 4; i++)
 		for (int j = 0; j < 5; j++)
 			ok &= b[i] != a[j];
 	CHECK(ok);
-	zs_pages_free_bulk(p, b, 4);
+	pages_free_bulk(p, b, 4);
 	/* The same length: the chain, whole and in order. */
-	REQUIRE(zs_pages_alloc_bulk(p, 5, b) == 0);
+	REQUIRE(pages_alloc_bulk(p, 5, b) == 0);
 	CHECK(!memcmp(a, b, sizeof a));
 	for (int i = 0; i < 5; i++)
-		ok &= zs_pages_valid(p, b[i]) && desc_is_zero(zs_pages_desc(p, b[i]));
+		ok &= pages_valid(p, b[i]) && desc_is_zero(pages_desc(p, b[i]));
 	CHECK(ok);
-	zs_pages_free_bulk(p, b, 5);
+	pages_free_bulk(p, b, 5);
 
 	/* Many: every chain parked, the last freed handed out first. */
 	for (int k = 0; k < 200; k++)
-		REQUIRE(zs_pages_alloc_bulk(p, 4, big[k]) == 0);
+		REQUIRE(pages_alloc_bulk(p, 4, big[k]) == 0);
 	for (int k = 0; k < 200; k++)
-		zs_pages_free_bulk(p, big[k], 4);
-	zs_pages_get_stats(p, &st);
+		pages_free_bulk(p, big[k], 4);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_in_use, 0);
 	CHECK(st.pages_cpu_cached >= 800 + 5);
-	REQUIRE(zs_pages_alloc_bulk(p, 4, b) == 0);
+	REQUIRE(pages_alloc_bulk(p, 4, b) == 0);
 	CHECK(!memcmp(b, big[199], sizeof big[199]));
-	zs_pages_free_bulk(p, b, 4);
-	zs_pages_trim(p);
-	zs_pages_get_stats(p, &st);
+	pages_free_bulk(p, b, 4);
+	pages_trim(p);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.pages_cached, 0);
 	CHECK_EQ(st.pages_cpu_cached, 0);
 	CHECK_EQ(st.chunks_mapped, 0);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 	REQUIRE(sched_setaffinity(0, sizeof old, &old) == 0);
 }
 
@@ -956,31 +956,31 @@ static void test_park_decay(void)
 	cpu_set_t old;
 	pin_here(&old);
 	struct zs_pages_config pc = { .page_size = 4096, .decay_ms = 50, .park_chains = 1 };
-	struct zs_pages *p = zs_pages_create(&pc);
+	struct zs_pages *p = pages_create(&pc);
 	REQUIRE(p);
 	struct zs_pages_stats st;
 	static zs_pfn_t big[300][4];
 
 	for (int k = 0; k < 300; k++)
-		REQUIRE(zs_pages_alloc_bulk(p, 4, big[k]) == 0);
+		REQUIRE(pages_alloc_bulk(p, 4, big[k]) == 0);
 	for (int k = 0; k < 300; k++)
-		zs_pages_free_bulk(p, big[k], 4);
-	zs_pages_get_stats(p, &st);
+		pages_free_bulk(p, big[k], 4);
+	pages_get_stats(p, &st);
 	CHECK(st.pages_cpu_cached >= 1200);
 	uint64_t decayed0 = st.pages_decayed;
 	/* Busy: a single page out and back every millisecond, for eight decays. */
 	for (int i = 0; i < 400; i++) {
 		zs_pfn_t x;
-		REQUIRE(zs_pages_alloc(p, &x) == 0);
-		zs_pages_free(p, x);
+		REQUIRE(pages_alloc(p, &x) == 0);
+		pages_free(p, x);
 		sleep_ms(1);
 	}
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	printf("park decay: per-CPU cached %zu pages, decayed %llu after 400 busy ms\n",
 	       st.pages_cpu_cached, (unsigned long long)(st.pages_decayed - decayed0));
 	CHECK(st.pages_cpu_cached <= 64 * (size_t)ncpu_caches());
 	CHECK(st.pages_decayed - decayed0 >= 1200);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 	REQUIRE(sched_setaffinity(0, sizeof old, &old) == 0);
 }
 
@@ -1011,19 +1011,19 @@ static void test_bad_cache_config(void)
 {
 	struct zs_pages_config c = { .page_size = 4096, .decay_ms = ZS_PAGES_MAX_DECAY_MS + 1 };
 	errno = 0;
-	CHECK(zs_pages_create(&c) == NULL && errno == EINVAL);
+	CHECK(pages_create(&c) == NULL && errno == EINVAL);
 	c.decay_ms = ZS_PAGES_MAX_DECAY_MS;
-	struct zs_pages *p = zs_pages_create(&c);
+	struct zs_pages *p = pages_create(&c);
 	CHECK(p != NULL);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 	c.decay_ms = 0;
 	c.cache_pages = ((size_t)1 << 40) / 4096 + 1;
 	errno = 0;
-	CHECK(zs_pages_create(&c) == NULL && errno == EINVAL);
+	CHECK(pages_create(&c) == NULL && errno == EINVAL);
 	c.cache_pages = ((size_t)1 << 40) / 4096;
-	p = zs_pages_create(&c);
+	p = pages_create(&c);
 	CHECK(p != NULL);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 }
 
 /* Seeded random single/run alloc and free with per-page checksums. */
@@ -1045,52 +1045,52 @@ static void test_random(uint64_t *rng, size_t ps, size_t chunk, size_t cache)
 			unsigned n = tu_rand(rng) % 4 ? 1 : 1 + (unsigned)(tu_rand(rng) % 8);
 			if (n > ppc)
 				n = 1;
-			int rc = n == 1 && tu_rand(rng) % 2 ? zs_pages_alloc(p, &it->first)
-							    : zs_pages_alloc_run(p, n, &it->first);
+			int rc = n == 1 && tu_rand(rng) % 2 ? pages_alloc(p, &it->first)
+							    : pages_alloc_run(p, n, &it->first);
 			REQUIRE(rc == 0);
 			it->n = n;
 			it->seed = tu_rand(rng);
 			for (unsigned i = 0; i < n; i++) {
-				ok &= desc_is_zero(zs_pages_desc(p, it->first + i));
-				zs_pages_desc(p, it->first + i)->word[0] = it->seed + i;
+				ok &= desc_is_zero(pages_desc(p, it->first + i));
+				pages_desc(p, it->first + i)->word[0] = it->seed + i;
 			}
-			fill(zs_pages_addr(p, it->first), n * ps, it->seed);
+			fill(pages_addr(p, it->first), n * ps, it->seed);
 			live += n;
 		} else {
-			ok &= verify(zs_pages_addr(p, it->first), it->n * ps, it->seed);
+			ok &= verify(pages_addr(p, it->first), it->n * ps, it->seed);
 			for (unsigned i = 0; i < it->n; i++) {
-				ok &= zs_pages_desc(p, it->first + i)->word[0] == it->seed + i;
-				ok &= zs_pages_valid(p, it->first + i);
+				ok &= pages_desc(p, it->first + i)->word[0] == it->seed + i;
+				ok &= pages_valid(p, it->first + i);
 			}
 			if (it->n > 1 && tu_rand(rng) % 2) {
 				for (unsigned i = 0; i < it->n; i++)
-					zs_pages_free(p, it->first + i);
+					pages_free(p, it->first + i);
 			} else {
-				zs_pages_free_run(p, it->first, it->n);
+				pages_free_run(p, it->first, it->n);
 			}
 			it->first = ZS_PFN_NONE;
 			live -= it->n;
 		}
 		if (op % 5000 == 0)
-			zs_pages_trim(p);
-		if (zs_pages_in_use(p) != live)
+			pages_trim(p);
+		if (pages_in_use(p) != live)
 			ok = 0;
 	}
 	CHECK(ok);
 	for (int i = 0; i < SLOTS; i++) {
 		if (items[i].first == ZS_PFN_NONE)
 			continue;
-		ok &= verify(zs_pages_addr(p, items[i].first), items[i].n * ps, items[i].seed);
-		zs_pages_free_run(p, items[i].first, items[i].n);
+		ok &= verify(pages_addr(p, items[i].first), items[i].n * ps, items[i].seed);
+		pages_free_run(p, items[i].first, items[i].n);
 	}
 	CHECK(ok);
-	CHECK_EQ(zs_pages_in_use(p), 0);
-	zs_pages_trim(p);
+	CHECK_EQ(pages_in_use(p), 0);
+	pages_trim(p);
 	struct zs_pages_stats st;
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	CHECK_EQ(st.chunks_mapped, 0);
 	CHECK_EQ(st.pages_cached, 0);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 }
 
 int main(void)

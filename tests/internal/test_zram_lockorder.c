@@ -126,7 +126,7 @@ static void kept_orders(unsigned group, const char *backing)
 	zs_zram_compact(z);
 	zs_zram_reset(z);
 	zs_zram_destroy(z);
-	CHECK_EQ(zs_lockdep_depth(), 0);
+	CHECK_EQ(lockdep_depth(), 0);
 }
 
 int main(void)

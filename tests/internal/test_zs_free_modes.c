@@ -93,7 +93,7 @@ static int bad_objects(struct zs_pool *p, const struct obj *o, int n)
 static size_t provider_pages(struct zs_pool *p)
 {
 	struct zs_pages_stats st;
-	zs_pages_get_stats(p->pages, &st);
+	pages_get_stats(p->pages, &st);
 	return st.pages_in_use;
 }
 

@@ -50,7 +50,7 @@ static void case_control(void)
 	zs_mutex_unlock_ranked(&pool->pages->lock);
 	zs_spin_unlock(&class->lock);
 	zs_read_unlock(&pool->lock);
-	/* Every handle shard in address order, as zs_handles_trim does. */
+	/* Every handle shard in address order, as handles_trim does. */
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++)
 		zs_spin_lock(&pool->shards[i].lock);
 	zs_spin_lock(&pool->handle_free_lock);
@@ -106,7 +106,7 @@ static void case_two_classes(void)
 	zs_destroy_pool(pool);
 }
 
-/* Handle shards nest only in address order (zs_handles_trim's). */
+/* Handle shards nest only in address order (handles_trim's). */
 static void case_shards_backwards(void)
 {
 	unsigned long h;

@@ -154,15 +154,15 @@ static void checked_refuses_untouched(void)
 	/* A stale header from the page's last life, naming this very handle. */
 	*obj_header(p, pfn1, 1, class->size) = h | OBJ_ALLOCATED_TAG;
 	zs_read_lock(&p->lock);
-	CHECK_EQ(zs_validate_obj(p, h, obj), 0);
-	CHECK_EQ(zs_validate_obj(p, h, forged), -EINVAL);
+	CHECK_EQ(validate_obj(p, h, obj), 0);
+	CHECK_EQ(validate_obj(p, h, forged), -EINVAL);
 	zs_read_unlock(&p->lock);
 	/* Once handed out, the slot is an object like any other. */
 	unsigned long h2 = zs_malloc(p, 1000);
 	REQUIRE(!ZS_IS_ERR(h2));
 	CHECK_EQ(handle_to_obj(h2), forged);
 	zs_read_lock(&p->lock);
-	CHECK_EQ(zs_validate_obj(p, h2, forged), 0);
+	CHECK_EQ(validate_obj(p, h2, forged), 0);
 	zs_read_unlock(&p->lock);
 	CHECK_EQ(zs_free(p, h2), 0);
 	CHECK_EQ(zs_free(p, h), 0);

@@ -143,7 +143,7 @@ static void case_invalidate_under_shard(void)
 static void case_zblock_under_provider(void)
 {
 	struct zs_pages_config pc = { .page_size = PAGE };
-	struct zs_pages *p = zs_pages_create(&pc);
+	struct zs_pages *p = pages_create(&pc);
 	struct zblock_config zc;
 
 	zblock_config_init(&zc);
@@ -156,7 +156,7 @@ static void case_zblock_under_provider(void)
 	if (h)
 		zblock_free(zp, h);
 	zblock_destroy_pool(zp);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 }
 
 struct lcase {

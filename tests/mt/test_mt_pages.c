@@ -2,7 +2,7 @@
  * Concurrency test for the page provider (src/pages/pages.c): four threads
  * allocate, write, verify and free pages and runs at once, hand pages to
  * each other to free (the zram pattern: written by one CPU, freed by
- * another), and probe zs_pages_valid / zs_pages_pfn_of with garbage while
+ * another), and probe pages_valid / pages_pfn_of with garbage while
  * chunks are being mapped and unmapped.  Small chunks and a tiny cache keep
  * the map/unmap and cache paths busy.  The per-CPU cache runs add a
  * maintainer thread that trims, decays (1 ms) and reads stats while the
@@ -39,13 +39,13 @@ static atomic_size_t live_pages;
 static void fill(zs_pfn_t first, unsigned n, uint64_t seed)
 {
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t *w = zs_pages_addr(pool, first + i);
+		uint64_t *w = pages_addr(pool, first + i);
 		/* Head, tail and a stride through the page are enough to catch overlap. */
 		for (size_t j = 0; j < page_size / 8; j += 61)
 			w[j] = seed ^ (first + i) ^ (j * 0x9e3779b97f4a7c15ULL);
 		w[page_size / 8 - 1] = ~seed;
-		zs_pages_desc(pool, first + i)->word[3] = seed;
-		zs_pages_desc(pool, first + i)->next = first;
+		pages_desc(pool, first + i)->word[3] = seed;
+		pages_desc(pool, first + i)->next = first;
 	}
 }
 
@@ -53,14 +53,14 @@ static int check(zs_pfn_t first, unsigned n, uint64_t seed)
 {
 	int ok = 1;
 	for (unsigned i = 0; i < n; i++) {
-		const uint64_t *w = zs_pages_addr(pool, first + i);
+		const uint64_t *w = pages_addr(pool, first + i);
 		for (size_t j = 0; j < page_size / 8; j += 61)
 			ok &= w[j] == (seed ^ (first + i) ^ (j * 0x9e3779b97f4a7c15ULL));
 		ok &= w[page_size / 8 - 1] == ~seed;
-		ok &= zs_pages_desc(pool, first + i)->word[3] == seed;
-		ok &= zs_pages_desc(pool, first + i)->next == first;
-		ok &= zs_pages_valid(pool, first + i);
-		ok &= zs_pages_pfn_of(pool, (const char *)w + page_size / 2) == first + i;
+		ok &= pages_desc(pool, first + i)->word[3] == seed;
+		ok &= pages_desc(pool, first + i)->next == first;
+		ok &= pages_valid(pool, first + i);
+		ok &= pages_pfn_of(pool, (const char *)w + page_size / 2) == first + i;
 	}
 	return ok;
 }
@@ -86,7 +86,7 @@ static void *worker(void *arg)
 		case 0: { /* hand a page to someone else */
 			zs_pfn_t f;
 			unsigned n = 1 + (unsigned)((r >> 16) % 3);
-			if (zs_pages_alloc_run(pool, n, &f))
+			if (pages_alloc_run(pool, n, &f))
 				break;
 			fill(f, n, mb_seed(f));
 			uint64_t v = f | ((uint64_t)n << 56);
@@ -96,7 +96,7 @@ static void *worker(void *arg)
 				zs_pfn_t of = old & ((1ull << 56) - 1);
 				unsigned on = (unsigned)(old >> 56);
 				ok &= check(of, on, mb_seed(of));
-				zs_pages_free_run(pool, of, on);
+				pages_free_run(pool, of, on);
 			}
 			break;
 		}
@@ -107,24 +107,24 @@ static void *worker(void *arg)
 				zs_pfn_t of = old & ((1ull << 56) - 1);
 				unsigned on = (unsigned)(old >> 56);
 				ok &= check(of, on, mb_seed(of));
-				zs_pages_free_run(pool, of, on);
+				pages_free_run(pool, of, on);
 			}
 			break;
 		}
 		case 2: /* garbage probes race with map/unmap; must not crash or race */
-			(void)zs_pages_valid(pool, tu_rand(&rng) % 4096);
-			(void)zs_pages_valid(pool, tu_rand(&rng));
-			(void)zs_pages_pfn_of(pool, (void *)(uintptr_t)tu_rand(&rng));
+			(void)pages_valid(pool, tu_rand(&rng) % 4096);
+			(void)pages_valid(pool, tu_rand(&rng));
+			(void)pages_pfn_of(pool, (void *)(uintptr_t)tu_rand(&rng));
 			break;
 		case 3:
 			if (op % 997 == 0)
-				zs_pages_trim(pool);
+				pages_trim(pool);
 			break;
 		default:
 			if (mine[s].first == ZS_PFN_NONE) {
 				unsigned n = r >> 40 & 1 ? 1 + (unsigned)((r >> 16) % 4) : 1;
-				int rc = n == 1 ? zs_pages_alloc(pool, &mine[s].first)
-						: zs_pages_alloc_run(pool, n, &mine[s].first);
+				int rc = n == 1 ? pages_alloc(pool, &mine[s].first)
+						: pages_alloc_run(pool, n, &mine[s].first);
 				if (rc) {
 					ok = 0;
 					mine[s].first = ZS_PFN_NONE;
@@ -133,14 +133,14 @@ static void *worker(void *arg)
 				mine[s].n = n;
 				mine[s].seed = tu_rand(&rng);
 				for (unsigned i = 0; i < n; i++) {
-					const struct zs_page_desc *d = zs_pages_desc(pool, mine[s].first + i);
+					const struct zs_page_desc *d = pages_desc(pool, mine[s].first + i);
 					ok &= d->owner == NULL && d->next == 0 && d->word[3] == 0;
 				}
 				fill(mine[s].first, n, mine[s].seed);
 				atomic_fetch_add(&live_pages, n);
 			} else {
 				ok &= check(mine[s].first, mine[s].n, mine[s].seed);
-				zs_pages_free_run(pool, mine[s].first, mine[s].n);
+				pages_free_run(pool, mine[s].first, mine[s].n);
 				atomic_fetch_sub(&live_pages, mine[s].n);
 				mine[s].first = ZS_PFN_NONE;
 			}
@@ -150,7 +150,7 @@ static void *worker(void *arg)
 		if (mine[i].first == ZS_PFN_NONE)
 			continue;
 		ok &= check(mine[i].first, mine[i].n, mine[i].seed);
-		zs_pages_free_run(pool, mine[i].first, mine[i].n);
+		pages_free_run(pool, mine[i].first, mine[i].n);
 		atomic_fetch_sub(&live_pages, mine[i].n);
 	}
 	if (!ok)
@@ -167,10 +167,10 @@ static void *maintainer(void *arg)
 	struct zs_pages_stats st;
 	while (!atomic_load(&workers_done)) {
 		if (i % 3 == 0)
-			zs_pages_trim(pool);
+			pages_trim(pool);
 		else
-			zs_pages_decay(pool);
-		zs_pages_get_stats(pool, &st);
+			pages_decay(pool);
+		pages_get_stats(pool, &st);
 		if (st.pages_cached > st.pages_in_use + 1000000)
 			atomic_fetch_add(&failures, 1); /* nonsense counters */
 		i++;
@@ -186,7 +186,7 @@ static void run(uint64_t seed, size_t ps, size_t chunk, size_t cache, unsigned d
 	pthread_t th[NTHREADS], mt;
 	uint64_t seeds[NTHREADS];
 
-	pool = zs_pages_create(&c);
+	pool = pages_create(&c);
 	REQUIRE(pool);
 	page_size = ps;
 	for (int i = 0; i < MAILBOX; i++)
@@ -209,23 +209,23 @@ static void run(uint64_t seed, size_t ps, size_t chunk, size_t cache, unsigned d
 	for (int i = 0; i < MAILBOX; i++) {
 		uint64_t v = atomic_load(&mailbox[i]);
 		if (v != MB_EMPTY)
-			zs_pages_free_run(pool, v & ((1ull << 56) - 1), (unsigned)(v >> 56));
+			pages_free_run(pool, v & ((1ull << 56) - 1), (unsigned)(v >> 56));
 	}
 	CHECK_EQ(atomic_load(&live_pages), 0);
-	CHECK_EQ(zs_pages_in_use(pool), 0);
-	zs_pages_trim(pool);
+	CHECK_EQ(pages_in_use(pool), 0);
+	pages_trim(pool);
 	struct zs_pages_stats st;
-	zs_pages_get_stats(pool, &st);
+	pages_get_stats(pool, &st);
 	CHECK_EQ(st.pages_in_use, 0);
 	CHECK_EQ(st.chunks_mapped, 0);
 	CHECK_EQ(st.pages_cached, 0);
 	CHECK_EQ(st.allocs, st.frees);
 	CHECK_EQ(st.failed_allocs, 0);
-	zs_pages_destroy(pool);
+	pages_destroy(pool);
 }
 
 /*
- * zs_pages_trim waits for the pages other threads took for release and have
+ * pages_trim waits for the pages other threads took for release and have
  * not given back yet (pages RELEASING), so what it reports when it returns
  * is exact: a churner frees pages one at a time with no cache (each free is
  * its own release) while the main thread trims and reads the stats.  Before
@@ -241,10 +241,10 @@ static void *churner(void *arg)
 
 	while (!atomic_load(&churn_stop)) {
 		unsigned n = 0;
-		while (n < 16 && zs_pages_alloc(p, &v[n]) == 0)
+		while (n < 16 && pages_alloc(p, &v[n]) == 0)
 			n++;
 		for (unsigned i = 0; i < n; i++)
-			zs_pages_free(p, v[i]);
+			pages_free(p, v[i]);
 	}
 	return NULL;
 }
@@ -253,7 +253,7 @@ static void test_trim_inflight(void)
 {
 	struct zs_pages_config c = { .page_size = 4096, .chunk_bytes = 64 * 1024,
 				     .cache_pages = ZS_PAGES_NO_CACHE };
-	struct zs_pages *p = zs_pages_create(&c);
+	struct zs_pages *p = pages_create(&c);
 	pthread_t t;
 	int trims_ok = 0;
 
@@ -262,20 +262,20 @@ static void test_trim_inflight(void)
 	for (int i = 0; i < 200; i++) {
 		struct zs_pages_stats st;
 
-		zs_pages_trim(p);
-		zs_pages_get_stats(p, &st);
+		pages_trim(p);
+		pages_get_stats(p, &st);
 		/* at most the churner's 16 live pages, in at most 16 chunks */
 		trims_ok += st.pages_in_use <= 16 && st.chunks_mapped <= 16;
 	}
 	atomic_store(&churn_stop, 1);
 	pthread_join(t, NULL);
-	zs_pages_trim(p);
+	pages_trim(p);
 	struct zs_pages_stats st;
-	zs_pages_get_stats(p, &st);
+	pages_get_stats(p, &st);
 	CHECK_EQ(trims_ok, 200);
 	CHECK_EQ(st.pages_in_use, 0);
 	CHECK_EQ(st.chunks_mapped, 0);
-	zs_pages_destroy(p);
+	pages_destroy(p);
 }
 
 int main(void)

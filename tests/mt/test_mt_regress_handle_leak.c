@@ -403,7 +403,7 @@ static void stash_paths(void)
 	c.checked = 1;
 	c.deferred_worker = -1;
 	/* Counts below assume a freshly carved chunk, not one re-carved from an earlier pool's record. */
-	zs_handle_gen_forget();
+	handle_gen_forget();
 	struct zs_pool *pool = zs_create_pool(&c);
 	REQUIRE(pool);
 	unsigned long *h = calloc(N, sizeof(*h));

@@ -83,7 +83,7 @@ static void same_zspages_back(void)
 	unsigned long h[N];
 	zs_pfn_t first[N];
 	fill(pool, h, N, 0x11);
-	size_t pages = zs_get_total_pages(pool), in_use = zs_pages_in_use(pool->pages);
+	size_t pages = zs_get_total_pages(pool), in_use = pages_in_use(pool->pages);
 	CHECK(pages > 0);
 	for (int i = 0; i < N; i++)
 		first[i] = obj_to_pfn(handle_to_obj(h[i]));
@@ -91,7 +91,7 @@ static void same_zspages_back(void)
 	free_all(pool, h, N);
 	/* Not the pool's pages any more, still the provider's: parked, not freed. */
 	CHECK_EQ(zs_get_total_pages(pool), 0);
-	CHECK_EQ(zs_pages_in_use(pool->pages), in_use);
+	CHECK_EQ(pages_in_use(pool->pages), in_use);
 	unsigned nz = parked_nr(pool);
 	CHECK(nz > 0);
 	/* A stale handle into a parked zspage is refused (checked mode). */
@@ -99,7 +99,7 @@ static void same_zspages_back(void)
 	fill(pool, h, N, 0x22);
 	CHECK_EQ(parked_nr(pool), 0);
 	CHECK_EQ(zs_get_total_pages(pool), pages);
-	CHECK_EQ(zs_pages_in_use(pool->pages), in_use); /* no page came from the provider */
+	CHECK_EQ(pages_in_use(pool->pages), in_use); /* no page came from the provider */
 	/* Every zspage came back: the same set of pages holds the objects. */
 	size_t same = 0;
 	for (int i = 0; i < N; i++) {
@@ -123,7 +123,7 @@ static void same_zspages_back(void)
 	CHECK(parked_nr(pool) > 0);
 	zs_pool_trim(pool);
 	CHECK_EQ(parked_nr(pool), 0);
-	CHECK_EQ(zs_pages_in_use(pool->pages), 0);
+	CHECK_EQ(pages_in_use(pool->pages), 0);
 	/* And the process budget is back to nothing cached, to the page: the CPUs' unsynced
 	 * counts went with them (a total stuck above the purge thread's start would never
 	 * start it again). */
@@ -136,7 +136,7 @@ static void same_zspages_back(void)
 	CHECK(parked_nr(pool) > 0);
 	zs_compact(pool);
 	CHECK_EQ(parked_nr(pool), 0);
-	CHECK_EQ(zs_pages_in_use(pool->pages), 0);
+	CHECK_EQ(pages_in_use(pool->pages), 0);
 	zs_destroy_pool(pool);
 }
 
@@ -164,7 +164,7 @@ static void decay_without_calls(void)
 	}
 	printf("decay 50 ms: %u zspages parked, none after %u ms with no call\n", nz, waited);
 	CHECK_EQ(parked_nr(pool), 0);
-	CHECK_EQ(zs_pages_in_use(pool->pages), 0);
+	CHECK_EQ(pages_in_use(pool->pages), 0);
 	zs_destroy_pool(pool);
 }
 
@@ -214,13 +214,13 @@ static void decay_past_a_kept_cache(void)
 	for (int i = 0; i < K; i++)
 		CHECK_EQ(zs_free(kp, big[i]), 0);
 	struct zs_pages_stats st;
-	zs_pages_get_stats(kp->pages, &st);
+	pages_get_stats(kp->pages, &st);
 	size_t cached = st.pages_cached;
 	waited = 0;
 	while (st.pages_cached > st.pages_cpu_cached && waited < 3000) {
 		idle_sleep_ms(20);
 		waited += 20;
-		zs_pages_get_stats(kp->pages, &st);
+		pages_get_stats(kp->pages, &st);
 	}
 	printf("past a kept cache: kernel profile %zu pages cached, %zu left after %u ms\n", cached,
 	       st.pages_cached, waited);
@@ -326,7 +326,7 @@ static void threads_with_reclaim(void)
 	CHECK_EQ(zs_pool_objects(pool), 0);
 	zs_pool_trim(pool);
 	CHECK_EQ(parked_nr(pool), 0);
-	CHECK_EQ(zs_pages_in_use(pool->pages), 0);
+	CHECK_EQ(pages_in_use(pool->pages), 0);
 	zs_destroy_pool(pool);
 }
 

@@ -5,10 +5,10 @@
 # headers' ZS_VERSION_* match the library's file version.
 # The product line: none of the harness (zs/harness.h: failure
 # injection, RSS probe, page loader, kernel-zram driver, malloc baselines'
-# registration) and none of the page provider's zs_pages_* is exported, and
+# registration) and none of the page provider's pages_* is exported, and
 # libzs runs no code of its own at load time (.init_array/.ctors).
-# Names: a global zs_ symbol of the library's objects is ZS_API, a harness
-# hook, or an internal name on tests/package/exports_internal.txt (today's, no new ones).
+# Names: a global zs_ symbol of the library's objects is ZS_API or a harness
+# hook; internal names carry their layer's prefix instead.
 # Usage: tests/package/exports.sh BUILD_DIR (run from the source root).
 set -u
 B=${1:-build}
@@ -44,34 +44,26 @@ sed -n 's/^[a-z][a-z0-9_ *]*[ *]\([a-z_][a-z0-9_]*\)(.*/\1/p' include/zs/harness
 leaked=$(comm -12 "$tmp/harness" "$tmp/exported")
 [ -z "$leaked" ] || { echo "FAIL: harness functions exported from libzs.so:" $leaked; rc=1; }
 nh=$(wc -l < "$tmp/harness")
-if grep -E '^(zs_pages_|zs_pageset_|zs_kzram_|zs_process_rss|zs_backend_register|zs_harness_)' "$tmp/exported"; then
+if grep -E '^(pages_|zs_pageset_|zs_kzram_|zs_process_rss|backend_register|zs_harness_)' "$tmp/exported"; then
 	echo "FAIL: page-provider or harness functions exported"; rc=1
 fi
 if grep -q ZS_API include/zs/harness.h; then
 	echo "FAIL: include/zs/harness.h declares ZS_API functions"; rc=1
 fi
 # The zs_ prefix is the API's: every global zs_ symbol an object of the
-# library defines is ZS_API, a harness hook, or one of the internal names
-# listed in tests/package/exports_internal.txt (today's; the list only shrinks).
+# library defines is ZS_API or a harness hook; internal functions and data
+# carry their layer's name (pages_, handle_, park_, lockdep_, ...) instead.
 # Read from libzs.a, whose members are the objects libzs.so is linked from:
 # the hidden ones are invisible in libzs.so itself.
 if [ -e "$B/libzs.a" ]; then
-	awk '!/^#/ && NF { print $1 }' tests/package/exports_internal.txt | sort -u > "$tmp/internal"
-	# The debug-only names are missing from a plain build, not stale.
-	dbg=0
-	grep -qE '^ZS_DEBUG:[A-Z]*=(ON|1|TRUE|YES)' "$B/CMakeCache.txt" 2>/dev/null && dbg=1
-	awk -v dbg=$dbg '!/^#/ && NF && (dbg || $2 != "debug") { print $1 }' tests/package/exports_internal.txt |
-		sort -u > "$tmp/internal_here"
 	nm -g --defined-only "$B/libzs.a" | awk 'NF == 3 && $3 ~ /^zs_/ { print $3 }' | sort -u > "$tmp/zsdefs"
-	new=$(comm -23 "$tmp/zsdefs" "$tmp/declared" | comm -23 - "$tmp/harness" | comm -23 - "$tmp/internal")
+	new=$(comm -23 "$tmp/zsdefs" "$tmp/declared" | comm -23 - "$tmp/harness")
 	if [ -n "$new" ]; then
-		echo "FAIL: internal functions or data named zs_ (the API's prefix) that are not ZS_API," \
-			"not in include/zs/harness.h and not in tests/package/exports_internal.txt:" $new
+		echo "FAIL: internal functions or data named zs_ (the API's prefix) that are not ZS_API" \
+			"and not in include/zs/harness.h:" $new
 		echo "  name them with their layer's prefix (pages_, zswap_, region_, ...), or declare them ZS_API"
 		rc=1
 	fi
-	gone=$(comm -13 "$tmp/zsdefs" "$tmp/internal_here")
-	[ -z "$gone" ] || echo "note: no longer defined, drop from tests/package/exports_internal.txt:" $gone
 else
 	echo "FAIL: $B/libzs.a not built (the zs_ internal-name check reads it)"; rc=1
 fi

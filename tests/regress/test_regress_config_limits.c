@@ -58,14 +58,14 @@ static void pages_case(const char *field, size_t v, int ok, struct zs_pages_conf
 {
 	SET_CASE("pages.%s = %#zx", field, v);
 	errno = 0;
-	struct zs_pages *p = zs_pages_create(&c);
+	struct zs_pages *p = pages_create(&c);
 	int err = errno;
 	EXPECT(ok, p != NULL, err);
 	if (p) {
 		zs_pfn_t pfn;
-		CHECK_EQ(zs_pages_alloc(p, &pfn), 0);
-		zs_pages_free(p, pfn);
-		zs_pages_destroy(p);
+		CHECK_EQ(pages_alloc(p, &pfn), 0);
+		pages_free(p, pfn);
+		pages_destroy(p);
 	}
 }
 

@@ -10,7 +10,7 @@
  *  - object access: read/write round trips for every class at 4K/16K/64K
  *    (spanning and huge objects included), the legacy map/unmap API;
  *  - placement and accounting: per-zspage LIFO free lists, fullness groups,
- *    compaction freeing exactly what zs_can_compact promised, the debugfs
+ *    compaction freeing exactly what can_compact promised, the debugfs
  *    table, and free modes that must not change any page count.
  * These are the behaviours replay parity with the kernel stands on, so each
  * is asserted directly rather than through a trace.
