@@ -244,10 +244,20 @@ static void event_page(struct zs_region *r, size_t i, enum ev ev)
 		if (st_owned(s)) {
 			if (!add_flag(r, i, flag[ev]))
 				continue;
-			if (ev == EV_REMOVE)
+			if (ev == EV_REMOVE) {
 				atomic_fetch_add_explicit(&r->removed, 1, memory_order_relaxed);
-			else
+			} else {
 				atomic_fetch_add_explicit(&r->unmapped, 1, memory_order_relaxed);
+				/*
+				 * Counted now, not only when the owner finishes it: the range
+				 * check looks at the flags only once ngone says there is
+				 * something to find.  A page of the region's first unmap that
+				 * a pageout held was otherwise still the application's to
+				 * the next zs_region_pageout (test_mt_region_stress,
+				 * ZS_REGION_MOVE=0: pageout and release returned 0 there).
+				 */
+				atomic_fetch_add_explicit(&r->ngone, 1, memory_order_release);
+			}
 			return;
 		}
 		if (m == ST_MOVED) {

@@ -178,7 +178,8 @@ struct zs_region {
 	struct self_zap zaps[NZAPS];   /* under ulock */
 	struct move_rec *moves;        /* under ulock: where moved pages live, newest last */
 	size_t nmoves, capmoves;
-	atomic_size_t ngone;           /* pages GONE or MOVED */
+	atomic_size_t ngone;           /* pages GONE or MOVED, or flagged so while owned (a hint for
+	                                  the range check: a page may count twice) */
 	atomic_uint move_lie;          /* zs_region_move_inject: moves left to misreport */
 	/* zs_region_pageout_hook: called with a claimed run before it is paged out */
 	void (*_Atomic pageout_hook)(void *arg, size_t first, size_t n);
