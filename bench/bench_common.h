@@ -25,6 +25,7 @@
 
 #include "json.h"
 #include "parse.h"
+#include "zs/zsmalloc.h"
 
 static inline double bench_now_ns(void)
 {
@@ -57,6 +58,29 @@ static inline unsigned bench_comp_size(uint64_t *s)
 		return 200 + (unsigned)((r >> 8) % 401);
 	unsigned a = (unsigned)((r >> 8) % 1701), b = (unsigned)((r >> 32) % 1701);
 	return 200 + a + b;
+}
+
+/*
+ * The release benches' pool contents: bench_comp_size objects from one fixed
+ * seed, until `bytes` of them or `max_objs`, handles into h.  Returns how
+ * many; exits on an allocation failure (the measurement would be void).
+ */
+static inline size_t bench_fill_pool(struct zs_pool *pool, unsigned long *h, size_t bytes,
+				     size_t max_objs)
+{
+	uint64_t seed = 0x243F6A8885A308D3ULL;
+	size_t n = 0, sum = 0;
+	while (sum < bytes && n < max_objs) {
+		unsigned sz = bench_comp_size(&seed);
+		h[n] = zs_malloc(pool, sz);
+		if (ZS_IS_ERR(h[n])) {
+			fprintf(stderr, "zs_malloc failed\n");
+			exit(1);
+		}
+		sum += sz;
+		n++;
+	}
+	return n;
 }
 
 static inline int bench_cmp_double(const void *a, const void *b)

@@ -58,18 +58,7 @@ static struct result run_once(int var, int cached, enum zs_free_mode mode, size_
 		perror("zs_create_pool");
 		exit(1);
 	}
-	uint64_t seed = 0x243F6A8885A308D3ULL;
-	size_t n = 0, sum = 0;
-	while (sum < bytes && n < max_objs) {
-		unsigned sz = bench_comp_size(&seed);
-		h[n] = zs_malloc(pool, sz);
-		if (ZS_IS_ERR(h[n])) {
-			fprintf(stderr, "zs_malloc failed\n");
-			exit(1);
-		}
-		sum += sz;
-		n++;
-	}
+	size_t n = bench_fill_pool(pool, h, bytes, max_objs);
 	if (var) {
 		/*
 		 * The queue (and worker) are created by the first zs_free_deferred of a
