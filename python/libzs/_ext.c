@@ -256,6 +256,22 @@ static PyObject *x_pool_store(PyObject *self, PyObject *const *args, Py_ssize_t 
 	return Py_BuildValue("(Okn)", args[3], h, len);
 }
 
+/*
+ * The object's first len (> 0) bytes into dst: an object split over pages is
+ * assembled there by read_begin, a whole one copied.  0, or -1 when the pool
+ * refuses the handle.
+ */
+static int read_object(struct zs_pool *p, unsigned long h, size_t len, char *dst)
+{
+	void *src = zs_obj_read_begin(p, h, len, dst);
+	if (!src)
+		return -1;
+	if (src != dst)
+		memcpy(dst, src, len);
+	zs_obj_read_end(p, h, len, src);
+	return 0;
+}
+
 /* pool_read(pool, tables, handle, length) -> bytes, or None (the caller raises). */
 static PyObject *x_pool_read(PyObject *self, PyObject *const *args, Py_ssize_t n)
 {
@@ -277,16 +293,10 @@ static PyObject *x_pool_read(PyObject *self, PyObject *const *args, Py_ssize_t n
 	PyObject *b = PyBytes_FromStringAndSize(NULL, len);
 	if (!b || !len)
 		return b;
-	char *dst = PyBytes_AsString(b);
-	/* an object split over pages is assembled straight into the bytes object */
-	void *src = zs_obj_read_begin(p, h, (size_t)len, dst);
-	if (!src) {
+	if (read_object(p, h, (size_t)len, PyBytes_AsString(b))) {
 		Py_DECREF(b);
 		Py_RETURN_NONE;
 	}
-	if (src != dst)
-		memcpy(dst, src, (size_t)len);
-	zs_obj_read_end(p, h, (size_t)len, src);
 	return b;
 }
 
@@ -313,19 +323,9 @@ static PyObject *x_pool_read_into(PyObject *self, PyObject *const *args, Py_ssiz
 		PyErr_Clear();
 		Py_RETURN_NONE;
 	}
-	PyObject *r = Py_None;
-	if (v.len >= len) {
-		void *src = len ? zs_obj_read_begin(p, h, (size_t)len, v.buf) : v.buf;
-		if (src) {
-			if (src != v.buf)
-				memcpy(v.buf, src, (size_t)len);
-			if (len)
-				zs_obj_read_end(p, h, (size_t)len, src);
-			r = NULL;
-		}
-	}
+	int ok = v.len >= len && (!len || !read_object(p, h, (size_t)len, v.buf));
 	PyBuffer_Release(&v);
-	if (r)
+	if (!ok)
 		Py_RETURN_NONE;
 	return PyLong_FromSsize_t(len);
 }
