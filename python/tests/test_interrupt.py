@@ -221,7 +221,9 @@ def test_exception_at_every_bytecode_of_store_and_free_keeps_pool_consistent():
     finally:
         sys.settrace(old_trace)
     print("bytecodes interrupted per op:", tried)
-    assert all(v > 20 for v in tried.values()), tried
+    # the counts include this test's lambdas; with the compiled module the table changes
+    # inside the C call, leaving the Pool method's few dispatch bytecodes (18-28 in all)
+    assert all(v > 10 for v in tried.values()), tried
     for h in p.handles():
         p.free(h)
     assert len(p) == 0 == _c_objects(p)
