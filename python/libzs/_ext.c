@@ -235,6 +235,7 @@ typedef struct {
 	struct chunk_slot *map;
 	size_t cap; /* a power of two, or 0 */
 	size_t chunks;
+	uint64_t mult;      /* the hash's multiplier (0, a test's: every chunk probes from 0) */
 	Py_ssize_t n;       /* live objects */
 	uint64_t nbytes;    /* their lengths, summed */
 	struct gate g;
@@ -242,7 +243,7 @@ typedef struct {
 
 static size_t chunk_home(const ObjectsObject *t, uint64_t key)
 {
-	return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & (t->cap - 1);
+	return (size_t)((key * t->mult) >> 32) & (t->cap - 1);
 }
 
 static uint64_t *chunk_find(const ObjectsObject *t, uint64_t key)
@@ -727,10 +728,11 @@ static PyObject *objects_close(PyObject *o, PyObject *unused)
 static int objects_init(PyObject *o, PyObject *args, PyObject *kw)
 {
 	ObjectsObject *t = (ObjectsObject *)o;
-	static char *kws[] = {"pool", "max_size", NULL};
+	static char *kws[] = {"pool", "max_size", "_hash_mult", NULL};
 	PyObject *pool;
 	Py_ssize_t max;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "On", kws, &pool, &max))
+	unsigned long long mult = 0x9E3779B97F4A7C15ull; /* 2^64 / golden ratio */
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "On|K", kws, &pool, &max, &mult))
 		return -1;
 	if (t->p || t->g.closed) {
 		PyErr_SetString(PyExc_RuntimeError, "already initialised");
@@ -748,6 +750,7 @@ static int objects_init(PyObject *o, PyObject *args, PyObject *kw)
 	}
 	t->p = p;
 	t->max_size = (size_t)max;
+	t->mult = mult;
 	return 0;
 }
 
