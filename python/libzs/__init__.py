@@ -619,6 +619,8 @@ _J_ADD_TAG, _J_FREE_TAG = (_J_ADD,), (_J_FREE,)
 
 class _SizeTable:
     """
+    The ctypes path's table (a source tree without the compiled module; with it, _ext.c's
+    Objects keeps the same table in C and needs no journal).
     What the C pool does not keep and Python needs: each live object's size (read() returns
     exactly what was stored), and its handle (handles(), the stale-handle message).  One
     table per C handle chunk, indexed like the chunk's 8-byte slots, so 8 bytes per handle
@@ -750,7 +752,7 @@ class Pool(_Closable):
                      zspages"); False: every zspage the class's chain length (the kernel's)
     config is the pool's config as C holds it (option names, plus "profile"); class_shards
     (the property) the copies the pool has.
-    Per object Python keeps 8 bytes (_SizeTable) beside the C pool's own cost.
+    Per object the package keeps 8 bytes (its size table) beside the C pool's own cost.
     """
 
     def __init__(self, page_size: Optional[int] = None, chain: Optional[int] = None,
@@ -787,7 +789,8 @@ class Pool(_Closable):
         # malloc got the same slot back (and close() could free the pool under a call).
         self._lock = threading.RLock()
         self._p = p
-        self._sizes: Any = _SizeTable()
+        self._x: Optional[_ext.Objects] = None   # the compiled table, when there is one
+        self._sizes = _SizeTable()
         self._journal: List[Tuple[Any, ...]] = []   # C calls not yet in _sizes (_settle)
         self._page_size = _L.need("zs_pool_page_size")(p)
         self.config = dict(_pool_config_dict(_L.need("zs_pool_get_config")(p).contents),
@@ -797,7 +800,7 @@ class Pool(_Closable):
         if _ext is not None:
             # the compiled module keeps the table itself, updated in the same C function as
             # each C call (_ext.c, "Pool objects"): no journal, one C call per object
-            self._sizes = _ext.Objects(p, self._max_size)
+            self._x = _ext.Objects(p, self._max_size)
 
     @property
     def class_shards(self) -> int:
@@ -817,6 +820,8 @@ class Pool(_Closable):
             # leave a destroyed pool for a second close() or __del__ to destroy again
             p, self._p = self._p, None
             # the compiled table refuses new calls and waits for stores in flight first
+            if self._x is not None:
+                self._x.close()
             self._sizes.close()
             if p:
                 _L.need("zs_destroy_pool")(p)
@@ -885,8 +890,9 @@ class Pool(_Closable):
         """Allocate size bytes (1..max_object_size, by default the page size); returns a
         handle.  Size 0 or above that raises ZsArgumentError (errno EINVAL / ENOSPC) before
         C is called."""
-        if _ext is not None:
-            return int(self._sizes.malloc(size))
+        x = self._x
+        if x is not None:
+            return x.malloc(size)
         return self._malloc(size)
 
     @_pool_op
@@ -903,8 +909,9 @@ class Pool(_Closable):
 
     def free(self, handle: Handle, deferred: bool = False) -> None:
         """Free an object (deferred=True: zs_free_deferred, see flush())."""
-        if _ext is not None:
-            self._sizes.free(handle, deferred)
+        x = self._x
+        if x is not None:
+            x.free(handle, deferred)
             return
         self._free(handle, deferred)
 
@@ -929,8 +936,9 @@ class Pool(_Closable):
     def write(self, handle: Handle, data: Buffer, offset: int = 0) -> None:
         """Write a bytes-like object at the start of the object (its length <= the object's
         size).  C reads the buffer in place: no copy is made on the Python side."""
-        if _ext is not None:
-            self._sizes.write(handle, data, offset)
+        x = self._x
+        if x is not None:
+            x.write(handle, data, offset)
             return
         self._write(handle, data, offset)
 
@@ -949,8 +957,9 @@ class Pool(_Closable):
         """Copy the first `length` bytes of the object (default: all of it) into the start
         of a writable contiguous buffer (bytearray, memoryview, numpy array, mmap) at least
         that long; returns the bytes copied.  No bytes object is made."""
-        if _ext is not None:
-            return self._sizes.read_into(handle, buffer, length)
+        x = self._x
+        if x is not None:
+            return x.read_into(handle, buffer, length)
         with self._lock:
             if self._journal:
                 self._sizes.settle(self._journal)
@@ -987,8 +996,9 @@ class Pool(_Closable):
     def read(self, handle: Handle, length: Optional[int] = None) -> bytes:
         """Return the first `length` bytes of the object (default: all of it, exactly the
         bytes stored: the pool records each object's length)."""
-        if _ext is not None:
-            return self._sizes.read(handle, length)
+        x = self._x
+        if x is not None:
+            return x.read(handle, length)
         with self._lock:
             if self._journal:
                 self._sizes.settle(self._journal)
@@ -1022,8 +1032,9 @@ class Pool(_Closable):
         """malloc + write: keep a bytes-like object (read in place; a non-contiguous one is
         copied once), return the handle; read(handle) gives back exactly these bytes.
         One C call (zs_malloc_write); the size limits and errors are malloc's."""
-        if _ext is not None:
-            return self._sizes.store(data)
+        x = self._x
+        if x is not None:
+            return x.store(data)
         with self._lock:
             if self._journal:
                 self._sizes.settle(self._journal)
@@ -1044,13 +1055,17 @@ class Pool(_Closable):
     @_pool_op
     def handles(self) -> List[Handle]:
         """The live handles (a new list)."""
-        return self._sizes.handles()
+        return self._table().handles()
 
     def __len__(self) -> int:
         if self._journal:
             with self._lock:
                 self._settle()
-        return self._sizes.n
+        return self._table().n
+
+    def _table(self) -> Union[_SizeTable, "_ext.Objects"]:
+        """Where the objects are counted: the compiled table, else the Python one."""
+        return self._sizes if self._x is None else self._x
 
     # -- pool --
     @_pool_op
@@ -1089,8 +1104,9 @@ class Pool(_Closable):
         _L.need("zs_pool_stats")(self._pool(), ctypes.byref(st))
         ps = self.page_size
         pages = self.total_pages()
-        used = self._sizes.nbytes
-        return {"pages": pages, "mem_bytes": pages * ps, "objects": self._sizes.n,
+        t = self._table()
+        used = t.nbytes
+        return {"pages": pages, "mem_bytes": pages * ps, "objects": t.n,
                 "object_bytes": used,
                 "utilization": used / (pages * ps) if pages else 0.0,
                 "pages_compacted": st.pages_compacted}

@@ -1,6 +1,7 @@
 /*
  * libzs._ext: the compiled half of the Python package.  It owns every call
- * made once per object (a Pool's store/read/read_into/free, a Compressor's
+ * made once per object (a Pool's store/read/read_into/write/free with the
+ * Pool's table of object lengths, a Compressor's
  * compress/decompress, and the key-value cache behind libzs.CompressedDict),
  * where ctypes cost several microseconds a call (argument conversion, a
  * Py_buffer by hand, a bytes object copied twice).  Everything configured

@@ -68,15 +68,15 @@ def test_wrong_types_raise_typeerror_or_valueerror():
         with pytest.raises(TypeError):
             p.write(h, "str")
         with pytest.raises(TypeError):
-            p._sizes.read(h, None, 3)               # too many arguments
+            p._x.read(h, None, 3)               # too many arguments
         with pytest.raises(TypeError):
-            p._sizes.read(h, size=3)                # unknown keyword
+            p._x.read(h, size=3)                # unknown keyword
         with pytest.raises(TypeError):
-            p._sizes.read()                         # no handle
+            p._x.read()                         # no handle
         # keywords reach the C methods by name
-        assert p._sizes.read(handle=h, length=2) == b"ab"
+        assert p._x.read(handle=h, length=2) == b"ab"
         buf = bytearray(3)
-        assert p._sizes.read_into(h, buffer=buf) == 3 and buf == b"abc"
+        assert p._x.read_into(h, buffer=buf) == 3 and buf == b"abc"
         assert p.read(h) == b"abc" and len(p) == 1
 
 
