@@ -820,8 +820,9 @@ class Pool(_Closable):
             # leave a destroyed pool for a second close() or __del__ to destroy again
             p, self._p = self._p, None
             # the compiled table refuses new calls and waits for stores in flight first
-            if self._x is not None:
-                self._x.close()
+            x = getattr(self, "_x", None)    # absent when __init__ stopped early
+            if x is not None:
+                x.close()
             self._sizes.close()
             if p:
                 _L.need("zs_destroy_pool")(p)

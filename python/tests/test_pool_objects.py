@@ -5,6 +5,7 @@
 # storing, reading and freeing at once (large stores run without the GIL) keep it equal to
 # the C pool, and close() from another thread waits for the stores in flight.  The ctypes
 # path (a source tree without the compiled module) is checked in a child interpreter.
+# Seeded (ZS_TEST_SEED, printed).
 import errno
 import os
 import random
@@ -314,3 +315,23 @@ def test_chunk_map_removal_when_every_chunk_collides():
                     assert t.read(x) == _pattern(live[x], 16)
         assert t.n == 0 == _c_objects(p) and t.handles() == []
         t.close()
+
+
+def test_objects_constructor_misuse():
+    with libzs.Pool() as p:
+        with pytest.raises(libzs.ZsArgumentError, match="NULL"):
+            libzs._ext.Objects(0, 4096)
+        with pytest.raises(libzs.ZsArgumentError, match="max_size"):
+            libzs._ext.Objects(p._p, 0)
+        with pytest.raises(TypeError):
+            libzs._ext.Objects("pool", 4096)
+        t = libzs._ext.Objects(p._p, 4096)
+        with pytest.raises(RuntimeError, match="already"):
+            t.__init__(p._p, 4096)
+        with pytest.raises(TypeError):
+            t.entry("h")
+        assert t.entry(2**70) == 0 and t.entry(8) == 0
+        t.close()
+        assert t.closed and t.n == 0 and t.handles() == []
+        with pytest.raises(libzs.ZsArgumentError, match="pool is closed"):
+            t.store(b"x")
