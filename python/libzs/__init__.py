@@ -111,8 +111,6 @@ _L.lib()
 try:
     from . import _ext
     _ext._init(ZsError, ZsArgumentError)
-    _x_store, _x_read, _x_read_into, _x_free = (_ext.pool_store, _ext.pool_read,
-                                                _ext.pool_read_into, _ext.pool_free)
     EXT_ERROR: Optional[str] = None
 except ImportError:   # pragma: no cover - the installed package always has it
     _ext = None  # type: ignore[assignment]
@@ -621,6 +619,8 @@ _J_ADD_TAG, _J_FREE_TAG = (_J_ADD,), (_J_FREE,)
 
 class _SizeTable:
     """
+    The ctypes path's table (a source tree without the compiled module; with it, _ext.c's
+    Objects keeps the same table in C and needs no journal).
     What the C pool does not keep and Python needs: each live object's size (read() returns
     exactly what was stored), and its handle (handles(), the stale-handle message).  One
     table per C handle chunk, indexed like the chunk's 8-byte slots, so 8 bytes per handle
@@ -694,7 +694,7 @@ class _SizeTable:
         return [(key << _H_CHUNK_SHIFT) | (i << 3) | (e & ~_H_ADDR)
                 for key, t in self._t.items() for i, e in enumerate(t) if i and e]
 
-    def clear(self) -> None:
+    def close(self) -> None:
         self._t.clear()
         self.n = self.nbytes = 0
 
@@ -752,7 +752,7 @@ class Pool(_Closable):
                      zspages"); False: every zspage the class's chain length (the kernel's)
     config is the pool's config as C holds it (option names, plus "profile"); class_shards
     (the property) the copies the pool has.
-    Per object Python keeps 8 bytes (_SizeTable) beside the C pool's own cost.
+    Per object the package keeps 8 bytes (its size table) beside the C pool's own cost.
     """
 
     def __init__(self, page_size: Optional[int] = None, chain: Optional[int] = None,
@@ -789,6 +789,7 @@ class Pool(_Closable):
         # malloc got the same slot back (and close() could free the pool under a call).
         self._lock = threading.RLock()
         self._p = p
+        self._x: Optional[_ext.Objects] = None   # the compiled table, when there is one
         self._sizes = _SizeTable()
         self._journal: List[Tuple[Any, ...]] = []   # C calls not yet in _sizes (_settle)
         self._page_size = _L.need("zs_pool_page_size")(p)
@@ -796,6 +797,10 @@ class Pool(_Closable):
                            profile=profile)
         # zs_malloc's limit (zsmalloc.h: max_object_size, 0 meaning one page)
         self._max_size = self.config["max_object_size"] or self._page_size
+        if _ext is not None:
+            # the compiled module keeps the table itself, updated in the same C function as
+            # each C call (_ext.c, "Pool objects"): no journal, one C call per object
+            self._x = _ext.Objects(p, self._max_size)
 
     @property
     def class_shards(self) -> int:
@@ -814,10 +819,14 @@ class Pool(_Closable):
             # the pointer leaves self before the C call: an exception after the call cannot
             # leave a destroyed pool for a second close() or __del__ to destroy again
             p, self._p = self._p, None
+            # the compiled table refuses new calls and waits for stores in flight first
+            x = getattr(self, "_x", None)    # absent when __init__ stopped early
+            if x is not None:
+                x.close()
+            self._sizes.close()
             if p:
                 _L.need("zs_destroy_pool")(p)
             self._journal.clear()
-            self._sizes.clear()
 
     def _settle(self) -> None:
         """
@@ -878,11 +887,17 @@ class Pool(_Closable):
         self._pool()
         return int(self._max_size)
 
-    @_pool_op
     def malloc(self, size: int) -> Handle:
         """Allocate size bytes (1..max_object_size, by default the page size); returns a
         handle.  Size 0 or above that raises ZsArgumentError (errno EINVAL / ENOSPC) before
         C is called."""
+        x = self._x
+        if x is not None:
+            return x.malloc(size)
+        return self._malloc(size)
+
+    @_pool_op
+    def _malloc(self, size: int) -> Handle:
         pool = self._pool()
         _int_arg("zs_malloc size", size, 1, self._max_size, _errno.ENOSPC)
         j = self._journal
@@ -893,16 +908,21 @@ class Pool(_Closable):
             raise ZsError(h - (1 << (8 * ctypes.sizeof(ctypes.c_ulong))), f"zs_malloc({size})")
         return int(h)
 
-    @_pool_op
     def free(self, handle: Handle, deferred: bool = False) -> None:
         """Free an object (deferred=True: zs_free_deferred, see flush())."""
+        x = self._x
+        if x is not None:
+            x.free(handle, deferred)
+            return
+        self._free(handle, deferred)
+
+    @_pool_op
+    def _free(self, handle: Handle, deferred: bool) -> None:
         size = _size_of_entry(self._entry(handle))
         fn = "zs_free_deferred" if deferred else "zs_free"
         j = self._journal
-        j.extend(zip(_J_FREE_TAG, map(_x_free, (self._p,), (handle,), (deferred,))
-                     if _ext is not None else
-                     map(_c_zs_free_deferred if deferred else _c_zs_free, (self._p,),
-                         (handle,)), (handle,), (size,)))
+        j.extend(zip(_J_FREE_TAG, map(_c_zs_free_deferred if deferred else _c_zs_free,
+                                      (self._p,), (handle,)), (handle,), (size,)))
         rc = j[-1][1]
         self._sizes.settle(j)
         if rc < 0:
@@ -914,10 +934,17 @@ class Pool(_Closable):
         look at signals; a KeyboardInterrupt during it is raised when it returns."""
         _L.need("zs_free_deferred_flush")(self._pool())
 
-    @_pool_op
     def write(self, handle: Handle, data: Buffer, offset: int = 0) -> None:
         """Write a bytes-like object at the start of the object (its length <= the object's
         size).  C reads the buffer in place: no copy is made on the Python side."""
+        x = self._x
+        if x is not None:
+            x.write(handle, data, offset)
+            return
+        self._write(handle, data, offset)
+
+    @_pool_op
+    def _write(self, handle: Handle, data: Buffer, offset: int) -> None:
         size = _size_of_entry(self._entry(handle))
         if offset != 0:
             raise ValueError("only offset 0 is supported (zs_obj_write writes from the start)")
@@ -931,13 +958,12 @@ class Pool(_Closable):
         """Copy the first `length` bytes of the object (default: all of it) into the start
         of a writable contiguous buffer (bytearray, memoryview, numpy array, mmap) at least
         that long; returns the bytes copied.  No bytes object is made."""
+        x = self._x
+        if x is not None:
+            return x.read_into(handle, buffer, length)
         with self._lock:
             if self._journal:
                 self._sizes.settle(self._journal)
-            if _ext is not None:
-                n = _x_read_into(self._p, self._sizes._t, handle, buffer, length)
-                if n is not None:
-                    return n
             return self._read_into(handle, buffer, length)
 
     def _read_into(self, handle: Handle, buffer: Buffer, length: Optional[int]) -> int:
@@ -971,15 +997,12 @@ class Pool(_Closable):
     def read(self, handle: Handle, length: Optional[int] = None) -> bytes:
         """Return the first `length` bytes of the object (default: all of it, exactly the
         bytes stored: the pool records each object's length)."""
+        x = self._x
+        if x is not None:
+            return x.read(handle, length)
         with self._lock:
             if self._journal:
                 self._sizes.settle(self._journal)
-            if _ext is not None:
-                # one C call checks the handle against the size table and reads; anything
-                # it does not take (None) goes the checked path below, which says why
-                b = _x_read(self._p, self._sizes._t, handle, length)
-                if b is not None:
-                    return b
             return self._read(handle, length)
 
     def _read(self, handle: Handle, length: Optional[int]) -> bytes:
@@ -1010,21 +1033,13 @@ class Pool(_Closable):
         """malloc + write: keep a bytes-like object (read in place; a non-contiguous one is
         copied once), return the handle; read(handle) gives back exactly these bytes.
         One C call (zs_malloc_write); the size limits and errors are malloc's."""
+        x = self._x
+        if x is not None:
+            return x.store(data)
         with self._lock:
             if self._journal:
                 self._sizes.settle(self._journal)
-            pool = self._pool()
-            if _ext is None:
-                return self._store_ctypes(pool, data)
-            j = self._journal
-            # the record is made by the same C-level call as the allocation (_settle)
-            j.extend(map(_x_store, (pool,), (data,), (self._max_size,), _J_ADD_TAG))
-            _, h, n = j[-1]
-            self._sizes.settle(j)
-            if _is_err(h):
-                raise ZsError(h - (1 << (8 * ctypes.sizeof(ctypes.c_ulong))),
-                              f"zs_malloc_write({n})")
-            return int(h)
+            return self._store_ctypes(self._pool(), data)
 
     def _store_ctypes(self, pool: Any, data: Buffer) -> Handle:
         with _borrow(data) as (p, n):
@@ -1041,13 +1056,17 @@ class Pool(_Closable):
     @_pool_op
     def handles(self) -> List[Handle]:
         """The live handles (a new list)."""
-        return self._sizes.handles()
+        return self._table().handles()
 
     def __len__(self) -> int:
         if self._journal:
             with self._lock:
                 self._settle()
-        return self._sizes.n
+        return self._table().n
+
+    def _table(self) -> Union[_SizeTable, "_ext.Objects"]:
+        """Where the objects are counted: the compiled table, else the Python one."""
+        return self._sizes if self._x is None else self._x
 
     # -- pool --
     @_pool_op
@@ -1086,8 +1105,9 @@ class Pool(_Closable):
         _L.need("zs_pool_stats")(self._pool(), ctypes.byref(st))
         ps = self.page_size
         pages = self.total_pages()
-        used = self._sizes.nbytes
-        return {"pages": pages, "mem_bytes": pages * ps, "objects": self._sizes.n,
+        t = self._table()
+        used = t.nbytes
+        return {"pages": pages, "mem_bytes": pages * ps, "objects": t.n,
                 "object_bytes": used,
                 "utilization": used / (pages * ps) if pages else 0.0,
                 "pages_compacted": st.pages_compacted}

@@ -1,6 +1,7 @@
 /*
  * libzs._ext: the compiled half of the Python package.  It owns every call
- * made once per object (a Pool's store/read/read_into/free, a Compressor's
+ * made once per object (a Pool's store/read/read_into/write/free with the
+ * Pool's table of object lengths, a Compressor's
  * compress/decompress, and the key-value cache behind libzs.CompressedDict),
  * where ctypes cost several microseconds a call (argument conversion, a
  * Py_buffer by hand, a bytes object copied twice).  Everything configured
@@ -27,6 +28,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "zs/blob.h"
 #include "zs/cache.h"
@@ -145,207 +147,6 @@ static int get_ro(PyObject *o, Py_buffer *v, const char *what)
 	return rc;
 }
 
-/* ------------------------------------------------------------------ Pool paths */
-
-/*
- * The Pool's per-object calls.  Pool (__init__.py) keeps each object's size
- * and generation in its size table (_SizeTable: a dict of chunk number ->
- * memoryview of 8-byte entries) and a journal of C calls not yet in it; the
- * Pool's lock is held around every call here.  A read looks the handle up in
- * that table itself and returns None for anything not plainly valid (wrong
- * type, unknown, stale, bad length), for the Python path to raise the precise
- * error; a store returns the journal record, made in the same C-level call
- * as the allocation (Pool._settle).
- */
-#define H_ADDR 0x0000FFFFFFFFFFF8ull /* the handle's layout: __init__.py _H_ADDR, _H_GEN */
-#define H_GEN 0x0FFF000000000006ull
-#define H_CHUNK_SHIFT 16
-
-static struct zs_pool *pool_arg(PyObject *o)
-{
-	void *p = o == Py_None ? NULL : PyLong_AsVoidPtr(o);
-	if (!p && !PyErr_Occurred())
-		raise_err(EINVAL, "pool is closed");
-	return p;
-}
-
-/* 1 and the handle's size when tables hold it live with this generation, else 0. */
-static int table_size(PyObject *tables, PyObject *hobj, unsigned long *h, size_t *size)
-{
-	if (!PyLong_CheckExact(hobj))
-		return 0;
-	unsigned long long hv = PyLong_AsUnsignedLongLong(hobj);
-	if (PyErr_Occurred()) {
-		PyErr_Clear();
-		return 0;
-	}
-	if (!hv || (hv & ~(H_ADDR | H_GEN)))
-		return 0;
-	PyObject *key = PyLong_FromUnsignedLongLong((hv & H_ADDR) >> H_CHUNK_SHIFT);
-	if (!key) {
-		PyErr_Clear();
-		return 0;
-	}
-	PyObject *t = PyDict_GetItemWithError(tables, key);
-	Py_DECREF(key);
-	if (!t) {
-		PyErr_Clear();
-		return 0;
-	}
-	Py_buffer v;
-	if (PyObject_GetBuffer(t, &v, PyBUF_SIMPLE) < 0) {
-		PyErr_Clear();
-		return 0;
-	}
-	size_t i = (size_t)(hv & ((1u << H_CHUNK_SHIFT) - 1)) >> 3;
-	uint64_t e = (size_t)v.len >= (i + 1) * 8 ? ((const uint64_t *)v.buf)[i] : 0;
-	PyBuffer_Release(&v);
-	if (!e || ((e ^ hv) & ~H_ADDR))
-		return 0;
-	*h = (unsigned long)hv;
-	*size = (size_t)((e & H_ADDR) >> 3);
-	return 1;
-}
-
-/* The requested length: None -> size; else an int in 0..size; -1 when not. */
-static Py_ssize_t length_arg(PyObject *o, size_t size)
-{
-	if (o == Py_None)
-		return (Py_ssize_t)size;
-	if (!PyLong_CheckExact(o))
-		return -1;
-	Py_ssize_t n = PyLong_AsSsize_t(o);
-	if (n == -1 && PyErr_Occurred()) {
-		PyErr_Clear();
-		return -1;
-	}
-	return n >= 0 && (size_t)n <= size ? n : -1;
-}
-
-/* pool_store(pool, data, max_size, tag) -> (tag, handle or C's error value, length). */
-static PyObject *x_pool_store(PyObject *self, PyObject *const *args, Py_ssize_t n)
-{
-	(void)self;
-	if (n != 4)
-		return PyErr_Format(PyExc_TypeError, "pool_store takes 4 arguments");
-	struct zs_pool *p = pool_arg(args[0]);
-	if (!p)
-		return NULL;
-	size_t max = PyLong_AsSize_t(args[2]);
-	if (max == (size_t)-1 && PyErr_Occurred())
-		return NULL;
-	Py_buffer v;
-	if (get_ro(args[1], &v, "data") < 0)
-		return NULL;
-	if (v.len < 1 || (size_t)v.len > max) {
-		raise_arg(v.len > 0 ? ENOSPC : EINVAL, "zs_malloc size %zd is outside 1..%zu "
-			  "(max_object_size)", v.len, max);
-		PyBuffer_Release(&v);
-		return NULL;
-	}
-	unsigned long h;
-	if (v.len >= ZSX_NOGIL_MIN) {
-		Py_BEGIN_ALLOW_THREADS
-		h = zs_malloc_write(p, v.buf, (size_t)v.len);
-		Py_END_ALLOW_THREADS
-	} else {
-		h = zs_malloc_write(p, v.buf, (size_t)v.len);
-	}
-	Py_ssize_t len = v.len;
-	PyBuffer_Release(&v);
-	return Py_BuildValue("(Okn)", args[3], h, len);
-}
-
-/*
- * The object's first len (> 0) bytes into dst: an object split over pages is
- * assembled there by read_begin, a whole one copied.  0, or -1 when the pool
- * refuses the handle.
- */
-static int read_object(struct zs_pool *p, unsigned long h, size_t len, char *dst)
-{
-	void *src = zs_obj_read_begin(p, h, len, dst);
-	if (!src)
-		return -1;
-	if (src != dst)
-		memcpy(dst, src, len);
-	zs_obj_read_end(p, h, len, src);
-	return 0;
-}
-
-/* pool_read(pool, tables, handle, length) -> bytes, or None (the caller raises). */
-static PyObject *x_pool_read(PyObject *self, PyObject *const *args, Py_ssize_t n)
-{
-	(void)self;
-	if (n != 4)
-		return PyErr_Format(PyExc_TypeError, "pool_read takes 4 arguments");
-	if (args[0] == Py_None)
-		Py_RETURN_NONE;
-	struct zs_pool *p = pool_arg(args[0]);
-	if (!p)
-		return NULL;
-	unsigned long h;
-	size_t size;
-	if (!table_size(args[1], args[2], &h, &size))
-		Py_RETURN_NONE;
-	Py_ssize_t len = length_arg(args[3], size);
-	if (len < 0)
-		Py_RETURN_NONE;
-	PyObject *b = PyBytes_FromStringAndSize(NULL, len);
-	if (!b || !len)
-		return b;
-	if (read_object(p, h, (size_t)len, PyBytes_AsString(b))) {
-		Py_DECREF(b);
-		Py_RETURN_NONE;
-	}
-	return b;
-}
-
-/* pool_read_into(pool, tables, handle, buffer, length) -> bytes copied, or None. */
-static PyObject *x_pool_read_into(PyObject *self, PyObject *const *args, Py_ssize_t n)
-{
-	(void)self;
-	if (n != 5)
-		return PyErr_Format(PyExc_TypeError, "pool_read_into takes 5 arguments");
-	if (args[0] == Py_None)
-		Py_RETURN_NONE;
-	struct zs_pool *p = pool_arg(args[0]);
-	if (!p)
-		return NULL;
-	unsigned long h;
-	size_t size;
-	if (!table_size(args[1], args[2], &h, &size))
-		Py_RETURN_NONE;
-	Py_ssize_t len = length_arg(args[4], size);
-	if (len < 0)
-		Py_RETURN_NONE;
-	Py_buffer v;
-	if (PyObject_GetBuffer(args[3], &v, PyBUF_WRITABLE) < 0) {
-		PyErr_Clear();
-		Py_RETURN_NONE;
-	}
-	int ok = v.len >= len && (!len || !read_object(p, h, (size_t)len, v.buf));
-	PyBuffer_Release(&v);
-	if (!ok)
-		Py_RETURN_NONE;
-	return PyLong_FromSsize_t(len);
-}
-
-/* pool_free(pool, handle, deferred) -> zs_free's (or zs_free_deferred's) return value. */
-static PyObject *x_pool_free(PyObject *self, PyObject *const *args, Py_ssize_t n)
-{
-	(void)self;
-	if (n != 3)
-		return PyErr_Format(PyExc_TypeError, "pool_free takes 3 arguments");
-	struct zs_pool *p = pool_arg(args[0]);
-	if (!p)
-		return NULL;
-	unsigned long h = PyLong_AsUnsignedLong(args[1]);
-	if (PyErr_Occurred())
-		return NULL;
-	int rc = PyObject_IsTrue(args[2]) ? zs_free_deferred(p, h) : zs_free(p, h);
-	return PyLong_FromLong(rc);
-}
-
 /* ------------------------------------------------------------------ gate */
 
 /*
@@ -390,6 +191,644 @@ static void gate_close_wait(struct gate *g)
 		Py_END_ALLOW_THREADS
 	}
 }
+
+/* ------------------------------------------------------------------ Pool objects */
+
+/*
+ * libzs.Pool's per-object state, what the C pool does not keep and Python
+ * needs: each live object's length (read() returns exactly what was stored)
+ * and its handle's generation (a freed or stale handle is refused by name,
+ * and handles() lists every object C holds).  It lived in Python as a size
+ * table plus a journal of C calls, so that an exception raised by a signal
+ * handler between the C call and the table update could not lose the record;
+ * here the C call and the update are one C function, which no signal handler
+ * interrupts (CPython runs them between bytecodes), so the journal is gone and
+ * a store costs one C call.  Every method runs with the GIL held, which is
+ * what orders them between threads; a store of ZSX_NOGIL_MIN bytes or more
+ * releases it around zs_malloc_write only, and records the new handle after
+ * taking it back (no other thread can name that handle before then: the
+ * table does not hold it yet, so it is refused).  close() waits for such
+ * calls in flight (the gate) before the Pool destroys the C pool.
+ *
+ * The table: one 64 KiB array per 64 KiB chunk of C handle slots, indexed like
+ * the chunk's 8-byte slots, so 8 bytes per object.  A live slot's entry is its
+ * handle's generation bits with the object's length in the address bits, a
+ * free one 0, and entry 0 (slot 0 of a chunk is never a handle) counts the
+ * chunk's live objects; an array goes with its chunk's last object.  Arrays
+ * are anonymous mappings, so a dropped one goes back to the OS at once (a
+ * 64 KiB heap block would stay resident in the middle of the heap).  The
+ * chunk number -> array map is open addressing with linear probing.
+ */
+#define H_ADDR 0x0000FFFFFFFFFFF8ull /* the handle's layout: __init__.py _H_ADDR, _H_GEN */
+#define H_GEN 0x0FFF000000000006ull
+#define H_CHUNK_SHIFT 16
+#define H_CHUNK_BYTES ((size_t)1 << H_CHUNK_SHIFT)
+
+struct chunk_slot {
+	uint64_t key1; /* chunk number + 1; 0: an empty slot */
+	uint64_t *ents;
+};
+
+typedef struct {
+	PyObject_HEAD
+	struct zs_pool *p;
+	size_t max_size;
+	struct chunk_slot *map;
+	size_t cap; /* a power of two, or 0 */
+	size_t chunks;
+	uint64_t mult;      /* the hash's multiplier (0, a test's: every chunk probes from 0) */
+	Py_ssize_t n;       /* live objects */
+	uint64_t nbytes;    /* their lengths, summed */
+	struct gate g;
+} ObjectsObject;
+
+static size_t chunk_home(const ObjectsObject *t, uint64_t key)
+{
+	return (size_t)((key * t->mult) >> 32) & (t->cap - 1);
+}
+
+static uint64_t *chunk_find(const ObjectsObject *t, uint64_t key)
+{
+	if (!t->cap)
+		return NULL;
+	for (size_t i = chunk_home(t, key);; i = (i + 1) & (t->cap - 1)) {
+		if (t->map[i].key1 == key + 1)
+			return t->map[i].ents;
+		if (!t->map[i].key1)
+			return NULL;
+	}
+}
+
+static void chunk_put(ObjectsObject *t, uint64_t key, uint64_t *ents)
+{
+	size_t i = chunk_home(t, key);
+	while (t->map[i].key1)
+		i = (i + 1) & (t->cap - 1);
+	t->map[i].key1 = key + 1;
+	t->map[i].ents = ents;
+}
+
+/* The chunk's array, made (zeroed) if it has none; NULL with MemoryError set. */
+static uint64_t *chunk_make(ObjectsObject *t, uint64_t key)
+{
+	uint64_t *e = chunk_find(t, key);
+	if (e)
+		return e;
+	if ((t->chunks + 1) * 2 > t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 16;
+		struct chunk_slot *old = t->map, *m = calloc(cap, sizeof(*m));
+		if (!m) {
+			PyErr_NoMemory();
+			return NULL;
+		}
+		size_t ocap = t->cap;
+		t->map = m;
+		t->cap = cap;
+		for (size_t i = 0; i < ocap; i++)
+			if (old[i].key1)
+				chunk_put(t, old[i].key1 - 1, old[i].ents);
+		free(old);
+	}
+	e = mmap(NULL, H_CHUNK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (e == MAP_FAILED) {
+		PyErr_NoMemory();
+		return NULL;
+	}
+	chunk_put(t, key, e);
+	t->chunks++;
+	return e;
+}
+
+/* Drop a chunk's array: remove it, then move back the entries its slot had pushed on. */
+static void chunk_drop(ObjectsObject *t, uint64_t key)
+{
+	size_t i = chunk_home(t, key);
+	while (t->map[i].key1 != key + 1)
+		i = (i + 1) & (t->cap - 1);
+	munmap(t->map[i].ents, H_CHUNK_BYTES);
+	t->map[i].key1 = 0;
+	t->chunks--;
+	for (size_t j = (i + 1) & (t->cap - 1); t->map[j].key1; j = (j + 1) & (t->cap - 1)) {
+		struct chunk_slot s = t->map[j];
+		t->map[j].key1 = 0;
+		chunk_put(t, s.key1 - 1, s.ents);
+	}
+}
+
+static void objects_drop_all(ObjectsObject *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->map[i].key1)
+			munmap(t->map[i].ents, H_CHUNK_BYTES);
+	free(t->map);
+	t->map = NULL;
+	t->cap = t->chunks = 0;
+	t->n = 0;
+	t->nbytes = 0;
+}
+
+static uint64_t entry_of(const ObjectsObject *t, uint64_t h)
+{
+	const uint64_t *e = chunk_find(t, (h & H_ADDR) >> H_CHUNK_SHIFT);
+	return e ? e[(h & (H_CHUNK_BYTES - 1)) >> 3] : 0;
+}
+
+/* Record a new object; -1 with MemoryError set when no array could be made. */
+static int record_add(ObjectsObject *t, uint64_t h, size_t len)
+{
+	uint64_t *e = chunk_make(t, (h & H_ADDR) >> H_CHUNK_SHIFT);
+	if (!e)
+		return -1;
+	e[(h & (H_CHUNK_BYTES - 1)) >> 3] = (h & ~H_ADDR) | ((uint64_t)len << 3);
+	e[0]++;
+	t->n++;
+	t->nbytes += len;
+	return 0;
+}
+
+static void record_free(ObjectsObject *t, uint64_t h, size_t len)
+{
+	uint64_t key = (h & H_ADDR) >> H_CHUNK_SHIFT;
+	uint64_t *e = chunk_find(t, key);
+	e[(h & (H_CHUNK_BYTES - 1)) >> 3] = 0;
+	t->n--;
+	t->nbytes -= len;
+	if (!--e[0])
+		chunk_drop(t, key);
+}
+
+/* ZsArgumentError(EINVAL, "handle <hex> <rest>"), the handle as Python's {h:#x} writes it. */
+static PyObject *handle_error(PyObject *hobj, const char *rest)
+{
+	PyObject *hex = PyNumber_ToBase(hobj, 16);
+	if (!hex)
+		return NULL;
+	PyObject *msg = PyUnicode_FromFormat("handle %U %s", hex, rest);
+	Py_DECREF(hex);
+	if (!msg)
+		return NULL;
+	PyObject *cls = zs_arg_error ? zs_arg_error : PyExc_ValueError;
+	PyObject *e = PyObject_CallFunction(cls, "iO", EINVAL, msg);
+	Py_DECREF(msg);
+	if (e) {
+		PyErr_SetObject(cls, e);
+		Py_DECREF(e);
+	}
+	return NULL;
+}
+
+static const char stale_msg[] = "is stale: it was freed and its slot now holds another "
+				"object (generation differs)";
+
+static int objects_open(ObjectsObject *t)
+{
+	if (t->g.closed || !t->p) {
+		raise_err(EINVAL, "pool is closed");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A handle of a live object of this pool: its value and length, or -1 with
+ * the reason raised (TypeError, not a handle, not live, stale, pool closed).
+ */
+static int handle_arg(ObjectsObject *t, PyObject *o, uint64_t *h, size_t *len)
+{
+	if (!PyLong_Check(o) || PyBool_Check(o)) {
+		type_error("handle must be an int", o);
+		return -1;
+	}
+	if (objects_open(t) < 0)
+		return -1;
+	uint64_t hv = PyLong_AsUnsignedLongLong(o);
+	if (hv == (uint64_t)-1 && PyErr_Occurred()) {
+		PyErr_Clear();
+		hv = 0; /* negative or past 64 bits */
+	}
+	if (!hv || (hv & ~(H_ADDR | H_GEN))) {
+		handle_error(o, "is not a handle");
+		return -1;
+	}
+	uint64_t e = entry_of(t, hv);
+	if (!e) {
+		handle_error(o, "is not live in this pool (freed, or never one of its handles)");
+		return -1;
+	}
+	if ((e ^ hv) & ~H_ADDR) {
+		handle_error(o, stale_msg);
+		return -1;
+	}
+	*h = hv;
+	*len = (size_t)((e & H_ADDR) >> 3);
+	return 0;
+}
+
+/* C's checked mode refused a handle the table holds live (it should not happen). */
+static PyObject *refused(PyObject *hobj, const char *what)
+{
+	char rest[160];
+	snprintf(rest, sizeof(rest), "refused by checked mode in %s (not a live handle of this "
+		 "pool)", what);
+	return handle_error(hobj, rest);
+}
+
+/* A keyword-or-positional argument of a METH_FASTCALL|METH_KEYWORDS method. */
+static int fast_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+		     const char *fn, const char *const *names, int required, int most,
+		     PyObject **out)
+{
+	for (int i = 0; i < most; i++)
+		out[i] = NULL;
+	if (nargs > most)
+		return PyErr_Format(PyExc_TypeError, "%s takes at most %d arguments (%zd given)",
+				    fn, most, nargs), -1;
+	for (Py_ssize_t i = 0; i < nargs; i++)
+		out[i] = args[i];
+	Py_ssize_t nk = kwnames ? PyTuple_Size(kwnames) : 0;
+	for (Py_ssize_t k = 0; k < nk; k++) {
+		PyObject *name = PyTuple_GetItem(kwnames, k);
+		int i = 0;
+		while (i < most && PyUnicode_CompareWithASCIIString(name, names[i]) != 0)
+			i++;
+		if (i == most || out[i])
+			return PyErr_Format(PyExc_TypeError, "%s got an unexpected or repeated "
+					    "keyword argument %R", fn, name), -1;
+		out[i] = args[nargs + k];
+	}
+	for (int i = 0; i < required; i++)
+		if (!out[i])
+			return PyErr_Format(PyExc_TypeError, "%s missing argument '%s'", fn,
+					    names[i]), -1;
+	return 0;
+}
+
+/* The requested length: None (or left out) -> len; an int in 0..len; else -1, raised. */
+static Py_ssize_t length_arg(PyObject *o, size_t len)
+{
+	if (!o || o == Py_None)
+		return (Py_ssize_t)len;
+	Py_ssize_t n = -1;
+	if (PyLong_Check(o) && !PyBool_Check(o)) {
+		n = PyLong_AsSsize_t(o);
+		if (n == -1 && PyErr_Occurred())
+			PyErr_Clear();
+	}
+	if (n >= 0 && (size_t)n <= len)
+		return n;
+	PyErr_Format(PyExc_ValueError, "length must be in 0..%zu, not %R", len, o);
+	return -1;
+}
+
+/* ZsError for the error value C returned in place of a handle. */
+static PyObject *handle_failed(unsigned long h, const char *what, size_t len)
+{
+	return raise_err(ZS_ERR(h), "%s(%zu)", what, len);
+}
+
+static PyObject *objects_store(PyObject *o, PyObject *data)
+{
+	ObjectsObject *t = (ObjectsObject *)o;
+	Py_buffer v;
+	/* the buffer first: an exporter written in Python could close the pool */
+	if (get_ro(data, &v, "data") < 0)
+		return NULL;
+	if (objects_open(t) < 0) {
+		PyBuffer_Release(&v);
+		return NULL;
+	}
+	size_t len = (size_t)v.len;
+	if (!len || len > t->max_size) {
+		raise_arg(len ? ENOSPC : EINVAL, "zs_malloc size %zu is outside 1..%zu "
+			  "(max_object_size)", len, t->max_size);
+		PyBuffer_Release(&v);
+		return NULL;
+	}
+	unsigned long h;
+	if (len >= ZSX_NOGIL_MIN) {
+		/* copying a page or more: let other threads run; close() waits for this call */
+		t->g.busy++;
+		Py_BEGIN_ALLOW_THREADS
+		h = zs_malloc_write(t->p, v.buf, len);
+		Py_END_ALLOW_THREADS
+		t->g.busy--;
+	} else {
+		h = zs_malloc_write(t->p, v.buf, len);
+	}
+	PyBuffer_Release(&v);
+	if (ZS_IS_ERR(h))
+		return handle_failed(h, "zs_malloc_write", len);
+	if (record_add(t, h, len) < 0) {
+		zs_free(t->p, h); /* not recorded: not kept */
+		return NULL;
+	}
+	return PyLong_FromUnsignedLong(h);
+}
+
+static PyObject *objects_malloc(PyObject *o, PyObject *arg)
+{
+	ObjectsObject *t = (ObjectsObject *)o;
+	if (!PyLong_Check(arg) || PyBool_Check(arg))
+		return type_error("zs_malloc size must be an int", arg);
+	if (objects_open(t) < 0)
+		return NULL;
+	int over;
+	long long v = PyLong_AsLongLongAndOverflow(arg, &over);
+	if (v == -1 && PyErr_Occurred())
+		return NULL;
+	if (over || v < 1 || (unsigned long long)v > t->max_size) {
+		int big = over > 0 || (!over && v > 0);
+		if (over)
+			return raise_arg(big ? ENOSPC : EINVAL, "zs_malloc size %s64 bits is "
+					 "outside 1..%zu", big ? "past " : "below -", t->max_size);
+		return raise_arg(big ? ENOSPC : EINVAL, "zs_malloc size %lld is outside 1..%zu",
+				 v, t->max_size);
+	}
+	unsigned long h = zs_malloc(t->p, (size_t)v);
+	if (ZS_IS_ERR(h))
+		return handle_failed(h, "zs_malloc", (size_t)v);
+	if (record_add(t, h, (size_t)v) < 0) {
+		zs_free(t->p, h);
+		return NULL;
+	}
+	return PyLong_FromUnsignedLong(h);
+}
+
+static PyObject *objects_free(PyObject *o, PyObject *const *args, Py_ssize_t nargs,
+			      PyObject *kwnames)
+{
+	ObjectsObject *t = (ObjectsObject *)o;
+	static const char *const names[] = {"handle", "deferred"};
+	PyObject *a[2];
+	if (fast_args(args, nargs, kwnames, "free", names, 1, 2, a) < 0)
+		return NULL;
+	int deferred = a[1] ? PyObject_IsTrue(a[1]) : 0;
+	if (deferred < 0)
+		return NULL;
+	uint64_t h;
+	size_t len;
+	if (handle_arg(t, a[0], &h, &len) < 0)
+		return NULL;
+	int rc = deferred ? zs_free_deferred(t->p, h) : zs_free(t->p, h);
+	if (rc < 0)
+		return refused(a[0], deferred ? "zs_free_deferred" : "zs_free");
+	record_free(t, h, len);
+	Py_RETURN_NONE;
+}
+
+/*
+ * The object's first len (> 0) bytes into dst: an object split over pages is
+ * assembled there by read_begin, a whole one copied.  0, or -1 when the pool
+ * refuses the handle.
+ */
+static int read_object(struct zs_pool *p, unsigned long h, size_t len, char *dst)
+{
+	void *src = zs_obj_read_begin(p, h, len, dst);
+	if (!src)
+		return -1;
+	if (src != dst)
+		memcpy(dst, src, len);
+	zs_obj_read_end(p, h, len, src);
+	return 0;
+}
+
+static PyObject *objects_read(PyObject *o, PyObject *const *args, Py_ssize_t nargs,
+			      PyObject *kwnames)
+{
+	ObjectsObject *t = (ObjectsObject *)o;
+	static const char *const names[] = {"handle", "length"};
+	PyObject *a[2];
+	uint64_t h;
+	size_t size;
+	if (fast_args(args, nargs, kwnames, "read", names, 1, 2, a) < 0 ||
+	    handle_arg(t, a[0], &h, &size) < 0)
+		return NULL;
+	Py_ssize_t len = length_arg(a[1], size);
+	if (len < 0)
+		return NULL;
+	PyObject *b = PyBytes_FromStringAndSize(NULL, len);
+	if (!b || !len)
+		return b;
+	if (read_object(t->p, h, (size_t)len, PyBytes_AsString(b))) {
+		Py_DECREF(b);
+		return refused(a[0], "zs_obj_read_begin");
+	}
+	return b;
+}
+
+static PyObject *objects_read_into(PyObject *o, PyObject *const *args, Py_ssize_t nargs,
+				   PyObject *kwnames)
+{
+	ObjectsObject *t = (ObjectsObject *)o;
+	static const char *const names[] = {"handle", "buffer", "length"};
+	PyObject *a[3];
+	uint64_t h;
+	size_t size;
+	if (fast_args(args, nargs, kwnames, "read_into", names, 2, 3, a) < 0 ||
+	    handle_arg(t, a[0], &h, &size) < 0)
+		return NULL;
+	Py_ssize_t len = length_arg(a[2], size);
+	if (len < 0)
+		return NULL;
+	if (PyUnicode_Check(a[1]))
+		return type_error("buffer must be a writable bytes-like object", a[1]);
+	Py_buffer v;
+	if (PyObject_GetBuffer(a[1], &v, PyBUF_WRITABLE) < 0)
+		return NULL;
+	PyObject *r = NULL;
+	/* again: an exporter written in Python could have freed the handle or closed the pool */
+	if (handle_arg(t, a[0], &h, &size) < 0) {
+		/* raised */
+	} else if (v.len < len)
+		PyErr_Format(PyExc_ValueError, "buffer of %zd bytes is shorter than %zd", v.len,
+			     len);
+	else if (len && read_object(t->p, h, (size_t)len, v.buf))
+		refused(a[0], "zs_obj_read_begin");
+	else
+		r = PyLong_FromSsize_t(len);
+	PyBuffer_Release(&v);
+	return r;
+}
+
+static PyObject *objects_write(PyObject *o, PyObject *const *args, Py_ssize_t nargs,
+			       PyObject *kwnames)
+{
+	ObjectsObject *t = (ObjectsObject *)o;
+	static const char *const names[] = {"handle", "data", "offset"};
+	PyObject *a[3];
+	uint64_t h;
+	size_t size;
+	if (fast_args(args, nargs, kwnames, "write", names, 2, 3, a) < 0 ||
+	    handle_arg(t, a[0], &h, &size) < 0)
+		return NULL;
+	if (a[2]) {
+		int zero = PyLong_Check(a[2]) && PyLong_AsLong(a[2]) == 0 && !PyErr_Occurred();
+		PyErr_Clear();
+		if (!zero)
+			return PyErr_Format(PyExc_ValueError, "only offset 0 is supported "
+					    "(zs_obj_write writes from the start)");
+	}
+	Py_buffer v;
+	if (get_ro(a[1], &v, "data") < 0)
+		return NULL;
+	PyObject *r = NULL;
+	/* again: an exporter written in Python could have freed the handle or closed the pool */
+	if (handle_arg(t, a[0], &h, &size) < 0) {
+		/* raised */
+	} else if ((size_t)v.len > size)
+		PyErr_Format(PyExc_ValueError, "%zd bytes do not fit in a %zu-byte object", v.len,
+			     size);
+	else if (zs_obj_write(t->p, h, v.buf, (size_t)v.len) < 0)
+		refused(a[0], "zs_obj_write");
+	else
+		r = Py_NewRef(Py_None);
+	PyBuffer_Release(&v);
+	return r;
+}
+
+/* entry(handle) -> the table's entry: generation bits | length << 3, 0 when not live. */
+static PyObject *objects_entry(PyObject *o, PyObject *arg)
+{
+	ObjectsObject *t = (ObjectsObject *)o;
+	uint64_t hv = PyLong_AsUnsignedLongLong(arg);
+	if (hv == (uint64_t)-1 && PyErr_Occurred()) {
+		if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+			return NULL;
+		PyErr_Clear();
+		hv = 0;
+	}
+	return PyLong_FromUnsignedLongLong(hv ? entry_of(t, hv) : 0);
+}
+
+static PyObject *objects_handles(PyObject *o, PyObject *unused)
+{
+	(void)unused;
+	ObjectsObject *t = (ObjectsObject *)o;
+	PyObject *l = PyList_New(0);
+	for (size_t c = 0; l && c < t->cap; c++) {
+		if (!t->map[c].key1)
+			continue;
+		uint64_t base = (t->map[c].key1 - 1) << H_CHUNK_SHIFT;
+		const uint64_t *e = t->map[c].ents;
+		for (size_t i = 1; i < H_CHUNK_BYTES / 8; i++) {
+			if (!e[i])
+				continue;
+			PyObject *h = PyLong_FromUnsignedLongLong(base | (i << 3) | (e[i] & ~H_ADDR));
+			if (!h || PyList_Append(l, h) < 0)
+				Py_CLEAR(l);
+			Py_XDECREF(h);
+			if (!l)
+				break;
+		}
+	}
+	return l;
+}
+
+/* close(): refuse new calls, wait for the stores in flight, drop the table. */
+static PyObject *objects_close(PyObject *o, PyObject *unused)
+{
+	(void)unused;
+	ObjectsObject *t = (ObjectsObject *)o;
+	gate_close_wait(&t->g);
+	objects_drop_all(t);
+	t->p = NULL;
+	Py_RETURN_NONE;
+}
+
+static int objects_init(PyObject *o, PyObject *args, PyObject *kw)
+{
+	ObjectsObject *t = (ObjectsObject *)o;
+	static char *kws[] = {"pool", "max_size", "_hash_mult", NULL};
+	PyObject *pool;
+	Py_ssize_t max;
+	unsigned long long mult = 0x9E3779B97F4A7C15ull; /* 2^64 / golden ratio */
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "On|K", kws, &pool, &max, &mult))
+		return -1;
+	if (t->p || t->g.closed) {
+		PyErr_SetString(PyExc_RuntimeError, "already initialised");
+		return -1;
+	}
+	void *p = PyLong_AsVoidPtr(pool);
+	if (!p) {
+		if (!PyErr_Occurred())
+			raise_err(EINVAL, "pool is NULL");
+		return -1;
+	}
+	if (max < 1) {
+		raise_err(EINVAL, "max_size %zd must be >= 1", max);
+		return -1;
+	}
+	t->p = p;
+	t->max_size = (size_t)max;
+	t->mult = mult;
+	return 0;
+}
+
+static void objects_dealloc(PyObject *o)
+{
+	PyTypeObject *tp = Py_TYPE(o);
+	objects_drop_all((ObjectsObject *)o);
+	freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+	f(o);
+	Py_DECREF(tp);
+}
+
+static PyObject *objects_n(PyObject *o, void *unused)
+{
+	(void)unused;
+	return PyLong_FromSsize_t(((ObjectsObject *)o)->n);
+}
+
+static PyObject *objects_nbytes(PyObject *o, void *unused)
+{
+	(void)unused;
+	return PyLong_FromUnsignedLongLong(((ObjectsObject *)o)->nbytes);
+}
+
+static PyObject *objects_closed(PyObject *o, void *unused)
+{
+	(void)unused;
+	return PyBool_FromLong(((ObjectsObject *)o)->g.closed);
+}
+
+#define FASTKW(f) ((PyCFunction)(void (*)(void))(f))
+
+static PyMethodDef objects_methods[] = {
+	{"store", objects_store, METH_O, "store(data) -> handle (zs_malloc_write)"},
+	{"malloc", objects_malloc, METH_O, "malloc(size) -> handle"},
+	{"free", FASTKW(objects_free), METH_FASTCALL | METH_KEYWORDS,
+	 "free(handle, deferred=False)"},
+	{"read", FASTKW(objects_read), METH_FASTCALL | METH_KEYWORDS,
+	 "read(handle, length=None) -> bytes"},
+	{"read_into", FASTKW(objects_read_into), METH_FASTCALL | METH_KEYWORDS,
+	 "read_into(handle, buffer, length=None) -> bytes copied"},
+	{"write", FASTKW(objects_write), METH_FASTCALL | METH_KEYWORDS,
+	 "write(handle, data, offset=0)"},
+	{"entry", objects_entry, METH_O, "entry(handle) -> generation | length << 3, or 0"},
+	{"handles", objects_handles, METH_NOARGS, "the live handles (a new list)"},
+	{"close", objects_close, METH_NOARGS, "refuse new calls, wait for those in flight"},
+	{NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef objects_getset[] = {
+	{"n", objects_n, NULL, "live objects", NULL},
+	{"nbytes", objects_nbytes, NULL, "their lengths, summed", NULL},
+	{"closed", objects_closed, NULL, "close() was called", NULL},
+	{NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot objects_slots[] = {
+	{Py_tp_init, objects_init},
+	{Py_tp_dealloc, objects_dealloc},
+	{Py_tp_methods, objects_methods},
+	{Py_tp_getset, objects_getset},
+	{Py_tp_new, PyType_GenericNew},
+	{0, NULL},
+};
+
+static PyType_Spec objects_spec = {
+	"libzs._ext.Objects", sizeof(ObjectsObject), 0, Py_TPFLAGS_DEFAULT, objects_slots,
+};
 
 /* ------------------------------------------------------------------ Comp */
 
@@ -870,10 +1309,10 @@ static int to_bytes_cb(const void *data, size_t len, void *arg)
  * lock with the GIL held, which cannot deadlock: a thread holding that shard's
  * lock for writing (an insert) never waits for the GIL.  The decompression
  * runs with the GIL held: releasing it would mean sizing the value first (a
- * second index lookup) to decompress into the result; on the 2-core machine,
- * loaded, the two measured within noise of each other single-threaded
- * (1.47-1.61 against 1.48-1.53 us per 1.9 KB lz4 record, python/README.md),
- * and threads reading at once are the case this gives up.
+ * second walk from key to object) to decompress into the result, which
+ * measured slower single-threaded, with or without the GIL (get/s against
+ * lz4.block.decompress(d[k]): 0.694 released, 0.736 kept, 0.824 this way;
+ * python/README.md), and threads reading at once are the case this gives up.
  */
 static PyObject *cache_lookup(CacheObject *self, const char *key, Py_ssize_t kn, int *miss)
 {
@@ -1291,10 +1730,6 @@ static PyObject *x_init(PyObject *self, PyObject *args)
 
 static PyMethodDef module_methods[] = {
 	{"_init", x_init, METH_VARARGS, "_init(ZsError, ZsArgumentError)"},
-	{"pool_store", (PyCFunction)(void (*)(void))x_pool_store, METH_FASTCALL, NULL},
-	{"pool_read", (PyCFunction)(void (*)(void))x_pool_read, METH_FASTCALL, NULL},
-	{"pool_read_into", (PyCFunction)(void (*)(void))x_pool_read_into, METH_FASTCALL, NULL},
-	{"pool_free", (PyCFunction)(void (*)(void))x_pool_free, METH_FASTCALL, NULL},
 	{"train_dict", x_train_dict, METH_VARARGS,
 	 "train_dict(samples, dict_size) -> a zstd dictionary (bytes)"},
 	{NULL, NULL, 0, NULL},
@@ -1304,6 +1739,11 @@ static int module_exec(PyObject *m)
 {
 	PyObject *t = PyType_FromSpec(&comp_spec);
 	if (!t || PyModule_AddObject(m, "Comp", t) < 0) {
+		Py_XDECREF(t);
+		return -1;
+	}
+	t = PyType_FromSpec(&objects_spec);
+	if (!t || PyModule_AddObject(m, "Objects", t) < 0) {
 		Py_XDECREF(t);
 		return -1;
 	}
