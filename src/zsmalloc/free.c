@@ -91,8 +91,17 @@ void free_tail(struct zs_pool *pool, unsigned long tail)
 /*
  * Owned pools (owned.c; never checked mode): an object in a zspage this
  * thread's heap owns goes back onto that zspage's free list and its handle
- * into the heap's cache, under the heap's lock alone.  0: not ours (no
- * heap, or another thread's or a class's zspage): the class path frees it.
+ * into the heap's cache, between heap_enter and heap_exit (no locked
+ * instruction).  0: not ours (no heap, a revoker at work, or another
+ * thread's or a class's zspage): the class path frees it.
+ *
+ * Only compaction moves objects (and writes the descriptors of the zspages
+ * it makes), and it revokes this heap after raising its flag and before it
+ * moves any: with the flag down inside heap_enter's window, the obj and the
+ * page descriptor read here are current and stay so until heap_exit (the
+ * revoker waits for it; the flag is read after revoke, so a compactor that
+ * raised it before the barrier is seen).  With one running, the class path
+ * re-reads the obj under the class lock.
  */
 static inline __attribute__((always_inline)) int free_owned(struct zs_pool *pool,
 							    unsigned long handle)
@@ -100,26 +109,21 @@ static inline __attribute__((always_inline)) int free_owned(struct zs_pool *pool
 	struct zs_heap *h = zs_heap_mine(pool);
 	if (zs_unlikely(!h))
 		return 0;
-	zs_spin_lock(&h->lock);
-	/*
-	 * Only compaction moves objects, and it revokes this heap (waiting for
-	 * its lock) before it moves any: with no compaction running, the obj
-	 * and its page descriptor read here are current, and stay so while the
-	 * lock is held.  With one running, the class path re-reads the obj.
-	 */
+	if (zs_unlikely(!heap_enter(h)))
+		return 0;
 	if (zs_unlikely(atomic_load_explicit(&pool->compaction_in_progress, memory_order_acquire))) {
-		zs_spin_unlock(&h->lock);
+		heap_exit(h);
 		return 0;
 	}
 	unsigned long obj = handle_to_obj(handle);
 	struct zspage *z = obj_to_zspage(pool, obj);
 	if (zs_unlikely(zspage_heap_id(z) != h->id)) {
-		zs_spin_unlock(&h->lock);
+		heap_exit(h);
 		return 0;
 	}
 	zs_heap_obj_free(pool, h, z, obj);
 	zs_heap_handle_put(pool, h, handle);
-	zs_spin_unlock(&h->lock);
+	heap_exit(h);
 	return 1;
 }
 

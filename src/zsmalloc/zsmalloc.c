@@ -531,12 +531,25 @@ static unsigned long malloc_failed(struct zs_pool *pool, size_t size, int retrie
 				      : malloc_small(pool, size, 1, src);
 }
 
+/* malloc_owned's slow step (in an operation): a handle in the cache and a current zspage with
+ * a free slot, or NULL (the class path; the cache keeps what it took). */
+static __attribute__((noinline)) struct zspage *malloc_owned_refill(struct zs_pool *pool,
+								    struct zs_heap *h, int index)
+{
+	if (!h->hl.n && !heap_handles_refill(pool, h))
+		return NULL;
+	struct zspage *z = h->cls[index].cur;
+	if (z && (z->freeobj != FREEOBJ_END || z->untouched < z->objs))
+		return z;
+	return heap_refill(pool, h, index);
+}
+
 /*
  * Owned pools (owned.c): the object takes the next free slot of this
  * thread's current zspage of its class, and its handle the heap's cache,
- * under the heap's lock alone; the copy runs after it, under a write pin.  0: no
- * heap, a one-object class, a compaction running or no pages: the class
- * path takes it.
+ * between heap_enter and heap_exit (no locked instruction); the copy runs
+ * after heap_exit, under a write pin.  0: no heap, a revoker at work, a
+ * one-object class, a compaction running or no pages: the class path takes it.
  */
 static inline __attribute__((always_inline)) unsigned long malloc_owned(struct zs_pool *pool,
 									size_t size,
@@ -546,20 +559,18 @@ static inline __attribute__((always_inline)) unsigned long malloc_owned(struct z
 	if (zs_unlikely(!h))
 		return 0;
 	int index = pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3];
-	zs_spin_lock(&h->lock);
-	unsigned long handle = zs_heap_handle_get(pool, h);
-	if (zs_unlikely(!handle))
-		goto out;
+	if (zs_unlikely(!heap_enter(h)))
+		return 0;
 	struct zs_heap_class *c = &h->cls[index];
 	struct zspage *z = c->cur;
-	if (zs_unlikely(!z || (z->freeobj == FREEOBJ_END && z->untouched == z->objs))) {
-		z = heap_refill(pool, h, index);
+	if (zs_unlikely(!z || (z->freeobj == FREEOBJ_END && z->untouched == z->objs) || !h->hl.n)) {
+		z = malloc_owned_refill(pool, h, index);
 		if (!z) {
-			zs_heap_handle_put(pool, h, handle);
-			handle = 0;
-			goto out;
+			heap_exit(h);
+			return 0;
 		}
 	}
+	unsigned long handle = list_pop(&h->hl);
 	unsigned idx = z->freeobj;
 	int fresh = idx == FREEOBJ_END;
 	if (fresh)
@@ -575,36 +586,35 @@ static inline __attribute__((always_inline)) unsigned long malloc_owned(struct z
 	*hdr = handle | OBJ_ALLOCATED_TAG;
 	z->inuse++;
 	record_obj(handle, location_to_obj(c->pfn[pi], z->class_idx, idx));
-	if (src) {
-		/*
-		 * The copy runs without the heap lock (the source may fault, into a
-		 * region whose handler compacts this pool: a revocation would wait
-		 * for this thread), under write_new's pin, so a compactor that took
-		 * the zspage back meanwhile does not move the object before its
-		 * contents are in.
-		 */
-		size_t first = pool->page_size - off - ZS_HANDLE_SIZE;
-		char *next = size > first ? c->addr[pi + 1] : NULL; /* heap state: read under its lock */
-		struct zs_wpin *pin = zs_wpin_take(z);
-		if (zs_unlikely(!pin))
-			zs_zspage_read_lock(&z->lock);
-		zs_spin_unlock(&h->lock);
-		/* A slot of a small class ends in the chain's next page at the latest; the header never
-		 * crosses (slot sizes are multiples of 8). */
-		if (zs_likely(!next)) {
-			memcpy(a + ZS_HANDLE_SIZE, src, size);
-		} else {
-			memcpy(a + ZS_HANDLE_SIZE, src, first);
-			memcpy(next, (const char *)src + first, size - first);
-		}
-		if (zs_likely(pin))
-			zs_wpin_drop(pin);
-		else
-			zs_zspage_read_unlock(&z->lock);
+	if (!src) {
+		heap_exit(h);
 		return handle;
 	}
-out:
-	zs_spin_unlock(&h->lock);
+	/*
+	 * The copy runs after heap_exit (the source may fault, into a region
+	 * whose handler compacts this pool: a revocation would wait for this
+	 * thread), under write_new's pin, set before heap_exit so that a
+	 * revoker that takes the zspage back sees it and a compactor does not
+	 * move the object before its contents are in.
+	 */
+	size_t first = pool->page_size - off - ZS_HANDLE_SIZE;
+	char *next = size > first ? c->addr[pi + 1] : NULL; /* heap state: read before heap_exit */
+	struct zs_wpin *pin = zs_wpin_take(z);
+	if (zs_unlikely(!pin))
+		zs_zspage_read_lock(&z->lock);
+	heap_exit(h);
+	/* A slot of a small class ends in the chain's next page at the latest; the header never
+	 * crosses (slot sizes are multiples of 8). */
+	if (zs_likely(!next)) {
+		memcpy(a + ZS_HANDLE_SIZE, src, size);
+	} else {
+		memcpy(a + ZS_HANDLE_SIZE, src, first);
+		memcpy(next, (const char *)src + first, size - first);
+	}
+	if (zs_likely(pin))
+		zs_wpin_drop(pin);
+	else
+		zs_zspage_read_unlock(&z->lock);
 	return handle;
 }
 
