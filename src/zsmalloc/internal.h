@@ -263,7 +263,8 @@ struct zs_pool {
 	 * the global heap lock (owned.c).
 	 */
 	int owned;
-	int free_flags;                 /* cfg.checked, or 2 when owned (zs_free's first test) */
+	int free_flags;                 /* cfg.checked */
+	unsigned long free_limit;       /* zs_free's first test: (unsigned long)-4096, or 0 when owned */
 	unsigned small_limit;
 	uint64_t heap_key;
 	struct zs_heap *heaps;

@@ -541,7 +541,8 @@ void heaps_pool_init(struct zs_pool *pool)
 	pool->owned = ZS_OWNED_ZSPAGES && pool->cfg.free_mode != ZS_FREE_POOL_LOCK &&
 		      !pool->cfg.checked && pool->cfg.fit_zspages;
 	pool->small_limit = pool->owned ? 0 : pool->page_size;
-	pool->free_flags = pool->owned ? 2 : pool->cfg.checked;
+	pool->free_flags = pool->cfg.checked;
+	pool->free_limit = pool->owned ? 0 : (unsigned long)-4096;
 	pool->heap_key = atomic_fetch_add_explicit(&heap_keys, 1, memory_order_relaxed);
 	pool->heaps = NULL;
 }

@@ -531,45 +531,37 @@ static unsigned long malloc_failed(struct zs_pool *pool, size_t size, int retrie
 				      : malloc_small(pool, size, 1, src);
 }
 
-/* malloc_owned's slow step (in an operation): a handle in the cache and a current zspage with
- * a free slot, or NULL (the class path; the cache keeps what it took). */
-static __attribute__((noinline)) struct zspage *malloc_owned_refill(struct zs_pool *pool,
-								    struct zs_heap *h, int index)
+/* An owned pool's object the heap could not place: the class path, or a multi-page one. */
+static __attribute__((noinline)) unsigned long malloc_off_slow(struct zs_pool *pool, size_t size,
+							       const void *src)
 {
-	if (!h->hl.n && !heap_handles_refill(pool, h))
-		return NULL;
-	struct zspage *z = h->cls[index].cur;
-	if (z && (z->freeobj != FREEOBJ_END || z->untouched < z->objs))
-		return z;
-	return heap_refill(pool, h, index);
+	if (size > pool->page_size)
+		return src ? malloc_write_large(pool, src, size) : malloc_large(pool, size, 0);
+	return malloc_small(pool, size, 0, src);
+}
+
+/* An object's contents across two pages of its zspage (a third of them, at sizes to a page). */
+static __attribute__((noinline)) void copy_split(char *a, char *next, size_t first, const void *src,
+						 size_t size)
+{
+	memcpy(a, src, first);
+	memcpy(next, (const char *)src + first, size - first);
 }
 
 /*
- * Owned pools (owned.c): the object takes the next free slot of this
- * thread's current zspage of its class, and its handle the heap's cache,
- * between heap_enter and heap_exit (no locked instruction); the copy runs
- * after heap_exit, under a write pin.  0: no heap, a revoker at work, a
- * one-object class, a compaction running or no pages: the class path takes it.
+ * Owned pools (owned.c), in an operation, the class's current zspage with
+ * a free slot and a handle in the cache: the object takes the next free
+ * slot and the handle; the copy runs after heap_exit, under a write pin
+ * set before it, so that a revoker that takes the zspage back sees the pin
+ * and a compactor does not move the object before its contents are in.
+ * The copy must not run in the operation: the source may fault, into a
+ * region whose handler compacts this pool, and the revocation would wait
+ * for this thread.
  */
-static inline __attribute__((always_inline)) unsigned long malloc_owned(struct zs_pool *pool,
-									size_t size,
-									const void *src)
+static inline __attribute__((always_inline)) unsigned long
+owned_place(struct zs_pool *pool, struct zs_heap *h, struct zs_heap_class *c, struct zspage *z,
+	    size_t size, const void *src)
 {
-	struct zs_heap *h = zs_heap_mine(pool);
-	if (zs_unlikely(!h))
-		return 0;
-	int index = pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3];
-	if (zs_unlikely(!heap_enter(h)))
-		return 0;
-	struct zs_heap_class *c = &h->cls[index];
-	struct zspage *z = c->cur;
-	if (zs_unlikely(!z || (z->freeobj == FREEOBJ_END && z->untouched == z->objs) || !h->hl.n)) {
-		z = malloc_owned_refill(pool, h, index);
-		if (!z) {
-			heap_exit(h);
-			return 0;
-		}
-	}
 	unsigned long handle = list_pop(&h->hl);
 	unsigned idx = z->freeobj;
 	int fresh = idx == FREEOBJ_END;
@@ -590,13 +582,6 @@ static inline __attribute__((always_inline)) unsigned long malloc_owned(struct z
 		heap_exit(h);
 		return handle;
 	}
-	/*
-	 * The copy runs after heap_exit (the source may fault, into a region
-	 * whose handler compacts this pool: a revocation would wait for this
-	 * thread), under write_new's pin, set before heap_exit so that a
-	 * revoker that takes the zspage back sees it and a compactor does not
-	 * move the object before its contents are in.
-	 */
 	size_t first = pool->page_size - off - ZS_HANDLE_SIZE;
 	char *next = size > first ? c->addr[pi + 1] : NULL; /* heap state: read before heap_exit */
 	struct zs_wpin *pin = zs_wpin_take(z);
@@ -605,12 +590,10 @@ static inline __attribute__((always_inline)) unsigned long malloc_owned(struct z
 	heap_exit(h);
 	/* A slot of a small class ends in the chain's next page at the latest; the header never
 	 * crosses (slot sizes are multiples of 8). */
-	if (zs_likely(!next)) {
+	if (zs_likely(!next))
 		memcpy(a + ZS_HANDLE_SIZE, src, size);
-	} else {
-		memcpy(a + ZS_HANDLE_SIZE, src, first);
-		memcpy(next, (const char *)src + first, size - first);
-	}
+	else
+		copy_split(a + ZS_HANDLE_SIZE, next, first, src, size);
 	if (zs_likely(pin))
 		zs_wpin_drop(pin);
 	else
@@ -618,27 +601,61 @@ static inline __attribute__((always_inline)) unsigned long malloc_owned(struct z
 	return handle;
 }
 
-/* An owned pool's object the heap could not place: the class path, or a multi-page one. */
-static __attribute__((noinline)) unsigned long malloc_off_slow(struct zs_pool *pool, size_t size,
-							       const void *src)
+/*
+ * malloc_owned's rare steps: no heap in slot 0 yet, a revoker at work or
+ * HEAP_FENCED, an empty handle cache, a current zspage without a free slot.
+ * Each ends in owned_place or the class path.
+ */
+static __attribute__((noinline)) unsigned long malloc_owned_slow(struct zs_pool *pool, size_t size,
+								 const void *src, int entered)
 {
-	if (size > pool->page_size)
-		return src ? malloc_write_large(pool, src, size) : malloc_large(pool, size, 0);
-	return malloc_small(pool, size, 0, src);
+	struct zs_heap *h = entered ? heap_tls.heap[0] : zs_heap_mine(pool);
+	if (!entered) {
+		if (!h)
+			return malloc_off_slow(pool, size, src);
+		if (atomic_load_explicit(&h->busy, memory_order_relaxed))
+			return malloc_off_slow(pool, size, src); /* nested (heap_enter) */
+		atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+	}
+	if (atomic_load_explicit(&h->revoke, memory_order_acquire) && !heap_enter_slow(h))
+		return malloc_off_slow(pool, size, src);
+	int index = pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3];
+	struct zs_heap_class *c = &h->cls[index];
+	struct zspage *z = c->cur;
+	if ((!h->hl.n && !heap_handles_refill(pool, h)) ||
+	    (!(z && (z->freeobj != FREEOBJ_END || z->untouched < z->objs)) &&
+	     !(z = heap_refill(pool, h, index)))) {
+		heap_exit(h);
+		return malloc_off_slow(pool, size, src);
+	}
+	return owned_place(pool, h, c, z, size, src);
 }
 
 /* Past zs_malloc's one size test: a multi-page object, or any size in an owned pool. */
 static __attribute__((noinline)) unsigned long malloc_off(struct zs_pool *pool, size_t size,
 							  const void *src)
 {
-	if (zs_unlikely(!size))
-		return (unsigned long)-EINVAL; /* zs_malloc_write's (zs_malloc refuses it first) */
-	if (zs_likely(size <= pool->page_size)) {
-		unsigned long h = malloc_owned(pool, size, src);
-		if (zs_likely(h))
-			return h;
+	if (zs_unlikely(size - 1 >= pool->page_size)) {
+		if (!size)
+			return (unsigned long)-EINVAL; /* zs_malloc_write's (zs_malloc refuses it first) */
+		return malloc_off_slow(pool, size, src);
 	}
-	return malloc_off_slow(pool, size, src);
+	/* Owned pools: this thread's heap (owned.c), every rare case out of line. */
+	if (zs_unlikely(heap_tls.key[0] != pool->heap_key))
+		return malloc_owned_slow(pool, size, src, 0);
+	struct zs_heap *h = heap_tls.heap[0];
+	if (zs_unlikely(!h || atomic_load_explicit(&h->busy, memory_order_relaxed)))
+		return malloc_off_slow(pool, size, src); /* no heap to be had, or nested (heap_enter) */
+	atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	if (zs_unlikely(atomic_load_explicit(&h->revoke, memory_order_acquire)))
+		return malloc_owned_slow(pool, size, src, 1);
+	struct zs_heap_class *c = &h->cls[pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3]];
+	struct zspage *z = c->cur;
+	if (zs_unlikely(!z || (z->freeobj == FREEOBJ_END && z->untouched == z->objs) || !h->hl.n))
+		return malloc_owned_slow(pool, size, src, 1);
+	return owned_place(pool, h, c, z, size, src);
 }
 
 unsigned long zs_malloc(struct zs_pool *pool, size_t size)
