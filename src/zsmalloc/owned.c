@@ -159,8 +159,7 @@ static struct zspage *set_cur(struct zs_pool *pool, struct zs_heap_class *c, str
 	for (unsigned k = 0; pfn != ZS_PFN_NONE; k++) {
 		zs_assert_internal(k < ZS_MAX_CHAIN);
 		c->pfn[k] = (uint32_t)pfn;
-		c->addr[k] = page_addr(pool, pfn);
-		pfn = page_desc(pool, pfn)->next;
+		pfn = zs_page_desc_addr(pool->pages, pfn, &c->addr[k])->next;
 	}
 	z->fullness = ZS_OWNED_CUR;
 	return c->cur = z;
