@@ -549,6 +549,32 @@ static __attribute__((noinline)) void copy_split(char *a, char *next, size_t fir
 }
 
 /*
+ * owned_place without a pin slot (a thread numbered past the table, a call
+ * nested in this thread's copy, or a slot not yet counted in wpins_hi): the
+ * zspage read lock holds the object
+ * in place instead, and the copy goes through zs_obj_write's path (the
+ * object is recorded and its zspage read-locked, so it cannot move).
+ */
+static __attribute__((noinline)) unsigned long owned_copy_locked(struct zs_heap *h, struct zspage *z,
+								  unsigned long handle, const void *src,
+								  size_t size)
+{
+	struct zs_pool *pool = h->pool;
+	/* A heap first looked up by a free: count the slot now, for this thread's next ones. */
+	unsigned ti = zs_thread_index();
+	if (ti < ZS_WPIN_SLOTS && atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti)
+		wpin_raise(ti);
+	zs_zspage_read_lock(&z->lock);
+	heap_exit(h);
+	unsigned long obj = handle_to_obj(handle);
+	span_write(pool, obj_to_pfn(obj),
+		   obj_page_offset(pool, zspage_class(pool, z)->size, obj_to_idx(obj)) + ZS_HANDLE_SIZE, src,
+		   size);
+	zs_zspage_read_unlock(&z->lock);
+	return handle;
+}
+
+/*
  * Owned pools (owned.c), in an operation, the class's current zspage with
  * a free slot and a handle in the cache: the object takes the next free
  * slot and the handle; the copy runs after heap_exit, under a write pin
@@ -582,11 +608,16 @@ owned_place(struct zs_pool *pool, struct zs_heap *h, struct zs_heap_class *c, st
 		heap_exit(h);
 		return handle;
 	}
+	/* This thread's pin slot, raised into wpins_hi by malloc_owned_slow when it found the
+	 * heap: no call here, so that only the handle and the pin outlive the copy's. */
+	unsigned ti = zs_thread_index();
+	if (zs_unlikely(ti >= ZS_WPIN_SLOTS || atomic_load_explicit(&wpins[ti].z, memory_order_relaxed) ||
+			atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti))
+		return owned_copy_locked(h, z, handle, src, size);
+	struct zs_wpin *pin = &wpins[ti];
+	atomic_store_explicit(&pin->z, z, memory_order_relaxed);
 	size_t first = pool->page_size - off - ZS_HANDLE_SIZE;
 	char *next = size > first ? c->addr[pi + 1] : NULL; /* heap state: read before heap_exit */
-	struct zs_wpin *pin = zs_wpin_take(z);
-	if (zs_unlikely(!pin))
-		zs_zspage_read_lock(&z->lock);
 	heap_exit(h);
 	/* A slot of a small class ends in the chain's next page at the latest; the header never
 	 * crosses (slot sizes are multiples of 8). */
@@ -594,10 +625,7 @@ owned_place(struct zs_pool *pool, struct zs_heap *h, struct zs_heap_class *c, st
 		memcpy(a + ZS_HANDLE_SIZE, src, size);
 	else
 		copy_split(a + ZS_HANDLE_SIZE, next, first, src, size);
-	if (zs_likely(pin))
-		zs_wpin_drop(pin);
-	else
-		zs_zspage_read_unlock(&z->lock);
+	zs_wpin_drop(pin);
 	return handle;
 }
 
@@ -613,6 +641,10 @@ static __attribute__((noinline)) unsigned long malloc_owned_slow(struct zs_pool 
 	if (!entered) {
 		if (!h)
 			return malloc_off_slow(pool, size, src);
+		/* owned_place's pin slot counted in wpins_hi (once a thread is enough: it only grows). */
+		unsigned ti = zs_thread_index();
+		if (ti < ZS_WPIN_SLOTS && atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti)
+			wpin_raise(ti);
 		if (atomic_load_explicit(&h->busy, memory_order_relaxed))
 			return malloc_off_slow(pool, size, src); /* nested (heap_enter) */
 		atomic_store_explicit(&h->busy, 1, memory_order_relaxed);

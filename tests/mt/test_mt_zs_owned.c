@@ -230,6 +230,42 @@ static void test_compact_revokes(void)
 	zs_destroy_pool(pool);
 }
 
+/* A thread whose first call on the pool is a free: its heap is made by the free, and its
+ * first writes still land whole (their pin slot is counted on the way). */
+static unsigned long first_free_handle;
+static void *first_free_worker(void *arg)
+{
+	(void)arg;
+	free_checked(first_free_handle, 700);
+	unsigned long h[64];
+	for (int i = 0; i < 64; i++) {
+		h[i] = make_obj(100 + 50 * (size_t)i, (unsigned long)i + 77);
+		if (!h[i])
+			atomic_fetch_add(&bad, 1);
+	}
+	for (int i = 0; i < 64; i++)
+		if (h[i])
+			free_checked(h[i], 100 + 50 * (size_t)i);
+	return NULL;
+}
+
+static void test_first_call_free(void)
+{
+	struct zs_pool_config cfg;
+	zs_pool_config_init_app(&cfg);
+	pool = zs_create_pool(&cfg);
+	REQUIRE(pool);
+	first_free_handle = make_obj(700, 5);
+	REQUIRE(first_free_handle);
+	pthread_t t;
+	REQUIRE(!pthread_create(&t, NULL, first_free_worker, NULL));
+	pthread_join(t, NULL);
+	CHECK_EQ(atomic_load(&bad), 0);
+	zs_compact(pool);
+	CHECK_EQ(zs_get_total_pages(pool), 0);
+	zs_destroy_pool(pool);
+}
+
 extern char **environ;
 
 /* The threaded run again in a child whose heaps fence (the mode is chosen once a process). */
@@ -255,6 +291,7 @@ int main(int argc, char **argv)
 		return tu_done();
 	}
 	test_compact_revokes();
+	test_first_call_free();
 	run_threads();
 	test_fenced_child(argv[0]);
 	return tu_done();
