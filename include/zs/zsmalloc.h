@@ -254,13 +254,21 @@ struct zs_pool;
  * allocates from it a heap: per size class one current zspage the thread
  * allocates from, and the zspages it filled, kept off the class's lists.
  * zs_malloc and zs_malloc_write of up to a page, and zs_free of an object
- * in one of the calling thread's zspages, then take no class lock and no
- * handle lock and move no zspage between lists: the handles come from a
- * per-thread cache of up to 64 moved whole to and from the pool.  A
- * zs_free from another thread takes the class lock and leaves the object
- * for the owner, who frees it when its current zspage runs dry (until then
- * it counts in obj_used).  zs_class_stats takes each heap's lock to count
- * its free slots out of obj_used.  zs_compact does not see an owned
+ * in one of the calling thread's zspages, then take no lock at all and
+ * run no locked instruction, and move no zspage between lists: the handles
+ * come from a per-thread cache of up to 64 moved whole to and from the
+ * pool.  A zs_free from another thread takes the class lock and leaves the
+ * object for the owner, who frees it when its current zspage runs dry
+ * (until then it counts in obj_used).  zs_class_stats stops each heap in
+ * turn to count its free slots out of obj_used, as the calls below do to
+ * take its zspages back: each such call costs one
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) per heap (an interrupt to
+ * each CPU running a thread of the process), the price of the owner's
+ * fence-free path.  Where the kernel refuses membarrier, or with
+ * ZS_OWNED_FENCED=1 in the environment when the process's first heap is
+ * made, the owners fence each operation instead (one locked instruction
+ * an operation).  A call made from a signal handler that interrupted the
+ * same thread's operation on the same pool takes the class path.  zs_compact does not see an owned
  * zspage: zs_compact, zs_compact_step
  * and zs_pool_trim first give every thread's zspages back to their classes
  * (so compaction frees what it would without owners), as does a thread's

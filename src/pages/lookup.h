@@ -54,4 +54,21 @@ static inline struct zs_page_desc *zs_page_desc(const struct zs_pages *p, zs_pfn
 	       (pfn & lk->ppc_mask);
 }
 
+/*
+ * Both at once, from one read of the chunk-table slot (its two fields share
+ * a line): an owned free needs the descriptor (its zspage) and the address
+ * (its header), and two calls recompute the slot, since each atomic load
+ * makes the compiler read the lookup fields again.
+ */
+static inline struct zs_page_desc *zs_page_desc_addr(const struct zs_pages *p, zs_pfn_t pfn,
+						     char **addr)
+{
+	const struct zs_pages_lookup *lk = zs_pages_lk(p);
+	const struct zs_pages_slot *s = &lk->slots[pfn >> lk->ppc_shift];
+	size_t i = pfn & lk->ppc_mask;
+	unsigned shift = lk->page_shift;
+	*addr = atomic_load_explicit(&s->base, memory_order_relaxed) + (i << shift);
+	return atomic_load_explicit(&s->meta, memory_order_relaxed) + i;
+}
+
 #endif

@@ -88,41 +88,6 @@ void free_tail(struct zs_pool *pool, unsigned long tail)
 	atomic_fetch_sub_explicit(&pool->nr_tails, 1, memory_order_relaxed);
 }
 
-/*
- * Owned pools (owned.c; never checked mode): an object in a zspage this
- * thread's heap owns goes back onto that zspage's free list and its handle
- * into the heap's cache, under the heap's lock alone.  0: not ours (no
- * heap, or another thread's or a class's zspage): the class path frees it.
- */
-static inline __attribute__((always_inline)) int free_owned(struct zs_pool *pool,
-							    unsigned long handle)
-{
-	struct zs_heap *h = zs_heap_mine(pool);
-	if (zs_unlikely(!h))
-		return 0;
-	zs_spin_lock(&h->lock);
-	/*
-	 * Only compaction moves objects, and it revokes this heap (waiting for
-	 * its lock) before it moves any: with no compaction running, the obj
-	 * and its page descriptor read here are current, and stay so while the
-	 * lock is held.  With one running, the class path re-reads the obj.
-	 */
-	if (zs_unlikely(atomic_load_explicit(&pool->compaction_in_progress, memory_order_acquire))) {
-		zs_spin_unlock(&h->lock);
-		return 0;
-	}
-	unsigned long obj = handle_to_obj(handle);
-	struct zspage *z = obj_to_zspage(pool, obj);
-	if (zs_unlikely(zspage_heap_id(z) != h->id)) {
-		zs_spin_unlock(&h->lock);
-		return 0;
-	}
-	zs_heap_obj_free(pool, h, z, obj);
-	zs_heap_handle_put(pool, h, handle);
-	zs_spin_unlock(&h->lock);
-	return 1;
-}
-
 /* An owned pool's object that is not this thread's: the class-index free, as zs_free's dispatch. */
 static __attribute__((noinline)) int free_owned_slow(struct zs_pool *pool, unsigned long handle)
 {
@@ -133,22 +98,100 @@ static __attribute__((noinline)) int free_owned_slow(struct zs_pool *pool, unsig
 	return err;
 }
 
-static __attribute__((noinline)) int free_owned_pool(struct zs_pool *pool, unsigned long handle)
+/* The owned free's rare end (in an operation): z's list moves or release, a full handle cache. */
+static __attribute__((noinline)) int free_owned_finish(struct zs_pool *pool, struct zs_heap *h,
+							struct zspage *z, unsigned long handle)
 {
-	if (zs_likely(free_owned(pool, handle)))
-		return 0;
+	if (z->fullness == ZS_OWNED_FULL || !z->inuse)
+		heap_free_slow(pool, h, z);
+	zs_heap_handle_put(pool, h, handle);
+	heap_exit(h);
+	return 0;
+}
+
+/*
+ * Owned pools (owned.c; never checked mode): an object in a zspage this
+ * thread's heap owns goes back onto that zspage's free list and its handle
+ * into the heap's cache, in an operation (heap_enter .. heap_exit: no
+ * locked instruction).  Not ours (another thread's or a class's zspage), or
+ * a compaction running: the class path frees it.  Every call out of here
+ * is a tail call, so the path saves no register.
+ *
+ * Only compaction moves objects (and writes the descriptors of the zspages
+ * it makes), and it revokes this heap after raising its flag and before it
+ * moves any: with the flag down inside the operation, the obj and the page
+ * descriptor read here are current and stay so until heap_exit (the
+ * revoker waits for it; the flag is read after revoke, so a compactor that
+ * raised it before the barrier is seen).  With one running, the class path
+ * re-reads the obj under the class lock.
+ */
+static inline __attribute__((always_inline)) int free_owned_entered(struct zs_pool *pool,
+								    struct zs_heap *h,
+								    unsigned long handle)
+{
+	if (zs_unlikely(atomic_load_explicit(&pool->compaction_in_progress, memory_order_acquire))) {
+		heap_exit(h);
+		return free_owned_slow(pool, handle);
+	}
+	unsigned long obj = handle_to_obj(handle);
+	char *page;
+	struct zspage *z = ((struct zspage *)zs_page_desc_addr(pool->pages, obj_to_pfn(obj), &page))->owner;
+	if (zs_unlikely(zspage_heap_id(z) != h->id)) {
+		heap_exit(h);
+		return free_owned_slow(pool, handle);
+	}
+	unsigned idx = obj_to_idx(obj);
+	unsigned long *hdr = (unsigned long *)(page + obj_page_offset(pool, zspage_class(pool, z)->size, idx));
+	zs_assert_internal(z->inuse > 0 && idx < z->objs);
+	*hdr = (unsigned long)z->freeobj << 1;
+	z->freeobj = idx;
+	z->inuse--;
+	/* Current or partial and not emptied: nothing moves (no fullness is kept for owned zspages). */
+	if (zs_unlikely(z->fullness == ZS_OWNED_FULL || !z->inuse || h->hl.n == ZS_HANDLE_BATCH))
+		return free_owned_finish(pool, h, z, handle);
+	zs_heap_handle_put(pool, h, handle);
+	heap_exit(h);
+	return 0;
+}
+
+/* Revoke or HEAP_FENCED seen (busy set): the fenced entry, or the class path. */
+static __attribute__((noinline)) int free_owned_revoked(struct zs_pool *pool, struct zs_heap *h,
+							 unsigned long handle)
+{
+	if (heap_enter_slow(h))
+		return free_owned_entered(pool, h, handle);
 	return free_owned_slow(pool, handle);
 }
 
-int zs_free(struct zs_pool *pool, unsigned long handle)
+/* No heap yet for this pool in slot 0 (a first call, or several pools in turn). */
+static __attribute__((noinline)) int free_owned_lookup(struct zs_pool *pool, unsigned long handle)
 {
-	if (zs_unlikely(!handle || ZS_IS_ERR(handle)))
-		return 0;
-	/* free_flags: cfg.checked, or 2 in an owned pool (never checked), so the kernel path's one test stays one. */
+	struct zs_heap *h = heap_lookup(pool);
+	if (h && heap_enter(h))
+		return free_owned_entered(pool, h, handle);
+	return free_owned_slow(pool, handle);
+}
+
+static __attribute__((noinline)) int free_owned_pool(struct zs_pool *pool, unsigned long handle)
+{
+	if (zs_unlikely(heap_tls.key[0] != pool->heap_key))
+		return free_owned_lookup(pool, handle);
+	struct zs_heap *h = heap_tls.heap[0];
+	if (zs_unlikely(!h || atomic_load_explicit(&h->busy, memory_order_relaxed)))
+		return free_owned_slow(pool, handle); /* no heap to be had, or nested (heap_enter) */
+	atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	if (zs_unlikely(atomic_load_explicit(&h->revoke, memory_order_acquire)))
+		return free_owned_revoked(pool, h, handle);
+	return free_owned_entered(pool, h, handle);
+}
+
+/* zs_free's kernel path (every pool that is not owned), out of line so that zs_free saves no
+ * register before it knows which path it takes. */
+static __attribute__((noinline)) int free_kernel(struct zs_pool *pool, unsigned long handle)
+{
 	int checked = pool->free_flags;
 	if (checked) {
-		if (checked > 1)
-			return free_owned_pool(pool, handle);
 		unsigned long obj;
 		if (handle_precheck(pool, handle, &obj))
 			return -EINVAL;
@@ -169,4 +212,19 @@ int zs_free(struct zs_pool *pool, unsigned long handle)
 	if (!err)
 		zs_handle_free(pool, handle);
 	return err;
+}
+
+int zs_free(struct zs_pool *pool, unsigned long handle)
+{
+	/*
+	 * One test: a null or error handle, or any handle of an owned pool
+	 * (free_limit 0, owned.c), so the kernel path pays nothing for the
+	 * owned one, and neither saves a register before it is chosen.
+	 */
+	if (zs_unlikely(handle - 1 >= pool->free_limit)) {
+		if (!handle || ZS_IS_ERR(handle))
+			return 0;
+		return free_owned_pool(pool, handle);
+	}
+	return free_kernel(pool, handle);
 }

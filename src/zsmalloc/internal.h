@@ -116,9 +116,10 @@ struct zspage {
 			/*
 			 * Owned zspages (owned.c): the owning thread heap's id,
 			 * 0 when the zspage belongs to its class (on its lists,
-			 * parked, or being compacted).  Written holding both the
-			 * heap's lock and the class lock, so the owner reads it
-			 * under the first and another thread under the second.
+			 * parked, or being compacted).  Written by the owner (or
+			 * its revoker, the owner kept out) holding the class lock,
+			 * so the owner reads it in an operation and another
+			 * thread under the class lock.
 			 */
 			uint32_t heap_id;
 		};
@@ -262,7 +263,8 @@ struct zs_pool {
 	 * the global heap lock (owned.c).
 	 */
 	int owned;
-	int free_flags;                 /* cfg.checked, or 2 when owned (zs_free's first test) */
+	int free_flags;                 /* cfg.checked */
+	unsigned long free_limit;       /* zs_free's first test: (unsigned long)-4096, or 0 when owned */
 	unsigned small_limit;
 	uint64_t heap_key;
 	struct zs_heap *heaps;
@@ -863,7 +865,7 @@ unsigned long can_compact(const struct size_class *class);
  * A thread heap (one per thread and pool) owns, per class, a current
  * zspage it allocates from and the zspages it filled, off the class's
  * fullness lists; allocation and the owner's frees touch only the heap,
- * under its own lock, which no other thread takes except to revoke.
+ * with no locked instruction (owned.c, "Revocation").
  * Another thread's free into an owned zspage goes under the class lock onto
  * the heap's remote stack, which the owner collects when its current
  * zspage runs dry (mimalloc's thread-free list).  An owned zspage counts as
@@ -890,15 +892,45 @@ struct zs_heap_class {
 };
 
 struct zs_heap {
-	zs_spinlock_t lock;      /* the owner on every op; a revoker; nothing else */
+	/*
+	 * The owner's "in an operation" word and a revoker's request (owned.c,
+	 * "Revocation" has the protocol): the owner stores busy with plain
+	 * stores and reads revoke, and pays no locked instruction; a revoker
+	 * sets revoke, runs a process-wide barrier and waits for busy to clear.
+	 * Each on a line of its own: busy is the owner's, written every op.
+	 */
+	atomic_uint busy;
 	uint32_t id;             /* in zspage.heap_id; index in the heap table */
 	struct zs_pool *pool;    /* NULL once the pool is destroyed (global heap lock) */
 	struct zs_heap *next;    /* pool->heaps (global heap lock) */
+	struct zs_wpin *wpin;    /* the owner thread's write pin slot (NULL: none, read lock) */
+	struct handle_list hl;   /* cached free handle slots, a shard list's shape (handle.c) */
+	atomic_uint revoke __attribute__((aligned(64))); /* HEAP_REVOKE | HEAP_FENCED */
 	atomic_ulong remote;     /* (obj << 1) | 1 of the last object another thread freed into an
 	                            owned zspage, each object's header the next one; 0: none */
-	struct handle_list hl;   /* cached free handle slots, a shard list's shape (handle.c) */
-	struct zs_heap_class cls[];        /* by physical class index of copy 0 */
+	struct zs_heap_class cls[] __attribute__((aligned(64))); /* by physical class index of copy 0 */
 };
+#define HEAP_REVOKE 1u /* a revoker owns the heap's data until it clears this */
+#define HEAP_FENCED 2u /* no process-wide barrier: the owner fences (owned.c) */
+
+/* Owner: start an operation on its heap (1), or 0: take the class path (revoked, nested). */
+int heap_enter_slow(struct zs_heap *h);
+static inline int heap_enter(struct zs_heap *h)
+{
+	if (zs_unlikely(atomic_load_explicit(&h->busy, memory_order_relaxed)))
+		return 0; /* a call nested in one of this thread's (a signal handler) */
+	atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
+	/* The revoker's membarrier orders the store before the load (owned.c). */
+	atomic_signal_fence(memory_order_seq_cst);
+	if (zs_unlikely(atomic_load_explicit(&h->revoke, memory_order_acquire)))
+		return heap_enter_slow(h);
+	return 1;
+}
+/* Owner: the operation's heap writes are done; a revoker may take the heap from here on. */
+static inline void heap_exit(struct zs_heap *h)
+{
+	atomic_store_explicit(&h->busy, 0, memory_order_release);
+}
 
 /* Per thread: the heaps of the last pools used, by pool->heap_key (slot 0 the latest). */
 struct heap_tls {
@@ -921,25 +953,17 @@ void heaps_pool_gone(struct zs_pool *pool);
 unsigned long heaps_owned_free(struct zs_pool *pool, int phys, unsigned long *fullness);
 /* Every heap of the pool gives its zspages back to their classes (compaction, trim). */
 void heaps_revoke_all(struct zs_pool *pool);
-/* Heap lock held: the class's current zspage with a free slot, or NULL (use the class path). */
+/* The owner, in an operation: the class's current zspage with a free slot, or NULL (class path). */
 struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx);
-/* Heap lock held: an owned zspage that is not current, after a free (list moves, release). */
+/* The owner, in an operation: after a free that filled no longer or emptied z (list moves, release). */
 void heap_free_slow(struct zs_pool *pool, struct zs_heap *h, struct zspage *z);
 /* Class lock held: another thread frees obj, in zspage z owned by a heap. */
 void heap_remote_free(struct zs_pool *pool, struct zspage *z, unsigned long obj);
-/* Heap lock held: a handle from the heap's cache, refilled from this thread's shard (0: none). */
-unsigned long heap_handles_refill(struct zs_pool *pool, struct zs_heap *h);
+/* The owner, in an operation, its handle cache empty: a list from this thread's shard (0: none). */
+int heap_handles_refill(struct zs_pool *pool, struct zs_heap *h);
 void heap_handles_drain(struct zs_pool *pool, struct zs_heap *h);
 void handle_give_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l);
 int handle_take_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l);
-
-static inline unsigned long zs_heap_handle_get(struct zs_pool *pool, struct zs_heap *h)
-{
-	unsigned long v = zs_likely(h->hl.n) ? list_pop(&h->hl) : heap_handles_refill(pool, h);
-	if (ZS_DEBUG_ON && v)
-		record_obj(v, 0);
-	return v;
-}
 
 /* A huge zspage's word is its handle (never owned), so its heap id reads 0. */
 static inline uint32_t zspage_heap_id(const struct zspage *z)
@@ -947,7 +971,7 @@ static inline uint32_t zspage_heap_id(const struct zspage *z)
 	return z->huge ? 0 : __atomic_load_n(&z->heap_id, __ATOMIC_RELAXED);
 }
 
-/* The owner frees obj in its zspage z (heap lock held). */
+/* The owner frees obj in its zspage z (in an operation, or revoking its own heap). */
 static inline void zs_heap_obj_free(struct zs_pool *pool, struct zs_heap *h, struct zspage *z,
 				    unsigned long obj)
 {
@@ -957,7 +981,8 @@ static inline void zs_heap_obj_free(struct zs_pool *pool, struct zs_heap *h, str
 	*hdr = (unsigned long)z->freeobj << 1;
 	z->freeobj = idx;
 	z->inuse--;
-	if (zs_unlikely(z->fullness != ZS_OWNED_CUR || !z->inuse))
+	/* Current or partial and not emptied: nothing moves (no fullness is kept for owned zspages). */
+	if (zs_unlikely(z->fullness == ZS_OWNED_FULL || !z->inuse))
 		heap_free_slow(pool, h, z);
 }
 

@@ -5,8 +5,7 @@
  * zs_free on the class path pays for the class lock, the fullness lists
  * (a division and list moves), a shared stats counter and the handle shard
  * lock on every object; a thread that owns its zspages pays for none of
- * them, only for its heap's own lock, which no other thread takes except to
- * revoke.
+ * them, and for no locked instruction at all.
  *
  * Taken from mimalloc (its design, not its code): a thread allocates from
  * the free list of a page only it owns (_mi_page_malloc), frees into it
@@ -18,14 +17,54 @@
  * one step against a revocation, which disowns each zspage under its class
  * lock and then drains the heap's remote list through the class path.
  *
- * Lock order: the global heap lock (a mutex) -> a heap lock -> a class lock
- * or a handle shard lock -> the page provider.  Neither heap lock is ranked
- * (common/debug.h): both are outside every zsmalloc lock, and a thread never
- * holds two heap locks.
+ * Revocation.  Only the owner touches its heap's data (its lists, handle
+ * cache, page addresses, and the freeobj/inuse of the zspages it owns),
+ * except a revoker: zs_compact, zs_compact_step, zs_pool_trim, an
+ * allocation out of memory (each through heaps_revoke_all) and
+ * zs_class_stats (heaps_owned_free).  The owner brackets each operation with
+ * heap_enter / heap_exit (internal.h):
+ *     owner:   busy = 1 (relaxed); compiler barrier; r = revoke (acquire);
+ *              r ? class path : { heap work; busy = 0 (release) }
+ *     revoker: revoke |= REVOKE (seq_cst); membarrier(PRIVATE_EXPEDITED);
+ *              wait until busy == 0 (acquire); heap work; revoke &= ~REVOKE (release)
+ * This is Dekker's mutual exclusion with the owner's fence moved to the
+ * revoker: membarrier runs a full barrier on every thread of the process
+ * that is running, and a thread that is not running has passed one (the
+ * kernel's context switch), so at the barrier each owner's earlier stores
+ * are visible and its later loads come after the revoker's store.  Either
+ * the owner's busy = 1 precedes the barrier (the revoker sees it and waits
+ * for busy = 0, whose release hands it the owner's writes) or the owner's
+ * load of revoke follows it (the owner sees REVOKE and takes the class
+ * path, touching no heap data).  The revoker's heap writes reach the owner
+ * through the release that clears REVOKE and the acquire load that finds it
+ * clear.  So the owner pays two plain stores and a load an operation, and
+ * the revoker a barrier (a few microseconds, IPIs to the process's running
+ * CPUs) a heap.  Where the kernel refuses membarrier (before Linux 4.14, a
+ * seccomp filter) or ZS_OWNED_FENCED=1 is set, every heap carries
+ * HEAP_FENCED: the owner's heap_enter then goes to heap_enter_slow, which
+ * stores busy with a seq_cst exchange and reads revoke seq_cst, the revoker
+ * reads busy seq_cst after its seq_cst or (the plain C11 form of Dekker).
+ * A barrier that fails after registration (a forked child whose
+ * registration did not carry over and cannot be renewed) makes the revoker
+ * skip the heap: revocation only gives memory back sooner, no caller needs
+ * it for correctness (owned zspages are on no class list, so compaction
+ * never sees them).  The copy of zs_malloc_write runs after heap_exit,
+ * under the write pin (lock.h), so a source that faults into a handler
+ * that compacts this pool does not wait for itself.  A call nested in the
+ * owner's own operation (a signal handler) finds busy set and takes the
+ * class path.
+ *
+ * Lock order: the global heap lock (a mutex) -> waiting for an owner's busy
+ * -> a class lock or a handle shard lock -> the page provider.  An owner
+ * holds no lock while busy that a revoker holds while it waits (the revoker
+ * holds only the global heap lock, which an owner never takes while busy).
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "zsmalloc/internal.h"
 
@@ -73,7 +112,7 @@ static void own(struct size_class *class, struct zs_heap *h, struct zspage *z)
 	__atomic_store_n(&z->heap_id, h->id, __ATOMIC_RELAXED);
 }
 
-/* Heap lock held, z off the heap's lists: back on its class's lists, or parked/freed when empty. */
+/* The heap's owner or its revoker, z off the heap's lists: back on its class's lists, or parked/freed when empty. */
 static void disown(struct zs_pool *pool, struct zspage *z)
 {
 	struct size_class *class = zspage_class(pool, z);
@@ -93,7 +132,7 @@ static void disown(struct zs_pool *pool, struct zspage *z)
 	zs_spin_unlock(&class->lock);
 }
 
-/* The remote stack's objects back into their (owned) zspages (heap lock held). */
+/* The remote stack's objects back into their (owned) zspages (the heap's owner). */
 static void collect_remote(struct zs_pool *pool, struct zs_heap *h)
 {
 	unsigned long v = atomic_exchange_explicit(&h->remote, 0, memory_order_acquire);
@@ -120,8 +159,7 @@ static struct zspage *set_cur(struct zs_pool *pool, struct zs_heap_class *c, str
 	for (unsigned k = 0; pfn != ZS_PFN_NONE; k++) {
 		zs_assert_internal(k < ZS_MAX_CHAIN);
 		c->pfn[k] = (uint32_t)pfn;
-		c->addr[k] = page_addr(pool, pfn);
-		pfn = page_desc(pool, pfn)->next;
+		pfn = zs_page_desc_addr(pool->pages, pfn, &c->addr[k])->next;
 	}
 	z->fullness = ZS_OWNED_CUR;
 	return c->cur = z;
@@ -222,11 +260,9 @@ void heap_remote_free(struct zs_pool *pool, struct zspage *z, unsigned long obj)
 
 /* ---- handle cache ---- */
 
-unsigned long heap_handles_refill(struct zs_pool *pool, struct zs_heap *h)
+int heap_handles_refill(struct zs_pool *pool, struct zs_heap *h)
 {
-	if (!handle_take_list(pool, zs_handle_shard(pool), &h->hl))
-		return 0;
-	return list_pop(&h->hl);
+	return handle_take_list(pool, zs_handle_shard(pool), &h->hl);
 }
 
 /* Every cached handle back to the shard (revocation): a whole list, spliced in. */
@@ -238,7 +274,85 @@ void heap_handles_drain(struct zs_pool *pool, struct zs_heap *h)
 
 /* ---- revocation ---- */
 
-/* Heap lock held: every owned zspage back to its class, the remote frees done, the handles back. */
+/* linux/membarrier.h's commands (not every libc's headers have it). */
+#define MB_CMD_PRIVATE_EXPEDITED (1 << 3)
+#define MB_CMD_REGISTER_PRIVATE_EXPEDITED (1 << 4)
+
+/* 1: registered for the expedited barrier; 0: the heaps are HEAP_FENCED (global heap lock). */
+static int heap_membarrier = -1;
+
+static long membarrier_call(int cmd)
+{
+#ifdef SYS_membarrier
+	return syscall(SYS_membarrier, cmd, 0, 0);
+#else
+	(void)cmd;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/* Global heap lock held: the mode a new heap starts in (HEAP_FENCED or 0). */
+static unsigned heap_mode(void)
+{
+	if (heap_membarrier < 0) {
+		const char *e = getenv("ZS_OWNED_FENCED");
+		heap_membarrier = !(e && e[0] == '1') &&
+				  membarrier_call(MB_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+	}
+	return heap_membarrier ? 0 : HEAP_FENCED;
+}
+
+/* The process-wide barrier (global heap lock held): 0, or -1 when the kernel refuses it. */
+static int heap_barrier(void)
+{
+	if (membarrier_call(MB_CMD_PRIVATE_EXPEDITED) == 0)
+		return 0;
+	/* A forked child's registration may not have come along: register again, once. */
+	if (membarrier_call(MB_CMD_REGISTER_PRIVATE_EXPEDITED) == 0 &&
+	    membarrier_call(MB_CMD_PRIVATE_EXPEDITED) == 0)
+		return 0;
+	return -1;
+}
+
+/* The fenced owner (HEAP_FENCED), or one that found REVOKE: 1 entered, 0 class path. */
+int heap_enter_slow(struct zs_heap *h)
+{
+	unsigned r = atomic_load_explicit(&h->revoke, memory_order_acquire);
+	if (r == HEAP_FENCED) {
+		atomic_exchange_explicit(&h->busy, 1, memory_order_seq_cst);
+		if (!(atomic_load_explicit(&h->revoke, memory_order_seq_cst) & HEAP_REVOKE))
+			return 1;
+	}
+	atomic_store_explicit(&h->busy, 0, memory_order_release);
+	return 0;
+}
+
+/*
+ * Global heap lock held, not the heap's owner in an operation: 1 once the
+ * owner is out of its heap and stays out until heap_resume; 0 when the
+ * barrier is refused (the heap is left to its owner).
+ */
+static int heap_stop(struct zs_heap *h)
+{
+	unsigned r = atomic_fetch_or_explicit(&h->revoke, HEAP_REVOKE, memory_order_seq_cst);
+	if (!(r & HEAP_FENCED) && heap_barrier()) {
+		atomic_fetch_and_explicit(&h->revoke, ~HEAP_REVOKE, memory_order_release);
+		return 0;
+	}
+	/* An owner seen busy finishes its operation without waiting on anything this thread holds. */
+	while (atomic_load_explicit(&h->busy, memory_order_seq_cst))
+		sched_yield();
+	return 1;
+}
+
+static void heap_resume(struct zs_heap *h)
+{
+	atomic_fetch_and_explicit(&h->revoke, ~HEAP_REVOKE, memory_order_release);
+}
+
+/* The heap stopped (or its owner): every owned zspage back to its class, the remote frees done,
+ * the handles back. */
 static void revoke_locked(struct zs_pool *pool, struct zs_heap *h)
 {
 	for (int i = 0; i < pool->nr_classes; i++) {
@@ -283,9 +397,10 @@ void heaps_revoke_all(struct zs_pool *pool)
 		return;
 	pthread_mutex_lock(&heaps_lock);
 	for (struct zs_heap *h = pool->heaps; h; h = h->next) {
-		zs_spin_lock(&h->lock);
+		if (!heap_stop(h))
+			continue;
 		revoke_locked(pool, h);
-		zs_spin_unlock(&h->lock);
+		heap_resume(h);
 	}
 	pthread_mutex_unlock(&heaps_lock);
 }
@@ -299,7 +414,8 @@ unsigned long heaps_owned_free(struct zs_pool *pool, int phys, unsigned long *fu
 	pthread_mutex_lock(&heaps_lock);
 	for (struct zs_heap *h = pool->heaps; h; h = h->next) {
 		struct zs_heap_class *c = &h->cls[phys];
-		zs_spin_lock(&h->lock);
+		if (!heap_stop(h))
+			continue; /* its zspages count as wholly in use, as the class counts them */
 		if (c->cur) {
 			n += c->cur->objs - c->cur->inuse;
 			fullness[zs_get_fullness_group(NULL, c->cur)]++;
@@ -310,7 +426,7 @@ unsigned long heaps_owned_free(struct zs_pool *pool, int phys, unsigned long *fu
 		}
 		for (struct zspage *z = c->full; z; z = z->lnext)
 			fullness[ZS_INUSE_RATIO_100]++;
-		zs_spin_unlock(&h->lock);
+		heap_resume(h);
 	}
 	pthread_mutex_unlock(&heaps_lock);
 	return n;
@@ -321,9 +437,7 @@ static void heap_retire(struct zs_heap *h)
 {
 	struct zs_pool *pool = h->pool;
 	if (pool) {
-		zs_spin_lock(&h->lock);
-		revoke_locked(pool, h);
-		zs_spin_unlock(&h->lock);
+		revoke_locked(pool, h); /* by its owner, between operations */
 		for (struct zs_heap **p = &pool->heaps; *p; p = &(*p)->next)
 			if (*p == h) {
 				*p = h->next;
@@ -366,11 +480,16 @@ static struct zs_heap *heap_new(struct zs_pool *pool)
 	}
 	if (!id)
 		return NULL;
-	struct zs_heap *h = calloc(1, sizeof(*h) + (size_t)pool->nr_classes * sizeof(h->cls[0]));
+	/* Aligned: busy and revoke sit on lines of their own (internal.h). */
+	size_t bytes = sizeof(struct zs_heap) + (size_t)pool->nr_classes * sizeof(struct zs_heap_class);
+	bytes = (bytes + 63) & ~(size_t)63;
+	struct zs_heap *h = aligned_alloc(64, bytes);
 	if (!h)
 		return NULL;
+	memset(h, 0, bytes);
 	heap_hint = id + 1;
-	zs_spin_init(&h->lock);
+	atomic_init(&h->busy, 0);
+	atomic_init(&h->revoke, heap_mode());
 	h->id = id;
 	h->pool = pool;
 	atomic_init(&h->remote, 0);
@@ -421,7 +540,8 @@ void heaps_pool_init(struct zs_pool *pool)
 	pool->owned = ZS_OWNED_ZSPAGES && pool->cfg.free_mode != ZS_FREE_POOL_LOCK &&
 		      !pool->cfg.checked && pool->cfg.fit_zspages;
 	pool->small_limit = pool->owned ? 0 : pool->page_size;
-	pool->free_flags = pool->owned ? 2 : pool->cfg.checked;
+	pool->free_flags = pool->cfg.checked;
+	pool->free_limit = pool->owned ? 0 : (unsigned long)-4096;
 	pool->heap_key = atomic_fetch_add_explicit(&heap_keys, 1, memory_order_relaxed);
 	pool->heaps = NULL;
 }

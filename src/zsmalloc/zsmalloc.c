@@ -531,35 +531,64 @@ static unsigned long malloc_failed(struct zs_pool *pool, size_t size, int retrie
 				      : malloc_small(pool, size, 1, src);
 }
 
-/*
- * Owned pools (owned.c): the object takes the next free slot of this
- * thread's current zspage of its class, and its handle the heap's cache,
- * under the heap's lock alone; the copy runs after it, under a write pin.  0: no
- * heap, a one-object class, a compaction running or no pages: the class
- * path takes it.
- */
-static inline __attribute__((always_inline)) unsigned long malloc_owned(struct zs_pool *pool,
-									size_t size,
-									const void *src)
+/* An owned pool's object the heap could not place: the class path, or a multi-page one. */
+static __attribute__((noinline)) unsigned long malloc_off_slow(struct zs_pool *pool, size_t size,
+							       const void *src)
 {
-	struct zs_heap *h = zs_heap_mine(pool);
-	if (zs_unlikely(!h))
-		return 0;
-	int index = pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3];
-	zs_spin_lock(&h->lock);
-	unsigned long handle = zs_heap_handle_get(pool, h);
-	if (zs_unlikely(!handle))
-		goto out;
-	struct zs_heap_class *c = &h->cls[index];
-	struct zspage *z = c->cur;
-	if (zs_unlikely(!z || (z->freeobj == FREEOBJ_END && z->untouched == z->objs))) {
-		z = heap_refill(pool, h, index);
-		if (!z) {
-			zs_heap_handle_put(pool, h, handle);
-			handle = 0;
-			goto out;
-		}
-	}
+	if (size > pool->page_size)
+		return src ? malloc_write_large(pool, src, size) : malloc_large(pool, size, 0);
+	return malloc_small(pool, size, 0, src);
+}
+
+/* An object's contents across two pages of its zspage (a third of them, at sizes to a page). */
+static __attribute__((noinline)) void copy_split(char *a, char *next, size_t first, const void *src,
+						 size_t size)
+{
+	memcpy(a, src, first);
+	memcpy(next, (const char *)src + first, size - first);
+}
+
+/*
+ * owned_place without a pin slot (a thread numbered past the table, a call
+ * nested in this thread's copy, or a slot not yet counted in wpins_hi): the
+ * zspage read lock holds the object
+ * in place instead, and the copy goes through zs_obj_write's path (the
+ * object is recorded and its zspage read-locked, so it cannot move).
+ */
+static __attribute__((noinline)) unsigned long owned_copy_locked(struct zs_heap *h, struct zspage *z,
+								  unsigned long handle, const void *src,
+								  size_t size)
+{
+	struct zs_pool *pool = h->pool;
+	/* A heap first looked up by a free: count the slot now, for this thread's next ones. */
+	unsigned ti = zs_thread_index();
+	if (ti < ZS_WPIN_SLOTS && atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti)
+		wpin_raise(ti);
+	zs_zspage_read_lock(&z->lock);
+	heap_exit(h);
+	unsigned long obj = handle_to_obj(handle);
+	span_write(pool, obj_to_pfn(obj),
+		   obj_page_offset(pool, zspage_class(pool, z)->size, obj_to_idx(obj)) + ZS_HANDLE_SIZE, src,
+		   size);
+	zs_zspage_read_unlock(&z->lock);
+	return handle;
+}
+
+/*
+ * Owned pools (owned.c), in an operation, the class's current zspage with
+ * a free slot and a handle in the cache: the object takes the next free
+ * slot and the handle; the copy runs after heap_exit, under a write pin
+ * set before it, so that a revoker that takes the zspage back sees the pin
+ * and a compactor does not move the object before its contents are in.
+ * The copy must not run in the operation: the source may fault, into a
+ * region whose handler compacts this pool, and the revocation would wait
+ * for this thread.
+ */
+static inline __attribute__((always_inline)) unsigned long
+owned_place(struct zs_pool *pool, struct zs_heap *h, struct zs_heap_class *c, struct zspage *z,
+	    size_t size, const void *src)
+{
+	unsigned long handle = list_pop(&h->hl);
 	unsigned idx = z->freeobj;
 	int fresh = idx == FREEOBJ_END;
 	if (fresh)
@@ -575,60 +604,90 @@ static inline __attribute__((always_inline)) unsigned long malloc_owned(struct z
 	*hdr = handle | OBJ_ALLOCATED_TAG;
 	z->inuse++;
 	record_obj(handle, location_to_obj(c->pfn[pi], z->class_idx, idx));
-	if (src) {
-		/*
-		 * The copy runs without the heap lock (the source may fault, into a
-		 * region whose handler compacts this pool: a revocation would wait
-		 * for this thread), under write_new's pin, so a compactor that took
-		 * the zspage back meanwhile does not move the object before its
-		 * contents are in.
-		 */
-		size_t first = pool->page_size - off - ZS_HANDLE_SIZE;
-		char *next = size > first ? c->addr[pi + 1] : NULL; /* heap state: read under its lock */
-		struct zs_wpin *pin = zs_wpin_take(z);
-		if (zs_unlikely(!pin))
-			zs_zspage_read_lock(&z->lock);
-		zs_spin_unlock(&h->lock);
-		/* A slot of a small class ends in the chain's next page at the latest; the header never
-		 * crosses (slot sizes are multiples of 8). */
-		if (zs_likely(!next)) {
-			memcpy(a + ZS_HANDLE_SIZE, src, size);
-		} else {
-			memcpy(a + ZS_HANDLE_SIZE, src, first);
-			memcpy(next, (const char *)src + first, size - first);
-		}
-		if (zs_likely(pin))
-			zs_wpin_drop(pin);
-		else
-			zs_zspage_read_unlock(&z->lock);
+	if (!src) {
+		heap_exit(h);
 		return handle;
 	}
-out:
-	zs_spin_unlock(&h->lock);
+	/* This thread's pin slot, raised into wpins_hi by malloc_owned_slow when it found the
+	 * heap: no call here, so that only the handle and the pin outlive the copy's. */
+	unsigned ti = zs_thread_index();
+	if (zs_unlikely(ti >= ZS_WPIN_SLOTS || atomic_load_explicit(&wpins[ti].z, memory_order_relaxed) ||
+			atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti))
+		return owned_copy_locked(h, z, handle, src, size);
+	struct zs_wpin *pin = &wpins[ti];
+	atomic_store_explicit(&pin->z, z, memory_order_relaxed);
+	size_t first = pool->page_size - off - ZS_HANDLE_SIZE;
+	char *next = size > first ? c->addr[pi + 1] : NULL; /* heap state: read before heap_exit */
+	heap_exit(h);
+	/* A slot of a small class ends in the chain's next page at the latest; the header never
+	 * crosses (slot sizes are multiples of 8). */
+	if (zs_likely(!next))
+		memcpy(a + ZS_HANDLE_SIZE, src, size);
+	else
+		copy_split(a + ZS_HANDLE_SIZE, next, first, src, size);
+	zs_wpin_drop(pin);
 	return handle;
 }
 
-/* An owned pool's object the heap could not place: the class path, or a multi-page one. */
-static __attribute__((noinline)) unsigned long malloc_off_slow(struct zs_pool *pool, size_t size,
-							       const void *src)
+/*
+ * malloc_owned's rare steps: no heap in slot 0 yet, a revoker at work or
+ * HEAP_FENCED, an empty handle cache, a current zspage without a free slot.
+ * Each ends in owned_place or the class path.
+ */
+static __attribute__((noinline)) unsigned long malloc_owned_slow(struct zs_pool *pool, size_t size,
+								 const void *src, int entered)
 {
-	if (size > pool->page_size)
-		return src ? malloc_write_large(pool, src, size) : malloc_large(pool, size, 0);
-	return malloc_small(pool, size, 0, src);
+	struct zs_heap *h = entered ? heap_tls.heap[0] : zs_heap_mine(pool);
+	if (!entered) {
+		if (!h)
+			return malloc_off_slow(pool, size, src);
+		/* owned_place's pin slot counted in wpins_hi (once a thread is enough: it only grows). */
+		unsigned ti = zs_thread_index();
+		if (ti < ZS_WPIN_SLOTS && atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti)
+			wpin_raise(ti);
+		if (atomic_load_explicit(&h->busy, memory_order_relaxed))
+			return malloc_off_slow(pool, size, src); /* nested (heap_enter) */
+		atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+	}
+	if (atomic_load_explicit(&h->revoke, memory_order_acquire) && !heap_enter_slow(h))
+		return malloc_off_slow(pool, size, src);
+	int index = pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3];
+	struct zs_heap_class *c = &h->cls[index];
+	struct zspage *z = c->cur;
+	if ((!h->hl.n && !heap_handles_refill(pool, h)) ||
+	    (!(z && (z->freeobj != FREEOBJ_END || z->untouched < z->objs)) &&
+	     !(z = heap_refill(pool, h, index)))) {
+		heap_exit(h);
+		return malloc_off_slow(pool, size, src);
+	}
+	return owned_place(pool, h, c, z, size, src);
 }
 
 /* Past zs_malloc's one size test: a multi-page object, or any size in an owned pool. */
 static __attribute__((noinline)) unsigned long malloc_off(struct zs_pool *pool, size_t size,
 							  const void *src)
 {
-	if (zs_unlikely(!size))
-		return (unsigned long)-EINVAL; /* zs_malloc_write's (zs_malloc refuses it first) */
-	if (zs_likely(size <= pool->page_size)) {
-		unsigned long h = malloc_owned(pool, size, src);
-		if (zs_likely(h))
-			return h;
+	if (zs_unlikely(size - 1 >= pool->page_size)) {
+		if (!size)
+			return (unsigned long)-EINVAL; /* zs_malloc_write's (zs_malloc refuses it first) */
+		return malloc_off_slow(pool, size, src);
 	}
-	return malloc_off_slow(pool, size, src);
+	/* Owned pools: this thread's heap (owned.c), every rare case out of line. */
+	if (zs_unlikely(heap_tls.key[0] != pool->heap_key))
+		return malloc_owned_slow(pool, size, src, 0);
+	struct zs_heap *h = heap_tls.heap[0];
+	if (zs_unlikely(!h || atomic_load_explicit(&h->busy, memory_order_relaxed)))
+		return malloc_off_slow(pool, size, src); /* no heap to be had, or nested (heap_enter) */
+	atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	if (zs_unlikely(atomic_load_explicit(&h->revoke, memory_order_acquire)))
+		return malloc_owned_slow(pool, size, src, 1);
+	struct zs_heap_class *c = &h->cls[pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3]];
+	struct zspage *z = c->cur;
+	if (zs_unlikely(!z || (z->freeobj == FREEOBJ_END && z->untouched == z->objs) || !h->hl.n))
+		return malloc_owned_slow(pool, size, src, 1);
+	return owned_place(pool, h, c, z, size, src);
 }
 
 unsigned long zs_malloc(struct zs_pool *pool, size_t size)

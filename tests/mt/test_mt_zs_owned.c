@@ -7,11 +7,19 @@
  * object is byte-checked on every read and before its free; at the end the
  * pool drains to 0 pages, and a single-threaded run checks that
  * zs_compact, revoking the owner, frees what an owned zspage held.
+ * zs_class_stats stops each heap the same way (to count its free slots)
+ * and runs in the compactor's rotation, checking obj_used <= obj_allocated.
+ * The owners take no lock (owned.c, "Revocation": the revoker's membarrier
+ * stands in for their fences); the threaded run is repeated in a child
+ * with ZS_OWNED_FENCED=1, the fallback where the owner fences itself.
  * Seeded (ZS_SEED); the seed is printed.
  */
 #include <pthread.h>
+#include <spawn.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "testutil.h"
 #include "zs/zsmalloc.h"
@@ -133,7 +141,18 @@ static void *compactor(void *arg)
 	(void)arg;
 	unsigned cursor = 0, n = 0;
 	while (!atomic_load(&stop)) {
-		switch (n++ % 3) {
+		switch (n++ % 4) {
+		case 3:
+			/* Stops every heap in turn while its owner allocates and frees. */
+			for (int i = 0; i < zs_class_count(pool); i++) {
+				struct zs_class_stats st;
+				if (zs_class_stats(pool, i, &st) == 0 && st.obj_used > st.obj_allocated) {
+					fprintf(stderr, "class %d: obj_used %lu > obj_allocated %lu\n", i,
+						st.obj_used, st.obj_allocated);
+					atomic_fetch_add(&bad, 1);
+				}
+			}
+			break;
 		case 0:
 			zs_compact(pool);
 			break;
@@ -211,10 +230,69 @@ static void test_compact_revokes(void)
 	zs_destroy_pool(pool);
 }
 
-int main(void)
+/* A thread whose first call on the pool is a free: its heap is made by the free, and its
+ * first writes still land whole (their pin slot is counted on the way). */
+static unsigned long first_free_handle;
+static void *first_free_worker(void *arg)
+{
+	(void)arg;
+	free_checked(first_free_handle, 700);
+	unsigned long h[64];
+	for (int i = 0; i < 64; i++) {
+		h[i] = make_obj(100 + 50 * (size_t)i, (unsigned long)i + 77);
+		if (!h[i])
+			atomic_fetch_add(&bad, 1);
+	}
+	for (int i = 0; i < 64; i++)
+		if (h[i])
+			free_checked(h[i], 100 + 50 * (size_t)i);
+	return NULL;
+}
+
+static void test_first_call_free(void)
+{
+	struct zs_pool_config cfg;
+	zs_pool_config_init_app(&cfg);
+	pool = zs_create_pool(&cfg);
+	REQUIRE(pool);
+	first_free_handle = make_obj(700, 5);
+	REQUIRE(first_free_handle);
+	pthread_t t;
+	REQUIRE(!pthread_create(&t, NULL, first_free_worker, NULL));
+	pthread_join(t, NULL);
+	CHECK_EQ(atomic_load(&bad), 0);
+	zs_compact(pool);
+	CHECK_EQ(zs_get_total_pages(pool), 0);
+	zs_destroy_pool(pool);
+}
+
+extern char **environ;
+
+/* The threaded run again in a child whose heaps fence (the mode is chosen once a process). */
+static void test_fenced_child(const char *self)
+{
+	char seedbuf[32], *argv[] = { (char *)self, "--fenced", NULL };
+	snprintf(seedbuf, sizeof(seedbuf), "%llu", (unsigned long long)seed);
+	setenv("ZS_SEED", seedbuf, 1);
+	setenv("ZS_OWNED_FENCED", "1", 1);
+	pid_t pid;
+	int st = 0;
+	REQUIRE(posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, environ) == 0);
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	unsetenv("ZS_OWNED_FENCED");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+int main(int argc, char **argv)
 {
 	seed = tu_seed("test_mt_zs_owned");
+	if (argc > 1 && !strcmp(argv[1], "--fenced")) {
+		run_threads();
+		return tu_done();
+	}
 	test_compact_revokes();
+	test_first_call_free();
 	run_threads();
+	test_fenced_child(argv[0]);
 	return tu_done();
 }
