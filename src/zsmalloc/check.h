@@ -13,6 +13,6 @@
 #include "zs/zsmalloc.h"
 
 /* 0, or -EINVAL where zs_create_pool(cfg) would refuse cfg; allocates nothing. */
-int pool_config_check(const struct zs_pool_config *cfg);
+int pool_config_check(const struct zs_pool_config *cfg, char *err, size_t err_len);
 
 #endif
