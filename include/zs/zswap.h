@@ -385,7 +385,7 @@ struct zs_zswap_stats {
 };
 
 /*
- * 0, or -EINVAL (z NULL).  Thread safe (each counter is read atomically;
+ * 0 (all counters zero for z NULL).  Thread safe (each counter is read atomically;
  * the set is not a snapshot). Fills the first `size` bytes of *st (pass sizeof *st) and
  * writes nothing past them, so counters appended in a later MINOR leave a
  * caller built against an older header intact (docs/abi.md, "Stats that

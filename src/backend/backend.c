@@ -417,8 +417,11 @@ static int backend_create(const struct zs_backend_config *cfg, struct zs_backend
 	zc.page_size = c.page_size;
 	zc.max_pages = c.max_pages;
 	zc.checked = c.checked;
-	if (pool_config_check(&zc, err, err_len))
+	char sub[200] = "";
+	if (pool_config_check(&zc, sub, sizeof(sub))) {
+		set_err(err, err_len, "zs_backend_config.zs (the nested pool config): %s", sub);
 		return -EINVAL;
+	}
 
 	struct be_priv *p = calloc(1, sizeof(*p));
 	if (!p)

@@ -219,9 +219,10 @@ int pool_config_check(const struct zs_pool_config *user_cfg, char *err, size_t e
 		return -EINVAL;
 	int rc = classes_shape(&cfg, (unsigned)cfg.page_size, &shape);
 	if (rc)
-		set_err(err, err_len, "zs_pool_config: class_delta %u with page_size %zu and "
-			"max_object_size %zu gives no valid class table",
-			(unsigned)cfg.class_delta, cfg.page_size, (size_t)cfg.max_object_size);
+		set_err(err, err_len, "zs_pool_config: class_delta %u, class_shards %u, page_size %zu "
+			"and max_object_size %zu give no class table that fits (fewer shards or a "
+			"larger class_delta)", (unsigned)cfg.class_delta, (unsigned)cfg.class_shards,
+			cfg.page_size, (size_t)cfg.max_object_size);
 	return rc;
 }
 
@@ -248,7 +249,9 @@ int zs_pool_create(const struct zs_pool_config *user_cfg, struct zs_pool **out, 
 	else
 		zs_pool_config_init(&cfg);
 	config_defaults(&cfg);
-	if (!config_valid(&cfg, err, err_len))
+	/* The ranges and the class table's shape, so a table that cannot be built is refused
+	 * with its reason, not found later as a bare -EINVAL from classes_build. */
+	if (pool_config_check(&cfg, err, err_len))
 		return pool_fail(out, -EINVAL);
 	struct zs_pool *pool = aligned_alloc(64, sizeof(*pool));
 	if (!pool) {

@@ -124,8 +124,6 @@ int zs_zswap_get_stats(struct zs_zswap *z, struct zs_zswap_stats *st, size_t siz
 
 	if (!st || !size)
 		return -EINVAL;
-	if (!z)
-		return -EINVAL;
 	memset(&full, 0, sizeof(full));
 	fill_zswap_get_stats(z, &full);
 	return stats_copy_out(st, size, &full, sizeof(full));
