@@ -48,7 +48,7 @@ int main(void)
 	cfg.disksize = (uint64_t)PAGES * PAGE;
 	cfg.comp = "lz4";
 	struct zs_zram *z;
-	int err = zs_zram_create(&cfg, &z);
+	int err = zs_zram_create(&cfg, &z, NULL, 0);
 	if (err) {
 		fprintf(stderr, "zs_zram_create: %s\n", strerror(-err));
 		return 1;
@@ -76,7 +76,7 @@ int main(void)
 
 	struct zs_zram_stats st;
 	char line[256];
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	zs_zram_format_mm_stat(&st, line, sizeof(line));
 	printf("%u pages written and read back, %u mismatches\n", PAGES, bad);
 	printf("mm_stat: %s", line);
