@@ -15,6 +15,7 @@
 
 #include "testutil.h"
 #include "zs/zsmalloc.h"
+#include "must.h"
 
 #define THREADS 4
 #define SLOTS 512
@@ -154,7 +155,7 @@ static void run_threads(void)
 	struct zs_pool_config cfg;
 	zs_pool_config_init_app(&cfg);
 	cfg.page_cache_decay_ms = 1; /* the idle purge runs all along */
-	pool = zs_create_pool(&cfg);
+	pool = must_pool_create(&cfg);
 	REQUIRE(pool);
 	for (unsigned m = 0; m < MAILBOX; m++)
 		pthread_mutex_init(&mailbox[m].lock, NULL);
@@ -186,7 +187,7 @@ static void test_compact_revokes(void)
 {
 	struct zs_pool_config cfg;
 	zs_pool_config_init_app(&cfg);
-	pool = zs_create_pool(&cfg);
+	pool = must_pool_create(&cfg);
 	REQUIRE(pool);
 	enum { N = 4000 };
 	static unsigned long h[N];
