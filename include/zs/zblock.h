@@ -13,8 +13,8 @@
  *
  * Errors (README.md, "Errors"): int functions return 0 or -errno;
  * zblock_malloc returns a handle or an error value tested with ZS_IS_ERR()
- * from zsmalloc.h; zblock_obj_read_begin returns NULL
- * and set errno.
+ * from zsmalloc.h; zblock_obj_read_begin returns NULL and sets errno;
+ * zblock_pool_create has the one constructor shape (README.md, "Errors").
  *
  * Thread safety: every function may be called concurrently (one lock per
  * size class; reads and writes take none).

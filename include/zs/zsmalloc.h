@@ -22,7 +22,8 @@
  * Errors (the convention for every libzs header is in README.md, "Errors"):
  * functions returning int return 0 or a negative errno value; zs_malloc
  * returns a handle or an error value (ZS_IS_ERR); pointer-returning calls
- * return NULL and set errno.
+ * return NULL and set errno; zs_pool_create has the one constructor shape
+ * (0 or -errno, *out, and a reason in err).
  *
  * Thread safety: everything may be called concurrently, as in the kernel
  * (pool rwlock, per-class locks, per-zspage reader/writer lock).

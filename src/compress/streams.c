@@ -88,7 +88,7 @@ static int copy_params(struct zs_comp_params *dst, const struct zs_comp_params *
 	if (!dst->dict)
 		return 0;
 	if (!dst->dict_len) {
-		dst->dict = NULL; /* not ours to free; zs_comp_create_params refuses it too */
+		dst->dict = NULL; /* not ours to free; zs_comp_create refuses it too */
 		return -EINVAL;
 	}
 	void *d = malloc(dst->dict_len);

@@ -201,7 +201,7 @@ static int config_valid(const struct zs_pool_config *c, char *err, size_t err_le
 }
 #undef REFUSE
 
-/* The two fields whose 0 zs_create_pool replaces before checking the ranges. */
+/* The two fields whose 0 zs_pool_create replaces before checking the ranges. */
 static void config_defaults(struct zs_pool_config *c)
 {
 	if (!c->page_size)
