@@ -51,9 +51,10 @@ static int cache_demo(void)
 	cfg.blob.codec = ZS_BLOB_ZSTD;      /* or ZS_BLOB_LZ4 (the default), ZS_BLOB_LZ4HC */
 	cfg.blob.mem_limit = 4 << 20;        /* capacity in real memory: inserts evict */
 	struct zs_cache *c;
-	int rc = zs_cache_create(&cfg, &c, NULL, 0);
+	char why[256]; /* a refusal names the field and its range */
+	int rc = zs_cache_create(&cfg, &c, why, sizeof(why));
 	if (rc) {
-		fprintf(stderr, "zs_cache_create: %s\n", strerror(-rc));
+		fprintf(stderr, "%s\n", why);
 		return 1;
 	}
 	char rec[MAX_REC + 1], out[MAX_REC + 1], key[16];

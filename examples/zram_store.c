@@ -48,9 +48,10 @@ int main(void)
 	cfg.disksize = (uint64_t)PAGES * PAGE;
 	cfg.comp = "lz4";
 	struct zs_zram *z;
-	int err = zs_zram_create(&cfg, &z, NULL, 0);
+	char why[256]; /* a refusal names the field and its range */
+	int err = zs_zram_create(&cfg, &z, why, sizeof(why));
 	if (err) {
-		fprintf(stderr, "zs_zram_create: %s\n", strerror(-err));
+		fprintf(stderr, "%s\n", why);
 		return 1;
 	}
 	static unsigned char page[PAGE], back[PAGE];
