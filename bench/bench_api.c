@@ -129,7 +129,7 @@ int main(int argc, char **argv)
 	bench_quiet = js.enabled;
 
 	struct ctx c = {0};
-	c.pool = zs_create_pool(NULL);
+	c.pool = bench_pool_create(NULL);
 	size_t nsizes = (4080 - 32) / 16 + 1;
 	c.n = nsizes * (size_t)per_size;
 	c.h = malloc(c.n * sizeof(*c.h));

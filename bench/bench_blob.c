@@ -84,13 +84,13 @@ static int run(const char *mode, size_t n, unsigned idle_ms, uint64_t seed, stru
 		struct zs_cache_config cfg;
 		zs_cache_config_init(&cfg);
 		cfg.blob.codec = codec;
-		rc = zs_cache_create(&cfg, &c);
+		rc = zs_cache_create(&cfg, &c, NULL, 0);
 		b = c ? zs_cache_blob(c) : NULL;
 	} else {
 		struct zs_blob_config cfg;
 		zs_blob_config_init(&cfg);
 		cfg.codec = codec;
-		rc = zs_blob_create(&cfg, &b);
+		rc = zs_blob_create(&cfg, &b, NULL, 0);
 	}
 	if (rc) {
 		fprintf(stderr, "create: %d\n", rc);
@@ -140,11 +140,11 @@ static int run(const char *mode, size_t n, unsigned idle_ms, uint64_t seed, stru
 	size_t after = rss_bytes();
 
 	struct zs_blob_stats bs;
-	zs_blob_stats(b, &bs);
+	zs_blob_stats(b, &bs, sizeof(bs));
 	double index = 0;
 	if (cache_mode) {
 		struct zs_cache_stats cs;
-		zs_cache_stats(c, &cs);
+		zs_cache_stats(c, &cs, sizeof(cs));
 		index = (double)cs.index_bytes;
 	}
 	const double mib = 1048576.0;

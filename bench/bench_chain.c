@@ -56,11 +56,7 @@ static struct zs_pool *make_pool(unsigned page, unsigned chain, int policy)
 	cfg.max_chain = chain;
 	cfg.class_delta = 16;
 	cfg.chain_policy = policy ? ZS_CHAIN_HEURISTIC : ZS_CHAIN_EXHAUSTIVE;
-	struct zs_pool *p = zs_create_pool(&cfg);
-	if (!p) {
-		perror("zs_create_pool");
-		exit(1);
-	}
+	struct zs_pool *p = bench_pool_create(&cfg);
 	return p;
 }
 

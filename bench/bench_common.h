@@ -25,6 +25,7 @@
 
 #include "json.h"
 #include "parse.h"
+#include "zs/backend.h"
 #include "zs/zsmalloc.h"
 
 static inline double bench_now_ns(void)
@@ -511,6 +512,27 @@ static inline void bench_print_machine(void)
 		  sysconf(_SC_NPROCESSORS_ONLN), cpu, u.release, la[0]);
 	if (la[0] > 0.5)
 		bench_say("note: the machine was busy when this started; expect noise\n");
+}
+
+/* A pool the bench cannot run without: a refusal ends the run with the library's reason. */
+static inline struct zs_pool *bench_pool_create(const struct zs_pool_config *cfg)
+{
+	struct zs_pool *p;
+	char why[256];
+	if (zs_pool_create(cfg, &p, why, sizeof(why))) {
+		fprintf(stderr, "bench: %s\n", why);
+		exit(1);
+	}
+	return p;
+}
+
+/* A backend, or NULL with errno and why set (some kinds are absent from some builds). */
+static inline struct zs_backend *bench_backend_create(const struct zs_backend_config *cfg,
+						       char *why, size_t why_len)
+{
+	struct zs_backend *b;
+	zs_backend_create(cfg, &b, why, why_len);
+	return b;
 }
 
 #endif

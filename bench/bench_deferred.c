@@ -53,11 +53,7 @@ static struct result run_once(int var, int cached, enum zs_free_mode mode, size_
 		cfg.deferred_capacity = max_objs;
 	if (var == 3)
 		cfg.deferred_worker = -1;
-	struct zs_pool *pool = zs_create_pool(&cfg);
-	if (!pool) {
-		perror("zs_create_pool");
-		exit(1);
-	}
+	struct zs_pool *pool = bench_pool_create(&cfg);
 	size_t n = bench_fill_pool(pool, h, bytes, max_objs);
 	if (var) {
 		/*

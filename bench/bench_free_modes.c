@@ -99,11 +99,7 @@ static void run_once(int var, int pm, unsigned cost_ns, int nthr, size_t bytes, 
 	cfg.free_mode = mode[var];
 	cfg.page_cache_pages = pm == 1 ? ZS_PAGES_NO_CACHE : bytes / 4096 + 1024;
 	cfg.deferred_capacity = g_capacity;
-	struct zs_pool *pool = zs_create_pool(&cfg);
-	if (!pool) {
-		perror("zs_create_pool");
-		exit(1);
-	}
+	struct zs_pool *pool = bench_pool_create(&cfg);
 	size_t n = bench_fill_pool(pool, h, bytes, max_objs);
 	if (var >= 2) {
 		/* Build the queue and start the worker before the clock (the top). */

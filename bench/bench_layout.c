@@ -450,11 +450,7 @@ int main(int argc, char **argv)
 	}
 	struct zs_pool_config cfg;
 	zs_pool_config_init_app(&cfg);
-	pool = zs_create_pool(&cfg);
-	if (!pool) {
-		fprintf(stderr, "bench_layout: zs_create_pool failed\n");
-		return 1;
-	}
+	pool = bench_pool_create(&cfg);
 	bound_init();
 	uint32_t *sizes = malloc((size_t)n * r * sizeof(*sizes));
 	uint64_t *hs = malloc((size_t)n * sizeof(*hs));

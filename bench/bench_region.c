@@ -257,7 +257,7 @@ static int region_make(size_t pages, int mode, unsigned nhandlers, struct zs_reg
 static void region_mem(struct zs_region *reg, struct child_res *r)
 {
 	struct zs_region_stats st;
-	zs_region_get_stats(reg, &st);
+	zs_region_get_stats(reg, &st, sizeof(st));
 	r->mem_used = st.store.mem_used_total;
 	r->compr = st.store.compr_data_size;
 	r->stored = st.store.pages_stored;
@@ -322,7 +322,7 @@ static void region_child(struct shared *sh, int i, int mode)
 		TIMED(r->release_s, zs_region_release(reg, b, bytes));
 		TIMED(r->flush_s, zs_zram_flush(zs_region_store(reg)));
 		struct zs_region_stats st;
-		zs_region_get_stats(reg, &st);
+		zs_region_get_stats(reg, &st, sizeof(st));
 		r->faults = st.faults;
 		r->ok = st.store.pages_stored == 0;
 		if (!r->ok)
@@ -417,7 +417,7 @@ static int run_side(struct shared *sh, int P, int kernel, int mode, uint64_t *km
 	}
 	if (shared_reg) {
 		struct zs_region_stats st;
-		zs_region_get_stats(shared_reg, &st);
+		zs_region_get_stats(shared_reg, &st, sizeof(st));
 		sh->r[0].faults = st.faults;
 		if (st.store.pages_stored) {
 			ok = 0;

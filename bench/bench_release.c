@@ -112,11 +112,7 @@ static double run_once(enum zs_free_mode mode, int cached, int T, size_t bytes_p
 	 */
 	cfg.page_cache_pages = cached ? (T * bytes_per_thread) / 4096 + 1024 : 64;
 	struct shared sh = {.bytes_per_thread = bytes_per_thread};
-	sh.pool = zs_create_pool(&cfg);
-	if (!sh.pool) {
-		perror("zs_create_pool");
-		exit(1);
-	}
+	sh.pool = bench_pool_create(&cfg);
 	pthread_barrier_init(&sh.alloc_done, NULL, (unsigned)T);
 	struct worker w[MAXT];
 	for (int i = 0; i < T; i++) {
@@ -235,9 +231,8 @@ static int idle_pools(int kind, int npools, size_t bytes_each, struct idle_res *
 	for (int k = 0; k < npools; k++) {
 		struct zs_backend_config bc;
 		backend_cfg(&bc, kind);
-		b[k] = zs_backend_create(&bc);
+		b[k] = bench_backend_create(&bc, r->why, sizeof(r->why));
 		if (!b[k]) {
-			snprintf(r->why, sizeof(r->why), "backend %s: %s", kind_key[kind], strerror(errno));
 			return errno == ENOTSUP || errno == EOPNOTSUPP ? 1 : 2;
 		}
 	}
@@ -255,7 +250,7 @@ static int idle_pools(int kind, int npools, size_t bytes_each, struct idle_res *
 			got += sz;
 		}
 		struct zs_backend_stats st;
-		zs_backend_stats(b[k], &st);
+		zs_backend_stats(b[k], &st, sizeof(st));
 		live += st.pages ? (double)st.pages * IDLE_PAGE : (double)got;
 	}
 	r->live_mib = live / 1048576.0;
@@ -282,7 +277,7 @@ static int idle_store(int kind, uint64_t npages, struct idle_res *r)
 		backend_cfg(&c.backend, kind);
 	struct zs_zram *z;
 	char err[200] = "";
-	int rc = zs_zram_create_err(&c, &z, err, sizeof(err));
+	int rc = zs_zram_create(&c, &z, err, sizeof(err));
 	if (rc) {
 		snprintf(r->why, sizeof(r->why), "store on %s: %s", kind_key[kind], err);
 		return rc == -ENOTSUP || rc == -EOPNOTSUPP ? 1 : 2;
@@ -298,7 +293,7 @@ static int idle_store(int kind, uint64_t npages, struct idle_res *r)
 			return 2;
 	}
 	struct zs_zram_stats st;
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	r->live_mib = (double)st.mem_used_total / 1048576.0;
 	r->full_mib = mib_above(statm_rss(), rss0);
 	double t0 = bench_now_ns();
@@ -338,7 +333,7 @@ static int idle_region(int kind, uint64_t npages, struct idle_res *r)
 	if (zs_region_pageout(rg, a, c.size) != (long)npages)
 		return 2;
 	struct zs_region_stats st;
-	if (zs_region_get_stats(rg, &st))
+	if (zs_region_get_stats(rg, &st, sizeof(st)))
 		return 2;
 	r->live_mib = (double)st.store.mem_used_total / 1048576.0;
 	r->full_mib = mib_above(statm_rss(), rss0);

@@ -163,8 +163,8 @@ int main(int argc, char **argv)
 
 	for (int ci = 0; ci < ncomp; ci++) {
 		struct ctx c = { 0 };
-		c.pool = zs_create_pool(NULL);
-		if (!c.pool || zs_comp_create(comps[ci], ps, &c.comp))
+		c.pool = bench_pool_create(NULL);
+		if (!c.pool || zs_comp_create(&(struct zs_comp_config){ .name = comps[ci], .max_src = ps }, &c.comp, NULL, 0))
 			return 1;
 		size_t bound = zs_comp_bound(c.comp, ps), huge = zs_huge_class_size(c.pool);
 		unsigned char *buf = malloc(bound);

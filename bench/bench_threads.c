@@ -272,7 +272,7 @@ static struct zs_backend *make_backend(const struct row *rw)
 			zs_pool_config_init_app(&bc.zs);
 		if (rw->profile == 3)
 			bc.zs.free_mode = (enum zs_free_mode)rw->free_mode;
-		return zs_backend_create(&bc);
+		return bench_backend_create(&bc, NULL, 0);
 	}
 	bc.zs.free_mode = (enum zs_free_mode)rw->free_mode;
 	bc.zs.deferred_worker = -1;
@@ -280,7 +280,7 @@ static struct zs_backend *make_backend(const struct row *rw)
 	if (rw->shards)
 		bc.zs.class_shards = rw->shards > 0 ? (unsigned)rw->shards : ZS_CLASS_SHARDS_AUTO;
 	bc.zs.page_cache_decay_ms = rw->decay_ms;
-	return zs_backend_create(&bc);
+	return bench_backend_create(&bc, NULL, 0);
 }
 
 static double live_mib(struct zs_backend **bs, int nb, const struct worker *w, int T)
@@ -292,7 +292,7 @@ static double live_mib(struct zs_backend **bs, int nb, const struct worker *w, i
 	int pages = !!(zs_backend_caps(bs[0]) & ZS_BACKEND_CAP_PAGES);
 	if (pages) {
 		for (int i = 0; i < nb; i++) {
-			zs_backend_stats(bs[i], &st);
+			zs_backend_stats(bs[i], &st, sizeof(st));
 			bytes += (uint64_t)st.pages * PAGE;
 		}
 	} else {
@@ -399,7 +399,7 @@ static uint32_t *corpus_sizes(char **paths, int npaths, size_t *n, size_t *files
 	unsigned char out[2 * PAGE];
 	if (zs_pageset_load(&ps, PAGE, paths, npaths, (uint64_t)32 << 20) || !ps.npages)
 		return NULL;
-	if (zs_comp_create("lz4", PAGE, &c)) {
+	if (zs_comp_create(&(struct zs_comp_config){ .name = "lz4", .max_src = PAGE }, &c, NULL, 0)) {
 		zs_pageset_free(&ps);
 		return NULL;
 	}

@@ -238,7 +238,7 @@ int main(int argc, char **argv)
 			int ok = 1;
 
 			for (unsigned k = 0; k < nt && ok; k++)
-				ok = zs_comp_create(comps[ci], ps.page_size, &cc[k]) == 0;
+				ok = zs_comp_create(&(struct zs_comp_config){ .name = comps[ci], .max_src = ps.page_size }, &cc[k], NULL, 0) == 0;
 			if (!ok) {
 				fprintf(stderr, "bench_zram: %s: cannot create compressor\n", comps[ci]);
 				break;
@@ -270,7 +270,7 @@ int main(int argc, char **argv)
 				cfg.backend.zs.page_cache_pages = ps.npages;
 				if (shards || strcmp(profile, "app"))
 					cfg.backend.zs.class_shards = shards; /* zsmalloc: class copies */
-				if (zs_zram_create(&cfg, &c.z)) {
+				if (zs_zram_create(&cfg, &c.z, NULL, 0)) {
 					fprintf(stderr, "bench_zram: store create failed\n");
 					return 2;
 				}
@@ -278,7 +278,7 @@ int main(int argc, char **argv)
 				t_sw = t < t_sw ? t : t_sw;
 				t = run(&c, STORE_READ, nt, NULL, &errors);
 				t_sr = t < t_sr ? t : t_sr;
-				zs_zram_get_stats(c.z, &st);
+				zs_zram_get_stats(c.z, &st, sizeof(st));
 				/* Warm pool: the same writes again after freeing everything. */
 				zs_zram_discard_range(c.z, 0, ps.npages);
 				t = run(&c, STORE_WRITE, nt, NULL, &errors);

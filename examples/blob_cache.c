@@ -51,9 +51,10 @@ static int cache_demo(void)
 	cfg.blob.codec = ZS_BLOB_ZSTD;      /* or ZS_BLOB_LZ4 (the default), ZS_BLOB_LZ4HC */
 	cfg.blob.mem_limit = 4 << 20;        /* capacity in real memory: inserts evict */
 	struct zs_cache *c;
-	int rc = zs_cache_create(&cfg, &c);
+	char why[256]; /* a refusal names the field and its range */
+	int rc = zs_cache_create(&cfg, &c, why, sizeof(why));
 	if (rc) {
-		fprintf(stderr, "zs_cache_create: %s\n", strerror(-rc));
+		fprintf(stderr, "%s\n", why);
 		return 1;
 	}
 	char rec[MAX_REC + 1], out[MAX_REC + 1], key[16];
@@ -72,7 +73,7 @@ static int cache_demo(void)
 		zs_cache_lookup(c, key, strlen(key), out, sizeof(out));
 	}
 	struct zs_cache_stats st;
-	zs_cache_stats(c, &st);
+	zs_cache_stats(c, &st, sizeof(st));
 	printf("cache: %u records (%.1f MiB) into a 4 MiB cache: %llu kept, %llu evicted, "
 	       "%.1f MiB held, %.1f B of index per entry\n",
 	       ENTRIES, raw / 1048576.0, (unsigned long long)st.entries,
@@ -98,10 +99,10 @@ static int cache_demo(void)
 		snprintf(key, sizeof(key), "user:%u", id);
 		zs_cache_erase(c, key, strlen(key));
 	}
-	zs_cache_stats(c, &st);
+	zs_cache_stats(c, &st, sizeof(st));
 	double before = (st.mem_bytes - st.blob.cached_bytes) / 1048576.0;
 	sleep(1);
-	zs_cache_stats(c, &st);
+	zs_cache_stats(c, &st, sizeof(st));
 	printf("cache: after erasing a third, %llu entries: %.1f MiB held, %.1f MiB after 1 s idle "
 	       "(%llu compaction passes)\n",
 	       (unsigned long long)st.entries, before, (st.mem_bytes - st.blob.cached_bytes) / 1048576.0,
@@ -122,7 +123,7 @@ static int cache_demo(void)
 static int blob_demo(void)
 {
 	struct zs_blob *s;
-	int rc = zs_blob_create(NULL, &s); /* defaults: lz4, no limit, compaction policy on */
+	int rc = zs_blob_create(NULL, &s, NULL, 0); /* defaults: lz4, no limit, compaction policy on */
 	if (rc)
 		return 1;
 	static unsigned long h[ENTRIES];
@@ -143,7 +144,7 @@ static int blob_demo(void)
 		bad += zs_blob_get(s, h[id], out, sizeof(out)) != (long)len || memcmp(rec, out, len) != 0;
 	}
 	struct zs_blob_stats st;
-	zs_blob_stats(s, &st);
+	zs_blob_stats(s, &st, sizeof(st));
 	printf("blob: %llu records, %.1f MiB of values stored in %.1f MiB (%llu kept raw), %u differ\n",
 	       (unsigned long long)st.objects, st.value_bytes / 1048576.0, st.stored_bytes / 1048576.0,
 	       (unsigned long long)st.raw_objects, bad);

@@ -149,10 +149,10 @@ static int replay_line(struct replay *r, const char *line)
 		cfg.name = "trace_replay";
 		cfg.page_size = r->page_size;
 		cfg.max_chain = r->chain;
-		r->pool = zs_create_pool(&cfg);
-		if (!r->pool) {
-			fprintf(stderr, "trace_replay: cannot create a pool (page_size %zu, chain %u)\n",
-				r->page_size, r->chain);
+		char why[256];
+		if (zs_pool_create(&cfg, &r->pool, why, sizeof(why))) {
+			fprintf(stderr, "trace_replay: cannot create a pool (page_size %zu, chain %u): "
+				"%s\n", r->page_size, r->chain, why);
 			return -1;
 		}
 	}

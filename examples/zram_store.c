@@ -48,9 +48,10 @@ int main(void)
 	cfg.disksize = (uint64_t)PAGES * PAGE;
 	cfg.comp = "lz4";
 	struct zs_zram *z;
-	int err = zs_zram_create(&cfg, &z);
+	char why[256]; /* a refusal names the field and its range */
+	int err = zs_zram_create(&cfg, &z, why, sizeof(why));
 	if (err) {
-		fprintf(stderr, "zs_zram_create: %s\n", strerror(-err));
+		fprintf(stderr, "%s\n", why);
 		return 1;
 	}
 	static unsigned char page[PAGE], back[PAGE];
@@ -76,7 +77,7 @@ int main(void)
 
 	struct zs_zram_stats st;
 	char line[256];
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	zs_zram_format_mm_stat(&st, line, sizeof(line));
 	printf("%u pages written and read back, %u mismatches\n", PAGES, bad);
 	printf("mm_stat: %s", line);

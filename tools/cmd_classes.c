@@ -83,10 +83,10 @@ static int setup(const struct pool_opts *po, struct table *t)
 {
 	struct zs_pool_config cfg = po->cfg;
 	cfg.deferred_worker = -1;
-	t->pool = zs_create_pool(&cfg);
-	if (!t->pool) {
+	char why[256];
+	if (zs_pool_create(&cfg, &t->pool, why, sizeof(why))) {
 		fprintf(stderr, "zs classes: cannot create a pool with this configuration: %s\n",
-			strerror(errno));
+			why);
 		return 2;
 	}
 	t->P = (unsigned)zs_pool_page_size(t->pool);

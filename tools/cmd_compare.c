@@ -136,7 +136,7 @@ static void measure(struct zs_backend *b, size_t rss0, size_t live, size_t nobj,
 		    int ph)
 {
 	struct zs_backend_stats st;
-	zs_backend_stats(b, &st);
+	zs_backend_stats(b, &st, sizeof(st));
 	size_t rss = zs_process_rss();
 	res->rss[ph] = rss > rss0 ? rss - rss0 : 0;
 	res->pages[ph] = st.pages;
@@ -163,8 +163,8 @@ static void run_backend(const char *kind, size_t ps, const struct workload *w, i
 		c.zs = g_po->cfg;
 	c.kind = kind;
 	c.page_size = ps;
-	struct zs_backend *b = zs_backend_create(&c);
-	if (!b)
+	struct zs_backend *b;
+	if (zs_backend_create(&c, &b, NULL, 0))
 		return;
 	int deferred = g_po && g_po->deferred;
 	size_t n = w->n, live = 0, bytes = 0, frees = 0, restores = 0;
@@ -594,7 +594,8 @@ static size_t huge_threshold(size_t ps)
 	if (g_po)
 		c.zs = g_po->cfg;
 	c.page_size = ps;
-	struct zs_backend *b = zs_backend_create(&c);
+	struct zs_backend *b;
+	zs_backend_create(&c, &b, NULL, 0);
 	size_t huge = b ? zs_backend_huge_class_size(b) : ps;
 	zs_backend_destroy(b);
 	return huge;

@@ -172,7 +172,7 @@ static size_t run(const struct zs_region_config *cfg, struct zs_region *r,
 	double t1 = tool_now();
 	size_t rss1 = rss_pages(b, n);
 	struct zs_region_stats st;
-	zs_region_get_stats(r, &st);
+	zs_region_get_stats(r, &st, sizeof(st));
 	char mm[256];
 	zs_zram_format_mm_stat(&st.store, mm, sizeof(mm));
 	printf("pageout: %ld pages in %.1f ms (%.0f MB/s); resident %zu -> %zu pages\n", out,
@@ -188,7 +188,7 @@ static size_t run(const struct zs_region_config *cfg, struct zs_region *r,
 	for (size_t i = 0; i < n; i++)
 		bad += memcmp(b + i * 4096, ps->data + i * 4096, 4096) != 0;
 	t1 = tool_now();
-	zs_region_get_stats(r, &st);
+	zs_region_get_stats(r, &st, sizeof(st));
 	for (int i = 0; i < ZS_REGION_LAT_BUCKETS; i++)
 		hist_fill[i] = st.lat_hist[i] - hist_fill[i];
 	printf("sequential touch: %.0f MB/s, %llu faults for %zu pages, handler p50 %.1f us "
@@ -207,7 +207,7 @@ static size_t run(const struct zs_region_config *cfg, struct zs_region *r,
 		bad += memcmp(b + i * 4096, ps->data + i * 4096, 4096) != 0;
 	}
 	t1 = tool_now();
-	zs_region_get_stats(r, &st);
+	zs_region_get_stats(r, &st, sizeof(st));
 	for (int i = 0; i < ZS_REGION_LAT_BUCKETS; i++)
 		hist0[i] = st.lat_hist[i] - hist0[i];
 	printf("random touch: %.1f us per touch, %llu faults, handler p50 %.1f us p99 %.1f us\n",
@@ -217,7 +217,7 @@ static size_t run(const struct zs_region_config *cfg, struct zs_region *r,
 	zs_region_release(r, b, bytes);
 	t1 = tool_now();
 	zs_zram_flush(zs_region_store(r));
-	zs_region_get_stats(r, &st);
+	zs_region_get_stats(r, &st, sizeof(st));
 	printf("release: %.2f ms; store pages now %llu\n", (t1 - t0) * 1e3,
 	       (unsigned long long)st.store.pages_stored);
 	printf("check: %zu pages differ\n", bad);

@@ -234,7 +234,7 @@ static int op_write(struct replay *R, unsigned long idx, unsigned long size, cha
 	unsigned long h = R->pool ? zs_malloc(R->pool, req) : zs_backend_malloc(R->b, req);
 	if (ZS_IS_ERR(h)) {
 		fprintf(stderr, "zs replay: line %ld: %s_malloc(%zu) failed: %s\n", line,
-			R->pool ? "zs" : R->b->kind, req, strerror(-ZS_ERR(h)));
+			R->pool ? "zs" : zs_backend_kind(R->b), req, strerror(-ZS_ERR(h)));
 		return 2;
 	}
 	unsigned long mh = 0;
@@ -270,7 +270,7 @@ static void current(struct replay *R, uint64_t got[NF])
 		struct zs_zram_stats st;
 		if (R->o.deferred)
 			zs_zram_flush(R->z);
-		zs_zram_get_stats(R->z, &st);
+		zs_zram_get_stats(R->z, &st, sizeof(st));
 		got[F_MEM] = st.mem_used_total / R->page_size;
 		got[F_COMPACTED] = st.pages_compacted;
 		got[F_STORED] = st.orig_data_size / R->page_size;
@@ -281,7 +281,7 @@ static void current(struct replay *R, uint64_t got[NF])
 	}
 	if (!R->pool) {
 		struct zs_backend_stats bs;
-		zs_backend_stats(R->b, &bs);
+		zs_backend_stats(R->b, &bs, sizeof(bs));
 		got[F_MEM] = bs.pages;
 		got[F_COMPACTED] = bs.pages_compacted;
 	} else {
@@ -289,7 +289,7 @@ static void current(struct replay *R, uint64_t got[NF])
 		 * --deferred-held keeps its queue: the model check is about those pages. */
 		if (!R->shadow)
 			zs_free_deferred_flush(R->pool);
-		zs_pool_stats(R->pool, &ps);
+		zs_pool_stats(R->pool, &ps, sizeof(ps));
 		got[F_MEM] = zs_get_total_pages(R->pool);
 		got[F_COMPACTED] = ps.pages_compacted;
 	}
@@ -647,6 +647,7 @@ void replay_pool_config(struct replay *R, const struct trace_header *h,
 static int setup(struct replay *R, const struct trace_header *h)
 {
 	struct zs_pool_config cfg;
+	char why[256] = "";
 	if (!h->seen_magic && !R->o.quiet)
 		fprintf(stderr, "zs replay: warning: no '# zram-trace 1' header\n");
 	replay_pool_config(R, h, &cfg);
@@ -666,9 +667,9 @@ static int setup(struct replay *R, const struct trace_header *h)
 		zc.backend.checked = R->o.checked;
 		zc.backend.zs = cfg;
 		zc.deferred_free = R->o.deferred;
-		int zr = zs_zram_create(&zc, &R->z);
+		int zr = zs_zram_create(&zc, &R->z, NULL, 0);
 		if (zr) {
-			fprintf(stderr, "zs replay: zs_zram_create(page_size %ld, chain %u): %s\n",
+			fprintf(stderr, "zs replay: zs_zram_create(page_size %ld, chain %u, NULL, 0): %s\n",
 				h->page_size, cfg.max_chain, strerror(-zr));
 			return 2;
 		}
@@ -689,7 +690,7 @@ static int setup(struct replay *R, const struct trace_header *h)
 		bc.kind = "zblock";
 		bc.page_size = (size_t)h->page_size;
 		bc.checked = R->o.checked;
-		R->b = zs_backend_create(&bc);
+		zs_backend_create(&bc, &R->b, why, sizeof(why));
 		R->b_owned = R->b != NULL;
 		R->span_buf = malloc((size_t)h->page_size);
 		if (!R->span_buf)
@@ -698,7 +699,7 @@ static int setup(struct replay *R, const struct trace_header *h)
 	} else {
 		if (R->o.held)
 			held_pool_config(R, &cfg);
-		R->pool = zs_create_pool(&cfg);
+		zs_pool_create(&cfg, &R->pool, why, sizeof(why));
 		R->span_on = 1;
 		if (R->pool && R->o.held && held_setup(R, &cfg))
 			return trace_fail(0, "%s", "out of memory for --deferred-held's model pool");
@@ -709,10 +710,10 @@ static int setup(struct replay *R, const struct trace_header *h)
 	if (!R->pool && !R->b) {
 		if (R->o.zblock)
 			fprintf(stderr, "zs replay: zblock backend (page_size %ld): %s\n",
-				h->page_size, strerror(errno));
+				h->page_size, why);
 		else
-			fprintf(stderr, "zs replay: zs_create_pool(page_size %ld, chain %u): %s\n",
-				h->page_size, cfg.max_chain, strerror(errno));
+			fprintf(stderr, "zs replay: zs_pool_create(page_size %ld, chain %u): %s\n",
+				h->page_size, cfg.max_chain, why);
 		return 2;
 	}
 	R->page_size = (size_t)h->page_size;

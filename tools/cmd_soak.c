@@ -489,9 +489,9 @@ static int setup(struct worker **wsp)
 	pc.checked = o.checked;
 	pc.class_shards = o.class_shards;
 	pc.fit_zspages = o.fit;
-	pool = zs_create_pool(&pc);
-	if (!pool) {
-		fprintf(stderr, "zs soak: zs_create_pool: %s\n", strerror(errno));
+	char why[256];
+	if (zs_pool_create(&pc, &pool, why, sizeof(why))) {
+		fprintf(stderr, "zs soak: %s\n", why);
 		return 2;
 	}
 	struct zs_zram_config zc;
@@ -504,7 +504,7 @@ static int setup(struct worker **wsp)
 	zc.mem_limit = o.mem_limit;
 	zc.deferred_free = 1;
 	zc.backend.zs.class_shards = o.class_shards;
-	int ret = zs_zram_create(&zc, &zram);
+	int ret = zs_zram_create(&zc, &zram, NULL, 0);
 	if (ret) {
 		fprintf(stderr, "zs soak: cannot create the zram store (--comp %s, --recomp %s, "
 			"--zram-backend %s): %s\n", o.comp, o.recomp, o.zbackend, strerror(-ret));
@@ -622,7 +622,7 @@ static int run(struct worker *ws, struct soak_result *r)
 	zs_zram_discard_range(zram, 0, o.slots);
 	zs_zram_flush(zram);
 	zs_zram_compact(zram);
-	zs_zram_get_stats(zram, &r->st);
+	zs_zram_get_stats(zram, &r->st, sizeof(r->st));
 	return 0;
 }
 

@@ -121,9 +121,9 @@ static int setup(struct tm_opts *o, struct tm *t)
 {
 	struct zs_pool_config cfg = o->po.cfg;
 	cfg.deferred_worker = -1;
-	t->pool = zs_create_pool(&cfg);
-	if (!t->pool) {
-		fprintf(stderr, "zs testmod: cannot create the pool: %s\n", strerror(errno));
+	char why[256];
+	if (zs_pool_create(&cfg, &t->pool, why, sizeof(why))) {
+		fprintf(stderr, "zs testmod: cannot create the pool: %s\n", why);
 		return 2;
 	}
 	size_t P = t->P = zs_pool_page_size(t->pool);

@@ -216,7 +216,7 @@ static int keep_agreeing_pages(struct zs_pageset *ps, struct zs_zram *z, const c
 		return rc;
 	rc = zs_kzram_sizes(kcomp, ps->data, ps->npages, ksz, msg, msg_len);
 	if (!rc)
-		rc = zs_comp_create(comp, psz, &c);
+		rc = zs_comp_create(&(struct zs_comp_config){ .name = comp, .max_src = psz }, &c, NULL, 0);
 	if (!rc && !(buf = malloc(zs_comp_bound(c, psz))))
 		rc = -ENOMEM;
 	for (size_t i = 0; !rc && i < ps->npages; i++) {
@@ -589,7 +589,7 @@ static int setup(const struct opts *o, char **paths, int npaths, struct zrun *r)
 	cfg.writeback_batch_size = o->wb_batch;
 	cfg.writeback_compressed = o->wb_compressed;
 	char why[256];
-	rc = zs_zram_create_err(&cfg, &r->z, why, sizeof(why));
+	rc = zs_zram_create(&cfg, &r->z, why, sizeof(why));
 	if (rc) {
 		const char *hint = rc == -EOPNOTSUPP ? " (this backend cannot hold a zram store; use "
 						       "zsmalloc, zblock or malloc)"
@@ -641,7 +641,7 @@ static int run(const struct opts *o, struct zrun *r)
 	r->cw = cpu_s() - r->cw;
 	size_t rss1 = zs_process_rss();
 	r->rss_growth = rss1 > rss0 ? rss1 - rss0 : 0;
-	zs_zram_get_stats(r->z, &r->st);
+	zs_zram_get_stats(r->z, &r->st, sizeof(r->st));
 	if (o->wb_type) {
 		struct zs_zram_stats st2;
 
@@ -667,7 +667,7 @@ static int run(const struct opts *o, struct zrun *r)
 			r->wb_limit_hit = !zs_zram_get_writeback_limit(r->z, &en, &left) && en &&
 					  !left;
 		}
-		zs_zram_get_stats(r->z, &st2);
+		zs_zram_get_stats(r->z, &st2, sizeof(st2));
 		r->st.bd_count = st2.bd_count;
 		r->st.bd_writes = st2.bd_writes;
 		if (!o->quiet)
@@ -686,7 +686,7 @@ static int run(const struct opts *o, struct zrun *r)
 	if (o->wb_type) {
 		struct zs_zram_stats st3;
 
-		zs_zram_get_stats(r->z, &st3);
+		zs_zram_get_stats(r->z, &st3, sizeof(st3));
 		r->st.bd_reads = st3.bd_reads;
 		r->st.bd_read_retries = st3.bd_read_retries;
 		r->st.bd_read_errors = st3.bd_read_errors;

@@ -185,7 +185,7 @@ double floor_shared(int P, size_t n)
 double floor_decompress(void)
 {
 	struct zs_comp *c;
-	if (zs_comp_create(comp, PG, &c))
+	if (zs_comp_create(&(struct zs_comp_config){ .name = comp, .max_src = PG }, &c, NULL, 0))
 		return -1;
 	size_t cap = zs_comp_bound(c, PG), n = corpus.npages < 4096 ? corpus.npages : 4096;
 	unsigned char *dst = malloc(cap), out[PG];

@@ -34,7 +34,7 @@
 extern "C" {
 #endif
 
-/* Each field's range is beside it; zs_backend_create refuses anything else with EINVAL. */
+/* Each field's range is beside it; zs_backend_create refuses anything else with -EINVAL. */
 /* Fill with zs_backend_config_init, then change fields: the one way to make one. */
 struct zs_backend_config {
 	size_t struct_size;         /* sizeof this structure, set by its config_init; 0 is
@@ -62,7 +62,7 @@ struct zs_backend_config {
  */
 ZS_API void zs_backend_config_init(struct zs_backend_config *cfg);
 
-/* Capability flags (zs_backend_ops.caps, read with zs_backend_caps). */
+/* Capability flags (read with zs_backend_caps). */
 #define ZS_BACKEND_CAP_PAGES           (1u << 0) /* memory is whole pool pages: stats.pages
                                                     counts them, mem_bytes = pages x
                                                     page_size, total_pages is a cheap read */
@@ -83,43 +83,25 @@ struct zs_backend_stats {
 	unsigned long pages_compacted;
 };
 
+/*
+ * Opaque: the allocator behind a backend is reached only through the calls
+ * below (out of line since 4.0.0, so a new kind or a new op is not an ABI
+ * change; docs/abi.md measures what the call costs).
+ */
 struct zs_backend;
 
-struct zs_backend_ops {
-	const char *kind;
-	int (*create)(struct zs_backend *b, const struct zs_backend_config *cfg);
-	void (*destroy)(struct zs_backend *b);
-	unsigned long (*malloc)(struct zs_backend *b, size_t size);
-	int (*free)(struct zs_backend *b, unsigned long handle);
-	int (*free_deferred)(struct zs_backend *b, unsigned long handle);  /* NULL: free */
-	void (*flush)(struct zs_backend *b);                                 /* NULL: no-op */
-	void *(*read_begin)(struct zs_backend *b, unsigned long h, size_t len, void *local_copy);
-	void (*read_end)(struct zs_backend *b, unsigned long h, size_t len, void *mem);
-	int (*write)(struct zs_backend *b, unsigned long h, const void *src, size_t len);
-	unsigned long (*compact)(struct zs_backend *b);                      /* NULL: 0 */
-	void (*stats)(struct zs_backend *b, struct zs_backend_stats *st);
-	size_t (*huge_class_size)(struct zs_backend *b);                     /* NULL: page size */
-	int (*lookup_class)(struct zs_backend *b, size_t size);              /* NULL: -EOPNOTSUPP */
-	unsigned long (*total_pages)(struct zs_backend *b);                  /* NULL: 0 */
-	int (*class_count)(struct zs_backend *b);                            /* NULL: 0 */
-	unsigned caps;                                                       /* ZS_BACKEND_CAP_* */
-};
-
-struct zs_backend {
-	const struct zs_backend_ops *ops;
-	void *impl;
-	size_t page_size;
-	char kind[16];
-};
-
 /*
- * Create a backend by kind; NULL with errno (EINVAL unknown kind, ENOTSUP a
- * known kind not available in this process).  libzs itself holds zsmalloc
- * and zblock; the malloc baselines ("malloc", "jemalloc", "mimalloc") are
- * the measurement harness's, present only in the zs tool, the benchmarks
- * and the tests (ENOTSUP elsewhere, e.g. through libzs.so).
+ * Create a backend by kind: 0 and *out, or a negative errno with *out NULL,
+ * errno set to the positive code and err (when not NULL) a one-line reason
+ * naming the field and its range.  -EINVAL: an unknown kind or a field out
+ * of range; -ENOTSUP: a known kind not available in this process.  libzs
+ * itself holds zsmalloc and zblock; the malloc baselines ("malloc",
+ * "jemalloc", "mimalloc") are the measurement harness's, present only in the
+ * zs tool, the benchmarks and the tests (ENOTSUP elsewhere, e.g. through
+ * libzs.so).  cfg NULL: zs_backend_config_init's defaults.
  */
-ZS_API struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg);
+ZS_API int zs_backend_create(const struct zs_backend_config *cfg, struct zs_backend **out,
+			     char *err, size_t errlen);
 ZS_API void zs_backend_destroy(struct zs_backend *b);
 /* NULL-terminated list of the kinds this process can create (see zs_backend_create). */
 ZS_API const char *const *zs_backend_kinds(void);
@@ -129,38 +111,29 @@ ZS_API const char *const *zs_backend_kinds(void);
  * the backend calls and capabilities below instead.
  */
 ZS_API struct zs_pool *zs_backend_zspool(struct zs_backend *b);
+/* The kind's name, as given to zs_backend_create ("zsmalloc", "zblock", ...). */
+ZS_API const char *zs_backend_kind(const struct zs_backend *b);
+/* The backend's page size: for the malloc kinds the largest object. */
+ZS_API size_t zs_backend_page_size(const struct zs_backend *b);
 
-static inline unsigned long zs_backend_malloc(struct zs_backend *b, size_t size)
-{
-	return b->ops->malloc(b, size);
-}
-static inline int zs_backend_free(struct zs_backend *b, unsigned long h)
-{
-	return b->ops->free(b, h);
-}
-static inline int zs_backend_free_deferred(struct zs_backend *b, unsigned long h)
-{
-	return b->ops->free_deferred ? b->ops->free_deferred(b, h) : b->ops->free(b, h);
-}
-static inline void zs_backend_flush(struct zs_backend *b)
-{
-	if (b->ops->flush)
-		b->ops->flush(b);
-}
-static inline void *zs_backend_read_begin(struct zs_backend *b, unsigned long h, size_t len,
-					  void *local_copy)
-{
-	return b->ops->read_begin(b, h, len, local_copy);
-}
-static inline void zs_backend_read_end(struct zs_backend *b, unsigned long h, size_t len, void *mem)
-{
-	b->ops->read_end(b, h, len, mem);
-}
-static inline int zs_backend_write(struct zs_backend *b, unsigned long h, const void *src,
-				   size_t len)
-{
-	return b->ops->write(b, h, src, len);
-}
+/*
+ * The object calls.  size 1..page size; a handle, or an error value
+ * (ZS_IS_ERR).  free returns 0 or a negative errno (-EINVAL for a bad
+ * handle on a checked backend); free_deferred may hold the free until
+ * flush (kinds without deferral free at once).
+ */
+ZS_API unsigned long zs_backend_malloc(struct zs_backend *b, size_t size);
+ZS_API int zs_backend_free(struct zs_backend *b, unsigned long h);
+ZS_API int zs_backend_free_deferred(struct zs_backend *b, unsigned long h);
+ZS_API void zs_backend_flush(struct zs_backend *b);
+/*
+ * Read len bytes of h: a pointer to them (into the pool, or local_copy,
+ * which must hold len bytes), valid until read_end with the same arguments.
+ */
+ZS_API void *zs_backend_read_begin(struct zs_backend *b, unsigned long h, size_t len,
+				   void *local_copy);
+ZS_API void zs_backend_read_end(struct zs_backend *b, unsigned long h, size_t len, void *mem);
+ZS_API int zs_backend_write(struct zs_backend *b, unsigned long h, const void *src, size_t len);
 /*
  * A new object holding src's len bytes: for kind zsmalloc one call,
  * zs_malloc_write (no pin of a handle nobody else holds yet); for the other
@@ -169,50 +142,32 @@ static inline int zs_backend_write(struct zs_backend *b, unsigned long h, const 
  * it had just given (nothing stays allocated on an error).
  */
 ZS_API unsigned long zs_backend_malloc_write(struct zs_backend *b, const void *src, size_t len);
-static inline unsigned long zs_backend_compact(struct zs_backend *b)
-{
-	return b->ops->compact ? b->ops->compact(b) : 0;
-}
-static inline void zs_backend_stats(struct zs_backend *b, struct zs_backend_stats *st)
-{
-	b->ops->stats(b, st);
-}
-static inline size_t zs_backend_huge_class_size(struct zs_backend *b)
-{
-	return b->ops->huge_class_size ? b->ops->huge_class_size(b) : b->page_size;
-}
-static inline int zs_backend_lookup_class(struct zs_backend *b, size_t size)
-{
-	return b->ops->lookup_class ? b->ops->lookup_class(b, size) : -EOPNOTSUPP;
-}
+/* Pages given back by compaction (0 for kinds without ZS_BACKEND_CAP_COMPACT). */
+ZS_API unsigned long zs_backend_compact(struct zs_backend *b);
+/*
+ * Fill the first `size` bytes of *st (pass sizeof *st): 0, or -EINVAL for a
+ * NULL b or st or a size of 0.  Nothing past `size` is written, so counters
+ * appended in a later MINOR leave a caller built against this header intact
+ * (docs/abi.md, "Stats that grow").
+ */
+ZS_API int zs_backend_stats(struct zs_backend *b, struct zs_backend_stats *st, size_t size);
+/* Largest object size that still shares a page with others (kinds without classes: page size). */
+ZS_API size_t zs_backend_huge_class_size(struct zs_backend *b);
+/* The size class index for size, or -EOPNOTSUPP for kinds without classes. */
+ZS_API int zs_backend_lookup_class(struct zs_backend *b, size_t size);
 /* ZS_BACKEND_CAP_* of this backend. */
-static inline unsigned zs_backend_caps(const struct zs_backend *b)
-{
-	return b->ops->caps;
-}
+ZS_API unsigned zs_backend_caps(const struct zs_backend *b);
 /* Pool pages in use, cheaply (ZS_BACKEND_CAP_PAGES); 0 for kinds without pages. */
-static inline unsigned long zs_backend_total_pages(struct zs_backend *b)
-{
-	return b->ops->total_pages ? b->ops->total_pages(b) : 0;
-}
+ZS_API unsigned long zs_backend_total_pages(struct zs_backend *b);
 /* Number of size classes (ZS_BACKEND_CAP_CLASSES); 0 for kinds without classes. */
-static inline int zs_backend_class_count(struct zs_backend *b)
-{
-	return b->ops->class_count ? b->ops->class_count(b) : 0;
-}
+ZS_API int zs_backend_class_count(struct zs_backend *b);
 /*
  * Memory the backend holds for objects, in bytes: pages x page_size for
  * ZS_BACKEND_CAP_PAGES kinds, else the allocator's own count (st->mem_bytes),
  * else the live objects' bytes (checked backends).  The zram store's
- * mem_used_total is this.  st: the backend's stats.
+ * mem_used_total is this.  st: the backend's stats (a whole struct).
  */
-static inline size_t zs_backend_mem_bytes(const struct zs_backend *b,
-					  const struct zs_backend_stats *st)
-{
-	if (zs_backend_caps(b) & ZS_BACKEND_CAP_PAGES)
-		return st->pages * b->page_size;
-	return st->mem_bytes ? st->mem_bytes : st->object_bytes;
-}
+ZS_API size_t zs_backend_mem_bytes(const struct zs_backend *b, const struct zs_backend_stats *st);
 
 #ifdef __cplusplus
 }

@@ -144,9 +144,13 @@ ZS_API void zs_blob_config_init(struct zs_blob_config *cfg);
  * Create a store.  NULL cfg -> the defaults.  Returns 0 and sets *out, or
  * -EINVAL (a field out of its range, a dictionary for lz4hc/none, a bad level,
  * nonzero reserved, an invalid pool config, out NULL) or -ENOMEM; *out is
- * NULL on failure.
+ * NULL on failure. On failure *out is NULL, errno is set to the positive code
+ * and err (errlen bytes, truncated; nothing when err is NULL or errlen 0)
+ * holds a one-line reason naming the field and its accepted range; on
+ * success err is the empty string.
  */
-ZS_API int zs_blob_create(const struct zs_blob_config *cfg, struct zs_blob **out);
+ZS_API int zs_blob_create(const struct zs_blob_config *cfg, struct zs_blob **out, char *err,
+			  size_t errlen);
 /* Free the store and every object in it; NULL is ignored. */
 ZS_API void zs_blob_destroy(struct zs_blob *s);
 
@@ -206,8 +210,13 @@ struct zs_blob_stats {
 	uint64_t cached_bytes;   /* of mem_bytes, pool pages cached for reuse (not in the limit's count) */
 	uint64_t reserved[4];
 };
-/* Fill st (all zero for a NULL store). */
-ZS_API void zs_blob_stats(struct zs_blob *s, struct zs_blob_stats *st);
+/*
+ * 0 (all counters zero for a NULL store). Fills the first `size` bytes of *st (pass sizeof *st) and
+ * writes nothing past them, so counters appended in a later MINOR leave a
+ * caller built against an older header intact (docs/abi.md, "Stats that
+ * grow"); a size of 0 or a NULL st is -EINVAL.
+ */
+ZS_API int zs_blob_stats(struct zs_blob *s, struct zs_blob_stats *st, size_t size);
 
 /* The store's pool, for zsmalloc's statistics calls (zs_print_classes...). */
 ZS_API struct zs_pool *zs_blob_pool(struct zs_blob *s);

@@ -68,8 +68,14 @@ struct zs_cache;
 
 /* Defaults: zs_blob_config_init for the store, no capacity, automatic shards, 1 KiB keys. */
 ZS_API void zs_cache_config_init(struct zs_cache_config *cfg);
-/* 0 and *out, or -EINVAL (a field out of range, or the store's) / -ENOMEM; *out NULL then. */
-ZS_API int zs_cache_create(const struct zs_cache_config *cfg, struct zs_cache **out);
+/*
+ * 0 and *out, or -EINVAL (a field out of range, or the store's) / -ENOMEM. On failure *out is NULL, errno is set to the positive code
+ * and err (errlen bytes, truncated; nothing when err is NULL or errlen 0)
+ * holds a one-line reason naming the field and its accepted range; on
+ * success err is the empty string.
+ */
+ZS_API int zs_cache_create(const struct zs_cache_config *cfg, struct zs_cache **out, char *err,
+			   size_t errlen);
 /* Free the cache and all its entries; NULL is ignored. */
 ZS_API void zs_cache_destroy(struct zs_cache *c);
 
@@ -126,7 +132,15 @@ struct zs_cache_stats {
 	struct zs_blob_stats blob;
 	uint64_t reserved[4];
 };
-ZS_API void zs_cache_stats(struct zs_cache *c, struct zs_cache_stats *st);
+/*
+ * 0 (all counters zero for a NULL cache). Fills the first `size` bytes of *st (pass sizeof *st) and
+ * writes nothing past them, so counters appended in a later MINOR leave a
+ * caller built against an older header intact (docs/abi.md, "Stats that
+ * grow"); a size of 0 or a NULL st is -EINVAL.
+ * `blob` is embedded whole, so zs_blob_stats can only grow in a MAJOR:
+ * its new counters would move the fields after it here.
+ */
+ZS_API int zs_cache_stats(struct zs_cache *c, struct zs_cache_stats *st, size_t size);
 /* The blob store under the cache (statistics, zs_blob_compact); not for storing into. */
 ZS_API struct zs_blob *zs_cache_blob(struct zs_cache *c);
 

@@ -37,6 +37,7 @@
 #define ZS_COMPRESS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "zs/common.h"
 
 #ifdef __cplusplus
@@ -49,10 +50,35 @@ struct zs_comp;
 #define ZS_COMP_MAX_SRC ((size_t)1 << 20)
 
 /*
- * Create a context for `name`, able to take inputs of up to `max_src` bytes
- * (a page; 1..ZS_COMP_MAX_SRC).  Returns 0 and sets *out, or a negative errno.
+ * A context's settings.  Fill with zs_comp_config_init, or as a literal with
+ * the fields you set (struct_size 0 is taken as this library's size,
+ * reserved must stay 0: docs/abi.md "Growing a config").
  */
-ZS_API int zs_comp_create(const char *name, size_t max_src, struct zs_comp **out);
+struct zs_comp_config {
+	size_t struct_size;    /* sizeof this structure (config_init sets it) or 0 */
+	const char *name;      /* "lz4", "lz4hc", "zstd", "lzo", optionally ":LEVEL"
+	                          (zs_comp_names); NULL -> -EINVAL */
+	size_t max_src;        /* largest input, 1..ZS_COMP_MAX_SRC (a page, usually) */
+	int level;             /* 0 -> the name's level; else as struct zs_comp_params */
+	const void *dict;      /* NULL, or dict_len bytes (zstd, lz4; copied at create) */
+	size_t dict_len;
+	uint64_t reserved[2];  /* must be 0 */
+};
+/* Defaults: "lz4", max_src 4096, no level, no dictionary. */
+ZS_API void zs_comp_config_init(struct zs_comp_config *cfg);
+
+/*
+ * Create a context: 0 and *out, or a negative errno (-EINVAL: a field out
+ * of range, an unknown name, a dictionary for lz4hc/lzo or libzstd refused
+ * it; -ENOMEM). On failure *out is NULL, errno is set to the positive code
+ * and err (errlen bytes, truncated; nothing when err is NULL or errlen 0)
+ * holds a one-line reason naming the field and its accepted range; on
+ * success err is the empty string.
+ * (Absorbs zs_comp_create(name, max_src, out) and zs_comp_create_params
+ * of 3.x.)
+ */
+ZS_API int zs_comp_create(const struct zs_comp_config *cfg, struct zs_comp **out, char *err,
+			  size_t errlen);
 ZS_API void zs_comp_destroy(struct zs_comp *c);
 
 /* 0 if `name` is a compressor this build can create, else the error zs_comp_create would return. */
@@ -91,7 +117,7 @@ ZS_API int zs_decompress(struct zs_comp *c, const void *src, size_t src_len, voi
  * train` / ZDICT_trainFromBuffer, or any bytes as raw content) and "lz4"
  * (any bytes; the last 64 KiB count).  lz4hc and lzo take none.  The bytes
  * are copied (and for zstd digested once into a CDict/DDict), so the caller
- * may free them after zs_comp_create_params returns.  Output made with a
+ * may free them after zs_comp_create returns.  Output made with a
  * dictionary decompresses only with the same dictionary.
  * Anything out of range, a dictionary for another algorithm, a dict_len
  * without dict, or a zstd-format dictionary libzstd refuses: -EINVAL.
@@ -102,10 +128,7 @@ struct zs_comp_params {
 	size_t dict_len;
 };
 
-/* As zs_comp_create, with parameters (NULL params -> as zs_comp_create). */
-ZS_API int zs_comp_create_params(const char *name, size_t max_src, const struct zs_comp_params *params,
-			  struct zs_comp **out);
-/* The checks zs_comp_create_params makes without creating anything (the dictionary is not parsed). */
+/* The checks zs_comp_create makes without creating anything (the dictionary is not parsed). */
 ZS_API int zs_comp_check_params(const char *name, const struct zs_comp_params *params);
 /* 1 if the context compresses with a dictionary. */
 ZS_API int zs_comp_has_dict(const struct zs_comp *c);

@@ -171,11 +171,13 @@ struct zs_region;
 /*
  * Create a region.  0 and *out, or -EINVAL (bad config), -EPERM (no
  * userfaultfd permission), -ENOSYS/-EOPNOTSUPP (kernel lacks the needed
- * userfaultfd features), -ENOMEM.  On error, if err != NULL, a one-line
- * reason is written into err (err_len bytes).
+ * userfaultfd features), -ENOMEM. On failure *out is NULL, errno is set to the positive code
+ * and err (errlen bytes, truncated; nothing when err is NULL or errlen 0)
+ * holds a one-line reason naming the field and its accepted range; on
+ * success err is the empty string.
  */
 ZS_API int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out, char *err,
-		     size_t err_len);
+			    size_t errlen);
 /*
  * Stop the handlers, free every stored object and unmap what is still the
  * region's (never a part the application unmapped or moved).  NULL is a no-op,
@@ -252,7 +254,11 @@ struct zs_region_stats {
 	uint64_t sigbus_pages;       /* faults answered with SIGBUS: stored page unreadable */
 	uint64_t read_errors;        /* store reads that failed (zs_zram_read != 0) */
 };
-ZS_API int zs_region_get_stats(struct zs_region *r, struct zs_region_stats *st);
+/* 0, or -EINVAL (r NULL). Fills the first `size` bytes of *st (pass sizeof *st) and
+ * writes nothing past them, so counters appended in a later MINOR leave a
+ * caller built against an older header intact (docs/abi.md, "Stats that
+ * grow"); a size of 0 or a NULL st is -EINVAL. */
+ZS_API int zs_region_get_stats(struct zs_region *r, struct zs_region_stats *st, size_t size);
 /* Latency percentile (0..100) in ns from a histogram (bucket's upper bound). */
 ZS_API double zs_region_lat_percentile(const uint64_t *hist, double pct);
 

@@ -13,8 +13,8 @@
  *
  * Errors (README.md, "Errors"): int functions return 0 or -errno;
  * zblock_malloc returns a handle or an error value tested with ZS_IS_ERR()
- * from zsmalloc.h; zblock_create_pool and zblock_obj_read_begin return NULL
- * and set errno.
+ * from zsmalloc.h; zblock_obj_read_begin returns NULL and sets errno;
+ * zblock_pool_create has the one constructor shape (README.md, "Errors").
  *
  * Thread safety: every function may be called concurrently (one lock per
  * size class; reads and writes take none).
@@ -33,7 +33,7 @@ extern "C" {
 
 #define ZBLOCK_MAX_PAGES_PER_BLOCK 8
 
-/* Each field's range is beside it; zblock_create_pool refuses anything else with EINVAL. */
+/* Each field's range is beside it; zblock_pool_create refuses anything else with -EINVAL. */
 struct zblock_config {
 	size_t struct_size;         /* sizeof this structure, set by its config_init; 0 is
 	                               taken as this library's size (docs/abi.md "Growing a
@@ -72,8 +72,16 @@ struct zblock_pool;
 /* Defaults: 4K pages, no limit, unchecked, huge off (kernel behaviour). */
 ZS_API void zblock_config_init(struct zblock_config *cfg);
 
-/* NULL cfg -> defaults.  NULL with errno EINVAL (bad config) or ENOMEM. */
-ZS_API struct zblock_pool *zblock_create_pool(const struct zblock_config *cfg);
+/*
+ * NULL cfg -> defaults.  0 and *out, or -EINVAL (a field out of range) or
+ * -ENOMEM. On failure *out is NULL, errno is set to the positive code
+ * and err (errlen bytes, truncated; nothing when err is NULL or errlen 0)
+ * holds a one-line reason naming the field and its accepted range; on
+ * success err is the empty string.
+ * (zblock_create_pool before 4.0.0.)
+ */
+ZS_API int zblock_pool_create(const struct zblock_config *cfg, struct zblock_pool **out, char *err,
+			      size_t errlen);
 /* Frees everything, live objects included. */
 ZS_API void zblock_destroy_pool(struct zblock_pool *pool);
 
@@ -113,8 +121,14 @@ ZS_API int zblock_class_count(const struct zblock_pool *pool);
 ZS_API int zblock_class_info(const struct zblock_pool *pool, int index, struct zblock_class_info *info);
 /* Class for `size`: the smallest slot >= size; -EINVAL (size 0) or -ENOSPC (above the largest). */
 ZS_API int zblock_lookup_class(const struct zblock_pool *pool, size_t size);
-/* 0, or -EINVAL for an index outside 0 .. zblock_class_count - 1. */
-ZS_API int zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_stats *st);
+/*
+ * 0, or -EINVAL for an index outside 0 .. zblock_class_count - 1. Fills the first `size` bytes of *st (pass sizeof *st) and
+ * writes nothing past them, so counters appended in a later MINOR leave a
+ * caller built against an older header intact (docs/abi.md, "Stats that
+ * grow"); a size of 0 or a NULL st is -EINVAL.
+ */
+ZS_API int zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_stats *st,
+			      size_t size);
 
 /*
  * The descriptor table a pool of this page size would use, without a pool:

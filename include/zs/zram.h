@@ -29,7 +29,7 @@
  * (or each uses a store of its own).
  *
  * Errors are negative errno values (README.md, "Errors"); zs_zram_create
- * sets *out to NULL on failure, and zs_zram_create_err also says why in a
+ * sets *out to NULL on failure and says why in a
  * line of text (the backing file's refusals name the path and the reason).
  */
 #ifndef ZS_ZRAM_H
@@ -102,7 +102,7 @@ struct zs_zram_config {
 	 * existing regular file or block device that the store can write and
 	 * read back, opened read-write at create.  A regular file is grown
 	 * (sparse) to disksize; a block device offers min(its size, disksize)
-	 * / page_size blocks.  Refused at create (zs_zram_create_err names the
+	 * / page_size blocks.  Refused at create (zs_zram_create names the
 	 * path and the reason): a directory, a FIFO, a socket and any
 	 * character device (/dev/null, /dev/zero: what is written is not read
 	 * back) with -EINVAL; a regular file or device with no write permission
@@ -149,7 +149,7 @@ struct zs_zram_config {
 	 * it is decompressed, by the primary and the secondary alike, on every
 	 * path (read, writeback read-back, recompression).  Same-filled and huge
 	 * detection look at the raw page; a huge page is stored unfiltered.  Any
-	 * other spec: -EINVAL, with the reason from zs_zram_create_err.
+	 * other spec: -EINVAL, with the reason from zs_zram_create.
 	 */
 	const char *filter;
 	uint64_t reserved[7];        /* must be 0: later fields are carved out of it, zero
@@ -172,16 +172,14 @@ struct zs_zram;
 
 /*
  * Returns 0 and sets *out, or -EINVAL (bad config/compressor), -EOPNOTSUPP,
- * -ENOMEM, or a backing file's refusal (backing_path above).
+ * -ENOMEM, or a backing file's refusal (backing_path above). On failure *out is NULL, errno is set to the positive code
+ * and err (errlen bytes, truncated; nothing when err is NULL or errlen 0)
+ * holds a one-line reason naming the field and its accepted range; on
+ * success err is the empty string.
+ * (4.0.0 folded zs_zram_create_err into this.)
  */
-ZS_API int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out);
-/*
- * zs_zram_create that also says why it failed: on error a one-line reason
- * is written into err (err_len bytes, truncated; none when err is NULL),
- * as zs_region_create does; on success err is the empty string.
- */
-ZS_API int zs_zram_create_err(const struct zs_zram_config *cfg, struct zs_zram **out, char *err,
-			      size_t err_len);
+ZS_API int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out, char *err,
+			  size_t errlen);
 /*
  * Make every call on z that takes the allocator's locks (write, discard,
  * their ranges, free_notify, reset, compact; writeback and recompress
@@ -413,7 +411,11 @@ struct zs_zram_stats {
 	uint64_t bd_read_retries, bd_read_errors, bd_csum_errors;
 };
 
-ZS_API void zs_zram_get_stats(struct zs_zram *z, struct zs_zram_stats *st);
+/* 0, or -EINVAL (z NULL). Fills the first `size` bytes of *st (pass sizeof *st) and
+ * writes nothing past them, so counters appended in a later MINOR leave a
+ * caller built against an older header intact (docs/abi.md, "Stats that
+ * grow"); a size of 0 or a NULL st is -EINVAL. */
+ZS_API int zs_zram_get_stats(struct zs_zram *z, struct zs_zram_stats *st, size_t size);
 /* The kernel's "echo 0 > mem_used_max": reset the peak to current usage. */
 ZS_API void zs_zram_reset_mem_used_max(struct zs_zram *z);
 /* The kernel's file formats, one line each (newline included). */

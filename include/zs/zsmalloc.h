@@ -22,7 +22,8 @@
  * Errors (the convention for every libzs header is in README.md, "Errors"):
  * functions returning int return 0 or a negative errno value; zs_malloc
  * returns a handle or an error value (ZS_IS_ERR); pointer-returning calls
- * return NULL and set errno.
+ * return NULL and set errno; zs_pool_create has the one constructor shape
+ * (0 or -errno, *out, and a reason in err).
  *
  * Thread safety: everything may be called concurrently, as in the kernel
  * (pool rwlock, per-class locks, per-zspage reader/writer lock).
@@ -114,7 +115,7 @@ enum zs_free_mode {
 
 /*
  * Pool configuration.  Every field has the range given beside it (after its
- * 0 default is applied); zs_create_pool refuses anything else with EINVAL,
+ * 0 default is applied); zs_pool_create refuses anything else with -EINVAL,
  * so no value, however extreme, can overflow a size or loop for long.
  */
 struct zs_pool_config {
@@ -284,13 +285,19 @@ ZS_API void zs_pool_config_init(struct zs_pool_config *cfg);
 ZS_API void zs_pool_config_init_app(struct zs_pool_config *cfg);
 
 /*
- * NULL cfg -> defaults.  Returns NULL and sets errno (EINVAL for a bad config, ENOMEM).
+ * NULL cfg -> defaults.  0 and *out, or -EINVAL (a field out of range) or
+ * -ENOMEM. On failure *out is NULL, errno is set to the positive code
+ * and err (errlen bytes, truncated; nothing when err is NULL or errlen 0)
+ * holds a one-line reason naming the field and its accepted range; on
+ * success err is the empty string.
+ * (zs_create_pool before 4.0.0.)
  * An empty pool holds under 32 KiB of memory in either profile (about 15 KiB at 4 KiB
  * pages: its size classes are built on their first allocation, tests/mt/test_mt_zs_shards.c
  * measures both); its first allocation maps its page tables too (under 128 KiB more, about
  * 70 KiB here).
  */
-ZS_API struct zs_pool *zs_create_pool(const struct zs_pool_config *cfg);
+ZS_API int zs_pool_create(const struct zs_pool_config *cfg, struct zs_pool **out, char *err,
+			  size_t errlen);
 /* Frees everything, live objects included; drains deferred frees first. */
 ZS_API void zs_destroy_pool(struct zs_pool *pool);
 
@@ -505,7 +512,11 @@ ZS_API unsigned zs_pool_class_shards(const struct zs_pool *pool);
 struct zs_pool_stats {
 	unsigned long pages_compacted;  /* total over the pool's life */
 };
-ZS_API void zs_pool_stats(const struct zs_pool *pool, struct zs_pool_stats *stats);
+/* 0, or -EINVAL (pool NULL). Fills the first `size` bytes of *st (pass sizeof *st) and
+ * writes nothing past them, so counters appended in a later MINOR leave a
+ * caller built against an older header intact (docs/abi.md, "Stats that
+ * grow"); a size of 0 or a NULL st is -EINVAL. */
+ZS_API int zs_pool_stats(const struct zs_pool *pool, struct zs_pool_stats *st, size_t size);
 
 /* --- Introspection: class table and per-class statistics --- */
 
@@ -550,8 +561,12 @@ struct zs_class_stats {
 /*
  * Returns 0; -EINVAL for an index outside 0 .. zs_class_count - 1; -ENOENT
  * for a logical class merged into another (its objects are counted there).
+ * Fills the first `size` bytes of *st (pass sizeof *st) and
+ * writes nothing past them, so counters appended in a later MINOR leave a
+ * caller built against an older header intact (docs/abi.md, "Stats that
+ * grow"); a size of 0 or a NULL st is -EINVAL.
  */
-ZS_API int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st);
+ZS_API int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st, size_t size);
 /* Print the debugfs "classes" table (physical classes with objects, plus Total). */
 ZS_API void zs_print_classes(struct zs_pool *pool, FILE *out);
 

@@ -170,9 +170,10 @@ struct zs_zswap;
  * *out to NULL and returns -EINVAL (a field out of range, an unknown
  * compressor or backend kind, reserved not zero, out NULL), -EOPNOTSUPP (a
  * compressor or backend not built in), -ENOMEM, or a backing file's refusal
- * (see backing_path).  On error a one-line reason is written into err
- * (errlen bytes, truncated; none when err is NULL or errlen 0); on success
- * err is the empty string.  No thread is started here: the shrink worker
+ * (see backing_path). On failure *out is NULL, errno is set to the positive code
+ * and err (errlen bytes, truncated; nothing when err is NULL or errlen 0)
+ * holds a one-line reason naming the field and its accepted range; on
+ * success err is the empty string.  No thread is started here: the shrink worker
  * starts at the first store rejected while the pool is full, and the
  * backend's deferred-free worker at the first deferred free.
  */
@@ -332,8 +333,15 @@ struct zs_zswap_group_stats {
 	int writeback;
 	uint64_t reserved[8];  /* 0 (ABI growth, as the config's) */
 };
-/* 0, or -EINVAL (group out of range, st NULL).  Thread safe (each field read atomically). */
-ZS_API int zs_zswap_group_stats(struct zs_zswap *z, unsigned group, struct zs_zswap_group_stats *st);
+/*
+ * 0, or -EINVAL (z NULL, group out of range, st NULL).  Thread safe (each
+ * field read atomically). Fills the first `size` bytes of *st (pass sizeof *st) and
+ * writes nothing past them, so counters appended in a later MINOR leave a
+ * caller built against an older header intact (docs/abi.md, "Stats that
+ * grow"); a size of 0 or a NULL st is -EINVAL.
+ */
+ZS_API int zs_zswap_group_stats(struct zs_zswap *z, unsigned group, struct zs_zswap_group_stats *st,
+				size_t size);
 
 /* ---- Statistics ---- */
 
@@ -376,9 +384,14 @@ struct zs_zswap_stats {
 	uint64_t reserved[8];       /* 0 (ABI growth, as the config's) */
 };
 
-/* Fill *st (all zeros for z NULL; st NULL: nothing).  Thread safe (each counter is read
- * atomically; the set is not a snapshot). */
-ZS_API void zs_zswap_get_stats(struct zs_zswap *z, struct zs_zswap_stats *st);
+/*
+ * 0 (all counters zero for z NULL).  Thread safe (each counter is read atomically;
+ * the set is not a snapshot). Fills the first `size` bytes of *st (pass sizeof *st) and
+ * writes nothing past them, so counters appended in a later MINOR leave a
+ * caller built against an older header intact (docs/abi.md, "Stats that
+ * grow"); a size of 0 or a NULL st is -EINVAL.
+ */
+ZS_API int zs_zswap_get_stats(struct zs_zswap *z, struct zs_zswap_stats *st, size_t size);
 
 #ifdef __cplusplus
 }

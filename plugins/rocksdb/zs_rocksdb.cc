@@ -282,7 +282,7 @@ public:
 		st->resizes = resizes_;
 		if (cache_ != nullptr) {
 			struct zs_cache_stats zst;
-			zs_cache_stats(cache_, &zst);
+			zs_cache_stats(cache_, &zst, sizeof(zst));
 			st->entries = zst.entries;
 			st->evictions = zst.evictions;
 			st->value_bytes = zst.blob.value_bytes;
@@ -357,10 +357,10 @@ private:
 			return "num_shard_bits must be -1 (automatic) or 0..12";
 		cfg.shards = opts_.num_shard_bits < 0 ? 0 : 1u << opts_.num_shard_bits;
 		cfg.max_key = kMaxKey;
-		int rc = zs_cache_create(&cfg, out);
+		char why[256];
+		int rc = zs_cache_create(&cfg, out, why, sizeof(why));
 		if (rc < 0)
-			return rc == -EINVAL ? "invalid options (level out of the codec's range?)"
-					     : "out of memory";
+			return why;
 		return "";
 	}
 
@@ -382,7 +382,7 @@ private:
 				continue;
 			if (n % 64 == 0) {
 				struct zs_cache_stats st;
-				zs_cache_stats(to, &st);
+				zs_cache_stats(to, &st, sizeof(st));
 				if (st.evictions)
 					break;
 			}

@@ -65,7 +65,7 @@ __all__ = [
     "CLASS_SHARDS_AUTO", "PAGES_NO_CACHE", "PAGES_DECAY_NEVER",
     "CompressedDict", "train_dict",
 ]
-__version__ = "3.3.0"
+__version__ = "4.0.0"
 
 # Any object with the buffer protocol (bytes, bytearray, memoryview, array.array, numpy
 # arrays, mmap): the C library reads or fills its memory in place.  (typing has no
@@ -259,9 +259,9 @@ def backend_kinds(all: bool = False) -> List[str]:
             name = k.encode()
             cfg.kind = name
             cfg.page_size = 4096
-            b = create(ctypes.byref(cfg))
-            if b:
-                destroy(b)
+            b = ctypes.c_void_p()
+            if create(ctypes.byref(cfg), ctypes.byref(b), None, 0) == 0:
+                destroy(b.value)
                 usable.append(k)
         _usable_kinds = usable
     return list(_usable_kinds)
@@ -777,13 +777,14 @@ class Pool(_Closable):
                  "fit_zspages": fit_zspages}
         keep: List[Any] = []
         cfg = _set_pool_options(_profile_init("pool", profile, _L.PoolConfig()), given, keep)
-        ctypes.set_errno(0)
-        p = _L.need("zs_create_pool")(ctypes.byref(cfg))
-        if not p:
+        out = ctypes.c_void_p()
+        err = ctypes.create_string_buffer(512)
+        rc = _L.need("zs_pool_create")(ctypes.byref(cfg), ctypes.byref(out), err, len(err))
+        if rc < 0:
             given.pop("checked")
-            raise _create_error(ctypes.get_errno() or _errno.EINVAL, "zs_create_pool refused "
-                                "the config (ranges: include/zs/zsmalloc.h)",
-                                None, dict(profile=profile, **given))
+            raise _create_error(rc, "zs_pool_create", err.value.decode(errors="replace"),
+                                dict(profile=profile, **given))
+        p = out.value
         # One lock for the C calls and the size table: ctypes releases the GIL during a C
         # call, so without it a free's table update could land after another thread's
         # malloc got the same slot back (and close() could free the pool under a call).
@@ -1102,7 +1103,7 @@ class Pool(_Closable):
     @_pool_op
     def stats(self) -> Dict[str, Any]:
         st = _L.PoolStats()
-        _L.need("zs_pool_stats")(self._pool(), ctypes.byref(st))
+        _L.need("zs_pool_stats")(self._pool(), ctypes.byref(st), ctypes.sizeof(st))
         ps = self.page_size
         pages = self.total_pages()
         t = self._table()
@@ -1150,13 +1151,14 @@ class Pool(_Closable):
             out = []
             for i in range(self.class_count()):
                 c = _L.ClassStatsC()
-                if fn(self._pool(), i, ctypes.byref(c)) == 0:
+                if fn(self._pool(), i, ctypes.byref(c), ctypes.sizeof(c)) == 0:
                     if not used_only or c.obj_allocated:
                         out.append(ClassStats(c))
             return out
         _c_int_arg("index", index, ctypes.c_int)   # ctypes would truncate 2**64 to class 0
         c = _L.ClassStatsC()
-        _check(fn(self._pool(), index, ctypes.byref(c)), f"zs_class_stats({index})")
+        _check(fn(self._pool(), index, ctypes.byref(c), ctypes.sizeof(c)),
+               f"zs_class_stats({index})")
         return ClassStats(c)
 
 
@@ -1208,8 +1210,15 @@ class Compressor(_Closable):
         if level or dict is not None:
             raise ZsArgumentError(_errno.EINVAL, f"level and dict need {EXT_ERROR}")
         out = ctypes.c_void_p()
-        _check(_L.need("zs_comp_create")(name.encode(), max_src, ctypes.byref(out)),
-               f"zs_comp_create({name!r})")
+        cc = _L.CompConfig()
+        _L.need("zs_comp_config_init")(ctypes.byref(cc))
+        cc.name = name.encode()
+        cc.max_src = max_src
+        err = ctypes.create_string_buffer(512)
+        rc = _L.need("zs_comp_create")(ctypes.byref(cc), ctypes.byref(out), err, len(err))
+        if rc < 0:
+            raise _create_error(rc, "zs_comp_create", err.value.decode(errors="replace"),
+                                dict(name=name, max_src=max_src))
         self._c = out.value
         self.name = _L.need("zs_comp_name")(self._c).decode()
         self._dst = ctypes.create_string_buffer(_L.need("zs_comp_bound")(self._c, max_src))
@@ -1381,7 +1390,7 @@ class ZramStore(_Closable):
         cfg.filter = _filter_arg(filter, self._keep)
         out = ctypes.c_void_p()
         err = ctypes.create_string_buffer(512)
-        rc = _L.need("zs_zram_create_err")(ctypes.byref(cfg), ctypes.byref(out), err, len(err))
+        rc = _L.need("zs_zram_create")(ctypes.byref(cfg), ctypes.byref(out), err, len(err))
         if rc in (-_errno.EOPNOTSUPP, -_errno.ENOTSUP) and backend not in backend_kinds():
             raise ZsError(rc, f"zs_zram_create: backend {backend!r} cannot run in this process "
                           f"(usable here: {', '.join(backend_kinds())})")
@@ -1522,7 +1531,7 @@ class ZramStore(_Closable):
     @_gated
     def stats(self) -> Dict[str, int]:
         st = _L.ZramStatsC()
-        _L.need("zs_zram_get_stats")(self._store(), ctypes.byref(st))
+        _L.need("zs_zram_get_stats")(self._store(), ctypes.byref(st), ctypes.sizeof(st))
         return {n: getattr(st, n) for n in _L.ZRAM_STAT_FIELDS}
 
     def mm_stat(self) -> Dict[str, int]:

@@ -883,14 +883,16 @@ static int comp_init(PyObject *o, PyObject *args, PyObject *kw)
 		prm.dict = d.buf;
 		prm.dict_len = (size_t)d.len;
 	}
-	int rc = zs_comp_create_params(name, (size_t)max_src, &prm, &self->c);
+	char why[256];
+	int rc = zs_comp_create(&(struct zs_comp_config){ .name = name, .max_src = (size_t)max_src,
+							  .level = prm.level, .dict = prm.dict,
+							  .dict_len = prm.dict_len },
+				&self->c, why, sizeof(why));
 	if (have_dict)
 		PyBuffer_Release(&d);
 	if (rc < 0) {
 		self->c = NULL;
-		raise_err(rc, "zs_comp_create_params(%s, level=%d%s) refused it (levels: lz4 "
-			  "1..65537, lz4hc 1..12, zstd its min..max; a dictionary for lz4 or zstd "
-			  "only)", name, level, have_dict ? ", dict" : "");
+		raise_err(rc, "%s: %s", "zs_comp_create", why);
 		return -1;
 	}
 	self->max_src = (size_t)max_src;
@@ -1155,15 +1157,13 @@ static int cache_init(PyObject *o, PyObject *args, PyObject *kw)
 		cfg.blob.dict = d.buf;
 		cfg.blob.dict_len = (size_t)d.len;
 	}
-	int rc = zs_cache_create(&cfg, &self->c);
+	char why[256];
+	int rc = zs_cache_create(&cfg, &self->c, why, sizeof(why));
 	if (have_dict)
 		PyBuffer_Release(&d);
 	if (rc < 0) {
 		self->c = NULL;
-		raise_err(rc, "zs_cache_create refused the config (codec %d, level %d, dict %zd "
-			  "bytes, mem_limit %zd, min_compress %zd, max_key %zd: ranges in "
-			  "include/zs/blob.h and include/zs/cache.h)", codec, level,
-			  have_dict ? d.len : (Py_ssize_t)0, mem_limit, min_compress, max_key);
+		raise_err(rc, "%s: %s", "zs_cache_create", why);
 		return -1;
 	}
 	self->max_key = max_key ? (size_t)max_key : 1024;
@@ -1400,7 +1400,7 @@ static Py_ssize_t cache_len(PyObject *o)
 	if (cache_enter(self) < 0)
 		return -1;
 	struct zs_cache_stats st;
-	zs_cache_stats(self->c, &st);
+	zs_cache_stats(self->c, &st, sizeof(st));
 	gate_leave(&self->g);
 	return (Py_ssize_t)st.entries;
 }
@@ -1467,7 +1467,7 @@ static PyObject *cache_memory(PyObject *o, PyObject *unused)
 	if (cache_enter(self) < 0)
 		return NULL;
 	struct zs_cache_stats st;
-	zs_cache_stats(self->c, &st);
+	zs_cache_stats(self->c, &st, sizeof(st));
 	gate_leave(&self->g);
 	return PyLong_FromUnsignedLongLong(st.mem_bytes);
 }
@@ -1490,7 +1490,7 @@ static PyObject *cache_stats(PyObject *o, PyObject *unused)
 	if (cache_enter(self) < 0)
 		return NULL;
 	struct zs_cache_stats st;
-	zs_cache_stats(self->c, &st);
+	zs_cache_stats(self->c, &st, sizeof(st));
 	gate_leave(&self->g);
 	PyObject *d = PyDict_New();
 	if (!d)

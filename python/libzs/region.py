@@ -308,7 +308,7 @@ class Region(_Closable):
         m = self._mapping()
         with m.hold():
             r = m.ptr()
-            _L.need("zs_region_get_stats")(r, ctypes.byref(st))
+            _L.need("zs_region_get_stats")(r, ctypes.byref(st), ctypes.sizeof(st))
         d: Dict[str, Any] = {n: getattr(st, n) for n in _L.REGION_STAT_FIELDS}
         d["store"] = {n: getattr(st.store, n) for n in _L.ZRAM_STAT_FIELDS}
         d["lat_hist"] = list(st.lat_hist)

@@ -18,6 +18,7 @@ def test_struct_layout(tmp_path):
         pytest.skip("no C compiler or headers")
     lines = ["#include <stdio.h>", "#include <stddef.h>", "#include \"zs/zsmalloc.h\"",
              "#include \"zs/backend.h\"", "#include \"zs/zram.h\"", "#include \"zs/region.h\"",
+             "#include \"zs/compress.h\"",
              "int main(void) {"]
     for cname, py in _lib.STRUCTS.items():
         lines.append(f'printf("{cname} %zu\\n", sizeof(struct {cname}));')
@@ -44,7 +45,8 @@ def test_profile_functions_and_constants(tmp_path):
     if not cc or not os.path.isdir(inc):
         pytest.skip("no C compiler or headers")
     head = ["#include <stdio.h>", "#include \"zs/zsmalloc.h\"", "#include \"zs/backend.h\"",
-            "#include \"zs/zram.h\"", "#include \"zs/region.h\"", "#include \"zs/pages.h\""]
+            "#include \"zs/zram.h\"", "#include \"zs/region.h\"", "#include \"zs/pages.h\"",
+            "#include \"zs/compress.h\""]
     protos = [
         "void (*p1)(struct zs_pool_config *) = zs_pool_config_init_app;",
         "void (*p2)(struct zs_pool_config *) = zs_pool_config_init;",
@@ -57,7 +59,12 @@ def test_profile_functions_and_constants(tmp_path):
         "struct zs_backend *(*g3)(struct zs_zram *) = zs_zram_backend;",
         "struct zs_pool *(*g4)(struct zs_backend *) = zs_backend_zspool;",
         "int (*c1)(const struct zs_zram_config *, struct zs_zram **, char *, size_t)"
-        " = zs_zram_create_err;"]
+        " = zs_zram_create;",
+        "int (*c2)(const struct zs_pool_config *, struct zs_pool **, char *, size_t)"
+        " = zs_pool_create;",
+        "int (*c3)(const struct zs_comp_config *, struct zs_comp **, char *, size_t)"
+        " = zs_comp_create;",
+        "int (*s1)(const struct zs_pool *, struct zs_pool_stats *, size_t) = zs_pool_stats;"]
     main = ["int main(void) {",
             'printf("%u %zu %u\\n", ZS_CLASS_SHARDS_AUTO, (size_t)ZS_PAGES_NO_CACHE,'
             " ZS_PAGES_DECAY_NEVER);",
@@ -77,6 +84,7 @@ def test_profile_functions_and_constants(tmp_path):
                                        _lib.ZS_PAGES_DECAY_NEVER)
     for name in ("zs_pool_config_init_app", "zs_zram_config_init_app",
                  "zs_region_config_init_app", "zs_pool_get_config", "zs_pool_class_shards",
-                 "zs_zram_backend", "zs_backend_zspool", "zs_zram_create_err"):
+                 "zs_zram_backend", "zs_backend_zspool", "zs_zram_create", "zs_pool_create",
+                 "zs_comp_create", "zs_pool_stats"):
         assert name in _lib._PROTOS
         _lib.need(name)          # exported by the library the bindings load

@@ -107,7 +107,7 @@ def test_zram_read_into_and_write_views():
 @pytest.mark.parametrize("kwargs,errno_,says", [
     (dict(slots=4, page_size=1000), errno.EINVAL, "page_size 1000"),
     (dict(slots=4, delta=8192), errno.EINVAL, "delta=8192"),
-    (dict(slots=4, backend="nope"), errno.EINVAL, "backend nope"),
+    (dict(slots=4, backend="nope"), errno.EINVAL, 'kind "nope"'),
     (dict(slots=0), errno.EINVAL, "no slot"),
     (dict(disksize=100), errno.EINVAL, "disksize 100"),
 ])

@@ -20,12 +20,18 @@ def test_malloc_baseline_is_not_supported_here():
         _lib.need("zs_backend_config_init")(ctypes.byref(cfg))
         cfg.kind = kind
         ctypes.set_errno(0)
-        assert not _lib.need("zs_backend_create")(ctypes.byref(cfg)), kind
-        assert ctypes.get_errno() == errno.ENOTSUP, kind
+        out, err = ctypes.c_void_p(), ctypes.create_string_buffer(256)
+        assert _lib.need("zs_backend_create")(ctypes.byref(cfg), ctypes.byref(out), err,
+                                              len(err)) == -errno.ENOTSUP, kind
+        assert not out.value and ctypes.get_errno() == errno.ENOTSUP, kind
+        assert b"not available in this process" in err.value, err.value
     cfg.kind = b"nosuchkind"
     ctypes.set_errno(0)
-    assert not _lib.need("zs_backend_create")(ctypes.byref(cfg))
-    assert ctypes.get_errno() == errno.EINVAL
+    out, err = ctypes.c_void_p(), ctypes.create_string_buffer(256)
+    assert _lib.need("zs_backend_create")(ctypes.byref(cfg), ctypes.byref(out), err,
+                                          len(err)) == -errno.EINVAL
+    assert not out.value and ctypes.get_errno() == errno.EINVAL
+    assert b'kind "nosuchkind": unknown' in err.value, err.value
 
 
 def test_no_harness_or_page_provider_symbols():

@@ -18,6 +18,7 @@
 #include "common/config.h"
 #include "backend_internal.h"
 #include "common/err.h"
+#include "common/stats_copy.h"
 #include "zsmalloc/check.h"
 #include "zs/pages.h"
 
@@ -262,6 +263,101 @@ unsigned long zs_backend_malloc_write(struct zs_backend *b, const void *src, siz
 	return h;
 }
 
+/* The dispatch: one call through the kind's ops (what zs/backend.h inlined before 4.0.0). */
+unsigned long zs_backend_malloc(struct zs_backend *b, size_t size)
+{
+	return b->ops->malloc(b, size);
+}
+
+int zs_backend_free(struct zs_backend *b, unsigned long h)
+{
+	return b->ops->free(b, h);
+}
+
+int zs_backend_free_deferred(struct zs_backend *b, unsigned long h)
+{
+	return b->ops->free_deferred ? b->ops->free_deferred(b, h) : b->ops->free(b, h);
+}
+
+void zs_backend_flush(struct zs_backend *b)
+{
+	if (b->ops->flush)
+		b->ops->flush(b);
+}
+
+void *zs_backend_read_begin(struct zs_backend *b, unsigned long h, size_t len, void *local_copy)
+{
+	return b->ops->read_begin(b, h, len, local_copy);
+}
+
+void zs_backend_read_end(struct zs_backend *b, unsigned long h, size_t len, void *mem)
+{
+	b->ops->read_end(b, h, len, mem);
+}
+
+int zs_backend_write(struct zs_backend *b, unsigned long h, const void *src, size_t len)
+{
+	return b->ops->write(b, h, src, len);
+}
+
+unsigned long zs_backend_compact(struct zs_backend *b)
+{
+	return b->ops->compact ? b->ops->compact(b) : 0;
+}
+
+int zs_backend_stats(struct zs_backend *b, struct zs_backend_stats *st, size_t size)
+{
+	struct zs_backend_stats full;
+
+	if (!b || !st || !size)
+		return -EINVAL;
+	memset(&full, 0, sizeof(full));
+	b->ops->stats(b, &full);
+	return stats_copy_out(st, size, &full, sizeof(full));
+}
+
+size_t zs_backend_huge_class_size(struct zs_backend *b)
+{
+	return b->ops->huge_class_size ? b->ops->huge_class_size(b) : b->page_size;
+}
+
+int zs_backend_lookup_class(struct zs_backend *b, size_t size)
+{
+	return b->ops->lookup_class ? b->ops->lookup_class(b, size) : -EOPNOTSUPP;
+}
+
+unsigned zs_backend_caps(const struct zs_backend *b)
+{
+	return b->ops->caps;
+}
+
+unsigned long zs_backend_total_pages(struct zs_backend *b)
+{
+	return b->ops->total_pages ? b->ops->total_pages(b) : 0;
+}
+
+int zs_backend_class_count(struct zs_backend *b)
+{
+	return b->ops->class_count ? b->ops->class_count(b) : 0;
+}
+
+size_t zs_backend_mem_bytes(const struct zs_backend *b, const struct zs_backend_stats *st)
+{
+	if (zs_backend_caps(b) & ZS_BACKEND_CAP_PAGES)
+		return st->pages * b->page_size;
+	return st->mem_bytes ? st->mem_bytes : st->object_bytes;
+}
+
+const char *zs_backend_kind(const struct zs_backend *b)
+{
+	return b->kind;
+}
+
+size_t zs_backend_page_size(const struct zs_backend *b)
+{
+	return b->page_size;
+}
+
 void zs_backend_config_init(struct zs_backend_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -271,7 +367,8 @@ void zs_backend_config_init(struct zs_backend_config *cfg)
 	zs_pool_config_init(&cfg->zs);
 }
 
-struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
+static int backend_create(const struct zs_backend_config *cfg, struct zs_backend **out, char *err,
+			  size_t err_len)
 {
 	const char *kind = cfg && cfg->kind ? cfg->kind : "zsmalloc";
 	const struct zs_backend_ops *ops = NULL;
@@ -282,8 +379,10 @@ struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
 		int known = 0;
 		for (size_t i = 0; i < sizeof(all_kinds) / sizeof(all_kinds[0]); i++)
 			known |= !strcmp(all_kinds[i], kind);
-		errno = known ? ENOTSUP : EINVAL;
-		return NULL;
+		set_err(err, err_len, "zs_backend_config.kind \"%s\": %s", kind,
+			known ? "not available in this process (the malloc kinds are the test "
+				"harness's)" : "unknown (zsmalloc, zblock, malloc, jemalloc, mimalloc)");
+		return known ? -ENOTSUP : -EINVAL;
 	}
 	struct zs_backend_config c;
 	if (cfg)
@@ -294,10 +393,23 @@ struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
 	if (!c.page_size)
 		c.page_size = ZS_PAGE_SIZE_DEFAULT;
 	int bad;
-	if (ZS_CONFIG_ABI_CHECK(&c, &bad) || !zs_page_size_valid(c.page_size) ||
-	    (c.checked != 0 && c.checked != 1) || c.max_pages > ZS_PAGES_MAX_SPAN / c.page_size) {
-		errno = EINVAL;
-		return NULL;
+	if (ZS_CONFIG_ABI_CHECK(&c, &bad)) {
+		zs_config_abi_err(err, err_len, "zs_backend_config", c.struct_size, sizeof(c), bad);
+		return -EINVAL;
+	}
+	if (!zs_page_size_valid(c.page_size)) {
+		set_err(err, err_len, "zs_backend_config.page_size %zu: must be a power of two in "
+			"4096..65536", c.page_size);
+		return -EINVAL;
+	}
+	if (c.checked != 0 && c.checked != 1) {
+		set_err(err, err_len, "zs_backend_config.checked %d: must be 0 or 1", c.checked);
+		return -EINVAL;
+	}
+	if (c.max_pages > ZS_PAGES_MAX_SPAN / c.page_size) {
+		set_err(err, err_len, "zs_backend_config.max_pages %zu: must be 0..%zu", c.max_pages,
+			(size_t)(ZS_PAGES_MAX_SPAN / c.page_size));
+		return -EINVAL;
 	}
 	/* The nested pool config, whatever the kind: as the zsmalloc kind builds its pool (the
 	 * three knobs above replace the pool's own), so no kind accepts what another refuses. */
@@ -305,16 +417,15 @@ struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
 	zc.page_size = c.page_size;
 	zc.max_pages = c.max_pages;
 	zc.checked = c.checked;
-	if (pool_config_check(&zc)) {
-		errno = EINVAL;
-		return NULL;
+	char sub[200] = "";
+	if (pool_config_check(&zc, sub, sizeof(sub))) {
+		set_err(err, err_len, "zs_backend_config.zs (the nested pool config): %s", sub);
+		return -EINVAL;
 	}
 
 	struct be_priv *p = calloc(1, sizeof(*p));
-	if (!p) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!p)
+		return -ENOMEM;
 	p->inner = ops;
 	p->pub.ops = ops;
 	p->pub.page_size = c.page_size;
@@ -326,24 +437,39 @@ struct zs_backend *zs_backend_create(const struct zs_backend_config *cfg)
 		p->tab.ent = calloc(p->tab.cap, sizeof(*p->tab.ent));
 		if (!p->tab.ent) {
 			free(p);
-			errno = ENOMEM;
-			return NULL;
+			return -ENOMEM;
 		}
 		set_checked_ops(p);
 		p->pub.ops = &p->wrapped;
 	}
-	int err = ops->create(&p->pub, &c);
-	if (err) {
+	int rc = ops->create(&p->pub, &c);
+	if (rc) {
 		if (p->checked) {
 			free(p->tab.ent);
 			pthread_mutex_destroy(&p->tab.lock);
 		}
 		free(p);
-		errno = err < 0 ? -err : err;
-		return NULL;
+		set_err(err, err_len, "zs_backend_create: kind %s: %s", kind, strerror(-rc));
+		return rc < 0 ? rc : -rc;
 	}
-	return &p->pub;
+	*out = &p->pub;
+	return 0;
 }
+
+int zs_backend_create(const struct zs_backend_config *cfg, struct zs_backend **out, char *err,
+		      size_t err_len)
+{
+	create_begin(err, err_len);
+	if (!out) {
+		set_err(err, err_len, "zs_backend_create: out is NULL");
+		return create_finish("zs_backend_create", -EINVAL, err, err_len);
+	}
+	*out = NULL;
+	return create_finish("zs_backend_create", backend_create(cfg, out, err, err_len), err,
+			     err_len);
+}
+
+
 
 struct zs_backend *backend_create_for_store(const struct zs_backend_config *cfg,
 					       size_t page_size, int *rc, char *err,
@@ -353,16 +479,10 @@ struct zs_backend *backend_create_for_store(const struct zs_backend_config *cfg,
 	if (!bc.kind)
 		bc.kind = "zsmalloc";
 	bc.page_size = page_size;
-	errno = 0;
-	struct zs_backend *b = zs_backend_create(&bc);
-	if (b)
+	struct zs_backend *b;
+	*rc = zs_backend_create(&bc, &b, err, err_len);
+	if (!*rc)
 		return b;
-	*rc = errno ? -errno : -EINVAL;
-	set_err(err, err_len, "backend %s: %s", bc.kind,
-		   *rc == -EINVAL ? "unknown kind, or a pool option out of range "
-				    "(include/zs/zsmalloc.h, backend.h)"
-		   : *rc == -ENOTSUP ? "not built into this library"
-		   : *rc == -ENOMEM ? "out of memory" : "could not be created");
 	return NULL;
 }
 

@@ -8,6 +8,38 @@
 
 #include "zs/backend.h"
 
+/*
+ * What a kind implements.  Private since 4.0.0 (it was in zs/backend.h with
+ * inline dispatch): only the library and the harness's malloc baselines
+ * register kinds, so a new op is no longer an ABI change.
+ */
+struct zs_backend_ops {
+	const char *kind;
+	int (*create)(struct zs_backend *b, const struct zs_backend_config *cfg);
+	void (*destroy)(struct zs_backend *b);
+	unsigned long (*malloc)(struct zs_backend *b, size_t size);
+	int (*free)(struct zs_backend *b, unsigned long handle);
+	int (*free_deferred)(struct zs_backend *b, unsigned long handle);  /* NULL: free */
+	void (*flush)(struct zs_backend *b);                                 /* NULL: no-op */
+	void *(*read_begin)(struct zs_backend *b, unsigned long h, size_t len, void *local_copy);
+	void (*read_end)(struct zs_backend *b, unsigned long h, size_t len, void *mem);
+	int (*write)(struct zs_backend *b, unsigned long h, const void *src, size_t len);
+	unsigned long (*compact)(struct zs_backend *b);                      /* NULL: 0 */
+	void (*stats)(struct zs_backend *b, struct zs_backend_stats *st);
+	size_t (*huge_class_size)(struct zs_backend *b);                     /* NULL: page size */
+	int (*lookup_class)(struct zs_backend *b, size_t size);              /* NULL: -EOPNOTSUPP */
+	unsigned long (*total_pages)(struct zs_backend *b);                  /* NULL: 0 */
+	int (*class_count)(struct zs_backend *b);                            /* NULL: 0 */
+	unsigned caps;                                                       /* ZS_BACKEND_CAP_* */
+};
+
+struct zs_backend {
+	const struct zs_backend_ops *ops;
+	void *impl;
+	size_t page_size;
+	char kind[16];
+};
+
 extern const struct zs_backend_ops be_zsmalloc_ops;
 extern const struct zs_backend_ops be_zblock_ops;
 

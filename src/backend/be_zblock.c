@@ -17,10 +17,10 @@ static int zbb_create(struct zs_backend *b, const struct zs_backend_config *cfg)
 	zc.checked = cfg->checked;
 	zc.huge = 1;
 	zc.page_cache_pages = cfg->zs.page_cache_pages;
-	errno = 0;
-	struct zblock_pool *pool = zblock_create_pool(&zc);
-	if (!pool)
-		return errno ? -errno : -ENOMEM;
+	struct zblock_pool *pool;
+	int rc = zblock_pool_create(&zc, &pool, NULL, 0);
+	if (rc)
+		return rc;
 	b->impl = pool;
 	return 0;
 }

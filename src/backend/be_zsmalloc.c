@@ -14,10 +14,10 @@ static int zsb_create(struct zs_backend *b, const struct zs_backend_config *cfg)
 	pc.page_size = cfg->page_size;
 	pc.max_pages = cfg->max_pages;
 	pc.checked = cfg->checked;
-	errno = 0;
-	struct zs_pool *pool = zs_create_pool(&pc);
-	if (!pool)
-		return errno ? -errno : -ENOMEM;
+	struct zs_pool *pool;
+	int rc = zs_pool_create(&pc, &pool, NULL, 0);
+	if (rc)
+		return rc;
 	b->impl = pool;
 	return 0;
 }
@@ -70,7 +70,7 @@ static unsigned long zsb_compact(struct zs_backend *b)
 static void zsb_stats(struct zs_backend *b, struct zs_backend_stats *st)
 {
 	struct zs_pool_stats ps;
-	zs_pool_stats(b->impl, &ps);
+	zs_pool_stats(b->impl, &ps, sizeof(ps));
 	st->pages = zs_get_total_pages(b->impl);
 	st->mem_bytes = st->pages * b->page_size;
 	st->objects = zs_pool_objects(b->impl);

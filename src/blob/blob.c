@@ -20,6 +20,9 @@
 #include <unistd.h>
 #include <zdict.h>
 
+#include "common/config.h"
+#include "common/err.h"
+#include "common/stats_copy.h"
 #include "blob/internal.h"
 #include "zs/compress.h"
 
@@ -160,7 +163,7 @@ static struct ctx_slot *ctx_take(struct zs_blob *s, int *err)
 	if (!slot->c) {
 		struct zs_comp_params p = { .level = s->cfg.level, .dict = s->cfg.dict,
 					    .dict_len = s->cfg.dict_len };
-		int rc = zs_comp_create_params(s->comp_name, s->max_obj, &p, &slot->c);
+		int rc = zs_comp_create(&(struct zs_comp_config){ .name = s->comp_name, .max_src = s->max_obj, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &slot->c, NULL, 0);
 		if (rc) {
 			slot->c = NULL;
 			pthread_mutex_unlock(&slot->lock);
@@ -641,54 +644,64 @@ static size_t ctx_estimate(enum zs_blob_codec c, size_t max_obj)
 	}
 }
 
-int zs_blob_create(const struct zs_blob_config *ucfg, struct zs_blob **out)
+#define REFUSE(...) do { set_err(err, err_len, __VA_ARGS__); return -EINVAL; } while (0)
+static int blob_create(const struct zs_blob_config *ucfg, struct zs_blob **out, char *err,
+		       size_t err_len)
 {
 	if (!out)
-		return -EINVAL;
+		REFUSE("zs_blob_create: out is NULL");
 	*out = NULL;
 	struct zs_blob_config cfg;
 	if (ucfg)
 		cfg = *ucfg;
 	else
 		zs_blob_config_init(&cfg);
-	if (cfg.struct_size && cfg.struct_size != sizeof(cfg))
+	int bad;
+	if (ZS_CONFIG_ABI_CHECK(&cfg, &bad)) {
+		zs_config_abi_err(err, err_len, "zs_blob_config", cfg.struct_size, sizeof(cfg), bad);
 		return -EINVAL;
-	for (size_t i = 0; i < sizeof(cfg.reserved) / sizeof(cfg.reserved[0]); i++)
-		if (cfg.reserved[i])
-			return -EINVAL;
+	}
 	if ((unsigned)cfg.codec > ZS_BLOB_LZ4HC)
-		return -EINVAL;
+		REFUSE("zs_blob_config.codec %d: must be ZS_BLOB_NONE..ZS_BLOB_LZ4HC (0..%d)",
+		       (int)cfg.codec, (int)ZS_BLOB_LZ4HC);
 	if (cfg.dict_len && !cfg.dict)
-		return -EINVAL;
+		REFUSE("zs_blob_config.dict is NULL with dict_len %zu", cfg.dict_len);
 	if (cfg.dict && (!cfg.dict_len || cfg.dict_len > ZS_COMP_MAX_DICT))
-		return -EINVAL;
+		REFUSE("zs_blob_config.dict_len %zu: must be 1..%zu with a dict", cfg.dict_len,
+		       (size_t)ZS_COMP_MAX_DICT);
 	if (cfg.dict && cfg.codec != ZS_BLOB_LZ4 && cfg.codec != ZS_BLOB_ZSTD)
-		return -EINVAL;
+		REFUSE("zs_blob_config.dict: only codecs ZS_BLOB_LZ4 and ZS_BLOB_ZSTD take one");
 	if (cfg.codec == ZS_BLOB_NONE && cfg.level)
-		return -EINVAL;
+		REFUSE("zs_blob_config.level %d: must be 0 with codec ZS_BLOB_NONE", cfg.level);
 	if (cfg.compact_ratio_pct == 0)
 		cfg.compact_ratio_pct = 10;
 	if (cfg.compact_ratio_pct < -1 || cfg.compact_ratio_pct > 1000)
-		return -EINVAL;
+		REFUSE("zs_blob_config.compact_ratio_pct %d: must be -1..1000",
+		       (int)cfg.compact_ratio_pct);
 	if (!cfg.compact_budget)
 		cfg.compact_budget = 2;
 	if (cfg.compact_budget > 4096)
-		return -EINVAL;
+		REFUSE("zs_blob_config.compact_budget %u: must be 0..4096",
+		       (unsigned)cfg.compact_budget);
 	if (!cfg.compact_min_bytes)
 		cfg.compact_min_bytes = 256 * 1024;
 	if (cfg.compact_min_bytes > ((size_t)1 << 40))
-		return -EINVAL;
+		REFUSE("zs_blob_config.compact_min_bytes %zu: must be 0..2^40",
+		       (size_t)cfg.compact_min_bytes);
 	if (cfg.compact_idle_ms == 0)
 		cfg.compact_idle_ms = 200;
 	if (cfg.compact_idle_ms < -1 || cfg.compact_idle_ms > 3600000)
-		return -EINVAL;
+		REFUSE("zs_blob_config.compact_idle_ms %d: must be -1..3600000",
+		       (int)cfg.compact_idle_ms);
 
 	size_t page = cfg.pool.page_size ? cfg.pool.page_size : 4096;
 	if (!cfg.pool.max_object_size)
 		cfg.pool.max_object_size = ZS_MAX_OBJECT_PAGES * page;
 	if (page < 4096 || page > 65536 || (page & (page - 1)) ||
 	    cfg.pool.max_object_size > ZS_MAX_OBJECT_PAGES * page || cfg.pool.max_object_size < page)
-		return -EINVAL;
+		REFUSE("zs_blob_config.pool: page_size %zu must be a power of two in 4096..65536 and "
+		       "max_object_size %zu in page_size..%d pages", page,
+		       (size_t)cfg.pool.max_object_size, ZS_MAX_OBJECT_PAGES);
 	size_t max_obj = cfg.pool.max_object_size;
 	if (max_obj > ZS_COMP_MAX_SRC)
 		max_obj = ZS_COMP_MAX_SRC;
@@ -696,7 +709,8 @@ int zs_blob_create(const struct zs_blob_config *ucfg, struct zs_blob **out)
 	if (cfg.min_compress == 0)
 		cfg.min_compress = ZS_BLOB_DEFAULT_MIN_COMPRESS;
 	if (cfg.min_compress > max_len)
-		return -EINVAL;
+		REFUSE("zs_blob_config.min_compress %zu: must be 0..%zu", (size_t)cfg.min_compress,
+		       max_len);
 
 	struct zs_blob *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -707,6 +721,8 @@ int zs_blob_create(const struct zs_blob_config *ucfg, struct zs_blob **out)
 		struct zs_comp_params p = { .level = cfg.level, .dict = cfg.dict, .dict_len = cfg.dict_len };
 		int rc = zs_comp_check_params(s->comp_name, &p);
 		if (rc) {
+			set_err(err, err_len, "zs_blob_config.level %d or dict refused by codec %s",
+				cfg.level, s->comp_name);
 			free(s);
 			return rc;
 		}
@@ -742,24 +758,36 @@ int zs_blob_create(const struct zs_blob_config *ucfg, struct zs_blob **out)
 	pthread_mutex_init(&s->tmu, NULL);
 	pthread_cond_init(&s->tcond, NULL);
 	s->cfg = cfg;
-	s->pool = zs_create_pool(&cfg.pool);
-	if (!s->pool) {
-		int e = errno == ENOMEM ? -ENOMEM : -EINVAL;
+	int prc = zs_pool_create(&cfg.pool, &s->pool, err, err_len);
+	if (prc) {
 		zs_blob_destroy(s);
-		return e;
+		return prc == -ENOMEM ? -ENOMEM : -EINVAL;
 	}
 	/* Make a compression context now, so a bad level or dictionary fails here, not in a put. */
 	if (s->comp_name) {
-		int err = 0;
-		struct ctx_slot *slot = ctx_take(s, &err);
+		int crc = 0;
+		struct ctx_slot *slot = ctx_take(s, &crc);
 		if (!slot) {
+			set_err(err, err_len, "zs_blob_config.level %d: codec %s made no context",
+				cfg.level, s->comp_name);
 			zs_blob_destroy(s);
-			return err ? err : -ENOMEM;
+			return crc ? crc : -ENOMEM;
 		}
 		ctx_give(slot);
 	}
 	*out = s;
 	return 0;
+}
+#undef REFUSE
+
+int zs_blob_create(const struct zs_blob_config *cfg, struct zs_blob **out, char *err,
+		   size_t err_len)
+{
+	create_begin(err, err_len);
+	int rc = blob_create(cfg, out, err, err_len);
+	if (rc && out)
+		*out = NULL;
+	return create_finish("zs_blob_create", rc, err, err_len);
 }
 
 void zs_blob_destroy(struct zs_blob *s)
@@ -893,7 +921,7 @@ unsigned long zs_blob_compact(struct zs_blob *s)
 	return f;
 }
 
-void zs_blob_stats(struct zs_blob *s, struct zs_blob_stats *st)
+static void fill_blob_stats(struct zs_blob *s, struct zs_blob_stats *st)
 {
 	if (!st)
 		return;
@@ -913,6 +941,17 @@ void zs_blob_stats(struct zs_blob *s, struct zs_blob_stats *st)
 	st->compact_passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
 	st->pages_compacted = atomic_load_explicit(&s->pages_compacted, memory_order_relaxed);
 	st->limit_refusals = atomic_load_explicit(&s->refusals, memory_order_relaxed);
+}
+
+int zs_blob_stats(struct zs_blob *s, struct zs_blob_stats *st, size_t size)
+{
+	struct zs_blob_stats full;
+
+	if (!st || !size)
+		return -EINVAL;
+	memset(&full, 0, sizeof(full));
+	fill_blob_stats(s, &full);
+	return stats_copy_out(st, size, &full, sizeof(full));
 }
 
 struct zs_pool *zs_blob_pool(struct zs_blob *s)

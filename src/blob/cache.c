@@ -18,6 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/config.h"
+#include "common/err.h"
+#include "common/stats_copy.h"
 #include "blob/internal.h"
 #include "zs/cache.h"
 
@@ -254,25 +257,28 @@ void zs_cache_config_init(struct zs_cache_config *cfg)
 	cfg->blob.pool.name = "cache";
 }
 
-int zs_cache_create(const struct zs_cache_config *ucfg, struct zs_cache **out)
+#define REFUSE(...) do { set_err(err, err_len, __VA_ARGS__); return -EINVAL; } while (0)
+static int cache_create(const struct zs_cache_config *ucfg, struct zs_cache **out, char *err,
+			size_t err_len)
 {
 	if (!out)
-		return -EINVAL;
+		REFUSE("zs_cache_create: out is NULL");
 	*out = NULL;
 	struct zs_cache_config cfg;
 	if (ucfg)
 		cfg = *ucfg;
 	else
 		zs_cache_config_init(&cfg);
-	if (cfg.struct_size && cfg.struct_size != sizeof(cfg))
+	int bad;
+	if (ZS_CONFIG_ABI_CHECK(&cfg, &bad)) {
+		zs_config_abi_err(err, err_len, "zs_cache_config", cfg.struct_size, sizeof(cfg), bad);
 		return -EINVAL;
-	for (size_t i = 0; i < sizeof(cfg.reserved) / sizeof(cfg.reserved[0]); i++)
-		if (cfg.reserved[i])
-			return -EINVAL;
+	}
 	if (!cfg.max_key)
 		cfg.max_key = 1024;
 	if (cfg.max_key > ZS_CACHE_MAX_KEY)
-		return -EINVAL;
+		REFUSE("zs_cache_config.max_key %zu: must be 0..%zu", (size_t)cfg.max_key,
+		       (size_t)ZS_CACHE_MAX_KEY);
 	if (!cfg.shards) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		unsigned want = cpus > 0 ? (unsigned)cpus * 4 : 8;
@@ -281,13 +287,14 @@ int zs_cache_create(const struct zs_cache_config *ucfg, struct zs_cache **out)
 			cfg.shards *= 2;
 	}
 	if (cfg.shards > 4096 || (cfg.shards & (cfg.shards - 1)))
-		return -EINVAL;
+		REFUSE("zs_cache_config.shards %u: must be 0 or a power of two up to 4096",
+		       (unsigned)cfg.shards);
 	struct zs_cache *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->nshards = cfg.shards;
 	c->max_key = cfg.max_key;
-	int rc = zs_blob_create(&cfg.blob, &c->b);
+	int rc = zs_blob_create(&cfg.blob, &c->b, err, err_len);
 	if (rc) {
 		free(c);
 		return rc;
@@ -314,6 +321,17 @@ int zs_cache_create(const struct zs_cache_config *ucfg, struct zs_cache **out)
 		(sizeof(struct shard) + MIN_TABLE * sizeof(struct slot));
 	*out = c;
 	return 0;
+}
+#undef REFUSE
+
+int zs_cache_create(const struct zs_cache_config *cfg, struct zs_cache **out, char *err,
+		    size_t err_len)
+{
+	create_begin(err, err_len);
+	int rc = cache_create(cfg, out, err, err_len);
+	if (rc && out)
+		*out = NULL;
+	return create_finish("zs_cache_create", rc, err, err_len);
 }
 
 void zs_cache_destroy(struct zs_cache *c)
@@ -574,7 +592,7 @@ int zs_cache_next(struct zs_cache *c, uint64_t *cursor, void *keybuf, size_t cap
 	return -ENOENT;
 }
 
-void zs_cache_stats(struct zs_cache *c, struct zs_cache_stats *st)
+static void fill_cache_stats(struct zs_cache *c, struct zs_cache_stats *st)
 {
 	if (!st)
 		return;
@@ -593,8 +611,19 @@ void zs_cache_stats(struct zs_cache *c, struct zs_cache_stats *st)
 	}
 	st->entries = atomic_load_explicit(&c->entries, memory_order_relaxed);
 	st->index_bytes = atomic_load_explicit(&c->index_bytes, memory_order_relaxed);
-	zs_blob_stats(c->b, &st->blob);
+	zs_blob_stats(c->b, &st->blob, sizeof(st->blob));
 	st->mem_bytes = st->blob.mem_bytes + st->index_bytes;
+}
+
+int zs_cache_stats(struct zs_cache *c, struct zs_cache_stats *st, size_t size)
+{
+	struct zs_cache_stats full;
+
+	if (!st || !size)
+		return -EINVAL;
+	memset(&full, 0, sizeof(full));
+	fill_cache_stats(c, &full);
+	return stats_copy_out(st, size, &full, sizeof(full));
 }
 
 struct zs_blob *zs_cache_blob(struct zs_cache *c)

@@ -65,6 +65,8 @@
 #include <string.h>
 
 #include "compress/internal.h"
+#include "common/config.h"
+#include "common/err.h"
 
 /* Every algorithm, in the order zs_comp_names lists them: a new codec is one line here. */
 static const struct codec_ops *const codecs[] = {
@@ -195,24 +197,53 @@ int zs_comp_has_dict(const struct zs_comp *c)
 	return c->dict != NULL;
 }
 
-int zs_comp_create(const char *name, size_t max_src, struct zs_comp **out)
+void zs_comp_config_init(struct zs_comp_config *cfg)
 {
-	return zs_comp_create_params(name, max_src, NULL, out);
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
+	cfg->name = "lz4";
+	cfg->max_src = 4096;
 }
 
-int zs_comp_create_params(const char *name, size_t max_src, const struct zs_comp_params *params,
-			  struct zs_comp **out)
+static int comp_create(const struct zs_comp_config *cfg, struct zs_comp **out, char *err,
+		       size_t err_len)
 {
 	const struct codec_ops *ops;
 	struct zs_comp *c;
-	int level, rc;
+	int level, rc, bad;
 
-	*out = NULL;
-	rc = parse_params(name, params, &ops, &level);
-	if (rc)
-		return rc;
-	if (max_src == 0 || max_src > ZS_COMP_MAX_SRC)
+	if (!cfg || !out) {
+		set_err(err, err_len, "zs_comp_create: %s is NULL", cfg ? "out" : "cfg");
 		return -EINVAL;
+	}
+	*out = NULL;
+	if (ZS_CONFIG_ABI_CHECK(cfg, &bad)) {
+		zs_config_abi_err(err, err_len, "zs_comp_config", cfg->struct_size, sizeof(*cfg), bad);
+		return -EINVAL;
+	}
+	const char *name = cfg->name;
+	size_t max_src = cfg->max_src;
+	struct zs_comp_params pv = { .level = cfg->level, .dict = cfg->dict,
+				     .dict_len = cfg->dict_len };
+	const struct zs_comp_params *params = &pv;
+	rc = parse_name(name, &ops, &level);
+	if (rc) {
+		set_err(err, err_len, "zs_comp_config.name \"%s\": not a compressor of this build "
+			"(lz4, lz4hc, zstd, lzo, with an optional \":LEVEL\")", name ? name : "(null)");
+		return rc;
+	}
+	rc = parse_params(name, params, &ops, &level);
+	if (rc) {
+		set_err(err, err_len, "zs_comp_config.level %d / dict_len %zu refused for %s (level "
+			"in the algorithm's range, 0 for lzo; dict 1..%zu bytes for zstd and lz4 only)",
+			cfg->level, cfg->dict_len, name, (size_t)ZS_COMP_MAX_DICT);
+		return rc;
+	}
+	if (max_src == 0 || max_src > ZS_COMP_MAX_SRC) {
+		set_err(err, err_len, "zs_comp_config.max_src %zu: must be 1..%zu", max_src,
+			(size_t)ZS_COMP_MAX_SRC);
+		return -EINVAL;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -226,7 +257,7 @@ int zs_comp_create_params(const char *name, size_t max_src, const struct zs_comp
 		if (!c->sg_buf)
 			rc = -ENOMEM;
 	}
-	if (!rc && params && params->dict) {
+	if (!rc && params->dict) {
 		rc = ops->load_dict(c, params->dict, params->dict_len);
 		/* Name it so stats and tools show that a dictionary is in use. */
 		size_t nl = strlen(c->name);
@@ -240,6 +271,16 @@ int zs_comp_create_params(const char *name, size_t max_src, const struct zs_comp
 	}
 	*out = c;
 	return 0;
+}
+
+int zs_comp_create(const struct zs_comp_config *cfg, struct zs_comp **out, char *err,
+		   size_t err_len)
+{
+	create_begin(err, err_len);
+	int rc = comp_create(cfg, out, err, err_len);
+	if (rc && out)
+		*out = NULL;
+	return create_finish("zs_comp_create", rc, err, err_len);
 }
 
 void zs_comp_destroy(struct zs_comp *c)

@@ -40,10 +40,10 @@ static void stream_clear(struct comp_stream *s)
 static int stream_build(const struct comp_pool *p, struct comp_stream *s)
 {
 	size_t ps = p->page_size;
-	int rc = zs_comp_create_params(p->comp, ps, &p->prm, &s->comp);
+	int rc = zs_comp_create(&(struct zs_comp_config){ .name = p->comp, .max_src = ps, .level = p->prm.level, .dict = p->prm.dict, .dict_len = p->prm.dict_len }, &s->comp, NULL, 0);
 
 	if (!rc && p->recomp)
-		rc = zs_comp_create_params(p->recomp, ps, &p->rprm, &s->recomp);
+		rc = zs_comp_create(&(struct zs_comp_config){ .name = p->recomp, .max_src = ps, .level = p->rprm.level, .dict = p->rprm.dict, .dict_len = p->rprm.dict_len }, &s->recomp, NULL, 0);
 	/* Both algorithms filter, so a slot's priority alone says how to decode it. */
 	if (!rc)
 		rc = zs_comp_set_filter(s->comp, p->filter);
@@ -88,7 +88,7 @@ static int copy_params(struct zs_comp_params *dst, const struct zs_comp_params *
 	if (!dst->dict)
 		return 0;
 	if (!dst->dict_len) {
-		dst->dict = NULL; /* not ours to free; zs_comp_create_params refuses it too */
+		dst->dict = NULL; /* not ours to free; zs_comp_create refuses it too */
 		return -EINVAL;
 	}
 	void *d = malloc(dst->dict_len);

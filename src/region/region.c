@@ -93,6 +93,7 @@
  * (src/common/sigblock.h).  A waiting compactor never starves a fault's
  * read lock: its writer backs off (src/zsmalloc/lock.h).
  */
+#include "common/stats_copy.h"
 #include "common/config.h"
 #include "common/err.h"
 #include "internal.h"
@@ -407,8 +408,8 @@ static void stage_init(struct zs_region *r, uint64_t have)
 	close(fd);
 }
 
-int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out, char *err,
-		     size_t err_len)
+static int region_create(const struct zs_region_config *cfg, struct zs_region **out, char *err,
+			 size_t err_len)
 {
 	long sys_page = sysconf(_SC_PAGESIZE);
 	struct zs_zram_config zc;
@@ -424,11 +425,27 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 				  bad);
 		return -EINVAL;
 	}
-	if (!cfg || !out || !cfg->size || cfg->handler_threads > 64 ||
-	    cfg->fault_around > MAX_AROUND ||
-	    (cfg->store.page_size && cfg->store.page_size != (size_t)sys_page)) {
-		set_err(err, err_len, "%s", "zs_region: bad config (size 0, handler_threads > 64, "
-				"fault_around > 256 or store page size != system page size)");
+	if (!cfg || !out) {
+		set_err(err, err_len, "zs_region_create: %s is NULL", cfg ? "out" : "cfg");
+		return -EINVAL;
+	}
+	if (!cfg->size) {
+		set_err(err, err_len, "zs_region_config.size 0: must be 1..ZS_ZRAM_MAX_SLOTS pages");
+		return -EINVAL;
+	}
+	if (cfg->handler_threads > 64) {
+		set_err(err, err_len, "zs_region_config.handler_threads %u: must be 0..64",
+			(unsigned)cfg->handler_threads);
+		return -EINVAL;
+	}
+	if (cfg->fault_around > MAX_AROUND) {
+		set_err(err, err_len, "zs_region_config.fault_around %u: must be 0..%u",
+			(unsigned)cfg->fault_around, (unsigned)MAX_AROUND);
+		return -EINVAL;
+	}
+	if (cfg->store.page_size && cfg->store.page_size != (size_t)sys_page) {
+		set_err(err, err_len, "zs_region_config.store.page_size %zu: must be 0 or the "
+			"system page size %ld", cfg->store.page_size, sys_page);
 		return -EINVAL;
 	}
 	/* In pages, so that rounding SIZE_MAX up cannot wrap to an empty region. */
@@ -514,7 +531,7 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 	zc.disksize = r->size;
 	{
 		char why[256];
-		rc = zs_zram_create_err(&zc, &r->store, why, sizeof(why));
+		rc = zs_zram_create(&zc, &r->store, why, sizeof(why));
 		if (rc) {
 			r->store = NULL;
 			set_err(err, err_len, "zs_region: store config rejected: %s",
@@ -578,6 +595,15 @@ int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out,
 fail:
 	teardown(r);
 	return rc;
+}
+
+int zs_region_create(const struct zs_region_config *cfg, struct zs_region **out, char *err,
+		     size_t err_len)
+{
+	int rc = region_create(cfg, out, err, err_len);
+	if (rc && out)
+		*out = NULL;
+	return create_finish("zs_region_create", rc, err, err_len);
 }
 
 /*
@@ -739,7 +765,7 @@ struct zs_zram *zs_region_store(struct zs_region *r)
 	return r->store;
 }
 
-int zs_region_get_stats(struct zs_region *r, struct zs_region_stats *st)
+static int fill_region_get_stats(struct zs_region *r, struct zs_region_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	region_events_sync(r);   /* counts include the events already read */
@@ -756,7 +782,7 @@ int zs_region_get_stats(struct zs_region *r, struct zs_region_stats *st)
 	st->releases = atomic_load(&r->releases);
 	for (int i = 0; i < ZS_REGION_LAT_BUCKETS; i++)
 		st->lat_hist[i] = atomic_load_explicit(&r->hist[i], memory_order_relaxed);
-	zs_zram_get_stats(r->store, &st->store);
+	zs_zram_get_stats(r->store, &st->store, sizeof(st->store));
 	st->uffd_move = r->uffd_move;
 	st->broken = atomic_load(&r->broken);
 	st->removed = atomic_load(&r->removed);
@@ -764,6 +790,21 @@ int zs_region_get_stats(struct zs_region *r, struct zs_region_stats *st)
 	st->sigbus_pages = atomic_load(&r->sigbus_pages);
 	st->read_errors = atomic_load(&r->read_errors);
 	return 0;
+}
+
+int zs_region_get_stats(struct zs_region *r, struct zs_region_stats *st, size_t size)
+{
+	struct zs_region_stats full;
+
+	if (!st || !size)
+		return -EINVAL;
+	if (!r)
+		return -EINVAL;
+	memset(&full, 0, sizeof(full));
+	int rc = fill_region_get_stats(r, &full);
+	if (rc)
+		return rc;
+	return stats_copy_out(st, size, &full, sizeof(full));
 }
 
 double zs_region_lat_percentile(const uint64_t *hist, double pct)

@@ -40,6 +40,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common/err.h"
+#include "common/stats_copy.h"
 #include "common/config.h"
 #include "pages/pages.h"
 #include "pages/lookup.h"
@@ -434,7 +436,8 @@ void zblock_config_init(struct zblock_config *cfg)
 	cfg->page_size = ZS_PAGE_SIZE_DEFAULT;
 }
 
-struct zblock_pool *zblock_create_pool(const struct zblock_config *cfg)
+static int pool_create(const struct zblock_config *cfg, struct zblock_pool **out, char *err,
+		       size_t err_len)
 {
 	struct zblock_config c;
 	if (cfg)
@@ -448,18 +451,27 @@ struct zblock_pool *zblock_create_pool(const struct zblock_config *cfg)
 	int cnt = -EINVAL;
 	/* The ranges in zblock.h; page counts are checked again by the page provider. */
 	int bad;
-	if (!ZS_CONFIG_ABI_CHECK(&c, &bad) && (c.checked == 0 || c.checked == 1) &&
-	    (c.huge == 0 || c.huge == 1))
-		cnt = build_table(c.page_size, c.huge, d, &hdr);
+	if (ZS_CONFIG_ABI_CHECK(&c, &bad)) {
+		zs_config_abi_err(err, err_len, "zblock_config", c.struct_size, sizeof(c), bad);
+		return -EINVAL;
+	}
+	if (c.checked != 0 && c.checked != 1) {
+		set_err(err, err_len, "zblock_config.checked %d: must be 0 or 1", c.checked);
+		return -EINVAL;
+	}
+	if (c.huge != 0 && c.huge != 1) {
+		set_err(err, err_len, "zblock_config.huge %d: must be 0 or 1", c.huge);
+		return -EINVAL;
+	}
+	cnt = build_table(c.page_size, c.huge, d, &hdr);
 	if (cnt <= 0) {
-		errno = EINVAL;
-		return NULL;
+		set_err(err, err_len, "zblock_config.page_size %zu: must be a power of two in "
+			"4096..65536", c.page_size);
+		return -EINVAL;
 	}
 	struct zblock_pool *pool = calloc(1, sizeof(*pool));
-	if (!pool) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!pool)
+		return -ENOMEM;
 	struct zs_pages_config pc = {
 		.page_size = c.page_size,
 		.max_pages = c.max_pages,
@@ -469,8 +481,10 @@ struct zblock_pool *zblock_create_pool(const struct zblock_config *cfg)
 	if (!pool->pages) {
 		int e = errno ? errno : ENOMEM;
 		free(pool);
-		errno = e;
-		return NULL;
+		set_err(err, err_len, "zblock_config: the page provider refused page_size %zu, "
+			"max_pages %zu, page_cache_pages %zu: %s", c.page_size, (size_t)c.max_pages,
+			(size_t)c.page_cache_pages, strerror(e));
+		return -e;
 	}
 	pool->page_size = c.page_size;
 	pool->hdr = hdr;
@@ -484,8 +498,23 @@ struct zblock_pool *zblock_create_pool(const struct zblock_config *cfg)
 		pool->cls[i].d = d[i];
 		pool->slot_sizes[i] = d[i].slot_size;
 	}
-	return pool;
+	*out = pool;
+	return 0;
 }
+
+int zblock_pool_create(const struct zblock_config *cfg, struct zblock_pool **out, char *err,
+		       size_t err_len)
+{
+	create_begin(err, err_len);
+	if (!out) {
+		set_err(err, err_len, "zblock_pool_create: out is NULL");
+		return create_finish("zblock_pool_create", -EINVAL, err, err_len);
+	}
+	*out = NULL;
+	return create_finish("zblock_pool_create", pool_create(cfg, out, err, err_len), err,
+			     err_len);
+}
+
 
 void zblock_destroy_pool(struct zblock_pool *pool)
 {
@@ -653,7 +682,7 @@ int zblock_lookup_class(const struct zblock_pool *pool, size_t size)
 	return lookup(pool, size);
 }
 
-int zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_stats *st)
+static int fill_zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_stats *st)
 {
 	if (index < 0 || index >= pool->nr_classes)
 		return -EINVAL;
@@ -669,6 +698,21 @@ int zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_
 	zs_mutex_unlock_ranked(&c->lock);
 	st->pages = st->blocks * c->d.pages;
 	return 0;
+}
+
+int zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_stats *st, size_t size)
+{
+	struct zblock_class_stats full;
+
+	if (!st || !size)
+		return -EINVAL;
+	if (!pool)
+		return -EINVAL;
+	memset(&full, 0, sizeof(full));
+	int rc = fill_zblock_class_stats(pool, index, &full);
+	if (rc)
+		return rc;
+	return stats_copy_out(st, size, &full, sizeof(full));
 }
 
 void zblock_pool_fail_pages(struct zblock_pool *pool, uint64_t after, uint64_t count)

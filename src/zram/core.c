@@ -58,7 +58,7 @@ uint64_t zram_used_bytes(struct zs_zram *z, const struct zs_backend_stats *bs)
 	if (!bs) {
 		if (zs_backend_caps(z->b) & ZS_BACKEND_CAP_PAGES)
 			return (uint64_t)zs_backend_total_pages(z->b) * z->b->page_size;
-		zs_backend_stats(z->b, &st);
+		zs_backend_stats(z->b, &st, sizeof(st));
 		bs = &st;
 	}
 	return zs_backend_mem_bytes(z->b, bs);

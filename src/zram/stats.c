@@ -18,7 +18,7 @@ void zram_core_get_stats(struct zs_zram *z, struct zs_zram_stats *st)
 	for (unsigned i = 0; i < z->nstreams; i++)
 		for (int k = 0; k < C_NR; k++)
 			c[k] += atomic_load_explicit(&z->streams[i].cnt[k], memory_order_relaxed);
-	zs_backend_stats(z->b, &bs);
+	zs_backend_stats(z->b, &bs, sizeof(bs));
 	used = zram_used_bytes(z, &bs);
 	zram_update_used_max(z, used);
 

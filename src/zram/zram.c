@@ -111,6 +111,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/stats_copy.h"
 #include "common/config.h"
 #include "zram/internal.h"
 #include "common/sigblock.h"
@@ -219,23 +220,14 @@ static int create(const struct zs_zram_config *cfg, struct zs_zram **out, char *
 	return zram_core_create(cfg, ps, ps, out, err, err_len);
 }
 
-int zs_zram_create_err(const struct zs_zram_config *cfg, struct zs_zram **out, char *err,
-		       size_t err_len)
+int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out, char *err,
+		   size_t err_len)
 {
-	int rc;
-
-	if (err && err_len)
-		err[0] = 0;
-	rc = create(cfg, out, err, err_len);
-	/* Every failure gets a line: the specific reason where one was written, else the code. */
-	if (rc && err && err_len && !err[0])
-		set_err(err, err_len, "zs_zram_create: %s", strerror(-rc));
-	return rc;
-}
-
-int zs_zram_create(const struct zs_zram_config *cfg, struct zs_zram **out)
-{
-	return create(cfg, out, NULL, 0);
+	create_begin(err, err_len);
+	int rc = create(cfg, out, err, err_len);
+	if (rc && out)
+		*out = NULL;
+	return create_finish("zs_zram_create", rc, err, err_len);
 }
 
 void zs_zram_destroy(struct zs_zram *z)
@@ -466,9 +458,22 @@ unsigned long zs_zram_compact(struct zs_zram *z)
 
 /* ---- Statistics ---- */
 
-void zs_zram_get_stats(struct zs_zram *z, struct zs_zram_stats *st)
+static void fill_zram_get_stats(struct zs_zram *z, struct zs_zram_stats *st)
 {
 	zram_core_get_stats(core_of(z), st);
+}
+
+int zs_zram_get_stats(struct zs_zram *z, struct zs_zram_stats *st, size_t size)
+{
+	struct zs_zram_stats full;
+
+	if (!st || !size)
+		return -EINVAL;
+	if (!z)
+		return -EINVAL;
+	memset(&full, 0, sizeof(full));
+	fill_zram_get_stats(z, &full);
+	return stats_copy_out(st, size, &full, sizeof(full));
 }
 
 void zs_zram_reset_mem_used_max(struct zs_zram *z)

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/stats_copy.h"
 #include "zsmalloc/internal.h"
 
 unsigned zs_pool_class_shards(const struct zs_pool *pool)
@@ -24,13 +25,26 @@ unsigned long zs_get_total_pages(const struct zs_pool *pool)
 	return n > 0 ? (unsigned long)n : 0;
 }
 
-void zs_pool_stats(const struct zs_pool *pool, struct zs_pool_stats *stats)
+static void fill_pool_stats(const struct zs_pool *pool, struct zs_pool_stats *stats)
 {
 	stats->pages_compacted =
 		atomic_load_explicit(&((struct zs_pool *)pool)->pages_compacted, memory_order_relaxed);
 }
 
-int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st)
+int zs_pool_stats(const struct zs_pool *pool, struct zs_pool_stats *st, size_t size)
+{
+	struct zs_pool_stats full;
+
+	if (!st || !size)
+		return -EINVAL;
+	if (!pool)
+		return -EINVAL;
+	memset(&full, 0, sizeof(full));
+	fill_pool_stats(pool, &full);
+	return stats_copy_out(st, size, &full, sizeof(full));
+}
+
+static int fill_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st)
 {
 	if (index < 0 || index >= pool->nr_classes)
 		return -EINVAL;
@@ -64,12 +78,27 @@ int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st)
 	return 0;
 }
 
+int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st, size_t size)
+{
+	struct zs_class_stats full;
+
+	if (!st || !size)
+		return -EINVAL;
+	if (!pool)
+		return -EINVAL;
+	memset(&full, 0, sizeof(full));
+	int rc = fill_class_stats(pool, index, &full);
+	if (rc)
+		return rc;
+	return stats_copy_out(st, size, &full, sizeof(full));
+}
+
 unsigned long zs_pool_objects(struct zs_pool *pool)
 {
 	unsigned long n = 0;
 	struct zs_class_stats st;
 	for (int i = 0; i < pool->nr_classes; i++)
-		if (!zs_class_stats(pool, i, &st))
+		if (!zs_class_stats(pool, i, &st, sizeof(st)))
 			n += st.obj_used;
 	/* A multi-page object with a packed tail is one object in two classes. */
 	long tails = atomic_load_explicit(&pool->nr_tails, memory_order_relaxed);
@@ -88,7 +117,7 @@ void zs_print_classes(struct zs_pool *pool, FILE *out)
 	struct zs_class_stats st;
 	unsigned long tot[11] = { 0 }, ta = 0, tu = 0, tp = 0, tf = 0;
 	for (int i = 0; i < pool->nr_classes; i++) {
-		if (zs_class_stats(pool, i, &st))
+		if (zs_class_stats(pool, i, &st, sizeof(st)))
 			continue;
 		fprintf(out, " %5d %5u", st.index, st.size);
 		for (int g = 0; g < 11; g++) {

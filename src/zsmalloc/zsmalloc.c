@@ -109,6 +109,7 @@
 #include <string.h>
 
 #include "common/config.h"
+#include "common/err.h"
 #include "zsmalloc/check.h"
 #include "zsmalloc/internal.h"
 #include "zs/harness.h"
@@ -135,51 +136,72 @@ void zs_pool_config_init_app(struct zs_pool_config *cfg)
 	cfg->fit_zspages = 1;
 }
 
-/* The ranges documented in zsmalloc.h; defaults (0) already filled in. */
-static int config_valid(const struct zs_pool_config *c)
+/*
+ * The ranges documented in zsmalloc.h; defaults (0) already filled in.  A
+ * refusal names the field and its range in err (set_err skips a NULL err),
+ * so every caller (the pool, the backend, the zram store) reports the same line.
+ */
+#define REFUSE(...) do { set_err(err, err_len, __VA_ARGS__); return 0; } while (0)
+static int config_valid(const struct zs_pool_config *c, char *err, size_t err_len)
 {
 	int bad;
 
-	if (ZS_CONFIG_ABI_CHECK(c, &bad))
+	if (ZS_CONFIG_ABI_CHECK(c, &bad)) {
+		zs_config_abi_err(err, err_len, "zs_pool_config", c->struct_size, sizeof(*c), bad);
 		return 0;
+	}
 	if (!zs_page_size_valid(c->page_size))
-		return 0;
+		REFUSE("zs_pool_config.page_size %zu: must be a power of two in 4096..65536",
+		       c->page_size);
 	if (c->max_chain < 1 || c->max_chain > ZS_MAX_CHAIN)
-		return 0;
+		REFUSE("zs_pool_config.max_chain %d: must be 1..%d", (int)c->max_chain,
+		       (int)ZS_MAX_CHAIN);
 	if (c->class_delta && (c->class_delta < 8 || c->class_delta % 8 ||
 			       c->class_delta > c->page_size))
-		return 0;
+		REFUSE("zs_pool_config.class_delta %u: must be 0 or a multiple of 8 in 8..page_size",
+		       (unsigned)c->class_delta);
 	/* Enums are compared unsigned so a negative value cast in is caught too. */
-	if ((unsigned)c->free_mode >= ZS_FREE_MODE_COUNT ||
-	    (unsigned)c->chain_policy >= ZS_CHAIN_POLICY_COUNT)
-		return 0;
+	if ((unsigned)c->free_mode >= ZS_FREE_MODE_COUNT)
+		REFUSE("zs_pool_config.free_mode %d: must be 0..%d", (int)c->free_mode,
+		       ZS_FREE_MODE_COUNT - 1);
+	if ((unsigned)c->chain_policy >= ZS_CHAIN_POLICY_COUNT)
+		REFUSE("zs_pool_config.chain_policy %d: must be 0..%d", (int)c->chain_policy,
+		       ZS_CHAIN_POLICY_COUNT - 1);
 	if (c->checked != 0 && c->checked != 1)
-		return 0;
+		REFUSE("zs_pool_config.checked %d: must be 0 or 1", c->checked);
 	if (c->fit_zspages != 0 && c->fit_zspages != 1)
-		return 0;
+		REFUSE("zs_pool_config.fit_zspages %d: must be 0 or 1", c->fit_zspages);
 	if (c->class_shards > ZS_MAX_CLASS_SHARDS && c->class_shards != ZS_CLASS_SHARDS_AUTO)
-		return 0;
+		REFUSE("zs_pool_config.class_shards %u: must be 0..%u or ZS_CLASS_SHARDS_AUTO",
+		       (unsigned)c->class_shards, (unsigned)ZS_MAX_CLASS_SHARDS);
 	if (c->deferred_worker < -1 || c->deferred_worker > 1)
-		return 0;
+		REFUSE("zs_pool_config.deferred_worker %d: must be -1, 0 or 1", c->deferred_worker);
 	if (c->deferred_capacity > ZS_MAX_DEFERRED_CAPACITY)
-		return 0;
+		REFUSE("zs_pool_config.deferred_capacity %zu: must be 0..%zu",
+		       (size_t)c->deferred_capacity, (size_t)ZS_MAX_DEFERRED_CAPACITY);
 	if (c->max_object_size &&
 	    (c->max_object_size < c->page_size ||
 	     c->max_object_size > (size_t)ZS_MAX_OBJECT_PAGES * c->page_size))
-		return 0;
+		REFUSE("zs_pool_config.max_object_size %zu: must be 0 or page_size..%zu",
+		       (size_t)c->max_object_size, (size_t)ZS_MAX_OBJECT_PAGES * c->page_size);
 	if (c->max_pages > ZS_PAGES_MAX_SPAN / c->page_size)
-		return 0;
+		REFUSE("zs_pool_config.max_pages %zu: must be 0..%zu", (size_t)c->max_pages,
+		       (size_t)(ZS_PAGES_MAX_SPAN / c->page_size));
 	if (c->page_cache_pages != ZS_PAGES_NO_CACHE &&
 	    c->page_cache_pages > ZS_PAGES_MAX_SPAN / c->page_size)
-		return 0;
+		REFUSE("zs_pool_config.page_cache_pages %zu: must be 0..%zu or ZS_PAGES_NO_CACHE",
+		       (size_t)c->page_cache_pages, (size_t)(ZS_PAGES_MAX_SPAN / c->page_size));
 	/* The page provider refuses it too; checked here so pool_config_check sees it. */
 	if (c->page_cache_decay_ms > ZS_PAGES_MAX_DECAY_MS &&
 	    c->page_cache_decay_ms != ZS_PAGES_DECAY_NEVER)
-		return 0;
+		REFUSE("zs_pool_config.page_cache_decay_ms %lu: must be 0..%lu or "
+		       "ZS_PAGES_DECAY_NEVER", (unsigned long)c->page_cache_decay_ms,
+		       (unsigned long)ZS_PAGES_MAX_DECAY_MS);
 	return 1;
 }
+#undef REFUSE
 
-/* The two fields whose 0 zs_create_pool replaces before checking the ranges. */
+/* The two fields whose 0 zs_pool_create replaces before checking the ranges. */
 static void config_defaults(struct zs_pool_config *c)
 {
 	if (!c->page_size)
@@ -188,32 +210,53 @@ static void config_defaults(struct zs_pool_config *c)
 		c->max_chain = 8;
 }
 
-int pool_config_check(const struct zs_pool_config *user_cfg)
+int pool_config_check(const struct zs_pool_config *user_cfg, char *err, size_t err_len)
 {
 	struct zs_pool_config cfg = *user_cfg;
 	struct zs_class_shape shape;
 	config_defaults(&cfg);
-	if (!config_valid(&cfg))
+	if (!config_valid(&cfg, err, err_len))
 		return -EINVAL;
-	return classes_shape(&cfg, (unsigned)cfg.page_size, &shape);
+	int rc = classes_shape(&cfg, (unsigned)cfg.page_size, &shape);
+	if (rc)
+		set_err(err, err_len, "zs_pool_config: class_delta %u, class_shards %u, page_size %zu "
+			"and max_object_size %zu give no class table that fits (fewer shards or a "
+			"larger class_delta)", (unsigned)cfg.class_delta, (unsigned)cfg.class_shards,
+			cfg.page_size, (size_t)cfg.max_object_size);
+	return rc;
 }
 
-struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
+/* The one exit of a refused or failed create: *out NULL, errno and the return agree. */
+static int pool_fail(struct zs_pool **out, int rc)
+{
+	*out = NULL;
+	errno = -rc;
+	return rc;
+}
+
+int zs_pool_create(const struct zs_pool_config *user_cfg, struct zs_pool **out, char *err,
+		   size_t err_len)
 {
 	struct zs_pool_config cfg;
+	create_begin(err, err_len);
+	if (!out) {
+		set_err(err, err_len, "zs_pool_create: out is NULL");
+		errno = EINVAL;
+		return -EINVAL;
+	}
 	if (user_cfg)
 		cfg = *user_cfg;
 	else
 		zs_pool_config_init(&cfg);
 	config_defaults(&cfg);
-	if (!config_valid(&cfg)) {
-		errno = EINVAL;
-		return NULL;
-	}
+	/* The ranges and the class table's shape, so a table that cannot be built is refused
+	 * with its reason, not found later as a bare -EINVAL from classes_build. */
+	if (pool_config_check(&cfg, err, err_len))
+		return pool_fail(out, -EINVAL);
 	struct zs_pool *pool = aligned_alloc(64, sizeof(*pool));
 	if (!pool) {
-		errno = ENOMEM;
-		return NULL;
+		set_err(err, err_len, "zs_pool_create: out of memory for the pool");
+		return pool_fail(out, -ENOMEM);
 	}
 	memset(pool, 0, sizeof(*pool));
 	pool->cfg = cfg;
@@ -231,10 +274,10 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 	deferred_init(pool); /* nothing allocated until the first zs_free_deferred */
 	heaps_pool_init(pool);
 
-	int err = classes_build(pool);
-	if (!err)
-		err = park_init(pool);
-	if (!err) {
+	int rc = classes_build(pool);
+	if (!rc)
+		rc = park_init(pool);
+	if (!rc) {
 		struct zs_pages_config pc = { .page_size = cfg.page_size, .max_pages = cfg.max_pages,
 					      .cache_pages = cfg.page_cache_pages,
 					      .decay_ms = cfg.page_cache_decay_ms,
@@ -243,12 +286,12 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 					      .reclaim_ctx = pool };
 		errno = 0;
 		pool->pages = pages_create(&pc);
-		err = pool->pages ? handles_init(pool) : errno ? -errno : -ENOMEM;
+		rc = pool->pages ? handles_init(pool) : errno ? -errno : -ENOMEM;
 		/* A provider that cannot return them (its own bound, no decay) gets no parked zspages. */
-		if (!err && pool->park && !pages_parks(pool->pages))
+		if (!rc && pool->park && !pages_parks(pool->pages))
 			park_destroy(pool);
 	}
-	if (err) {
+	if (rc) {
 		deferred_destroy(pool);
 		handles_destroy(pool);
 		if (pool->pages)
@@ -256,10 +299,12 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 		park_destroy(pool);
 		classes_free(pool);
 		free(pool);
-		errno = -err;
-		return NULL;
+		set_err(err, err_len, "zs_pool_create: %s (class table, page provider or handle "
+			"table)", strerror(-rc));
+		return pool_fail(out, rc);
 	}
-	return pool;
+	*out = pool;
+	return 0;
 }
 
 void zs_destroy_pool(struct zs_pool *pool)

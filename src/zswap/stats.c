@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/stats_copy.h"
 #include "zswap/internal.h"
 #include "common/sigblock.h"
 
@@ -22,7 +23,7 @@ uint64_t zswap_pool_pages(struct zs_zswap *z)
 
 	if (zs_likely(z->has_pages))
 		return zs_backend_total_pages(z->b);
-	zs_backend_stats(z->b, &st);
+	zs_backend_stats(z->b, &st, sizeof(st));
 	bytes = zs_backend_mem_bytes(z->b, &st);
 	return (bytes + z->page_size - 1) / z->page_size;
 }
@@ -73,7 +74,7 @@ int zs_zswap_set_pool_limit(struct zs_zswap *z, unsigned max_pool_percent,
 
 /* ---- Statistics ---- */
 
-void zs_zswap_get_stats(struct zs_zswap *z, struct zs_zswap_stats *st)
+static void fill_zswap_get_stats(struct zs_zswap *z, struct zs_zswap_stats *st)
 {
 	uint64_t c[SC_NR] = { 0 };
 
@@ -117,6 +118,17 @@ void zs_zswap_get_stats(struct zs_zswap *z, struct zs_zswap_stats *st)
 #undef EV
 }
 
+int zs_zswap_get_stats(struct zs_zswap *z, struct zs_zswap_stats *st, size_t size)
+{
+	struct zs_zswap_stats full;
+
+	if (!st || !size)
+		return -EINVAL;
+	memset(&full, 0, sizeof(full));
+	fill_zswap_get_stats(z, &full);
+	return stats_copy_out(st, size, &full, sizeof(full));
+}
+
 /* ---- Groups ---- */
 
 int zs_zswap_group_set(struct zs_zswap *z, unsigned group, uint64_t max_bytes, int writeback)
@@ -128,7 +140,7 @@ int zs_zswap_group_set(struct zs_zswap *z, unsigned group, uint64_t max_bytes, i
 	return 0;
 }
 
-int zs_zswap_group_stats(struct zs_zswap *z, unsigned group, struct zs_zswap_group_stats *st)
+static int fill_zswap_group_stats(struct zs_zswap *z, unsigned group, struct zs_zswap_group_stats *st)
 {
 	struct zw_group *g;
 
@@ -144,6 +156,21 @@ int zs_zswap_group_stats(struct zs_zswap *z, unsigned group, struct zs_zswap_gro
 	st->max_bytes = atomic_load_explicit(&g->max_bytes, memory_order_relaxed);
 	st->writeback = atomic_load_explicit(&g->writeback, memory_order_relaxed);
 	return 0;
+}
+
+int zs_zswap_group_stats(struct zs_zswap *z, unsigned group, struct zs_zswap_group_stats *st, size_t size)
+{
+	struct zs_zswap_group_stats full;
+
+	if (!st || !size)
+		return -EINVAL;
+	if (!z)
+		return -EINVAL;
+	memset(&full, 0, sizeof(full));
+	int rc = fill_zswap_group_stats(z, group, &full);
+	if (rc)
+		return rc;
+	return stats_copy_out(st, size, &full, sizeof(full));
 }
 
 /* ---- Maintenance ---- */

@@ -213,14 +213,13 @@ int zs_zswap_create(const struct zs_zswap_config *cfg, struct zs_zswap **out, ch
 		err[0] = 0;
 	if (!out) {
 		set_err(err, errlen, "zs_zswap_create: out is NULL");
-		return -EINVAL;
+		return create_finish("zs_zswap_create", -EINVAL, err, errlen);
 	}
 	*out = NULL;
 	rc = create(cfg, out, err, errlen);
-	/* Every failure gets a line: the specific reason where one was written, else the code. */
-	if (rc && err && errlen && !err[0])
-		set_err(err, errlen, "zs_zswap_create: %s", strerror(-rc));
-	return rc;
+	if (rc)
+		*out = NULL;
+	return create_finish("zs_zswap_create", rc, err, errlen);
 }
 
 void zs_zswap_destroy(struct zs_zswap *z)

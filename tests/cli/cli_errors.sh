@@ -49,7 +49,7 @@ expect_out 0 "logical classes 270, physical classes 134" classes --max-object 64
 expect_out 0 "  269 |    16 |  61441..65536  | 3.12%" classes --max-object 64K
 expect_out 0 "logical classes 259, physical classes 123" classes --max-object 20000
 expect 2 "--max-object: '3K' is not a size .* in 4096..1048576" classes --max-object 3K
-expect 2 "cannot create a pool with this configuration: Invalid argument" classes --max-object 128K
+expect 2 "cannot create a pool with this configuration: zs_pool_config.max_object_size 131072: must be 0 or page_size..65536" classes --max-object 128K
 # A process's anonymous memory as the pages (the RFC's question on anonymous memory).
 expect 2 "--pid: '0' is not a whole number in 1..4194304" zram --pid 0
 expect 2 "--pid takes no FILE or DIR" zram --pid python /usr/bin

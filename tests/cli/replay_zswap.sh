@@ -48,7 +48,8 @@ import ctypes, sys
 so, mode, seed, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 lib = ctypes.CDLL(so)
 P, U, S = ctypes.c_void_p, ctypes.c_ulong, ctypes.c_size_t
-for name, res, args in (("zs_create_pool", P, [P]), ("zs_malloc", U, [P, S]),
+for name, res, args in (("zs_pool_create", ctypes.c_int, [P, ctypes.POINTER(P), P, S]),
+                        ("zs_malloc", U, [P, S]),
                         ("zs_free", ctypes.c_int, [P, U]), ("zs_get_total_pages", U, [P]),
                         ("zs_compact", U, [P]), ("zs_destroy_pool", None, [P])):
     getattr(lib, name).restype = res
@@ -61,7 +62,9 @@ def below(n):  # splitmix64
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
     return (z ^ (z >> 31)) % n
-pool = lib.zs_create_pool(None)          # the kernel's: chain 8, exhaustive, delta 16
+pool = P()                               # the kernel's: chain 8, exhaustive, delta 16
+assert lib.zs_pool_create(None, ctypes.byref(pool), None, 0) == 0
+pool = pool.value
 entries, zero, cnt = {}, set(), {"out": 0, "in": 0}
 lines = ["# zswap-trace 1", "# page_size 4096", "# comp lzo", "# kernel synthetic",
          "# chain_size 8", "# mode " + mode,

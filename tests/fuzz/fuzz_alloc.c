@@ -27,6 +27,7 @@
 #include "zs/zsmalloc.h"
 #include "zs/harness.h"
 #include "zsmalloc/internal.h" /* white box: a packed tail's internal handle */
+#include "must.h"
 
 #define MAXOBJ 48
 /* The largest object: 16 pages of 64 KiB (zs_pool_config.max_object_size). */
@@ -118,7 +119,7 @@ static void check_accounting(struct st *s)
 		unsigned long pages = 0, used = 0;
 		struct zs_class_stats cs;
 		for (int i = 0; i < zs_class_count(s->a.zp); i++) {
-			if (zs_class_stats(s->a.zp, i, &cs))
+			if (zs_class_stats(s->a.zp, i, &cs, sizeof(cs)))
 				continue;
 			pages += cs.pages_used;
 			used += cs.obj_used;
@@ -137,7 +138,7 @@ static void check_accounting(struct st *s)
 		struct zs_class_info ci;
 		for (int i = 0; i < zs_class_count(s->a.zp); i++)
 			if (!zs_class_info(s->a.zp, i, &ci) && ci.size > s->page_size &&
-			    !zs_class_stats(s->a.zp, i, &cs)) {
+			    !zs_class_stats(s->a.zp, i, &cs, sizeof(cs))) {
 				FUZZ_CHECK(ci.objs_per_zspage == 1 &&
 					   (size_t)ci.pages_per_zspage * s->page_size == ci.size,
 					   "class %d of %u bytes: %u objects in %u pages", i, ci.size,
@@ -165,7 +166,7 @@ static void check_accounting(struct st *s)
 		unsigned long pages = 0, used = 0;
 		struct zblock_class_stats cs;
 		for (int i = 0; i < zblock_class_count(s->a.zb); i++) {
-			if (zblock_class_stats(s->a.zb, i, &cs))
+			if (zblock_class_stats(s->a.zb, i, &cs, sizeof(cs)))
 				continue;
 			pages += cs.pages;
 			used += cs.objects;
@@ -176,7 +177,7 @@ static void check_accounting(struct st *s)
 	} else if (s->checked) {
 		/* only a checked backend keeps request sizes (src/backend/backend.c) */
 		struct zs_backend_stats bs;
-		zs_backend_stats(s->a.be, &bs);
+		zs_backend_stats(s->a.be, &bs, sizeof(bs));
 		FUZZ_CHECK(bs.object_bytes == bytes, "backend object_bytes %zu, model %lu",
 			   bs.object_bytes, bytes);
 	}
@@ -237,7 +238,7 @@ static int setup(struct st *s, struct fin *in)
 			bad.max_object_size = (b4 & 4) ? P - 1 - (b4 >> 3)
 						       : ZS_MAX_OBJECT_PAGES * P + 1 + (b4 >> 3);
 			errno = 0;
-			struct zs_pool *bp = zs_create_pool(&bad);
+			struct zs_pool *bp = must_pool_create(&bad);
 			FUZZ_CHECK(!bp && errno == EINVAL, "max_object_size %zu (page %zu) accepted",
 				   bad.max_object_size, P);
 			struct zs_backend_config bc;
@@ -245,7 +246,7 @@ static int setup(struct st *s, struct fin *in)
 			bc.page_size = P;
 			bc.zs = bad;
 			errno = 0;
-			struct zs_backend *bb = zs_backend_create(&bc);
+			struct zs_backend *bb = must_backend_create(&bc);
 			FUZZ_CHECK(!bb && errno == EINVAL, "backend: max_object_size %zu accepted",
 				   bad.max_object_size);
 		}
@@ -259,7 +260,7 @@ static int setup(struct st *s, struct fin *in)
 		size_t K = (c.max_object_size + P - 1) / P;
 		if (small + K - 1 > 8192) {
 			errno = 0;
-			struct zs_pool *bp = zs_create_pool(&c);
+			struct zs_pool *bp = must_pool_create(&c);
 			FUZZ_CHECK(!bp && errno == EINVAL, "%zu + %zu classes accepted", small, K - 1);
 			c.max_object_size = (8192 - small + 1) * P;
 		}
@@ -488,7 +489,7 @@ static void op_compact(struct st *s)
 	if (s->a.zp) {
 		struct zs_class_stats cs;
 		for (int i = 0; i < zs_class_count(s->a.zp); i++)
-			if (!zs_class_stats(s->a.zp, i, &cs))
+			if (!zs_class_stats(s->a.zp, i, &cs, sizeof(cs)))
 				freeable += cs.freeable;
 	}
 	unsigned long got = s->a.zp ? zs_compact(s->a.zp) : s->a.zb ? zblock_compact(s->a.zb)
@@ -521,7 +522,7 @@ static void op_misuse(struct st *s, struct fin *in)
 			c.checked = 1;
 			c.deferred_worker = -1;
 			c.deferred_capacity = 16;
-			s->foreign = zs_create_pool(&c);
+			s->foreign = must_pool_create(&c);
 			FUZZ_CHECK(s->foreign, "foreign pool");
 		}
 		h = zs_malloc(s->foreign, 1 + h % 4096);

@@ -91,16 +91,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cc.shards = 1u << (b2 & 3);
 	cc.max_key = 8 + ((b2 >> 2) & 63);
 	struct zs_cache *c = NULL;
-	int rc = zs_cache_create(&cc, &c);
+	int rc = zs_cache_create(&cc, &c, NULL, 0);
 	FUZZ_CHECK(rc == 0, "cache create %d", rc);
 	struct zs_blob *s = NULL;
-	rc = zs_blob_create(&cc.blob, &s);
+	rc = zs_blob_create(&cc.blob, &s, NULL, 0);
 	FUZZ_CHECK(rc == 0, "blob create %d", rc);
 	/* Another store's handle, made once (a store per input costs a third of the time). */
 	static struct zs_blob *other;
 	static unsigned long foreign;
 	if (!other) {
-		rc = zs_blob_create(NULL, &other);
+		rc = zs_blob_create(NULL, &other, NULL, 0);
 		FUZZ_CHECK(rc == 0, "blob create %d", rc);
 		foreign = zs_blob_put(other, "foreign", 7);
 		FUZZ_CHECK(!ZS_IS_ERR(foreign), "foreign put");
@@ -283,14 +283,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	struct zs_cache_stats st;
-	zs_cache_stats(c, &st);
+	zs_cache_stats(c, &st, sizeof(st));
 	FUZZ_CHECK((long)st.entries == want || limited, "entries %llu, shadow %ld", (unsigned long long)st.entries,
 		   want);
 	for (int i = 0; i < NOBJ; i++)
 		if (o[i].h)
 			FUZZ_CHECK(zs_blob_free(s, o[i].h) == 0, "final free");
 	struct zs_blob_stats bs;
-	zs_blob_stats(s, &bs);
+	zs_blob_stats(s, &bs, sizeof(bs));
 	FUZZ_CHECK(bs.objects == 0 && bs.stored_bytes == 0, "blob objects left %llu",
 		   (unsigned long long)bs.objects);
 	zs_cache_destroy(c);

@@ -476,7 +476,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		default: {
 			struct zs_region_stats st;
-			zs_region_get_stats(r, &st);
+			zs_region_get_stats(r, &st, sizeof(st));
 			FUZZ_CHECK(st.pages == NP && st.resident <= NP && st.stored <= NP && !st.broken,
 				   "stats: pages %llu resident %llu stored %llu broken %d",
 				   (unsigned long long)st.pages, (unsigned long long)st.resident,
@@ -497,7 +497,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* counters may lag a moment behind a handler that is finishing (region.h) */
 	struct zs_region_stats st;
 	for (int k = 0;; k++) {
-		zs_region_get_stats(r, &st);
+		zs_region_get_stats(r, &st, sizeof(st));
 		if ((st.stored == 0 && st.resident == 0 && st.store.pages_stored == 0 &&
 		     st.store.bd_count == 0 && !st.broken) || k == 200)
 			break;

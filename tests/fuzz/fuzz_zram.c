@@ -153,7 +153,7 @@ static void check_group_stats(struct st *s, const struct zs_zram_stats *st)
 static void check_stats(struct st *s)
 {
 	struct zs_zram_stats st;
-	zs_zram_get_stats(s->z, &st);
+	zs_zram_get_stats(s->z, &st, sizeof(st));
 	FUZZ_CHECK(st.mem_used_max >= st.mem_used_total, "mem_used_max below mem_used_total");
 	FUZZ_CHECK(zs_zram_slot_info(s->z, s->nslots, NULL, NULL, NULL) == -EINVAL,
 		   "slot_info out of range");
@@ -271,22 +271,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct zs_zram_config bad = c;
 		struct zs_zram *bz = NULL;
 		bad.comp = bad_comps[b3 & 7];
-		FUZZ_CHECK(zs_zram_create(&bad, &bz) < 0 && !bz, "bad comp '%s' accepted", bad.comp);
+		FUZZ_CHECK(zs_zram_create(&bad, &bz, NULL, 0) < 0 && !bz, "bad comp '%s' accepted", bad.comp);
 		bad = c;
 		bad.filter = bad_filters[b3 & 7];
-		FUZZ_CHECK(zs_zram_create(&bad, &bz) == -EINVAL && !bz, "bad filter '%s' accepted",
+		FUZZ_CHECK(zs_zram_create(&bad, &bz, NULL, 0) == -EINVAL && !bz, "bad filter '%s' accepted",
 			   bad.filter);
 		bad = c;
 		bad.disksize = s.ps - 1;
-		FUZZ_CHECK(zs_zram_create(&bad, &bz) == -EINVAL && !bz, "disksize < page accepted");
+		FUZZ_CHECK(zs_zram_create(&bad, &bz, NULL, 0) == -EINVAL && !bz, "disksize < page accepted");
 		/* a group that is no power of two, over 16 slots or over 64 KiB */
 		static const unsigned bad_groups[] = { 3, 5, 6, 12, 17, 32, 0, 1024 };
 		bad = c;
 		bad.group_pages = bad_groups[b3 & 7] ? bad_groups[b3 & 7] : (unsigned)(131072 / s.ps);
-		FUZZ_CHECK(zs_zram_create(&bad, &bz) == -EINVAL && !bz, "group_pages %u accepted",
+		FUZZ_CHECK(zs_zram_create(&bad, &bz, NULL, 0) == -EINVAL && !bz, "group_pages %u accepted",
 			   bad.group_pages);
 	}
-	int ret = zs_zram_create(&c, &s.z);
+	int ret = zs_zram_create(&c, &s.z, NULL, 0);
 	FUZZ_CHECK(ret == 0, "zs_zram_create -> %d", ret);
 	FUZZ_CHECK(zs_zram_slots(s.z) == s.nslots, "slots %llu", (unsigned long long)zs_zram_slots(s.z));
 	struct zs_pool *pool = zs_backend_zspool(zs_zram_backend(s.z));
@@ -473,7 +473,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	zs_zram_flush(s.z);
 	zs_zram_compact(s.z);
 	struct zs_zram_stats st;
-	zs_zram_get_stats(s.z, &st);
+	zs_zram_get_stats(s.z, &st, sizeof(st));
 	FUZZ_CHECK(st.pages_stored == 0 && st.compr_data_size == 0 && st.huge_pages == 0,
 		   "discarded store: pages_stored %llu compr %llu huge %llu",
 		   (unsigned long long)st.pages_stored, (unsigned long long)st.compr_data_size,

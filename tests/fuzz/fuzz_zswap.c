@@ -117,7 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.accept_threshold_percent = (b2 * 7) % 101;
 	rc = zs_zswap_create(&c, &z, err, sizeof(err));
 	FUZZ_CHECK(rc == 0, "create -> %d (%s)", rc, err);
-	FUZZ_CHECK(zs_comp_create(c.comp, ps, &comp) == 0, "comp");
+	FUZZ_CHECK(zs_comp_create(&(struct zs_comp_config){ .name = c.comp, .max_src = ps }, &comp, NULL, 0) == 0, "comp");
 	struct zs_pool *pool = zs_backend_zspool(zs_zswap_backend(z));
 
 	int ops = 0;
@@ -315,7 +315,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (op & 0x40)
 				zs_zswap_compact(z);
 			zs_zswap_flush(z);
-			zs_zswap_get_stats(z, &st);
+			zs_zswap_get_stats(z, &st, sizeof(st));
 			for (unsigned k = 0; k < NOFF; k++) {
 				held += s[k].state != S_NONE;
 				zero += s[k].state == S_ZERO;
@@ -323,7 +323,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (unsigned k = 0; k < ZS_ZSWAP_MAX_GROUPS; k++) {
 				struct zs_zswap_group_stats gs;
 
-				zs_zswap_group_stats(z, k, &gs);
+				zs_zswap_group_stats(z, k, &gs, sizeof(gs));
 				charged += gs.zswap;
 				zswapped += gs.zswapped;
 			}
@@ -372,7 +372,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	zs_zswap_flush(z);
 	zs_zswap_compact(z);
 	struct zs_zswap_stats st;
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	FUZZ_CHECK(st.stored_pages == 0 && st.zero_pages == 0 && st.disk_pages == 0 &&
 		   st.stored_bytes == 0 && st.stored_incompressible_pages == 0,
 		   "drained: stored %llu zero %llu disk %llu", (unsigned long long)st.stored_pages,

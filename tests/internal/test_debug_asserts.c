@@ -22,12 +22,13 @@
 #include "zs/zram.h"
 #include "zsmalloc/internal.h"
 #include "zram/internal.h"
+#include "must.h"
 
 /* A pool with one live object; *zspage and *class are its. */
 static struct zs_pool *pool_with_object(unsigned long *h, struct zspage **zspage,
 					struct size_class **class)
 {
-	struct zs_pool *pool = zs_create_pool(NULL);
+	struct zs_pool *pool = must_pool_create(NULL);
 	if (!pool)
 		_exit(3);
 	*h = zs_malloc(pool, 100);
@@ -99,7 +100,7 @@ static void case_class_counts(void)
 	zs_spin_lock(&class->lock);
 	class->stats[ZS_OBJS_INUSE]++; /* one object more than the zspages hold */
 	zs_spin_unlock(&class->lock);
-	zs_class_stats(pool, (int)class->index, &st);
+	zs_class_stats(pool, (int)class->index, &st, sizeof(st));
 	zs_spin_lock(&class->lock);
 	class->stats[ZS_OBJS_INUSE]--;
 	zs_spin_unlock(&class->lock);
@@ -132,7 +133,7 @@ static void case_zspage_unlock_unheld(void)
 
 static void case_zblock_double_free(void)
 {
-	struct zblock_pool *pool = zblock_create_pool(NULL);
+	struct zblock_pool *pool = must_zblock_create(NULL);
 	if (!pool)
 		_exit(3);
 	unsigned long a = zblock_malloc(pool, 100), b = zblock_malloc(pool, 100);
@@ -148,7 +149,7 @@ static void case_zram_slot_unlocked(void)
 	struct zs_zram *z;
 	zs_zram_config_init(&cfg);
 	cfg.disksize = 64 * 4096;
-	if (zs_zram_create(&cfg, &z))
+	if (zs_zram_create(&cfg, &z, NULL, 0))
 		_exit(3);
 	struct stream *s = zram_stream_get(z);
 	zram_slot_free_locked(z, s, &z->slots[0], 0); /* slot lock not taken */

@@ -27,6 +27,7 @@
 #include "testutil.h"
 #include "zs/zsmalloc.h"
 #include "zsmalloc/internal.h"
+#include "must.h"
 
 #define PERIOD (1UL << 14) /* documented: 14 generation bits */
 
@@ -43,7 +44,7 @@ static struct zs_pool *new_pool(int checked, int free_mode, unsigned shards)
 	c.free_mode = (enum zs_free_mode)free_mode;
 	c.class_shards = shards;
 	c.deferred_worker = -1; /* deferred frees happen at flush: the test decides when */
-	struct zs_pool *p = zs_create_pool(&c);
+	struct zs_pool *p = must_pool_create(&c);
 	REQUIRE(p);
 	return p;
 }
@@ -499,7 +500,7 @@ static void tail_handles_refused(void)
 	zs_pool_config_init(&c);
 	c.checked = 1;
 	c.max_object_size = 4 * 4096;
-	struct zs_pool *p = zs_create_pool(&c);
+	struct zs_pool *p = must_pool_create(&c);
 	REQUIRE(p);
 	size_t len = 10240; /* two pages and a packed 2 KiB tail */
 	unsigned long h[N];

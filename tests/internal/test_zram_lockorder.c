@@ -44,7 +44,7 @@ static struct zs_zram *mk(unsigned group, const char *backing)
 	cfg.backing_path = backing;
 	cfg.recomp = group ? NULL : "zstd";
 	cfg.track_actime = 1;
-	if (zs_zram_create(&cfg, &z))
+	if (zs_zram_create(&cfg, &z, NULL, 0))
 		_exit(3);
 	return z;
 }
@@ -122,7 +122,7 @@ static void kept_orders(unsigned group, const char *backing)
 	CHECK_EQ(zs_zram_read_range(z, 0, N, back, sizeof(back)), 0);
 	if (backing)
 		CHECK(zs_zram_set_writeback_limit(z, 1, 4) == 0);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	zs_zram_compact(z);
 	zs_zram_reset(z);
 	zs_zram_destroy(z);

@@ -34,6 +34,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include "must.h"
 
 #define NOBJ 3000
 #define PAGE 4096
@@ -105,7 +106,7 @@ static struct zs_pool *new_pool(enum zs_free_mode m, int checked, int worker)
 	c.checked = checked;
 	c.deferred_worker = worker;
 	c.max_object_size = 4 * PAGE;
-	struct zs_pool *p = zs_create_pool(&c);
+	struct zs_pool *p = must_pool_create(&c);
 	REQUIRE(p);
 	return p;
 }

@@ -19,6 +19,7 @@
 #include "forkcase.h"
 #include "zsmalloc/internal.h"
 #include "pages/internal.h"
+#include "must.h"
 
 /* A pool with one live object of `size` bytes; *class is its class. */
 static struct zs_pool *pool_with(size_t size, int deferred_worker, unsigned long *h,
@@ -27,7 +28,7 @@ static struct zs_pool *pool_with(size_t size, int deferred_worker, unsigned long
 	struct zs_pool_config cfg;
 	zs_pool_config_init(&cfg);
 	cfg.deferred_worker = deferred_worker;
-	struct zs_pool *pool = zs_create_pool(&cfg);
+	struct zs_pool *pool = must_pool_create(&cfg);
 	if (!pool)
 		_exit(3);
 	*h = zs_malloc(pool, size);

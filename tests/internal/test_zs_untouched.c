@@ -20,13 +20,14 @@
 #include "testutil.h"
 #include "zs/zsmalloc.h"
 #include "zsmalloc/internal.h"
+#include "must.h"
 
 static struct zs_pool *new_pool(int checked)
 {
 	struct zs_pool_config c;
 	zs_pool_config_init(&c); /* the kernel profile: one class copy, so one zspage per class */
 	c.checked = checked;
-	struct zs_pool *p = zs_create_pool(&c);
+	struct zs_pool *p = must_pool_create(&c);
 	REQUIRE(p);
 	return p;
 }

@@ -25,6 +25,7 @@
 #include "zs/zswap.h"
 #include "zswap/internal.h"
 #include "pages/internal.h"
+#include "must.h"
 
 #define PAGE 4096
 
@@ -88,7 +89,7 @@ static void case_control(void)
 
 	struct zblock_config zc;
 	zblock_config_init(&zc);
-	struct zblock_pool *zp = zblock_create_pool(&zc);
+	struct zblock_pool *zp = must_zblock_create(&zc);
 	if (!zp)
 		_exit(3);
 	unsigned long h = zblock_malloc(zp, 700);
@@ -147,7 +148,7 @@ static void case_zblock_under_provider(void)
 	struct zblock_config zc;
 
 	zblock_config_init(&zc);
-	struct zblock_pool *zp = zblock_create_pool(&zc);
+	struct zblock_pool *zp = must_zblock_create(&zc);
 	if (!p || !zp)
 		_exit(3);
 	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);

@@ -16,6 +16,7 @@
 #include "zs/backend.h"
 #include "zs/zblock.h"
 #include "zs/zsmalloc.h"
+#include "must.h"
 
 enum ut_kind { UT_ZS, UT_ZBLOCK, UT_ZS_BACKEND, UT_ZBLOCK_BACKEND, UT_NKINDS };
 
@@ -56,7 +57,7 @@ static inline int ut_create(struct ut_alloc *a, int kind, size_t page_size, size
 {
 	*a = (struct ut_alloc){ .kind = kind };
 	if (kind == UT_ZS) {
-		a->zp = zs_create_pool(zc);
+		a->zp = try_pool_create(zc);
 		a->max_size = a->zp ? ut_zs_max_size(zc, page_size) : 0;
 	} else if (kind == UT_ZS_BACKEND) {
 		struct zs_backend_config bc;
@@ -65,7 +66,7 @@ static inline int ut_create(struct ut_alloc *a, int kind, size_t page_size, size
 		bc.max_pages = max_pages;
 		bc.checked = checked;
 		bc.zs = *zc;
-		a->be = zs_backend_create(&bc);
+		a->be = try_backend_create(&bc);
 		a->zp = a->be ? zs_backend_zspool(a->be) : NULL;
 		a->max_size = a->be ? ut_zs_max_size(zc, page_size) : 0;
 	} else if (kind == UT_ZBLOCK) {
@@ -75,7 +76,7 @@ static inline int ut_create(struct ut_alloc *a, int kind, size_t page_size, size
 		c.max_pages = max_pages;
 		c.checked = checked;
 		c.huge = zb_huge;
-		a->zb = zblock_create_pool(&c);
+		a->zb = try_zblock_create(&c);
 		a->max_size = a->zb ? zblock_max_size(a->zb) : 0;
 	} else {
 		struct zs_backend_config bc;
@@ -84,7 +85,7 @@ static inline int ut_create(struct ut_alloc *a, int kind, size_t page_size, size
 		bc.page_size = page_size;
 		bc.max_pages = max_pages;
 		bc.checked = checked;
-		a->be = zs_backend_create(&bc);
+		a->be = try_backend_create(&bc);
 		a->max_size = a->be ? page_size : 0; /* the backend turns huge on */
 	}
 	return a->zp || a->zb || a->be ? 0 : -1;
@@ -181,7 +182,7 @@ static inline unsigned long ut_pages(struct ut_alloc *a)
 	if (a->zb)
 		return zblock_get_total_pages(a->zb);
 	struct zs_backend_stats bs;
-	zs_backend_stats(a->be, &bs);
+	zs_backend_stats(a->be, &bs, sizeof(bs));
 	return bs.pages;
 }
 
@@ -192,7 +193,7 @@ static inline unsigned long ut_objects(struct ut_alloc *a)
 	if (a->zb)
 		return zblock_pool_objects(a->zb);
 	struct zs_backend_stats bs;
-	zs_backend_stats(a->be, &bs);
+	zs_backend_stats(a->be, &bs, sizeof(bs));
 	return bs.objects;
 }
 

@@ -159,7 +159,7 @@ static void run(size_t capacity)
 	cfg.blob.compact_min_bytes = 64 * 1024;
 	cfg.shards = 4;
 	struct zs_cache *c = NULL;
-	REQUIRE(zs_cache_create(&cfg, &c) == 0);
+	REQUIRE(zs_cache_create(&cfg, &c, NULL, 0) == 0);
 	atomic_store(&bad, 0);
 	atomic_store(&stop_enum, 0);
 	atomic_store(&enum_keys, 0);
@@ -175,7 +175,7 @@ static void run(size_t capacity)
 	atomic_store(&stop_enum, 1);
 	pthread_join(en, NULL);
 	struct zs_cache_stats st;
-	zs_cache_stats(c, &st);
+	zs_cache_stats(c, &st, sizeof(st));
 	/* Quiet now: every entry left reads back as its key's, and the counts agree. */
 	char k[32];
 	unsigned char out[3100];

@@ -24,7 +24,7 @@
 
 struct api {
 	void (*config_init_app)(void *cfg);
-	void *(*create_pool)(const void *cfg);
+	int (*create_pool)(const void *cfg, void **out, char *err, size_t errlen);
 	unsigned long (*malloc_write)(void *pool, const void *src, size_t len);
 	int (*free_obj)(void *pool, unsigned long h);
 	void (*destroy_pool)(void *pool);
@@ -33,7 +33,7 @@ struct api {
 static int load(void *lib, struct api *a)
 {
 	*(void **)&a->config_init_app = dlsym(lib, "zs_pool_config_init_app");
-	*(void **)&a->create_pool = dlsym(lib, "zs_create_pool");
+	*(void **)&a->create_pool = dlsym(lib, "zs_pool_create");
 	*(void **)&a->malloc_write = dlsym(lib, "zs_malloc_write");
 	*(void **)&a->free_obj = dlsym(lib, "zs_free");
 	*(void **)&a->destroy_pool = dlsym(lib, "zs_destroy_pool");
@@ -80,7 +80,9 @@ static void round_trip(const char *path, int round)
 	REQUIRE(load(lib, &a));
 	memset(cfg, 0, sizeof cfg);
 	a.config_init_app(cfg);
-	void *pool = a.create_pool(cfg);
+	void *pool = NULL;
+	char why[256];
+	REQUIRE(a.create_pool(cfg, &pool, why, sizeof(why)) == 0);
 	REQUIRE(pool);
 
 	struct user u = { &a, pool, 0 };

@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "must.h"
 
 /* Children start threads (the deferred worker anew, on purpose) in a forked multi-threaded process. */
 const char *__tsan_default_options(void);
@@ -205,7 +206,7 @@ static unsigned long used_objs(struct zs_pool *p)
 	unsigned long used = 0;
 	for (int i = 0; i < zs_class_count(p); i++) {
 		struct zs_class_stats st;
-		if (zs_class_stats(p, i, &st) == 0)
+		if (zs_class_stats(p, i, &st, sizeof(st)) == 0)
 			used += st.obj_used;
 	}
 	return used;
@@ -242,7 +243,7 @@ static int pool_child(void *arg)
 	if (!c->make_new)
 		return 0;
 	/* A new pool, with its own deferred queue, works and goes away. */
-	struct zs_pool *p2 = zs_create_pool(&c->cfg);
+	struct zs_pool *p2 = must_pool_create(&c->cfg);
 	if (!p2)
 		return 13;
 	if (use_pool(p2, 1500, 200000))
@@ -254,7 +255,7 @@ static int pool_child(void *arg)
 	zs_zram_config_init(&zc);
 	zc.disksize = 64 * 4096;
 	zc.deferred_free = 1;
-	if (zs_zram_create(&zc, &zr))
+	if (zs_zram_create(&zc, &zr, NULL, 0))
 		return 15;
 	unsigned char pg[4096], back[4096];
 	for (int i = 0; i < 64; i++) {
@@ -276,7 +277,7 @@ static int case_pool(void *arg)
 	uint64_t rng = seed;
 	zs_pool_config_init(&c.cfg);
 	c.cfg.page_cache_decay_ms = 1; /* the purge thread wakes every millisecond */
-	c.pool = zs_create_pool(&c.cfg);
+	c.pool = must_pool_create(&c.cfg);
 	REQUIRE(c.pool);
 	for (int i = 0; i < KEEP; i++) {
 		c.keep_len[i] = 50 + tu_rand(&rng) % 3000;
@@ -379,8 +380,8 @@ static int case_busy(void *arg)
 	struct zs_pool_config oc;
 	zs_pool_config_init(&oc);
 	oc.page_cache_decay_ms = ZS_PAGES_DECAY_NEVER;
-	c.other = zs_create_pool(&oc);
-	c.pool = zs_create_pool(NULL);
+	c.other = must_pool_create(&oc);
+	c.pool = must_pool_create(NULL);
 	REQUIRE(c.pool && c.other);
 	for (int i = 0; i < KEEP; i++) {
 		c.keep[i] = zs_malloc(c.pool, 1000);
@@ -455,7 +456,7 @@ static int zswap_child(void *arg)
 		return 0;
 	}
 
-	zs_zswap_get_stats(c->z, &st0);
+	zs_zswap_get_stats(c->z, &st0, sizeof(st0));
 	/*
 	 * The parent's recent pages read back.  One written back by the parent
 	 * lives in the file both share; the parent may have invalidated it since
@@ -489,7 +490,7 @@ static int zswap_child(void *arg)
 		stored += rc == 0;
 	}
 	zs_zswap_flush(c->z);
-	zs_zswap_get_stats(c->z, &st1);
+	zs_zswap_get_stats(c->z, &st1, sizeof(st1));
 	if (!stored)
 		return 23;
 	if (st1.shrink_worker_runs <= st0.shrink_worker_runs)
@@ -561,7 +562,7 @@ static int case_zswap(void *arg)
 	}
 	struct zs_zswap_stats st;
 	zs_zswap_flush(c.z);
-	zs_zswap_get_stats(c.z, &st);
+	zs_zswap_get_stats(c.z, &st, sizeof(st));
 	printf("  zswap: %d forks beside the shrink worker (%llu passes, %llu pages written back)\n",
 	       forks, (unsigned long long)st.shrink_worker_runs,
 	       (unsigned long long)st.written_back_pages);
@@ -613,7 +614,7 @@ static int region_child(void *arg)
 		return 0;
 	struct zs_pool_config pc;
 	zs_pool_config_init(&pc);
-	struct zs_pool *p2 = zs_create_pool(&pc);
+	struct zs_pool *p2 = must_pool_create(&pc);
 	if (!p2)
 		return 13;
 	if (use_pool(p2, 1000, 400000))
@@ -659,7 +660,7 @@ static int case_region(void *arg)
 	unsigned char *m = zs_region_addr(c.r);
 	for (size_t pg = 0; pg < RPAGES; pg++)
 		m[pg * 4096] = (unsigned char)pg;
-	c.pool = zs_create_pool(NULL);
+	c.pool = must_pool_create(NULL);
 	REQUIRE(c.pool);
 	for (int i = 0; i < 64; i++) {
 		c.keep[i] = zs_malloc(c.pool, 1000);

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include "must.h"
 
 /* Children of a multi-threaded parent start threads here (the purge thread, on purpose). */
 const char *__tsan_default_options(void);
@@ -94,7 +95,7 @@ static int case_lifecycle(void *arg)
 	(void)arg;
 	struct zs_pool *p[8];
 	for (int i = 0; i < 8; i++) {
-		p[i] = zs_create_pool(NULL);
+		p[i] = must_pool_create(NULL);
 		REQUIRE(p[i]);
 	}
 	CHECK_EQ(idle_purge_threads(), 0);
@@ -130,7 +131,7 @@ static int case_lifecycle(void *arg)
 static int case_sigmask(void *arg)
 {
 	(void)arg;
-	struct zs_pool *p = zs_create_pool(NULL);
+	struct zs_pool *p = must_pool_create(NULL);
 	REQUIRE(p);
 	REQUIRE(fill_free(p, 32 * MIB) == 0);
 	long tid = idle_purge_tid();
@@ -179,7 +180,7 @@ static int fork_child_body(struct zs_pool *p)
 static int case_fork(void *arg)
 {
 	(void)arg;
-	struct zs_pool *p = zs_create_pool(NULL);
+	struct zs_pool *p = must_pool_create(NULL);
 	REQUIRE(p);
 	REQUIRE(fill_free(p, 32 * MIB) == 0);
 	CHECK_EQ(idle_purge_threads(), 1);
@@ -201,7 +202,7 @@ static int case_fork(void *arg)
 	struct zs_pool_config c;
 	zs_pool_config_init(&c);
 	c.page_cache_decay_ms = 2;
-	struct zs_pool *q = zs_create_pool(&c);
+	struct zs_pool *q = must_pool_create(&c);
 	REQUIRE(q);
 	int bad = 0;
 	for (int i = 0; i < 40; i++) {
@@ -249,7 +250,7 @@ static int case_exit(void *arg)
 			zs_pool_config_init(&c);
 			c.page_cache_decay_ms = how == 0 ? 60000 : 0;
 			/* Kept reachable (a global): LeakSanitizer must not call it a leak at exit. */
-			exit_pool = zs_create_pool(&c);
+			exit_pool = must_pool_create(&c);
 			struct zs_pool *p = exit_pool;
 			if (!p || fill_free(p, 16 * MIB) || idle_purge_threads() != 1)
 				_exit(3);
@@ -330,7 +331,7 @@ static void *churn_fn(void *arg)
 	c.page_cache_decay_ms = 3;
 	while (!atomic_load(w->stop)) {
 		/* Pools created and destroyed with pages cached, and trims, under the thread's passes. */
-		struct zs_pool *p = zs_create_pool(&c);
+		struct zs_pool *p = must_pool_create(&c);
 		if (!p) {
 			w->errors++;
 			continue;
@@ -355,12 +356,12 @@ static int case_stress(void *arg)
 	enum { NW = 3 };
 	struct worker w[NW + 1];
 	pthread_t t[NW + 1];
-	struct zs_pool *shared = zs_create_pool(&c);
+	struct zs_pool *shared = must_pool_create(&c);
 	REQUIRE(shared);
 	for (int i = 0; i <= NW; i++) {
 		w[i] = (struct worker){ .shared = shared, .id = (unsigned)i, .stop = &stop };
 		if (i < NW) {
-			w[i].own = zs_create_pool(&c);
+			w[i].own = must_pool_create(&c);
 			REQUIRE(w[i].own);
 		}
 		REQUIRE(pthread_create(&t[i], NULL, i < NW ? worker_fn : churn_fn, &w[i]) == 0);

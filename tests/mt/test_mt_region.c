@@ -251,7 +251,7 @@ int main(void)
 	CHECK_EQ(after, 0);
 	CHECK_EQ(out, NPAGES);
 	struct zs_region_stats st;
-	zs_region_get_stats(reg, &st);
+	zs_region_get_stats(reg, &st, sizeof(st));
 	CHECK_EQ(st.resident, 0);
 	CHECK_EQ(st.stored, NPAGES);
 	CHECK_EQ(st.store.pages_stored, NPAGES);
@@ -283,7 +283,7 @@ int main(void)
 	}
 	atomic_store(&hot_stop, 1);
 	pthread_join(pg, NULL);
-	zs_region_get_stats(reg, &st);
+	zs_region_get_stats(reg, &st, sizeof(st));
 	printf("phase 2: %ld rounds, %llu write-protect faults, %llu faults, lost %ld\n", rounds,
 	       (unsigned long long)st.faults_wp, (unsigned long long)st.faults, lost);
 	CHECK_EQ(lost, 0);
@@ -320,7 +320,7 @@ int main(void)
 	zs_region_pageout(reg, base, (size_t)NPAGES * PG / 2);
 	CHECK_EQ(zs_region_release(reg, base, (size_t)NPAGES * PG), 0);
 	zs_zram_flush(zs_region_store(reg));
-	zs_region_get_stats(reg, &st);
+	zs_region_get_stats(reg, &st, sizeof(st));
 	CHECK_EQ(st.store.pages_stored, 0);
 	CHECK_EQ(st.stored, 0);
 	CHECK_EQ(st.resident, 0);
@@ -345,15 +345,15 @@ int main(void)
 			memcpy(b3 + i * PG, corpus.data + i % corpus.npages * PG, PG);
 		struct zs_region_stats s0, s1, s2;
 		CHECK_EQ(zs_region_pageout(r3, b3, 1024 * PG), 1024);
-		zs_region_get_stats(r3, &s0);
+		zs_region_get_stats(r3, &s0, sizeof(s0));
 		int bad = 0;
 		for (size_t i = 0; i < 1024; i++)
 			bad += memcmp(b3 + i * PG, corpus.data + i % corpus.npages * PG, PG) != 0;
-		zs_region_get_stats(r3, &s1);
+		zs_region_get_stats(r3, &s1, sizeof(s1));
 		CHECK_EQ(zs_region_pageout(r3, b3, 1024 * PG), 1024);
 		for (size_t i = 1024; i-- > 0;)
 			bad += memcmp(b3 + i * PG, corpus.data + i % corpus.npages * PG, PG) != 0;
-		zs_region_get_stats(r3, &s2);
+		zs_region_get_stats(r3, &s2, sizeof(s2));
 		printf("fault-around 16: %llu faults ascending, %llu descending for 1024 pages\n",
 		       (unsigned long long)(s1.faults - s0.faults),
 		       (unsigned long long)(s2.faults - s1.faults));
@@ -379,7 +379,7 @@ int main(void)
 		REQUIRE(moved == dst);
 		struct zs_region_stats s4 = { 0 };
 		for (int i = 0; i < 1000 && !s4.broken; i++) {
-			zs_region_get_stats(r4, &s4);
+			zs_region_get_stats(r4, &s4, sizeof(s4));
 			if (!s4.broken)
 				usleep(1000);
 		}
@@ -405,7 +405,7 @@ int main(void)
 		usleep(100000);
 		zs_region_reclaim(r2, 224 * PG);
 		struct zs_region_stats s2;
-		zs_region_get_stats(r2, &s2);
+		zs_region_get_stats(r2, &s2, sizeof(s2));
 		printf("reclaim: resident %llu pages (limit 256), stored %llu, reclaimed %llu\n",
 		       (unsigned long long)s2.resident, (unsigned long long)s2.stored,
 		       (unsigned long long)s2.reclaimed);

@@ -227,7 +227,7 @@ static int io_case(void *arg)
 			bad++;
 		}
 	struct zs_region_stats st;
-	zs_region_get_stats(c.r, &st);
+	zs_region_get_stats(c.r, &st, sizeof(st));
 	printf("  %s path, %s %s: %lu calls, %llu pages paged out\n", copy ? "copy" : "move",
 	       direct ? "O_DIRECT" : "buffered", writes ? "pwrite" : "pread", ops,
 	       (unsigned long long)st.pageouts);
@@ -319,7 +319,7 @@ static int pinned_case(void *arg)
 	int bad = 0;
 	long k = zs_region_pageout(r, a, NP * pg);
 	struct zs_region_stats st;
-	zs_region_get_stats(r, &st);
+	zs_region_get_stats(r, &st, sizeof(st));
 	/* every page but the pinned ones is stored; the pinned ones stay mapped */
 	if (k != NP - PIN_N || st.resident != PIN_N) {
 		printf("pageout of the range with %d pinned pages stored %ld, resident %llu "
@@ -406,7 +406,7 @@ int main(void)
 	zs_region_config_init(&cfg);
 	cfg.size = pg;
 	if (zs_region_create(&cfg, &r, NULL, 0) == 0) {
-		zs_region_get_stats(r, &st);
+		zs_region_get_stats(r, &st, sizeof(st));
 		zs_region_destroy(r);
 		if (!st.uffd_move || (mvz && !strcmp(mvz, "zap"))) {
 			printf("SKIP: no UFFDIO_MOVE (kernel before 6.8 or ZS_REGION_MOVE=zap): "

@@ -184,7 +184,7 @@ static int run_mode(void *arg)
 		x.spin_po = (unsigned)(tu_rand(&rs) % 4000);
 		fill(x.a, (uint64_t)it);
 		struct zs_region_stats st;
-		zs_region_get_stats(r, &st);
+		zs_region_get_stats(r, &st, sizeof(st));
 		if (st.removed || st.unmapped) {
 			printf("  FAIL iteration %ld: fresh region has removed %llu unmapped %llu\n", it,
 			       (unsigned long long)st.removed, (unsigned long long)st.unmapped);

@@ -734,7 +734,7 @@ static void *pager_main(void *arg)
 		} else {
 			set_op(t, OP_RECLAIM, -1);
 			struct zs_region_stats st;
-			zs_region_get_stats(reg, &st);
+			zs_region_get_stats(reg, &st, sizeof(st));
 			long k = zs_region_reclaim(reg, (size_t)(st.resident / 2) * PG);
 			if (k > 0)
 				atomic_fetch_add(&c_pageout_pages, (unsigned long long)k);
@@ -857,7 +857,7 @@ static void dump_states(const char *why)
 			(unsigned long long)atomic_load(&t->progress));
 	}
 	struct zs_region_stats st;
-	zs_region_get_stats(reg, &st);
+	zs_region_get_stats(reg, &st, sizeof(st));
 	fprintf(stderr, "  region: resident %llu stored %llu faults %llu broken %d; store "
 		"pages_stored %llu mem_used %llu\n", (unsigned long long)st.resident,
 		(unsigned long long)st.stored, (unsigned long long)st.faults, st.broken,
@@ -957,7 +957,7 @@ int main(int argc, char **argv)
 	store = zs_region_store(reg);
 	struct zs_region_stats st0;
 	const char *mvz = getenv("ZS_REGION_MOVE");
-	zs_region_get_stats(reg, &st0);
+	zs_region_get_stats(reg, &st0, sizeof(st0));
 	if (dio_fd >= 0 && (!st0.uffd_move || (mvz && !strcmp(mvz, "zap")))) {
 		/* region.h: without UFFDIO_MOVE pageout cannot tell a pinned page */
 		printf("O_DIRECT reads left out: no UFFDIO_MOVE (kernel before 6.8 or "
@@ -1033,7 +1033,7 @@ int main(int argc, char **argv)
 	}
 	printf("final check: %llu pages\n", atomic_load(&c_verified) - before);
 	struct zs_region_stats st;
-	zs_region_get_stats(reg, &st);
+	zs_region_get_stats(reg, &st, sizeof(st));
 	zs_region_destroy(reg);
 	atomic_store(&wd_stop, 1);
 	pthread_join(wd, NULL);

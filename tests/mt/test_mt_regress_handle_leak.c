@@ -24,6 +24,7 @@
 
 #include "testutil.h"
 #include "zsmalloc/internal.h"
+#include "must.h"
 
 #define SLOTS_PER_CHUNK (64 * 1024 / 8 - 1)
 #define SHARD_CACHE (ZS_HANDLE_SHARDS * 2 * ZS_HANDLE_BATCH)
@@ -80,7 +81,7 @@ static void producer_consumer(enum zs_free_mode mode, unsigned long ops)
 	c.deferred_worker = -1;
 	struct ring *r = calloc(1, sizeof(*r));
 	REQUIRE(r);
-	r->pool = zs_create_pool(&c);
+	r->pool = must_pool_create(&c);
 	REQUIRE(r->pool);
 	pthread_t th;
 	REQUIRE(pthread_create(&th, NULL, consumer, r) == 0);
@@ -116,7 +117,7 @@ static void deferred_worker_frees(unsigned long ops)
 	zs_pool_config_init(&c);
 	c.deferred_capacity = QUEUE;
 	c.deferred_worker = 1;
-	struct zs_pool *pool = zs_create_pool(&c);
+	struct zs_pool *pool = must_pool_create(&c);
 	REQUIRE(pool);
 	static unsigned long live[LIVE];
 	memset(live, 0, sizeof(live));
@@ -206,7 +207,7 @@ static void cross_thread_churn(unsigned long ops_per_thread, uint64_t seed)
 	cfg.deferred_worker = -1;
 	struct churn *c = calloc(1, sizeof(*c));
 	REQUIRE(c);
-	c->pool = zs_create_pool(&cfg);
+	c->pool = must_pool_create(&cfg);
 	REQUIRE(c->pool);
 	c->ops = ops_per_thread;
 	c->seed = seed;
@@ -248,7 +249,7 @@ static void peak_then_trim(void)
 	zs_pool_config_init(&c);
 	c.checked = 1;
 	c.deferred_worker = -1;
-	struct zs_pool *pool = zs_create_pool(&c);
+	struct zs_pool *pool = must_pool_create(&c);
 	REQUIRE(pool);
 	unsigned long *h = calloc(PEAK, sizeof(*h));
 	REQUIRE(h);
@@ -369,7 +370,7 @@ static void bursts_with_trim(void)
 	c.checked = 1;
 	c.free_mode = ZS_FREE_CLASS_INDEX_UNLOCKED;
 	c.deferred_worker = -1;
-	struct burst b = { .pool = zs_create_pool(&c) };
+	struct burst b = { .pool = must_pool_create(&c) };
 	REQUIRE(b.pool);
 	atomic_init(&b.running, 3);
 	atomic_init(&b.bad, 0);
@@ -404,7 +405,7 @@ static void stash_paths(void)
 	c.deferred_worker = -1;
 	/* Counts below assume a freshly carved chunk, not one re-carved from an earlier pool's record. */
 	handle_gen_forget();
-	struct zs_pool *pool = zs_create_pool(&c);
+	struct zs_pool *pool = must_pool_create(&c);
 	REQUIRE(pool);
 	unsigned long *h = calloc(N, sizeof(*h));
 	REQUIRE(h);

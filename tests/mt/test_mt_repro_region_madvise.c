@@ -151,7 +151,7 @@ static uint64_t wait_stored(struct zs_region *r, uint64_t want, uint64_t *store_
 {
 	struct zs_region_stats st;
 	for (int i = 0; i < 200; i++) {
-		zs_region_get_stats(r, &st);
+		zs_region_get_stats(r, &st, sizeof(st));
 		if (st.stored == want && st.store.pages_stored == want)
 			break;
 		usleep(10000);
@@ -183,7 +183,7 @@ static int mode_dontneed(void)
 	EXPECT(po == NP, "pageout of the whole region -> %ld, want %d", po, NP);
 	EXPECT(count_wrong(a, 0, NP, exp) == 0, "pages differ after pageout and fault-in");
 	struct zs_region_stats st;
-	zs_region_get_stats(r, &st);
+	zs_region_get_stats(r, &st, sizeof(st));
 	EXPECT(!st.broken, "region marked broken by MADV_DONTNEED (it should act as anonymous memory)");
 	zs_region_destroy(r);
 	return 0;
@@ -568,7 +568,7 @@ static void *wp_writer(void *p)
 static uint64_t wp_faults(struct zs_region *r)
 {
 	struct zs_region_stats st;
-	return zs_region_get_stats(r, &st) ? 0 : st.faults_wp;
+	return zs_region_get_stats(r, &st, sizeof(st)) ? 0 : st.faults_wp;
 }
 
 static int mode_dontneed_wpfill(void)

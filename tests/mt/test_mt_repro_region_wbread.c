@@ -216,7 +216,7 @@ static unsigned long long bd_settle(struct zs_zram *z)
 {
 	struct zs_zram_stats st;
 	for (int k = 0;; k++) {
-		zs_zram_get_stats(z, &st);
+		zs_zram_get_stats(z, &st, sizeof(st));
 		if (!st.bd_count || k == 20000)
 			return (unsigned long long)st.bd_count;
 		usleep(100);
@@ -357,7 +357,7 @@ static int child_read_back(void)
 	zs_zram_wb_inject(z, 0, 2, 1);   /* the third write of the next batch fails */
 	zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 127, &res2);
 	struct zs_zram_stats st0;
-	zs_zram_get_stats(z, &st0);   /* no fault in flight: exact */
+	zs_zram_get_stats(z, &st0, sizeof(st0));   /* no fault in flight: exact */
 	unsigned long long bd0 = (unsigned long long)st0.bd_count;
 	if (po != N || res1.written != 29 || res2.written != 2 || bd0 != 31) {
 		printf("  FAIL setup: pageout %ld, written %lu + %lu, bd_count %llu (want %d, 29 + 2, "

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include "must.h"
 
 static struct zs_pool *pool;
 static unsigned char payload[300];
@@ -95,7 +96,7 @@ int main(void)
 	memset(payload, 0x5a, sizeof payload);
 	struct zs_pool_config cfg;
 	zs_pool_config_init_app(&cfg);
-	pool = zs_create_pool(&cfg);
+	pool = must_pool_create(&cfg);
 	REQUIRE(pool);
 	unsigned mine = use_library();
 	printf("main thread: number %u\n", mine);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "testutil.h"
 #include "zs/zblock.h"
+#include "must.h"
 
 #define THREADS 4
 #define OPS 30000
@@ -95,7 +96,7 @@ static void run(size_t ps, int checked)
 	zblock_config_init(&c);
 	c.page_size = ps;
 	c.checked = checked;
-	pool = zblock_create_pool(&c);
+	pool = must_zblock_create(&c);
 	REQUIRE(pool);
 	pthread_t t[THREADS];
 	for (uintptr_t i = 0; i < THREADS; i++)

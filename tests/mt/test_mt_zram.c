@@ -166,7 +166,7 @@ static void *maintainer(void *arg)
 		case 0: zs_zram_compact(z); break;
 		case 1: zs_zram_mark_idle(z, 0); break;
 		case 2: zs_zram_recompress(z, ZS_ZRAM_RECOMP_IDLE, 0, 64, &rr); break;
-		default: zs_zram_get_stats(z, &st); break;
+		default: zs_zram_get_stats(z, &st, sizeof(st)); break;
 		}
 		sched_yield();
 	}
@@ -193,7 +193,7 @@ static void run_kind(const char *kind, int deferred, int app, uint64_t *seed, lo
 	cfg.recomp = "zstd:1";
 	cfg.deferred_free = deferred;
 	cfg.streams = 3;   /* fewer streams than threads: exercises stream contention */
-	REQUIRE(zs_zram_create(&cfg, &z) == 0);
+	REQUIRE(zs_zram_create(&cfg, &z, NULL, 0) == 0);
 
 	atomic_store(&stop, 0);
 	atomic_store(&bad_reads, 0);
@@ -248,7 +248,7 @@ static void run_kind(const char *kind, int deferred, int app, uint64_t *seed, lo
 	}
 	CHECK_EQ(invalid, 0);
 	CHECK_EQ(lost, 0);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.pages_stored, stored);
 	CHECK_EQ(st.same_pages, same);
 	CHECK_EQ(st.failed_reads + st.failed_writes, 0);

@@ -96,7 +96,7 @@ int main(void)
 	cfg.disksize = (uint64_t)N * PS;
 	cfg.group_pages = G;
 	cfg.streams = 2;
-	REQUIRE(zs_zram_create(&cfg, &z) == 0);
+	REQUIRE(zs_zram_create(&cfg, &z, NULL, 0) == 0);
 
 	pthread_t w[3], rd;
 	pthread_create(&rd, NULL, reader, (void *)(uintptr_t)seed);

@@ -54,7 +54,7 @@ static struct zs_zram *mk(const char *comp, unsigned streams, const void *dict, 
 	c.streams = streams;
 	c.comp_dict = dict;
 	c.comp_dict_len = dict_len;
-	int rc = zs_zram_create(&c, &z);
+	int rc = zs_zram_create(&c, &z, NULL, 0);
 	if (rc)
 		fprintf(stderr, "create %s: %d\n", comp, rc);
 	REQUIRE(!rc && z);
@@ -173,7 +173,7 @@ static void test_build_fails(void)
 	CHECK_EQ(run_writers(z), 0);
 	unsigned failed = zs_zram_stream_inject(z, 0);
 	struct zs_zram_stats st;
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.failed_writes, 0);
 	CHECK_EQ(st.failed_reads, 0);
 	/* Every thread but the one that got stream 0 tried to build its own. */

@@ -147,7 +147,7 @@ static void run(int compressed, const char *path)
 	cfg.writeback_batch_size = 4;
 	cfg.writeback_compressed = compressed;
 	cfg.comp = compressed ? "zstd" : "lz4";
-	REQUIRE(zs_zram_create(&cfg, &z) == 0);
+	REQUIRE(zs_zram_create(&cfg, &z, NULL, 0) == 0);
 	memset(version, 0, sizeof(version));
 	atomic_store(&stop, 0);
 	atomic_store(&wb_written, 0);
@@ -176,7 +176,7 @@ static void run(int compressed, const char *path)
 		CHECK_EQ(zs_zram_writeback(z, ZS_ZRAM_WB_IDLE, 0, NULL), 0);
 	}
 	struct zs_zram_stats st;
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	printf("compressed %d: %ld pages written back during the run, bd_count %llu bd_reads %llu "
 	       "bd_writes %llu\n", compressed, atomic_load(&wb_written),
 	       (unsigned long long)st.bd_count, (unsigned long long)st.bd_reads,

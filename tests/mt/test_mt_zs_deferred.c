@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
+#include "must.h"
 
 #define NREL 3
 #define NALLOC 2
@@ -191,7 +192,7 @@ static unsigned long stats_pages(void)
 	unsigned long n = 0;
 	struct zs_class_stats st;
 	for (int i = 0; i < zs_class_count(pool); i++)
-		if (!zs_class_stats(pool, i, &st))
+		if (!zs_class_stats(pool, i, &st, sizeof(st)))
 			n += st.pages_used;
 	return n;
 }
@@ -204,7 +205,7 @@ static void run(enum zs_free_mode fm, int checked, size_t cap, double seconds)
 	c.checked = checked;
 	c.deferred_capacity = cap;
 	c.deferred_worker = 1;
-	pool = zs_create_pool(&c);
+	pool = must_pool_create(&c);
 	REQUIRE(pool);
 	atomic_store(&stop, 0);
 	atomic_store(&errors, 0);
@@ -305,7 +306,7 @@ static void test_checked_deferred_vs_compaction(enum zs_free_mode fm)
 	zs_pool_config_init(&c);
 	c.free_mode = fm;
 	c.checked = 1;
-	pool = zs_create_pool(&c);
+	pool = must_pool_create(&c);
 	REQUIRE(pool);
 	atomic_store(&stop, 0);
 	atomic_store(&errors, 0);

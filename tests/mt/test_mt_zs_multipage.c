@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "must.h"
 
 #define MAXP ZS_MAX_OBJECT_PAGES
 
@@ -91,7 +92,7 @@ static unsigned long class_pages(struct zs_pool *p)
 	unsigned long pages = 0;
 	for (int i = 0; i < zs_class_count(p); i++) {
 		struct zs_class_stats st;
-		if (!zs_class_stats(p, i, &st))
+		if (!zs_class_stats(p, i, &st, sizeof(st)))
 			pages += st.pages_used;
 	}
 	return pages;
@@ -113,7 +114,7 @@ static void packed_tails(size_t P, int checked, enum zs_free_mode mode, int defe
 	cfg.checked = checked;
 	cfg.free_mode = mode;
 	cfg.max_object_size = 4 * P;
-	struct zs_pool *p = zs_create_pool(&cfg);
+	struct zs_pool *p = must_pool_create(&cfg);
 	REQUIRE(p);
 	enum { N = 300 };
 	static unsigned long h[N];
@@ -179,7 +180,7 @@ static void chain1_tails(size_t P)
 	cfg.page_size = P;
 	cfg.max_chain = 1;
 	cfg.max_object_size = 4 * P;
-	struct zs_pool *p = zs_create_pool(&cfg);
+	struct zs_pool *p = must_pool_create(&cfg);
 	REQUIRE(p);
 	unsigned char *want = malloc(4 * P), *tmp = malloc(4 * P);
 	REQUIRE(want && tmp);
@@ -221,14 +222,14 @@ static void single_thread(size_t P, int checked, uint64_t *seed)
 	cfg.page_size = P;
 	cfg.checked = checked;
 	cfg.max_object_size = MAXP * P;
-	struct zs_pool *p = zs_create_pool(&cfg);
+	struct zs_pool *p = must_pool_create(&cfg);
 	REQUIRE(p);
 
 	/* The classes up to a page are the kernel profile's; one class per page count after. */
 	struct zs_pool_config kc;
 	zs_pool_config_init(&kc);
 	kc.page_size = P;
-	struct zs_pool *k = zs_create_pool(&kc);
+	struct zs_pool *k = must_pool_create(&kc);
 	REQUIRE(k);
 	int small = zs_class_count(k);
 	CHECK_EQ(zs_class_count(p), small + MAXP - 1);
@@ -462,7 +463,7 @@ static void threaded(size_t P, double seconds)
 	zs_pool_config_init_app(&cfg);
 	cfg.page_size = P;
 	cfg.max_object_size = MAXP * P;
-	mt_pool = zs_create_pool(&cfg);
+	mt_pool = must_pool_create(&cfg);
 	REQUIRE(mt_pool);
 	for (int i = 0; i < NSLOTS; i++) {
 		pthread_rwlock_init(&slots[i].lock, NULL);
@@ -513,12 +514,12 @@ int main(void)
 	zs_pool_config_init(&cfg);
 	cfg.max_object_size = 4095;
 	errno = 0;
-	CHECK(!zs_create_pool(&cfg) && errno == EINVAL);
+	CHECK_POOL_REFUSED(&cfg, "max_object_size 4095");
 	cfg.max_object_size = MAXP * 4096 + 1;
 	errno = 0;
-	CHECK(!zs_create_pool(&cfg) && errno == EINVAL);
+	CHECK_POOL_REFUSED(&cfg, "max_object_size");
 	cfg.max_object_size = 4096; /* one page: the kernel's table */
-	struct zs_pool *p = zs_create_pool(&cfg);
+	struct zs_pool *p = must_pool_create(&cfg);
 	CHECK(p);
 	if (p) {
 		unsigned long h = zs_malloc(p, 4097);

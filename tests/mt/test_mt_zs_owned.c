@@ -23,6 +23,7 @@
 
 #include "testutil.h"
 #include "zs/zsmalloc.h"
+#include "must.h"
 
 #define THREADS 4
 #define SLOTS 512
@@ -173,7 +174,7 @@ static void run_threads(void)
 	struct zs_pool_config cfg;
 	zs_pool_config_init_app(&cfg);
 	cfg.page_cache_decay_ms = 1; /* the idle purge runs all along */
-	pool = zs_create_pool(&cfg);
+	pool = must_pool_create(&cfg);
 	REQUIRE(pool);
 	for (unsigned m = 0; m < MAILBOX; m++)
 		pthread_mutex_init(&mailbox[m].lock, NULL);
@@ -205,7 +206,7 @@ static void test_compact_revokes(void)
 {
 	struct zs_pool_config cfg;
 	zs_pool_config_init_app(&cfg);
-	pool = zs_create_pool(&cfg);
+	pool = must_pool_create(&cfg);
 	REQUIRE(pool);
 	enum { N = 4000 };
 	static unsigned long h[N];

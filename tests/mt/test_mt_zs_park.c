@@ -18,6 +18,7 @@
 #include "zs/harness.h"
 #include "zsmalloc/internal.h"
 #include "pages/internal.h" /* purge_defaults, purge_budget_room */
+#include "must.h"
 
 #define OBJ 1000 /* one size: one class */
 #define N 400
@@ -40,7 +41,7 @@ static struct zs_pool *mk(int app, unsigned decay_ms)
 	c.checked = 1;
 	c.deferred_worker = -1;
 	c.page_cache_decay_ms = decay_ms;
-	struct zs_pool *pool = zs_create_pool(&c);
+	struct zs_pool *pool = must_pool_create(&c);
 	REQUIRE(pool);
 	return pool;
 }
@@ -178,7 +179,7 @@ static void decay_past_a_kept_cache(void)
 	struct zs_pool_config c;
 	zs_pool_config_init(&c);
 	c.page_cache_decay_ms = ZS_PAGES_DECAY_NEVER;
-	struct zs_pool *keep = zs_create_pool(&c);
+	struct zs_pool *keep = must_pool_create(&c);
 	REQUIRE(keep);
 	enum { K = 4000 };
 	unsigned long *big = calloc(K, sizeof(*big));
@@ -249,7 +250,7 @@ static void who_parks(void)
 	struct zs_pool_config c;
 	zs_pool_config_init_app(&c);
 	c.page_cache_pages = 4096; /* its own bound, outside the process budget: no parking */
-	struct zs_pool *b = zs_create_pool(&c);
+	struct zs_pool *b = must_pool_create(&c);
 	REQUIRE(b);
 	fill(b, h, N, 0x66);
 	free_all(b, h, N);

@@ -20,6 +20,7 @@
 #include "testutil.h"
 #include "zs/harness.h"
 #include "zs/zsmalloc.h"
+#include "must.h"
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define RSS_MEANINGFUL 0
@@ -47,7 +48,7 @@ static struct zs_pool *make(unsigned shards, int mode, int checked)
 	cfg.class_shards = shards;
 	cfg.free_mode = mode;
 	cfg.checked = checked;
-	return zs_create_pool(&cfg);
+	return must_pool_create(&cfg);
 }
 
 static void test_config(void)
@@ -56,20 +57,20 @@ static void test_config(void)
 	zs_pool_config_init(&cfg);
 	cfg.class_shards = ZS_MAX_CLASS_SHARDS + 1;
 	errno = 0;
-	CHECK(zs_create_pool(&cfg) == NULL && errno == EINVAL);
+	CHECK_POOL_REFUSED(&cfg, "class_shards");
 	/* 64 KiB pages with 8-byte classes: 8189 classes, no room for a second copy. */
 	cfg.class_shards = 2;
 	cfg.page_size = 65536;
 	cfg.class_delta = 8;
 	errno = 0;
-	CHECK(zs_create_pool(&cfg) == NULL && errno == EINVAL);
+	CHECK_POOL_REFUSED(&cfg, "class_shards 2");
 	cfg.class_shards = 1;
-	struct zs_pool *p = zs_create_pool(&cfg);
+	struct zs_pool *p = must_pool_create(&cfg);
 	CHECK(p != NULL);
 	zs_destroy_pool(p);
 	zs_pool_config_init(&cfg);
 	cfg.class_shards = 32; /* 4 KiB pages: 255 classes x 32 fits */
-	p = zs_create_pool(&cfg);
+	p = must_pool_create(&cfg);
 	CHECK(p != NULL);
 	CHECK_EQ(zs_pool_class_shards(p), 32);
 	zs_destroy_pool(p);
@@ -79,7 +80,7 @@ static void test_config(void)
 	if (want > 32) /* 4 KiB pages with the kernel's delta: 8192 / 255 classes */
 		want = 32;
 	cfg.class_shards = ZS_CLASS_SHARDS_AUTO;
-	p = zs_create_pool(&cfg);
+	p = must_pool_create(&cfg);
 	CHECK(p != NULL);
 	if (p)
 		CHECK_EQ(zs_pool_class_shards(p), want);
@@ -87,13 +88,13 @@ static void test_config(void)
 	/* AUTO where no second copy fits (64 KiB pages, 8-byte classes): 1, not EINVAL. */
 	cfg.page_size = 65536;
 	cfg.class_delta = 8;
-	p = zs_create_pool(&cfg);
+	p = must_pool_create(&cfg);
 	CHECK(p != NULL);
 	if (p)
 		CHECK_EQ(zs_pool_class_shards(p), 1);
 	zs_destroy_pool(p);
 	zs_pool_config_init(&cfg);
-	p = zs_create_pool(&cfg);
+	p = must_pool_create(&cfg);
 	CHECK(p && zs_pool_class_shards(p) == 1); /* default: the kernel's layout */
 	zs_destroy_pool(p);
 }
@@ -132,7 +133,7 @@ static void test_placement(void)
 		CHECK(a[0].h && !ZS_IS_ERR(a[0].h) && a[1].h && !ZS_IS_ERR(a[1].h));
 		int idx = zs_lookup_class_index(p, 1000 + 8);
 		struct zs_class_stats st;
-		CHECK_EQ(zs_class_stats(p, idx, &st), 0);
+		CHECK_EQ(zs_class_stats(p, idx, &st, sizeof(st)), 0);
 		CHECK_EQ(st.obj_used, 2);
 		/* 1000-byte objects pack several per zspage: two zspages only if the copies differ. */
 		CHECK_EQ(st.obj_allocated, shards * st.objs_per_zspage);
@@ -305,7 +306,7 @@ static void test_lazy_copies(void)
 	cfg.checked = 1;
 	size_t rss0 = zs_process_rss();
 	for (int i = 0; i < NPOOLS; i++)
-		REQUIRE((p[i] = zs_create_pool(&cfg)));
+		REQUIRE((p[i] = must_pool_create(&cfg)));
 	size_t rss1 = zs_process_rss();
 	/* Bounds from above only: RSS may also drop meanwhile (the purge thread, a heap trim). */
 	size_t one_copy = (size_t)zs_class_count(p[0]) * 256,
@@ -350,7 +351,7 @@ static void test_lazy_copies(void)
 	}
 	for (int i = 0; i < 3; i++) {
 		struct zs_class_stats st;
-		CHECK_EQ(zs_class_stats(pool, zs_lookup_class_index(pool, lazy_sizes[i] + 8), &st), 0);
+		CHECK_EQ(zs_class_stats(pool, zs_lookup_class_index(pool, lazy_sizes[i] + 8), &st, sizeof(st)), 0);
 		CHECK_EQ(st.obj_used, 2);
 		CHECK_EQ(st.obj_allocated, 2 * st.objs_per_zspage);
 		unsigned char *m = zs_obj_read_begin(pool, a.h[i], lazy_sizes[i], buf);
@@ -391,13 +392,13 @@ static void test_limit_other_copy(void)
 	zs_pool_config_init(&cfg);
 	cfg.class_shards = 2;
 	cfg.checked = 1;
-	struct zs_pool *probe = zs_create_pool(&cfg);
+	struct zs_pool *probe = must_pool_create(&cfg);
 	REQUIRE(probe);
 	struct zs_class_info ci;
 	REQUIRE(!zs_class_info(probe, zs_lookup_class_index(probe, size + 8), &ci));
 	zs_destroy_pool(probe);
 	cfg.max_pages = ci.pages_per_zspage;
-	struct zs_pool *p = zs_create_pool(&cfg);
+	struct zs_pool *p = must_pool_create(&cfg);
 	REQUIRE(p);
 	struct one_arg a = { p, 1, 0 };
 	pthread_t t;

@@ -36,6 +36,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "must.h"
 
 #define OBJ 1000u   /* object bytes */
 #define HEAD 100u   /* bytes of the source before the missing page */
@@ -105,7 +106,7 @@ static unsigned run(const char *name, int app)
 		zs_pool_config_init_app(&cfg);
 	else
 		zs_pool_config_init(&cfg);
-	struct zs_pool *pool = zs_create_pool(&cfg);
+	struct zs_pool *pool = must_pool_create(&cfg);
 	REQUIRE(pool);
 
 	/* The source: HEAD bytes at the end of a present page, the rest in a missing one. */
@@ -217,7 +218,7 @@ int main(void)
 	/* 256 threads hold thread numbers: the next writer has no pin slot. */
 	struct zs_pool_config cfg;
 	zs_pool_config_init(&cfg);
-	struct zs_pool *p = zs_create_pool(&cfg);
+	struct zs_pool *p = must_pool_create(&cfg);
 	REQUIRE(p);
 	enum { HOLDERS = 256 };
 	static pthread_t held[HOLDERS];

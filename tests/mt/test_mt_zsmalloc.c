@@ -22,6 +22,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
+#include "must.h"
 
 #define NWORKERS 3
 #define WSLOTS 384
@@ -169,7 +170,7 @@ static unsigned long stats_pages(void)
 	unsigned long n = 0;
 	struct zs_class_stats st;
 	for (int i = 0; i < zs_class_count(pool); i++)
-		if (!zs_class_stats(pool, i, &st))
+		if (!zs_class_stats(pool, i, &st, sizeof(st)))
 			n += st.pages_used;
 	return n;
 }
@@ -182,7 +183,7 @@ static void run(enum zs_free_mode fm, int checked, int fit, double seconds)
 	c.checked = checked;
 	c.fit_zspages = fit;
 	c.deferred_worker = -1;
-	pool = zs_create_pool(&c);
+	pool = must_pool_create(&c);
 	REQUIRE(pool);
 	atomic_store(&stop, 0);
 	atomic_store(&errors, 0);
@@ -235,7 +236,7 @@ static void run(enum zs_free_mode fm, int checked, int fit, double seconds)
 	CHECK_EQ(zs_get_total_pages(pool), 0);
 	CHECK_EQ(zs_pool_objects(pool), 0);
 	struct zs_pool_stats pst;
-	zs_pool_stats(pool, &pst);
+	zs_pool_stats(pool, &pst, sizeof(pst));
 	CHECK_EQ(errors, 0);
 	CHECK(compacted > 0);
 	CHECK(pst.pages_compacted >= (unsigned long)compacted);

@@ -205,7 +205,7 @@ static void *maint_main(void *arg)
 		else if (r == 7)
 			zs_zswap_group_set(z, 2, ZS_ZSWAP_NO_LIMIT, (int)(tu_rand(&seed) % 2));
 		else if (r == 8)
-			zs_zswap_get_stats(z, &st), (void)zs_zswap_shrink_count(z);
+			zs_zswap_get_stats(z, &st, sizeof(st)), (void)zs_zswap_shrink_count(z);
 		else
 			zs_zswap_wb_inject(z, (int)(tu_rand(&seed) % 2), tu_rand(&seed) % 4, 1);
 		usleep(200);
@@ -268,7 +268,7 @@ static void run(const char *kind, int deferred, uint64_t seed)
 		sum.eio += w[t].t.eio;
 		sum.errors += w[t].t.errors;
 	}
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	printf("%s%s: %llu stored, %llu zero, %llu loaded, %llu from disk, %llu written back, "
 	       "%llu limit hits, %llu worker passes, %llu reclaim fails, %llu injected read errors\n", kind,
 	       deferred ? "+deferred" : "", (unsigned long long)sum.out,
@@ -294,7 +294,7 @@ static void run(const char *kind, int deferred, uint64_t seed)
 	for (unsigned g = 0; g < 3; g++) {
 		struct zs_zswap_group_stats gs;
 
-		zs_zswap_group_stats(z, g, &gs);
+		zs_zswap_group_stats(z, g, &gs, sizeof(gs));
 		CHECK_EQ(gs.zswap, 0);
 		CHECK_EQ(gs.zswapped, 0);
 	}

@@ -51,7 +51,12 @@ int main(void)
 		printf("headers %d, library %u\n", ZS_VERSION_NUMBER, zs_version());
 		return 1;
 	}
-	struct zs_pool *pool = zs_create_pool(NULL);
+	struct zs_pool *pool = NULL;
+	char why[256];
+	if (zs_pool_create(NULL, &pool, why, sizeof(why))) {
+		printf("zs_pool_create: %s\n", why);
+		return 1;
+	}
 	unsigned long h = pool ? zs_malloc(pool, 100) : 0;
 	if (!pool || ZS_IS_ERR(h))
 		return 1;

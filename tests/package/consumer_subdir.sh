@@ -22,7 +22,12 @@ cat > "$tmp/app/main.c" <<'C'
 #include <zs/zsmalloc.h>
 int main(void)
 {
-	struct zs_pool *pool = zs_create_pool(NULL);
+	struct zs_pool *pool = NULL;
+	char why[256];
+	if (zs_pool_create(NULL, &pool, why, sizeof(why))) {
+		printf("zs_pool_create: %s\n", why);
+		return 1;
+	}
 	unsigned long h = pool ? zs_malloc(pool, 100) : 0;
 	if (!pool || ZS_IS_ERR(h))
 		return 1;

@@ -14,6 +14,7 @@
 #include "testutil.h"
 #include "zs/backend.h"
 #include "zs/zsmalloc.h"
+#include "must.h"
 
 static const char *volatile current_case = "setup";
 
@@ -35,7 +36,7 @@ static struct zs_pool *new_pool(int free_mode)
 	c.checked = 1;
 	c.deferred_worker = -1;
 	c.free_mode = (enum zs_free_mode)free_mode;
-	struct zs_pool *p = zs_create_pool(&c);
+	struct zs_pool *p = must_pool_create(&c);
 	REQUIRE(p);
 	return p;
 }
@@ -154,7 +155,7 @@ static void backend_case(const char *kind)
 	bc.zs.deferred_worker = -1;
 	bc.kind = kind;
 	bc.checked = 1;
-	struct zs_backend *b = zs_backend_create(&bc);
+	struct zs_backend *b = must_backend_create(&bc);
 	REQUIRE(b);
 	char loc[4096];
 	unsigned long a = zs_backend_malloc(b, 100), keep = zs_backend_malloc(b, 100);

@@ -58,7 +58,7 @@ static struct zs_zram *full_store(void)
 	c.disksize = NS * PS;
 	c.group_pages = 4;
 	c.mem_limit = 16 * 4 * PS;   /* room for 16 raw groups */
-	int rc = zs_zram_create(&c, &z);
+	int rc = zs_zram_create(&c, &z, NULL, 0);
 	if (rc) {
 		printf("  FAIL create %d\n", rc);
 		return NULL;
@@ -78,7 +78,7 @@ static struct zs_zram *full_store(void)
 		}
 	}
 	struct zs_zram_stats st;
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	printf("  wrote %d slots; mem_used %llu / limit %llu\n", w,
 	       (unsigned long long)st.mem_used_total, (unsigned long long)st.mem_limit);
 	return z;
@@ -165,7 +165,7 @@ static int child(void *arg)
 	}
 	bad = wrong_slots(z, 1);
 	struct zs_zram_stats st;
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	printf("  after discarding everything: %d slots wrong, pages_stored %llu, mem_used %llu\n",
 	       bad, (unsigned long long)st.pages_stored, (unsigned long long)st.mem_used_total);
 	if (bad || st.pages_stored) {

@@ -87,7 +87,7 @@ static struct zs_zram *mk(const char *path, uint64_t slots, unsigned group, int 
 	c.backing_path = path;
 	c.group_pages = group;
 	c.writeback_compressed = compressed;
-	int rc = zs_zram_create(&c, &z);
+	int rc = zs_zram_create(&c, &z, NULL, 0);
 	if (rcp)
 		*rcp = rc;
 	return rc ? NULL : z;
@@ -194,7 +194,7 @@ static void case_enospc(void)
 		return;
 	int rc = wb_writeback(&w);
 	struct zs_zram_stats st;
-	zs_zram_get_stats(w.z, &st);
+	zs_zram_get_stats(w.z, &st, sizeof(st));
 	int bad = wb_verify(&w);
 	EXPECT(rc == -ENOSPC && bad == 0 && w.nerr == 0 && st.bd_count == w.res.written,
 	       "ENOSPC: rc %d (want %d) written %lu scanned %lu, mismatches %d read errors %d "
@@ -246,7 +246,7 @@ static void case_truncated_g4(const char *path)
 	int d = zs_zram_discard(z, 6);
 	int dr = zs_zram_discard_range(z, 8, 4);
 	struct zs_zram_stats st;
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	EXPECT(wr == 0 && d == 0, "group 4, file truncated: writeback %d written %lu; write slot 5 "
 	       "-> %d, discard slot 6 -> %d (want 0, 0: a write/discard of a slot must not depend "
 	       "on reading its stale group); discard_range(8,4) -> %d; pages_stored %llu", rc,
@@ -335,7 +335,7 @@ static void case_read_errors(const char *path)
 	zs_zram_wb_inject(z, 1, 0, 0);    /* every read fails */
 	bad = wb_verify(&w);
 	struct zs_zram_stats st;
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	EXPECT(bad == 0 && w.nerr == 64, "permanent read errors: wrong %d (want 0), failed reads %d "
 	       "(want 64), failed_reads counter %llu", bad, w.nerr,
 	       (unsigned long long)st.failed_reads);

@@ -22,6 +22,7 @@
 #include <string.h>
 #include "testutil.h"
 #include "zs/backend.h"
+#include "must.h"
 
 enum { THREADS = 2, ROUNDS = 20, OBJS = 64, PROCS = 40 };
 
@@ -83,7 +84,7 @@ static int run_kind(const char *kind, uint64_t *seed)
 	zs_backend_config_init(&c);
 	c.kind = kind;
 	c.page_size = 4096;
-	struct zs_backend *b = zs_backend_create(&c);
+	struct zs_backend *b = must_backend_create(&c);
 	REQUIRE(b);
 	int bad = 0;
 	for (int r = 0; r < ROUNDS; r++) {
@@ -109,7 +110,7 @@ static int run_kind(const char *kind, uint64_t *seed)
 			live += w[i].nkept;
 		}
 		struct zs_backend_stats st;
-		zs_backend_stats(b, &st);
+		zs_backend_stats(b, &st, sizeof(st));
 		if (st.objects != live) {
 			printf("  %s round %d: %lu live objects counted, %zu live\n", kind, r,
 			       st.objects, live);
@@ -118,7 +119,7 @@ static int run_kind(const char *kind, uint64_t *seed)
 		for (int i = 0; i < THREADS; i++)
 			for (size_t k = 0; k < w[i].nkept; k++)
 				bad += zs_backend_free(b, w[i].kept[k]) != 0;
-		zs_backend_stats(b, &st);
+		zs_backend_stats(b, &st, sizeof(st));
 		if (st.objects != 0) {
 			printf("  %s round %d: %lu live objects counted after freeing all\n", kind, r,
 			       st.objects);

@@ -16,6 +16,7 @@
 #include "idle.h"
 #include "testutil.h"
 #include "zs/blob.h"
+#include "must.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define BLOB_ASAN 1
@@ -45,7 +46,7 @@ static struct zs_blob *mk(enum zs_blob_codec codec, int level, const void *dict,
 	cfg.dict = dict;
 	cfg.dict_len = dl;
 	struct zs_blob *s = NULL;
-	int rc = zs_blob_create(&cfg, &s);
+	int rc = zs_blob_create(&cfg, &s, NULL, 0);
 	CHECK_EQ(rc, 0);
 	REQUIRE(s);
 	return s;
@@ -55,13 +56,13 @@ static void test_config_errors(void)
 {
 	struct zs_blob_config cfg;
 	struct zs_blob *s = (struct zs_blob *)1;
-	CHECK_EQ(zs_blob_create(NULL, NULL), -EINVAL);
+	CHECK_EQ(zs_blob_create(NULL, NULL, NULL, 0), -EINVAL);
 #define BAD(stmt)                                                     \
 	do {                                                          \
 		zs_blob_config_init(&cfg);                            \
 		stmt;                                                 \
 		s = (struct zs_blob *)1;                              \
-		CHECK_EQ(zs_blob_create(&cfg, &s), -EINVAL);          \
+		CHECK_EQ(zs_blob_create(&cfg, &s, NULL, 0), -EINVAL);          \
 		CHECK(s == NULL);                                     \
 	} while (0)
 	BAD(cfg.codec = (enum zs_blob_codec)7);
@@ -83,7 +84,7 @@ static void test_config_errors(void)
 	BAD(cfg.pool.max_chain = 99); /* refused by the pool */
 #undef BAD
 	/* NULL config: the defaults. */
-	CHECK_EQ(zs_blob_create(NULL, &s), 0);
+	CHECK_EQ(zs_blob_create(NULL, &s, NULL, 0), 0);
 	CHECK_EQ(zs_blob_max_len(s), 16 * 4096 - 4);
 	zs_blob_destroy(s);
 	zs_blob_destroy(NULL);
@@ -93,7 +94,7 @@ static void test_config_errors(void)
 	CHECK_EQ(zs_blob_compact(NULL), 0);
 	struct zs_blob_stats st;
 	memset(&st, 0xff, sizeof(st));
-	zs_blob_stats(NULL, &st);
+	zs_blob_stats(NULL, &st, sizeof(st));
 	CHECK_EQ(st.objects, 0);
 	/* The two zsmalloc calls the store is built on, at their edges. */
 	unsigned cur = 5;
@@ -103,7 +104,7 @@ static void test_config_errors(void)
 	CHECK_EQ(cached, 0);
 	struct zs_pool_config pc;
 	zs_pool_config_init_app(&pc);
-	struct zs_pool *p = zs_create_pool(&pc);
+	struct zs_pool *p = must_pool_create(&pc);
 	REQUIRE(p);
 	CHECK_EQ(zs_compact_step(p, NULL, 1), 0);
 	size_t empty = zs_pool_mem_bytes(p, NULL);
@@ -203,7 +204,7 @@ static void test_raw_and_header(void)
 	unsigned long h = zs_blob_put(s, buf, sizeof(buf));
 	REQUIRE(!ZS_IS_ERR(h));
 	struct zs_blob_stats st;
-	zs_blob_stats(s, &st);
+	zs_blob_stats(s, &st, sizeof(st));
 	CHECK_EQ(st.objects, 1);
 	CHECK_EQ(st.raw_objects, 1);          /* random bytes do not compress: kept raw */
 	CHECK_EQ(st.value_bytes, 1000);
@@ -211,14 +212,14 @@ static void test_raw_and_header(void)
 	zs_blob_free(s, h);
 	gen_record(buf, sizeof(buf), 7);
 	h = zs_blob_put(s, buf, sizeof(buf));
-	zs_blob_stats(s, &st);
+	zs_blob_stats(s, &st, sizeof(st));
 	CHECK_EQ(st.raw_objects, 0);
 	CHECK(st.stored_bytes < 700);         /* JSON-like text: compressed */
 	zs_blob_free(s, h);
 	/* Shorter than min_compress: raw, however compressible. */
 	memset(buf, 'a', 60);
 	h = zs_blob_put(s, buf, 60);
-	zs_blob_stats(s, &st);
+	zs_blob_stats(s, &st, sizeof(st));
 	CHECK_EQ(st.raw_objects, 1);
 	CHECK_EQ(st.stored_bytes, 62);
 	zs_blob_free(s, h);
@@ -227,10 +228,10 @@ static void test_raw_and_header(void)
 	CHECK(!ZS_IS_ERR(h) && h != 0);
 	CHECK_EQ(zs_blob_size(s, h), 0);
 	CHECK_EQ(zs_blob_get(s, h, NULL, 0), 0);
-	zs_blob_stats(s, &st);
+	zs_blob_stats(s, &st, sizeof(st));
 	CHECK_EQ(st.stored_bytes, 16);
 	zs_blob_free(s, h);
-	zs_blob_stats(s, &st);
+	zs_blob_stats(s, &st, sizeof(st));
 	CHECK_EQ(st.objects, 0);
 	CHECK_EQ(st.stored_bytes, 0);
 	zs_blob_destroy(s);
@@ -277,7 +278,7 @@ static void test_errors(void)
 	CHECK_EQ(zs_blob_get(s, h, big, max), -EINVAL);
 	CHECK_EQ(zs_blob_free(NULL, h), -EINVAL);
 	struct zs_blob_stats st;
-	zs_blob_stats(s, &st);
+	zs_blob_stats(s, &st, sizeof(st));
 	CHECK_EQ(st.objects, 0);
 	free(big);
 	zs_blob_destroy(s);
@@ -361,8 +362,8 @@ static void test_dict(void)
 	}
 	CHECK(memcmp(v, out, L) == 0);
 	struct zs_blob_stats a, b;
-	zs_blob_stats(plain, &a);
-	zs_blob_stats(withd, &b);
+	zs_blob_stats(plain, &a, sizeof(a));
+	zs_blob_stats(withd, &b, sizeof(b));
 	printf("dict: 200 records of %d B: %llu B stored without, %llu with a %ld B dictionary\n", L,
 	       (unsigned long long)a.stored_bytes, (unsigned long long)b.stored_bytes, dl);
 	CHECK(b.stored_bytes < a.stored_bytes * 3 / 4);
@@ -426,7 +427,7 @@ static void test_limit(void)
 	zs_blob_config_init(&cfg);
 	cfg.mem_limit = 4 << 20;
 	struct zs_blob *s = NULL;
-	REQUIRE(zs_blob_create(&cfg, &s) == 0);
+	REQUIRE(zs_blob_create(&cfg, &s, NULL, 0) == 0);
 	unsigned char v[3000];
 	uint64_t rs = seed ^ 3;
 	int n = 0;
@@ -443,7 +444,7 @@ static void test_limit(void)
 	CHECK_EQ(ZS_ERR(h), -ENOMEM);
 	size_t mem = zs_blob_mem_bytes(s);
 	struct zs_blob_stats st;
-	zs_blob_stats(s, &st);
+	zs_blob_stats(s, &st, sizeof(st));
 	printf("limit: 4 MiB limit, %d objects stored, %zu B held (limit %+ld B), %llu B of it cached "
 	       "for reuse, %llu refused\n", n, mem, (long)mem - (long)cfg.mem_limit,
 	       (unsigned long long)st.cached_bytes, (unsigned long long)st.limit_refusals);
@@ -501,15 +502,15 @@ static void test_compaction_policy(void)
 	cfg.compact_ratio_pct = -1;
 	cfg.compact_idle_ms = -1;
 	struct zs_blob *s = NULL;
-	REQUIRE(zs_blob_create(&cfg, &s) == 0);
+	REQUIRE(zs_blob_create(&cfg, &s, NULL, 0) == 0);
 	churn(s, hs, N, &rs);
 	usleep(300000);
-	zs_blob_stats(s, &st);
+	zs_blob_stats(s, &st, sizeof(st));
 	CHECK_EQ(st.compact_steps, 0);
 	unsigned long frag_pages = st.pool_pages;
 	CHECK(st.freed_bytes > 0);
 	unsigned long f = zs_blob_compact(s);
-	zs_blob_stats(s, &st);
+	zs_blob_stats(s, &st, sizeof(st));
 	CHECK(f > 0);
 	CHECK_EQ(st.freed_bytes, 0);
 	CHECK_EQ(st.compact_passes, 1);
@@ -522,9 +523,9 @@ static void test_compaction_policy(void)
 	zs_blob_config_init(&cfg);
 	cfg.compact_idle_ms = -1;
 	cfg.compact_budget = 1;
-	REQUIRE(zs_blob_create(&cfg, &s) == 0);
+	REQUIRE(zs_blob_create(&cfg, &s, NULL, 0) == 0);
 	churn(s, hs, N, &rs);
-	zs_blob_stats(s, &st);
+	zs_blob_stats(s, &st, sizeof(st));
 	printf("policy calls: %llu steps, %llu passes, %llu pages compacted, %llu pages left\n",
 	       (unsigned long long)st.compact_steps, (unsigned long long)st.compact_passes,
 	       (unsigned long long)st.pages_compacted, (unsigned long long)st.pool_pages);
@@ -538,14 +539,14 @@ static void test_compaction_policy(void)
 	zs_blob_config_init(&cfg);
 	cfg.compact_ratio_pct = -1;
 	cfg.compact_idle_ms = 50;
-	REQUIRE(zs_blob_create(&cfg, &s) == 0);
+	REQUIRE(zs_blob_create(&cfg, &s, NULL, 0) == 0);
 	churn(s, hs, N, &rs);
-	zs_blob_stats(s, &st);
+	zs_blob_stats(s, &st, sizeof(st));
 	CHECK_EQ(st.compact_steps, 0);
 	unsigned long idle_before = st.pool_pages;
-	for (int i = 0; i < 40 && (zs_blob_stats(s, &st), st.compact_passes == 0); i++)
+	for (int i = 0; i < 40 && (zs_blob_stats(s, &st, sizeof(st)), st.compact_passes == 0); i++)
 		usleep(50000);
-	zs_blob_stats(s, &st);
+	zs_blob_stats(s, &st, sizeof(st));
 	printf("policy idle: %lu pages after the frees, %llu after idle compaction (%llu passes)\n",
 	       idle_before, (unsigned long long)st.pool_pages, (unsigned long long)st.compact_passes);
 	CHECK(st.compact_passes >= 1);

@@ -22,7 +22,7 @@ static struct zs_cache *mk(size_t limit, unsigned shards)
 	cfg.blob.mem_limit = limit;
 	cfg.shards = shards;
 	struct zs_cache *c = NULL;
-	CHECK_EQ(zs_cache_create(&cfg, &c), 0);
+	CHECK_EQ(zs_cache_create(&cfg, &c, NULL, 0), 0);
 	REQUIRE(c);
 	return c;
 }
@@ -31,13 +31,13 @@ static void test_config(void)
 {
 	struct zs_cache_config cfg;
 	struct zs_cache *c;
-	CHECK_EQ(zs_cache_create(NULL, NULL), -EINVAL);
+	CHECK_EQ(zs_cache_create(NULL, NULL, NULL, 0), -EINVAL);
 #define BAD(stmt)                                            \
 	do {                                                 \
 		zs_cache_config_init(&cfg);                  \
 		stmt;                                        \
 		c = (struct zs_cache *)1;                    \
-		CHECK_EQ(zs_cache_create(&cfg, &c), -EINVAL); \
+		CHECK_EQ(zs_cache_create(&cfg, &c, NULL, 0), -EINVAL); \
 		CHECK(c == NULL);                            \
 	} while (0)
 	BAD(cfg.shards = 3);
@@ -47,14 +47,14 @@ static void test_config(void)
 	BAD(cfg.struct_size = 1);
 	BAD(cfg.blob.compact_ratio_pct = 5000);
 #undef BAD
-	CHECK_EQ(zs_cache_create(NULL, &c), 0);
+	CHECK_EQ(zs_cache_create(NULL, &c, NULL, 0), 0);
 	zs_cache_destroy(c);
 	zs_cache_destroy(NULL);
 	zs_cache_clear(NULL);
 	CHECK(zs_cache_blob(NULL) == NULL);
 	struct zs_cache_stats st;
 	memset(&st, 0xff, sizeof(st));
-	zs_cache_stats(NULL, &st);
+	zs_cache_stats(NULL, &st, sizeof(st));
 	CHECK_EQ(st.entries, 0);
 }
 
@@ -122,7 +122,7 @@ static void test_basic(void)
 	CHECK_EQ(zs_cache_erase(c, "k1", 2), -ENOENT);
 	CHECK_EQ(zs_cache_lookup(c, "k1", 2, buf, sizeof(buf)), -ENOENT);
 	struct zs_cache_stats st;
-	zs_cache_stats(c, &st);
+	zs_cache_stats(c, &st, sizeof(st));
 	CHECK_EQ(st.entries, 1);
 	CHECK_EQ(st.inserts, 4);
 	CHECK_EQ(st.replaced, 2);
@@ -207,7 +207,7 @@ static void test_shadow(void)
 		}
 	}
 	struct zs_cache_stats st;
-	zs_cache_stats(c, &st);
+	zs_cache_stats(c, &st, sizeof(st));
 	CHECK_EQ(bad, 0);
 	CHECK_EQ(st.entries, live);
 	CHECK_EQ(st.blob.objects, live);
@@ -242,7 +242,7 @@ static void test_shadow(void)
 	CHECK_EQ(bad, 0);
 	/* Clear. */
 	zs_cache_clear(c);
-	zs_cache_stats(c, &st);
+	zs_cache_stats(c, &st, sizeof(st));
 	CHECK_EQ(st.entries, 0);
 	CHECK_EQ(st.blob.objects, 0);
 	CHECK_EQ(st.key_bytes, 0);
@@ -272,7 +272,7 @@ static void test_index_cost(void)
 		REQUIRE(zs_cache_insert(c, key, 16, v, sizeof(v)) == 0);
 	}
 	struct zs_cache_stats st;
-	zs_cache_stats(c, &st);
+	zs_cache_stats(c, &st, sizeof(st));
 	double per = (double)st.index_bytes / (double)st.entries;
 	printf("index: %llu entries, %llu B of index, %.1f B per entry (key bytes in the objects: %llu)\n",
 	       (unsigned long long)st.entries, (unsigned long long)st.index_bytes, per,
@@ -309,14 +309,14 @@ static void test_eviction(void)
 		zs_cache_lookup(c, key, kl, out, sizeof(out));
 		if (i % 1000 == 999) {
 			struct zs_cache_stats st;
-			zs_cache_stats(c, &st);
+			zs_cache_stats(c, &st, sizeof(st));
 			size_t held = st.mem_bytes - st.blob.cached_bytes;
 			if (held > worst)
 				worst = held;
 		}
 	}
 	struct zs_cache_stats st;
-	zs_cache_stats(c, &st);
+	zs_cache_stats(c, &st, sizeof(st));
 	int hot_left = 0;
 	for (int i = 0; i < HOT; i++) {
 		size_t kl = (size_t)snprintf(key, sizeof(key), "hot-%d", i);

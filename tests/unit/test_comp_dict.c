@@ -78,7 +78,7 @@ static size_t with(const char *name, int level, const void *dict, size_t dict_le
 {
 	struct zs_comp_params prm = { level, dict, dict_len };
 	struct zs_comp *c;
-	int rc = zs_comp_create_params(name, PS, &prm, &c);
+	int rc = zs_comp_create(&(struct zs_comp_config){ .name = name, .max_src = PS, .level = prm.level, .dict = prm.dict, .dict_len = prm.dict_len }, &c, NULL, 0);
 
 	CHECK_EQ(rc, 0);
 	if (rc)
@@ -115,7 +115,7 @@ int main(void)
 	CHECK(z19 <= z1);
 	CHECK(zneg >= z1);
 	struct zs_comp *c;
-	REQUIRE(zs_comp_create("zstd:19", PS, &c) == 0);
+	REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = "zstd:19", .max_src = PS }, &c, NULL, 0) == 0);
 	CHECK_EQ(roundtrip_all(c), z19);
 	zs_comp_destroy(c);
 	with("lz4", 8, NULL, 0);
@@ -133,8 +133,8 @@ int main(void)
 	/* A dictionary frame does not decode without the dictionary (or with another one). */
 	struct zs_comp *cd, *cp;
 	struct zs_comp_params prm = { 0, dict, dl };
-	REQUIRE(zs_comp_create_params("lz4", PS, &prm, &cd) == 0);
-	REQUIRE(zs_comp_create("lz4", PS, &cp) == 0);
+	REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = "lz4", .max_src = PS, .level = prm.level, .dict = prm.dict, .dict_len = prm.dict_len }, &cd, NULL, 0) == 0);
+	REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = "lz4", .max_src = PS }, &cp, NULL, 0) == 0);
 	static unsigned char dst[2 * PS], back[PS];
 	int bad = 0;
 	for (int p = 0; p < NPAGES; p++) {
@@ -150,36 +150,36 @@ int main(void)
 	struct zs_comp_params p;
 	memset(&p, 0, sizeof(p));
 	p.level = 23;
-	CHECK_EQ(zs_comp_create_params("zstd", PS, &p, &c), -EINVAL);
+	CHECK_EQ(zs_comp_create(&(struct zs_comp_config){ .name = "zstd", .max_src = PS, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &c, NULL, 0), -EINVAL);
 	CHECK_EQ(zs_comp_check_params("zstd", &p), -EINVAL);
 	p.level = 13;
-	CHECK_EQ(zs_comp_create_params("lz4hc", PS, &p, &c), -EINVAL);
+	CHECK_EQ(zs_comp_create(&(struct zs_comp_config){ .name = "lz4hc", .max_src = PS, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &c, NULL, 0), -EINVAL);
 	p.level = 65538;
-	CHECK_EQ(zs_comp_create_params("lz4", PS, &p, &c), -EINVAL);
+	CHECK_EQ(zs_comp_create(&(struct zs_comp_config){ .name = "lz4", .max_src = PS, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &c, NULL, 0), -EINVAL);
 	p.level = -1;
-	CHECK_EQ(zs_comp_create_params("lz4", PS, &p, &c), -EINVAL);
+	CHECK_EQ(zs_comp_create(&(struct zs_comp_config){ .name = "lz4", .max_src = PS, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &c, NULL, 0), -EINVAL);
 	p.level = 1;
-	CHECK_EQ(zs_comp_create_params("lzo", PS, &p, &c), -EINVAL);
+	CHECK_EQ(zs_comp_create(&(struct zs_comp_config){ .name = "lzo", .max_src = PS, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &c, NULL, 0), -EINVAL);
 	memset(&p, 0, sizeof(p));
 	p.dict = dict;
 	p.dict_len = 0;
-	CHECK_EQ(zs_comp_create_params("zstd", PS, &p, &c), -EINVAL);
+	CHECK_EQ(zs_comp_create(&(struct zs_comp_config){ .name = "zstd", .max_src = PS, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &c, NULL, 0), -EINVAL);
 	p.dict = NULL;
 	p.dict_len = 10;
-	CHECK_EQ(zs_comp_create_params("zstd", PS, &p, &c), -EINVAL);
+	CHECK_EQ(zs_comp_create(&(struct zs_comp_config){ .name = "zstd", .max_src = PS, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &c, NULL, 0), -EINVAL);
 	p.dict = dict;
 	p.dict_len = ZS_COMP_MAX_DICT + 1;
-	CHECK_EQ(zs_comp_create_params("zstd", PS, &p, &c), -EINVAL);
+	CHECK_EQ(zs_comp_create(&(struct zs_comp_config){ .name = "zstd", .max_src = PS, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &c, NULL, 0), -EINVAL);
 	p.dict_len = dl;
-	CHECK_EQ(zs_comp_create_params("lzo", PS, &p, &c), -EINVAL);
-	CHECK_EQ(zs_comp_create_params("lz4hc", PS, &p, &c), -EINVAL);
+	CHECK_EQ(zs_comp_create(&(struct zs_comp_config){ .name = "lzo", .max_src = PS, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &c, NULL, 0), -EINVAL);
+	CHECK_EQ(zs_comp_create(&(struct zs_comp_config){ .name = "lz4hc", .max_src = PS, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &c, NULL, 0), -EINVAL);
 	/* zstd's dictionary magic with a corrupt body: libzstd refuses it. */
 	static unsigned char broken[256];
 	memcpy(broken, dict, 8);
 	memset(broken + 8, 0xff, sizeof(broken) - 8);
 	p.dict = broken;
 	p.dict_len = sizeof(broken);
-	CHECK_EQ(zs_comp_create_params("zstd", PS, &p, &c), -EINVAL);
+	CHECK_EQ(zs_comp_create(&(struct zs_comp_config){ .name = "zstd", .max_src = PS, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &c, NULL, 0), -EINVAL);
 	CHECK(c == NULL);
 	/* The boundaries, just inside and just outside (names and parameters agree). */
 	char name[32];
@@ -205,17 +205,17 @@ int main(void)
 	CHECK_EQ(zs_comp_check_params("lzo", &p), 0);
 	CHECK_EQ(zs_comp_check_params("lz4hc:0", &p), -EINVAL);
 	/* NULL params is zs_comp_create; a level replaces the name's ":N", 0 keeps it. */
-	REQUIRE(zs_comp_create_params("zstd:19", PS, NULL, &c) == 0);
+	REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = "zstd:19", .max_src = PS }, &c, NULL, 0) == 0);
 	CHECK(!strcmp(zs_comp_name(c), "zstd:19"));
 	CHECK(!zs_comp_has_dict(c));
 	zs_comp_destroy(c);
 	memset(&p, 0, sizeof(p));
 	p.level = 5;
-	REQUIRE(zs_comp_create_params("zstd:19", PS, &p, &c) == 0);
+	REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = "zstd:19", .max_src = PS, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &c, NULL, 0) == 0);
 	CHECK(!strcmp(zs_comp_name(c), "zstd:5"));
 	zs_comp_destroy(c);
 	p.level = 0;
-	REQUIRE(zs_comp_create_params("lz4hc:3", PS, &p, &c) == 0);
+	REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = "lz4hc:3", .max_src = PS, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &c, NULL, 0) == 0);
 	CHECK(!strcmp(zs_comp_name(c), "lz4hc:3"));
 	zs_comp_destroy(c);
 	/* A dictionary of exactly ZS_COMP_MAX_DICT bytes: zstd (raw content) and lz4 take it. */
@@ -227,7 +227,7 @@ int main(void)
 	const char *dict_algos[] = { "zstd", "lz4" };
 	for (int a = 0; a < 2; a++) {
 		CHECK_EQ(zs_comp_check_params(dict_algos[a], &p), 0);
-		REQUIRE(zs_comp_create_params(dict_algos[a], PS, &p, &c) == 0);
+		REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = dict_algos[a], .max_src = PS, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &c, NULL, 0) == 0);
 		CHECK(zs_comp_has_dict(c));
 		CHECK(roundtrip_all(c) > 0);
 		zs_comp_destroy(c);
@@ -240,10 +240,10 @@ int main(void)
 		memcpy(copy, dict, dl);
 		struct zs_comp_params pc = { 0, copy, dl }, pi = { 0, dict, dl };
 		struct zs_comp *early, *intact;
-		REQUIRE(zs_comp_create_params(dict_algos[a], PS, &pc, &early) == 0);
+		REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = dict_algos[a], .max_src = PS, .level = pc.level, .dict = pc.dict, .dict_len = pc.dict_len }, &early, NULL, 0) == 0);
 		memset(copy, 0x5a, dl);
 		free(copy);
-		REQUIRE(zs_comp_create_params(dict_algos[a], PS, &pi, &intact) == 0);
+		REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = dict_algos[a], .max_src = PS, .level = pi.level, .dict = pi.dict, .dict_len = pi.dict_len }, &intact, NULL, 0) == 0);
 		CHECK_EQ(roundtrip_all(early), roundtrip_all(intact));
 		zs_comp_destroy(early);
 		zs_comp_destroy(intact);
@@ -252,8 +252,8 @@ int main(void)
 	{
 		struct zs_comp *whole, *tail;
 		struct zs_comp_params pt = { 0, bigdict + ZS_COMP_MAX_DICT - 65536, 65536 };
-		REQUIRE(zs_comp_create_params("lz4", PS, &p, &whole) == 0);
-		REQUIRE(zs_comp_create_params("lz4", PS, &pt, &tail) == 0);
+		REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = "lz4", .max_src = PS, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &whole, NULL, 0) == 0);
+		REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = "lz4", .max_src = PS, .level = pt.level, .dict = pt.dict, .dict_len = pt.dict_len }, &tail, NULL, 0) == 0);
 		static unsigned char o1[2 * PS], o2[2 * PS];
 		int differ = 0;
 		for (int i = 0; i < NPAGES; i += 8) {
@@ -267,11 +267,11 @@ int main(void)
 	}
 	p.dict_len = ZS_COMP_MAX_DICT + 1;
 	CHECK_EQ(zs_comp_check_params("lz4", &p), -EINVAL);
-	CHECK_EQ(zs_comp_create_params("lz4", PS, &p, &c), -EINVAL);
+	CHECK_EQ(zs_comp_create(&(struct zs_comp_config){ .name = "lz4", .max_src = PS, .level = p.level, .dict = p.dict, .dict_len = p.dict_len }, &c, NULL, 0), -EINVAL);
 	CHECK(c == NULL);
 
 	/* Bad sg arguments. */
-	REQUIRE(zs_comp_create("zstd", PS, &c) == 0);
+	REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = "zstd", .max_src = PS }, &c, NULL, 0) == 0);
 	const void *src[2] = { dst, dst };
 	size_t len[2] = { 1, 1 };
 	CHECK_EQ(zs_decompress_sg(c, src, len, 3, back, PS), -EINVAL);

@@ -24,7 +24,7 @@ static void roundtrip_pages(const char *name, const struct zs_pageset *ps, uint6
 	unsigned long bad = 0, fit_bad = 0;
 	uint64_t in = 0, comp = 0;
 
-	REQUIRE(zs_comp_create(name, PS, &c) == 0);
+	REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = name, .max_src = PS }, &c, NULL, 0) == 0);
 	cap = zs_comp_bound(c, PS);
 	CHECK(cap >= PS);
 	dst = malloc(cap);
@@ -118,9 +118,9 @@ int main(void)
 	CHECK_EQ(zs_comp_check("deflate"), -EINVAL);
 	CHECK_EQ(zs_comp_check(""), -EINVAL);
 	CHECK_EQ(zs_comp_check(NULL), -EINVAL);
-	CHECK_EQ(zs_comp_create("nope", PS, &c), -EINVAL);
+	CHECK_EQ(zs_comp_create(&(struct zs_comp_config){ .name = "nope", .max_src = PS }, &c, NULL, 0), -EINVAL);
 	CHECK(c == NULL);
-	CHECK_EQ(zs_comp_create("lz4", 0, &c), -EINVAL);
+	CHECK_EQ(zs_comp_create(&(struct zs_comp_config){ .name = "lz4", .max_src = 0 }, &c, NULL, 0), -EINVAL);
 	/* zs_comp_check returns what zs_comp_create would, success and each error alike. */
 	{
 		static const char *const names[] = { "lz4", "lz4:65537", "lz4:65538", "lz4:0",
@@ -128,7 +128,7 @@ int main(void)
 						     "lzo", "lzo:1", "lzo-rle", "deflate", "", "lz4:" };
 		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 			struct zs_comp *cc = (struct zs_comp *)&cc;
-			int want = zs_comp_check(names[i]), rc = zs_comp_create(names[i], PS, &cc);
+			int want = zs_comp_check(names[i]), rc = zs_comp_create(&(struct zs_comp_config){ .name = names[i], .max_src = PS }, &cc, NULL, 0);
 			if (rc != want)
 				fprintf(stderr, "\"%s\": check %d, create %d\n", names[i], want, rc);
 			CHECK_EQ(rc, want);
@@ -140,16 +140,16 @@ int main(void)
 	/* max_src 1..ZS_COMP_MAX_SRC: the smallest works. */
 	for (int i = 0; algos[i]; i++) {
 		unsigned char one = 'x', z[64], back;
-		REQUIRE(zs_comp_create(algos[i], 1, &c) == 0);
+		REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = algos[i], .max_src = 1 }, &c, NULL, 0) == 0);
 		int n = zs_compress(c, &one, 1, z, sizeof(z));
 		CHECK(n > 0 && zs_decompress(c, z, (size_t)n, &back, 1) == 1 && back == 'x');
 		CHECK_EQ(zs_compress(c, z, 2, z, sizeof(z)), -EINVAL); /* over max_src */
 		zs_comp_destroy(c);
 	}
-	REQUIRE(zs_comp_create("zstd", PS, &c) == 0);
+	REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = "zstd", .max_src = PS }, &c, NULL, 0) == 0);
 	CHECK(!strcmp(zs_comp_name(c), "zstd:3"));
 	zs_comp_destroy(c);
-	REQUIRE(zs_comp_create("lz4hc", PS, &c) == 0);
+	REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = "lz4hc", .max_src = PS }, &c, NULL, 0) == 0);
 	CHECK(!strcmp(zs_comp_name(c), "lz4hc:9"));
 	zs_comp_destroy(c);
 	{

@@ -154,7 +154,7 @@ static size_t check_lzo_is_1_15(const unsigned char *pages, size_t npages, const
 	size_t cap, other = 0, bad = 0;
 
 	REQUIRE(lzo_init() == LZO_E_OK);
-	REQUIRE(zs_comp_create("lzo", PS, &c) == 0);
+	REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = "lzo", .max_src = PS }, &c, NULL, 0) == 0);
 	cap = zs_comp_bound(c, PS);
 	REQUIRE(cap >= sizeof(ref));
 	dst = malloc(cap);
@@ -193,7 +193,7 @@ static void store_sizes(const char *comp, size_t huge, const unsigned char *page
 	struct zs_comp *c;
 	unsigned char *buf;
 
-	REQUIRE(zs_comp_create(comp, PS, &c) == 0);
+	REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = comp, .max_src = PS }, &c, NULL, 0) == 0);
 	buf = malloc(zs_comp_bound(c, PS));
 	REQUIRE(buf);
 	for (size_t i = 0; i < npages; i++) {
@@ -215,7 +215,7 @@ static struct zs_zram *make_store(const char *comp, size_t npages)
 	zs_zram_config_init(&cfg);
 	cfg.comp = comp;
 	cfg.disksize = (uint64_t)npages * PS;
-	REQUIRE(zs_zram_create(&cfg, &z) == 0);
+	REQUIRE(zs_zram_create(&cfg, &z, NULL, 0) == 0);
 	return z;
 }
 
@@ -248,7 +248,7 @@ static int vs_kernel(const unsigned char *pages, size_t npages, const char *what
 	/* The whole store against a kernel device holding the same pages. */
 	for (size_t i = 0; i < npages; i++)
 		CHECK_EQ(zs_zram_write(z, i, pages + i * PS), 0);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	rc = zs_kzram_run("lzo", pages, npages, &kr, msg, sizeof(msg));
 	CHECK_EQ(rc, 0);
 	if (!rc) {

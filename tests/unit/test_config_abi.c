@@ -18,6 +18,7 @@
 #include "zs/zram.h"
 #include "zs/zsmalloc.h"
 #include "zs/zswap.h"
+#include "must.h"
 
 #define NRES(c) (sizeof((c).reserved) / sizeof((c).reserved[0]))
 
@@ -38,7 +39,7 @@ static void pool_case(void)
 	for (size_t i = 0; i < NRES(c); i++)
 		CHECK_EQ(c.reserved[i], 0);
 	c.struct_size = 0; /* 0: this library's size */
-	p = zs_create_pool(&c);
+	p = must_pool_create(&c);
 	CHECK(p != NULL);
 	if (p)
 		zs_destroy_pool(p);
@@ -46,14 +47,14 @@ static void pool_case(void)
 	CHECK_EQ(c.struct_size, sizeof(c));
 	c.struct_size = sizeof(c) + 8;
 	errno = 0;
-	CHECK(zs_create_pool(&c) == NULL && errno == EINVAL);
+	CHECK_POOL_REFUSED(&c, "zs_pool_config");
 	c.struct_size = sizeof(c) - 8; /* smaller is as foreign as larger */
 	errno = 0;
-	CHECK(zs_create_pool(&c) == NULL && errno == EINVAL);
+	CHECK_POOL_REFUSED(&c, "zs_pool_config");
 	zs_pool_config_init(&c);
 	c.reserved[NRES(c) - 1] = 1;
 	errno = 0;
-	CHECK(zs_create_pool(&c) == NULL && errno == EINVAL);
+	CHECK_POOL_REFUSED(&c, "zs_pool_config");
 }
 
 static void backend_case(void)
@@ -66,35 +67,35 @@ static void backend_case(void)
 	CHECK_EQ(c.zs.struct_size, sizeof(c.zs));
 	CHECK_RES_ZERO(c);
 	CHECK_RES_ZERO(c.zs);
-	b = zs_backend_create(&c);
+	b = must_backend_create(&c);
 	CHECK(b != NULL);
 	if (b)
 		zs_backend_destroy(b);
 	c.struct_size = 0; /* 0 at either level: this library's size */
 	c.zs.struct_size = 0;
-	b = zs_backend_create(&c);
+	b = must_backend_create(&c);
 	CHECK(b != NULL);
 	if (b)
 		zs_backend_destroy(b);
 	c.struct_size = sizeof(c) + 8; /* the top level's own size, too */
 	errno = 0;
-	CHECK(zs_backend_create(&c) == NULL && errno == EINVAL);
+	CHECK_BACKEND_REFUSED(&c, -EINVAL, "zs_backend_config");
 	zs_backend_config_init(&c);
 	c.reserved[0] = 7;
 	errno = 0;
-	CHECK(zs_backend_create(&c) == NULL && errno == EINVAL);
+	CHECK_BACKEND_REFUSED(&c, -EINVAL, "zs_backend_config");
 	zs_backend_config_init(&c);
 	c.zs.reserved[2] = 7; /* the nested pool config is checked too */
 	errno = 0;
-	CHECK(zs_backend_create(&c) == NULL && errno == EINVAL);
+	CHECK_BACKEND_REFUSED(&c, -EINVAL, "zs_backend_config");
 	c.kind = "zblock"; /* whatever the kind, though only zsmalloc reads it */
 	errno = 0;
-	CHECK(zs_backend_create(&c) == NULL && errno == EINVAL);
+	CHECK_BACKEND_REFUSED(&c, -EINVAL, "zs_backend_config");
 	zs_backend_config_init(&c);
 	c.kind = "malloc";
 	c.zs.struct_size = sizeof(c.zs) - 8;
 	errno = 0;
-	CHECK(zs_backend_create(&c) == NULL && errno == EINVAL);
+	CHECK_BACKEND_REFUSED(&c, -EINVAL, "zs_backend_config");
 }
 
 static void zram_case(void)
@@ -110,39 +111,39 @@ static void zram_case(void)
 	CHECK_RES_ZERO(c);
 	CHECK_RES_ZERO(c.backend);
 	CHECK_RES_ZERO(c.backend.zs);
-	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), 0);
+	CHECK_EQ(zs_zram_create(&c, &z, err, sizeof(err)), 0);
 	if (z)
 		zs_zram_destroy(z);
 	z = NULL;
 	c.struct_size = 0;
 	c.backend.struct_size = 0;
 	c.backend.zs.struct_size = 0;
-	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), 0);
+	CHECK_EQ(zs_zram_create(&c, &z, err, sizeof(err)), 0);
 	if (z)
 		zs_zram_destroy(z);
 	z = NULL;
 	c.struct_size = 1;
-	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(zs_zram_create(&c, &z, err, sizeof(err)), -EINVAL);
 	CHECK(z == NULL && strstr(err, "struct_size 1") != NULL);
 	c.struct_size = sizeof(c);
 	c.reserved[3] = 1;
-	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(zs_zram_create(&c, &z, err, sizeof(err)), -EINVAL);
 	CHECK(strstr(err, "reserved[3]") != NULL);
 	c.reserved[3] = 0;
 	c.backend.zs.reserved[0] = 1;
-	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(zs_zram_create(&c, &z, err, sizeof(err)), -EINVAL);
 	c.backend.zs.reserved[0] = 0;
 	/* every nested level: the backend config's own size and tail too */
 	c.backend.reserved[1] = 1;
-	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(zs_zram_create(&c, &z, err, sizeof(err)), -EINVAL);
 	CHECK(z == NULL);
 	c.backend.reserved[1] = 0;
 	c.backend.struct_size = sizeof(c.backend) + 8;
-	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(zs_zram_create(&c, &z, err, sizeof(err)), -EINVAL);
 	CHECK(z == NULL);
 	c.backend.struct_size = sizeof(c.backend);
 	c.backend.zs.struct_size = sizeof(c.backend.zs) - 8;
-	CHECK_EQ(zs_zram_create_err(&c, &z, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(zs_zram_create(&c, &z, err, sizeof(err)), -EINVAL);
 	CHECK(z == NULL);
 }
 
@@ -241,22 +242,22 @@ static void zblock_case(void)
 	zblock_config_init(&c);
 	CHECK_EQ(c.struct_size, sizeof(c));
 	CHECK_RES_ZERO(c);
-	p = zblock_create_pool(&c);
+	p = must_zblock_create(&c);
 	CHECK(p != NULL);
 	if (p)
 		zblock_destroy_pool(p);
 	c.struct_size = 0;
-	p = zblock_create_pool(&c);
+	p = must_zblock_create(&c);
 	CHECK(p != NULL);
 	if (p)
 		zblock_destroy_pool(p);
 	c.struct_size = sizeof(c) - 8;
 	errno = 0;
-	CHECK(zblock_create_pool(&c) == NULL && errno == EINVAL);
+	CHECK_ZBLOCK_REFUSED(&c, "zblock_config");
 	c.struct_size = sizeof(c);
 	c.reserved[1] = 1;
 	errno = 0;
-	CHECK(zblock_create_pool(&c) == NULL && errno == EINVAL);
+	CHECK_ZBLOCK_REFUSED(&c, "zblock_config");
 }
 
 int main(void)

@@ -15,6 +15,7 @@
 #include "testutil.h"
 #include "zs/backend.h"
 #include "zs/harness.h"
+#include "must.h"
 
 static char dir[64];
 
@@ -107,7 +108,7 @@ static void test_baselines_registered(void)
 	struct zs_backend_config cfg;
 	zs_backend_config_init(&cfg);
 	cfg.kind = "malloc";
-	struct zs_backend *b = zs_backend_create(&cfg);
+	struct zs_backend *b = must_backend_create(&cfg);
 	CHECK(b != NULL);
 	zs_backend_destroy(b);
 	zs_harness_register(); /* idempotent: no second "malloc" */

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include "must.h"
 
 #define NPOOLS 8
 #define MAXOBJ (200 * 1000)
@@ -78,7 +79,7 @@ static struct zs_pool *mk_pool(int app)
 		zs_pool_config_init_app(&c);
 	else
 		zs_pool_config_init(&c);
-	return zs_create_pool(&c);
+	return must_pool_create(&c);
 }
 
 static void one_pool(int app)
@@ -146,7 +147,7 @@ static void short_decay(void)
 	struct zs_pool_config c;
 	zs_pool_config_init(&c);
 	c.page_cache_decay_ms = 100;
-	struct zs_pool *p = zs_create_pool(&c);
+	struct zs_pool *p = must_pool_create(&c);
 	REQUIRE(p);
 	size_t rss0 = idle_rss();
 	fill(p, 0, 64 * IDLE_MIB, 7);
@@ -171,7 +172,7 @@ static void never_decay(void)
 	struct zs_pool_config c;
 	zs_pool_config_init(&c);
 	c.page_cache_decay_ms = ZS_PAGES_DECAY_NEVER;
-	struct zs_pool *p = zs_create_pool(&c);
+	struct zs_pool *p = must_pool_create(&c);
 	REQUIRE(p);
 	size_t rss0 = idle_rss();
 	fill(p, 0, 64 * IDLE_MIB, 9);
@@ -197,7 +198,7 @@ static void never_decay(void)
 static int env_child(const char *mode)
 {
 	prefault();
-	struct zs_pool *p = zs_create_pool(NULL);
+	struct zs_pool *p = must_pool_create(NULL);
 	REQUIRE(p);
 	size_t rss0 = idle_rss();
 	fill(p, 0, 64 * IDLE_MIB, 11);

@@ -37,7 +37,7 @@ static void region_case(int app)
 	size_t rss_touched = idle_rss();
 	REQUIRE(zs_region_pageout(r, a, c.size) == (long)NPAGES);
 	struct zs_region_stats st;
-	REQUIRE(zs_region_get_stats(r, &st) == 0);
+	REQUIRE(zs_region_get_stats(r, &st, sizeof(st)) == 0);
 	size_t rss_out = idle_rss();
 	REQUIRE(zs_region_release(r, a, c.size) == 0);
 	size_t rss_released = idle_rss();

@@ -29,7 +29,7 @@ static void store_case(int app)
 		zs_zram_config_init(&c);
 	c.disksize = (uint64_t)NPAGES * PAGE;
 	struct zs_zram *z;
-	REQUIRE(zs_zram_create(&c, &z) == 0);
+	REQUIRE(zs_zram_create(&c, &z, NULL, 0) == 0);
 	memset(page, 0, sizeof page);
 	size_t rss0 = idle_rss();
 	for (uint64_t i = 0; i < NPAGES; i++) {
@@ -37,7 +37,7 @@ static void store_case(int app)
 		REQUIRE(zs_zram_write(z, i, page) == 0);
 	}
 	struct zs_zram_stats st;
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	size_t rss_full = idle_rss();
 	REQUIRE(zs_zram_discard_range(z, 0, NPAGES) == 0);
 	size_t rss_freed = idle_rss();

@@ -17,12 +17,13 @@
 #include "kclasses.h"
 #include "testutil.h"
 #include "zs/zsmalloc.h"
+#include "must.h"
 
 static void newer_layout_from_libzs(void)
 {
 	struct zs_pool_config c;
 	zs_pool_config_init(&c);
-	struct zs_pool *p = zs_create_pool(&c);
+	struct zs_pool *p = must_pool_create(&c);
 	REQUIRE(p != NULL);
 	uint64_t seed = tu_seed("test_kclasses");
 	for (int i = 0; i < 3000; i++)
@@ -38,13 +39,13 @@ static void newer_layout_from_libzs(void)
 	int want = 0;
 	for (int i = 0; i < zs_class_count(p); i++) {
 		struct zs_class_stats st;
-		if (!zs_class_stats(p, i, &st) && st.obj_allocated)
+		if (!zs_class_stats(p, i, &st, sizeof(st)) && st.obj_allocated)
 			want++;
 	}
 	CHECK_EQ(n, want);
 	for (int i = 0; i < n; i++) {
 		struct zs_class_stats st;
-		CHECK_EQ(zs_class_stats(p, (int)rows[i].cls, &st), 0);
+		CHECK_EQ(zs_class_stats(p, (int)rows[i].cls, &st, sizeof(st)), 0);
 		CHECK_EQ(rows[i].obj_allocated, st.obj_allocated);
 		CHECK_EQ(rows[i].obj_used, st.obj_used);
 		CHECK_EQ(rows[i].pages_used, st.pages_used);

@@ -156,7 +156,7 @@ static void check_accounting(struct seg *s)
 	if (s->a.zp) {
 		struct zs_class_stats st;
 		for (int i = 0; i < zs_class_count(s->a.zp); i++) {
-			if (zs_class_stats(s->a.zp, i, &st))
+			if (zs_class_stats(s->a.zp, i, &st, sizeof(st)))
 				continue;
 			pages += st.pages_used;
 			used += st.obj_used;
@@ -175,7 +175,7 @@ static void check_accounting(struct seg *s)
 	} else if (s->a.zb) {
 		struct zblock_class_stats st;
 		for (int i = 0; i < zblock_class_count(s->a.zb); i++) {
-			if (zblock_class_stats(s->a.zb, i, &st))
+			if (zblock_class_stats(s->a.zb, i, &st, sizeof(st)))
 				continue;
 			pages += st.pages;
 			used += st.objects;
@@ -196,7 +196,7 @@ static void check_accounting(struct seg *s)
 		FAIL(s, "%lu pages over the limit %zu", ut_pages(&s->a), s->max_pages);
 	if (s->a.be) {
 		struct zs_backend_stats bs;
-		zs_backend_stats(s->a.be, &bs);
+		zs_backend_stats(s->a.be, &bs, sizeof(bs));
 		if ((long)bs.objects != live || bs.pages != pages)
 			FAIL(s, "backend stats: %lu objects, %lu pages", bs.objects, bs.pages);
 	}
@@ -209,7 +209,7 @@ static void do_compact(struct seg *s)
 	if (s->a.zp) {
 		struct zs_class_stats st;
 		for (int i = 0; i < zs_class_count(s->a.zp); i++)
-			if (!zs_class_stats(s->a.zp, i, &st))
+			if (!zs_class_stats(s->a.zp, i, &st, sizeof(st)))
 				freeable += st.freeable;
 	}
 	got = s->a.kind == UT_ZS ? zs_compact(s->a.zp) : s->a.kind == UT_ZBLOCK ? zblock_compact(s->a.zb)
@@ -230,7 +230,7 @@ static void do_compact(struct seg *s)
 		struct zs_class_stats st;
 		for (int i = 0; i < zs_class_count(s->a.zp); i++) {
 			/* One-page zspages keep the kernel's rule: every page that can go has gone. */
-			if (zs_class_stats(s->a.zp, i, &st) || st.pages_per_zspage == 1)
+			if (zs_class_stats(s->a.zp, i, &st, sizeof(st)) || st.pages_per_zspage == 1)
 				continue;
 			unsigned long partial = 0;
 			for (int g = 1; g <= 10; g++)
@@ -271,13 +271,13 @@ static void check_enomem(struct seg *s, size_t size, unsigned long pages_before)
 	if (s->a.zp) {
 		struct zs_class_stats st;
 		int c = zs_lookup_class_index(s->a.zp, size + ZS_HANDLE_SIZE); /* as zs_malloc */
-		if (c >= 0 && !zs_class_stats(s->a.zp, c, &st) && st.obj_used < st.obj_allocated)
+		if (c >= 0 && !zs_class_stats(s->a.zp, c, &st, sizeof(st)) && st.obj_used < st.obj_allocated)
 			FAIL(s, "malloc(%zu) -ENOMEM with a free slot in class %d (%lu/%lu)", size, c,
 			     st.obj_used, st.obj_allocated);
 	} else if (s->a.zb) {
 		struct zblock_class_stats st;
 		int c = zblock_lookup_class(s->a.zb, size);
-		if (c >= 0 && !zblock_class_stats(s->a.zb, c, &st) &&
+		if (c >= 0 && !zblock_class_stats(s->a.zb, c, &st, sizeof(st)) &&
 		    st.objects < st.blocks * st.slots_per_block)
 			FAIL(s, "zblock_malloc(%zu) -ENOMEM with a free slot in class %d", size, c);
 	}

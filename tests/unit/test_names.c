@@ -14,6 +14,7 @@
 #include "zs/region.h"
 #include "zs/zram.h"
 #include "zs/zsmalloc.h"
+#include "must.h"
 
 static unsigned long long cval(const char *name)
 {
@@ -33,7 +34,7 @@ static int pool_with(enum zs_chain_policy cp, enum zs_free_mode fm)
 	zs_pool_config_init(&cfg);
 	cfg.chain_policy = cp;
 	cfg.free_mode = fm;
-	p = zs_create_pool(&cfg);
+	p = try_pool_create(&cfg);
 	if (!p)
 		return -1;
 	for (size_t sz = 40; sz < 4096; sz += 509) {

@@ -10,6 +10,7 @@
 #include "testutil.h"
 #include "waste.h"
 #include "zs/zsmalloc.h"
+#include "must.h"
 
 static long long sum_parts(const struct zs_waste *w)
 {
@@ -38,7 +39,7 @@ static void exact_fit(int app)
 		zs_pool_config_init_app(&cfg);
 	else
 		zs_pool_config_init(&cfg);
-	struct zs_pool *pool = zs_create_pool(&cfg);
+	struct zs_pool *pool = must_pool_create(&cfg);
 	REQUIRE(pool);
 	size_t ps = zs_pool_page_size(pool);
 	int ci = zs_lookup_class_index(pool, 200 + ZS_HANDLE_SIZE);
@@ -76,7 +77,7 @@ static void churn(int app, size_t ps, uint64_t seed)
 	else
 		zs_pool_config_init(&cfg);
 	cfg.page_size = ps;
-	struct zs_pool *pool = zs_create_pool(&cfg);
+	struct zs_pool *pool = must_pool_create(&cfg);
 	REQUIRE(pool);
 	enum { N = 20000 };
 	unsigned long *h = calloc(N, sizeof(*h));

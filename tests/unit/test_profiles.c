@@ -18,6 +18,7 @@
 #include "zs/region.h"
 #include "zs/zram.h"
 #include "zs/zsmalloc.h"
+#include "must.h"
 
 static void test_fields(void)
 {
@@ -105,7 +106,7 @@ static void test_pools(void)
 	struct zs_pool_config k, a;
 	zs_pool_config_init(&k);
 	zs_pool_config_init_app(&a);
-	struct zs_pool *pk = zs_create_pool(&k), *pa = zs_create_pool(&a), *pd = zs_create_pool(NULL);
+	struct zs_pool *pk = must_pool_create(&k), *pa = must_pool_create(&a), *pd = must_pool_create(NULL);
 	REQUIRE(pk && pa && pd);
 
 	/* The kernel profile is the kernel's table (4K, chain 8: the numbers
@@ -168,7 +169,7 @@ static void test_store_configs(void)
 	/* The app store works (a region needs userfaultfd; its config is enough here). */
 	struct zs_zram *z;
 	za.disksize = 64 * 4096;
-	REQUIRE(zs_zram_create(&za, &z) == 0);
+	REQUIRE(zs_zram_create(&za, &z, NULL, 0) == 0);
 	unsigned char page[4096], back[4096];
 	for (int i = 0; i < 4096; i++)
 		page[i] = (unsigned char)(i * 7 / 5);

@@ -70,7 +70,7 @@ static int page_is(const unsigned char *a, size_t p, unsigned char v)
 static struct zs_region_stats stats(struct zs_region *r)
 {
 	struct zs_region_stats st;
-	zs_region_get_stats(r, &st);
+	zs_region_get_stats(r, &st, sizeof(st));
 	return st;
 }
 
@@ -79,7 +79,7 @@ static uint64_t wait_stored(struct zs_region *r, uint64_t want)
 {
 	struct zs_region_stats st;
 	for (int i = 0; i < 2000; i++) {
-		zs_region_get_stats(r, &st);
+		zs_region_get_stats(r, &st, sizeof(st));
 		if (st.stored == want)
 			break;
 		usleep(1000);

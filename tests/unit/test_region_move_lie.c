@@ -49,7 +49,7 @@ static void settle(struct zs_region *r)
 {
 	struct zs_region_stats st;
 	for (int k = 0; k < 2000; k++) {
-		zs_region_get_stats(r, &st);
+		zs_region_get_stats(r, &st, sizeof(st));
 		if (st.stored == 0 && st.store.pages_stored == 0)
 			return;
 		usleep(1000);
@@ -76,7 +76,7 @@ int main(void)
 	fill(a, 0, NP, 0);
 	REQUIRE(zs_region_pageout(r, a, NP * PG) == NP);
 	struct zs_region_stats st;
-	zs_region_get_stats(r, &st);
+	zs_region_get_stats(r, &st, sizeof(st));
 	REQUIRE(wrong_pages(a, NP, 0) == 0);
 	if (getenv("ZS_REGION_MOVE") && !strcmp(getenv("ZS_REGION_MOVE"), "0")) {
 		printf("SKIP: ZS_REGION_MOVE=0 (pageout copies)\n");
@@ -93,7 +93,7 @@ int main(void)
 		zs_region_move_inject(r, 1 + (unsigned)(gen % 4));
 		long rc = zs_region_pageout(r, a, n * PG);
 		CHECK(rc == (long)n);
-		zs_region_get_stats(r, &st);
+		zs_region_get_stats(r, &st, sizeof(st));
 		if (st.stored != n || st.store.pages_stored != n)
 			fprintf(stderr, "gen %d run %zu: stored %llu pages_stored %llu\n", gen, n, (unsigned long long)st.stored, (unsigned long long)st.store.pages_stored);
 		CHECK(st.stored == n);

@@ -69,7 +69,7 @@ static int run(void *arg)
 		ok &= page_is(a, p, (unsigned char)(p + 1), 0xee);
 	CHECK(ok);
 	struct zs_region_stats st;
-	zs_region_get_stats(r, &st);
+	zs_region_get_stats(r, &st, sizeof(st));
 	CHECK_EQ(st.broken, 0);
 	CHECK_EQ(st.unmapped, 0);
 	printf("  %s: pageout with a read-only half stored %ld of %d\n", arg ? "copy" : "move", k, NP);

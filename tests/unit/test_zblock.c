@@ -10,6 +10,7 @@
 #include "testutil.h"
 #include "zs/zblock.h"
 #include "zs/harness.h"
+#include "must.h"
 
 /* S for the final 4K table as computed in the reference (LP64, H = 48). */
 static const unsigned kernel_4k_S[] = {
@@ -42,7 +43,7 @@ static struct zblock_pool *mkpool(size_t ps, int checked, int huge)
 	c.page_size = ps;
 	c.checked = checked;
 	c.huge = huge;
-	struct zblock_pool *p = zblock_create_pool(&c);
+	struct zblock_pool *p = must_zblock_create(&c);
 	REQUIRE(p);
 	return p;
 }
@@ -88,7 +89,7 @@ static void test_tables(void)
 	CHECK_EQ(ci[5].slot_size, 0xa5a5a5a5u); /* untouched */
 	CHECK_EQ(zblock_geometry(4096, 0, NULL, 0), 37);
 	/* NULL config: the defaults (4K pages, huge off, unchecked). */
-	struct zblock_pool *dp = zblock_create_pool(NULL);
+	struct zblock_pool *dp = must_zblock_create(NULL);
 	REQUIRE(dp);
 	CHECK_EQ(zblock_class_count(dp), 37);
 	CHECK_EQ(zblock_max_size(dp), 4080);
@@ -104,8 +105,7 @@ static void test_tables(void)
 	zblock_config_init(&c);
 	c.page_size = 12288;
 	errno = 0;
-	CHECK(zblock_create_pool(&c) == NULL);
-	CHECK_EQ(errno, EINVAL);
+	CHECK_ZBLOCK_REFUSED(&c, "zblock_config");
 }
 
 static void test_lookup(void)
@@ -180,7 +180,7 @@ static void test_policy(void)
 	zblock_free(p, z);
 	CHECK_EQ(zblock_get_total_pages(p), 3);
 	struct zblock_class_stats st;
-	zblock_class_stats(p, 0, &st);
+	zblock_class_stats(p, 0, &st, sizeof(st));
 	CHECK_EQ(st.blocks, 3);
 	CHECK_EQ(st.objects, 3 * n);
 	CHECK_EQ(st.pages, 3);
@@ -260,7 +260,7 @@ static void test_failures(void)
 	struct zblock_config c;
 	zblock_config_init(&c);
 	c.max_pages = 8;
-	p = zblock_create_pool(&c);
+	p = must_zblock_create(&c);
 	REQUIRE(p);
 	unsigned long hs[4];
 	for (int i = 0; i < 2; i++)
@@ -319,7 +319,7 @@ static void test_model(size_t ps, int checked, int huge, uint64_t seed, int ops)
 			unsigned long pages = 0, objs = 0;
 			for (int c = 0; c < zblock_class_count(p); c++) {
 				struct zblock_class_stats st;
-				zblock_class_stats(p, c, &st);
+				zblock_class_stats(p, c, &st, sizeof(st));
 				pages += st.pages;
 				objs += st.objects;
 				/* Every block but the partly used ones is full: blocks <= objs/n + partial. */

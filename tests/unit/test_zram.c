@@ -35,7 +35,7 @@ static struct zs_zram *mk(const char *kind, const char *comp, uint64_t slots, ui
 	cfg.mem_limit = limit;
 	cfg.deferred_free = deferred;
 	cfg.track_actime = 1;
-	rc = zs_zram_create(&cfg, &z);
+	rc = zs_zram_create(&cfg, &z, NULL, 0);
 	if (rc)
 		fprintf(stderr, "create %s/%s: %d\n", kind, comp, rc);
 	REQUIRE(rc == 0 && z);
@@ -71,7 +71,7 @@ static void check_consistent(struct zs_zram *z, const char *kind)
 		same += !!(flags & ZS_ZRAM_F_SAME);
 		huge += !!(flags & ZS_ZRAM_F_HUGE);
 	}
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.compr_data_size, size_sum);
 	CHECK_EQ(st.pages_stored, stored);
 	CHECK_EQ(st.orig_data_size, stored * PS);
@@ -104,7 +104,7 @@ static void test_roundtrip(const char *kind, const struct zs_pageset *ps, const 
 	CHECK_EQ(zs_zram_read(z, ps->npages + 3, out, PS), 0);
 	CHECK(same_filled(out) && out[0] == 0);
 
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.pages_stored, ps->npages);
 	CHECK_EQ(st.same_pages, nsame);
 	CHECK_EQ(st.num_writes, ps->npages);
@@ -129,7 +129,7 @@ static void test_roundtrip(const char *kind, const struct zs_pageset *ps, const 
 	CHECK_EQ(bad, 0);
 	check_consistent(z, kind);
 	if (!strcmp(kind, "zsmalloc") && ps->npages > 1000) {
-		zs_zram_get_stats(z, &st);
+		zs_zram_get_stats(z, &st, sizeof(st));
 		CHECK(st.pages_compacted > 0);
 	}
 	zs_zram_destroy(z);
@@ -144,7 +144,7 @@ static void test_same_and_huge(const char *kind, uint64_t *seed)
 	size_t size;
 	unsigned flags;
 
-	zs_zram_get_stats(z, &st0);
+	zs_zram_get_stats(z, &st0, sizeof(st0));
 	/* Zero page, byte pattern, word pattern: all same-filled, no allocation. */
 	memset(page, 0, PS);
 	CHECK_EQ(zs_zram_write(z, 0, page), 0);
@@ -153,7 +153,7 @@ static void test_same_and_huge(const char *kind, uint64_t *seed)
 	for (size_t i = 0; i < PS; i += 8)
 		memcpy(page + i, "\x01\x02\x03\x04\x05\x06\x07\x08", 8);
 	CHECK_EQ(zs_zram_write(z, 2, page), 0);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.same_pages, 3);
 	CHECK_EQ(st.pages_stored, 3);
 	CHECK_EQ(st.compr_data_size, 0);
@@ -178,20 +178,20 @@ static void test_same_and_huge(const char *kind, uint64_t *seed)
 	CHECK((flags & ZS_ZRAM_F_HUGE) && size == PS);
 	CHECK_EQ(zs_zram_read(z, 4, out, PS), 0);
 	CHECK(!memcmp(out, page, PS));
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.huge_pages, 1);
 	CHECK_EQ(st.huge_pages_since, 1);
 	/* Overwrite huge with same-filled: old object freed, huge count drops, "since" stays. */
 	memset(page, 0, PS);
 	CHECK_EQ(zs_zram_write(z, 4, page), 0);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.huge_pages, 0);
 	CHECK_EQ(st.huge_pages_since, 1);
 	CHECK_EQ(st.same_pages, 4);
 	/* Overwrite same-filled with data and back. */
 	memcpy(page, txt.data, PS);
 	CHECK_EQ(zs_zram_write(z, 0, page), 0);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.same_pages, 3);
 	CHECK_EQ(st.pages_stored, 5);
 	check_consistent(z, kind);
@@ -200,7 +200,7 @@ static void test_same_and_huge(const char *kind, uint64_t *seed)
 	CHECK_EQ(zs_zram_discard(z, 0), 0);
 	CHECK_EQ(zs_zram_free_notify(z, 1), 0);
 	CHECK_EQ(zs_zram_discard_range(z, 2, 3), 0);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.pages_stored, 0);
 	CHECK_EQ(st.same_pages, 0);
 	CHECK_EQ(st.compr_data_size, 0);
@@ -208,7 +208,7 @@ static void test_same_and_huge(const char *kind, uint64_t *seed)
 	CHECK_EQ(st.miss_free, 0);
 	if (!strcmp(kind, "zsmalloc")) {
 		zs_zram_compact(z);
-		zs_zram_get_stats(z, &st);
+		zs_zram_get_stats(z, &st, sizeof(st));
 		CHECK_EQ(st.mem_used_total, 0);
 	}
 	zs_zram_destroy(z);
@@ -246,7 +246,7 @@ static void test_store_rule(uint64_t *seed)
 	CHECK_EQ(zs_zram_store_kind(0, 3000), ZS_ZRAM_STORE_RAW);
 	CHECK_EQ(zs_zram_store_kind(-22, 3000), ZS_ZRAM_STORE_RAW);
 
-	REQUIRE(zs_comp_create("lz4", PS, &c) == 0);
+	REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = "lz4", .max_src = PS }, &c, NULL, 0) == 0);
 	REQUIRE(zs_comp_bound(c, PS) <= sizeof(buf));
 	memset(page, 0x5a, PS);
 	CHECK_EQ(zs_zram_store_decide(c, page, PS, 3000, buf, sizeof(buf), &d), 0);
@@ -312,7 +312,7 @@ static void test_limit(const char *kind, uint64_t *seed)
 			break;
 	}
 	CHECK(failed == 1 && stored > 0 && stored <= LIMIT_PAGES);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.failed_writes, 1);
 	CHECK_EQ(st.pages_stored, stored);
 	CHECK(st.mem_used_total <= (uint64_t)LIMIT_PAGES * PS);
@@ -328,7 +328,7 @@ static void test_limit(const char *kind, uint64_t *seed)
 		CHECK_EQ(zs_zram_read(z, (uint64_t)i, out, PS), 0);
 		CHECK(!memcmp(out, pages + (size_t)i * PS, PS));
 	}
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.failed_writes, 2);
 	CHECK_EQ(st.pages_stored, stored + 1);
 	check_consistent(z, kind);
@@ -337,7 +337,7 @@ static void test_limit(const char *kind, uint64_t *seed)
 	zs_zram_compact(z);
 	CHECK_EQ(zs_zram_write(z, 0, pages), 0);
 	zs_zram_reset_mem_used_max(z);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.mem_used_max, st.mem_used_total);
 	zs_zram_destroy(z);
 	free(pages);
@@ -364,7 +364,7 @@ static void test_limit_deferred(const char *kind, uint64_t *seed)
 	cfg.disksize = (uint64_t)N * PS;
 	cfg.mem_limit = (uint64_t)LIMIT_PAGES * PS;
 	cfg.deferred_free = 1;
-	REQUIRE(zs_zram_create(&cfg, &z) == 0 && z);
+	REQUIRE(zs_zram_create(&cfg, &z, NULL, 0) == 0 && z);
 	for (int i = 0; i < N; i++)
 		fill_random(pages + (size_t)i * PS, seed);
 	while (stored < N && zs_zram_write(z, (uint64_t)stored, pages + (size_t)stored * PS) == 0)
@@ -418,12 +418,12 @@ static void test_idle_recompress(const char *kind, uint64_t *seed)
 	zs_zram_slot_info(z, 0, NULL, &flags, NULL);
 	CHECK(!(flags & ZS_ZRAM_F_IDLE));
 
-	zs_zram_get_stats(z, &st0);
+	zs_zram_get_stats(z, &st0, sizeof(st0));
 	CHECK_EQ(zs_zram_recompress(z, ZS_ZRAM_RECOMP_IDLE, 0, 0, &r), 0);
 	CHECK_EQ(r.scanned, n);  /* slot 0 was read, the random page is idle too */
 	CHECK(r.recompressed > 0);
 	CHECK_EQ(r.recompressed + r.incompressible, r.scanned);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK(st.compr_data_size < st0.compr_data_size);
 	CHECK_EQ(st.incompressible_pages, r.incompressible);
 	check_consistent(z, kind);
@@ -463,11 +463,11 @@ static void test_deferred(const char *kind)
 	check_consistent(z, kind);
 	zs_zram_discard_range(z, 0, n);
 	zs_zram_flush(z);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.pages_stored, 0);
 	if (!strcmp(kind, "zsmalloc")) {
 		zs_zram_compact(z);
-		zs_zram_get_stats(z, &st);
+		zs_zram_get_stats(z, &st, sizeof(st));
 		CHECK_EQ(st.mem_used_total, 0);
 	}
 	zs_zram_destroy(z);
@@ -482,24 +482,24 @@ static void test_bad_input(void)
 
 	zs_zram_config_init(&cfg);
 	cfg.comp = "nope";
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	CHECK(z == NULL);
 	cfg.comp = "lzo-rle";
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EOPNOTSUPP);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EOPNOTSUPP);
 	cfg.comp = "lz4";
 	cfg.recomp = "zstd:1000";
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	cfg.recomp = NULL;
 	cfg.page_size = 5000;
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	cfg.page_size = PS;
 	cfg.disksize = PS - 1;
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	cfg.disksize = 16 * PS;
 	cfg.backend.kind = "nosuchkind";
-	CHECK(zs_zram_create(&cfg, &z) < 0);
+	CHECK(zs_zram_create(&cfg, &z, NULL, 0) < 0);
 	cfg.backend.kind = "zsmalloc";
-	REQUIRE(zs_zram_create(&cfg, &z) == 0);
+	REQUIRE(zs_zram_create(&cfg, &z, NULL, 0) == 0);
 	CHECK_EQ(zs_zram_slots(z), 16);
 	CHECK_EQ(zs_zram_write(z, 16, page), -EINVAL);
 	CHECK_EQ(zs_zram_write(z, UINT64_MAX, page), -EINVAL);
@@ -521,7 +521,7 @@ static void test_bad_input(void)
 	memset(big, 0, sizeof(big));
 	CHECK_EQ(zs_zram_read_range(z, 14, 2, big, sizeof(big)), 0);
 	CHECK(!memcmp(big, txt.data, 2 * PS));
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.invalid_io, 11);
 	CHECK_EQ(st.failed_writes, 0);
 	zs_zram_destroy(z);
@@ -540,7 +540,7 @@ static void test_bad_input_edges(void)
 	struct zs_zram_stats st;
 	struct zs_zram *z = mk("zsmalloc", "lz4", 16, ((uint64_t)1 << 20) + 1, 0);
 
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.mem_limit, ((uint64_t)1 << 20) + PS);
 	memcpy(big, txt.data, 2 * PS);
 	CHECK_EQ(zs_zram_write_range(z, 14, 2, big), 0);
@@ -550,7 +550,7 @@ static void test_bad_input_edges(void)
 	CHECK_EQ(zs_zram_discard_range(z, 14, UINT64_MAX - 13), -EINVAL);
 	CHECK_EQ(zs_zram_discard_range(z, UINT64_MAX, 2), -EINVAL);
 	CHECK_EQ(zs_zram_slot_info(z, UINT64_MAX, NULL, NULL, NULL), -EINVAL);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.invalid_io, 5);     /* slot_info is no I/O: not counted */
 	CHECK_EQ(st.pages_stored, 2);   /* the refused calls left slots 14-15 */
 	for (uint64_t i = 14; i < 16; i++) {
@@ -572,13 +572,13 @@ static void test_bad_input_edges(void)
 	char why[200];
 	zs_zram_config_init(&cfg);
 	cfg.disksize = 0;
-	CHECK_EQ(zs_zram_create_err(&cfg, &z, why, sizeof(why)), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, why, sizeof(why)), -EINVAL);
 	CHECK(z == NULL && why[0] != 0);
-	CHECK_EQ(zs_zram_create_err(&cfg, &z, why, 1), -EINVAL);   /* truncated to fit */
+	CHECK_EQ(zs_zram_create(&cfg, &z, why, 1), -EINVAL);   /* truncated to fit */
 	CHECK_EQ(why[0], 0);
 	memset(why, 'x', sizeof(why));
 	cfg.disksize = 4 * PS;
-	CHECK_EQ(zs_zram_create_err(&cfg, &z, why, sizeof(why)), 0);
+	CHECK_EQ(zs_zram_create(&cfg, &z, why, sizeof(why)), 0);
 	CHECK_EQ(why[0], 0);
 	zs_zram_destroy(z);
 }

@@ -85,7 +85,7 @@ static struct zs_zram *mk(const char *backing, unsigned group, int compressed, u
 	cfg.group_pages = group;
 	cfg.writeback_compressed = compressed;
 	cfg.mem_limit = limit;
-	int rc = zs_zram_create_err(&cfg, &z, err, sizeof err);
+	int rc = zs_zram_create(&cfg, &z, err, sizeof err);
 	if (rc)
 		fprintf(stderr, "create: %d %s\n", rc, err);
 	REQUIRE(rc == 0 && z);
@@ -96,7 +96,7 @@ static struct zs_zram *mk(const char *backing, unsigned group, int compressed, u
 static struct zs_zram_stats stats(struct zs_zram *z)
 {
 	struct zs_zram_stats st;
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	return st;
 }
 
@@ -111,7 +111,7 @@ static void refused(const char *p, unsigned group, int want_rc, const char *reas
 	cfg.disksize = 16 * PS;
 	cfg.backing_path = p;
 	cfg.group_pages = group;
-	int rc = zs_zram_create_err(&cfg, &z, err, sizeof err);
+	int rc = zs_zram_create(&cfg, &z, err, sizeof err);
 	CHECK_EQ(rc, want_rc);
 	CHECK(z == NULL);
 	if (!strstr(err, p) || !strstr(err, reason)) {
@@ -120,7 +120,7 @@ static void refused(const char *p, unsigned group, int want_rc, const char *reas
 		CHECK(0);
 	}
 	z = (struct zs_zram *)&cfg;
-	CHECK_EQ(zs_zram_create(&cfg, &z), want_rc);   /* same code without the message */
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), want_rc);   /* same code without the message */
 	CHECK(z == NULL);
 }
 
@@ -561,7 +561,7 @@ static void check_prefix(struct zs_zram *z, const unsigned char *buf, int group)
 		    zs_zram_slot_info(z, (uint64_t)i, &sz, NULL, NULL) || sz != 0)
 			bad++;
 	}
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK(k > 0 && k < N);
 	CHECK_EQ(bad, 0);
 	/* a grouped store moves whole groups, and its stats count groups (zram.h) */

@@ -170,7 +170,7 @@ static void test_specs(void)
 		CHECK_EQ(zs_filter_check(filters[i]), 0);
 	CHECK_EQ(zs_filter_check(NULL), 0);
 	CHECK_EQ(zs_filter_check(""), 0);
-	REQUIRE(zs_comp_create("lz4", PS, &c) == 0);
+	REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = "lz4", .max_src = PS }, &c, NULL, 0) == 0);
 	CHECK(!strcmp(zs_comp_filter_name(c), "none"));
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		CHECK_EQ(zs_filter_check(bad[i]), -EINVAL);
@@ -218,8 +218,8 @@ static void test_comp_roundtrip(uint64_t *rs)
 		for (size_t fi = 0; fi < NFILTERS; fi++) {
 			struct zs_comp *c, *raw;
 
-			REQUIRE(zs_comp_create(comps[ci], PS, &c) == 0);
-			REQUIRE(zs_comp_create(comps[ci], PS, &raw) == 0);
+			REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = comps[ci], .max_src = PS }, &c, NULL, 0) == 0);
+			REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = comps[ci], .max_src = PS }, &raw, NULL, 0) == 0);
 			REQUIRE(zs_comp_set_filter(c, filters[fi]) == 0);
 			for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
 				size_t len = lens[li];
@@ -323,7 +323,7 @@ static void store_mode(const struct mode *m, const char *filter, uint64_t *rs,
 		cfg.backing_path = path;
 		cfg.writeback_compressed = m->wb == 2;
 	}
-	int rc = zs_zram_create_err(&cfg, &z, why, sizeof(why));
+	int rc = zs_zram_create(&cfg, &z, why, sizeof(why));
 
 	if (rc)
 		fprintf(stderr, "create %s %s: %s\n", m->name, filter, why);
@@ -384,7 +384,7 @@ static void store_mode(const struct mode *m, const char *filter, uint64_t *rs,
 		CHECK(zs_zram_mark_idle(z, 0) > 0);
 		CHECK_EQ(zs_zram_writeback(z, ZS_ZRAM_WB_IDLE, 0, &res), 0);
 		CHECK(res.written > 0);
-		zs_zram_get_stats(z, &st);
+		zs_zram_get_stats(z, &st, sizeof(st));
 		CHECK(st.bd_count > 0);
 		bad = verify(z, shadow, npages, buf);
 		if (bad)
@@ -432,13 +432,13 @@ static void test_store_bad_spec(void)
 	zs_zram_config_init(&cfg);
 	cfg.disksize = 1 << 20;
 	cfg.filter = "shuffle:3";
-	CHECK_EQ(zs_zram_create_err(&cfg, &z, why, sizeof(why)), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, why, sizeof(why)), -EINVAL);
 	CHECK(z == NULL);
 	CHECK(strstr(why, "filter") && strstr(why, "shuffle:3"));
 	cfg.group_pages = 4; /* the grouped store checks before building its inner one */
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	cfg.filter = "none";
-	REQUIRE(zs_zram_create(&cfg, &z) == 0);
+	REQUIRE(zs_zram_create(&cfg, &z, NULL, 0) == 0);
 	zs_zram_destroy(z);
 }
 
@@ -462,9 +462,9 @@ static void test_density(void)
 		cfg.disksize = (uint64_t)npages * PS;
 		cfg.comp = "zstd";
 		cfg.filter = f ? "shuffle:4" : NULL;
-		REQUIRE(zs_zram_create(&cfg, &z) == 0);
+		REQUIRE(zs_zram_create(&cfg, &z, NULL, 0) == 0);
 		REQUIRE(zs_zram_write_range(z, 0, npages, data) == 0);
-		zs_zram_get_stats(z, &st);
+		zs_zram_get_stats(z, &st, sizeof(st));
 		mem[f] = st.mem_used_total;
 		uint64_t bad = 0;
 		for (size_t i = 0; i < npages; i++)

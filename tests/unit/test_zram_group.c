@@ -63,7 +63,7 @@ static struct zs_zram *mk(unsigned g, const char *comp)
 	cfg.disksize = (uint64_t)N * PS;
 	cfg.group_pages = g;
 	cfg.comp = comp;
-	REQUIRE(zs_zram_create(&cfg, &z) == 0);
+	REQUIRE(zs_zram_create(&cfg, &z, NULL, 0) == 0);
 	CHECK_EQ(zs_zram_slots(z), N);
 	CHECK_EQ(zs_zram_page_size(z), PS);
 	return z;
@@ -96,14 +96,14 @@ static void random_run(unsigned g, uint64_t *seed)
 	}
 	verify(z, "random run");
 	struct zs_zram_stats st;
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK(st.pages_stored <= N / g);
 	/* Discard everything slot by slot: the groups go away. */
 	for (unsigned i = 0; i < N; i++)
 		CHECK_EQ(zs_zram_discard(z, i), 0);
 	memset(shadow, 0, sizeof(shadow));
 	verify(z, "all discarded");
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.pages_stored, 0);
 	CHECK_EQ(st.compr_data_size, 0);
 	CHECK_EQ(zs_zram_read(z, N, buf, PS), -EINVAL);
@@ -158,7 +158,7 @@ static void ratio(uint64_t *seed)
 		CHECK_EQ(zs_zram_write_range(z, 0, N, shadow), 0);
 		verify(z, "ratio");
 		struct zs_zram_stats st;
-		zs_zram_get_stats(z, &st);
+		zs_zram_get_stats(z, &st, sizeof(st));
 		compr[v] = st.compr_data_size;
 		printf("group %2u: compr_data_size %llu mem_used_total %llu\n", gs[v],
 		       (unsigned long long)st.compr_data_size, (unsigned long long)st.mem_used_total);
@@ -182,7 +182,7 @@ static void with_writeback(uint64_t *seed)
 	cfg.group_pages = 4;
 	cfg.backing_path = path;
 	cfg.writeback_compressed = 1;
-	REQUIRE(zs_zram_create(&cfg, &z) == 0);
+	REQUIRE(zs_zram_create(&cfg, &z, NULL, 0) == 0);
 	for (unsigned i = 0; i < N; i++) {
 		page(seed, shadow[i], i);
 		CHECK_EQ(zs_zram_write(z, i, shadow[i]), 0);
@@ -199,7 +199,7 @@ static void with_writeback(uint64_t *seed)
 	memset(shadow[9], 0, PS);
 	verify(z, "after partial overwrite of written-back groups");
 	struct zs_zram_stats st;
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK(st.bd_reads > 0);
 	zs_zram_destroy(z);
 	unlink(path);
@@ -221,17 +221,17 @@ int main(void)
 	unsigned bad[] = { 3, 5, 32, 17 };
 	for (int i = 0; i < 4; i++) {
 		cfg.group_pages = bad[i];
-		CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+		CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	}
 	cfg.page_size = 8192;
 	cfg.group_pages = 16; /* 128 KiB group: over 64 KiB */
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	cfg.group_pages = 8;
-	CHECK_EQ(zs_zram_create(&cfg, &z), 0);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), 0);
 	zs_zram_destroy(z);
 	cfg.page_size = 4096;
 	cfg.group_pages = 1;
-	CHECK_EQ(zs_zram_create(&cfg, &z), 0);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), 0);
 	zs_zram_destroy(z);
 	return tu_done();
 }

@@ -43,7 +43,7 @@ static uint64_t store(struct zs_zram_config *cfg, int recompress)
 {
 	struct zs_zram *z;
 	struct zs_zram_stats st;
-	int rc = zs_zram_create(cfg, &z);
+	int rc = zs_zram_create(cfg, &z, NULL, 0);
 
 	CHECK_EQ(rc, 0);
 	if (rc)
@@ -60,7 +60,7 @@ static uint64_t store(struct zs_zram_config *cfg, int recompress)
 		CHECK_EQ(zs_zram_read(z, (uint64_t)i, back, PS), 0);
 		CHECK(!memcmp(back, pages[i], PS));
 	}
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	printf("%-14s recomp %d: compr_data_size %llu\n", zs_zram_comp_name(z), recompress,
 	       (unsigned long long)st.compr_data_size);
 	zs_zram_destroy(z);
@@ -121,54 +121,54 @@ int main(void)
 	/* EINVAL, and the errno of an unreadable file. */
 	struct zs_zram *z;
 	cfg.recomp_level = 23;
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	cfg.recomp_level = 0;
 	cfg.recomp_dict = dict;
 	cfg.recomp_dict_len = dl;
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL); /* bytes and path */
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL); /* bytes and path */
 	cfg.recomp = NULL;
 	cfg.recomp_dict_path = NULL;
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL); /* recomp dict without recomp */
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL); /* recomp dict without recomp */
 	cfg.recomp_dict = NULL;
 	cfg.recomp_dict_len = 0;
 	cfg.comp = "lzo";
 	cfg.comp_dict_path = path;
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	cfg.comp_dict_path = NULL;
 	cfg.comp_level = 3;
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	cfg.comp = "lz4hc";
 	cfg.comp_level = 13;
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	cfg.comp_level = -3;
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	cfg.comp = "zstd";
 	cfg.comp_level = -3;
-	CHECK_EQ(zs_zram_create(&cfg, &z), 0);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), 0);
 	zs_zram_destroy(z);
 	cfg.comp_level = 0;
 	cfg.comp_dict_path = "/nonexistent/zs.dict";
-	CHECK_EQ(zs_zram_create(&cfg, &z), -ENOENT);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -ENOENT);
 	cfg.comp_dict_path = "/tmp";  /* not a regular file */
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	/* A dictionary file holds 1..ZS_COMP_MAX_DICT bytes: empty and one byte over refused. */
 	fd = open(path, O_WRONLY | O_TRUNC);
 	REQUIRE(fd >= 0);
 	cfg.comp_dict_path = path;
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	REQUIRE(ftruncate(fd, (off_t)ZS_COMP_MAX_DICT + 1) == 0);
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	REQUIRE(ftruncate(fd, (off_t)ZS_COMP_MAX_DICT) == 0);
-	CHECK_EQ(zs_zram_create(&cfg, &z), 0);   /* zstd takes raw bytes as a dictionary */
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), 0);   /* zstd takes raw bytes as a dictionary */
 	zs_zram_destroy(z);
 	REQUIRE(ftruncate(fd, 0) == 0 && pwrite(fd, dict, 1, 0) == 1);
-	CHECK_EQ(zs_zram_create(&cfg, &z), 0);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), 0);
 	zs_zram_destroy(z);
 	close(fd);
 	cfg.comp_dict_path = NULL;
 	cfg.comp_dict = dict;
 	cfg.comp_dict_len = ZS_COMP_MAX_DICT + 1;
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	unlink(path);
 	return tu_done();
 }

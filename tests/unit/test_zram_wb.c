@@ -65,7 +65,7 @@ static struct zs_zram *mk(int compressed, unsigned batch, const char *recomp)
 	cfg.writeback_compressed = compressed;
 	cfg.writeback_batch_size = batch;
 	cfg.recomp = recomp;
-	REQUIRE(zs_zram_create(&cfg, &z) == 0);
+	REQUIRE(zs_zram_create(&cfg, &z, NULL, 0) == 0);
 	return z;
 }
 
@@ -99,7 +99,7 @@ static void basic(uint64_t *seed, int compressed)
 		same += i % 7 == 0;
 		huge += i % 7 && i % 5 == 0;
 	}
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	uint64_t mem_before = st.mem_used_total;
 	CHECK_EQ(st.huge_pages, huge);
 
@@ -109,12 +109,12 @@ static void basic(uint64_t *seed, int compressed)
 	CHECK_EQ(zs_zram_writeback(z, ZS_ZRAM_WB_HUGE, 10, &r), 0);
 	CHECK_EQ(r.written, 10);
 	CHECK_EQ(count_flag(z, ZS_ZRAM_F_WB), 10);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.bd_count, 10);
 	CHECK_EQ(st.bd_writes, 10);
 	CHECK_EQ(st.huge_pages, huge - 10);
 	verify_all(z, "after huge writeback");
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.bd_reads, 10);
 
 	/* huge_idle: idle only the first half, then only huge+idle move. */
@@ -131,7 +131,7 @@ static void basic(uint64_t *seed, int compressed)
 	/* Everything idle: every non-same slot moves; compr_data_size drops to 0. */
 	zs_zram_mark_idle(z, 0);
 	CHECK_EQ(zs_zram_writeback(z, ZS_ZRAM_WB_IDLE, 0, &r), 0);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.bd_count, N - same);
 	CHECK_EQ(st.compr_data_size, 0);
 	CHECK_EQ(st.pages_stored, N);
@@ -155,7 +155,7 @@ static void basic(uint64_t *seed, int compressed)
 		memset(want[i], 0, PS);
 		discarded++;
 	}
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.bd_count, N - same - (unsigned long)discarded);
 	CHECK(file_blocks() < blocks_full); /* holes punched */
 	for (int i = 2; i < N; i += 3) {
@@ -168,10 +168,10 @@ static void basic(uint64_t *seed, int compressed)
 	CHECK_EQ(zs_zram_writeback(z, ZS_ZRAM_WB_IDLE, 0, &r), 0);
 	CHECK(r.written > 0);
 	verify_all(z, "after second writeback");
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK(st.bd_count <= N);
 	zs_zram_reset(z);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.bd_count, 0);
 	CHECK_EQ(st.pages_stored, 0);
 	zs_zram_destroy(z);
@@ -207,7 +207,7 @@ static void incompressible_and_limit(uint64_t *seed)
 	CHECK_EQ(zs_zram_writeback(z, ZS_ZRAM_WB_INCOMPRESSIBLE, 0, &r), 0);
 	CHECK_EQ(count_flag(z, ZS_ZRAM_F_WB), inc);
 	CHECK_EQ(count_flag(z, ZS_ZRAM_F_INCOMPRESSIBLE), 0);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.incompressible_pages, 0);
 	CHECK_EQ(st.bd_count, inc);
 	verify_all(z, "incompressible");
@@ -228,7 +228,7 @@ static void errors(uint64_t *seed)
 	zs_zram_wb_inject(z, 0, 11, 1);
 	CHECK_EQ(zs_zram_writeback(z, ZS_ZRAM_WB_IDLE, 0, &r), -EIO);
 	CHECK_EQ(r.written, 11);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.bd_count, 11);
 	CHECK_EQ(st.bd_writes, 11);
 	verify_all(z, "after failed writeback");
@@ -244,7 +244,7 @@ static void errors(uint64_t *seed)
 	REQUIRE(wbslot >= 0);
 	zs_zram_wb_inject(z, 1, 0, 3);
 	CHECK_EQ(zs_zram_read(z, (uint64_t)wbslot, back, PS), -EIO);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.failed_reads, 1);
 	CHECK_EQ(zs_zram_read(z, (uint64_t)wbslot, back, PS), 0);
 	CHECK(!memcmp(back, want[wbslot], PS));
@@ -260,7 +260,7 @@ static void errors(uint64_t *seed)
 		zs_zram_config_init(&cfg);
 		cfg.disksize = (uint64_t)N * PS;
 		cfg.backing_path = "/dev/full";
-		CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+		CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 		CHECK(z == NULL);
 	}
 }
@@ -272,18 +272,18 @@ static void bad_config(void)
 	zs_zram_config_init(&cfg);
 	cfg.disksize = (uint64_t)N * PS;
 	cfg.writeback_batch_size = 4;
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL); /* no backing file */
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL); /* no backing file */
 	cfg.writeback_batch_size = 0;
 	cfg.writeback_compressed = 1;
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	cfg.backing_path = path;
 	cfg.writeback_compressed = 2;
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	cfg.writeback_compressed = 0;
 	cfg.writeback_batch_size = ZS_ZRAM_MAX_WB_BATCH + 1;
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	cfg.writeback_batch_size = ZS_ZRAM_MAX_WB_BATCH;
-	CHECK_EQ(zs_zram_create(&cfg, &z), 0);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), 0);
 	CHECK_EQ(zs_zram_writeback(z, (enum zs_zram_wb_type)0, 0, NULL), -EINVAL);
 	CHECK_EQ(zs_zram_writeback(z, (enum zs_zram_wb_type)5, 0, NULL), -EINVAL);
 	CHECK_EQ(zs_zram_set_writeback_limit(z, 2, 1), -EINVAL);
@@ -305,18 +305,18 @@ static void bad_config(void)
 	unlink(sp);
 	REQUIRE(bind(s, (struct sockaddr *)&sa, sizeof(sa)) == 0);
 	cfg.backing_path = sp;
-	CHECK_EQ(zs_zram_create(&cfg, &z), -EINVAL);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -EINVAL);
 	CHECK(z == NULL);
 	close(s);
 	unlink(sp);
 	cfg.backing_path = path;
 	cfg.backing_path = "/nonexistent/zs-backing";
-	CHECK_EQ(zs_zram_create(&cfg, &z), -ENOENT);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), -ENOENT);
 	cfg.backing_path = "/tmp";
-	CHECK(zs_zram_create(&cfg, &z) < 0);
+	CHECK(zs_zram_create(&cfg, &z, NULL, 0) < 0);
 	cfg.backing_path = NULL;
 	cfg.writeback_batch_size = 0;
-	CHECK_EQ(zs_zram_create(&cfg, &z), 0);
+	CHECK_EQ(zs_zram_create(&cfg, &z, NULL, 0), 0);
 	CHECK_EQ(zs_zram_writeback(z, ZS_ZRAM_WB_IDLE, 0, NULL), -EINVAL);
 	CHECK_EQ(zs_zram_set_writeback_limit(z, 1, 1), -EINVAL);
 	CHECK_EQ(zs_zram_get_writeback_limit(z, &en, &left), -EINVAL);
@@ -369,11 +369,11 @@ static void wb_slots_skipped(uint64_t *seed)
 	}
 	/* Recompression: only slots in memory are scanned; written-back ones keep their
 	 * flags, priority 0 and their block. */
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	uint64_t reads0 = st.bd_reads, count0 = st.bd_count;
 	CHECK_EQ(zs_zram_recompress(z, ZS_ZRAM_RECOMP_ALL, 0, 0, &rr), 0);
 	CHECK_EQ(rr.scanned, inmem);
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.bd_reads, reads0);
 	CHECK_EQ(st.bd_count, count0);
 	CHECK_EQ(count_flag(z, ZS_ZRAM_F_WB), wb);

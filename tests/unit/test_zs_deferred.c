@@ -26,6 +26,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include "must.h"
 
 static unsigned char wbuf[65536], rbuf[65536], ebuf[65536];
 
@@ -38,7 +39,7 @@ static struct zs_pool *mk(size_t ps, enum zs_free_mode fm, int checked, size_t c
 	c.checked = checked;
 	c.deferred_capacity = cap;
 	c.deferred_worker = worker;
-	struct zs_pool *p = zs_create_pool(&c);
+	struct zs_pool *p = must_pool_create(&c);
 	REQUIRE(p);
 	return p;
 }
@@ -77,7 +78,7 @@ static unsigned long stats_pages(struct zs_pool *p)
 	unsigned long n = 0;
 	struct zs_class_stats st;
 	for (int i = 0; i < zs_class_count(p); i++)
-		if (!zs_class_stats(p, i, &st))
+		if (!zs_class_stats(p, i, &st, sizeof(st)))
 			n += st.pages_used;
 	return n;
 }
@@ -484,7 +485,7 @@ static void test_limit_with_pending(void)
 			c.max_pages = 16;
 			c.max_object_size = 4 * 4096;
 			c.deferred_worker = worker;
-			struct zs_pool *p = zs_create_pool(&c);
+			struct zs_pool *p = must_pool_create(&c);
 			REQUIRE(p);
 			size_t sz = sizes[si];
 			unsigned long h[64];

@@ -27,6 +27,7 @@
 
 #include "testutil.h"
 #include "zs/zsmalloc.h"
+#include "must.h"
 
 #define P 4096
 
@@ -37,7 +38,7 @@ static struct zs_pool *make(int fit, unsigned shards)
 	c.class_shards = shards; /* 1: one copy, so a thread's CPU cannot move the numbers */
 	c.fit_zspages = fit;
 	c.checked = 1;
-	struct zs_pool *p = zs_create_pool(&c);
+	struct zs_pool *p = must_pool_create(&c);
 	REQUIRE(p);
 	return p;
 }
@@ -76,7 +77,7 @@ static unsigned long class_pages(struct zs_pool *p, unsigned long *slots)
 	unsigned long n = 0, s = 0;
 	struct zs_class_stats st;
 	for (int i = 0; i < zs_class_count(p); i++)
-		if (!zs_class_stats(p, i, &st)) {
+		if (!zs_class_stats(p, i, &st, sizeof(st))) {
 			n += st.pages_used;
 			s += st.obj_allocated;
 		}
@@ -137,7 +138,7 @@ static void sparse_class(uint64_t seed)
 	unsigned short_objs = short_pages * P / ci.phys_size;
 	REQUIRE(short_pages < chain);
 	struct zs_class_stats st;
-	REQUIRE(zs_class_stats(pf, idx, &st) == 0);
+	REQUIRE(zs_class_stats(pf, idx, &st, sizeof(st)) == 0);
 	CHECK_EQ(st.pages_used, chain + short_pages);
 	CHECK_EQ(st.obj_allocated, objs + short_objs);
 	CHECK_EQ(st.obj_used, keep);
@@ -147,7 +148,7 @@ static void sparse_class(uint64_t seed)
 	CHECK_EQ(slots, st.obj_allocated);
 	/* The kernel profile keeps two whole chains for the same objects. */
 	struct zs_class_stats sk;
-	REQUIRE(zs_class_stats(pk, idx, &sk) == 0);
+	REQUIRE(zs_class_stats(pk, idx, &sk, sizeof(sk)) == 0);
 	CHECK_EQ(sk.pages_used, 2 * chain);
 	CHECK_EQ(zs_get_total_pages(pk), 2 * chain);
 	printf("class %d (slot %u, chain %u, %u objs): %u objects in %lu pages fitted, %lu kernel\n",
@@ -166,7 +167,7 @@ static void sparse_class(uint64_t seed)
 			hf[i] = alloc_write(pf, len, seed + 7 * i);
 			live[i] = 2;
 		}
-	REQUIRE(zs_class_stats(pf, idx, &st) == 0);
+	REQUIRE(zs_class_stats(pf, idx, &st, sizeof(st)) == 0);
 	CHECK_EQ(st.obj_used, n);
 	CHECK_EQ(st.pages_used, zs_get_total_pages(pf));
 	CHECK(st.obj_allocated >= n && st.obj_allocated - n < objs);
@@ -177,7 +178,7 @@ static void sparse_class(uint64_t seed)
 	}
 	zs_compact(pf);
 	CHECK_EQ(zs_get_total_pages(pf), class_pages(pf, NULL));
-	REQUIRE(zs_class_stats(pf, idx, &st) == 0);
+	REQUIRE(zs_class_stats(pf, idx, &st, sizeof(st)) == 0);
 	CHECK((st.obj_allocated - st.obj_used) * ci.phys_size < P);
 	bad = 0;
 	for (unsigned i = 0; i < n; i++)
@@ -239,7 +240,7 @@ static void churn(uint64_t seed, unsigned shards)
 		int over = 0;
 		struct zs_class_stats st;
 		for (int c = 0; c < zs_class_count(p); c++) {
-			if (zs_class_stats(p, c, &st))
+			if (zs_class_stats(p, c, &st, sizeof(st)))
 				continue;
 			/* Each copy keeps under a page of free slots (a one-page class always did). */
 			if ((st.obj_allocated - st.obj_used) * st.size >= (unsigned long)sh * P)
@@ -277,7 +278,7 @@ static int classes_chains_plus_one(struct zs_pool *p)
 	int bad = 0;
 	struct zs_class_stats st;
 	for (int c = 0; c < zs_class_count(p); c++) {
-		if (zs_class_stats(p, c, &st) || !st.obj_allocated)
+		if (zs_class_stats(p, c, &st, sizeof(st)) || !st.obj_allocated)
 			continue;
 		unsigned long a = st.obj_allocated / st.objs_per_zspage;
 		unsigned long m = st.obj_allocated % st.objs_per_zspage;
@@ -373,10 +374,10 @@ static void config(void)
 	CHECK_EQ(c.fit_zspages, 0);
 	c.fit_zspages = 2;
 	errno = 0;
-	CHECK(zs_create_pool(&c) == NULL && errno == EINVAL);
+	CHECK_POOL_REFUSED(&c, "zs_pool_config");
 	c.fit_zspages = -1;
 	errno = 0;
-	CHECK(zs_create_pool(&c) == NULL && errno == EINVAL);
+	CHECK_POOL_REFUSED(&c, "zs_pool_config");
 	zs_pool_config_init_app(&c);
 	CHECK_EQ(c.fit_zspages, 1);
 }

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include "must.h"
 
 #define LIVE 1024
 
@@ -126,7 +127,7 @@ static void verify_accounting(struct zs_pool *p, long live)
 	int bad_cls = 0;
 	struct zs_class_stats st;
 	for (int i = 0; i < zs_class_count(p); i++) {
-		if (zs_class_stats(p, i, &st))
+		if (zs_class_stats(p, i, &st, sizeof(st)))
 			continue;
 		pages += st.pages_used;
 		used += st.obj_used;
@@ -149,7 +150,7 @@ static unsigned long total_freeable(struct zs_pool *p)
 	unsigned long f = 0;
 	struct zs_class_stats st;
 	for (int i = 0; i < zs_class_count(p); i++)
-		if (!zs_class_stats(p, i, &st))
+		if (!zs_class_stats(p, i, &st, sizeof(st)))
 			f += st.freeable;
 	return f;
 }
@@ -185,7 +186,7 @@ static void run(size_t ps, enum zs_free_mode fm, enum zs_chain_policy pol, int c
 	c.chain_policy = pol;
 	c.checked = checked;
 	c.deferred_worker = -1;
-	struct zs_pool *p = zs_create_pool(&c);
+	struct zs_pool *p = must_pool_create(&c);
 	REQUIRE(p);
 	REQUIRE(zs_class_count(p) <= 8192);
 	memset(tab, 0, sizeof(tab));
@@ -257,7 +258,7 @@ static void run(size_t ps, enum zs_free_mode fm, enum zs_chain_policy pol, int c
 	verify_all(p);
 	verify_accounting(p, live);
 	struct zs_pool_stats pst;
-	zs_pool_stats(p, &pst);
+	zs_pool_stats(p, &pst, sizeof(pst));
 	CHECK_EQ(pst.pages_compacted, compacted);
 	CHECK_EQ(read_bad, 0);
 	CHECK_EQ(write_bad, 0);

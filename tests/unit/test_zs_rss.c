@@ -15,6 +15,7 @@
 #include "zs/harness.h"
 
 #include <string.h>
+#include "must.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define RSS_MEANINGFUL 0
@@ -40,7 +41,7 @@ static void run(size_t ps, uint64_t seed)
 	zs_pool_config_init(&c);
 	c.page_size = ps;
 	c.deferred_worker = -1;
-	struct zs_pool *p = zs_create_pool(&c);
+	struct zs_pool *p = must_pool_create(&c);
 	REQUIRE(p);
 	/* Touch everything the test itself uses before the first reading. */
 	memset(handles, 0, sizeof(handles));

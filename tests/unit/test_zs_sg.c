@@ -10,6 +10,7 @@
 
 #include "testutil.h"
 #include "zs/zsmalloc.h"
+#include "must.h"
 
 static int sg_equals(const struct zs_obj_piece *sg, int n, const unsigned char *want, size_t len)
 {
@@ -29,7 +30,7 @@ static void run(size_t page_size, int checked, uint64_t *seed)
 	zs_pool_config_init(&cfg);
 	cfg.page_size = page_size;
 	cfg.checked = checked;
-	struct zs_pool *p = zs_create_pool(&cfg);
+	struct zs_pool *p = must_pool_create(&cfg);
 	REQUIRE(p);
 	enum { N = 600 };
 	static unsigned long h[N];
@@ -127,7 +128,7 @@ static void sgv_refusals(int checked)
 	zs_pool_config_init(&cfg);
 	cfg.checked = checked;
 	cfg.deferred_worker = -1;
-	struct zs_pool *p = zs_create_pool(&cfg);
+	struct zs_pool *p = must_pool_create(&cfg);
 	REQUIRE(p);
 	static unsigned long a[N], b[N];
 	unsigned char want[136];
@@ -191,7 +192,7 @@ static void sgv_multipage(void)
 	zs_pool_config_init(&cfg);
 	cfg.checked = 1;
 	cfg.max_object_size = 4 * P;
-	struct zs_pool *p = zs_create_pool(&cfg);
+	struct zs_pool *p = must_pool_create(&cfg);
 	REQUIRE(p);
 	static unsigned char want[3 * P + 100];
 	for (size_t k = 0; k < sizeof(want); k++)

@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include "must.h"
 
 static struct zs_pool *mkpool(size_t page_size, unsigned chain, unsigned delta,
 			      enum zs_chain_policy pol, enum zs_free_mode fm, int checked)
@@ -34,7 +35,7 @@ static struct zs_pool *mkpool(size_t page_size, unsigned chain, unsigned delta,
 	c.free_mode = fm;
 	c.checked = checked;
 	c.deferred_worker = -1;
-	struct zs_pool *p = zs_create_pool(&c);
+	struct zs_pool *p = must_pool_create(&c);
 	REQUIRE(p);
 	return p;
 }
@@ -125,7 +126,7 @@ static unsigned long stats_pages(struct zs_pool *p)
 	unsigned long n = 0;
 	struct zs_class_stats st;
 	for (int i = 0; i < zs_class_count(p); i++)
-		if (zs_class_stats(p, i, &st) == 0)
+		if (zs_class_stats(p, i, &st, sizeof(st)) == 0)
 			n += st.pages_used;
 	return n;
 }
@@ -303,25 +304,22 @@ static void test_bad_config(void)
 		zs_pool_config_init(&c);
 		c.page_size = bad_ps[k];
 		errno = 0;
-		CHECK(zs_create_pool(&c) == NULL);
-		CHECK_EQ(errno, EINVAL);
+		CHECK_POOL_REFUSED(&c, "zs_pool_config");
 	}
 	zs_pool_config_init(&c);
 	c.max_chain = 17;
 	errno = 0;
-	CHECK(zs_create_pool(&c) == NULL);
-	CHECK_EQ(errno, EINVAL);
+	CHECK_POOL_REFUSED(&c, "zs_pool_config");
 	zs_pool_config_init(&c);
 	c.class_delta = 12; /* not a multiple of 8 */
 	errno = 0;
-	CHECK(zs_create_pool(&c) == NULL);
-	CHECK_EQ(errno, EINVAL);
+	CHECK_POOL_REFUSED(&c, "zs_pool_config");
 	zs_pool_config_init(&c);
 	c.free_mode = (enum zs_free_mode)7;
-	CHECK(zs_create_pool(&c) == NULL);
+	CHECK_POOL_REFUSED(&c, "zs_pool_config");
 
 	/* NULL config and zero fields give the defaults. */
-	struct zs_pool *p = zs_create_pool(NULL);
+	struct zs_pool *p = must_pool_create(NULL);
 	REQUIRE(p);
 	CHECK_EQ(zs_pool_page_size(p), 4096);
 	CHECK_EQ(zs_pool_get_config(p)->max_chain, 8);
@@ -336,13 +334,13 @@ static void test_bad_config(void)
 	longname[sizeof(longname) - 1] = 0;
 	zs_pool_config_init(&c);
 	c.name = longname;
-	p = zs_create_pool(&c);
+	p = must_pool_create(&c);
 	REQUIRE(p);
 	CHECK_EQ(strlen(zs_pool_get_config(p)->name), 31);
 	CHECK(!strncmp(zs_pool_get_config(p)->name, longname, 31));
 	zs_destroy_pool(p);
 	c.name = NULL;
-	p = zs_create_pool(&c);
+	p = must_pool_create(&c);
 	REQUIRE(p);
 	CHECK(!strcmp(zs_pool_get_config(p)->name, "zs"));
 	zs_destroy_pool(p);
@@ -472,7 +470,7 @@ static void test_max_pages(void)
 	zs_pool_config_init(&c);
 	c.max_pages = 10;
 	c.deferred_worker = -1;
-	struct zs_pool *p = zs_create_pool(&c);
+	struct zs_pool *p = must_pool_create(&c);
 	REQUIRE(p);
 	unsigned long h[16];
 	int n = 0;
@@ -888,10 +886,10 @@ static void test_fullness_and_compaction(void)
 	struct zs_class_stats st;
 	int cls = zs_lookup_class_index(p, 32);
 	CHECK_EQ(cls, 0);
-	CHECK_EQ(zs_class_stats(p, 1 + zs_lookup_class_index(p, 3632), &st), -ENOENT);
+	CHECK_EQ(zs_class_stats(p, 1 + zs_lookup_class_index(p, 3632), &st, sizeof(st)), -ENOENT);
 	static unsigned long h[8 * 128];
 	h[0] = alloc_ok(p, 24);
-	REQUIRE(zs_class_stats(p, cls, &st) == 0);
+	REQUIRE(zs_class_stats(p, cls, &st, sizeof(st)) == 0);
 	CHECK_EQ(st.fullness[1], 1);
 	CHECK_EQ(st.obj_used, 1);
 	CHECK_EQ(st.obj_allocated, 128);
@@ -901,22 +899,22 @@ static void test_fullness_and_compaction(void)
 	CHECK_EQ(st.objs_per_zspage, 128);
 	for (int i = 1; i < 64; i++)
 		h[i] = alloc_ok(p, 24);
-	zs_class_stats(p, cls, &st);
+	zs_class_stats(p, cls, &st, sizeof(st));
 	CHECK_EQ(st.fullness[1], 0);
 	CHECK_EQ(st.fullness[6], 1); /* 64/128 = 50% -> group 6 */
 	for (int i = 64; i < 127; i++)
 		h[i] = alloc_ok(p, 24);
-	zs_class_stats(p, cls, &st);
+	zs_class_stats(p, cls, &st, sizeof(st));
 	CHECK_EQ(st.fullness[10], 1); /* 127/128 = 99% */
 	h[127] = alloc_ok(p, 24);
-	zs_class_stats(p, cls, &st);
+	zs_class_stats(p, cls, &st, sizeof(st));
 	CHECK_EQ(st.fullness[11], 1);
 	CHECK_EQ(st.fullness[10], 0);
 	for (int i = 128; i < 8 * 128; i++)
 		h[i] = alloc_ok(p, 24);
 	for (int i = 0; i < 8 * 128; i++)
 		write_obj(p, h[i], 24, i);
-	zs_class_stats(p, cls, &st);
+	zs_class_stats(p, cls, &st, sizeof(st));
 	CHECK_EQ(st.fullness[11], 8);
 	CHECK_EQ(st.freeable, 0);
 	CHECK_EQ(zs_compact(p), 0);
@@ -925,17 +923,17 @@ static void test_fullness_and_compaction(void)
 		zs_free(p, h[i]);
 		h[i] = 0;
 	}
-	zs_class_stats(p, cls, &st);
+	zs_class_stats(p, cls, &st, sizeof(st));
 	CHECK_EQ(st.fullness[6], 8);
 	CHECK_EQ(st.obj_used, 512);
 	CHECK_EQ(st.freeable, 4);
 	CHECK_EQ(zs_get_total_pages(p), 8);
 	CHECK_EQ(zs_compact(p), 4);
 	struct zs_pool_stats ps;
-	zs_pool_stats(p, &ps);
+	zs_pool_stats(p, &ps, sizeof(ps));
 	CHECK_EQ(ps.pages_compacted, 4);
 	CHECK_EQ(zs_get_total_pages(p), 4);
-	zs_class_stats(p, cls, &st);
+	zs_class_stats(p, cls, &st, sizeof(st));
 	CHECK_EQ(st.fullness[11], 4);
 	CHECK_EQ(st.freeable, 0);
 	CHECK_EQ(st.pages_used, 4);
@@ -954,11 +952,11 @@ static void test_fullness_and_compaction(void)
 	CHECK_EQ(zs_get_total_pages(p), 4 + 28);
 	for (int i = 0; i < 4 * 199; i += 2)
 		zs_free(p, g[i]);
-	zs_class_stats(p, c2, &st);
+	zs_class_stats(p, c2, &st, sizeof(st));
 	CHECK_EQ(st.obj_used, 398);
 	CHECK_EQ(st.freeable, 14);
 	CHECK_EQ(zs_compact(p), 14);
-	zs_pool_stats(p, &ps);
+	zs_pool_stats(p, &ps, sizeof(ps));
 	CHECK_EQ(ps.pages_compacted, 18);
 	CHECK_EQ(zs_get_total_pages(p), 4 + 14);
 	CHECK_EQ(stats_pages(p), 18);
@@ -971,7 +969,7 @@ static void test_fullness_and_compaction(void)
 	for (int i = 1; i < 4 * 199; i += 2)
 		zs_free(p, g[i]);
 	CHECK_EQ(zs_get_total_pages(p), 0);
-	zs_pool_stats(p, &ps);
+	zs_pool_stats(p, &ps, sizeof(ps));
 	CHECK_EQ(ps.pages_compacted, 18);
 	zs_destroy_pool(p);
 }
@@ -1028,7 +1026,7 @@ static void test_free_modes_same_pages(void)
 			trace[fm][i] = zs_get_total_pages(p);
 		}
 		struct zs_pool_stats st;
-		zs_pool_stats(p, &st);
+		zs_pool_stats(p, &st, sizeof(st));
 		pc[fm] = st.pages_compacted;
 		for (int i = 0; i < LIVE; i++)
 			zs_free(p, h[i]);
@@ -1071,7 +1069,7 @@ static void test_malloc_write(void)
 			zs_pool_config_init(&c);
 		c.checked = prof == 2;
 		c.class_shards = prof == 1 ? 1 : 0; /* one copy: the pair's pool places alike */
-		struct zs_pool *pw = zs_create_pool(&c), *pp = zs_create_pool(&c);
+		struct zs_pool *pw = must_pool_create(&c), *pp = must_pool_create(&c);
 		REQUIRE(pw && pp);
 		int bad = 0;
 		for (size_t s = 1; s <= 4096; s++) {
@@ -1097,7 +1095,7 @@ static void test_malloc_write(void)
 		zs_compact(pp);
 		for (int i = 0; i < zs_class_count(pw); i++) {
 			struct zs_class_stats a, b;
-			if (zs_class_stats(pw, i, &a) || zs_class_stats(pp, i, &b))
+			if (zs_class_stats(pw, i, &a, sizeof(a)) || zs_class_stats(pp, i, &b, sizeof(b)))
 				continue;
 			if (a.obj_used != b.obj_used || a.obj_allocated != b.obj_allocated ||
 			    a.pages_used != b.pages_used)
@@ -1116,7 +1114,7 @@ static void test_malloc_write(void)
 	struct zs_pool_config c;
 	zs_pool_config_init(&c);
 	c.max_object_size = 4 * 4096;
-	p = zs_create_pool(&c);
+	p = must_pool_create(&c);
 	REQUIRE(p);
 	unsigned long big[8];
 	for (int i = 0; i < 8; i++) {
@@ -1137,7 +1135,7 @@ static void test_malloc_write(void)
 	zs_pool_config_init(&c);
 	c.max_pages = 10;
 	c.deferred_worker = -1; /* no worker: the queue holds the free until flushed */
-	p = zs_create_pool(&c);
+	p = must_pool_create(&c);
 	REQUIRE(p);
 	unsigned long h[10];
 	for (int i = 0; i < 10; i++) {

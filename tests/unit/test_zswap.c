@@ -25,6 +25,8 @@
 #include "zs/compress.h"
 #include "zs/zswap.h"
 #include "zs/harness.h"
+#include "must.h"
+#include "backend/backend_internal.h" /* swaps a backend's ops to inject faults */
 
 static char path[64];
 
@@ -301,11 +303,11 @@ static void test_promises(uint64_t *seed)
 	CHECK_EQ(zs_zswap_set_pool_limit(z, 20, 90), 0);
 	CHECK_EQ(zs_zswap_group_set(z, ZS_ZSWAP_MAX_GROUPS - 1, ZS_ZSWAP_NO_LIMIT, 0), 0);
 	CHECK_EQ(zs_zswap_group_set(z, 1, ZS_ZSWAP_NO_LIMIT, -1), -EINVAL);
-	CHECK_EQ(zs_zswap_group_stats(z, ZS_ZSWAP_MAX_GROUPS - 1, &gs), 0);
+	CHECK_EQ(zs_zswap_group_stats(z, ZS_ZSWAP_MAX_GROUPS - 1, &gs, sizeof(gs)), 0);
 	CHECK_EQ(gs.writeback, 0);
-	CHECK_EQ(zs_zswap_group_stats(z, 1, &gs), 0);
+	CHECK_EQ(zs_zswap_group_stats(z, 1, &gs, sizeof(gs)), 0);
 	CHECK_EQ(gs.writeback, 1);   /* the refused set changed nothing */
-	CHECK_EQ(zs_zswap_group_stats(z, 0, NULL), -EINVAL);
+	CHECK_EQ(zs_zswap_group_stats(z, 0, NULL, sizeof(struct zs_zswap_group_stats)), -EINVAL);
 	CHECK_EQ(zs_zswap_writeback(NULL, 1), -EINVAL);
 	CHECK_EQ(zs_zswap_shrink(NULL, 1), -EINVAL);
 	/* A NULL zswap is -EINVAL (or 0, or nothing, where a call returns no error). */
@@ -313,15 +315,15 @@ static void test_promises(uint64_t *seed)
 	CHECK_EQ(zs_zswap_invalidate(NULL, 0), -EINVAL);
 	CHECK_EQ(zs_zswap_store_compressed(NULL, 0, NULL, 10, 0), -EINVAL);
 	CHECK_EQ(zs_zswap_group_set(NULL, 0, 0, 1), -EINVAL);
-	CHECK_EQ(zs_zswap_group_stats(NULL, 0, &gs), -EINVAL);
+	CHECK_EQ(zs_zswap_group_stats(NULL, 0, &gs, sizeof(gs)), -EINVAL);
 	CHECK_EQ(zs_zswap_shrink_count(NULL), 0);
 	CHECK_EQ(zs_zswap_compact(NULL), 0);
 	zs_zswap_flush(NULL);
 	struct zs_zswap_stats nst;
 	memset(&nst, 0x55, sizeof(nst));
-	zs_zswap_get_stats(NULL, &nst);
+	zs_zswap_get_stats(NULL, &nst, sizeof(nst));
 	CHECK_EQ(nst.zswpout + nst.stored_pages + nst.pool_pages, 0);
-	zs_zswap_get_stats(z, NULL);
+	zs_zswap_get_stats(z, NULL, sizeof(struct zs_zswap_stats));
 	CHECK_EQ(zs_zswap_page_size(NULL), 0);
 	CHECK(zs_zswap_comp_name(NULL) != NULL && !zs_zswap_comp_name(NULL)[0]);
 	CHECK(zs_zswap_backend(NULL) == NULL);
@@ -352,7 +354,7 @@ static void test_promises(uint64_t *seed)
 	CHECK_EQ(zs_zswap_invalidate(z, 7), -ENOENT);
 	/* clen up to zs_comp_bound of a page is taken (size-only: a raw entry), one more not. */
 	struct zs_comp *c;
-	REQUIRE(zs_comp_create(zs_zswap_comp_name(z), ps, &c) == 0);
+	REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = zs_zswap_comp_name(z), .max_src = ps }, &c, NULL, 0) == 0);
 	size_t bound = zs_comp_bound(c, ps);
 	zs_comp_destroy(c);
 	CHECK_EQ(zs_zswap_store_compressed(z, 8, NULL, bound, 0), 0);
@@ -388,7 +390,7 @@ static void test_promises(uint64_t *seed)
 	b->ops = zs_real_ops;
 	CHECK_EQ(zs_zswap_load(z, 2, back), -ENOENT);
 	struct zs_zswap_stats st;
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.reject_compress_poor, 1);
 	CHECK_EQ(st.reject_alloc_fail, 0);
 	int rc = 0;
@@ -397,7 +399,7 @@ static void test_promises(uint64_t *seed)
 		gen_page(page, ps, PG_TEXT, seed);
 	CHECK_EQ(rc, -ENOMEM);
 	CHECK_EQ(zs_zswap_load(z, off, back), -ENOENT);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.reject_alloc_fail, 1);
 	CHECK_EQ(st.reject_compress_poor, 1);
 	CHECK(st.pool_pages <= 32);
@@ -415,7 +417,7 @@ static void test_promises(uint64_t *seed)
 		CHECK_EQ(zs_zswap_store(z, ZS_ZSWAP_MAX_OFFSET - 1, page, 0), 0);
 		CHECK_EQ(zs_zswap_writeback(z, 1), 0);   /* second chance: it was referenced */
 		CHECK_EQ(zs_zswap_writeback(z, 1), 0);   /* the write fails */
-		zs_zswap_get_stats(z, &st);
+		zs_zswap_get_stats(z, &st, sizeof(st));
 		CHECK(st.reject_reclaim_fail >= 1);
 		CHECK_EQ(st.written_back_pages, 0);
 		CHECK_EQ(st.stored_pages, 1);
@@ -433,7 +435,7 @@ static void test_promises(uint64_t *seed)
 		CHECK_EQ(zs_zswap_store(z, off, page, 0), 0);
 	CHECK_EQ(zs_zswap_shrink_count(z), 0);
 	CHECK_EQ(zs_zswap_shrink(z, 64), 0);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.written_back_pages, 0);
 	CHECK_EQ(st.stored_pages, 8);
 	zs_zswap_destroy(z);
@@ -459,7 +461,7 @@ static void test_rules(uint64_t *seed)
 	CHECK_EQ(zs_zswap_invalidate(z, ZS_ZSWAP_MAX_OFFSET), -EINVAL);
 	CHECK_EQ(zs_zswap_group_set(z, ZS_ZSWAP_MAX_GROUPS, 0, 1), -EINVAL);
 	CHECK_EQ(zs_zswap_group_set(z, 1, 0, 2), -EINVAL);
-	CHECK_EQ(zs_zswap_group_stats(z, ZS_ZSWAP_MAX_GROUPS, &gs), -EINVAL);
+	CHECK_EQ(zs_zswap_group_stats(z, ZS_ZSWAP_MAX_GROUPS, &gs, sizeof(gs)), -EINVAL);
 	CHECK_EQ(zs_zswap_set_pool_limit(z, 101, 50), -EINVAL);
 	CHECK_EQ(zs_zswap_writeback(z, 1), -EOPNOTSUPP);
 	CHECK_EQ(zs_zswap_shrink(z, 1), -EOPNOTSUPP);
@@ -470,7 +472,7 @@ static void test_rules(uint64_t *seed)
 	/* Zero bypass: marked, not stored; a load gives zeros once. */
 	gen_page(page, ps, PG_ZERO, seed);
 	CHECK_EQ(zs_zswap_store(z, 7, page, 0), ZS_ZSWAP_ZERO);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.swpout_zero, 1);
 	CHECK_EQ(st.stored_pages, 0);
 	CHECK_EQ(st.zero_pages, 1);
@@ -479,7 +481,7 @@ static void test_rules(uint64_t *seed)
 	CHECK_EQ(zs_zswap_load(z, 7, back), ZS_ZSWAP_ZERO);
 	CHECK(!memcmp(back, page, ps));
 	CHECK_EQ(zs_zswap_load(z, 7, back), -ENOENT);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.swpin_zero, 1);
 	CHECK_EQ(st.zero_pages, 0);
 	CHECK_EQ(zs_zswap_store_compressed(z, 8, NULL, 0, 0), ZS_ZSWAP_ZERO);
@@ -488,7 +490,7 @@ static void test_rules(uint64_t *seed)
 	/* No same-filled path: 0xAB pages are compressed and stored. */
 	gen_page(page, ps, PG_SAME, seed);
 	CHECK_EQ(zs_zswap_store(z, 9, page, 0), 0);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.stored_pages, 1);
 	CHECK_EQ(st.zswpout, 1);
 	CHECK(st.stored_bytes > 0 && st.stored_bytes < 200);
@@ -502,18 +504,18 @@ static void test_rules(uint64_t *seed)
 	/* Incompressible: raw page-size object. */
 	gen_page(page, ps, PG_RANDOM, seed);
 	CHECK_EQ(zs_zswap_store(z, 10, page, 0), 0);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.stored_incompressible_pages, 1);
 	CHECK_EQ(st.stored_bytes, ps);
 	/* A stale entry is replaced (the old one freed). */
 	gen_page(page, ps, PG_TEXT, seed);
 	CHECK_EQ(zs_zswap_store(z, 10, page, 0), 0);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.stored_pages, 1);
 	CHECK_EQ(st.stored_incompressible_pages, 0);
 	CHECK_EQ(zs_zswap_load(z, 10, back), 0);
 	CHECK(!memcmp(back, page, ps));
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.zswpin, 2);
 	CHECK_EQ(st.stored_pages, 0);
 	CHECK_EQ(st.pool_total_size, 0);
@@ -522,11 +524,11 @@ static void test_rules(uint64_t *seed)
 	CHECK_EQ(zs_zswap_group_set(z, 3, ZS_ZSWAP_NO_LIMIT, 0), 0);
 	gen_page(page, ps, PG_RANDOM, seed);
 	CHECK_EQ(zs_zswap_store(z, 11, page, 3), -E2BIG);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.reject_compress_poor, 1);
 	gen_page(page, ps, PG_TEXT, seed);
 	CHECK_EQ(zs_zswap_store(z, 11, page, 3), 0);
-	CHECK_EQ(zs_zswap_group_stats(z, 3, &gs), 0);
+	CHECK_EQ(zs_zswap_group_stats(z, 3, &gs, sizeof(gs)), 0);
 	CHECK_EQ(gs.zswpout, 1);
 	CHECK_EQ(gs.zswapped, ps);
 	CHECK(gs.zswap > 0 && gs.zswap < ps);
@@ -535,7 +537,7 @@ static void test_rules(uint64_t *seed)
 	/* Rejected: the stale entry at 11 is dropped too (the page goes elsewhere). */
 	CHECK_EQ(zs_zswap_store(z, 11, page, 3), -EDQUOT);
 	CHECK_EQ(zs_zswap_load(z, 11, back), -ENOENT);
-	CHECK_EQ(zs_zswap_group_stats(z, 3, &gs), 0);
+	CHECK_EQ(zs_zswap_group_stats(z, 3, &gs, sizeof(gs)), 0);
 	CHECK_EQ(gs.zswap, 0);
 	CHECK_EQ(gs.max_bytes, 0);
 	/* A limit is checked before storing: one store may go over. */
@@ -547,7 +549,7 @@ static void test_rules(uint64_t *seed)
 	/* Size-only entries (trace replay): accounted, load gives NODATA and zeros. */
 	CHECK_EQ(zs_zswap_store_compressed(z, 20, NULL, 1000, 0), 0);
 	CHECK_EQ(zs_zswap_store_compressed(z, 21, NULL, ps + 5, 0), 0);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.stored_pages, 2);
 	CHECK_EQ(st.stored_incompressible_pages, 1);
 	CHECK_EQ(st.stored_bytes, 1000 + ps);
@@ -559,7 +561,7 @@ static void test_rules(uint64_t *seed)
 	memset(page, 0x5a, 100);
 	CHECK_EQ(zs_zswap_store_compressed(z, 22, page, 100, 0), 0);
 	CHECK_EQ(zs_zswap_load(z, 22, back), -EIO);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.decompress_fail, 1);
 	CHECK_EQ(st.stored_pages, 1);
 	CHECK_EQ(zs_zswap_invalidate(z, 22), 0);
@@ -570,7 +572,7 @@ static void test_rules(uint64_t *seed)
 	CHECK_EQ(zs_zswap_store(z, ZS_ZSWAP_MAX_OFFSET - 1, page, 0), 0);
 	CHECK_EQ(zs_zswap_load(z, ZS_ZSWAP_MAX_OFFSET - 1, back), 0);
 	CHECK(!memcmp(back, page, ps));
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.stored_pages, 0);
 	CHECK_EQ(st.pool_total_size, 0);
 	zs_zswap_destroy(z);
@@ -600,11 +602,11 @@ static void test_pool_limit(uint64_t *seed)
 	struct zs_zswap *z = mk(ps, NULL, 100 * ps, 10, NULL);
 	int i;
 
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.max_pool_pages, 10);
 	CHECK_EQ(st.accept_pool_pages, 9);
 	CHECK_EQ(fill_until_full(z, ps, seed), 10);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.pool_limit_hit, 1);
 	CHECK_EQ(st.reached_full, 1);
 	CHECK_EQ(st.pool_total_size, 10 * ps);
@@ -612,7 +614,7 @@ static void test_pool_limit(uint64_t *seed)
 	CHECK_EQ(zs_zswap_invalidate(z, 0), 0);
 	gen_page(page, ps, PG_RANDOM, seed);
 	CHECK_EQ(zs_zswap_store(z, 100, page, 0), 0);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.reached_full, 0);
 	/* Full again; drop to 9 pages... no: stays full until <= 9 (max 10 * 90%). */
 	CHECK_EQ(zs_zswap_store(z, 101, page, 0), -ENOSPC);
@@ -620,7 +622,7 @@ static void test_pool_limit(uint64_t *seed)
 	CHECK_EQ(zs_zswap_invalidate(z, 1), 0);
 	CHECK_EQ(zs_zswap_invalidate(z, 2), 0);
 	CHECK_EQ(zs_zswap_store(z, 102, page, 0), -ENOSPC); /* 8 pages: still full */
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.pool_limit_hit, 2);
 	CHECK_EQ(st.accept_pool_pages, 5);
 	for (i = 3; i < 6; i++)
@@ -658,7 +660,7 @@ static void test_pool_limit_deferred(uint64_t *seed)
 	CHECK_EQ(zs_zswap_invalidate(z, 0), 0);
 	gen_page(page, ps, PG_RANDOM, seed);
 	CHECK_EQ(zs_zswap_store(z, 100, page, 0), 0);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.pool_limit_hit, 1);
 	CHECK_EQ(st.reached_full, 0);
 	CHECK_EQ(st.pool_total_size, 10 * ps);
@@ -683,7 +685,7 @@ static void test_writeback(uint64_t *seed)
 	}
 	/* Every entry is referenced: the first pass only rotates. */
 	CHECK_EQ(zs_zswap_writeback(z, 1), 1);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.written_back_pages, 1);
 	CHECK_EQ(st.zswpwb, 1);
 	CHECK_EQ(st.disk_pages, 1);
@@ -692,23 +694,23 @@ static void test_writeback(uint64_t *seed)
 	CHECK_EQ(zs_zswap_load(z, 0, back), ZS_ZSWAP_DISK);
 	CHECK(!memcmp(back, page[0], ps));
 	CHECK_EQ(zs_zswap_load(z, 0, back), -ENOENT);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.pswpin, 1);
 	CHECK_EQ(st.disk_pages, 0);
 	/* Injected write errors: counted, the entries stay. */
 	zs_zswap_wb_inject(z, 0, 0, 2);
 	CHECK_EQ(zs_zswap_writeback(z, 2), 2);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.reject_reclaim_fail, 2);
 	CHECK_EQ(st.written_back_pages, 3);
 	/* Group 1 with writeback off: its entries are passed over. */
 	CHECK_EQ(zs_zswap_group_set(z, 1, ZS_ZSWAP_NO_LIMIT, 0), 0);
 	CHECK_EQ(zs_zswap_writeback(z, 100), 2); /* the group-0 entries left: 2 of 4 */
-	CHECK_EQ(zs_zswap_group_stats(z, 0, &gs), 0);
+	CHECK_EQ(zs_zswap_group_stats(z, 0, &gs, sizeof(gs)), 0);
 	CHECK_EQ(gs.zswpwb, 4);
 	CHECK_EQ(gs.zswapped, 0);
 	/* Order after the first pass: 1..7; the failed 1 and 2 went young, 3 and 4 were written. */
-	CHECK_EQ(zs_zswap_group_stats(z, 1, &gs), 0);
+	CHECK_EQ(zs_zswap_group_stats(z, 1, &gs, sizeof(gs)), 0);
 	CHECK_EQ(gs.zswpwb, 1);
 	CHECK_EQ(gs.zswapped, 3 * ps);
 	/* Injected read error: -EIO, zeroed, the page stays on disk. */
@@ -729,7 +731,7 @@ static void test_writeback(uint64_t *seed)
 			CHECK(!memcmp(back, page[i], ps));
 		}
 	}
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.stored_pages, 0);
 	CHECK_EQ(st.disk_pages, 0);
 	CHECK_EQ(st.pool_total_size, 0);
@@ -746,7 +748,7 @@ static void test_writeback(uint64_t *seed)
 	CHECK(zs_zswap_shrink_count(z) > 0);
 	CHECK_EQ(zs_zswap_shrink(z, 8), 0);  /* 8 steps: all rotated */
 	CHECK_EQ(zs_zswap_shrink(z, 3), 3);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.written_back_pages, 3);
 	zs_zswap_destroy(z);
 }
@@ -781,7 +783,7 @@ static void test_worker(uint64_t *seed)
 		gen_page(page, ps, PG_RANDOM, seed);
 		CHECK_EQ(zs_zswap_store(z, (uint64_t)i, page, 0), 0);
 	}
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK_EQ(st.shrink_worker_runs, 0);
 	CHECK_EQ(thread_count(), threads0);
 	/* Entries are referenced: each rejected store's pass rotates 16 and gives up, until
@@ -796,7 +798,7 @@ static void test_worker(uint64_t *seed)
 		if (rc == -ENOSPC)
 			rejected++;
 	}
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	CHECK(rejected > 0);
 	CHECK(st.shrink_worker_runs > 0);
 	CHECK(st.written_back_pages > 0);
@@ -1137,7 +1139,7 @@ static int compare(struct zs_zswap *z, struct model *m, long op, const char *wha
 	struct zs_zswap_stats st;
 	int bad = 0;
 
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	m->st.pool_pages = sh_pages(m);
 	m->st.pool_total_size = m->st.meminfo_zswap = m->st.pool_pages * m->ps;
 	m->st.meminfo_zswapped = m->st.stored_pages * m->ps;
@@ -1160,7 +1162,7 @@ static int compare(struct zs_zswap *z, struct model *m, long op, const char *wha
 	for (unsigned g = 0; g < NGRP; g++) {
 		struct zs_zswap_group_stats gs;
 
-		zs_zswap_group_stats(z, g, &gs);
+		zs_zswap_group_stats(z, g, &gs, sizeof(gs));
 		if (gs.zswap != m->g[g].charged || gs.zswapped != m->g[g].pages * m->ps ||
 		    gs.zswpin != m->g[g].zswpin || gs.zswpout != m->g[g].zswpout ||
 		    gs.zswpwb != m->g[g].zswpwb) {
@@ -1236,16 +1238,16 @@ static void run_model(const struct mcfg *c, uint64_t seed, long nops)
 		struct zs_pool_config pc = cfg.backend.zs;
 
 		pc.page_size = ps;
-		m.pool = zs_create_pool(&pc);
+		m.pool = must_pool_create(&pc);
 		REQUIRE(m.pool);
 	} else {
 		struct zs_backend_config bc = cfg.backend;
 
 		bc.page_size = ps;
-		m.be = zs_backend_create(&bc);
+		m.be = must_backend_create(&bc);
 		REQUIRE(m.be);
 	}
-	REQUIRE(zs_comp_create(c->comp, ps, &m.comp) == 0);
+	REQUIRE(zs_comp_create(&(struct zs_comp_config){ .name = c->comp, .max_src = ps }, &m.comp, NULL, 0) == 0);
 	/* The compression buffer, then one zero page (m_store compares against it). */
 	m.cbuf_cap = zs_comp_bound(m.comp, ps) + ps;
 	m.cbuf = calloc(1, m.cbuf_cap);
@@ -1428,7 +1430,7 @@ static void run_model(const struct mcfg *c, uint64_t seed, long nops)
 	{
 		struct zs_zswap_stats st;
 
-		zs_zswap_get_stats(z, &st);
+		zs_zswap_get_stats(z, &st, sizeof(st));
 		CHECK_EQ(st.stored_pages + st.zero_pages + st.disk_pages, 0);
 		CHECK_EQ(st.pool_pages, 0);
 		printf("%s: %ld ops (%ld stores, %ld loads, %ld writebacks): stored %llu, "
@@ -1461,14 +1463,14 @@ static void test_pool_parity(uint64_t *seed)
 {
 	const size_t ps = 4096;
 	struct zs_zswap *z = mk(ps, NULL, 0, 100, NULL);
-	struct zs_pool *pool = zs_create_pool(NULL);
+	struct zs_pool *pool = must_pool_create(NULL);
 	struct zs_comp *comp;
 	unsigned char page[4096], cbuf[8192];
 	unsigned long *h = calloc(3000, sizeof(*h));
 	struct zs_zswap_stats st;
 	int mism = 0;
 
-	REQUIRE(pool && h && zs_comp_create("lzo", ps, &comp) == 0);
+	REQUIRE(pool && h && zs_comp_create(&(struct zs_comp_config){ .name = "lzo", .max_src = ps }, &comp, NULL, 0) == 0);
 	for (int round = 0; round < 4; round++) {
 		for (int i = 0; i < 3000; i++) {
 			int n, rc;
@@ -1492,11 +1494,11 @@ static void test_pool_parity(uint64_t *seed)
 				zs_free(pool, h[i]);
 				h[i] = 0;
 			}
-		zs_zswap_get_stats(z, &st);
+		zs_zswap_get_stats(z, &st, sizeof(st));
 		mism += st.pool_pages != zs_get_total_pages(pool);
 	}
 	CHECK_EQ(mism, 0);
-	zs_zswap_get_stats(z, &st);
+	zs_zswap_get_stats(z, &st, sizeof(st));
 	printf("pool parity: %llu pages both sides (%llu stored)\n",
 	       (unsigned long long)st.pool_pages, (unsigned long long)st.stored_pages);
 	zs_zswap_destroy(z);

@@ -338,7 +338,8 @@ int opt_pool_arg(const char *cmd, unsigned accepted, int code, const char *arg,
 					 ZS_MAX_CLASS_SHARDS);
 		return 0;
 	case OPTC_MAX_OBJECT:
-		/* Checked against the page size by zs_create_pool (EINVAL), as every other field. */
+		/* Checked against the page size by zs_pool_create (-EINVAL and a reason), as every
+		 * other field. */
 		if (opt_bytes(cmd, name, arg, ZS_PAGE_SIZE_MIN,
 			      (uint64_t)ZS_MAX_OBJECT_PAGES * ZS_PAGE_SIZE_MAX, &v))
 			return 2;

@@ -17,7 +17,7 @@ void zs_waste_measure(struct zs_pool *pool, size_t live_bytes, struct zs_waste *
 	for (int i = 0, n = zs_class_count(pool); i < n; i++) {
 		struct zs_class_stats st;
 		struct zs_class_info ci;
-		if (zs_class_stats(pool, i, &st) || zs_class_info(pool, i, &ci) || !st.obj_allocated)
+		if (zs_class_stats(pool, i, &st, sizeof(st)) || zs_class_info(pool, i, &ci) || !st.obj_allocated)
 			continue;
 		/* Summed over zspages, which need not be one length (fitted zspages). */
 		w->tails += (size_t)st.pages_used * ps - (size_t)st.obj_allocated * st.size;

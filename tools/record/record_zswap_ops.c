@@ -125,7 +125,7 @@ static int lzo_is_1_15(struct zs_comp *c, void *dst, size_t cap)
 int lzo_page_sizes(struct zrec *r)
 {
 	struct zs_comp *c;
-	int err = zs_comp_create("lzo", r->P, &c);
+	int err = zs_comp_create(&(struct zs_comp_config){ .name = "lzo", .max_src = r->P }, &c, NULL, 0);
 	if (err) {
 		fprintf(stderr, "zs record: libzs lzo: %s\n", strerror(-err));
 		return err;

@@ -57,7 +57,7 @@ int kclass_line(struct replay *R, const struct trace_rec *rec, long line)
 	R->kclass_rows++;
 	struct zs_class_stats st;
 	unsigned cls = (unsigned)rec->slot;
-	if ((int)cls >= n || zs_class_stats(R->pool, (int)cls, &st)) {
+	if ((int)cls >= n || zs_class_stats(R->pool, (int)cls, &st, sizeof(st))) {
 		class_bad(R, line, "no such physical class in libzs (objects allocated)", cls,
 			  rec->exp[0], 0);
 		return 0;
@@ -81,7 +81,7 @@ void kclass_end(struct replay *R)
 	int n = zs_class_count(R->pool);
 	for (int i = 0; i < n; i++) {
 		struct zs_class_stats st;
-		if (R->kseen[i] || zs_class_stats(R->pool, i, &st) || !st.obj_allocated)
+		if (R->kseen[i] || zs_class_stats(R->pool, i, &st, sizeof(st)) || !st.obj_allocated)
 			continue;
 		class_bad(R, R->ksnap_line, "left out of the kernel's table (objects allocated)",
 			  (unsigned)i, 0, st.obj_allocated);
@@ -113,7 +113,7 @@ void kclass_out(struct replay *R, const struct trace_header *h, const char *s, i
 	int n = zs_class_count(R->pool);
 	for (int i = 0; i < n; i++) {
 		struct zs_class_stats st;
-		if (!zs_class_stats(R->pool, i, &st) && st.obj_allocated)
+		if (!zs_class_stats(R->pool, i, &st, sizeof(st)) && st.obj_allocated)
 			fprintf(R->cls_out, "k %d %lu %lu %lu\n", i, st.obj_allocated, st.obj_used,
 				st.pages_used);
 	}

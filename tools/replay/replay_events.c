@@ -71,7 +71,7 @@ static void class_diff(struct replay *R, int cls)
 {
 	struct replay_events *E = R->ev;
 	struct zs_class_stats st;
-	if (cls < 0 || cls >= E->ncls || zs_class_stats(R->pool, cls, &st))
+	if (cls < 0 || cls >= E->ncls || zs_class_stats(R->pool, cls, &st, sizeof(st)))
 		return;
 	uint64_t now = st.pages_used, ppz = st.pages_per_zspage ? st.pages_per_zspage : 1;
 	/* One line per zspage of the class's length; a remainder (fit_zspages'
@@ -93,7 +93,7 @@ void events_alloc(struct replay *R, unsigned long idx, int cls, size_t req)
 	if (!R->ev)
 		return;
 	struct zs_class_stats st;
-	unsigned slot_size = zs_class_stats(R->pool, cls, &st) ? 0 : st.size;
+	unsigned slot_size = zs_class_stats(R->pool, cls, &st, sizeof(st)) ? 0 : st.size;
 	fprintf(R->ev->f, "alloc %lu %d %zu %u\n", idx, cls, req, slot_size);
 	class_diff(R, cls);
 }

@@ -39,7 +39,8 @@ int held_setup(struct replay *R, const struct zs_pool_config *cfg)
 	 * refused: its frees bypass the queue this check holds). */
 	if (mc.free_mode == ZS_FREE_PAGE_DEFERRED)
 		mc.free_mode = ZS_FREE_POOL_LOCK;
-	R->shadow = zs_create_pool(&mc);
+	if (zs_pool_create(&mc, &R->shadow, NULL, 0))
+		return -ENOMEM;
 	R->held = calloc((size_t)R->o.held, sizeof(*R->held));
 	if (!R->shadow || !R->held)
 		return -ENOMEM;

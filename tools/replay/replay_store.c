@@ -41,7 +41,7 @@ static void synth_page(struct synth *sy, unsigned k, unsigned v, uint8_t *page)
 
 int synth_init(struct synth *sy, const char *comp, size_t ps)
 {
-	int rc = zs_comp_create(comp, ps, &sy->comp);
+	int rc = zs_comp_create(&(struct zs_comp_config){ .name = comp, .max_src = ps }, &sy->comp, NULL, 0);
 	if (rc)
 		return rc;
 	sy->ps = ps;

@@ -135,6 +135,7 @@ static void shadow_recount(struct replay *R)
 static int zswap_setup(struct replay *R, const struct trace_header *h)
 {
 	struct zs_pool_config cfg;
+	char why[256] = "";
 	struct zs_zswap_config zc;
 	char err[200];
 	if (!h->seen_magic && !R->o.quiet)
@@ -171,15 +172,14 @@ static int zswap_setup(struct replay *R, const struct trace_header *h)
 		zs_backend_config_init(&bc);
 		bc.kind = "zblock";
 		bc.page_size = R->page_size;
-		R->b = zs_backend_create(&bc);
+		zs_backend_create(&bc, &R->b, why, sizeof(why));
 		R->b_owned = R->b != NULL;
 	} else {
 		cfg.checked = 0;
-		R->pool = zs_create_pool(&cfg);
+		zs_pool_create(&cfg, &R->pool, why, sizeof(why));
 	}
 	if (!R->pool && !R->b) {
-		fprintf(stderr, "zs replay: the shadow %s pool: %s\n", zc.backend.kind,
-			strerror(errno));
+		fprintf(stderr, "zs replay: the shadow %s pool: %s\n", zc.backend.kind, why);
 		return 2;
 	}
 	R->span_on = 1;
@@ -192,7 +192,7 @@ static int zswap_setup(struct replay *R, const struct trace_header *h)
 		if (h->data[0])
 			printf("  data %s\n", h->data);
 		struct zs_zswap_stats st;
-		zs_zswap_get_stats(R->zw, &st);
+		zs_zswap_get_stats(R->zw, &st, sizeof(st));
 		if (h->totalram_pages)
 			printf("  pool limit: max_pool_percent %u of totalram_pages %" PRIu64 " = %" PRIu64
 			       " pages\n", zc.max_pool_percent, h->totalram_pages, st.max_pool_pages);
@@ -354,7 +354,7 @@ void zswap_current(struct replay *R, uint64_t got[NF])
 	struct zs_zswap_stats st;
 	if (R->o.deferred)
 		zs_zswap_flush(R->zw);
-	zs_zswap_get_stats(R->zw, &st);
+	zs_zswap_get_stats(R->zw, &st, sizeof(st));
 	got[0] = st.pool_total_size / R->page_size;
 	got[1] = st.stored_pages;
 	got[2] = st.stored_incompressible_pages;

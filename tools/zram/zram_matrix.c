@@ -62,7 +62,7 @@ static void run_one(const struct zs_pageset *ps, const char *comp, const char *d
 	cfg.comp_dict_path = dict;
 	cfg.group_pages = group > 1 ? group : 0;
 	cfg.filter = filter;
-	r->rc = zs_zram_create(&cfg, &z);
+	r->rc = zs_zram_create(&cfg, &z, NULL, 0);
 	snprintf(r->comp, sizeof(r->comp), "%s", r->rc ? comp : zs_zram_comp_name(z));
 	if (r->rc)
 		return;
@@ -73,7 +73,7 @@ static void run_one(const struct zs_pageset *ps, const char *comp, const char *d
 	}
 	r->w_s = tool_now() - t;
 	r->w_cpu = cpu() - c;
-	zs_zram_get_stats(z, &st);
+	zs_zram_get_stats(z, &st, sizeof(st));
 	t = tool_now();
 	c = cpu();
 	for (size_t i = 0; i < ps->npages && !r->rc; i += chunk) {

@@ -50,7 +50,7 @@ static void record_series(struct zs_zswap *z, const struct plan *p, struct run *
 		if ((*next_int % every != every - 1 && *next_int != p->nint - 1) ||
 		    r->nseries >= SERIES_MAX)
 			continue;
-		zs_zswap_get_stats(z, &st);
+		zs_zswap_get_stats(z, &st, sizeof(st));
 		r->series_t[r->nseries] = p->kt ? p->kt[*next_int] : (double)p->iend[*next_int];
 		r->series_pool[r->nseries] = st.pool_pages;
 		r->series_stored[r->nseries++] = st.stored_pages;
@@ -115,7 +115,7 @@ int run_plan(const struct opts *o, const char *backend, const struct plan *p,
 	r->fill.n_store = p->nfill;
 	r->fill.store_ns = p->nfill ? (tool_now() - t) * 1e9 / (double)p->nfill : 0;
 	zs_zswap_flush(z);
-	zs_zswap_get_stats(z, &r->fill.st);
+	zs_zswap_get_stats(z, &r->fill.st, sizeof(r->fill.st));
 
 	/* Churn, timed per operation kind. */
 	double ts = 0, tl = 0, ti = 0;
@@ -167,11 +167,11 @@ int run_plan(const struct opts *o, const char *backend, const struct plan *p,
 	r->churn.load_ns = r->churn.n_load ? tl * 1e9 / (double)r->churn.n_load : 0;
 	r->churn.inval_ns = r->churn.n_inval ? ti * 1e9 / (double)r->churn.n_inval : 0;
 	zs_zswap_flush(z);
-	zs_zswap_get_stats(z, &r->churn.st);
+	zs_zswap_get_stats(z, &r->churn.st, sizeof(r->churn.st));
 
 	r->compacted_pages = zs_zswap_compact(z);
 	zs_zswap_flush(z);
-	zs_zswap_get_stats(z, &r->compacted.st);
+	zs_zswap_get_stats(z, &r->compacted.st, sizeof(r->compacted.st));
 
 	/* Drain: load every live entry back (FILE mode checks each byte). */
 	if (drain) {
@@ -191,7 +191,7 @@ int run_plan(const struct opts *o, const char *backend, const struct plan *p,
 		}
 		r->drain.load_ns = r->drain.n_load ? (tool_now() - t) * 1e9 / (double)r->drain.n_load : 0;
 		zs_zswap_flush(z);
-		zs_zswap_get_stats(z, &r->drain.st);
+		zs_zswap_get_stats(z, &r->drain.st, sizeof(r->drain.st));
 	}
 	r->ok = 1;
 out:
