@@ -147,7 +147,7 @@ static void *compactor(void *arg)
 			/* Stops every heap in turn while its owner allocates and frees. */
 			for (int i = 0; i < zs_class_count(pool); i++) {
 				struct zs_class_stats st;
-				if (zs_class_stats(pool, i, &st) == 0 && st.obj_used > st.obj_allocated) {
+				if (zs_class_stats(pool, i, &st, sizeof(st)) == 0 && st.obj_used > st.obj_allocated) {
 					fprintf(stderr, "class %d: obj_used %lu > obj_allocated %lu\n", i,
 						st.obj_used, st.obj_allocated);
 					atomic_fetch_add(&bad, 1);
@@ -254,7 +254,7 @@ static void test_first_call_free(void)
 {
 	struct zs_pool_config cfg;
 	zs_pool_config_init_app(&cfg);
-	pool = zs_create_pool(&cfg);
+	pool = must_pool_create(&cfg);
 	REQUIRE(pool);
 	first_free_handle = make_obj(700, 5);
 	REQUIRE(first_free_handle);
