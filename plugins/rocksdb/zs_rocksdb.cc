@@ -6,9 +6,13 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -48,6 +52,10 @@ const std::unordered_map<std::string, OptionTypeInfo> kOptionsInfo = {
 		   OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
 	{"num_shard_bits", {offsetof(SecondaryCacheOptions, num_shard_bits), OptionType::kInt,
 			    OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
+	{"dict_kib", {offsetof(SecondaryCacheOptions, dict_kib), OptionType::kInt,
+		      OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
+	{"trim_every", {offsetof(SecondaryCacheOptions, trim_every), OptionType::kInt,
+			OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
 };
 
 // The block is already created when Lookup returns, so a handle is always ready.
@@ -108,7 +116,7 @@ public:
 				     "erases=%llu entries=%llu evictions=%llu value_bytes=%llu "
 				     "stored_bytes=%llu mem_bytes=%llu cached_bytes=%llu "
 				     "real_bytes=%llu resizes=%llu raw_entries=%llu "
-				     "real_per_value=%.4f\n",
+				     "dict_bytes=%llu heap_trims=%llu real_per_value=%.4f\n",
 				     (unsigned long long)st.capacity, opts_.codec.c_str(),
 				     (unsigned long long)st.lookups, (unsigned long long)st.hits,
 				     (unsigned long long)st.dummy_hits, (unsigned long long)st.misses,
@@ -121,7 +129,8 @@ public:
 				     (unsigned long long)st.stored_bytes,
 				     (unsigned long long)st.mem_bytes, (unsigned long long)st.cached_bytes,
 				     				     (unsigned long long)st.real_bytes, (unsigned long long)st.resizes,
-				     (unsigned long long)st.raw_entries,
+				     (unsigned long long)st.raw_entries, (unsigned long long)st.dict_bytes,
+				     (unsigned long long)st.heap_trims,
 				     st.value_bytes ? (double)st.real_bytes / (double)st.value_bytes : 0.0);
 		}
 		zs_cache_destroy(cache_);
@@ -143,6 +152,7 @@ public:
 	{
 		if (value == nullptr || helper == nullptr || key.size() == 0 || key.size() > kMaxKey)
 			return Status::InvalidArgument("libzs: null value or helper, or bad key length");
+		MaybeTrimHeap();
 		std::shared_lock<std::shared_mutex> l;
 		zs_cache *c = Acquire(l);
 		if (c == nullptr)
@@ -171,6 +181,10 @@ public:
 		if (rc < 0)
 			return Failed(rc);
 		inserts_data_.fetch_add(1, std::memory_order_relaxed);
+		if (!dict_done_.load(std::memory_order_relaxed) && Sample(scratch.data(), size)) {
+			l.unlock();
+			TrainAndRebuild();
+		}
 		return Status::OK();
 	}
 
@@ -258,10 +272,11 @@ public:
 
 	std::string GetPrintableOptions() const override
 	{
-		char buf[160];
+		char buf[224];
 		std::snprintf(buf, sizeof(buf), "    capacity: %zu\n    codec: %s\n    level: %d\n"
-			      "    num_shard_bits: %d\n", opts_.capacity, opts_.codec.c_str(),
-			      opts_.level, opts_.num_shard_bits);
+			      "    num_shard_bits: %d\n    dict_kib: %d\n    trim_every: %d\n",
+			      opts_.capacity, opts_.codec.c_str(), opts_.level, opts_.num_shard_bits,
+			      opts_.dict_kib, opts_.trim_every);
 		return buf;
 	}
 
@@ -291,6 +306,8 @@ public:
 			st->cached_bytes = zst.blob.cached_bytes;
 			st->real_bytes = st->mem_bytes;
 			st->raw_entries = zst.blob.raw_objects;
+			st->dict_bytes = dict_.size();
+			st->heap_trims = trims_.load();
 		}
 	}
 
@@ -329,6 +346,8 @@ private:
 			return Status::OK();
 		std::string why = Make(opts_.capacity, &cache_);
 		build_failed_ = !why.empty();
+		if (opts_.dict_kib <= 0)
+			dict_done_.store(true);
 		return why.empty() ? Status::OK() : Status::InvalidArgument("libzs: " + why);
 	}
 
@@ -349,6 +368,10 @@ private:
 		else
 			return "unknown codec '" + k + "' (none, lz4, lz4hc, zstd)";
 		cfg.blob.level = opts_.level;
+		if (!dict_.empty()) {
+			cfg.blob.dict = dict_.data();
+			cfg.blob.dict_len = dict_.size();
+		}
 		// The cache's handles never leave it and are read only under the
 		// index shard's lock that keeps them live, so checked mode's
 		// validation of each one (about 5% of a db_bench lookup's CPU) buys
@@ -360,6 +383,11 @@ private:
 		cfg.blob.mem_limit = capacity;
 		if (opts_.num_shard_bits < -1 || opts_.num_shard_bits > 12)
 			return "num_shard_bits must be -1 (automatic) or 0..12";
+		if (opts_.trim_every < 0)
+			return "trim_every must be 0 (never) or a count of inserts";
+		if (opts_.dict_kib < 0 || opts_.dict_kib > 1024 ||
+		    (opts_.dict_kib > 0 && k != "lz4" && k != "zstd"))
+			return "dict_kib must be 0..1024, and 0 unless the codec is lz4 or zstd";
 		cfg.shards = opts_.num_shard_bits < 0 ? 0 : 1u << opts_.num_shard_bits;
 		cfg.max_key = kMaxKey;
 		int rc = zs_cache_create(&cfg, out);
@@ -369,8 +397,9 @@ private:
 		return "";
 	}
 
-	// Copies from's entries into to until to is full (its first eviction).
-	static void Move(zs_cache *from, zs_cache *to)
+	// Copies from's entries into to until to is full (its first eviction);
+	// the dummies too with dummies true.
+	static void Move(zs_cache *from, zs_cache *to, bool dummies = false)
 	{
 		std::vector<char> buf;
 		char key[kMaxKey];
@@ -378,6 +407,10 @@ private:
 		uint64_t cursor = 0;
 		for (unsigned n = 1; zs_cache_next(from, &cursor, key, sizeof(key), &klen) == 0; n++) {
 			long len = zs_cache_value_size(from, key, klen);
+			if (len == 0 && dummies) {
+				zs_cache_insert(to, key, klen, nullptr, 0);
+				continue;
+			}
 			if (len <= 0)
 				continue;
 			if (buf.size() < static_cast<size_t>(len))
@@ -394,7 +427,110 @@ private:
 		}
 	}
 
+	// Keeps a copy of the first blocks stored while a dictionary is wanted;
+	// true when there are enough to train one.
+	bool Sample(const char *data, size_t size)
+	{
+		std::lock_guard<std::mutex> g(dict_mu_);
+		if (dict_done_.load(std::memory_order_relaxed) || opts_.dict_kib <= 0)
+			return false;
+		if (samples_.empty())
+			samples_.reserve(SampleTarget());
+		if (samples_.size() + size > samples_.capacity())
+			return true;
+		samples_.insert(samples_.end(), data, data + size);
+		sample_sizes_.push_back(size);
+		return samples_.size() >= SampleTarget();
+	}
+
+	// zstd's trainer wants about 100 times the dictionary in samples; 2 MiB
+	// at least (a few hundred blocks) so a small dictionary still sees many.
+	size_t SampleTarget() const
+	{
+		size_t want = static_cast<size_t>(opts_.dict_kib) * 1024 * 100;
+		return want < (2u << 20) ? (2u << 20) : want > (64u << 20) ? (64u << 20) : want;
+	}
+
+	// Trains the dictionary from the samples (once) and moves the entries
+	// into a cache built with it; on any failure the cache stays as it is,
+	// without one.  lz4 uses the dictionary's last 64 KiB, which is where
+	// zstd's trainer puts the content (its tables come first), so it is
+	// trained 8 KiB larger than that for lz4.
+	void TrainAndRebuild()
+	{
+		std::vector<char> samples;
+		std::vector<size_t> sizes;
+		{
+			std::lock_guard<std::mutex> g(dict_mu_);
+			if (dict_done_.exchange(true))
+				return;
+			samples.swap(samples_);
+			sizes.swap(sample_sizes_);
+		}
+		size_t cap = static_cast<size_t>(opts_.dict_kib) * 1024;
+		if (opts_.codec == "lz4" && cap > 65536)
+			cap = 65536;
+		if (opts_.codec == "lz4")
+			cap += 8192;
+		std::vector<char> dict(cap);
+		long n = zs_blob_dict_train(samples.data(), sizes.data(), sizes.size(), dict.data(), cap);
+		std::vector<char>().swap(samples);
+		if (n <= 0)
+			return;
+		dict.resize(static_cast<size_t>(n));
+		std::unique_lock<std::shared_mutex> u(mu_);
+		if (cache_ == nullptr)
+			return;
+		dict_.swap(dict);
+		zs_cache *nc = nullptr;
+		if (!Make(opts_.capacity, &nc).empty()) {
+			dict_.clear();
+			return;
+		}
+		// The dummies too: each is a block's admission half done.
+		Move(cache_, nc, true);
+		zs_cache_destroy(cache_);
+		cache_ = nc;
+	}
+
+	// Every Insert is a block the primary cache let go, so every trim_every
+	// of them the process's heap (RocksDB's, not ours: libzs's pages are
+	// its own mappings) has freed that many blocks.  glibc keeps the space
+	// of freed blocks, and when a new reader thread gets a new malloc arena
+	// (db_bench starts one per phase) the blocks it allocates do not reuse
+	// the space the old arena's freed blocks left: the process grows by up
+	// to a primary cache's worth.  malloc_trim gives that space back, but
+	// each call costs about a millisecond (a madvise per free chunk, and the
+	// page faults when the heap reuses them), so it runs only when the
+	// free space in the heap has grown by 1/64 of the capacity.
+	void MaybeTrimHeap()
+	{
+#if defined(__GLIBC__)
+		if (opts_.trim_every <= 0 ||
+		    inserts_seen_.fetch_add(1, std::memory_order_relaxed) % static_cast<uint64_t>(opts_.trim_every) != 0)
+			return;
+		// Trimmed space still counts as free, so the test is the growth of
+		// the free space since the last trim (or its lowest since).
+		std::lock_guard<std::mutex> g(trim_mu_);
+		size_t free_now = mallinfo2().fordblks;
+		if (free_now < trim_base_)
+			trim_base_ = free_now;
+		if (free_now - trim_base_ > opts_.capacity / 64) {
+			malloc_trim(0);
+			trim_base_ = free_now;
+			trims_.fetch_add(1, std::memory_order_relaxed);
+		}
+#endif
+	}
+
 	SecondaryCacheOptions opts_;
+	std::atomic<uint64_t> inserts_seen_{1}, trims_{0};
+	std::mutex trim_mu_;
+	size_t trim_base_ = SIZE_MAX;
+	std::mutex dict_mu_;
+	std::atomic<bool> dict_done_{false}; // trained, failed, or not wanted
+	std::vector<char> samples_, dict_;
+	std::vector<size_t> sample_sizes_;
 	// Shared by every call; exclusive to build the cache or change its capacity.
 	std::shared_mutex mu_;
 	bool build_failed_ = false; // bad options: first use does not retry

@@ -59,6 +59,8 @@ struct SecondaryCacheOptions {
 	std::string codec = "lz4";
 	int level = 0;
 	int num_shard_bits = -1;
+	int dict_kib = 0;
+	int trim_every = 0;
 };
 
 // Counters since creation (Stats()).
@@ -73,6 +75,8 @@ struct SecondaryCacheStats {
 	uint64_t resizes;      // SetCapacity calls that rebuilt the cache
 	uint64_t raw_entries;  // of entries, those stored uncompressed: the dummies, and any
 	                       // block compression would not shrink by a sixteenth
+	uint64_t dict_bytes;   // the trained dictionary's length, 0 while there is none
+	uint64_t heap_trims;   // malloc_trim calls made (trim_every)
 };
 
 // The plugin's name ("libzs") and its registered options' name.
