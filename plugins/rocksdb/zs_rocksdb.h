@@ -17,7 +17,17 @@
 // Options: capacity (bytes, K/M/G suffixes; the cache's limit in real memory:
 // compressed bytes, pool pages, index), codec (none, lz4, lz4hc, zstd), level
 // (the codec's level, 0: its default), num_shard_bits (-1: libzs's automatic
-// count, else 0..12: 2^bits index shards).
+// count, else 0..12: 2^bits index shards), dict_kib (0: none; 1..1024, lz4
+// and zstd only: the cache keeps a copy of the first blocks stored, about
+// 100 times the dictionary and at least 2 MiB, trains a dictionary of that
+// many KiB from them (zstd's trainer; lz4 uses the last 64 KiB), then
+// rebuilds itself with it, entries and dummies moved, in the Insert that
+// completes the samples), trim_every (0: never; N: every N Inserts, when
+// glibc's heap, all of the process's arenas, holds capacity/64 more free
+// bytes than after the last check that trimmed or than its lowest since,
+// malloc_trim(0) gives the free pages back; a process-wide side effect,
+// for a process whose RSS must stay within the capacity plus its own
+// working set).
 //
 // Admission (RocksDB 7.8's compressed secondary cache rules, so that the two
 // caches differ only in how they store bytes): the first Insert of a key
