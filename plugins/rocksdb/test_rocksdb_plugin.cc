@@ -4,7 +4,7 @@
 // blocks round-trip byte for byte; the capacity holds under eviction; a
 // real DB behind a 256 KiB block cache reads every value back intact while
 // most block reads are served by the plugin; SetCapacity shrinks and grows
-// a cache in use; a trained dictionary and heap trimming (options).
+// a cache in use; a trained dictionary (an option).
 // Random data is seeded; the seed is printed.
 #include <atomic>
 #include <chrono>
@@ -388,15 +388,13 @@ static std::string pieced_block(std::mt19937_64 &rng, const std::vector<std::str
 // dict_kib: the cache trains a dictionary from the first ~2 MiB of blocks
 // stored, rebuilds itself with it (dummies included), and every block reads
 // back byte for byte; the same blocks take less room than without one.
-// trim_every: a heap with freed, unmergeable chunks is given back.
-static void dict_and_trim(std::mt19937_64 &rng)
+static void dict(std::mt19937_64 &rng)
 {
 	ConfigOptions co;
 	std::shared_ptr<SecondaryCache> sc;
-	CHECK(SecondaryCache::CreateFromString(co, "libzs://codec:lz4,dict_kib:64,trim_every:512", &sc).ok());
+	CHECK(SecondaryCache::CreateFromString(co, "libzs://codec:lz4,dict_kib:64", &sc).ok());
 	CHECK(!SecondaryCache::CreateFromString(co, "libzs://codec:lz4hc,dict_kib:16", &sc).ok());
 	CHECK(!SecondaryCache::CreateFromString(co, "libzs://dict_kib:2048", &sc).ok());
-	CHECK(!SecondaryCache::CreateFromString(co, "libzs://trim_every:-1", &sc).ok());
 
 	std::vector<std::string> pieces(512);
 	for (auto &p : pieces)
@@ -435,34 +433,6 @@ static void dict_and_trim(std::mt19937_64 &rng)
 	std::printf("dict: %u blocks stored in %llu bytes without a dictionary, %llu with one\n", n,
 		    (unsigned long long)stored[0], (unsigned long long)stored[1]);
 	CHECK(stored[1] < stored[0] * 9 / 10);
-
-	// Every other 4 KiB chunk freed: 16 MiB free that cannot merge into the
-	// top of the heap, so only malloc_trim gives it back.
-	libzs_rocksdb::SecondaryCacheOptions o;
-	o.capacity = 8u << 20;
-	o.trim_every = 1;
-	auto c = libzs_rocksdb::NewSecondaryCache(o);
-	std::string k = key16(1);
-	std::vector<char *> chunks(8192);
-	for (auto &p : chunks) {
-		p = static_cast<char *>(std::malloc(4000));
-		std::memset(p, 1, 4000);
-	}
-	CHECK(c->Insert(k, &blocks[0], &helper).ok()); // the heap's free space now is the base
-	for (size_t i = 0; i < chunks.size(); i += 2) {
-		std::free(chunks[i]);
-		chunks[i] = nullptr;
-	}
-	long before = rss_kib();
-	CHECK(c->Insert(k, &blocks[0], &helper).ok());
-	long after = rss_kib();
-	libzs_rocksdb::SecondaryCacheStats st;
-	CHECK(libzs_rocksdb::GetStats(c.get(), &st) && st.heap_trims == 1);
-	std::printf("trim: RSS %ld -> %ld KiB, %llu trim(s)\n", before, after,
-		    (unsigned long long)st.heap_trims);
-	CHECK(before - after > 8 * 1024);
-	for (char *p : chunks)
-		std::free(p);
 }
 
 int main()
@@ -475,7 +445,7 @@ int main()
 	capacity(rng);
 	resize(rng);
 	real_db(rng);
-	dict_and_trim(rng);
+	dict(rng);
 	if (failures) {
 		std::fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

@@ -6,13 +6,9 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -54,8 +50,6 @@ const std::unordered_map<std::string, OptionTypeInfo> kOptionsInfo = {
 			    OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
 	{"dict_kib", {offsetof(SecondaryCacheOptions, dict_kib), OptionType::kInt,
 		      OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
-	{"trim_every", {offsetof(SecondaryCacheOptions, trim_every), OptionType::kInt,
-			OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
 };
 
 // The block is already created when Lookup returns, so a handle is always ready.
@@ -116,7 +110,7 @@ public:
 				     "erases=%llu entries=%llu evictions=%llu value_bytes=%llu "
 				     "stored_bytes=%llu mem_bytes=%llu cached_bytes=%llu "
 				     "real_bytes=%llu resizes=%llu raw_entries=%llu "
-				     "dict_bytes=%llu heap_trims=%llu real_per_value=%.4f\n",
+				     "dict_bytes=%llu real_per_value=%.4f\n",
 				     (unsigned long long)st.capacity, opts_.codec.c_str(),
 				     (unsigned long long)st.lookups, (unsigned long long)st.hits,
 				     (unsigned long long)st.dummy_hits, (unsigned long long)st.misses,
@@ -130,7 +124,6 @@ public:
 				     (unsigned long long)st.mem_bytes, (unsigned long long)st.cached_bytes,
 				     				     (unsigned long long)st.real_bytes, (unsigned long long)st.resizes,
 				     (unsigned long long)st.raw_entries, (unsigned long long)st.dict_bytes,
-				     (unsigned long long)st.heap_trims,
 				     st.value_bytes ? (double)st.real_bytes / (double)st.value_bytes : 0.0);
 		}
 		zs_cache_destroy(cache_);
@@ -152,7 +145,6 @@ public:
 	{
 		if (value == nullptr || helper == nullptr || key.size() == 0 || key.size() > kMaxKey)
 			return Status::InvalidArgument("libzs: null value or helper, or bad key length");
-		MaybeTrimHeap();
 		std::shared_lock<std::shared_mutex> l;
 		zs_cache *c = Acquire(l);
 		if (c == nullptr)
@@ -274,9 +266,8 @@ public:
 	{
 		char buf[224];
 		std::snprintf(buf, sizeof(buf), "    capacity: %zu\n    codec: %s\n    level: %d\n"
-			      "    num_shard_bits: %d\n    dict_kib: %d\n    trim_every: %d\n",
-			      opts_.capacity, opts_.codec.c_str(), opts_.level, opts_.num_shard_bits,
-			      opts_.dict_kib, opts_.trim_every);
+			      "    num_shard_bits: %d\n    dict_kib: %d\n", opts_.capacity,
+			      opts_.codec.c_str(), opts_.level, opts_.num_shard_bits, opts_.dict_kib);
 		return buf;
 	}
 
@@ -307,7 +298,6 @@ public:
 			st->real_bytes = st->mem_bytes;
 			st->raw_entries = zst.blob.raw_objects;
 			st->dict_bytes = dict_.size();
-			st->heap_trims = trims_.load();
 		}
 	}
 
@@ -383,8 +373,6 @@ private:
 		cfg.blob.mem_limit = capacity;
 		if (opts_.num_shard_bits < -1 || opts_.num_shard_bits > 12)
 			return "num_shard_bits must be -1 (automatic) or 0..12";
-		if (opts_.trim_every < 0)
-			return "trim_every must be 0 (never) or a count of inserts";
 		if (opts_.dict_kib < 0 || opts_.dict_kib > 1024 ||
 		    (opts_.dict_kib > 0 && k != "lz4" && k != "zstd"))
 			return "dict_kib must be 0..1024, and 0 unless the codec is lz4 or zstd";
@@ -493,40 +481,7 @@ private:
 		cache_ = nc;
 	}
 
-	// Every Insert is a block the primary cache let go, so every trim_every
-	// of them the process's heap (RocksDB's, not ours: libzs's pages are
-	// its own mappings) has freed that many blocks.  glibc keeps the space
-	// of freed blocks, and when a new reader thread gets a new malloc arena
-	// (db_bench starts one per phase) the blocks it allocates do not reuse
-	// the space the old arena's freed blocks left: the process grows by up
-	// to a primary cache's worth.  malloc_trim gives that space back, but
-	// each call costs about a millisecond (a madvise per free chunk, and the
-	// page faults when the heap reuses them), so it runs only when the
-	// free space in the heap has grown by 1/64 of the capacity.
-	void MaybeTrimHeap()
-	{
-#if defined(__GLIBC__)
-		if (opts_.trim_every <= 0 ||
-		    inserts_seen_.fetch_add(1, std::memory_order_relaxed) % static_cast<uint64_t>(opts_.trim_every) != 0)
-			return;
-		// Trimmed space still counts as free, so the test is the growth of
-		// the free space since the last trim (or its lowest since).
-		std::lock_guard<std::mutex> g(trim_mu_);
-		size_t free_now = mallinfo2().fordblks;
-		if (free_now < trim_base_)
-			trim_base_ = free_now;
-		if (free_now - trim_base_ > opts_.capacity / 64) {
-			malloc_trim(0);
-			trim_base_ = free_now;
-			trims_.fetch_add(1, std::memory_order_relaxed);
-		}
-#endif
-	}
-
 	SecondaryCacheOptions opts_;
-	std::atomic<uint64_t> inserts_seen_{1}, trims_{0};
-	std::mutex trim_mu_;
-	size_t trim_base_ = SIZE_MAX;
 	std::mutex dict_mu_;
 	std::atomic<bool> dict_done_{false}; // trained, failed, or not wanted
 	std::vector<char> samples_, dict_;

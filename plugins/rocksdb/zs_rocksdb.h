@@ -22,12 +22,7 @@
 // 100 times the dictionary and at least 2 MiB, trains a dictionary of that
 // many KiB from them (zstd's trainer; lz4 uses the last 64 KiB), then
 // rebuilds itself with it, entries and dummies moved, in the Insert that
-// completes the samples), trim_every (0: never; N: every N Inserts, when
-// glibc's heap, all of the process's arenas, holds capacity/64 more free
-// bytes than after the last check that trimmed or than its lowest since,
-// malloc_trim(0) gives the free pages back; a process-wide side effect,
-// for a process whose RSS must stay within the capacity plus its own
-// working set).
+// completes the samples).
 //
 // Admission (RocksDB 7.8's compressed secondary cache rules, so that the two
 // caches differ only in how they store bytes): the first Insert of a key
@@ -70,7 +65,6 @@ struct SecondaryCacheOptions {
 	int level = 0;
 	int num_shard_bits = -1;
 	int dict_kib = 0;
-	int trim_every = 0;
 };
 
 // Counters since creation (Stats()).
@@ -86,7 +80,6 @@ struct SecondaryCacheStats {
 	uint64_t raw_entries;  // of entries, those stored uncompressed: the dummies, and any
 	                       // block compression would not shrink by a sixteenth
 	uint64_t dict_bytes;   // the trained dictionary's length, 0 while there is none
-	uint64_t heap_trims;   // malloc_trim calls made (trim_every)
 };
 
 // The plugin's name ("libzs") and its registered options' name.
