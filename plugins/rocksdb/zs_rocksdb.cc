@@ -358,6 +358,9 @@ private:
 		else
 			return "unknown codec '" + k + "' (none, lz4, lz4hc, zstd)";
 		cfg.blob.level = opts_.level;
+		if (opts_.dict_kib < 0 || opts_.dict_kib > 1024 ||
+		    (opts_.dict_kib > 0 && k != "lz4" && k != "zstd"))
+			return "dict_kib must be 0..1024, and 0 unless the codec is lz4 or zstd";
 		if (!dict_.empty()) {
 			cfg.blob.dict = dict_.data();
 			cfg.blob.dict_len = dict_.size();
@@ -373,9 +376,6 @@ private:
 		cfg.blob.mem_limit = capacity;
 		if (opts_.num_shard_bits < -1 || opts_.num_shard_bits > 12)
 			return "num_shard_bits must be -1 (automatic) or 0..12";
-		if (opts_.dict_kib < 0 || opts_.dict_kib > 1024 ||
-		    (opts_.dict_kib > 0 && k != "lz4" && k != "zstd"))
-			return "dict_kib must be 0..1024, and 0 unless the codec is lz4 or zstd";
 		cfg.shards = opts_.num_shard_bits < 0 ? 0 : 1u << opts_.num_shard_bits;
 		cfg.max_key = kMaxKey;
 		int rc = zs_cache_create(&cfg, out);
