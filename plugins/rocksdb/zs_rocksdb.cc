@@ -48,6 +48,8 @@ const std::unordered_map<std::string, OptionTypeInfo> kOptionsInfo = {
 		   OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
 	{"num_shard_bits", {offsetof(SecondaryCacheOptions, num_shard_bits), OptionType::kInt,
 			    OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
+	{"dict_kib", {offsetof(SecondaryCacheOptions, dict_kib), OptionType::kInt,
+		      OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
 };
 
 // The block is already created when Lookup returns, so a handle is always ready.
@@ -108,7 +110,7 @@ public:
 				     "erases=%llu entries=%llu evictions=%llu value_bytes=%llu "
 				     "stored_bytes=%llu mem_bytes=%llu cached_bytes=%llu "
 				     "real_bytes=%llu resizes=%llu raw_entries=%llu "
-				     "real_per_value=%.4f\n",
+				     "dict_bytes=%llu real_per_value=%.4f\n",
 				     (unsigned long long)st.capacity, opts_.codec.c_str(),
 				     (unsigned long long)st.lookups, (unsigned long long)st.hits,
 				     (unsigned long long)st.dummy_hits, (unsigned long long)st.misses,
@@ -121,7 +123,7 @@ public:
 				     (unsigned long long)st.stored_bytes,
 				     (unsigned long long)st.mem_bytes, (unsigned long long)st.cached_bytes,
 				     				     (unsigned long long)st.real_bytes, (unsigned long long)st.resizes,
-				     (unsigned long long)st.raw_entries,
+				     (unsigned long long)st.raw_entries, (unsigned long long)st.dict_bytes,
 				     st.value_bytes ? (double)st.real_bytes / (double)st.value_bytes : 0.0);
 		}
 		zs_cache_destroy(cache_);
@@ -171,6 +173,10 @@ public:
 		if (rc < 0)
 			return Failed(rc);
 		inserts_data_.fetch_add(1, std::memory_order_relaxed);
+		if (!dict_done_.load(std::memory_order_relaxed) && Sample(scratch.data(), size)) {
+			l.unlock();
+			TrainAndRebuild();
+		}
 		return Status::OK();
 	}
 
@@ -258,10 +264,10 @@ public:
 
 	std::string GetPrintableOptions() const override
 	{
-		char buf[160];
+		char buf[224];
 		std::snprintf(buf, sizeof(buf), "    capacity: %zu\n    codec: %s\n    level: %d\n"
-			      "    num_shard_bits: %d\n", opts_.capacity, opts_.codec.c_str(),
-			      opts_.level, opts_.num_shard_bits);
+			      "    num_shard_bits: %d\n    dict_kib: %d\n", opts_.capacity,
+			      opts_.codec.c_str(), opts_.level, opts_.num_shard_bits, opts_.dict_kib);
 		return buf;
 	}
 
@@ -291,6 +297,7 @@ public:
 			st->cached_bytes = zst.blob.cached_bytes;
 			st->real_bytes = st->mem_bytes;
 			st->raw_entries = zst.blob.raw_objects;
+			st->dict_bytes = dict_.size();
 		}
 	}
 
@@ -329,6 +336,8 @@ private:
 			return Status::OK();
 		std::string why = Make(opts_.capacity, &cache_);
 		build_failed_ = !why.empty();
+		if (opts_.dict_kib <= 0)
+			dict_done_.store(true);
 		return why.empty() ? Status::OK() : Status::InvalidArgument("libzs: " + why);
 	}
 
@@ -349,6 +358,18 @@ private:
 		else
 			return "unknown codec '" + k + "' (none, lz4, lz4hc, zstd)";
 		cfg.blob.level = opts_.level;
+		if (opts_.dict_kib < 0 || opts_.dict_kib > 1024 ||
+		    (opts_.dict_kib > 0 && k != "lz4" && k != "zstd"))
+			return "dict_kib must be 0..1024, and 0 unless the codec is lz4 or zstd";
+		if (!dict_.empty()) {
+			cfg.blob.dict = dict_.data();
+			cfg.blob.dict_len = dict_.size();
+		}
+		// The cache's handles never leave it and are read only under the
+		// index shard's lock that keeps them live, so checked mode's
+		// validation of each one (about 5% of a db_bench lookup's CPU) buys
+		// nothing here.
+		cfg.blob.pool.checked = 0;
 		// Smaller holds not one block with libzs's own structures.
 		if (capacity < 512)
 			return "capacity must be at least 512 bytes";
@@ -364,8 +385,9 @@ private:
 		return "";
 	}
 
-	// Copies from's entries into to until to is full (its first eviction).
-	static void Move(zs_cache *from, zs_cache *to)
+	// Copies from's entries into to until to is full (its first eviction);
+	// the dummies too with dummies true.
+	static void Move(zs_cache *from, zs_cache *to, bool dummies = false)
 	{
 		std::vector<char> buf;
 		char key[kMaxKey];
@@ -373,6 +395,10 @@ private:
 		uint64_t cursor = 0;
 		for (unsigned n = 1; zs_cache_next(from, &cursor, key, sizeof(key), &klen) == 0; n++) {
 			long len = zs_cache_value_size(from, key, klen);
+			if (len == 0 && dummies) {
+				zs_cache_insert(to, key, klen, nullptr, 0);
+				continue;
+			}
 			if (len <= 0)
 				continue;
 			if (buf.size() < static_cast<size_t>(len))
@@ -389,7 +415,77 @@ private:
 		}
 	}
 
+	// Keeps a copy of the first blocks stored while a dictionary is wanted;
+	// true when there are enough to train one.
+	bool Sample(const char *data, size_t size)
+	{
+		std::lock_guard<std::mutex> g(dict_mu_);
+		if (dict_done_.load(std::memory_order_relaxed) || opts_.dict_kib <= 0)
+			return false;
+		if (samples_.empty())
+			samples_.reserve(SampleTarget());
+		if (samples_.size() + size > samples_.capacity())
+			return true;
+		samples_.insert(samples_.end(), data, data + size);
+		sample_sizes_.push_back(size);
+		return samples_.size() >= SampleTarget();
+	}
+
+	// zstd's trainer wants about 100 times the dictionary in samples; 2 MiB
+	// at least (a few hundred blocks) so a small dictionary still sees many.
+	size_t SampleTarget() const
+	{
+		size_t want = static_cast<size_t>(opts_.dict_kib) * 1024 * 100;
+		return want < (2u << 20) ? (2u << 20) : want > (64u << 20) ? (64u << 20) : want;
+	}
+
+	// Trains the dictionary from the samples (once) and moves the entries
+	// into a cache built with it; on any failure the cache stays as it is,
+	// without one.  lz4 uses the dictionary's last 64 KiB, which is where
+	// zstd's trainer puts the content (its tables come first), so it is
+	// trained 8 KiB larger than that for lz4.
+	void TrainAndRebuild()
+	{
+		std::vector<char> samples;
+		std::vector<size_t> sizes;
+		{
+			std::lock_guard<std::mutex> g(dict_mu_);
+			if (dict_done_.exchange(true))
+				return;
+			samples.swap(samples_);
+			sizes.swap(sample_sizes_);
+		}
+		size_t cap = static_cast<size_t>(opts_.dict_kib) * 1024;
+		if (opts_.codec == "lz4" && cap > 65536)
+			cap = 65536;
+		if (opts_.codec == "lz4")
+			cap += 8192;
+		std::vector<char> dict(cap);
+		long n = zs_blob_dict_train(samples.data(), sizes.data(), sizes.size(), dict.data(), cap);
+		std::vector<char>().swap(samples);
+		if (n <= 0)
+			return;
+		dict.resize(static_cast<size_t>(n));
+		std::unique_lock<std::shared_mutex> u(mu_);
+		if (cache_ == nullptr)
+			return;
+		dict_.swap(dict);
+		zs_cache *nc = nullptr;
+		if (!Make(opts_.capacity, &nc).empty()) {
+			dict_.clear();
+			return;
+		}
+		// The dummies too: each is a block's admission half done.
+		Move(cache_, nc, true);
+		zs_cache_destroy(cache_);
+		cache_ = nc;
+	}
+
 	SecondaryCacheOptions opts_;
+	std::mutex dict_mu_;
+	std::atomic<bool> dict_done_{false}; // trained, failed, or not wanted
+	std::vector<char> samples_, dict_;
+	std::vector<size_t> sample_sizes_;
 	// Shared by every call; exclusive to build the cache or change its capacity.
 	std::shared_mutex mu_;
 	bool build_failed_ = false; // bad options: first use does not retry

@@ -17,7 +17,12 @@
 // Options: capacity (bytes, K/M/G suffixes; the cache's limit in real memory:
 // compressed bytes, pool pages, index), codec (none, lz4, lz4hc, zstd), level
 // (the codec's level, 0: its default), num_shard_bits (-1: libzs's automatic
-// count, else 0..12: 2^bits index shards).
+// count, else 0..12: 2^bits index shards), dict_kib (0: none; 1..1024, lz4
+// and zstd only: the cache keeps a copy of the first blocks stored, about
+// 100 times the dictionary and at least 2 MiB, trains a dictionary of that
+// many KiB from them (zstd's trainer; lz4 uses the last 64 KiB), then
+// rebuilds itself with it, entries and dummies moved, in the Insert that
+// completes the samples).
 //
 // Admission (RocksDB 7.8's compressed secondary cache rules, so that the two
 // caches differ only in how they store bytes): the first Insert of a key
@@ -59,6 +64,7 @@ struct SecondaryCacheOptions {
 	std::string codec = "lz4";
 	int level = 0;
 	int num_shard_bits = -1;
+	int dict_kib = 0;
 };
 
 // Counters since creation (Stats()).
@@ -73,6 +79,7 @@ struct SecondaryCacheStats {
 	uint64_t resizes;      // SetCapacity calls that rebuilt the cache
 	uint64_t raw_entries;  // of entries, those stored uncompressed: the dummies, and any
 	                       // block compression would not shrink by a sixteenth
+	uint64_t dict_bytes;   // the trained dictionary's length, 0 while there is none
 };
 
 // The plugin's name ("libzs") and its registered options' name.
