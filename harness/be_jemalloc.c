@@ -97,12 +97,12 @@ static void je_destroy(struct zs_backend *b)
 static unsigned long je_malloc(struct zs_backend *b, size_t size)
 {
 	struct je_be *j = b->impl;
-	if (zs_be_bad_size(b, size))
+	if (be_bad_size(b, size))
 		return (unsigned long)(size ? -ENOSPC : -EINVAL);
 	void *p = mallocx(size, j->flags);
 	if (!p)
 		return (unsigned long)-ENOMEM;
-	zs_be_count_add(&j->count, 1);
+	be_count_add(&j->count, 1);
 	return (unsigned long)p;
 }
 
@@ -112,7 +112,7 @@ static int je_free(struct zs_backend *b, unsigned long h)
 	if (h == 0 || ZS_IS_ERR(h))
 		return 0;
 	dallocx((void *)h, MALLOCX_TCACHE_NONE);
-	zs_be_count_add(&j->count, -1);
+	be_count_add(&j->count, -1);
 	return 0;
 }
 
@@ -142,7 +142,7 @@ static void je_stats(struct zs_backend *b, struct zs_backend_stats *st)
 	uint64_t epoch = 1;
 	size_t sz = sizeof(epoch), page = 0, psz = sizeof(page);
 	memset(st, 0, sizeof(*st));
-	st->objects = zs_be_count_objects(&j->count);
+	st->objects = be_count_objects(&j->count);
 	/* Stats are snapshots refreshed by bumping the epoch. */
 	mallctl("epoch", &epoch, &sz, &epoch, sz);
 	if (mallctl("arenas.page", &page, &psz, NULL, 0))
@@ -157,9 +157,9 @@ const struct zs_backend_ops zs_be_jemalloc_ops = {
 	.destroy = je_destroy,
 	.malloc = je_malloc,
 	.free = je_free,
-	.read_begin = zs_be_ptr_read_begin,
-	.read_end = zs_be_ptr_read_end,
-	.write = zs_be_ptr_write,
+	.read_begin = be_ptr_read_begin,
+	.read_end = be_ptr_read_end,
+	.write = be_ptr_write,
 	.compact = je_compact,
 	.stats = je_stats,
 	.caps = ZS_BACKEND_CAP_FREES_ON_DESTROY, /* the arena goes with its objects */

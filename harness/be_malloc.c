@@ -15,7 +15,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include "common/hints.h"   /* zs_thread_index */
+#include "common/hints.h"   /* thread_index */
 #include "harness_internal.h"
 
 extern void *__libc_malloc(size_t size);
@@ -23,7 +23,7 @@ extern void __libc_free(void *ptr);
 
 /* ---- shared by the malloc kinds ---- */
 
-void *zs_be_ptr_read_begin(struct zs_backend *b, unsigned long h, size_t len, void *local)
+void *be_ptr_read_begin(struct zs_backend *b, unsigned long h, size_t len, void *local)
 {
 	(void)b;
 	(void)len;
@@ -31,7 +31,7 @@ void *zs_be_ptr_read_begin(struct zs_backend *b, unsigned long h, size_t len, vo
 	return (void *)h;
 }
 
-void zs_be_ptr_read_end(struct zs_backend *b, unsigned long h, size_t len, void *mem)
+void be_ptr_read_end(struct zs_backend *b, unsigned long h, size_t len, void *mem)
 {
 	(void)b;
 	(void)h;
@@ -39,7 +39,7 @@ void zs_be_ptr_read_end(struct zs_backend *b, unsigned long h, size_t len, void 
 	(void)mem;
 }
 
-int zs_be_ptr_write(struct zs_backend *b, unsigned long h, const void *src, size_t len)
+int be_ptr_write(struct zs_backend *b, unsigned long h, const void *src, size_t len)
 {
 	if (len > b->page_size)
 		return -EINVAL;
@@ -63,19 +63,19 @@ static int count_claim(struct zs_be_count *c, unsigned me)
 	return -1;
 }
 
-void zs_be_count_add(struct zs_be_count *c, long d)
+void be_count_add(struct zs_be_count *c, long d)
 {
 	/* The last count this thread used and its shard there: checked against
 	 * the shard's owner, since a new count may reuse a freed one's address. */
 	static _Thread_local struct zs_be_count *last;
 	static _Thread_local int last_k;
-	unsigned me = zs_thread_index() + 1;
-	if (zs_unlikely(last != c || (last_k >= 0 && atomic_load_explicit(&c->shard[last_k].owner,
+	unsigned me = thread_index() + 1;
+	if (unlikely(last != c || (last_k >= 0 && atomic_load_explicit(&c->shard[last_k].owner,
 									 memory_order_relaxed) != me))) {
 		last = c;
 		last_k = count_claim(c, me);
 	}
-	if (zs_unlikely(last_k < 0)) {
+	if (unlikely(last_k < 0)) {
 		atomic_fetch_add_explicit(&c->shared, d, memory_order_relaxed);
 		return;
 	}
@@ -84,7 +84,7 @@ void zs_be_count_add(struct zs_be_count *c, long d)
 			      memory_order_relaxed);
 }
 
-unsigned long zs_be_count_objects(struct zs_be_count *c)
+unsigned long be_count_objects(struct zs_be_count *c)
 {
 	long n = atomic_load_explicit(&c->shared, memory_order_relaxed);
 	for (int i = 0; i < ZS_BE_COUNT_SHARDS; i++)
@@ -128,13 +128,13 @@ static void gl_destroy(struct zs_backend *b)
 
 static unsigned long gl_malloc(struct zs_backend *b, size_t size)
 {
-	if (zs_be_bad_size(b, size))
+	if (be_bad_size(b, size))
 		return (unsigned long)(size ? -ENOSPC : -EINVAL);
 	void *p = __libc_malloc(size);
 	if (!p)
 		return (unsigned long)-ENOMEM;
 	struct zs_be_count *c = b->impl;
-	zs_be_count_add(c, 1);
+	be_count_add(c, 1);
 	return (unsigned long)p;
 }
 
@@ -144,7 +144,7 @@ static int gl_free(struct zs_backend *b, unsigned long h)
 		return 0;
 	__libc_free((void *)h);
 	struct zs_be_count *c = b->impl;
-	zs_be_count_add(c, -1);
+	be_count_add(c, -1);
 	return 0;
 }
 
@@ -162,7 +162,7 @@ static void gl_stats(struct zs_backend *b, struct zs_backend_stats *st)
 	struct mallinfo2 mi = mallinfo2();
 	memset(st, 0, sizeof(*st));
 	st->mem_bytes = mi.arena + mi.hblkhd;
-	st->objects = zs_be_count_objects(c);
+	st->objects = be_count_objects(c);
 }
 
 const struct zs_backend_ops zs_be_malloc_ops = {
@@ -171,9 +171,9 @@ const struct zs_backend_ops zs_be_malloc_ops = {
 	.destroy = gl_destroy,
 	.malloc = gl_malloc,
 	.free = gl_free,
-	.read_begin = zs_be_ptr_read_begin,
-	.read_end = zs_be_ptr_read_end,
-	.write = zs_be_ptr_write,
+	.read_begin = be_ptr_read_begin,
+	.read_end = be_ptr_read_end,
+	.write = be_ptr_write,
 	.compact = gl_compact,
 	.stats = gl_stats,
 };

@@ -59,13 +59,13 @@ static void mi_be_destroy(struct zs_backend *b)
 
 static unsigned long mi_be_malloc(struct zs_backend *b, size_t size)
 {
-	if (zs_be_bad_size(b, size))
+	if (be_bad_size(b, size))
 		return (unsigned long)(size ? -ENOSPC : -EINVAL);
 	void *p = mi_malloc(size);
 	if (!p)
 		return (unsigned long)-ENOMEM;
 	struct zs_be_count *c = b->impl;
-	zs_be_count_add(c, 1);
+	be_count_add(c, 1);
 	return (unsigned long)p;
 }
 
@@ -75,7 +75,7 @@ static int mi_be_free(struct zs_backend *b, unsigned long h)
 		return 0;
 	mi_free((void *)h);
 	struct zs_be_count *c = b->impl;
-	zs_be_count_add(c, -1);
+	be_count_add(c, -1);
 	return 0;
 }
 
@@ -92,7 +92,7 @@ static void mi_be_stats(struct zs_backend *b, struct zs_backend_stats *st)
 	struct zs_be_count *c = b->impl;
 	size_t commit = 0, peak_commit = 0, rss = 0, peak_rss = 0, faults = 0;
 	memset(st, 0, sizeof(*st));
-	st->objects = zs_be_count_objects(c);
+	st->objects = be_count_objects(c);
 	mi_process_info(NULL, NULL, NULL, &rss, &peak_rss, &commit, &peak_commit, &faults);
 	st->mem_bytes = commit;
 }
@@ -103,9 +103,9 @@ const struct zs_backend_ops zs_be_mimalloc_ops = {
 	.destroy = mi_be_destroy,
 	.malloc = mi_be_malloc,
 	.free = mi_be_free,
-	.read_begin = zs_be_ptr_read_begin,
-	.read_end = zs_be_ptr_read_end,
-	.write = zs_be_ptr_write,
+	.read_begin = be_ptr_read_begin,
+	.read_end = be_ptr_read_end,
+	.write = be_ptr_write,
 	.compact = mi_be_compact,
 	.stats = mi_be_stats,
 };

@@ -394,7 +394,7 @@ static int backend_create(const struct zs_backend_config *cfg, struct zs_backend
 		c.page_size = ZS_PAGE_SIZE_DEFAULT;
 	int bad;
 	if (ZS_CONFIG_ABI_CHECK(&c, &bad)) {
-		zs_config_abi_err(err, err_len, "zs_backend_config", c.struct_size, sizeof(c), bad);
+		config_abi_err(err, err_len, "zs_backend_config", c.struct_size, sizeof(c), bad);
 		return -EINVAL;
 	}
 	if (!zs_page_size_valid(c.page_size)) {

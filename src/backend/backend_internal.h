@@ -66,7 +66,7 @@ struct zs_backend *backend_create_for_store(const struct zs_backend_config *cfg,
 					       size_t err_len);
 
 /* Largest object every kind accepts: one pool page, as zs_malloc. */
-static inline int zs_be_bad_size(const struct zs_backend *b, size_t size)
+static inline int be_bad_size(const struct zs_backend *b, size_t size)
 {
 	return size == 0 || size > b->page_size;
 }
@@ -90,16 +90,16 @@ struct zs_be_count {
 	 * impls come from calloc.
 	 */
 	struct {
-		_Atomic unsigned owner; /* zs_thread_index() + 1; 0: unclaimed */
+		_Atomic unsigned owner; /* thread_index() + 1; 0: unclaimed */
 		_Atomic long objects;
 		char pad[64 - 2 * sizeof(long)];
 	} shard[ZS_BE_COUNT_SHARDS];
 	_Atomic long shared;
 };
-void zs_be_count_add(struct zs_be_count *c, long d);
-unsigned long zs_be_count_objects(struct zs_be_count *c);
-void *zs_be_ptr_read_begin(struct zs_backend *b, unsigned long h, size_t len, void *local);
-void zs_be_ptr_read_end(struct zs_backend *b, unsigned long h, size_t len, void *mem);
-int zs_be_ptr_write(struct zs_backend *b, unsigned long h, const void *src, size_t len);
+void be_count_add(struct zs_be_count *c, long d);
+unsigned long be_count_objects(struct zs_be_count *c);
+void *be_ptr_read_begin(struct zs_backend *b, unsigned long h, size_t len, void *local);
+void be_ptr_read_end(struct zs_backend *b, unsigned long h, size_t len, void *mem);
+int be_ptr_write(struct zs_backend *b, unsigned long h, const void *src, size_t len);
 
 #endif

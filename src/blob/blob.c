@@ -658,7 +658,7 @@ static int blob_create(const struct zs_blob_config *ucfg, struct zs_blob **out, 
 		zs_blob_config_init(&cfg);
 	int bad;
 	if (ZS_CONFIG_ABI_CHECK(&cfg, &bad)) {
-		zs_config_abi_err(err, err_len, "zs_blob_config", cfg.struct_size, sizeof(cfg), bad);
+		config_abi_err(err, err_len, "zs_blob_config", cfg.struct_size, sizeof(cfg), bad);
 		return -EINVAL;
 	}
 	if ((unsigned)cfg.codec > ZS_BLOB_LZ4HC)

@@ -271,7 +271,7 @@ static int cache_create(const struct zs_cache_config *ucfg, struct zs_cache **ou
 		zs_cache_config_init(&cfg);
 	int bad;
 	if (ZS_CONFIG_ABI_CHECK(&cfg, &bad)) {
-		zs_config_abi_err(err, err_len, "zs_cache_config", cfg.struct_size, sizeof(cfg), bad);
+		config_abi_err(err, err_len, "zs_cache_config", cfg.struct_size, sizeof(cfg), bad);
 		return -EINVAL;
 	}
 	if (!cfg.max_key)

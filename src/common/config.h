@@ -17,7 +17,7 @@
  * reserved word is 0; -EINVAL otherwise, with *bad set to the first
  * reserved index that is not 0 (or -1 when struct_size is the problem).
  */
-static inline int zs_config_abi_check(size_t struct_size, size_t size, const uint64_t *reserved,
+static inline int config_abi_check(size_t struct_size, size_t size, const uint64_t *reserved,
 				      size_t nreserved, int *bad)
 {
 	*bad = -1;
@@ -33,7 +33,7 @@ static inline int zs_config_abi_check(size_t struct_size, size_t size, const uin
 }
 
 /* The create calls' message for a refused head or tail (`bad` from the check). */
-static inline void zs_config_abi_err(char *err, size_t len, const char *type, size_t struct_size,
+static inline void config_abi_err(char *err, size_t len, const char *type, size_t struct_size,
 				     size_t size, int bad)
 {
 	if (!err || !len)
@@ -47,7 +47,7 @@ static inline void zs_config_abi_err(char *err, size_t len, const char *type, si
 }
 
 #define ZS_CONFIG_ABI_CHECK(cfg, bad)                                                     \
-	zs_config_abi_check((cfg)->struct_size, sizeof(*(cfg)), (cfg)->reserved,          \
+	config_abi_check((cfg)->struct_size, sizeof(*(cfg)), (cfg)->reserved,          \
 			    sizeof((cfg)->reserved) / sizeof((cfg)->reserved[0]), (bad))
 
 #endif

@@ -28,13 +28,13 @@
 __attribute__((noreturn, cold)) void assert_fail(const char *cond, const char *file, int line,
 						     const char *func);
 
-#define zs_assert_internal(cond)                                                       \
+#define assert_internal(cond)                                                       \
 	((void)(__builtin_expect(!!(cond), 1) ? 0                                      \
 					      : (assert_fail(#cond, __FILE__, __LINE__, \
 								__func__), 0)))
 #else
 #define ZS_DEBUG_ON 0
-#define zs_assert_internal(cond) ((void)(0 && (cond)))
+#define assert_internal(cond) ((void)(0 && (cond)))
 #endif
 
 /*
@@ -49,14 +49,14 @@ __attribute__((noreturn, cold)) void assert_fail(const char *cond, const char *f
  * region's (below 100: it calls its zram store holding them) and
  * src/zblock/zblock.c for zblock's class lock (zsmalloc's sibling).
  *
- * zs_lock_take(l, rank) goes just before a blocking acquire: a lock of an
+ * lock_take(l, rank) goes just before a blocking acquire: a lock of an
  * equal or lower rank already held by this thread stops the program with
  * both locks, their ranks and the lines that took them.  Equal ranks nest
  * only where the rank says so (ZS_LOCK_ZS_HANDLE_SHARD: ascending address,
- * the order handles_trim takes all sixteen in).  zs_lock_took_try(l,
+ * the order handles_trim takes all sixteen in).  lock_took_try(l,
  * rank) records a successful trylock without the check (a trylock never
- * waits, so it cannot close a cycle), zs_lock_drop(l) goes with the
- * release.  zs_lock_assert_none(rank) says "no lock of this rank or above
+ * waits, so it cannot close a cycle), lock_drop(l) goes with the
+ * release.  lock_assert_none(rank) says "no lock of this rank or above
  * here": before a join of a thread that takes them, or an entry point that
  * takes the outermost of them.  Outside ZS_DEBUG all of these compile to
  * nothing; the held locks are a short per-thread stack (debug.c).
@@ -109,35 +109,35 @@ void lockdep_assert_none(int min_rank, const char *file, int line, const char *f
 int lockdep_holds(const void *lock);
 /* How many tracked locks this thread holds (tests: none after a call). */
 int lockdep_depth(void);
-#define zs_lock_take_at(l, rank, file, line) lockdep_take((l), (rank), 0, (file), (line))
-#define zs_lock_drop_at(l, file, line) lockdep_drop((l), (file), (line))
-#define zs_lock_took_try(l, rank) lockdep_take((l), (rank), 1, __FILE__, __LINE__)
-#define zs_lock_assert_none(rank) lockdep_assert_none((rank), __FILE__, __LINE__, __func__)
+#define lock_take_at(l, rank, file, line) lockdep_take((l), (rank), 0, (file), (line))
+#define lock_drop_at(l, file, line) lockdep_drop((l), (file), (line))
+#define lock_took_try(l, rank) lockdep_take((l), (rank), 1, __FILE__, __LINE__)
+#define lock_assert_none(rank) lockdep_assert_none((rank), __FILE__, __LINE__, __func__)
 /* For a helper shared by several entry points: the report names the call the user made. */
-#define zs_lock_assert_none_in(rank, func) lockdep_assert_none((rank), __FILE__, __LINE__, (func))
+#define lock_assert_none_in(rank, func) lockdep_assert_none((rank), __FILE__, __LINE__, (func))
 #else
 /* (void)sizeof: the arguments count as used, are never evaluated, and a lock's address
  * is not tested for truth (gcc's -Waddress on a global's address). */
-#define zs_lock_take_at(l, rank, file, line) ((void)sizeof(l), (void)sizeof((rank) + (line)), (void)sizeof(file))
-#define zs_lock_drop_at(l, file, line) ((void)sizeof(l), (void)sizeof(file), (void)sizeof(line))
-#define zs_lock_took_try(l, rank) ((void)sizeof(l), (void)sizeof(rank))
-#define zs_lock_assert_none(rank) ((void)(0 && (rank)))
-#define zs_lock_assert_none_in(rank, func) ((void)(0 && (rank)), (void)sizeof(func))
+#define lock_take_at(l, rank, file, line) ((void)sizeof(l), (void)sizeof((rank) + (line)), (void)sizeof(file))
+#define lock_drop_at(l, file, line) ((void)sizeof(l), (void)sizeof(file), (void)sizeof(line))
+#define lock_took_try(l, rank) ((void)sizeof(l), (void)sizeof(rank))
+#define lock_assert_none(rank) ((void)(0 && (rank)))
+#define lock_assert_none_in(rank, func) ((void)(0 && (rank)), (void)sizeof(func))
 #define lockdep_depth() 0
 #endif
-#define zs_lock_take(l, rank) zs_lock_take_at((l), (rank), __FILE__, __LINE__)
-#define zs_lock_drop(l) zs_lock_drop_at((l), __FILE__, __LINE__)
+#define lock_take(l, rank) lock_take_at((l), (rank), __FILE__, __LINE__)
+#define lock_drop(l) lock_drop_at((l), __FILE__, __LINE__)
 
 /* A pthread mutex with a rank: the check before it can block, the drop after the release. */
-#define zs_mutex_lock_ranked(m, rank)                  \
+#define mutex_lock_ranked(m, rank)                  \
 	do {                                           \
-		zs_lock_take((m), (rank));             \
+		lock_take((m), (rank));             \
 		pthread_mutex_lock(m);                 \
 	} while (0)
-#define zs_mutex_unlock_ranked(m)                      \
+#define mutex_unlock_ranked(m)                      \
 	do {                                           \
 		pthread_mutex_unlock(m);               \
-		zs_lock_drop(m);                       \
+		lock_drop(m);                       \
 	} while (0)
 
 /*
@@ -147,7 +147,7 @@ int lockdep_depth(void);
  * (common/debug.c), not one per file as a static in this header would be.
  */
 extern _Thread_local char debug_thread_id;
-static inline uintptr_t zs_debug_self(void)
+static inline uintptr_t debug_self(void)
 {
 	return (uintptr_t)&debug_thread_id;
 }

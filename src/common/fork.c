@@ -16,7 +16,7 @@ void fork_gate_enter(struct zs_fork_gate *g)
 {
 	for (;;) {
 		atomic_fetch_add_explicit(&g->active, 1, memory_order_seq_cst);
-		if (zs_likely(!atomic_load_explicit(&g->closing, memory_order_seq_cst)))
+		if (likely(!atomic_load_explicit(&g->closing, memory_order_seq_cst)))
 			return;
 		atomic_fetch_sub_explicit(&g->active, 1, memory_order_release);
 		/* The fork holds the lock until its parent (or child) handler: wait there, asleep. */
@@ -27,7 +27,7 @@ void fork_gate_enter(struct zs_fork_gate *g)
 
 void fork_gate_yield(struct zs_fork_gate *g)
 {
-	zs_fork_gate_leave(g);
+	fork_gate_leave(g);
 	fork_gate_enter(g);
 }
 
@@ -35,7 +35,7 @@ void fork_gate_yield(struct zs_fork_gate *g)
 void fork_gate_lock(struct zs_fork_gate *g)
 {
 	if (g->rank)
-		zs_lock_take(&g->lock, g->rank);
+		lock_take(&g->lock, g->rank);
 	pthread_mutex_lock(&g->lock);
 }
 
@@ -43,7 +43,7 @@ void fork_gate_unlock(struct zs_fork_gate *g)
 {
 	pthread_mutex_unlock(&g->lock);
 	if (g->rank)
-		zs_lock_drop(&g->lock);
+		lock_drop(&g->lock);
 }
 
 void fork_gate_close(struct zs_fork_gate *g)

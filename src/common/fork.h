@@ -63,13 +63,13 @@ struct zs_fork_gate {
 void fork_gate_enter(struct zs_fork_gate *g);
 
 /* Worker: leave, holding none of the locks the gate covers. */
-static inline void zs_fork_gate_leave(struct zs_fork_gate *g)
+static inline void fork_gate_leave(struct zs_fork_gate *g)
 {
 	atomic_fetch_sub_explicit(&g->active, 1, memory_order_release);
 }
 
 /* Worker, between steps: does a fork wait for it to leave? */
-static inline int zs_fork_gate_closing(struct zs_fork_gate *g)
+static inline int fork_gate_closing(struct zs_fork_gate *g)
 {
 	return atomic_load_explicit(&g->closing, memory_order_relaxed);
 }

@@ -19,11 +19,11 @@
 #endif
 #endif
 
-#define zs_likely(x) __builtin_expect(!!(x), 1)
-#define zs_unlikely(x) __builtin_expect(!!(x), 0)
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
 
 /* One spin-wait step's pause: lets the sibling hyperthread run, saves power. */
-static inline void zs_cpu_pause(void)
+static inline void cpu_pause(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
@@ -38,10 +38,10 @@ static inline void zs_cpu_pause(void)
 #define ZS_SPIN_PAUSES 64
 
 /* One step of a wait loop: pause for the first ZS_SPIN_PAUSES steps, then yield. */
-static inline void zs_spin_wait(unsigned *spins)
+static inline void spin_wait(unsigned *spins)
 {
 	if (++*spins < ZS_SPIN_PAUSES)
-		zs_cpu_pause();
+		cpu_pause();
 	else
 		sched_yield();
 }
@@ -57,14 +57,14 @@ static inline void zs_spin_wait(unsigned *spins)
  * answer may be stale by the time it is used: callers only pick a table
  * entry with it, which they lock.  Returns -1 when neither knows.
  */
-static inline int zs_cpu_id(void)
+static inline int current_cpu(void)
 {
 #if defined(ZS_HAVE_RSEQ)
-	if (zs_likely(__rseq_size != 0)) {
+	if (likely(__rseq_size != 0)) {
 		char *tp;
 		__asm__("mov %%fs:0, %0" : "=r"(tp)); /* x86-64: the thread pointer */
 		int cpu = (int)((const volatile struct rseq *)(tp + __rseq_offset))->cpu_id;
-		if (zs_likely(cpu >= 0))
+		if (likely(cpu >= 0))
 			return cpu;
 	}
 #endif
@@ -90,10 +90,10 @@ static inline int zs_cpu_id(void)
 #define ZS_TLS_IE __attribute__((tls_model("initial-exec")))
 extern _Thread_local unsigned thread_index_1 ZS_TLS_IE; /* index + 1; 0: not assigned yet */
 unsigned thread_index_assign(void);
-static inline unsigned zs_thread_index(void)
+static inline unsigned thread_index(void)
 {
 	unsigned v = thread_index_1;
-	if (zs_unlikely(v == 0))
+	if (unlikely(v == 0))
 		v = thread_index_assign();
 	return v - 1;
 }
@@ -106,10 +106,10 @@ static inline unsigned zs_thread_index(void)
  * busy.  Returns its index; the hint follows a thread that had to move on,
  * so it tends to find its own again.  Release with an atomic store of 0.
  */
-static inline unsigned zs_busy_take(_Atomic int *first, size_t stride, unsigned n, unsigned *hint)
+static inline unsigned busy_take(_Atomic int *first, size_t stride, unsigned n, unsigned *hint)
 {
-	if (zs_unlikely(*hint == 0))
-		*hint = zs_thread_index() + 1;
+	if (unlikely(*hint == 0))
+		*hint = thread_index() + 1;
 	unsigned start = (*hint - 1) % n;
 	for (;;) {
 		for (unsigned i = 0; i < n; i++) {
@@ -127,25 +127,25 @@ static inline unsigned zs_busy_take(_Atomic int *first, size_t stride, unsigned 
 }
 
 /*
- * zs_busy_take over a table whose entries are built on first use (the zram
+ * busy_take over a table whose entries are built on first use (the zram
  * store's and zswap's compression streams): `ready0` is entry 0's built
  * flag, `stride` apart like the busy flags.  An entry taken unbuilt is
  * built by its taker, build(ctx, i) returning 0 or -errno; when that fails
  * (no memory) the taker gives it back and waits for entry 0 instead, which
  * the table's owner built at creation.  So taking an entry never fails.
  */
-static inline unsigned zs_busy_take_built(_Atomic int *first, const int *ready0, size_t stride,
+static inline unsigned busy_take_built(_Atomic int *first, const int *ready0, size_t stride,
 					  unsigned n, unsigned *hint,
 					  int (*build)(void *ctx, unsigned i), void *ctx)
 {
-	unsigned i = zs_busy_take(first, stride, n, hint);
-	if (zs_likely(*(const int *)(const void *)((const char *)ready0 + (size_t)i * stride)) ||
+	unsigned i = busy_take(first, stride, n, hint);
+	if (likely(*(const int *)(const void *)((const char *)ready0 + (size_t)i * stride)) ||
 	    !build(ctx, i))
 		return i;
 	atomic_store_explicit((_Atomic int *)(void *)((char *)first + (size_t)i * stride), 0,
 			      memory_order_release);
 	unsigned only = 1; /* a hint for a table of one: entry 0 */
-	return zs_busy_take(first, stride, 1, &only);
+	return busy_take(first, stride, 1, &only);
 }
 
 #endif

@@ -9,7 +9,7 @@
  * Nesting costs nothing: a per-thread depth makes only the outermost guard
  * call pthread_sigmask (two system calls), and the library's own threads,
  * which run with every signal blocked, mark themselves so they never call it
- * (zs_signals_blocked_thread).  Used only by calls that do far more than two
+ * (signals_blocked_thread).  Used only by calls that do far more than two
  * system calls' work, or on stores that ask for it (zs_zram_block_signals);
  * never on a plain allocation path.
  */
@@ -26,7 +26,7 @@ struct zs_sigguard {
 	int masked; /* this guard changed the mask */
 };
 
-static inline void zs_signals_block(struct zs_sigguard *g)
+static inline void signals_block(struct zs_sigguard *g)
 {
 	g->masked = 0;
 	if (sig_depth++ == 0) {
@@ -37,7 +37,7 @@ static inline void zs_signals_block(struct zs_sigguard *g)
 	}
 }
 
-static inline void zs_signals_restore(struct zs_sigguard *g)
+static inline void signals_restore(struct zs_sigguard *g)
 {
 	sig_depth--;
 	if (g->masked)
@@ -45,7 +45,7 @@ static inline void zs_signals_restore(struct zs_sigguard *g)
 }
 
 /* A library thread started with every signal blocked: guards on it are free. */
-static inline void zs_signals_blocked_thread(void)
+static inline void signals_blocked_thread(void)
 {
 	sig_depth = 1;
 }

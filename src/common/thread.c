@@ -56,7 +56,7 @@ static void number_give_back(void *v)
 static int exit_key_ready(void)
 {
 	int st = atomic_load_explicit(&exit_key_state, memory_order_acquire);
-	if (zs_likely(st == 2))
+	if (likely(st == 2))
 		return 1;
 	if (st != 0)
 		return 0;
@@ -93,7 +93,7 @@ unsigned thread_index_assign(void)
 	unsigned n = number_reuse();
 	if (n == UINT32_MAX) {
 		n = atomic_fetch_add_explicit(&next_number, 1, memory_order_relaxed);
-		if (zs_unlikely(n == UINT32_MAX))   /* after 2^32 threads */
+		if (unlikely(n == UINT32_MAX))   /* after 2^32 threads */
 			n = 0;
 	}
 	unsigned v = n + 1;

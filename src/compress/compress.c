@@ -218,7 +218,7 @@ static int comp_create(const struct zs_comp_config *cfg, struct zs_comp **out, c
 	}
 	*out = NULL;
 	if (ZS_CONFIG_ABI_CHECK(cfg, &bad)) {
-		zs_config_abi_err(err, err_len, "zs_comp_config", cfg->struct_size, sizeof(*cfg), bad);
+		config_abi_err(err, err_len, "zs_comp_config", cfg->struct_size, sizeof(*cfg), bad);
 		return -EINVAL;
 	}
 	const char *name = cfg->name;

@@ -141,7 +141,7 @@ void comp_pool_build_all(struct comp_pool *p)
 		unsigned spins = 0;
 
 		while (atomic_exchange_explicit(&s->busy, 1, memory_order_acquire))
-			zs_spin_wait(&spins);
+			spin_wait(&spins);
 		if (!s->ready)
 			(void)stream_build(p, s); /* failed: built on first use, as usual */
 		atomic_store_explicit(&s->busy, 0, memory_order_release);

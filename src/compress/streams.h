@@ -76,7 +76,7 @@ static inline struct comp_stream *comp_pool_at(const struct comp_pool *p, unsign
 	return (struct comp_stream *)(void *)((char *)p->base + (size_t)i * p->stride);
 }
 
-/* zs_busy_take_built's build step (streams.c). */
+/* busy_take_built's build step (streams.c). */
 int comp_pool_build_taken(void *pool, unsigned i);
 
 /*
@@ -88,7 +88,7 @@ static inline struct comp_stream *comp_pool_get(struct comp_pool *p, unsigned *h
 {
 	struct comp_stream *s0 = comp_pool_at(p, 0);
 
-	return comp_pool_at(p, zs_busy_take_built(&s0->busy, &s0->ready, p->stride, p->n, hint,
+	return comp_pool_at(p, busy_take_built(&s0->busy, &s0->ready, p->stride, p->n, hint,
 						  comp_pool_build_taken, p));
 }
 

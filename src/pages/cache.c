@@ -22,7 +22,7 @@
  * default-sized providers count in one process-wide budget (purge_locked).
  *
  * Per-CPU caches.  Single-page allocations and frees go through a small
- * stack of pages per CPU (zs_cpu_id; its own lock, so a thread that
+ * stack of pages per CPU (current_cpu; its own lock, so a thread that
  * migrates is still correct), refilled from and drained to the shared cache
  * PCP_BATCH pages per lock round: the shared mutex is taken once per batch
  * instead of once per page, the model being the kernel's per-CPU page lists.
@@ -71,12 +71,12 @@
 
 /* ---- hot cache (lock held) -------------------------------------------- */
 
-static void cache_unlink(struct zs_pages *p, zs_pfn_t pfn)
+static void cache_unlink(struct zs_pages *p, pfn_t pfn)
 {
 	struct zs_page_desc *d = zs_page_desc(p, pfn);
-	zs_pfn_t prev = (zs_pfn_t)d->word[0], next = d->next;
+	pfn_t prev = (pfn_t)d->word[0], next = d->next;
 
-	zs_assert_internal(get_state(p, pfn) == PG_CACHED && p->ncached > 0 &&
+	assert_internal(get_state(p, pfn) == PG_CACHED && p->ncached > 0 &&
 			   p->chunks[pfn_slot(p, pfn)].ncached > 0);
 	if (prev != ZS_PFN_NONE)
 		zs_page_desc(p, prev)->next = next;
@@ -91,7 +91,7 @@ static void cache_unlink(struct zs_pages *p, zs_pfn_t pfn)
 }
 
 /* word[0]: previous (hotter) page, next: the colder one, word[1]: when it was freed. */
-static void cache_push(struct zs_pages *p, zs_pfn_t pfn, uint64_t now)
+static void cache_push(struct zs_pages *p, pfn_t pfn, uint64_t now)
 {
 	struct zs_page_desc *d = zs_page_desc(p, pfn);
 
@@ -193,7 +193,7 @@ static void releasing_take(struct zs_pages *p)
 static void released_locked(struct zs_pages *p, unsigned n)
 {
 	releasing_sync(p);
-	zs_assert_internal(p->releasing >= n);
+	assert_internal(p->releasing >= n);
 	p->releasing -= n;
 	if (!p->releasing && p->trim_waiters)
 		pthread_cond_broadcast(&p->released);
@@ -210,7 +210,7 @@ static void released_locked(struct zs_pages *p, unsigned n)
  * also where the budget is settled and the cache reaching the purge
  * thread's start is noted (note_kick, take_kick).
  */
-static unsigned purge_locked(struct zs_pages *p, uint64_t now, bool force, zs_pfn_t *rel,
+static unsigned purge_locked(struct zs_pages *p, uint64_t now, bool force, pfn_t *rel,
 			     unsigned max)
 {
 	unsigned n = 0;
@@ -218,7 +218,7 @@ static unsigned purge_locked(struct zs_pages *p, uint64_t now, bool force, zs_pf
 	size_t gover = budget_sync(p, &started);
 
 	while (n < max && p->cache_tail != ZS_PFN_NONE) {
-		zs_pfn_t pfn = p->cache_tail;
+		pfn_t pfn = p->cache_tail;
 		bool over = p->ncached > p->cache_cap || gover > 0;
 		bool old = expired(p, (uint64_t)zs_page_desc(p, pfn)->word[1], now);
 		if (!force && !over && !old)
@@ -240,11 +240,11 @@ static unsigned purge_locked(struct zs_pages *p, uint64_t now, bool force, zs_pf
 	return n;
 }
 
-static void sort_pfns(zs_pfn_t *v, unsigned n)
+static void sort_pfns(pfn_t *v, unsigned n)
 {
 	/* n <= RELEASE_MAX and usually nearly sorted. */
 	for (unsigned i = 1; i < n; i++) {
-		zs_pfn_t x = v[i];
+		pfn_t x = v[i];
 		unsigned j = i;
 		for (; j > 0 && v[j - 1] > x; j--)
 			v[j] = v[j - 1];
@@ -256,7 +256,7 @@ static void sort_pfns(zs_pfn_t *v, unsigned n)
  * Lock NOT held: give RELEASING pages back to the OS (neighbours share one
  * madvise), then mark them free and unmap the chunks left empty.
  */
-static void release_pages(struct zs_pages *p, zs_pfn_t *rel, unsigned nrel)
+static void release_pages(struct zs_pages *p, pfn_t *rel, unsigned nrel)
 {
 	char *unmap[RELEASE_MAX];
 	unsigned nunmap = 0;
@@ -268,12 +268,12 @@ static void release_pages(struct zs_pages *p, zs_pfn_t *rel, unsigned nrel)
 		unsigned j = i + 1;
 		while (j < nrel && rel[j] == rel[j - 1] + 1 && pfn_slot(p, rel[j]) == pfn_slot(p, rel[i]))
 			j++;
-		madvise(zs_page_addr(p, rel[i]), (size_t)(j - i) << p->lk.page_shift, MADV_DONTNEED);
+		madvise(pages_lookup_addr(p, rel[i]), (size_t)(j - i) << p->lk.page_shift, MADV_DONTNEED);
 		i = j;
 	}
-	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+	mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	for (unsigned i = 0; i < nrel; i++) {
-		zs_pfn_t pfn = rel[i];
+		pfn_t pfn = rel[i];
 		size_t slot = pfn_slot(p, pfn);
 		bm_clr(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
 		set_state(p, pfn, PG_FREE);
@@ -284,27 +284,27 @@ static void release_pages(struct zs_pages *p, zs_pfn_t *rel, unsigned nrel)
 	}
 	if (!nunmap)
 		released_locked(p, nrel);
-	zs_mutex_unlock_ranked(&p->lock);
+	mutex_unlock_ranked(&p->lock);
 	if (!nunmap)
 		return;
 	for (unsigned i = 0; i < nunmap; i++)
 		munmap(unmap[i], p->chunk_bytes);
 	/* Counted down only with the chunks unmapped: a waiting trim sees them gone. */
-	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+	mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	released_locked(p, nrel);
-	zs_mutex_unlock_ranked(&p->lock);
+	mutex_unlock_ranked(&p->lock);
 }
 
 /* Lock NOT held: release what the bound and the decay (or force: everything) say must go. */
 static void purge(struct zs_pages *p, bool force)
 {
-	zs_pfn_t rel[RELEASE_MAX];
+	pfn_t rel[RELEASE_MAX];
 	unsigned n;
 
 	do {
-		zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+		mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 		n = purge_locked(p, now_ns(), force, rel, RELEASE_MAX);
-		zs_mutex_unlock_ranked(&p->lock);
+		mutex_unlock_ranked(&p->lock);
 		release_pages(p, rel, n);
 	} while (n == RELEASE_MAX);
 }
@@ -327,16 +327,16 @@ static bool alloc_allowed(struct zs_pages *p, unsigned n)
 }
 
 /* Lock held: mark [first, first+n) of one chunk in use. */
-static void take_pages(struct zs_pages *p, zs_pfn_t first, unsigned n)
+static void take_pages(struct zs_pages *p, pfn_t first, unsigned n)
 {
 	size_t slot = pfn_slot(p, first);
 	struct zs_page_desc *m = meta_desc(p, slot);
 	uint64_t *bits = meta_bits(p, m);
 
 	for (unsigned i = 0; i < n; i++) {
-		zs_pfn_t pfn = first + i;
+		pfn_t pfn = first + i;
 		/* Only a free page is handed out: never one in use, in a per-CPU cache or leaving. */
-		zs_assert_internal((get_state(p, pfn) == PG_FREE || get_state(p, pfn) == PG_CACHED) &&
+		assert_internal((get_state(p, pfn) == PG_FREE || get_state(p, pfn) == PG_CACHED) &&
 				   !(bits[pfn_idx(p, pfn) >> 6] & (1ull << (pfn_idx(p, pfn) & 63))));
 		if (get_state(p, pfn) == PG_CACHED)
 			cache_unlink(p, pfn);
@@ -388,7 +388,7 @@ static long find_clear_run(const uint64_t *bits, size_t nbits, unsigned n)
 }
 
 /* Lock held: lowest partial chunk with at least n free pages in a row. */
-static bool find_in_partial(struct zs_pages *p, unsigned n, zs_pfn_t *out)
+static bool find_in_partial(struct zs_pages *p, unsigned n, pfn_t *out)
 {
 	for (size_t w = p->partial_lo; w < p->slot_words; w++) {
 		uint64_t word = p->partial_bm[w];
@@ -404,7 +404,7 @@ static bool find_in_partial(struct zs_pages *p, unsigned n, zs_pfn_t *out)
 				continue;
 			long idx = find_clear_run(meta_bits(p, meta_desc(p, slot)), p->ppc, n);
 			if (idx >= 0) {
-				*out = ((zs_pfn_t)slot << p->lk.ppc_shift) + (zs_pfn_t)idx;
+				*out = ((pfn_t)slot << p->lk.ppc_shift) + (pfn_t)idx;
 				return true;
 			}
 		}
@@ -413,7 +413,7 @@ static bool find_in_partial(struct zs_pages *p, unsigned n, zs_pfn_t *out)
 }
 
 /* Lock held: the hottest cached page, else a never-used or released one, else a new chunk. */
-static bool pick_pages(struct zs_pages *p, unsigned n, zs_pfn_t *out)
+static bool pick_pages(struct zs_pages *p, unsigned n, pfn_t *out)
 {
 	if (n == 1 && p->cache_head != ZS_PFN_NONE) {
 		*out = p->cache_head;
@@ -424,13 +424,13 @@ static bool pick_pages(struct zs_pages *p, unsigned n, zs_pfn_t *out)
 	long slot = pages_chunk_map(p);
 	if (slot < 0)
 		return false;
-	*out = (zs_pfn_t)slot << p->lk.ppc_shift;
+	*out = (pfn_t)slot << p->lk.ppc_shift;
 	return true;
 }
 
-static int alloc_locked(struct zs_pages *p, unsigned n, zs_pfn_t *out)
+static int alloc_locked(struct zs_pages *p, unsigned n, pfn_t *out)
 {
-	zs_pfn_t pfn;
+	pfn_t pfn;
 
 	if (!alloc_allowed(p, n))
 		return -ENOMEM;
@@ -445,7 +445,7 @@ static int alloc_locked(struct zs_pages *p, unsigned n, zs_pfn_t *out)
 
 static inline struct zs_pcp *this_pcp(struct zs_pages *p)
 {
-	int cpu = zs_cpu_id();
+	int cpu = current_cpu();
 	return &p->pcp[cpu > 0 ? (unsigned)cpu % p->npcp : 0];
 }
 
@@ -456,17 +456,17 @@ static inline struct zs_pcp *this_pcp(struct zs_pages *p)
 static inline void pcp_lock_at(struct zs_pcp *c, const char *file, int line)
 {
 	unsigned spins = 0;
-	zs_lock_take_at(c, ZS_LOCK_PAGES_PCP, file, line);
-	while (zs_unlikely(atomic_exchange_explicit(&c->lock, 1, memory_order_acquire))) {
+	lock_take_at(c, ZS_LOCK_PAGES_PCP, file, line);
+	while (unlikely(atomic_exchange_explicit(&c->lock, 1, memory_order_acquire))) {
 		/* past the spins: another thread on this CPU slot was preempted holding it */
 		while (atomic_load_explicit(&c->lock, memory_order_relaxed))
-			zs_spin_wait(&spins);
+			spin_wait(&spins);
 	}
 }
 
 static inline void pcp_unlock_at(struct zs_pcp *c, const char *file, int line)
 {
-	zs_lock_drop_at(c, file, line);
+	lock_drop_at(c, file, line);
 	atomic_store_explicit(&c->nheld, c->count + c->nparked, memory_order_relaxed);
 	atomic_store_explicit(&c->lock, 0, memory_order_release);
 }
@@ -488,18 +488,18 @@ static inline void add_relaxed_u64(_Atomic uint64_t *v, uint64_t d)
  * empty per-CPU cache, hottest on top; collect what the decay says to
  * release into rel.  Returns the pages moved.
  */
-static unsigned pcp_refill_locked(struct zs_pages *p, struct zs_pcp *c, zs_pfn_t *rel,
+static unsigned pcp_refill_locked(struct zs_pages *p, struct zs_pcp *c, pfn_t *rel,
 				  unsigned *nrel)
 {
-	zs_pfn_t got[PCP_BATCH];
+	pfn_t got[PCP_BATCH];
 	unsigned n = 0;
 
 	while (n < PCP_BATCH) {
-		zs_pfn_t pfn;
+		pfn_t pfn;
 		if (!pick_pages(p, 1, &pfn))
 			break;
 		size_t slot = pfn_slot(p, pfn);
-		zs_assert_internal(get_state(p, pfn) == PG_FREE || get_state(p, pfn) == PG_CACHED);
+		assert_internal(get_state(p, pfn) == PG_FREE || get_state(p, pfn) == PG_CACHED);
 		if (get_state(p, pfn) == PG_CACHED)
 			cache_unlink(p, pfn);
 		bm_set(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
@@ -523,18 +523,18 @@ static unsigned pcp_refill_locked(struct zs_pages *p, struct zs_pcp *c, zs_pfn_t
  * thread emptying an idle cache).  Returns the pages to release, in rel
  * (k <= RELEASE_MAX).
  */
-static unsigned pcp_drain_locked(struct zs_pages *p, struct zs_pcp *c, unsigned k, zs_pfn_t *rel,
+static unsigned pcp_drain_locked(struct zs_pages *p, struct zs_pcp *c, unsigned k, pfn_t *rel,
 				 bool release)
 {
 	uint64_t now = now_ns();
 	size_t room = p->cache_cap > p->ncached ? p->cache_cap - p->ncached : 0;
 	unsigned nrel = 0, ndirect = release ? k : k > room ? (unsigned)(k - room) : 0;
 
-	zs_assert_internal(k <= c->count && c->count <= PCP_MAX);
+	assert_internal(k <= c->count && c->count <= PCP_MAX);
 	for (unsigned i = 0; i < k; i++) {
-		zs_pfn_t pfn = c->pfn[i];
+		pfn_t pfn = c->pfn[i];
 		size_t slot = pfn_slot(p, pfn);
-		zs_assert_internal(get_state(p, pfn) == PG_PCP && p->chunks[slot].ninuse > 0);
+		assert_internal(get_state(p, pfn) == PG_PCP && p->chunks[slot].ninuse > 0);
 		if (i < ndirect) {
 			set_state(p, pfn, PG_RELEASING);
 			releasing_take(p);
@@ -558,7 +558,7 @@ static unsigned pcp_drain_locked(struct zs_pages *p, struct zs_pcp *c, unsigned 
  * of range, in no chunk, or not in use.  The state is the owner's proof: a
  * double or foreign free (a repeated pfn in one call too) fails here.
  */
-static inline bool pcp_claim(struct zs_pages *p, zs_pfn_t pfn)
+static inline bool pcp_claim(struct zs_pages *p, pfn_t pfn)
 {
 	if (pfn >= p->pfn_limit)
 		return false;
@@ -602,11 +602,11 @@ static bool park_room(struct zs_pages *p, unsigned n)
 /* A forked child has no thread yet, whatever the inherited total says: the first park asks. */
 static bool take_park_rekick(struct zs_pages *p)
 {
-	return zs_unlikely(atomic_load_explicit(&p->park_rekick, memory_order_relaxed)) &&
+	return unlikely(atomic_load_explicit(&p->park_rekick, memory_order_relaxed)) &&
 	       atomic_exchange_explicit(&p->park_rekick, false, memory_order_relaxed);
 }
 
-static bool park_chain(struct zs_pages *p, struct zs_pcp *c, const zs_pfn_t *pfns, unsigned n)
+static bool park_chain(struct zs_pages *p, struct zs_pcp *c, const pfn_t *pfns, unsigned n)
 {
 	if (n == 0 || n > PARK_MAX_LEN || !p->park || !park_room(p, n))
 		return false;
@@ -629,16 +629,16 @@ static bool park_chain(struct zs_pages *p, struct zs_pcp *c, const zs_pfn_t *pfn
 }
 
 /* A parked chain of n pages into out, in use again; false when there is none. */
-static inline bool park_pop(struct zs_pages *p, struct zs_pcp *c, unsigned n, zs_pfn_t *out)
+static inline bool park_pop(struct zs_pages *p, struct zs_pcp *c, unsigned n, pfn_t *out)
 {
 	if (n == 0 || n > PARK_MAX_LEN || c->park[n] == ZS_PFN_NONE)
 		return false;
-	zs_pfn_t pfn = c->park[n];
-	c->park[n] = (zs_pfn_t)zs_page_desc(p, pfn)->word[0];
+	pfn_t pfn = c->park[n];
+	c->park[n] = (pfn_t)zs_page_desc(p, pfn)->word[0];
 	for (unsigned i = 0; i < n; i++) {
-		zs_assert_internal(pfn != ZS_PFN_NONE && get_state(p, pfn) == PG_PCP);
+		assert_internal(pfn != ZS_PFN_NONE && get_state(p, pfn) == PG_PCP);
 		out[i] = pfn;
-		zs_pfn_t next = zs_page_desc(p, pfn)->next;
+		pfn_t next = zs_page_desc(p, pfn)->next;
 		set_state(p, pfn, PG_IN_USE);
 		pfn = next;
 	}
@@ -661,7 +661,7 @@ static uint64_t pcp_ops(struct zs_pcp *c);
 static unsigned park_release(struct zs_pages *p, struct zs_pcp *c, uint64_t cutoff, uint64_t ops,
 			     bool decay)
 {
-	zs_pfn_t rel[RELEASE_MAX];
+	pfn_t rel[RELEASE_MAX];
 	unsigned total = 0;
 	for (unsigned n = 1; n <= PARK_MAX_LEN; n++) {
 		for (;;) {
@@ -671,23 +671,23 @@ static unsigned park_release(struct zs_pages *p, struct zs_pcp *c, uint64_t cuto
 				return total;
 			}
 			/* The first chain parked by the cut-off, and the chain above it (or none). */
-			zs_pfn_t above = ZS_PFN_NONE, cur = c->park[n];
+			pfn_t above = ZS_PFN_NONE, cur = c->park[n];
 			while (cur != ZS_PFN_NONE && (uint64_t)zs_page_desc(p, cur)->word[1] > cutoff) {
 				above = cur;
-				cur = (zs_pfn_t)zs_page_desc(p, cur)->word[0];
+				cur = (pfn_t)zs_page_desc(p, cur)->word[0];
 			}
 			if (cur == ZS_PFN_NONE) {
 				pcp_unlock(c);
 				break;
 			}
 			unsigned nrel = 0;
-			zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+			mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 			while (cur != ZS_PFN_NONE && nrel + n <= RELEASE_MAX) {
-				zs_pfn_t pfn = cur;
-				cur = (zs_pfn_t)zs_page_desc(p, cur)->word[0];
+				pfn_t pfn = cur;
+				cur = (pfn_t)zs_page_desc(p, cur)->word[0];
 				for (unsigned i = 0; i < n; i++) {
-					zs_pfn_t next = zs_page_desc(p, pfn)->next;
-					zs_assert_internal(get_state(p, pfn) == PG_PCP);
+					pfn_t next = zs_page_desc(p, pfn)->next;
+					assert_internal(get_state(p, pfn) == PG_PCP);
 					set_state(p, pfn, PG_RELEASING);
 					releasing_take(p);
 					rel[nrel++] = pfn;
@@ -701,7 +701,7 @@ static unsigned park_release(struct zs_pages *p, struct zs_pcp *c, uint64_t cuto
 				zs_page_desc(p, above)->word[0] = (uintptr_t)cur;
 			if (decay)
 				p->decayed += nrel;
-			zs_mutex_unlock_ranked(&p->lock);
+			mutex_unlock_ranked(&p->lock);
 			(void)park_sync(p, c, c->nparked == 0); /* the budget goes down: no start */
 			pcp_unlock(c);
 			release_pages(p, rel, nrel);
@@ -727,11 +727,11 @@ static void maybe_decay(struct zs_pages *p)
  * the single-page path (pcp_alloc) costs no more than a copy written for it.
  */
 static inline __attribute__((always_inline)) unsigned pcp_alloc_bulk(struct zs_pages *p,
-									unsigned n, zs_pfn_t *out,
+									unsigned n, pfn_t *out,
 									bool park)
 {
 	struct zs_pcp *c = this_pcp(p);
-	zs_pfn_t rel[RELEASE_MAX];
+	pfn_t rel[RELEASE_MAX];
 	unsigned nrel = 0, got = 0;
 	bool check, started = false, refilled = false;
 
@@ -741,22 +741,22 @@ static inline __attribute__((always_inline)) unsigned pcp_alloc_bulk(struct zs_p
 		started = park_sync(p, c, false);
 	}
 	while (got < n) {
-		if (zs_unlikely(c->count == 0)) {
+		if (unlikely(c->count == 0)) {
 			if (refilled)
 				break;
 			refilled = true;
-			zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+			mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 			unsigned r = pcp_refill_locked(p, c, rel, &nrel);
 			if (!r)
 				p->failed++;
 			/* Only after a fork can taking pages ask for the thread (rekick). */
 			started |= take_kick(p);
-			zs_mutex_unlock_ranked(&p->lock);
+			mutex_unlock_ranked(&p->lock);
 			if (!r)
 				break;
 		}
-		zs_pfn_t pfn = c->pfn[--c->count];
-		zs_assert_internal(get_state(p, pfn) == PG_PCP);
+		pfn_t pfn = c->pfn[--c->count];
+		assert_internal(get_state(p, pfn) == PG_PCP);
 		set_state(p, pfn, PG_IN_USE);
 		out[got++] = pfn;
 	}
@@ -777,17 +777,17 @@ static inline __attribute__((always_inline)) unsigned pcp_alloc_bulk(struct zs_p
 }
 
 /* One page from this CPU's cache (the bulk path with n = 1, which the compiler folds). */
-static int pcp_alloc(struct zs_pages *p, zs_pfn_t *out)
+static int pcp_alloc(struct zs_pages *p, pfn_t *out)
 {
 	return pcp_alloc_bulk(p, 1, out, false) ? 0 : -ENOMEM;
 }
 
 /* Free n single pages into this CPU's cache, or (park: a bulk free) park them as one
  * chain; invalid or repeated pfns are skipped. */
-static void pcp_free(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, bool park)
+static void pcp_free(struct zs_pages *p, const pfn_t *pfns, unsigned n, bool park)
 {
 	struct zs_pcp *c = this_pcp(p);
-	zs_pfn_t rel[2 * RELEASE_MAX];
+	pfn_t rel[2 * RELEASE_MAX];
 	unsigned nrel = 0, nfreed = 0;
 	bool check, started = false;
 
@@ -801,15 +801,15 @@ static void pcp_free(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, bool 
 		each = 0;
 	}
 	for (unsigned i = 0; i < each; i++) {
-		zs_pfn_t pfn = pfns[i];
+		pfn_t pfn = pfns[i];
 		if (!pcp_claim(p, pfn))
 			continue;
 		if (c->count == PCP_MAX) {
 			/* At most two drains per call (n <= 64): rel has room for both. */
-			zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+			mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 			nrel += pcp_drain_locked(p, c, PCP_BATCH, rel + nrel, false);
 			started |= take_kick(p);
-			zs_mutex_unlock_ranked(&p->lock);
+			mutex_unlock_ranked(&p->lock);
 		}
 		c->pfn[c->count++] = pfn;
 		nfreed++;
@@ -833,18 +833,18 @@ static void pcp_free(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, bool 
 /* Lock NOT held: every per-CPU cache's pages back to the shared cache. */
 static void pcp_drain_all(struct zs_pages *p)
 {
-	zs_pfn_t rel[RELEASE_MAX];
+	pfn_t rel[RELEASE_MAX];
 
 	for (unsigned i = 0; i < p->npcp; i++) {
 		struct zs_pcp *c = &p->pcp[i];
 		unsigned nrel = 0;
 		pcp_lock(c);
 		if (c->count) {
-			zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+			mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 			nrel = pcp_drain_locked(p, c, c->count, rel, false);
 			/* Only a trim drains all, and it empties the shared cache next. */
 			(void)take_kick(p);
-			zs_mutex_unlock_ranked(&p->lock);
+			mutex_unlock_ranked(&p->lock);
 		}
 		pcp_unlock(c);
 		release_pages(p, rel, nrel);
@@ -852,9 +852,9 @@ static void pcp_drain_all(struct zs_pages *p)
 	}
 }
 
-int pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first)
+int pages_alloc_run(struct zs_pages *p, unsigned n, pfn_t *first)
 {
-	zs_pfn_t rel[RELEASE_MAX];
+	pfn_t rel[RELEASE_MAX];
 	unsigned nrel = 0;
 
 	if (!p || !first || n == 0 || n > ZS_MAX_RUN)
@@ -867,18 +867,18 @@ int pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first)
 		return 0;
 	}
 	if (n > p->ppc) {
-		zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+		mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 		p->failed++;
-		zs_mutex_unlock_ranked(&p->lock);
+		mutex_unlock_ranked(&p->lock);
 		return -ENOMEM;
 	}
-	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+	mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	int rc = alloc_locked(p, n, first);
 	if (rc)
 		p->failed++;
 	nrel = purge_locked(p, now_ns(), false, rel, RELEASE_MAX);
 	bool started = take_kick(p);
-	zs_mutex_unlock_ranked(&p->lock);
+	mutex_unlock_ranked(&p->lock);
 	release_pages(p, rel, nrel);
 	if (started)
 		kick(p);
@@ -889,12 +889,12 @@ int pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first)
 	return 0;
 }
 
-int pages_alloc(struct zs_pages *p, zs_pfn_t *pfn)
+int pages_alloc(struct zs_pages *p, pfn_t *pfn)
 {
 	return pages_alloc_run(p, 1, pfn);
 }
 
-int pages_alloc_bulk(struct zs_pages *p, unsigned n, zs_pfn_t *pfns)
+int pages_alloc_bulk(struct zs_pages *p, unsigned n, pfn_t *pfns)
 {
 	unsigned got = 0;
 
@@ -931,21 +931,21 @@ _Static_assert(ZS_FREE_BULK_MAX <= 2 * PCP_BATCH, "pcp_free drains at most twice
  * and the run is ignored) and counted as one free.  Otherwise each double,
  * foreign or repeated pfn is skipped and every page freed counts.
  */
-static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, bool whole)
+static void free_pages(struct zs_pages *p, const pfn_t *pfns, unsigned n, bool whole)
 {
-	zs_pfn_t rel[RELEASE_MAX];
+	pfn_t rel[RELEASE_MAX];
 	unsigned nrel = 0, nfreed = 0;
 
-	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+	mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	for (unsigned i = 0; whole && i < n; i++) {
 		if (!pages_valid(p, pfns[i])) {
-			zs_mutex_unlock_ranked(&p->lock);
+			mutex_unlock_ranked(&p->lock);
 			return;
 		}
 	}
 	uint64_t now = now_ns();
 	for (unsigned i = 0; i < n; i++) {
-		zs_pfn_t pfn = pfns[i];
+		pfn_t pfn = pfns[i];
 		if (!pages_valid(p, pfn))
 			continue;
 		nfreed++;
@@ -957,7 +957,7 @@ static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, boo
 			continue;
 		}
 		size_t slot = pfn_slot(p, pfn);
-		zs_assert_internal(p->chunks[slot].ninuse > 0);
+		assert_internal(p->chunks[slot].ninuse > 0);
 		bm_clr(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
 		set_state(p, pfn, PG_CACHED);
 		cache_push(p, pfn, now);
@@ -968,7 +968,7 @@ static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, boo
 	p->frees += whole ? 1 : nfreed;
 	nrel += purge_locked(p, now, false, rel + nrel, RELEASE_MAX - nrel);
 	bool started = take_kick(p);
-	zs_mutex_unlock_ranked(&p->lock);
+	mutex_unlock_ranked(&p->lock);
 	release_pages(p, rel, nrel);
 	if (nrel == RELEASE_MAX)
 		purge(p, false);
@@ -976,7 +976,7 @@ static void free_pages(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n, boo
 		kick(p);
 }
 
-void pages_free(struct zs_pages *p, zs_pfn_t pfn)
+void pages_free(struct zs_pages *p, pfn_t pfn)
 {
 	if (!p)
 		return;
@@ -988,9 +988,9 @@ void pages_free(struct zs_pages *p, zs_pfn_t pfn)
 	pages_release_end(t0, 1);
 }
 
-void pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n)
+void pages_free_run(struct zs_pages *p, pfn_t first, unsigned n)
 {
-	zs_pfn_t run[ZS_MAX_RUN];
+	pfn_t run[ZS_MAX_RUN];
 
 	/* Only what pages_alloc_run hands out: up to ZS_MAX_RUN pages of one chunk. */
 	if (!p || n == 0 || n > ZS_MAX_RUN || n > p->ppc || first >= p->pfn_limit ||
@@ -1005,7 +1005,7 @@ void pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n)
 	free_pages(p, run, n, true);
 }
 
-void pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
+void pages_free_bulk(struct zs_pages *p, const pfn_t *pfns, unsigned n)
 {
 	if (!p || !pfns)
 		return;
@@ -1030,13 +1030,13 @@ void pages_trim(struct zs_pages *p)
 	pcp_drain_all(p);
 	purge(p, true);
 	/* Pages another thread took for release before ours: wait until they are gone too. */
-	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+	mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	p->trim_waiters++;
 	releasing_sync(p);
 	while (p->releasing)
 		pthread_cond_wait(&p->released, &p->lock);
 	p->trim_waiters--;
-	zs_mutex_unlock_ranked(&p->lock);
+	mutex_unlock_ranked(&p->lock);
 }
 
 void pages_decay(struct zs_pages *p)
@@ -1056,15 +1056,15 @@ static uint64_t pcp_ops(struct zs_pcp *c)
 /* Give a per-CPU cache's pages to the OS, unless it was used since `ops` was read. */
 static void pcp_release_idle(struct zs_pages *p, struct zs_pcp *c, uint64_t ops)
 {
-	zs_pfn_t rel[RELEASE_MAX];
+	pfn_t rel[RELEASE_MAX];
 	unsigned nrel = 0;
 
 	pcp_lock(c);
 	if (c->count && pcp_ops(c) == ops) {
-		zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+		mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 		p->decayed += c->count;
 		nrel = pcp_drain_locked(p, c, c->count, rel, true);
-		zs_mutex_unlock_ranked(&p->lock);
+		mutex_unlock_ranked(&p->lock);
 	}
 	pcp_unlock(c);
 	release_pages(p, rel, nrel);
@@ -1126,15 +1126,15 @@ void pages_park_released(struct zs_pages *p, unsigned long pages, bool may_kick)
 		kick(p);
 }
 
-void pages_release_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
+void pages_release_bulk(struct zs_pages *p, const pfn_t *pfns, unsigned n)
 {
-	zs_pfn_t rel[RELEASE_MAX];
+	pfn_t rel[RELEASE_MAX];
 
 	for (unsigned i = 0; i < n; i += RELEASE_MAX) {
 		unsigned k = n - i < RELEASE_MAX ? n - i : RELEASE_MAX, nrel = 0;
-		zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+		mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 		for (unsigned j = 0; j < k; j++) {
-			zs_pfn_t pfn = pfns[i + j];
+			pfn_t pfn = pfns[i + j];
 			if (!pages_valid(p, pfn))
 				continue;
 			/* Bit and ninuse stay until release_pages: the chunk stays mapped meanwhile. */
@@ -1144,7 +1144,7 @@ void pages_release_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n)
 		}
 		add_relaxed(&p->in_use, -(long)nrel);
 		p->frees += nrel;
-		zs_mutex_unlock_ranked(&p->lock);
+		mutex_unlock_ranked(&p->lock);
 		release_pages(p, rel, nrel);
 	}
 }

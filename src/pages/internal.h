@@ -75,9 +75,9 @@ struct zs_pcp {
 	_Atomic unsigned nheld;     /* count + nparked, for stats readers without the lock */
 	_Atomic long in_use;        /* allocations minus frees through this cache */
 	_Atomic uint64_t allocs, frees;
-	zs_pfn_t pfn[PCP_MAX];      /* a stack: the top is the hottest page */
+	pfn_t pfn[PCP_MAX];      /* a stack: the top is the hottest page */
 	/* Parked chains, under lock: [n] heads a LIFO of chains of n pages (first pfns). */
-	zs_pfn_t park[PARK_MAX_LEN + 1];
+	pfn_t park[PARK_MAX_LEN + 1];
 	unsigned nparked;           /* pages in them (in nheld too) */
 	unsigned park_synced;       /* of those, the pages counted in the process budget */
 	/* The owner's parked pages (pages_park_note) not yet in the process budget:
@@ -91,7 +91,7 @@ struct zs_pcp {
 struct zs_pages {
 	struct zs_pages_lookup lk;  /* first: see pages/lookup.h */
 	/* Read-only after create. */
-	zs_pfn_t pfn_limit;     /* nslots << ppc_shift */
+	pfn_t pfn_limit;     /* nslots << ppc_shift */
 	size_t state_off;       /* byte offset of the state array in a meta region */
 	size_t page_size;
 	size_t ppc;
@@ -111,7 +111,7 @@ struct zs_pages {
 	size_t slot_words;      /* words of the two bitmaps worth scanning (high-water) */
 	size_t partial_lo;      /* no partial bit below this word */
 
-	zs_pfn_t cache_head, cache_tail;
+	pfn_t cache_head, cache_tail;
 	size_t ncached, cache_cap;  /* the shared cache and its share of the bound */
 	uint64_t decay_ns;          /* DECAY_NEVER_NS: no time decay */
 	_Atomic uint64_t oldest_ns; /* free time of the cache's tail, NO_TIME if empty */
@@ -206,27 +206,27 @@ static inline uint64_t *meta_bits(const struct zs_pages *p, struct zs_page_desc 
 static inline void bm_set(uint64_t *bm, size_t i) { bm[i >> 6] |= 1ull << (i & 63); }
 static inline void bm_clr(uint64_t *bm, size_t i) { bm[i >> 6] &= ~(1ull << (i & 63)); }
 
-static inline size_t pfn_slot(const struct zs_pages *p, zs_pfn_t pfn)
+static inline size_t pfn_slot(const struct zs_pages *p, pfn_t pfn)
 {
 	return (size_t)(pfn >> p->lk.ppc_shift);
 }
 
-static inline size_t pfn_idx(const struct zs_pages *p, zs_pfn_t pfn)
+static inline size_t pfn_idx(const struct zs_pages *p, pfn_t pfn)
 {
 	return (size_t)(pfn & p->lk.ppc_mask);
 }
 
-static inline _Atomic uint8_t *pfn_state(const struct zs_pages *p, zs_pfn_t pfn)
+static inline _Atomic uint8_t *pfn_state(const struct zs_pages *p, pfn_t pfn)
 {
 	return meta_state(p, meta_desc(p, pfn_slot(p, pfn))) + pfn_idx(p, pfn);
 }
 
-static inline void set_state(const struct zs_pages *p, zs_pfn_t pfn, uint8_t st)
+static inline void set_state(const struct zs_pages *p, pfn_t pfn, uint8_t st)
 {
 	atomic_store_explicit(pfn_state(p, pfn), st, memory_order_relaxed);
 }
 
-static inline uint8_t get_state(const struct zs_pages *p, zs_pfn_t pfn)
+static inline uint8_t get_state(const struct zs_pages *p, pfn_t pfn)
 {
 	return atomic_load_explicit(pfn_state(p, pfn), memory_order_relaxed);
 }
@@ -252,10 +252,10 @@ static inline void set_slow_only(struct zs_pages *p)
 	atomic_store_explicit(&p->slow_only, p->max_pages != 0 || p->fi_on, memory_order_relaxed);
 }
 
-/* The decay's clock (pages.h, zs_pages_now_ns). */
+/* The decay's clock (pages.h, pages_now_ns). */
 static inline uint64_t now_ns(void)
 {
-	return zs_pages_now_ns();
+	return pages_now_ns();
 }
 
 /* Chunk bookkeeping (pages.c), called by the allocator with the lock held. */

@@ -30,26 +30,26 @@ struct zs_pages_lookup {
 	struct zs_pages_slot *slots;
 	unsigned page_shift;
 	unsigned ppc_shift;  /* log2(pages per chunk) */
-	zs_pfn_t ppc_mask;
+	pfn_t ppc_mask;
 };
 
-static inline const struct zs_pages_lookup *zs_pages_lk(const struct zs_pages *p)
+static inline const struct zs_pages_lookup *pages_lk(const struct zs_pages *p)
 {
 	return (const struct zs_pages_lookup *)(const void *)p;
 }
 
 /* pfn must be a page the caller holds (allocated, not yet freed). */
-static inline void *zs_page_addr(const struct zs_pages *p, zs_pfn_t pfn)
+static inline void *pages_lookup_addr(const struct zs_pages *p, pfn_t pfn)
 {
-	const struct zs_pages_lookup *lk = zs_pages_lk(p);
+	const struct zs_pages_lookup *lk = pages_lk(p);
 	char *base = atomic_load_explicit(&lk->slots[pfn >> lk->ppc_shift].base,
 					  memory_order_relaxed);
 	return base + ((size_t)(pfn & lk->ppc_mask) << lk->page_shift);
 }
 
-static inline struct zs_page_desc *zs_page_desc(const struct zs_pages *p, zs_pfn_t pfn)
+static inline struct zs_page_desc *zs_page_desc(const struct zs_pages *p, pfn_t pfn)
 {
-	const struct zs_pages_lookup *lk = zs_pages_lk(p);
+	const struct zs_pages_lookup *lk = pages_lk(p);
 	return atomic_load_explicit(&lk->slots[pfn >> lk->ppc_shift].meta, memory_order_relaxed) +
 	       (pfn & lk->ppc_mask);
 }
@@ -60,10 +60,10 @@ static inline struct zs_page_desc *zs_page_desc(const struct zs_pages *p, zs_pfn
  * (its header), and two calls recompute the slot, since each atomic load
  * makes the compiler read the lookup fields again.
  */
-static inline struct zs_page_desc *zs_page_desc_addr(const struct zs_pages *p, zs_pfn_t pfn,
+static inline struct zs_page_desc *pages_lookup_desc_addr(const struct zs_pages *p, pfn_t pfn,
 						     char **addr)
 {
-	const struct zs_pages_lookup *lk = zs_pages_lk(p);
+	const struct zs_pages_lookup *lk = pages_lk(p);
 	const struct zs_pages_slot *s = &lk->slots[pfn >> lk->ppc_shift];
 	size_t i = pfn & lk->ppc_mask;
 	unsigned shift = lk->page_shift;

@@ -112,7 +112,7 @@ struct zs_pages *pages_create(const struct zs_pages_config *cfg)
 	if (nslots > ZS_MAX_SLOTS)
 		nslots = ZS_MAX_SLOTS;
 	p->nslots = nslots;
-	p->pfn_limit = (zs_pfn_t)nslots << p->lk.ppc_shift;
+	p->pfn_limit = (pfn_t)nslots << p->lk.ppc_shift;
 
 	size_t bm_words = (p->ppc + 63) / 64;
 	p->state_off = p->ppc * sizeof(struct zs_page_desc);
@@ -243,17 +243,17 @@ void pages_destroy(struct zs_pages *p)
 
 /* ---- lookups (no lock) ----------------------------------------------- */
 
-void *pages_addr(const struct zs_pages *p, zs_pfn_t pfn)
+void *pages_addr(const struct zs_pages *p, pfn_t pfn)
 {
-	return zs_page_addr(p, pfn);
+	return pages_lookup_addr(p, pfn);
 }
 
-struct zs_page_desc *pages_desc(const struct zs_pages *p, zs_pfn_t pfn)
+struct zs_page_desc *pages_desc(const struct zs_pages *p, pfn_t pfn)
 {
 	return zs_page_desc(p, pfn);
 }
 
-int pages_valid(const struct zs_pages *p, zs_pfn_t pfn)
+int pages_valid(const struct zs_pages *p, pfn_t pfn)
 {
 	if (!p || pfn >= p->pfn_limit)
 		return 0;
@@ -264,7 +264,7 @@ int pages_valid(const struct zs_pages *p, zs_pfn_t pfn)
 	       PG_IN_USE;
 }
 
-zs_pfn_t pages_pfn_of(const struct zs_pages *p, const void *addr)
+pfn_t pages_pfn_of(const struct zs_pages *p, const void *addr)
 {
 	if (!p)
 		return ZS_PFN_NONE;
@@ -298,7 +298,7 @@ zs_pfn_t pages_pfn_of(const struct zs_pages *p, const void *addr)
 
 	if (!found || a - base >= p->chunk_bytes || slot >= p->nslots)
 		return ZS_PFN_NONE;
-	zs_pfn_t pfn = ((zs_pfn_t)slot << p->lk.ppc_shift) + ((a - base) >> p->lk.page_shift);
+	pfn_t pfn = ((pfn_t)slot << p->lk.ppc_shift) + ((a - base) >> p->lk.page_shift);
 	return pages_valid(p, pfn) ? pfn : ZS_PFN_NONE;
 }
 
@@ -457,7 +457,7 @@ void pages_get_stats(const struct zs_pages *p, struct zs_pages_stats *st)
 		allocs += atomic_load_explicit(&p->pcp[i].allocs, memory_order_relaxed);
 		frees += atomic_load_explicit(&p->pcp[i].frees, memory_order_relaxed);
 	}
-	zs_mutex_lock_ranked(&w->lock, ZS_LOCK_PAGES_PROVIDER);
+	mutex_lock_ranked(&w->lock, ZS_LOCK_PAGES_PROVIDER);
 	note_peak(w);
 	st->page_size = p->page_size;
 	st->pages_in_use = total_in_use(p);
@@ -470,7 +470,7 @@ void pages_get_stats(const struct zs_pages *p, struct zs_pages_stats *st)
 	st->allocs = p->allocs + allocs;
 	st->frees = p->frees + frees;
 	st->failed_allocs = p->failed;
-	zs_mutex_unlock_ranked(&w->lock);
+	mutex_unlock_ranked(&w->lock);
 }
 
 size_t pages_in_use(const struct zs_pages *p)
@@ -482,32 +482,32 @@ void pages_set_limit(struct zs_pages *p, size_t max_pages)
 {
 	if (!p)
 		return;
-	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+	mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	p->max_pages = max_pages;
 	set_slow_only(p);
-	zs_mutex_unlock_ranked(&p->lock);
+	mutex_unlock_ranked(&p->lock);
 }
 
 void pages_fail_after(struct zs_pages *p, uint64_t after, uint64_t count)
 {
 	if (!p)
 		return;
-	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+	mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	p->fi_on = true;
 	p->fi_after = after;
 	p->fi_count = count;
 	p->fi_forever = count == 0;
 	set_slow_only(p);
-	zs_mutex_unlock_ranked(&p->lock);
+	mutex_unlock_ranked(&p->lock);
 }
 
 void pages_fail_reset(struct zs_pages *p)
 {
 	if (!p)
 		return;
-	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+	mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	p->fi_on = false;
 	set_slow_only(p);
-	zs_mutex_unlock_ranked(&p->lock);
+	mutex_unlock_ranked(&p->lock);
 }
 

@@ -28,8 +28,8 @@
 #include "zs/pages.h"
 
 /* Page number; ZS_PFN_NONE is never a valid page. */
-typedef uint64_t zs_pfn_t;
-#define ZS_PFN_NONE ((zs_pfn_t)-1)
+typedef uint64_t pfn_t;
+#define ZS_PFN_NONE ((pfn_t)-1)
 
 /*
  * Per-page descriptor, 64 bytes.  Zeroed when the page is handed out; its
@@ -38,7 +38,7 @@ typedef uint64_t zs_pfn_t;
  */
 struct zs_page_desc {
 	void *owner;        /* owner-defined, e.g. the zspage this page belongs to */
-	zs_pfn_t next;      /* owner-defined, e.g. next page of a chain */
+	pfn_t next;      /* owner-defined, e.g. next page of a chain */
 	uintptr_t word[6];  /* owner-defined */
 };
 
@@ -77,7 +77,7 @@ struct zs_pages_config {
 	 * held, so it may take its owner's locks only with a trylock (a free
 	 * path holds one while it parks, and parking may start the thread), and
 	 * call no zs_pages function but pages_release_bulk and
-	 * zs_pages_park_account.  Set at create; the hook stops running when
+	 * pages_park_account.  Set at create; the hook stops running when
 	 * pages_destroy returns.
 	 */
 	uint64_t (*reclaim)(void *ctx, uint64_t now_ns, uint64_t decay_ns);
@@ -111,12 +111,12 @@ size_t pages_page_size(const struct zs_pages *p);
  * with the kernel's alloc_page without __GFP_ZERO).  Returns 0 and sets *pfn,
  * or -ENOMEM (limit reached, mmap failed, or injected failure).
  */
-int pages_alloc(struct zs_pages *p, zs_pfn_t *pfn);
+int pages_alloc(struct zs_pages *p, pfn_t *pfn);
 /*
  * Allocate n (1..64) pages that are contiguous in the address space and have
  * consecutive page numbers (for zblock's multi-page blocks).  Same returns.
  */
-int pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first);
+int pages_alloc_run(struct zs_pages *p, unsigned n, pfn_t *first);
 /*
  * Allocate n (1..ZS_FREE_BULK_MAX) single pages, not necessarily
  * neighbours, into pfns[]: all of them (0) or none (-ENOMEM).  With per-CPU
@@ -125,10 +125,10 @@ int pages_alloc_run(struct zs_pages *p, unsigned n, zs_pfn_t *first);
  * calls of pages_alloc on this CPU, but one per-CPU cache lock round for
  * them all: zsmalloc takes a zspage's chain with it.
  */
-int pages_alloc_bulk(struct zs_pages *p, unsigned n, zs_pfn_t *pfns);
+int pages_alloc_bulk(struct zs_pages *p, unsigned n, pfn_t *pfns);
 /* Free one page / a run from pages_alloc_run.  The pages' memory is gone. */
-void pages_free(struct zs_pages *p, zs_pfn_t pfn);
-void pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n);
+void pages_free(struct zs_pages *p, pfn_t pfn);
+void pages_free_run(struct zs_pages *p, pfn_t first, unsigned n);
 /*
  * Free n pages from pages_alloc/_run, in any order: the same as n calls of
  * pages_free (invalid or repeated pfns are ignored), but the bookkeeping
@@ -150,7 +150,7 @@ void pages_free_run(struct zs_pages *p, zs_pfn_t first, unsigned n);
  */
 uint64_t pages_release_begin(unsigned pages);
 void pages_release_end(uint64_t t0, unsigned pages);
-void pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
+void pages_free_bulk(struct zs_pages *p, const pfn_t *pfns, unsigned n);
 
 /*
  * Pages its owner keeps whole, still in use, for its own next use (zsmalloc's
@@ -172,7 +172,7 @@ void pages_free_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
  * monotonic clock (a vDSO read; a tick, a few ms, is plenty for a decay).
  * An owner stamps what it parks with it.
  */
-static inline uint64_t zs_pages_now_ns(void)
+static inline uint64_t pages_now_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
@@ -182,16 +182,16 @@ bool pages_parks(const struct zs_pages *p);
 bool pages_park_room(struct zs_pages *p, unsigned n);
 void pages_park_note(struct zs_pages *p, long delta_pages);
 void pages_park_released(struct zs_pages *p, unsigned long pages, bool may_kick);
-void pages_release_bulk(struct zs_pages *p, const zs_pfn_t *pfns, unsigned n);
+void pages_release_bulk(struct zs_pages *p, const pfn_t *pfns, unsigned n);
 
 /* Address of a page in use (lock-free).  Behaviour is undefined for pages not in use. */
-void *pages_addr(const struct zs_pages *p, zs_pfn_t pfn);
+void *pages_addr(const struct zs_pages *p, pfn_t pfn);
 /* Descriptor of a page in use (lock-free). */
-struct zs_page_desc *pages_desc(const struct zs_pages *p, zs_pfn_t pfn);
+struct zs_page_desc *pages_desc(const struct zs_pages *p, pfn_t pfn);
 /* Page number of an address inside a page in use, or ZS_PFN_NONE. */
-zs_pfn_t pages_pfn_of(const struct zs_pages *p, const void *addr);
+pfn_t pages_pfn_of(const struct zs_pages *p, const void *addr);
 /* 1 if pfn names a page currently handed out (for checked modes), else 0. */
-int pages_valid(const struct zs_pages *p, zs_pfn_t pfn);
+int pages_valid(const struct zs_pages *p, pfn_t pfn);
 
 /* Return every cached page, per-CPU caches included, to the OS (and unmap chunks left empty). */
 void pages_trim(struct zs_pages *p);

@@ -192,8 +192,8 @@ static void sleep_until(uint64_t due)
 static void *purge_main(void *arg)
 {
 	(void)arg;
-	zs_signals_blocked_thread();
-	zs_mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
+	signals_blocked_thread();
+	mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
 	for (;;) {
 		uint64_t now = now_ns(), next = NO_TIME;
 		for (struct zs_pages *p = g.head; p && !g.shutdown; p = p->reg_next) {
@@ -220,7 +220,7 @@ static void *purge_main(void *arg)
 	atomic_store(&g.state, STOPPED);
 	g.thread_alive = false;
 	pthread_cond_broadcast(&g.done);
-	zs_mutex_unlock_ranked(&g.lock);
+	mutex_unlock_ranked(&g.lock);
 	return NULL;
 }
 
@@ -255,7 +255,7 @@ void purge_kick(uint64_t due, uint64_t (*pass)(struct zs_pages *p, uint64_t now)
 		;
 	if (atomic_load(&g.state) == RUNNING && due >= atomic_load(&g.wake_at))
 		return;
-	zs_mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
+	mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
 	if (g.shutdown) {
 		/* After the destructor nothing runs; leave the kick for nobody. */
 	} else if (atomic_load(&g.state) != RUNNING) {
@@ -264,7 +264,7 @@ void purge_kick(uint64_t due, uint64_t (*pass)(struct zs_pages *p, uint64_t now)
 	} else if (due < atomic_load(&g.wake_at)) {
 		pthread_cond_signal(&g.wake);
 	}
-	zs_mutex_unlock_ranked(&g.lock);
+	mutex_unlock_ranked(&g.lock);
 }
 
 /* ---- registry ---------------------------------------------------------- */
@@ -272,19 +272,19 @@ void purge_kick(uint64_t due, uint64_t (*pass)(struct zs_pages *p, uint64_t now)
 void purge_register(struct zs_pages *p)
 {
 	pthread_once(&g_once, init_once);
-	zs_mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
+	mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
 	p->reg_prev = NULL;
 	p->reg_next = g.head;
 	if (g.head)
 		g.head->reg_prev = p;
 	g.head = p;
 	p->registered = true;
-	zs_mutex_unlock_ranked(&g.lock);
+	mutex_unlock_ranked(&g.lock);
 }
 
 void purge_unregister(struct zs_pages *p)
 {
-	zs_mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
+	mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
 	if (p->reg_prev)
 		p->reg_prev->reg_next = p->reg_next;
 	else
@@ -295,19 +295,19 @@ void purge_unregister(struct zs_pages *p)
 	/* The last one gone: let a sleeping thread find nothing and end now. */
 	if (!g.head && atomic_load(&g.state) == RUNNING)
 		pthread_cond_signal(&g.wake);
-	zs_mutex_unlock_ranked(&g.lock);
+	mutex_unlock_ranked(&g.lock);
 }
 
 /* ---- fork and exit ----------------------------------------------------- */
 
 static void atfork_prepare(void)
 {
-	zs_mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
+	mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
 }
 
 static void atfork_parent(void)
 {
-	zs_mutex_unlock_ranked(&g.lock);
+	mutex_unlock_ranked(&g.lock);
 }
 
 static void atfork_child(void)
@@ -325,7 +325,7 @@ static void atfork_child(void)
 	/* It may have been waiting on these: start them afresh. */
 	pthread_cond_init(&g.wake, &g.cattr);
 	pthread_cond_init(&g.done, &g.cattr);
-	zs_mutex_unlock_ranked(&g.lock);
+	mutex_unlock_ranked(&g.lock);
 }
 
 /*

@@ -81,7 +81,7 @@ void region_self_zap(struct zs_region *r, size_t first, size_t n, int exact)
 	int slot = -1;
 
 	while (slot < 0) {
-		zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+		mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 		for (int k = 0; k < NZAPS; k++) {
 			if (!r->zaps[k].len) {
 				r->zaps[k].start = start;
@@ -91,7 +91,7 @@ void region_self_zap(struct zs_region *r, size_t first, size_t n, int exact)
 				break;
 			}
 		}
-		zs_mutex_unlock_ranked(&r->ulock);
+		mutex_unlock_ranked(&r->ulock);
 		if (slot < 0)
 			sched_yield();
 	}
@@ -127,9 +127,9 @@ void region_self_zap(struct zs_region *r, size_t first, size_t n, int exact)
 		 * kernel cannot move (region.h).
 		 */
 		for (size_t j = 0; j < n; j++) {
-			zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+			mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 			int lost = !!(st_load(r, first + j) & (F_GONE | F_MOVED));
-			zs_mutex_unlock_ranked(&r->ulock);
+			mutex_unlock_ranked(&r->ulock);
 			if (!lost)
 				madvise((void *)(start + j * r->page), r->page, MADV_DONTNEED);
 		}
@@ -140,13 +140,13 @@ void region_self_zap(struct zs_region *r, size_t first, size_t n, int exact)
 	 * counted twice was dropped by the application too: apply that now,
 	 * while we still own the page (it finishes as dropped).
 	 */
-	zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+	mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 	struct self_zap *z = &r->zaps[slot];
 	z->len = 0;
 	for (size_t j = 0; j < n; j++)
 		if (z->cnt[j] >= 2)
 			region_event_page_remove(r, first + j);
-	zs_mutex_unlock_ranked(&r->ulock);
+	mutex_unlock_ranked(&r->ulock);
 }
 
 /* ulock held: count a remove event on the page at addr if one of our zaps covers it. */
@@ -409,10 +409,10 @@ void region_events_sync(struct zs_region *r)
 	 * while it holds ulock would wait for a fault that needs ulock.
 	 */
 	struct zs_sigguard old;
-	zs_signals_block(&old);
-	zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
-	zs_mutex_unlock_ranked(&r->ulock);
-	zs_signals_restore(&old);
+	signals_block(&old);
+	mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+	mutex_unlock_ranked(&r->ulock);
+	signals_restore(&old);
 }
 
 int region_range_ok(struct zs_region *r, const void *addr, size_t len)

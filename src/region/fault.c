@@ -183,14 +183,14 @@ static void eagain(struct handler *h, unsigned *tries)
 	struct zs_region *r = h->r;
 	if (pump(h, now_ns(), 0) > 0)
 		return;
-	zs_mutex_unlock_ranked(&r->ulock);
+	mutex_unlock_ranked(&r->ulock);
 	if (++*tries < 64) {
 		sched_yield();
 	} else {
 		struct timespec ts = { 0, 20000 };
 		nanosleep(&ts, NULL);
 	}
-	zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+	mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 }
 
 /* ---- answering with SIGBUS ---- */
@@ -285,7 +285,7 @@ static void install_run(struct handler *h, size_t p, size_t n, const unsigned ch
 			if (kind[i] != K_STORED)
 				memset(h->buf + i * r->page, 0, r->page);
 
-	zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+	mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 	for (size_t i = 0; i < n;) {
 		unsigned char s = st_load(r, p + i);
 		if (s & (F_GONE | F_MOVED)) {
@@ -372,7 +372,7 @@ static void install_run(struct handler *h, size_t p, size_t n, const unsigned ch
 		i++;
 		wake = 1;
 	}
-	zs_mutex_unlock_ranked(&r->ulock);
+	mutex_unlock_ranked(&r->ulock);
 	if (wake)
 		uffd_wake(r, p, n);
 
@@ -406,9 +406,9 @@ static int serve_moved(struct handler *h, size_t p, const struct fault_item *it)
 	if (st_owned(s))
 		return AGAIN;
 	if ((s & ST_MASK) != ST_MOVED) {
-		zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+		mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 		zero_at(h, it->addr);
-		zs_mutex_unlock_ranked(&r->ulock);
+		mutex_unlock_ranked(&r->ulock);
 		return DONE;
 	}
 	/*
@@ -423,7 +423,7 @@ static int serve_moved(struct handler *h, size_t p, const struct fault_item *it)
 	unsigned tries = 0;
 	if (bad)
 		atomic_fetch_add_explicit(&r->read_errors, 1, memory_order_relaxed);
-	zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+	mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 	for (;;) {
 		unsigned char t = st_load(r, p);
 		if (t & F_GONE)
@@ -451,7 +451,7 @@ static int serve_moved(struct handler *h, size_t p, const struct fault_item *it)
 		ioctl(r->uffd, UFFDIO_WAKE, &rg);
 		break;
 	}
-	zs_mutex_unlock_ranked(&r->ulock);
+	mutex_unlock_ranked(&r->ulock);
 	zs_zram_discard(r->store, p);
 	atomic_fetch_sub_explicit(&r->stored, 1, memory_order_relaxed);
 	st_set(r, p, ST_GONE);   /* what is at the new address is the application's now */
@@ -463,7 +463,7 @@ static void fill_out(struct handler *h, size_t p)
 {
 	struct zs_region *r = h->r;
 	unsigned tries = 0;
-	zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+	mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 	for (;;) {
 		struct uffdio_copy cp = { .dst = (uintptr_t)(r->base + p * r->page),
 					  .src = (uintptr_t)r->zero, .len = r->page,
@@ -478,7 +478,7 @@ static void fill_out(struct handler *h, size_t p)
 		uffd_wake(r, p, 1);   /* EEXIST: mapped after all (a stale message) */
 		break;
 	}
-	zs_mutex_unlock_ranked(&r->ulock);
+	mutex_unlock_ranked(&r->ulock);
 }
 
 static int handle_missing(struct handler *h, const struct fault_item *it)
@@ -498,7 +498,7 @@ static int handle_missing(struct handler *h, const struct fault_item *it)
 	    (st_load(r, (addr - b) / r->page) & ST_MASK) == ST_GONE ||
 	    (st_load(r, (addr - b) / r->page) & ST_MASK) == ST_MOVED) {
 		int home;
-		zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+		mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 		p = region_locate(r, addr, &home);
 		if (p == (size_t)-1 || home) {
 			/*
@@ -506,10 +506,10 @@ static int handle_missing(struct handler *h, const struct fault_item *it)
 			 * left this address: new anonymous memory.
 			 */
 			zero_at(h, addr);
-			zs_mutex_unlock_ranked(&r->ulock);
+			mutex_unlock_ranked(&r->ulock);
 			return DONE;
 		}
-		zs_mutex_unlock_ranked(&r->ulock);
+		mutex_unlock_ranked(&r->ulock);
 		return serve_moved(h, p, it);
 	}
 	p = (addr - b) / r->page;
@@ -540,17 +540,17 @@ static int handle_missing(struct handler *h, const struct fault_item *it)
 			return DONE;
 		}
 		if (m == ST_BAD) {
-			zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+			mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 			while (poison_page(h, addr, it))
 				if ((st_load(r, p) & ST_MASK) != ST_BAD)
 					break;
-			zs_mutex_unlock_ranked(&r->ulock);
+			mutex_unlock_ranked(&r->ulock);
 			return (st_load(r, p) & ST_MASK) == ST_BAD ? DONE : AGAIN;
 		}
 		if (m == ST_GONE || m == ST_MOVED) {
-			zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+			mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 			zero_at(h, addr);
-			zs_mutex_unlock_ranked(&r->ulock);
+			mutex_unlock_ranked(&r->ulock);
 			return DONE;
 		}
 		return AGAIN;   /* owned: retried after the next read */
@@ -605,10 +605,10 @@ static int handle_wp(struct handler *h, const struct fault_item *it)
 	struct uffdio_writeprotect wp = { .range = { .start = addr, .len = r->page }, .mode = 0 };
 	unsigned tries = 0;
 	wake_mark(r, addr, r->page);
-	zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+	mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 	while (ioctl(r->uffd, UFFDIO_WRITEPROTECT, &wp) && errno == EAGAIN)
 		eagain(h, &tries);
-	zs_mutex_unlock_ranked(&r->ulock);
+	mutex_unlock_ranked(&r->ulock);
 	struct uffdio_range rg = { .start = addr, .len = r->page };
 	ioctl(r->uffd, UFFDIO_WAKE, &rg);
 	return DONE;
@@ -654,7 +654,7 @@ void *region_handler_main(void *arg)
 	/* prev: when this loop last gave up the CPU (yield); lastread: when it last read */
 	double last = now_ns(), prev = last, lastread = last;
 
-	zs_signals_blocked_thread();   /* created with every signal blocked (region.c) */
+	signals_blocked_thread();   /* created with every signal blocked (region.c) */
 	atomic_fetch_add_explicit(&r->hready, 1, memory_order_release);
 
 	while (!atomic_load_explicit(&r->hstop, memory_order_acquire)) {
@@ -699,13 +699,13 @@ void *region_handler_main(void *arg)
 		 */
 		int spinning = !h->qn && r->spin_ns > 0 && t - last < r->spin_ns;
 		if (!spinning) {
-			zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+			mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 		} else if (pthread_mutex_trylock(&r->ulock)) {
 			prev = t;
 			sched_yield();
 			continue;
 		} else {
-			zs_lock_took_try(&r->ulock, ZS_LOCK_REGION_ULOCK);
+			lock_took_try(&r->ulock, ZS_LOCK_REGION_ULOCK);
 		}
 		/*
 		 * Back on its CPU (beside), a handler reads one message: most
@@ -719,7 +719,7 @@ void *region_handler_main(void *arg)
 		 */
 		ssize_t got = pump(h, t, beside);
 		int e = errno;
-		zs_mutex_unlock_ranked(&r->ulock);
+		mutex_unlock_ranked(&r->ulock);
 		if (got > 0 && beside)
 			atomic_store_explicit(&r->local_read_ns, (uint64_t)t, memory_order_relaxed);
 		if (got < 0 && e != EAGAIN && e != EINTR)

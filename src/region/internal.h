@@ -315,12 +315,12 @@ static inline void kick_reclaim(struct zs_region *r)
 {
 	if (!r->have_reclaimer)
 		return;
-	zs_mutex_lock_ranked(&r->rlock, ZS_LOCK_REGION_KICK);
+	mutex_lock_ranked(&r->rlock, ZS_LOCK_REGION_KICK);
 	if (!r->rkick) {
 		r->rkick = 1;
 		pthread_cond_signal(&r->rcond);
 	}
-	zs_mutex_unlock_ranked(&r->rlock);
+	mutex_unlock_ranked(&r->rlock);
 }
 
 /* events.c */

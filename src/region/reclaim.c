@@ -69,10 +69,10 @@
 static unsigned char *buf_get(struct zs_region *r)
 {
 	unsigned char *b = NULL;
-	zs_mutex_lock_ranked(&r->block, ZS_LOCK_REGION_BUFS);
+	mutex_lock_ranked(&r->block, ZS_LOCK_REGION_BUFS);
 	if (r->nbufs)
 		b = r->bufs[--r->nbufs];
-	zs_mutex_unlock_ranked(&r->block);
+	mutex_unlock_ranked(&r->block);
 	if (!b) {
 		b = mmap(NULL, OUT_CHUNK * r->page, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -84,12 +84,12 @@ static unsigned char *buf_get(struct zs_region *r)
 
 static void buf_put(struct zs_region *r, unsigned char *b)
 {
-	zs_mutex_lock_ranked(&r->block, ZS_LOCK_REGION_BUFS);
+	mutex_lock_ranked(&r->block, ZS_LOCK_REGION_BUFS);
 	if (r->nbufs < NBUFS) {
 		r->bufs[r->nbufs++] = b;
 		b = NULL;
 	}
-	zs_mutex_unlock_ranked(&r->block);
+	mutex_unlock_ranked(&r->block);
 	if (b)
 		munmap(b, OUT_CHUNK * r->page);
 }
@@ -159,13 +159,13 @@ static void pageout_abort(struct zs_region *r, size_t p, size_t n)
 static unsigned char *stage_get(struct zs_region *r)
 {
 	unsigned char *s = NULL;
-	zs_mutex_lock_ranked(&r->block, ZS_LOCK_REGION_BUFS);
+	mutex_lock_ranked(&r->block, ZS_LOCK_REGION_BUFS);
 	if (r->stage_free) {
 		int k = __builtin_ctz(r->stage_free);
 		r->stage_free &= ~(1u << k);
 		s = r->stage + (size_t)k * OUT_CHUNK * r->page;
 	}
-	zs_mutex_unlock_ranked(&r->block);
+	mutex_unlock_ranked(&r->block);
 	return s;
 }
 
@@ -174,9 +174,9 @@ static void stage_put(struct zs_region *r, unsigned char *s, size_t n)
 {
 	if (n)
 		madvise(s, n * r->page, MADV_DONTNEED);
-	zs_mutex_lock_ranked(&r->block, ZS_LOCK_REGION_BUFS);
+	mutex_lock_ranked(&r->block, ZS_LOCK_REGION_BUFS);
 	r->stage_free |= 1u << ((size_t)(s - r->stage) / (OUT_CHUNK * r->page));
-	zs_mutex_unlock_ranked(&r->block);
+	mutex_unlock_ranked(&r->block);
 }
 
 /* Pages [p, p+n) from OUTZ back to OUT, keeping the event flags (pageout still owns them). */
@@ -201,7 +201,7 @@ static void out_unsettle(struct zs_region *r, size_t p, size_t n)
 static void move_back(struct zs_region *r, size_t p, size_t n, unsigned char *s)
 {
 	size_t i = 0;
-	zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+	mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 	while (i < n) {
 		if (st_load(r, p + i) & (F_DROP | F_GONE | F_MOVED)) {
 			i++;
@@ -223,9 +223,9 @@ static void move_back(struct zs_region *r, size_t p, size_t n, unsigned char *s)
 		}
 		if (errno == EAGAIN) {
 			/* an event is unread: let a handler read and apply it, then look again */
-			zs_mutex_unlock_ranked(&r->ulock);
+			mutex_unlock_ranked(&r->ulock);
 			sched_yield();
-			zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+			mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 			continue;
 		}
 		/* Not expected (the range is registered, empty, the page exclusive): copy it. */
@@ -239,7 +239,7 @@ static void move_back(struct zs_region *r, size_t p, size_t n, unsigned char *s)
 		}
 		i++;
 	}
-	zs_mutex_unlock_ranked(&r->ulock);
+	mutex_unlock_ranked(&r->ulock);
 }
 
 /* zs_region_move_inject: move the first page only and report the whole move failed. */
@@ -347,7 +347,7 @@ static long pageout_move(struct zs_region *r, size_t p, size_t n, int *pinned)
 				  .mode = UFFDIO_MOVE_MODE_DONTWAKE };
 	size_t k = n, ok;
 	int failed, e = 0;
-	zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+	mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 	for (;;) {
 		for (ok = 0; ok < n && !(st_load(r, p + ok) & (F_GONE | F_MOVED)); ok++)
 			;
@@ -368,11 +368,11 @@ static long pageout_move(struct zs_region *r, size_t p, size_t n, int *pinned)
 		}
 		if (!failed || errno != EAGAIN || mv.move > 0)
 			break;
-		zs_mutex_unlock_ranked(&r->ulock);
+		mutex_unlock_ranked(&r->ulock);
 		sched_yield();
-		zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+		mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 	}
-	zs_mutex_unlock_ranked(&r->ulock);
+	mutex_unlock_ranked(&r->ulock);
 	if (failed)
 		k = move_check(r, p, n, s, mv.move > 0 ? (size_t)mv.move / r->page : 0);
 	if (k < n)
@@ -444,7 +444,7 @@ static void copy_drop(struct zs_region *r, size_t p, size_t n, const unsigned ch
 		return;
 	}
 	/* under ulock, flags first: as pageout_move, never take a page the application mapped since */
-	zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+	mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 	for (size_t i = 0; i < n;) {
 		if (st_load(r, p + i) & (F_GONE | F_MOVED)) {
 			i++;
@@ -469,16 +469,16 @@ static void copy_drop(struct zs_region *r, size_t p, size_t n, const unsigned ch
 			continue;
 		}
 		if (e == EAGAIN) {   /* an event is unread: a handler applies it, then look again */
-			zs_mutex_unlock_ranked(&r->ulock);
+			mutex_unlock_ranked(&r->ulock);
 			sched_yield();
-			zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+			mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 			continue;
 		}
 		if (e == EBUSY)
 			out[i] = DROP_KEEP;
 		i++;
 	}
-	zs_mutex_unlock_ranked(&r->ulock);
+	mutex_unlock_ranked(&r->ulock);
 	/* what sits in the slice is what moved, whatever the ioctl said (move_check) */
 	unsigned char vec[OUT_CHUNK];
 	if (mincore(s, n * r->page, vec) == 0)
@@ -661,9 +661,9 @@ long zs_region_pageout(struct zs_region *r, void *addr, size_t len)
 		return rc;
 	size_t p = pidx(r, addr);
 	struct zs_sigguard old;
-	zs_signals_block(&old);
+	signals_block(&old);
 	long n = pageout_pages(r, p, p + len / r->page, 0);
-	zs_signals_restore(&old);
+	signals_restore(&old);
 	return n;
 }
 
@@ -675,8 +675,8 @@ long zs_region_reclaim(struct zs_region *r, size_t target)
 	long total = 0;
 	struct zs_sigguard old;
 
-	zs_signals_block(&old);
-	zs_mutex_lock_ranked(&r->hlock, ZS_LOCK_REGION_HAND);
+	signals_block(&old);
+	mutex_lock_ranked(&r->hlock, ZS_LOCK_REGION_HAND);
 	/* Two sweeps at most: the first clears referenced bits, the second finds them cold. */
 	for (size_t scanned = 0; scanned < 2 * r->npages; ) {
 		if (atomic_load_explicit(&r->resident, memory_order_relaxed) <= tgt)
@@ -694,8 +694,8 @@ long zs_region_reclaim(struct zs_region *r, size_t target)
 		if (n < 0)
 			break;
 	}
-	zs_mutex_unlock_ranked(&r->hlock);
-	zs_signals_restore(&old);
+	mutex_unlock_ranked(&r->hlock);
+	signals_restore(&old);
 	atomic_fetch_add_explicit(&r->reclaimed, (uint64_t)total, memory_order_relaxed);
 	return total;
 }
@@ -704,19 +704,19 @@ void *region_reclaim_main(void *arg)
 {
 	struct zs_region *r = arg;
 
-	zs_signals_blocked_thread();   /* created with every signal blocked (region.c) */
+	signals_blocked_thread();   /* created with every signal blocked (region.c) */
 
-	zs_mutex_lock_ranked(&r->rlock, ZS_LOCK_REGION_KICK);
+	mutex_lock_ranked(&r->rlock, ZS_LOCK_REGION_KICK);
 	while (!atomic_load(&r->stop)) {
 		while (!r->rkick && !atomic_load(&r->stop))
 			pthread_cond_wait(&r->rcond, &r->rlock);
 		r->rkick = 0;
 		if (atomic_load(&r->stop))
 			break;
-		zs_mutex_unlock_ranked(&r->rlock);
+		mutex_unlock_ranked(&r->rlock);
 		zs_region_reclaim(r, r->resident_limit * r->page / 8 * 7);
-		zs_mutex_lock_ranked(&r->rlock, ZS_LOCK_REGION_KICK);
+		mutex_lock_ranked(&r->rlock, ZS_LOCK_REGION_KICK);
 	}
-	zs_mutex_unlock_ranked(&r->rlock);
+	mutex_unlock_ranked(&r->rlock);
 	return NULL;
 }

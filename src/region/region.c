@@ -251,9 +251,9 @@ int zs_region_release(struct zs_region *r, void *addr, size_t len)
 	if (rc)
 		return rc;
 	struct zs_sigguard old;
-	zs_signals_block(&old);
+	signals_block(&old);
 	rc = do_release(r, pidx(r, addr), pidx(r, addr) + len / r->page);
-	zs_signals_restore(&old);
+	signals_restore(&old);
 	return rc;
 }
 
@@ -285,10 +285,10 @@ static void teardown(struct zs_region *r)
 	atomic_store(&r->stop, 1);
 	/* The reclaimer first: its pageout zaps need handlers to read their events. */
 	if (r->have_reclaimer) {
-		zs_mutex_lock_ranked(&r->rlock, ZS_LOCK_REGION_KICK);
+		mutex_lock_ranked(&r->rlock, ZS_LOCK_REGION_KICK);
 		r->rkick = 1;
 		pthread_cond_signal(&r->rcond);
-		zs_mutex_unlock_ranked(&r->rlock);
+		mutex_unlock_ranked(&r->rlock);
 		pthread_join(r->rtid, NULL);
 	}
 	atomic_store(&r->hstop, 1);
@@ -421,7 +421,7 @@ static int region_create(const struct zs_region_config *cfg, struct zs_region **
 		*out = NULL; /* the int-returning constructors' rule (README, "Errors") */
 	int bad;
 	if (cfg && ZS_CONFIG_ABI_CHECK(cfg, &bad)) {
-		zs_config_abi_err(err, err_len, "zs_region_config", cfg->struct_size, sizeof(*cfg),
+		config_abi_err(err, err_len, "zs_region_config", cfg->struct_size, sizeof(*cfg),
 				  bad);
 		return -EINVAL;
 	}
@@ -584,9 +584,9 @@ static int region_create(const struct zs_region_config *cfg, struct zs_region **
 	 * handler on a fault handler or the reclaimer.
 	 */
 	struct zs_sigguard old;
-	zs_signals_block(&old);
+	signals_block(&old);
 	rc = start_threads(r);
-	zs_signals_restore(&old);
+	signals_restore(&old);
 	if (rc)
 		goto fail;
 	live_add(r);
@@ -716,17 +716,17 @@ static struct zs_region *live_head;
 
 static void live_add(struct zs_region *r)
 {
-	zs_mutex_lock_ranked(&live_lock, ZS_LOCK_REGION_LIVE);
+	mutex_lock_ranked(&live_lock, ZS_LOCK_REGION_LIVE);
 	r->live_next = live_head;
 	live_head = r;
-	zs_mutex_unlock_ranked(&live_lock);
+	mutex_unlock_ranked(&live_lock);
 }
 
 /* Unlink r; 0 when it was not a live region (never created, or destroyed already). */
 static int live_remove(struct zs_region *r)
 {
 	int found = 0;
-	zs_mutex_lock_ranked(&live_lock, ZS_LOCK_REGION_LIVE);
+	mutex_lock_ranked(&live_lock, ZS_LOCK_REGION_LIVE);
 	for (struct zs_region **pp = &live_head; *pp; pp = &(*pp)->live_next) {
 		if (*pp == r) {
 			*pp = r->live_next;
@@ -734,7 +734,7 @@ static int live_remove(struct zs_region *r)
 			break;
 		}
 	}
-	zs_mutex_unlock_ranked(&live_lock);
+	mutex_unlock_ranked(&live_lock);
 	return found;
 }
 

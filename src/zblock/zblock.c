@@ -57,7 +57,7 @@
 struct zb_block {
 	struct zb_block *next, *prev;
 	struct zblock_pool *pool;
-	zs_pfn_t pfn;
+	pfn_t pfn;
 	uint16_t type;
 	uint16_t free_slots;
 	uint32_t pad;
@@ -367,10 +367,10 @@ static inline int block_sane(const struct zblock_pool *pool, const struct zb_blo
 static struct zb_block *new_block(struct zblock_pool *pool, int type)
 {
 	const struct zb_desc *d = &pool->cls[type].d;
-	zs_pfn_t pfn;
+	pfn_t pfn;
 	if (pages_alloc_run(pool->pages, d->pages, &pfn))
 		return NULL;
-	struct zb_block *b = zs_page_addr(pool->pages, pfn);
+	struct zb_block *b = pages_lookup_addr(pool->pages, pfn);
 	if ((uintptr_t)b & ZB_SLOT_MASK)
 		abort(); /* the page provider broke its alignment promise */
 	memset(b, 0, pool->hdr);
@@ -404,9 +404,9 @@ static struct zb_block *checked_block(const struct zblock_pool *pool, unsigned l
 	if (h == 0 || ZS_IS_ERR(h))
 		return NULL;
 	struct zb_block *b = handle_block(h);
-	zs_pfn_t pfn = pages_pfn_of(pool->pages, b);
+	pfn_t pfn = pages_pfn_of(pool->pages, b);
 	if (pfn == ZS_PFN_NONE || !pages_valid(pool->pages, pfn) ||
-	    zs_page_addr(pool->pages, pfn) != (void *)b || zs_page_desc(pool->pages, pfn)->owner != b)
+	    pages_lookup_addr(pool->pages, pfn) != (void *)b || zs_page_desc(pool->pages, pfn)->owner != b)
 		return NULL;
 	if (b->pool != pool || b->type >= pool->nr_classes ||
 	    handle_slot(h) >= pool->cls[b->type].d.n)
@@ -421,9 +421,9 @@ static struct zb_block *checked_live(struct zblock_pool *pool, unsigned long h)
 	if (!b)
 		return NULL;
 	struct zb_class *c = &pool->cls[b->type];
-	zs_mutex_lock_ranked(&c->lock, ZS_LOCK_ZBLOCK_CLASS);
+	mutex_lock_ranked(&c->lock, ZS_LOCK_ZBLOCK_CLASS);
 	int used = test_slot(b, handle_slot(h));
-	zs_mutex_unlock_ranked(&c->lock);
+	mutex_unlock_ranked(&c->lock);
 	return used ? b : NULL;
 }
 
@@ -452,7 +452,7 @@ static int pool_create(const struct zblock_config *cfg, struct zblock_pool **out
 	/* The ranges in zblock.h; page counts are checked again by the page provider. */
 	int bad;
 	if (ZS_CONFIG_ABI_CHECK(&c, &bad)) {
-		zs_config_abi_err(err, err_len, "zblock_config", c.struct_size, sizeof(c), bad);
+		config_abi_err(err, err_len, "zblock_config", c.struct_size, sizeof(c), bad);
 		return -EINVAL;
 	}
 	if (c.checked != 0 && c.checked != 1) {
@@ -538,31 +538,31 @@ unsigned long zblock_malloc(struct zblock_pool *pool, size_t size)
 		return (unsigned long)(long)type;
 	struct zb_class *c = &pool->cls[type];
 
-	zs_mutex_lock_ranked(&c->lock, ZS_LOCK_ZBLOCK_CLASS);
+	mutex_lock_ranked(&c->lock, ZS_LOCK_ZBLOCK_CLASS);
 	struct zb_block *b = c->head;
 	if (b) {
-		zs_assert_internal(block_sane(pool, b));
+		assert_internal(block_sane(pool, b));
 		if (--b->free_slots == 0)
 			list_del(c, b); /* full blocks leave the list */
 		unsigned slot = claim_slot(b, pool->words);
-		zs_assert_internal(block_sane(pool, b));
+		assert_internal(block_sane(pool, b));
 		atomic_fetch_add_explicit(&c->objects, 1, memory_order_relaxed);
-		zs_mutex_unlock_ranked(&c->lock);
+		mutex_unlock_ranked(&c->lock);
 		return encode(b, slot);
 	}
-	zs_mutex_unlock_ranked(&c->lock);
+	mutex_unlock_ranked(&c->lock);
 
 	/* No room: allocate outside the lock; racing allocators may each add a block. */
 	b = new_block(pool, type);
 	if (!b)
 		return (unsigned long)-ENOMEM;
-	zs_mutex_lock_ranked(&c->lock, ZS_LOCK_ZBLOCK_CLASS);
+	mutex_lock_ranked(&c->lock, ZS_LOCK_ZBLOCK_CLASS);
 	if (b->free_slots)
 		list_add_head(c, b); /* the newest block fills first */
-	zs_assert_internal(block_sane(pool, b));
+	assert_internal(block_sane(pool, b));
 	atomic_fetch_add_explicit(&c->blocks, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&c->objects, 1, memory_order_relaxed);
-	zs_mutex_unlock_ranked(&c->lock);
+	mutex_unlock_ranked(&c->lock);
 	return encode(b, 0);
 }
 
@@ -576,13 +576,13 @@ int zblock_free(struct zblock_pool *pool, unsigned long h)
 	unsigned slot = handle_slot(h);
 	struct zb_class *c = &pool->cls[b->type];
 
-	zs_mutex_lock_ranked(&c->lock, ZS_LOCK_ZBLOCK_CLASS);
+	mutex_lock_ranked(&c->lock, ZS_LOCK_ZBLOCK_CLASS);
 	if (pool->checked && !test_slot(b, slot)) {
-		zs_mutex_unlock_ranked(&c->lock);
+		mutex_unlock_ranked(&c->lock);
 		return -EINVAL;
 	}
 	/* Unchecked mode trusts the caller; a double free is still a bug to stop here. */
-	zs_assert_internal(test_slot(b, slot) && block_sane(pool, b));
+	assert_internal(test_slot(b, slot) && block_sane(pool, b));
 	b->bitmap[slot / 64] &= ~(1ULL << (slot % 64));
 	atomic_fetch_sub_explicit(&c->objects, 1, memory_order_relaxed);
 	if (++b->free_slots == c->d.n) {
@@ -590,14 +590,14 @@ int zblock_free(struct zblock_pool *pool, unsigned long h)
 		if (c->d.n > 1)
 			list_del(c, b);
 		atomic_fetch_sub_explicit(&c->blocks, 1, memory_order_relaxed);
-		zs_mutex_unlock_ranked(&c->lock);
+		mutex_unlock_ranked(&c->lock);
 		free_block(pool, b);
 		return 0;
 	}
 	if (b->free_slots == 1)
 		list_add_tail(c, b); /* refilled blocks wait behind partly used ones */
-	zs_assert_internal(block_sane(pool, b));
-	zs_mutex_unlock_ranked(&c->lock);
+	assert_internal(block_sane(pool, b));
+	mutex_unlock_ranked(&c->lock);
 	return 0;
 }
 
@@ -692,10 +692,10 @@ static int fill_zblock_class_stats(struct zblock_pool *pool, int index, struct z
 	st->slot_size = c->d.slot_size;
 	st->slots_per_block = c->d.n;
 	st->pages_per_block = c->d.pages;
-	zs_mutex_lock_ranked(&c->lock, ZS_LOCK_ZBLOCK_CLASS);
+	mutex_lock_ranked(&c->lock, ZS_LOCK_ZBLOCK_CLASS);
 	st->blocks = atomic_load_explicit(&c->blocks, memory_order_relaxed);
 	st->objects = atomic_load_explicit(&c->objects, memory_order_relaxed);
-	zs_mutex_unlock_ranked(&c->lock);
+	mutex_unlock_ranked(&c->lock);
 	st->pages = st->blocks * c->d.pages;
 	return 0;
 }

@@ -172,7 +172,7 @@ uint64_t zram_wb_block_alloc(struct zram_wb *wb)
 {
 	uint64_t r = UINT64_MAX, words = (wb->nblocks + 63) / 64;
 
-	zs_mutex_lock_ranked(&wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
+	mutex_lock_ranked(&wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
 	for (uint64_t k = 0; k < words; k++) {
 		uint64_t w = (wb->hint + k) % words, free_bits = ~wb->bitmap[w];
 
@@ -187,7 +187,7 @@ uint64_t zram_wb_block_alloc(struct zram_wb *wb)
 			break;
 		}
 	}
-	zs_mutex_unlock_ranked(&wb->lock);
+	mutex_unlock_ranked(&wb->lock);
 	return r;
 }
 
@@ -199,9 +199,9 @@ void zram_wb_block_free(struct zs_zram *z, uint64_t blk)
 	if (wb->punch)
 		(void)fallocate(wb->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 				(off_t)(blk * z->page_size), (off_t)z->page_size);
-	zs_mutex_lock_ranked(&wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
+	mutex_lock_ranked(&wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
 	wb->bitmap[blk / 64] &= ~(1ull << (blk % 64));
-	zs_mutex_unlock_ranked(&wb->lock);
+	mutex_unlock_ranked(&wb->lock);
 }
 
 /* ---- file I/O with failure injection ---- */
@@ -229,7 +229,7 @@ void zram_wb_inject(struct zs_zram *z, int reads, uint64_t after, uint64_t count
 void zram_wb_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f)
 {
 	(void)f;
-	zs_assert_internal(slot_is_locked(sl) && (f & F_WB));
+	assert_internal(slot_is_locked(sl) && (f & F_WB));
 	zram_wb_block_free(z, sl->handle);
 	atomic_fetch_sub_explicit(&z->wb->bd_count, 1, memory_order_relaxed);
 	cnt_add(s, C_PAGES_STORED, -1);
@@ -251,7 +251,7 @@ int zram_wb_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, ui
 			void *buf)
 {
 	size_t len = f & F_SIZE_MASK;
-	zs_assert_internal(slot_is_locked(sl) && (f & F_WB));
+	assert_internal(slot_is_locked(sl) && (f & F_WB));
 	/* A page-size block is the page: read it straight into the caller's buffer. */
 	void *dst = len == z->page_size ? buf : s->local_copy;
 	int rc;
@@ -295,10 +295,10 @@ int zram_wb_set_limit(struct zs_zram *z, int enable, uint64_t pages)
 {
 	if (!z->wb || (enable != 0 && enable != 1))
 		return -EINVAL;
-	zs_mutex_lock_ranked(&z->wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
+	mutex_lock_ranked(&z->wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
 	z->wb->limit_enable = enable;
 	z->wb->limit = pages;
-	zs_mutex_unlock_ranked(&z->wb->lock);
+	mutex_unlock_ranked(&z->wb->lock);
 	return 0;
 }
 
@@ -306,12 +306,12 @@ int zram_wb_get_limit(struct zs_zram *z, int *enable, uint64_t *pages)
 {
 	if (!z->wb)
 		return -EINVAL;
-	zs_mutex_lock_ranked(&z->wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
+	mutex_lock_ranked(&z->wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
 	if (enable)
 		*enable = z->wb->limit_enable;
 	if (pages)
 		*pages = z->wb->limit;
-	zs_mutex_unlock_ranked(&z->wb->lock);
+	mutex_unlock_ranked(&z->wb->lock);
 	return 0;
 }
 
@@ -320,22 +320,22 @@ int zram_wb_limit_take(struct zram_wb *wb)
 {
 	int ok = 1;
 
-	zs_mutex_lock_ranked(&wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
+	mutex_lock_ranked(&wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
 	if (wb->limit_enable) {
 		if (wb->limit)
 			wb->limit--;
 		else
 			ok = 0;
 	}
-	zs_mutex_unlock_ranked(&wb->lock);
+	mutex_unlock_ranked(&wb->lock);
 	return ok;
 }
 
 void zram_wb_limit_give_back(struct zram_wb *wb)
 {
-	zs_mutex_lock_ranked(&wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
+	mutex_lock_ranked(&wb->lock, ZS_LOCK_ZRAM_WB_LOCK);
 	if (wb->limit_enable)
 		wb->limit++;
-	zs_mutex_unlock_ranked(&wb->lock);
+	mutex_unlock_ranked(&wb->lock);
 }
 

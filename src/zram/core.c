@@ -22,8 +22,8 @@
  */
 uint32_t zram_slot_free_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint32_t f)
 {
-	zs_assert_internal(slot_is_locked(sl) && !(f & F_SLOCK));
-	if (zs_unlikely(f & F_WB)) {
+	assert_internal(slot_is_locked(sl) && !(f & F_SLOCK));
+	if (unlikely(f & F_WB)) {
 		zram_wb_free_locked(z, s, sl, f);
 		sl->handle = 0;
 		sl->ac_time = 0;
@@ -215,16 +215,16 @@ int zram_store_decide(struct zs_comp *comp, const void *page, size_t ps, size_t 
 	int n;
 
 	memset(d, 0, sizeof(*d));
-	if (zs_unlikely(zram_page_same_filled(page, ps, &d->fill))) {
+	if (unlikely(zram_page_same_filled(page, ps, &d->fill))) {
 		d->kind = ZS_ZRAM_STORE_SAME;
 		return 0;
 	}
 	n = zs_compress(comp, page, ps, buf, buf_cap);
-	if (zs_unlikely(n < 0))
+	if (unlikely(n < 0))
 		return n;
 	d->comp_len = (size_t)n;
 	d->kind = zram_store_kind(n, huge_size);
-	if (zs_unlikely(d->kind == ZS_ZRAM_STORE_RAW)) {
+	if (unlikely(d->kind == ZS_ZRAM_STORE_RAW)) {
 		/* Not worth a compressed object: keep the raw page, one per pool page. */
 		d->data = page;
 		d->len = ps;
@@ -270,7 +270,7 @@ int zram_core_write(struct zs_zram *z, uint64_t index, const void *page)
 	uint32_t f, nf;
 	int n;
 
-	if (zs_unlikely(index >= z->nslots || !page)) {
+	if (unlikely(index >= z->nslots || !page)) {
 		count_invalid(z);
 		return -EINVAL;
 	}
@@ -279,9 +279,9 @@ int zram_core_write(struct zs_zram *z, uint64_t index, const void *page)
 	cnt_add(s, C_WRITES, 1);
 
 	n = zram_store_decide(s->comp, page, z->page_size, z->huge_size, s->buf, s->buf_cap, &d);
-	if (zs_unlikely(n < 0))
+	if (unlikely(n < 0))
 		goto fail;
-	if (zs_unlikely(d.kind == ZS_ZRAM_STORE_SAME)) {
+	if (unlikely(d.kind == ZS_ZRAM_STORE_SAME)) {
 		write_same(z, s, sl, d.fill);
 		stream_put(s);
 		return 0;
@@ -295,7 +295,7 @@ int zram_core_write(struct zs_zram *z, uint64_t index, const void *page)
 	 * a handle it had just given) leaves nothing allocated.
 	 */
 	h = zs_backend_malloc_write(z->b, d.data, (size_t)n);
-	if (zs_unlikely(ZS_IS_ERR(h))) {
+	if (unlikely(ZS_IS_ERR(h))) {
 		n = (int)ZS_ERR(h); /* the allocator's own code, as the kernel's zram passes it on */
 		goto fail;
 	}
@@ -305,7 +305,7 @@ int zram_core_write(struct zs_zram *z, uint64_t index, const void *page)
 	 * failing the write - a discard followed at once by a write must not
 	 * fail for memory that is already free (the worker gathers up to 1 ms).
 	 */
-	if (zs_unlikely(!can_store(z)) && !can_store_after_flush(z)) {
+	if (unlikely(!can_store(z)) && !can_store_after_flush(z)) {
 		zs_backend_free(z->b, h);
 		n = -ENOMEM;
 		goto fail;
@@ -342,8 +342,8 @@ int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint3
 	void *p;
 	int rc = 0;
 
-	zs_assert_internal(slot_is_locked(sl));
-	if (zs_unlikely(f & F_WB))
+	assert_internal(slot_is_locked(sl));
+	if (unlikely(f & F_WB))
 		return zram_wb_read_locked(z, s, sl, f, buf);
 	if (f & F_SAME) {
 		fill_page(buf, ps, h);
@@ -355,7 +355,7 @@ int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint3
 	}
 	if (f & F_HUGE) {
 		p = zs_backend_read_begin(z->b, h, ps, buf);
-		if (zs_unlikely(!p))
+		if (unlikely(!p))
 			return -EIO;
 		if (p != buf)
 			memcpy(buf, p, ps);
@@ -371,10 +371,10 @@ int zram_read_locked(struct zs_zram *z, struct stream *s, struct slot *sl, uint3
 	 * Decompression is >99% of a read, so the copy is not what to save.
 	 */
 	p = zs_backend_read_begin(z->b, h, size, s->local_copy);
-	if (zs_unlikely(!p))
+	if (unlikely(!p))
 		return -EIO;
 	/* Priority says which algorithm wrote the object. */
-	if (zs_unlikely(zs_decompress((f & F_PRIO_MASK) ? s->recomp : s->comp, p, size, buf, ps) < 0))
+	if (unlikely(zs_decompress((f & F_PRIO_MASK) ? s->recomp : s->comp, p, size, buf, ps) < 0))
 		rc = -EIO;
 	zs_backend_read_end(z->b, h, size, p);
 	return rc;
@@ -387,7 +387,7 @@ int zram_core_read(struct zs_zram *z, uint64_t index, void *buf)
 	uint32_t f;
 	int rc;
 
-	if (zs_unlikely(index >= z->nslots || !buf)) {
+	if (unlikely(index >= z->nslots || !buf)) {
 		count_invalid(z);
 		return -EINVAL;
 	}
@@ -400,7 +400,7 @@ int zram_core_read(struct zs_zram *z, uint64_t index, void *buf)
 	if (z->track_actime && sl->handle)
 		sl->ac_time = now_secs(z);
 	slot_unlock(sl, f & ~(F_IDLE | F_PP_SLOT));
-	if (zs_unlikely(rc))
+	if (unlikely(rc))
 		cnt_add(s, C_FAILED_READS, 1);
 	stream_put(s);
 	return rc;
@@ -443,10 +443,10 @@ int zram_core_free_notify(struct zs_zram *z, uint64_t index)
 	s = zram_stream_get(z);
 	cnt_add(s, C_NOTIFY_FREE, 1);
 	/* A trylock: the kernel's free notification never waits for a slot. */
-	zs_lock_take(sl, ZS_LOCK_ZRAM_SLOT);
+	lock_take(sl, ZS_LOCK_ZRAM_SLOT);
 	f = atomic_fetch_or_explicit(&sl->flags, F_SLOCK, memory_order_acquire);
 	if (f & F_SLOCK) {
-		zs_lock_drop(sl);
+		lock_drop(sl);
 		cnt_add(s, C_MISS_FREE, 1);
 		rc = -EBUSY;
 	} else {

@@ -170,12 +170,12 @@ static int bad_index(struct zs_zram *z, uint64_t index)
 /* Group gi's stripe lock (and with it the stripe's buffer), lock order checked. */
 static void stripe_take(struct zram_group *grp, uint64_t gi)
 {
-	zs_mutex_lock_ranked(&grp->stripe[gi % STRIPES].lock, ZS_LOCK_ZRAM_STRIPE);
+	mutex_lock_ranked(&grp->stripe[gi % STRIPES].lock, ZS_LOCK_ZRAM_STRIPE);
 }
 
 static void stripe_drop(struct zram_group *grp, uint64_t gi)
 {
-	zs_mutex_unlock_ranked(&grp->stripe[gi % STRIPES].lock);
+	mutex_unlock_ranked(&grp->stripe[gi % STRIPES].lock);
 }
 
 /* Slots of group gi that exist (the last group may be partial). */

@@ -125,7 +125,7 @@ struct stream *zram_stream_get(struct zs_zram *z);
 
 static inline void stream_put(struct stream *s)
 {
-	zs_lock_drop(&zram_stream_lockid);
+	lock_drop(&zram_stream_lockid);
 	atomic_store_explicit(&s->busy, 0, memory_order_release);
 }
 
@@ -154,9 +154,9 @@ static inline uint32_t slot_lock(struct slot *sl)
 {
 	uint32_t f;
 
-	zs_lock_take(sl, ZS_LOCK_ZRAM_SLOT);
+	lock_take(sl, ZS_LOCK_ZRAM_SLOT);
 	f = atomic_fetch_or_explicit(&sl->flags, F_SLOCK, memory_order_acquire);
-	return zs_likely(!(f & F_SLOCK)) ? f : zram_slot_lock_slow(sl);
+	return likely(!(f & F_SLOCK)) ? f : zram_slot_lock_slow(sl);
 }
 
 /* ZS_DEBUG: is the slot locked (by somebody: the lock is a flag bit, it has no owner)? */
@@ -174,9 +174,9 @@ static inline int slot_flags_sane(uint32_t f)
 /* Publish new flags and release the lock in one store. */
 static inline void slot_unlock(struct slot *sl, uint32_t f)
 {
-	zs_assert_internal(slot_is_locked(sl));
-	zs_assert_internal(slot_flags_sane(f));
-	zs_lock_drop(sl);
+	assert_internal(slot_is_locked(sl));
+	assert_internal(slot_flags_sane(f));
+	lock_drop(sl);
 	atomic_store_explicit(&sl->flags, f & ~F_SLOCK, memory_order_release);
 }
 

@@ -17,6 +17,6 @@ uint32_t zram_slot_lock_slow(struct slot *sl)
 			if (!(f & F_SLOCK))
 				return f;
 		}
-		zs_spin_wait(&spins);
+		spin_wait(&spins);
 	}
 }

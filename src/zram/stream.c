@@ -17,7 +17,7 @@ static _Thread_local unsigned stream_hint;
 struct stream *zram_stream_get(struct zs_zram *z)
 {
 	/* Checked before the wait: a stream taken out of order would wait forever. */
-	zs_lock_take(&zram_stream_lockid, ZS_LOCK_ZRAM_STREAM);
+	lock_take(&zram_stream_lockid, ZS_LOCK_ZRAM_STREAM);
 	/* A struct stream begins with its comp_stream (the union), so the pointers are one. */
 	return (struct stream *)(void *)comp_pool_get(&z->pool, &stream_hint);
 }

@@ -75,7 +75,7 @@ int zram_core_writeback(struct zs_zram *z, enum zs_zram_wb_type type, unsigned l
 		free(items);
 		return -ENOMEM;
 	}
-	zs_mutex_lock_ranked(&wb->run, ZS_LOCK_ZRAM_WB_RUN);
+	mutex_lock_ranked(&wb->run, ZS_LOCK_ZRAM_WB_RUN);
 	while (!rc && next < z->nslots && (!max_pages || r.written < max_pages)) {
 		unsigned n = 0;
 		struct stream *s = zram_stream_get(z);
@@ -159,7 +159,7 @@ int zram_core_writeback(struct zs_zram *z, enum zs_zram_wb_type type, unsigned l
 		if (werr && !rc)
 			rc = werr;
 	}
-	zs_mutex_unlock_ranked(&wb->run);
+	mutex_unlock_ranked(&wb->run);
 	free(bufs);
 	free(items);
 	if (res)

@@ -153,12 +153,12 @@ int zs_zram_block_signals(struct zs_zram *z, int on)
 
 #define GUARDED(z, expr)                                        \
 	do {                                                    \
-		if (zs_likely(!(z)->block_signals))                \
+		if (likely(!(z)->block_signals))                \
 			return expr;                            \
 		struct zs_sigguard g_;                          \
-		zs_signals_block(&g_);                          \
+		signals_block(&g_);                          \
 		__typeof__(expr) rc_ = expr;                    \
-		zs_signals_restore(&g_);                        \
+		signals_restore(&g_);                        \
 		return rc_;                                     \
 	} while (0)
 
@@ -196,7 +196,7 @@ static int create(const struct zs_zram_config *cfg, struct zs_zram **out, char *
 		cfg = &def;
 	}
 	if (ZS_CONFIG_ABI_CHECK(cfg, &bad)) {
-		zs_config_abi_err(err, err_len, "zs_zram_config", cfg->struct_size, sizeof(*cfg),
+		config_abi_err(err, err_len, "zs_zram_config", cfg->struct_size, sizeof(*cfg),
 				  bad);
 		return -EINVAL;
 	}
@@ -240,13 +240,13 @@ void zs_zram_destroy(struct zs_zram *z)
 	/* Destroy frees every object first: the allocator's locks, so guarded as reset is. */
 	guard = z->block_signals;
 	if (guard)
-		zs_signals_block(&g);
+		signals_block(&g);
 	if (is_view(z))
 		zram_group_destroy(z);
 	else
 		zram_core_destroy(z);
 	if (guard)
-		zs_signals_restore(&g);
+		signals_restore(&g);
 }
 
 uint64_t zs_zram_slots(const struct zs_zram *z)
@@ -291,7 +291,7 @@ int zs_zram_store_decide(struct zs_comp *comp, const void *page, size_t ps, size
 
 static int write_call(struct zs_zram *z, uint64_t index, const void *page)
 {
-	if (zs_unlikely(is_view(z)))
+	if (unlikely(is_view(z)))
 		return zram_group_write(z, index, page);
 	return zram_core_write(z, index, page);
 }
@@ -303,18 +303,18 @@ int zs_zram_write(struct zs_zram *z, uint64_t index, const void *page)
 
 int zs_zram_read(struct zs_zram *z, uint64_t index, void *buf, size_t buf_len)
 {
-	if (zs_unlikely(!buf || buf_len < z->page_size)) {
+	if (unlikely(!buf || buf_len < z->page_size)) {
 		count_invalid(core_of(z));
 		return -EINVAL;
 	}
-	if (zs_unlikely(is_view(z)))
+	if (unlikely(is_view(z)))
 		return zram_group_read(z, index, buf);
 	return zram_core_read(z, index, buf);
 }
 
 static int discard_call(struct zs_zram *z, uint64_t index)
 {
-	if (zs_unlikely(is_view(z)))
+	if (unlikely(is_view(z)))
 		return zram_group_discard(z, index);
 	return zram_core_discard(z, index);
 }
@@ -327,7 +327,7 @@ int zs_zram_discard(struct zs_zram *z, uint64_t index)
 static int free_notify_call(struct zs_zram *z, uint64_t index)
 {
 	/* A group slot has no lock of its own to miss: a notification is a discard. */
-	if (zs_unlikely(is_view(z)))
+	if (unlikely(is_view(z)))
 		return zram_group_discard(z, index);
 	return zram_core_free_notify(z, index);
 }
@@ -440,10 +440,10 @@ void zs_zram_reset(struct zs_zram *z)
 	struct zs_sigguard g;
 
 	if (z->block_signals)
-		zs_signals_block(&g);
+		signals_block(&g);
 	reset_call(z);
 	if (z->block_signals)
-		zs_signals_restore(&g);
+		signals_restore(&g);
 }
 
 void zs_zram_flush(struct zs_zram *z)
@@ -536,9 +536,9 @@ int zs_zram_writeback(struct zs_zram *z, enum zs_zram_wb_type type, unsigned lon
 {
 	struct zs_sigguard old;
 
-	zs_signals_block(&old);
+	signals_block(&old);
 	int rc = zram_core_writeback(core_of(z), type, max_pages, res);
-	zs_signals_restore(&old);
+	signals_restore(&old);
 	return rc;
 }
 
@@ -552,8 +552,8 @@ int zs_zram_recompress(struct zs_zram *z, enum zs_zram_recomp_type type, size_t 
 {
 	struct zs_sigguard old;
 
-	zs_signals_block(&old);
+	signals_block(&old);
 	int rc = zram_core_recompress(core_of(z), type, threshold, max_pages, res);
-	zs_signals_restore(&old);
+	signals_restore(&old);
 	return rc;
 }

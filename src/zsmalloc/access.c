@@ -26,17 +26,17 @@ static struct zspage *pin_object_as(struct zs_pool *pool, unsigned long handle,
 	unsigned long obj;
 	if (checked && handle_precheck(pool, handle, &obj))
 		return NULL;
-	zs_read_lock(&pool->lock);
+	read_lock(&pool->lock);
 	obj = handle_to_obj(handle);
 	if (checked && validate_obj(pool, handle, obj)) {
-		zs_read_unlock(&pool->lock);
+		read_unlock(&pool->lock);
 		return NULL;
 	}
 	struct zspage *zspage = obj_to_zspage(pool, obj);
 	/* The one way in to a zspage read lock ("Lock order": why it needs no rank). */
-	zs_assert_internal(zs_rw_held_by_me(&pool->lock));
-	zs_zspage_read_lock(&zspage->lock);
-	zs_read_unlock(&pool->lock);
+	assert_internal(rw_held_by_me(&pool->lock));
+	zspage_read_lock(&zspage->lock);
+	read_unlock(&pool->lock);
 	*objp = obj;
 	return zspage;
 }
@@ -65,14 +65,14 @@ static struct zspage *pinned_zspage_checked(struct zs_pool *pool, unsigned long 
 	if (v & HANDLE_FREE_BIT)
 		return NULL;
 	struct zspage *zspage = NULL;
-	zs_read_lock(&pool->lock);
+	read_lock(&pool->lock);
 	unsigned long obj = handle_to_obj(handle);
 	if (class_enc_valid(pool, obj_to_class_idx(obj)) && !validate_obj(pool, handle, obj)) {
 		zspage = obj_to_zspage(pool, obj);
 		if (atomic_load_explicit(&zspage->lock, memory_order_relaxed) <= 0)
 			zspage = NULL;
 	}
-	zs_read_unlock(&pool->lock);
+	read_unlock(&pool->lock);
 	*objp = obj;
 	return zspage;
 }
@@ -92,7 +92,7 @@ static void zspage_read_unlock_checked(atomic_int *cnt)
  */
 struct obj_segs {
 	struct {
-		zs_pfn_t pfn;
+		pfn_t pfn;
 		unsigned off;
 		size_t cap;
 	} seg[2];
@@ -137,7 +137,7 @@ static int pin_tail(struct zs_pool *pool, struct zspage *zspage, unsigned long o
 	 * refuses from a caller; the head, already checked, vouches for it. */
 	struct zspage *tz = pin_object_as(pool, zspage->tail, &tobj, 0);
 	if (!tz) {
-		zs_zspage_read_unlock(&zspage->lock);
+		zspage_read_unlock(&zspage->lock);
 		return -EINVAL;
 	}
 	obj_segment(pool, tz, tobj, v, 1);
@@ -149,8 +149,8 @@ static int pin_tail(struct zs_pool *pool, struct zspage *zspage, unsigned long o
 static void unpin_segments(struct zspage *zspage, const struct obj_segs *v)
 {
 	if (v->tail_zspage)
-		zs_zspage_read_unlock(&v->tail_zspage->lock);
-	zs_zspage_read_unlock(&zspage->lock);
+		zspage_read_unlock(&v->tail_zspage->lock);
+	zspage_read_unlock(&zspage->lock);
 }
 
 /*
@@ -160,15 +160,15 @@ static void unpin_segments(struct zspage *zspage, const struct obj_segs *v)
 static void unpin_tail(struct zs_pool *pool, unsigned long tail)
 {
 	struct zspage *tz = obj_to_zspage(pool, handle_to_obj(tail));
-	if (zs_unlikely(pool->cfg.checked))
+	if (unlikely(pool->cfg.checked))
 		zspage_read_unlock_checked(&tz->lock);
 	else
-		zs_zspage_read_unlock(&tz->lock);
+		zspage_read_unlock(&tz->lock);
 }
 
 static void unpin_object(struct zs_pool *pool, unsigned long handle)
 {
-	if (zs_unlikely(pool->cfg.checked)) {
+	if (unlikely(pool->cfg.checked)) {
 		unsigned long obj;
 		struct zspage *zspage = pinned_zspage_checked(pool, handle, &obj);
 		if (zspage) {
@@ -181,9 +181,9 @@ static void unpin_object(struct zs_pool *pool, unsigned long handle)
 	}
 	/* No pool lock: a read-locked zspage cannot be migrated, so obj is stable. */
 	struct zspage *zspage = obj_to_zspage(pool, handle_to_obj(handle));
-	if (zs_unlikely(zspage_tail(zspage)))
+	if (unlikely(zspage_tail(zspage)))
 		unpin_tail(pool, zspage->tail);
-	zs_zspage_read_unlock(&zspage->lock);
+	zspage_read_unlock(&zspage->lock);
 }
 
 /* Copy len (<= v->cap) payload bytes out of / into the object's segments. */
@@ -232,22 +232,22 @@ void *zs_obj_read_begin(struct zs_pool *pool, unsigned long handle, size_t mem_l
 {
 	unsigned long obj;
 	struct zspage *zspage = pin_object(pool, handle, &obj);
-	if (zs_unlikely(!zspage)) {
+	if (unlikely(!zspage)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (zs_unlikely(zspage_tail(zspage)))
+	if (unlikely(zspage_tail(zspage)))
 		return read_begin_packed(pool, zspage, obj, mem_len, local_copy);
 	struct size_class *class = zspage_class(pool, zspage);
 	unsigned cap, off = payload_offset(pool, class, obj, &cap);
-	if (zs_unlikely(mem_len > cap || (!local_copy && off + mem_len > pool->page_size))) {
-		zs_zspage_read_unlock(&zspage->lock);
+	if (unlikely(mem_len > cap || (!local_copy && off + mem_len > pool->page_size))) {
+		zspage_read_unlock(&zspage->lock);
 		errno = EINVAL;
 		return NULL;
 	}
-	zs_pfn_t pfn = obj_to_pfn(obj);
+	pfn_t pfn = obj_to_pfn(obj);
 	char *addr = page_addr(pool, pfn);
-	if (zs_likely(off + mem_len <= pool->page_size))
+	if (likely(off + mem_len <= pool->page_size))
 		return addr + off;
 	/* The object spans pages: stitch it together in the caller's buffer. */
 	span_read(pool, pfn, off, local_copy, mem_len);
@@ -262,7 +262,7 @@ void zs_obj_read_end(struct zs_pool *pool, unsigned long handle, size_t mem_len,
 }
 
 /* The pieces of len bytes from (pfn, off) along a chain, appended at sg[n]; the new n or -1. */
-static int span_pieces(const struct zs_pool *pool, zs_pfn_t pfn, unsigned off, size_t len,
+static int span_pieces(const struct zs_pool *pool, pfn_t pfn, unsigned off, size_t len,
 		       struct zs_obj_piece *sg, int n, int nr_sg)
 {
 	size_t P = pool->page_size;
@@ -283,14 +283,14 @@ static int span_pieces(const struct zs_pool *pool, zs_pfn_t pfn, unsigned off, s
 int zs_obj_read_sgv_begin(struct zs_pool *pool, unsigned long handle, size_t mem_len,
 			  struct zs_obj_piece *sg, int nr_sg)
 {
-	if (zs_unlikely(!mem_len || nr_sg < 1))
+	if (unlikely(!mem_len || nr_sg < 1))
 		return -EINVAL;
 	unsigned long obj;
 	struct zspage *zspage = pin_object(pool, handle, &obj);
-	if (zs_unlikely(!zspage))
+	if (unlikely(!zspage))
 		return -EINVAL;
 	struct obj_segs v;
-	if (zs_unlikely(zspage_tail(zspage))) {
+	if (unlikely(zspage_tail(zspage))) {
 		if (pin_tail(pool, zspage, obj, &v))
 			return -EINVAL;
 	} else {
@@ -298,7 +298,7 @@ int zs_obj_read_sgv_begin(struct zs_pool *pool, unsigned long handle, size_t mem
 		v.cap = v.seg[0].cap;
 		v.tail_zspage = NULL;
 	}
-	if (zs_unlikely(mem_len > v.cap)) {
+	if (unlikely(mem_len > v.cap)) {
 		unpin_segments(zspage, &v);
 		return -EINVAL;
 	}
@@ -306,7 +306,7 @@ int zs_obj_read_sgv_begin(struct zs_pool *pool, unsigned long handle, size_t mem
 	int n = span_pieces(pool, v.seg[0].pfn, v.seg[0].off, first, sg, 0, nr_sg);
 	if (n > 0 && first < mem_len)
 		n = span_pieces(pool, v.seg[1].pfn, v.seg[1].off, mem_len - first, sg, n, nr_sg);
-	if (zs_unlikely(n < 0)) { /* more pieces than the caller has room for */
+	if (unlikely(n < 0)) { /* more pieces than the caller has room for */
 		unpin_segments(zspage, &v);
 		return -EINVAL;
 	}
@@ -342,18 +342,18 @@ int zs_obj_write(struct zs_pool *pool, unsigned long handle, const void *src, si
 {
 	unsigned long obj;
 	struct zspage *zspage = pin_object(pool, handle, &obj);
-	if (zs_unlikely(!zspage))
+	if (unlikely(!zspage))
 		return -EINVAL;
-	if (zs_unlikely(zspage_tail(zspage)))
+	if (unlikely(zspage_tail(zspage)))
 		return write_packed(pool, zspage, obj, src, len);
 	struct size_class *class = zspage_class(pool, zspage);
 	unsigned cap, off = payload_offset(pool, class, obj, &cap);
-	if (zs_unlikely(len > cap)) {
-		zs_zspage_read_unlock(&zspage->lock);
+	if (unlikely(len > cap)) {
+		zspage_read_unlock(&zspage->lock);
 		return -EINVAL;
 	}
 	span_write(pool, obj_to_pfn(obj), off, src, len);
-	zs_zspage_read_unlock(&zspage->lock);
+	zspage_read_unlock(&zspage->lock);
 	return 0;
 }
 
@@ -420,7 +420,7 @@ void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode 
 	}
 	/* Room for the largest object: whole pages, a packed tail's slot included. */
 	size_t need = pool->max_object_size;
-	if (zs_unlikely(need > area->cap)) {
+	if (unlikely(need > area->cap)) {
 		need = (need + pool->page_size - 1) & ~(size_t)(pool->page_size - 1);
 		char *nb = realloc(area->buf, need);
 		if (!nb) {
@@ -439,7 +439,7 @@ void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode 
 	area->mode = mm;
 	area->pool = pool;
 	area->handle = handle;
-	if (zs_unlikely(zspage_tail(zspage))) {
+	if (unlikely(zspage_tail(zspage))) {
 		struct obj_segs v;
 		if (pin_tail(pool, zspage, obj, &v)) {
 			area->handle = 0;
@@ -452,7 +452,7 @@ void *zs_map_object(struct zs_pool *pool, unsigned long handle, enum zs_mapmode 
 		return area->buf;
 	}
 	struct size_class *class = zspage_class(pool, zspage);
-	zs_pfn_t pfn = obj_to_pfn(obj);
+	pfn_t pfn = obj_to_pfn(obj);
 	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
 	unsigned hdr = class->huge ? 0 : ZS_HANDLE_SIZE;
 	char *addr = page_addr(pool, pfn);
@@ -472,7 +472,7 @@ void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
 	struct mapping_area *area = get_mapping_area();
 	unsigned long obj;
 	struct zspage *zspage;
-	if (zs_unlikely(pool->cfg.checked)) {
+	if (unlikely(pool->cfg.checked)) {
 		/* Only the mapping this thread made: a failed or foreign map leaves nothing to undo. */
 		if (!area || area->handle != handle || area->pool != pool)
 			return;
@@ -505,5 +505,5 @@ void zs_unmap_object(struct zs_pool *pool, unsigned long handle)
 	if (pool->cfg.checked)
 		zspage_read_unlock_checked(&zspage->lock);
 	else
-		zs_zspage_read_unlock(&zspage->lock);
+		zspage_read_unlock(&zspage->lock);
 }

@@ -4,7 +4,7 @@
  * live; `zs classes`, `zs testmod` and the allocator all read the table built
  * here (through zs_class_info), so there is no second copy of the arithmetic.
  * Each class, and each CPU's copy of it, is built on its first allocation
- * (zs_alloc_class), so a pool costs its table only where it is used.
+ * (alloc_class), so a pool costs its table only where it is used.
  */
 #include <errno.h>
 #include <limits.h>
@@ -167,7 +167,7 @@ int classes_build(struct zs_pool *pool)
 		return -ENOMEM;
 	/*
 	 * The table of every copy, mapped and faulted in as written: each copy
-	 * of a class is built on its first allocation (zs_alloc_class), so an
+	 * of a class is built on its first allocation (alloc_class), so an
 	 * empty pool touches none of it.  Allocated and filled whole, an empty
 	 * pool held 64 KiB per copy (4 KiB pages: 255 classes of 256 bytes; the
 	 * application profile has one copy per CPU: 2 MiB at 32 CPUs).
@@ -206,7 +206,7 @@ int classes_build(struct zs_pool *pool)
 			g->phys = prev;
 			continue;
 		}
-		g->phys = i; /* built on its first allocation (zs_alloc_class) */
+		g->phys = i; /* built on its first allocation (alloc_class) */
 		prev = i;
 	}
 	/* No class packs objects (e.g. max_chain 1 with tiny pages): everything is "huge". */
@@ -296,10 +296,10 @@ struct size_class *class_build(struct zs_pool *pool, struct size_class *copy)
 	unsigned enc = (unsigned)(copy - pool->classes);
 	unsigned i = enc % (unsigned)pool->nr_classes;
 	const struct class_geom *g = &pool->geom[i];
-	zs_assert_internal(g->phys == (int)i);
-	zs_mutex_lock_ranked(&pool->class_init_lock, ZS_LOCK_ZS_CLASS_INIT);
+	assert_internal(g->phys == (int)i);
+	mutex_lock_ranked(&pool->class_init_lock, ZS_LOCK_ZS_CLASS_INIT);
 	if (!__atomic_load_n(&copy->size, __ATOMIC_RELAXED)) {
-		zs_spin_init_rank(&copy->lock, ZS_LOCK_ZS_CLASS);
+		spin_init_rank(&copy->lock, ZS_LOCK_ZS_CLASS);
 		copy->page_size = pool->page_size;
 		copy->objs_per_zspage = g->objs;
 		copy->pages_per_zspage = g->pages;
@@ -308,7 +308,7 @@ struct size_class *class_build(struct zs_pool *pool, struct size_class *copy)
 		copy->huge = (g->objs == 1); /* a huge or multi-page class: the handle sits in the zspage */
 		__atomic_store_n(&copy->size, g->size, __ATOMIC_RELEASE);
 	}
-	zs_mutex_unlock_ranked(&pool->class_init_lock);
+	mutex_unlock_ranked(&pool->class_init_lock);
 	return copy;
 }
 

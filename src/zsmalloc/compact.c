@@ -64,10 +64,10 @@ int wpin_held(const void *z)
  */
 static int isolate_trylock(struct zspage *z)
 {
-	if (!zs_zspage_write_trylock(&z->lock))
+	if (!zspage_write_trylock(&z->lock))
 		return 0;
-	if (zs_unlikely(wpin_held(z))) {
-		zs_zspage_write_unlock(&z->lock);
+	if (unlikely(wpin_held(z))) {
+		zspage_write_unlock(&z->lock);
 		return 0;
 	}
 	return 1;
@@ -77,8 +77,8 @@ unsigned long can_compact(const struct size_class *class)
 {
 	unsigned long allocated = class->stats[ZS_OBJS_ALLOCATED];
 	unsigned long used = class->stats[ZS_OBJS_INUSE];
-	zs_assert_internal(zs_spin_held((zs_spinlock_t *)&class->lock));
-	zs_assert_internal(used <= allocated);
+	assert_internal(spin_held((spinlock_t *)&class->lock));
+	assert_internal(used <= allocated);
 	if (allocated <= used)
 		return 0;
 	return (allocated - used) / class->objs_per_zspage * class->pages_per_zspage;
@@ -89,7 +89,7 @@ static struct zspage *isolate_dst_zspage(struct size_class *class)
 	for (int fg = ZS_INUSE_RATIO_99; fg >= ZS_INUSE_RATIO_10; fg--) {
 		struct zspage *z = class->fullness_list[fg];
 		if (z) {
-			zs_remove_zspage(class, z);
+			remove_zspage(class, z);
 			return z;
 		}
 	}
@@ -101,7 +101,7 @@ static struct zspage *isolate_src_zspage(struct size_class *class)
 	for (int fg = ZS_INUSE_RATIO_10; fg <= ZS_INUSE_RATIO_99; fg++) {
 		struct zspage *z = class->fullness_list[fg];
 		if (z) {
-			zs_remove_zspage(class, z);
+			remove_zspage(class, z);
 			return z;
 		}
 	}
@@ -110,8 +110,8 @@ static struct zspage *isolate_src_zspage(struct size_class *class)
 
 static int putback_zspage(struct size_class *class, struct zspage *zspage)
 {
-	int fg = zs_get_fullness_group(class, zspage);
-	zs_insert_zspage(class, zspage, fg);
+	int fg = get_fullness_group(class, zspage);
+	insert_zspage(class, zspage, fg);
 	return fg;
 }
 
@@ -120,13 +120,13 @@ static void migrate_zspage(struct zs_pool *pool, struct size_class *class, struc
 			   struct zspage *dst, char *buf)
 {
 	unsigned size = class->size;
-	zs_pfn_t pfn = src->pfn;
+	pfn_t pfn = src->pfn;
 	unsigned page = 0;
 	/* Pool lock for writing (no reader resolves a handle meanwhile), both zspages isolated. */
-	zs_assert_internal(zs_rw_write_held(&pool->lock) && zs_spin_held(&class->lock));
-	zs_assert_internal(atomic_load_explicit(&src->lock, memory_order_relaxed) == -1);
-	zs_assert_internal(!src->lnext && !src->lprev && !dst->lnext && !dst->lprev);
-	zs_assert_internal(src != dst && dst->inuse < dst->objs);
+	assert_internal(rw_write_held(&pool->lock) && spin_held(&class->lock));
+	assert_internal(atomic_load_explicit(&src->lock, memory_order_relaxed) == -1);
+	assert_internal(!src->lnext && !src->lprev && !dst->lnext && !dst->lprev);
+	assert_internal(src != dst && dst->inuse < dst->objs);
 	/* Slots past `untouched` were never used: their words are not headers. */
 	for (unsigned idx = 0; idx < src->untouched; idx++) {
 		while (obj_page_index(pool, size, idx) > page) {
@@ -139,17 +139,17 @@ static void migrate_zspage(struct zs_pool *pool, struct size_class *class, struc
 			continue;
 		unsigned long handle = hdr & ~OBJ_ALLOCATED_TAG;
 		/* A moved object's handle is live or queued, and names this very object. */
-		zs_assert_internal(!handle_is_free(handle) &&
+		assert_internal(!handle_is_free(handle) &&
 				   handle_to_obj(handle) == location_to_obj(pfn, class->enc, idx));
 		unsigned long used_obj = location_to_obj(pfn, class->enc, idx);
-		unsigned long free_obj = zs_obj_malloc(pool, dst, handle);
+		unsigned long free_obj = obj_malloc(pool, dst, handle);
 		span_read(pool, pfn, off, buf, size);
 		span_write(pool, obj_to_pfn(free_obj),
 			   obj_page_offset(pool, size, obj_to_idx(free_obj)), buf, size);
 		/* Keep a checked-mode "queued for deferred free" mark across the move. */
 		unsigned long old = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
 		record_obj(handle, free_obj | (old & HANDLE_PENDING_BIT));
-		zs_obj_free(pool, class, used_obj);
+		obj_free(pool, class, used_obj);
 		if (dst->inuse == dst->objs || src->inuse == 0)
 			break;
 	}
@@ -175,12 +175,12 @@ static unsigned long fit_last_zspage(struct zs_pool *pool, struct size_class *cl
 	if (pages >= src_pages)
 		return 0;
 	unsigned objs = (unsigned)(((unsigned long)pages << pool->page_shift) / class->size);
-	zs_assert_internal(objs >= src->inuse && objs < class->objs_per_zspage);
+	assert_internal(objs >= src->inuse && objs < class->objs_per_zspage);
 	if (!isolate_trylock(src))
 		return 0; /* a reader holds it: as in the loop, do not wait */
-	struct zspage *dst = zs_alloc_zspage(pool, class, pages, objs);
+	struct zspage *dst = alloc_zspage(pool, class, pages, objs);
 	if (!dst) {
-		zs_zspage_write_unlock(&src->lock);
+		zspage_write_unlock(&src->lock);
 		return 0;
 	}
 	pool_pages_add(pool, (long)pages);
@@ -188,10 +188,10 @@ static unsigned long fit_last_zspage(struct zs_pool *pool, struct size_class *cl
 	class->fitted_pages += pages;
 	class->fitted_objs += objs;
 	class->stats[ZS_OBJS_ALLOCATED] += objs;
-	zs_remove_zspage(class, src);
+	remove_zspage(class, src);
 	migrate_zspage(pool, class, src, dst, buf);
-	zs_zspage_write_unlock(&src->lock);
-	zs_assert_internal(src->inuse == 0);
+	zspage_write_unlock(&src->lock);
+	assert_internal(src->inuse == 0);
 	putback_zspage(class, src);
 	unlink_empty_zspage(pool, class, src);
 	free_zspage_pages(pool, src);
@@ -244,16 +244,16 @@ static long drain_fitted(struct zs_pool *pool, struct size_class *class, char *b
 	long net = 0;
 	while (class->fitted_nr >= 2 || (class->fitted_nr && find_chain_partial(class))) {
 		struct zspage *f = find_fitted(class);
-		zs_assert_internal(f);
+		assert_internal(f);
 		if (!f || !isolate_trylock(f))
 			break; /* a reader holds it: as in the loop, do not wait */
-		zs_remove_zspage(class, f);
+		remove_zspage(class, f);
 		while (f->inuse) {
 			struct zspage *dst = find_chain_partial(class);
 			if (dst) {
-				zs_remove_zspage(class, dst);
+				remove_zspage(class, dst);
 			} else {
-				dst = zs_alloc_zspage(pool, class, class->pages_per_zspage,
+				dst = alloc_zspage(pool, class, class->pages_per_zspage,
 						      class->objs_per_zspage);
 				if (!dst)
 					break;
@@ -264,7 +264,7 @@ static long drain_fitted(struct zs_pool *pool, struct size_class *class, char *b
 			migrate_zspage(pool, class, f, dst, buf);
 			putback_zspage(class, dst);
 		}
-		zs_zspage_write_unlock(&f->lock);
+		zspage_write_unlock(&f->lock);
 		if (putback_zspage(class, f) != ZS_INUSE_RATIO_0)
 			break; /* no pages for a chain: it stays as it is */
 		unsigned pages = zspage_pages(class, f);
@@ -282,9 +282,9 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 	/* Fitted zspages: go on past the kernel's stop while two partly used zspages are left. */
 	int fit = pool->cfg.fit_zspages && class->pages_per_zspage > 1;
 
-	zs_write_lock(&pool->lock);
-	zs_spin_lock(&class->lock);
-	zs_assert_internal(class_lists_sane(class));
+	write_lock(&pool->lock);
+	spin_lock(&class->lock);
+	assert_internal(class_lists_sane(class));
 	while (fit || can_compact(class)) {
 		if (!dst) {
 			dst = isolate_dst_zspage(class);
@@ -298,22 +298,22 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 		if (!isolate_trylock(src))
 			break;
 		migrate_zspage(pool, class, src, dst, buf);
-		zs_zspage_write_unlock(&src->lock);
+		zspage_write_unlock(&src->lock);
 		if (putback_zspage(class, src) == ZS_INUSE_RATIO_0) {
 			unlink_empty_zspage(pool, class, src);
 			freed += zspage_pages(class, src);
 			free_zspage_pages(pool, src);
 		}
 		src = NULL;
-		if (zs_get_fullness_group(class, dst) == ZS_INUSE_RATIO_100 ||
-		    zs_rw_is_contended(&pool->lock)) {
+		if (get_fullness_group(class, dst) == ZS_INUSE_RATIO_100 ||
+		    rw_is_contended(&pool->lock)) {
 			putback_zspage(class, dst);
 			dst = NULL;
-			zs_spin_unlock(&class->lock);
-			zs_write_unlock(&pool->lock);
+			spin_unlock(&class->lock);
+			write_unlock(&pool->lock);
 			sched_yield();
-			zs_write_lock(&pool->lock);
-			zs_spin_lock(&class->lock);
+			write_lock(&pool->lock);
+			spin_lock(&class->lock);
 		}
 	}
 	if (src)
@@ -325,9 +325,9 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 		net += (long)fit_last_zspage(pool, class, buf);
 		freed = net > 0 ? (unsigned long)net : 0;
 	}
-	zs_assert_internal(class_lists_sane(class));
-	zs_spin_unlock(&class->lock);
-	zs_write_unlock(&pool->lock);
+	assert_internal(class_lists_sane(class));
+	spin_unlock(&class->lock);
+	write_unlock(&pool->lock);
 	return freed;
 }
 
@@ -340,11 +340,11 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 static int compact_begin(struct zs_pool *pool, struct zs_sigguard *sigs, const char *entry)
 {
 	/* It takes the pool lock for writing: a caller holding any pool-side lock would deadlock. */
-	zs_lock_assert_none_in(ZS_LOCK_ZS_COMPACT, entry);
+	lock_assert_none_in(ZS_LOCK_ZS_COMPACT, entry);
 	if (atomic_exchange_explicit(&pool->compaction_in_progress, 1, memory_order_acquire))
 		return 0;
-	zs_lock_took_try(&pool->compaction_in_progress, ZS_LOCK_ZS_COMPACT);
-	zs_signals_block(sigs);
+	lock_took_try(&pool->compaction_in_progress, ZS_LOCK_ZS_COMPACT);
+	signals_block(sigs);
 	/* Owned zspages are on no class list: back to their classes first (no heap takes one
 	 * while the flag is up), so compaction sees every zspage it would without them. */
 	heaps_revoke_all(pool);
@@ -355,7 +355,7 @@ static int compact_begin(struct zs_pool *pool, struct zs_sigguard *sigs, const c
 static void compact_end(struct zs_pool *pool, unsigned long freed)
 {
 	atomic_fetch_add_explicit(&pool->pages_compacted, freed, memory_order_relaxed);
-	zs_lock_drop(&pool->compaction_in_progress);
+	lock_drop(&pool->compaction_in_progress);
 	atomic_store_explicit(&pool->compaction_in_progress, 0, memory_order_release);
 }
 
@@ -389,7 +389,7 @@ unsigned long zs_compact(struct zs_pool *pool)
 	/* Compaction is how a pool gives memory back: the page cache goes too, not at its decay. */
 	park_release_all(pool);
 	pages_trim(pool->pages);
-	zs_signals_restore(&sigs);   /* after the trims: they take the handle and page locks */
+	signals_restore(&sigs);   /* after the trims: they take the handle and page locks */
 	return freed;
 }
 
@@ -419,10 +419,10 @@ unsigned long zs_compact_step(struct zs_pool *pool, unsigned *cursor, unsigned m
 			struct size_class *class = compactable(pool, total - 1 - e);
 			if (!class)
 				continue;
-			zs_spin_lock(&class->lock);
+			spin_lock(&class->lock);
 			int work = can_compact(class) > 0 ||
 				   (pool->cfg.fit_zspages && class->pages_per_zspage > 1);
-			zs_spin_unlock(&class->lock);
+			spin_unlock(&class->lock);
 			if (!work)
 				continue;
 			freed += compact_class(pool, class, buf);
@@ -434,6 +434,6 @@ unsigned long zs_compact_step(struct zs_pool *pool, unsigned *cursor, unsigned m
 	compact_end(pool, freed);
 	if (*cursor == 0)
 		handles_trim(pool, 0);
-	zs_signals_restore(&sigs);
+	signals_restore(&sigs);
 	return freed;
 }

@@ -231,26 +231,26 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 	qsort(k, n, sizeof(k[0]), by_class);
 	for (size_t i = 0; i < n;) {
 		struct size_class *class = &pool->classes[k[i].cls];
-		zs_spin_lock(&class->lock);
+		spin_lock(&class->lock);
 		for (; i < n && &pool->classes[k[i].cls] == class; i++) {
 			/* Queued: live, or pending where checked mode marked it so. */
-			zs_assert_internal(!handle_is_free(k[i].handle) &&
+			assert_internal(!handle_is_free(k[i].handle) &&
 					   (pool->cfg.checked || handle_is_live(k[i].handle)));
-			struct zspage *z = zs_free_locked_any(pool, class, handle_to_obj(k[i].handle));
+			struct zspage *z = free_locked_any(pool, class, handle_to_obj(k[i].handle));
 			if (z) {
 				/* A multi-page object's tail goes after, under its own class lock. */
 				unsigned long tail = zspage_take_tail(z);
-				if (zs_unlikely(tail))
+				if (unlikely(tail))
 					tails[ntails++] = tail;
 				empty[nempty++] = z;
 			}
 		}
-		zs_spin_unlock(&class->lock);
+		spin_unlock(&class->lock);
 	}
 	for (size_t i = 0; i < nempty; i++)
 		free_zspage_pages(pool, empty[i]);
 	for (size_t i = 0; i < n; i++)
-		zs_handle_free(pool, k[i].handle);
+		cache_free_handle(pool, k[i].handle);
 	for (size_t i = 0; i < ntails; i++)
 		free_tail(pool, tails[i]);
 }
@@ -259,7 +259,7 @@ static void free_batch(struct zs_pool *pool, unsigned long *handles, size_t n)
 static void free_reported(struct zs_pool *pool, struct deferred_queue *q, unsigned long *h,
 			  size_t n)
 {
-	zs_assert_internal(n <= BATCH_MAX);
+	assert_internal(n <= BATCH_MAX);
 	free_batch(pool, h, n);
 	struct zs_deferred_hooks *hk = atomic_load_explicit(&q->hooks, memory_order_acquire);
 	if (hk && hk->drain)
@@ -347,16 +347,16 @@ static void drain_extra(struct zs_pool *pool, struct deferred_queue *q)
 static void drain(struct zs_pool *pool, struct deferred_queue *q, size_t target, int gated)
 {
 	unsigned long batch[DRAIN_BATCH];
-	zs_mutex_lock_ranked(&q->consume_lock, ZS_LOCK_ZS_DEFERRED_CONSUME);
+	mutex_lock_ranked(&q->consume_lock, ZS_LOCK_ZS_DEFERRED_CONSUME);
 	for (;;) {
 		size_t n = dequeue_batch(q, batch, DRAIN_BATCH);
 		if (n) {
 			free_reported(pool, q, batch, n);
 			atomic_fetch_add_explicit(&q->deq, n, memory_order_release);
-			if (gated && zs_unlikely(zs_fork_gate_closing(&fork_gate))) {
-				zs_mutex_unlock_ranked(&q->consume_lock);
+			if (gated && unlikely(fork_gate_closing(&fork_gate))) {
+				mutex_unlock_ranked(&q->consume_lock);
 				fork_gate_yield(&fork_gate);
-				zs_mutex_lock_ranked(&q->consume_lock,
+				mutex_lock_ranked(&q->consume_lock,
 						     ZS_LOCK_ZS_DEFERRED_CONSUME);
 			}
 			continue;
@@ -367,7 +367,7 @@ static void drain(struct zs_pool *pool, struct deferred_queue *q, size_t target,
 		sched_yield();
 	}
 	drain_extra(pool, q);
-	zs_mutex_unlock_ranked(&q->consume_lock);
+	mutex_unlock_ranked(&q->consume_lock);
 }
 
 /* Handles enqueued (or reserved) and not yet drained, and the other modes' work (the top). */
@@ -382,12 +382,12 @@ static void *worker(void *arg)
 {
 	struct deferred_queue *q = arg;
 	struct zs_pool *pool = q->pool;
-	zs_signals_blocked_thread();
+	signals_blocked_thread();
 	while (!atomic_load_explicit(&q->stop, memory_order_acquire)) {
 		fork_gate_enter(&fork_gate);
 		drain(pool, q, 0, 1);
-		zs_fork_gate_leave(&fork_gate);
-		zs_mutex_lock_ranked(&q->wake_lock, ZS_LOCK_ZS_DEFERRED_WAKE);
+		fork_gate_leave(&fork_gate);
+		mutex_lock_ranked(&q->wake_lock, ZS_LOCK_ZS_DEFERRED_WAKE);
 		atomic_store_explicit(&q->sleeping, W_IDLE, memory_order_relaxed);
 		/*
 		 * Pairs with the fence in wake_worker(): either this load sees the
@@ -418,7 +418,7 @@ static void *worker(void *arg)
 			if (pthread_cond_timedwait(&q->wake, &q->wake_lock, &until) == ETIMEDOUT)
 				break;
 		atomic_store_explicit(&q->sleeping, W_AWAKE, memory_order_relaxed);
-		zs_mutex_unlock_ranked(&q->wake_lock);
+		mutex_unlock_ranked(&q->wake_lock);
 	}
 	return NULL;
 }
@@ -438,9 +438,9 @@ static void wake_worker(struct deferred_queue *q)
 						     s == W_IDLE ? W_GATHER : W_AWAKE,
 						     memory_order_relaxed, memory_order_relaxed))
 		return;   /* another producer (or the worker) moved it first */
-	zs_mutex_lock_ranked(&q->wake_lock, ZS_LOCK_ZS_DEFERRED_WAKE);
+	mutex_lock_ranked(&q->wake_lock, ZS_LOCK_ZS_DEFERRED_WAKE);
 	pthread_cond_signal(&q->wake);
-	zs_mutex_unlock_ranked(&q->wake_lock);
+	mutex_unlock_ranked(&q->wake_lock);
 }
 
 /*
@@ -452,20 +452,20 @@ static void start_worker(struct zs_pool *pool, struct deferred_queue *q)
 {
 	struct zs_sigguard sigs;
 	int t = T_NONE;
-	zs_signals_block(&sigs);
+	signals_block(&sigs);
 	if (pool->cfg.deferred_worker >= 0 && pthread_create(&q->tid, NULL, worker, q) == 0)
 		t = T_RUNNING;
-	zs_signals_restore(&sigs);
+	signals_restore(&sigs);
 	atomic_store_explicit(&q->thread, t, memory_order_relaxed);
 }
 
 /* A forked child's first zs_free_deferred on a queue whose worker stayed in the parent. */
 __attribute__((noinline, cold)) static void restart_worker(struct zs_pool *pool, struct deferred_queue *q)
 {
-	zs_mutex_lock_ranked(&pool->deferred_init_lock, ZS_LOCK_ZS_DEFERRED_INIT);
+	mutex_lock_ranked(&pool->deferred_init_lock, ZS_LOCK_ZS_DEFERRED_INIT);
 	if (atomic_load_explicit(&q->thread, memory_order_relaxed) == T_FORKED)
 		start_worker(pool, q);
-	zs_mutex_unlock_ranked(&pool->deferred_init_lock);
+	mutex_unlock_ranked(&pool->deferred_init_lock);
 }
 
 /*
@@ -621,13 +621,13 @@ static struct deferred_queue *queue_create(struct zs_pool *pool)
 static struct deferred_queue *queue_get(struct zs_pool *pool)
 {
 	struct deferred_queue *q = atomic_load_explicit(&pool->deferred, memory_order_acquire);
-	if (zs_likely(q))
+	if (likely(q))
 		return q;
-	zs_mutex_lock_ranked(&pool->deferred_init_lock, ZS_LOCK_ZS_DEFERRED_INIT);
+	mutex_lock_ranked(&pool->deferred_init_lock, ZS_LOCK_ZS_DEFERRED_INIT);
 	q = atomic_load_explicit(&pool->deferred, memory_order_acquire);
 	if (!q)
 		q = queue_create(pool);
-	zs_mutex_unlock_ranked(&pool->deferred_init_lock);
+	mutex_unlock_ranked(&pool->deferred_init_lock);
 	return q;
 }
 
@@ -651,12 +651,12 @@ void deferred_destroy(struct zs_pool *pool)
 	if (!q)
 		return;
 	if (atomic_load_explicit(&q->thread, memory_order_relaxed) == T_RUNNING) {
-		zs_mutex_lock_ranked(&q->wake_lock, ZS_LOCK_ZS_DEFERRED_WAKE);
+		mutex_lock_ranked(&q->wake_lock, ZS_LOCK_ZS_DEFERRED_WAKE);
 		atomic_store_explicit(&q->stop, 1, memory_order_release);
 		pthread_cond_signal(&q->wake);
-		zs_mutex_unlock_ranked(&q->wake_lock);
+		mutex_unlock_ranked(&q->wake_lock);
 		/* The worker takes the fork gate, consume, class, handle and page locks: hold none. */
-		zs_lock_assert_none(ZS_LOCK_ZS_DEFERRED_FORK);
+		lock_assert_none(ZS_LOCK_ZS_DEFERRED_FORK);
 		pthread_join(q->tid, NULL);
 	}
 	fork_gate_lock(&fork_gate);
@@ -684,14 +684,14 @@ static int mark_pending(struct zs_pool *pool, unsigned long handle)
 	if (!handle_in_pool(pool, handle))
 		return -EINVAL;
 	/* Read obj under the pool lock: compaction (pool write lock) may be moving it. */
-	zs_read_lock(&pool->lock);
+	read_lock(&pool->lock);
 	unsigned long v = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
 	int bad = (v & (HANDLE_FREE_BIT | HANDLE_PENDING_BIT)) ||
 		  validate_obj(pool, handle, v) ||
 		  !atomic_compare_exchange_strong_explicit(handle_slot(handle), &v,
 							   v | HANDLE_PENDING_BIT,
 							   memory_order_relaxed, memory_order_relaxed);
-	zs_read_unlock(&pool->lock);
+	read_unlock(&pool->lock);
 	return bad ? -EINVAL : 0;
 }
 
@@ -711,7 +711,7 @@ static void hook_push(struct deferred_queue *q, unsigned long handle)
 static int worker_state(struct zs_pool *pool, struct deferred_queue *q)
 {
 	int t = atomic_load_explicit(&q->thread, memory_order_relaxed);
-	if (zs_unlikely(t == T_FORKED)) {
+	if (unlikely(t == T_FORKED)) {
 		restart_worker(pool, q);
 		t = atomic_load_explicit(&q->thread, memory_order_relaxed);
 	}
@@ -720,16 +720,16 @@ static int worker_state(struct zs_pool *pool, struct deferred_queue *q)
 
 int zs_free_deferred(struct zs_pool *pool, unsigned long handle)
 {
-	if (zs_unlikely(!handle || ZS_IS_ERR(handle)))
+	if (unlikely(!handle || ZS_IS_ERR(handle)))
 		return 0;
 	if (pool->cfg.free_mode == ZS_FREE_PERCPU_DEFERRED)
 		return zs_free(pool, handle); /* which queues it into this CPU's buffer */
 	struct deferred_queue *q = queue_get(pool);
-	if (zs_unlikely(!q))
+	if (unlikely(!q))
 		return zs_free(pool, handle); /* no memory for a queue: free now */
 	if (pool->cfg.checked && mark_pending(pool, handle))
 		return -EINVAL;
-	if (zs_unlikely(enqueue(q, handle))) {
+	if (unlikely(enqueue(q, handle))) {
 		/* Full: free it here, like the RFC's synchronous fallback. */
 		atomic_fetch_add_explicit(&q->fallbacks, 1, memory_order_relaxed);
 		if (pool->cfg.checked)
@@ -739,9 +739,9 @@ int zs_free_deferred(struct zs_pool *pool, unsigned long handle)
 	hook_push(q, handle);
 	/* One load either way: the fork's case costs the fast path nothing more. */
 	int t = atomic_load_explicit(&q->thread, memory_order_relaxed);
-	if (zs_likely(t == T_RUNNING))
+	if (likely(t == T_RUNNING))
 		wake_worker(q);
-	else if (zs_unlikely(t == T_FORKED))
+	else if (unlikely(t == T_FORKED))
 		restart_worker(pool, q);
 	return 0;
 }
@@ -749,12 +749,12 @@ int zs_free_deferred(struct zs_pool *pool, unsigned long handle)
 static int deferred_push(struct zs_pool *pool, unsigned long handle)
 {
 	struct deferred_queue *q = queue_get(pool);
-	if (zs_unlikely(!q || !q->pcpu || worker_state(pool, q) != T_RUNNING))
+	if (unlikely(!q || !q->pcpu || worker_state(pool, q) != T_RUNNING))
 		return 1; /* no queue, no buffers or no worker to drain them: free now */
 	if (pool->cfg.checked && mark_pending(pool, handle))
 		return -EINVAL;
 	int r = pcpu_push(q, handle);
-	if (zs_unlikely(r == 1)) {
+	if (unlikely(r == 1)) {
 		atomic_fetch_add_explicit(&q->fallbacks, 1, memory_order_relaxed);
 		if (pool->cfg.checked)
 			unmark_pending(handle);
@@ -769,7 +769,7 @@ static int deferred_push(struct zs_pool *pool, unsigned long handle)
 static void deferred_release_zspage(struct zs_pool *pool, struct zspage *zspage)
 {
 	struct deferred_queue *q = queue_get(pool);
-	if (zs_unlikely(!q || worker_state(pool, q) != T_RUNNING)) {
+	if (unlikely(!q || worker_state(pool, q) != T_RUNNING)) {
 		free_zspage_pages(pool, zspage); /* nobody would release it later: now */
 		return;
 	}

@@ -1,6 +1,6 @@
 /*
- * Freeing: an object back onto its zspage's free list (zs_obj_free), the
- * class accounting (zs_free_locked), and zs_free in its lock modes.  An
+ * Freeing: an object back onto its zspage's free list (obj_free), the
+ * class accounting (free_locked), and zs_free in its lock modes.  An
  * emptied zspage leaves its list and gives its pages back through
  * zspage.c's primitives, which the owned-zspage heaps (owned.c), the
  * deferred worker and compaction use too, so the chain of calls runs one
@@ -19,23 +19,23 @@
 /* Free with the class found through the page, under the pool lock (kernel today). */
 static int free_pool_locked(struct zs_pool *pool, unsigned long handle, int checked)
 {
-	zs_read_lock(&pool->lock);
+	read_lock(&pool->lock);
 	unsigned long obj = handle_to_obj(handle);
 	if (checked && validate_obj(pool, handle, obj)) {
-		zs_read_unlock(&pool->lock);
+		read_unlock(&pool->lock);
 		return -EINVAL;
 	}
 	struct zspage *zspage = obj_to_zspage(pool, obj);
 	struct size_class *class = zspage_class(pool, zspage);
-	zs_spin_lock(&class->lock);
-	zs_read_unlock(&pool->lock);
-	zs_assert_internal(handle_is_live(handle));
-	struct zspage *empty = zs_free_locked(pool, class, obj);
+	spin_lock(&class->lock);
+	read_unlock(&pool->lock);
+	assert_internal(handle_is_live(handle));
+	struct zspage *empty = free_locked(pool, class, obj);
 	unsigned long tail = zspage_take_tail(empty);
 	if (empty && !(pool->park && park_zspage(pool, class, empty)))
 		free_zspage_pages(pool, empty);
-	zs_spin_unlock(&class->lock);
-	if (zs_unlikely(tail))
+	spin_unlock(&class->lock);
+	if (unlikely(tail))
 		free_tail(pool, tail);
 	return 0;
 }
@@ -51,25 +51,25 @@ static inline __attribute__((always_inline)) int free_class_index(struct zs_pool
 {
 	unsigned long obj = handle_to_obj(handle);
 	struct size_class *class = &pool->classes[obj_to_class_idx(obj)];
-	zs_spin_lock(&class->lock);
+	spin_lock(&class->lock);
 	obj = handle_to_obj(handle);
 	if (checked && validate_obj(pool, handle, obj)) {
-		zs_spin_unlock(&class->lock);
+		spin_unlock(&class->lock);
 		return -EINVAL;
 	}
-	zs_assert_internal(handle_is_live(handle));
-	struct zspage *empty = zs_free_locked_any(pool, class, obj);
+	assert_internal(handle_is_live(handle));
+	struct zspage *empty = free_locked_any(pool, class, obj);
 	unsigned long tail = zspage_take_tail(empty);
 	if (empty && pool->park && park_zspage(pool, class, empty))
 		empty = NULL; /* kept whole in the class for its next zspage (park.c) */
 	if (empty && !unlocked)
 		free_zspage_pages(pool, empty);
-	zs_spin_unlock(&class->lock);
+	spin_unlock(&class->lock);
 	if (empty && unlocked == 1)
 		free_zspage_pages(pool, empty);
 	else if (empty && unlocked == 2)
 		pool->defer_release(pool, empty); /* page-deferred: the worker releases it */
-	if (zs_unlikely(tail))
+	if (unlikely(tail))
 		free_tail(pool, tail);
 	return 0;
 }
@@ -84,7 +84,7 @@ static inline __attribute__((always_inline)) int free_class_index(struct zs_pool
 void free_tail(struct zs_pool *pool, unsigned long tail)
 {
 	free_class_index(pool, tail, 0, 0);
-	zs_handle_free(pool, tail);
+	cache_free_handle(pool, tail);
 	atomic_fetch_sub_explicit(&pool->nr_tails, 1, memory_order_relaxed);
 }
 
@@ -94,7 +94,7 @@ static __attribute__((noinline)) int free_owned_slow(struct zs_pool *pool, unsig
 	int err = free_class_index(pool, handle, 0,
 				   pool->cfg.free_mode == ZS_FREE_CLASS_INDEX_UNLOCKED);
 	if (!err)
-		zs_handle_free(pool, handle);
+		cache_free_handle(pool, handle);
 	return err;
 }
 
@@ -104,7 +104,7 @@ static __attribute__((noinline)) int free_owned_finish(struct zs_pool *pool, str
 {
 	if (z->fullness == ZS_OWNED_FULL || !z->inuse)
 		heap_free_slow(pool, h, z);
-	zs_heap_handle_put(pool, h, handle);
+	heap_handle_put(pool, h, handle);
 	heap_exit(h);
 	return 0;
 }
@@ -129,27 +129,27 @@ static inline __attribute__((always_inline)) int free_owned_entered(struct zs_po
 								    struct zs_heap *h,
 								    unsigned long handle)
 {
-	if (zs_unlikely(atomic_load_explicit(&pool->compaction_in_progress, memory_order_acquire))) {
+	if (unlikely(atomic_load_explicit(&pool->compaction_in_progress, memory_order_acquire))) {
 		heap_exit(h);
 		return free_owned_slow(pool, handle);
 	}
 	unsigned long obj = handle_to_obj(handle);
 	char *page;
-	struct zspage *z = ((struct zspage *)zs_page_desc_addr(pool->pages, obj_to_pfn(obj), &page))->owner;
-	if (zs_unlikely(zspage_heap_id(z) != h->id)) {
+	struct zspage *z = ((struct zspage *)pages_lookup_desc_addr(pool->pages, obj_to_pfn(obj), &page))->owner;
+	if (unlikely(zspage_heap_id(z) != h->id)) {
 		heap_exit(h);
 		return free_owned_slow(pool, handle);
 	}
 	unsigned idx = obj_to_idx(obj);
 	unsigned long *hdr = (unsigned long *)(page + obj_page_offset(pool, zspage_class(pool, z)->size, idx));
-	zs_assert_internal(z->inuse > 0 && idx < z->objs);
+	assert_internal(z->inuse > 0 && idx < z->objs);
 	*hdr = (unsigned long)z->freeobj << 1;
 	z->freeobj = idx;
 	z->inuse--;
 	/* Current or partial and not emptied: nothing moves (no fullness is kept for owned zspages). */
-	if (zs_unlikely(z->fullness == ZS_OWNED_FULL || !z->inuse || h->hl.n == ZS_HANDLE_BATCH))
+	if (unlikely(z->fullness == ZS_OWNED_FULL || !z->inuse || h->hl.n == ZS_HANDLE_BATCH))
 		return free_owned_finish(pool, h, z, handle);
-	zs_heap_handle_put(pool, h, handle);
+	heap_handle_put(pool, h, handle);
 	heap_exit(h);
 	return 0;
 }
@@ -174,14 +174,14 @@ static __attribute__((noinline)) int free_owned_lookup(struct zs_pool *pool, uns
 
 static __attribute__((noinline)) int free_owned_pool(struct zs_pool *pool, unsigned long handle)
 {
-	if (zs_unlikely(heap_tls.key[0] != pool->heap_key))
+	if (unlikely(heap_tls.key[0] != pool->heap_key))
 		return free_owned_lookup(pool, handle);
 	struct zs_heap *h = heap_tls.heap[0];
-	if (zs_unlikely(!h || atomic_load_explicit(&h->busy, memory_order_relaxed)))
+	if (unlikely(!h || atomic_load_explicit(&h->busy, memory_order_relaxed)))
 		return free_owned_slow(pool, handle); /* no heap to be had, or nested (heap_enter) */
 	atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
 	atomic_signal_fence(memory_order_seq_cst);
-	if (zs_unlikely(atomic_load_explicit(&h->revoke, memory_order_acquire)))
+	if (unlikely(atomic_load_explicit(&h->revoke, memory_order_acquire)))
 		return free_owned_revoked(pool, h, handle);
 	return free_owned_entered(pool, h, handle);
 }
@@ -197,7 +197,7 @@ static __attribute__((noinline)) int free_kernel(struct zs_pool *pool, unsigned 
 			return -EINVAL;
 	}
 	int err, mode = pool->cfg.free_mode;
-	if (zs_unlikely(mode == ZS_FREE_PERCPU_DEFERRED)) {
+	if (unlikely(mode == ZS_FREE_PERCPU_DEFERRED)) {
 		err = pool->defer_push(pool, handle);
 		if (err <= 0)
 			return err; /* queued (the handle is freed by the drain), or refused */
@@ -210,7 +210,7 @@ static __attribute__((noinline)) int free_kernel(struct zs_pool *pool, unsigned 
 				       mode == ZS_FREE_CLASS_INDEX ? 0
 				       : mode == ZS_FREE_PAGE_DEFERRED ? 2 : 1);
 	if (!err)
-		zs_handle_free(pool, handle);
+		cache_free_handle(pool, handle);
 	return err;
 }
 
@@ -221,7 +221,7 @@ int zs_free(struct zs_pool *pool, unsigned long handle)
 	 * (free_limit 0, owned.c), so the kernel path pays nothing for the
 	 * owned one, and neither saves a register before it is chosen.
 	 */
-	if (zs_unlikely(handle - 1 >= pool->free_limit)) {
+	if (unlikely(handle - 1 >= pool->free_limit)) {
 		if (!handle || ZS_IS_ERR(handle))
 			return 0;
 		return free_owned_pool(pool, handle);

@@ -173,7 +173,7 @@ static unsigned live_slot_next(const struct zs_pool *pool, unsigned long addr, u
  * destroyed with objects).  Memory failure leaves no record: the chunk's
  * address then restarts like a new one.
  */
-static void gen_keep(const struct zs_pool *pool, zs_pfn_t pfn)
+static void gen_keep(const struct zs_pool *pool, pfn_t pfn)
 {
 	uintptr_t carved_end = (uintptr_t)pages_addr(pool->handle_pages, pfn) + HANDLE_CHUNK;
 	const struct gen_record *prev = NULL;
@@ -265,14 +265,14 @@ int handles_init(struct zs_pool *pool)
 	if (!pool->handle_pages)
 		return -ENOMEM;
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
-		zs_spin_init_rank(&pool->shards[i].lock, ZS_LOCK_ZS_HANDLE_SHARD);
+		spin_init_rank(&pool->shards[i].lock, ZS_LOCK_ZS_HANDLE_SHARD);
 		list_init(&pool->shards[i].cur);
 		list_init(&pool->shards[i].spare);
 		pool->shards[i].bump = pool->shards[i].bump_end = NULL;
 		pool->shards[i].bump_rec = NULL;
 		pool->shards[i].live = 0;
 	}
-	zs_spin_init_rank(&pool->handle_free_lock, ZS_LOCK_ZS_HANDLE_FREE);
+	spin_init_rank(&pool->handle_free_lock, ZS_LOCK_ZS_HANDLE_FREE);
 	list_init(&pool->handle_free);
 	pool->handle_stash = NULL;
 	pool->stash_n = pool->stash_cap = 0;
@@ -315,7 +315,7 @@ static void stash_grow(struct zs_pool *pool, size_t cap)
 	struct handle_list *n = malloc(cap * sizeof(*n)), *old = NULL;
 	if (!n)
 		return;
-	zs_spin_lock(&pool->handle_free_lock);
+	spin_lock(&pool->handle_free_lock);
 	if (pool->stash_cap < cap) {
 		if (pool->stash_n)
 			memcpy(n, pool->handle_stash, pool->stash_n * sizeof(*n));
@@ -324,7 +324,7 @@ static void stash_grow(struct zs_pool *pool, size_t cap)
 		pool->stash_cap = cap;
 		n = NULL;
 	}
-	zs_spin_unlock(&pool->handle_free_lock);
+	spin_unlock(&pool->handle_free_lock);
 	free(n);
 	free(old);
 }
@@ -344,8 +344,8 @@ static void stash_flatten(struct zs_pool *pool)
 static void give_batch(struct zs_pool *pool, struct handle_list *b)
 {
 	size_t grow = 0;
-	zs_spin_lock(&pool->handle_free_lock);
-	if (zs_likely(pool->stash_n < pool->stash_cap)) {
+	spin_lock(&pool->handle_free_lock);
+	if (likely(pool->stash_n < pool->stash_cap)) {
 		pool->handle_stash[pool->stash_n++] = *b;
 	} else {
 		slot_set_next(b->tail, pool->handle_free.n ? pool->handle_free.head : 0);
@@ -354,7 +354,7 @@ static void give_batch(struct zs_pool *pool, struct handle_list *b)
 		if (pool->stash_cap < STASH_MAX)
 			grow = pool->stash_cap ? 2 * pool->stash_cap : 64;
 	}
-	zs_spin_unlock(&pool->handle_free_lock);
+	spin_unlock(&pool->handle_free_lock);
 	list_init(b);
 	if (grow)
 		stash_grow(pool, grow);
@@ -367,14 +367,14 @@ static void give_batch(struct zs_pool *pool, struct handle_list *b)
  */
 static int take_batch(struct zs_pool *pool, struct handle_list *b)
 {
-	zs_spin_lock(&pool->handle_free_lock);
-	if (zs_likely(pool->stash_n)) {
+	spin_lock(&pool->handle_free_lock);
+	if (likely(pool->stash_n)) {
 		*b = pool->handle_stash[--pool->stash_n];
-		zs_spin_unlock(&pool->handle_free_lock);
+		spin_unlock(&pool->handle_free_lock);
 		return 1;
 	}
 	if (!pool->handle_free.n) {
-		zs_spin_unlock(&pool->handle_free_lock);
+		spin_unlock(&pool->handle_free_lock);
 		return 0;
 	}
 	unsigned long head = pool->handle_free.head, tail = head, n = 1;
@@ -384,7 +384,7 @@ static int take_batch(struct zs_pool *pool, struct handle_list *b)
 	}
 	pool->handle_free.head = slot_next(tail);
 	pool->handle_free.n -= n;
-	zs_spin_unlock(&pool->handle_free_lock);
+	spin_unlock(&pool->handle_free_lock);
 	slot_set_next(tail, 0);
 	b->head = head;
 	b->tail = tail;
@@ -395,21 +395,21 @@ static int take_batch(struct zs_pool *pool, struct handle_list *b)
 /* Slow path: give the shard a fresh chunk of never-used slots. */
 static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 {
-	zs_pfn_t pfn;
+	pfn_t pfn;
 	if (pages_alloc(pool->handle_pages, &pfn))
 		return -ENOMEM;
 	char *base = pages_addr(pool->handle_pages, pfn);
-	if (zs_unlikely(((uintptr_t)base + HANDLE_CHUNK - 1) & ~(HANDLE_ADDR_MASK | 7))) {
+	if (unlikely(((uintptr_t)base + HANDLE_CHUNK - 1) & ~(HANDLE_ADDR_MASK | 7))) {
 		/* Mapped above 2^48 (only an mmap hint does that): addresses would overlap the generation. */
 		pages_free(pool->handle_pages, pfn);
 		return -ENOMEM;
 	}
-	zs_mutex_lock_ranked(&pool->handle_chunks_lock, ZS_LOCK_ZS_HANDLE_CHUNKS);
+	mutex_lock_ranked(&pool->handle_chunks_lock, ZS_LOCK_ZS_HANDLE_CHUNKS);
 	if (pool->nr_handle_chunks == pool->cap_handle_chunks) {
 		size_t cap = pool->cap_handle_chunks ? pool->cap_handle_chunks * 2 : 16;
-		zs_pfn_t *n = realloc(pool->handle_chunks, cap * sizeof(*n));
+		pfn_t *n = realloc(pool->handle_chunks, cap * sizeof(*n));
 		if (!n) {
-			zs_mutex_unlock_ranked(&pool->handle_chunks_lock);
+			mutex_unlock_ranked(&pool->handle_chunks_lock);
 			pages_free(pool->handle_pages, pfn);
 			return -ENOMEM;
 		}
@@ -417,7 +417,7 @@ static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 		pool->cap_handle_chunks = cap;
 	}
 	pool->handle_chunks[pool->nr_handle_chunks++] = pfn;
-	zs_mutex_unlock_ranked(&pool->handle_chunks_lock);
+	mutex_unlock_ranked(&pool->handle_chunks_lock);
 	shard_drop_rec(s);
 	/* An address with a record continues its slots' generations (lazily, as they are carved). */
 	struct gen_record *r = gen_take((uintptr_t)base);
@@ -441,7 +441,7 @@ static int refill_shard(struct zs_pool *pool, struct handle_shard *s)
 /* Shard lock held, its cur list empty: spare batch, then the shared list, then fresh slots. */
 unsigned long handle_alloc_slow(struct zs_pool *pool, struct handle_shard *s)
 {
-	zs_assert_internal(zs_spin_held(&s->lock) && s->cur.n == 0);
+	assert_internal(spin_held(&s->lock) && s->cur.n == 0);
 	if (s->spare.n) {
 		s->cur = s->spare;
 		list_init(&s->spare);
@@ -452,7 +452,7 @@ unsigned long handle_alloc_slow(struct zs_pool *pool, struct handle_shard *s)
 	if (s->bump == s->bump_end && refill_shard(pool, s))
 		return 0;
 	unsigned long h = (unsigned long)s->bump | s->bump_gen;
-	if (zs_unlikely(s->bump_rec)) /* the address's earlier life: this slot's own next generation */
+	if (unlikely(s->bump_rec)) /* the address's earlier life: this slot's own next generation */
 		h = (unsigned long)s->bump |
 		    handle_gen_of(s->bump_rec->gen[((uintptr_t)s->bump & (HANDLE_CHUNK - 1)) / sizeof(unsigned long)]);
 	s->bump += sizeof(unsigned long);
@@ -466,7 +466,7 @@ unsigned long handle_alloc_slow(struct zs_pool *pool, struct handle_shard *s)
 /* noinline: called here too (heap caches); keeps give_batch inlined in it, as before */
 __attribute__((noinline)) void handle_free_full(struct zs_pool *pool, struct handle_shard *s)
 {
-	zs_assert_internal(s->cur.n == ZS_HANDLE_BATCH);
+	assert_internal(s->cur.n == ZS_HANDLE_BATCH);
 	if (s->spare.n)
 		give_batch(pool, &s->spare);
 	s->spare = s->cur;
@@ -483,7 +483,7 @@ int handle_in_pool(const struct zs_pool *pool, unsigned long handle)
 	unsigned long slot = handle & HANDLE_ADDR_MASK;
 	if (!slot || (handle & ~(HANDLE_ADDR_MASK | HANDLE_GEN_MASK)))
 		return 0;
-	zs_pfn_t pfn = pages_pfn_of(pool->handle_pages, (const void *)slot);
+	pfn_t pfn = pages_pfn_of(pool->handle_pages, (const void *)slot);
 	if (pfn == ZS_PFN_NONE)
 		return 0;
 	return (slot & (HANDLE_CHUNK - 1)) != 0;
@@ -543,9 +543,9 @@ static void reclaim_free_chunks(struct zs_pool *pool)
 {
 	struct handle_list *lists[2 * ZS_HANDLE_SHARDS + 1];
 	int nl = 0;
-	zs_assert_internal(zs_spin_held(&pool->handle_free_lock));
+	assert_internal(spin_held(&pool->handle_free_lock));
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
-		zs_assert_internal(zs_spin_held(&pool->shards[i].lock));
+		assert_internal(spin_held(&pool->shards[i].lock));
 		lists[nl++] = &pool->shards[i].cur;
 		lists[nl++] = &pool->shards[i].spare;
 	}
@@ -581,9 +581,9 @@ static void reclaim_free_chunks(struct zs_pool *pool)
 	for (int i = 0; i < nl; i++)
 		filter_list(pool, lists[i], &keep);
 	pool->handle_free = keep;
-	zs_mutex_lock_ranked(&pool->handle_chunks_lock, ZS_LOCK_ZS_HANDLE_CHUNKS);
+	mutex_lock_ranked(&pool->handle_chunks_lock, ZS_LOCK_ZS_HANDLE_CHUNKS);
 	for (size_t i = 0; i < pool->nr_handle_chunks;) {
-		zs_pfn_t pfn = pool->handle_chunks[i];
+		pfn_t pfn = pool->handle_chunks[i];
 		if (pages_desc(pool->handle_pages, pfn)->word[2]) {
 			gen_keep(pool, pfn); /* every slot free */
 			pages_free(pool->handle_pages, pfn);
@@ -592,7 +592,7 @@ static void reclaim_free_chunks(struct zs_pool *pool)
 			i++;
 		}
 	}
-	zs_mutex_unlock_ranked(&pool->handle_chunks_lock);
+	mutex_unlock_ranked(&pool->handle_chunks_lock);
 }
 
 /*
@@ -608,8 +608,8 @@ void handles_trim(struct zs_pool *pool, int eager)
 {
 	long live = 0;
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++)
-		zs_spin_lock(&pool->shards[i].lock);
-	zs_spin_lock(&pool->handle_free_lock);
+		spin_lock(&pool->shards[i].lock);
+	spin_lock(&pool->handle_free_lock);
 	stash_flatten(pool);
 	unsigned long nfree = pool->handle_free.n;
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
@@ -617,13 +617,13 @@ void handles_trim(struct zs_pool *pool, int eager)
 		nfree += pool->shards[i].cur.n + pool->shards[i].spare.n;
 	}
 	if (live == 0 && pool->nr_handle_chunks) {
-		zs_mutex_lock_ranked(&pool->handle_chunks_lock, ZS_LOCK_ZS_HANDLE_CHUNKS);
+		mutex_lock_ranked(&pool->handle_chunks_lock, ZS_LOCK_ZS_HANDLE_CHUNKS);
 		for (size_t i = 0; i < pool->nr_handle_chunks; i++) {
 			gen_keep(pool, pool->handle_chunks[i]);
 			pages_free(pool->handle_pages, pool->handle_chunks[i]);
 		}
 		pool->nr_handle_chunks = 0;
-		zs_mutex_unlock_ranked(&pool->handle_chunks_lock);
+		mutex_unlock_ranked(&pool->handle_chunks_lock);
 		for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
 			list_init(&pool->shards[i].cur);
 			list_init(&pool->shards[i].spare);
@@ -637,9 +637,9 @@ void handles_trim(struct zs_pool *pool, int eager)
 				      : nfree >= 4 * SLOTS_PER_CHUNK && nfree >= 2 * (unsigned long)live)) {
 		reclaim_free_chunks(pool);
 	}
-	zs_spin_unlock(&pool->handle_free_lock);
+	spin_unlock(&pool->handle_free_lock);
 	for (int i = ZS_HANDLE_SHARDS - 1; i >= 0; i--)
-		zs_spin_unlock(&pool->shards[i].lock);
+		spin_unlock(&pool->shards[i].lock);
 }
 
 /*
@@ -651,7 +651,7 @@ void handles_trim(struct zs_pool *pool, int eager)
  */
 void handle_give_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l)
 {
-	zs_spin_lock(&s->lock);
+	spin_lock(&s->lock);
 	s->live -= (long)l->n;
 	if (l->n == ZS_HANDLE_BATCH) {
 		/* Through handle_free_full, so give_batch keeps its one caller (and its inlining). */
@@ -660,7 +660,7 @@ void handle_give_list(struct zs_pool *pool, struct handle_shard *s, struct handl
 		handle_free_full(pool, s);
 		s->cur = cur;
 	} else {
-		/* A revoked heap's rest, one at a time as zs_handle_free puts them (rare). */
+		/* A revoked heap's rest, one at a time as cache_free_handle puts them (rare). */
 		while (l->n) {
 			unsigned long slot = l->head, w = atomic_load_explicit(handle_slot(slot),
 									memory_order_relaxed);
@@ -678,14 +678,14 @@ void handle_give_list(struct zs_pool *pool, struct handle_shard *s, struct handl
 			s->cur.n++;
 		}
 	}
-	zs_spin_unlock(&s->lock);
+	spin_unlock(&s->lock);
 	list_init(l);
 }
 
 int handle_take_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l)
 {
-	zs_assert_internal(l->n == 0);
-	zs_spin_lock(&s->lock);
+	assert_internal(l->n == 0);
+	spin_lock(&s->lock);
 	if (s->cur.n) {
 		*l = s->cur;
 		list_init(&s->cur);
@@ -714,6 +714,6 @@ int handle_take_list(struct zs_pool *pool, struct handle_shard *s, struct handle
 		}
 	}
 	s->live += (long)l->n;
-	zs_spin_unlock(&s->lock);
+	spin_unlock(&s->lock);
 	return l->n != 0;
 }

@@ -28,7 +28,7 @@
 
 /* A zspage's page arrays (alloc, free) hold the longest chain or object. */
 _Static_assert(ZS_MAX_OBJECT_PAGES <= ZS_MAX_CHAIN, "pfn arrays sized by ZS_MAX_CHAIN");
-/* A zspage's chain is one pages_alloc_bulk call (zs_alloc_zspage). */
+/* A zspage's chain is one pages_alloc_bulk call (alloc_zspage). */
 _Static_assert(ZS_MAX_CHAIN <= ZS_FREE_BULK_MAX, "a chain fits one bulk allocation");
 
 #define OBJ_IDX_BITS 16
@@ -86,7 +86,7 @@ enum { ZS_OBJS_ALLOCATED = ZS_NR_FULLNESS_GROUPS, ZS_OBJS_INUSE, ZS_NR_CLASS_STA
  */
 struct zspage {
 	struct zspage *owner;      /* desc.owner: the first page's descriptor */
-	zs_pfn_t next;             /* desc.next: next page in the chain */
+	pfn_t next;             /* desc.next: next page in the chain */
 	union {
 		struct zspage *lnext;  /* fullness list (classes of several objects per zspage) */
 		unsigned long tail;    /* one-object zspage (huge, multi-page): the handle of the
@@ -104,7 +104,7 @@ struct zspage {
 		unsigned long huge_handle; /* huge zspage: the object's handle (no in-object header) */
 		/*
 		 * Any other zspage: slots from this index on were never handed
-		 * out and are on no free list (zs_obj_malloc takes them in
+		 * out and are on no free list (obj_malloc takes them in
 		 * index order once the free list is empty, which is the order
 		 * the kernel's fully linked list gives), so a new zspage writes
 		 * none of its objects and allocating one reads no link out of
@@ -142,7 +142,7 @@ _Static_assert((unsigned long)ZS_MAX_CHAIN * (ZS_PAGE_SIZE_MAX / ZS_MIN_ALLOC_SI
 	       "a zspage's slots fit an obj's index");
 
 struct size_class {
-	zs_spinlock_t lock;
+	spinlock_t lock;
 	unsigned page_size;          /* the pool's, for a fitted zspage's length (in the lock's hole) */
 	struct zspage *fullness_list[ZS_NR_FULLNESS_GROUPS];
 	unsigned size;               /* slot size, header included */
@@ -158,7 +158,7 @@ struct size_class {
 } __attribute__((aligned(64)));
 /* Four cache lines: pool->classes[] is indexed by a shift, not a multiply, on every malloc
  * (a checked-lock build's bigger lock may cost that). */
-_Static_assert(sizeof(zs_spinlock_t) > 4 || sizeof(struct size_class) == 256,
+_Static_assert(sizeof(spinlock_t) > 4 || sizeof(struct size_class) == 256,
 	       "size_class is 256 bytes");
 
 /* Geometry of one logical class, computed once at pool creation (class.c). */
@@ -184,7 +184,7 @@ struct handle_list {
  * goes to the pool's shared list, where any shard's alloc finds it.
  */
 struct handle_shard {
-	zs_spinlock_t lock;
+	spinlock_t lock;
 	struct handle_list cur;   /* n <= ZS_HANDLE_BATCH */
 	struct handle_list spare; /* n == 0 or ZS_HANDLE_BATCH */
 	char *bump, *bump_end;    /* never-used slots of the shard's current chunk */
@@ -220,7 +220,7 @@ struct zs_pool {
 	size_t huge_class_size;
 	size_t max_object_size;         /* cfg.max_object_size, 0 resolved to page_size */
 
-	zs_rwlock_t lock;
+	rwlock_t lock;
 	/* The kernel's pages_allocated, sharded by thread (a shared counter bounced per zspage); summed on read. */
 	struct {
 		atomic_long n;
@@ -241,13 +241,13 @@ struct zs_pool {
 	atomic_int compaction_in_progress;
 
 	struct handle_shard shards[ZS_HANDLE_SHARDS];
-	zs_spinlock_t handle_free_lock;   /* after a shard lock */
+	spinlock_t handle_free_lock;   /* after a shard lock */
 	struct handle_list handle_free;   /* batches past the stash, linked (tail unused) */
 	struct handle_list *handle_stash; /* full batches that shards gave back, each its own
 	                                     list: taken whole in O(1) (handle.c) */
 	size_t stash_n, stash_cap;
 	pthread_mutex_t handle_chunks_lock;
-	zs_pfn_t *handle_chunks;
+	pfn_t *handle_chunks;
 	size_t nr_handle_chunks, cap_handle_chunks;
 
 	/* park.c: one per class copy (nr_classes * nr_shards), NULL when the pool does not park */
@@ -276,18 +276,18 @@ struct zs_pool {
 
 static inline void pool_pages_add(struct zs_pool *pool, long d)
 {
-	atomic_fetch_add_explicit(&pool->pages_allocated[zs_thread_shard() % ZS_RW_SHARDS].n, d,
+	atomic_fetch_add_explicit(&pool->pages_allocated[thread_shard() % ZS_RW_SHARDS].n, d,
 				  memory_order_relaxed);
 }
 
 /* ---- encodings ---- */
 
-static inline unsigned long location_to_obj(zs_pfn_t pfn, unsigned class_idx, unsigned obj_idx)
+static inline unsigned long location_to_obj(pfn_t pfn, unsigned class_idx, unsigned obj_idx)
 {
 	return ((unsigned long)pfn << OBJ_PFN_SHIFT) | ((unsigned long)class_idx << OBJ_IDX_BITS) |
 	       obj_idx;
 }
-static inline zs_pfn_t obj_to_pfn(unsigned long obj)
+static inline pfn_t obj_to_pfn(unsigned long obj)
 {
 	return (obj & HANDLE_OBJ_MASK) >> OBJ_PFN_SHIFT;
 }
@@ -325,7 +325,7 @@ static inline void record_obj(unsigned long handle, unsigned long obj)
  * ZS_DEBUG handle states: a slot is free (HANDLE_FREE_BIT: on a free list),
  * pending (HANDLE_PENDING_BIT: checked mode, queued for deferred free) or
  * live (an obj, neither bit).  zs_free takes a live handle, the deferred
- * worker a live or pending one, zs_handle_free only one that is not free.
+ * worker a live or pending one, cache_free_handle only one that is not free.
  */
 static inline int handle_is_free(unsigned long handle)
 {
@@ -337,13 +337,13 @@ static inline int handle_is_live(unsigned long handle)
 		 (HANDLE_FREE_BIT | HANDLE_PENDING_BIT));
 }
 
-static inline struct zspage *page_desc(const struct zs_pool *pool, zs_pfn_t pfn)
+static inline struct zspage *page_desc(const struct zs_pool *pool, pfn_t pfn)
 {
 	return (struct zspage *)zs_page_desc(pool->pages, pfn);
 }
-static inline char *page_addr(const struct zs_pool *pool, zs_pfn_t pfn)
+static inline char *page_addr(const struct zs_pool *pool, pfn_t pfn)
 {
-	return zs_page_addr(pool->pages, pfn);
+	return pages_lookup_addr(pool->pages, pfn);
 }
 static inline struct zspage *obj_to_zspage(const struct zs_pool *pool, unsigned long obj)
 {
@@ -363,7 +363,7 @@ static inline struct size_class *zspage_class(const struct zs_pool *pool, const 
  */
 static inline unsigned zspage_pages(const struct size_class *class, const struct zspage *zspage)
 {
-	if (zs_likely(zspage->objs == class->objs_per_zspage))
+	if (likely(zspage->objs == class->objs_per_zspage))
 		return class->pages_per_zspage;
 	return (unsigned)(((unsigned long)zspage->objs * class->size + class->page_size - 1) /
 			  class->page_size);
@@ -395,7 +395,7 @@ static inline unsigned long zspage_take_tail(struct zspage *empty)
 
 /*
  * Has this class (copy) been built?  Every copy of a class is built on its
- * first allocation (class.c, zs_alloc_class), none with the pool.  Its size
+ * first allocation (class.c, alloc_class), none with the pool.  Its size
  * is the flag: 0 until the copy is whole, published with release, so a copy
  * read after this says 1 is whole.
  */
@@ -429,7 +429,7 @@ static inline unsigned obj_page_offset(const struct zs_pool *pool, unsigned size
 }
 
 /* The word at the start of object idx in its first page pfn (its header, or its free-list link). */
-static inline unsigned long *obj_header(const struct zs_pool *pool, zs_pfn_t pfn, unsigned idx,
+static inline unsigned long *obj_header(const struct zs_pool *pool, pfn_t pfn, unsigned idx,
 					unsigned size)
 {
 	return (unsigned long *)(page_addr(pool, pfn) + obj_page_offset(pool, size, idx));
@@ -441,7 +441,7 @@ static inline unsigned long *obj_header(const struct zs_pool *pool, zs_pfn_t pfn
  * after it, for a multi-page object).  Every spanning copy (reads, writes,
  * map/unmap, compaction) goes through these.
  */
-static inline void span_read(const struct zs_pool *pool, zs_pfn_t pfn, unsigned off, void *buf,
+static inline void span_read(const struct zs_pool *pool, pfn_t pfn, unsigned off, void *buf,
 			     size_t len)
 {
 	size_t done = pool->page_size - off < len ? pool->page_size - off : len;
@@ -453,7 +453,7 @@ static inline void span_read(const struct zs_pool *pool, zs_pfn_t pfn, unsigned 
 		done += n;
 	}
 }
-static inline void span_write(const struct zs_pool *pool, zs_pfn_t pfn, unsigned off,
+static inline void span_write(const struct zs_pool *pool, pfn_t pfn, unsigned off,
 			      const void *buf, size_t len)
 {
 	size_t done = pool->page_size - off < len ? pool->page_size - off : len;
@@ -493,12 +493,12 @@ static inline void zspage_reset(struct zspage *zspage, int huge)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-static inline struct zspage *zs_alloc_zspage(struct zs_pool *pool,
+static inline struct zspage *alloc_zspage(struct zs_pool *pool,
 					     const struct size_class *class, unsigned pages,
 					     unsigned objs)
 {
-	zs_pfn_t pfns[ZS_MAX_CHAIN];
-	zs_assert_internal(pages >= 1 && pages <= ZS_MAX_CHAIN && objs >= 1 && objs <= OBJ_IDX_MASK + 1);
+	pfn_t pfns[ZS_MAX_CHAIN];
+	assert_internal(pages >= 1 && pages <= ZS_MAX_CHAIN && objs >= 1 && objs <= OBJ_IDX_MASK + 1);
 	if (pages_alloc_bulk(pool->pages, pages, pfns))
 		return NULL;
 	struct zspage *zspage = page_desc(pool, pfns[0]);
@@ -522,7 +522,7 @@ static inline struct zspage *zs_alloc_zspage(struct zs_pool *pool,
  * ---- park.c: emptied zspages kept whole in their class copy (application profile) ----
  * park_zspage: class lock held, an unlinked empty zspage (unlink_empty_zspage):
  * 1 when parked, 0 when the caller frees it as before.  unpark_zspage: class lock
- * held: the newest parked zspage, as zs_alloc_zspage leaves a new one, or NULL.
+ * held: the newest parked zspage, as alloc_zspage leaves a new one, or NULL.
  * park_reclaim: the provider's reclaim hook (pages.h).  park_release_all: no
  * lock held: every parked zspage's pages back to the OS (trim, compaction, an
  * allocation that found no pages).
@@ -558,7 +558,7 @@ void classes_free(struct zs_pool *pool);
  */
 static inline int size_to_class(const struct zs_pool *pool, size_t size)
 {
-	if (zs_unlikely(size > pool->page_size + ZS_HANDLE_SIZE))
+	if (unlikely(size > pool->page_size + ZS_HANDLE_SIZE))
 		return pool->nr_small - 2 +
 		       (int)((size - ZS_HANDLE_SIZE + pool->page_size - 1) >> pool->page_shift);
 	return pool->size_lut[(size + 7) >> 3];
@@ -567,19 +567,19 @@ static inline int size_to_class(const struct zs_pool *pool, size_t size)
 struct size_class *class_build(struct zs_pool *pool, struct size_class *copy);
 /*
  * The copy for this CPU of physical class `index` (size_to_class of the
- * slot size).  zs_cpu_id() is one thread-local load (common/hints.h);
+ * slot size).  current_cpu() is one thread-local load (common/hints.h);
  * threads that migrate only cost locality, never correctness (any copy may
  * free any object: the object's zspage records its copy).
  */
-static inline struct size_class *zs_alloc_class(struct zs_pool *pool, int index)
+static inline struct size_class *alloc_class(struct zs_pool *pool, int index)
 {
 	struct size_class *class = &pool->classes[index];
-	if (zs_unlikely(pool->nr_shards != 1)) {
-		int cpu = zs_cpu_id();
-		unsigned s = (cpu >= 0 ? (unsigned)cpu : zs_thread_shard()) % pool->nr_shards;
+	if (unlikely(pool->nr_shards != 1)) {
+		int cpu = current_cpu();
+		unsigned s = (cpu >= 0 ? (unsigned)cpu : thread_shard()) % pool->nr_shards;
 		class += (size_t)s * (unsigned)pool->nr_classes;
 	}
-	if (zs_unlikely(!class_live(class)))
+	if (unlikely(!class_live(class)))
 		return class_build(pool, class);
 	return class;
 }
@@ -594,16 +594,16 @@ void handles_destroy(struct zs_pool *pool);
 unsigned long handle_alloc_slow(struct zs_pool *pool, struct handle_shard *s);
 void handle_free_full(struct zs_pool *pool, struct handle_shard *s);
 
-static inline struct handle_shard *zs_handle_shard(struct zs_pool *pool)
+static inline struct handle_shard *handle_shard_pick(struct zs_pool *pool)
 {
-	return &pool->shards[zs_thread_index() % ZS_HANDLE_SHARDS];
+	return &pool->shards[thread_index() % ZS_HANDLE_SHARDS];
 }
 
 /* Pop a slot: the handle is its address with the generation the free slot kept. */
 static inline unsigned long list_pop(struct handle_list *l)
 {
 	unsigned long h = l->head;
-	zs_assert_internal(l->n > 0 && handle_is_free(h));
+	assert_internal(l->n > 0 && handle_is_free(h));
 	unsigned long w = atomic_load_explicit(handle_slot(h), memory_order_relaxed);
 	l->head = w & HANDLE_ADDR_MASK;
 	l->n--;
@@ -611,22 +611,22 @@ static inline unsigned long list_pop(struct handle_list *l)
 }
 
 /* A free handle slot from this thread's shard, or 0 without memory for one. */
-static inline unsigned long zs_handle_alloc(struct zs_pool *pool)
+static inline unsigned long cache_alloc_handle(struct zs_pool *pool)
 {
-	struct handle_shard *s = zs_handle_shard(pool);
+	struct handle_shard *s = handle_shard_pick(pool);
 	unsigned long h;
-	zs_spin_lock(&s->lock);
-	if (zs_likely(s->cur.n))
+	spin_lock(&s->lock);
+	if (likely(s->cur.n))
 		h = list_pop(&s->cur);
 	else
 		h = handle_alloc_slow(pool, s);
-	if (zs_likely(h))
+	if (likely(h))
 		s->live++;
-	zs_spin_unlock(&s->lock);
+	spin_unlock(&s->lock);
 	/*
 	 * ZS_DEBUG: a handed-out slot is no longer free even before zs_malloc
 	 * records its obj (its failure path frees it unrecorded), so
-	 * zs_handle_free's double-free check holds.  A fresh bump slot may hold
+	 * cache_free_handle's double-free check holds.  A fresh bump slot may hold
 	 * anything the page provider left there.
 	 */
 	if (ZS_DEBUG_ON && h)
@@ -635,17 +635,17 @@ static inline unsigned long zs_handle_alloc(struct zs_pool *pool)
 }
 
 /* Give a handle's slot back to this thread's shard; its next handle is a generation on. */
-static inline void zs_handle_free(struct zs_pool *pool, unsigned long handle)
+static inline void cache_free_handle(struct zs_pool *pool, unsigned long handle)
 {
-	struct handle_shard *s = zs_handle_shard(pool);
+	struct handle_shard *s = handle_shard_pick(pool);
 	unsigned long slot = handle & HANDLE_ADDR_MASK;
 	unsigned long gen = handle_gen_next(handle);
 	/* Live or pending (the deferred worker), never already free: that is a double free. */
-	zs_assert_internal(!handle_is_free(handle));
-	zs_spin_lock(&s->lock);
-	zs_assert_internal(s->cur.n <= ZS_HANDLE_BATCH &&
+	assert_internal(!handle_is_free(handle));
+	spin_lock(&s->lock);
+	assert_internal(s->cur.n <= ZS_HANDLE_BATCH &&
 			   (s->spare.n == 0 || s->spare.n == ZS_HANDLE_BATCH));
-	if (zs_unlikely(s->cur.n == ZS_HANDLE_BATCH))
+	if (unlikely(s->cur.n == ZS_HANDLE_BATCH))
 		handle_free_full(pool, s); /* the cache is full: this batch becomes the spare */
 	atomic_store_explicit(handle_slot(slot), HANDLE_FREE_BIT | gen | (s->cur.n ? s->cur.head : 0),
 			      memory_order_relaxed);
@@ -654,7 +654,7 @@ static inline void zs_handle_free(struct zs_pool *pool, unsigned long handle)
 	s->cur.head = slot;
 	s->cur.n++;
 	s->live--;
-	zs_spin_unlock(&s->lock);
+	spin_unlock(&s->lock);
 }
 int handle_in_pool(const struct zs_pool *pool, unsigned long handle);
 /* Drop every given-back chunk's generation record (white-box tests that count carved slots). */
@@ -674,11 +674,11 @@ int handle_precheck(struct zs_pool *pool, unsigned long handle, unsigned long *o
 int validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj);
 int class_lists_sane(const struct size_class *class); /* ZS_DEBUG checks only */
 
-static inline int zs_get_fullness_group(const struct size_class *class, const struct zspage *zspage)
+static inline int get_fullness_group(const struct size_class *class, const struct zspage *zspage)
 {
 	(void)class;
 	unsigned inuse = zspage->inuse, objs = zspage->objs;
-	zs_assert_internal(inuse <= objs);
+	assert_internal(inuse <= objs);
 	if (inuse == 0)
 		return ZS_INUSE_RATIO_0;
 	if (inuse == objs)
@@ -706,18 +706,18 @@ static inline int zspage_off_lists(const struct size_class *class, const struct 
 		class->fullness_list[zspage->fullness] != zspage);
 }
 
-static inline void zs_insert_zspage(struct size_class *class, struct zspage *zspage, int fullness)
+static inline void insert_zspage(struct size_class *class, struct zspage *zspage, int fullness)
 {
 	struct zspage *head = class->fullness_list[fullness];
-	zs_assert_internal(zs_spin_held(&class->lock));
-	zs_assert_internal(zspage->class_idx == class->enc);
-	zs_assert_internal(fullness == zs_get_fullness_group(class, zspage));
+	assert_internal(spin_held(&class->lock));
+	assert_internal(zspage->class_idx == class->enc);
+	assert_internal(fullness == get_fullness_group(class, zspage));
 	if (class_single(class)) { /* counted, not linked (internal.h, class_single) */
 		zspage->fullness = (uint8_t)fullness;
 		class->stats[fullness]++;
 		return;
 	}
-	zs_assert_internal(zspage_off_lists(class, zspage));
+	assert_internal(zspage_off_lists(class, zspage));
 	zspage->lprev = NULL;
 	zspage->lnext = head;
 	if (head)
@@ -727,16 +727,16 @@ static inline void zs_insert_zspage(struct size_class *class, struct zspage *zsp
 	class->stats[fullness]++;
 }
 
-static inline void zs_remove_zspage(struct size_class *class, struct zspage *zspage)
+static inline void remove_zspage(struct size_class *class, struct zspage *zspage)
 {
-	zs_assert_internal(zs_spin_held(&class->lock));
+	assert_internal(spin_held(&class->lock));
 	if (class_single(class)) {
-		zs_assert_internal(class->stats[zspage->fullness] > 0);
+		assert_internal(class->stats[zspage->fullness] > 0);
 		class->stats[zspage->fullness]--;
 		return;
 	}
-	zs_assert_internal(zspage_on_its_list(class, zspage));
-	zs_assert_internal(class->stats[zspage->fullness] > 0);
+	assert_internal(zspage_on_its_list(class, zspage));
+	assert_internal(class->stats[zspage->fullness] > 0);
 	if (zspage->lprev)
 		zspage->lprev->lnext = zspage->lnext;
 	else
@@ -751,20 +751,20 @@ static inline void zs_remove_zspage(struct size_class *class, struct zspage *zsp
 
 
 /* Move a zspage whose group changed to the head of its new list; unchanged keeps its place. */
-static inline int zs_fix_fullness_group(struct size_class *class, struct zspage *zspage)
+static inline int fix_fullness_group(struct size_class *class, struct zspage *zspage)
 {
-	int fg = zs_get_fullness_group(class, zspage);
+	int fg = get_fullness_group(class, zspage);
 	if (fg != zspage->fullness) {
-		zs_remove_zspage(class, zspage);
-		zs_insert_zspage(class, zspage, fg);
+		remove_zspage(class, zspage);
+		insert_zspage(class, zspage, fg);
 	}
 	return fg;
 }
 
 /* Page k of a zspage's chain. */
-static inline zs_pfn_t zspage_page(const struct zs_pool *pool, const struct zspage *zspage, unsigned k)
+static inline pfn_t zspage_page(const struct zs_pool *pool, const struct zspage *zspage, unsigned k)
 {
-	zs_pfn_t pfn = zspage->pfn;
+	pfn_t pfn = zspage->pfn;
 	while (k--)
 		pfn = page_desc(pool, pfn)->next;
 	return pfn;
@@ -774,27 +774,27 @@ static inline zs_pfn_t zspage_page(const struct zs_pool *pool, const struct zspa
  * Pop the zspage's free-list head for `handle`, else its first untouched
  * slot (class lock held); returns the new obj.
  */
-static inline unsigned long zs_obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigned long handle)
+static inline unsigned long obj_malloc(struct zs_pool *pool, struct zspage *zspage, unsigned long handle)
 {
 	struct size_class *class = zspage_class(pool, zspage);
 	unsigned idx = zspage->freeobj;
 	int fresh = !zspage->huge && idx == FREEOBJ_END;
 	if (fresh)
 		idx = zspage->untouched;
-	zs_assert_internal(zs_spin_held(&class->lock));
-	zs_assert_internal(zspage->inuse < zspage->objs && idx < zspage->objs);
-	zs_pfn_t pfn = zspage_page(pool, zspage, obj_page_index(pool, class->size, idx));
+	assert_internal(spin_held(&class->lock));
+	assert_internal(zspage->inuse < zspage->objs && idx < zspage->objs);
+	pfn_t pfn = zspage_page(pool, zspage, obj_page_index(pool, class->size, idx));
 	if (!zspage->huge) {
 		unsigned long *hdr = obj_header(pool, pfn, idx, class->size);
 		if (fresh) {
 			__atomic_store_n(&zspage->untouched, idx + 1, __ATOMIC_RELAXED);
 		} else {
-			zs_assert_internal(!(*hdr & OBJ_ALLOCATED_TAG)); /* the free list's head is free */
+			assert_internal(!(*hdr & OBJ_ALLOCATED_TAG)); /* the free list's head is free */
 			zspage->freeobj = (uint32_t)(*hdr >> 1);
 		}
 		*hdr = handle | OBJ_ALLOCATED_TAG;
 	} else {
-		zs_assert_internal(!zspage->huge_handle);
+		assert_internal(!zspage->huge_handle);
 		zspage->freeobj = FREEOBJ_END;
 		zspage->huge_handle = handle;
 	}
@@ -810,15 +810,15 @@ void free_tail(struct zs_pool *pool, unsigned long tail);
 void unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
 
 /* Push the object's index on its zspage's free list (class lock held). */
-static inline void zs_obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj)
+static inline void obj_free(struct zs_pool *pool, struct size_class *class, unsigned long obj)
 {
-	zs_pfn_t pfn = obj_to_pfn(obj);
+	pfn_t pfn = obj_to_pfn(obj);
 	unsigned idx = obj_to_idx(obj);
 	struct zspage *zspage = page_desc(pool, pfn)->owner;
-	zs_assert_internal(zs_spin_held(&class->lock) && zspage_class(pool, zspage) == class);
-	zs_assert_internal(zspage->inuse > 0 && idx < zspage->objs);
+	assert_internal(spin_held(&class->lock) && zspage_class(pool, zspage) == class);
+	assert_internal(zspage->inuse > 0 && idx < zspage->objs);
 	/* The object is live: its header (or the huge zspage) names a handle. */
-	zs_assert_internal(zspage->huge ? zspage->huge_handle != 0
+	assert_internal(zspage->huge ? zspage->huge_handle != 0
 					: (*obj_header(pool, pfn, idx, class->size) & OBJ_ALLOCATED_TAG));
 	if (!zspage->huge)
 		*obj_header(pool, pfn, idx, class->size) = (unsigned long)zspage->freeobj << 1;
@@ -829,15 +829,15 @@ static inline void zs_obj_free(struct zs_pool *pool, struct size_class *class, u
 }
 
 /* Free one object with its class lock held; returns an unlinked empty zspage to free, or NULL. */
-static inline struct zspage *zs_free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj)
+static inline struct zspage *free_locked(struct zs_pool *pool, struct size_class *class, unsigned long obj)
 {
 	struct zspage *zspage = obj_to_zspage(pool, obj);
-	zs_assert_internal(zs_spin_held(&class->lock));
-	zs_assert_internal(obj_to_class_idx(obj) == class->enc);
-	zs_assert_internal(class->stats[ZS_OBJS_INUSE] > 0);
+	assert_internal(spin_held(&class->lock));
+	assert_internal(obj_to_class_idx(obj) == class->enc);
+	assert_internal(class->stats[ZS_OBJS_INUSE] > 0);
 	class->stats[ZS_OBJS_INUSE]--;
-	zs_obj_free(pool, class, obj);
-	if (zs_fix_fullness_group(class, zspage) != ZS_INUSE_RATIO_0)
+	obj_free(pool, class, obj);
+	if (fix_fullness_group(class, zspage) != ZS_INUSE_RATIO_0)
 		return NULL;
 	unlink_empty_zspage(pool, class, zspage);
 	return zspage;
@@ -852,7 +852,7 @@ int deferred_pending(struct zs_pool *pool);
 
 /* ---- compact.c ---- */
 /* A class's pages: its chains, plus its fitted zspages (class lock held). */
-static inline unsigned long zs_class_pages(const struct size_class *class)
+static inline unsigned long class_pages_used(const struct size_class *class)
 {
 	return (class->stats[ZS_OBJS_ALLOCATED] - class->fitted_objs) / class->objs_per_zspage *
 		       class->pages_per_zspage +
@@ -917,12 +917,12 @@ struct zs_heap {
 int heap_enter_slow(struct zs_heap *h);
 static inline int heap_enter(struct zs_heap *h)
 {
-	if (zs_unlikely(atomic_load_explicit(&h->busy, memory_order_relaxed)))
+	if (unlikely(atomic_load_explicit(&h->busy, memory_order_relaxed)))
 		return 0; /* a call nested in one of this thread's (a signal handler) */
 	atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
 	/* The revoker's membarrier orders the store before the load (owned.c). */
 	atomic_signal_fence(memory_order_seq_cst);
-	if (zs_unlikely(atomic_load_explicit(&h->revoke, memory_order_acquire)))
+	if (unlikely(atomic_load_explicit(&h->revoke, memory_order_acquire)))
 		return heap_enter_slow(h);
 	return 1;
 }
@@ -940,9 +940,9 @@ struct heap_tls {
 extern _Thread_local struct heap_tls heap_tls ZS_TLS_IE;
 struct zs_heap *heap_lookup(struct zs_pool *pool);
 /* This thread's heap for an owned pool, or NULL (not owned, or no heap to be had). */
-static inline struct zs_heap *zs_heap_mine(struct zs_pool *pool)
+static inline struct zs_heap *heap_mine(struct zs_pool *pool)
 {
-	if (zs_likely(heap_tls.key[0] == pool->heap_key))
+	if (likely(heap_tls.key[0] == pool->heap_key))
 		return heap_tls.heap[0];
 	return heap_lookup(pool);
 }
@@ -972,27 +972,27 @@ static inline uint32_t zspage_heap_id(const struct zspage *z)
 }
 
 /* The owner frees obj in its zspage z (in an operation, or revoking its own heap). */
-static inline void zs_heap_obj_free(struct zs_pool *pool, struct zs_heap *h, struct zspage *z,
+static inline void heap_obj_free(struct zs_pool *pool, struct zs_heap *h, struct zspage *z,
 				    unsigned long obj)
 {
 	unsigned idx = obj_to_idx(obj);
 	unsigned long *hdr = obj_header(pool, obj_to_pfn(obj), idx, zspage_class(pool, z)->size);
-	zs_assert_internal(zspage_heap_id(z) == h->id && z->inuse > 0 && idx < z->objs);
+	assert_internal(zspage_heap_id(z) == h->id && z->inuse > 0 && idx < z->objs);
 	*hdr = (unsigned long)z->freeobj << 1;
 	z->freeobj = idx;
 	z->inuse--;
 	/* Current or partial and not emptied: nothing moves (no fullness is kept for owned zspages). */
-	if (zs_unlikely(z->fullness == ZS_OWNED_FULL || !z->inuse))
+	if (unlikely(z->fullness == ZS_OWNED_FULL || !z->inuse))
 		heap_free_slow(pool, h, z);
 }
 
 /* A freed handle into the heap's cache, as the generation its slot hands out next. */
-static inline void zs_heap_handle_put(struct zs_pool *pool, struct zs_heap *h, unsigned long handle)
+static inline void heap_handle_put(struct zs_pool *pool, struct zs_heap *h, unsigned long handle)
 {
 	unsigned long slot = handle & HANDLE_ADDR_MASK;
-	zs_assert_internal(!handle_is_free(handle));
-	if (zs_unlikely(h->hl.n == ZS_HANDLE_BATCH))
-		handle_give_list(pool, zs_handle_shard(pool), &h->hl);
+	assert_internal(!handle_is_free(handle));
+	if (unlikely(h->hl.n == ZS_HANDLE_BATCH))
+		handle_give_list(pool, handle_shard_pick(pool), &h->hl);
 	atomic_store_explicit(handle_slot(slot),
 			      HANDLE_FREE_BIT | handle_gen_next(handle) | (h->hl.n ? h->hl.head : 0),
 			      memory_order_relaxed);
@@ -1003,15 +1003,15 @@ static inline void zs_heap_handle_put(struct zs_pool *pool, struct zs_heap *h, u
 }
 
 /* Free with the class lock held, into an owned zspage too (the class-index free, deferred). */
-static inline struct zspage *zs_free_locked_any(struct zs_pool *pool, struct size_class *class,
+static inline struct zspage *free_locked_any(struct zs_pool *pool, struct size_class *class,
 						unsigned long obj)
 {
 	struct zspage *z = obj_to_zspage(pool, obj);
-	if (zs_unlikely(zspage_heap_id(z))) {
+	if (unlikely(zspage_heap_id(z))) {
 		heap_remote_free(pool, z, obj);
 		return NULL;
 	}
-	return zs_free_locked(pool, class, obj);
+	return free_locked(pool, class, obj);
 }
 
 #endif

@@ -15,7 +15,7 @@
  *    readers count on a per-thread shard and only look at the shared word,
  *    the writer sets its bit and waits for every shard to drain (a
  *    big-reader lock, like the kernel's percpu_rw_semaphore).
- *  - zs_zspage_lock: readers may hold it across the caller's work; the only
+ *  - zspage_lock: readers may hold it across the caller's work; the only
  *    writer (compaction) uses trylock, so a reader never waits for long.
  *  - write pins (zs_wpin): zs_malloc_write's hold on a new object's zspage
  *    while it copies the contents in, a slot per thread that compaction
@@ -27,16 +27,16 @@
  *
  * In a ZS_DEBUG build (common/debug.h) the class lock and the pool lock's
  * writer record their owner, so code that relies on holding one can say so
- * (zs_spin_held, zs_rw_write_held) and a release by a thread that does not
+ * (spin_held, rw_write_held) and a release by a thread that does not
  * hold the lock stops the program.  Readers are not tracked (a count has no
- * owner): zs_rw_read_held only tells that somebody holds the lock.
+ * owner): rw_read_held only tells that somebody holds the lock.
  *
  * Lock order (ZS_DEBUG, common/debug.h): a spinlock initialised with a rank
- * (zs_spin_init_rank) and the pool lock (rank ZS_LOCK_ZS_POOL, read or
+ * (spin_init_rank) and the pool lock (rank ZS_LOCK_ZS_POOL, read or
  * write) check the rank against every lock the thread holds before they
  * wait, and the per-thread list of held locks does know this thread's
  * readers; the lock and unlock calls are macros so a violation names the
- * caller's line.  zs_spin_init leaves a lock unchecked.  zspage locks are
+ * caller's line.  spin_init leaves a lock unchecked.  zspage locks are
  * never ranked: see "Lock order" in zsmalloc.c for why.
  */
 #ifndef ZS_SRC_ZSMALLOC_LOCK_H
@@ -54,12 +54,12 @@
 typedef struct {
 	atomic_int v;
 #if ZS_DEBUG_ON
-	atomic_uintptr_t owner; /* zs_debug_self() of the holder, 0 when free */
+	atomic_uintptr_t owner; /* debug_self() of the holder, 0 when free */
 	int rank;               /* enum zs_lock_rank; 0: not checked */
 #endif
-} zs_spinlock_t;
+} spinlock_t;
 
-static inline void zs_spin_init_rank(zs_spinlock_t *l, int rank)
+static inline void spin_init_rank(spinlock_t *l, int rank)
 {
 	atomic_init(&l->v, 0);
 #if ZS_DEBUG_ON
@@ -70,65 +70,65 @@ static inline void zs_spin_init_rank(zs_spinlock_t *l, int rank)
 #endif
 }
 
-static inline void zs_spin_init(zs_spinlock_t *l)
+static inline void spin_init(spinlock_t *l)
 {
-	zs_spin_init_rank(l, ZS_LOCK_UNTRACKED);
+	spin_init_rank(l, ZS_LOCK_UNTRACKED);
 }
 
 #if ZS_DEBUG_ON
-#define zs_spin_rank(l) ((l)->rank)
+#define spin_rank(l) ((l)->rank)
 #else
-#define zs_spin_rank(l) 0
+#define spin_rank(l) 0
 #endif
 
-#define zs_spin_lock(l) zs_spin_lock_at((l), __FILE__, __LINE__)
-static inline void zs_spin_lock_at(zs_spinlock_t *l, const char *file, int line)
+#define spin_lock(l) spin_lock_at((l), __FILE__, __LINE__)
+static inline void spin_lock_at(spinlock_t *l, const char *file, int line)
 {
 	unsigned spins = 0;
-	zs_lock_take_at(l, zs_spin_rank(l), file, line);
-	while (zs_unlikely(atomic_exchange_explicit(&l->v, 1, memory_order_acquire))) {
+	lock_take_at(l, spin_rank(l), file, line);
+	while (unlikely(atomic_exchange_explicit(&l->v, 1, memory_order_acquire))) {
 		while (atomic_load_explicit(&l->v, memory_order_relaxed))
-			zs_spin_wait(&spins);
+			spin_wait(&spins);
 	}
 #if ZS_DEBUG_ON
-	zs_assert_internal(atomic_load_explicit(&l->owner, memory_order_relaxed) == 0);
-	atomic_store_explicit(&l->owner, zs_debug_self(), memory_order_relaxed);
+	assert_internal(atomic_load_explicit(&l->owner, memory_order_relaxed) == 0);
+	atomic_store_explicit(&l->owner, debug_self(), memory_order_relaxed);
 #endif
 }
 
 /* Take l only if it is free (no wait, so no lock-order check): 1 when taken. */
-static inline int zs_spin_trylock(zs_spinlock_t *l)
+static inline int spin_trylock(spinlock_t *l)
 {
 	if (atomic_load_explicit(&l->v, memory_order_relaxed) ||
 	    atomic_exchange_explicit(&l->v, 1, memory_order_acquire))
 		return 0;
-	if (zs_spin_rank(l))
-		zs_lock_took_try(l, zs_spin_rank(l));
+	if (spin_rank(l))
+		lock_took_try(l, spin_rank(l));
 #if ZS_DEBUG_ON
-	atomic_store_explicit(&l->owner, zs_debug_self(), memory_order_relaxed);
+	atomic_store_explicit(&l->owner, debug_self(), memory_order_relaxed);
 #endif
 	return 1;
 }
 
 /* Does the calling thread hold l?  Always 1 outside ZS_DEBUG (only asserts ask). */
-static inline int zs_spin_held(zs_spinlock_t *l)
+static inline int spin_held(spinlock_t *l)
 {
 #if ZS_DEBUG_ON
-	return atomic_load_explicit(&l->owner, memory_order_relaxed) == zs_debug_self();
+	return atomic_load_explicit(&l->owner, memory_order_relaxed) == debug_self();
 #else
 	(void)l;
 	return 1;
 #endif
 }
 
-#define zs_spin_unlock(l) zs_spin_unlock_at((l), __FILE__, __LINE__)
-static inline void zs_spin_unlock_at(zs_spinlock_t *l, const char *file, int line)
+#define spin_unlock(l) spin_unlock_at((l), __FILE__, __LINE__)
+static inline void spin_unlock_at(spinlock_t *l, const char *file, int line)
 {
 #if ZS_DEBUG_ON
-	zs_assert_internal(zs_spin_held(l));
+	assert_internal(spin_held(l));
 	atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
 	if (l->rank)
-		zs_lock_drop_at(l, file, line);
+		lock_drop_at(l, file, line);
 #else
 	(void)file;
 	(void)line;
@@ -146,9 +146,9 @@ static inline void zs_spin_unlock_at(zs_spinlock_t *l, const char *file, int lin
  * a reader may raise its shard in one file and drop it in another, so every
  * file must agree on the thread's shard.
  */
-static inline unsigned zs_thread_shard(void)
+static inline unsigned thread_shard(void)
 {
-	return zs_thread_index();
+	return thread_index();
 }
 
 /* Bit 0: writer holds or wants the lock; unsharded readers count in units of 2. */
@@ -157,14 +157,14 @@ typedef struct {
 	atomic_uint waiters; /* readers spinning behind a writer: rwlock_is_contended() */
 	int sharded;
 #if ZS_DEBUG_ON
-	atomic_uintptr_t writer; /* zs_debug_self() of the write holder, 0 when none */
+	atomic_uintptr_t writer; /* debug_self() of the write holder, 0 when none */
 #endif
 	struct {
 		atomic_uint readers;
 	} __attribute__((aligned(64))) shard[ZS_RW_SHARDS];
-} zs_rwlock_t;
+} rwlock_t;
 
-static inline void zs_rw_init(zs_rwlock_t *l, int sharded)
+static inline void rw_init(rwlock_t *l, int sharded)
 {
 	atomic_init(&l->v, 0);
 	atomic_init(&l->waiters, 0);
@@ -179,14 +179,14 @@ static inline void zs_rw_init(zs_rwlock_t *l, int sharded)
 /*
  * A reader that finds the writer's bit stays counted in `waiters` until it
  * holds the lock: the writer backs off while readers wait behind it and the
- * holders do not drain (zs_write_lock), and it must not take the bit back
+ * holders do not drain (write_lock), and it must not take the bit back
  * before those readers are in, or they would wait again.
  */
-static inline void zs_read_wait(zs_rwlock_t *l)
+static inline void read_wait(rwlock_t *l)
 {
 	unsigned spins = 0;
 	while (atomic_load_explicit(&l->v, memory_order_relaxed) & 1)
-		zs_spin_wait(&spins);
+		spin_wait(&spins);
 }
 
 /*
@@ -194,58 +194,58 @@ static inline void zs_read_wait(zs_rwlock_t *l)
  * pair, so both sides use seq_cst (a reader that misses the bit is seen by
  * the writer's scan of the shards, and the other way round).
  */
-static inline void zs_read_lock_sharded(zs_rwlock_t *l)
+static inline void read_lock_sharded(rwlock_t *l)
 {
-	atomic_uint *r = &l->shard[zs_thread_shard() % ZS_RW_SHARDS].readers;
+	atomic_uint *r = &l->shard[thread_shard() % ZS_RW_SHARDS].readers;
 	int waited = 0;
 	for (;;) {
 		atomic_fetch_add_explicit(r, 1, memory_order_seq_cst);
-		if (zs_likely(!(atomic_load_explicit(&l->v, memory_order_seq_cst) & 1)))
+		if (likely(!(atomic_load_explicit(&l->v, memory_order_seq_cst) & 1)))
 			break;
 		atomic_fetch_sub_explicit(r, 1, memory_order_release);
 		if (!waited++)
 			atomic_fetch_add_explicit(&l->waiters, 1, memory_order_relaxed);
-		zs_read_wait(l);
+		read_wait(l);
 	}
-	if (zs_unlikely(waited))
+	if (unlikely(waited))
 		atomic_fetch_sub_explicit(&l->waiters, 1, memory_order_relaxed);
 }
 
-#define zs_read_lock(l) zs_read_lock_at((l), __FILE__, __LINE__)
-static inline void zs_read_lock_at(zs_rwlock_t *l, const char *file, int line)
+#define read_lock(l) read_lock_at((l), __FILE__, __LINE__)
+static inline void read_lock_at(rwlock_t *l, const char *file, int line)
 {
-	zs_lock_take_at(l, ZS_LOCK_ZS_POOL, file, line);
+	lock_take_at(l, ZS_LOCK_ZS_POOL, file, line);
 	if (l->sharded) {
-		zs_read_lock_sharded(l);
+		read_lock_sharded(l);
 		return;
 	}
 	int waited = 0;
 	for (;;) {
 		unsigned v = atomic_fetch_add_explicit(&l->v, 2, memory_order_acquire);
-		if (zs_likely(!(v & 1)))
+		if (likely(!(v & 1)))
 			break;
 		atomic_fetch_sub_explicit(&l->v, 2, memory_order_relaxed);
 		if (!waited++)
 			atomic_fetch_add_explicit(&l->waiters, 1, memory_order_relaxed);
-		zs_read_wait(l);
+		read_wait(l);
 	}
-	if (zs_unlikely(waited))
+	if (unlikely(waited))
 		atomic_fetch_sub_explicit(&l->waiters, 1, memory_order_relaxed);
 }
 
-#define zs_read_unlock(l) zs_read_unlock_at((l), __FILE__, __LINE__)
-static inline void zs_read_unlock_at(zs_rwlock_t *l, const char *file, int line)
+#define read_unlock(l) read_unlock_at((l), __FILE__, __LINE__)
+static inline void read_unlock_at(rwlock_t *l, const char *file, int line)
 {
-	zs_lock_drop_at(l, file, line);
+	lock_drop_at(l, file, line);
 	if (l->sharded)
-		atomic_fetch_sub_explicit(&l->shard[zs_thread_shard() % ZS_RW_SHARDS].readers, 1,
+		atomic_fetch_sub_explicit(&l->shard[thread_shard() % ZS_RW_SHARDS].readers, 1,
 					  memory_order_release);
 	else
 		atomic_fetch_sub_explicit(&l->v, 2, memory_order_release);
 }
 
 /* Are readers still in (the unsharded count, or any shard)? */
-static inline int zs_rw_readers_in(zs_rwlock_t *l)
+static inline int rw_readers_in(rwlock_t *l)
 {
 	if (atomic_load_explicit(&l->v, memory_order_acquire) != 1)
 		return 1;
@@ -268,11 +268,11 @@ static inline int zs_rw_readers_in(zs_rwlock_t *l)
  * its bit would block that read lock forever.  The only writer is
  * compaction, which can always wait.
  */
-#define zs_write_lock(l) zs_write_lock_at((l), __FILE__, __LINE__)
-static inline void zs_write_lock_at(zs_rwlock_t *l, const char *file, int line)
+#define write_lock(l) write_lock_at((l), __FILE__, __LINE__)
+static inline void write_lock_at(rwlock_t *l, const char *file, int line)
 {
 	unsigned spins;
-	zs_lock_take_at(l, ZS_LOCK_ZS_POOL, file, line);
+	lock_take_at(l, ZS_LOCK_ZS_POOL, file, line);
 	for (;;) {
 		spins = 0;
 		for (;;) {
@@ -281,34 +281,34 @@ static inline void zs_write_lock_at(zs_rwlock_t *l, const char *file, int line)
 									      memory_order_seq_cst,
 									      memory_order_relaxed))
 				break;
-			zs_spin_wait(&spins);
+			spin_wait(&spins);
 		}
 		unsigned waited = 0;
 		spins = 0;
-		while (zs_rw_readers_in(l)) {
+		while (rw_readers_in(l)) {
 			if (++waited > ZS_RW_WRITER_PATIENCE &&
 			    atomic_load_explicit(&l->waiters, memory_order_relaxed))
 				break;
-			zs_spin_wait(&spins);
+			spin_wait(&spins);
 		}
-		if (!zs_rw_readers_in(l))
+		if (!rw_readers_in(l))
 			break;
 		/* Back off: let the waiting readers in, then try again. */
 		atomic_fetch_sub_explicit(&l->v, 1, memory_order_release);
 		spins = 0;
 		while (atomic_load_explicit(&l->waiters, memory_order_relaxed))
-			zs_spin_wait(&spins);
+			spin_wait(&spins);
 	}
 #if ZS_DEBUG_ON
-	atomic_store_explicit(&l->writer, zs_debug_self(), memory_order_relaxed);
+	atomic_store_explicit(&l->writer, debug_self(), memory_order_relaxed);
 #endif
 }
 
 /* Does the calling thread hold l for writing?  Always 1 outside ZS_DEBUG. */
-static inline int zs_rw_write_held(zs_rwlock_t *l)
+static inline int rw_write_held(rwlock_t *l)
 {
 #if ZS_DEBUG_ON
-	return atomic_load_explicit(&l->writer, memory_order_relaxed) == zs_debug_self();
+	return atomic_load_explicit(&l->writer, memory_order_relaxed) == debug_self();
 #else
 	(void)l;
 	return 1;
@@ -320,7 +320,7 @@ static inline int zs_rw_write_held(zs_rwlock_t *l)
  * build (the thread's list of held locks, common/debug.c); always 1
  * otherwise (only asserts ask).
  */
-static inline int zs_rw_held_by_me(zs_rwlock_t *l)
+static inline int rw_held_by_me(rwlock_t *l)
 {
 #if ZS_DEBUG_ON
 	return lockdep_holds(l);
@@ -334,7 +334,7 @@ static inline int zs_rw_held_by_me(zs_rwlock_t *l)
  * Is l held at all (a reader or a writer)?  Readers have no owner, so this
  * is the most a read-side check can ask, so every shard is looked at.
  */
-static inline int zs_rw_held(zs_rwlock_t *l)
+static inline int rw_held(rwlock_t *l)
 {
 	if (atomic_load_explicit(&l->v, memory_order_relaxed))
 		return 1;
@@ -344,25 +344,25 @@ static inline int zs_rw_held(zs_rwlock_t *l)
 	return 0;
 }
 
-#define zs_write_unlock(l) zs_write_unlock_at((l), __FILE__, __LINE__)
-static inline void zs_write_unlock_at(zs_rwlock_t *l, const char *file, int line)
+#define write_unlock(l) write_unlock_at((l), __FILE__, __LINE__)
+static inline void write_unlock_at(rwlock_t *l, const char *file, int line)
 {
 #if ZS_DEBUG_ON
-	zs_assert_internal(zs_rw_write_held(l));
+	assert_internal(rw_write_held(l));
 	atomic_store_explicit(&l->writer, 0, memory_order_relaxed);
 #endif
-	zs_lock_drop_at(l, file, line);
+	lock_drop_at(l, file, line);
 	atomic_fetch_sub_explicit(&l->v, 1, memory_order_release);
 }
 
-static inline int zs_rw_is_contended(zs_rwlock_t *l)
+static inline int rw_is_contended(rwlock_t *l)
 {
 	return atomic_load_explicit(&l->waiters, memory_order_relaxed) != 0;
 }
 
 /* ---- zspage lock: 0 free, -1 write-locked, >0 readers ---- */
 
-static inline void zs_zspage_read_lock(atomic_int *cnt)
+static inline void zspage_read_lock(atomic_int *cnt)
 {
 	unsigned spins = 0;
 	for (;;) {
@@ -371,27 +371,27 @@ static inline void zs_zspage_read_lock(atomic_int *cnt)
 								    memory_order_acquire,
 								    memory_order_relaxed))
 			return;
-		zs_spin_wait(&spins);
+		spin_wait(&spins);
 	}
 }
 
-static inline void zs_zspage_read_unlock(atomic_int *cnt)
+static inline void zspage_read_unlock(atomic_int *cnt)
 {
 	int was = atomic_fetch_sub_explicit(cnt, 1, memory_order_release);
-	zs_assert_internal(was > 0); /* an unlock without a reader would read as write-locked */
+	assert_internal(was > 0); /* an unlock without a reader would read as write-locked */
 	(void)was;
 }
 
-static inline int zs_zspage_write_trylock(atomic_int *cnt)
+static inline int zspage_write_trylock(atomic_int *cnt)
 {
 	int c = 0;
 	return atomic_compare_exchange_strong_explicit(cnt, &c, -1, memory_order_acquire,
 						       memory_order_relaxed);
 }
 
-static inline void zs_zspage_write_unlock(atomic_int *cnt)
+static inline void zspage_write_unlock(atomic_int *cnt)
 {
-	zs_assert_internal(atomic_load_explicit(cnt, memory_order_relaxed) == -1);
+	assert_internal(atomic_load_explicit(cnt, memory_order_relaxed) == -1);
 	atomic_store_explicit(cnt, 0, memory_order_release);
 }
 
@@ -417,7 +417,7 @@ static inline void zs_zspage_write_unlock(atomic_int *cnt)
  * line each so two writers never share a line.  A thread numbered past the
  * table (more than 256 threads alive at once: numbers of exited threads are
  * reused), or a call nested in one already pinning (a signal handler), takes
- * the zspage read lock as before: zs_wpin_take returns NULL.
+ * the zspage read lock as before: wpin_take returns NULL.
  */
 #define ZS_WPIN_SLOTS 256u
 struct zs_wpin {
@@ -430,22 +430,22 @@ void wpin_raise(unsigned slot);
 int wpin_held(const void *z);
 
 /* Class lock held: pin zspage z for this thread's write, or NULL (use the zspage read lock). */
-static inline struct zs_wpin *zs_wpin_take(const void *z)
+static inline struct zs_wpin *wpin_take(const void *z)
 {
-	unsigned i = zs_thread_index();
-	if (zs_unlikely(i >= ZS_WPIN_SLOTS))
+	unsigned i = thread_index();
+	if (unlikely(i >= ZS_WPIN_SLOTS))
 		return NULL;
 	struct zs_wpin *w = &wpins[i];
-	if (zs_unlikely(atomic_load_explicit(&w->z, memory_order_relaxed) != NULL))
+	if (unlikely(atomic_load_explicit(&w->z, memory_order_relaxed) != NULL))
 		return NULL;
-	if (zs_unlikely(atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= i))
+	if (unlikely(atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= i))
 		wpin_raise(i);
 	atomic_store_explicit(&w->z, z, memory_order_relaxed);
 	return w;
 }
 
 /* After the write: compaction may move the object from here on. */
-static inline void zs_wpin_drop(struct zs_wpin *w)
+static inline void wpin_drop(struct zs_wpin *w)
 {
 	atomic_store_explicit(&w->z, NULL, memory_order_release);
 }

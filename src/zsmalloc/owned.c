@@ -116,20 +116,20 @@ static void own(struct size_class *class, struct zs_heap *h, struct zspage *z)
 static void disown(struct zs_pool *pool, struct zspage *z)
 {
 	struct size_class *class = zspage_class(pool, z);
-	zs_spin_lock(&class->lock);
+	spin_lock(&class->lock);
 	__atomic_store_n(&z->heap_id, 0, __ATOMIC_RELAXED);
-	zs_assert_internal(class->stats[ZS_OBJS_INUSE] >= z->objs - z->inuse);
+	assert_internal(class->stats[ZS_OBJS_INUSE] >= z->objs - z->inuse);
 	class->stats[ZS_OBJS_INUSE] -= z->objs - z->inuse;
 	z->lnext = z->lprev = NULL;
 	z->fullness = ZS_NR_FULLNESS_GROUPS; /* on no list */
-	int fg = zs_get_fullness_group(class, z);
-	zs_insert_zspage(class, z, fg);
+	int fg = get_fullness_group(class, z);
+	insert_zspage(class, z, fg);
 	if (fg == ZS_INUSE_RATIO_0) {
 		unlink_empty_zspage(pool, class, z);
 		if (!(pool->park && park_zspage(pool, class, z)))
 			free_zspage_pages(pool, z);
 	}
-	zs_spin_unlock(&class->lock);
+	spin_unlock(&class->lock);
 }
 
 /* The remote stack's objects back into their (owned) zspages (the heap's owner). */
@@ -140,7 +140,7 @@ static void collect_remote(struct zs_pool *pool, struct zs_heap *h)
 		unsigned long obj = v >> 1;
 		struct zspage *z = obj_to_zspage(pool, obj);
 		v = *obj_header(pool, obj_to_pfn(obj), obj_to_idx(obj), zspage_class(pool, z)->size);
-		zs_heap_obj_free(pool, h, z, obj);
+		heap_obj_free(pool, h, z, obj);
 	}
 }
 
@@ -155,11 +155,11 @@ static struct zspage *fullest_partial(struct size_class *class)
 /* z becomes the class's current zspage: its pages' numbers and addresses cached. */
 static struct zspage *set_cur(struct zs_pool *pool, struct zs_heap_class *c, struct zspage *z)
 {
-	zs_pfn_t pfn = z->pfn;
+	pfn_t pfn = z->pfn;
 	for (unsigned k = 0; pfn != ZS_PFN_NONE; k++) {
-		zs_assert_internal(k < ZS_MAX_CHAIN);
+		assert_internal(k < ZS_MAX_CHAIN);
 		c->pfn[k] = (uint32_t)pfn;
-		pfn = zs_page_desc_addr(pool->pages, pfn, &c->addr[k])->next;
+		pfn = pages_lookup_desc_addr(pool->pages, pfn, &c->addr[k])->next;
 	}
 	z->fullness = ZS_OWNED_CUR;
 	return c->cur = z;
@@ -197,33 +197,33 @@ struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 		return NULL;
 	/* The CPU's copy, as the class path takes: compaction merges zspages within a copy, so
 	 * threads on one CPU share one (a per-thread copy left their zspages apart). */
-	struct size_class *class = zs_alloc_class(pool, idx);
+	struct size_class *class = alloc_class(pool, idx);
 	if (class_single(class)) {
 		c->off = 1;
 		return NULL;
 	}
 	c->size = class->size;
-	zs_spin_lock(&class->lock);
+	spin_lock(&class->lock);
 	if (atomic_load_explicit(&pool->compaction_in_progress, memory_order_acquire)) {
-		zs_spin_unlock(&class->lock);
+		spin_unlock(&class->lock);
 		return NULL;
 	}
 	z = fullest_partial(class);
 	if (z) {
-		zs_remove_zspage(class, z);
+		remove_zspage(class, z);
 	} else {
 		if (!pool->park || !(z = unpark_zspage(pool, class))) {
-			zs_spin_unlock(&class->lock);
-			z = zs_alloc_zspage(pool, class, class->pages_per_zspage, class->objs_per_zspage);
+			spin_unlock(&class->lock);
+			z = alloc_zspage(pool, class, class->pages_per_zspage, class->objs_per_zspage);
 			if (!z)
 				return NULL;
-			zs_spin_lock(&class->lock);
+			spin_lock(&class->lock);
 		}
 		pool_pages_add(pool, (long)class->pages_per_zspage);
 		class->stats[ZS_OBJS_ALLOCATED] += class->objs_per_zspage;
 	}
 	own(class, h, z);
-	zs_spin_unlock(&class->lock);
+	spin_unlock(&class->lock);
 	return set_cur(pool, c, z);
 }
 
@@ -262,14 +262,14 @@ void heap_remote_free(struct zs_pool *pool, struct zspage *z, unsigned long obj)
 
 int heap_handles_refill(struct zs_pool *pool, struct zs_heap *h)
 {
-	return handle_take_list(pool, zs_handle_shard(pool), &h->hl);
+	return handle_take_list(pool, handle_shard_pick(pool), &h->hl);
 }
 
 /* Every cached handle back to the shard (revocation): a whole list, spliced in. */
 void heap_handles_drain(struct zs_pool *pool, struct zs_heap *h)
 {
 	if (h->hl.n)
-		handle_give_list(pool, zs_handle_shard(pool), &h->hl);
+		handle_give_list(pool, handle_shard_pick(pool), &h->hl);
 }
 
 /* ---- revocation ---- */
@@ -378,15 +378,15 @@ static void revoke_locked(struct zs_pool *pool, struct zs_heap *h)
 		unsigned long obj = v >> 1;
 		struct zspage *z = obj_to_zspage(pool, obj);
 		struct size_class *class = zspage_class(pool, z);
-		zs_spin_lock(&class->lock);
+		spin_lock(&class->lock);
 		unsigned long *hdr = obj_header(pool, obj_to_pfn(obj), obj_to_idx(obj), class->size);
 		v = *hdr;
 		*hdr |= OBJ_ALLOCATED_TAG; /* it is: still counted in its zspage */
 		/* Another heap may own the zspage already (a revocation without a compaction). */
-		struct zspage *empty = zs_free_locked_any(pool, class, obj);
+		struct zspage *empty = free_locked_any(pool, class, obj);
 		if (empty && !(pool->park && park_zspage(pool, class, empty)))
 			free_zspage_pages(pool, empty);
-		zs_spin_unlock(&class->lock);
+		spin_unlock(&class->lock);
 	}
 	heap_handles_drain(pool, h);
 }
@@ -418,11 +418,11 @@ unsigned long heaps_owned_free(struct zs_pool *pool, int phys, unsigned long *fu
 			continue; /* its zspages count as wholly in use, as the class counts them */
 		if (c->cur) {
 			n += c->cur->objs - c->cur->inuse;
-			fullness[zs_get_fullness_group(NULL, c->cur)]++;
+			fullness[get_fullness_group(NULL, c->cur)]++;
 		}
 		for (struct zspage *z = c->partial; z; z = z->lnext) {
 			n += z->objs - z->inuse;
-			fullness[zs_get_fullness_group(NULL, z)]++;
+			fullness[get_fullness_group(NULL, z)]++;
 		}
 		for (struct zspage *z = c->full; z; z = z->lnext)
 			fullness[ZS_INUSE_RATIO_100]++;

@@ -94,7 +94,7 @@ int park_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *z
 		return 0;
 	struct zs_park *pk = &pool->park[class->enc];
 	zspage->lnext = pk->top;
-	zspage->huge_handle = (unsigned long)zs_pages_now_ns(); /* when; the slot count restarts at reuse */
+	zspage->huge_handle = (unsigned long)pages_now_ns(); /* when; the slot count restarts at reuse */
 	pk->top = zspage;
 	park_nr_set(pk, park_nr(pk) + 1);
 	pages_park_note(pool->pages, (long)class->pages_per_zspage);
@@ -110,7 +110,7 @@ struct zspage *unpark_zspage(struct zs_pool *pool, struct size_class *class)
 	pk->top = zspage->lnext;
 	park_nr_set(pk, park_nr(pk) - 1);
 	pages_park_note(pool->pages, -(long)class->pages_per_zspage);
-	zspage_reset(zspage, 0); /* as zs_alloc_zspage leaves a new one */
+	zspage_reset(zspage, 0); /* as alloc_zspage leaves a new one */
 	return zspage;
 }
 
@@ -143,11 +143,11 @@ static struct zspage *park_cut(struct zs_pool *pool, struct size_class *class, u
 /* No lock: a cut list's pages straight back to the OS. */
 static unsigned park_free_list(struct zs_pool *pool, struct zspage *z)
 {
-	zs_pfn_t pfns[64];
+	pfn_t pfns[64];
 	unsigned n = 0, pages = 0;
 	while (z) {
 		struct zspage *next = z->lnext;
-		zs_pfn_t pfn = z->pfn; /* the provider clears the descriptors when it hands them out */
+		pfn_t pfn = z->pfn; /* the provider clears the descriptors when it hands them out */
 		do {
 			if (n == 64) {
 				pages_release_bulk(pool->pages, pfns, n);
@@ -182,14 +182,14 @@ static unsigned long park_release(struct zs_pool *pool, uint64_t cutoff, uint64_
 		struct size_class *class = &pool->classes[e];
 		uint64_t oldest;
 		if (!next) {
-			zs_spin_lock(&class->lock);
-		} else if (!zs_spin_trylock(&class->lock)) {
+			spin_lock(&class->lock);
+		} else if (!spin_trylock(&class->lock)) {
 			if (now + decay_ns / 2 < *next)
 				*next = now + decay_ns / 2;
 			continue;
 		}
 		struct zspage *cut = park_cut(pool, class, cutoff, !next, &oldest);
-		zs_spin_unlock(&class->lock);
+		spin_unlock(&class->lock);
 		pages += park_free_list(pool, cut);
 		if (next && oldest != UINT64_MAX && oldest + decay_ns < *next)
 			*next = oldest + decay_ns;

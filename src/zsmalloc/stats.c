@@ -57,15 +57,15 @@ static int fill_class_stats(struct zs_pool *pool, int index, struct zs_class_sta
 		struct size_class *c = class + (size_t)s * (unsigned)pool->nr_classes;
 		if (!class_live(c))
 			continue; /* never allocated from: empty */
-		zs_spin_lock(&c->lock);
-		zs_assert_internal(class_lists_sane(c));
+		spin_lock(&c->lock);
+		assert_internal(class_lists_sane(c));
 		for (int g = 0; g < ZS_NR_FULLNESS_GROUPS; g++)
 			st->fullness[g] += c->stats[g];
 		st->obj_allocated += c->stats[ZS_OBJS_ALLOCATED];
-		st->pages_used += zs_class_pages(c);
+		st->pages_used += class_pages_used(c);
 		st->obj_used += c->stats[ZS_OBJS_INUSE];
 		st->freeable += can_compact(c);
-		zs_spin_unlock(&c->lock);
+		spin_unlock(&c->lock);
 	}
 	/* Owned zspages count wholly in use in the class and in no fullness group (owned.c): their
 	 * free slots come off, and each is counted in the group its use puts it in. */

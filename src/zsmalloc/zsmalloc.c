@@ -20,7 +20,7 @@
  *    re-reading obj.  Readers hold the zspage lock across their access, so
  *    compaction (trylock) never moves an object out from under them.  A
  *    writer that cannot drain the readers while others wait behind it backs
- *    off (lock.h, zs_write_lock): a read-lock holder may be waiting for a
+ *    off (lock.h, write_lock): a read-lock holder may be waiting for a
  *    page fault whose handler reads this pool (src/region/region.c).
  *
  * Lock order.  Every lock zsmalloc takes or runs under, outermost first;
@@ -81,7 +81,7 @@
  * and 320 and are never held together.
  * Not ranked, and why:
  *   - zspage lock: readers take it only inside the pool lock (pin_object,
- *     checked: zs_rw_held_by_me asks this thread's held list) and then
+ *     checked: rw_held_by_me asks this thread's held list) and then
  *     hold it, after the pool lock is gone, across the caller's
  *     own work (read_begin..read_end, map..unmap), which may call back into
  *     any zs_* function or fault into a region that reads this pool.  Its
@@ -147,7 +147,7 @@ static int config_valid(const struct zs_pool_config *c, char *err, size_t err_le
 	int bad;
 
 	if (ZS_CONFIG_ABI_CHECK(c, &bad)) {
-		zs_config_abi_err(err, err_len, "zs_pool_config", c->struct_size, sizeof(*c), bad);
+		config_abi_err(err, err_len, "zs_pool_config", c->struct_size, sizeof(*c), bad);
 		return 0;
 	}
 	if (!zs_page_size_valid(c->page_size))
@@ -265,7 +265,7 @@ int zs_pool_create(const struct zs_pool_config *user_cfg, struct zs_pool **out, 
 	pool->page_size = (unsigned)cfg.page_size;
 	pool->page_shift = (unsigned)__builtin_ctz(pool->page_size);
 	pool->max_object_size = cfg.max_object_size ? cfg.max_object_size : pool->page_size;
-	zs_rw_init(&pool->lock, cfg.free_mode != ZS_FREE_POOL_LOCK);
+	rw_init(&pool->lock, cfg.free_mode != ZS_FREE_POOL_LOCK);
 	for (int i = 0; i < ZS_RW_SHARDS; i++)
 		atomic_init(&pool->pages_allocated[i].n, 0);
 	atomic_init(&pool->pages_compacted, 0);
@@ -336,8 +336,8 @@ static inline __attribute__((always_inline)) unsigned long place(struct zs_pool 
 								 struct zspage *zspage,
 								 unsigned long handle)
 {
-	unsigned long obj = zs_obj_malloc(pool, zspage, handle);
-	zs_fix_fullness_group(class, zspage);
+	unsigned long obj = obj_malloc(pool, zspage, handle);
+	fix_fullness_group(class, zspage);
 	record_obj(handle, obj);
 	class->stats[ZS_OBJS_INUSE]++;
 	return obj;
@@ -362,16 +362,16 @@ static inline __attribute__((always_inline)) void write_new(struct zs_pool *pool
 	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
 	if (!class->huge)
 		off += ZS_HANDLE_SIZE;
-	zs_assert_internal(len + (class->huge ? 0 : ZS_HANDLE_SIZE) <= class->size);
-	struct zs_wpin *pin = zs_wpin_take(zspage);
-	if (zs_unlikely(!pin))
-		zs_zspage_read_lock(&zspage->lock);
-	zs_spin_unlock(&class->lock);
+	assert_internal(len + (class->huge ? 0 : ZS_HANDLE_SIZE) <= class->size);
+	struct zs_wpin *pin = wpin_take(zspage);
+	if (unlikely(!pin))
+		zspage_read_lock(&zspage->lock);
+	spin_unlock(&class->lock);
 	span_write(pool, obj_to_pfn(obj), off, src, len);
-	if (zs_likely(pin))
-		zs_wpin_drop(pin);
+	if (likely(pin))
+		wpin_drop(pin);
 	else
-		zs_zspage_read_unlock(&zspage->lock);
+		zspage_read_unlock(&zspage->lock);
 }
 
 /*
@@ -390,14 +390,14 @@ static __attribute__((noinline)) int alloc_other_copy(struct zs_pool *pool,
 		struct size_class *c = first + (size_t)s * n;
 		if (c == class || !class_live(c))
 			continue;
-		zs_spin_lock(&c->lock);
+		spin_lock(&c->lock);
 		struct zspage *zspage = find_get_zspage(c);
 		if (zspage) {
 			place(pool, c, zspage, handle);
-			zs_spin_unlock(&c->lock);
+			spin_unlock(&c->lock);
 			return 0;
 		}
-		zs_spin_unlock(&c->lock);
+		spin_unlock(&c->lock);
 	}
 	return -ENOMEM;
 }
@@ -411,9 +411,9 @@ static inline __attribute__((always_inline)) int
 alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
 	  unsigned long tail, int is_tail, const void *src, size_t len)
 {
-	zs_spin_lock(&class->lock);
+	spin_lock(&class->lock);
 	struct zspage *zspage = find_get_zspage(class);
-	if (zs_unlikely(is_tail) && !zspage) {
+	if (unlikely(is_tail) && !zspage) {
 		/*
 		 * A tail only opens a class when that pays: a new zspage of L
 		 * pages costs L pages until it fills, a tail stored unpacked
@@ -425,25 +425,25 @@ alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
 		if (class->tails_declined < class->pages_per_zspage &&
 		    class->stats[ZS_OBJS_INUSE] < class->pages_per_zspage) {
 			class->tails_declined++;
-			zs_spin_unlock(&class->lock);
+			spin_unlock(&class->lock);
 			return -EAGAIN;
 		}
 		class->tails_declined = 0;
 	}
-	if (zs_likely(zspage)) {
+	if (likely(zspage)) {
 		unsigned long obj = place(pool, class, zspage, handle);
 		if (src)
 			write_new(pool, class, zspage, obj, src, len);
 		else
-			zs_spin_unlock(&class->lock);
+			spin_unlock(&class->lock);
 		return 0;
 	}
 	if (pool->park && (zspage = unpark_zspage(pool, class)))
 		goto fresh; /* its pages, chain and owners stayed: no provider call (park.c) */
-	zs_spin_unlock(&class->lock);
+	spin_unlock(&class->lock);
 
 	/* Like the kernel, allocate the pages with no lock held. */
-	zspage = zs_alloc_zspage(pool, class, class->pages_per_zspage, class->objs_per_zspage);
+	zspage = alloc_zspage(pool, class, class->pages_per_zspage, class->objs_per_zspage);
 	if (!zspage) {
 		if (pool->nr_shards == 1 || tail || alloc_other_copy(pool, class, handle))
 			return -ENOMEM;
@@ -451,16 +451,16 @@ alloc_obj(struct zs_pool *pool, struct size_class *class, unsigned long handle,
 		 * a handle just recorded and a length its class was picked for. */
 		if (src) {
 			int rc = zs_obj_write(pool, handle, src, len);
-			zs_assert_internal(!rc);
+			assert_internal(!rc);
 			(void)rc;
 		}
 		return 0;
 	}
-	zs_spin_lock(&class->lock);
+	spin_lock(&class->lock);
 fresh:;
-	unsigned long obj = zs_obj_malloc(pool, zspage, handle);
+	unsigned long obj = obj_malloc(pool, zspage, handle);
 	zspage->tail = tail; /* one-object zspages only: class_single, so never a list link */
-	zs_insert_zspage(class, zspage, zs_get_fullness_group(class, zspage));
+	insert_zspage(class, zspage, get_fullness_group(class, zspage));
 	record_obj(handle, obj);
 	pool_pages_add(pool, (long)class->pages_per_zspage);
 	class->stats[ZS_OBJS_ALLOCATED] += class->objs_per_zspage;
@@ -468,7 +468,7 @@ fresh:;
 	if (src)
 		write_new(pool, class, zspage, obj, src, len);
 	else
-		zs_spin_unlock(&class->lock);
+		spin_unlock(&class->lock);
 	return 0;
 }
 
@@ -494,17 +494,17 @@ static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool
 	unsigned long tail = 0;
 	struct size_class *tc = NULL;
 	if (rest && rest < pool->huge_class_size)
-		tc = zs_alloc_class(pool, size_to_class(pool, rest + ZS_HANDLE_SIZE));
+		tc = alloc_class(pool, size_to_class(pool, rest + ZS_HANDLE_SIZE));
 	/* A one-object class (chain 1 makes those of sizes past half a page) would
 	 * spend a page on the tail anyway: keep the last page whole then. */
 	if (tc && !class_single(tc)) {
-		tail = zs_handle_alloc(pool);
-		if (zs_unlikely(!tail))
+		tail = cache_alloc_handle(pool);
+		if (unlikely(!tail))
 			return malloc_failed(pool, size, retried, NULL);
 		tail |= HANDLE_INTERNAL_BIT; /* checked mode refuses it from a caller */
 		int rc = alloc_obj(pool, tc, tail, 0, 1, NULL, 0);
 		if (rc) {
-			zs_handle_free(pool, tail);
+			cache_free_handle(pool, tail);
 			if (rc != -EAGAIN)
 				return malloc_failed(pool, size, retried, NULL);
 			tail = 0; /* declined: the object takes its last page whole */
@@ -514,13 +514,13 @@ static __attribute__((noinline)) unsigned long malloc_large(struct zs_pool *pool
 			atomic_fetch_add_explicit(&pool->nr_tails, 1, memory_order_relaxed);
 		}
 	}
-	unsigned long handle = zs_handle_alloc(pool);
-	if (zs_likely(handle) &&
-	    zs_likely(!alloc_obj(pool, zs_alloc_class(pool, size_to_class(pool, slot)), handle,
+	unsigned long handle = cache_alloc_handle(pool);
+	if (likely(handle) &&
+	    likely(!alloc_obj(pool, alloc_class(pool, size_to_class(pool, slot)), handle,
 				 tail, 0, NULL, 0)))
 		return handle;
 	if (handle)
-		zs_handle_free(pool, handle);
+		cache_free_handle(pool, handle);
 	if (tail)
 		free_tail(pool, tail);
 	return malloc_failed(pool, size, retried, NULL);
@@ -531,13 +531,13 @@ static inline __attribute__((always_inline)) unsigned long malloc_small(struct z
 									size_t size, int retried,
 									const void *src)
 {
-	unsigned long handle = zs_handle_alloc(pool);
-	if (zs_unlikely(!handle))
+	unsigned long handle = cache_alloc_handle(pool);
+	if (unlikely(!handle))
 		return malloc_failed(pool, size, retried, src);
 	/* size <= page: the table alone (size_to_class without its multi-page test). */
 	int index = pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3];
-	if (zs_unlikely(alloc_obj(pool, zs_alloc_class(pool, index), handle, 0, 0, src, size))) {
-		zs_handle_free(pool, handle);
+	if (unlikely(alloc_obj(pool, alloc_class(pool, index), handle, 0, 0, src, size))) {
+		cache_free_handle(pool, handle);
 		return malloc_failed(pool, size, retried, src);
 	}
 	return handle;
@@ -606,16 +606,16 @@ static __attribute__((noinline)) unsigned long owned_copy_locked(struct zs_heap 
 {
 	struct zs_pool *pool = h->pool;
 	/* A heap first looked up by a free: count the slot now, for this thread's next ones. */
-	unsigned ti = zs_thread_index();
+	unsigned ti = thread_index();
 	if (ti < ZS_WPIN_SLOTS && atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti)
 		wpin_raise(ti);
-	zs_zspage_read_lock(&z->lock);
+	zspage_read_lock(&z->lock);
 	heap_exit(h);
 	unsigned long obj = handle_to_obj(handle);
 	span_write(pool, obj_to_pfn(obj),
 		   obj_page_offset(pool, zspage_class(pool, z)->size, obj_to_idx(obj)) + ZS_HANDLE_SIZE, src,
 		   size);
-	zs_zspage_read_unlock(&z->lock);
+	zspage_read_unlock(&z->lock);
 	return handle;
 }
 
@@ -655,8 +655,8 @@ owned_place(struct zs_pool *pool, struct zs_heap *h, struct zs_heap_class *c, st
 	}
 	/* This thread's pin slot, raised into wpins_hi by malloc_owned_slow when it found the
 	 * heap: no call here, so that only the handle and the pin outlive the copy's. */
-	unsigned ti = zs_thread_index();
-	if (zs_unlikely(ti >= ZS_WPIN_SLOTS || atomic_load_explicit(&wpins[ti].z, memory_order_relaxed) ||
+	unsigned ti = thread_index();
+	if (unlikely(ti >= ZS_WPIN_SLOTS || atomic_load_explicit(&wpins[ti].z, memory_order_relaxed) ||
 			atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti))
 		return owned_copy_locked(h, z, handle, src, size);
 	struct zs_wpin *pin = &wpins[ti];
@@ -666,11 +666,11 @@ owned_place(struct zs_pool *pool, struct zs_heap *h, struct zs_heap_class *c, st
 	heap_exit(h);
 	/* A slot of a small class ends in the chain's next page at the latest; the header never
 	 * crosses (slot sizes are multiples of 8). */
-	if (zs_likely(!next))
+	if (likely(!next))
 		memcpy(a + ZS_HANDLE_SIZE, src, size);
 	else
 		copy_split(a + ZS_HANDLE_SIZE, next, first, src, size);
-	zs_wpin_drop(pin);
+	wpin_drop(pin);
 	return handle;
 }
 
@@ -682,12 +682,12 @@ owned_place(struct zs_pool *pool, struct zs_heap *h, struct zs_heap_class *c, st
 static __attribute__((noinline)) unsigned long malloc_owned_slow(struct zs_pool *pool, size_t size,
 								 const void *src, int entered)
 {
-	struct zs_heap *h = entered ? heap_tls.heap[0] : zs_heap_mine(pool);
+	struct zs_heap *h = entered ? heap_tls.heap[0] : heap_mine(pool);
 	if (!entered) {
 		if (!h)
 			return malloc_off_slow(pool, size, src);
 		/* owned_place's pin slot counted in wpins_hi (once a thread is enough: it only grows). */
-		unsigned ti = zs_thread_index();
+		unsigned ti = thread_index();
 		if (ti < ZS_WPIN_SLOTS && atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti)
 			wpin_raise(ti);
 		if (atomic_load_explicit(&h->busy, memory_order_relaxed))
@@ -713,33 +713,33 @@ static __attribute__((noinline)) unsigned long malloc_owned_slow(struct zs_pool 
 static __attribute__((noinline)) unsigned long malloc_off(struct zs_pool *pool, size_t size,
 							  const void *src)
 {
-	if (zs_unlikely(size - 1 >= pool->page_size)) {
+	if (unlikely(size - 1 >= pool->page_size)) {
 		if (!size)
 			return (unsigned long)-EINVAL; /* zs_malloc_write's (zs_malloc refuses it first) */
 		return malloc_off_slow(pool, size, src);
 	}
 	/* Owned pools: this thread's heap (owned.c), every rare case out of line. */
-	if (zs_unlikely(heap_tls.key[0] != pool->heap_key))
+	if (unlikely(heap_tls.key[0] != pool->heap_key))
 		return malloc_owned_slow(pool, size, src, 0);
 	struct zs_heap *h = heap_tls.heap[0];
-	if (zs_unlikely(!h || atomic_load_explicit(&h->busy, memory_order_relaxed)))
+	if (unlikely(!h || atomic_load_explicit(&h->busy, memory_order_relaxed)))
 		return malloc_off_slow(pool, size, src); /* no heap to be had, or nested (heap_enter) */
 	atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
 	atomic_signal_fence(memory_order_seq_cst);
-	if (zs_unlikely(atomic_load_explicit(&h->revoke, memory_order_acquire)))
+	if (unlikely(atomic_load_explicit(&h->revoke, memory_order_acquire)))
 		return malloc_owned_slow(pool, size, src, 1);
 	struct zs_heap_class *c = &h->cls[pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3]];
 	struct zspage *z = c->cur;
-	if (zs_unlikely(!z || (z->freeobj == FREEOBJ_END && z->untouched == z->objs) || !h->hl.n))
+	if (unlikely(!z || (z->freeobj == FREEOBJ_END && z->untouched == z->objs) || !h->hl.n))
 		return malloc_owned_slow(pool, size, src, 1);
 	return owned_place(pool, h, c, z, size, src);
 }
 
 unsigned long zs_malloc(struct zs_pool *pool, size_t size)
 {
-	if (zs_unlikely(!size))
+	if (unlikely(!size))
 		return (unsigned long)-EINVAL;
-	if (zs_unlikely(size > pool->small_limit))
+	if (unlikely(size > pool->small_limit))
 		return malloc_off(pool, size, NULL);
 	return malloc_small(pool, size, 0, NULL);
 }
@@ -749,7 +749,7 @@ static __attribute__((noinline)) unsigned long malloc_write_large(struct zs_pool
 								  const void *src, size_t len)
 {
 	unsigned long h = malloc_large(pool, len, 0);
-	if (!ZS_IS_ERR(h) && zs_unlikely(zs_obj_write(pool, h, src, len))) {
+	if (!ZS_IS_ERR(h) && unlikely(zs_obj_write(pool, h, src, len))) {
 		zs_free(pool, h); /* cannot happen: the handle is ours and len fits */
 		return (unsigned long)-EINVAL;
 	}
@@ -760,7 +760,7 @@ static __attribute__((noinline)) unsigned long malloc_write_large(struct zs_pool
 static __attribute__((noinline)) unsigned long malloc_write_class(struct zs_pool *pool,
 								  const void *src, size_t len)
 {
-	if (zs_unlikely(!len || !src))
+	if (unlikely(!len || !src))
 		return (unsigned long)-EINVAL;
 	return malloc_small(pool, len, 0, src);
 }
@@ -768,7 +768,7 @@ static __attribute__((noinline)) unsigned long malloc_write_class(struct zs_pool
 /* Only tail calls here, so neither path pays for the other's registers. */
 unsigned long zs_malloc_write(struct zs_pool *pool, const void *src, size_t len)
 {
-	if (zs_unlikely(!src))
+	if (unlikely(!src))
 		return (unsigned long)-EINVAL;
 	if (len > pool->small_limit) /* owned pools (small_limit 0), or a multi-page object */
 		return malloc_off(pool, len, src);

@@ -1,7 +1,7 @@
 /*
  * Zspages and the objects in them, below every path that changes them:
  * the fullness lists a zspage moves between, the walk of its page chain,
- * taking an object off a zspage's free list (zs_obj_malloc, for zs_malloc
+ * taking an object off a zspage's free list (obj_malloc, for zs_malloc
  * and compaction alike) and checked mode's test that an obj names a live
  * object.  Everything here runs with the class lock (or the pool lock)
  * held by the caller and calls nothing above it, so allocation
@@ -55,7 +55,7 @@ int class_lists_sane(const struct size_class *class)
 		for (const struct zspage *z = class->fullness_list[fg]; z; prev = z, z = z->lnext) {
 			if (z->lprev != prev || z->fullness != fg || z->class_idx != class->enc ||
 			    !zspage_shape_ok(class, z) || z->inuse > z->objs ||
-			    zs_get_fullness_group(class, z) != fg)
+			    get_fullness_group(class, z) != fg)
 				return 0;
 			inuse += z->inuse;
 			objs += z->objs;
@@ -92,10 +92,10 @@ int class_lists_sane(const struct size_class *class)
  */
 int validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj)
 {
-	zs_assert_internal(zs_rw_held_by_me(&pool->lock) ||
+	assert_internal(rw_held_by_me(&pool->lock) ||
 			   !class_enc_valid(pool, obj_to_class_idx(obj)) ||
-			   zs_spin_held(&pool->classes[obj_to_class_idx(obj)].lock));
-	zs_pfn_t pfn = obj_to_pfn(obj);
+			   spin_held(&pool->classes[obj_to_class_idx(obj)].lock));
+	pfn_t pfn = obj_to_pfn(obj);
 	if (!pages_valid(pool->pages, pfn))
 		return -EINVAL;
 	struct zspage *zspage = page_desc(pool, pfn)->owner;
@@ -124,7 +124,7 @@ static __attribute__((noinline, cold)) unsigned unlink_fitted(struct size_class 
 								const struct zspage *zspage)
 {
 	unsigned pages = zspage_pages(class, zspage);
-	zs_assert_internal(class->fitted_nr > 0 && class->fitted_objs >= zspage->objs &&
+	assert_internal(class->fitted_nr > 0 && class->fitted_objs >= zspage->objs &&
 			   class->fitted_pages >= pages);
 	class->fitted_nr--;
 	class->fitted_objs -= zspage->objs;
@@ -135,11 +135,11 @@ static __attribute__((noinline, cold)) unsigned unlink_fitted(struct size_class 
 /* Take an empty zspage off its list and out of the accounting (class lock held). */
 void unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage)
 {
-	zs_assert_internal(zspage->inuse == 0 && zspage->fullness == ZS_INUSE_RATIO_0);
-	zs_assert_internal(class->stats[ZS_OBJS_ALLOCATED] >= zspage->objs);
-	zs_remove_zspage(class, zspage);
+	assert_internal(zspage->inuse == 0 && zspage->fullness == ZS_INUSE_RATIO_0);
+	assert_internal(class->stats[ZS_OBJS_ALLOCATED] >= zspage->objs);
+	remove_zspage(class, zspage);
 	unsigned pages = class->pages_per_zspage;
-	if (zs_unlikely(zspage->objs != class->objs_per_zspage))
+	if (unlikely(zspage->objs != class->objs_per_zspage))
 		pages = unlink_fitted(class, zspage);
 	class->stats[ZS_OBJS_ALLOCATED] -= zspage->objs;
 	pool_pages_add(pool, -(long)pages);
@@ -153,12 +153,12 @@ void unlink_empty_zspage(struct zs_pool *pool, struct size_class *class, struct 
  */
 void free_zspage_pages(struct zs_pool *pool, struct zspage *zspage)
 {
-	zs_pfn_t pfns[ZS_MAX_CHAIN];
-	zs_pfn_t pfn = zspage->pfn;
+	pfn_t pfns[ZS_MAX_CHAIN];
+	pfn_t pfn = zspage->pfn;
 	unsigned pages = 0;
-	zs_assert_internal(!zspage_tail(zspage)); /* taken (zspage_take_tail) before the pages go */
+	assert_internal(!zspage_tail(zspage)); /* taken (zspage_take_tail) before the pages go */
 	do {
-		zs_assert_internal(pages < ZS_MAX_CHAIN);
+		assert_internal(pages < ZS_MAX_CHAIN);
 		pfns[pages++] = pfn;
 		pfn = page_desc(pool, pfn)->next;
 	} while (pfn != ZS_PFN_NONE);

@@ -181,7 +181,7 @@ extern const char zswap_stream_lockid;
 static inline void zswap_stream_put(struct zw_stream *s)
 {
 	comp_pool_put(&s->cs);
-	zs_lock_drop(&zswap_stream_lockid);
+	lock_drop(&zswap_stream_lockid);
 }
 int zswap_streams_create(struct zs_zswap *z, const char *comp, int level);
 void zswap_streams_free(struct zs_zswap *z);

@@ -21,7 +21,7 @@ uint64_t zswap_pool_pages(struct zs_zswap *z)
 	struct zs_backend_stats st;
 	uint64_t bytes;
 
-	if (zs_likely(z->has_pages))
+	if (likely(z->has_pages))
 		return zs_backend_total_pages(z->b);
 	zs_backend_stats(z->b, &st, sizeof(st));
 	bytes = zs_backend_mem_bytes(z->b, &st);
@@ -46,7 +46,7 @@ int zswap_pool_full(struct zs_zswap *z)
 	 * a limit hit - invalidations just before must make room as they do
 	 * with synchronous frees (the worker gathers for up to 1 ms).
 	 */
-	if (zs_unlikely(z->deferred) &&
+	if (unlikely(z->deferred) &&
 	    cur >= atomic_load_explicit(&z->max_pages, memory_order_relaxed)) {
 		zs_backend_flush(z->b);
 		cur = zswap_pool_pages(z);
@@ -182,8 +182,8 @@ unsigned long zs_zswap_compact(struct zs_zswap *z)
 
 	if (!z)
 		return 0;
-	zs_signals_block(&g);
+	signals_block(&g);
 	n = zs_backend_compact(z->b);
-	zs_signals_restore(&g);
+	signals_restore(&g);
 	return n;
 }

@@ -24,7 +24,7 @@ const char zswap_stream_lockid;   /* every stream's identity for the lock-order 
 struct zw_stream *zswap_stream_get(struct zs_zswap *z)
 {
 	/* Checked before the wait: a second stream, or one taken under a shard lock, could wait forever. */
-	zs_lock_take(&zswap_stream_lockid, ZS_LOCK_ZSWAP_STREAM);
+	lock_take(&zswap_stream_lockid, ZS_LOCK_ZSWAP_STREAM);
 	/* A zw_stream begins with its comp_stream (the union), so the pointers are one. */
 	return (struct zw_stream *)(void *)comp_pool_get(&z->pool, &hint);
 }
@@ -70,7 +70,7 @@ int zswap_entry_read(struct zs_zswap *z, struct zw_stream *s, struct zw_node *n,
 	if (n->flags & NF_RAW) {
 		/* The caller's page doubles as the local copy: a spanning raw object costs one copy. */
 		p = zs_backend_read_begin(z->b, n->handle, ps, page);
-		if (zs_unlikely(!p))
+		if (unlikely(!p))
 			return -EIO;
 		if (p != page)
 			memcpy(page, p, ps);
@@ -78,7 +78,7 @@ int zswap_entry_read(struct zs_zswap *z, struct zw_stream *s, struct zw_node *n,
 		return 0;
 	}
 	p = zs_backend_read_begin(z->b, n->handle, n->len, s->local);
-	if (zs_unlikely(!p))
+	if (unlikely(!p))
 		return -EIO;
 	if (zs_decompress(s->comp, p, n->len, page, ps) != (int)ps)
 		rc = -EIO;

@@ -155,7 +155,7 @@ void zswap_lru_add(struct zs_zswap *z, struct zw_shard *sh, struct zw_node *n)
 {
 	n->seq = next_seq(z);
 	list_add_head(&sh->lru, &n->lru);
-	if (zs_unlikely(!sh->glru[n->group].next))
+	if (unlikely(!sh->glru[n->group].next))
 		list_init(&sh->glru[n->group]);
 	list_add_head(&sh->glru[n->group], &n->glru);
 	update_tail(sh);
@@ -190,7 +190,7 @@ void zswap_entry_release(struct zs_zswap *z, struct zw_shard *sh, struct zw_node
 {
 	struct zw_group *g = &z->groups[n->group];
 
-	zs_assert_internal(n->kind == K_ENTRY);
+	assert_internal(n->kind == K_ENTRY);
 	zswap_lru_del(sh, n);
 	if (deferred)
 		zs_backend_free_deferred(z->b, n->handle);

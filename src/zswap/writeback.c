@@ -198,11 +198,11 @@ static int step(struct zs_zswap *z)
 	if (!sh)
 		return STEP_EMPTY;
 	s = zswap_stream_get(z);
-	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
+	mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	n = zswap_lru_tail(sh, -1);
 	/* Emptied meanwhile by another thread: a step that did nothing. */
 	r = n ? step_locked(z, s, sh, n) : STEP_ROTATED;
-	zs_mutex_unlock_ranked(&sh->lock);
+	mutex_unlock_ranked(&sh->lock);
 	zswap_stream_put(s);
 	return r;
 }
@@ -228,7 +228,7 @@ long zs_zswap_writeback(struct zs_zswap *z, size_t nr)
 		return -EOPNOTSUPP;
 	if (nr > (size_t)LONG_MAX)
 		nr = (size_t)LONG_MAX;
-	zs_signals_block(&g);
+	signals_block(&g);
 	/* Twice the entries: each may need one visit to lose its referenced bit. */
 	budget = 2 * entries(z);
 	while ((size_t)written < nr && budget) {
@@ -239,7 +239,7 @@ long zs_zswap_writeback(struct zs_zswap *z, size_t nr)
 			break;
 		written += r == STEP_WRITTEN;
 	}
-	zs_signals_restore(&g);
+	signals_restore(&g);
 	return written;
 }
 
@@ -254,7 +254,7 @@ long zs_zswap_shrink(struct zs_zswap *z, unsigned long nr_to_scan)
 		return -EOPNOTSUPP;
 	if (!z->shrinker)
 		return 0;
-	zs_signals_block(&g);
+	signals_block(&g);
 	for (unsigned long i = 0; i < nr_to_scan; i++) {
 		int r = step(z);
 
@@ -262,7 +262,7 @@ long zs_zswap_shrink(struct zs_zswap *z, unsigned long nr_to_scan)
 			break;
 		written += r == STEP_WRITTEN;
 	}
-	zs_signals_restore(&g);
+	signals_restore(&g);
 	return written;
 }
 
@@ -295,18 +295,18 @@ int zswap_group_shrink(struct zs_zswap *z, unsigned group)
 	for (unsigned i = 0; i < ZW_NSHARDS; i++) {
 		struct zw_shard *sh = &z->shards[i];
 
-		zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
+		mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 		n = zswap_lru_tail(sh, (int)group);
 		if (n && n->seq < best) {
 			best = n->seq;
 			bs = sh;
 		}
-		zs_mutex_unlock_ranked(&sh->lock);
+		mutex_unlock_ranked(&sh->lock);
 	}
 	if (!bs)
 		return -ENOENT;
 	s = zswap_stream_get(z);
-	zs_mutex_lock_ranked(&bs->lock, ZS_LOCK_ZSWAP_SHARD);
+	mutex_lock_ranked(&bs->lock, ZS_LOCK_ZSWAP_SHARD);
 	n = zswap_lru_tail(bs, (int)group);
 	if (!n) {
 		rc = -EAGAIN;
@@ -318,7 +318,7 @@ int zswap_group_shrink(struct zs_zswap *z, unsigned group)
 	} else {
 		rc = write_entry_locked(z, s, bs, n);
 	}
-	zs_mutex_unlock_ranked(&bs->lock);
+	mutex_unlock_ranked(&bs->lock);
 	zswap_stream_put(s);
 	return rc;
 }
@@ -333,7 +333,7 @@ static void worker_pass(struct zs_zswap *z)
 	while (zswap_pool_pages(z) > atomic_load_explicit(&z->accept_pages, memory_order_relaxed)) {
 		int r = step(z);
 
-		if (zs_unlikely(zs_fork_gate_closing(&fork_gate)))
+		if (unlikely(fork_gate_closing(&fork_gate)))
 			fork_gate_yield(&fork_gate);
 
 		if (r == STEP_EMPTY)
@@ -342,7 +342,7 @@ static void worker_pass(struct zs_zswap *z)
 		if (r != STEP_WRITTEN && ++failures == ZS_ZSWAP_WORKER_RETRIES)
 			break;
 	}
-	zs_fork_gate_leave(&fork_gate);
+	fork_gate_leave(&fork_gate);
 	ev_inc(z, EV_WORKER_RUNS);
 }
 
@@ -350,8 +350,8 @@ static void *worker_main(void *arg)
 {
 	struct zswap_worker *w = arg;
 
-	zs_signals_blocked_thread();
-	zs_mutex_lock_ranked(&w->lock, ZS_LOCK_ZSWAP_WORKER);
+	signals_blocked_thread();
+	mutex_lock_ranked(&w->lock, ZS_LOCK_ZSWAP_WORKER);
 	for (;;) {
 		while (!atomic_load_explicit(&w->queued, memory_order_relaxed) && !w->stop)
 			pthread_cond_wait(&w->wake, &w->lock);
@@ -359,15 +359,15 @@ static void *worker_main(void *arg)
 			break;
 		atomic_store_explicit(&w->queued, 0, memory_order_relaxed);
 		w->running = 1;
-		zs_mutex_unlock_ranked(&w->lock);
+		mutex_unlock_ranked(&w->lock);
 		worker_pass(w->z);
-		zs_mutex_lock_ranked(&w->lock, ZS_LOCK_ZSWAP_WORKER);
+		mutex_lock_ranked(&w->lock, ZS_LOCK_ZSWAP_WORKER);
 		w->running = 0;
 		pthread_cond_broadcast(&w->idle);
 	}
 	w->running = 0;
 	pthread_cond_broadcast(&w->idle);
-	zs_mutex_unlock_ranked(&w->lock);
+	mutex_unlock_ranked(&w->lock);
 	return NULL;
 }
 
@@ -433,34 +433,34 @@ void zswap_worker_queue(struct zs_zswap *z)
 	w = atomic_load_explicit(&z->worker, memory_order_acquire);
 	if (!w) {
 		/* Started lazily, once: a zswap that never fills never runs a thread. */
-		zs_mutex_lock_ranked(&z->worker_lock, ZS_LOCK_ZSWAP_WORKER_START);
+		mutex_lock_ranked(&z->worker_lock, ZS_LOCK_ZSWAP_WORKER_START);
 		w = atomic_load_explicit(&z->worker, memory_order_relaxed);
 		if (!w) {
 			w = worker_start(z);
 			atomic_store_explicit(&z->worker, w, memory_order_release);
 		}
-		zs_mutex_unlock_ranked(&z->worker_lock);
+		mutex_unlock_ranked(&z->worker_lock);
 		if (!w)
 			return;
 	}
-	if (zs_unlikely(atomic_load_explicit(&w->forked, memory_order_acquire))) {
+	if (unlikely(atomic_load_explicit(&w->forked, memory_order_acquire))) {
 		/* A forked child: its first pass starts its own thread (the parent's did not come). */
-		zs_mutex_lock_ranked(&z->worker_lock, ZS_LOCK_ZSWAP_WORKER_START);
+		mutex_lock_ranked(&z->worker_lock, ZS_LOCK_ZSWAP_WORKER_START);
 		if (atomic_load_explicit(&w->forked, memory_order_relaxed) && !worker_thread(w))
 			atomic_store_explicit(&w->forked, 0, memory_order_release);
-		zs_mutex_unlock_ranked(&z->worker_lock);
+		mutex_unlock_ranked(&z->worker_lock);
 		if (atomic_load_explicit(&w->forked, memory_order_acquire))
 			return;
 	}
 	/* Already queued: one pending pass covers it, as queue_work coalesces. */
 	if (atomic_load_explicit(&w->queued, memory_order_relaxed))
 		return;
-	zs_mutex_lock_ranked(&w->lock, ZS_LOCK_ZSWAP_WORKER);
+	mutex_lock_ranked(&w->lock, ZS_LOCK_ZSWAP_WORKER);
 	if (!atomic_load_explicit(&w->queued, memory_order_relaxed)) {
 		atomic_store_explicit(&w->queued, 1, memory_order_relaxed);
 		pthread_cond_signal(&w->wake);
 	}
-	zs_mutex_unlock_ranked(&w->lock);
+	mutex_unlock_ranked(&w->lock);
 }
 
 static void zswap_worker_flush(struct zs_zswap *z)
@@ -470,10 +470,10 @@ static void zswap_worker_flush(struct zs_zswap *z)
 	w = atomic_load_explicit(&z->worker, memory_order_acquire);
 	if (!w)
 		return;
-	zs_mutex_lock_ranked(&w->lock, ZS_LOCK_ZSWAP_WORKER);
+	mutex_lock_ranked(&w->lock, ZS_LOCK_ZSWAP_WORKER);
 	while (atomic_load_explicit(&w->queued, memory_order_relaxed) || w->running)
 		pthread_cond_wait(&w->idle, &w->lock);
-	zs_mutex_unlock_ranked(&w->lock);
+	mutex_unlock_ranked(&w->lock);
 }
 
 /* Here, with the worker it waits for: the pool limit and stats (stats.c) stay below writeback. */
@@ -493,10 +493,10 @@ void zswap_worker_stop(struct zs_zswap *z)
 	if (!w)
 		return;
 	if (!atomic_load_explicit(&w->forked, memory_order_relaxed)) {
-		zs_mutex_lock_ranked(&w->lock, ZS_LOCK_ZSWAP_WORKER);
+		mutex_lock_ranked(&w->lock, ZS_LOCK_ZSWAP_WORKER);
 		w->stop = 1;
 		pthread_cond_signal(&w->wake);
-		zs_mutex_unlock_ranked(&w->lock);
+		mutex_unlock_ranked(&w->lock);
 		pthread_join(w->th, NULL);
 	}
 	fork_gate_lock(&fork_gate);

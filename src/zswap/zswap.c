@@ -97,7 +97,7 @@ static int check_config(const struct zs_zswap_config *cfg, size_t ps, char *err,
 		return -EINVAL;
 	}
 	if (ZS_CONFIG_ABI_CHECK(cfg, &bad)) {
-		zs_config_abi_err(err, errlen, "zs_zswap_config", cfg->struct_size, sizeof(*cfg),
+		config_abi_err(err, errlen, "zs_zswap_config", cfg->struct_size, sizeof(*cfg),
 				  bad);
 		return -EINVAL;
 	}
@@ -297,11 +297,11 @@ static int reject(struct zs_zswap *z, uint64_t offset, int rc)
 	struct zw_shard *sh = zw_shard_of(z, offset);
 	struct zw_node *n;
 
-	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
+	mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	n = zswap_lookup(sh, offset);
 	if (n)
 		drop_locked(z, sh, n, 0);
-	zs_mutex_unlock_ranked(&sh->lock);
+	mutex_unlock_ranked(&sh->lock);
 	if (atomic_load_explicit(&z->reached_full, memory_order_relaxed))
 		zswap_worker_queue(z);
 	return rc;
@@ -314,7 +314,7 @@ static int store_zero(struct zs_zswap *z, uint64_t offset)
 	struct zw_node *nn = malloc(sizeof(*nn)), *n;
 	int rc = ZS_ZSWAP_ZERO;
 
-	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
+	mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	n = zswap_lookup(sh, offset);
 	if (n && n->kind == K_ZERO) {
 		free(nn);
@@ -333,7 +333,7 @@ static int store_zero(struct zs_zswap *z, uint64_t offset)
 	}
 	if (rc > 0)
 		sc_add(sh, SC_SWPOUT_ZERO, 1);
-	zs_mutex_unlock_ranked(&sh->lock);
+	mutex_unlock_ranked(&sh->lock);
 	return rc;
 }
 
@@ -343,7 +343,7 @@ static int admit(struct zs_zswap *z, unsigned group)
 	struct zw_group *g = &z->groups[group];
 	uint64_t max = atomic_load_explicit(&g->max_bytes, memory_order_relaxed);
 
-	if (zs_unlikely(max != ZS_ZSWAP_NO_LIMIT)) {
+	if (unlikely(max != ZS_ZSWAP_NO_LIMIT)) {
 		if (max == 0)
 			return -EDQUOT;
 		/* Checked before storing (the kernel's obj_cgroup_may_zswap): one store may go over. */
@@ -372,7 +372,7 @@ static int commit(struct zs_zswap *z, struct zw_node *nn, uint64_t offset, unsig
 
 	/* Allocated and written in one call (zs_backend_malloc_write); -EIO: a refused write. */
 	h = data ? zs_backend_malloc_write(z->b, data, len) : zs_backend_malloc(z->b, len);
-	if (zs_unlikely(ZS_IS_ERR(h))) {
+	if (unlikely(ZS_IS_ERR(h))) {
 		int e = (int)ZS_ERR(h);
 
 		/* The kernel counts an allocator's -ENOSPC (object too large) as a poor compression. */
@@ -389,7 +389,7 @@ static int commit(struct zs_zswap *z, struct zw_node *nn, uint64_t offset, unsig
 	nn->kind = K_ENTRY;
 	nn->flags = (uint8_t)(flags | NF_REFERENCED);
 
-	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
+	mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	old = zswap_lookup(sh, offset);
 	if (old)
 		drop_locked(z, sh, old, 0);
@@ -403,7 +403,7 @@ static int commit(struct zs_zswap *z, struct zw_node *nn, uint64_t offset, unsig
 	g_add(&g->charged, (int64_t)len);
 	g_add(&g->pages, 1);
 	g_add(&g->zswpout, 1);
-	zs_mutex_unlock_ranked(&sh->lock);
+	mutex_unlock_ranked(&sh->lock);
 	return 0;
 }
 
@@ -414,21 +414,21 @@ int zs_zswap_store(struct zs_zswap *z, uint64_t offset, const void *page, unsign
 	size_t ps;
 	int n, rc;
 
-	if (zs_unlikely(!args_ok(z, offset, group) || !page))
+	if (unlikely(!args_ok(z, offset, group) || !page))
 		return -EINVAL;
 	ps = z->page_size;
-	if (zs_unlikely(page_is_zero(page, ps)))
+	if (unlikely(page_is_zero(page, ps)))
 		return store_zero(z, offset);
-	if (zs_unlikely((rc = admit(z, group))))
+	if (unlikely((rc = admit(z, group))))
 		return reject(z, offset, rc);
 	nn = malloc(sizeof(*nn));
-	if (zs_unlikely(!nn)) {
+	if (unlikely(!nn)) {
 		ev_inc(z, EV_KMEM_FAIL);
 		return reject(z, offset, -ENOMEM);
 	}
 	s = zswap_stream_get(z);
 	n = zs_compress(s->comp, page, ps, s->buf, s->buf_cap);
-	if (zs_likely(n > 0 && (size_t)n < ps)) {
+	if (likely(n > 0 && (size_t)n < ps)) {
 		rc = commit(z, nn, offset, group, s->buf, (size_t)n, 0);
 		zswap_stream_put(s);
 		return rc;
@@ -458,7 +458,7 @@ int zs_zswap_store_compressed(struct zs_zswap *z, uint64_t offset, const void *c
 	size_t ps, len = clen;
 	int rc;
 
-	if (zs_unlikely(!args_ok(z, offset, group) || clen > z->comp_bound))
+	if (unlikely(!args_ok(z, offset, group) || clen > z->comp_bound))
 		return -EINVAL;
 	ps = z->page_size;
 	if (clen == 0)
@@ -483,7 +483,7 @@ int zs_zswap_store_compressed(struct zs_zswap *z, uint64_t offset, const void *c
 			data = tmp;
 		}
 	}
-	if (zs_unlikely((rc = admit(z, group)))) {
+	if (unlikely((rc = admit(z, group)))) {
 		free(tmp);
 		return reject(z, offset, rc);
 	}
@@ -493,7 +493,7 @@ int zs_zswap_store_compressed(struct zs_zswap *z, uint64_t offset, const void *c
 		return reject(z, offset, -E2BIG);
 	}
 	nn = malloc(sizeof(*nn));
-	if (zs_unlikely(!nn)) {
+	if (unlikely(!nn)) {
 		free(tmp);
 		ev_inc(z, EV_KMEM_FAIL);
 		return reject(z, offset, -ENOMEM);
@@ -512,11 +512,11 @@ int zs_zswap_load(struct zs_zswap *z, uint64_t offset, void *page)
 	struct zw_node *n;
 	int rc;
 
-	if (zs_unlikely(!z || offset >= ZS_ZSWAP_MAX_OFFSET || !page))
+	if (unlikely(!z || offset >= ZS_ZSWAP_MAX_OFFSET || !page))
 		return -EINVAL;
 	sh = zw_shard_of(z, offset);
 	s = zswap_stream_get(z);
-	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
+	mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	n = zswap_lookup(sh, offset);
 	if (!n) {
 		rc = -ENOENT;
@@ -545,7 +545,7 @@ int zs_zswap_load(struct zs_zswap *z, uint64_t offset, void *page)
 		g_add(&z->groups[n->group].zswpin, 1);
 		drop_locked(z, sh, n, z->deferred);
 	}
-	zs_mutex_unlock_ranked(&sh->lock);
+	mutex_unlock_ranked(&sh->lock);
 	zswap_stream_put(s);
 	return rc;
 }
@@ -556,15 +556,15 @@ int zs_zswap_invalidate(struct zs_zswap *z, uint64_t offset)
 	struct zw_node *n;
 	int rc = 0;
 
-	if (zs_unlikely(!z || offset >= ZS_ZSWAP_MAX_OFFSET))
+	if (unlikely(!z || offset >= ZS_ZSWAP_MAX_OFFSET))
 		return -EINVAL;
 	sh = zw_shard_of(z, offset);
-	zs_mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
+	mutex_lock_ranked(&sh->lock, ZS_LOCK_ZSWAP_SHARD);
 	n = zswap_lookup(sh, offset);
 	if (n)
 		drop_locked(z, sh, n, z->deferred);
 	else
 		rc = -ENOENT;
-	zs_mutex_unlock_ranked(&sh->lock);
+	mutex_unlock_ranked(&sh->lock);
 	return rc;
 }

@@ -541,9 +541,9 @@ static void op_misuse(struct st *s, struct fin *in)
 		struct obj *e = &s->o[h % MAXOBJ];
 		if (!e->h || e->size <= s->page_size)
 			return;
-		zs_read_lock(&s->a.zp->lock);
+		read_lock(&s->a.zp->lock);
 		unsigned long tail = zspage_tail(obj_to_zspage(s->a.zp, handle_to_obj(e->h)));
-		zs_read_unlock(&s->a.zp->lock);
+		read_unlock(&s->a.zp->lock);
 		if (!tail)
 			return;
 		h = (h >> 8) & 1 ? tail : tail & (HANDLE_ADDR_MASK | HANDLE_GEN_MASK);

@@ -45,9 +45,9 @@ static void case_control(void)
 	struct zspage *zspage;
 	struct size_class *class;
 	struct zs_pool *pool = pool_with_object(&h, &zspage, &class);
-	zs_spin_lock(&class->lock);
-	zs_fix_fullness_group(class, zspage);
-	zs_spin_unlock(&class->lock);
+	spin_lock(&class->lock);
+	fix_fullness_group(class, zspage);
+	spin_unlock(&class->lock);
 	if (zs_free(pool, h) || zs_compact(pool) != 0)
 		_exit(4);
 	zs_destroy_pool(pool);
@@ -59,8 +59,8 @@ static void case_list_unlocked(void)
 	struct zspage *zspage;
 	struct size_class *class;
 	struct zs_pool *pool = pool_with_object(&h, &zspage, &class);
-	zs_remove_zspage(class, zspage); /* class lock not held */
-	zs_insert_zspage(class, zspage, zs_get_fullness_group(class, zspage));
+	remove_zspage(class, zspage); /* class lock not held */
+	insert_zspage(class, zspage, get_fullness_group(class, zspage));
 	zs_destroy_pool(pool);
 }
 
@@ -70,9 +70,9 @@ static void case_wrong_list(void)
 	struct zspage *zspage;
 	struct size_class *class;
 	(void)pool_with_object(&h, &zspage, &class);
-	zs_spin_lock(&class->lock);
+	spin_lock(&class->lock);
 	zspage->fullness = ZS_INUSE_RATIO_100; /* it is on a partly used list */
-	zs_remove_zspage(class, zspage);
+	remove_zspage(class, zspage);
 }
 
 static void case_inuse_bound(void)
@@ -81,11 +81,11 @@ static void case_inuse_bound(void)
 	struct zspage *zspage;
 	struct size_class *class;
 	struct zs_pool *pool = pool_with_object(&h, &zspage, &class);
-	zs_spin_lock(&class->lock);
+	spin_lock(&class->lock);
 	zspage->inuse = class->objs_per_zspage + 1;
-	int fg = zs_get_fullness_group(class, zspage);
+	int fg = get_fullness_group(class, zspage);
 	zspage->inuse = 1;
-	zs_spin_unlock(&class->lock);
+	spin_unlock(&class->lock);
 	(void)fg;
 	zs_destroy_pool(pool);
 }
@@ -97,13 +97,13 @@ static void case_class_counts(void)
 	struct size_class *class;
 	struct zs_pool *pool = pool_with_object(&h, &zspage, &class);
 	struct zs_class_stats st;
-	zs_spin_lock(&class->lock);
+	spin_lock(&class->lock);
 	class->stats[ZS_OBJS_INUSE]++; /* one object more than the zspages hold */
-	zs_spin_unlock(&class->lock);
+	spin_unlock(&class->lock);
 	zs_class_stats(pool, (int)class->index, &st, sizeof(st));
-	zs_spin_lock(&class->lock);
+	spin_lock(&class->lock);
 	class->stats[ZS_OBJS_INUSE]--;
-	zs_spin_unlock(&class->lock);
+	spin_unlock(&class->lock);
 	zs_destroy_pool(pool);
 }
 
@@ -119,16 +119,16 @@ static void case_double_free(void)
 
 static void case_spin_unlock_unheld(void)
 {
-	zs_spinlock_t l;
-	zs_spin_init(&l);
-	zs_spin_unlock(&l);
+	spinlock_t l;
+	spin_init(&l);
+	spin_unlock(&l);
 }
 
 static void case_zspage_unlock_unheld(void)
 {
 	atomic_int cnt;
 	atomic_init(&cnt, 0);
-	zs_zspage_read_unlock(&cnt);
+	zspage_read_unlock(&cnt);
 }
 
 static void case_zblock_double_free(void)
@@ -167,7 +167,7 @@ struct dcase {
 static const struct dcase cases[] = {
 	{ "control", case_control, NULL, 1 },
 	{ "fullness list without class lock", case_list_unlocked,
-	  "zs_remove_zspage: internal check failed: zs_spin_held(&class->lock)", 1 },
+	  "remove_zspage: internal check failed: spin_held(&class->lock)", 1 },
 	{ "zspage not on the list its fullness names", case_wrong_list,
 	  "internal check failed: zspage_on_its_list(class, zspage)", 0 },
 	{ "inuse above objs_per_zspage", case_inuse_bound, "internal check failed: inuse <= objs", 1 },
@@ -176,7 +176,7 @@ static const struct dcase cases[] = {
 	{ "double free (handle state)", case_double_free,
 	  "internal check failed: handle_is_live(handle)", 0 },
 	{ "class lock released by a non-holder", case_spin_unlock_unheld,
-	  "internal check failed: zs_spin_held(l)", 1 },
+	  "internal check failed: spin_held(l)", 1 },
 	{ "zspage read unlock without a reader", case_zspage_unlock_unheld,
 	  "internal check failed: was > 0", 1 },
 	{ "zblock double free (block invariants)", case_zblock_double_free,

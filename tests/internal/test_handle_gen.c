@@ -510,9 +510,9 @@ static void tail_handles_refused(void)
 	}
 	int tails = 0;
 	for (int i = 0; i < N; i++) {
-		zs_read_lock(&p->lock);
+		read_lock(&p->lock);
 		unsigned long tail = zspage_tail(obj_to_zspage(p, handle_to_obj(h[i])));
-		zs_read_unlock(&p->lock);
+		read_unlock(&p->lock);
 		if (!tail)
 			continue;
 		tails++;

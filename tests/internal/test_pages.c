@@ -80,7 +80,7 @@ static void test_basic(void)
 	CHECK_EQ(pages_page_size(p), 4096);
 	CHECK(sizeof(struct zs_page_desc) == 64);
 
-	zs_pfn_t pfn = ZS_PFN_NONE;
+	pfn_t pfn = ZS_PFN_NONE;
 	CHECK_EQ(pages_alloc(p, &pfn), 0);
 	CHECK(pfn != ZS_PFN_NONE);
 	CHECK(pages_valid(p, pfn));
@@ -125,7 +125,7 @@ static void test_distinct(size_t ps)
 {
 	enum { N = 3000 };
 	struct zs_pages *p = mk(ps, 0, 0, 0);
-	static zs_pfn_t pfns[N];
+	static pfn_t pfns[N];
 	static uintptr_t addrs[N];
 
 	for (size_t i = 0; i < N; i++) {
@@ -153,7 +153,7 @@ static void test_distinct(size_t ps)
 		disjoint &= addrs[i] - addrs[i - 1] >= ps;
 	CHECK(disjoint);
 	/* pfns are dense: all below N (plus a per-CPU cache's batch, 32) rounded up to a chunk. */
-	zs_pfn_t maxpfn = 0;
+	pfn_t maxpfn = 0;
 	for (size_t i = 0; i < N; i++)
 		maxpfn = pfns[i] > maxpfn ? pfns[i] : maxpfn;
 	size_t ppc = 2 * MIB / ps;
@@ -191,7 +191,7 @@ static void test_runs(size_t ps)
 {
 	struct zs_pages *p = mk(ps, 0, 0, 0);
 	size_t ppc = 2 * MIB / ps;
-	zs_pfn_t firsts[65];
+	pfn_t firsts[65];
 
 	for (unsigned n = 1; n <= 64; n++) {
 		if (n > ppc) {
@@ -236,7 +236,7 @@ static void test_runs(size_t ps)
 			pages_free_run(p, firsts[n], n);
 	CHECK_EQ(pages_in_use(p), 0);
 
-	zs_pfn_t f;
+	pfn_t f;
 	CHECK_EQ(pages_alloc_run(p, 0, &f), -EINVAL);
 	CHECK_EQ(pages_alloc_run(p, 65, &f), -EINVAL);
 	CHECK_EQ(pages_alloc_run(p, 1, NULL), -EINVAL);
@@ -254,7 +254,7 @@ static void test_runs(size_t ps)
 static void test_run_uses_cache(void)
 {
 	struct zs_pages *p = mk(4096, 64 * KIB, 0, 100); /* 16 pages per chunk */
-	zs_pfn_t pf[16], f;
+	pfn_t pf[16], f;
 
 	for (int i = 0; i < 16; i++)
 		REQUIRE(pages_alloc(p, &pf[i]) == 0);
@@ -281,7 +281,7 @@ static void test_run_uses_cache(void)
 static void test_slot_reuse(void)
 {
 	struct zs_pages *p = mk(4096, 64 * KIB, 0, ZS_PAGES_NO_CACHE); /* 16 pages per chunk */
-	zs_pfn_t pf[48];
+	pfn_t pf[48];
 	struct zs_pages_stats st;
 
 	for (int i = 0; i < 48; i++) {
@@ -306,7 +306,7 @@ static void test_slot_reuse(void)
 	CHECK_EQ(st.chunks_mapped, 3);
 	/* Freed low pages are refilled before a new chunk is mapped. */
 	pages_free(p, pf[20]);
-	zs_pfn_t x;
+	pfn_t x;
 	REQUIRE(pages_alloc(p, &x) == 0);
 	CHECK_EQ(x, 20);
 	pages_destroy(p); /* with pages in use */
@@ -315,7 +315,7 @@ static void test_slot_reuse(void)
 static void test_limit(void)
 {
 	struct zs_pages *p = mk(4096, 0, 10, 0);
-	zs_pfn_t pf[10], x;
+	pfn_t pf[10], x;
 
 	for (int i = 0; i < 10; i++)
 		REQUIRE(pages_alloc(p, &pf[i]) == 0);
@@ -332,7 +332,7 @@ static void test_limit(void)
 
 	pages_set_limit(p, 12);
 	CHECK_EQ(pages_alloc_run(p, 2, &x), 0);
-	zs_pfn_t y;
+	pfn_t y;
 	CHECK_EQ(pages_alloc(p, &y), -ENOMEM);
 	pages_set_limit(p, 5); /* below use: nothing is taken away */
 	CHECK_EQ(pages_in_use(p), 12);
@@ -356,7 +356,7 @@ static void test_limit(void)
 static void test_alloc_bulk(size_t cache)
 {
 	struct zs_pages *p = mk(4096, 0, 0, cache);
-	zs_pfn_t a[64], b[64], warm[40];
+	pfn_t a[64], b[64], warm[40];
 
 	CHECK_EQ(pages_alloc_bulk(p, 0, a), -EINVAL);
 	CHECK_EQ(pages_alloc_bulk(p, ZS_FREE_BULK_MAX + 1, a), -EINVAL);
@@ -413,7 +413,7 @@ static void test_alloc_bulk(size_t cache)
 static void test_fail_injection(void)
 {
 	struct zs_pages *p = mk(4096, 0, 0, 0);
-	zs_pfn_t pf[20];
+	pfn_t pf[20];
 	int n = 0;
 
 	pages_fail_after(p, 3, 2);
@@ -470,7 +470,7 @@ static void test_bad_config(void)
 
 	/* Smallest legal chunk: one page. */
 	struct zs_pages *p = mk(16384, 16384, 0, ZS_PAGES_NO_CACHE);
-	zs_pfn_t a, b, r;
+	pfn_t a, b, r;
 	CHECK_EQ(pages_alloc(p, &a), 0);
 	CHECK_EQ(pages_alloc(p, &b), 0);
 	CHECK(a != b);
@@ -495,7 +495,7 @@ static void test_bad_config(void)
 static void test_garbage_lookups(uint64_t *rng)
 {
 	struct zs_pages *p = mk(4096, 0, 0, 0);
-	zs_pfn_t pf[600];
+	pfn_t pf[600];
 	int stack_var = 0;
 
 	CHECK(!pages_valid(p, 0));
@@ -513,7 +513,7 @@ static void test_garbage_lookups(uint64_t *rng)
 	CHECK_EQ(bad, 0);
 	int hits = 0;
 	for (int i = 0; i < 100000; i++) {
-		zs_pfn_t g = tu_rand(rng);
+		pfn_t g = tu_rand(rng);
 		switch (i % 4) {
 		case 0: g &= 0xffff; break;
 		case 1: g &= 0xffffffffu; break;
@@ -539,7 +539,7 @@ static void test_cache(void)
 {
 	/* 64 pages: below the per-CPU caches' threshold, so one exact LIFO cache. */
 	struct zs_pages *p = mk(4096, 0, 0, 64);
-	zs_pfn_t pf[100];
+	pfn_t pf[100];
 	struct zs_pages_stats st;
 
 	for (int i = 0; i < 100; i++)
@@ -550,7 +550,7 @@ static void test_cache(void)
 	CHECK_EQ(st.pages_cached, 64);
 	CHECK_EQ(st.chunks_mapped, 1);
 	/* Pages beyond the bound went back at once; hot pages are reused first, last cached first. */
-	zs_pfn_t x;
+	pfn_t x;
 	REQUIRE(pages_alloc(p, &x) == 0);
 	CHECK_EQ(x, pf[63]);
 	pages_free(p, x);
@@ -590,7 +590,7 @@ static void test_free_bulk(uint64_t *rng)
 	enum { N = 96, CACHE = 5 };
 	/* 32 pages per chunk: 3 chunks. */
 	struct zs_pages *p = mk(4096, 128 * KIB, 0, CACHE);
-	zs_pfn_t pf[N], batch[N + 2];
+	pfn_t pf[N], batch[N + 2];
 	struct zs_pages_stats st;
 
 	for (int i = 0; i < N; i++) {
@@ -609,7 +609,7 @@ static void test_free_bulk(uint64_t *rng)
 	batch[nb++] = ZS_PFN_NONE;  /* foreign */
 	for (unsigned i = nb - 1; i > 0; i--) {
 		unsigned j = (unsigned)(tu_rand(rng) % (i + 1));
-		zs_pfn_t t = batch[i];
+		pfn_t t = batch[i];
 		batch[i] = batch[j];
 		batch[j] = t;
 	}
@@ -650,7 +650,7 @@ static void test_free_bulk(uint64_t *rng)
 
 	/* Beyond the cache the memory leaves the process. */
 	size_t n = 32 * MIB / 4096;
-	zs_pfn_t *big = malloc(n * sizeof(*big));
+	pfn_t *big = malloc(n * sizeof(*big));
 	REQUIRE(big);
 	p = mk(4096, 0, 0, 64);
 	size_t rss0 = zs_process_rss();
@@ -683,7 +683,7 @@ static void test_free_bulk(uint64_t *rng)
 static void test_rss(size_t ps, size_t cache)
 {
 	size_t n = 64 * MIB / ps;
-	zs_pfn_t *pf = malloc(n * sizeof(*pf));
+	pfn_t *pf = malloc(n * sizeof(*pf));
 	REQUIRE(pf);
 	struct zs_pages *p = mk(ps, 0, 0, cache);
 	size_t rss0 = zs_process_rss();
@@ -741,7 +741,7 @@ static void test_cpu_cache(void)
 {
 	struct zs_pages *p = mk(4096, 0, 0, 0);
 	struct zs_pages_stats st;
-	zs_pfn_t pf[300], x;
+	pfn_t pf[300], x;
 
 	for (int i = 0; i < 300; i++)
 		REQUIRE(pages_alloc(p, &pf[i]) == 0);
@@ -778,7 +778,7 @@ static void test_bound(void)
 {
 	size_t bound = (size_t)2 * 64 * ncpu_caches() + 100, n = 4000;
 	struct zs_pages *p = mk(4096, 0, 0, bound);
-	zs_pfn_t *pf = malloc(n * sizeof(*pf));
+	pfn_t *pf = malloc(n * sizeof(*pf));
 	struct zs_pages_stats st;
 	int ok = 1;
 
@@ -818,7 +818,7 @@ static void test_decay(void)
 	struct zs_pages *p = pages_create(&c);
 	struct zs_pages_stats st;
 	enum { N = 4000 };
-	static zs_pfn_t pf[N];
+	static pfn_t pf[N];
 
 	REQUIRE(p);
 	size_t rss0 = zs_process_rss();
@@ -852,7 +852,7 @@ static void test_decay(void)
 	uint64_t before = st.pages_decayed;
 	sleep_ms(120);
 	for (int i = 0; i < 200; i++) {
-		zs_pfn_t x;
+		pfn_t x;
 		REQUIRE(pages_alloc(p, &x) == 0);
 		pages_free(p, x);
 	}
@@ -887,8 +887,8 @@ static void test_park(void)
 	struct zs_pages *p = pages_create(&pc);
 	REQUIRE(p);
 	struct zs_pages_stats st;
-	static zs_pfn_t big[200][4];
-	zs_pfn_t a[5], b[5];
+	static pfn_t big[200][4];
+	pfn_t a[5], b[5];
 	int ok = 1;
 
 	REQUIRE(pages_alloc_bulk(p, 5, a) == 0);
@@ -959,7 +959,7 @@ static void test_park_decay(void)
 	struct zs_pages *p = pages_create(&pc);
 	REQUIRE(p);
 	struct zs_pages_stats st;
-	static zs_pfn_t big[300][4];
+	static pfn_t big[300][4];
 
 	for (int k = 0; k < 300; k++)
 		REQUIRE(pages_alloc_bulk(p, 4, big[k]) == 0);
@@ -970,7 +970,7 @@ static void test_park_decay(void)
 	uint64_t decayed0 = st.pages_decayed;
 	/* Busy: a single page out and back every millisecond, for eight decays. */
 	for (int i = 0; i < 400; i++) {
-		zs_pfn_t x;
+		pfn_t x;
 		REQUIRE(pages_alloc(p, &x) == 0);
 		pages_free(p, x);
 		sleep_ms(1);
@@ -1030,7 +1030,7 @@ static void test_bad_cache_config(void)
 static void test_random(uint64_t *rng, size_t ps, size_t chunk, size_t cache)
 {
 	enum { SLOTS = 512, OPS = 20000 };
-	struct item { zs_pfn_t first; unsigned n; uint64_t seed; } items[SLOTS];
+	struct item { pfn_t first; unsigned n; uint64_t seed; } items[SLOTS];
 	struct zs_pages *p = mk(ps, chunk, 0, cache);
 	size_t ppc = (chunk ? chunk : 2 * MIB) / ps;
 	size_t live = 0;

@@ -59,9 +59,9 @@ static void case_reclaim_under_ulock(void)
 {
 	struct zs_region *r = region_new(0);
 
-	zs_mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
+	mutex_lock_ranked(&r->ulock, ZS_LOCK_REGION_ULOCK);
 	zs_region_reclaim(r, 0);
-	zs_mutex_unlock_ranked(&r->ulock);
+	mutex_unlock_ranked(&r->ulock);
 	zs_region_destroy(r);
 }
 
@@ -70,9 +70,9 @@ static void case_range_under_bufs(void)
 {
 	struct zs_region *r = region_new(0);
 
-	zs_mutex_lock_ranked(&r->block, ZS_LOCK_REGION_BUFS);
+	mutex_lock_ranked(&r->block, ZS_LOCK_REGION_BUFS);
 	zs_region_release(r, zs_region_addr(r), r->page);
-	zs_mutex_unlock_ranked(&r->block);
+	mutex_unlock_ranked(&r->block);
 	zs_region_destroy(r);
 }
 

@@ -45,19 +45,19 @@ static void case_control(void)
 	struct zs_pool *pool = pool_with(100, -1, &h, &class);
 	char buf[100] = { 1 };
 	/* Pool -> class -> provider pcp -> provider mutex: the legal nesting. */
-	zs_read_lock(&pool->lock);
-	zs_spin_lock(&class->lock);
-	zs_mutex_lock_ranked(&pool->pages->lock, ZS_LOCK_PAGES_PROVIDER);
-	zs_mutex_unlock_ranked(&pool->pages->lock);
-	zs_spin_unlock(&class->lock);
-	zs_read_unlock(&pool->lock);
+	read_lock(&pool->lock);
+	spin_lock(&class->lock);
+	mutex_lock_ranked(&pool->pages->lock, ZS_LOCK_PAGES_PROVIDER);
+	mutex_unlock_ranked(&pool->pages->lock);
+	spin_unlock(&class->lock);
+	read_unlock(&pool->lock);
 	/* Every handle shard in address order, as handles_trim does. */
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++)
-		zs_spin_lock(&pool->shards[i].lock);
-	zs_spin_lock(&pool->handle_free_lock);
-	zs_spin_unlock(&pool->handle_free_lock);
+		spin_lock(&pool->shards[i].lock);
+	spin_lock(&pool->handle_free_lock);
+	spin_unlock(&pool->handle_free_lock);
 	for (int i = ZS_HANDLE_SHARDS - 1; i >= 0; i--)
-		zs_spin_unlock(&pool->shards[i].lock);
+		spin_unlock(&pool->shards[i].lock);
 	/* The public paths through every lock of the list. */
 	if (zs_obj_write(pool, h, buf, sizeof(buf)))
 		_exit(4);
@@ -81,10 +81,10 @@ static void case_pool_under_class(void)
 	unsigned long h;
 	struct size_class *class;
 	struct zs_pool *pool = pool_with(100, -1, &h, &class);
-	zs_spin_lock(&class->lock);
-	zs_read_lock(&pool->lock);
-	zs_read_unlock(&pool->lock);
-	zs_spin_unlock(&class->lock);
+	spin_lock(&class->lock);
+	read_lock(&pool->lock);
+	read_unlock(&pool->lock);
+	spin_unlock(&class->lock);
 	zs_destroy_pool(pool);
 }
 
@@ -100,10 +100,10 @@ static void case_two_classes(void)
 	c2 = zspage_class(pool, obj_to_zspage(pool, handle_to_obj(h2)));
 	if (c1 == c2)
 		_exit(3);
-	zs_spin_lock(&c1->lock);
-	zs_spin_lock(&c2->lock);
-	zs_spin_unlock(&c2->lock);
-	zs_spin_unlock(&c1->lock);
+	spin_lock(&c1->lock);
+	spin_lock(&c2->lock);
+	spin_unlock(&c2->lock);
+	spin_unlock(&c1->lock);
 	zs_destroy_pool(pool);
 }
 
@@ -113,10 +113,10 @@ static void case_shards_backwards(void)
 	unsigned long h;
 	struct size_class *class;
 	struct zs_pool *pool = pool_with(100, -1, &h, &class);
-	zs_spin_lock(&pool->shards[1].lock);
-	zs_spin_lock(&pool->shards[0].lock);
-	zs_spin_unlock(&pool->shards[0].lock);
-	zs_spin_unlock(&pool->shards[1].lock);
+	spin_lock(&pool->shards[1].lock);
+	spin_lock(&pool->shards[0].lock);
+	spin_unlock(&pool->shards[0].lock);
+	spin_unlock(&pool->shards[1].lock);
 	zs_destroy_pool(pool);
 }
 
@@ -126,10 +126,10 @@ static void case_class_under_provider(void)
 	unsigned long h;
 	struct size_class *class;
 	struct zs_pool *pool = pool_with(100, -1, &h, &class);
-	zs_mutex_lock_ranked(&pool->pages->lock, ZS_LOCK_PAGES_PROVIDER);
-	zs_spin_lock(&class->lock);
-	zs_spin_unlock(&class->lock);
-	zs_mutex_unlock_ranked(&pool->pages->lock);
+	mutex_lock_ranked(&pool->pages->lock, ZS_LOCK_PAGES_PROVIDER);
+	spin_lock(&class->lock);
+	spin_unlock(&class->lock);
+	mutex_unlock_ranked(&pool->pages->lock);
 	zs_destroy_pool(pool);
 }
 
@@ -139,10 +139,10 @@ static void case_shard_under_free_list(void)
 	unsigned long h;
 	struct size_class *class;
 	struct zs_pool *pool = pool_with(100, -1, &h, &class);
-	zs_spin_lock(&pool->handle_free_lock);
-	zs_spin_lock(&pool->shards[0].lock);
-	zs_spin_unlock(&pool->shards[0].lock);
-	zs_spin_unlock(&pool->handle_free_lock);
+	spin_lock(&pool->handle_free_lock);
+	spin_lock(&pool->shards[0].lock);
+	spin_unlock(&pool->shards[0].lock);
+	spin_unlock(&pool->handle_free_lock);
 	zs_destroy_pool(pool);
 }
 
@@ -154,9 +154,9 @@ static void case_flush_under_pool(void)
 	struct zs_pool *pool = pool_with(100, -1, &h, &class);
 	if (zs_free_deferred(pool, h))
 		_exit(3);
-	zs_read_lock(&pool->lock);
+	read_lock(&pool->lock);
 	zs_free_deferred_flush(pool);
-	zs_read_unlock(&pool->lock);
+	read_unlock(&pool->lock);
 	zs_destroy_pool(pool);
 }
 
@@ -166,7 +166,7 @@ static void case_compact_under_class(void)
 	unsigned long h;
 	struct size_class *class;
 	struct zs_pool *pool = pool_with(100, -1, &h, &class);
-	zs_spin_lock(&class->lock);
+	spin_lock(&class->lock);
 	zs_compact(pool);
 }
 
@@ -177,7 +177,7 @@ static void case_compact_step_under_class(void)
 	unsigned cursor = 0;
 	struct size_class *class;
 	struct zs_pool *pool = pool_with(100, -1, &h, &class);
-	zs_spin_lock(&class->lock);
+	spin_lock(&class->lock);
 	zs_compact_step(pool, &cursor, 4);
 }
 

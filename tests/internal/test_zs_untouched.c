@@ -1,6 +1,6 @@
 /*
  * Untouched slots (src/zsmalloc/internal.h, struct zspage): a new zspage
- * links none of its objects; zs_obj_malloc hands out freed slots LIFO and
+ * links none of its objects; obj_malloc hands out freed slots LIFO and
  * then the never-used ones in index order.  This test holds that change to
  * its three promises:
  *  - order: the slots come out exactly as from the kernel's fully linked
@@ -43,9 +43,9 @@ static unsigned idx_of(unsigned long h)
 }
 
 /* The page of the zspage's chain that slot idx starts in. */
-static zs_pfn_t slot_pfn(struct zs_pool *p, const struct zspage *z, unsigned size, unsigned idx)
+static pfn_t slot_pfn(struct zs_pool *p, const struct zspage *z, unsigned size, unsigned idx)
 {
-	zs_pfn_t pfn = z->pfn;
+	pfn_t pfn = z->pfn;
 	for (unsigned k = obj_page_index(p, size, idx); k; k--)
 		pfn = page_desc(p, pfn)->next;
 	return pfn;
@@ -150,21 +150,21 @@ static void checked_refuses_untouched(void)
 	struct zspage *z = obj_to_zspage(p, obj);
 	struct size_class *class = zspage_class(p, z);
 	REQUIRE(z->objs >= 2 && z->untouched == 1);
-	zs_pfn_t pfn1 = slot_pfn(p, z, class->size, 1);
+	pfn_t pfn1 = slot_pfn(p, z, class->size, 1);
 	unsigned long forged = location_to_obj(pfn1, class->enc, 1);
 	/* A stale header from the page's last life, naming this very handle. */
 	*obj_header(p, pfn1, 1, class->size) = h | OBJ_ALLOCATED_TAG;
-	zs_read_lock(&p->lock);
+	read_lock(&p->lock);
 	CHECK_EQ(validate_obj(p, h, obj), 0);
 	CHECK_EQ(validate_obj(p, h, forged), -EINVAL);
-	zs_read_unlock(&p->lock);
+	read_unlock(&p->lock);
 	/* Once handed out, the slot is an object like any other. */
 	unsigned long h2 = zs_malloc(p, 1000);
 	REQUIRE(!ZS_IS_ERR(h2));
 	CHECK_EQ(handle_to_obj(h2), forged);
-	zs_read_lock(&p->lock);
+	read_lock(&p->lock);
 	CHECK_EQ(validate_obj(p, h2, forged), 0);
-	zs_read_unlock(&p->lock);
+	read_unlock(&p->lock);
 	CHECK_EQ(zs_free(p, h2), 0);
 	CHECK_EQ(zs_free(p, h), 0);
 	zs_destroy_pool(p);

@@ -114,9 +114,9 @@ static void case_store_under_shard(void)
 	while (zw_shard_of(z, off) != b)
 		off++;
 	fill(page, 1);
-	zs_mutex_lock_ranked(&a->lock, ZS_LOCK_ZSWAP_SHARD);
+	mutex_lock_ranked(&a->lock, ZS_LOCK_ZSWAP_SHARD);
 	zs_zswap_store(z, off, page, 0);
-	zs_mutex_unlock_ranked(&a->lock);
+	mutex_unlock_ranked(&a->lock);
 	zs_zswap_destroy(z);
 }
 
@@ -134,9 +134,9 @@ static void case_invalidate_under_shard(void)
 	fill(page, 2);
 	if (zs_zswap_store(z, off, page, 0) < 0)
 		_exit(3);
-	zs_mutex_lock_ranked(&a->lock, ZS_LOCK_ZSWAP_SHARD);
+	mutex_lock_ranked(&a->lock, ZS_LOCK_ZSWAP_SHARD);
 	zs_zswap_invalidate(z, off);
-	zs_mutex_unlock_ranked(&a->lock);
+	mutex_unlock_ranked(&a->lock);
 	zs_zswap_destroy(z);
 }
 
@@ -151,9 +151,9 @@ static void case_zblock_under_provider(void)
 	struct zblock_pool *zp = must_zblock_create(&zc);
 	if (!p || !zp)
 		_exit(3);
-	zs_mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
+	mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 	unsigned long h = zblock_malloc(zp, 700);
-	zs_mutex_unlock_ranked(&p->lock);
+	mutex_unlock_ranked(&p->lock);
 	if (h)
 		zblock_free(zp, h);
 	zblock_destroy_pool(zp);

@@ -36,7 +36,7 @@ static atomic_size_t live_pages;
 
 #define MB_EMPTY UINT64_MAX
 
-static void fill(zs_pfn_t first, unsigned n, uint64_t seed)
+static void fill(pfn_t first, unsigned n, uint64_t seed)
 {
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t *w = pages_addr(pool, first + i);
@@ -49,7 +49,7 @@ static void fill(zs_pfn_t first, unsigned n, uint64_t seed)
 	}
 }
 
-static int check(zs_pfn_t first, unsigned n, uint64_t seed)
+static int check(pfn_t first, unsigned n, uint64_t seed)
 {
 	int ok = 1;
 	for (unsigned i = 0; i < n; i++) {
@@ -66,7 +66,7 @@ static int check(zs_pfn_t first, unsigned n, uint64_t seed)
 }
 
 /* The seed of a mailbox entry is recomputed from its pfn so no side data is shared. */
-static uint64_t mb_seed(zs_pfn_t first)
+static uint64_t mb_seed(pfn_t first)
 {
 	return first * 0xbf58476d1ce4e5b9ULL + 12345;
 }
@@ -74,7 +74,7 @@ static uint64_t mb_seed(zs_pfn_t first)
 static void *worker(void *arg)
 {
 	uint64_t rng = *(uint64_t *)arg;
-	struct { zs_pfn_t first; unsigned n; uint64_t seed; } mine[SLOTS];
+	struct { pfn_t first; unsigned n; uint64_t seed; } mine[SLOTS];
 	int ok = 1;
 
 	for (int i = 0; i < SLOTS; i++)
@@ -84,7 +84,7 @@ static void *worker(void *arg)
 		int s = (int)(r % SLOTS);
 		switch ((r >> 8) % 8) {
 		case 0: { /* hand a page to someone else */
-			zs_pfn_t f;
+			pfn_t f;
 			unsigned n = 1 + (unsigned)((r >> 16) % 3);
 			if (pages_alloc_run(pool, n, &f))
 				break;
@@ -93,7 +93,7 @@ static void *worker(void *arg)
 			uint64_t old = atomic_exchange_explicit(&mailbox[(r >> 20) % MAILBOX], v,
 								memory_order_acq_rel);
 			if (old != MB_EMPTY) {
-				zs_pfn_t of = old & ((1ull << 56) - 1);
+				pfn_t of = old & ((1ull << 56) - 1);
 				unsigned on = (unsigned)(old >> 56);
 				ok &= check(of, on, mb_seed(of));
 				pages_free_run(pool, of, on);
@@ -104,7 +104,7 @@ static void *worker(void *arg)
 			uint64_t old = atomic_exchange_explicit(&mailbox[(r >> 20) % MAILBOX], MB_EMPTY,
 								memory_order_acq_rel);
 			if (old != MB_EMPTY) {
-				zs_pfn_t of = old & ((1ull << 56) - 1);
+				pfn_t of = old & ((1ull << 56) - 1);
 				unsigned on = (unsigned)(old >> 56);
 				ok &= check(of, on, mb_seed(of));
 				pages_free_run(pool, of, on);
@@ -237,7 +237,7 @@ static atomic_int churn_stop;
 static void *churner(void *arg)
 {
 	struct zs_pages *p = arg;
-	zs_pfn_t v[16];
+	pfn_t v[16];
 
 	while (!atomic_load(&churn_stop)) {
 		unsigned n = 0;

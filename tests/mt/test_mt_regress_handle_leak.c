@@ -1,8 +1,8 @@
 /*
  * Regression test: handle memory grew without bound
  * when objects were freed on another thread than the one that allocated
- * them.  zs_handle_free cached the slot on the freeing thread's shard,
- * zs_handle_alloc looked only at its own shard and carved fresh 64 KiB
+ * them.  cache_free_handle cached the slot on the freeing thread's shard,
+ * cache_alloc_handle looked only at its own shard and carved fresh 64 KiB
  * chunks, so a producer/consumer pair or any deferred-free pool (the worker
  * frees) leaked 8 bytes per allocation.
  *
@@ -420,10 +420,10 @@ static void stash_paths(void)
 	for (int i = 0; i < HALF; i++)
 		REQUIRE(!ZS_IS_ERR(h[i] = zs_malloc(pool, 48)));
 	/* Pretend the stash is full: the next batch chains, and the stash grows. */
-	zs_spin_lock(&pool->handle_free_lock);
+	spin_lock(&pool->handle_free_lock);
 	size_t cap = pool->stash_n;
 	pool->stash_cap = cap;
-	zs_spin_unlock(&pool->handle_free_lock);
+	spin_unlock(&pool->handle_free_lock);
 	for (int i = 0; i < HALF; i++)
 		CHECK_EQ(zs_free(pool, h[i]), 0);
 	CHECK_EQ(pool->handle_free.n, 2 * ZS_HANDLE_BATCH);

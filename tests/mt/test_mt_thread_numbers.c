@@ -34,7 +34,7 @@ static unsigned use_library(void)
 	unsigned long h = zs_malloc_write(pool, payload, sizeof payload);
 	if (ZS_IS_ERR(h) || zs_free(pool, h))
 		atomic_fetch_add(&bad_calls, 1);
-	return zs_thread_index();
+	return thread_index();
 }
 
 static void *one(void *arg)

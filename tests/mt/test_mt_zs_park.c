@@ -82,7 +82,7 @@ static void same_zspages_back(void)
 {
 	struct zs_pool *pool = mk(1, 600000); /* ten minutes: no reclaim meanwhile */
 	unsigned long h[N];
-	zs_pfn_t first[N];
+	pfn_t first[N];
 	fill(pool, h, N, 0x11);
 	size_t pages = zs_get_total_pages(pool), in_use = pages_in_use(pool->pages);
 	CHECK(pages > 0);
@@ -104,7 +104,7 @@ static void same_zspages_back(void)
 	/* Every zspage came back: the same set of pages holds the objects. */
 	size_t same = 0;
 	for (int i = 0; i < N; i++) {
-		zs_pfn_t pfn = obj_to_pfn(handle_to_obj(h[i]));
+		pfn_t pfn = obj_to_pfn(handle_to_obj(h[i]));
 		for (int j = 0; j < N; j++)
 			if (first[j] == pfn) {
 				same++;

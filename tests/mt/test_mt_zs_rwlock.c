@@ -1,6 +1,6 @@
 /*
  * The pool rwlock's promise to the region's fault path (src/zsmalloc/lock.h,
- * zs_write_lock): a reader that holds the lock while it waits for a second
+ * write_lock): a reader that holds the lock while it waits for a second
  * reader is never stuck because a writer queued between the two.  That is
  * the shape of the region's signal-handler deadlock: a thread inside
  * zs_free (read lock) takes a page fault whose handler needs the read lock to decompress, while
@@ -17,7 +17,7 @@
 #include "testutil.h"
 #include "zsmalloc/lock.h"
 
-static zs_rwlock_t lk;
+static rwlock_t lk;
 static atomic_int stage, b_in, w_in, shared_val;
 
 static double now_s(void)
@@ -30,18 +30,18 @@ static double now_s(void)
 static void *writer(void *arg)
 {
 	(void)arg;
-	zs_write_lock(&lk);
+	write_lock(&lk);
 	atomic_store(&w_in, 1);
-	zs_write_unlock(&lk);
+	write_unlock(&lk);
 	return NULL;
 }
 
 static void *second_reader(void *arg)
 {
 	(void)arg;
-	zs_read_lock(&lk);
+	read_lock(&lk);
 	atomic_store(&b_in, 1);
-	zs_read_unlock(&lk);
+	read_unlock(&lk);
 	return NULL;
 }
 
@@ -50,10 +50,10 @@ static void chain(int sharded)
 {
 	pthread_t w, b;
 
-	zs_rw_init(&lk, sharded);
+	rw_init(&lk, sharded);
 	atomic_store(&b_in, 0);
 	atomic_store(&w_in, 0);
-	zs_read_lock(&lk);                          /* A */
+	read_lock(&lk);                          /* A */
 	pthread_create(&w, NULL, writer, NULL);
 	double t0 = now_s();
 	while (!(atomic_load(&lk.v) & 1) && now_s() - t0 < 5)
@@ -69,7 +69,7 @@ static void chain(int sharded)
 	CHECK(atomic_load(&b_in));
 	CHECK(!atomic_load(&w_in));                 /* A still holds it: W must not be in */
 	double waited = now_s() - t0;
-	zs_read_unlock(&lk);                        /* with the old lock this is what frees B */
+	read_unlock(&lk);                        /* with the old lock this is what frees B */
 	pthread_join(b, NULL);
 	pthread_join(w, NULL);
 	CHECK(atomic_load(&w_in));
@@ -82,11 +82,11 @@ static void *churn_reader(void *arg)
 {
 	long *bad = arg;
 	for (int i = 0; i < 20000 && atomic_load(&stage) == 0; i++) {
-		zs_read_lock(&lk);
+		read_lock(&lk);
 		int a = atomic_load_explicit(&shared_val, memory_order_relaxed);
 		if (a & 1)
 			(*bad)++;
-		zs_read_unlock(&lk);
+		read_unlock(&lk);
 	}
 	return NULL;
 }
@@ -95,11 +95,11 @@ static void *churn_writer(void *arg)
 {
 	(void)arg;
 	for (int i = 0; i < 2000; i++) {
-		zs_write_lock(&lk);
+		write_lock(&lk);
 		atomic_fetch_add_explicit(&shared_val, 1, memory_order_relaxed);
 		sched_yield();
 		atomic_fetch_add_explicit(&shared_val, 1, memory_order_relaxed);
-		zs_write_unlock(&lk);
+		write_unlock(&lk);
 	}
 	atomic_store(&stage, 1);
 	return NULL;
@@ -110,7 +110,7 @@ static void churn(int sharded)
 	pthread_t r[3], w;
 	long bad[3] = { 0 };
 
-	zs_rw_init(&lk, sharded);
+	rw_init(&lk, sharded);
 	atomic_store(&stage, 0);
 	atomic_store(&shared_val, 0);
 	pthread_create(&w, NULL, churn_writer, NULL);

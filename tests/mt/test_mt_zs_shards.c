@@ -442,7 +442,7 @@ static void test_limit_other_copy(void)
 }
 
 /*
- * zs_cpu_id (common/hints.h), which picks a class copy and a page cache,
+ * current_cpu (common/hints.h), which picks a class copy and a page cache,
  * reads the rseq area instead of calling sched_getcpu: pinned to each CPU
  * in turn, it must name that CPU, as sched_getcpu does.
  */
@@ -461,7 +461,7 @@ static void test_cpu_id(void)
 			continue;
 		tried++;
 		CHECK_EQ(sched_getcpu(), cpu);
-		CHECK_EQ(zs_cpu_id(), cpu);
+		CHECK_EQ(current_cpu(), cpu);
 	}
 	REQUIRE(!sched_setaffinity(0, sizeof(old), &old));
 	CHECK(tried > 0);

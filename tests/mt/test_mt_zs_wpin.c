@@ -58,7 +58,7 @@ static void *write_one(void *arg)
 	struct writer *w = arg;
 	pthread_setaffinity_np(pthread_self(), sizeof one_cpu, &one_cpu);
 	w->h = zs_malloc_write(w->pool, area + PAGE - HEAD, OBJ);
-	w->number = zs_thread_index();
+	w->number = thread_index();
 	return NULL;
 }
 

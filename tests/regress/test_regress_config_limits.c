@@ -63,7 +63,7 @@ static void pages_case(const char *field, size_t v, int ok, struct zs_pages_conf
 	int err = errno;
 	EXPECT(ok, p != NULL, err);
 	if (p) {
-		zs_pfn_t pfn;
+		pfn_t pfn;
 		CHECK_EQ(pages_alloc(p, &pfn), 0);
 		pages_free(p, pfn);
 		pages_destroy(p);
