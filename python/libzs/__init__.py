@@ -785,11 +785,12 @@ class Pool(_Closable):
             raise _create_error(rc, "zs_pool_create", err.value.decode(errors="replace"),
                                 dict(profile=profile, **given))
         p = out.value
+        assert p is not None   # rc 0 always sets *out (zs/zsmalloc.h: zs_pool_create)
         # One lock for the C calls and the size table: ctypes releases the GIL during a C
         # call, so without it a free's table update could land after another thread's
         # malloc got the same slot back (and close() could free the pool under a call).
         self._lock = threading.RLock()
-        self._p = p
+        self._p: Optional[int] = p
         self._x: Optional[_ext.Objects] = None   # the compiled table, when there is one
         self._sizes = _SizeTable()
         self._journal: List[Tuple[Any, ...]] = []   # C calls not yet in _sizes (_settle)
