@@ -200,6 +200,17 @@ static void *purge_main(void *arg)
 			uint64_t due = g.pass(p, now);
 			if (due < next)
 				next = due;
+			if (p->idle_run && p->idle_due) {
+				/* The owner's idle work takes the owner's locks, which come before this
+				 * one: run it unlocked; p stays registered (unregister waits on busy). */
+				p->idle_run = false;
+				p->idle_busy = true;
+				zs_mutex_unlock_ranked(&g.lock);
+				p->idle_work(p->idle_ctx);
+				zs_mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
+				p->idle_busy = false;
+				pthread_cond_broadcast(&g.done);
+			}
 		}
 		if (g.shutdown)
 			break;
@@ -282,9 +293,27 @@ void purge_register(struct zs_pages *p)
 	zs_mutex_unlock_ranked(&g.lock);
 }
 
+/* Registry lock held: until the thread's run of p's idle work is over. */
+static void idle_wait(struct zs_pages *p)
+{
+	while (p->idle_busy)
+		pthread_cond_wait(&g.done, &g.lock);
+}
+
+void purge_idle_stop(struct zs_pages *p)
+{
+	zs_mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
+	p->idle_due = NULL;
+	p->idle_run = false;
+	idle_wait(p);
+	zs_mutex_unlock_ranked(&g.lock);
+}
+
 void purge_unregister(struct zs_pages *p)
 {
 	zs_mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
+	p->idle_due = NULL;
+	idle_wait(p);
 	if (p->reg_prev)
 		p->reg_prev->reg_next = p->reg_next;
 	else
@@ -319,6 +348,8 @@ static void atfork_child(void)
 	atomic_store(&g.want, NO_TIME);
 	g.thread_alive = false;
 	for (struct zs_pages *p = g.head; p; p = p->reg_next) {
+		/* An idle work in flight ran on the thread, which the child does not have. */
+		p->idle_run = p->idle_busy = false;
 		p->rekick = true;
 		atomic_store_explicit(&p->park_rekick, true, memory_order_relaxed);
 	}

@@ -133,6 +133,7 @@ void zs_pool_config_init_app(struct zs_pool_config *cfg)
 	cfg->class_shards = ZS_CLASS_SHARDS_AUTO;
 	cfg->free_mode = ZS_FREE_CLASS_INDEX;
 	cfg->fit_zspages = 1;
+	cfg->autocompact_ms = ZS_AUTOCOMPACT_DEFAULT_MS;
 }
 
 /* The ranges documented in zsmalloc.h; defaults (0) already filled in. */
@@ -156,6 +157,9 @@ static int config_valid(const struct zs_pool_config *c)
 	if (c->checked != 0 && c->checked != 1)
 		return 0;
 	if (c->fit_zspages != 0 && c->fit_zspages != 1)
+		return 0;
+	if (c->autocompact_ms < 0 || c->autocompact_ms > 3600000 || c->autocompact_pct > 1000 ||
+	    c->autocompact_min_bytes > ((size_t)1 << 40))
 		return 0;
 	if (c->class_shards > ZS_MAX_CLASS_SHARDS && c->class_shards != ZS_CLASS_SHARDS_AUTO)
 		return 0;
@@ -240,13 +244,18 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 					      .decay_ms = cfg.page_cache_decay_ms,
 					      .park_chains = pool->nr_shards > 1,
 					      .reclaim = pool->park ? park_reclaim : NULL,
-					      .reclaim_ctx = pool };
+					      .reclaim_ctx = pool,
+					      .idle_due = cfg.autocompact_ms ? autocompact_due : NULL,
+					      .idle_work = cfg.autocompact_ms ? autocompact_work : NULL,
+					      .idle_ctx = pool };
 		errno = 0;
 		pool->pages = pages_create(&pc);
 		err = pool->pages ? handles_init(pool) : errno ? -errno : -ENOMEM;
 		/* A provider that cannot return them (its own bound, no decay) gets no parked zspages. */
 		if (!err && pool->park && !pages_parks(pool->pages))
 			park_destroy(pool);
+		if (!err)
+			autocompact_init(pool);
 	}
 	if (err) {
 		deferred_destroy(pool);
@@ -266,6 +275,7 @@ void zs_destroy_pool(struct zs_pool *pool)
 {
 	if (!pool)
 		return;
+	autocompact_stop(pool); /* first: it compacts from the purge thread */
 	deferred_destroy(pool);
 	heaps_pool_gone(pool);
 	handles_destroy(pool);

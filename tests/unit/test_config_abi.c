@@ -84,7 +84,7 @@ static void backend_case(void)
 	errno = 0;
 	CHECK(zs_backend_create(&c) == NULL && errno == EINVAL);
 	zs_backend_config_init(&c);
-	c.zs.reserved[2] = 7; /* the nested pool config is checked too */
+	c.zs.reserved[1] = 7; /* the nested pool config is checked too */
 	errno = 0;
 	CHECK(zs_backend_create(&c) == NULL && errno == EINVAL);
 	c.kind = "zblock"; /* whatever the kind, though only zsmalloc reads it */
@@ -186,9 +186,9 @@ static void zswap_case(void)
 	c.backend.struct_size = 5;
 	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), -EINVAL);
 	c.backend.struct_size = 0;
-	c.backend.zs.reserved[3] = 1;
+	c.backend.zs.reserved[1] = 1;
 	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), -EINVAL);
-	c.backend.zs.reserved[3] = 0;
+	c.backend.zs.reserved[1] = 0;
 	c.backend.zs.struct_size = sizeof(c.backend.zs) + 8;
 	CHECK_EQ(zs_zswap_create(&c, &z, err, sizeof(err)), -EINVAL);
 	CHECK(z == NULL);

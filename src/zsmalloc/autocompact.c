@@ -1,0 +1,186 @@
+/*
+ * Self-compaction (zs_pool_config.autocompact_ms, "Self-compaction" in
+ * zs/zsmalloc.h): the one home of the policy that compacts a pool nobody
+ * calls.  The blob store's idle compaction is this (src/blob/blob.c maps
+ * its knobs here).
+ *
+ * Why on the page provider's purge thread: that thread already wakes for
+ * idle pools to give their cached pages back, so a pool left with holes
+ * after frees costs no thread of its own (a thread per pool multiplies by
+ * the pools, as the blob store's did).  The provider calls autocompact_due
+ * on each pass with its registry lock held (so it reads atomics only) and,
+ * when a look is due, autocompact_work after dropping that lock: the work
+ * takes class locks and compacts as any caller of zs_compact_step.
+ *
+ * Why counts and not a note on every free: zs_free and zs_malloc stay as
+ * they are (no counter on their fast paths).  A look sums the class
+ * copies' slot counts; while they move, the pool is busy.  The price is
+ * that a program alternating exactly as many allocations as frees of one
+ * class between two looks reads as idle: compaction then runs while it
+ * calls, which costs time, not correctness (calls wait at most one class
+ * copy's step).
+ *
+ * Why a floor: after a pass the holes left (a partly used zspage per class
+ * copy) may still pass the percentage on a small pool; the next pass waits
+ * for autocompact_min_bytes more holes than the last one left.
+ */
+#include "zsmalloc/internal.h"
+
+#define AC_MAX_PERIOD_NS 1000000000ull /* a quiet pool is looked at once a second at most */
+#define AC_DEFAULT_PCT 2u
+#define AC_DEFAULT_MIN_BYTES ((size_t)256 << 10)
+#define AC_STEP_CLASSES 4u
+
+struct ac_sample {
+	unsigned long long used_objs, slots, pages;
+	unsigned long long used_bytes, hole_bytes;
+};
+
+void autocompact_init(struct zs_pool *pool)
+{
+	const struct zs_pool_config *c = &pool->cfg;
+	pool->ac_on = c->autocompact_ms > 0 && pages_idle_on(pool->pages);
+	pool->ac_idle_ns = (uint64_t)(c->autocompact_ms > 0 ? c->autocompact_ms : 0) * 1000000u;
+	pool->ac_period_ns = pool->ac_idle_ns / 2 ? pool->ac_idle_ns / 2 : 1;
+	pool->ac_pct = c->autocompact_pct ? c->autocompact_pct : AC_DEFAULT_PCT;
+	pool->ac_min_bytes = c->autocompact_min_bytes ? c->autocompact_min_bytes : AC_DEFAULT_MIN_BYTES;
+	pool->ac_floor = 0;
+	atomic_init(&pool->ac_armed, 0);
+	atomic_init(&pool->ac_next, UINT64_MAX);
+	atomic_init(&pool->ac_passes, 0);
+	atomic_init(&pool->ac_looks, 0);
+}
+
+void autocompact_stop(struct zs_pool *pool)
+{
+	if (pool->ac_on)
+		pages_idle_stop(pool->pages);
+}
+
+void autocompact_arm(struct zs_pool *pool)
+{
+	int exp = 0;
+	if (!atomic_compare_exchange_strong(&pool->ac_armed, &exp, 1))
+		return;
+	uint64_t due = zs_pages_now_ns() + pool->ac_idle_ns / 2;
+	atomic_store(&pool->ac_next, due);
+	pages_idle_kick(pool->pages, due);
+}
+
+uint64_t autocompact_due(void *ctx, uint64_t now, bool *run)
+{
+	struct zs_pool *pool = ctx;
+	if (!atomic_load_explicit(&pool->ac_armed, memory_order_relaxed))
+		return UINT64_MAX;
+	uint64_t next = atomic_load_explicit(&pool->ac_next, memory_order_relaxed);
+	if (now < next)
+		return next;
+	*run = true;
+	return now + pool->ac_idle_ns / 2;
+}
+
+/* Every class copy ever allocated from, each under its lock in turn. */
+static void sample(struct zs_pool *pool, struct ac_sample *s)
+{
+	unsigned total = (unsigned)pool->nr_classes * pool->nr_shards;
+	unsigned n = (unsigned)pool->nr_classes;
+	memset(s, 0, sizeof(*s));
+	for (unsigned e = 0; e < total; e++) {
+		if (pool->geom[e % n].phys != (int)(e % n))
+			continue;
+		struct size_class *class = &pool->classes[e];
+		if (!class_live(class))
+			continue;
+		zs_spin_lock(&class->lock);
+		unsigned long a = class->stats[ZS_OBJS_ALLOCATED], u = class->stats[ZS_OBJS_INUSE];
+		zs_spin_unlock(&class->lock);
+		s->used_objs += u;
+		s->slots += a;
+		s->used_bytes += (unsigned long long)u * class->size;
+		if (a > u)
+			s->hole_bytes += (unsigned long long)(a - u) * class->size;
+	}
+	s->pages = zs_get_total_pages(pool);
+}
+
+static uint64_t signature(const struct ac_sample *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	h = (h ^ s->used_objs) * 1099511628211ull;
+	h = (h ^ s->slots) * 1099511628211ull;
+	return (h ^ s->pages) * 1099511628211ull;
+}
+
+/* One compaction pass, a few class copies a step, then the memory it freed goes back. */
+static void run_pass(struct zs_pool *pool)
+{
+	unsigned cursor = 0, bound = (unsigned)pool->nr_classes * pool->nr_shards + 1;
+	do {
+		/* A caller compacting already does the job; do not spin on its flag. */
+		if (atomic_load_explicit(&pool->compaction_in_progress, memory_order_relaxed))
+			break;
+		zs_compact_step(pool, &cursor, AC_STEP_CLASSES);
+	} while (cursor && --bound);
+	zs_pool_trim(pool);
+	atomic_fetch_add_explicit(&pool->ac_passes, 1, memory_order_relaxed);
+}
+
+static void look_at(struct zs_pool *pool, uint64_t t)
+{
+	atomic_store_explicit(&pool->ac_next, t, memory_order_relaxed);
+}
+
+void autocompact_work(void *ctx)
+{
+	struct zs_pool *pool = ctx;
+	struct ac_sample s;
+	uint64_t now = zs_pages_now_ns();
+	uint64_t half = pool->ac_idle_ns / 2 ? pool->ac_idle_ns / 2 : 1;
+
+	atomic_fetch_add_explicit(&pool->ac_looks, 1, memory_order_relaxed);
+	sample(pool, &s);
+	uint64_t sig = signature(&s);
+	if (s.hole_bytes < pool->ac_floor)
+		pool->ac_floor = (size_t)s.hole_bytes; /* allocations filled holes: count from here */
+	if (sig != pool->ac_sig) {
+		pool->ac_sig = sig;
+		pool->ac_quiet_since = now;
+		pool->ac_period_ns = half;
+		look_at(pool, now + half);
+		return;
+	}
+	if (now - pool->ac_quiet_since < pool->ac_idle_ns) {
+		look_at(pool, pool->ac_quiet_since + pool->ac_idle_ns);
+		return;
+	}
+	if (s.hole_bytes >= pool->ac_floor + pool->ac_min_bytes &&
+	    s.hole_bytes * 100 >= (unsigned long long)pool->ac_pct * s.used_bytes) {
+		run_pass(pool);
+		sample(pool, &s);
+		/* Its own moves are not a caller's activity. */
+		pool->ac_sig = signature(&s);
+		pool->ac_floor = (size_t)s.hole_bytes;
+		pool->ac_quiet_since = now;
+		pool->ac_period_ns = half;
+		look_at(pool, zs_pages_now_ns() + half);
+		return;
+	}
+	if (!s.pages && !pages_in_use(pool->pages)) {
+		/* Nothing to compact until a zspage is allocated, which arms it again. */
+		atomic_store(&pool->ac_armed, 0);
+		if (pages_in_use(pool->pages))
+			autocompact_arm(pool);
+		return;
+	}
+	/* Quiet and nothing to do: look less often, up to once a second. */
+	if (pool->ac_period_ns < AC_MAX_PERIOD_NS)
+		pool->ac_period_ns *= 2;
+	if (pool->ac_period_ns > AC_MAX_PERIOD_NS)
+		pool->ac_period_ns = AC_MAX_PERIOD_NS > half ? AC_MAX_PERIOD_NS : half;
+	look_at(pool, now + pool->ac_period_ns);
+}
+
+unsigned long zs_pool_autocompact_passes(const struct zs_pool *pool)
+{
+	return pool ? atomic_load_explicit(&((struct zs_pool *)pool)->ac_passes, memory_order_relaxed) : 0;
+}
