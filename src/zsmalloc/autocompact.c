@@ -79,26 +79,37 @@ uint64_t autocompact_due(void *ctx, uint64_t now, bool *run)
 	return now + pool->ac_idle_ns / 2;
 }
 
-/* Every class copy ever allocated from, each under its lock in turn. */
+/*
+ * Every class (its copies summed, under each copy's lock in turn), less the
+ * free slots of zspages that threads own (owned.c counts those wholly in use
+ * in their class): a free into an owned zspage is a hole too.
+ */
 static void sample(struct zs_pool *pool, struct ac_sample *s)
 {
-	unsigned total = (unsigned)pool->nr_classes * pool->nr_shards;
-	unsigned n = (unsigned)pool->nr_classes;
+	unsigned long groups[ZS_NR_FULLNESS_GROUPS] = { 0 }; /* heaps_owned_free adds to it; unread */
 	memset(s, 0, sizeof(*s));
-	for (unsigned e = 0; e < total; e++) {
-		if (pool->geom[e % n].phys != (int)(e % n))
+	for (int i = 0; i < pool->nr_classes; i++) {
+		if (pool->geom[i].phys != i)
 			continue;
-		struct size_class *class = &pool->classes[e];
-		if (!class_live(class))
+		unsigned long a = 0, u = 0;
+		for (unsigned sh = 0; sh < pool->nr_shards; sh++) {
+			struct size_class *c = &pool->classes[(size_t)sh * (unsigned)pool->nr_classes + i];
+			if (!class_live(c))
+				continue;
+			zs_spin_lock(&c->lock);
+			a += c->stats[ZS_OBJS_ALLOCATED];
+			u += c->stats[ZS_OBJS_INUSE];
+			zs_spin_unlock(&c->lock);
+		}
+		if (!a)
 			continue;
-		zs_spin_lock(&class->lock);
-		unsigned long a = class->stats[ZS_OBJS_ALLOCATED], u = class->stats[ZS_OBJS_INUSE];
-		zs_spin_unlock(&class->lock);
+		unsigned long owned_free = heaps_owned_free(pool, i, groups);
+		u -= owned_free <= u ? owned_free : u;
+		unsigned size = pool->geom[i].size;
 		s->used_objs += u;
 		s->slots += a;
-		s->used_bytes += (unsigned long long)u * class->size;
-		if (a > u)
-			s->hole_bytes += (unsigned long long)(a - u) * class->size;
+		s->used_bytes += (unsigned long long)u * size;
+		s->hole_bytes += (unsigned long long)(a - u) * size;
 	}
 	s->pages = zs_get_total_pages(pool);
 }
