@@ -83,8 +83,7 @@
  *                      store's): this sets cfg.pool.autocompact_ms.  Once no
  *                      put or free has changed the pool for this long and
  *                      the holes freed since its last pass reach
- *                      compact_min_bytes (and cfg.pool.autocompact_pct of
- *                      the live bytes, 2% by default), the pool runs a whole
+ *                      compact_min_bytes, the pool runs a whole
  *                      pass and gives what it freed back to the OS at once:
  *                      a store left idle is back to its live data about 1.5
  *                      x compact_idle_ms after its last call.  Default

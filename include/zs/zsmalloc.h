@@ -203,10 +203,12 @@ struct zs_pool_config {
 	                               changed the pool for this long and the trigger below
 	                               holds.  The application profile sets
 	                               ZS_AUTOCOMPACT_DEFAULT_MS.  Else EINVAL */
-	unsigned autocompact_pct;   /* the trigger: free slot bytes in the pool's zspages
-	                               (freed since the last pass) at least this percentage
-	                               of the live objects' slot bytes.  0 -> 10; 1..1000 */
-	size_t autocompact_min_bytes; /* and at least this many bytes; 0 -> 256 KiB;
+	unsigned autocompact_pct;   /* the trigger, with the next field: free slot bytes in
+	                               the pool's zspages (freed since the last pass) at
+	                               least this percentage of the live objects' slot
+	                               bytes.  0: no share asked (an idle pass costs the
+	                               program no call's time); 1..1000 */
+	size_t autocompact_min_bytes; /* and at least this many such bytes; 0 -> 256 KiB;
 	                               1..2^40 */
 	uint64_t reserved[2];        /* must be 0: later fields are carved out of it, zero
 	                               meaning today's behaviour (docs/abi.md) */
@@ -218,8 +220,8 @@ struct zs_pool_config {
  * program that stopped calling.
  *   What triggers it: frees leave holes in zspages, which only compaction
  *   turns into whole free pages.  Once the holes freed since the last pass
- *   reach autocompact_pct percent of the live slot bytes and
- *   autocompact_min_bytes, and no allocation or free has changed the
+ *   reach autocompact_min_bytes (and autocompact_pct percent of the live
+ *   slot bytes, when set), and no allocation or free has changed the
  *   pool's object or page counts for autocompact_ms, the pool runs one
  *   compaction pass (zs_compact_step, a class copy at a time, so a call
  *   arriving meanwhile waits at most one class's step) and then

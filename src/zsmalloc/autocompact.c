@@ -27,7 +27,6 @@
 #include "zsmalloc/internal.h"
 
 #define AC_MAX_PERIOD_NS 1000000000ull /* a quiet pool is looked at once a second at most */
-#define AC_DEFAULT_PCT 2u
 #define AC_DEFAULT_MIN_BYTES ((size_t)256 << 10)
 #define AC_STEP_CLASSES 4u
 
@@ -42,7 +41,7 @@ void autocompact_init(struct zs_pool *pool)
 	pool->ac_on = c->autocompact_ms > 0 && pages_idle_on(pool->pages);
 	pool->ac_idle_ns = (uint64_t)(c->autocompact_ms > 0 ? c->autocompact_ms : 0) * 1000000u;
 	pool->ac_period_ns = pool->ac_idle_ns / 2 ? pool->ac_idle_ns / 2 : 1;
-	pool->ac_pct = c->autocompact_pct ? c->autocompact_pct : AC_DEFAULT_PCT;
+	pool->ac_pct = c->autocompact_pct;
 	pool->ac_min_bytes = c->autocompact_min_bytes ? c->autocompact_min_bytes : AC_DEFAULT_MIN_BYTES;
 	pool->ac_floor = 0;
 	atomic_init(&pool->ac_armed, 0);
@@ -123,17 +122,21 @@ static uint64_t signature(const struct ac_sample *s)
 }
 
 /* One compaction pass, a few class copies a step, then the memory it freed goes back. */
-static void run_pass(struct zs_pool *pool)
+static int run_pass(struct zs_pool *pool)
 {
 	unsigned cursor = 0, bound = (unsigned)pool->nr_classes * pool->nr_shards + 1;
+	int whole = 1;
 	do {
-		/* A caller compacting already does the job; do not spin on its flag. */
-		if (atomic_load_explicit(&pool->compaction_in_progress, memory_order_relaxed))
+		/* A caller compacting already: do not spin on its flag; look again later. */
+		if (atomic_load_explicit(&pool->compaction_in_progress, memory_order_relaxed)) {
+			whole = 0;
 			break;
+		}
 		zs_compact_step(pool, &cursor, AC_STEP_CLASSES);
 	} while (cursor && --bound);
 	zs_pool_trim(pool);
 	atomic_fetch_add_explicit(&pool->ac_passes, 1, memory_order_relaxed);
+	return whole && !cursor;
 }
 
 static void look_at(struct zs_pool *pool, uint64_t t)
@@ -164,13 +167,28 @@ void autocompact_work(void *ctx)
 		look_at(pool, pool->ac_quiet_since + pool->ac_idle_ns);
 		return;
 	}
-	if (s.hole_bytes >= pool->ac_floor + pool->ac_min_bytes &&
-	    s.hole_bytes * 100 >= (unsigned long long)pool->ac_pct * s.used_bytes) {
-		run_pass(pool);
+	/*
+	 * Steps from calls (the blob store's) since the last pass leave the pool
+	 * compacted in the order of the moment, with the frees after them in
+	 * holes under the trigger: one pass by address puts it in order.
+	 */
+	unsigned long comp = atomic_load_explicit(&pool->pages_compacted, memory_order_relaxed);
+	int by_calls = comp != pool->ac_seen_compacted && s.hole_bytes;
+	if (by_calls || (s.hole_bytes >= pool->ac_floor + pool->ac_min_bytes &&
+			 s.hole_bytes * 100 >= (unsigned long long)pool->ac_pct * s.used_bytes)) {
+		unsigned long long objs = s.used_objs;
+		int whole = run_pass(pool);
 		sample(pool, &s);
+		/* Compaction moves objects, never adds or frees one: a changed count is a
+		 * caller's, whose frees may sit behind the pass: another one is due. */
+		whole = whole && s.used_objs == objs;
 		/* Its own moves are not a caller's activity. */
 		pool->ac_sig = signature(&s);
-		pool->ac_floor = (size_t)s.hole_bytes;
+		if (whole) {
+			pool->ac_floor = (size_t)s.hole_bytes;
+			pool->ac_seen_compacted =
+				atomic_load_explicit(&pool->pages_compacted, memory_order_relaxed);
+		}
 		pool->ac_quiet_since = now;
 		pool->ac_period_ns = half;
 		look_at(pool, zs_pages_now_ns() + half);

@@ -280,6 +280,7 @@ struct zs_pool {
 	_Atomic uint64_t ac_next;
 	uint64_t ac_sig, ac_quiet_since, ac_period_ns, ac_idle_ns;
 	size_t ac_floor, ac_min_bytes;
+	unsigned long ac_seen_compacted; /* pages_compacted after its last whole pass */
 	unsigned ac_pct;
 	atomic_ulong ac_passes, ac_looks;
 

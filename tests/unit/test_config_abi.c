@@ -270,7 +270,7 @@ int main(void)
 		CHECK_EQ(sizeof(struct zs_zswap_config), 336);
 		CHECK_EQ(sizeof(struct zblock_config), 72);
 	}
-	{	/* abi.md: "N = 4, 4, 7, 8, 8 and 4 today" */
+	{	/* abi.md: "N = 2, 4, 7, 8, 8 and 4 today" */
 		struct zs_pool_config a;
 		struct zs_backend_config b;
 		struct zs_zram_config z;
@@ -278,7 +278,7 @@ int main(void)
 		struct zs_zswap_config w;
 		struct zblock_config k;
 
-		CHECK_EQ(NRES(a), 4);
+		CHECK_EQ(NRES(a), 2);
 		CHECK_EQ(NRES(b), 4);
 		CHECK_EQ(NRES(z), 7);
 		CHECK_EQ(NRES(r), 8);
