@@ -414,6 +414,10 @@ long pages_chunk_map(struct zs_pages *p)
 			 -1, 0);
 	if (raw == MAP_FAILED)
 		return -1;
+	/* The owner's idle hooks stop looking while it holds nothing: a new chunk starts them
+	 * again (a pass of the purge thread; the caller kicks after unlock). */
+	if (p->idle_work)
+		p->kick = true;
 	char *base = raw;
 	if (p->map_bytes != p->chunk_bytes) {
 		uintptr_t a = ((uintptr_t)raw + p->page_size - 1) & ~(uintptr_t)(p->page_size - 1);

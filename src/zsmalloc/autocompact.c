@@ -44,7 +44,6 @@ void autocompact_init(struct zs_pool *pool)
 	pool->ac_pct = c->autocompact_pct;
 	pool->ac_min_bytes = c->autocompact_min_bytes ? c->autocompact_min_bytes : AC_DEFAULT_MIN_BYTES;
 	pool->ac_floor = 0;
-	atomic_init(&pool->ac_armed, 0);
 	atomic_init(&pool->ac_next, UINT64_MAX);
 	atomic_init(&pool->ac_passes, 0);
 	atomic_init(&pool->ac_looks, 0);
@@ -56,26 +55,23 @@ void autocompact_stop(struct zs_pool *pool)
 		pages_idle_stop(pool->pages);
 }
 
-void autocompact_arm(struct zs_pool *pool)
-{
-	int exp = 0;
-	if (!atomic_compare_exchange_strong(&pool->ac_armed, &exp, 1))
-		return;
-	uint64_t due = zs_pages_now_ns() + pool->ac_idle_ns / 2;
-	atomic_store(&pool->ac_next, due);
-	pages_idle_kick(pool->pages, due);
-}
-
 uint64_t autocompact_due(void *ctx, uint64_t now, bool *run)
 {
 	struct zs_pool *pool = ctx;
-	if (!atomic_load_explicit(&pool->ac_armed, memory_order_relaxed))
-		return UINT64_MAX;
+	uint64_t half = pool->ac_idle_ns / 2 ? pool->ac_idle_ns / 2 : 1;
 	uint64_t next = atomic_load_explicit(&pool->ac_next, memory_order_relaxed);
+	if (next == UINT64_MAX) {
+		/* Not looked at since it held no page: again once it has some. */
+		if (!pages_in_use(pool->pages))
+			return UINT64_MAX;
+		next = now + half;
+		atomic_store_explicit(&pool->ac_next, next, memory_order_relaxed);
+		return next;
+	}
 	if (now < next)
 		return next;
 	*run = true;
-	return now + pool->ac_idle_ns / 2;
+	return now + half;
 }
 
 /*
@@ -195,10 +191,8 @@ void autocompact_work(void *ctx)
 		return;
 	}
 	if (!s.pages && !pages_in_use(pool->pages)) {
-		/* Nothing to compact until a zspage is allocated, which arms it again. */
-		atomic_store(&pool->ac_armed, 0);
-		if (pages_in_use(pool->pages))
-			autocompact_arm(pool);
+		/* Nothing to compact: no look until the pool has pages again (autocompact_due). */
+		look_at(pool, UINT64_MAX);
 		return;
 	}
 	/* Quiet and nothing to do: look less often, up to once a second. */

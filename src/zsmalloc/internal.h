@@ -269,14 +269,13 @@ struct zs_pool {
 
 	/*
 	 * autocompact.c: self-compaction on the purge thread.  ac_on: the
-	 * provider runs its hooks (read-only after create).  ac_armed: the
-	 * thread looks at this pool (cleared when it holds no page, set again
-	 * by the next zspage allocation, which kicks the thread).  ac_next: when
-	 * the next look is due.  The rest is the thread's alone (its idle work
-	 * runs one at a time).
+	 * provider runs its hooks (read-only after create).  ac_next: when the
+	 * next look is due, UINT64_MAX while the pool holds no page (the
+	 * thread's next pass over the provider with pages in use, which a new
+	 * chunk asks for, sets it again).  The rest is the thread's alone (its
+	 * idle work runs one at a time).
 	 */
 	int ac_on;
-	_Atomic int ac_armed;
 	_Atomic uint64_t ac_next;
 	uint64_t ac_sig, ac_quiet_since, ac_period_ns, ac_idle_ns;
 	size_t ac_floor, ac_min_bytes;
@@ -509,13 +508,6 @@ void autocompact_init(struct zs_pool *pool);
 void autocompact_stop(struct zs_pool *pool);
 uint64_t autocompact_due(void *ctx, uint64_t now_ns, bool *run);
 void autocompact_work(void *ctx);
-void autocompact_arm(struct zs_pool *pool);
-/* A zspage was allocated: a pool the thread stopped looking at (no pages) is looked at again. */
-static inline void autocompact_touch(struct zs_pool *pool)
-{
-	if (zs_unlikely(pool->ac_on && !atomic_load_explicit(&pool->ac_armed, memory_order_relaxed)))
-		autocompact_arm(pool);
-}
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
@@ -529,7 +521,6 @@ static inline struct zspage *zs_alloc_zspage(struct zs_pool *pool,
 	zs_assert_internal(pages >= 1 && pages <= ZS_MAX_CHAIN && objs >= 1 && objs <= OBJ_IDX_MASK + 1);
 	if (pages_alloc_bulk(pool->pages, pages, pfns))
 		return NULL;
-	autocompact_touch(pool);
 	struct zspage *zspage = page_desc(pool, pfns[0]);
 	for (unsigned i = 0; i < pages; i++) {
 		struct zspage *d = page_desc(pool, pfns[i]);
