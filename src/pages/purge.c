@@ -36,6 +36,13 @@
  * then reads `state`; the thread stores `state` then takes `want`; all
  * seq_cst, so one of them sees the other (the store-buffer litmus).
  *
+ * Owners' idle work.  A provider's owner may give it hooks (pages.h,
+ * idle_due and idle_work: zsmalloc's self-compaction) so that the same
+ * thread serves it instead of a thread of the owner's: idle_due runs in the
+ * pass, and idle_work after the registry lock is dropped (it takes the
+ * owner's locks, which come before this one), with the provider marked busy
+ * so that unregister (destroy) and pages_idle_stop wait for it to return.
+ *
  * Lock order: registry lock, then a per-CPU cache lock, then a provider's
  * mutex; kicks are made with no provider lock held.  A pass holds the
  * registry lock throughout, so destroy (unregister) waits for a pass over

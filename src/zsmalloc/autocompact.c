@@ -130,7 +130,11 @@ static int run_pass(struct zs_pool *pool)
 		}
 		zs_compact_step(pool, &cursor, AC_STEP_CLASSES);
 	} while (cursor && --bound);
-	zs_pool_trim(pool);
+	/* What zs_pool_trim does (named here, not called: zsmalloc.c calls this file). */
+	heaps_revoke_all(pool);
+	handles_trim(pool, 1);
+	park_release_all(pool);
+	pages_trim(pool->pages);
 	atomic_fetch_add_explicit(&pool->ac_passes, 1, memory_order_relaxed);
 	return whole && !cursor;
 }
