@@ -38,7 +38,6 @@ struct ac_sample {
 void autocompact_init(struct zs_pool *pool)
 {
 	const struct zs_pool_config *c = &pool->cfg;
-	pool->ac_on = c->autocompact_ms > 0 && pages_idle_on(pool->pages);
 	pool->ac_idle_ns = (uint64_t)(c->autocompact_ms > 0 ? c->autocompact_ms : 0) * 1000000u;
 	pool->ac_period_ns = pool->ac_idle_ns / 2 ? pool->ac_idle_ns / 2 : 1;
 	pool->ac_pct = c->autocompact_pct;
@@ -47,6 +46,11 @@ void autocompact_init(struct zs_pool *pool)
 	atomic_init(&pool->ac_next, UINT64_MAX);
 	atomic_init(&pool->ac_passes, 0);
 	atomic_init(&pool->ac_looks, 0);
+}
+
+void autocompact_started(struct zs_pool *pool)
+{
+	pool->ac_on = pool->cfg.autocompact_ms > 0 && pages_idle_on(pool->pages);
 }
 
 void autocompact_stop(struct zs_pool *pool)
@@ -61,8 +65,9 @@ uint64_t autocompact_due(void *ctx, uint64_t now, bool *run)
 	uint64_t half = pool->ac_idle_ns / 2 ? pool->ac_idle_ns / 2 : 1;
 	uint64_t next = atomic_load_explicit(&pool->ac_next, memory_order_relaxed);
 	if (next == UINT64_MAX) {
-		/* Not looked at since it held no page: again once it has some. */
-		if (!pages_in_use(pool->pages))
+		/* Not looked at since it held no page: again once it has some.  (Not
+		 * pool->pages: the thread may get here before zs_create_pool stores it.) */
+		if (!zs_get_total_pages(pool))
 			return UINT64_MAX;
 		next = now + half;
 		atomic_store_explicit(&pool->ac_next, next, memory_order_relaxed);
@@ -194,10 +199,20 @@ void autocompact_work(void *ctx)
 		look_at(pool, zs_pages_now_ns() + half);
 		return;
 	}
-	if (!s.pages && !pages_in_use(pool->pages)) {
-		/* Nothing to compact: no look until the pool has pages again (autocompact_due). */
-		look_at(pool, UINT64_MAX);
-		return;
+	if (!s.pages) {
+		/*
+		 * Nothing to compact.  Once no chunk is mapped either (cached and parked
+		 * pages gone at their decay), no look until the pool has pages again: its
+		 * next zspage maps a chunk, which asks the thread for a pass
+		 * (autocompact_due).  Before that, a zspage may come back from a cache or
+		 * a parked chain with no chunk mapped and no pass asked for.
+		 */
+		struct zs_pages_stats ps;
+		pages_get_stats(pool->pages, &ps);
+		if (!ps.chunks_mapped) {
+			look_at(pool, UINT64_MAX);
+			return;
+		}
 	}
 	/* Quiet and nothing to do: look less often, up to once a second. */
 	if (pool->ac_period_ns < AC_MAX_PERIOD_NS)

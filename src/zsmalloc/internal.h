@@ -504,7 +504,10 @@ static inline void zspage_reset(struct zspage *zspage, int huge)
 }
 
 /* ---- autocompact.c ---- */
+/* init: before the page provider exists (its purge thread reads the fields from then on);
+ * started: after, when it is known whether the thread runs the hooks. */
 void autocompact_init(struct zs_pool *pool);
+void autocompact_started(struct zs_pool *pool);
 void autocompact_stop(struct zs_pool *pool);
 uint64_t autocompact_due(void *ctx, uint64_t now_ns, bool *run);
 void autocompact_work(void *ctx);

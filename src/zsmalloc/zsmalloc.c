@@ -239,6 +239,7 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 	if (!err)
 		err = park_init(pool);
 	if (!err) {
+		autocompact_init(pool);
 		struct zs_pages_config pc = { .page_size = cfg.page_size, .max_pages = cfg.max_pages,
 					      .cache_pages = cfg.page_cache_pages,
 					      .decay_ms = cfg.page_cache_decay_ms,
@@ -255,7 +256,7 @@ struct zs_pool *zs_create_pool(const struct zs_pool_config *user_cfg)
 		if (!err && pool->park && !pages_parks(pool->pages))
 			park_destroy(pool);
 		if (!err)
-			autocompact_init(pool);
+			autocompact_started(pool);
 	}
 	if (err) {
 		deferred_destroy(pool);
