@@ -85,6 +85,7 @@ static struct {
 	unsigned decay_ms;          /* default decay: ms, ZS_PAGES_DECAY_NEVER or DECAY_IMMEDIATE */
 	uint64_t slack_ns;          /* the coarse clock's lag behind CLOCK_MONOTONIC */
 	bool shutdown;              /* destructor ran: no thread any more */
+	bool forking;               /* a fork's prepare waits: no owner's idle work starts */
 	bool thread_alive;          /* between pthread_create and the thread's last unlock */
 } g = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -207,7 +208,7 @@ static void *purge_main(void *arg)
 			uint64_t due = g.pass(p, now);
 			if (due < next)
 				next = due;
-			if (p->idle_run && p->idle_due) {
+			if (p->idle_run && p->idle_due && !g.forking) {
 				/* The owner's idle work takes the owner's locks, which come before this
 				 * one: run it unlocked; p stays registered (unregister waits on busy). */
 				p->idle_run = false;
@@ -336,13 +337,32 @@ void purge_unregister(struct zs_pages *p)
 
 /* ---- fork and exit ----------------------------------------------------- */
 
+static bool any_idle_busy(void)
+{
+	for (struct zs_pages *p = g.head; p; p = p->reg_next)
+		if (p->idle_busy)
+			return true;
+	return false;
+}
+
+/*
+ * An owner's idle work (a compaction) holds its pool's locks outside the
+ * registry lock: a fork in its middle would leave them held in the child
+ * for ever.  So the prepare handler also waits for it to end (it drops this
+ * lock to do so, and takes none the forking thread holds), and no new one
+ * starts until the fork is over.
+ */
 static void atfork_prepare(void)
 {
 	zs_mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
+	g.forking = true;
+	while (any_idle_busy())
+		pthread_cond_wait(&g.done, &g.lock);
 }
 
 static void atfork_parent(void)
 {
+	g.forking = false;
 	zs_mutex_unlock_ranked(&g.lock);
 }
 
@@ -354,6 +374,7 @@ static void atfork_child(void)
 	atomic_store(&g.wake_at, NO_TIME);
 	atomic_store(&g.want, NO_TIME);
 	g.thread_alive = false;
+	g.forking = false;
 	for (struct zs_pages *p = g.head; p; p = p->reg_next) {
 		/* An idle work in flight ran on the thread, which the child does not have. */
 		p->idle_run = p->idle_busy = false;
