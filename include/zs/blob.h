@@ -71,23 +71,27 @@
  *                      1..1000 otherwise.  Below compact_min_bytes of freed
  *                      bytes nothing starts, whatever the ratio.
  *   compact_min_bytes  Freed bytes below which no compaction starts (from
- *                      calls or idle).  Default 256 KiB; 0 -> the default;
- *                      1..2^40.
+ *                      calls or idle; sets cfg.pool.autocompact_min_bytes).
+ *                      Default 256 KiB; 0 -> the default; 1..2^40.
  *   compact_budget     Class copies compacted per step (each moves at most
  *                      one class's objects: at 4 KiB pages a few hundred KiB
  *                      in the worst case).  Default 2; 0 -> the default;
  *                      1..4096.
- *   compact_idle_ms    Idle compaction: a thread of the store's, started by
- *                      the first free, runs whole passes (step by step, so
- *                      calls arriving meanwhile wait at most one step) once
- *                      no put or free has been made for this long and freed
- *                      bytes pass compact_min_bytes.  Freed pages then go
- *                      back to the OS at the page cache's decay (500 ms by
- *                      default, zs/pages.h): a store left idle is back to
- *                      its live data about compact_idle_ms + 0.5-1 s later.
- *                      Default 200 ms; 0 -> the default; -1: no thread
- *                      (compaction only from calls and zs_blob_compact);
- *                      1..3600000 otherwise.
+ *   compact_idle_ms    Idle compaction, which is the pool's self-compaction
+ *                      ("Self-compaction" in zs/zsmalloc.h: one policy, on
+ *                      the page provider's purge thread, no thread of the
+ *                      store's): this sets cfg.pool.autocompact_ms.  Once no
+ *                      put or free has changed the pool for this long and
+ *                      the holes freed since its last pass reach
+ *                      compact_min_bytes, the pool runs a whole
+ *                      pass and gives what it freed back to the OS at once:
+ *                      a store left idle is back to its live data about 1.5
+ *                      x compact_idle_ms after its last call.  Default
+ *                      200 ms; 0 -> the default; -1: none (compaction only
+ *                      from calls and zs_blob_compact); 1..3600000
+ *                      otherwise.  The store sets cfg.pool.autocompact_ms
+ *                      and autocompact_min_bytes from these two knobs,
+ *                      whatever they held.
  * zs_blob_compact runs a whole pass at once and returns cached pages to the
  * OS (zs_compact).
  *
@@ -203,9 +207,11 @@ struct zs_blob_stats {
 	uint64_t mem_bytes;      /* zs_blob_mem_bytes */
 	uint64_t pool_pages;     /* zs_get_total_pages of the pool */
 	uint64_t freed_bytes;    /* freed since the last completed compaction pass */
-	uint64_t compact_steps;  /* compaction steps run (calls and idle thread) */
-	uint64_t compact_passes; /* completed passes */
-	uint64_t pages_compacted;/* pages the steps and passes freed */
+	uint64_t compact_steps;  /* compaction steps run from calls */
+	uint64_t compact_passes; /* completed passes: from calls, plus the pool's idle
+	                            passes (zs_pool_autocompact_passes) */
+	uint64_t pages_compacted;/* pages the steps and zs_blob_compact freed (the idle
+	                            passes' are in the pool's zs_pool_stats) */
 	uint64_t limit_refusals; /* puts refused with -ENOMEM by mem_limit */
 	uint64_t cached_bytes;   /* of mem_bytes, pool pages cached for reuse (not in the limit's count) */
 	uint64_t reserved[4];

@@ -69,6 +69,10 @@
  * it at exit or unload); a fork waits for the pass in progress (a prepare
  * handler takes the lock a pass holds), so a child may use every provider
  * it inherited, and starts its own thread when it next caches pages.
+ * The same thread runs the application profile's pool self-compaction
+ * (zs/zsmalloc.h, "Self-compaction"): while such a pool holds pages it
+ * keeps the thread looking at it (every 100 ms to 1 s by default), and
+ * its compaction passes run on it.
  * Turning it off or tuning it, per provider: the pools'
  * page_cache_decay_ms, ZS_PAGES_DECAY_NEVER to keep cached pages until a
  * trim or the bound (no thread for that provider), cache_pages =

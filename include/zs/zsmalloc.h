@@ -198,9 +198,54 @@ struct zs_pool_config {
 	                               page-exact with the kernel.
 	                               0..1.  The application profile sets it.  See
 	                               docs/policies.md "Fitted zspages" */
-	uint64_t reserved[4];        /* must be 0: later fields are carved out of it, zero
+	int autocompact_ms;         /* self-compaction when idle ("Self-compaction" below).
+	                               0: off (the kernel profile; compaction only when called).
+	                               1..3600000: compact once no allocation or free has
+	                               changed the pool for this long and the trigger below
+	                               holds.  The application profile sets
+	                               ZS_AUTOCOMPACT_DEFAULT_MS.  Else EINVAL */
+	unsigned autocompact_pct;   /* the trigger, with the next field: free slot bytes in
+	                               the pool's zspages (freed since the last pass) at
+	                               least this percentage of the live objects' slot
+	                               bytes.  0: no share asked (an idle pass costs the
+	                               program no call's time); 1..1000 */
+	size_t autocompact_min_bytes; /* and at least this many such bytes; 0 -> 256 KiB;
+	                               1..2^40 */
+	uint64_t reserved[2];        /* must be 0: later fields are carved out of it, zero
 	                               meaning today's behaviour (docs/abi.md) */
 };
+
+/*
+ * Self-compaction (autocompact_ms; the application profile's default, off
+ * in the kernel profile), the way a malloc's decay gives memory back to a
+ * program that stopped calling.
+ *   What triggers it: frees leave holes in zspages, which only compaction
+ *   turns into whole free pages.  Once the holes freed since the last pass
+ *   reach autocompact_min_bytes (and autocompact_pct percent of the live
+ *   slot bytes, when set), and no allocation or free has changed the
+ *   pool's object or page counts for autocompact_ms, the pool runs one
+ *   compaction pass (zs_compact_step, a class copy at a time, so a call
+ *   arriving meanwhile waits at most one class's step) and then
+ *   zs_pool_trim: the pages it freed, the handle chunks left empty and the
+ *   cached pages go back to the OS at once.
+ *   When: on the page provider's purge thread (zs/pages.h, "Returning
+ *   memory"; one for the process, no thread per pool), which looks at the
+ *   pool every autocompact_ms / 2 while its counts move and backs off to
+ *   once a second (at most) while they do not; a pool that holds no page
+ *   is not looked at until it allocates a zspage again.  A pool left idle
+ *   after frees is compacted 1 to 1.5 x autocompact_ms after its last call
+ *   (200 ms by default: its memory is back about 0.3 s later).
+ *   Cost bound: a look walks the class copies (each lock taken briefly);
+ *   a pass copies at most every live object once, and runs again only
+ *   after another autocompact_min_bytes of frees.  A program that calls
+ *   without pause is never compacted by it (its calls change the counts).
+ *   How to turn it off: autocompact_ms = 0 (zs_compact, zs_compact_step
+ *   and zs_pool_trim still work).  A provider without a cache or without a
+ *   time decay (page_cache_pages = ZS_PAGES_NO_CACHE, page_cache_decay_ms =
+ *   ZS_PAGES_DECAY_NEVER) has no purge thread looking at it: then the pool
+ *   does not compact by itself either.
+ */
+#define ZS_AUTOCOMPACT_DEFAULT_MS 200
 
 /* Largest object, in pool pages (zs_pool_config.max_object_size). */
 #define ZS_MAX_OBJECT_PAGES 16
@@ -225,11 +270,14 @@ struct zs_pool;
  *
  * zs_pool_config_init_app: the application profile, the fastest measured
  * layout on the kernel's class table (density below).  It differs from the
- * kernel profile in exactly three fields:
+ * kernel profile in exactly four fields:
  *   class_shards = ZS_CLASS_SHARDS_AUTO  (one copy of each class per CPU)
  *   free_mode    = ZS_FREE_CLASS_INDEX   (no pool lock in zs_free)
  *   fit_zspages  = 1                     (compaction fits each class's last
- *                                         partly used zspage to its objects)
+ *                                         partly used zspage to its objects,
+ *                                         keeping the lowest-placed zspages)
+ *   autocompact_ms = ZS_AUTOCOMPACT_DEFAULT_MS (compacts by itself when idle
+ *                                         after frees: "Self-compaction")
  * Same class table and chain; zs_malloc and zs_free from threads on
  * different CPUs do not meet.  The density cost of the copies: each CPU's
  * copy of a class keeps its own partly used zspages.  Filled from one thread
@@ -490,6 +538,8 @@ ZS_API unsigned long zs_compact(struct zs_pool *pool);
  * own calls so no single call pays for a whole pass (zs/blob.h).
  */
 ZS_API unsigned long zs_compact_step(struct zs_pool *pool, unsigned *cursor, unsigned max_classes);
+/* Passes the pool's self-compaction ran ("Self-compaction" above); 0 for NULL. */
+ZS_API unsigned long zs_pool_autocompact_passes(const struct zs_pool *pool);
 /*
  * The memory the pool holds, in bytes: its pages in use (parked zspages
  * included), the freed pages its page cache still keeps mapped for reuse

@@ -315,6 +315,8 @@ POOL_OPTIONS = {
     "deferred_worker": "deferred_worker", "page_cache_pages": "page_cache_pages",
     "page_cache_decay_ms": "page_cache_decay_ms", "class_shards": "class_shards",
     "max_object_size": "max_object_size", "fit_zspages": "fit_zspages",
+    "autocompact_ms": "autocompact_ms", "autocompact_pct": "autocompact_pct",
+    "autocompact_min_bytes": "autocompact_min_bytes",
 }
 CLASS_SHARDS_AUTO = _L.ZS_CLASS_SHARDS_AUTO
 PAGES_NO_CACHE = _L.ZS_PAGES_NO_CACHE
@@ -750,6 +752,9 @@ class Pool(_Closable):
       fit_zspages    True (the app profile's): compaction leaves each class's last partly
                      used zspage no longer than its objects need (docs/policies.md "Fitted
                      zspages"); False: every zspage the class's chain length (the kernel's)
+      autocompact_ms, autocompact_pct, autocompact_min_bytes
+                     self-compaction when idle (zs/zsmalloc.h "Self-compaction"; the app
+                     profile's autocompact_ms is 200, 0 turns it off)
     config is the pool's config as C holds it (option names, plus "profile"); class_shards
     (the property) the copies the pool has.
     Per object the package keeps 8 bytes (its size table) beside the C pool's own cost.
@@ -764,7 +769,9 @@ class Pool(_Closable):
                  name: Optional[str] = None, page_cache_pages: Union[int, str, None] = None,
                  page_cache_decay_ms: Union[int, str, None] = None,
                  max_object_size: Optional[int] = None,
-                 fit_zspages: Optional[bool] = None) -> None:
+                 fit_zspages: Optional[bool] = None, autocompact_ms: Optional[int] = None,
+                 autocompact_pct: Optional[int] = None,
+                 autocompact_min_bytes: Optional[int] = None) -> None:
         if not checked:
             raise ZsArgumentError(_errno.EINVAL, "a Python Pool is always checked: C's "
                                   "checked mode is what refuses a freed or stale handle")
@@ -774,7 +781,9 @@ class Pool(_Closable):
                  "deferred_worker": deferred_worker, "class_shards": class_shards,
                  "name": name, "page_cache_pages": page_cache_pages,
                  "page_cache_decay_ms": page_cache_decay_ms, "max_object_size": max_object_size,
-                 "fit_zspages": fit_zspages}
+                 "fit_zspages": fit_zspages, "autocompact_ms": autocompact_ms,
+                 "autocompact_pct": autocompact_pct,
+                 "autocompact_min_bytes": autocompact_min_bytes}
         keep: List[Any] = []
         cfg = _set_pool_options(_profile_init("pool", profile, _L.PoolConfig()), given, keep)
         out = ctypes.c_void_p()
@@ -1312,7 +1321,7 @@ class ZramStore(_Closable):
     profile) | "kernel" (zs_zram_config_init: page-exact with kernel zram).  The pool
     options are Pool's (chain, delta, chain_policy, free_mode, class_shards,
     deferred_capacity, deferred_worker, page_cache_pages, page_cache_decay_ms, name,
-    max_object_size, fit_zspages; None: the profile's) and apply to zsmalloc (zblock reads page_cache_pages); max_pages
+    max_object_size, fit_zspages, autocompact_*; None: the profile's) and apply to zsmalloc (zblock reads page_cache_pages); max_pages
     and checked are the backend's (every kind).  Store options, struct zs_zram_config:
     mem_limit (bytes), deferred_free, streams, track_actime, comp_level/recomp_level
     (0: the name's level, e.g. "zstd:5"), comp_dict/recomp_dict (bytes, or the path of a
@@ -1339,7 +1348,9 @@ class ZramStore(_Closable):
                  comp_level: int = 0, recomp_level: int = 0, comp_dict: Any = None,
                  recomp_dict: Any = None, group_pages: int = 0,
                  filter: Optional[str] = None, max_object_size: Optional[int] = None,
-                 fit_zspages: Optional[bool] = None) -> None:
+                 fit_zspages: Optional[bool] = None, autocompact_ms: Optional[int] = None,
+                 autocompact_pct: Optional[int] = None,
+                 autocompact_min_bytes: Optional[int] = None) -> None:
         # Only types and C field widths are checked here; every range (page size, slots,
         # limits, backend kind) is zs_zram_create's to refuse, with its reason.
         cfg = _profile_init("zram", profile, _L.ZramConfig())
@@ -1375,7 +1386,9 @@ class ZramStore(_Closable):
                      "deferred_capacity": deferred_capacity,
                      "deferred_worker": deferred_worker, "page_cache_pages": page_cache_pages,
                      "page_cache_decay_ms": page_cache_decay_ms, "name": name,
-                     "max_object_size": max_object_size, "fit_zspages": fit_zspages}
+                     "max_object_size": max_object_size, "fit_zspages": fit_zspages,
+                     "autocompact_ms": autocompact_ms, "autocompact_pct": autocompact_pct,
+                     "autocompact_min_bytes": autocompact_min_bytes}
         _set_pool_options(cfg.backend.zs, pool_opts, self._keep)
         cfg.mem_limit = _c_int_arg("mem_limit", mem_limit, ctypes.c_uint64)
         cfg.deferred_free = 1 if deferred_free else 0

@@ -118,7 +118,10 @@ class PoolConfig(ctypes.Structure):
         ("class_shards", c_uint),
         ("max_object_size", c_size_t),
         ("fit_zspages", c_int),
-        ("reserved", c_u64 * 4),
+        ("autocompact_ms", c_int),
+        ("autocompact_pct", c_uint),
+        ("autocompact_min_bytes", c_size_t),
+        ("reserved", c_u64 * 2),
     ]
 
 

@@ -88,7 +88,7 @@ class Region(_Closable):
     application profile) | "kernel" (zs_region_config_init: the kernel's pool layout).
     The pool options are Pool's (chain, delta, chain_policy, free_mode, class_shards,
     deferred_capacity, deferred_worker, page_cache_pages, page_cache_decay_ms, name,
-    max_object_size, fit_zspages; None: the profile's); max_pages and checked are the backend's, mem_limit, streams,
+    max_object_size, fit_zspages, autocompact_*; None: the profile's); max_pages and checked are the backend's, mem_limit, streams,
     comp_level, comp_dict and filter (e.g. "shuffle:4" for int32 data) the store's (as
     ZramStore).  A value outside its range is the
     C library's to refuse: ZsArgumentError (errno EINVAL) with zs_region_create's reason.
@@ -117,7 +117,9 @@ class Region(_Closable):
                  mem_limit: int = 0, streams: int = 0, comp_level: int = 0,
                  comp_dict: Any = None, filter: Optional[str] = None,
                  max_object_size: Optional[int] = None,
-                 fit_zspages: Optional[bool] = None) -> None:
+                 fit_zspages: Optional[bool] = None, autocompact_ms: Optional[int] = None,
+                 autocompact_pct: Optional[int] = None,
+                 autocompact_min_bytes: Optional[int] = None) -> None:
         # Only types and C field widths are checked here; the ranges (size 0 included)
         # are zs_region_create's to refuse, with its reason.
         if not isinstance(comp, str) or not isinstance(backend, str):
@@ -136,7 +138,9 @@ class Region(_Closable):
                      "deferred_capacity": deferred_capacity,
                      "deferred_worker": deferred_worker, "page_cache_pages": page_cache_pages,
                      "page_cache_decay_ms": page_cache_decay_ms, "name": name,
-                     "max_object_size": max_object_size, "fit_zspages": fit_zspages}
+                     "max_object_size": max_object_size, "fit_zspages": fit_zspages,
+                     "autocompact_ms": autocompact_ms, "autocompact_pct": autocompact_pct,
+                     "autocompact_min_bytes": autocompact_min_bytes}
         _set_pool_options(cfg.store.backend.zs, pool_opts, self._keep)
         cfg.store.deferred_free = 1 if deferred_free else 0
         cfg.store.mem_limit = _c_int_arg("mem_limit", mem_limit, ctypes.c_uint64)

@@ -48,10 +48,10 @@ def _pages(n, seed):
 
 def test_profiles_come_from_c():
     app, kernel = _c_profile("zs_pool_config_init_app"), _c_profile("zs_pool_config_init")
-    # the app profile differs from the kernel's in exactly class_shards, free_mode and
-    # fit_zspages
+    # the app profile differs from the kernel's in exactly class_shards, free_mode,
+    # fit_zspages and autocompact_ms
     assert {f for f in app if app[f] != kernel[f]} == {"class_shards", "free_mode",
-                                                       "fit_zspages"}
+                                                       "fit_zspages", "autocompact_ms"}
     assert app["class_shards"] == libzs.CLASS_SHARDS_AUTO and app["free_mode"] == 1
     assert kernel["class_shards"] == 0 and kernel["free_mode"] == 0
     pa, pk = libzs.pool_profile("app"), libzs.pool_profile("kernel")

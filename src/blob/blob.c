@@ -2,7 +2,8 @@
  * The blob store (zs/blob.h): owns the object format (a tag byte, varint
  * lengths, an optional key, then the value raw or compressed), the pool of
  * compression contexts, the per-thread buffers, the memory count and limit,
- * and the compaction policy (steps from calls, and an idle thread).  The
+ * and the compaction steps from calls; compaction when idle is the pool's
+ * own (zs_pool_config.autocompact_ms, which the compact_* knobs set).  The
  * cache (cache.c) builds on it through internal.h; the pool under it is a
  * plain zsmalloc pool.
  *
@@ -64,13 +65,6 @@ struct zs_blob {
 	unsigned cursor;             /* under cmu */
 	atomic_int pass_open;        /* cursor != 0, for readers without cmu */
 	unsigned long long pass_start_freed;
-
-	/* Idle compaction thread. */
-	pthread_mutex_t tmu;
-	pthread_cond_t tcond;
-	pthread_t thread;
-	int thread_started, thread_stop;
-	atomic_int busy;             /* a put or free since the thread last looked */
 };
 
 /* ---- per-thread buffers ----------------------------------------------- */
@@ -322,12 +316,6 @@ void blob_enc_done(struct blob_enc *e)
 
 /* ---- accounting, limit, compaction ------------------------------------ */
 
-static void note_call(struct zs_blob *s)
-{
-	if (!atomic_load_explicit(&s->busy, memory_order_relaxed))
-		atomic_store_explicit(&s->busy, 1, memory_order_relaxed);
-}
-
 static size_t fixed_bytes(struct zs_blob *s)
 {
 	return sizeof(*s) + s->nctx * sizeof(struct ctx_slot) + s->cfg.dict_len +
@@ -417,59 +405,6 @@ static void maybe_step(struct zs_blob *s)
 	pthread_mutex_unlock(&s->cmu);
 }
 
-static void *idle_main(void *arg)
-{
-	struct zs_blob *s = arg;
-	pthread_mutex_lock(&s->tmu);
-	while (!s->thread_stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		long ms = s->cfg.compact_idle_ms;
-		ts.tv_sec += ms / 1000;
-		ts.tv_nsec += (ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&s->tcond, &s->tmu, &ts);
-		if (s->thread_stop)
-			break;
-		/* No call for a whole period (the flag was cleared a period ago). */
-		if (atomic_exchange_explicit(&s->busy, 0, memory_order_relaxed))
-			continue;
-		if (atomic_load_explicit(&s->freed_bytes, memory_order_relaxed) < s->cfg.compact_min_bytes &&
-		    !atomic_load_explicit(&s->pass_open, memory_order_relaxed))
-			continue;
-		pthread_mutex_unlock(&s->tmu);
-		pthread_mutex_lock(&s->cmu);
-		do
-			step_locked(s);
-		while (s->cursor && !__atomic_load_n(&s->thread_stop, __ATOMIC_RELAXED));
-		pthread_mutex_unlock(&s->cmu);
-		/* Idle: what compaction freed goes back now rather than at the cache's decay. */
-		if (!__atomic_load_n(&s->thread_stop, __ATOMIC_RELAXED))
-			zs_pool_trim(s->pool);
-		pthread_mutex_lock(&s->tmu);
-	}
-	pthread_mutex_unlock(&s->tmu);
-	return NULL;
-}
-
-static void idle_start(struct zs_blob *s)
-{
-	if (s->cfg.compact_idle_ms < 0 || __atomic_load_n(&s->thread_started, __ATOMIC_ACQUIRE))
-		return;
-	pthread_mutex_lock(&s->tmu);
-	if (!s->thread_started && !s->thread_stop) {
-		/* Without a thread the policy still runs from calls; nothing to report. */
-		if (pthread_create(&s->thread, NULL, idle_main, s) == 0)
-			__atomic_store_n(&s->thread_started, 1, __ATOMIC_RELEASE);
-		else
-			__atomic_store_n(&s->thread_started, -1, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&s->tmu);
-}
-
 size_t blob_freed_bytes(struct zs_blob *s)
 {
 	return (size_t)atomic_load_explicit(&s->freed_bytes, memory_order_relaxed);
@@ -493,7 +428,6 @@ void blob_pass_now(struct zs_blob *s)
 
 void blob_after_free(struct zs_blob *s)
 {
-	idle_start(s);
 	maybe_step(s);
 }
 
@@ -509,7 +443,6 @@ unsigned long blob_store_enc(struct zs_blob *s, const struct blob_enc *e)
 	atomic_fetch_add_explicit(&s->stored_bytes, e->size, memory_order_relaxed);
 	if (e->raw)
 		atomic_fetch_add_explicit(&s->raw_objects, 1, memory_order_relaxed);
-	note_call(s);
 	return h;
 }
 
@@ -539,7 +472,6 @@ int blob_free_obj(struct zs_blob *s, unsigned long h, const struct blob_obj *o)
 	if (o->codec == ZS_BLOB_NONE)
 		atomic_fetch_sub_explicit(&s->raw_objects, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&s->freed_bytes, o->size, memory_order_relaxed);
-	note_call(s);
 	return 0;
 }
 
@@ -693,6 +625,9 @@ static int blob_create(const struct zs_blob_config *ucfg, struct zs_blob **out, 
 	if (cfg.compact_idle_ms < -1 || cfg.compact_idle_ms > 3600000)
 		REFUSE("zs_blob_config.compact_idle_ms %d: must be -1..3600000",
 		       (int)cfg.compact_idle_ms);
+	/* Idle compaction is the pool's (one policy for every pool): the knobs map onto it. */
+	cfg.pool.autocompact_ms = cfg.compact_idle_ms < 0 ? 0 : cfg.compact_idle_ms;
+	cfg.pool.autocompact_min_bytes = cfg.compact_min_bytes;
 
 	size_t page = cfg.pool.page_size ? cfg.pool.page_size : 4096;
 	if (!cfg.pool.max_object_size)
@@ -755,8 +690,6 @@ static int blob_create(const struct zs_blob_config *ucfg, struct zs_blob **out, 
 		s->ctx[i].c = NULL;
 	}
 	pthread_mutex_init(&s->cmu, NULL);
-	pthread_mutex_init(&s->tmu, NULL);
-	pthread_cond_init(&s->tcond, NULL);
 	s->cfg = cfg;
 	int prc = zs_pool_create(&cfg.pool, &s->pool, err, err_len);
 	if (prc) {
@@ -794,14 +727,6 @@ void zs_blob_destroy(struct zs_blob *s)
 {
 	if (!s)
 		return;
-	pthread_mutex_lock(&s->tmu);
-	/* atomic: the idle thread also reads it between steps, without tmu */
-	__atomic_store_n(&s->thread_stop, 1, __ATOMIC_RELAXED);
-	pthread_cond_signal(&s->tcond);
-	int started = s->thread_started == 1;
-	pthread_mutex_unlock(&s->tmu);
-	if (started)
-		pthread_join(s->thread, NULL);
 	if (s->pool)
 		zs_destroy_pool(s->pool);
 	for (unsigned i = 0; i < s->nctx; i++) {
@@ -810,8 +735,6 @@ void zs_blob_destroy(struct zs_blob *s)
 	}
 	free(s->ctx);
 	pthread_mutex_destroy(&s->cmu);
-	pthread_mutex_destroy(&s->tmu);
-	pthread_cond_destroy(&s->tcond);
 	free(s->dict_copy);
 	free(s);
 }
@@ -938,7 +861,8 @@ static void fill_blob_stats(struct zs_blob *s, struct zs_blob_stats *st)
 	st->pool_pages = zs_get_total_pages(s->pool);
 	st->freed_bytes = atomic_load_explicit(&s->freed_bytes, memory_order_relaxed);
 	st->compact_steps = atomic_load_explicit(&s->steps, memory_order_relaxed);
-	st->compact_passes = atomic_load_explicit(&s->passes, memory_order_relaxed);
+	st->compact_passes = atomic_load_explicit(&s->passes, memory_order_relaxed) +
+			     zs_pool_autocompact_passes(s->pool);
 	st->pages_compacted = atomic_load_explicit(&s->pages_compacted, memory_order_relaxed);
 	st->limit_refusals = atomic_load_explicit(&s->refusals, memory_order_relaxed);
 }

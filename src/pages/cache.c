@@ -1039,6 +1039,12 @@ void pages_trim(struct zs_pages *p)
 	mutex_unlock_ranked(&p->lock);
 }
 
+void pages_idle_kick(struct zs_pages *p, uint64_t due)
+{
+	if (p && p->registered && p->idle_work)
+		purge_kick(due, idle_pass);
+}
+
 void pages_decay(struct zs_pages *p)
 {
 	if (p)
@@ -1168,6 +1174,14 @@ static uint64_t idle_pass(struct zs_pages *p, uint64_t now)
 	/* The owner's parked pages first: what it gives back lands nowhere but the OS. */
 	if (p->reclaim) {
 		uint64_t due = p->reclaim(p->reclaim_ctx, now, p->decay_ns);
+		if (due < next)
+			next = due;
+	}
+	if (p->idle_due) {
+		bool run = false;
+		uint64_t due = p->idle_due(p->idle_ctx, now, &run);
+		if (run)
+			p->idle_run = true; /* purge.c runs idle_work once this pass drops its lock */
 		if (due < next)
 			next = due;
 	}

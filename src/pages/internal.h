@@ -154,6 +154,13 @@ struct zs_pages {
 	/* The owner's parked pages in the process budget now (synced in, released out);
 	 * destroy takes them out, since the owner's stacks go with the chunks. */
 	_Atomic long owner_in_budget;
+	/* The owner's idle hooks (pages.h); idle_due is cleared by pages_idle_stop.  The
+	 * fields below it are the registry lock's: idle_run asks the thread to run
+	 * idle_work after this pass, idle_busy says it runs now (outside that lock). */
+	uint64_t (*idle_due)(void *ctx, uint64_t now_ns, bool *run);
+	void (*idle_work)(void *ctx);
+	void *idle_ctx;
+	bool idle_run, idle_busy;
 
 	/* Per-CPU caches (npcp 0: off); read-only pointers after create. */
 	struct zs_pcp *pcp;
@@ -286,6 +293,8 @@ size_t purge_budget_add(long delta_bytes, bool *started);
 /* Would the budgeted caches stay within the budget with `bytes` more? (a relaxed read) */
 bool purge_budget_room(size_t bytes);
 void purge_kick(uint64_t due, uint64_t (*pass)(struct zs_pages *p, uint64_t now));
+/* The owner's idle hooks off, after a running idle_work returns (pages_idle_stop). */
+void purge_idle_stop(struct zs_pages *p);
 /* Bumped in every fork child (atfork): what a thread had in flight before is not coming. */
 unsigned purge_fork_gen(void);
 

@@ -203,6 +203,11 @@ struct zs_pages *pages_create(const struct zs_pages_config *cfg)
 		p->reclaim = c.reclaim;
 		p->reclaim_ctx = c.reclaim_ctx;
 	}
+	if (watched && c.idle_due && c.idle_work) {
+		p->idle_due = c.idle_due;
+		p->idle_work = c.idle_work;
+		p->idle_ctx = c.idle_ctx;
+	}
 	if (watched)
 		purge_register(p);
 	return p;
@@ -211,12 +216,23 @@ inval:
 	return NULL;
 }
 
+bool pages_idle_on(const struct zs_pages *p)
+{
+	return p && p->registered && p->idle_work;
+}
+
+void pages_idle_stop(struct zs_pages *p)
+{
+	if (p && p->registered)
+		purge_idle_stop(p);
+}
+
 void pages_destroy(struct zs_pages *p)
 {
 	if (!p)
 		return;
 	if (p->registered)
-		purge_unregister(p);
+		purge_unregister(p); /* waits out a running idle_work too */
 	if (p->budget_pages)
 		purge_budget_add(-(long)(p->budget_pages * p->page_size), NULL);
 	for (unsigned i = 0; i < p->npcp; i++)
@@ -398,6 +414,10 @@ long pages_chunk_map(struct zs_pages *p)
 			 -1, 0);
 	if (raw == MAP_FAILED)
 		return -1;
+	/* The owner's idle hooks stop looking while it holds nothing: a new chunk starts them
+	 * again (a pass of the purge thread; the caller kicks after unlock). */
+	if (p->idle_work)
+		p->kick = true;
 	char *base = raw;
 	if (p->map_bytes != p->chunk_bytes) {
 		uintptr_t a = ((uintptr_t)raw + p->page_size - 1) & ~(uintptr_t)(p->page_size - 1);

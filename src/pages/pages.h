@@ -82,6 +82,22 @@ struct zs_pages_config {
 	 */
 	uint64_t (*reclaim)(void *ctx, uint64_t now_ns, uint64_t decay_ns);
 	void *reclaim_ctx;
+	/*
+	 * The owner's idle work (zsmalloc's self-compaction, src/zsmalloc/autocompact.c),
+	 * on the purge thread rather than a thread of the owner's.  idle_due runs on
+	 * each pass under the same rules as reclaim (registry lock held: trylocks
+	 * only, no zs_pages call); it returns when it next wants a look (UINT64_MAX:
+	 * never until pages_idle_kick) and sets *run to have idle_work run in this
+	 * pass.  idle_work runs on the purge thread with no lock of this layer held,
+	 * so it may take its owner's locks and call any zs_pages function; the
+	 * thread serves other providers only after it returns, so it must bound
+	 * its own cost.  Only a provider the purge thread watches (a cache and a
+	 * decay) runs them.  pages_idle_stop turns them off and waits out a
+	 * running idle_work: call it before tearing down what they use.
+	 */
+	uint64_t (*idle_due)(void *ctx, uint64_t now_ns, bool *run);
+	void (*idle_work)(void *ctx);
+	void *idle_ctx;
 };
 struct zs_pages_stats {
 	size_t page_size;
@@ -179,6 +195,12 @@ static inline uint64_t pages_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 bool pages_parks(const struct zs_pages *p);
+/* Does the purge thread run this provider's idle hooks (watched, and given them at create)? */
+bool pages_idle_on(const struct zs_pages *p);
+/* Ask the purge thread for a pass over the providers no later than `due` (pages_now_ns
+ * clock), starting it if needed; no provider lock may be held. */
+void pages_idle_kick(struct zs_pages *p, uint64_t due);
+void pages_idle_stop(struct zs_pages *p);
 bool pages_park_room(struct zs_pages *p, unsigned n);
 void pages_park_note(struct zs_pages *p, long delta_pages);
 void pages_park_released(struct zs_pages *p, unsigned long pages, bool may_kick);

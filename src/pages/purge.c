@@ -36,6 +36,13 @@
  * then reads `state`; the thread stores `state` then takes `want`; all
  * seq_cst, so one of them sees the other (the store-buffer litmus).
  *
+ * Owners' idle work.  A provider's owner may give it hooks (pages.h,
+ * idle_due and idle_work: zsmalloc's self-compaction) so that the same
+ * thread serves it instead of a thread of the owner's: idle_due runs in the
+ * pass, and idle_work after the registry lock is dropped (it takes the
+ * owner's locks, which come before this one), with the provider marked busy
+ * so that unregister (destroy) and pages_idle_stop wait for it to return.
+ *
  * Lock order: registry lock, then a per-CPU cache lock, then a provider's
  * mutex; kicks are made with no provider lock held.  A pass holds the
  * registry lock throughout, so destroy (unregister) waits for a pass over
@@ -78,6 +85,7 @@ static struct {
 	unsigned decay_ms;          /* default decay: ms, ZS_PAGES_DECAY_NEVER or DECAY_IMMEDIATE */
 	uint64_t slack_ns;          /* the coarse clock's lag behind CLOCK_MONOTONIC */
 	bool shutdown;              /* destructor ran: no thread any more */
+	bool forking;               /* a fork's prepare waits: no owner's idle work starts */
 	bool thread_alive;          /* between pthread_create and the thread's last unlock */
 } g = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -200,6 +208,17 @@ static void *purge_main(void *arg)
 			uint64_t due = g.pass(p, now);
 			if (due < next)
 				next = due;
+			if (p->idle_run && p->idle_due && !g.forking) {
+				/* The owner's idle work takes the owner's locks, which come before this
+				 * one: run it unlocked; p stays registered (unregister waits on busy). */
+				p->idle_run = false;
+				p->idle_busy = true;
+				mutex_unlock_ranked(&g.lock);
+				p->idle_work(p->idle_ctx);
+				mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
+				p->idle_busy = false;
+				pthread_cond_broadcast(&g.done);
+			}
 		}
 		if (g.shutdown)
 			break;
@@ -282,9 +301,27 @@ void purge_register(struct zs_pages *p)
 	mutex_unlock_ranked(&g.lock);
 }
 
+/* Registry lock held: until the thread's run of p's idle work is over. */
+static void idle_wait(struct zs_pages *p)
+{
+	while (p->idle_busy)
+		pthread_cond_wait(&g.done, &g.lock);
+}
+
+void purge_idle_stop(struct zs_pages *p)
+{
+	mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
+	p->idle_due = NULL;
+	p->idle_run = false;
+	idle_wait(p);
+	mutex_unlock_ranked(&g.lock);
+}
+
 void purge_unregister(struct zs_pages *p)
 {
 	mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
+	p->idle_due = NULL;
+	idle_wait(p);
 	if (p->reg_prev)
 		p->reg_prev->reg_next = p->reg_next;
 	else
@@ -300,13 +337,32 @@ void purge_unregister(struct zs_pages *p)
 
 /* ---- fork and exit ----------------------------------------------------- */
 
+static bool any_idle_busy(void)
+{
+	for (struct zs_pages *p = g.head; p; p = p->reg_next)
+		if (p->idle_busy)
+			return true;
+	return false;
+}
+
+/*
+ * An owner's idle work (a compaction) holds its pool's locks outside the
+ * registry lock: a fork in its middle would leave them held in the child
+ * for ever.  So the prepare handler also waits for it to end (it drops this
+ * lock to do so, and takes none the forking thread holds), and no new one
+ * starts until the fork is over.
+ */
 static void atfork_prepare(void)
 {
 	mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
+	g.forking = true;
+	while (any_idle_busy())
+		pthread_cond_wait(&g.done, &g.lock);
 }
 
 static void atfork_parent(void)
 {
+	g.forking = false;
 	mutex_unlock_ranked(&g.lock);
 }
 
@@ -318,7 +374,10 @@ static void atfork_child(void)
 	atomic_store(&g.wake_at, NO_TIME);
 	atomic_store(&g.want, NO_TIME);
 	g.thread_alive = false;
+	g.forking = false;
 	for (struct zs_pages *p = g.head; p; p = p->reg_next) {
+		/* An idle work in flight ran on the thread, which the child does not have. */
+		p->idle_run = p->idle_busy = false;
 		p->rekick = true;
 		atomic_store_explicit(&p->park_rekick, true, memory_order_relaxed);
 	}

@@ -269,6 +269,22 @@ struct zs_pool {
 	uint64_t heap_key;
 	struct zs_heap *heaps;
 
+	/*
+	 * autocompact.c: self-compaction on the purge thread.  ac_on: the
+	 * provider runs its hooks (read-only after create).  ac_next: when the
+	 * next look is due, UINT64_MAX while the pool holds no page (the
+	 * thread's next pass over the provider with pages in use, which a new
+	 * chunk asks for, sets it again).  The rest is the thread's alone (its
+	 * idle work runs one at a time).
+	 */
+	int ac_on;
+	_Atomic uint64_t ac_next;
+	uint64_t ac_sig, ac_quiet_since, ac_period_ns, ac_idle_ns;
+	size_t ac_floor, ac_min_bytes;
+	unsigned long ac_seen_compacted; /* pages_compacted after its last whole pass */
+	unsigned ac_pct;
+	atomic_ulong ac_passes, ac_looks;
+
 	/* deferred.c: NULL until the first zs_free_deferred creates it under the lock */
 	_Atomic(struct deferred_queue *) deferred;
 	pthread_mutex_t deferred_init_lock;
@@ -488,6 +504,15 @@ static inline void zspage_reset(struct zspage *zspage, int huge)
 	zspage->lnext = zspage->lprev = NULL;
 	atomic_store_explicit(&zspage->lock, 0, memory_order_relaxed);
 }
+
+/* ---- autocompact.c ---- */
+/* init: before the page provider exists (its purge thread reads the fields from then on);
+ * started: after, when it is known whether the thread runs the hooks. */
+void autocompact_init(struct zs_pool *pool);
+void autocompact_started(struct zs_pool *pool);
+void autocompact_stop(struct zs_pool *pool);
+uint64_t autocompact_due(void *ctx, uint64_t now_ns, bool *run);
+void autocompact_work(void *ctx);
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push

@@ -134,6 +134,7 @@ void zs_pool_config_init_app(struct zs_pool_config *cfg)
 	cfg->class_shards = ZS_CLASS_SHARDS_AUTO;
 	cfg->free_mode = ZS_FREE_CLASS_INDEX;
 	cfg->fit_zspages = 1;
+	cfg->autocompact_ms = ZS_AUTOCOMPACT_DEFAULT_MS;
 }
 
 /*
@@ -171,6 +172,12 @@ static int config_valid(const struct zs_pool_config *c, char *err, size_t err_le
 		REFUSE("zs_pool_config.checked %d: must be 0 or 1", c->checked);
 	if (c->fit_zspages != 0 && c->fit_zspages != 1)
 		REFUSE("zs_pool_config.fit_zspages %d: must be 0 or 1", c->fit_zspages);
+	if (c->autocompact_ms < 0 || c->autocompact_ms > 3600000)
+		REFUSE("zs_pool_config.autocompact_ms %d: must be 0..3600000", (int)c->autocompact_ms);
+	if (c->autocompact_pct > 1000)
+		REFUSE("zs_pool_config.autocompact_pct %u: must be 0..1000", (unsigned)c->autocompact_pct);
+	if (c->autocompact_min_bytes > ((size_t)1 << 40))
+		REFUSE("zs_pool_config.autocompact_min_bytes %zu: must be 0..2^40", (size_t)c->autocompact_min_bytes);
 	if (c->class_shards > ZS_MAX_CLASS_SHARDS && c->class_shards != ZS_CLASS_SHARDS_AUTO)
 		REFUSE("zs_pool_config.class_shards %u: must be 0..%u or ZS_CLASS_SHARDS_AUTO",
 		       (unsigned)c->class_shards, (unsigned)ZS_MAX_CLASS_SHARDS);
@@ -278,18 +285,24 @@ int zs_pool_create(const struct zs_pool_config *user_cfg, struct zs_pool **out, 
 	if (!rc)
 		rc = park_init(pool);
 	if (!rc) {
+		autocompact_init(pool);
 		struct zs_pages_config pc = { .page_size = cfg.page_size, .max_pages = cfg.max_pages,
 					      .cache_pages = cfg.page_cache_pages,
 					      .decay_ms = cfg.page_cache_decay_ms,
 					      .park_chains = pool->nr_shards > 1,
 					      .reclaim = pool->park ? park_reclaim : NULL,
-					      .reclaim_ctx = pool };
+					      .reclaim_ctx = pool,
+					      .idle_due = cfg.autocompact_ms ? autocompact_due : NULL,
+					      .idle_work = cfg.autocompact_ms ? autocompact_work : NULL,
+					      .idle_ctx = pool };
 		errno = 0;
 		pool->pages = pages_create(&pc);
 		rc = pool->pages ? handles_init(pool) : errno ? -errno : -ENOMEM;
 		/* A provider that cannot return them (its own bound, no decay) gets no parked zspages. */
 		if (!rc && pool->park && !pages_parks(pool->pages))
 			park_destroy(pool);
+		if (!rc)
+			autocompact_started(pool);
 	}
 	if (rc) {
 		deferred_destroy(pool);
@@ -311,6 +324,7 @@ void zs_destroy_pool(struct zs_pool *pool)
 {
 	if (!pool)
 		return;
+	autocompact_stop(pool); /* first: it compacts from the purge thread */
 	deferred_destroy(pool);
 	heaps_pool_gone(pool);
 	handles_destroy(pool);
