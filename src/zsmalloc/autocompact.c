@@ -66,7 +66,7 @@ uint64_t autocompact_due(void *ctx, uint64_t now, bool *run)
 	uint64_t next = atomic_load_explicit(&pool->ac_next, memory_order_relaxed);
 	if (next == UINT64_MAX) {
 		/* Not looked at since it held no page: again once it has some.  (Not
-		 * pool->pages: the thread may get here before zs_create_pool stores it.) */
+		 * pool->pages: the thread may get here before zs_pool_create stores it.) */
 		if (!zs_get_total_pages(pool))
 			return UINT64_MAX;
 		next = now + half;

@@ -89,7 +89,7 @@ static unsigned (*const chain_fns[ZS_CHAIN_POLICY_COUNT])(unsigned, unsigned, un
 	ZS_CHAIN_POLICIES(CHAIN_FN)
 };
 
-/* zs_create_pool has checked the policy is in range. */
+/* zs_pool_create has checked the policy is in range. */
 static unsigned chain_length(const struct zs_pool_config *cfg, unsigned size, unsigned page_size)
 {
 	return chain_fns[cfg->chain_policy](size, page_size, cfg->max_chain);

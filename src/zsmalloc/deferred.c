@@ -577,7 +577,7 @@ static struct deferred_queue *queue_create(struct zs_pool *pool)
 	if (!q)
 		return NULL;
 	memset(q, 0, sizeof(*q));
-	/* zs_create_pool bounded the capacity, so neither the rounding nor the size can overflow. */
+	/* zs_pool_create bounded the capacity, so neither the rounding nor the size can overflow. */
 	size_t cap = pool->cfg.deferred_capacity;
 	if (!cap)
 		cap = (128UL << 20) / pool->page_size;
