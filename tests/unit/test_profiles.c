@@ -33,11 +33,14 @@ static void test_fields(void)
 	CHECK_EQ(a.free_mode, ZS_FREE_CLASS_INDEX);
 	CHECK_EQ(k.fit_zspages, 0);
 	CHECK_EQ(a.fit_zspages, 1);
+	CHECK_EQ(k.autocompact_ms, 0);
+	CHECK_EQ(a.autocompact_ms, ZS_AUTOCOMPACT_DEFAULT_MS);
 	/* Put the documented fields back: everything else must be identical. */
 	x = a;
 	x.class_shards = k.class_shards;
 	x.free_mode = k.free_mode;
 	x.fit_zspages = k.fit_zspages;
+	x.autocompact_ms = k.autocompact_ms;
 	CHECK(memcmp(&x, &k, sizeof(k)) == 0);
 }
 
