@@ -172,4 +172,24 @@ ZS_API size_t zs_backend_mem_bytes(const struct zs_backend *b, const struct zs_b
 #ifdef __cplusplus
 }
 #endif
+
+/*
+ * 3.x source compatibility (off with ZS_NO_COMPAT3; libzs's own tree builds
+ * with it off).  A program written for 3.x compiles unchanged against 4.x:
+ * the calls below pick the 4.0.0 function by their argument count, so the
+ * 4.0.0 symbols are the only ones in libzs.so and the old calls lose only
+ * the reason text.  Reading struct zs_backend's fields is the one 3.x usage
+ * not kept (the struct is opaque).  docs/abi.md, 4.0.0.
+ */
+#ifndef ZS_NO_COMPAT3
+static inline struct zs_backend *zs_backend_create_v3_(const struct zs_backend_config *cfg)
+{
+	struct zs_backend *b;
+	return zs_backend_create(cfg, &b, (char *)0, 0) ? (struct zs_backend *)0 : b;
+}
+#define zs_backend_create(...) \
+	ZS_PICK4_(__VA_ARGS__, zs_backend_create, ~, ~, zs_backend_create_v3_)(__VA_ARGS__)
+#define ZS_V3_zs_backend_stats_(b, st) zs_backend_stats(b, st, sizeof(*(st)))
+#define zs_backend_stats(...) ZS_PICK3_(__VA_ARGS__, zs_backend_stats, ZS_V3_zs_backend_stats_, ~)(__VA_ARGS__)
+#endif
 #endif

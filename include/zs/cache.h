@@ -147,4 +147,19 @@ ZS_API struct zs_blob *zs_cache_blob(struct zs_cache *c);
 #ifdef __cplusplus
 }
 #endif
+
+/*
+ * 3.x source compatibility (off with ZS_NO_COMPAT3; libzs's own tree builds
+ * with it off).  A program written for 3.x compiles unchanged against 4.x:
+ * the calls below pick the 4.0.0 function by their argument count, so the
+ * 4.0.0 symbols are the only ones in libzs.so and the old calls lose only
+ * the reason text.  Reading struct zs_backend's fields is the one 3.x usage
+ * not kept (the struct is opaque).  docs/abi.md, 4.0.0.
+ */
+#ifndef ZS_NO_COMPAT3
+#define ZS_V3_zs_cache_create_(cfg, out) zs_cache_create(cfg, out, (char *)0, 0)
+#define zs_cache_create(...) ZS_PICK4_(__VA_ARGS__, zs_cache_create, ~, ZS_V3_zs_cache_create_, ~)(__VA_ARGS__)
+#define ZS_V3_zs_cache_stats_(c, st) zs_cache_stats(c, st, sizeof(*(st)))
+#define zs_cache_stats(...) ZS_PICK3_(__VA_ARGS__, zs_cache_stats, ZS_V3_zs_cache_stats_, ~)(__VA_ARGS__)
+#endif
 #endif

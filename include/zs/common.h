@@ -44,4 +44,9 @@ ZS_API const char *const *zs_const_names(void);
 #ifdef __cplusplus
 }
 #endif
+
+/* 3.x source compatibility: pick a call by its argument count (docs/abi.md, 4.0.0). */
+#define ZS_PICK2_(a, b, NAME, ...) NAME
+#define ZS_PICK3_(a, b, c, NAME, ...) NAME
+#define ZS_PICK4_(a, b, c, d, NAME, ...) NAME
 #endif

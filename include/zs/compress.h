@@ -176,4 +176,31 @@ ZS_API const char *const *zs_comp_names(void);
 #ifdef __cplusplus
 }
 #endif
+
+/*
+ * 3.x source compatibility (off with ZS_NO_COMPAT3; libzs's own tree builds
+ * with it off).  A program written for 3.x compiles unchanged against 4.x:
+ * the calls below pick the 4.0.0 function by their argument count, so the
+ * 4.0.0 symbols are the only ones in libzs.so and the old calls lose only
+ * the reason text.  Not kept here: the 3.x zs_comp_create(name, max_src,
+ * out) (below).  docs/abi.md, 4.0.0.
+ */
+#ifndef ZS_NO_COMPAT3
+static inline int zs_comp_create_params(const char *name, size_t max_src,
+					const struct zs_comp_params *params, struct zs_comp **out)
+{
+	struct zs_comp_config cfg;
+	zs_comp_config_init(&cfg);
+	cfg.name = name;
+	cfg.max_src = max_src;
+	if (params) {
+		cfg.level = params->level;
+		cfg.dict = params->dict;
+		cfg.dict_len = params->dict_len;
+	}
+	return zs_comp_create(&cfg, out, (char *)0, 0);
+}
+/* 3.x zs_comp_create(name, max_src, out) is not kept: a compound-literal config, the usual
+   4.0.0 call, has commas a macro would split.  Use zs_comp_create_params(name, max_src, NULL, out). */
+#endif
 #endif

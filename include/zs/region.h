@@ -271,4 +271,18 @@ ZS_API int zs_region_available(char *err, size_t err_len);
 #ifdef __cplusplus
 }
 #endif
+
+/*
+ * 3.x source compatibility (off with ZS_NO_COMPAT3; libzs's own tree builds
+ * with it off).  A program written for 3.x compiles unchanged against 4.x:
+ * the calls below pick the 4.0.0 function by their argument count, so the
+ * 4.0.0 symbols are the only ones in libzs.so and the old calls lose only
+ * the reason text.  Reading struct zs_backend's fields is the one 3.x usage
+ * not kept (the struct is opaque).  docs/abi.md, 4.0.0.
+ */
+#ifndef ZS_NO_COMPAT3
+#define ZS_V3_zs_region_get_stats_(r, st) zs_region_get_stats(r, st, sizeof(*(st)))
+#define zs_region_get_stats(...) \
+	ZS_PICK3_(__VA_ARGS__, zs_region_get_stats, ZS_V3_zs_region_get_stats_, ~)(__VA_ARGS__)
+#endif
 #endif

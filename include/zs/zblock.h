@@ -140,4 +140,23 @@ ZS_API int zblock_geometry(size_t page_size, int huge, struct zblock_class_info 
 #ifdef __cplusplus
 }
 #endif
+
+/*
+ * 3.x source compatibility (off with ZS_NO_COMPAT3; libzs's own tree builds
+ * with it off).  A program written for 3.x compiles unchanged against 4.x:
+ * the calls below pick the 4.0.0 function by their argument count, so the
+ * 4.0.0 symbols are the only ones in libzs.so and the old calls lose only
+ * the reason text.  Reading struct zs_backend's fields is the one 3.x usage
+ * not kept (the struct is opaque).  docs/abi.md, 4.0.0.
+ */
+#ifndef ZS_NO_COMPAT3
+static inline struct zblock_pool *zblock_create_pool(const struct zblock_config *cfg)
+{
+	struct zblock_pool *p;
+	return zblock_pool_create(cfg, &p, (char *)0, 0) ? (struct zblock_pool *)0 : p;
+}
+#define ZS_V3_zblock_class_stats_(p, i, st) zblock_class_stats(p, i, st, sizeof(*(st)))
+#define zblock_class_stats(...) \
+	ZS_PICK4_(__VA_ARGS__, zblock_class_stats, ZS_V3_zblock_class_stats_, ~, ~)(__VA_ARGS__)
+#endif
 #endif

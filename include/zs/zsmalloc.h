@@ -655,4 +655,24 @@ ZS_API const char *const *zs_free_mode_names(void);
 #ifdef __cplusplus
 }
 #endif
+
+/*
+ * 3.x source compatibility (off with ZS_NO_COMPAT3; libzs's own tree builds
+ * with it off).  A program written for 3.x compiles unchanged against 4.x:
+ * the calls below pick the 4.0.0 function by their argument count, so the
+ * 4.0.0 symbols are the only ones in libzs.so and the old calls lose only
+ * the reason text.  Reading struct zs_backend's fields is the one 3.x usage
+ * not kept (the struct is opaque).  docs/abi.md, 4.0.0.
+ */
+#ifndef ZS_NO_COMPAT3
+static inline struct zs_pool *zs_create_pool(const struct zs_pool_config *cfg)
+{
+	struct zs_pool *p;
+	return zs_pool_create(cfg, &p, (char *)0, 0) ? (struct zs_pool *)0 : p;
+}
+#define ZS_V3_zs_pool_stats_(p, st) zs_pool_stats(p, st, sizeof(*(st)))
+#define zs_pool_stats(...) ZS_PICK3_(__VA_ARGS__, zs_pool_stats, ZS_V3_zs_pool_stats_, ~)(__VA_ARGS__)
+#define ZS_V3_zs_class_stats_(p, i, st) zs_class_stats(p, i, st, sizeof(*(st)))
+#define zs_class_stats(...) ZS_PICK4_(__VA_ARGS__, zs_class_stats, ZS_V3_zs_class_stats_, ~, ~)(__VA_ARGS__)
+#endif
 #endif

@@ -396,4 +396,21 @@ ZS_API int zs_zswap_get_stats(struct zs_zswap *z, struct zs_zswap_stats *st, siz
 #ifdef __cplusplus
 }
 #endif
+
+/*
+ * 3.x source compatibility (off with ZS_NO_COMPAT3; libzs's own tree builds
+ * with it off).  A program written for 3.x compiles unchanged against 4.x:
+ * the calls below pick the 4.0.0 function by their argument count, so the
+ * 4.0.0 symbols are the only ones in libzs.so and the old calls lose only
+ * the reason text.  Reading struct zs_backend's fields is the one 3.x usage
+ * not kept (the struct is opaque).  docs/abi.md, 4.0.0.
+ */
+#ifndef ZS_NO_COMPAT3
+#define ZS_V3_zs_zswap_get_stats_(z, st) zs_zswap_get_stats(z, st, sizeof(*(st)))
+#define zs_zswap_get_stats(...) \
+	ZS_PICK3_(__VA_ARGS__, zs_zswap_get_stats, ZS_V3_zs_zswap_get_stats_, ~)(__VA_ARGS__)
+#define ZS_V3_zs_zswap_group_stats_(z, g, st) zs_zswap_group_stats(z, g, st, sizeof(*(st)))
+#define zs_zswap_group_stats(...) \
+	ZS_PICK4_(__VA_ARGS__, zs_zswap_group_stats, ZS_V3_zs_zswap_group_stats_, ~, ~)(__VA_ARGS__)
+#endif
 #endif
