@@ -95,7 +95,7 @@ static void one_pool(int app)
 	size_t rss_freed = idle_rss();
 	/* Pages are cached (the budget's 128 MiB), so the thread is there to return them. */
 	CHECK_EQ(idle_purge_threads(), 1);
-	unsigned waited = idle_wait(rss0 + 8 * IDLE_MIB, 1500, 8000);
+	unsigned waited = idle_wait(rss0 + 8 * IDLE_MIB, 1500, 20000);
 	size_t rss_idle = idle_rss();
 	printf("one pool (%s profile): full %+.1f MiB, after free-all %+.1f, after %.1f s idle %+.1f "
 	       "(MiB above the start)\n",
@@ -126,7 +126,7 @@ static void eight_pools(int app)
 		free_all(p[k], k);
 	size_t rss_freed = idle_rss();
 	CHECK_EQ(idle_purge_threads(), 1); /* one for the process, not one per pool */
-	unsigned waited = idle_wait(rss0 + 8 * IDLE_MIB, 1500, 8000);
+	unsigned waited = idle_wait(rss0 + 8 * IDLE_MIB, 1500, 20000);
 	size_t rss_idle = idle_rss();
 	printf("eight pools (%s profile): full %+.1f MiB, after free-all %+.1f, after %.1f s idle %+.1f\n",
 	       app ? "application" : "kernel", idle_mib(rss_full, rss0), idle_mib(rss_freed, rss0), waited / 1000.0,

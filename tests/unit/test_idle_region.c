@@ -41,7 +41,7 @@ static void region_case(int app)
 	size_t rss_out = idle_rss();
 	REQUIRE(zs_region_release(r, a, c.size) == 0);
 	size_t rss_released = idle_rss();
-	unsigned waited = idle_wait(rss0 + 8 * IDLE_MIB, 1500, 8000);
+	unsigned waited = idle_wait(rss0 + 8 * IDLE_MIB, 1500, 20000);
 	size_t rss_idle = idle_rss();
 	printf("region (%s profile): %.1f MiB in the store; touched %+.1f MiB, paged out %+.1f, released %+.1f, "
 	       "after %.1f s idle %+.1f\n",

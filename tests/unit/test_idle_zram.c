@@ -41,7 +41,7 @@ static void store_case(int app)
 	size_t rss_full = idle_rss();
 	REQUIRE(zs_zram_discard_range(z, 0, NPAGES) == 0);
 	size_t rss_freed = idle_rss();
-	unsigned waited = idle_wait(rss0 + 8 * IDLE_MIB, 1500, 8000);
+	unsigned waited = idle_wait(rss0 + 8 * IDLE_MIB, 1500, 20000);
 	size_t rss_idle = idle_rss();
 	printf("store (%s profile): %.1f MiB in the pool; full %+.1f MiB, all slots discarded %+.1f, after %.1f s "
 	       "idle %+.1f (MiB above the start)\n",
