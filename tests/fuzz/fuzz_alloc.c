@@ -237,17 +237,15 @@ static int setup(struct st *s, struct fin *in)
 			struct zs_pool_config bad = c;
 			bad.max_object_size = (b4 & 4) ? P - 1 - (b4 >> 3)
 						       : ZS_MAX_OBJECT_PAGES * P + 1 + (b4 >> 3);
-			errno = 0;
-			struct zs_pool *bp = must_pool_create(&bad);
-			FUZZ_CHECK(!bp && errno == EINVAL, "max_object_size %zu (page %zu) accepted",
+			struct zs_pool *bp;
+			FUZZ_CHECK(zs_pool_create(&bad, &bp, NULL, 0) == -EINVAL && !bp && errno == EINVAL, "max_object_size %zu (page %zu) accepted",
 				   bad.max_object_size, P);
 			struct zs_backend_config bc;
 			zs_backend_config_init(&bc);
 			bc.page_size = P;
 			bc.zs = bad;
-			errno = 0;
-			struct zs_backend *bb = must_backend_create(&bc);
-			FUZZ_CHECK(!bb && errno == EINVAL, "backend: max_object_size %zu accepted",
+			struct zs_backend *bb;
+			FUZZ_CHECK(zs_backend_create(&bc, &bb, NULL, 0) == -EINVAL && !bb && errno == EINVAL, "backend: max_object_size %zu accepted",
 				   bad.max_object_size);
 		}
 	}
@@ -259,9 +257,9 @@ static int setup(struct st *s, struct fin *in)
 		size_t small = (P - ZS_MIN_ALLOC_SIZE + d - 1) / d + 1;
 		size_t K = (c.max_object_size + P - 1) / P;
 		if (small + K - 1 > 8192) {
-			errno = 0;
-			struct zs_pool *bp = must_pool_create(&c);
-			FUZZ_CHECK(!bp && errno == EINVAL, "%zu + %zu classes accepted", small, K - 1);
+			struct zs_pool *bp;
+			int brc = zs_pool_create(&c, &bp, NULL, 0);
+			FUZZ_CHECK(brc == -EINVAL && !bp, "%zu + %zu classes accepted", small, K - 1);
 			c.max_object_size = (8192 - small + 1) * P;
 		}
 	}

@@ -78,7 +78,8 @@ static uint64_t read_all(const uint8_t *buf, size_t len)
 		FUZZ_CHECK(ps >= 4096 && ps <= 65536 && !(ps & (ps - 1)), "page size %ld", ps);
 		FUZZ_CHECK(h->chain == -1 || (h->chain >= 1 && h->chain <= ZS_MAX_CHAIN), "chain %ld",
 			   h->chain);
-		FUZZ_CHECK(rec.op == '=' || rec.op == 'w' || rec.op == 'd' || rec.op == 'c', "op %d",
+		FUZZ_CHECK(rec.op == '=' || rec.op == 'w' || rec.op == 'd' || rec.op == 'c' ||
+				   rec.op == 'k', "op %d",
 			   rec.op);
 		if (rec.op == 'w') {
 			FUZZ_CHECK(rec.slot < (1UL << 26), "slot %llu", (unsigned long long)rec.slot);
