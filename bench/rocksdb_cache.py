@@ -176,9 +176,10 @@ def main():
             r[f] = last_int(r"libzs_rocksdb:.* %s=(\d+)" % f, out)
         if keep:
             rows.setdefault((name, cap), []).append(r)
+        held = " real/value %.4f" % (r["real_bytes"] / r["value_bytes"]) if r["real_bytes"] and r["value_bytes"] else ""
         print("  seed %d %-13s C=%7.1f MiB threads %d: VmHWM %7.1f MiB, sec hits %d, SST reads %d (%.1f%%), "
-              "%d ops/s, %.1f CPU s, load %.1f" % (seed, name, cap / MiB, threads, hwm / MiB, r["sec"], r["reads"],
-                                                   hit_rate(r), r["ops"], cpu, load), flush=True)
+              "%d ops/s, %.1f CPU s, load %.1f%s" % (seed, name, cap / MiB, threads, hwm / MiB, r["sec"], r["reads"],
+                                                     hit_rate(r), r["ops"], cpu, load, held), flush=True)
         return r
 
     try:
@@ -318,7 +319,7 @@ def report_sweep(a, rows, sweep, zcaps):
     ref = rows[("rocksdb", a.caps[0] * MiB)]
     print("\n%d keys, block cache %d MiB, %s, seeds %s; no secondary cache: VmHWM %.1f MiB"
           % (a.keys, a.cache_mib, phases(a), ",".join(map(str, a.seeds)), base / MiB))
-    print("| cache | capacity MiB | secondary hit % | RSS growth MiB | growth / capacity (max run) "
+    print("| cache | capacity MiB | secondary hit %% | RSS growth MiB | growth / capacity (max run) "
           "| real B / uncompressed B | CPU s | CPU / default at %d MiB (per seed) | load |" % a.caps[0])
     print("|---|---|---|---|---|---|---|---|---|")
     for cap in a.caps:
