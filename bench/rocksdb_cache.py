@@ -23,6 +23,12 @@ cache, C = 16 and 32 MiB, seed 1, 10 s phases.
 cache and C, the capacity that makes its RSS growth equal that cache's
 (C * that growth / libzs's growth at C, recalibrated once when the median
 growth misses by over 2%), and prints both hit rates and the difference.
+--sweep 'OPTS|OPTS...': instead, for each seed, RocksDB's default cache at
+each --caps C and libzs with each set of URI options at each --sweep-caps
+capacity (MiB, e.g. the equal-RSS capacities), all in one interleaved batch:
+per setting the secondary hit rate, RSS growth / capacity, real B /
+uncompressed B, and process CPU time against the default's at the first C
+(median of the per-seed ratios).  It compares codecs at one protocol.
 --ops-pairs N: instead, N interleaved pairs (RocksDB's default, libzs; the
 order alternates) at each --ops-threads count and the first C, printing each
 pair's ops/s ratio, the median and the range.
@@ -68,6 +74,11 @@ def args_parse():
     p.add_argument("--equal-rss", action="store_true", help="also libzs at the RSS growth of each RocksDB cache")
     p.add_argument("--ops-pairs", type=int, default=0, help="only ops/s: N interleaved default/libzs pairs")
     p.add_argument("--ops-threads", default="1,2", help="reader threads for --ops-pairs (default 1,2)")
+    p.add_argument("--sweep", help="only codecs: '|'-separated libzs URI option sets, e.g. "
+                   "',codec:zstd,level:-1|,codec:lz4'")
+    p.add_argument("--sweep-caps", help="libzs capacities in MiB for --sweep (default: --caps)")
+    p.add_argument("--arena-max", type=int, help="MALLOC_ARENA_MAX for every run, the no-cache and RocksDB "
+                   "ones included: glibc's per-thread arenas then cannot hold RocksDB's freed heap apart")
     p.add_argument("--libzs-opts", default="", help="extra libzs URI options, e.g. ',codec:zstd,level:1'")
     a = p.parse_args()
     q = a.quick
@@ -120,12 +131,17 @@ def main():
         tmp = tempfile.mkdtemp(prefix="zs_rocksdb_bench.")
         db = os.path.join(tmp, "db")
     env = dict(os.environ, LD_PRELOAD=plugin, ZS_ROCKSDB_STATS="1")
+    if a.arena_max:
+        env["MALLOC_ARENA_MAX"] = str(a.arena_max)
     common = ["--num=%d" % a.keys, "--key_size=100", "--value_size=1024"]
     dbs = queue.Queue()
     caches = [("rocksdb", "compressed_secondary_cache://capacity=%d"),
               ("rocksdb-split", "compressed_secondary_cache://capacity=%d;enable_custom_split_merge=true"),
               ("libzs", "libzs://capacity:%d" + a.libzs_opts)]
     uris = dict(caches)
+    sweep = a.sweep.split("|") if a.sweep else []
+    for i, o in enumerate(sweep):
+        uris["sweep%d" % i] = "libzs://capacity:%d" + o
     rows = {}  # (name, cap in bytes) -> list of dicts
 
     def one(name, cap, seed, threads=1, keep=True):
@@ -149,19 +165,21 @@ def main():
         if name != "none":
             cmd.append("--secondary_cache_uri=" + uris[name] % cap)
         load = os.getloadavg()[0]
+        uptime = " ".join("%.2f" % x for x in os.getloadavg())
         out, hwm, cpu = run(cmd, env)
-        r = {"hwm": hwm, "load": load, "cpu": cpu,
+        r = {"hwm": hwm, "load": load, "cpu": cpu, "seed": seed, "uptime": uptime,
              "sec": last_int(r"secondary_cache_hit_count = (\d+)", out) or 0,
              "reads": last_int(r"(?<![a-z_])block_read_count = (\d+)", out) or 0,
              "ops": last_int(r"readrandom\s*:.*? (\d+) ops/sec", out) or 0}
         for f in ("entries", "raw_entries", "value_bytes", "stored_bytes", "mem_bytes", "cached_bytes", "real_bytes",
-                  "dummies", "dummy_bytes"):
+                  "dummies", "dummy_bytes", "insert_failures", "evictions"):
             r[f] = last_int(r"libzs_rocksdb:.* %s=(\d+)" % f, out)
         if keep:
             rows.setdefault((name, cap), []).append(r)
+        held = " real/value %.4f" % (r["real_bytes"] / r["value_bytes"]) if r["real_bytes"] and r["value_bytes"] else ""
         print("  seed %d %-13s C=%7.1f MiB threads %d: VmHWM %7.1f MiB, sec hits %d, SST reads %d (%.1f%%), "
-              "%d ops/s, %.1f CPU s, load %.1f" % (seed, name, cap / MiB, threads, hwm / MiB, r["sec"], r["reads"],
-                                                   hit_rate(r), r["ops"], cpu, load), flush=True)
+              "%d ops/s, %.1f CPU s, load %.1f%s" % (seed, name, cap / MiB, threads, hwm / MiB, r["sec"], r["reads"],
+                                                     hit_rate(r), r["ops"], cpu, load, held), flush=True)
         return r
 
     try:
@@ -177,6 +195,14 @@ def main():
             dbs.put(copy)
         if a.ops_pairs:
             ops_pairs(a, one)
+            return
+        if sweep:
+            zcaps = [float(x) for x in (a.sweep_caps or ",".join(map(str, a.caps))).split(",")]
+            batch([("none", 0, seed) for seed in a.seeds] +
+                  [r for seed in a.seeds for r in
+                   [("rocksdb", cap * MiB, seed) for cap in a.caps] +
+                   [("sweep%d" % i, int(z * MiB), seed) for z in zcaps for i in range(len(sweep))]])
+            report_sweep(a, rows, sweep, zcaps)
             return
         batch([("none", 0, seed) for seed in a.seeds] +
               [(name, cap * MiB, seed) for seed in a.seeds for cap in a.caps for name, _ in caches])
@@ -288,6 +314,34 @@ def equal_rss(a, rows, base, batch):
                  hz, hz - hc, "%.3f" % ratio if ratio else "", load_range(rc + rz)))
 
 
+def report_sweep(a, rows, sweep, zcaps):
+    base = med(r["hwm"] for r in rows[("none", 0)])
+    ref = rows[("rocksdb", a.caps[0] * MiB)]
+    print("\n%d keys, block cache %d MiB, %s, seeds %s; no secondary cache: VmHWM %.1f MiB"
+          % (a.keys, a.cache_mib, phases(a), ",".join(map(str, a.seeds)), base / MiB))
+    print("| cache | capacity MiB | secondary hit %% | RSS growth MiB | growth / capacity (max run) "
+          "| real B / uncompressed B | CPU s | CPU / default at %d MiB (per seed) | load |" % a.caps[0])
+    print("|---|---|---|---|---|---|---|---|---|")
+    for cap in a.caps:
+        rs = rows[("rocksdb", cap * MiB)]
+        g = growth(rows, ("rocksdb", cap * MiB), base)
+        print("| RocksDB default | %d | %.1f | %.1f | %.2f (%.2f) | | %.1f | | %s |"
+              % (cap, med(hit_rate(r) for r in rs), g / MiB, g / (cap * MiB),
+                 (max(r["hwm"] for r in rs) - base) / (cap * MiB), med(r["cpu"] for r in rs), load_range(rs)))
+    for i, o in enumerate(sweep):
+        for z in zcaps:
+            c = int(z * MiB)
+            rs = rows[("sweep%d" % i, c)]
+            g = growth(rows, ("sweep%d" % i, c), base)
+            dcpu = {d["seed"]: d["cpu"] for d in ref}
+            ratios = [r["cpu"] / dcpu[r["seed"]] for r in sorted(rs, key=lambda r: r["seed"])]
+            ratio = libzs_ratio(rs)
+            print("| libzs%s | %.1f | %.1f | %.1f | %.3f (%.3f) | %s | %.1f | %.3f (%s) | %s |"
+                  % (o, z, med(hit_rate(r) for r in rs), g / MiB, g / c, (max(r["hwm"] for r in rs) - base) / c,
+                     "%.3f" % ratio if ratio else "", med(r["cpu"] for r in rs), med(ratios),
+                     " ".join("%.3f" % x for x in ratios), load_range(rs)))
+
+
 def ops_pairs(a, one):
     """Interleaved pairs, RocksDB's default and libzs at the first C; the order alternates."""
     c = a.caps[0] * MiB
@@ -303,9 +357,11 @@ def ops_pairs(a, one):
             ratios.append(ratio)
             cpus.append(got["libzs"]["cpu"] / max(1e-9, got["rocksdb"]["cpu"]))
             loads += [got["libzs"]["load"], got["rocksdb"]["load"]]
-            print("  threads %d pair %d: default %d, libzs %d ops/s: x%.3f; CPU s %.1f / %.1f: x%.3f" % (
-                threads, i + 1, got["rocksdb"]["ops"], got["libzs"]["ops"], ratio, got["rocksdb"]["cpu"],
-                got["libzs"]["cpu"], cpus[-1]), flush=True)
+            print("  threads %d pair %d: default %d, libzs %d ops/s: x%.3f; CPU s %.2f / %.2f: x%.3f; "
+                  "libzs insert failures %s; load averages (1, 5, 15 min) before each: default %s, libzs %s" % (
+                      threads, i + 1, got["rocksdb"]["ops"], got["libzs"]["ops"], ratio, got["rocksdb"]["cpu"],
+                      got["libzs"]["cpu"], cpus[-1], got["libzs"]["insert_failures"], got["rocksdb"]["uptime"],
+                      got["libzs"]["uptime"]), flush=True)
         print("threads %d: libzs / default ops/s median x%.3f, range x%.3f-x%.3f over %d pairs; process CPU "
               "time libzs / default median x%.3f, range x%.3f-x%.3f; load %.1f-%.1f"
               % (threads, med(ratios), min(ratios), max(ratios), len(ratios), med(cpus), min(cpus), max(cpus),
