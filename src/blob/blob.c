@@ -25,6 +25,7 @@
 #include "common/err.h"
 #include "common/stats_copy.h"
 #include "blob/internal.h"
+#include "zsmalloc/compact.h"
 #include "zs/compress.h"
 
 /* Tag byte: 0xA0 marks an object of ours, bit 2 a key, bits 0-1 the codec. */
@@ -362,14 +363,21 @@ int blob_over_limit(struct zs_blob *s, size_t extra)
 	return est + (long long)extra > (long long)limit;
 }
 
-/* cmu held: one step; ends the pass when the cursor comes back to 0. */
-static void step_locked(struct zs_blob *s)
+/*
+ * cmu held: one step; ends the pass when the cursor comes back to 0.  With
+ * wait, a compactor already running (the pool's idle compaction) is waited
+ * for and the step runs after it: the callers that wait need memory now.
+ * Without, the step is skipped (0) and the pass stays where it was.
+ */
+static int step_locked(struct zs_blob *s, int wait)
 {
 	if (s->cursor == 0)
 		s->pass_start_freed = atomic_load_explicit(&s->freed_bytes, memory_order_relaxed);
-	unsigned long f = zs_compact_step(s->pool, &s->cursor, s->cfg.compact_budget);
+	long f = compact_step(s->pool, &s->cursor, s->cfg.compact_budget, wait);
+	if (f < 0)
+		return 0;
 	atomic_fetch_add_explicit(&s->steps, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&s->pages_compacted, f, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->pages_compacted, (unsigned long)f, memory_order_relaxed);
 	atomic_store_explicit(&s->pass_open, s->cursor != 0, memory_order_relaxed);
 	if (s->cursor == 0) {
 		/* What was freed during the pass may sit behind the cursor: only the count at its start goes. */
@@ -380,6 +388,7 @@ static void step_locked(struct zs_blob *s)
 			;
 		atomic_fetch_add_explicit(&s->passes, 1, memory_order_relaxed);
 	}
+	return 1;
 }
 
 static int compaction_due(struct zs_blob *s)
@@ -401,7 +410,7 @@ static void maybe_step(struct zs_blob *s)
 	if (pthread_mutex_trylock(&s->cmu))
 		return;
 	if (s->cursor || compaction_due(s))
-		step_locked(s);
+		step_locked(s, 0); /* a compactor running: this call's share is its */
 	pthread_mutex_unlock(&s->cmu);
 }
 
@@ -413,7 +422,7 @@ size_t blob_freed_bytes(struct zs_blob *s)
 void blob_step_now(struct zs_blob *s)
 {
 	pthread_mutex_lock(&s->cmu);
-	step_locked(s);
+	step_locked(s, 1);
 	pthread_mutex_unlock(&s->cmu);
 }
 
@@ -421,7 +430,7 @@ void blob_pass_now(struct zs_blob *s)
 {
 	pthread_mutex_lock(&s->cmu);
 	do
-		step_locked(s);
+		step_locked(s, 1);
 	while (s->cursor);
 	pthread_mutex_unlock(&s->cmu);
 }
@@ -831,7 +840,8 @@ unsigned long zs_blob_compact(struct zs_blob *s)
 		return 0;
 	pthread_mutex_lock(&s->cmu);
 	unsigned long long start = atomic_load_explicit(&s->freed_bytes, memory_order_relaxed);
-	unsigned long f = zs_compact(s->pool);
+	/* "Now": a running compactor (the idle one) is waited for, not taken for this pass. */
+	unsigned long f = compact_all_wait(s->pool);
 	s->cursor = 0;
 	atomic_store_explicit(&s->pass_open, 0, memory_order_relaxed);
 	unsigned long long cur = atomic_load_explicit(&s->freed_bytes, memory_order_relaxed);

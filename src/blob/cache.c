@@ -23,8 +23,6 @@
 #include "common/stats_copy.h"
 #include "blob/internal.h"
 
-/* Compaction passes an insert at the limit tries before -ENOMEM (zs_cache_insert). */
-#define CACHE_FULL_PASSES 8
 #include "zs/cache.h"
 
 #define REF_BIT 0x80000000u
@@ -377,19 +375,16 @@ int zs_cache_insert(struct zs_cache *c, const void *key, size_t klen, const void
 				continue;
 			}
 			/* Nothing left to evict (other threads took it): what is held is holes
-			 * and entries being inserted; a whole pass before giving up.  The pool's
-			 * idle compaction (a steady cache at its limit can look idle to it) may
-			 * hold the compactor's place, and then our pass does nothing until it
-			 * ends: a few more passes, 1 ms apart, so that its memory is back
-			 * before this insert is refused. */
-			if (passed >= CACHE_FULL_PASSES) {
+			 * and entries being inserted; one whole pass before giving up.  It waits
+			 * for a compactor already running (the pool's idle compaction: a steady
+			 * cache at its limit can look idle to it) and then runs, so the holes
+			 * are gone whoever held the compactor's place. */
+			if (passed) {
 				full = 1;
 				break;
 			}
-			if (passed)
-				usleep(1000);
 			blob_pass_now(c->b);
-			passed++;
+			passed = 1;
 			stepped = 1;
 		}
 		if (full) {

@@ -54,9 +54,9 @@ size_t blob_limit(const struct zs_blob *s);
 int blob_free_obj(struct zs_blob *s, unsigned long h, const struct blob_obj *o);
 /* Bytes freed since the last completed compaction pass (holes in zspages). */
 size_t blob_freed_bytes(struct zs_blob *s);
-/* One compaction step now (waits for a step another thread is running). */
+/* One compaction step now (waits for a step another thread or the pool's idle compaction runs). */
 void blob_step_now(struct zs_blob *s);
-/* Finish the current compaction pass, or run a whole one. */
+/* Finish the current compaction pass, or run a whole one (waiting as blob_step_now). */
 void blob_pass_now(struct zs_blob *s);
 /* The compaction policy after frees (a bounded step when due). */
 void blob_after_free(struct zs_blob *s);

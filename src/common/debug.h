@@ -86,7 +86,7 @@ enum zs_lock_rank {
 	ZS_LOCK_ZS_DEFERRED_INIT = 200,    /* pool->deferred_init_lock */
 	ZS_LOCK_ZS_DEFERRED_WAKE = 201,    /* deferred queue's wake_lock */
 	ZS_LOCK_ZS_DEFERRED_FORK = 202,    /* the deferred workers' fork gate and queue list */
-	ZS_LOCK_ZS_COMPACT = 205,          /* pool->compaction_in_progress (a try-only flag) */
+	ZS_LOCK_ZS_COMPACT = 205,          /* pool->compaction_in_progress (tried, or waited for) */
 	ZS_LOCK_ZS_DEFERRED_CONSUME = 210, /* deferred queue's consume_lock */
 	ZS_LOCK_ZS_POOL = 220,             /* pool->lock, read or write */
 	ZS_LOCK_ZS_CLASS_INIT = 225,       /* pool->class_init_lock: a class copy's first use, a leaf */

@@ -1,9 +1,14 @@
 /*
  * Allocation side of the page provider: the per-CPU caches, the shared hot
- * cache with its decay/trim, the run search and the (bulk) free paths.
+ * cache with its decay, the run allocation and the (bulk) free paths.
  * Split from pages.c (which keeps the pool's layout, chunk mapping and
  * lookups, and their design note) because this is the part that changes
- * with caching policy.
+ * with caching policy; in turn split from it, along the calls (cache.h):
+ * release.c (pages back to the OS) and runs.c (the search for free runs)
+ * below it, trim.c (trims, the owner's parked pages) above it.  What runs
+ * on every allocation and free stays in this one file, so the compiler
+ * still inlines it as it did (the instruction counts of docs/benchmarks.md
+ * section 3 did not move).
  *
  * Freeing.  A freed page goes to a LIFO cache of hot pages, threaded
  * through the free pages' own descriptors (so taking one out of the middle,
@@ -18,7 +23,7 @@
  * every CPU running the process (as bench_threads measured); the decay keeps
  * that cost off a busy pool and still returns what an idle one stops using.
  * Calls run the decay on the way; when none come, purge.c's thread runs it
- * (idle_pass, at the end of this file), and the shared caches of the
+ * (pages_idle_pass, at the end of this file), and the shared caches of the
  * default-sized providers count in one process-wide budget (purge_locked).
  *
  * Per-CPU caches.  Single-page allocations and frees go through a small
@@ -54,6 +59,7 @@
  * injected failures).
  */
 #include "pages/internal.h"
+#include "pages/cache.h"
 #include "common/hints.h"
 
 #include <errno.h>
@@ -164,39 +170,9 @@ static bool take_kick(struct zs_pages *p)
 	return k;
 }
 
-static uint64_t idle_pass(struct zs_pages *p, uint64_t now);
-
-static void kick(struct zs_pages *p)
+void pages_kick(struct zs_pages *p)
 {
-	purge_kick(now_ns() + p->decay_ns, idle_pass);
-}
-
-/* Lock held: a count from before a fork is of threads the child does not have. */
-static void releasing_sync(struct zs_pages *p)
-{
-	unsigned gen = purge_fork_gen();
-
-	if (p->releasing_gen != gen) {
-		p->releasing = 0;
-		p->releasing_gen = gen;
-	}
-}
-
-/* Lock held: one more page RELEASING (taken for release_pages). */
-static void releasing_take(struct zs_pages *p)
-{
-	releasing_sync(p);
-	p->releasing++;
-}
-
-/* Lock held: n RELEASING pages are back with the OS; wake a trim waiting for none. */
-static void released_locked(struct zs_pages *p, unsigned n)
-{
-	releasing_sync(p);
-	assert_internal(p->releasing >= n);
-	p->releasing -= n;
-	if (!p->releasing && p->trim_waiters)
-		pthread_cond_broadcast(&p->released);
+	purge_kick(now_ns() + p->decay_ns, pages_idle_pass);
 }
 
 /*
@@ -205,7 +181,7 @@ static void released_locked(struct zs_pages *p, unsigned n)
  * has outlived the decay.  Over the budget a provider gives up its own
  * coldest pages: a pool that frees keeps the pages it just freed hot.  They
  * become RELEASING with their bitmap bit set, so their chunk can be neither
- * reused nor unmapped until release_pages() is done.  At most max pages.
+ * reused nor unmapped until pages_release() is done.  At most max pages.
  * Every lock round that changes the shared cache ends here, so this is
  * also where the budget is settled and the cache reaching the purge
  * thread's start is noted (note_kick, take_kick).
@@ -240,63 +216,8 @@ static unsigned purge_locked(struct zs_pages *p, uint64_t now, bool force, pfn_t
 	return n;
 }
 
-static void sort_pfns(pfn_t *v, unsigned n)
-{
-	/* n <= RELEASE_MAX and usually nearly sorted. */
-	for (unsigned i = 1; i < n; i++) {
-		pfn_t x = v[i];
-		unsigned j = i;
-		for (; j > 0 && v[j - 1] > x; j--)
-			v[j] = v[j - 1];
-		v[j] = x;
-	}
-}
-
-/*
- * Lock NOT held: give RELEASING pages back to the OS (neighbours share one
- * madvise), then mark them free and unmap the chunks left empty.
- */
-static void release_pages(struct zs_pages *p, pfn_t *rel, unsigned nrel)
-{
-	char *unmap[RELEASE_MAX];
-	unsigned nunmap = 0;
-
-	if (nrel == 0)
-		return;
-	sort_pfns(rel, nrel);
-	for (unsigned i = 0; i < nrel;) {
-		unsigned j = i + 1;
-		while (j < nrel && rel[j] == rel[j - 1] + 1 && pfn_slot(p, rel[j]) == pfn_slot(p, rel[i]))
-			j++;
-		madvise(pages_lookup_addr(p, rel[i]), (size_t)(j - i) << p->lk.page_shift, MADV_DONTNEED);
-		i = j;
-	}
-	mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
-	for (unsigned i = 0; i < nrel; i++) {
-		pfn_t pfn = rel[i];
-		size_t slot = pfn_slot(p, pfn);
-		bm_clr(meta_bits(p, meta_desc(p, slot)), pfn_idx(p, pfn));
-		set_state(p, pfn, PG_FREE);
-		p->chunks[slot].ninuse--;
-		pages_partial_set(p, slot);
-		if (p->chunks[slot].ninuse == 0 && p->chunks[slot].ncached == 0)
-			unmap[nunmap++] = pages_chunk_unmap(p, slot);
-	}
-	if (!nunmap)
-		released_locked(p, nrel);
-	mutex_unlock_ranked(&p->lock);
-	if (!nunmap)
-		return;
-	for (unsigned i = 0; i < nunmap; i++)
-		munmap(unmap[i], p->chunk_bytes);
-	/* Counted down only with the chunks unmapped: a waiting trim sees them gone. */
-	mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
-	released_locked(p, nrel);
-	mutex_unlock_ranked(&p->lock);
-}
-
 /* Lock NOT held: release what the bound and the decay (or force: everything) say must go. */
-static void purge(struct zs_pages *p, bool force)
+void pages_purge(struct zs_pages *p, bool force)
 {
 	pfn_t rel[RELEASE_MAX];
 	unsigned n;
@@ -305,7 +226,7 @@ static void purge(struct zs_pages *p, bool force)
 		mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
 		n = purge_locked(p, now_ns(), force, rel, RELEASE_MAX);
 		mutex_unlock_ranked(&p->lock);
-		release_pages(p, rel, n);
+		pages_release(p, rel, n);
 	} while (n == RELEASE_MAX);
 }
 
@@ -357,61 +278,6 @@ static void take_pages(struct zs_pages *p, pfn_t first, unsigned n)
 		p->fi_after--;
 }
 
-/* First bit >= i that is clear (want 0) or set (want 1), or nbits; a word at a time. */
-static size_t next_bit(const uint64_t *bits, size_t nbits, size_t i, int want)
-{
-	size_t w = i >> 6, nwords = (nbits + 63) >> 6;
-	uint64_t flip = want ? 0 : ~0ull;
-
-	if (i >= nbits)
-		return nbits;
-	uint64_t word = (bits[w] ^ flip) & (~0ull << (i & 63));
-	while (!word) {
-		if (++w >= nwords)
-			return nbits;
-		word = bits[w] ^ flip;
-	}
-	size_t r = (w << 6) + (size_t)__builtin_ctzll(word);
-	return r < nbits ? r : nbits;
-}
-
-/* Lowest run of n clear bits, or -1: jumps from clear run to clear run. */
-static long find_clear_run(const uint64_t *bits, size_t nbits, unsigned n)
-{
-	for (size_t i = next_bit(bits, nbits, 0, 0); i < nbits;) {
-		size_t end = next_bit(bits, nbits, i, 1);
-		if (end - i >= n)
-			return (long)i;
-		i = next_bit(bits, nbits, end, 0);
-	}
-	return -1;
-}
-
-/* Lock held: lowest partial chunk with at least n free pages in a row. */
-static bool find_in_partial(struct zs_pages *p, unsigned n, pfn_t *out)
-{
-	for (size_t w = p->partial_lo; w < p->slot_words; w++) {
-		uint64_t word = p->partial_bm[w];
-		if (!word) {
-			if (w == p->partial_lo)
-				p->partial_lo = w + 1;
-			continue;
-		}
-		while (word) {
-			size_t slot = w * 64 + (size_t)__builtin_ctzll(word);
-			word &= word - 1;
-			if (p->ppc - p->chunks[slot].ninuse < n)
-				continue;
-			long idx = find_clear_run(meta_bits(p, meta_desc(p, slot)), p->ppc, n);
-			if (idx >= 0) {
-				*out = ((pfn_t)slot << p->lk.ppc_shift) + (pfn_t)idx;
-				return true;
-			}
-		}
-	}
-	return false;
-}
-
 /* Lock held: the hottest cached page, else a never-used or released one, else a new chunk. */
 static bool pick_pages(struct zs_pages *p, unsigned n, pfn_t *out)
 {
@@ -419,7 +285,7 @@ static bool pick_pages(struct zs_pages *p, unsigned n, pfn_t *out)
 		*out = p->cache_head;
 		return true;
 	}
-	if (find_in_partial(p, n, out))
+	if (pages_find_run(p, n, out))
 		return true;
 	long slot = pages_chunk_map(p);
 	if (slot < 0)
@@ -443,12 +309,6 @@ static int alloc_locked(struct zs_pages *p, unsigned n, pfn_t *out)
 
 /* ---- per-CPU caches --------------------------------------------------- */
 
-static inline struct zs_pcp *this_pcp(struct zs_pages *p)
-{
-	int cpu = current_cpu();
-	return &p->pcp[cpu > 0 ? (unsigned)cpu % p->npcp : 0];
-}
-
 /* Macros so a lock-order report (ZS_DEBUG) names the caller's line. */
 #define pcp_lock(c) pcp_lock_at((c), __FILE__, __LINE__)
 #define pcp_unlock(c) pcp_unlock_at((c), __FILE__, __LINE__)
@@ -469,12 +329,6 @@ static inline void pcp_unlock_at(struct zs_pcp *c, const char *file, int line)
 	lock_drop_at(c, file, line);
 	atomic_store_explicit(&c->nheld, c->count + c->nparked, memory_order_relaxed);
 	atomic_store_explicit(&c->lock, 0, memory_order_release);
-}
-
-static inline void add_relaxed(_Atomic long *v, long d)
-{
-	atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + d,
-			      memory_order_relaxed);
 }
 
 static inline void add_relaxed_u64(_Atomic uint64_t *v, uint64_t d)
@@ -593,14 +447,14 @@ static bool park_sync(struct zs_pages *p, struct zs_pcp *c, bool exact)
  * frees what it can and skips the rest, as for any bulk free).
  */
 /* Parking n more pages keeps within the budget (to within a sync), and none is slow-path only. */
-static bool park_room(struct zs_pages *p, unsigned n)
+bool pages_park_fits(struct zs_pages *p, unsigned n)
 {
 	return !atomic_load_explicit(&p->slow_only, memory_order_relaxed) &&
 	       purge_budget_room((size_t)(n + PARK_SYNC) * p->page_size);
 }
 
 /* A forked child has no thread yet, whatever the inherited total says: the first park asks. */
-static bool take_park_rekick(struct zs_pages *p)
+bool pages_take_park_rekick(struct zs_pages *p)
 {
 	return unlikely(atomic_load_explicit(&p->park_rekick, memory_order_relaxed)) &&
 	       atomic_exchange_explicit(&p->park_rekick, false, memory_order_relaxed);
@@ -608,7 +462,7 @@ static bool take_park_rekick(struct zs_pages *p)
 
 static bool park_chain(struct zs_pages *p, struct zs_pcp *c, const pfn_t *pfns, unsigned n)
 {
-	if (n == 0 || n > PARK_MAX_LEN || !p->park || !park_room(p, n))
+	if (n == 0 || n > PARK_MAX_LEN || !p->park || !pages_park_fits(p, n))
 		return false;
 	unsigned i = 0;
 	while (i < n && pcp_claim(p, pfns[i]))
@@ -704,7 +558,7 @@ static unsigned park_release(struct zs_pages *p, struct zs_pcp *c, uint64_t cuto
 			mutex_unlock_ranked(&p->lock);
 			(void)park_sync(p, c, c->nparked == 0); /* the budget goes down: no start */
 			pcp_unlock(c);
-			release_pages(p, rel, nrel);
+			pages_release(p, rel, nrel);
 			total += nrel;
 		}
 	}
@@ -715,7 +569,7 @@ static unsigned park_release(struct zs_pages *p, struct zs_pcp *c, uint64_t cuto
 static void maybe_decay(struct zs_pages *p)
 {
 	if (expired(p, atomic_load_explicit(&p->oldest_ns, memory_order_relaxed), now_ns()))
-		purge(p, false);
+		pages_purge(p, false);
 }
 
 /*
@@ -767,10 +621,10 @@ static inline __attribute__((always_inline)) unsigned pcp_alloc_bulk(struct zs_p
 	if (check)
 		c->ops = 0;
 	pcp_unlock(c);
-	release_pages(p, rel, nrel);
+	pages_release(p, rel, nrel);
 	/* Kicks take the registry lock, which comes before a per-CPU cache's. */
 	if (started)
-		kick(p);
+		pages_kick(p);
 	if (check && !nrel)
 		maybe_decay(p);
 	return got;
@@ -796,7 +650,7 @@ static void pcp_free(struct zs_pages *p, const pfn_t *pfns, unsigned n, bool par
 	if (park && park_chain(p, c, pfns, n)) {
 		nfreed = n;
 		started = park_sync(p, c, false);
-		if (take_park_rekick(p))
+		if (pages_take_park_rekick(p))
 			started = true;
 		each = 0;
 	}
@@ -821,17 +675,17 @@ static void pcp_free(struct zs_pages *p, const pfn_t *pfns, unsigned n, bool par
 	if (check)
 		c->ops = 0;
 	pcp_unlock(c);
-	release_pages(p, rel, nrel < RELEASE_MAX ? nrel : RELEASE_MAX);
+	pages_release(p, rel, nrel < RELEASE_MAX ? nrel : RELEASE_MAX);
 	if (nrel > RELEASE_MAX)
-		release_pages(p, rel + RELEASE_MAX, nrel - RELEASE_MAX);
+		pages_release(p, rel + RELEASE_MAX, nrel - RELEASE_MAX);
 	if (started)
-		kick(p);
+		pages_kick(p);
 	if (check && !nrel)
 		maybe_decay(p);
 }
 
 /* Lock NOT held: every per-CPU cache's pages back to the shared cache. */
-static void pcp_drain_all(struct zs_pages *p)
+void pages_pcp_drain_all(struct zs_pages *p)
 {
 	pfn_t rel[RELEASE_MAX];
 
@@ -847,7 +701,7 @@ static void pcp_drain_all(struct zs_pages *p)
 			mutex_unlock_ranked(&p->lock);
 		}
 		pcp_unlock(c);
-		release_pages(p, rel, nrel);
+		pages_release(p, rel, nrel);
 		park_release(p, c, UINT64_MAX, UINT64_MAX, false);
 	}
 }
@@ -879,9 +733,9 @@ int pages_alloc_run(struct zs_pages *p, unsigned n, pfn_t *first)
 	nrel = purge_locked(p, now_ns(), false, rel, RELEASE_MAX);
 	bool started = take_kick(p);
 	mutex_unlock_ranked(&p->lock);
-	release_pages(p, rel, nrel);
+	pages_release(p, rel, nrel);
 	if (started)
-		kick(p);
+		pages_kick(p);
 	if (rc)
 		return rc;
 	/* The pages are ours now: nobody else writes these descriptors. */
@@ -969,11 +823,11 @@ static void free_pages(struct zs_pages *p, const pfn_t *pfns, unsigned n, bool w
 	nrel += purge_locked(p, now, false, rel + nrel, RELEASE_MAX - nrel);
 	bool started = take_kick(p);
 	mutex_unlock_ranked(&p->lock);
-	release_pages(p, rel, nrel);
+	pages_release(p, rel, nrel);
 	if (nrel == RELEASE_MAX)
-		purge(p, false);
+		pages_purge(p, false);
 	if (started)
-		kick(p);
+		pages_kick(p);
 }
 
 void pages_free(struct zs_pages *p, pfn_t pfn)
@@ -1023,34 +877,6 @@ void pages_free_bulk(struct zs_pages *p, const pfn_t *pfns, unsigned n)
 
 /* ---- maintenance ------------------------------------------------------ */
 
-void pages_trim(struct zs_pages *p)
-{
-	if (!p)
-		return;
-	pcp_drain_all(p);
-	purge(p, true);
-	/* Pages another thread took for release before ours: wait until they are gone too. */
-	mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
-	p->trim_waiters++;
-	releasing_sync(p);
-	while (p->releasing)
-		pthread_cond_wait(&p->released, &p->lock);
-	p->trim_waiters--;
-	mutex_unlock_ranked(&p->lock);
-}
-
-void pages_idle_kick(struct zs_pages *p, uint64_t due)
-{
-	if (p && p->registered && p->idle_work)
-		purge_kick(due, idle_pass);
-}
-
-void pages_decay(struct zs_pages *p)
-{
-	if (p)
-		purge(p, false);
-}
-
 /* ---- the purge thread's pass (purge.c; registry lock held) ------------- */
 
 static uint64_t pcp_ops(struct zs_pcp *c)
@@ -1073,87 +899,11 @@ static void pcp_release_idle(struct zs_pages *p, struct zs_pcp *c, uint64_t ops)
 		mutex_unlock_ranked(&p->lock);
 	}
 	pcp_unlock(c);
-	release_pages(p, rel, nrel);
+	pages_release(p, rel, nrel);
 	park_release(p, c, UINT64_MAX, ops, true);
 }
 
 /* ---- the owner's parked pages (pages.h, zs_pages_park_*) ------------------ */
-
-bool pages_parks(const struct zs_pages *p)
-{
-	return p->reclaim != NULL;
-}
-
-bool pages_park_room(struct zs_pages *p, unsigned n)
-{
-	return p->reclaim && park_room(p, n);
-}
-
-/* Cache c's unsynced count of the owner's parked pages into the process total. */
-static bool owner_fold(struct zs_pages *p, struct zs_pcp *c)
-{
-	bool started = false;
-	long take = atomic_exchange_explicit(&c->owner_unsynced, 0, memory_order_relaxed);
-	if (take) {
-		atomic_fetch_add_explicit(&p->owner_in_budget, take, memory_order_relaxed);
-		purge_budget_add(take * (long)p->page_size, &started);
-	}
-	return started;
-}
-
-void pages_park_note(struct zs_pages *p, long delta_pages)
-{
-	struct zs_pcp *c = this_pcp(p);
-	long v = atomic_fetch_add_explicit(&c->owner_unsynced, delta_pages, memory_order_relaxed) +
-		 delta_pages;
-	if (v < (long)PARK_SYNC && v > -(long)PARK_SYNC)
-		return;
-	/* Whatever is there now, another thread's note on this CPU's slot included. */
-	bool started = owner_fold(p, c);
-	if ((v > 0 && take_park_rekick(p)) || started)
-		kick(p);
-}
-
-void pages_park_released(struct zs_pages *p, unsigned long pages, bool may_kick)
-{
-	atomic_fetch_sub_explicit(&p->owner_in_budget, (long)pages, memory_order_relaxed);
-	purge_budget_add(-(long)(pages * p->page_size), NULL);
-	/*
-	 * The CPUs' unsynced counts too: left there, a pool's parks and takes
-	 * net of them (up to PARK_SYNC a CPU, either way) would keep the
-	 * process total off the truth after everything went back, and a total
-	 * stuck above the thread's start means no later park ever crosses it to
-	 * start the thread again.
-	 */
-	bool started = false;
-	for (unsigned i = 0; i < p->npcp; i++)
-		started |= owner_fold(p, &p->pcp[i]);
-	if (started && may_kick)
-		kick(p);
-}
-
-void pages_release_bulk(struct zs_pages *p, const pfn_t *pfns, unsigned n)
-{
-	pfn_t rel[RELEASE_MAX];
-
-	for (unsigned i = 0; i < n; i += RELEASE_MAX) {
-		unsigned k = n - i < RELEASE_MAX ? n - i : RELEASE_MAX, nrel = 0;
-		mutex_lock_ranked(&p->lock, ZS_LOCK_PAGES_PROVIDER);
-		for (unsigned j = 0; j < k; j++) {
-			pfn_t pfn = pfns[i + j];
-			if (!pages_valid(p, pfn))
-				continue;
-			/* Bit and ninuse stay until release_pages: the chunk stays mapped meanwhile. */
-			set_state(p, pfn, PG_RELEASING);
-			releasing_take(p);
-			rel[nrel++] = pfn;
-		}
-		add_relaxed(&p->in_use, -(long)nrel);
-		p->frees += nrel;
-		mutex_unlock_ranked(&p->lock);
-		release_pages(p, rel, nrel);
-	}
-}
 
 /*
  * The purge thread's pass over one provider (purge.c runs it, registry lock
@@ -1167,7 +917,7 @@ void pages_release_bulk(struct zs_pages *p, const pfn_t *pfns, unsigned n)
  * every decay_ms / 2, so they go between 1 and 1.5 decays after its last
  * use.  Shared pages go by their own stamps, as in any call's decay.
  */
-static uint64_t idle_pass(struct zs_pages *p, uint64_t now)
+uint64_t pages_idle_pass(struct zs_pages *p, uint64_t now)
 {
 	uint64_t next = NO_TIME;
 
@@ -1212,7 +962,7 @@ static uint64_t idle_pass(struct zs_pages *p, uint64_t now)
 		if (due < next)
 			next = due;
 	}
-	purge(p, false);
+	pages_purge(p, false);
 	uint64_t oldest = atomic_load_explicit(&p->oldest_ns, memory_order_relaxed);
 	if (oldest != NO_TIME && oldest + p->decay_ns < next)
 		next = oldest + p->decay_ns;

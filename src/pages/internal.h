@@ -2,7 +2,8 @@
  * Private to src/pages: the provider's struct, its constants and the small
  * inline helpers that pages.c (create/destroy, chunk mapping, pfn lookup,
  * stats), cache.c (per-CPU caches, shared hot cache, decay and run
- * allocation) and purge.c (the process-wide cache budget and the purge
+ * allocation; release.c, runs.c and trim.c are split from it, cache.h)
+ * and purge.c (the process-wide cache budget and the purge
  * thread) need.  Kept out of include/ so the layout stays internal.
  */
 #ifndef ZS_PAGES_INTERNAL_H

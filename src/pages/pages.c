@@ -15,8 +15,9 @@
  * memory with MADV_DONTNEED when the chunk is unmapped) means that a stale
  * or garbage pfn handed to pages_valid() reads zeros instead of faulting.
  *
- * Freeing and the caches (per-CPU and shared, decay, trim) are cache.c's;
- * their design note is at the top of that file.  The process-wide cache
+ * Freeing and the caches (per-CPU and shared, decay, trim) are cache.c's
+ * and the files split from it (release.c, runs.c, trim.c); their design
+ * note is at the top of cache.c.  The process-wide cache
  * budget and the thread that returns idle caches are purge.c's.
  *
  * Shared bookkeeping runs under one mutex (lock order: per-CPU cache lock,

@@ -682,12 +682,15 @@ int zblock_lookup_class(const struct zblock_pool *pool, size_t size)
 	return lookup(pool, size);
 }
 
-static int fill_zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_stats *st)
+/* arg: the class index (int). */
+static int fill_zblock_class_stats(void *obj, const void *arg, void *full)
 {
-	if (index < 0 || index >= pool->nr_classes)
+	struct zblock_pool *pool = obj;
+	int index = *(const int *)arg;
+	struct zblock_class_stats *st = full;
+	if (!pool || index < 0 || index >= pool->nr_classes)
 		return -EINVAL;
 	struct zb_class *c = &pool->cls[index];
-	memset(st, 0, sizeof(*st));
 	st->index = index;
 	st->slot_size = c->d.slot_size;
 	st->slots_per_block = c->d.n;
@@ -703,16 +706,7 @@ static int fill_zblock_class_stats(struct zblock_pool *pool, int index, struct z
 int zblock_class_stats(struct zblock_pool *pool, int index, struct zblock_class_stats *st, size_t size)
 {
 	struct zblock_class_stats full;
-
-	if (!st || !size)
-		return -EINVAL;
-	if (!pool)
-		return -EINVAL;
-	memset(&full, 0, sizeof(full));
-	int rc = fill_zblock_class_stats(pool, index, &full);
-	if (rc)
-		return rc;
-	return stats_copy_out(st, size, &full, sizeof(full));
+	return stats_get(st, size, &full, sizeof(full), fill_zblock_class_stats, pool, &index);
 }
 
 void zblock_pool_fail_pages(struct zblock_pool *pool, uint64_t after, uint64_t count)

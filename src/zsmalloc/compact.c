@@ -29,11 +29,13 @@
  * lowest chunks and the others unmap.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "zsmalloc/internal.h"
+#include "zsmalloc/compact.h"
 #include "common/sigblock.h"
 
 /* Write pins (lock.h): the slots, and compaction's look at them. */
@@ -453,18 +455,66 @@ static unsigned long compact_class(struct zs_pool *pool, struct size_class *clas
 }
 
 /*
- * Become the pool's one compactor (0: another one runs), with signals
- * blocked while the pool's write lock can be held: a signal handler reading
- * region memory served from this pool would wait on this very thread
- * (src/common/sigblock.h).  zs_compact and zs_compact_step both enter here.
+ * The compactor's place is the pool's compaction_in_progress flag: a try
+ * for zs_compact, zs_compact_step and the idle compaction, which must not
+ * stall.  A caller that needs the memory now (an insert at the blob store's
+ * limit) waits instead, on one process-wide condition: compactions are rare
+ * and short (the idle one gives the place up after each step), so a waiter
+ * of another pool woken for nothing costs a look at a flag.  No lost wake-up:
+ * a waiter counts itself before it tries the flag, the giver clears the flag
+ * before it reads the count (both sequentially consistent), so either the
+ * giver sees the waiter and broadcasts under the mutex the waiter sleeps
+ * with, or the waiter's try comes after the clear.
  */
-static int compact_begin(struct zs_pool *pool, struct zs_sigguard *sigs, const char *entry)
+static pthread_mutex_t place_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t place_cv = PTHREAD_COND_INITIALIZER;
+static atomic_uint place_waiters;
+
+int compact_place_take(struct zs_pool *pool, int wait)
+{
+	if (!atomic_exchange_explicit(&pool->compaction_in_progress, 1, memory_order_seq_cst))
+		return 1;
+	if (!wait)
+		return 0;
+	atomic_fetch_add_explicit(&place_waiters, 1, memory_order_seq_cst);
+	pthread_mutex_lock(&place_mu);
+	while (atomic_exchange_explicit(&pool->compaction_in_progress, 1, memory_order_seq_cst))
+		pthread_cond_wait(&place_cv, &place_mu);
+	pthread_mutex_unlock(&place_mu);
+	atomic_fetch_sub_explicit(&place_waiters, 1, memory_order_relaxed);
+	return 1;
+}
+
+void compact_place_give(struct zs_pool *pool)
+{
+	atomic_store_explicit(&pool->compaction_in_progress, 0, memory_order_seq_cst);
+	if (atomic_load_explicit(&place_waiters, memory_order_seq_cst)) {
+		pthread_mutex_lock(&place_mu);
+		pthread_cond_broadcast(&place_cv);
+		pthread_mutex_unlock(&place_mu);
+	}
+}
+
+/*
+ * Become the pool's one compactor (0: another one runs and wait is 0), with
+ * signals blocked while the pool's write lock can be held: a signal handler
+ * reading region memory served from this pool would wait on this very
+ * thread (src/common/sigblock.h).  Every compaction entry comes here.
+ */
+static int compact_begin(struct zs_pool *pool, struct zs_sigguard *sigs, const char *entry,
+			 int wait)
 {
 	/* It takes the pool lock for writing: a caller holding any pool-side lock would deadlock. */
 	lock_assert_none_in(ZS_LOCK_ZS_COMPACT, entry);
-	if (atomic_exchange_explicit(&pool->compaction_in_progress, 1, memory_order_acquire))
-		return 0;
-	lock_took_try(&pool->compaction_in_progress, ZS_LOCK_ZS_COMPACT);
+	if (wait) {
+		/* A blocking take: checked like a lock (the holder takes ranks 205 and up). */
+		lock_take(&pool->compaction_in_progress, ZS_LOCK_ZS_COMPACT);
+		compact_place_take(pool, 1);
+	} else {
+		if (!compact_place_take(pool, 0))
+			return 0;
+		lock_took_try(&pool->compaction_in_progress, ZS_LOCK_ZS_COMPACT);
+	}
 	signals_block(sigs);
 	/* Owned zspages are on no class list: back to their classes first (no heap takes one
 	 * while the flag is up), so compaction sees every zspage it would without them. */
@@ -477,7 +527,7 @@ static void compact_end(struct zs_pool *pool, unsigned long freed)
 {
 	atomic_fetch_add_explicit(&pool->pages_compacted, freed, memory_order_relaxed);
 	lock_drop(&pool->compaction_in_progress);
-	atomic_store_explicit(&pool->compaction_in_progress, 0, memory_order_release);
+	compact_place_give(pool);
 }
 
 /* Class copy e is a physical class that was ever allocated from and is not huge. */
@@ -490,10 +540,10 @@ static struct size_class *compactable(struct zs_pool *pool, unsigned e)
 	return class_live(class) && !class->huge ? class : NULL; /* a copy never allocated from holds nothing */
 }
 
-unsigned long zs_compact(struct zs_pool *pool)
+static unsigned long compact_all(struct zs_pool *pool, int wait)
 {
 	struct zs_sigguard sigs;
-	if (!compact_begin(pool, &sigs, __func__))
+	if (!compact_begin(pool, &sigs, wait ? "compact_all_wait" : "zs_compact", wait))
 		return 0;
 	char *buf = malloc(pool->page_size);
 	unsigned long freed = 0;
@@ -514,21 +564,32 @@ unsigned long zs_compact(struct zs_pool *pool)
 	return freed;
 }
 
+unsigned long zs_compact(struct zs_pool *pool)
+{
+	return compact_all(pool, 0);
+}
+
+unsigned long compact_all_wait(struct zs_pool *pool)
+{
+	return pool ? compact_all(pool, 1) : 0;
+}
+
 /*
  * A bounded share of zs_compact, for callers (the blob store) that compact a
  * little on each call instead of stopping the pool for a whole pass: the same
  * per-class step, over at most max_classes class copies that have something to
- * do, resuming where the previous step stopped.  Returns pages freed; *cursor
- * is 0 again once a pass is complete, which is when handle memory is trimmed
- * (pages freed here go to the page cache and leave at its decay).
+ * do, resuming where the previous step stopped.  Returns pages freed, or
+ * -EBUSY (compact.h); *cursor is 0 again once a pass is complete, which is
+ * when handle memory is trimmed (pages freed here go to the page cache and
+ * leave at its decay).
  */
-unsigned long zs_compact_step(struct zs_pool *pool, unsigned *cursor, unsigned max_classes)
+long compact_step(struct zs_pool *pool, unsigned *cursor, unsigned max_classes, int wait)
 {
 	if (!pool || !cursor)
-		return 0;
+		return -EINVAL;
 	struct zs_sigguard sigs;
-	if (!compact_begin(pool, &sigs, __func__))
-		return 0;
+	if (!compact_begin(pool, &sigs, wait ? "compact_step" : "zs_compact_step", wait))
+		return -EBUSY;
 	char *buf = malloc(pool->page_size);
 	unsigned long freed = 0;
 	unsigned total = (unsigned)pool->nr_classes * pool->nr_shards;
@@ -556,5 +617,11 @@ unsigned long zs_compact_step(struct zs_pool *pool, unsigned *cursor, unsigned m
 	if (*cursor == 0)
 		handles_trim(pool, 0);
 	signals_restore(&sigs);
-	return freed;
+	return (long)freed;
+}
+
+unsigned long zs_compact_step(struct zs_pool *pool, unsigned *cursor, unsigned max_classes)
+{
+	long f = compact_step(pool, cursor, max_classes, 0);
+	return f > 0 ? (unsigned long)f : 0;
 }

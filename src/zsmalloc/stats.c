@@ -25,33 +25,36 @@ unsigned long zs_get_total_pages(const struct zs_pool *pool)
 	return n > 0 ? (unsigned long)n : 0;
 }
 
-static void fill_pool_stats(const struct zs_pool *pool, struct zs_pool_stats *stats)
+static int fill_pool_stats(void *obj, const void *arg, void *full)
 {
-	stats->pages_compacted =
-		atomic_load_explicit(&((struct zs_pool *)pool)->pages_compacted, memory_order_relaxed);
+	struct zs_pool *pool = obj;
+	struct zs_pool_stats *stats = full;
+	(void)arg;
+	if (!pool)
+		return -EINVAL;
+	stats->pages_compacted = atomic_load_explicit(&pool->pages_compacted, memory_order_relaxed);
+	return 0;
 }
 
 int zs_pool_stats(const struct zs_pool *pool, struct zs_pool_stats *st, size_t size)
 {
 	struct zs_pool_stats full;
-
-	if (!st || !size)
-		return -EINVAL;
-	if (!pool)
-		return -EINVAL;
-	memset(&full, 0, sizeof(full));
-	fill_pool_stats(pool, &full);
-	return stats_copy_out(st, size, &full, sizeof(full));
+	return stats_get(st, size, &full, sizeof(full), fill_pool_stats, (void *)pool, NULL);
 }
 
-static int fill_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st)
+/* arg: the class index (int). */
+static int fill_class_stats(void *obj, const void *arg, void *full)
 {
+	struct zs_pool *pool = obj;
+	int index = *(const int *)arg;
+	struct zs_class_stats *st = full;
+	if (!pool)
+		return -EINVAL;
 	if (index < 0 || index >= pool->nr_classes)
 		return -EINVAL;
 	if (pool->geom[index].phys != index)
 		return -ENOENT; /* a logical class merged into another: its stats are the other's */
 	struct size_class *class = &pool->classes[index];
-	memset(st, 0, sizeof(*st));
 	/* A sharded pool reports the sum of the class's copies, as one kernel class. */
 	for (unsigned s = 0; s < pool->nr_shards; s++) {
 		struct size_class *c = class + (size_t)s * (unsigned)pool->nr_classes;
@@ -81,16 +84,7 @@ static int fill_class_stats(struct zs_pool *pool, int index, struct zs_class_sta
 int zs_class_stats(struct zs_pool *pool, int index, struct zs_class_stats *st, size_t size)
 {
 	struct zs_class_stats full;
-
-	if (!st || !size)
-		return -EINVAL;
-	if (!pool)
-		return -EINVAL;
-	memset(&full, 0, sizeof(full));
-	int rc = fill_class_stats(pool, index, &full);
-	if (rc)
-		return rc;
-	return stats_copy_out(st, size, &full, sizeof(full));
+	return stats_get(st, size, &full, sizeof(full), fill_class_stats, pool, &index);
 }
 
 unsigned long zs_pool_objects(struct zs_pool *pool)

@@ -38,9 +38,9 @@
  *   202 deferred fork gate (src/common/fork.c)  the worker holds it across a
  *       batch; queue create/destroy and a fork's prepare handler take it;
  *       consume_lock nests inside.
- *   205 compaction flag (compaction_in_progress, compact.c)  a try-only
- *       flag: a second compactor returns at once, so it never waits and is
- *       recorded, not checked.  zs_compact must be entered holding no lock
+ *   205 compaction flag (compaction_in_progress, compact.c)  tried: a
+ *       second zs_compact or step returns at once, recorded, not checked;
+ *       the blob store's steps wait for it, checked.  zs_compact must be entered holding no lock
  *       of rank 205 or above (checked): it goes on to take the pool lock
  *       for writing.
  *   210 deferred consume_lock (deferred.c)  one drainer at a time (worker,

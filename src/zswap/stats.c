@@ -74,15 +74,15 @@ int zs_zswap_set_pool_limit(struct zs_zswap *z, unsigned max_pool_percent,
 
 /* ---- Statistics ---- */
 
-static void fill_zswap_get_stats(struct zs_zswap *z, struct zs_zswap_stats *st)
+static int fill_zswap_get_stats(void *obj, const void *arg, void *full)
 {
+	struct zs_zswap *z = obj;
+	struct zs_zswap_stats *st = full;
 	uint64_t c[SC_NR] = { 0 };
 
-	if (!st)
-		return;
-	memset(st, 0, sizeof(*st));
+	(void)arg;
 	if (!z)
-		return;   /* NULL pointers change nothing (zswap.h): all zeros */
+		return 0;   /* NULL pointers change nothing (zswap.h): all zeros */
 	size_t ps = z->page_size;
 	for (unsigned i = 0; i < ZW_NSHARDS; i++)
 		for (int k = 0; k < SC_NR; k++)
@@ -116,17 +116,13 @@ static void fill_zswap_get_stats(struct zs_zswap *z, struct zs_zswap_stats *st)
 	st->pswpin = c[SC_PSWPIN];
 	st->shrink_worker_runs = EV(EV_WORKER_RUNS);
 #undef EV
+	return 0;
 }
 
 int zs_zswap_get_stats(struct zs_zswap *z, struct zs_zswap_stats *st, size_t size)
 {
 	struct zs_zswap_stats full;
-
-	if (!st || !size)
-		return -EINVAL;
-	memset(&full, 0, sizeof(full));
-	fill_zswap_get_stats(z, &full);
-	return stats_copy_out(st, size, &full, sizeof(full));
+	return stats_get(st, size, &full, sizeof(full), fill_zswap_get_stats, z, NULL);
 }
 
 /* ---- Groups ---- */
@@ -140,14 +136,17 @@ int zs_zswap_group_set(struct zs_zswap *z, unsigned group, uint64_t max_bytes, i
 	return 0;
 }
 
-static int fill_zswap_group_stats(struct zs_zswap *z, unsigned group, struct zs_zswap_group_stats *st)
+/* arg: the group (unsigned). */
+static int fill_zswap_group_stats(void *obj, const void *arg, void *full)
 {
+	struct zs_zswap *z = obj;
+	unsigned group = *(const unsigned *)arg;
+	struct zs_zswap_group_stats *st = full;
 	struct zw_group *g;
 
-	if (!z || group >= ZS_ZSWAP_MAX_GROUPS || !st)
+	if (!z || group >= ZS_ZSWAP_MAX_GROUPS)
 		return -EINVAL;
 	g = &z->groups[group];
-	memset(st, 0, sizeof(*st));
 	st->zswap = atomic_load_explicit(&g->charged, memory_order_relaxed);
 	st->zswapped = atomic_load_explicit(&g->pages, memory_order_relaxed) * z->page_size;
 	st->zswpin = atomic_load_explicit(&g->zswpin, memory_order_relaxed);
@@ -161,16 +160,7 @@ static int fill_zswap_group_stats(struct zs_zswap *z, unsigned group, struct zs_
 int zs_zswap_group_stats(struct zs_zswap *z, unsigned group, struct zs_zswap_group_stats *st, size_t size)
 {
 	struct zs_zswap_group_stats full;
-
-	if (!st || !size)
-		return -EINVAL;
-	if (!z)
-		return -EINVAL;
-	memset(&full, 0, sizeof(full));
-	int rc = fill_zswap_group_stats(z, group, &full);
-	if (rc)
-		return rc;
-	return stats_copy_out(st, size, &full, sizeof(full));
+	return stats_get(st, size, &full, sizeof(full), fill_zswap_group_stats, z, &group);
 }
 
 /* ---- Maintenance ---- */

@@ -23,62 +23,35 @@ static inline void must_fail(const char *what, const char *file, int line, int r
 	abort();
 }
 
-static inline struct zs_pool *must_pool_create_at(const struct zs_pool_config *cfg,
-						  const char *file, int line)
-{
-	struct zs_pool *p;
-	char why[256];
-	int rc = zs_pool_create(cfg, &p, why, sizeof(why));
-	if (rc)
-		must_fail("zs_pool_create", file, line, rc, why);
-	return p;
-}
+/*
+ * One constructor of that shape, int create(cfg, &out, err, errlen), made
+ * into must_STEM_at (aborts with the library's reason and the caller's
+ * line) and try_STEM (for a config a test expects may be refused, limits
+ * probed by the test: NULL on failure, errno set by the library).
+ */
+#define MUST_CREATE_FNS(stem, create, type, cfg_type)                                    \
+	static inline type *must_##stem##_at(const cfg_type *cfg, const char *file, int line) \
+	{                                                                                \
+		type *o;                                                                 \
+		char why[256];                                                           \
+		int rc = create(cfg, &o, why, sizeof(why));                              \
+		if (rc)                                                                  \
+			must_fail(#create, file, line, rc, why);                         \
+		return o;                                                                \
+	}                                                                                \
+	static inline type *try_##stem(const cfg_type *cfg)                              \
+	{                                                                                \
+		type *o;                                                                 \
+		return create(cfg, &o, NULL, 0) ? NULL : o;                              \
+	}
 
-static inline struct zblock_pool *must_zblock_create_at(const struct zblock_config *cfg,
-							const char *file, int line)
-{
-	struct zblock_pool *p;
-	char why[256];
-	int rc = zblock_pool_create(cfg, &p, why, sizeof(why));
-	if (rc)
-		must_fail("zblock_pool_create", file, line, rc, why);
-	return p;
-}
-
-static inline struct zs_backend *must_backend_create_at(const struct zs_backend_config *cfg,
-							const char *file, int line)
-{
-	struct zs_backend *b;
-	char why[256];
-	int rc = zs_backend_create(cfg, &b, why, sizeof(why));
-	if (rc)
-		must_fail("zs_backend_create", file, line, rc, why);
-	return b;
-}
+MUST_CREATE_FNS(pool_create, zs_pool_create, struct zs_pool, struct zs_pool_config)
+MUST_CREATE_FNS(zblock_create, zblock_pool_create, struct zblock_pool, struct zblock_config)
+MUST_CREATE_FNS(backend_create, zs_backend_create, struct zs_backend, struct zs_backend_config)
 
 #define must_pool_create(cfg) must_pool_create_at((cfg), __FILE__, __LINE__)
 #define must_zblock_create(cfg) must_zblock_create_at((cfg), __FILE__, __LINE__)
 #define must_backend_create(cfg) must_backend_create_at((cfg), __FILE__, __LINE__)
-
-/*
- * For a config a test expects may be refused (limits probed by the test):
- * the real create, NULL on failure with errno set by the library.
- */
-static inline struct zs_pool *try_pool_create(const struct zs_pool_config *cfg)
-{
-	struct zs_pool *p;
-	return zs_pool_create(cfg, &p, NULL, 0) ? NULL : p;
-}
-static inline struct zblock_pool *try_zblock_create(const struct zblock_config *cfg)
-{
-	struct zblock_pool *p;
-	return zblock_pool_create(cfg, &p, NULL, 0) ? NULL : p;
-}
-static inline struct zs_backend *try_backend_create(const struct zs_backend_config *cfg)
-{
-	struct zs_backend *b;
-	return zs_backend_create(cfg, &b, NULL, 0) ? NULL : b;
-}
 
 /*
  * A refusal, checked whole: the code, *out NULL, errno the positive code

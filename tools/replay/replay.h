@@ -3,8 +3,8 @@
  * half (replay_store.c, which makes real pages compress to the recorded
  * sizes), the zswap-trace replay (replay_zswap.c, which drives zs/zswap.h
  * with the same record checking and reports) and --sweep (replay_sweep.c,
- * which runs the driver once per pool configuration and compares the runs)
- * and its reports (replay_report.c).
+ * which runs the driver once per pool configuration and compares the runs),
+ * its reports (replay_report.c) and its options (replay_opts.c).
  * Private to those files.
  */
 #ifndef ZS_TOOLS_REPLAY_H
@@ -221,6 +221,9 @@ void events_compact_begin(struct replay *R);
 void events_compact_end(struct replay *R);
 void events_record(struct replay *R, uint64_t pages);
 int events_close(struct replay *R);
+
+/* replay_opts.c: options -> o.  0, 1 after --help (exit 0), or 2 after a usage message. */
+int replay_parse(int argc, char **argv, struct opts *o);
 
 /* replay_sweep.c: --sweep.  Exit status as cmd_replay's. */
 int replay_sweep(const struct opts *o);
