@@ -31,7 +31,8 @@
  *
  * Values are copied in and out (zs_cache_lookup), or read in place through a
  * callback (zs_cache_lookup_cb: straight from the pool for a raw value within
- * one page, else from a per-thread buffer).  Inserting a key that exists
+ * one page, else from a buffer of the library's: the decoded value, or the
+ * stitched object).  Inserting a key that exists
  * replaces its value.
  *
  * Thread safety: every call may be made from any thread at once.  A callback

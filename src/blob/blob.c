@@ -553,11 +553,13 @@ int blob_read_key(struct zs_blob *s, unsigned long h, const struct blob_obj *o, 
 
 /*
  * One pin for a lookup: the index recorded the object's size, so the header,
- * the key and the payload come from a single read_begin (blob_head then
- * blob_read_obj pinned it twice, and in checked mode each pin validates the
- * handle at begin and at end).  A key check alone pins only the header and
- * the key.  Objects that span pages are stitched in a stack buffer when
- * small, so the thread's buffer stays free for the decoded value.
+ * the key and the payload come from a single read (blob_head then
+ * blob_read_obj pinned it twice).  The handle is the cache's own, so the read
+ * skips checked mode's validation (obj_read_begin_own), which at begin and
+ * at end cost more than the rest of the path beside the decompression.  A
+ * key check alone reads only the header and the key.  Objects that span
+ * pages are stitched in a stack buffer when small, so the thread's buffer
+ * stays free for the decoded value.
  */
 int blob_read_sized(struct zs_blob *s, unsigned long h, size_t size, const void *key, size_t klen,
 		    zs_blob_read_fn fn, void *arg, int *fn_ret, void *buf, size_t cap, size_t *vlen)
