@@ -6,10 +6,11 @@
  * refuse a stale or forged handle with -EINVAL instead of reading freed
  * memory.  A handle that the cache's index names under its shard lock is
  * live by construction (an entry leaves the index before its object is
- * freed), so that work buys nothing there and measured about a fifth of a
- * CompressedDict get; these calls pin and read as the unchecked mode does,
- * whatever the pool's mode.  Objects with a packed tail take the ordinary
- * (checked) path: they are rare and their pinning is access.c's.
+ * freed), so that work buys nothing there, and it was a fifth of the
+ * instructions of a CompressedDict get (callgrind: 1,717 of 9,139).  These
+ * calls pin and read as the unchecked mode does, whatever the pool's mode.
+ * Objects with a packed tail take the ordinary (checked) path: they are rare
+ * and their pinning is access.c's.
  */
 #include <errno.h>
 
