@@ -6,11 +6,13 @@
  * Index.  Keys are hashed (64 bits) into power-of-two shards, each an
  * open-addressing table (linear probing, deletion by backward shift, no
  * tombstones) under its own reader/writer lock: lookups of one shard share
- * it, inserts and erases take it alone.  A table slot is 12 bytes, the
- * object's handle and 31 bits of the key's hash; the key itself is stored in
+ * it, inserts and erases take it alone.  A table slot is 16 bytes, the
+ * object's handle, 31 bits of the key's hash and the object's size (so a
+ * lookup reads header, key and value in one access to the pool rather than
+ * reading the header first to learn the size); the key itself is stored in
  * the blob object beside the value (uncompressed, after the header), so the
- * index holds no copy of it.  Tables grow at 80% load, so a slot is 12 to 30
- * bytes per entry (15-30 between growths), plus the key inside the object:
+ * index holds no copy of it.  Tables grow at 80% load, so a slot is 20 to 40
+ * bytes per entry between growths, plus the key inside the object:
  * tests/unit/test_cache.c measures it (zs_cache_stats index_bytes / entries).
  *
  * Capacity and eviction.  The blob store's mem_limit is the cache's
@@ -29,7 +31,8 @@
  *
  * Values are copied in and out (zs_cache_lookup), or read in place through a
  * callback (zs_cache_lookup_cb: straight from the pool for a raw value within
- * one page, else from a per-thread buffer).  Inserting a key that exists
+ * one page, else from a buffer of the library's: the decoded value, or the
+ * stitched object).  Inserting a key that exists
  * replaces its value.
  *
  * Thread safety: every call may be made from any thread at once.  A callback

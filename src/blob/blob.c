@@ -27,6 +27,7 @@
 #include "blob/internal.h"
 #include "zsmalloc/compact.h"
 #include "zs/compress.h"
+#include "zsmalloc/internal.h" /* obj_read_begin_own: the cache's reads of its own handles */
 
 /* Tag byte: 0xA0 marks an object of ours, bit 2 a key, bits 0-1 the codec. */
 #define TAG_MAGIC 0xA0u
@@ -557,6 +558,70 @@ int blob_read_key(struct zs_blob *s, unsigned long h, const struct blob_obj *o, 
 	zs_obj_read_end(s->pool, h, n, (void *)p);
 	buf_put(tmp);
 	return 0;
+}
+
+/*
+ * One pin for a lookup: the index recorded the object's size, so the header,
+ * the key and the payload come from a single read (blob_head then
+ * blob_read_obj pinned it twice).  The handle is the cache's own, so the read
+ * skips checked mode's validation (obj_read_begin_own), which at begin and
+ * at end cost more than the rest of the path beside the decompression.  A
+ * key check alone reads only the header and the key.  Objects that span
+ * pages are stitched in a stack buffer when small, so the thread's buffer
+ * stays free for the decoded value.
+ */
+int blob_read_sized(struct zs_blob *s, unsigned long h, size_t size, const void *key, size_t klen,
+		    zs_blob_read_fn fn, void *arg, int *fn_ret, void *buf, size_t cap, size_t *vlen)
+{
+	if (size < BLOB_MIN_OBJ || size > s->max_obj)
+		return -EIO;
+	int want_val = fn || buf;
+	size_t mem = want_val ? size : BLOB_MAX_HDR + klen;
+	if (mem > size)
+		mem = size;
+	uint8_t stack[4096];
+	uint8_t *tmp = mem <= sizeof(stack) ? stack : buf_get(mem);
+	if (!tmp)
+		return -ENOMEM;
+	const uint8_t *p = obj_read_begin_own(s->pool, h, mem, tmp);
+	if (!p) {
+		if (tmp != stack)
+			buf_put(tmp);
+		return -EINVAL;
+	}
+	struct blob_obj o;
+	int rc = parse_hdr(p, mem, &o);
+	if (!rc && o.size != size)
+		rc = -EIO;
+	/* A key of another length is a miss before its bytes are known to lie within mem. */
+	if (!rc && (o.klen != klen || o.hdr + klen > mem || memcmp(p + o.hdr, key, klen)))
+		rc = 1;
+	if (!rc) {
+		*vlen = o.vlen;
+		const uint8_t *pay = p + o.hdr + o.klen;
+		if (buf && !fn) {
+			if (cap < o.vlen)
+				rc = 2;
+			else
+				rc = decode(s, &o, pay, buf);
+		} else if (fn && o.codec == ZS_BLOB_NONE) {
+			*fn_ret = fn(pay, o.vlen, arg);
+		} else if (fn) {
+			uint8_t *val = buf_get(o.vlen);
+			if (!val) {
+				rc = -ENOMEM;
+			} else {
+				rc = decode(s, &o, pay, val);
+				if (!rc)
+					*fn_ret = fn(val, o.vlen, arg);
+				buf_put(val);
+			}
+		}
+	}
+	obj_read_end_own(s->pool, h, mem, (void *)p);
+	if (tmp != stack)
+		buf_put(tmp);
+	return rc;
 }
 
 /* ---- public calls ----------------------------------------------------- */

@@ -29,10 +29,16 @@
 #define HASH_MASK 0x7fffffffu
 #define MIN_TABLE 16u
 
-/* 12 bytes: the handle in two words (so the slot needs 4-byte alignment only) and the tag. */
+/*
+ * 16 bytes: the handle in two words (so the slot needs 4-byte alignment
+ * only), the tag, and the object's size, so that a lookup reads the object
+ * (header, key, value) under one pin instead of pinning the header first to
+ * learn how much to read (blob_read_sized).
+ */
 struct slot {
 	uint32_t h_lo, h_hi;
 	uint32_t tag; /* REF_BIT | 31 bits of the key's hash; the table position comes from them too */
+	uint32_t size; /* the object's bytes in the pool (struct blob_enc.size) */
 };
 
 struct shard {
@@ -110,20 +116,13 @@ static struct shard *shard_of(struct zs_cache *c, uint64_t hash, uint32_t *tag)
 	return &c->sh[hash & (c->nshards - 1)];
 }
 
-/* 1 if h's key is key/klen; 0 if not; negative on a bad object. */
-static int key_eq(struct zs_cache *c, unsigned long h, const void *key, size_t klen)
+/* 1 if s's object has key key/klen; 0 if not; negative on a bad object. */
+static int key_eq(struct zs_cache *c, const struct slot *s, const void *key, size_t klen)
 {
-	struct blob_obj o;
-	int rc = blob_head(c->b, h, &o);
-	if (rc)
-		return rc;
-	if (o.klen != klen)
-		return 0;
-	unsigned char buf[ZS_CACHE_MAX_KEY];
-	rc = blob_read_key(c->b, h, &o, buf);
-	if (rc)
-		return rc;
-	return memcmp(buf, key, klen) == 0;
+	size_t vlen;
+	int rc = blob_read_sized(c->b, slot_h(s), s->size, key, klen, NULL, NULL, NULL, NULL, 0,
+				 &vlen);
+	return rc < 0 ? rc : rc == 0;
 }
 
 /* Lock held (either mode): the slot index holding key, or -1. */
@@ -135,7 +134,7 @@ static long find(struct zs_cache *c, struct shard *sh, uint32_t tag, const void 
 		if (slot_empty(s))
 			return -1;
 		if ((__atomic_load_n(&s->tag, __ATOMIC_RELAXED) & HASH_MASK) == tag &&
-		    key_eq(c, slot_h(s), key, klen) == 1)
+		    key_eq(c, s, key, klen) == 1)
 			return i;
 	}
 	return -1;
@@ -393,6 +392,7 @@ int zs_cache_insert(struct zs_cache *c, const void *key, size_t klen, const void
 		}
 	}
 	unsigned long h = blob_store_enc(c->b, &e);
+	size_t e_size = e.size;
 	blob_enc_done(&e);
 	if (ZS_IS_ERR(h))
 		return ZS_ERR(h);
@@ -403,13 +403,14 @@ int zs_cache_insert(struct zs_cache *c, const void *key, size_t klen, const void
 	if (i >= 0) {
 		old = slot_h(&sh->t[i]);
 		slot_set_h(&sh->t[i], h);
+		sh->t[i].size = (uint32_t)e_size;
 	} else {
 		if ((uint64_t)(sh->n + 1) * 5 > (uint64_t)(sh->mask + 1) * 4 && grow(c, sh)) {
 			pthread_rwlock_unlock(&sh->lock);
 			drop_obj(c, h);
 			return -ENOMEM;
 		}
-		struct slot v = { 0, 0, tag };
+		struct slot v = { 0, 0, tag, (uint32_t)e_size };
 		slot_set_h(&v, h);
 		place(sh->t, sh->mask, v);
 		sh->n++;
@@ -426,7 +427,7 @@ int zs_cache_insert(struct zs_cache *c, const void *key, size_t klen, const void
 	return 0;
 }
 
-/* The lookups' common part: read lock, probe, read on a tag match. */
+/* The lookups' common part: read lock, probe, one read of the object on a tag match. */
 static int lookup(struct zs_cache *c, const void *key, size_t klen, zs_blob_read_fn fn, void *arg,
 		  void *buf, size_t cap, long *len, int count)
 {
@@ -441,29 +442,19 @@ static int lookup(struct zs_cache *c, const void *key, size_t klen, zs_blob_read
 			break;
 		if ((__atomic_load_n(&s->tag, __ATOMIC_RELAXED) & HASH_MASK) != tag)
 			continue;
-		unsigned long h = slot_h(s);
-		struct blob_obj o;
-		if (blob_head(c->b, h, &o) || o.klen != klen)
+		int ret = 0;
+		size_t vlen = 0;
+		/* Size only (neither fn nor buf): the key decides, the value is not read. */
+		int r = blob_read_sized(c->b, slot_h(s), s->size, key, klen, fn, arg, &ret, buf, cap,
+					&vlen);
+		if (r == 1)
 			continue;
-		if (!fn && (!buf || cap < o.vlen)) {
-			/* Size only, or a buffer too small: the key decides, the value is not read. */
-			int eq = key_eq(c, h, key, klen);
-			if (eq != 1)
-				continue;
-			*len = (long)o.vlen;
-			rc = buf ? -ENOSPC : 0;
-		} else {
-			int ret = 0;
-			int r = blob_read_obj(c->b, h, &o, key, klen, fn, arg, &ret, fn ? NULL : buf);
-			if (r == 1)
-				continue;
-			if (r < 0) {
-				rc = r;
-				break;
-			}
-			*len = fn ? ret : (long)o.vlen;
-			rc = 0;
+		if (r < 0) {
+			rc = r;
+			break;
 		}
+		*len = fn ? ret : (long)vlen;
+		rc = r == 2 ? -ENOSPC : 0;
 		if (count && !(__atomic_load_n(&s->tag, __ATOMIC_RELAXED) & REF_BIT))
 			__atomic_fetch_or(&s->tag, REF_BIT, __ATOMIC_RELAXED);
 		break;

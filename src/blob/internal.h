@@ -72,6 +72,16 @@ int blob_read_obj(struct zs_blob *s, unsigned long h, const struct blob_obj *o, 
 		  size_t klen, zs_blob_read_fn fn, void *arg, int *fn_ret, void *buf);
 /* Copy the key of h (o->klen bytes) into dst.  0, -EINVAL, -EIO. */
 int blob_read_key(struct zs_blob *s, unsigned long h, const struct blob_obj *o, void *dst);
+/*
+ * Read h, whose object is `size` bytes (struct blob_enc.size when it was
+ * stored), under one pin: compare its key with key/klen, set *vlen, then
+ * deliver the value as blob_read_obj does (fn, else buf when cap holds it).
+ * With neither fn nor buf only the header and the key are read.  0, 1 (key
+ * differs), 2 (buf shorter than *vlen: nothing copied), -EINVAL, -EIO (also
+ * when the header's size is not `size`), -ENOMEM.
+ */
+int blob_read_sized(struct zs_blob *s, unsigned long h, size_t size, const void *key, size_t klen,
+		    zs_blob_read_fn fn, void *arg, int *fn_ret, void *buf, size_t cap, size_t *vlen);
 /* Fixed bytes the store itself holds beyond zs_blob_mem_bytes' pool part (for the cache's sum). */
 size_t blob_max_obj(const struct zs_blob *s);
 

@@ -1039,4 +1039,13 @@ static inline struct zspage *free_locked_any(struct zs_pool *pool, struct size_c
 	return free_locked(pool, class, obj);
 }
 
+/*
+ * own_read.c: zs_obj_read_begin/_end for a handle the library holds itself
+ * (the blob cache's index), without checked mode's validation; same
+ * arguments and results.  Never for a handle a caller passed in.
+ */
+void *obj_read_begin_own(struct zs_pool *pool, unsigned long handle, size_t mem_len,
+			 void *local_copy);
+void obj_read_end_own(struct zs_pool *pool, unsigned long handle, size_t mem_len, void *mem);
+
 #endif

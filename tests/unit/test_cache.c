@@ -2,8 +2,9 @@
  * The key-value cache (zs/cache.h): every call and error path, a seeded
  * random sequence checked against a shadow table, enumeration (each key once,
  * resumable after -ENOSPC), clear, the index's bytes per entry at 200,000
- * 16-byte keys, and eviction: the capacity holds (less pages cached for
- * reuse) and CLOCK keeps the entries being looked up.
+ * 16-byte keys, lookups after compaction moved the objects, and eviction:
+ * the capacity holds (less pages cached for reuse) and CLOCK keeps the
+ * entries being looked up.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -283,6 +284,100 @@ static void test_index_cost(void)
 	zs_cache_destroy(c);
 }
 
+/* A value of length l for key k, version v: compressible records, or raw bytes every fifth key. */
+static void moved_value(unsigned char *v, size_t l, unsigned k, uint32_t ver)
+{
+	gen_record(v, l, (uint64_t)k << 32 | ver);
+	if (k % 5 == 0) {
+		uint64_t rs = (uint64_t)k * 0x9e3779b97f4a7c15ULL + ver;
+		for (size_t i = 0; i < l; i++)
+			v[i] = (unsigned char)tu_rand(&rs);
+	}
+}
+
+/*
+ * Lookups after compaction moved the objects: the index keeps each object's
+ * size beside its handle and reads the object under one pin by that size,
+ * so an entry whose recorded size disagreed with its object (a replace that
+ * left the old size) reads as -EIO, and one whose read went to where the
+ * object was before compaction would return the wrong bytes.  Sizes from 1
+ * byte to past a page (objects stitched from two pages, objects over 4 KiB,
+ * a multi-page object), compressed and raw; keys of two lengths; both
+ * checked and unchecked pools.
+ */
+static void test_after_compact(void)
+{
+	enum { K = 6000 };
+	static const size_t lens[] = { 1, 40, 700, 1884, 3000, 4090, 5000, 9000, 20000 };
+	unsigned char *v = malloc(20000), *out = malloc(20000);
+	uint32_t *ver = calloc(K, sizeof(*ver));
+	REQUIRE(v && out && ver);
+	for (int checked = 0; checked < 2; checked++) {
+		struct zs_cache_config cfg;
+		zs_cache_config_init(&cfg);
+		cfg.shards = 8;
+		cfg.blob.pool.checked = checked;
+		cfg.blob.compact_ratio_pct = -1; /* moves only when the test compacts */
+		cfg.blob.compact_idle_ms = -1;
+		struct zs_cache *c = NULL;
+		REQUIRE(zs_cache_create(&cfg, &c, NULL, 0) == 0);
+		char key[48];
+		uint64_t rs = seed ^ 0xc0ac7;
+		for (unsigned k = 0; k < K; k++) {
+			size_t kl = (size_t)snprintf(key, sizeof(key), k % 2 ? "m-%u" : "moved-key-%u", k);
+			size_t l = lens[k % (sizeof(lens) / sizeof(lens[0]))];
+			moved_value(v, l, k, 1);
+			REQUIRE(zs_cache_insert(c, key, kl, v, l) == 0);
+			ver[k] = 1;
+		}
+		/* Three in four go, and a third of the rest get a value of another length:
+		 * the holes make compaction move most of what stays. */
+		for (unsigned k = 0; k < K; k++) {
+			size_t kl = (size_t)snprintf(key, sizeof(key), k % 2 ? "m-%u" : "moved-key-%u", k);
+			uint64_t r = tu_rand(&rs);
+			if (r % 4) {
+				CHECK_EQ(zs_cache_erase(c, key, kl), 0);
+				ver[k] = 0;
+			} else if (r % 3 == 0) {
+				size_t l = lens[(k + 3) % (sizeof(lens) / sizeof(lens[0]))];
+				moved_value(v, l, k, 2);
+				CHECK_EQ(zs_cache_insert(c, key, kl, v, l), 0);
+				ver[k] = 2;
+			}
+		}
+		unsigned long pages = zs_blob_compact(zs_cache_blob(c));
+		printf("after compact (checked %d): %lu pages freed\n", checked, pages);
+		CHECK(pages > 0);
+		int wrong = 0;
+		for (unsigned k = 0; k < K; k++) {
+			size_t kl = (size_t)snprintf(key, sizeof(key), k % 2 ? "m-%u" : "moved-key-%u", k);
+			size_t l = lens[(k + (ver[k] == 2 ? 3 : 0)) % (sizeof(lens) / sizeof(lens[0]))];
+			if (!ver[k]) {
+				wrong += zs_cache_lookup(c, key, kl, out, 20000) != -ENOENT;
+				wrong += zs_cache_value_size(c, key, kl) != -ENOENT;
+				continue;
+			}
+			moved_value(v, l, k, ver[k]);
+			long n = zs_cache_lookup(c, key, kl, out, 20000);
+			wrong += n != (long)l || memcmp(out, v, l) != 0;
+			wrong += zs_cache_value_size(c, key, kl) != (long)l;
+			unsigned want = 0, got = 0;
+			for (size_t i = 0; i < l; i++)
+				want += v[i];
+			wrong += zs_cache_lookup_cb(c, key, kl, cb_sum, &got) != (int)l || got != want;
+			if (l > 1)
+				wrong += zs_cache_lookup(c, key, kl, out, l - 1) != -ENOSPC;
+		}
+		if (wrong)
+			printf("after compact (checked %d): %d wrong results\n", checked, wrong);
+		CHECK_EQ(wrong, 0);
+		zs_cache_destroy(c);
+	}
+	free(v);
+	free(out);
+	free(ver);
+}
+
 /* A capacity: inserts evict, the capacity holds, looked-up entries stay. */
 static void test_eviction(void)
 {
@@ -345,6 +440,7 @@ int main(void)
 	test_basic();
 	test_shadow();
 	test_index_cost();
+	test_after_compact();
 	test_eviction();
 	return tu_done();
 }
