@@ -223,7 +223,9 @@ struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 		spin_unlock(&class->lock);
 		return NULL;
 	}
-	z = fullest_partial(class);
+	/* Every zspage on the lists full (owned ones count so): no partial to look for, so a
+	 * thread that owns all of its class's zspages skips the walk over the groups. */
+	z = class->stats[ZS_OBJS_INUSE] == class->stats[ZS_OBJS_ALLOCATED] ? NULL : fullest_partial(class);
 	if (z) {
 		remove_zspage(class, z);
 	} else {
