@@ -510,14 +510,9 @@ static struct zs_heap *heap_new(struct zs_pool *pool)
 	h->id = id;
 	h->pool = pool;
 	atomic_init(&h->remote, 0);
-	/* heap_lookup runs on the owner thread: its pin slot, counted in wpins_hi once for all */
-	unsigned ti = thread_index();
+	/* No pin slot yet: the owner's first zs_malloc_write takes one (zsmalloc.c, wpin_own). */
 	h->wpin = &wpin_none;
-	if (ti < ZS_WPIN_SLOTS) {
-		wpin_raise(ti);
-		h->wpin = &wpins[ti];
-		h->wpin_tix1 = ti + 1;
-	}
+	h->wpin_tix1 = 0;
 	h->next = pool->heaps;
 	pool->heaps = h;
 	atomic_store_explicit(&heap_table[id], h, memory_order_relaxed);

@@ -625,6 +625,23 @@ static __attribute__((noinline)) unsigned long owned_copy_split(struct zs_wpin *
 }
 
 /*
+ * The owner, its heap h: h's pin is this thread's slot under the number it
+ * has now, counted in wpins_hi (which only grows), or none past the table.
+ * Only the owner reads or writes h->wpin, so no revoker sees it change.
+ */
+static void wpin_own(struct zs_heap *h)
+{
+	unsigned ti = thread_index();
+	if (ti >= ZS_WPIN_SLOTS)
+		return; /* h->wpin stays as it is: a pin set for good, or this thread's old slot's
+			   number no longer matches, so the read-lock path is taken */
+	if (atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti)
+		wpin_raise(ti);
+	h->wpin = &wpins[ti];
+	h->wpin_tix1 = ti + 1;
+}
+
+/*
  * owned_place without a pin slot (a thread numbered past the table, a call
  * nested in this thread's copy, or a slot not yet counted in wpins_hi): the
  * zspage read lock holds the object
@@ -636,10 +653,8 @@ static __attribute__((noinline)) unsigned long owned_copy_locked(struct zs_heap 
 								  size_t size)
 {
 	struct zs_pool *pool = h->pool;
-	/* A heap first looked up by a free: count the slot now, for this thread's next ones. */
-	unsigned ti = thread_index();
-	if (ti < ZS_WPIN_SLOTS && atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti)
-		wpin_raise(ti);
+	/* A heap first looked up by a free, or a thread numbered anew: its slot for the next ones. */
+	wpin_own(h);
 	zspage_read_lock(&z->lock);
 	heap_exit(h);
 	unsigned long obj = handle_to_obj(handle);
@@ -684,9 +699,9 @@ owned_place(struct zs_pool *pool, struct zs_heap *h, struct zs_heap_class *c, st
 		heap_exit(h);
 		return handle;
 	}
-	/* This thread's pin slot, taken and counted in wpins_hi when the heap was made (owned.c),
-	 * while the thread keeps the number it had then; a pin already set is a call nested in
-	 * this thread's copy (a signal handler). */
+	/* This thread's pin slot, taken and counted in wpins_hi by wpin_own, while the thread
+	 * keeps the number it had then; a pin already set is a call nested in this thread's
+	 * copy (a signal handler). */
 	struct zs_wpin *pin = h->wpin;
 	if (unlikely(thread_index_1 != h->wpin_tix1 || atomic_load_explicit(&pin->z, memory_order_relaxed)))
 		return owned_copy_locked(h, z, handle, src, size);
@@ -715,10 +730,8 @@ static __attribute__((noinline)) unsigned long malloc_owned_slow(struct zs_pool 
 	if (!entered) {
 		if (!h)
 			return malloc_off_slow(pool, size, src);
-		/* owned_place's pin slot counted in wpins_hi (once a thread is enough: it only grows). */
-		unsigned ti = thread_index();
-		if (ti < ZS_WPIN_SLOTS && atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti)
-			wpin_raise(ti);
+		/* owned_place's pin slot: this thread's, counted in wpins_hi. */
+		wpin_own(h);
 		if (atomic_load_explicit(&h->busy, memory_order_relaxed))
 			return malloc_off_slow(pool, size, src); /* nested (heap_enter) */
 		atomic_store_explicit(&h->busy, 1, memory_order_relaxed);

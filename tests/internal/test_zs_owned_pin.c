@@ -1,14 +1,14 @@
 /*
- * The write pin of an owned pool's zs_malloc_write (src/zsmalloc/owned.c,
- * zsmalloc.c owned_place): a heap takes its thread's pin slot when it is
- * made, and the write uses it while the thread keeps the number it had
- * then.  This test holds the three ways the write can go:
+ * The write pin of an owned pool's zs_malloc_write (src/zsmalloc/zsmalloc.c,
+ * wpin_own and owned_place): the heap keeps its thread's pin slot, taken by
+ * the thread's first write, and the write uses it while the thread keeps
+ * the number it had then.  This test holds the three ways the write can go:
  *  - the slot: the heap names the thread's slot, counted in wpins_hi, and
  *    every write leaves it clear again with the object's bytes in place;
- *  - a thread whose number changed since its heap was made (numbers are
- *    given back at a thread's exit, before the heap is retired, and taken
- *    again by a later call): the write takes the zspage read lock, touches
- *    neither slot and still stores the object;
+ *  - a thread whose number changed since (numbers are given back at a
+ *    thread's exit, before the heap is retired, and taken again by a later
+ *    call): the write takes the zspage read lock and the heap takes the new
+ *    number's slot, the old one left alone; the objects are stored;
  *  - a pin already set (a call nested in this thread's copy): the write
  *    leaves that pin as it found it.
  * White box (internal.h) to reach the heap and the slots; the rest is the API.
@@ -90,6 +90,9 @@ int main(void)
 		CHECK(atomic_load(&wpins[ti].z) == NULL);
 		CHECK(atomic_load(&wpins[other].z) == NULL);
 	}
+	CHECK(hp->wpin == &wpins[other]);
+	CHECK_EQ(hp->wpin_tix1, other + 1);
+	CHECK(atomic_load(&wpins_hi) > other);
 	thread_index_1 = saved;
 	for (int i = 0; i < NOBJ; i++)
 		CHECK(stored(p, h[1][i], len[1][i], 1000u + (unsigned)i));
@@ -105,6 +108,7 @@ int main(void)
 		CHECK(atomic_load(&wpins[ti].z) == (const void *)&marker);
 	}
 	atomic_store(&wpins[ti].z, NULL);
+	CHECK(hp->wpin == &wpins[ti]); /* its own number's slot again */
 	for (int i = 0; i < NOBJ; i++)
 		CHECK(stored(p, h[2][i], len[2][i], 2000u + (unsigned)i));
 
