@@ -602,15 +602,17 @@ static __attribute__((noinline)) unsigned long malloc_off_slow(struct zs_pool *p
 /*
  * owned_place's copy, tail-called so that the placement saves no register:
  * only the pin lives across memcpy here, and the handle is read back from
- * the object's header (written before the copy, the object pinned, so
- * nothing else writes it).
+ * the object's header before the pin drops (written before the copy, the
+ * object pinned, so nothing else writes it until then).
  */
 static __attribute__((noinline)) unsigned long owned_copy(struct zs_wpin *pin, char *dst,
 							  const void *src, size_t size)
 {
 	unsigned long *hdr = (unsigned long *)((char *)memcpy(dst, src, size) - ZS_HANDLE_SIZE);
+	/* Read while pinned: once the pin drops, compaction may move the object and reuse the slot. */
+	unsigned long handle = *hdr & ~(unsigned long)OBJ_ALLOCATED_TAG;
 	wpin_drop(pin);
-	return *hdr & ~(unsigned long)OBJ_ALLOCATED_TAG;
+	return handle;
 }
 
 /* The same across two pages of its zspage (a third of the objects, at sizes to a page). */
@@ -620,8 +622,9 @@ static __attribute__((noinline)) unsigned long owned_copy_split(struct zs_wpin *
 {
 	memcpy(dst, src, first);
 	memcpy(next, (const char *)src + first, size - first);
+	unsigned long handle = *(unsigned long *)(dst - ZS_HANDLE_SIZE) & ~(unsigned long)OBJ_ALLOCATED_TAG;
 	wpin_drop(pin);
-	return *(unsigned long *)(dst - ZS_HANDLE_SIZE) & ~(unsigned long)OBJ_ALLOCATED_TAG;
+	return handle;
 }
 
 /*
