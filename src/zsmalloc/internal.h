@@ -914,7 +914,10 @@ struct zs_heap_class {
 	/* cur's pages, so an allocation finds its slot without the page table or a chain walk */
 	char *addr[ZS_MAX_CHAIN];
 	uint32_t pfn[ZS_MAX_CHAIN];
+	/* Up to 256 bytes: the allocation finds its class's entry with a shift, not a multiply */
+	char pad_[256 - 32 - ZS_MAX_CHAIN * 12];
 };
+_Static_assert(sizeof(struct zs_heap_class) == 256, "a heap class entry is a power of two");
 
 struct zs_heap {
 	/*
@@ -928,7 +931,11 @@ struct zs_heap {
 	uint32_t id;             /* in zspage.heap_id; index in the heap table */
 	struct zs_pool *pool;    /* NULL once the pool is destroyed (global heap lock) */
 	struct zs_heap *next;    /* pool->heaps (global heap lock) */
-	struct zs_wpin *wpin;    /* the owner thread's write pin slot (NULL: none, read lock) */
+	struct zs_wpin *wpin;    /* the owner thread's write pin slot (one always set: none) */
+	/* thread_index_1 of the owner when wpin was taken (0: no slot): a thread whose number
+	 * changed (given back at its exit, then taken again) finds it differs and uses the
+	 * zspage read lock, so the write path reads one thread-local word, not the slot table */
+	unsigned wpin_tix1;
 	struct handle_list hl;   /* cached free handle slots, a shard list's shape (handle.c) */
 	atomic_uint revoke __attribute__((aligned(64))); /* HEAP_REVOKE | HEAP_FENCED */
 	atomic_ulong remote;     /* (obj << 1) | 1 of the last object another thread freed into an

@@ -79,6 +79,10 @@ static atomic_ulong heap_keys = 1;
 static pthread_once_t tl_once = PTHREAD_ONCE_INIT;
 static pthread_key_t tl_key;
 
+/* A heap whose thread has no pin slot points here: a pin that always reads set, so the write
+ * takes the zspage read lock with no test for a missing slot. */
+static struct zs_wpin wpin_none = { .z = &wpin_none };
+
 /* ---- heap lists (lnext/lprev, free while a zspage is off its class's lists) ---- */
 
 static void hl_push(struct zspage **head, struct zspage *z)
@@ -121,6 +125,17 @@ static void disown(struct zs_pool *pool, struct zspage *z)
 	assert_internal(class->stats[ZS_OBJS_INUSE] >= z->objs - z->inuse);
 	class->stats[ZS_OBJS_INUSE] -= z->objs - z->inuse;
 	z->lnext = z->lprev = NULL;
+	if (z->inuse == 0 && z->objs == class->objs_per_zspage) {
+		/* Emptied, of the class's shape: out of its counts as unlink_empty_zspage takes one,
+		 * without the pass through the fullness list (a division, a link and an unlink). */
+		class->stats[ZS_OBJS_ALLOCATED] -= z->objs;
+		pool_pages_add(pool, -(long)class->pages_per_zspage);
+		z->fullness = ZS_INUSE_RATIO_0;
+		if (!(pool->park && park_zspage(pool, class, z)))
+			free_zspage_pages(pool, z);
+		spin_unlock(&class->lock);
+		return;
+	}
 	z->fullness = ZS_NR_FULLNESS_GROUPS; /* on no list */
 	int fg = get_fullness_group(class, z);
 	insert_zspage(class, z, fg);
@@ -208,7 +223,9 @@ struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 		spin_unlock(&class->lock);
 		return NULL;
 	}
-	z = fullest_partial(class);
+	/* Every zspage on the lists full (owned ones count so): no partial to look for, so a
+	 * thread that owns all of its class's zspages skips the walk over the groups. */
+	z = class->stats[ZS_OBJS_INUSE] == class->stats[ZS_OBJS_ALLOCATED] ? NULL : fullest_partial(class);
 	if (z) {
 		remove_zspage(class, z);
 	} else {
@@ -493,6 +510,9 @@ static struct zs_heap *heap_new(struct zs_pool *pool)
 	h->id = id;
 	h->pool = pool;
 	atomic_init(&h->remote, 0);
+	/* No pin slot yet: the owner's first zs_malloc_write takes one (zsmalloc.c, wpin_own). */
+	h->wpin = &wpin_none;
+	h->wpin_tix1 = 0;
 	h->next = pool->heaps;
 	pool->heaps = h;
 	atomic_store_explicit(&heap_table[id], h, memory_order_relaxed);

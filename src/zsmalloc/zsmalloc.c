@@ -599,12 +599,49 @@ static __attribute__((noinline)) unsigned long malloc_off_slow(struct zs_pool *p
 	return malloc_small(pool, size, 0, src);
 }
 
-/* An object's contents across two pages of its zspage (a third of them, at sizes to a page). */
-static __attribute__((noinline)) void copy_split(char *a, char *next, size_t first, const void *src,
-						 size_t size)
+/*
+ * owned_place's copy, tail-called so that the placement saves no register:
+ * only the pin lives across memcpy here, and the handle is read back from
+ * the object's header before the pin drops (written before the copy, the
+ * object pinned, so nothing else writes it until then).
+ */
+static __attribute__((noinline)) unsigned long owned_copy(struct zs_wpin *pin, char *dst,
+							  const void *src, size_t size)
 {
-	memcpy(a, src, first);
+	unsigned long *hdr = (unsigned long *)((char *)memcpy(dst, src, size) - ZS_HANDLE_SIZE);
+	/* Read while pinned: once the pin drops, compaction may move the object and reuse the slot. */
+	unsigned long handle = *hdr & ~(unsigned long)OBJ_ALLOCATED_TAG;
+	wpin_drop(pin);
+	return handle;
+}
+
+/* The same across two pages of its zspage (a third of the objects, at sizes to a page). */
+static __attribute__((noinline)) unsigned long owned_copy_split(struct zs_wpin *pin, char *dst,
+								const void *src, size_t size,
+								char *next, size_t first)
+{
+	memcpy(dst, src, first);
 	memcpy(next, (const char *)src + first, size - first);
+	unsigned long handle = *(unsigned long *)(dst - ZS_HANDLE_SIZE) & ~(unsigned long)OBJ_ALLOCATED_TAG;
+	wpin_drop(pin);
+	return handle;
+}
+
+/*
+ * The owner, its heap h: h's pin is this thread's slot under the number it
+ * has now, counted in wpins_hi (which only grows), or none past the table.
+ * Only the owner reads or writes h->wpin, so no revoker sees it change.
+ */
+static void wpin_own(struct zs_heap *h)
+{
+	unsigned ti = thread_index();
+	if (ti >= ZS_WPIN_SLOTS)
+		return; /* h->wpin stays as it is: a pin set for good, or this thread's old slot's
+			   number no longer matches, so the read-lock path is taken */
+	if (atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti)
+		wpin_raise(ti);
+	h->wpin = &wpins[ti];
+	h->wpin_tix1 = ti + 1;
 }
 
 /*
@@ -619,10 +656,8 @@ static __attribute__((noinline)) unsigned long owned_copy_locked(struct zs_heap 
 								  size_t size)
 {
 	struct zs_pool *pool = h->pool;
-	/* A heap first looked up by a free: count the slot now, for this thread's next ones. */
-	unsigned ti = thread_index();
-	if (ti < ZS_WPIN_SLOTS && atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti)
-		wpin_raise(ti);
+	/* A heap first looked up by a free, or a thread numbered anew: its slot for the next ones. */
+	wpin_own(h);
 	zspage_read_lock(&z->lock);
 	heap_exit(h);
 	unsigned long obj = handle_to_obj(handle);
@@ -667,25 +702,23 @@ owned_place(struct zs_pool *pool, struct zs_heap *h, struct zs_heap_class *c, st
 		heap_exit(h);
 		return handle;
 	}
-	/* This thread's pin slot, raised into wpins_hi by malloc_owned_slow when it found the
-	 * heap: no call here, so that only the handle and the pin outlive the copy's. */
-	unsigned ti = thread_index();
-	if (unlikely(ti >= ZS_WPIN_SLOTS || atomic_load_explicit(&wpins[ti].z, memory_order_relaxed) ||
-			atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti))
+	/* This thread's pin slot, taken and counted in wpins_hi by wpin_own, while the thread
+	 * keeps the number it had then; a pin already set is a call nested in this thread's
+	 * copy (a signal handler). */
+	struct zs_wpin *pin = h->wpin;
+	if (unlikely(thread_index_1 != h->wpin_tix1 || atomic_load_explicit(&pin->z, memory_order_relaxed)))
 		return owned_copy_locked(h, z, handle, src, size);
-	struct zs_wpin *pin = &wpins[ti];
 	atomic_store_explicit(&pin->z, z, memory_order_relaxed);
 	size_t first = pool->page_size - off - ZS_HANDLE_SIZE;
-	char *next = size > first ? c->addr[pi + 1] : NULL; /* heap state: read before heap_exit */
-	heap_exit(h);
 	/* A slot of a small class ends in the chain's next page at the latest; the header never
 	 * crosses (slot sizes are multiples of 8). */
-	if (likely(!next))
-		memcpy(a + ZS_HANDLE_SIZE, src, size);
-	else
-		copy_split(a + ZS_HANDLE_SIZE, next, first, src, size);
-	wpin_drop(pin);
-	return handle;
+	if (likely(size <= first)) {
+		heap_exit(h);
+		return owned_copy(pin, a + ZS_HANDLE_SIZE, src, size);
+	}
+	char *next = c->addr[pi + 1]; /* heap state: read before heap_exit */
+	heap_exit(h);
+	return owned_copy_split(pin, a + ZS_HANDLE_SIZE, src, size, next, first);
 }
 
 /*
@@ -700,10 +733,8 @@ static __attribute__((noinline)) unsigned long malloc_owned_slow(struct zs_pool 
 	if (!entered) {
 		if (!h)
 			return malloc_off_slow(pool, size, src);
-		/* owned_place's pin slot counted in wpins_hi (once a thread is enough: it only grows). */
-		unsigned ti = thread_index();
-		if (ti < ZS_WPIN_SLOTS && atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti)
-			wpin_raise(ti);
+		/* owned_place's pin slot: this thread's, counted in wpins_hi. */
+		wpin_own(h);
 		if (atomic_load_explicit(&h->busy, memory_order_relaxed))
 			return malloc_off_slow(pool, size, src); /* nested (heap_enter) */
 		atomic_store_explicit(&h->busy, 1, memory_order_relaxed);

@@ -1,0 +1,125 @@
+/*
+ * The write pin of an owned pool's zs_malloc_write (src/zsmalloc/zsmalloc.c,
+ * wpin_own and owned_place): the heap keeps its thread's pin slot, taken by
+ * the thread's first write, and the write uses it while the thread keeps
+ * the number it had then.  This test holds the three ways the write can go:
+ *  - the slot: the heap names the thread's slot, counted in wpins_hi, and
+ *    every write leaves it clear again with the object's bytes in place;
+ *  - a thread whose number changed since (numbers are given back at a
+ *    thread's exit, before the heap is retired, and taken again by a later
+ *    call): the write takes the zspage read lock and the heap takes the new
+ *    number's slot, the old one left alone; the objects are stored;
+ *  - a pin already set (a call nested in this thread's copy): the write
+ *    leaves that pin as it found it.
+ * White box (internal.h) to reach the heap and the slots; the rest is the API.
+ */
+#include <string.h>
+
+#include "testutil.h"
+#include "zs/zsmalloc.h"
+#include "zsmalloc/internal.h"
+#include "must.h"
+
+#define NOBJ 300
+
+static unsigned char src[4096], dst[4096];
+
+static void fill(size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		src[i] = (unsigned char)(seed * 37 + i * 11 + 1);
+}
+
+/* The object reads back as fill(len, seed) wrote it, and its zspage is not read-locked. */
+static int stored(struct zs_pool *p, unsigned long h, size_t len, unsigned seed)
+{
+	fill(len, seed);
+	struct zspage *z = obj_to_zspage(p, handle_to_obj(h));
+	if (atomic_load(&z->lock) != 0)
+		return 0;
+	void *m = zs_obj_read_begin(p, h, len, dst);
+	if (!m)
+		return 0;
+	int ok = memcmp(src, m, len) == 0;
+	zs_obj_read_end(p, h, len, m);
+	return ok;
+}
+
+int main(void)
+{
+	uint64_t seed = tu_seed("test_zs_owned_pin");
+	uint64_t x = seed | 1;
+	struct zs_pool_config c;
+	zs_pool_config_init_app(&c);
+	struct zs_pool *p = must_pool_create(&c);
+	REQUIRE(p);
+	static unsigned long h[3][NOBJ];
+	static size_t len[3][NOBJ];
+
+	/* The slot: taken when the first write made the heap. */
+	for (int i = 0; i < NOBJ; i++) {
+		len[0][i] = 100 + tu_rand(&x) % 3900;
+		fill(len[0][i], (unsigned)i);
+		h[0][i] = zs_malloc_write(p, src, len[0][i]);
+		REQUIRE(!ZS_IS_ERR(h[0][i]));
+	}
+	if (!p->owned) {
+		printf("test_zs_owned_pin: built without owned zspages, nothing to check\n");
+		zs_destroy_pool(p);
+		return tu_done();
+	}
+	struct zs_heap *hp = heap_tls.heap[0];
+	unsigned ti = thread_index();
+	REQUIRE(hp && heap_tls.key[0] == p->heap_key && ti < ZS_WPIN_SLOTS);
+	CHECK(hp->wpin == &wpins[ti]);
+	CHECK_EQ(hp->wpin_tix1, ti + 1);
+	CHECK(atomic_load(&wpins_hi) > ti);
+	CHECK(atomic_load(&wpins[ti].z) == NULL);
+	for (int i = 0; i < NOBJ; i++)
+		CHECK(stored(p, h[0][i], len[0][i], (unsigned)i));
+
+	/* Renumbered: another number than the heap's, so neither slot may be touched. */
+	unsigned saved = thread_index_1;
+	unsigned other = (ti + 7) % ZS_WPIN_SLOTS;
+	thread_index_1 = other + 1;
+	for (int i = 0; i < NOBJ; i++) {
+		len[1][i] = 100 + tu_rand(&x) % 3900;
+		fill(len[1][i], 1000u + (unsigned)i);
+		h[1][i] = zs_malloc_write(p, src, len[1][i]);
+		REQUIRE(!ZS_IS_ERR(h[1][i]));
+		CHECK(atomic_load(&wpins[ti].z) == NULL);
+		CHECK(atomic_load(&wpins[other].z) == NULL);
+	}
+	CHECK(hp->wpin == &wpins[other]);
+	CHECK_EQ(hp->wpin_tix1, other + 1);
+	CHECK(atomic_load(&wpins_hi) > other);
+	thread_index_1 = saved;
+	for (int i = 0; i < NOBJ; i++)
+		CHECK(stored(p, h[1][i], len[1][i], 1000u + (unsigned)i));
+
+	/* A pin already set: the write must not clear it. */
+	static char marker;
+	atomic_store(&wpins[ti].z, &marker);
+	for (int i = 0; i < NOBJ; i++) {
+		len[2][i] = 100 + tu_rand(&x) % 3900;
+		fill(len[2][i], 2000u + (unsigned)i);
+		h[2][i] = zs_malloc_write(p, src, len[2][i]);
+		REQUIRE(!ZS_IS_ERR(h[2][i]));
+		CHECK(atomic_load(&wpins[ti].z) == (const void *)&marker);
+	}
+	atomic_store(&wpins[ti].z, NULL);
+	CHECK(hp->wpin == &wpins[ti]); /* its own number's slot again */
+	for (int i = 0; i < NOBJ; i++)
+		CHECK(stored(p, h[2][i], len[2][i], 2000u + (unsigned)i));
+
+	/* Everything after a compaction too (it revokes the heap and may move objects). */
+	zs_compact(p);
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < NOBJ; i++) {
+			CHECK(stored(p, h[k][i], len[k][i], (unsigned)(k * 1000 + i)));
+			CHECK_EQ(zs_free(p, h[k][i]), 0);
+		}
+	CHECK_EQ(zs_get_total_pages(p), 0);
+	zs_destroy_pool(p);
+	return tu_done();
+}
