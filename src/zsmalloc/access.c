@@ -100,19 +100,6 @@ struct obj_segs {
 	size_t cap;                 /* payload capacity: the segments' together */
 };
 
-/* Payload offset within the object's first page, and the payload capacity. */
-static inline unsigned payload_offset(const struct zs_pool *pool, const struct size_class *class,
-				      unsigned long obj, unsigned *cap)
-{
-	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
-	if (class->huge) {
-		*cap = class->size;
-		return off;
-	}
-	*cap = class->size - ZS_HANDLE_SIZE;
-	return off + ZS_HANDLE_SIZE;
-}
-
 /* Payload of obj (in zspage, which the caller pinned) as one segment. */
 static inline void obj_segment(const struct zs_pool *pool, const struct zspage *zspage,
 			       unsigned long obj, struct obj_segs *v, int i)

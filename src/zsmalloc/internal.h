@@ -452,6 +452,23 @@ static inline unsigned long *obj_header(const struct zs_pool *pool, pfn_t pfn, u
 }
 
 /*
+ * Payload offset of obj within its first page, and the payload capacity: a
+ * non-huge object starts with its handle word and the payload follows it; a
+ * huge object (alone on its page) is all payload.
+ */
+static inline unsigned payload_offset(const struct zs_pool *pool, const struct size_class *class,
+				      unsigned long obj, unsigned *cap)
+{
+	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
+	if (class->huge) {
+		*cap = class->size;
+		return off;
+	}
+	*cap = class->size - ZS_HANDLE_SIZE;
+	return off + ZS_HANDLE_SIZE;
+}
+
+/*
  * Copy len bytes of an object at (pfn, off) out of / into the pool, the part
  * past the end of pfn from the start of the chain's next page (and the pages
  * after it, for a multi-page object).  Every spanning copy (reads, writes,

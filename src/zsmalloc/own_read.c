@@ -43,14 +43,7 @@ void *obj_read_begin_own(struct zs_pool *pool, unsigned long handle, size_t mem_
 		return zs_obj_read_begin(pool, handle, mem_len, local_copy);
 	}
 	struct size_class *class = zspage_class(pool, zspage);
-	/* The object geometry of access.c's payload_offset: non-huge objects start with
-	 * their handle word, the payload follows it. */
-	unsigned off = obj_page_offset(pool, class->size, obj_to_idx(obj));
-	size_t cap = class->size;
-	if (!class->huge) {
-		off += ZS_HANDLE_SIZE;
-		cap -= ZS_HANDLE_SIZE;
-	}
+	unsigned cap, off = payload_offset(pool, class, obj, &cap);
 	if (unlikely(mem_len > cap || !local_copy)) {
 		zspage_read_unlock(&zspage->lock);
 		errno = EINVAL;
