@@ -199,6 +199,19 @@ void autocompact_work(void *ctx)
 		look_at(pool, pages_now_ns() + half);
 		return;
 	}
+	if (s.pages) {
+		/*
+		 * Quiet, under the trigger, pages held: zspages a thread owns keep the
+		 * objects other threads freed on its remote stack until that owner
+		 * allocates again, which an idle owner never does (a userfaultfd
+		 * handler, a writer gone quiet).  Take them back, as a pass would, so
+		 * those frees land and emptied zspages go; with nothing owned this
+		 * is a walk of the heap list.  Its count changes are not a caller's.
+		 */
+		heaps_revoke_all(pool);
+		sample(pool, &s);
+		pool->ac_sig = signature(&s);
+	}
 	if (!s.pages) {
 		/*
 		 * Nothing to compact.  Once no chunk is mapped either (cached and parked
