@@ -477,7 +477,7 @@ private:
 	const char *CompName() const
 	{
 		const std::string &k = opts_.codec;
-		return k == "lz4" ? "lz4" : k == "lz4hc" ? "lz4hc" : k == "zstd" ? "zstd" : nullptr;
+		return k == "lz4" || k == "lz4hc" || k == "zstd" || k == "zstd-huf" ? k.c_str() : nullptr;
 	}
 
 	static constexpr size_t kTimedMax = 64 << 10;
@@ -535,12 +535,14 @@ private:
 			cfg.blob.codec = ZS_BLOB_LZ4HC;
 		else if (k == "zstd")
 			cfg.blob.codec = ZS_BLOB_ZSTD;
+		else if (k == "zstd-huf")
+			cfg.blob.codec = ZS_BLOB_ZSTD_HUF;
 		else
-			return "unknown codec '" + k + "' (none, lz4, lz4hc, zstd)";
+			return "unknown codec '" + k + "' (none, lz4, lz4hc, zstd, zstd-huf)";
 		cfg.blob.level = opts_.level;
 		if (opts_.dict_kib < 0 || opts_.dict_kib > 1024 ||
-		    (opts_.dict_kib > 0 && k != "lz4" && k != "zstd"))
-			return "dict_kib must be 0..1024, and 0 unless the codec is lz4 or zstd";
+		    (opts_.dict_kib > 0 && k != "lz4" && k != "zstd" && k != "zstd-huf"))
+			return "dict_kib must be 0..1024, and 0 unless the codec is lz4, zstd or zstd-huf";
 		if (!dict_.empty()) {
 			cfg.blob.dict = dict_.data();
 			cfg.blob.dict_len = dict_.size();
