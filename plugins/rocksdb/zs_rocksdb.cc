@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -177,7 +178,8 @@ public:
 				     "erases=%llu entries=%llu evictions=%llu value_bytes=%llu "
 				     "stored_bytes=%llu mem_bytes=%llu cached_bytes=%llu "
 				     "real_bytes=%llu resizes=%llu raw_entries=%llu "
-				     "dict_bytes=%llu real_per_value=%.4f\n",
+				     "dict_bytes=%llu index_bytes=%llu pool_bytes=%llu freed_bytes=%llu "
+				     "key_bytes=%llu real_per_value=%.4f\n",
 				     (unsigned long long)st.capacity, opts_.codec.c_str(),
 				     (unsigned long long)st.lookups, (unsigned long long)st.hits,
 				     (unsigned long long)st.dummy_hits, (unsigned long long)st.misses,
@@ -191,6 +193,8 @@ public:
 				     (unsigned long long)st.mem_bytes, (unsigned long long)st.cached_bytes,
 				     				     (unsigned long long)st.real_bytes, (unsigned long long)st.resizes,
 				     (unsigned long long)st.raw_entries, (unsigned long long)st.dict_bytes,
+				     (unsigned long long)st.index_bytes, (unsigned long long)st.pool_bytes,
+				     (unsigned long long)st.freed_bytes, (unsigned long long)st.key_bytes,
 				     st.value_bytes ? (double)st.real_bytes / (double)st.value_bytes : 0.0);
 		}
 		if (timers_)
@@ -401,6 +405,10 @@ public:
 			st->real_bytes = st->mem_bytes;
 			st->raw_entries = zst.blob.raw_objects;
 			st->dict_bytes = dict_.size();
+			st->index_bytes = zst.index_bytes;
+			st->pool_bytes = zst.blob.pool_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+			st->freed_bytes = zst.blob.freed_bytes;
+			st->key_bytes = zst.key_bytes;
 		}
 	}
 

@@ -91,6 +91,10 @@ struct SecondaryCacheStats {
 	uint64_t raw_entries;  // of entries, those stored uncompressed: the dummies, and any
 	                       // block compression would not shrink by a sixteenth
 	uint64_t dict_bytes;   // the trained dictionary's length, 0 while there is none
+	uint64_t index_bytes;  // of mem_bytes, the index's tables
+	uint64_t pool_bytes;   // the pool's pages, in bytes
+	uint64_t freed_bytes;  // bytes freed since the last completed compaction pass (holes)
+	uint64_t key_bytes;    // the keys' bytes (inside the objects)
 };
 
 // The plugin's name ("libzs") and its registered options' name.
