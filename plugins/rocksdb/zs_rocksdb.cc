@@ -92,16 +92,16 @@ inline uint64_t thread_ns()
 }
 
 struct Timers {
-	std::atomic<uint64_t> ns[T_COUNT]{}, n[T_COUNT]{}, slow{0};
+	// n counts every call; ns and the mean leave out the slow ones.
+	std::atomic<uint64_t> ns[T_COUNT]{}, n[T_COUNT]{}, slow[T_COUNT]{};
 	uint64_t clock_ns = 0; // one clock read's own cost, taken off each interval when printed
 	void Add(TimerId id, uint64_t t0, uint64_t t1)
 	{
-		if (t1 - t0 > 100000) {
-			slow.fetch_add(1, std::memory_order_relaxed);
-			return;
-		}
-		ns[id].fetch_add(t1 - t0, std::memory_order_relaxed);
 		n[id].fetch_add(1, std::memory_order_relaxed);
+		if (t1 - t0 > 100000)
+			slow[id].fetch_add(1, std::memory_order_relaxed);
+		else
+			ns[id].fetch_add(t1 - t0, std::memory_order_relaxed);
 	}
 	void Calibrate()
 	{
@@ -419,15 +419,17 @@ private:
 	{
 		std::string line = "libzs_rocksdb_timing:";
 		char buf[96];
+		uint64_t slow = 0;
 		for (int i = 0; i < T_COUNT; i++) {
-			uint64_t n = timers_->n[i].load(), ns = timers_->ns[i].load();
-			double mean = n ? (double)ns / (double)n - (double)timers_->clock_ns : 0.0;
+			uint64_t n = timers_->n[i].load(), ns = timers_->ns[i].load(), sl = timers_->slow[i].load();
+			slow += sl;
+			double mean = n > sl ? (double)ns / (double)(n - sl) - (double)timers_->clock_ns : 0.0;
 			std::snprintf(buf, sizeof(buf), " %s=%llu:%.0f", kTimerNames[i],
 				      (unsigned long long)n, mean < 0 ? 0.0 : mean);
 			line += buf;
 		}
 		std::snprintf(buf, sizeof(buf), " clock_ns=%llu slow=%llu\n",
-			      (unsigned long long)timers_->clock_ns, (unsigned long long)timers_->slow.load());
+			      (unsigned long long)timers_->clock_ns, (unsigned long long)slow);
 		line += buf;
 		std::fputs(line.c_str(), stderr);
 	}
