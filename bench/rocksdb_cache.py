@@ -29,6 +29,14 @@ capacity (MiB, e.g. the equal-RSS capacities), all in one interleaved batch:
 per setting the secondary hit rate, RSS growth / capacity, real B /
 uncompressed B, and process CPU time against the default's at the first C
 (median of the per-seed ratios).  It compares codecs at one protocol.
+--cost: instead, CPU seconds per read (the process's rusage user+sys over
+both phases' reads) for no secondary cache, RocksDB's default and split
+caches at the first C and libzs with each --sweep option set (default: lz4)
+at the first --sweep-caps capacity (default: the first C), at each
+--ops-threads count and seed, --jobs at once; then one run per libzs setting
+and thread count (first seed) with ZS_ROCKSDB_TIMING=1, the plugin's
+per-call timers: per hit, per block stored, per dummy, the codec alone, and
+the plugin's share of a read's CPU time.  Needs --reads.
 --ops-pairs N: instead, N interleaved pairs (RocksDB's default, libzs; the
 order alternates) at each --ops-threads count and the first C, printing each
 pair's ops/s ratio, the median and the range.
@@ -74,6 +82,7 @@ def args_parse():
     p.add_argument("--equal-rss", action="store_true", help="also libzs at the RSS growth of each RocksDB cache")
     p.add_argument("--ops-pairs", type=int, default=0, help="only ops/s: N interleaved default/libzs pairs")
     p.add_argument("--ops-threads", default="1,2", help="reader threads for --ops-pairs (default 1,2)")
+    p.add_argument("--cost", action="store_true", help="only CPU per read and the plugin's per-call timers")
     p.add_argument("--sweep", help="only codecs: '|'-separated libzs URI option sets, e.g. "
                    "',codec:zstd,level:-1|,codec:lz4'")
     p.add_argument("--sweep-caps", help="libzs capacities in MiB for --sweep (default: --caps)")
@@ -139,25 +148,26 @@ def main():
               ("rocksdb-split", "compressed_secondary_cache://capacity=%d;enable_custom_split_merge=true"),
               ("libzs", "libzs://capacity:%d" + a.libzs_opts)]
     uris = dict(caches)
+    a.sweep_uris = uris
     sweep = a.sweep.split("|") if a.sweep else []
     for i, o in enumerate(sweep):
         uris["sweep%d" % i] = "libzs://capacity:%d" + o
     rows = {}  # (name, cap in bytes) -> list of dicts
 
-    def one(name, cap, seed, threads=1, keep=True):
+    def one(name, cap, seed, threads=1, keep=True, timing=False):
         d = dbs.get()
         try:
-            return one_db(name, cap, seed, threads, keep, d)
+            return one_db(name, cap, seed, threads, keep, d, timing)
         finally:
             dbs.put(d)
 
     def batch(runs):
-        """Runs (name, cap, seed) tuples, a.jobs at a time."""
+        """Runs (name, cap, seed[, threads, keep, timing]) tuples, a.jobs at a time."""
         with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as ex:
             for f in [ex.submit(one, *r) for r in runs]:
                 f.result()
 
-    def one_db(name, cap, seed, threads, keep, d):
+    def one_db(name, cap, seed, threads, keep, d, timing):
         cmd = [a.db_bench, "--db=" + d, "--use_existing_db=1", "--cache_size=%d" % (a.cache_mib * MiB),
                "--read_random_exp_range=10", "--threads=%d" % threads, "--statistics=1", "--perf_level=2",
                "--benchmarks=readrandom,resetstats,readrandom", "--seed=%d" % seed] + common
@@ -166,8 +176,10 @@ def main():
             cmd.append("--secondary_cache_uri=" + uris[name] % cap)
         load = os.getloadavg()[0]
         uptime = " ".join("%.2f" % x for x in os.getloadavg())
-        out, hwm, cpu = run(cmd, env)
-        r = {"hwm": hwm, "load": load, "cpu": cpu, "seed": seed, "uptime": uptime,
+        out, hwm, cpu = run(cmd, dict(env, ZS_ROCKSDB_TIMING="1") if timing else env)
+        timers = (re.findall(r"libzs_rocksdb_timing:.*", out) or [""])[-1]
+        r = {"hwm": hwm, "threads": threads, "name": name, "cap": cap,
+             "timers": {k: (int(n), float(ns)) for k, n, ns in re.findall(r"(\w+)=(\d+):(\d+)", timers)}, "load": load, "cpu": cpu, "seed": seed, "uptime": uptime,
              "sec": last_int(r"secondary_cache_hit_count = (\d+)", out) or 0,
              "reads": last_int(r"(?<![a-z_])block_read_count = (\d+)", out) or 0,
              "ops": last_int(r"readrandom\s*:.*? (\d+) ops/sec", out) or 0}
@@ -175,7 +187,7 @@ def main():
                   "dummies", "dummy_bytes", "insert_failures", "evictions"):
             r[f] = last_int(r"libzs_rocksdb:.* %s=(\d+)" % f, out)
         if keep:
-            rows.setdefault((name, cap), []).append(r)
+            rows.setdefault(rkey(name, cap, threads, timing), []).append(r)
         held = " real/value %.4f" % (r["real_bytes"] / r["value_bytes"]) if r["real_bytes"] and r["value_bytes"] else ""
         print("  seed %d %-13s C=%7.1f MiB threads %d: VmHWM %7.1f MiB, sec hits %d, SST reads %d (%.1f%%), "
               "%d ops/s, %.1f CPU s, load %.1f%s" % (seed, name, cap / MiB, threads, hwm / MiB, r["sec"], r["reads"],
@@ -196,6 +208,9 @@ def main():
         if a.ops_pairs:
             ops_pairs(a, one)
             return
+        if a.cost:
+            cost(a, rows, batch, sweep)
+            return
         if sweep:
             zcaps = [float(x) for x in (a.sweep_caps or ",".join(map(str, a.caps))).split(",")]
             batch([("none", 0, seed) for seed in a.seeds] +
@@ -213,6 +228,11 @@ def main():
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def rkey(name, cap, threads=1, timing=False):
+    """rows' key: (name, cap) for the one-thread untimed runs every mode but --cost makes."""
+    return (name, cap) if threads == 1 and not timing else (name, cap, threads, timing)
 
 
 def phases(a):
@@ -340,6 +360,62 @@ def report_sweep(a, rows, sweep, zcaps):
                   % (o, z, med(hit_rate(r) for r in rs), g / MiB, g / c, (max(r["hwm"] for r in rs) - base) / c,
                      "%.3f" % ratio if ratio else "", med(r["cpu"] for r in rs), med(ratios),
                      " ".join("%.3f" % x for x in ratios), load_range(rs)))
+
+
+def cost(a, rows, batch, sweep):
+    """CPU seconds per read for each cache, then the plugin's per-call timers."""
+    if not a.reads:
+        sys.exit("--cost needs --reads")
+    threads = [int(t) for t in a.ops_threads.split(",")]
+    c = a.caps[0] * MiB
+    zc = int(float((a.sweep_caps or str(a.caps[0])).split(",")[0]) * MiB)
+    opts = sweep or [""]
+    names = ["none", "rocksdb", "rocksdb-split"] + ["sweep%d" % i for i in range(len(opts))]
+    if not sweep:
+        a.sweep_uris["sweep0"] = "libzs://capacity:%d"
+    cap_of = lambda n: 0 if n == "none" else zc if n.startswith("sweep") else c
+    batch([(n, cap_of(n), seed, t, True, False) for t in threads for seed in a.seeds for n in names])
+    batch([("sweep%d" % i, zc, a.seeds[0], t, True, True) for t in threads for i in range(len(opts))])
+    label = {"none": "no secondary cache", "rocksdb": "RocksDB default", "rocksdb-split": "RocksDB split"}
+    for i, o in enumerate(opts):
+        label["sweep%d" % i] = "libzs" + (o or ",codec:lz4")
+    print("\nCPU per read: process user+sys CPU s / (2 phases x %d reads x threads); C = %d MiB, libzs at %.1f "
+          "MiB; seeds %s; medians" % (a.reads, a.caps[0], zc / MiB, ",".join(map(str, a.seeds))))
+    print("| cache | threads | CPU us per read, per seed | median | / default's (per seed median) | hit % | load |")
+    print("|---|---|---|---|---|---|---|")
+    for t in threads:
+        ref = {r["seed"]: r["cpu"] for r in rows[rkey("rocksdb", c, t)]}
+        for n in names:
+            rs = sorted(rows[rkey(n, cap_of(n), t)], key=lambda r: r["seed"])
+            us = [1e6 * r["cpu"] / (2 * a.reads * t) for r in rs]
+            ratio = med(r["cpu"] / ref[r["seed"]] for r in rs)
+            print("| %s | %d | %s | %.2f | %.3f | %.1f | %s |" % (label[n], t, " ".join("%.2f" % x for x in us),
+                  med(us), ratio, med(hit_rate(r) for r in rs), load_range(rs)))
+    print("\nThe plugin's timers (ZS_ROCKSDB_TIMING=1, seed %d, one run each; ns per call, CLOCK_MONOTONIC, "
+          "calls over 100 us left out):" % a.seeds[0])
+    print("| libzs | threads | per hit: index+decompress / RocksDB's create / advise drop (per hit) / handle "
+          "| per miss probe | per block stored: probe / saveto / store (codec, pool, index) | per dummy: probe / "
+          "insert | codec alone: compress / decompress per block | plugin ns per read | of the read's CPU |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for t in threads:
+        for i in range(len(opts)):
+            r = rows[rkey("sweep%d" % i, zc, t, True)][0]
+            tm = r["timers"]
+            if not tm:
+                print("| %s | %d | (no timers printed) |" % (label["sweep%d" % i], t))
+                continue
+            g = lambda k: tm.get(k, (0, 0.0))
+            hits = max(1, g("hit")[0])
+            own = sum(n * ns for k, (n, ns) in tm.items() if k not in ("create", "compress", "decompress"))
+            own -= g("create")[0] * g("create")[1]  # inside "hit"; RocksDB's, any cache pays it
+            per_read = own / (2 * a.reads * t)
+            ref = med(x["cpu"] for x in rows[rkey("sweep%d" % i, zc, t)]) * 1e9 / (2 * a.reads * t)
+            print("| %s | %d | %.0f / %.0f / %.0f / %.0f | %.0f | %.0f / %.0f / %.0f | %.0f / %.0f | %.0f / %.0f "
+                  "| %.0f | %.1f%% |" % (
+                      label["sweep%d" % i], t, g("hit")[1] - g("create")[1], g("create")[1],
+                      g("advise")[0] * g("advise")[1] / hits, g("handle")[1], g("miss")[1],
+                      g("probe")[1], g("saveto")[1], g("store")[1], g("probe")[1], g("ins_dummy")[1],
+                      g("compress")[1], g("decompress")[1], per_read, 100 * per_read / ref))
 
 
 def ops_pairs(a, one):

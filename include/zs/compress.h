@@ -12,7 +12,11 @@
  * Names: "lz4" (acceleration 1, as the kernel), "lz4:N" (acceleration N,
  * 1..65537), "lz4hc" / "lz4hc:N" (level 1..12, default 9), "zstd" /
  * "zstd:N" (level ZSTD_minCLevel()..ZSTD_maxCLevel() of the linked libzstd,
- * e.g. -131072..22, default 3), "lzo" (lzo1x_1_15 from liblzo2, no level).
+ * e.g. -131072..22, default 3), "lzo" (lzo1x_1_15 from liblzo2, no level),
+ * "zstd-huf" / "zstd-huf:N" (zstd's levels, default 3, with Huffman-coded
+ * literals at every level: libzstd's negative levels otherwise store
+ * literals raw; the output is a plain zstd frame; -EOPNOTSUPP with a
+ * libzstd older than 1.5.0).
  * N is a decimal integer; anything else, or a level out of range, is
  * -EINVAL.  The kernel's default "lzo-rle" is a kernel-only variant of
  * lzo1x that liblzo2 does not have; asking for it returns -EOPNOTSUPP.

@@ -4,7 +4,8 @@
 // blocks round-trip byte for byte; the capacity holds under eviction; a
 // real DB behind a 256 KiB block cache reads every value back intact while
 // most block reads are served by the plugin; SetCapacity shrinks and grows
-// a cache in use; a trained dictionary (an option).
+// a cache in use; a trained dictionary (an option); codec zstd-huf against
+// zstd at the same level; the ZS_ROCKSDB_TIMING line.
 // Random data is seeded; the seed is printed.
 #include <atomic>
 #include <chrono>
@@ -435,6 +436,93 @@ static void dict(std::mt19937_64 &rng)
 	CHECK(stored[1] < stored[0] * 9 / 10);
 }
 
+// db_bench's values: random printable strings, each followed by a copy.
+static std::string printable_block(std::mt19937_64 &rng, size_t len)
+{
+	std::string b;
+	while (b.size() < len) {
+		std::string piece(50, ' ');
+		for (auto &ch : piece)
+			ch = static_cast<char>(' ' + rng() % 95);
+		b += piece + piece;
+	}
+	b.resize(len);
+	return b;
+}
+
+// codec:zstd-huf stores such blocks in well under zstd's bytes at level -1,
+// and reads them back byte for byte; with ZS_ROCKSDB_TIMING the timed run
+// gives the same bytes and its destructor prints one timing line whose
+// call counts are the cache's own.
+static void zstd_huf_and_timing(std::mt19937_64 &rng)
+{
+	const unsigned n = 400;
+	std::vector<std::string> blocks(n);
+	for (auto &b : blocks)
+		b = printable_block(rng, 4096);
+	uint64_t stored[2] = {0, 0};
+	const char *codecs[2] = {"zstd", "zstd-huf"};
+	for (int k = 0; k < 2; k++) {
+		libzs_rocksdb::SecondaryCacheOptions o;
+		o.capacity = 32u << 20;
+		o.codec = codecs[k];
+		o.level = -1;
+		auto c = libzs_rocksdb::NewSecondaryCache(o);
+		for (unsigned i = 0; i < n; i++) {
+			CHECK(c->Insert(key16(i), &blocks[i], &helper).ok());
+			CHECK(c->Insert(key16(i), &blocks[i], &helper).ok());
+		}
+		bool in_sec = false;
+		unsigned good = 0;
+		for (unsigned i = 0; i < n; i++)
+			good += lookup(c.get(), key16(i), false, in_sec) == blocks[i];
+		CHECK(good == n);
+		libzs_rocksdb::SecondaryCacheStats st;
+		CHECK(libzs_rocksdb::GetStats(c.get(), &st));
+		stored[k] = st.stored_bytes;
+	}
+	std::printf("zstd-huf: %u blocks in %llu bytes at level -1, zstd %llu\n", n,
+		    (unsigned long long)stored[1], (unsigned long long)stored[0]);
+	CHECK(stored[1] < stored[0] * 95 / 100);
+
+	// The timing line goes to stderr when the cache is destroyed: catch it in a file.
+	setenv("ZS_ROCKSDB_TIMING", "1", 1);
+	libzs_rocksdb::SecondaryCacheOptions o;
+	o.codec = "zstd-huf";
+	auto c = libzs_rocksdb::NewSecondaryCache(o);
+	unsetenv("ZS_ROCKSDB_TIMING");
+	for (unsigned i = 0; i < 100; i++) {
+		CHECK(c->Insert(key16(i), &blocks[i], &helper).ok());
+		CHECK(c->Insert(key16(i), &blocks[i], &helper).ok());
+	}
+	bool in_sec = false;
+	unsigned good = 0;
+	for (unsigned i = 0; i < 150; i++)
+		good += lookup(c.get(), key16(i), false, in_sec) == (i < 100 ? blocks[i] : "");
+	CHECK(good == 150);
+	char path[] = "/tmp/zs_rocksdb_timing.XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	std::fflush(stderr);
+	int saved = dup(2);
+	dup2(fd, 2);
+	c.reset();
+	std::fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	std::string text(4096, '\0');
+	ssize_t got = pread(fd, &text[0], text.size(), 0);
+	close(fd);
+	unlink(path);
+	text.resize(got > 0 ? static_cast<size_t>(got) : 0);
+	std::printf("timing line: %s", text.c_str());
+	CHECK(text.find("libzs_rocksdb_timing:") != std::string::npos);
+	// 100 hits, 50 misses, 200 probes (one per Insert), 100 dummies and 100 blocks stored.
+	for (const char *f : {" hit=100:", " miss=50:", " probe=200:", " ins_dummy=100:", " store=100:",
+			      " compress=100:", " decompress=100:"})
+		CHECK(text.find(f) != std::string::npos);
+}
+
 int main()
 {
 	unsigned long seed = std::getenv("SEED") ? std::strtoul(std::getenv("SEED"), nullptr, 0) : 20261204;
@@ -446,6 +534,7 @@ int main()
 	resize(rng);
 	real_db(rng);
 	dict(rng);
+	zstd_huf_and_timing(rng);
 	if (failures) {
 		std::fprintf(stderr, "%d check(s) failed\n", failures);
 		return 1;

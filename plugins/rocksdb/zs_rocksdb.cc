@@ -9,15 +9,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
+#include <ctime>
 #include <vector>
 
 #include <rocksdb/convenience.h>
 #include <rocksdb/utilities/options_type.h>
 
 #include "zs/cache.h"
+#include "zs/compress.h"
 
 using rocksdb::Cache;
 using rocksdb::ConfigOptions;
@@ -52,6 +55,63 @@ const std::unordered_map<std::string, OptionTypeInfo> kOptionsInfo = {
 		      OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
 };
 
+// ZS_ROCKSDB_TIMING: where a hit and an insert spend their time, per call.
+// The clock is CLOCK_MONOTONIC (vDSO, tens of ns here) rather than the
+// thread's CPU clock, a system call of about 1 us on this VM that would
+// swamp calls of a few us; an interval over 100 us is taken as the thread
+// descheduled mid-call on a loaded machine, counted apart and left out of
+// the means.  Compression and decompression happen inside libzs's calls;
+// to split them out, a timed run also compresses and decompresses each
+// stored block once more with a private context of the same codec, level
+// and dictionary: those two figures cost the timed run that much extra and
+// are what the codec alone takes on these blocks.
+enum TimerId {
+	T_HIT,	       // zs_cache_lookup_cb that found a block: index, decompress, create
+	T_CREATE,      // of T_HIT: RocksDB's create callback (copy and parse the block)
+	T_DUMMY_HIT,   // a lookup that found a dummy
+	T_MISS,	       // a lookup that found nothing: the index probe alone
+	T_ADVISE,      // advise_erase: the block replaced by a dummy
+	T_HANDLE,      // the result handle's allocation
+	T_PROBE,       // Insert's zs_cache_value_size: an index probe
+	T_INS_DUMMY,   // zs_cache_insert of a dummy: index and pool, no codec
+	T_SAVETO,      // RocksDB's saveto_cb into the scratch buffer
+	T_STORE,       // zs_cache_insert of a block: compress, pool, index, evictions
+	T_COMPRESS,    // the extra compression of the same block (not part of T_STORE's count)
+	T_DECOMPRESS,  // the extra decompression of it
+	T_COUNT
+};
+const char *const kTimerNames[T_COUNT] = {"hit", "create", "dummy_hit", "miss", "advise",
+					  "handle", "probe", "ins_dummy", "saveto", "store",
+					  "compress", "decompress"};
+
+inline uint64_t thread_ns()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+struct Timers {
+	// n counts every call; ns and the mean leave out the slow ones.
+	std::atomic<uint64_t> ns[T_COUNT]{}, n[T_COUNT]{}, slow[T_COUNT]{};
+	uint64_t clock_ns = 0; // one clock read's own cost, taken off each interval when printed
+	void Add(TimerId id, uint64_t t0, uint64_t t1)
+	{
+		n[id].fetch_add(1, std::memory_order_relaxed);
+		if (t1 - t0 > 100000)
+			slow[id].fetch_add(1, std::memory_order_relaxed);
+		else
+			ns[id].fetch_add(t1 - t0, std::memory_order_relaxed);
+	}
+	void Calibrate()
+	{
+		uint64_t t0 = thread_ns(), t = t0;
+		for (int i = 0; i < 1000; i++)
+			t = thread_ns();
+		clock_ns = (t - t0) / 1000;
+	}
+};
+
 // The block is already created when Lookup returns, so a handle is always ready.
 class ReadyHandle : public SecondaryCacheResultHandle {
 public:
@@ -68,6 +128,7 @@ private:
 
 struct CreateCtx {
 	const Cache::CreateCallback *cb;
+	Timers *timers = nullptr;
 	void *obj = nullptr;
 	size_t charge = 0;
 	bool dummy = false;
@@ -84,7 +145,10 @@ int create_from_value(const void *data, size_t len, void *arg)
 		return 0;
 	}
 	try {
+		uint64_t t0 = ctx->timers ? thread_ns() : 0;
 		Status s = (*ctx->cb)(data, len, &ctx->obj, &ctx->charge);
+		if (ctx->timers)
+			ctx->timers->Add(T_CREATE, t0, thread_ns());
 		return s.ok() ? 0 : -EIO;
 	} catch (...) {
 		return -ENOMEM;
@@ -96,6 +160,10 @@ public:
 	explicit ZsSecondaryCache(const SecondaryCacheOptions &opts) : opts_(opts)
 	{
 		RegisterOptions(kName, &opts_, &kOptionsInfo);
+		if (std::getenv("ZS_ROCKSDB_TIMING")) {
+			timers_.reset(new Timers());
+			timers_->Calibrate();
+		}
 	}
 
 	~ZsSecondaryCache() override
@@ -110,7 +178,8 @@ public:
 				     "erases=%llu entries=%llu evictions=%llu value_bytes=%llu "
 				     "stored_bytes=%llu mem_bytes=%llu cached_bytes=%llu "
 				     "real_bytes=%llu resizes=%llu raw_entries=%llu "
-				     "dict_bytes=%llu real_per_value=%.4f\n",
+				     "dict_bytes=%llu index_bytes=%llu pool_bytes=%llu freed_bytes=%llu "
+				     "key_bytes=%llu real_per_value=%.4f\n",
 				     (unsigned long long)st.capacity, opts_.codec.c_str(),
 				     (unsigned long long)st.lookups, (unsigned long long)st.hits,
 				     (unsigned long long)st.dummy_hits, (unsigned long long)st.misses,
@@ -124,8 +193,12 @@ public:
 				     (unsigned long long)st.mem_bytes, (unsigned long long)st.cached_bytes,
 				     				     (unsigned long long)st.real_bytes, (unsigned long long)st.resizes,
 				     (unsigned long long)st.raw_entries, (unsigned long long)st.dict_bytes,
+				     (unsigned long long)st.index_bytes, (unsigned long long)st.pool_bytes,
+				     (unsigned long long)st.freed_bytes, (unsigned long long)st.key_bytes,
 				     st.value_bytes ? (double)st.real_bytes / (double)st.value_bytes : 0.0);
 		}
+		if (timers_)
+			PrintTimers();
 		zs_cache_destroy(cache_);
 	}
 
@@ -149,10 +222,19 @@ public:
 		zs_cache *c = Acquire(l);
 		if (c == nullptr)
 			return Status::InvalidArgument("libzs: bad options (PrepareOptions says which)");
+		Timers *tm = timers_.get();
+		uint64_t t0 = tm ? thread_ns() : 0, t1;
 		long have = zs_cache_value_size(c, key.data(), key.size());
+		if (tm) {
+			t1 = thread_ns();
+			tm->Add(T_PROBE, t0, t1);
+			t0 = t1;
+		}
 		if (have == -ENOENT) {
 			// First eviction of this block: remember the key only.
 			int rc = zs_cache_insert(c, key.data(), key.size(), nullptr, 0);
+			if (tm)
+				tm->Add(T_INS_DUMMY, t0, thread_ns());
 			if (rc < 0)
 				return Failed(rc);
 			inserts_dummy_.fetch_add(1, std::memory_order_relaxed);
@@ -164,12 +246,23 @@ public:
 		thread_local std::vector<char> scratch;
 		if (scratch.size() < size)
 			scratch.resize(size);
+		if (tm)
+			t0 = thread_ns();
 		Status s = helper->saveto_cb(value, 0, size, scratch.data());
+		if (tm) {
+			t1 = thread_ns();
+			tm->Add(T_SAVETO, t0, t1);
+			t0 = t1;
+		}
 		if (!s.ok()) {
 			insert_failures_.fetch_add(1, std::memory_order_relaxed);
 			return Status::Corruption("libzs: saveto callback: " + s.ToString());
 		}
 		int rc = zs_cache_insert(c, key.data(), key.size(), scratch.data(), size);
+		if (tm) {
+			tm->Add(T_STORE, t0, thread_ns());
+			TimeCodec(scratch.data(), size);
+		}
 		if (rc < 0)
 			return Failed(rc);
 		inserts_data_.fetch_add(1, std::memory_order_relaxed);
@@ -195,7 +288,12 @@ public:
 		}
 		CreateCtx ctx;
 		ctx.cb = &create_cb;
+		ctx.timers = timers_.get();
+		Timers *tm = ctx.timers;
+		uint64_t t0 = tm ? thread_ns() : 0;
 		int rc = zs_cache_lookup_cb(c, key.data(), key.size(), create_from_value, &ctx);
+		if (tm)
+			tm->Add(rc < 0 ? T_MISS : ctx.dummy ? T_DUMMY_HIT : T_HIT, t0, thread_ns());
 		if (rc < 0 || ctx.dummy) {
 			(ctx.dummy ? dummy_hits_ : misses_).fetch_add(1, std::memory_order_relaxed);
 			return nullptr;
@@ -203,13 +301,22 @@ public:
 		hits_.fetch_add(1, std::memory_order_relaxed);
 		if (advise_erase) {
 			// The primary keeps the block now: drop the bytes, keep a dummy.
+			if (tm)
+				t0 = thread_ns();
 			if (zs_cache_insert(c, key.data(), key.size(), nullptr, 0) < 0)
 				zs_cache_erase(c, key.data(), key.size());
+			if (tm)
+				tm->Add(T_ADVISE, t0, thread_ns());
 			advise_erase_drops_.fetch_add(1, std::memory_order_relaxed);
 		} else {
 			is_in_sec_cache = true;
 		}
-		return std::unique_ptr<SecondaryCacheResultHandle>(new ReadyHandle(ctx.obj, ctx.charge));
+		if (tm)
+			t0 = thread_ns();
+		std::unique_ptr<SecondaryCacheResultHandle> h(new ReadyHandle(ctx.obj, ctx.charge));
+		if (tm)
+			tm->Add(T_HANDLE, t0, thread_ns());
+		return h;
 	}
 
 	bool SupportForceErase() const override { return true; }
@@ -298,10 +405,93 @@ public:
 			st->real_bytes = st->mem_bytes;
 			st->raw_entries = zst.blob.raw_objects;
 			st->dict_bytes = dict_.size();
+			st->index_bytes = zst.index_bytes;
+			st->pool_bytes = zst.blob.pool_pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+			st->freed_bytes = zst.blob.freed_bytes;
+			st->key_bytes = zst.key_bytes;
 		}
 	}
 
 private:
+	// One line: per timer, calls and mean ns per call (the clock's own cost
+	// taken off), then the clock's cost.
+	void PrintTimers()
+	{
+		std::string line = "libzs_rocksdb_timing:";
+		char buf[96];
+		uint64_t slow = 0;
+		for (int i = 0; i < T_COUNT; i++) {
+			uint64_t n = timers_->n[i].load(), ns = timers_->ns[i].load(), sl = timers_->slow[i].load();
+			slow += sl;
+			double mean = n > sl ? (double)ns / (double)(n - sl) - (double)timers_->clock_ns : 0.0;
+			std::snprintf(buf, sizeof(buf), " %s=%llu:%.0f", kTimerNames[i],
+				      (unsigned long long)n, mean < 0 ? 0.0 : mean);
+			line += buf;
+		}
+		std::snprintf(buf, sizeof(buf), " clock_ns=%llu slow=%llu\n",
+			      (unsigned long long)timers_->clock_ns, (unsigned long long)slow);
+		line += buf;
+		std::fputs(line.c_str(), stderr);
+	}
+
+	// Timed runs only: the same block compressed and decompressed once more
+	// by a context like the store's (codec, level, dictionary), one per
+	// thread, remade when the dictionary changes.
+	void TimeCodec(const char *data, size_t size)
+	{
+		struct Ctx {
+			zs_comp *c = nullptr;
+			uint64_t gen = 0;
+			const void *owner = nullptr;
+			std::vector<char> out, back;
+			~Ctx() { zs_comp_destroy(c); }
+		};
+		thread_local Ctx t;
+		const char *name = CompName();
+		if (name == nullptr || size > kTimedMax)
+			return;
+		uint64_t gen = dict_gen_.load(std::memory_order_acquire);
+		if (t.c == nullptr || t.gen != gen || t.owner != this) {
+			zs_comp_destroy(t.c);
+			t.c = nullptr;
+			struct zs_comp_config cc;
+			zs_comp_config_init(&cc);
+			cc.name = name;
+			cc.max_src = kTimedMax;
+			cc.level = opts_.level;
+			std::shared_lock<std::shared_mutex> l(mu_, std::try_to_lock);
+			if (!l.owns_lock())
+				return;
+			if (!dict_.empty()) {
+				cc.dict = dict_.data();
+				cc.dict_len = dict_.size();
+			}
+			if (zs_comp_create(&cc, &t.c, nullptr, 0) < 0)
+				return;
+			t.gen = gen;
+			t.owner = this;
+			t.out.resize(zs_comp_bound(t.c, kTimedMax));
+			t.back.resize(kTimedMax);
+		}
+		uint64_t t0 = thread_ns();
+		int n = zs_compress(t.c, data, size, t.out.data(), t.out.size());
+		uint64_t t1 = thread_ns();
+		if (n <= 0)
+			return;
+		timers_->Add(T_COMPRESS, t0, t1);
+		int m = zs_decompress(t.c, t.out.data(), static_cast<size_t>(n), t.back.data(), size);
+		timers_->Add(T_DECOMPRESS, t1, thread_ns());
+		(void)m;
+	}
+
+	const char *CompName() const
+	{
+		const std::string &k = opts_.codec;
+		return k == "lz4" || k == "lz4hc" || k == "zstd" || k == "zstd-huf" ? k.c_str() : nullptr;
+	}
+
+	static constexpr size_t kTimedMax = 64 << 10;
+
 	Status Failed(int rc)
 	{
 		insert_failures_.fetch_add(1, std::memory_order_relaxed);
@@ -355,12 +545,14 @@ private:
 			cfg.blob.codec = ZS_BLOB_LZ4HC;
 		else if (k == "zstd")
 			cfg.blob.codec = ZS_BLOB_ZSTD;
+		else if (k == "zstd-huf")
+			cfg.blob.codec = ZS_BLOB_ZSTD_HUF;
 		else
-			return "unknown codec '" + k + "' (none, lz4, lz4hc, zstd)";
+			return "unknown codec '" + k + "' (none, lz4, lz4hc, zstd, zstd-huf)";
 		cfg.blob.level = opts_.level;
 		if (opts_.dict_kib < 0 || opts_.dict_kib > 1024 ||
-		    (opts_.dict_kib > 0 && k != "lz4" && k != "zstd"))
-			return "dict_kib must be 0..1024, and 0 unless the codec is lz4 or zstd";
+		    (opts_.dict_kib > 0 && k != "lz4" && k != "zstd" && k != "zstd-huf"))
+			return "dict_kib must be 0..1024, and 0 unless the codec is lz4, zstd or zstd-huf";
 		if (!dict_.empty()) {
 			cfg.blob.dict = dict_.data();
 			cfg.blob.dict_len = dict_.size();
@@ -470,6 +662,7 @@ private:
 		if (cache_ == nullptr)
 			return;
 		dict_.swap(dict);
+		dict_gen_.fetch_add(1, std::memory_order_release);
 		zs_cache *nc = nullptr;
 		if (!Make(opts_.capacity, &nc).empty()) {
 			dict_.clear();
@@ -494,6 +687,8 @@ private:
 	std::atomic<uint64_t> lookups_{0}, hits_{0}, dummy_hits_{0}, misses_{0};
 	std::atomic<uint64_t> advise_erase_drops_{0}, inserts_dummy_{0}, inserts_data_{0};
 	std::atomic<uint64_t> insert_failures_{0}, erases_{0};
+	std::unique_ptr<Timers> timers_; // ZS_ROCKSDB_TIMING only
+	std::atomic<uint64_t> dict_gen_{0};
 };
 
 // "libzs://64M" or "libzs://capacity:64M,codec:zstd" -> "capacity=64M;codec=zstd".

@@ -15,10 +15,11 @@
 //   "id=libzs;capacity=64M;..."      the option-map form (the options below are
 //                                    registered with RegisterOptions)
 // Options: capacity (bytes, K/M/G suffixes; the cache's limit in real memory:
-// compressed bytes, pool pages, index), codec (none, lz4, lz4hc, zstd), level
-// (the codec's level, 0: its default), num_shard_bits (-1: libzs's automatic
-// count, else 0..12: 2^bits index shards), dict_kib (0: none; 1..1024, lz4
-// and zstd only: the cache keeps a copy of the first blocks stored, about
+// compressed bytes, pool pages, index), codec (none, lz4, lz4hc, zstd,
+// zstd-huf: zstd with Huffman-coded literals at every level, zs/compress.h),
+// level (the codec's level, 0: its default), num_shard_bits (-1: libzs's
+// automatic count, else 0..12: 2^bits index shards), dict_kib (0: none;
+// 1..1024, lz4, zstd and zstd-huf only: the cache keeps a copy of the first blocks stored, about
 // 100 times the dictionary and at least 2 MiB, trains a dictionary of that
 // many KiB from them (zstd's trainer; lz4 uses the last 64 KiB), then
 // rebuilds itself with it, entries and dummies moved, in the Insert that
@@ -47,7 +48,17 @@
 // to build is InvalidArgument and leaves the cache as it was.
 //
 // Statistics: with ZS_ROCKSDB_STATS set in the environment, the cache
-// prints one line of counters to stderr when it is destroyed.
+// prints one line of counters to stderr when it is destroyed.  With
+// ZS_ROCKSDB_TIMING set it also times each call's parts (CLOCK_MONOTONIC;
+// calls over 100 us, a descheduled thread, left out) and prints one
+// "libzs_rocksdb_timing:" line of NAME=calls:mean_ns fields: hit (a lookup
+// that found a block), create (of hit: RocksDB's create callback),
+// dummy_hit, miss, advise (an advise_erase drop), handle (the result
+// handle), probe (Insert's index probe), ins_dummy, saveto (RocksDB's copy
+// out), store (the block's zs_cache_insert), compress and decompress (the
+// same block once more through a private context of the same codec: extra
+// work that only timed runs do), then clock_ns (one clock read, taken off
+// each mean) and slow (calls left out).
 #pragma once
 
 #include <cstddef>
@@ -80,6 +91,10 @@ struct SecondaryCacheStats {
 	uint64_t raw_entries;  // of entries, those stored uncompressed: the dummies, and any
 	                       // block compression would not shrink by a sixteenth
 	uint64_t dict_bytes;   // the trained dictionary's length, 0 while there is none
+	uint64_t index_bytes;  // of mem_bytes, the index's tables
+	uint64_t pool_bytes;   // the pool's pages, in bytes
+	uint64_t freed_bytes;  // bytes freed since the last completed compaction pass (holes)
+	uint64_t key_bytes;    // the keys' bytes (inside the objects)
 };
 
 // The plugin's name ("libzs") and its registered options' name.

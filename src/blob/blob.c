@@ -29,10 +29,15 @@
 #include "zs/compress.h"
 #include "zsmalloc/internal.h" /* obj_read_begin_own: the cache's reads of its own handles */
 
-/* Tag byte: 0xA0 marks an object of ours, bit 2 a key, bits 0-1 the codec. */
+/*
+ * Tag byte: 0xA0 marks an object of ours, bit 2 a key, bits 0-1 the codec:
+ * the format it decodes with, so ZS_BLOB_ZSTD_HUF (a plain zstd frame, and
+ * 4, past two bits) is tagged ZS_BLOB_ZSTD.
+ */
 #define TAG_MAGIC 0xA0u
 #define TAG_MASK 0xF8u
 #define TAG_KEY 0x04u
+#define TAG_CODEC(c) ((c) == ZS_BLOB_ZSTD_HUF ? (unsigned)ZS_BLOB_ZSTD : (unsigned)(c))
 
 #define MAX_CTX 64
 
@@ -292,7 +297,7 @@ int blob_encode(struct zs_blob *s, const void *key, size_t klen, const void *val
 	uint8_t *o = b + BLOB_MAX_HDR - hl;
 	uint8_t *p = o;
 	*p++ = (uint8_t)(TAG_MAGIC | (klen ? TAG_KEY : 0) |
-			 (compressed ? (unsigned)s->cfg.codec : ZS_BLOB_NONE));
+			 (compressed ? TAG_CODEC(s->cfg.codec) : ZS_BLOB_NONE));
 	p = varint_put(p, vlen);
 	if (compressed)
 		p = varint_put(p, plen);
@@ -493,7 +498,7 @@ static int decode(struct zs_blob *s, const struct blob_obj *o, const uint8_t *p,
 			memcpy(dst, p, o->vlen);
 		return 0;
 	}
-	if (o->codec != (unsigned)s->cfg.codec || !s->comp_name)
+	if (o->codec != TAG_CODEC(s->cfg.codec) || !s->comp_name)
 		return -EIO;
 	int err = 0;
 	struct ctx_slot *slot = ctx_take(s, &err);
@@ -644,6 +649,7 @@ static size_t ctx_estimate(enum zs_blob_codec c, size_t max_obj)
 	case ZS_BLOB_LZ4HC:
 		return 262144 + 2 * max_obj;
 	case ZS_BLOB_ZSTD:
+	case ZS_BLOB_ZSTD_HUF:
 		return 1048576 + 2 * max_obj;
 	default:
 		return 0;
@@ -667,16 +673,17 @@ static int blob_create(const struct zs_blob_config *ucfg, struct zs_blob **out, 
 		config_abi_err(err, err_len, "zs_blob_config", cfg.struct_size, sizeof(cfg), bad);
 		return -EINVAL;
 	}
-	if ((unsigned)cfg.codec > ZS_BLOB_LZ4HC)
-		REFUSE("zs_blob_config.codec %d: must be ZS_BLOB_NONE..ZS_BLOB_LZ4HC (0..%d)",
-		       (int)cfg.codec, (int)ZS_BLOB_LZ4HC);
+	if ((unsigned)cfg.codec > ZS_BLOB_ZSTD_HUF)
+		REFUSE("zs_blob_config.codec %d: must be ZS_BLOB_NONE..ZS_BLOB_ZSTD_HUF (0..%d)",
+		       (int)cfg.codec, (int)ZS_BLOB_ZSTD_HUF);
 	if (cfg.dict_len && !cfg.dict)
 		REFUSE("zs_blob_config.dict is NULL with dict_len %zu", cfg.dict_len);
 	if (cfg.dict && (!cfg.dict_len || cfg.dict_len > ZS_COMP_MAX_DICT))
 		REFUSE("zs_blob_config.dict_len %zu: must be 1..%zu with a dict", cfg.dict_len,
 		       (size_t)ZS_COMP_MAX_DICT);
-	if (cfg.dict && cfg.codec != ZS_BLOB_LZ4 && cfg.codec != ZS_BLOB_ZSTD)
-		REFUSE("zs_blob_config.dict: only codecs ZS_BLOB_LZ4 and ZS_BLOB_ZSTD take one");
+	if (cfg.dict && cfg.codec != ZS_BLOB_LZ4 && cfg.codec != ZS_BLOB_ZSTD &&
+	    cfg.codec != ZS_BLOB_ZSTD_HUF)
+		REFUSE("zs_blob_config.dict: only codecs ZS_BLOB_LZ4, ZS_BLOB_ZSTD and ZS_BLOB_ZSTD_HUF take one");
 	if (cfg.codec == ZS_BLOB_NONE && cfg.level)
 		REFUSE("zs_blob_config.level %d: must be 0 with codec ZS_BLOB_NONE", cfg.level);
 	if (cfg.compact_ratio_pct == 0)
@@ -724,7 +731,7 @@ static int blob_create(const struct zs_blob_config *ucfg, struct zs_blob **out, 
 	struct zs_blob *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	static const char *const names[] = { NULL, "lz4", "zstd", "lz4hc" };
+	static const char *const names[] = { NULL, "lz4", "zstd", "lz4hc", "zstd-huf" };
 	s->comp_name = names[cfg.codec];
 	if (s->comp_name) {
 		struct zs_comp_params p = { .level = cfg.level, .dict = cfg.dict, .dict_len = cfg.dict_len };

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* ZSTD_c_literalCompressionMode, for "zstd-huf", is in libzstd's experimental section. */
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -66,6 +68,31 @@ static int zstd_create(struct zs_comp *c)
 	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_contentSizeFlag, 0);
 	ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_dictIDFlag, 0);
 	return 0;
+}
+
+/*
+ * "zstd-huf": zstd with Huffman-coded literals at every level.  libzstd's
+ * fast (negative) levels store literals raw, which on text-like data whose
+ * repeats are short (what is left between matches is most of the output)
+ * costs about a fifth of the size; this keeps those levels' match finder
+ * and adds only the entropy stage.  The output is an ordinary zstd frame.
+ */
+static int zstd_huf_create(struct zs_comp *c)
+{
+	int rc = zstd_create(c);
+	struct zstd_ctx *z = c->work;
+
+	if (rc)
+		return rc;
+	snprintf(c->name, sizeof(c->name), "zstd-huf:%d", c->level);
+#if ZSTD_VERSION_NUMBER >= 10500
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_literalCompressionMode, ZSTD_ps_enable)))
+		return -EOPNOTSUPP;
+	return 0;
+#else
+	(void)z;
+	return -EOPNOTSUPP; /* the switch's values were renamed in 1.5.0; older ones are not supported */
+#endif
 }
 
 /* Digest the dictionary once; every compress/decompress then only references it. */
@@ -167,6 +194,20 @@ const struct codec_ops codec_zstd = {
 	.levels = zstd_levels,
 	.takes_dict = 1,
 	.create = zstd_create,
+	.destroy = zstd_destroy,
+	.load_dict = zstd_load_dict,
+	.ready = zstd_ready,
+	.bound = zstd_bound,
+	.compress = zstd_compress,
+	.decompress = zstd_decompress,
+	.decompress2 = zstd_decompress2,
+};
+
+const struct codec_ops codec_zstd_huf = {
+	.name = "zstd-huf",
+	.levels = zstd_levels,
+	.takes_dict = 1,
+	.create = zstd_huf_create,
 	.destroy = zstd_destroy,
 	.load_dict = zstd_load_dict,
 	.ready = zstd_ready,

@@ -74,6 +74,7 @@ static const struct codec_ops *const codecs[] = {
 	&codec_lz4hc,
 	&codec_zstd,
 	&codec_lzo,
+	&codec_zstd_huf,
 };
 #define NCODECS (sizeof(codecs) / sizeof(codecs[0]))
 
@@ -229,13 +230,13 @@ static int comp_create(const struct zs_comp_config *cfg, struct zs_comp **out, c
 	rc = parse_name(name, &ops, &level);
 	if (rc) {
 		set_err(err, err_len, "zs_comp_config.name \"%s\": not a compressor of this build "
-			"(lz4, lz4hc, zstd, lzo, with an optional \":LEVEL\")", name ? name : "(null)");
+			"(lz4, lz4hc, zstd, lzo, zstd-huf, with an optional \":LEVEL\")", name ? name : "(null)");
 		return rc;
 	}
 	rc = parse_params(name, params, &ops, &level);
 	if (rc) {
 		set_err(err, err_len, "zs_comp_config.level %d / dict_len %zu refused for %s (level "
-			"in the algorithm's range, 0 for lzo; dict 1..%zu bytes for zstd and lz4 only)",
+			"in the algorithm's range, 0 for lzo; dict 1..%zu bytes for zstd, zstd-huf and lz4 only)",
 			cfg->level, cfg->dict_len, name, (size_t)ZS_COMP_MAX_DICT);
 		return rc;
 	}

@@ -62,7 +62,7 @@ struct codec_ops {
 			   void *dst, size_t dst_len);
 };
 
-extern const struct codec_ops codec_lz4, codec_lz4hc, codec_zstd, codec_lzo;
+extern const struct codec_ops codec_lz4, codec_lz4hc, codec_zstd, codec_zstd_huf, codec_lzo;
 
 /* lz4 and lz4hc write one format: backend_lz4.c's bound and decoder serve both. */
 size_t codec_lz4_bound(size_t src_len);

@@ -158,7 +158,7 @@ int main(void)
 
 		while (names[n])
 			CHECK_EQ(zs_comp_check(names[n++]), 0);
-		CHECK_EQ(n, 4);
+		CHECK_EQ(n, 5);
 	}
 
 	/* Real pages: a slice of binaries and of text. */
