@@ -1756,6 +1756,7 @@ static int module_exec(PyObject *m)
 	    PyModule_AddIntConstant(m, "CODEC_LZ4", ZS_BLOB_LZ4) < 0 ||
 	    PyModule_AddIntConstant(m, "CODEC_ZSTD", ZS_BLOB_ZSTD) < 0 ||
 	    PyModule_AddIntConstant(m, "CODEC_LZ4HC", ZS_BLOB_LZ4HC) < 0 ||
+	    PyModule_AddIntConstant(m, "CODEC_ZSTD_HUF", ZS_BLOB_ZSTD_HUF) < 0 ||
 	    PyModule_AddIntConstant(m, "MAX_KEY", ZS_CACHE_MAX_KEY) < 0 ||
 	    PyModule_AddIntConstant(m, "MAX_DICT", (long)ZS_COMP_MAX_DICT) < 0 ||
 #ifdef Py_LIMITED_API

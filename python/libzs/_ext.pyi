@@ -5,6 +5,7 @@ CODEC_NONE: int
 CODEC_LZ4: int
 CODEC_ZSTD: int
 CODEC_LZ4HC: int
+CODEC_ZSTD_HUF: int
 MAX_KEY: int
 MAX_DICT: int
 LIMITED_API: int

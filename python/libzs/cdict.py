@@ -17,7 +17,7 @@ from . import _ext
 
 Key = Union[str, bytes]
 _CODECS = {"none": _ext.CODEC_NONE, "lz4": _ext.CODEC_LZ4, "zstd": _ext.CODEC_ZSTD,
-           "lz4hc": _ext.CODEC_LZ4HC}
+           "lz4hc": _ext.CODEC_LZ4HC, "zstd-huf": _ext.CODEC_ZSTD_HUF}
 
 
 def _arg_error(msg: str) -> Exception:
@@ -39,7 +39,9 @@ class CompressedDict(_ext.Cache, MutableMapping[Key, bytes]):
     default).  "k" and b"k" are two keys, as in a dict; a value may be any bytes-like
     object and always comes back as bytes.
 
-    codec      "lz4" (default), "zstd", "lz4hc" or "none"; "zstd:19" / "lz4:8" set the level
+    codec      "lz4" (default), "zstd", "zstd-huf", "lz4hc" or "none"; "zstd:19" / "lz4:8" set
+               the level; "zstd-huf" is zstd with literals always Huffman-coded (denser at
+               zstd's negative levels, slower to read than lz4)
     level      the codec's level (0: its default; lz4 1..65537 acceleration, lz4hc 1..12,
                zstd its min..max); overrides a level in codec
     dict       a dictionary for zstd or lz4 (bytes, e.g. libzs.train_dict(samples))
@@ -85,8 +87,8 @@ class CompressedDict(_ext.Cache, MutableMapping[Key, bytes]):
             if isinstance(dict, str) or not isinstance(dict, (bytes, bytearray, memoryview)):
                 raise TypeError(f"dict must be bytes, not {type(dict).__name__}")
             dict = bytes(dict)
-        if train and name != "zstd":
-            raise _arg_error(f"train= needs codec 'zstd' (a trained dictionary is zstd's "
+        if train and name not in ("zstd", "zstd-huf"):
+            raise _arg_error(f"train= needs codec 'zstd' or 'zstd-huf' (a trained dictionary is zstd's "
                              f"format), not {name!r}")
         if train and dict is not None:
             raise _arg_error("give either dict= or train=, not both")
@@ -138,8 +140,8 @@ class CompressedDict(_ext.Cache, MutableMapping[Key, bytes]):
         or too few / too uniform samples."""
         if self.closed:
             raise _arg_error("CompressedDict is closed")
-        if self._cfg["codec"] != "zstd":
-            raise _arg_error(f"retrain needs codec 'zstd', not {self._cfg['codec']!r}")
+        if self._cfg["codec"] not in ("zstd", "zstd-huf"):
+            raise _arg_error(f"retrain needs codec 'zstd' or 'zstd-huf', not {self._cfg['codec']!r}")
         if samples is None:
             _int("n", n, 1, 1 << 30)
             samples = []

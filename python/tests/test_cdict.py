@@ -76,7 +76,7 @@ def test_iteration_changed_size_raises():
     assert len(keys) == len(set(keys)) == len(d)
 
 
-@pytest.mark.parametrize("codec", ["none", "lz4", "lz4:8", "lz4hc", "zstd", "zstd:9"])
+@pytest.mark.parametrize("codec", ["none", "lz4", "lz4:8", "lz4hc", "zstd", "zstd:9", "zstd-huf", "zstd-huf:-1"])
 def test_codecs_round_trip(codec):
     recs = records(500)
     d = libzs.CompressedDict(codec)
@@ -169,6 +169,33 @@ def test_trained_dictionary_from_first_values():
     print("stored bytes without / with a dictionary", sp["stored_bytes"], st["stored_bytes"])
     assert st["dict_len"] == len(trained.dictionary)
     assert st["stored_bytes"] < 0.8 * sp["stored_bytes"]
+
+
+def test_zstd_huf_denser_at_negative_levels_and_trains():
+    # 4 KiB blocks of printable 50-byte fragments, each repeated once (like RocksDB's
+    # blocks of db_bench values): a match finder finds the repeats; only an entropy
+    # coder stores the literals in fewer than 8 bits each.
+    rng = random.Random(SEED)
+    alpha = bytes(range(32, 127))
+    vals = []
+    for _ in range(100):
+        frags = [bytes(rng.choice(alpha) for _ in range(50)) for _ in range(41)]
+        vals.append(b"".join(f + f for f in frags))
+    plain, huf = libzs.CompressedDict("zstd:-1"), libzs.CompressedDict("zstd-huf:-1")
+    for i, v in enumerate(vals):
+        plain[i.to_bytes(4, "little")] = v
+        huf[i.to_bytes(4, "little")] = v
+    assert all(huf[i.to_bytes(4, "little")] == v for i, v in enumerate(vals))
+    sp, sh = plain.stats()["stored_bytes"], huf.stats()["stored_bytes"]
+    print("zstd -1 / zstd-huf -1 stored bytes", sp, sh)
+    assert sh < 0.95 * sp
+    recs = records(1500)
+    t = libzs.CompressedDict("zstd-huf", train=400, dict_size=4096)
+    for i, r in enumerate(recs):
+        t[str(i)] = r
+    assert t.dictionary is not None
+    assert t.retrain(n=500) >= 256
+    assert all(t[str(i)] == r for i, r in enumerate(recs))
 
 
 def test_given_dictionary_and_retrain():
