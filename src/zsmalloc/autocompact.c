@@ -18,12 +18,16 @@
  * that a program alternating exactly as many allocations as frees of one
  * class between two looks reads as idle: compaction then runs while it
  * calls, which costs time, not correctness (calls wait at most one class
- * copy's step).
+ * copy's step).  Counting the threads' heaps (owned.c) also collects the
+ * frees other threads left on an idle owner's remote stack, so nothing
+ * needs revoking between passes.
  *
  * Why a floor: after a pass the holes left (a partly used zspage per class
  * copy) may still pass the percentage on a small pool; the next pass waits
  * for autocompact_min_bytes more holes than the last one left.
  */
+#include <stdlib.h>
+
 #include "zsmalloc/internal.h"
 
 #define AC_MAX_PERIOD_NS 1000000000ull /* a quiet pool is looked at once a second at most */
@@ -79,15 +83,25 @@ uint64_t autocompact_due(void *ctx, uint64_t now, bool *run)
 	return now + half;
 }
 
+/* Process-wide, for the harness (zs_autocompact_counts): what the looks and passes cost. */
+static _Atomic uint64_t ac_revocations, ac_heap_stops;
+
 /*
- * Every class (its copies summed, under each copy's lock in turn), less the
- * free slots of zspages that threads own (owned.c counts those wholly in use
- * in their class): a free into an owned zspage is a hole too.
+ * Every class (its copies summed, under each copy's lock in turn), less,
+ * with heaps, the free slots of zspages that threads own (owned.c counts
+ * those wholly in use in their class): a free into an owned zspage is a
+ * hole too.  The owned count comes first: it collects the heaps' remote
+ * frees (heaps_look), which moves the class counts read after it.
  */
-static void sample(struct zs_pool *pool, struct ac_sample *s)
+static void sample(struct zs_pool *pool, struct ac_sample *s, int heaps)
 {
-	unsigned long groups[ZS_NR_FULLNESS_GROUPS] = { 0 }; /* heaps_owned_free adds to it; unread */
 	memset(s, 0, sizeof(*s));
+	/* No memory for the owned counts: their zspages count as wholly in use. */
+	unsigned long *owned_free = heaps && pool->owned
+		? calloc((size_t)pool->nr_classes, sizeof(*owned_free)) : NULL;
+	if (owned_free)
+		atomic_fetch_add_explicit(&ac_heap_stops, heaps_look(pool, owned_free),
+					  memory_order_relaxed);
 	for (int i = 0; i < pool->nr_classes; i++) {
 		if (pool->geom[i].phys != i)
 			continue;
@@ -103,14 +117,15 @@ static void sample(struct zs_pool *pool, struct ac_sample *s)
 		}
 		if (!a)
 			continue;
-		unsigned long owned_free = heaps_owned_free(pool, i, groups);
-		u -= owned_free <= u ? owned_free : u;
+		unsigned long of = owned_free ? owned_free[i] : 0;
+		u -= of <= u ? of : u;
 		unsigned size = pool->geom[i].size;
 		s->used_objs += u;
 		s->slots += a;
 		s->used_bytes += (unsigned long long)u * size;
 		s->hole_bytes += (unsigned long long)(a - u) * size;
 	}
+	free(owned_free);
 	s->pages = zs_get_total_pages(pool);
 }
 
@@ -137,6 +152,7 @@ static int run_pass(struct zs_pool *pool)
 	} while (cursor && --bound);
 	/* What zs_pool_trim does (named here, not called: zsmalloc.c calls this file). */
 	heaps_revoke_all(pool);
+	atomic_fetch_add_explicit(&ac_revocations, 1, memory_order_relaxed);
 	handles_trim(pool, 1);
 	park_release_all(pool);
 	pages_trim(pool->pages);
@@ -157,7 +173,7 @@ void autocompact_work(void *ctx)
 	uint64_t half = pool->ac_idle_ns / 2 ? pool->ac_idle_ns / 2 : 1;
 
 	atomic_fetch_add_explicit(&pool->ac_looks, 1, memory_order_relaxed);
-	sample(pool, &s);
+	sample(pool, &s, 1);
 	uint64_t sig = signature(&s);
 	if (s.hole_bytes < pool->ac_floor)
 		pool->ac_floor = (size_t)s.hole_bytes; /* allocations filled holes: count from here */
@@ -183,7 +199,7 @@ void autocompact_work(void *ctx)
 			 s.hole_bytes * 100 >= (unsigned long long)pool->ac_pct * s.used_bytes)) {
 		unsigned long long objs = s.used_objs;
 		int whole = run_pass(pool);
-		sample(pool, &s);
+		sample(pool, &s, 1);
 		/* Compaction moves objects, never adds or frees one: a changed count is a
 		 * caller's, whose frees may sit behind the pass: another one is due. */
 		whole = whole && s.used_objs == objs;
@@ -198,19 +214,6 @@ void autocompact_work(void *ctx)
 		pool->ac_period_ns = half;
 		look_at(pool, pages_now_ns() + half);
 		return;
-	}
-	if (s.pages) {
-		/*
-		 * Quiet, under the trigger, pages held: zspages a thread owns keep the
-		 * objects other threads freed on its remote stack until that owner
-		 * allocates again, which an idle owner never does (a userfaultfd
-		 * handler, a writer gone quiet).  Take them back, as a pass would, so
-		 * those frees land and emptied zspages go; with nothing owned this
-		 * is a walk of the heap list.  Its count changes are not a caller's.
-		 */
-		heaps_revoke_all(pool);
-		sample(pool, &s);
-		pool->ac_sig = signature(&s);
 	}
 	if (!s.pages) {
 		/*
@@ -238,4 +241,12 @@ void autocompact_work(void *ctx)
 unsigned long zs_pool_autocompact_passes(const struct zs_pool *pool)
 {
 	return pool ? atomic_load_explicit(&((struct zs_pool *)pool)->ac_passes, memory_order_relaxed) : 0;
+}
+
+void zs_autocompact_counts(uint64_t *revocations, uint64_t *heap_stops)
+{
+	if (revocations)
+		*revocations = atomic_load_explicit(&ac_revocations, memory_order_relaxed);
+	if (heap_stops)
+		*heap_stops = atomic_load_explicit(&ac_heap_stops, memory_order_relaxed);
 }

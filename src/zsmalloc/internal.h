@@ -1073,4 +1073,6 @@ void *obj_read_begin_own(struct zs_pool *pool, unsigned long handle, size_t mem_
 			 void *local_copy);
 void obj_read_end_own(struct zs_pool *pool, unsigned long handle, size_t mem_len, void *mem);
 
+unsigned heaps_look(struct zs_pool *pool, unsigned long *free_slots); /* owned.c: self-compaction's look */
+
 #endif
