@@ -18,9 +18,12 @@
  * that a program alternating exactly as many allocations as frees of one
  * class between two looks reads as idle: compaction then runs while it
  * calls, which costs time, not correctness (calls wait at most one class
- * copy's step).  Counting the threads' heaps (owned.c) also collects the
- * frees other threads left on an idle owner's remote stack, so nothing
- * needs revoking between passes.
+ * copy's step).  The threads' heaps (owned.c) are counted only once the
+ * class counts stood still for a look: counting stops each heap, and an
+ * owner stopped while it frees sends its frees onto its own remote stack
+ * (signature(), below).  That count also collects the frees other threads
+ * left on an idle owner's remote stack, so nothing needs revoking between
+ * passes.
  *
  * Why a floor: after a pass the holes left (a partly used zspage per class
  * copy) may still pass the percentage on a small pool; the next pass waits
@@ -36,6 +39,7 @@
 
 struct ac_sample {
 	unsigned long long used_objs, slots, pages;
+	unsigned long long class_used; /* used_objs with owned zspages counted full */
 	unsigned long long used_bytes, hole_bytes;
 };
 
@@ -117,6 +121,7 @@ static void sample(struct zs_pool *pool, struct ac_sample *s, int heaps)
 		}
 		if (!a)
 			continue;
+		s->class_used += u;
 		unsigned long of = owned_free ? owned_free[i] : 0;
 		u -= of <= u ? of : u;
 		unsigned size = pool->geom[i].size;
@@ -129,12 +134,29 @@ static void sample(struct zs_pool *pool, struct ac_sample *s, int heaps)
 	s->pages = zs_get_total_pages(pool);
 }
 
-static uint64_t signature(const struct ac_sample *s)
+/*
+ * ac_sig is two signatures: the high half from the class counts and pages
+ * alone (read without stopping any heap), the low half with the heaps' free
+ * slots (0: not taken since the class counts last moved).  Why two: taking
+ * the heaps' counts stops each heap, and an owner stopped while it frees
+ * sends those frees through the class path onto its own remote stack; one
+ * look during a free-all stranded a fifth to all of it there (the
+ * pages stayed until the idle).  So the heaps are looked at only once the
+ * class counts have stood still for a look; an owner's free-all empties
+ * zspages, which moves them.
+ */
+static uint32_t sig32(unsigned long long used, const struct ac_sample *s)
 {
 	uint64_t h = 1469598103934665603ull;
-	h = (h ^ s->used_objs) * 1099511628211ull;
+	h = (h ^ used) * 1099511628211ull;
 	h = (h ^ s->slots) * 1099511628211ull;
-	return (h ^ s->pages) * 1099511628211ull;
+	h = (h ^ s->pages) * 1099511628211ull;
+	return (uint32_t)(h ^ (h >> 32)) | 1; /* never 0 */
+}
+
+static uint64_t signature(const struct ac_sample *s, int heaps)
+{
+	return (uint64_t)sig32(s->class_used, s) << 32 | (heaps ? sig32(s->used_objs, s) : 0);
 }
 
 /* One compaction pass, a few class copies a step, then the memory it freed goes back. */
@@ -173,12 +195,25 @@ void autocompact_work(void *ctx)
 	uint64_t half = pool->ac_idle_ns / 2 ? pool->ac_idle_ns / 2 : 1;
 
 	atomic_fetch_add_explicit(&pool->ac_looks, 1, memory_order_relaxed);
-	sample(pool, &s, 1);
-	uint64_t sig = signature(&s);
+	sample(pool, &s, 0);
+	uint64_t sig = signature(&s, 0);
+	if (sig >> 32 != pool->ac_sig >> 32) {
+		/* The class counts move: busy, and no heap stopped under its owner. */
+		pool->ac_sig = sig;
+		pool->ac_quiet_since = now;
+		pool->ac_period_ns = half;
+		look_at(pool, now + half);
+		return;
+	}
+	if (pool->owned)
+		sample(pool, &s, 1);
+	sig = signature(&s, 1);
 	if (s.hole_bytes < pool->ac_floor)
 		pool->ac_floor = (size_t)s.hole_bytes; /* allocations filled holes: count from here */
-	if (sig != pool->ac_sig) {
-		pool->ac_sig = sig;
+	/* The first heap count since the class counts stood still starts from their quiet. */
+	int moved = (uint32_t)pool->ac_sig && sig != pool->ac_sig;
+	pool->ac_sig = sig;
+	if (moved) {
 		pool->ac_quiet_since = now;
 		pool->ac_period_ns = half;
 		look_at(pool, now + half);
@@ -204,7 +239,7 @@ void autocompact_work(void *ctx)
 		 * caller's, whose frees may sit behind the pass: another one is due. */
 		whole = whole && s.used_objs == objs;
 		/* Its own moves are not a caller's activity. */
-		pool->ac_sig = signature(&s);
+		pool->ac_sig = signature(&s, 1);
 		if (whole) {
 			pool->ac_floor = (size_t)s.hole_bytes;
 			pool->ac_seen_compacted =
