@@ -19,51 +19,41 @@
 #include "zs/harness.h"
 
 #define SAMPLE 4096
+/* --size's help line spells the limit out. */
+_Static_assert(ZS_COMP_MAX_DICT == 1048576, "update --size's help line");
+
+/* The flags of `zs dict train`, stored into the pointers (usage passes scratch ones). */
+#define DICT_FLAGS(out, size, samples, max)                                                     \
+	{                                                                                        \
+		{ "", 'o', OPTK_STR, (out), 0, 0,                                                \
+		  "  -o FILE        where to write the dictionary\n" },                             \
+		{ "size", 0, OPTK_BYTES, (size), 256, ZS_COMP_MAX_DICT,                          \
+		  "  --size BYTES   dictionary size (default 65536; 256..1048576; K/M suffix)\n" },  \
+		{ "samples", 0, OPTK_U64, (samples), 8, 1u << 20,                                \
+		  "  --samples N    at most N 4 KiB pages, spread evenly (default 8192; 8..1048576)\n" }, \
+		{ "max", 0, OPTK_BYTES, (max), SAMPLE, 1ull << 40,                               \
+		  "  --max BYTES    read at most BYTES of the inputs (default 256M; K/M/G suffix)\n" }, \
+		{ NULL, 0, OPTK_FLAG, NULL, 0, 0, NULL },                                        \
+	}
 
 static void usage(FILE *f)
 {
+	const char *out;
+	uint64_t size, samples, max;
+	const struct opt_flag flags[] = DICT_FLAGS(&out, &size, &samples, &max);
 	fprintf(f, "usage: zs dict train -o FILE [--size BYTES] [--samples N] [--max BYTES] "
-		   "FILE|DIR...\n"
-		   "  -o FILE        where to write the dictionary\n"
-		   "  --size BYTES   dictionary size (default 65536; 256..%zu; K/M suffix)\n"
-		   "  --samples N    at most N 4 KiB pages, spread evenly (default 8192; 8..1048576)\n"
-		   "  --max BYTES    read at most BYTES of the inputs (default 256M; K/M/G suffix)\n",
-		   ZS_COMP_MAX_DICT);
+		   "FILE|DIR...\n");
+	opt_flags_help(f, flags);
 }
 
 /* Options of `zs dict train`; the paths stay in argv[optind..].  0, 1 after --help, or 2. */
 static int parse(int argc, char **argv, const char **out, uint64_t *size, uint64_t *samples,
 		 uint64_t *max)
 {
-	enum { O_SIZE = 1, O_SAMPLES, O_MAX };
-	static const struct option lopts[] = {
-		{ "size", required_argument, NULL, O_SIZE },
-		{ "samples", required_argument, NULL, O_SAMPLES },
-		{ "max", required_argument, NULL, O_MAX },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
-		switch (opt) {
-		case 'h': usage(stdout); return 1;
-		case 'o': *out = optarg; break;
-		case O_SIZE:
-			if (opt_bytes("dict", "--size", optarg, 256, ZS_COMP_MAX_DICT, size))
-				return 2;
-			break;
-		case O_SAMPLES:
-			if (opt_u64("dict", "--samples", optarg, 8, 1u << 20, samples))
-				return 2;
-			break;
-		case O_MAX:
-			if (opt_bytes("dict", "--max", optarg, SAMPLE, 1ull << 40, max))
-				return 2;
-			break;
-		default: return opt_bad("dict", argc, argv);
-		}
-	}
+	const struct opt_flag flags[] = DICT_FLAGS(out, size, samples, max);
+	int rc = opt_parse("dict", argc, argv, flags, 0, NULL, usage);
+	if (rc)
+		return rc;
 	if (!*out || optind >= argc) {
 		fprintf(stderr, "zs dict: %s\n", !*out ? "no -o FILE given" : "no input FILE|DIR given");
 		usage(stderr);

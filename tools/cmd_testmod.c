@@ -20,17 +20,39 @@
 
 #define TESTMOD_OPTS (OPT_PAGE_SIZE | OPT_POLICY | OPT_FREE_MODE | OPT_PROFILE)
 
+struct tm_opts {
+	struct pool_opts po;
+	uint64_t count, step, min, max;   /* max 0: page_size - 16 */
+	int json, force, progress;
+};
+
+/* The flags of `zs testmod`, stored into *o (usage passes a scratch one for the help). */
+#define TESTMOD_FLAGS(o)                                                                        \
+	{                                                                                        \
+		{ "count", 0, OPTK_U64, &(o)->count, 1, 100000000,                               \
+		  "  --count N            objects per size, 1..100000000 (default 1337)\n" },       \
+		{ "step", 0, OPTK_U64, &(o)->step, 1, 65536,                                     \
+		  "  --step N             size step, 1..65536 (default 16)\n" },                    \
+		{ "min", 0, OPTK_U64, &(o)->min, 1, 65536,                                       \
+		  "  --min N / --max N    size range, 1..page size (default 32 .. page_size-16)\n" }, \
+		{ "max", 0, OPTK_U64, &(o)->max, 1, 65536, NULL },                               \
+		{ "force", 0, OPTK_FLAG, &(o)->force, 0, 0,                                      \
+		  "  --force              run even when the estimate exceeds MemAvailable\n" },     \
+		{ "progress", 0, OPTK_FLAG, &(o)->progress, 0, 0,                                \
+		  "  --progress           progress on stderr even when it is not a terminal\n" },   \
+		{ "json", 0, OPTK_FLAG, &(o)->json, 0, 0,                                        \
+		  "  --json               machine-readable output\n" },                             \
+		{ NULL, 0, OPTK_FLAG, NULL, 0, 0, NULL },                                        \
+	}
+
 static void usage(FILE *f)
 {
+	struct tm_opts scratch;
+	const struct opt_flag flags[] = TESTMOD_FLAGS(&scratch);
 	fprintf(f, "usage: zs testmod [options]\n");
 	opt_pool_help(f, TESTMOD_OPTS);
-	fprintf(f, "  --count N            objects per size, 1..100000000 (default 1337)\n"
-		   "  --step N             size step, 1..65536 (default 16)\n"
-		   "  --min N / --max N    size range, 1..page size (default 32 .. page_size-16)\n"
-		   "  --force              run even when the estimate exceeds MemAvailable\n"
-		   "  --progress           progress on stderr even when it is not a terminal\n"
-		   "  --json               machine-readable output\n"
-		   "The workload needs about count x (sum of the sizes) bytes; it is estimated\n"
+	opt_flags_help(f, flags);
+	fprintf(f, "The workload needs about count x (sum of the sizes) bytes; it is estimated\n"
 		   "first and refused (without --force) when larger than MemAvailable.\n"
 		   "--profile app is refused: the page counts are zsmalloc_test.ko's, which\n"
 		   "only the kernel profile reproduces.\n");
@@ -40,12 +62,6 @@ static double gib(uint64_t b)
 {
 	return (double)b / (1024.0 * 1024 * 1024);
 }
-
-struct tm_opts {
-	struct pool_opts po;
-	uint64_t count, step, min, max;   /* max 0: page_size - 16 */
-	int json, force, progress;
-};
 
 /* The pool, the objects and what the run measured. */
 struct tm {
@@ -62,52 +78,13 @@ struct tm {
 /* Options -> o.  0, 1 after --help, or 2 after a message. */
 static int parse(int argc, char **argv, struct tm_opts *o)
 {
-	enum { O_COUNT = 1, O_STEP, O_MIN, O_MAX, O_FORCE, O_PROGRESS, O_JSON };
-	static const struct option lopts[] = {
-		OPT_POOL_LONGOPTS,
-		{ "count", required_argument, NULL, O_COUNT },
-		{ "step", required_argument, NULL, O_STEP },
-		{ "min", required_argument, NULL, O_MIN },
-		{ "max", required_argument, NULL, O_MAX },
-		{ "force", no_argument, NULL, O_FORCE },
-		{ "progress", no_argument, NULL, O_PROGRESS },
-		{ "json", no_argument, NULL, O_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	*o = (struct tm_opts){ .count = 1337, .step = 16, .min = 32,
 			       .progress = opt_progress_default() };
 	pool_opts_init(&o->po); /* kernel profile: zsmalloc_test.ko's page counts */
-	int opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
-			if (opt_pool_arg("testmod", TESTMOD_OPTS, opt, optarg, &o->po))
-				return 2;
-			continue;
-		}
-		switch (opt) {
-		case O_COUNT:
-			if (opt_u64("testmod", "--count", optarg, 1, 100000000, &o->count))
-				return 2;
-			break;
-		case O_STEP:
-			if (opt_u64("testmod", "--step", optarg, 1, 65536, &o->step))
-				return 2;
-			break;
-		case O_MIN:
-		case O_MAX:
-			if (opt_u64("testmod", opt == O_MIN ? "--min" : "--max", optarg, 1, 65536,
-				    opt == O_MIN ? &o->min : &o->max))
-				return 2;
-			break;
-		case O_FORCE: o->force = 1; break;
-		case O_PROGRESS: o->progress = 1; break;
-		case O_JSON: o->json = 1; break;
-		case 'h': usage(stdout); return 1;
-		default: return opt_bad("testmod", argc, argv);
-		}
-	}
+	const struct opt_flag flags[] = TESTMOD_FLAGS(o);
+	int rc = opt_parse("testmod", argc, argv, flags, TESTMOD_OPTS, &o->po, usage);
+	if (rc)
+		return rc;
 	if (optind < argc) {
 		fprintf(stderr, "zs testmod: unexpected argument '%s'\n", argv[optind]);
 		return 2;

@@ -60,6 +60,12 @@ uint64_t zs_pool_deferred_worker_cpu_ns(struct zs_pool *pool);
  * were done at once because the queue, or every per-CPU buffer, was full.
  */
 uint64_t zs_pool_deferred_fallbacks(struct zs_pool *pool);
+/*
+ * Self-compaction's work since the process started, every pool together:
+ * the passes' revocations of every thread's zspages, and the heaps its
+ * looks stopped to count their free slots (one stop a heap a look).
+ */
+void zs_autocompact_counts(uint64_t *revocations, uint64_t *heap_stops);
 
 /* ---- Failure injection (after == UINT64_MAX resets, where a call says so) ---- */
 

@@ -235,7 +235,10 @@ struct zs_pool_config {
  *   is not looked at until it allocates a zspage again.  A pool left idle
  *   after frees is compacted 1 to 1.5 x autocompact_ms after its last call
  *   (200 ms by default: its memory is back about 0.3 s later).
- *   Cost bound: a look walks the class copies (each lock taken briefly);
+ *   Cost bound: a look walks the class copies (each lock taken briefly)
+ *   and, once their counts stood still for a look, stops each thread's
+ *   heap once (a membarrier) to count its zspages' free slots and to take
+ *   in the frees other threads left for an owner that makes no call;
  *   a pass copies at most every live object once, and runs again only
  *   after another autocompact_min_bytes of frees.  A program that calls
  *   without pause is never compacted by it (its calls change the counts).

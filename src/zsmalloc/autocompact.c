@@ -18,12 +18,19 @@
  * that a program alternating exactly as many allocations as frees of one
  * class between two looks reads as idle: compaction then runs while it
  * calls, which costs time, not correctness (calls wait at most one class
- * copy's step).
+ * copy's step).  The threads' heaps (owned.c) are counted only once the
+ * class counts stood still for a look: counting stops each heap, and an
+ * owner stopped while it frees sends its frees onto its own remote stack
+ * (signature(), below).  That count also collects the frees other threads
+ * left on an idle owner's remote stack, so nothing needs revoking between
+ * passes.
  *
  * Why a floor: after a pass the holes left (a partly used zspage per class
  * copy) may still pass the percentage on a small pool; the next pass waits
  * for autocompact_min_bytes more holes than the last one left.
  */
+#include <stdlib.h>
+
 #include "zsmalloc/internal.h"
 
 #define AC_MAX_PERIOD_NS 1000000000ull /* a quiet pool is looked at once a second at most */
@@ -32,6 +39,7 @@
 
 struct ac_sample {
 	unsigned long long used_objs, slots, pages;
+	unsigned long long class_used; /* used_objs with owned zspages counted full */
 	unsigned long long used_bytes, hole_bytes;
 };
 
@@ -79,15 +87,25 @@ uint64_t autocompact_due(void *ctx, uint64_t now, bool *run)
 	return now + half;
 }
 
+/* Process-wide, for the harness (zs_autocompact_counts): what the looks and passes cost. */
+static _Atomic uint64_t ac_revocations, ac_heap_stops;
+
 /*
- * Every class (its copies summed, under each copy's lock in turn), less the
- * free slots of zspages that threads own (owned.c counts those wholly in use
- * in their class): a free into an owned zspage is a hole too.
+ * Every class (its copies summed, under each copy's lock in turn), less,
+ * with heaps, the free slots of zspages that threads own (owned.c counts
+ * those wholly in use in their class): a free into an owned zspage is a
+ * hole too.  The owned count comes first: it collects the heaps' remote
+ * frees (heaps_look), which moves the class counts read after it.
  */
-static void sample(struct zs_pool *pool, struct ac_sample *s)
+static void sample(struct zs_pool *pool, struct ac_sample *s, int heaps)
 {
-	unsigned long groups[ZS_NR_FULLNESS_GROUPS] = { 0 }; /* heaps_owned_free adds to it; unread */
 	memset(s, 0, sizeof(*s));
+	/* No memory for the owned counts: their zspages count as wholly in use. */
+	unsigned long *owned_free = heaps && pool->owned
+		? calloc((size_t)pool->nr_classes, sizeof(*owned_free)) : NULL;
+	if (owned_free)
+		atomic_fetch_add_explicit(&ac_heap_stops, heaps_look(pool, owned_free),
+					  memory_order_relaxed);
 	for (int i = 0; i < pool->nr_classes; i++) {
 		if (pool->geom[i].phys != i)
 			continue;
@@ -103,23 +121,42 @@ static void sample(struct zs_pool *pool, struct ac_sample *s)
 		}
 		if (!a)
 			continue;
-		unsigned long owned_free = heaps_owned_free(pool, i, groups);
-		u -= owned_free <= u ? owned_free : u;
+		s->class_used += u;
+		unsigned long of = owned_free ? owned_free[i] : 0;
+		u -= of <= u ? of : u;
 		unsigned size = pool->geom[i].size;
 		s->used_objs += u;
 		s->slots += a;
 		s->used_bytes += (unsigned long long)u * size;
 		s->hole_bytes += (unsigned long long)(a - u) * size;
 	}
+	free(owned_free);
 	s->pages = zs_get_total_pages(pool);
 }
 
-static uint64_t signature(const struct ac_sample *s)
+/*
+ * ac_sig is two signatures: the high half from the class counts and pages
+ * alone (read without stopping any heap), the low half with the heaps' free
+ * slots (0: not taken since the class counts last moved).  Why two: taking
+ * the heaps' counts stops each heap, and an owner stopped while it frees
+ * sends those frees through the class path onto its own remote stack; one
+ * look during a free-all stranded a fifth to all of it there (the
+ * pages stayed until the idle).  So the heaps are looked at only once the
+ * class counts have stood still for a look; an owner's free-all empties
+ * zspages, which moves them.
+ */
+static uint32_t sig32(unsigned long long used, const struct ac_sample *s)
 {
 	uint64_t h = 1469598103934665603ull;
-	h = (h ^ s->used_objs) * 1099511628211ull;
+	h = (h ^ used) * 1099511628211ull;
 	h = (h ^ s->slots) * 1099511628211ull;
-	return (h ^ s->pages) * 1099511628211ull;
+	h = (h ^ s->pages) * 1099511628211ull;
+	return (uint32_t)(h ^ (h >> 32)) | 1; /* never 0 */
+}
+
+static uint64_t signature(const struct ac_sample *s, int heaps)
+{
+	return (uint64_t)sig32(s->class_used, s) << 32 | (heaps ? sig32(s->used_objs, s) : 0);
 }
 
 /* One compaction pass, a few class copies a step, then the memory it freed goes back. */
@@ -137,6 +174,7 @@ static int run_pass(struct zs_pool *pool)
 	} while (cursor && --bound);
 	/* What zs_pool_trim does (named here, not called: zsmalloc.c calls this file). */
 	heaps_revoke_all(pool);
+	atomic_fetch_add_explicit(&ac_revocations, 1, memory_order_relaxed);
 	handles_trim(pool, 1);
 	park_release_all(pool);
 	pages_trim(pool->pages);
@@ -157,12 +195,25 @@ void autocompact_work(void *ctx)
 	uint64_t half = pool->ac_idle_ns / 2 ? pool->ac_idle_ns / 2 : 1;
 
 	atomic_fetch_add_explicit(&pool->ac_looks, 1, memory_order_relaxed);
-	sample(pool, &s);
-	uint64_t sig = signature(&s);
+	sample(pool, &s, 0);
+	uint64_t sig = signature(&s, 0);
+	if (sig >> 32 != pool->ac_sig >> 32) {
+		/* The class counts move: busy, and no heap stopped under its owner. */
+		pool->ac_sig = sig;
+		pool->ac_quiet_since = now;
+		pool->ac_period_ns = half;
+		look_at(pool, now + half);
+		return;
+	}
+	if (pool->owned)
+		sample(pool, &s, 1);
+	sig = signature(&s, 1);
 	if (s.hole_bytes < pool->ac_floor)
 		pool->ac_floor = (size_t)s.hole_bytes; /* allocations filled holes: count from here */
-	if (sig != pool->ac_sig) {
-		pool->ac_sig = sig;
+	/* The first heap count since the class counts stood still starts from their quiet. */
+	int moved = (uint32_t)pool->ac_sig && sig != pool->ac_sig;
+	pool->ac_sig = sig;
+	if (moved) {
 		pool->ac_quiet_since = now;
 		pool->ac_period_ns = half;
 		look_at(pool, now + half);
@@ -183,12 +234,12 @@ void autocompact_work(void *ctx)
 			 s.hole_bytes * 100 >= (unsigned long long)pool->ac_pct * s.used_bytes)) {
 		unsigned long long objs = s.used_objs;
 		int whole = run_pass(pool);
-		sample(pool, &s);
+		sample(pool, &s, 1);
 		/* Compaction moves objects, never adds or frees one: a changed count is a
 		 * caller's, whose frees may sit behind the pass: another one is due. */
 		whole = whole && s.used_objs == objs;
 		/* Its own moves are not a caller's activity. */
-		pool->ac_sig = signature(&s);
+		pool->ac_sig = signature(&s, 1);
 		if (whole) {
 			pool->ac_floor = (size_t)s.hole_bytes;
 			pool->ac_seen_compacted =
@@ -198,19 +249,6 @@ void autocompact_work(void *ctx)
 		pool->ac_period_ns = half;
 		look_at(pool, pages_now_ns() + half);
 		return;
-	}
-	if (s.pages) {
-		/*
-		 * Quiet, under the trigger, pages held: zspages a thread owns keep the
-		 * objects other threads freed on its remote stack until that owner
-		 * allocates again, which an idle owner never does (a userfaultfd
-		 * handler, a writer gone quiet).  Take them back, as a pass would, so
-		 * those frees land and emptied zspages go; with nothing owned this
-		 * is a walk of the heap list.  Its count changes are not a caller's.
-		 */
-		heaps_revoke_all(pool);
-		sample(pool, &s);
-		pool->ac_sig = signature(&s);
 	}
 	if (!s.pages) {
 		/*
@@ -238,4 +276,12 @@ void autocompact_work(void *ctx)
 unsigned long zs_pool_autocompact_passes(const struct zs_pool *pool)
 {
 	return pool ? atomic_load_explicit(&((struct zs_pool *)pool)->ac_passes, memory_order_relaxed) : 0;
+}
+
+void zs_autocompact_counts(uint64_t *revocations, uint64_t *heap_stops)
+{
+	if (revocations)
+		*revocations = atomic_load_explicit(&ac_revocations, memory_order_relaxed);
+	if (heap_stops)
+		*heap_stops = atomic_load_explicit(&ac_heap_stops, memory_order_relaxed);
 }

@@ -1064,12 +1064,15 @@ static inline struct zspage *free_locked_any(struct zs_pool *pool, struct size_c
 }
 
 /*
- * own_read.c: zs_obj_read_begin/_end for a handle the library holds itself
+ * access.c: zs_obj_read_begin/_end for a handle the library holds itself
  * (the blob cache's index), without checked mode's validation; same
- * arguments and results.  Never for a handle a caller passed in.
+ * arguments and results, but local_copy must not be NULL.  Never for a
+ * handle a caller passed in.
  */
 void *obj_read_begin_own(struct zs_pool *pool, unsigned long handle, size_t mem_len,
 			 void *local_copy);
 void obj_read_end_own(struct zs_pool *pool, unsigned long handle, size_t mem_len, void *mem);
+
+unsigned heaps_look(struct zs_pool *pool, unsigned long *free_slots); /* owned.c: self-compaction's look */
 
 #endif

@@ -577,3 +577,41 @@ void heaps_pool_gone(struct zs_pool *pool)
 	pool->heaps = NULL;
 	pthread_mutex_unlock(&heaps_lock);
 }
+
+/*
+ * Self-compaction's look (autocompact.c): free slots in the zspages the
+ * pool's heaps own, added to free_slots[phys] for every physical class,
+ * stopping each heap once (heaps_owned_free stops it once a class).  While
+ * a heap is stopped its owner's frees take the class path, which puts an
+ * object of a zspage it owns on its own remote stack; so does every free
+ * another thread makes of such an object.  Either waits for the owner's
+ * next refill, which an owner that is freeing everything or has gone quiet
+ * never makes: the looks then stranded a fifth to a third of a free-all
+ * (the pages stayed) and an idle owner's zspages forever.  So the stopped
+ * heap's remote stack is collected, as its owner would, before and after
+ * the count.  Returns how many heaps it stopped.
+ */
+unsigned heaps_look(struct zs_pool *pool, unsigned long *free_slots)
+{
+	unsigned stopped = 0;
+	if (!pool->owned)
+		return 0;
+	pthread_mutex_lock(&heaps_lock);
+	for (struct zs_heap *h = pool->heaps; h; h = h->next) {
+		if (!heap_stop(h))
+			continue; /* its zspages count as wholly in use, as the class counts them */
+		stopped++;
+		collect_remote(pool, h);
+		for (int i = 0; i < pool->nr_classes; i++) {
+			struct zs_heap_class *c = &h->cls[i];
+			if (c->cur)
+				free_slots[i] += c->cur->objs - c->cur->inuse;
+			for (struct zspage *z = c->partial; z; z = z->lnext)
+				free_slots[i] += z->objs - z->inuse;
+		}
+		collect_remote(pool, h);
+		heap_resume(h);
+	}
+	pthread_mutex_unlock(&heaps_lock);
+	return stopped;
+}

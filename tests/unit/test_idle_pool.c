@@ -75,19 +75,11 @@ static void prefault(void)
 static struct zs_pool *mk_pool(int app)
 {
 	struct zs_pool_config c;
-	if (app) {
+	/* The application profile with its defaults, self-compaction included: its looks
+	 * must not hold on to what a free-all gives back (test_zs_autocompact). */
+	if (app)
 		zs_pool_config_init_app(&c);
-		/*
-		 * This test is the page provider's: cached and parked pages go back
-		 * with no call.  Self-compaction has its own (test_zs_autocompact)
-		 * and is off here: when a CPU-starved thread looks idle in the middle
-		 * of the free-all, a pass starts and the RSS right after the free-all
-		 * stayed at the fill's level (+158..+168 MiB against +131.5 with it
-		 * off, three busy loops beside the test on 2 CPUs; back to +0.5 after
-		 * the idle either way).  That interplay is a known open defect.
-		 */
-		c.autocompact_ms = 0;
-	} else
+	else
 		zs_pool_config_init(&c);
 	return must_pool_create(&c);
 }

@@ -7,12 +7,20 @@
  * object intact.  The kernel profile must not move (it stays page-exact with
  * the kernel), nor an application pool with the knob at 0; and the knobs'
  * ranges are refused outside them.
+ * An idle owner: a thread allocates, then waits with no further call while
+ * another thread frees everything it allocated (each free lands on the
+ * owner's remote stack): the pages must come back within the idle time with
+ * the pool still holding live data, and over 5 s more of idle self-compaction
+ * must revoke the threads' zspages at most twice and stop each heap at most
+ * once a look (zs_autocompact_counts).
  */
 #include "must.h"
 #include "testutil.h"
+#include "zs/harness.h"
 #include "zs/zsmalloc.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -241,11 +249,115 @@ static void test_ranges(void)
 	}
 }
 
+/* ---- an idle owner ---- */
+
+#define OWNER_OBJS 20000u
+
+struct owner {
+	struct zs_pool *p;
+	unsigned long h[OWNER_OBJS];
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int filled, done;
+};
+
+/* Allocate, then wait (no libzs call) until told to exit: an idle owner of its zspages. */
+static void *owner_main(void *arg)
+{
+	struct owner *o = arg;
+	unsigned char buf[4096];
+	uint64_t s = seed ^ 0x1d1e;
+	for (uint32_t i = 0; i < OWNER_OBJS; i++) {
+		uint32_t len = 200 + (uint32_t)(tu_rand(&s) % 1800);
+		fill(buf, i, len);
+		o->h[i] = zs_malloc_write(o->p, buf, len);
+		REQUIRE(!ZS_IS_ERR(o->h[i]) && o->h[i]);
+	}
+	pthread_mutex_lock(&o->mu);
+	o->filled = 1;
+	pthread_cond_broadcast(&o->cv);
+	while (!o->done)
+		pthread_cond_wait(&o->cv, &o->mu);
+	pthread_mutex_unlock(&o->mu);
+	return NULL;
+}
+
+static void test_idle_owner(void)
+{
+	struct zs_pool_config cfg;
+	zs_pool_config_init_app(&cfg);
+	struct zs_pool *p = must_pool_create(&cfg);
+	REQUIRE(p);
+	/* Live data of this thread's, which stays. */
+	enum { LIVE = 8000 };
+	unsigned long *live = calloc(LIVE, sizeof(*live));
+	unsigned char buf[4096];
+	REQUIRE(live);
+	uint64_t s = seed ^ 0x11fe;
+	for (uint32_t i = 0; i < LIVE; i++) {
+		uint32_t len = 200 + (uint32_t)(tu_rand(&s) % 1800);
+		fill(buf, i, len);
+		live[i] = zs_malloc_write(p, buf, len);
+		REQUIRE(!ZS_IS_ERR(live[i]) && live[i]);
+	}
+	unsigned long live_pages = zs_get_total_pages(p);
+
+	struct owner *o = calloc(1, sizeof(*o));
+	REQUIRE(o);
+	o->p = p;
+	pthread_mutex_init(&o->mu, NULL);
+	pthread_cond_init(&o->cv, NULL);
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, owner_main, o) == 0);
+	pthread_mutex_lock(&o->mu);
+	while (!o->filled)
+		pthread_cond_wait(&o->cv, &o->mu);
+	pthread_mutex_unlock(&o->mu);
+	unsigned long full_pages = zs_get_total_pages(p);
+	for (uint32_t i = 0; i < OWNER_OBJS; i++)
+		CHECK_EQ(zs_free(p, o->h[i]), 0);
+	unsigned long freed_pages = zs_get_total_pages(p);
+
+	/* The documented idle time is 1 to 1.5 x autocompact_ms (200 ms): 3 s is ample, and
+	 * a sanitizer's slower looks get 8. */
+	double t0 = now_s(), limit = SANITIZED ? 8.0 : 3.0;
+	unsigned long pages = freed_pages;
+	while ((pages = zs_get_total_pages(p)) > live_pages + live_pages / 10 && now_s() - t0 < limit)
+		usleep(20000);
+	double back_s = now_s() - t0;
+	uint64_t rev0, stops0, rev1, stops1;
+	zs_autocompact_counts(&rev0, &stops0);
+	usleep(5000000);
+	zs_autocompact_counts(&rev1, &stops1);
+	printf("idle owner: live %lu pages, owner's fill %lu, after the other thread's frees %lu, "
+	       "after %.2f s idle %lu; over 5 s more idle %llu revocations, %llu heap stops\n",
+	       live_pages, full_pages, freed_pages, back_s, pages, (unsigned long long)(rev1 - rev0),
+	       (unsigned long long)(stops1 - stops0));
+	CHECK(full_pages > live_pages * 2); /* the owner's objects took pages of their own */
+	CHECK(pages <= live_pages + live_pages / 10);
+	CHECK(rev1 - rev0 <= 2);
+	/* A look stops each heap once (two here); looks restart at 100 ms after a pass and
+	 * back off to once a second: about 10 in 5 s, 12 allowed for a late thread. */
+	CHECK(stops1 - stops0 <= 24);
+
+	pthread_mutex_lock(&o->mu);
+	o->done = 1;
+	pthread_cond_broadcast(&o->cv);
+	pthread_mutex_unlock(&o->mu);
+	pthread_join(t, NULL);
+	for (uint32_t i = 0; i < LIVE; i++)
+		CHECK_EQ(zs_free(p, live[i]), 0);
+	free(live);
+	free(o);
+	zs_destroy_pool(p);
+}
+
 int main(void)
 {
 	seed = tu_seed("test_zs_autocompact");
 	test_ranges();
 	test_app_profile();
+	test_idle_owner();
 	struct zs_pool_config cfg;
 	zs_pool_config_init(&cfg);
 	CHECK_EQ(cfg.autocompact_ms, 0);

@@ -409,3 +409,81 @@ void opt_pool_help(FILE *f, unsigned accepted)
 	}
 #undef HELP_ROW
 }
+
+/* ---- the flag-table parser ---- */
+
+/* getopt_long codes of a table's flags: past the pool options' codes. */
+#define OPT_TABLE_FIRST 0x2000
+
+int opt_parse(const char *cmd, int argc, char **argv, const struct opt_flag *flags,
+	      unsigned pool_accepted, struct pool_opts *po, void (*usage)(FILE *))
+{
+	static const struct option pool_longopts[] = { OPT_POOL_LONGOPTS };
+	size_t npool = po ? sizeof(pool_longopts) / sizeof(pool_longopts[0]) : 0, n = 0;
+	while (flags[n].name)
+		n++;
+	struct option *lo = calloc(n + npool + 2, sizeof(*lo));
+	char *shorts = malloc(2 * n + 2);
+	if (!lo || !shorts) {
+		free(lo);
+		free(shorts);
+		fprintf(stderr, "zs %s: out of memory\n", cmd);
+		return 2;
+	}
+	size_t k = 0, ns = 0;
+	shorts[ns++] = 'h';
+	for (size_t i = 0; i < n; i++) {
+		int arg = flags[i].kind == OPTK_FLAG ? no_argument : required_argument;
+		if (flags[i].name[0])
+			lo[k++] = (struct option){ flags[i].name, arg, NULL, OPT_TABLE_FIRST + (int)i };
+		if (flags[i].short_name) {
+			shorts[ns++] = flags[i].short_name;
+			if (arg == required_argument)
+				shorts[ns++] = ':';
+		}
+	}
+	shorts[ns] = 0;
+	for (size_t i = 0; i < npool; i++)
+		lo[k++] = pool_longopts[i];
+	lo[k++] = (struct option){ "help", no_argument, NULL, 'h' };
+	int rc = 0, opt;
+	optind = 1;
+	while (!rc && (opt = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+		const struct opt_flag *f = NULL;
+		if (opt >= OPT_TABLE_FIRST && opt < OPT_TABLE_FIRST + (int)n)
+			f = &flags[opt - OPT_TABLE_FIRST];
+		for (size_t i = 0; !f && opt > 0 && opt < 128 && i < n; i++)
+			if (flags[i].short_name == opt)
+				f = &flags[i];
+		if (f) {
+			char dashed[64];
+			if (f->name[0])
+				snprintf(dashed, sizeof dashed, "--%s", f->name);
+			else
+				snprintf(dashed, sizeof dashed, "-%c", f->short_name);
+			switch (f->kind) {
+			case OPTK_FLAG: *(int *)f->ptr = 1; break;
+			case OPTK_U64: rc = opt_u64(cmd, dashed, optarg, f->lo, f->hi, f->ptr); break;
+			case OPTK_BYTES: rc = opt_bytes(cmd, dashed, optarg, f->lo, f->hi, f->ptr); break;
+			case OPTK_STR: *(const char **)f->ptr = optarg; break;
+			}
+		} else if (po && opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
+			rc = opt_pool_arg(cmd, pool_accepted, opt, optarg, po);
+		} else if (opt == 'h') {
+			usage(stdout);
+			rc = 1;
+		} else {
+			rc = opt_bad(cmd, argc, argv);
+		}
+	}
+	free(lo);
+	free(shorts);
+	return rc;
+}
+
+void opt_flags_help(FILE *f, const struct opt_flag *flags)
+{
+	for (; flags->name; flags++)
+		if (flags->help)
+			fputs(flags->help, f);
+}

@@ -5,8 +5,12 @@
  * number/size/path parsers.  One place, so that
  * every command spells, range-checks and reports them the same way: a bad
  * value is one message naming the option and the accepted range, exit 2.
- * Commands parse with getopt_long; they splice OPT_POOL_LONGOPTS into their
- * table and hand the codes >= OPT_POOL_FIRST to opt_pool_arg().
+ * A command describes its own flags in a table (struct opt_flag) and calls
+ * opt_parse, which runs getopt_long over the table and the pool options the
+ * command accepts; opt_flags_help prints the table's help lines, so a flag
+ * and its line in --help live in one place.  Older commands still parse
+ * with getopt_long, splicing OPT_POOL_LONGOPTS into their table and handing
+ * the codes >= OPT_POOL_FIRST to opt_pool_arg().
  */
 #ifndef ZS_TOOLS_OPTS_H
 #define ZS_TOOLS_OPTS_H
@@ -125,6 +129,37 @@ void remove_partial(const char *path);
 
 /* The message getopt_long's '?' deserves: names the bad option; returns 2. */
 int opt_bad(const char *cmd, int argc, char **argv);
+
+/*
+ * One flag of a command's table.  kind says what ptr points to and what a
+ * value must be: OPTK_FLAG sets an int to 1 (no value); OPTK_U64 and
+ * OPTK_BYTES check a uint64_t in lo..hi (opt_u64, opt_bytes); OPTK_STR
+ * stores the value as given (const char *).  name is the long name without
+ * "--" ("" for a flag with only its one-letter form); short_name, when not
+ * 0, is its one-letter form.  help is the flag's
+ * line(s) in --help, printed as written (NULL: described with another flag).
+ * A table ends with an entry whose name is NULL.
+ */
+enum opt_kind { OPTK_FLAG, OPTK_U64, OPTK_BYTES, OPTK_STR };
+struct opt_flag {
+	const char *name;
+	char short_name;
+	enum opt_kind kind;
+	void *ptr;
+	uint64_t lo, hi;
+	const char *help;
+};
+
+/*
+ * Parse argv[1..] against `flags`, --help (-h), and, when po is not NULL,
+ * the pool options in pool_accepted (opt_pool_arg).  Stops at the first
+ * argument that is not an option (optind points at it).  Returns 0, 1
+ * after printing usage(stdout) for --help, or 2 after a message.
+ */
+int opt_parse(const char *cmd, int argc, char **argv, const struct opt_flag *flags,
+	      unsigned pool_accepted, struct pool_opts *po, void (*usage)(FILE *));
+/* The help lines of `flags`, in table order. */
+void opt_flags_help(FILE *f, const struct opt_flag *flags);
 
 /* Progress lines: on when stderr is a terminal, or forced by --progress. */
 int opt_progress_default(void);
