@@ -218,6 +218,8 @@ struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 		return NULL;
 	}
 	c->size = class->size;
+	c->pshift = pool->page_shift;
+	c->pmask = pool->page_size - 1;
 	spin_lock(&class->lock);
 	if (atomic_load_explicit(&pool->compaction_in_progress, memory_order_acquire)) {
 		spin_unlock(&class->lock);
