@@ -573,6 +573,10 @@ int park_init(struct zs_pool *pool);
 void park_destroy(struct zs_pool *pool);
 int park_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
 struct zspage *unpark_zspage(struct zs_pool *pool, struct size_class *class);
+/* No class lock held: a zspage parked in another copy of class's physical class, returned with
+ * that copy's lock held (*held names it), or NULL (none, or a compaction running). */
+struct zspage *unpark_other_copy(struct zs_pool *pool, const struct size_class *class,
+				 struct size_class **held);
 uint64_t park_reclaim(void *ctx, uint64_t now_ns, uint64_t decay_ns);
 unsigned long park_release_all(struct zs_pool *pool); /* pages given back */
 

@@ -233,10 +233,17 @@ struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 	} else {
 		if (!pool->park || !(z = unpark_zspage(pool, class))) {
 			spin_unlock(&class->lock);
-			z = alloc_zspage(pool, class, class->pages_per_zspage, class->objs_per_zspage);
-			if (!z)
-				return NULL;
-			spin_lock(&class->lock);
+			/* Another copy's parked zspage before new pages (a thread that moved CPUs); it
+			 * comes with that copy's lock, and is that copy's to count. */
+			struct size_class *held = NULL;
+			if (pool->park && (z = unpark_other_copy(pool, class, &held))) {
+				class = held;
+			} else {
+				z = alloc_zspage(pool, class, class->pages_per_zspage, class->objs_per_zspage);
+				if (!z)
+					return NULL;
+				spin_lock(&class->lock);
+			}
 		}
 		pool_pages_add(pool, (long)class->pages_per_zspage);
 		class->stats[ZS_OBJS_ALLOCATED] += class->objs_per_zspage;
