@@ -217,9 +217,12 @@ struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 		c->off = 1;
 		return NULL;
 	}
-	c->size = class->size;
-	c->pshift = pool->page_shift;
-	c->pmask = pool->page_size - 1;
+	/* Every copy of the class has the same slot size: the placement's numbers are written once. */
+	if (unlikely(!c->size)) {
+		c->size = class->size;
+		c->pshift = pool->page_shift;
+		c->pmask = pool->page_size - 1;
+	}
 	spin_lock(&class->lock);
 	if (atomic_load_explicit(&pool->compaction_in_progress, memory_order_acquire)) {
 		spin_unlock(&class->lock);
