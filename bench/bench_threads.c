@@ -38,7 +38,8 @@
  *
  * usage: bench_threads [--quick] [--json] [--rounds N] [--threads 1,2,...]
  *                      [--workload churn|zram|both] [--rows a,b,...]
- *                      [--n N] [--r R] [--no-write] [--slots S] [--ops M] [PATH...]
+ *                      [--n N] [--r R] [--no-write] [--no-autocompact]
+ *                      [--slots S] [--ops M] [PATH...]
  */
 #include <errno.h>
 #include <pthread.h>
@@ -258,6 +259,11 @@ static void *run_worker(void *arg)
 	return NULL;
 }
 
+/* --no-autocompact: the profile rows with self-compaction off, so that a callgrind count is the
+ * row's own work and not also the purge thread's looks, which stop each thread's heap once per
+ * class and send its operations down the class path meanwhile (more looks, the longer a run). */
+static int no_autocompact;
+
 static struct zs_backend *make_backend(const struct row *rw)
 {
 	struct zs_backend_config bc;
@@ -272,6 +278,8 @@ static struct zs_backend *make_backend(const struct row *rw)
 			zs_pool_config_init_app(&bc.zs);
 		if (rw->profile == 3)
 			bc.zs.free_mode = (enum zs_free_mode)rw->free_mode;
+		if (no_autocompact)
+			bc.zs.autocompact_ms = 0;
 		return bench_backend_create(&bc, NULL, 0);
 	}
 	bc.zs.free_mode = (enum zs_free_mode)rw->free_mode;
@@ -536,6 +544,8 @@ int main(int argc, char **argv)
 			      "churn: rounds a thread; default 5 quick, else 20"),
 		BENCH_OPT_FLAG("--no-write", no_write,
 			       "churn: allocate and free without the write (the allocator's own cost)"),
+		BENCH_OPT_FLAG("--no-autocompact", no_autocompact,
+			       "profile rows: self-compaction off (autocompact_ms 0), for instruction counts"),
 		BENCH_OPT_U64("--slots", slots, 1, 1u << 30, "S",
 			      "zram: slots a thread; default 4096 quick, else 16384"),
 		BENCH_OPT_U64("--ops", ops, 1, 1u << 31, "M",

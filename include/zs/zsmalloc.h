@@ -294,7 +294,9 @@ struct zs_pool;
  * with a kernel (the app profile is not page-exact), use zs_pool_config_init.
  * With more than one copy of each class (and the default page cache), a
  * zspage that zs_free empties stays whole in its class copy, parked, and is
- * that class's next new zspage: it is cached memory, not the pool's (not in
+ * that class's next new zspage (a thread's refill whose own copy has none
+ * parked takes another copy's before new pages, so a thread that moved CPUs
+ * reuses what it left behind): it is cached memory, not the pool's (not in
  * zs_get_total_pages), counted in the process's page-cache budget, and goes
  * back to the OS page_cache_decay_ms after it was parked with no call made,
  * at once on zs_pool_trim or zs_compact, or when an allocation finds no

@@ -136,7 +136,8 @@ static inline __attribute__((always_inline)) int free_owned_entered(struct zs_po
 	unsigned long obj = handle_to_obj(handle);
 	char *page;
 	struct zspage *z = ((struct zspage *)pages_lookup_desc_addr(pool->pages, obj_to_pfn(obj), &page))->owner;
-	if (unlikely(zspage_heap_id(z) != h->id)) {
+	/* zspage_heap_id, its huge test last: the common case runs straight through. */
+	if (unlikely(__atomic_load_n(&z->heap_id, __ATOMIC_RELAXED) != h->id || z->huge)) {
 		heap_exit(h);
 		return free_owned_slow(pool, handle);
 	}

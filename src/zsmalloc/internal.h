@@ -573,6 +573,10 @@ int park_init(struct zs_pool *pool);
 void park_destroy(struct zs_pool *pool);
 int park_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
 struct zspage *unpark_zspage(struct zs_pool *pool, struct size_class *class);
+/* No class lock held: a zspage parked in another copy of class's physical class, returned with
+ * that copy's lock held (*held names it), or NULL (none, or a compaction running). */
+struct zspage *unpark_other_copy(struct zs_pool *pool, const struct size_class *class,
+				 struct size_class **held);
 uint64_t park_reclaim(void *ctx, uint64_t now_ns, uint64_t decay_ns);
 unsigned long park_release_all(struct zs_pool *pool); /* pages given back */
 
@@ -928,11 +932,14 @@ struct zs_heap_class {
 	struct zspage *full;     /* owned, no free slot */
 	unsigned size;           /* the class's slot size (0: not known yet) */
 	int off;                 /* a one-object class: never owned */
+	/* The pool's page shift and size - 1, beside the size: the placement reads no pool field,
+	 * so the allocation keeps one pointer less live and saves no register for it */
+	unsigned pshift, pmask;
 	/* cur's pages, so an allocation finds its slot without the page table or a chain walk */
 	char *addr[ZS_MAX_CHAIN];
 	uint32_t pfn[ZS_MAX_CHAIN];
 	/* Up to 256 bytes: the allocation finds its class's entry with a shift, not a multiply */
-	char pad_[256 - 32 - ZS_MAX_CHAIN * 12];
+	char pad_[256 - 40 - ZS_MAX_CHAIN * 12];
 };
 _Static_assert(sizeof(struct zs_heap_class) == 256, "a heap class entry is a power of two");
 
@@ -1042,13 +1049,16 @@ static inline void heap_handle_put(struct zs_pool *pool, struct zs_heap *h, unsi
 	assert_internal(!handle_is_free(handle));
 	if (unlikely(h->hl.n == ZS_HANDLE_BATCH))
 		handle_give_list(pool, handle_shard_pick(pool), &h->hl);
-	atomic_store_explicit(handle_slot(slot),
-			      HANDLE_FREE_BIT | handle_gen_next(handle) | (h->hl.n ? h->hl.head : 0),
+	/* Read before the slot's store, which the compiler cannot tell from the list's words.
+	 * The link is head whatever n is: every walk of a handle list counts n slots, so the
+	 * last one's link (head's stale value on an empty list) is never followed. */
+	unsigned long n = h->hl.n, head = h->hl.head;
+	atomic_store_explicit(handle_slot(slot), HANDLE_FREE_BIT | handle_gen_next(handle) | head,
 			      memory_order_relaxed);
-	if (!h->hl.n)
+	if (!n)
 		h->hl.tail = slot;
 	h->hl.head = slot;
-	h->hl.n++;
+	h->hl.n = n + 1;
 }
 
 /* Free with the class lock held, into an owned zspage too (the class-index free, deferred). */

@@ -217,7 +217,12 @@ struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 		c->off = 1;
 		return NULL;
 	}
-	c->size = class->size;
+	/* Every copy of the class has the same slot size: the placement's numbers are written once. */
+	if (unlikely(!c->size)) {
+		c->size = class->size;
+		c->pshift = pool->page_shift;
+		c->pmask = pool->page_size - 1;
+	}
 	spin_lock(&class->lock);
 	if (atomic_load_explicit(&pool->compaction_in_progress, memory_order_acquire)) {
 		spin_unlock(&class->lock);
@@ -231,10 +236,17 @@ struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 	} else {
 		if (!pool->park || !(z = unpark_zspage(pool, class))) {
 			spin_unlock(&class->lock);
-			z = alloc_zspage(pool, class, class->pages_per_zspage, class->objs_per_zspage);
-			if (!z)
-				return NULL;
-			spin_lock(&class->lock);
+			/* Another copy's parked zspage before new pages (a thread that moved CPUs); it
+			 * comes with that copy's lock, and is that copy's to count. */
+			struct size_class *held = NULL;
+			if (pool->park && (z = unpark_other_copy(pool, class, &held))) {
+				class = held;
+			} else {
+				z = alloc_zspage(pool, class, class->pages_per_zspage, class->objs_per_zspage);
+				if (!z)
+					return NULL;
+				spin_lock(&class->lock);
+			}
 		}
 		pool_pages_add(pool, (long)class->pages_per_zspage);
 		class->stats[ZS_OBJS_ALLOCATED] += class->objs_per_zspage;

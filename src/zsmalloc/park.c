@@ -120,6 +120,40 @@ struct zspage *unpark_zspage(struct zs_pool *pool, struct size_class *class)
  * the oldest one left (UINT64_MAX: none).  The stack is newest first, so
  * everything below the first old enough one is older still.
  */
+/*
+ * Why: a thread takes its refills from the copy of the CPU it runs on, so one
+ * that moved to another CPU left its emptied zspages parked in the old copy
+ * and found the new copy's stack empty: every refill went to the page
+ * provider while the old stack waited for its decay (callgrind, bench_threads'
+ * churn on two CPUs, the thread moved: ~27 an op in the provider's calls).
+ * The count is read without the lock, so a copy with nothing parked costs no
+ * lock; the other copy's lock is taken with none held (class locks never nest).
+ */
+struct zspage *unpark_other_copy(struct zs_pool *pool, const struct size_class *class,
+				 struct size_class **held)
+{
+	for (unsigned s = 0; s < pool->nr_shards; s++) {
+		size_t e = (size_t)s * (unsigned)pool->nr_classes + class->index;
+		struct size_class *oc = &pool->classes[e];
+		/* A copy is built on its first use: before that its fields (enc too) are zero. */
+		if (oc == class || !class_live(oc) || !park_nr(&pool->park[e]))
+			continue;
+		spin_lock(&oc->lock);
+		/* A compactor revokes the heaps after it raised the flag: take nothing it must see. */
+		struct zspage *z = atomic_load_explicit(&pool->compaction_in_progress, memory_order_acquire)
+					   ? NULL
+					   : unpark_zspage(pool, oc);
+		if (z) {
+			*held = oc;
+			return z;
+		}
+		spin_unlock(&oc->lock);
+		if (atomic_load_explicit(&pool->compaction_in_progress, memory_order_relaxed))
+			return NULL;
+	}
+	return NULL;
+}
+
 static struct zspage *park_cut(struct zs_pool *pool, struct size_class *class, uint64_t cutoff,
 			       bool may_kick, uint64_t *oldest)
 {

@@ -679,8 +679,7 @@ static __attribute__((noinline)) unsigned long owned_copy_locked(struct zs_heap 
  * for this thread.
  */
 static inline __attribute__((always_inline)) unsigned long
-owned_place(struct zs_pool *pool, struct zs_heap *h, struct zs_heap_class *c, struct zspage *z,
-	    size_t size, const void *src)
+owned_place(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, size_t size, const void *src)
 {
 	unsigned long handle = list_pop(&h->hl);
 	unsigned idx = z->freeobj;
@@ -688,7 +687,7 @@ owned_place(struct zs_pool *pool, struct zs_heap *h, struct zs_heap_class *c, st
 	if (fresh)
 		idx = z->untouched;
 	unsigned long pos = (unsigned long)idx * c->size;
-	unsigned pi = (unsigned)(pos >> pool->page_shift), off = (unsigned)(pos & (pool->page_size - 1));
+	unsigned pi = (unsigned)(pos >> c->pshift), off = (unsigned)pos & c->pmask;
 	char *a = c->addr[pi] + off;
 	unsigned long *hdr = (unsigned long *)a;
 	if (fresh)
@@ -709,7 +708,7 @@ owned_place(struct zs_pool *pool, struct zs_heap *h, struct zs_heap_class *c, st
 	if (unlikely(thread_index_1 != h->wpin_tix1 || atomic_load_explicit(&pin->z, memory_order_relaxed)))
 		return owned_copy_locked(h, z, handle, src, size);
 	atomic_store_explicit(&pin->z, z, memory_order_relaxed);
-	size_t first = pool->page_size - off - ZS_HANDLE_SIZE;
+	size_t first = c->pmask - off + 1 - ZS_HANDLE_SIZE;
 	/* A slot of a small class ends in the chain's next page at the latest; the header never
 	 * crosses (slot sizes are multiples of 8). */
 	if (likely(size <= first)) {
@@ -751,7 +750,7 @@ static __attribute__((noinline)) unsigned long malloc_owned_slow(struct zs_pool 
 		heap_exit(h);
 		return malloc_off_slow(pool, size, src);
 	}
-	return owned_place(pool, h, c, z, size, src);
+	return owned_place(h, c, z, size, src);
 }
 
 /* Past zs_malloc's one size test: a multi-page object, or any size in an owned pool. */
@@ -777,7 +776,7 @@ static __attribute__((noinline)) unsigned long malloc_off(struct zs_pool *pool, 
 	struct zspage *z = c->cur;
 	if (unlikely(!z || (z->freeobj == FREEOBJ_END && z->untouched == z->objs) || !h->hl.n))
 		return malloc_owned_slow(pool, size, src, 1);
-	return owned_place(pool, h, c, z, size, src);
+	return owned_place(h, c, z, size, src);
 }
 
 unsigned long zs_malloc(struct zs_pool *pool, size_t size)
