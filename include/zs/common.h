@@ -18,7 +18,7 @@
 
 /* Kept equal to project(VERSION) in CMakeLists.txt (tests/package/exports.sh checks). */
 #define ZS_VERSION_MAJOR 4
-#define ZS_VERSION_MINOR 0
+#define ZS_VERSION_MINOR 1
 #define ZS_VERSION_PATCH 0
 #define ZS_VERSION_NUMBER (ZS_VERSION_MAJOR * 10000 + ZS_VERSION_MINOR * 100 + ZS_VERSION_PATCH)
 

@@ -65,7 +65,7 @@ __all__ = [
     "CLASS_SHARDS_AUTO", "PAGES_NO_CACHE", "PAGES_DECAY_NEVER",
     "CompressedDict", "train_dict",
 ]
-__version__ = "4.0.0"
+__version__ = "4.1.0"
 
 # Any object with the buffer protocol (bytes, bytearray, memoryview, array.array, numpy
 # arrays, mmap): the C library reads or fills its memory in place.  (typing has no
