@@ -333,7 +333,7 @@ static void sort_by_pfn(struct zspage **v, size_t n)
 static long compact_by_address(struct zs_pool *pool, struct size_class *class, char *buf,
 			       int *again)
 {
-	size_t n = 0, lo = 0, hi;
+	size_t n = 0, lo = 0, hi, moved = 0, batch;
 	long freed = 0;
 	*again = 0;
 	for (int fg = ZS_INUSE_RATIO_10; fg <= ZS_INUSE_RATIO_100; fg++)
@@ -350,6 +350,7 @@ static long compact_by_address(struct zs_pool *pool, struct size_class *class, c
 			if (!is_fitted(class, z))
 				v[n++] = z;
 	sort_by_pfn(v, n);
+	batch = 8 + n / 8;
 	hi = n - 1;
 	while (lo < hi) {
 		struct zspage *dst = v[lo], *src = v[hi];
@@ -372,7 +373,14 @@ static long compact_by_address(struct zs_pool *pool, struct size_class *class, c
 			free_zspage_pages(pool, src);
 			hi--;
 		}
-		if (rw_is_contended(&pool->lock)) {
+		/*
+		 * A waiting lock ends the call only after a batch: each call sorts
+		 * the class again (n log n reads of zspages, cold lines), and under
+		 * two threads that always want the pool lock (a cache at its limit)
+		 * yielding after every zspage made the sorts most of the pass
+		 * (heapsort 8% of a RocksDB run's CPU at two readers).
+		 */
+		if (++moved >= batch && rw_is_contended(&pool->lock)) {
 			*again = lo < hi;
 			break;
 		}
