@@ -18,6 +18,8 @@ from . import _ext
 Key = Union[str, bytes]
 _CODECS = {"none": _ext.CODEC_NONE, "lz4": _ext.CODEC_LZ4, "zstd": _ext.CODEC_ZSTD,
            "lz4hc": _ext.CODEC_LZ4HC, "zstd-huf": _ext.CODEC_ZSTD_HUF}
+# The codecs whose dictionaries zstd's trainer makes (train= and retrain()).
+_TRAINABLE = ("zstd", "zstd-huf")
 
 
 def _arg_error(msg: str) -> Exception:
@@ -87,7 +89,7 @@ class CompressedDict(_ext.Cache, MutableMapping[Key, bytes]):
             if isinstance(dict, str) or not isinstance(dict, (bytes, bytearray, memoryview)):
                 raise TypeError(f"dict must be bytes, not {type(dict).__name__}")
             dict = bytes(dict)
-        if train and name not in ("zstd", "zstd-huf"):
+        if train and name not in _TRAINABLE:
             raise _arg_error(f"train= needs codec 'zstd' or 'zstd-huf' (a trained dictionary is zstd's "
                              f"format), not {name!r}")
         if train and dict is not None:
@@ -140,7 +142,7 @@ class CompressedDict(_ext.Cache, MutableMapping[Key, bytes]):
         or too few / too uniform samples."""
         if self.closed:
             raise _arg_error("CompressedDict is closed")
-        if self._cfg["codec"] not in ("zstd", "zstd-huf"):
+        if self._cfg["codec"] not in _TRAINABLE:
             raise _arg_error(f"retrain needs codec 'zstd' or 'zstd-huf', not {self._cfg['codec']!r}")
         if samples is None:
             _int("n", n, 1, 1 << 30)
