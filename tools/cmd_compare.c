@@ -412,8 +412,70 @@ static void print_summary(const char *wl, size_t ps, const char *const *kinds,
 	}
 }
 
+/* --files: repeatable; each a file or a non-empty directory. */
+static int add_files(const char *cmd, const char *opt, const char *arg, void *ptr)
+{
+	struct opts *o = ptr;
+	if (o->nfiles == 64) {
+		fprintf(stderr, "zs %s: %s: at most 64\n", cmd, opt);
+		return 2;
+	}
+	if (opt_path(cmd, opt, arg, 1))
+		return 2;
+	o->files[o->nfiles++] = arg;
+	return 0;
+}
+
+/* --heap: a non-empty file. */
+static int set_heap(const char *cmd, const char *opt, const char *arg, void *ptr)
+{
+	if (opt_path(cmd, opt, arg, 0))
+		return 2;
+	*(const char **)ptr = arg;
+	return 0;
+}
+
+/* The flags of `zs compare` (the pool options come from opts.h), stored into
+ * o and the numbers n; usage passes scratch ones for the help. */
+struct compare_nums {
+	uint64_t max_mib, mix_n, testmod_n;
+};
+#define COMPARE_FLAGS(o, n, files_hook, heap_hook, pid_hook)                                      \
+	{                                                                                          \
+		{ "workloads", 0, OPTK_STR, &(o)->workloads, 0, 0, NULL },                         \
+		{ "backends", 0, OPTK_STR, &(o)->backends, 0, 0, NULL },                           \
+		{ "files", 0, OPTK_FN, files_hook, 0, 0,                                          \
+		  "  --files PATH       file or directory for the files workload; repeatable\n"     \
+		  "                     (default /usr/lib/x86_64-linux-gnu + /usr/include)\n" },    \
+		{ "heap", 0, OPTK_FN, heap_hook, 0, 0,                                            \
+		  "  --heap FILE        raw memory dump for the heap workload\n" },                 \
+		{ "pid", 0, OPTK_FN, pid_hook, 0, 0,                                              \
+		  "  --pid PID          read that process's anonymous memory (default: a python3 "  \
+		  "heap)\n" },                                                                      \
+		{ "max-mib", 0, OPTK_U64, &(n)->max_mib, 1, 65536,                                 \
+		  "  --max-mib N        raw MiB per page workload, 1..65536 (default 64)\n" },      \
+		{ "mix-n", 0, OPTK_U64, &(n)->mix_n, 1, 100000000,                                 \
+		  "  --mix-n N          objects in the mix workload, 1..100000000 (default "        \
+		  "100000)\n" },                                                                    \
+		{ "testmod-n", 0, OPTK_U64, &(n)->testmod_n, 1, 1000000,                           \
+		  "  --testmod-n N      objects per testmod size, 1..1000000 (default 64)\n" },     \
+		{ "rounds", 0, OPTK_INT, &(o)->rounds, 0, 1000,                                    \
+		  "  --rounds N         churn rounds, 0..1000 (default 4)\n" },                     \
+		{ "repeat", 0, OPTK_INT, &(o)->repeat, 1, 100,                                     \
+		  "  --repeat N         runs per backend, best speed reported, 1..100 (default "    \
+		  "2)\n" },                                                                         \
+		{ "seed", 0, OPTK_U64, &(o)->seed, 0, UINT64_MAX,                                  \
+		  "  --seed N           churn and mix seed (default 1)\n" },                        \
+		{ "json", 0, OPTK_FLAG, &(o)->json, 0, 0,                                          \
+		  "  --json             JSON instead of the table\n" },                             \
+		{ NULL, 0, OPTK_FLAG, NULL, 0, 0, NULL },                                          \
+	}
+
 static void usage(FILE *f)
 {
+	struct opts scratch;
+	struct compare_nums n;
+	const struct opt_flag flags[] = COMPARE_FLAGS(&scratch, &n, NULL, NULL, NULL);
 	fprintf(f,
 		"usage: zs compare [options]\n"
 		"  --workloads LIST   files,heap,testmod,mix (default all)\n"
@@ -423,129 +485,36 @@ static void usage(FILE *f)
 		"                     (--page-size is repeatable, default 4096 and 16384;\n"
 		"                     --backend KIND is --backends KIND; --chain, --chain-policy,\n"
 		"                     --delta and --free-mode shape the zsmalloc pool; --deferred\n"
-		"                     frees through the backend's deferred path)\n"
-		"  --files PATH       file or directory for the files workload; repeatable\n"
-		"                     (default /usr/lib/x86_64-linux-gnu + /usr/include)\n"
-		"  --heap FILE        raw memory dump for the heap workload\n"
-		"  --pid PID          read that process's anonymous memory (default: a python3 heap)\n"
-		"  --max-mib N        raw MiB per page workload, 1..65536 (default 64)\n"
-		"  --mix-n N          objects in the mix workload, 1..100000000 (default 100000)\n"
-		"  --testmod-n N      objects per testmod size, 1..1000000 (default 64)\n"
-		"  --rounds N         churn rounds, 0..1000 (default 4)\n"
-		"  --repeat N         runs per backend, best speed reported, 1..100 (default 2)\n"
-		"  --seed N           churn and mix seed (default 1)\n"
-		"  --json             JSON instead of the table\n");
+		"                     frees through the backend's deferred path)\n");
+	opt_flags_help(f, flags);
 }
 
+/* Options -> o.  0, 1 after --help, or -1 after a message. */
 static int parse(int argc, char **argv, struct opts *o)
 {
-	enum { O_WORKLOADS = 1, O_BACKENDS, O_FILES, O_HEAP, O_PID, O_MAXMIB, O_MIXN, O_TESTMODN,
-	       O_ROUNDS, O_REPEAT, O_SEED, O_JSON };
-	static const struct option lopts[] = {
-		OPT_POOL_LONGOPTS,
-		{ "workloads", required_argument, NULL, O_WORKLOADS },
-		{ "backends", required_argument, NULL, O_BACKENDS },
-		{ "files", required_argument, NULL, O_FILES },
-		{ "heap", required_argument, NULL, O_HEAP },
-		{ "pid", required_argument, NULL, O_PID },
-		{ "max-mib", required_argument, NULL, O_MAXMIB },
-		{ "mix-n", required_argument, NULL, O_MIXN },
-		{ "testmod-n", required_argument, NULL, O_TESTMODN },
-		{ "rounds", required_argument, NULL, O_ROUNDS },
-		{ "repeat", required_argument, NULL, O_REPEAT },
-		{ "seed", required_argument, NULL, O_SEED },
-		{ "json", no_argument, NULL, O_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	memset(o, 0, sizeof(*o));
 	pool_opts_init(&o->po);
-	o->max_mib = 64;
-	o->mix_n = 100000;
-	o->testmod_n = 64;
 	o->rounds = 4;
 	o->repeat = 2;
 	o->seed = 1;
-	int opt, backend_set = 0;
-	uint64_t v;
-	char path[64];
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
-			if (opt_pool_arg("compare", COMPARE_OPTS, opt, optarg, &o->po))
-				return -1;
-			if (opt == OPTC_PAGE_SIZE) {
-				if (o->nps == 4) {
-					fprintf(stderr, "zs compare: --page-size: at most 4\n");
-					return -1;
-				}
-				o->page_sizes[o->nps++] = o->po.cfg.page_size;
-			}
-			if (opt == OPTC_BACKEND)
-				backend_set = 1;
-			continue;
-		}
-		switch (opt) {
-		case O_WORKLOADS: o->workloads = optarg; break;
-		case O_BACKENDS: o->backends = optarg; break;
-		case O_FILES:
-			if (o->nfiles == 64) {
-				fprintf(stderr, "zs compare: --files: at most 64\n");
-				return -1;
-			}
-			if (opt_path("compare", "--files", optarg, 1))
-				return -1;
-			o->files[o->nfiles++] = optarg;
-			break;
-		case O_HEAP:
-			if (opt_path("compare", "--heap", optarg, 0))
-				return -1;
-			o->heap_file = optarg;
-			break;
-		case O_PID:
-			if (opt_u64("compare", "--pid", optarg, 1, 4194304, &v))
-				return -1;
-			snprintf(path, sizeof(path), "/proc/%llu", (unsigned long long)v);
-			if (access(path, F_OK)) {
-				fprintf(stderr, "zs compare: --pid %s: no such process\n", optarg);
-				return -1;
-			}
-			o->pid = (int)v;
-			break;
-		case O_MAXMIB:
-			if (opt_u64("compare", "--max-mib", optarg, 1, 65536, &v))
-				return -1;
-			o->max_mib = (size_t)v;
-			break;
-		case O_MIXN:
-			if (opt_u64("compare", "--mix-n", optarg, 1, 100000000, &v))
-				return -1;
-			o->mix_n = (size_t)v;
-			break;
-		case O_TESTMODN:
-			if (opt_u64("compare", "--testmod-n", optarg, 1, 1000000, &v))
-				return -1;
-			o->testmod_n = (size_t)v;
-			break;
-		case O_ROUNDS:
-			if (opt_u64("compare", "--rounds", optarg, 0, 1000, &v))
-				return -1;
-			o->rounds = (int)v;
-			break;
-		case O_REPEAT:
-			if (opt_u64("compare", "--repeat", optarg, 1, 100, &v))
-				return -1;
-			o->repeat = (int)v;
-			break;
-		case O_SEED:
-			if (opt_u64("compare", "--seed", optarg, 0, UINT64_MAX, &o->seed))
-				return -1;
-			break;
-		case O_JSON: o->json = 1; break;
-		case 'h': usage(stdout); return 1;
-		default: opt_bad("compare", argc, argv); return -1;
-		}
+	struct compare_nums n = { .max_mib = 64, .mix_n = 100000, .testmod_n = 64 };
+	const struct opt_hook files = { add_files, o }, heap = { set_heap, &o->heap_file },
+			      pid = { opt_pid, &o->pid };
+	const struct opt_flag flags[] = COMPARE_FLAGS(o, &n, (void *)&files, (void *)&heap,
+						      (void *)&pid);
+	int rc = opt_parse("compare", argc, argv, flags, COMPARE_OPTS, &o->po, usage, NULL);
+	if (rc)
+		return rc == 1 ? 1 : -1;
+	o->max_mib = (size_t)n.max_mib;
+	o->mix_n = (size_t)n.mix_n;
+	o->testmod_n = (size_t)n.testmod_n;
+	if (o->po.npage_sizes > OPT_PAGE_SIZES_MAX) {
+		fprintf(stderr, "zs compare: --page-size: at most %d\n", OPT_PAGE_SIZES_MAX);
+		return -1;
 	}
+	for (unsigned i = 0; i < o->po.npage_sizes; i++)
+		o->page_sizes[o->nps++] = o->po.page_sizes[i];
+	int backend_set = !!(o->po.set & OPT_BACKEND);
 	if (optind < argc) {
 		fprintf(stderr, "zs compare: unexpected argument '%s'\n", argv[optind]);
 		return -1;

@@ -51,7 +51,7 @@ static int parse(int argc, char **argv, const char **out, uint64_t *size, uint64
 		 uint64_t *max)
 {
 	const struct opt_flag flags[] = DICT_FLAGS(out, size, samples, max);
-	int rc = opt_parse("dict", argc, argv, flags, 0, NULL, usage);
+	int rc = opt_parse("dict", argc, argv, flags, 0, NULL, usage, NULL);
 	if (rc)
 		return rc;
 	if (!*out || optind >= argc) {

@@ -263,141 +263,79 @@ static void usage(FILE *f)
 		"  --progress         progress on stderr even when it is not a terminal\n");
 }
 
-static int parse_frac(const char *opt, const char *s, double *out)
+/* --swap-file: a path, not an empty one. */
+static int set_swap_file(const char *cmd, const char *opt, const char *arg, void *ptr)
 {
-	return opt_double("record", opt, s, 0, 1, out);
+	if (!*arg) {
+		fprintf(stderr, "zs %s: %s: empty path\n", cmd, opt);
+		return 2;
+	}
+	*(const char **)ptr = arg;
+	return 0;
+}
+
+/* --workload fill|mix. */
+static int set_workload(const char *cmd, const char *opt, const char *arg, void *mix)
+{
+	if (strcmp(arg, "fill") && strcmp(arg, "mix")) {
+		fprintf(stderr, "zs %s: %s: '%s' is not one of: fill, mix\n", cmd, opt, arg);
+		return 2;
+	}
+	*(int *)mix = arg[0] == 'm';
+	return 0;
 }
 
 /* Options -> o, and what must hold before anything touches the kernel.  0, 1 after
  * --help, or 2 after a message. */
 static int parse(int argc, char **argv, struct rec_opts *o)
 {
-	enum { O_COMP = 1, O_PAGES, O_WORKLOAD, O_SEED, O_DISCARD, O_OVERWRITE, O_REFILL, O_OPS,
-	       O_PCOMPACT, O_PDISCARD, O_PROGRESS, O_ZSWAP, O_MEMCG_FILL, O_MEMCG_LIMIT,
-	       O_PLOAD, O_PINVAL, O_SWAPFILE, O_ATTEMPTS, O_LOCKWAIT, O_LOCKFD, O_PID, O_KEVERY,
-	       O_NCODES };
-	static const struct option lopts[] = {
-		{ "out", required_argument, NULL, 'o' },
-		{ "comp", required_argument, NULL, O_COMP },
-		{ "pages", required_argument, NULL, O_PAGES },
-		{ "workload", required_argument, NULL, O_WORKLOAD },
-		{ "seed", required_argument, NULL, O_SEED },
-		{ "discard", required_argument, NULL, O_DISCARD },
-		{ "overwrite", required_argument, NULL, O_OVERWRITE },
-		{ "refill", required_argument, NULL, O_REFILL },
-		{ "ops", required_argument, NULL, O_OPS },
-		{ "p-compact", required_argument, NULL, O_PCOMPACT },
-		{ "p-discard", required_argument, NULL, O_PDISCARD },
-		{ "progress", no_argument, NULL, O_PROGRESS },
-		{ "zswap", no_argument, NULL, O_ZSWAP },
-		{ "memcg-fill", no_argument, NULL, O_MEMCG_FILL },
-		{ "memcg-limit", required_argument, NULL, O_MEMCG_LIMIT },
-		{ "p-load", required_argument, NULL, O_PLOAD },
-		{ "p-invalidate", required_argument, NULL, O_PINVAL },
-		{ "swap-file", required_argument, NULL, O_SWAPFILE },
-		{ "attempts", required_argument, NULL, O_ATTEMPTS },
-		{ "lock-wait", required_argument, NULL, O_LOCKWAIT },
-		{ "lock-fd", required_argument, NULL, O_LOCKFD },
-		{ "pid", required_argument, NULL, O_PID },
-		{ "classes-every", required_argument, NULL, O_KEVERY },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	/* Which recorder each option belongs to (1 zram, 2 zswap, 3 both). */
-	static const unsigned char owner[O_NCODES] = {
-		[O_COMP] = 3, [O_PAGES] = 3, [O_SEED] = 3, [O_OPS] = 3, [O_PROGRESS] = 3,
-		[O_WORKLOAD] = 1, [O_DISCARD] = 1, [O_OVERWRITE] = 1, [O_REFILL] = 1,
-		[O_PCOMPACT] = 1, [O_PDISCARD] = 1, [O_ZSWAP] = 3, [O_MEMCG_FILL] = 2,
-		[O_MEMCG_LIMIT] = 2, [O_PLOAD] = 2, [O_PINVAL] = 2, [O_SWAPFILE] = 2,
-		[O_ATTEMPTS] = 2, [O_LOCKWAIT] = 2, [O_LOCKFD] = 2, [O_PID] = 1, [O_KEVERY] = 1,
-	};
-	const char *given[O_NCODES] = { 0 };
 	*o = (struct rec_opts){ .comp = NULL, .npages = 4000, .seed = 1, .nops = 20000,
 				.discard = 0.5, .overwrite = 0.3, .refill = 0.25, .p_compact = 0.01,
 				.p_discard = 0.5, .p_load = 0.35, .p_inval = 0.25, .attempts = 5,
 				.lock_wait = UINT64_MAX, .lock_fd = -1, .classes_every = 100,
 				.progress = opt_progress_default() };
-	int opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
-		int bad = 0;
-		if (opt > 0 && opt < O_NCODES)
-			for (const struct option *l = lopts; l->name; l++)
-				if (l->val == opt)
-					given[opt] = l->name;
-		switch (opt) {
-		case 'o': o->out_path = optarg; break;
-		case O_COMP: o->comp = optarg; break;
-		case O_PAGES: bad = opt_u64("record", "--pages", optarg, 1, 1u << 22, &o->npages); break;
-		case O_SEED: bad = opt_u64("record", "--seed", optarg, 0, UINT64_MAX, &o->seed); break;
-		case O_OPS:
-			bad = opt_u64("record", "--ops", optarg, 0, 100000000, &o->nops);
-			o->nops_set = 1;
-			break;
-		case O_DISCARD: bad = parse_frac("--discard", optarg, &o->discard); break;
-		case O_OVERWRITE: bad = parse_frac("--overwrite", optarg, &o->overwrite); break;
-		case O_REFILL: bad = parse_frac("--refill", optarg, &o->refill); break;
-		case O_PCOMPACT: bad = parse_frac("--p-compact", optarg, &o->p_compact); break;
-		case O_PDISCARD: bad = parse_frac("--p-discard", optarg, &o->p_discard); break;
-		case O_PLOAD: bad = parse_frac("--p-load", optarg, &o->p_load); break;
-		case O_PINVAL: bad = parse_frac("--p-invalidate", optarg, &o->p_inval); break;
-		case O_PROGRESS: o->progress = 1; break;
-		case O_KEVERY:
-			bad = opt_u64("record", "--classes-every", optarg, 0, 1000000, &o->classes_every);
-			break;
-		case O_ZSWAP: o->zswap = 1; break;
-		case O_MEMCG_FILL: o->memcg_fill = 1; break;
-		case O_MEMCG_LIMIT:
-			bad = opt_bytes("record", "--memcg-limit", optarg, 1 << 20, (uint64_t)1 << 40,
-					&o->memcg_limit);
-			break;
-		case O_LOCKFD: {
-			uint64_t fd;
-			bad = opt_u64("record", "--lock-fd", optarg, 0, INT32_MAX, &fd);
-			o->lock_fd = (int)fd;
-			break;
-		}
-		case O_LOCKWAIT:
-			bad = opt_u64("record", "--lock-wait", optarg, 0, 86400 * 365, &o->lock_wait);
-			break;
-		case O_ATTEMPTS: bad = opt_u64("record", "--attempts", optarg, 1, 100, &o->attempts); break;
-		case O_PID: {
-			uint64_t pid;
-			char proc[32];
-			bad = opt_u64("record", "--pid", optarg, 1, 4194304, &pid);
-			snprintf(proc, sizeof(proc), "/proc/%llu", (unsigned long long)pid);
-			if (!bad && access(proc, F_OK)) {
-				fprintf(stderr, "zs record: --pid %s: no such process\n", optarg);
-				bad = 2;
-			}
-			o->pid = (int)pid;
-			break;
-		}
-		case O_SWAPFILE:
-			if (!*optarg) {
-				fprintf(stderr, "zs record: --swap-file: empty path\n");
-				bad = 2;
-			}
-			o->swap_file = optarg;
-			break;
-		case O_WORKLOAD:
-			if (!strcmp(optarg, "fill") || !strcmp(optarg, "mix")) {
-				o->mix = optarg[0] == 'm';
-			} else {
-				fprintf(stderr, "zs record: --workload: '%s' is not one of: fill, mix\n",
-					optarg);
-				bad = 2;
-			}
-			break;
-		case 'h': usage(stdout); return 1;
-		default: return opt_bad("record", argc, argv);
-		}
-		if (bad)
-			return 2;
-	}
-	for (int c = 1; c < O_NCODES; c++)
-		if (given[c] && !(owner[c] & (o->zswap ? 2 : 1))) {
-			fprintf(stderr, "zs record: --%s is %s\n", given[c],
+	const struct opt_hook swap_file = { set_swap_file, &o->swap_file },
+			      workload = { set_workload, &o->mix }, pid = { opt_pid, &o->pid };
+	/* The help is usage()'s prose, which groups the flags by recorder.  owner:
+	 * which recorder each flag belongs to (1 zram, 2 zswap, 3 both). */
+	const struct opt_flag flags[] = {
+		{ "out", 'o', OPTK_STR, &o->out_path, 0, 0, NULL },
+		{ "comp", 0, OPTK_STR, &o->comp, 0, 0, NULL },
+		{ "pages", 0, OPTK_U64, &o->npages, 1, 1u << 22, NULL },
+		{ "workload", 0, OPTK_FN, (void *)&workload, 0, 0, NULL },
+		{ "seed", 0, OPTK_U64, &o->seed, 0, UINT64_MAX, NULL },
+		{ "discard", 0, OPTK_FRAC, &o->discard, 0, 0, NULL },
+		{ "overwrite", 0, OPTK_FRAC, &o->overwrite, 0, 0, NULL },
+		{ "refill", 0, OPTK_FRAC, &o->refill, 0, 0, NULL },
+		{ "ops", 0, OPTK_U64, &o->nops, 0, 100000000, NULL },
+		{ "p-compact", 0, OPTK_FRAC, &o->p_compact, 0, 0, NULL },
+		{ "p-discard", 0, OPTK_FRAC, &o->p_discard, 0, 0, NULL },
+		{ "progress", 0, OPTK_FLAG, &o->progress, 0, 0, NULL },
+		{ "zswap", 0, OPTK_FLAG, &o->zswap, 0, 0, NULL },
+		{ "memcg-fill", 0, OPTK_FLAG, &o->memcg_fill, 0, 0, NULL },
+		{ "memcg-limit", 0, OPTK_BYTES, &o->memcg_limit, 1 << 20, (uint64_t)1 << 40, NULL },
+		{ "p-load", 0, OPTK_FRAC, &o->p_load, 0, 0, NULL },
+		{ "p-invalidate", 0, OPTK_FRAC, &o->p_inval, 0, 0, NULL },
+		{ "swap-file", 0, OPTK_FN, (void *)&swap_file, 0, 0, NULL },
+		{ "attempts", 0, OPTK_U64, &o->attempts, 1, 100, NULL },
+		{ "lock-wait", 0, OPTK_U64, &o->lock_wait, 0, 86400 * 365, NULL },
+		{ "lock-fd", 0, OPTK_INT, &o->lock_fd, 0, INT32_MAX, NULL },
+		{ "pid", 0, OPTK_FN, (void *)&pid, 0, 0, NULL },
+		{ "classes-every", 0, OPTK_U64, &o->classes_every, 0, 1000000, NULL },
+		{ NULL, 0, OPTK_FLAG, NULL, 0, 0, NULL },
+	};
+	static const unsigned char owner[] = { 3, 3, 3, 1, 3, 1, 1, 1, 3, 1, 1, 3,
+					       3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1 };
+	_Static_assert(sizeof(owner) == sizeof(flags) / sizeof(flags[0]) - 1,
+		       "an owner per flag");
+	unsigned char given[sizeof(flags) / sizeof(flags[0])] = { 0 };
+	int rc = opt_parse("record", argc, argv, flags, 0, NULL, usage, given);
+	if (rc)
+		return rc;
+	o->nops_set = opt_given(flags, given, &o->nops);
+	for (size_t i = 0; flags[i].name; i++)
+		if (given[i] && !(owner[i] & (o->zswap ? 2 : 1))) {
+			fprintf(stderr, "zs record: --%s is %s\n", flags[i].name,
 				o->zswap ? "a zram option (not for --zswap)" : "a --zswap option");
 			return 2;
 		}
@@ -414,12 +352,14 @@ static int parse(int argc, char **argv, struct rec_opts *o)
 			o->p_load + o->p_inval);
 		return 2;
 	}
-	if (o->zswap && o->memcg_fill && (given[O_OPS] || given[O_PLOAD] || given[O_PINVAL])) {
+	if (o->zswap && o->memcg_fill &&
+	    (o->nops_set || opt_given(flags, given, &o->p_load) ||
+	     opt_given(flags, given, &o->p_inval))) {
 		fprintf(stderr, "zs record: --memcg-fill writes the pages once: --ops, --p-load and "
 				"--p-invalidate do not apply\n");
 		return 2;
 	}
-	if (o->zswap && !o->memcg_fill && given[O_MEMCG_LIMIT]) {
+	if (o->zswap && !o->memcg_fill && opt_given(flags, given, &o->memcg_limit)) {
 		fprintf(stderr, "zs record: --memcg-limit needs --memcg-fill\n");
 		return 2;
 	}

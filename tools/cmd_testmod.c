@@ -82,7 +82,7 @@ static int parse(int argc, char **argv, struct tm_opts *o)
 			       .progress = opt_progress_default() };
 	pool_opts_init(&o->po); /* kernel profile: zsmalloc_test.ko's page counts */
 	const struct opt_flag flags[] = TESTMOD_FLAGS(o);
-	int rc = opt_parse("testmod", argc, argv, flags, TESTMOD_OPTS, &o->po, usage);
+	int rc = opt_parse("testmod", argc, argv, flags, TESTMOD_OPTS, &o->po, usage, NULL);
 	if (rc)
 		return rc;
 	if (optind < argc) {

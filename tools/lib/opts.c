@@ -301,6 +301,9 @@ int opt_pool_arg(const char *cmd, unsigned accepted, int code, const char *arg,
 			return 2;
 		}
 		po->cfg.page_size = (size_t)v;
+		if (po->npage_sizes < OPT_PAGE_SIZES_MAX)
+			po->page_sizes[po->npage_sizes] = (size_t)v;
+		po->npage_sizes++;
 		return 0;
 	case OPTC_CHAIN:
 		if (opt_u64(cmd, name, arg, 1, ZS_MAX_CHAIN, &v))
@@ -416,7 +419,8 @@ void opt_pool_help(FILE *f, unsigned accepted)
 #define OPT_TABLE_FIRST 0x2000
 
 int opt_parse(const char *cmd, int argc, char **argv, const struct opt_flag *flags,
-	      unsigned pool_accepted, struct pool_opts *po, void (*usage)(FILE *))
+	      unsigned pool_accepted, struct pool_opts *po, void (*usage)(FILE *),
+	      unsigned char *given)
 {
 	static const struct option pool_longopts[] = { OPT_POOL_LONGOPTS };
 	size_t npool = po ? sizeof(pool_longopts) / sizeof(pool_longopts[0]) : 0, n = 0;
@@ -433,7 +437,9 @@ int opt_parse(const char *cmd, int argc, char **argv, const struct opt_flag *fla
 	size_t k = 0, ns = 0;
 	shorts[ns++] = 'h';
 	for (size_t i = 0; i < n; i++) {
-		int arg = flags[i].kind == OPTK_FLAG ? no_argument : required_argument;
+		int arg = flags[i].kind == OPTK_FLAG || (flags[i].kind == OPTK_FN && flags[i].lo == 1)
+				  ? no_argument
+				  : required_argument;
 		if (flags[i].name[0])
 			lo[k++] = (struct option){ flags[i].name, arg, NULL, OPT_TABLE_FIRST + (int)i };
 		if (flags[i].short_name) {
@@ -457,6 +463,9 @@ int opt_parse(const char *cmd, int argc, char **argv, const struct opt_flag *fla
 				f = &flags[i];
 		if (f) {
 			char dashed[64];
+			uint64_t v;
+			if (given)
+				given[f - flags] = 1;
 			if (f->name[0])
 				snprintf(dashed, sizeof dashed, "--%s", f->name);
 			else
@@ -465,7 +474,18 @@ int opt_parse(const char *cmd, int argc, char **argv, const struct opt_flag *fla
 			case OPTK_FLAG: *(int *)f->ptr = 1; break;
 			case OPTK_U64: rc = opt_u64(cmd, dashed, optarg, f->lo, f->hi, f->ptr); break;
 			case OPTK_BYTES: rc = opt_bytes(cmd, dashed, optarg, f->lo, f->hi, f->ptr); break;
+			case OPTK_INT:
+				rc = opt_u64(cmd, dashed, optarg, f->lo, f->hi, &v);
+				if (!rc)
+					*(int *)f->ptr = (int)v;
+				break;
+			case OPTK_FRAC: rc = opt_double(cmd, dashed, optarg, 0, 1, f->ptr); break;
 			case OPTK_STR: *(const char **)f->ptr = optarg; break;
+			case OPTK_FN: {
+				const struct opt_hook *h = f->ptr;
+				rc = h->fn(cmd, dashed, optarg, h->ptr);
+				break;
+			}
 			}
 		} else if (po && opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
 			rc = opt_pool_arg(cmd, pool_accepted, opt, optarg, po);
@@ -479,6 +499,29 @@ int opt_parse(const char *cmd, int argc, char **argv, const struct opt_flag *fla
 	free(lo);
 	free(shorts);
 	return rc;
+}
+
+int opt_given(const struct opt_flag *flags, const unsigned char *given, const void *ptr)
+{
+	for (size_t i = 0; flags[i].name; i++)
+		if (flags[i].ptr == ptr && given[i])
+			return 1;
+	return 0;
+}
+
+int opt_pid(const char *cmd, const char *opt, const char *arg, void *pid)
+{
+	uint64_t v;
+	char proc[32];
+	if (opt_u64(cmd, opt, arg, 1, 4194304, &v))
+		return 2;
+	snprintf(proc, sizeof(proc), "/proc/%llu", (unsigned long long)v);
+	if (access(proc, F_OK)) {
+		fprintf(stderr, "zs %s: %s %s: no such process\n", cmd, opt, arg);
+		return 2;
+	}
+	*(int *)pid = (int)v;
+	return 0;
 }
 
 void opt_flags_help(FILE *f, const struct opt_flag *flags)

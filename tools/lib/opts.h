@@ -8,9 +8,14 @@
  * A command describes its own flags in a table (struct opt_flag) and calls
  * opt_parse, which runs getopt_long over the table and the pool options the
  * command accepts; opt_flags_help prints the table's help lines, so a flag
- * and its line in --help live in one place.  Older commands still parse
- * with getopt_long, splicing OPT_POOL_LONGOPTS into their table and handing
- * the codes >= OPT_POOL_FIRST to opt_pool_arg().
+ * and its line in --help live in one place (a command whose help is prose
+ * grouped by topic, as record's and replay's, leaves the lines NULL).  Flags
+ * that need more than a range check (repeatable ones, a choice of words, a
+ * process that must exist) are OPTK_FN hooks; rules between flags are
+ * checked after opt_parse, with the table's `given` marks.  classes, pages,
+ * region, soak, zram, zswap and report still parse with getopt_long,
+ * splicing OPT_POOL_LONGOPTS into their table and handing the codes >=
+ * OPT_POOL_FIRST to opt_pool_arg().
  */
 #ifndef ZS_TOOLS_OPTS_H
 #define ZS_TOOLS_OPTS_H
@@ -78,7 +83,12 @@ struct pool_opts {
 	int deferred;              /* --deferred: free through zs_free_deferred */
 	unsigned set;              /* OPT_* given on the command line */
 	const char *profile;       /* "kernel" (the default) or "app" */
+	/* Every --page-size given, in order (the first OPT_PAGE_SIZES_MAX kept;
+	 * npage_sizes counts them all), for a command that runs several. */
+	size_t page_sizes[4];
+	unsigned npage_sizes;
 };
+#define OPT_PAGE_SIZES_MAX 4
 
 void pool_opts_init(struct pool_opts *po);
 
@@ -133,14 +143,20 @@ int opt_bad(const char *cmd, int argc, char **argv);
 /*
  * One flag of a command's table.  kind says what ptr points to and what a
  * value must be: OPTK_FLAG sets an int to 1 (no value); OPTK_U64 and
- * OPTK_BYTES check a uint64_t in lo..hi (opt_u64, opt_bytes); OPTK_STR
- * stores the value as given (const char *).  name is the long name without
- * "--" ("" for a flag with only its one-letter form); short_name, when not
- * 0, is its one-letter form.  help is the flag's
- * line(s) in --help, printed as written (NULL: described with another flag).
- * A table ends with an entry whose name is NULL.
+ * OPTK_BYTES check a uint64_t in lo..hi (opt_u64, opt_bytes); OPTK_INT an
+ * int in lo..hi; OPTK_FRAC a double in 0..1 (opt_double); OPTK_STR stores
+ * the value as given (const char *); OPTK_FN: ptr is a struct opt_hook,
+ * whose fn gets the value (NULL for a flag without one: lo 1 means the flag
+ * takes none) and the hook's ptr, checks and stores it and returns 0, or 2
+ * after its message (a repeatable option, a choice of words, a value
+ * checked against the system).  name is the long
+ * name without "--" ("" for a flag with only its one-letter form); a name
+ * that is also a pool option's replaces it for this command.  short_name,
+ * when not 0, is its one-letter form.  help is the flag's line(s) in --help,
+ * printed as written (NULL: described with another flag).  A table ends with
+ * an entry whose name is NULL.
  */
-enum opt_kind { OPTK_FLAG, OPTK_U64, OPTK_BYTES, OPTK_STR };
+enum opt_kind { OPTK_FLAG, OPTK_U64, OPTK_BYTES, OPTK_INT, OPTK_FRAC, OPTK_STR, OPTK_FN };
 struct opt_flag {
 	const char *name;
 	char short_name;
@@ -149,15 +165,26 @@ struct opt_flag {
 	uint64_t lo, hi;
 	const char *help;
 };
+struct opt_hook {
+	int (*fn)(const char *cmd, const char *opt, const char *arg, void *ptr);
+	void *ptr;
+};
 
 /*
  * Parse argv[1..] against `flags`, --help (-h), and, when po is not NULL,
  * the pool options in pool_accepted (opt_pool_arg).  Stops at the first
- * argument that is not an option (optind points at it).  Returns 0, 1
- * after printing usage(stdout) for --help, or 2 after a message.
+ * argument that is not an option (optind points at it).  given, when not
+ * NULL, has an entry per flag of the table, set to 1 for each flag given
+ * (for rules between flags, checked after parsing).  Returns 0, 1 after
+ * printing usage(stdout) for --help, or 2 after a message.
  */
 int opt_parse(const char *cmd, int argc, char **argv, const struct opt_flag *flags,
-	      unsigned pool_accepted, struct pool_opts *po, void (*usage)(FILE *));
+	      unsigned pool_accepted, struct pool_opts *po, void (*usage)(FILE *),
+	      unsigned char *given);
+/* Whether the flag of `flags` that stores into ptr was given (opt_parse's given). */
+int opt_given(const struct opt_flag *flags, const unsigned char *given, const void *ptr);
+/* --pid: a process that exists now; 0, or 2 after the message (an OPTK_FN). */
+int opt_pid(const char *cmd, const char *opt, const char *arg, void *pid /* int * */);
 /* The help lines of `flags`, in table order. */
 void opt_flags_help(FILE *f, const struct opt_flag *flags);
 

@@ -5,7 +5,6 @@
  * option, while the driver changes with the replay's semantics; nothing here
  * touches a pool or a trace.
  */
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -82,80 +81,47 @@ static void usage(FILE *f)
 		"Exit status: 0 no mismatch (or a policy experiment), 1 mismatches, 2 error.\n");
 }
 
+/* The trace's '# page_size' header fixes it: a --page-size would be ignored. */
+static int refuse_page_size(const char *cmd, const char *opt, const char *arg, void *unused)
+{
+	(void)arg;
+	(void)unused;
+	fprintf(stderr, "zs %s: %s: the trace fixes the page size (its '# page_size' header)\n",
+		cmd, opt);
+	return 2;
+}
+
 int replay_parse(int argc, char **argv, struct opts *o)
 {
-	enum { O_VERBOSE = 1, O_JSON, O_CHECKED, O_STORE, O_VERIFY, O_FAILFAST, O_STRICT, O_CONTEXT,
-	       O_MAXREP, O_SWEEP, O_PROGRESS, O_EVENTS, O_PLOT, O_HELD, O_CLASSES_OUT };
-	static const struct option lopts[] = {
-		OPT_POOL_LONGOPTS,
-		{ "verbose", no_argument, NULL, O_VERBOSE },
-		{ "json", no_argument, NULL, O_JSON },
-		{ "checked", no_argument, NULL, O_CHECKED },
-		{ "store", no_argument, NULL, O_STORE },
-		{ "verify", no_argument, NULL, O_VERIFY },
-		{ "fail-fast", no_argument, NULL, O_FAILFAST },
-		{ "strict", no_argument, NULL, O_STRICT },
-		{ "context", required_argument, NULL, O_CONTEXT },
-		{ "max-report", required_argument, NULL, O_MAXREP },
-		{ "sweep", no_argument, NULL, O_SWEEP },
-		{ "progress", no_argument, NULL, O_PROGRESS },
-		{ "events", required_argument, NULL, O_EVENTS },
-		{ "plot", required_argument, NULL, O_PLOT },
-		{ "deferred-held", required_argument, NULL, O_HELD },
-		{ "classes-out", required_argument, NULL, O_CLASSES_OUT },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	*o = (struct opts){ .chain = -1, .context = 8, .max_report = 3 };
-	int opt;
-	uint64_t v;
+	uint64_t held = 0;
+	static const struct opt_hook no_page_size = { refuse_page_size, NULL };
+	const struct opt_flag flags[] = {
+		{ "verbose", 'v', OPTK_FLAG, &o->verbose, 0, 0, NULL },
+		{ "json", 0, OPTK_FLAG, &o->json, 0, 0, NULL },
+		{ "checked", 0, OPTK_FLAG, &o->checked, 0, 0, NULL },
+		{ "store", 0, OPTK_FLAG, &o->store, 0, 0, NULL },
+		{ "verify", 0, OPTK_FLAG, &o->verify, 0, 0, NULL },
+		{ "fail-fast", 0, OPTK_FLAG, &o->fail_fast, 0, 0, NULL },
+		{ "strict", 0, OPTK_FLAG, &o->strict, 0, 0, NULL },
+		{ "sweep", 0, OPTK_FLAG, &o->sweep, 0, 0, NULL },
+		{ "context", 0, OPTK_INT, &o->context, 0, 64, NULL },
+		{ "max-report", 0, OPTK_INT, &o->max_report, 0, 1000, NULL },
+		{ "progress", 0, OPTK_FLAG, &o->progress, 0, 0, NULL },
+		{ "events", 0, OPTK_STR, &o->events, 0, 0, NULL },
+		{ "plot", 0, OPTK_STR, &o->plot, 0, 0, NULL },
+		{ "deferred-held", 0, OPTK_U64, &held, 1, 1u << 24, NULL },
+		{ "classes-out", 0, OPTK_STR, &o->classes_out, 0, 0, NULL },
+		{ "page-size", 0, OPTK_FN, (void *)&no_page_size, 0, 0, NULL },
+		{ NULL, 0, OPTK_FLAG, NULL, 0, 0, NULL },
+	};
+	unsigned char given[sizeof(flags) / sizeof(flags[0])] = { 0 };
 	pool_opts_init(&o->po); /* kernel profile: a trace replays page-exact only on it */
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "hv", lopts, NULL)) != -1) {
-		if (opt == OPTC_PAGE_SIZE) {
-			fprintf(stderr, "zs replay: --page-size: the trace fixes the page size (its "
-					"'# page_size' header)\n");
-			return 2;
-		}
-		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
-			if (opt_pool_arg("replay", REPLAY_OPTS, opt, optarg, &o->po))
-				return 2;
-			continue;
-		}
-		switch (opt) {
-		case 'h': usage(stdout); return 1;
-		case 'v':
-		case O_VERBOSE: o->verbose = 1; break;
-		case O_JSON: o->json = 1; break;
-		case O_CHECKED: o->checked = 1; break;
-		case O_STORE: o->store = 1; break;
-		case O_VERIFY: o->verify = 1; break;
-		case O_FAILFAST: o->fail_fast = 1; break;
-		case O_STRICT: o->strict = 1; break;
-		case O_SWEEP: o->sweep = 1; break;
-		case O_PROGRESS: o->progress = 1; break;
-		case O_EVENTS: o->events = optarg; break;
-		case O_PLOT: o->plot = optarg; break;
-		case O_CLASSES_OUT: o->classes_out = optarg; break;
-		case O_HELD:
-			if (opt_u64("replay", "--deferred-held", optarg, 1, 1u << 24, &v))
-				return 2;
-			o->held = (long)v;
-			break;
-		case O_CONTEXT:
-			if (opt_u64("replay", "--context", optarg, 0, 64, &v))
-				return 2;
-			o->context = (int)v;
-			break;
-		case O_MAXREP:
-			if (opt_u64("replay", "--max-report", optarg, 0, 1000, &v))
-				return 2;
-			o->max_report = (int)v;
-			o->max_report_set = 1;
-			break;
-		default: return opt_bad("replay", argc, argv);
-		}
-	}
+	int rc = opt_parse("replay", argc, argv, flags, REPLAY_OPTS, &o->po, usage, given);
+	if (rc)
+		return rc;
+	o->max_report_set = opt_given(flags, given, &o->max_report);
+	o->held = (long)held;
 	if (optind < argc)
 		o->path = argv[optind++];
 	if (optind < argc) {
