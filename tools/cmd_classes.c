@@ -48,29 +48,15 @@ struct table {
 /* Options -> po and *json.  0, 1 after --help, or 2 after a message. */
 static int parse(int argc, char **argv, struct pool_opts *po, int *json)
 {
-	static const struct option lopts[] = {
-		OPT_POOL_LONGOPTS,
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	const struct opt_flag flags[] = {
+		{ "json", 0, OPTK_FLAG, json, 0, 0, NULL },
+		{ NULL, 0, OPTK_FLAG, NULL, 0, 0, NULL },
 	};
-	int opt;
 	*json = 0;
 	pool_opts_init(po); /* kernel profile: the table must be the kernel's */
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
-			if (opt_pool_arg("classes", CLASSES_OPTS, opt, optarg, po))
-				return 2;
-		} else if (opt == 'j') {
-			*json = 1;
-		} else if (opt == 'h') {
-			usage(stdout);
-			return 1;
-		} else {
-			return opt_bad("classes", argc, argv);
-		}
-	}
+	int rc = opt_parse("classes", argc, argv, flags, CLASSES_OPTS, po, usage, NULL);
+	if (rc)
+		return rc;
 	if (optind < argc) {
 		fprintf(stderr, "zs classes: unexpected argument '%s'\n", argv[optind]);
 		return 2;

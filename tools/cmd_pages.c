@@ -26,40 +26,32 @@ static void usage(FILE *f)
 		   "Prints the pages and files read.\n");
 }
 
+/* --page-size: as every command's (16K), a power of two. */
+static int set_page(const char *cmd, const char *opt, const char *arg, void *page)
+{
+	if (opt_bytes(cmd, opt, arg, ZS_PAGE_SIZE_MIN, ZS_PAGE_SIZE_MAX, page))
+		return 2;
+	if (!zs_page_size_valid((size_t)*(uint64_t *)page)) {
+		fprintf(stderr, "zs %s: %s %s is not a power of two\n", cmd, opt, arg);
+		return 2;
+	}
+	return 0;
+}
+
 int cmd_pages(int argc, char **argv)
 {
-	enum { O_MAX = 1, O_PAGE };
-	static const struct option lopts[] = {
-		{ "max", required_argument, NULL, O_MAX },
-		{ "page-size", required_argument, NULL, O_PAGE },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	uint64_t max = 256ull << 20, page = ZS_PAGE_SIZE_DEFAULT;
 	const char *out = NULL;
-	int opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "ho:", lopts, NULL)) != -1) {
-		switch (opt) {
-		case 'h': usage(stdout); return 0;
-		case 'o': out = optarg; break;
-		case O_MAX:
-			if (opt_bytes("pages", "--max", optarg, 4096, 1ull << 40, &max))
-				return 2;
-			break;
-		case O_PAGE:
-			/* K suffix as every command's --page-size (16K) */
-			if (opt_bytes("pages", "--page-size", optarg, ZS_PAGE_SIZE_MIN,
-				      ZS_PAGE_SIZE_MAX, &page))
-				return 2;
-			if (!zs_page_size_valid((size_t)page)) {
-				fprintf(stderr, "zs pages: --page-size %s is not a power of two\n", optarg);
-				return 2;
-			}
-			break;
-		default: return opt_bad("pages", argc, argv);
-		}
-	}
+	const struct opt_hook page_hook = { set_page, &page };
+	const struct opt_flag flags[] = {
+		{ "", 'o', OPTK_STR, &out, 0, 0, NULL },
+		{ "max", 0, OPTK_BYTES, &max, 4096, 1ull << 40, NULL },
+		{ "page-size", 0, OPTK_FN, (void *)&page_hook, 0, 0, NULL },
+		{ NULL, 0, OPTK_FLAG, NULL, 0, 0, NULL },
+	};
+	int rc = opt_parse("pages", argc, argv, flags, 0, NULL, usage, NULL);
+	if (rc)
+		return rc == 1 ? 0 : rc;
 	if (!out || optind >= argc) {
 		fprintf(stderr, "zs pages: %s\n", !out ? "no -o FILE given" : "no input FILE|DIR given");
 		usage(stderr);
@@ -70,7 +62,7 @@ int cmd_pages(int argc, char **argv)
 		if (opt_path("pages", "FILE", argv[i], 1))
 			return 2;
 	struct zs_pageset ps;
-	int rc = zs_pageset_load(&ps, (size_t)page, argv + optind, argc - optind, max);
+	rc = zs_pageset_load(&ps, (size_t)page, argv + optind, argc - optind, max);
 	if (rc) {
 		fprintf(stderr, "zs pages: %s\n", strerror(-rc));
 		return 1;

@@ -6,7 +6,6 @@
  * side-by-side comparison with the kernel's zram swap is bench/bench_region.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,53 +54,26 @@ struct region_opts {
 /* Options -> o.  0, 1 after --help, or 2 after a message. */
 static int parse(int argc, char **argv, struct region_opts *o)
 {
-	static const struct option lopts[] = {
-		OPT_POOL_LONGOPTS,
-		{ "mib", required_argument, NULL, 'm' },
-		{ "comp", required_argument, NULL, 'c' },
-		{ "fault-around", required_argument, NULL, 'f' },
-		{ "handlers", required_argument, NULL, 'H' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct pool_opts po;
-	int opt;
+	uint64_t mib = 64, fault_around = 32, handlers;
 
 	memset(o, 0, sizeof(*o));
-	o->mib = 64;
 	zs_region_config_init(&o->cfg);
-	o->cfg.fault_around = 32;
+	handlers = o->cfg.handler_threads;
+	const struct opt_flag flags[] = {
+		{ "mib", 0, OPTK_U64, &mib, 1, 1 << 20, NULL },
+		{ "comp", 0, OPTK_STR, &o->cfg.store.comp, 0, 0, NULL },
+		{ "fault-around", 0, OPTK_U64, &fault_around, 0, 256, NULL },
+		{ "handlers", 0, OPTK_U64, &handlers, 1, 64, NULL },
+		{ NULL, 0, OPTK_FLAG, NULL, 0, 0, NULL },
+	};
 	pool_opts_init(&po);
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		uint64_t x;
-
-		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
-			if (opt_pool_arg("region", OPT_ALL & ~OPT_PAGE_SIZE, opt, optarg, &po))
-				return 2;
-			continue;
-		}
-		switch (opt) {
-		case 'h': usage(stdout); return 1;
-		case 'c': o->cfg.store.comp = optarg; break;
-		case 'm':
-			if (opt_u64("region", "--mib", optarg, 1, 1 << 20, &x))
-				return 2;
-			o->mib = (size_t)x;
-			break;
-		case 'f':
-			if (opt_u64("region", "--fault-around", optarg, 0, 256, &x))
-				return 2;
-			o->cfg.fault_around = (unsigned)x;
-			break;
-		case 'H':
-			if (opt_u64("region", "--handlers", optarg, 1, 64, &x))
-				return 2;
-			o->cfg.handler_threads = (unsigned)x;
-			break;
-		default: return opt_bad("region", argc, argv);
-		}
-	}
+	int prc = opt_parse("region", argc, argv, flags, OPT_ALL & ~OPT_PAGE_SIZE, &po, usage, NULL);
+	if (prc)
+		return prc;
+	o->mib = (size_t)mib;
+	o->cfg.fault_around = (unsigned)fault_around;
+	o->cfg.handler_threads = (unsigned)handlers;
 	/* Checked here, as zs zram does, so a misspelt name is named (not "store config
 	 * rejected") and before the pages are loaded. */
 	if (o->cfg.store.comp) {

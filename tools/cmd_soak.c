@@ -34,8 +34,7 @@ struct sopts {
 	unsigned threads;
 	size_t page_size, objects, slots;
 	uint64_t mem_limit, seed;
-	int checked, free_mode, quiet;
-	int app, fit, set_free_mode, set_shards, set_fit; /* --profile app; explicit flags */
+	int checked, free_mode, quiet, fit;
 	unsigned class_shards;     /* pool and store (zsmalloc): copies of each class */
 	const char *comp, *recomp, *zbackend;
 };
@@ -309,33 +308,71 @@ static void *maint_main(void *arg)
 	return NULL;
 }
 
+#define SOAK_POOL_OPTS (OPT_PAGE_SIZE | OPT_FREE_MODE | OPT_CLASS_SHARDS | OPT_FIT_ZSPAGES | \
+			OPT_PROFILE)
+
+/* --seconds and --max-drift: a finite number above 0. */
+static int positive(const char *cmd, const char *opt, const char *arg, void *out)
+{
+	double v;
+	if (parse_double(arg, &v) || v <= 0) {
+		fprintf(stderr, "zs %s: %s: '%s' is not a number above 0\n", cmd, opt, arg);
+		return 2;
+	}
+	*(double *)out = v;
+	return 0;
+}
+
+/* The flags of `zs soak` (the pool's are opts.h's), stored into o; usage
+ * passes scratch ones for the help. */
+#define SOAK_FLAGS(o, threads, seconds, report, drift)                                              \
+	{                                                                                      \
+		{ "seconds", 0, OPTK_FN, seconds, 0, 0,                                         \
+		  "  --seconds S          how long to run, more than 0 (default 10)\n" },       \
+		{ "threads", 0, OPTK_U64, threads, 1, 256,                                      \
+		  "  --threads N          worker threads, 1..256 (default 4), plus one "         \
+		  "maintenance thread\n" },                                                     \
+		{ "objects", 0, OPTK_U64, &(o)->objects, 1, 1u << 26,                           \
+		  "  --objects N          pool objects in the shadow table, 1..67108864 (default " \
+		  "65536)\n" },                                                                 \
+		{ "slots", 0, OPTK_U64, &(o)->slots, 1, 1u << 24,                               \
+		  "  --slots N            zram slots, 1..16777216 (default 8192)\n" },          \
+		{ "comp", 0, OPTK_STR, &(o)->comp, 0, 0,                                        \
+		  "  --comp NAME          zram compressor (default lz4)\n" },                   \
+		{ "recomp", 0, OPTK_STR, &(o)->recomp, 0, 0,                                    \
+		  "  --recomp NAME        zram recompression algorithm (default zstd)\n" },     \
+		{ "zram-backend", 0, OPTK_STR, &(o)->zbackend, 0, 0,                            \
+		  "  --zram-backend K     backend of the store (default zsmalloc)\n" },         \
+		{ "mem-limit", 0, OPTK_BYTES, &(o)->mem_limit, 1, UINT64_MAX,                   \
+		  "  --mem-limit SIZE     zram mem_limit (writes past it must keep old "         \
+		  "contents)\n" },                                                              \
+		{ "checked", 0, OPTK_FLAG, &(o)->checked, 0, 0,                                 \
+		  "  --checked            checked pool\n" },                                    \
+		{ "seed", 0, OPTK_U64, &(o)->seed, 0, UINT64_MAX,                               \
+		  "  --seed N             RNG seed (default: time)\n" },                        \
+		{ "report", 0, OPTK_FN, report, 0, 0,                                           \
+		  "  --report S           progress line every S seconds, 0 none (default 60)\n" }, \
+		{ "max-drift", 0, OPTK_FN, drift, 0, 0,                                         \
+		  "  --max-drift MIB      also fail if RSS grows more than MIB after the "      \
+		  "warm-up\n" },                                                                \
+		{ "quiet", 0, OPTK_FLAG, &(o)->quiet, 0, 0,                                     \
+		  "  --quiet              no progress lines\n" },                               \
+		{ NULL, 0, OPTK_FLAG, NULL, 0, 0, NULL },                                      \
+	}
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: zs soak [options]\n"
-		"  --seconds S       how long to run, more than 0 (default 10)\n"
-		"  --threads N       worker threads, 1..256 (default 4), plus one maintenance thread\n"
-		"  --page-size N     pool and store page size, a power of two in 4K..64K (default 4096)\n"
-		"  --objects N       pool objects in the shadow table, 1..67108864 (default 65536)\n"
-		"  --slots N         zram slots, 1..16777216 (default 8192)\n"
-		"  --comp NAME       zram compressor (default lz4)\n"
-		"  --recomp NAME     zram recompression algorithm (default zstd)\n"
-		"  --zram-backend K  backend of the store (default zsmalloc)\n"
-		"  --mem-limit SIZE  zram mem_limit (writes past it must keep old contents)\n"
-		"  --free-mode M     %s (the free modes registered in zs/zsmalloc.h)\n"
-		"  --checked         checked pool\n"
-		"  --class-shards N  copies of each size class (pool and zsmalloc store): 0..64 or auto\n"
-		"  --fit-zspages     the pool's compaction fits each class's last zspage to its objects\n"
-		"  --profile P       kernel (default) or app (zs_pool_config_init_app): app is\n"
-		"                    --class-shards auto --free-mode class --fit-zspages; the profile\n"
-		"                    sets the defaults, those flags (before or after it) change one field\n"
-		"  --seed N          RNG seed (default: time)\n"
-		"  --report S        progress line every S seconds (default 60; 0 none)\n"
-		"  --max-drift MIB   also fail if RSS grows more than MIB after the warm-up\n"
-		"  --quiet           no progress lines\n"
-		"Exit status: 0 nothing lost and nothing left (and the drift within --max-drift),\n"
-		"1 otherwise, 2 bad usage or a store/pool that cannot be created.\n",
-		names_list(zs_free_mode_names()));
+	struct sopts scratch;
+	uint64_t threads;
+	const struct opt_flag flags[] = SOAK_FLAGS(&scratch, &threads, NULL, NULL, NULL);
+	fprintf(f, "usage: zs soak [options]\n"
+		   "Threads on one pool and one zram store, every byte checked against a shadow\n"
+		   "copy; then everything freed: nothing may be lost or left.\n");
+	opt_pool_help(f, SOAK_POOL_OPTS);
+	fprintf(f, "                       (--page-size: the pool's and the store's)\n");
+	opt_flags_help(f, flags);
+	fprintf(f, "Exit status: 0 nothing lost and nothing left (and the drift within --max-drift),\n"
+		   "1 otherwise, 2 bad usage or a store/pool that cannot be created.\n");
 }
 
 static uint64_t sum(struct worker *ws, int c)
@@ -354,121 +391,46 @@ struct soak_result {
 	struct zs_zram_stats st;              /* likewise */
 };
 
+/* --report: a finite number, 0 or more. */
+static int nonnegative(const char *cmd, const char *opt, const char *arg, void *out)
+{
+	double v;
+	if (parse_double(arg, &v) || v < 0) {
+		fprintf(stderr, "zs %s: %s: '%s' is not a number, 0 or more\n", cmd, opt, arg);
+		return 2;
+	}
+	*(double *)out = v;
+	return 0;
+}
+
 /* Options -> o.  0, 1 after --help, or 2 after a message. */
 static int parse(int argc, char **argv)
 {
 	memset(&o, 0, sizeof(o));
 	o.seconds = 10;
 	o.report = 60;
-	o.threads = 4;
-	o.page_size = ZS_PAGE_SIZE_DEFAULT;
 	o.objects = 65536;
 	o.slots = 8192;
 	o.seed = (uint64_t)time(NULL);
 	o.comp = "lz4";
 	o.recomp = "zstd";
 	o.zbackend = "zsmalloc";
-	static const struct option lo[] = {
-		{ "seconds", 1, 0, 's' }, { "threads", 1, 0, 't' }, { "page-size", 1, 0, 'p' },
-		{ "objects", 1, 0, 'o' }, { "slots", 1, 0, 'n' }, { "comp", 1, 0, 'c' },
-		{ "recomp", 1, 0, 'r' }, { "zram-backend", 1, 0, 'b' }, { "mem-limit", 1, 0, 'l' },
-		{ "free-mode", 1, 0, 'f' }, { "checked", 0, 0, 'k' }, { "seed", 1, 0, 'S' },
-		{ "class-shards", 1, 0, 'C' }, { "fit-zspages", 0, 0, 'F' }, { "profile", 1, 0, 'P' }, { "report", 1, 0, 'R' }, { "max-drift", 1, 0, 'D' }, { "quiet", 0, 0, 'q' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 }
-	};
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		uint64_t u;
-		enum zs_free_mode fm;
-		switch (c) {
-		case 's':
-			if (parse_double(optarg, &o.seconds) || o.seconds <= 0)
-				goto bad;
-			break;
-		case 't':
-			if (parse_u64(optarg, &u) || u < 1 || u > 256)
-				goto bad;
-			o.threads = (unsigned)u;
-			break;
-		case 'p':
-			if (parse_bytes(optarg, &u))
-				goto bad;
-			o.page_size = (size_t)u;
-			if (!zs_page_size_valid(o.page_size))
-				goto bad;
-			break;
-		case 'o':
-			if (parse_u64(optarg, &u) || u < 1 || u > (1u << 26))
-				goto bad;
-			o.objects = (size_t)u;
-			break;
-		case 'n':
-			if (parse_u64(optarg, &u) || u < 1 || u > (1u << 24))
-				goto bad;
-			o.slots = (size_t)u;
-			break;
-		case 'c': o.comp = optarg; break;
-		case 'r': o.recomp = optarg; break;
-		case 'b': o.zbackend = optarg; break;
-		case 'l':
-			if (parse_bytes(optarg, &o.mem_limit) || !o.mem_limit)
-				goto bad;
-			break;
-		case 'f':
-			if (parse_free_mode(optarg, &fm))
-				goto bad;
-			o.free_mode = (int)fm;
-			o.set_free_mode = 1;
-			break;
-		case 'F': o.fit = o.set_fit = 1; break;
-		case 'P':
-			if (strcmp(optarg, "kernel") && strcmp(optarg, "app")) {
-				fprintf(stderr, "zs soak: --profile: '%s' is not one of: kernel, app\n",
-					optarg);
-				return 2;
-			}
-			o.app = !strcmp(optarg, "app");
-			break;
-		case 'k': o.checked = 1; break;
-		case 'C':
-			if (parse_class_shards(optarg, &o.class_shards))
-				goto bad;
-			o.set_shards = 1;
-			break;
-		case 'S':
-			if (parse_u64(optarg, &o.seed))
-				goto bad;
-			break;
-		case 'R':
-			if (parse_double(optarg, &o.report) || o.report < 0)
-				goto bad;
-			break;
-		case 'D':
-			if (parse_double(optarg, &o.max_drift_mib) || o.max_drift_mib <= 0)
-				goto bad;
-			break;
-		case 'q': o.quiet = 1; break;
-		case 'h': usage(stdout); return 1;
-		default: usage(stderr); return 2;
-		}
-		continue;
-bad:
-		for (int k = 0; lo[k].name; k++)
-			if (lo[k].val == c)
-				fprintf(stderr, "zs soak: bad value for --%s: '%s'\n", lo[k].name, optarg);
-		return 2;
-	}
-	if (o.app) {
-		/* The profile fills only what no flag of its own set, wherever --profile stood. */
-		struct zs_pool_config app;
-		zs_pool_config_init_app(&app);
-		if (!o.set_free_mode)
-			o.free_mode = (int)app.free_mode;
-		if (!o.set_shards)
-			o.class_shards = app.class_shards;
-		if (!o.set_fit)
-			o.fit = app.fit_zspages;
-	}
+	uint64_t threads = 4;
+	const struct opt_hook seconds = { positive, &o.seconds },
+			      drift = { positive, &o.max_drift_mib },
+			      report = { nonnegative, &o.report };
+	const struct opt_flag flags[] = SOAK_FLAGS(&o, &threads, (void *)&seconds, (void *)&report,
+						   (void *)&drift);
+	struct pool_opts po;
+	pool_opts_init(&po);
+	int rc = opt_parse("soak", argc, argv, flags, SOAK_POOL_OPTS, &po, usage, NULL);
+	if (rc)
+		return rc;
+	o.threads = (unsigned)threads;
+	o.page_size = po.cfg.page_size;
+	o.free_mode = (int)po.cfg.free_mode;
+	o.class_shards = po.cfg.class_shards;
+	o.fit = po.cfg.fit_zspages;
 	if (optind < argc) {
 		fprintf(stderr, "zs soak: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);

@@ -291,124 +291,79 @@ static const char *wb_status(const struct zrun *r)
 	return r->wb_limit_hit ? "stopped at --wb-limit" : r->wb_rc ? strerror(-r->wb_rc) : "ok";
 }
 
+/* --writeback TYPE: the kernel's writeback types, numbered from 1. */
+static int set_wb_type(const char *cmd, const char *opt, const char *arg, void *type)
+{
+	static const char *const types[] = { "idle", "huge", "huge_idle", "incompressible" };
+	(void)opt;
+	for (int k = 0; k < 4; k++)
+		if (!strcmp(arg, types[k])) {
+			*(int *)type = k + 1;
+			return 0;
+		}
+	fprintf(stderr, "zs %s: --writeback: unknown type '%s'\n", cmd, arg);
+	return 2;
+}
+
+/* --level N: only the form is checked here, with the one int parser
+ * (tools/lib/parse.c); the range is the compressor's (zs_comp_check_params). */
+static int set_level(const char *cmd, const char *opt, const char *arg, void *level)
+{
+	(void)opt;
+	if (parse_int(arg, -1000000, 1000000, level)) {
+		fprintf(stderr, "zs %s: bad level '%s' (a whole number, e.g. 3 or -5)\n", cmd, arg);
+		return 2;
+	}
+	return 0;
+}
+
 /* Options -> o; FILEs stay in argv[optind..].  0, 1 after --help, or 2 after a message. */
 static int parse(int argc, char **argv, struct opts *o)
 {
-	static const struct option lopts[] = {
-		OPT_POOL_LONGOPTS,
-		{ "comp", required_argument, NULL, 'c' },
-		{ "progress", no_argument, NULL, 'P' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "limit", required_argument, NULL, 'l' },
-		{ "max", required_argument, NULL, 'm' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "vs-kernel", no_argument, NULL, 'k' },
-		{ "kernel-comp", required_argument, NULL, 'K' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "agree", no_argument, NULL, 'a' },
-		{ "dict", required_argument, NULL, 'D' },
-		{ "level", required_argument, NULL, 'L' },
-		{ "backing", required_argument, NULL, 'B' },
-		{ "writeback", required_argument, NULL, 'W' },
-		{ "wb-compressed", no_argument, NULL, 'C' },
-		{ "wb-batch", required_argument, NULL, 'N' },
-		{ "wb-limit", required_argument, NULL, 'T' },
-		{ "wb-drop-cache", no_argument, NULL, 'Y' },
-		{ "group", required_argument, NULL, 'G' },
-		{ "matrix", no_argument, NULL, 'X' },
-		{ "filter", required_argument, NULL, 'F' },
-		{ "synth", required_argument, NULL, 'S' },
-		{ "pid", required_argument, NULL, 'I' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int opt, rc;
+	int rc;
+	uint64_t wb_batch = 0, group = 0, threads = 1;
 
 	*o = (struct opts){ .comp = "lz4", .backend = "zsmalloc",
 			    .page_size = ZS_PAGE_SIZE_DEFAULT, .threads = 1,
 			    .max_bytes = 256ull << 20 };
 	pool_opts_init(&o->po);
 	o->progress = opt_progress_default();
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		uint64_t x;
-
-		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
-			if (opt_pool_arg("zram", ZRAM_OPTS, opt, optarg, &o->po))
-				return 2;
-			continue;
-		}
-		switch (opt) {
-		case 'c': o->comp = optarg; break;
-		case 'P': o->progress = 1; break;
-		case 'K': o->kcomp = optarg; break;
-		case 'j': o->json = 1; break;
-		case 'k': o->vs_kernel = 1; break;
-		case 'q': o->quiet = 1; break;
-		case 'a': o->agree = 1; break;
-		case 'D': o->dict = optarg; break;
-		case 'X': o->matrix = 1; break;
-		case 'F': o->filter = optarg; break;
-		case 'S': o->synth = optarg; break;
-		case 'I': o->pid = optarg; break;
-		case 'B': o->backing = optarg; break;
-		case 'C': o->wb_compressed = 1; break;
-		case 'Y': o->wb_drop_cache = 1; break;
-		case 'W': {
-			static const char *const types[] = { "idle", "huge", "huge_idle",
-							     "incompressible" };
-			for (int k = 0; k < 4; k++)
-				if (!strcmp(optarg, types[k]))
-					o->wb_type = k + 1;
-			if (!o->wb_type) {
-				fprintf(stderr, "zs zram: --writeback: unknown type '%s'\n", optarg);
-				return 2;
-			}
-			break;
-		}
-		case 'N':
-			if (opt_u64("zram", "--wb-batch", optarg, 1, ZS_ZRAM_MAX_WB_BATCH, &x))
-				return 2;
-			o->wb_batch = (unsigned)x;
-			break;
-		case 'G':
-			if (opt_u64("zram", "--group", optarg, 0, 16, &x))
-				return 2;
-			o->group = (unsigned)x;
-			break;
-		case 'T':
-			if (opt_u64("zram", "--wb-limit", optarg, 0, UINT64_MAX, &o->wb_limit))
-				return 2;
-			o->wb_limit_set = 1;
-			break;
-		case 'L':
-			/* the range is the compressor's (zs_comp_check_params): only the
-			 * form is checked here, with the one int parser (tools/lib/parse.c) */
-			if (parse_int(optarg, -1000000, 1000000, &o->level)) {
-				fprintf(stderr, "zs zram: bad level '%s' (a whole number, e.g. 3 or -5)\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 't':
-			if (opt_u64("zram", "--threads", optarg, 1, 64, &x))
-				return 2;
-			o->threads = (unsigned)x;
-			break;
-		case 'l':
-		case 'm':
-			if (opt_bytes("zram", opt == 'l' ? "--limit" : "--max", optarg, 4096, 1ull << 40,
-				      &x))
-				return 2;
-			if (opt == 'l')
-				o->limit = x;
-			else
-				o->max_bytes = x;
-			break;
-		case 'h': usage(stdout); return 1;
-		default: return opt_bad("zram", argc, argv);
-		}
-	}
+	const struct opt_hook wb_type = { set_wb_type, &o->wb_type },
+			      level = { set_level, &o->level };
+	const struct opt_flag flags[] = {
+		{ "comp", 0, OPTK_STR, &o->comp, 0, 0, NULL },
+		{ "progress", 0, OPTK_FLAG, &o->progress, 0, 0, NULL },
+		{ "threads", 0, OPTK_U64, &threads, 1, 64, NULL },
+		{ "limit", 0, OPTK_BYTES, &o->limit, 4096, 1ull << 40, NULL },
+		{ "max", 0, OPTK_BYTES, &o->max_bytes, 4096, 1ull << 40, NULL },
+		{ "json", 0, OPTK_FLAG, &o->json, 0, 0, NULL },
+		{ "vs-kernel", 0, OPTK_FLAG, &o->vs_kernel, 0, 0, NULL },
+		{ "kernel-comp", 0, OPTK_STR, &o->kcomp, 0, 0, NULL },
+		{ "quiet", 0, OPTK_FLAG, &o->quiet, 0, 0, NULL },
+		{ "agree", 0, OPTK_FLAG, &o->agree, 0, 0, NULL },
+		{ "dict", 0, OPTK_STR, &o->dict, 0, 0, NULL },
+		{ "level", 0, OPTK_FN, (void *)&level, 0, 0, NULL },
+		{ "backing", 0, OPTK_STR, &o->backing, 0, 0, NULL },
+		{ "writeback", 0, OPTK_FN, (void *)&wb_type, 0, 0, NULL },
+		{ "wb-compressed", 0, OPTK_FLAG, &o->wb_compressed, 0, 0, NULL },
+		{ "wb-batch", 0, OPTK_U64, &wb_batch, 1, ZS_ZRAM_MAX_WB_BATCH, NULL },
+		{ "wb-limit", 0, OPTK_U64, &o->wb_limit, 0, UINT64_MAX, NULL },
+		{ "wb-drop-cache", 0, OPTK_FLAG, &o->wb_drop_cache, 0, 0, NULL },
+		{ "group", 0, OPTK_U64, &group, 0, 16, NULL },
+		{ "matrix", 0, OPTK_FLAG, &o->matrix, 0, 0, NULL },
+		{ "filter", 0, OPTK_STR, &o->filter, 0, 0, NULL },
+		{ "synth", 0, OPTK_STR, &o->synth, 0, 0, NULL },
+		{ "pid", 0, OPTK_STR, &o->pid, 0, 0, NULL },
+		{ NULL, 0, OPTK_FLAG, NULL, 0, 0, NULL },
+	};
+	unsigned char given[sizeof(flags) / sizeof(flags[0])] = { 0 };
+	rc = opt_parse("zram", argc, argv, flags, ZRAM_OPTS, &o->po, usage, given);
+	if (rc)
+		return rc;
+	o->threads = (unsigned)threads;
+	o->wb_batch = (unsigned)wb_batch;
+	o->group = (unsigned)group;
+	o->wb_limit_set = opt_given(flags, given, &o->wb_limit);
 	if (o->filter && !strcmp(o->filter, "all") && !o->matrix) {
 		fprintf(stderr, "zs zram: --filter all needs --matrix\n");
 		return 2;

@@ -27,7 +27,6 @@
  * joined by zswap_cmd.h.  Public headers only.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,90 +71,64 @@ static void usage(FILE *f)
 
 /* ---- Parsing ---- */
 
+/* --backends LIST: kept whole here, split and checked after the flags. */
+static int set_backends(const char *cmd, const char *opt, const char *arg, void *blist)
+{
+	if (strlen(arg) >= 256) {
+		fprintf(stderr, "zs %s: %s: too long\n", cmd, opt);
+		return 2;
+	}
+	snprintf(blist, 256, "%s", arg);
+	return 0;
+}
+
+/* The pool option --backend would pick one: this command runs a list. */
+static int refuse_backend(const char *cmd, const char *opt, const char *arg, void *unused)
+{
+	(void)opt;
+	(void)arg;
+	(void)unused;
+	fprintf(stderr, "zs %s: use --backends LIST\n", cmd);
+	return 2;
+}
+
 static int parse(int argc, char **argv, struct opts *o)
 {
-	static const struct option lopts[] = {
-		OPT_POOL_LONGOPTS,
-		{ "backends", required_argument, NULL, 'b' },
-		{ "comp", required_argument, NULL, 'c' },
-		{ "max", required_argument, NULL, 'm' },
-		{ "max-pool-percent", required_argument, NULL, 'p' },
-		{ "total-ram", required_argument, NULL, 'r' },
-		{ "backing", required_argument, NULL, 'B' },
-		{ "ops", required_argument, NULL, 'o' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "sizes", required_argument, NULL, 'S' },
-		{ "vs-kernel", no_argument, NULL, 'k' },
-		{ "shrinker", no_argument, NULL, 'R' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	static char blist[256];
-	int opt, rc;
-	uint64_t x;
+	static const struct opt_hook backends = { set_backends, blist },
+				     no_backend = { refuse_backend, NULL };
+	uint64_t max_pool_percent = 20;
 
 	memset(o, 0, sizeof(*o));
 	o->comp = "lzo";
 	o->max_bytes = 64ull << 20;
-	o->max_pool_percent = 20;
 	o->seed = 1;
 	o->ops = UINT64_MAX;
 	pool_opts_init(&o->po);
 	snprintf(blist, sizeof(blist), "zsmalloc,zblock");
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
-		if (opt >= OPT_POOL_FIRST && opt <= OPT_POOL_LAST) {
-			if (opt == OPTC_BACKEND) {
-				fprintf(stderr, "zs zswap: use --backends LIST\n");
-				return 2;
-			}
-			if (opt_pool_arg("zswap", ZSWAP_OPTS, opt, optarg, &o->po))
-				return 2;
-			continue;
-		}
-		switch (opt) {
-		case 'b':
-			if (strlen(optarg) >= sizeof(blist)) {
-				fprintf(stderr, "zs zswap: --backends: too long\n");
-				return 2;
-			}
-			snprintf(blist, sizeof(blist), "%s", optarg);
-			break;
-		case 'c': o->comp = optarg; break;
-		case 'B': o->backing = optarg; break;
-		case 'S': o->sizes = optarg; break;
-		case 'k': o->vs_kernel = 1; break;
-		case 'R': o->shrinker = 1; break;
-		case 'j': o->json = 1; break;
-		case 'q': o->quiet = 1; break;
-		case 'm':
-			if (opt_bytes("zswap", "--max", optarg, 4096, 1ull << 40, &o->max_bytes))
-				return 2;
-			break;
-		case 'r':
-			if (opt_bytes("zswap", "--total-ram", optarg, 4096, 1ull << 60, &o->total_ram))
-				return 2;
-			break;
-		case 'p':
-			if (opt_u64("zswap", "--max-pool-percent", optarg, 0, 100, &x))
-				return 2;
-			o->max_pool_percent = (unsigned)x;
-			o->max_pool_set = 1;
-			break;
-		case 'o':
-			if (opt_u64("zswap", "--ops", optarg, 0, 1ull << 29, &o->ops))
-				return 2;
-			break;
-		case 's':
-			if (opt_u64("zswap", "--seed", optarg, 0, UINT64_MAX, &o->seed))
-				return 2;
-			break;
-		case 'h': usage(stdout); return 1;
-		default: return opt_bad("zswap", argc, argv);
-		}
-	}
+	const struct opt_flag flags[] = {
+		{ "backends", 0, OPTK_FN, (void *)&backends, 0, 0, NULL },
+		{ "backend", 0, OPTK_FN, (void *)&no_backend, 0, 0, NULL },
+		{ "comp", 0, OPTK_STR, &o->comp, 0, 0, NULL },
+		{ "max", 0, OPTK_BYTES, &o->max_bytes, 4096, 1ull << 40, NULL },
+		{ "max-pool-percent", 0, OPTK_U64, &max_pool_percent, 0, 100, NULL },
+		{ "total-ram", 0, OPTK_BYTES, &o->total_ram, 4096, 1ull << 60, NULL },
+		{ "backing", 0, OPTK_STR, &o->backing, 0, 0, NULL },
+		{ "ops", 0, OPTK_U64, &o->ops, 0, 1ull << 29, NULL },
+		{ "seed", 0, OPTK_U64, &o->seed, 0, UINT64_MAX, NULL },
+		{ "sizes", 0, OPTK_STR, &o->sizes, 0, 0, NULL },
+		{ "vs-kernel", 0, OPTK_FLAG, &o->vs_kernel, 0, 0, NULL },
+		{ "shrinker", 0, OPTK_FLAG, &o->shrinker, 0, 0, NULL },
+		{ "json", 0, OPTK_FLAG, &o->json, 0, 0, NULL },
+		{ "quiet", 0, OPTK_FLAG, &o->quiet, 0, 0, NULL },
+		{ NULL, 0, OPTK_FLAG, NULL, 0, 0, NULL },
+	};
+	unsigned char given[sizeof(flags) / sizeof(flags[0])] = { 0 };
+	int rc = opt_parse("zswap", argc, argv, flags, ZSWAP_OPTS, &o->po, usage, given);
+	if (rc)
+		return rc;
+	o->max_pool_percent = (unsigned)max_pool_percent;
+	o->max_pool_set = opt_given(flags, given, &max_pool_percent);
 	for (char *save = NULL, *t = strtok_r(blist, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		const char *const *kinds = zs_backend_kinds();
 		int known = 0;

@@ -32,8 +32,8 @@ expect 2 "unknown backend 'jemaloc'" compare --backends zsmalloc,jemaloc
 expect 2 "empty workload list" compare --workloads ""
 expect 2 "--page-size: '5' is not a size .* in 4096..65536" compare --page-size 5
 expect 2 "--max-mib: '0' is not a whole number in 1..65536" compare --max-mib 0
-expect 2 "bad value for --threads: '0'" soak --threads 0
-expect 2 "bad value for --seconds: 'x'" soak --seconds x
+expect 2 "--threads: '0' is not a whole number in 1..256" soak --threads 0
+expect 2 "--seconds: 'x' is not a number above 0" soak --seconds x
 expect 2 "cannot create the zram store" soak --comp bogus --seconds 1
 : > "$tmp/empty.bin"
 mkdir "$tmp/emptydir"
@@ -166,10 +166,10 @@ assert b["errors"] == 0 and p["mem_bytes"] <= a["compact"]["mem_bytes"], (a["com
 check "compare --fit-zspages: parts add up, no more pages than without" fit_fewer
 expect 2 "--fit-zspages does not apply to this command" classes --fit-zspages
 # One checked number parser everywhere (each of these ran, or ran forever, before).
-expect 2 "bad value for --report: 'nan'" soak --report nan --seconds 0.3 --quiet
-expect 2 "bad value for --seconds: 'inf'" soak --seconds inf --quiet
-expect 2 "bad value for --threads: ' 2'" soak --threads " 2" --seconds 0.3 --quiet
-expect 2 "bad value for --seed: '-1'" soak --seed -1 --seconds 0.3 --quiet
+expect 2 "--report: 'nan' is not a number, 0 or more" soak --report nan --seconds 0.3 --quiet
+expect 2 "--seconds: 'inf' is not a number above 0" soak --seconds inf --quiet
+expect 2 "--threads: ' 2' is not a whole number in 1..256" soak --threads " 2" --seconds 0.3 --quiet
+expect 2 "--seed: '-1' is not a whole number" soak --seed -1 --seconds 0.3 --quiet
 expect 2 "--max: '4x' is not a size" dict train -o "$tmp/d" --max 4x /usr/bin/ls
 expect 2 "--samples: '8x' is not a whole number in 8\.\." dict train -o "$tmp/d" --samples 8x /usr/bin/ls
 expect 2 "--group: '17' is not a whole number in 0\.\.16" zram --group 17 /usr/bin/ls
@@ -181,7 +181,7 @@ expect 2 "--class-shards: '99' is not a whole number in 0..64" zram --class-shar
 expect 2 "--class-shards does not apply to this command" classes --class-shards 2
 # ... and one --free-mode parser: soak takes the same names (and messages) as every command.
 expect_out 0 "^usage: zs compare" compare --help
-expect 2 "bad value for --free-mode: 'bogus'" soak --free-mode bogus --quiet
+expect 2 "--free-mode: 'bogus' is not one of: pool, class" soak --free-mode bogus --quiet
 check "soak --free-mode class-unlocked (the library's name, which bench_release prints too) is accepted" \
 	bash -c "'$zs' soak --free-mode class-unlocked --seconds 0.2 --threads 1 --objects 512 --slots 64 --quiet >/dev/null 2>&1"
 # Every promise in `zs help CMD`: unknown options and stray arguments are refused on every
@@ -258,10 +258,10 @@ done
 check "refused report runs leave no --out directory" test ! -e "$tmp/rep"
 # zs soak: the ranges its help gives, and -h as on every command
 expect_out 0 "^usage: zs soak" soak -h
-expect 2 "bad value for --threads: '257'" soak --threads 257 --seconds 0.2 --quiet
-expect 2 "bad value for --objects: '67108865'" soak --objects 67108865 --seconds 0.2 --quiet
-expect 2 "bad value for --slots: '16777217'" soak --slots 16777217 --seconds 0.2 --quiet
-expect 2 "bad value for --page-size: '128K'" soak --page-size 128K --seconds 0.2 --quiet
+expect 2 "--threads: '257' is not a whole number in 1..256" soak --threads 257 --seconds 0.2 --quiet
+expect 2 "--objects: '67108865' is not a whole number in 1..67108864" soak --objects 67108865 --seconds 0.2 --quiet
+expect 2 "--slots: '16777217' is not a whole number in 1..16777216" soak --slots 16777217 --seconds 0.2 --quiet
+expect 2 "--page-size: '128K' is not a size .* in 4096..65536" soak --page-size 128K --seconds 0.2 --quiet
 # --quiet means nothing on stderr (zram: even with --progress; zswap: no notes); soak --quiet
 # drops the progress lines
 quiet() { [ -z "$("$zs" "$@" 2>&1 >/dev/null)" ]; }

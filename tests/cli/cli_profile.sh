@@ -122,13 +122,12 @@ expect 2 "--profile app: --vs-kernel needs the kernel profile" \
 	zram --vs-kernel --profile app "$input"
 expect 2 "--profile does not apply to this command" report --profile kernel
 # Help states the default and the rule.
-for c in compare zram zswap region; do
+for c in compare zram zswap region soak; do
 	expect_out 0 "the profile sets the defaults" help "$c"
 done
 for c in classes testmod replay; do
 	expect_out 0 "--profile app is refused" help "$c"
 done
-expect_out 0 "--profile P .*kernel \\(default\\) or app" help soak
 expect_out 0 "--profile" help
 
 cli_done cli_profile

@@ -12,10 +12,10 @@
  * grouped by topic, as record's and replay's, leaves the lines NULL).  Flags
  * that need more than a range check (repeatable ones, a choice of words, a
  * process that must exist) are OPTK_FN hooks; rules between flags are
- * checked after opt_parse, with the table's `given` marks.  classes, pages,
- * region, soak, zram, zswap and report still parse with getopt_long,
- * splicing OPT_POOL_LONGOPTS into their table and handing the codes >=
- * OPT_POOL_FIRST to opt_pool_arg().
+ * checked after opt_parse, with the table's `given` marks.  Every command
+ * parses this way but `zs report`, which hands its arguments to a Python
+ * script and only checks the pool options among them (OPT_POOL_LONGOPTS and
+ * opt_pool_arg) as every command checks them.
  */
 #ifndef ZS_TOOLS_OPTS_H
 #define ZS_TOOLS_OPTS_H
