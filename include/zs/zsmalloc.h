@@ -327,8 +327,18 @@ struct zs_pool;
  * and zs_pool_trim first give every thread's zspages back to their classes
  * (so compaction frees what it would without owners), as does a thread's
  * exit.  What a thread holds between those calls: per class, its current
- * zspage and the zspages it filled that still hold an object; a zspage its
- * owner empties goes back to its class at once (parked or freed as any).  A thread keeps
+ * zspage, the zspages it filled that still hold an object, and at most 3
+ * empty spares.  A zspage its owner empties goes back to its class at once
+ * (parked or freed as any), except while the thread holds full zspages of
+ * that class and none with free slots (its zspages emptied in turn, as a
+ * free-all does): then it stays the thread's as a spare for the class's
+ * next refills, which take it without a lock; the fourth sends all four
+ * back together.  Spares count in the pool's pages and in zs_class_stats
+ * (as empty zspages) like any owned zspage, and go back on the calls above,
+ * a refill that finds free slots to fill, the thread's exit, an allocation
+ * out of memory, and self-compaction's look once the pool is quiet
+ * (autocompact_ms; with it off, a free-all leaves up to 3 spares a class
+ * until one of the others).  A thread keeps
  * heaps for the last 4 pools it allocated from (a fifth gives the oldest
  * back).  Not fork-safe across a fork taken while another thread allocates
  * from such a pool (a child should not use a pool the parent's threads were

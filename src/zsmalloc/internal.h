@@ -573,6 +573,12 @@ int park_init(struct zs_pool *pool);
 void park_destroy(struct zs_pool *pool);
 int park_zspage(struct zs_pool *pool, struct size_class *class, struct zspage *zspage);
 struct zspage *unpark_zspage(struct zs_pool *pool, struct size_class *class);
+/* The same in batches (class lock held, a heap's spares): up to max zspages into out[], one
+ * accounting step for them all; park_zspages: n unlinked empty zspages of the class's shape,
+ * linked through lnext, all parked (1) or none (0: the caller frees them). */
+unsigned unpark_zspages(struct zs_pool *pool, struct size_class *class, struct zspage **out,
+			unsigned max);
+int park_zspages(struct zs_pool *pool, struct size_class *class, struct zspage *list, unsigned n);
 /* No class lock held: a zspage parked in another copy of class's physical class, returned with
  * that copy's lock held (*held names it), or NULL (none, or a compaction running). */
 struct zspage *unpark_other_copy(struct zs_pool *pool, const struct size_class *class,
@@ -923,23 +929,33 @@ unsigned long can_compact(const struct size_class *class);
 #define ZS_OWNED_ZSPAGES 1
 #endif
 /* Fullness values of owned zspages, past the class groups (on no class list). */
-enum { ZS_OWNED_CUR = ZS_NR_FULLNESS_GROUPS + 1, ZS_OWNED_FULL, ZS_OWNED_PARTIAL };
+enum { ZS_OWNED_CUR = ZS_NR_FULLNESS_GROUPS + 1, ZS_OWNED_FULL, ZS_OWNED_PARTIAL, ZS_OWNED_SPARE };
 #define ZS_TL_HEAPS 4      /* pools a thread keeps a heap for at once */
+/*
+ * Emptied zspages a heap keeps per class (owned.c, "Spares"): the class's
+ * next refills take them with no lock, and they go to and come from the
+ * class's park in batches of up to ZS_HEAP_SPARES + 1 under one class lock.
+ */
+#define ZS_HEAP_SPARES 3
 
 struct zs_heap_class {
 	struct zspage *cur;      /* allocated from; NULL until the first allocation */
 	struct zspage *partial;  /* owned, with slots the owner freed (lnext/lprev) */
 	struct zspage *full;     /* owned, no free slot */
+	struct zspage *spare;    /* owned and empty, of the class's shape (lnext only) */
 	unsigned size;           /* the class's slot size (0: not known yet) */
 	int off;                 /* a one-object class: never owned */
 	/* The pool's page shift and size - 1, beside the size: the placement reads no pool field,
 	 * so the allocation keeps one pointer less live and saves no register for it */
 	unsigned pshift, pmask;
+	unsigned nspare;         /* on spare, at most ZS_HEAP_SPARES */
+	unsigned streak;         /* refills in a row that took an empty zspage from the class:
+	                            the parked ones the next takes at once, less one */
 	/* cur's pages, so an allocation finds its slot without the page table or a chain walk */
 	char *addr[ZS_MAX_CHAIN];
 	uint32_t pfn[ZS_MAX_CHAIN];
 	/* Up to 256 bytes: the allocation finds its class's entry with a shift, not a multiply */
-	char pad_[256 - 40 - ZS_MAX_CHAIN * 12];
+	char pad_[256 - 56 - ZS_MAX_CHAIN * 12];
 };
 _Static_assert(sizeof(struct zs_heap_class) == 256, "a heap class entry is a power of two");
 

@@ -114,6 +114,42 @@ struct zspage *unpark_zspage(struct zs_pool *pool, struct size_class *class)
 	return zspage;
 }
 
+int park_zspages(struct zs_pool *pool, struct size_class *class, struct zspage *list, unsigned n)
+{
+	if (!pages_park_room(pool->pages, n * class->pages_per_zspage))
+		return 0;
+	struct zs_park *pk = &pool->park[class->enc];
+	unsigned long now = (unsigned long)pages_now_ns();
+	struct zspage *z = list, *last = NULL;
+	for (unsigned k = 0; k < n; k++, last = z, z = z->lnext) {
+		assert_internal(z && !z->huge && z->objs == class->objs_per_zspage);
+		z->huge_handle = now;
+	}
+	last->lnext = pk->top;
+	pk->top = list;
+	park_nr_set(pk, park_nr(pk) + n);
+	pages_park_note(pool->pages, (long)(n * class->pages_per_zspage));
+	return 1;
+}
+
+unsigned unpark_zspages(struct zs_pool *pool, struct size_class *class, struct zspage **out,
+			unsigned max)
+{
+	struct zs_park *pk = &pool->park[class->enc];
+	unsigned n = 0;
+	while (n < max && pk->top) {
+		struct zspage *z = pk->top;
+		pk->top = z->lnext;
+		zspage_reset(z, 0);
+		out[n++] = z;
+	}
+	if (n) {
+		park_nr_set(pk, park_nr(pk) - n);
+		pages_park_note(pool->pages, -(long)(n * class->pages_per_zspage));
+	}
+	return n;
+}
+
 /*
  * Class lock held: unlink the parked zspages parked at or before `cutoff`
  * (UINT64_MAX: all) and return them as a list; *oldest gets the park time of

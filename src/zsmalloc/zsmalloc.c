@@ -753,9 +753,15 @@ static __attribute__((noinline)) unsigned long malloc_owned_slow(struct zs_pool 
 	return owned_place(h, c, z, size, src);
 }
 
-/* Past zs_malloc's one size test: a multi-page object, or any size in an owned pool. */
-static __attribute__((noinline)) unsigned long malloc_off(struct zs_pool *pool, size_t size,
-							  const void *src)
+/*
+ * Past zs_malloc's one size test: a multi-page object, or any size in an
+ * owned pool.  One body, two copies (malloc_off for zs_malloc,
+ * malloc_off_write for zs_malloc_write, src not NULL): each copy's
+ * placement knows whether it copies, so neither tests src.
+ */
+static inline __attribute__((always_inline)) unsigned long malloc_off_body(struct zs_pool *pool,
+									   size_t size,
+									   const void *src)
 {
 	if (unlikely(size - 1 >= pool->page_size)) {
 		if (!size)
@@ -779,12 +785,24 @@ static __attribute__((noinline)) unsigned long malloc_off(struct zs_pool *pool, 
 	return owned_place(h, c, z, size, src);
 }
 
+static __attribute__((noinline)) unsigned long malloc_off(struct zs_pool *pool, size_t size)
+{
+	return malloc_off_body(pool, size, NULL);
+}
+
+static __attribute__((noinline, nonnull(2))) unsigned long malloc_off_write(struct zs_pool *pool,
+									    const void *src,
+									    size_t size)
+{
+	return malloc_off_body(pool, size, src);
+}
+
 unsigned long zs_malloc(struct zs_pool *pool, size_t size)
 {
 	if (unlikely(!size))
 		return (unsigned long)-EINVAL;
 	if (unlikely(size > pool->small_limit))
-		return malloc_off(pool, size, NULL);
+		return malloc_off(pool, size);
 	return malloc_small(pool, size, 0, NULL);
 }
 
@@ -815,7 +833,7 @@ unsigned long zs_malloc_write(struct zs_pool *pool, const void *src, size_t len)
 	if (unlikely(!src))
 		return (unsigned long)-EINVAL;
 	if (len > pool->small_limit) /* owned pools (small_limit 0), or a multi-page object */
-		return malloc_off(pool, len, src);
+		return malloc_off_write(pool, src, len);
 	return malloc_write_class(pool, src, len);
 }
 

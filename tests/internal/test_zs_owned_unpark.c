@@ -69,6 +69,23 @@ static void round_free(struct zs_pool *p, unsigned tag)
 	}
 }
 
+/* The pages of this thread's heap's spare zspages, each checked empty and the count bounded. */
+static unsigned long spare_pages(struct zs_pool *p)
+{
+	struct zs_heap *hp = heap_tls.heap[0];
+	unsigned long pages = 0;
+	for (int i = 0; hp && i < p->nr_classes; i++) {
+		unsigned n = 0;
+		for (struct zspage *z = hp->cls[i].spare; z; z = z->lnext, n++) {
+			CHECK_EQ(z->inuse, 0);
+			pages += zspage_pages(zspage_class(p, z), z);
+		}
+		CHECK_EQ(n, hp->cls[i].nspare);
+		CHECK(n <= ZS_HEAP_SPARES);
+	}
+	return pages;
+}
+
 int main(void)
 {
 	uint64_t seed = tu_seed("test_zs_owned_unpark");
@@ -120,6 +137,9 @@ int main(void)
 	       a, b, p->nr_shards, before, after);
 	CHECK(after * 10 <= before);
 	round_free(p, 2);
+	/* Emptied, the heap keeps only spares (owned.c, "Spares"), all its pages; a trim takes them. */
+	CHECK_EQ(zs_get_total_pages(p), spare_pages(p));
+	zs_pool_trim(p);
 	CHECK_EQ(zs_get_total_pages(p), 0);
 	zs_destroy_pool(p);
 	return tu_done();

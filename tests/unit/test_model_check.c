@@ -247,17 +247,24 @@ static void do_compact(struct seg *s)
 	check_accounting(s);
 }
 
+/* A zsmalloc pool with thread-owned zspages (zs/zsmalloc.h, "Thread-owned zspages"). */
+static int seg_owned(const struct seg *s)
+{
+	return s->a.zp && s->zc.free_mode != ZS_FREE_POOL_LOCK && !s->zc.checked && s->zc.fit_zspages;
+}
+
 /* An allocation failed with -ENOMEM: only a limit or an injected failure may cause it,
  * and only when the class had no free slot (no new page was needed otherwise).
  * zs_malloc frees the queued deferred frees before it gives up (the worker's
- * batch in hand included), so the limit rule holds at the pages it failed at,
- * with or without the worker; those frees are the only way a failed malloc
- * may change the pool's pages, and only downwards. */
+ * batch in hand included), and takes back the thread heaps' emptied spare
+ * zspages, so the limit rule holds at the pages it failed at, with or
+ * without the worker; those are the only ways a failed malloc may change
+ * the pool's pages, and only downwards. */
 static void check_enomem(struct seg *s, size_t size, unsigned long pages_before)
 {
 	n_enomem++;
 	unsigned long pages = ut_pages(&s->a);
-	if (s->deferred ? pages > pages_before : pages != pages_before)
+	if (s->deferred || seg_owned(s) ? pages > pages_before : pages != pages_before)
 		FAIL(s, "a failed malloc changed the pool's pages %lu -> %lu", pages_before, pages);
 	if (pages < pages_before)
 		n_enomem_flushed++;
