@@ -5,8 +5,10 @@
 # objects) cancel the setup, so (Ir(r6) - Ir(r2)) / 80,000 is the per-op
 # cost.  Each --r runs three times and the smallest count is kept: the purge
 # thread can look at the pool inside a run and add to it.  The run is pinned
-# to one CPU (a thread that moves between the page cache's per-CPU lists
-# adds 0-30 an op) with a 1 h page decay (no purge of the parked pages).
+# to one CPU, 0 unless --cpu says otherwise (a thread that moves between the
+# page cache's per-CPU lists adds 0-30 an op, and the count differs by about
+# one an op from one CPU to another), with a 1 h page decay (no purge of the
+# parked pages).
 # With --functions the per-op difference is also split by function
 # (callgrind_annotate's self counts; a line inlined from a header counts
 # with the function it is in), largest first.
@@ -16,7 +18,7 @@
 #   bench_layout, built Release with -g for --functions.
 set -euo pipefail
 funcs=0
-cpu=1
+cpu=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--functions) funcs=1; shift ;;
