@@ -18,6 +18,9 @@
 #            (docs/reliability.md, "Bad inputs").
 #   dict-*   the bytes tests/unit/test_comp_dict.c's records compress to, with and
 #            without a dictionary, at the test's default seed (docs/zram.md).
+#   layout-* scripts/layout-callgrind.sh (docs/benchmarks.md section 5):
+#            instructions per allocate + write + free of bench_layout's rows,
+#            and of the app row with the owners fenced (ZS_OWNED_FENCED=1).
 # Callgrind counts depend on the compiler and its flags, so the script uses a
 # Release build (default build-bench, configured and built when missing) and
 # the figures name the compiler and valgrind they came from; the check counts
@@ -27,7 +30,7 @@
 #                              [--results FILE] [--save FILE] [--root DIR]
 #   (none)          measure, then rewrite every marked figure in place
 #   --check         measure, print a diff and exit 1 if any figure differs
-#   --only GROUPS   comma list of api, alloc, checks, dict (default all)
+#   --only GROUPS   comma list of api, alloc, checks, dict, layout (default all)
 #   --build DIR     Release build directory (default build-bench)
 #   --no-build      use DIR's programs as they are (tests/package/doc_counts.sh)
 #   --results FILE  take the measurements from FILE (key=value lines, as
@@ -36,10 +39,11 @@
 #   --root DIR      the tree whose README.md and docs/*.md are rewritten
 #                   (default: this repository); the measuring always uses
 #                   this repository's scripts and tests
-# Takes about 1 minute in all (alloc ~40 s, api ~3 s, checks ~3 s, dict ~1 s, plus the build).
+# Takes about 2 minutes in all (alloc ~40 s, layout ~60 s, api ~3 s, checks ~3 s, dict ~1 s,
+# plus the build).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-root=$here build=build-bench only=api,alloc,checks,dict check=0 results='' save='' nobuild=0
+root=$here build=build-bench only=api,alloc,checks,dict,layout check=0 results='' save='' nobuild=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--check) check=1 ;;
@@ -55,7 +59,7 @@ while [[ $# -gt 0 ]]; do
 	shift
 done
 for g in ${only//,/ }; do
-	case $g in api|alloc|checks|dict) ;; *) echo "doc-counts.sh: unknown group '$g' (api, alloc, checks, dict)" >&2; exit 2 ;; esac
+	case $g in api|alloc|checks|dict|layout) ;; *) echo "doc-counts.sh: unknown group '$g' (api, alloc, checks, dict, layout)" >&2; exit 2 ;; esac
 done
 wants() { [[ ",$only," == *",$1,"* ]]; }
 [[ $build = /* ]] || build=$here/$build
@@ -73,7 +77,7 @@ need_build() {
 	fi
 	local type targets=()
 	type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt")
-	if [[ $type != Release ]] && { wants api || wants alloc; }; then
+	if [[ $type != Release ]] && { wants api || wants alloc || wants layout; }; then
 		echo "doc-counts.sh: $build is a '$type' build; the docs quote a Release build" >&2
 		exit 2
 	fi
@@ -81,6 +85,7 @@ need_build() {
 	wants alloc || wants checks && targets+=(zs)
 	wants checks && targets+=(test_regress_config_limits test_regress_end_unpin)
 	wants dict && targets+=(test_comp_dict)
+	wants layout && targets+=(bench_layout)
 	if [[ $nobuild == 0 ]]; then
 		cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >"$tmp/build.log" 2>&1 ||
 			{ tail -20 "$tmp/build.log" >&2; exit 1; }
@@ -147,6 +152,26 @@ measure_alloc() {
 	done
 }
 
+# scripts/layout-callgrind.sh on the rows docs/benchmarks.md quotes, pinned to
+# the first CPU this process may use (the script's own reasons for pinning).
+# The docs quote whole instructions: the counts move by a few thousandths of
+# an instruction an op between runs, so a tenth could flip at a rounding edge
+# and make --check flaky; the rounding is done here, from the raw counts.
+measure_layout() {
+	local cpu=0 row n
+	command -v taskset >/dev/null && cpu=$(taskset -pc $$ | sed 's/.*: *//; s/[-,].*//')
+	# "app  596.6 instructions an op ((79493773 - 31769572) / 80000)" -> app 597
+	rows() { sed -n 's/^\([a-z]*\) .*((\([0-9]*\) - \([0-9]*\)) \/ 80000)$/\1 \2 \3/p' |
+		awk '{ printf "%s %.0f\n", $1, ($2 - $3) / 80000 }'; }
+	while read -r row n; do v[layout_$row]=$n; done < <(
+		bash "$here/scripts/layout-callgrind.sh" --cpu "$cpu" "$build" app pair bound mimalloc | rows)
+	while read -r row n; do v[layout_fenced]=$n; done < <(
+		ZS_OWNED_FENCED=1 bash "$here/scripts/layout-callgrind.sh" --cpu "$cpu" "$build" app | rows)
+	for row in app pair bound mimalloc fenced; do
+		[[ -n ${v[layout_$row]:-} ]] || { echo "doc-counts.sh: no layout count for $row" >&2; exit 1; }
+	done
+}
+
 # checks KEY CMD...: how many checks CMD ran, from its last "N passed, M
 # failed" line (failed ones count: the figure is how many checks there are).
 count_checks() {
@@ -187,6 +212,7 @@ else
 	wants alloc && measure_alloc
 	wants checks && measure_checks
 	wants dict && measure_dict
+	wants layout && measure_layout
 	true
 fi
 if [[ -n $save ]]; then
@@ -245,6 +271,18 @@ render_alloc-summary() {
 render_dict-bytes() {
 	echo "zstd:3 $(val dict_zstd:3) -> $(val dict_zstd:3+dict) bytes and lz4 $(val dict_lz4) -> $(val dict_lz4+dict)"
 }
+
+render_layout-table() {
+	echo "| row | instructions an op |"
+	echo "|---|---|"
+	echo "| \`app\` (\`zs_malloc_write\` + \`zs_free\`, application profile) | **$(val layout_app)** |"
+	echo "| \`pair\` (\`zs_malloc\` + \`zs_obj_write\` + \`zs_free\`) | $(val layout_pair) |"
+	echo "| bound (zsmalloc's layout, no locks or atomics) | $(val layout_bound) |"
+	echo "| mimalloc (\`malloc\` + \`memcpy\` + \`free\`) | $(val layout_mimalloc) |"
+}
+render_layout-app() { val layout_app; }
+render_layout-fenced() { val layout_fenced; }
+render_layout-pair-extra() { echo $(($(val layout_pair) - $(val layout_app))); }
 
 render_checks-cli() { th "$(val checks_cli)"; }
 render_checks-limits() { th "$(val checks_limits)"; }

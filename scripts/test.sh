@@ -60,17 +60,17 @@ run_ctest() {  # run_ctest DIR [ctest args...]
 tsan_run() { setarch "$(uname -m)" -R "$@"; }
 
 # The exact instruction and check counts README.md and docs/ quote (scripts/doc-counts.sh):
-# callgrind on a Release build of the few programs it measures (~1 minute in all).  The
+# callgrind on a Release build of the few programs it measures (~2 minutes in all).  The
 # callgrind figures were measured on this project's VM; under valgrind glibc still picks its
 # memcpy/memset by the host CPU (and their thresholds by its caches), so on another CPU
 # model those two groups are skipped, not failed, and the check and byte counts still run.
 DOC_COUNTS_CPU="AuthenticAMD 25 17"
 doc_counts() {
-  local only=api,alloc,checks,dict cpu
+  local only=api,alloc,checks,dict,layout cpu
   cpu=$(awk -F': *' '/^vendor_id/&&!v{v=$2} /^cpu family/&&!f{f=$2} /^model[ \t]*:/&&!m{m=$2}
     END{print v, f, m}' /proc/cpuinfo)
   if [ "$cpu" != "$DOC_COUNTS_CPU" ]; then
-    echo "SKIP doc-counts api,alloc: figures measured on '$DOC_COUNTS_CPU', this CPU is '$cpu'"
+    echo "SKIP doc-counts api,alloc,layout: figures measured on '$DOC_COUNTS_CPU', this CPU is '$cpu'"
     only=checks,dict
   fi
   if bash scripts/doc-counts.sh --check --only "$only" --build build-counts; then

@@ -13,9 +13,9 @@
 #                  ZS_EXP_PURE, ZS_EXP_IDLE, ZS_EXP_THP; the floor registered
 #                  as the region is: ZS_EXP_FLOOR_WP, ZS_EXP_FLOOR_FEAT
 #   lock-limits    T=1 churn without locked instructions or with
-#                  non-temporal copies (docs/benchmarks.md section 5,
-#                  "Where the T=1 gap is"): ZS_EXP_PLAIN (one thread only),
-#                  ZS_EXP_NT=BYTES
+#                  non-temporal copies: ZS_EXP_PLAIN (one thread only),
+#                  ZS_EXP_NT=BYTES (docs/benchmarks.md states the outcome;
+#                  the figures are in the git history of that file)
 #
 # Each switch is an environment variable read by the built binaries
 # (DIR/build-rel/bench_region, DIR/build-rel/bench_threads); unset, the

@@ -10,7 +10,7 @@
 #      and two regression tests, and test_comp_dict's bytes, measured with
 #      this build and compared with the docs (a few seconds).  A change that
 #      adds a check must update the count: scripts/doc-counts.sh --only checks.
-# The callgrind figures (api, alloc) depend on a Release build with gcc:
+# The callgrind figures (api, alloc, layout) depend on a Release build with gcc:
 # scripts/test.sh checks them with scripts/doc-counts.sh --check on its own
 # Release build (build-counts), not this ctest.
 # Usage: bash tests/package/doc_counts.sh BUILD_DIR   (from the repository root)
@@ -57,6 +57,10 @@ check "reliability.md: checks-cli (summary and table)" markers docs/reliability.
 check "reliability.md: checks-limits" markers docs/reliability.md checks-limits 2
 check "reliability.md: checks-unpin" markers docs/reliability.md checks-unpin 2
 check "zram.md: dict-bytes" markers docs/zram.md dict-bytes 1
+check "benchmarks.md: layout-table" markers docs/benchmarks.md layout-table 1
+check "benchmarks.md: layout-app" markers docs/benchmarks.md layout-app 1
+check "benchmarks.md: layout-pair-extra" markers docs/benchmarks.md layout-pair-extra 1
+check "benchmarks.md: layout-fenced" markers docs/benchmarks.md layout-fenced 1
 
 # 2. A fixture tree and saved measurements.
 mkdir -p "$tmp/t/docs"

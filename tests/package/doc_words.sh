@@ -4,7 +4,9 @@
 # sessions, or at paths outside the repository (the reference material
 # beside it), since none of those travel with the source; and no line of
 # README.md or docs/*.md may run past 400 characters (long lines hide in
-# diffs and break review).  The patterns are assembled from pieces so this
+# diffs and break review); README.md stays under 350 lines (the front page
+# points into docs/ rather than growing into a manual).  The patterns are
+# assembled from pieces so this
 # file, which is scanned like any other, does not match itself.
 # Checks:
 #   1. the scanner finds each pattern and a 401-character line in a
@@ -13,7 +15,8 @@
 #   2. the tracked files under README.md docs include src tools tests bench
 #      python scripts examples (git ls-files in a checkout, find otherwise)
 #      hold none of the patterns;
-#   3. no line of README.md or docs/*.md is over 400 characters.
+#   3. no line of README.md or docs/*.md is over 400 characters;
+#   4. README.md has fewer than 350 lines.
 # Usage: bash tests/package/doc_words.sh BUILD_DIR   (from the repository root; the
 # build dir is not used)
 set -u
@@ -28,6 +31,7 @@ up='\.\.''/shared'
 ref='shared''/(repro|reference|seeds)'
 words="$ord $ses|$iss [0-9]+|$iss-[0-9]+|$up|$ref"
 maxlen=400
+maxreadme=349
 dirs="README.md docs include src tools tests bench python scripts examples"
 
 list_files() { # list_files ROOT: the files to scan, one a line, relative to ROOT
@@ -64,6 +68,13 @@ scan_long() { # scan_long ROOT: print every over-long doc line; fail if any
 	[ ! -s "$tmp/long" ]
 }
 
+scan_readme() { # scan_readme ROOT: fail if README.md is too long
+	local n
+	n=$(wc -l <"$1/README.md" 2>/dev/null || echo 0)
+	echo "README.md: $n lines (at most $maxreadme)" >"$tmp/readme"
+	[ "$n" -le "$maxreadme" ]
+}
+
 report() { # report OK DESCRIPTION [HITS_FILE]
 	if [ "$1" = 0 ]; then
 		pass=$((pass + 1))
@@ -96,6 +107,12 @@ report $((! $?)) "fixture: a $((maxlen + 1))-character line in docs/ is caught"
 printf '%*s\n' $maxlen x | tr ' ' y >"$fx/docs/long.md"
 scan_long "$fx"
 report $? "fixture: a $maxlen-character line passes"
+seq $((maxreadme + 1)) >"$fx/README.md"
+scan_readme "$fx"
+report $((! $?)) "fixture: a README.md of $((maxreadme + 1)) lines is caught"
+seq $maxreadme >"$fx/README.md"
+scan_readme "$fx"
+report $? "fixture: a README.md of $maxreadme lines passes"
 
 # 2 and 3. The tree.
 n=$(list_files . | wc -l)
@@ -106,6 +123,8 @@ else
 	report $? "no tracker, $ses or outside-path references in $n files" "$tmp/hits"
 	scan_long .
 	report $? "no line over $maxlen characters in README.md and docs/*.md" "$tmp/long"
+	scan_readme .
+	report $? "README.md under $((maxreadme + 1)) lines" "$tmp/readme"
 fi
 
 echo "$pass passed, $fail failed"
