@@ -975,8 +975,8 @@ struct zs_pool *zs_blob_pool(struct zs_blob *s)
  * the process's dynamic mmap threshold to its size and the trim threshold
  * to twice that, for the rest of the process: heap memory up to that size is
  * no longer given back, and larger blocks the program allocates later come
- * from the heap and stay there (db_bench with the RocksDB plugin grew 2.8 MiB
- * more after one training).  With 2^16-entry tables (256 + 128 KiB) and level 1
+ * from the heap and stay there (db_bench with the RocksDB plugin: threshold
+ * 4 MiB after one training, 6.4 MB with the plugin's samples freed too).  With 2^16-entry tables (256 + 128 KiB) and level 1
  * the largest chunk the trainer frees is its ~530 KiB compression context,
  * about what RocksDB's own DB open frees.  Small tables collide more, and
  * zstd's optimizer then lands on a poor segment size k from its coarse grid
