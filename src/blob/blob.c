@@ -973,12 +973,13 @@ struct zs_pool *zs_blob_pool(struct zs_blob *s)
  * tables, level 3) mallocs 4 MiB and 2 MiB tables and a 0.9 MB compression
  * context.  glibc serves chunks that size with mmap, and freeing one raises
  * the process's dynamic mmap threshold to its size and the trim threshold
- * to twice that, for the rest of the process: heap memory up to that size is
- * no longer given back, and larger blocks the program allocates later come
- * from the heap and stay there (db_bench with the RocksDB plugin: threshold
- * 4 MiB after one training, 6.4 MB with the plugin's samples freed too).  With 2^16-entry tables (256 + 128 KiB) and level 1
- * the largest chunk the trainer frees is its ~530 KiB compression context,
- * about what RocksDB's own DB open frees.  Small tables collide more, and
+ * to twice that, for the rest of the process: free heap memory up to the
+ * trim threshold is no longer given back, and blocks up to the mmap
+ * threshold come from the heap instead of mappings of their own (db_bench
+ * with the RocksDB plugin: threshold 4 MiB after one training, 6.4 MB with
+ * the plugin's samples freed too).  With 2^16-entry tables (256 + 128 KiB)
+ * and level 1 the largest chunk the trainer frees is its ~530 KiB
+ * compression context, about what RocksDB's own DB open frees.  Small tables collide more, and
  * zstd's optimizer then lands on a poor segment size k from its coarse grid
  * (50, 537, ...: 1.1% more lz4 bytes on db_bench's blocks), so k is chosen
  * here from a finer one, each candidate scored by zstd level 1's output on
