@@ -263,10 +263,11 @@ def report_same_cap(a, rows, base, caches):
     summary = {}
     for cap in a.caps:
         zs = rows[("libzs", cap * MiB)]
-        # Block sizes from libzs's statistics: the same blocks, lz4.
-        # (only when libzs uses lz4, as RocksDB does)
-        # (only when libzs uses lz4, as RocksDB does; blocks = entries less the raw ones, the dummies)
-        lz4 = "codec" not in a.libzs_opts or "codec:lz4," in a.libzs_opts + ","
+        # Block sizes from libzs's statistics: the same blocks, lz4 (only when
+        # libzs uses lz4 without a dictionary, as RocksDB does; blocks =
+        # entries less the raw ones, the dummies)
+        opts = a.libzs_opts + ","
+        lz4 = ("codec" not in opts or "codec:lz4," in opts) and ("dict_kib" not in opts or "dict_kib:0," in opts)
         ok = lz4 and zs[0]["entries"] and zs[0]["raw_entries"] is not None
         blocks = [max(1, r["entries"] - r["raw_entries"]) for r in zs] if ok else None
         blk_c = med(r["stored_bytes"] / n for r, n in zip(zs, blocks)) if ok else None

@@ -232,10 +232,22 @@ ZS_API struct zs_pool *zs_blob_pool(struct zs_blob *s);
 
 /*
  * Train a zstd dictionary of up to cap bytes from n samples laid end to end in
- * samples (sizes[i] bytes each), as `zs dict train` does, for
- * zs_blob_config.dict with ZS_BLOB_ZSTD.  Returns the dictionary's length, or
- * -EINVAL (NULL arguments, n 0, cap under 256 or over ZS_COMP_MAX_DICT, too
- * few or too uniform samples for zstd to train on).
+ * samples (sizes[i] bytes each), for zs_blob_config.dict with ZS_BLOB_ZSTD or
+ * ZS_BLOB_ZSTD_HUF (lz4 uses its last 64 KiB, its content).  Returns the
+ * dictionary's length, or -EINVAL (NULL arguments, n 0, cap under 256 or over
+ * ZS_COMP_MAX_DICT, too few or too uniform samples for zstd to train on).
+ *
+ * zstd's fastCover trainer with 2^16-entry tables, dmers of 6 bytes and
+ * level 1, its segment size chosen from 50..1600 bytes by zstd level 1's
+ * output on the last quarter of the samples (held out of training when n is
+ * 8 or more).  Unlike zstd's default trainer (`zs dict train`), nothing it
+ * allocates is over about 530 KiB besides cap-sized buffers and one output
+ * buffer for the largest sample: glibc's malloc raises its mmap threshold
+ * for the rest of the process to the size of any mapped block freed, so a
+ * trainer that frees 4 MiB tables leaves a long-running program's heap
+ * holding more memory.  Its dictionaries are as dense as the default
+ * trainer's on RocksDB's db_bench blocks, for about 1.7 times the CPU (0.6
+ * s for 6.4 MB of samples here).
  */
 ZS_API long zs_blob_dict_train(const void *samples, const size_t *sizes, size_t n, void *dict,
 			       size_t cap);

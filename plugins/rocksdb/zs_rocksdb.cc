@@ -9,10 +9,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
+#include <utility>
 #include <ctime>
 #include <vector>
 
@@ -83,6 +85,60 @@ enum TimerId {
 const char *const kTimerNames[T_COUNT] = {"hit", "create", "dummy_hit", "miss", "advise",
 					  "handle", "probe", "ins_dummy", "saveto", "store",
 					  "compress", "decompress"};
+
+// The dictionary's samples (6.4 MB for 64 KiB) in a mapping of their own.
+// From malloc a buffer that size is an mmapped chunk, and freeing it raises
+// glibc's dynamic mmap threshold to its size and the trim threshold to twice
+// that for the rest of the process: the heap then keeps up to twice that
+// resident and takes blocks up to that size that would have been mapped and
+// given back (zs_blob_dict_train keeps zstd's trainer under it likewise).
+// In db_bench a std::vector of samples left the threshold at 6.4 MB.
+class SampleBuf {
+public:
+	SampleBuf() = default;
+	SampleBuf(const SampleBuf &) = delete;
+	SampleBuf &operator=(const SampleBuf &) = delete;
+	~SampleBuf() { Release(); }
+	// Maps cap bytes unless mapped already; false when the mapping fails.
+	bool Reserve(size_t cap)
+	{
+		if (p_ != nullptr)
+			return true;
+		void *m = mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			return false;
+		p_ = static_cast<char *>(m);
+		cap_ = cap;
+		len_ = 0;
+		return true;
+	}
+	// The caller checks that n bytes fit.
+	void Append(const char *d, size_t n)
+	{
+		memcpy(p_ + len_, d, n);
+		len_ += n;
+	}
+	void Swap(SampleBuf &o)
+	{
+		std::swap(p_, o.p_);
+		std::swap(len_, o.len_);
+		std::swap(cap_, o.cap_);
+	}
+	void Release()
+	{
+		if (p_ != nullptr)
+			munmap(p_, cap_);
+		p_ = nullptr;
+		len_ = cap_ = 0;
+	}
+	const char *data() const { return p_; }
+	size_t size() const { return len_; }
+	size_t capacity() const { return cap_; }
+
+private:
+	char *p_ = nullptr;
+	size_t len_ = 0, cap_ = 0;
+};
 
 inline uint64_t thread_ns()
 {
@@ -624,11 +680,13 @@ private:
 		std::lock_guard<std::mutex> g(dict_mu_);
 		if (dict_done_.load(std::memory_order_relaxed) || opts_.dict_kib <= 0)
 			return false;
-		if (samples_.empty())
-			samples_.reserve(SampleTarget());
+		if (!samples_.Reserve(SampleTarget())) {
+			dict_done_.store(true);
+			return false;
+		}
 		if (samples_.size() + size > samples_.capacity())
 			return true;
-		samples_.insert(samples_.end(), data, data + size);
+		samples_.Append(data, size);
 		sample_sizes_.push_back(size);
 		return samples_.size() >= SampleTarget();
 	}
@@ -648,13 +706,13 @@ private:
 	// trained 8 KiB larger than that for lz4.
 	void TrainAndRebuild()
 	{
-		std::vector<char> samples;
+		SampleBuf samples;
 		std::vector<size_t> sizes;
 		{
 			std::lock_guard<std::mutex> g(dict_mu_);
 			if (dict_done_.exchange(true))
 				return;
-			samples.swap(samples_);
+			samples.Swap(samples_);
 			sizes.swap(sample_sizes_);
 		}
 		size_t cap = static_cast<size_t>(opts_.dict_kib) * 1024;
@@ -667,7 +725,7 @@ private:
 		long n = zs_blob_dict_train(samples.data(), sizes.data(), sizes.size(), dict.data(), cap);
 		uint64_t c1 = cpu_ns();
 		train_cpu_ns_ = c1 - c0;
-		std::vector<char>().swap(samples);
+		samples.Release();
 		if (n <= 0)
 			return;
 		dict.resize(static_cast<size_t>(n));
@@ -691,7 +749,8 @@ private:
 	SecondaryCacheOptions opts_;
 	std::mutex dict_mu_;
 	std::atomic<bool> dict_done_{false}; // trained, failed, or not wanted
-	std::vector<char> samples_, dict_;
+	SampleBuf samples_;
+	std::vector<char> dict_;
 	std::vector<size_t> sample_sizes_;
 	// Shared by every call; exclusive to build the cache or change its capacity.
 	std::shared_mutex mu_;
