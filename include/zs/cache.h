@@ -14,6 +14,9 @@
  * index holds no copy of it.  Tables grow at 80% load, so a slot is 20 to 40
  * bytes per entry between growths, plus the key inside the object:
  * tests/unit/test_cache.c measures it (zs_cache_stats index_bytes / entries).
+ * A table of 64 KiB or more is a mapping of its own, not heap memory, so the
+ * one a growth replaces goes back to the OS at once whatever the process's
+ * malloc settings are (tests/unit/test_cache_tables.c).
  *
  * Capacity and eviction.  The blob store's mem_limit is the cache's
  * capacity in real memory: an insert that would take the store past it

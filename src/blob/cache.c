@@ -22,6 +22,7 @@
 #include "common/err.h"
 #include "common/stats_copy.h"
 #include "blob/internal.h"
+#include "pages/pages.h"
 
 #include "zs/cache.h"
 
@@ -160,6 +161,36 @@ static void remove_at(struct shard *sh, uint32_t i)
 	sh->n--;
 }
 
+/*
+ * A shard's table of cap slots.  Small ones come from the heap; from
+ * TABLE_MAP_SLOTS up (64 KiB) the table is a mapping of its own
+ * (pages_table_map), so the one a doubling replaces goes back to the OS at
+ * once and leaves no hole in the heap.  From the heap that depends on
+ * glibc's dynamic mmap threshold, which the host process moves: once it
+ * has freed one mapped block (RocksDB's DB open frees 520 KB), blocks below
+ * that size come from the heap, and the tables a growing index frees stay
+ * there as holes its later small blocks only partly fill.  Mapped tables
+ * are whole OS pages (cap x 16 B is a multiple of 4 KiB from 256 slots), so
+ * index_bytes stays exact.
+ */
+#define TABLE_MAP_SLOTS 4096u
+
+static struct slot *table_alloc(uint32_t cap)
+{
+	if (cap < TABLE_MAP_SLOTS)
+		return calloc(cap, sizeof(struct slot));
+	size_t mapped;
+	return pages_table_map((size_t)cap * sizeof(struct slot), &mapped);
+}
+
+static void table_free(struct slot *t, uint32_t cap)
+{
+	if (cap < TABLE_MAP_SLOTS)
+		free(t);
+	else
+		pages_table_unmap(t, (size_t)cap * sizeof(struct slot));
+}
+
 static void place(struct slot *t, uint32_t mask, struct slot v)
 {
 	uint32_t i = tag_pos(v.tag, mask);
@@ -174,13 +205,13 @@ static int grow(struct zs_cache *c, struct shard *sh)
 	uint32_t cap = (sh->mask + 1) * 2;
 	if (!cap)
 		return -ENOMEM;
-	struct slot *t = calloc(cap, sizeof(*t));
+	struct slot *t = table_alloc(cap);
 	if (!t)
 		return -ENOMEM;
 	for (uint32_t i = 0; i <= sh->mask; i++)
 		if (!slot_empty(&sh->t[i]))
 			place(t, cap - 1, sh->t[i]);
-	free(sh->t);
+	table_free(sh->t, sh->mask + 1);
 	atomic_fetch_add_explicit(&c->index_bytes, (unsigned long long)(cap / 2) * sizeof(*t),
 				  memory_order_relaxed);
 	sh->t = t;
@@ -309,7 +340,7 @@ static int cache_create(const struct zs_cache_config *ucfg, struct zs_cache **ou
 	for (unsigned i = 0; i < c->nshards; i++) {
 		struct shard *sh = &c->sh[i];
 		pthread_rwlock_init(&sh->lock, NULL);
-		sh->t = calloc(MIN_TABLE, sizeof(struct slot));
+		sh->t = table_alloc(MIN_TABLE);
 		sh->mask = MIN_TABLE - 1;
 		if (!sh->t) {
 			c->nshards = i + 1;
@@ -339,7 +370,7 @@ void zs_cache_destroy(struct zs_cache *c)
 	if (!c)
 		return;
 	for (unsigned i = 0; i < c->nshards; i++) {
-		free(c->sh[i].t);
+		table_free(c->sh[i].t, c->sh[i].mask + 1);
 		pthread_rwlock_destroy(&c->sh[i].lock);
 	}
 	free(c->sh);
@@ -532,12 +563,12 @@ void zs_cache_clear(struct zs_cache *c)
 			drop_obj(c, slot_h(&sh->t[i]));
 			n++;
 		}
-		struct slot *t = calloc(MIN_TABLE, sizeof(*t));
+		struct slot *t = table_alloc(MIN_TABLE);
 		if (t) {
 			atomic_fetch_sub_explicit(&c->index_bytes,
 						  (unsigned long long)(sh->mask + 1 - MIN_TABLE) * sizeof(*t),
 						  memory_order_relaxed);
-			free(sh->t);
+			table_free(sh->t, sh->mask + 1);
 			sh->t = t;
 			sh->mask = MIN_TABLE - 1;
 		} else {

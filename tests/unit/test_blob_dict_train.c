@@ -17,6 +17,8 @@
 #include "testutil.h"
 #include "zs/blob.h"
 
+/* ZS_TEST_SYSTEM_MALLOC: its mmap-threshold check needs glibc's own malloc (CMakeLists.txt). */
+
 #define BUF (1u << 20)
 #define SAMPLE_BYTES (6400u * 1024) /* what the RocksDB plugin gathers for a 64 KiB dictionary */
 #define HELD_OUT 300
