@@ -388,9 +388,10 @@ static std::string pieced_block(std::mt19937_64 &rng, const std::vector<std::str
 	return s;
 }
 
-// dict_kib: the cache trains a dictionary from the first ~2 MiB of blocks
-// stored, rebuilds itself with it (dummies included), and every block reads
-// back byte for byte; the same blocks take less room than without one.
+// dict_kib: the cache trains a dictionary from the first blocks stored (2 MiB
+// for 16 KiB, 6.4 MB for the default 64 KiB with lz4), rebuilds itself with
+// it (dummies included), and every block reads back byte for byte; the same
+// blocks take less room than without one.
 static void dict(std::mt19937_64 &rng)
 {
 	ConfigOptions co;
@@ -398,19 +399,25 @@ static void dict(std::mt19937_64 &rng)
 	CHECK(SecondaryCache::CreateFromString(co, "libzs://codec:lz4,dict_kib:64", &sc).ok());
 	CHECK(!SecondaryCache::CreateFromString(co, "libzs://codec:lz4hc,dict_kib:16", &sc).ok());
 	CHECK(!SecondaryCache::CreateFromString(co, "libzs://dict_kib:2048", &sc).ok());
+	CHECK(!SecondaryCache::CreateFromString(co, "libzs://dict_kib:-2", &sc).ok());
+	// The default (-1) is the codec's: lz4hc, which takes none, is not refused.
+	CHECK(SecondaryCache::CreateFromString(co, "libzs://codec:lz4hc", &sc).ok());
+	CHECK(SecondaryCache::CreateFromString(co, "libzs://codec:lz4hc,dict_kib:-1", &sc).ok());
 
 	std::vector<std::string> pieces(512);
 	for (auto &p : pieces)
 		p = block(rng, 64);
-	const unsigned n = 1200;
+	const unsigned n = 1700; // 6.96 MB: past the 6.4 MB a 64 KiB dictionary samples
 	std::vector<std::string> blocks(n);
 	for (auto &b : blocks)
 		b = pieced_block(rng, pieces, 4096);
-	uint64_t stored[2] = {0, 0};
-	for (int with = 0; with < 2; with++) {
+	uint64_t stored[3] = {0, 0, 0};
+	// 0: dict_kib 0 (none); 1: 16 KiB; 2: the defaults (lz4, a 64 KiB dictionary).
+	for (int with = 0; with < 3; with++) {
 		libzs_rocksdb::SecondaryCacheOptions o;
 		o.capacity = 32u << 20;
-		o.dict_kib = with ? 16 : 0;
+		if (with < 2)
+			o.dict_kib = with ? 16 : 0;
 		auto c = libzs_rocksdb::NewSecondaryCache(o);
 		// Key n + 1 gets its dummy before the dictionary exists and its
 		// data after: the rebuild must keep the dummy.
@@ -433,9 +440,11 @@ static void dict(std::mt19937_64 &rng)
 		CHECK(libzs_rocksdb::GetStats(c.get(), &st) && st.entries == n + 1);
 		stored[with] = st.stored_bytes;
 	}
-	std::printf("dict: %u blocks stored in %llu bytes without a dictionary, %llu with one\n", n,
-		    (unsigned long long)stored[0], (unsigned long long)stored[1]);
+	std::printf("dict: %u blocks stored in %llu bytes without a dictionary, %llu with a 16 KiB "
+		    "one, %llu with the defaults'\n", n, (unsigned long long)stored[0],
+		    (unsigned long long)stored[1], (unsigned long long)stored[2]);
 	CHECK(stored[1] < stored[0] * 9 / 10);
+	CHECK(stored[2] < stored[0] * 9 / 10);
 }
 
 // db_bench's values: random printable strings, each followed by a copy.

@@ -18,8 +18,9 @@
 // compressed bytes, pool pages, index), codec (none, lz4, lz4hc, zstd,
 // zstd-huf: zstd with Huffman-coded literals at every level, zs/compress.h),
 // level (the codec's level, 0: its default), num_shard_bits (-1: libzs's
-// automatic count, else 0..12: 2^bits index shards), dict_kib (0: none;
-// 1..1024, lz4, zstd and zstd-huf only: the cache keeps a copy of the first blocks stored, about
+// automatic count, else 0..12: 2^bits index shards), dict_kib (-1, the
+// default: 64 with lz4, none with the other codecs; 0: none; 1..1024, lz4,
+// zstd and zstd-huf only: the cache keeps a copy of the first blocks stored, about
 // 100 times the dictionary and at least 2 MiB, trains a dictionary of that
 // many KiB from them (zstd's trainer; lz4 uses the last 64 KiB), then
 // rebuilds itself with it, entries and dummies moved, in the Insert that
@@ -75,7 +76,7 @@ struct SecondaryCacheOptions {
 	std::string codec = "lz4";
 	int level = 0;
 	int num_shard_bits = -1;
-	int dict_kib = 0;
+	int dict_kib = -1; // the codec's default: 64 with lz4, 0 (none) with the others
 };
 
 // Counters since creation (Stats()).
