@@ -19,7 +19,7 @@
  * Codecs: ZS_BLOB_NONE, ZS_BLOB_LZ4 (the default), ZS_BLOB_LZ4HC,
  * ZS_BLOB_ZSTD, ZS_BLOB_ZSTD_HUF, each with the level ranges of zs/compress.h,
  * and an optional dictionary for lz4 and the two zstd codecs (zs_blob_dict_train makes a zstd one from
- * samples, as `zs dict train` does).  A value is kept raw when it is
+ * samples, with zstd's fastCover trainer: below).  A value is kept raw when it is
  * shorter than min_compress or when compressing it would not save at least
  * a sixteenth of it: reading a raw value is a copy, no decompression.
  * Compression contexts are kept in a small pool in the store (about two per
