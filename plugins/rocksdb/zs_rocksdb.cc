@@ -13,6 +13,8 @@
 #include <unistd.h>
 #include <mutex>
 #include <shared_mutex>
+#include <system_error>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <ctime>
@@ -231,6 +233,19 @@ public:
 
 	~ZsSecondaryCache() override
 	{
+		// The trainer rebuilds cache_: it finishes before the cache goes.  In
+		// a child forked while it ran there is no such thread, and dict_mu_
+		// may stay held by it for ever: the handle is left alone, never joined.
+		if (getpid() == owner_pid_) {
+			{
+				std::lock_guard<std::mutex> g(dict_mu_);
+				trainer_stop_ = true;
+			}
+			if (trainer_.joinable())
+				trainer_.join();
+		} else if (trainer_.joinable()) {
+			new std::thread(std::move(trainer_)); // not joinable here; kept, not destroyed
+		}
 		if (std::getenv("ZS_ROCKSDB_STATS")) {
 			SecondaryCacheStats st;
 			GetStats(&st);
@@ -334,7 +349,7 @@ public:
 		inserts_data_.fetch_add(1, std::memory_order_relaxed);
 		if (!dict_done_.load(std::memory_order_relaxed) && Sample(scratch.data(), size)) {
 			l.unlock();
-			TrainAndRebuild();
+			StartTrainer();
 		}
 		return Status::OK();
 	}
@@ -713,6 +728,27 @@ private:
 		return want < (2u << 20) ? (2u << 20) : want > (64u << 20) ? (64u << 20) : want;
 	}
 
+	// The training (0.6-0.7 CPU s for 64 KiB) runs on a thread of its own,
+	// so that the read whose Insert completed the samples does not wait for
+	// it; the cache goes on without a dictionary meanwhile, and only the
+	// rebuild (tens of ms) holds the cache exclusive.  Where no thread can
+	// be started it runs here, as it would have to.
+	void StartTrainer()
+	{
+		{
+			std::lock_guard<std::mutex> g(dict_mu_);
+			if (trainer_started_ || trainer_stop_ || dict_done_.load())
+				return;
+			trainer_started_ = true;
+			try {
+				trainer_ = std::thread([this] { TrainAndRebuild(); });
+				return;
+			} catch (const std::system_error &) {
+			}
+		}
+		TrainAndRebuild();
+	}
+
 	// Trains the dictionary from the samples (once) and moves the entries
 	// into a cache built with it; on any failure the cache stays as it is,
 	// without one.  lz4 uses the dictionary's last 64 KiB, which is where
@@ -742,6 +778,11 @@ private:
 		samples.Release();
 		if (n <= 0)
 			return;
+		{
+			std::lock_guard<std::mutex> g(dict_mu_);
+			if (trainer_stop_) // the cache is being destroyed: no rebuild
+				return;
+		}
 		dict.resize(static_cast<size_t>(n));
 		std::unique_lock<std::shared_mutex> u(mu_);
 		if (cache_ == nullptr)
@@ -763,6 +804,9 @@ private:
 	SecondaryCacheOptions opts_;
 	std::mutex dict_mu_;
 	std::atomic<bool> dict_done_{false}; // trained, failed, or not wanted
+	bool trainer_started_ = false, trainer_stop_ = false; // under dict_mu_
+	std::thread trainer_;
+	const pid_t owner_pid_ = getpid(); // the process the trainer runs in
 	SampleBuf samples_;
 	std::vector<char> dict_;
 	std::vector<size_t> sample_sizes_;

@@ -22,9 +22,10 @@
 // default: 64 with lz4, none with the other codecs; 0: none; 1..1024, lz4,
 // zstd and zstd-huf only: the cache keeps a copy of the first blocks stored, about
 // 100 times the dictionary and at least 2 MiB, trains a dictionary of that
-// many KiB from them (zstd's trainer; lz4 uses the last 64 KiB), then
-// rebuilds itself with it, entries and dummies moved, in the Insert that
-// completes the samples).
+// many KiB from them (zstd's trainer; lz4 uses the last 64 KiB) on a thread
+// of its own, started by the Insert that completes the samples, then
+// rebuilds itself with it, entries and dummies moved; destroying the cache
+// waits for that thread, except in a child forked meanwhile, which has none).
 //
 // Admission (RocksDB 7.8's compressed secondary cache rules, so that the two
 // caches differ only in how they store bytes): the first Insert of a key
