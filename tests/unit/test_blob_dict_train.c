@@ -47,7 +47,7 @@ static size_t gen_block(unsigned char *b, uint64_t *rs)
 static int mapped(size_t n, int keep_threshold)
 {
 	struct mallinfo2 a = mallinfo2();
-	void *p = malloc(n);
+	void *volatile p = malloc(n); /* volatile: a compiler may not elide it */
 	struct mallinfo2 b = mallinfo2();
 	int r = p && b.hblkhd >= a.hblkhd + n;
 
