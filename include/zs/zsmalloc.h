@@ -401,6 +401,11 @@ ZS_API int zs_free(struct zs_pool *pool, unsigned long handle);
  * queued) and frees the batch: a steady stream of deferred frees wakes it
  * about once a millisecond, not once a free, and a freed object's memory
  * comes back up to that much later.  zs_free_deferred_flush frees at once.
+ * When the worker cannot be started (pthread_create fails, as under a
+ * thread limit; a forked child starts its own at its first call), the call
+ * drains the queue itself, the handle included, and tries to start the
+ * worker again at most once a second: a deferred free is never left waiting
+ * for a thread.
  */
 ZS_API int zs_free_deferred(struct zs_pool *pool, unsigned long handle);
 /* Wait until every handle enqueued before the call is freed. */

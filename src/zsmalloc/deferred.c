@@ -90,12 +90,19 @@
 /* ...or gathers until GATHER_NS passed or GATHER_MAX are queued. */
 #define W_GATHER 2
 
-/* q->thread: no worker (creation failed, or deferred_worker -1), so frees are drained by flush... */
+/* q->thread: no worker by design (deferred_worker -1), so frees are drained by flush... */
 #define T_NONE 0
 /* ...a worker runs... */
 #define T_RUNNING 1
-/* ...or it did in the parent of this forked child: the next zs_free_deferred starts one. */
-#define T_FORKED 2
+/*
+ * ...or one is wanted and none runs: it ran in the parent of this forked
+ * child, or pthread_create failed (EAGAIN under a thread limit).  The next
+ * zs_free_deferred starts one (a failed start is retried once a
+ * RETRY_NS at most), and while none runs it drains the queue itself, so a
+ * freed object never waits for a thread that may never come.
+ */
+#define T_WANTED 2
+#define RETRY_NS 1000000000ull
 
 /*
  * A bounded MPMC queue cell with its sequence number stored relative to the
@@ -146,7 +153,8 @@ struct deferred_queue {
 	pthread_cond_t wake;
 	atomic_int sleeping; /* W_AWAKE, W_IDLE or W_GATHER: how the worker waits (or is about to) */
 	atomic_int stop;
-	atomic_int thread;    /* T_NONE, T_RUNNING or T_FORKED; changed under deferred_init_lock */
+	atomic_int thread;    /* T_NONE, T_RUNNING or T_WANTED; changed under deferred_init_lock */
+	uint64_t retry_ns;    /* T_WANTED: no start before this (deferred_init_lock) */
 	pthread_t tid;
 	struct zs_pool *pool; /* the worker's */
 	struct deferred_queue *fork_prev, *fork_next; /* on the fork gate's list */
@@ -448,24 +456,40 @@ static void wake_worker(struct deferred_queue *q)
  * frees under the class locks: it starts with every signal blocked, so no
  * application handler ever runs on it (common/sigblock.h).
  */
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 static void start_worker(struct zs_pool *pool, struct deferred_queue *q)
 {
 	struct zs_sigguard sigs;
 	int t = T_NONE;
-	signals_block(&sigs);
-	if (pool->cfg.deferred_worker >= 0 && pthread_create(&q->tid, NULL, worker, q) == 0)
-		t = T_RUNNING;
-	signals_restore(&sigs);
+	if (pool->cfg.deferred_worker >= 0) {
+		signals_block(&sigs);
+		t = pthread_create(&q->tid, NULL, worker, q) == 0 ? T_RUNNING : T_WANTED;
+		signals_restore(&sigs);
+		if (t == T_WANTED)
+			q->retry_ns = mono_ns() + RETRY_NS;
+	}
 	atomic_store_explicit(&q->thread, t, memory_order_relaxed);
 }
 
-/* A forked child's first zs_free_deferred on a queue whose worker stayed in the parent. */
-__attribute__((noinline, cold)) static void restart_worker(struct zs_pool *pool, struct deferred_queue *q)
+/*
+ * T_WANTED: start the worker (a forked child's first call, or a retry after
+ * a failed start); the state after.
+ */
+__attribute__((noinline, cold)) static int restart_worker(struct zs_pool *pool, struct deferred_queue *q)
 {
 	mutex_lock_ranked(&pool->deferred_init_lock, ZS_LOCK_ZS_DEFERRED_INIT);
-	if (atomic_load_explicit(&q->thread, memory_order_relaxed) == T_FORKED)
+	if (atomic_load_explicit(&q->thread, memory_order_relaxed) == T_WANTED &&
+	    (!q->retry_ns || mono_ns() >= q->retry_ns))
 		start_worker(pool, q);
+	int t = atomic_load_explicit(&q->thread, memory_order_relaxed);
 	mutex_unlock_ranked(&pool->deferred_init_lock);
+	return t;
 }
 
 /*
@@ -604,7 +628,8 @@ static struct deferred_queue *queue_create(struct zs_pool *pool)
 		q->pcpu = pcpu_create(cap); /* NULL: its frees are synchronous */
 	/* Before any worker exists: a fork must find its gate (common/fork.h). */
 	fork_handlers(ZS_FORK_DEFERRED, atfork_prepare, atfork_parent, atfork_child);
-	/* No thread (creation failed or deferred_worker -1): drained by flush and full-queue frees. */
+	/* No thread (deferred_worker -1): drained by flush and full-queue frees; a failed start:
+	 * T_WANTED. */
 	start_worker(pool, q);
 	/* Listed before it is published, so a fork's child handler sees every queue in use. */
 	fork_gate_lock(&fork_gate);
@@ -707,14 +732,12 @@ static void hook_push(struct deferred_queue *q, unsigned long handle)
 		hk->push(hk->ctx, handle);
 }
 
-/* The worker's state, restarting it first in a forked child; T_RUNNING when it can take work. */
+/* The worker's state, starting it first where one is wanted; T_RUNNING when it can take work. */
 static int worker_state(struct zs_pool *pool, struct deferred_queue *q)
 {
 	int t = atomic_load_explicit(&q->thread, memory_order_relaxed);
-	if (unlikely(t == T_FORKED)) {
-		restart_worker(pool, q);
-		t = atomic_load_explicit(&q->thread, memory_order_relaxed);
-	}
+	if (unlikely(t == T_WANTED))
+		t = restart_worker(pool, q);
 	return t;
 }
 
@@ -741,8 +764,8 @@ int zs_free_deferred(struct zs_pool *pool, unsigned long handle)
 	int t = atomic_load_explicit(&q->thread, memory_order_relaxed);
 	if (likely(t == T_RUNNING))
 		wake_worker(q);
-	else if (unlikely(t == T_FORKED))
-		restart_worker(pool, q);
+	else if (unlikely(t == T_WANTED) && restart_worker(pool, q) != T_RUNNING)
+		drain(pool, q, atomic_load_explicit(&q->enq, memory_order_acquire), 0);
 	return 0;
 }
 
@@ -858,8 +881,10 @@ static void atfork_child(void)
 		pthread_mutex_init(&q->wake_lock, NULL);
 		pthread_cond_init(&q->wake, &ca);
 		atomic_store_explicit(&q->sleeping, W_AWAKE, memory_order_relaxed);
-		if (atomic_load_explicit(&q->thread, memory_order_relaxed) == T_RUNNING)
-			atomic_store_explicit(&q->thread, T_FORKED, memory_order_relaxed);
+		if (atomic_load_explicit(&q->thread, memory_order_relaxed) == T_RUNNING) {
+			atomic_store_explicit(&q->thread, T_WANTED, memory_order_relaxed);
+			q->retry_ns = 0; /* start at the first call */
+		}
 	}
 	pthread_condattr_destroy(&ca);
 	fork_gate_open_child(&fork_gate);
