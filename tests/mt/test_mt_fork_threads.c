@@ -22,6 +22,7 @@
  */
 #include "testutil.h"
 #include "forkcase.h"
+#include "zs/harness.h"
 #include "zs/pages.h"
 #include "zs/region.h"
 #include "zs/zram.h"
@@ -236,8 +237,16 @@ static int pool_child(void *arg)
 	 */
 	double t0 = now_s();
 	while (used_objs(c->pool) != KEEP) {
-		if (now_s() - t0 > CHILD_ALARM / 2)
+		if (now_s() - t0 > CHILD_ALARM / 2) {
+			/* Which part failed: no worker running (0 ns), or one that never drained. */
+			unsigned long before = used_objs(c->pool);
+			uint64_t cpu = zs_pool_deferred_worker_cpu_ns(c->pool);
+			zs_free_deferred_flush(c->pool);
+			fprintf(stderr, "  child: %lu objects in use (%d kept), worker CPU %llu ns, "
+				"%lu in use after a flush\n", before, KEEP, (unsigned long long)cpu,
+				used_objs(c->pool));
 			return 12;
+		}
 		usleep(1000);
 	}
 	if (!c->make_new)
