@@ -28,6 +28,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/table.h>
 
+#include "malloc_probe.h" /* the tests' glibc malloc probes */
 #include "zs_rocksdb.h"
 
 using namespace rocksdb;
@@ -496,20 +497,6 @@ static std::string printable_block(std::mt19937_64 &rng, size_t len)
 	return b;
 }
 
-// Whether a malloc of n bytes gets a mapping of its own (mallinfo2's
-// hblkhd).  The block is not freed: freeing a mapped chunk of up to 32 MiB
-// raises glibc's threshold to its size.
-static bool mapped_malloc(size_t n)
-{
-	struct mallinfo2 a = mallinfo2();
-	void *p = std::malloc(n);
-	struct mallinfo2 b = mallinfo2();
-	bool r = p != nullptr && b.hblkhd >= a.hblkhd + n;
-	if (n > (32u << 20))
-		std::free(p);
-	return r;
-}
-
 // A cache with lz4 and a 64 KiB dictionary trains it from 6.4 MB of
 // db_bench-like blocks; afterwards a 1 MiB malloc is still mapped.  glibc
 // raises its mmap threshold to the size of any mapped chunk freed (up to 32
@@ -519,9 +506,7 @@ static bool mapped_malloc(size_t n)
 // from the heap.  Runs first, before anything else frees a large block.
 static void dict_mmap_threshold(std::mt19937_64 &rng)
 {
-	// A chunk over 32 MiB is always mapped and its free changes nothing: if it
-	// does not count as mapped, malloc is not glibc's own.
-	if (!mapped_malloc(33u << 20)) {
+	if (!tu_glibc_malloc()) {
 		std::printf("dict_mmap_threshold: malloc is not glibc's, not checked\n");
 		return;
 	}
@@ -539,7 +524,7 @@ static void dict_mmap_threshold(std::mt19937_64 &rng)
 	}
 	CHECK(wait_dict(c.get()));
 	CHECK(libzs_rocksdb::GetStats(c.get(), &st) && st.dict_bytes > 0);
-	bool m = mapped_malloc(1u << 20);
+	bool m = tu_malloc_mapped(1u << 20, 1);
 	std::printf("dict_mmap_threshold: %llu B dictionary trained; then a 1 MiB malloc is %s\n",
 		    (unsigned long long)st.dict_bytes, m ? "mapped" : "from the heap");
 	CHECK(m);

@@ -15,6 +15,7 @@
 #include <zdict.h>
 
 #include "testutil.h"
+#include "malloc_probe.h"
 #include "zs/blob.h"
 
 /* ZS_TEST_SYSTEM_MALLOC: its mmap-threshold check needs glibc's own malloc (CMakeLists.txt). */
@@ -41,21 +42,6 @@ static size_t gen_block(unsigned char *b, uint64_t *rs)
 			b[o++] = (unsigned char)tu_rand(rs);
 	}
 	return o;
-}
-
-/* Whether a malloc of n bytes is served by its own mapping, per mallinfo2. */
-static int mapped(size_t n, int keep_threshold)
-{
-	struct mallinfo2 a = mallinfo2();
-	void *volatile p = malloc(n); /* volatile: a compiler may not elide it */
-	struct mallinfo2 b = mallinfo2();
-	int r = p && b.hblkhd >= a.hblkhd + n;
-
-	/* Freeing a mapped chunk of up to 32 MiB would itself raise the threshold. */
-	if (keep_threshold && n <= (32u << 20))
-		return r;
-	free(p);
-	return r;
 }
 
 /* Bytes a store of codec with dictionary d keeps for the held-out blocks. */
@@ -102,14 +88,12 @@ int main(void)
 	for (int i = 0; i < HELD_OUT; i++)
 		held_len[i] = gen_block(held[i], &rs);
 
-	/* A chunk over 32 MiB is always mapped and its free changes nothing:
-	 * if it is not counted as mapped, the allocator is not glibc's own. */
-	int glibc = mapped((size_t)33 << 20, 0);
+	int glibc = tu_glibc_malloc();
 	long dl = zs_blob_dict_train(samples, sizes, n, dict, sizeof(dict));
 	REQUIRE(dl > 0);
 	if (glibc) {
 		/* zstd's default trainer leaves the threshold at 4 MiB (a 1 MiB block from the heap). */
-		int m = mapped((size_t)1 << 20, 1);
+		int m = tu_malloc_mapped((size_t)1 << 20, 1);
 		printf("after training: a 1 MiB malloc is %s\n", m ? "mapped" : "from the heap");
 		CHECK(m);
 	} else {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "malloc_probe.h"
 #include "zs/cache.h"
 
 /* ZS_TEST_SYSTEM_MALLOC */
@@ -22,13 +23,7 @@
 int main(void)
 {
 	uint64_t rs = tu_seed("test_cache_tables");
-	/* A chunk over 32 MiB is always mapped: if mallinfo2 does not count it, malloc is not glibc's. */
-	struct mallinfo2 a = mallinfo2();
-	void *volatile big = malloc((size_t)33 << 20); /* volatile: a compiler may not elide it */
-	struct mallinfo2 b = mallinfo2();
-	int glibc = big && b.hblkhd >= a.hblkhd + ((size_t)33 << 20);
-	free(big);
-	if (!glibc) {
+	if (!tu_glibc_malloc()) {
 		printf("malloc is not glibc's (or is instrumented): nothing to check\n");
 		return 77;
 	}
