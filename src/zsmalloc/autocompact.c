@@ -100,9 +100,11 @@ static _Atomic uint64_t ac_revocations, ac_heap_stops;
 static void sample(struct zs_pool *pool, struct ac_sample *s, int heaps)
 {
 	memset(s, 0, sizeof(*s));
-	/* No memory for the owned counts: their zspages count as wholly in use. */
+	/* No memory for the owned counts: their zspages count as wholly in use.  Mapped (zeros),
+	 * not calloc'd: this runs on the purge thread, which takes no glibc arena (compact.c). */
+	size_t owned_mapped = 0;
 	unsigned long *owned_free = heaps && pool->owned
-		? calloc((size_t)pool->nr_classes, sizeof(*owned_free)) : NULL;
+		? pages_table_map((size_t)pool->nr_classes * sizeof(*owned_free), &owned_mapped) : NULL;
 	if (owned_free)
 		atomic_fetch_add_explicit(&ac_heap_stops, heaps_look(pool, owned_free),
 					  memory_order_relaxed);
@@ -130,7 +132,7 @@ static void sample(struct zs_pool *pool, struct ac_sample *s, int heaps)
 		s->used_bytes += (unsigned long long)u * size;
 		s->hole_bytes += (unsigned long long)(a - u) * size;
 	}
-	free(owned_free);
+	pages_table_unmap(owned_free, owned_mapped);
 	s->pages = zs_get_total_pages(pool);
 }
 
