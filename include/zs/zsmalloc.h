@@ -234,7 +234,10 @@ struct zs_pool_config {
  *   once a second (at most) while they do not; a pool that holds no page
  *   is not looked at until it allocates a zspage again.  A pool left idle
  *   after frees is compacted 1 to 1.5 x autocompact_ms after its last call
- *   (200 ms by default: its memory is back about 0.3 s later).
+ *   (200 ms by default: its memory is back about 0.3 s later).  The pass
+ *   calls no malloc on that thread (its scratch is mapped for the call), so
+ *   the library's thread takes none of the program's glibc arenas
+ *   (tests/unit/test_zs_thread_malloc.c).
  *   Cost bound: a look walks the class copies (each lock taken briefly)
  *   and, once their counts stood still for a look, stops each thread's
  *   heap once (a membarrier) to count its zspages' free slots and to take
