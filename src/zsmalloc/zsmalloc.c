@@ -746,8 +746,9 @@ owned_place(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, size_t
 		unsigned long d = ((uintptr_t)a & c->pmask) + c->size;
 		unsigned npi = pi + (unsigned)(d >> c->pshift);
 		size_t first = c->pmask - ((uintptr_t)a & c->pmask) + 1 - ZS_HANDLE_SIZE;
-		/* Past the last page only after the zspage's last slot (never used then). */
-		if (npi < ZS_MAX_CHAIN) {
+		/* Past the chain's last page only after the zspage's last slot: nothing to put the
+		 * cursor on then (the page is not cached). */
+		if (idx + 1 < z->objs) {
 			c->bpi = (uint8_t)npi;
 			c->bnext = c->addr[npi] + (d & c->pmask);
 			c->bbase = location_to_obj(c->pfn[npi], z->class_idx, 0);
