@@ -271,39 +271,62 @@ static struct zspage *fullest_partial(struct size_class *class)
 	return NULL;
 }
 
-/* z becomes the class's current zspage: its pages' numbers and addresses cached, and the
- * cursor on its first untouched slot (internal.h, struct zs_heap_class). */
+/*
+ * z becomes the class's current zspage, the cursor on its first untouched
+ * slot (internal.h, struct zs_heap_class).  Its first page's number and
+ * address cached; the others only when its pages are not a run (flat: the
+ * placement then finds a page from the first, so a walk that finds a run
+ * stores nothing and reads no page table).
+ */
 static struct zspage *set_cur(struct zs_pool *pool, struct zs_heap_class *c, struct zspage *z)
 {
 	pfn_t pfn = z->pfn;
 	char *addr;
 	struct zs_page_desc *d = pages_lookup_desc_addr(pool->pages, pfn, &addr);
-	unsigned flat = 1;
+	unsigned long psize = (unsigned long)c->pmask + 1;
 	assert_internal(c->size && c->pmask == pool->page_size - 1);
-	for (unsigned k = 0;; k++) {
-		assert_internal(k < ZS_MAX_CHAIN && ((uintptr_t)addr & c->pmask) == 0);
-		c->pfn[k] = (uint32_t)pfn;
-		c->addr[k] = addr;
-		pfn_t next = d->next;
-		if (next == ZS_PFN_NONE)
-			break;
-		/* A chain's pages are mostly a run: the next descriptor and page follow these. */
-		if (next == pfn + 1 && pages_lookup_next_in_chunk(pool->pages, pfn)) {
-			d++;
-			addr += c->pmask + 1;
-		} else {
-			d = pages_lookup_desc_addr(pool->pages, next, &addr);
+	assert_internal(((uintptr_t)addr & c->pmask) == 0);
+	c->pfn[0] = (uint32_t)pfn;
+	c->addr[0] = addr;
+	unsigned flat = 1;
+	for (pfn_t next; (next = d->next) != ZS_PFN_NONE; pfn = next, d++) {
+		if (next != pfn + 1 || !pages_lookup_next_in_chunk(pool->pages, pfn)) {
 			flat = 0;
+			break;
 		}
-		pfn = next;
+	}
+	if (!flat) {
+		pfn = c->pfn[0];
+		d = pages_lookup_desc_addr(pool->pages, pfn, &addr);
+		for (unsigned k = 1;; k++) {
+			pfn_t next = d->next;
+			if (next == ZS_PFN_NONE)
+				break;
+			/* Parts of the chain may still be runs: the next descriptor and page follow. */
+			if (next == pfn + 1 && pages_lookup_next_in_chunk(pool->pages, pfn)) {
+				d++;
+				addr += psize;
+			} else {
+				d = pages_lookup_desc_addr(pool->pages, next, &addr);
+			}
+			pfn = next;
+			assert_internal(k < ZS_MAX_CHAIN && ((uintptr_t)addr & c->pmask) == 0);
+			c->pfn[k] = (uint32_t)pfn;
+			c->addr[k] = addr;
+		}
 	}
 	c->flat = (uint8_t)flat;
 	if (z->untouched < z->objs) {
 		unsigned long pos = (unsigned long)z->untouched * c->size;
 		unsigned pi = (unsigned)(pos >> c->pshift);
 		c->bpi = (uint8_t)pi;
-		c->bnext = c->addr[pi] + (pos & c->pmask);
-		c->bbase = location_to_obj(c->pfn[pi], z->class_idx, 0);
+		if (flat) {
+			c->bnext = c->addr[0] + pos;
+			c->bbase = location_to_obj(c->pfn[0] + pi, z->class_idx, 0);
+		} else {
+			c->bnext = c->addr[pi] + (pos & c->pmask);
+			c->bbase = location_to_obj(c->pfn[pi], z->class_idx, 0);
+		}
 	}
 	z->fullness = ZS_OWNED_CUR;
 	return c->cur = z;

@@ -755,14 +755,26 @@ owned_place(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, size_t
 		}
 		return owned_store(h, c, z, handle, obj, a, pi, first, size, src);
 	}
+	/* A slot from the free list: where it lies, from the first page in a run (set_cur cached
+	 * no other then), else from its own cached page. */
 	idx = z->freeobj;
 	unsigned long pos = (unsigned long)idx * c->size;
 	unsigned pi = (unsigned)(pos >> c->pshift);
 	unsigned off = (unsigned)pos & c->pmask;
-	char *a = c->addr[pi] + off;
+	char *a;
+	unsigned long obj;
+	size_t first;
+	if (c->flat) {
+		a = c->addr[0] + pos;
+		obj = location_to_obj(c->pfn[0] + pi, z->class_idx, idx);
+		first = (size_t)-1;
+	} else {
+		a = c->addr[pi] + off;
+		obj = location_to_obj(c->pfn[pi], z->class_idx, idx);
+		first = c->pmask - off + 1 - ZS_HANDLE_SIZE;
+	}
 	z->freeobj = (uint32_t)(*(unsigned long *)a >> 1);
-	return owned_store(h, c, z, handle, location_to_obj(c->pfn[pi], z->class_idx, idx), a, pi,
-			   c->pmask - off + 1 - ZS_HANDLE_SIZE, size, src);
+	return owned_store(h, c, z, handle, obj, a, pi, first, size, src);
 }
 
 /*
