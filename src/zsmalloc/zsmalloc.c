@@ -718,7 +718,8 @@ owned_store(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, unsign
 }
 
 static inline __attribute__((always_inline)) unsigned long
-owned_place(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, size_t size, const void *src)
+owned_place_all(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, size_t size,
+		const void *src)
 {
 	unsigned idx = z->untouched;
 	/* The handle after the zspage's words are read: the pop's stores could alias them. */
@@ -775,6 +776,37 @@ owned_place(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, size_t
 	}
 	z->freeobj = (uint32_t)(*(unsigned long *)a >> 1);
 	return owned_store(h, c, z, handle, obj, a, pi, first, size, src);
+}
+
+/* owned_place's other cases, out of line so that its common one saves no register. */
+static __attribute__((noinline)) unsigned long owned_place_rare(struct zs_heap *h,
+								struct zs_heap_class *c,
+								struct zspage *z, size_t size,
+								const void *src)
+{
+	return owned_place_all(h, c, z, size, src);
+}
+
+/*
+ * The placement's common case inline: a fresh slot whose object is whole in
+ * memory (in its page, or its pages are a run).  The cursor may be stale
+ * when no slot is fresh; it is not used then.
+ */
+static inline __attribute__((always_inline)) unsigned long
+owned_place(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, size_t size, const void *src)
+{
+	unsigned idx = z->untouched;
+	char *a = c->bnext, *n = a + c->size;
+	uintptr_t x = (uintptr_t)a ^ (uintptr_t)n;
+	if (unlikely(idx >= z->objs || (x > c->pmask && !c->flat)))
+		return owned_place_rare(h, c, z, size, src);
+	unsigned long handle = list_pop(&h->hl);
+	unsigned long obj = c->bbase | idx;
+	__atomic_store_n(&z->untouched, idx + 1, __ATOMIC_RELAXED);
+	c->bnext = n;
+	if (x > c->pmask) /* the next slot's page, in the run */
+		c->bbase += (((uintptr_t)n >> c->pshift) - ((uintptr_t)a >> c->pshift)) << OBJ_PFN_SHIFT;
+	return owned_store(h, c, z, handle, obj, a, 0, (size_t)-1, size, src);
 }
 
 /*
