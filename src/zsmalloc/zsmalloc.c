@@ -796,10 +796,12 @@ static inline __attribute__((always_inline)) unsigned long
 owned_place(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, size_t size, const void *src)
 {
 	unsigned idx = z->untouched;
-	char *a = c->bnext, *n = a + c->size;
-	uintptr_t x = (uintptr_t)a ^ (uintptr_t)n;
+	char *a = c->bnext;
+	/* In integers: a stale cursor may be NULL (a current zspage never had a fresh slot). */
+	uintptr_t x = (uintptr_t)a ^ ((uintptr_t)a + c->size);
 	if (unlikely(idx >= z->objs || (x > c->pmask && !c->flat)))
 		return owned_place_rare(h, c, z, size, src);
+	char *n = a + c->size;
 	unsigned long handle = list_pop(&h->hl);
 	unsigned long obj = c->bbase | idx;
 	__atomic_store_n(&z->untouched, idx + 1, __ATOMIC_RELAXED);
