@@ -314,7 +314,9 @@ struct zs_pool;
  * in one of the calling thread's zspages, then take no lock at all and
  * run no locked instruction, and move no zspage between lists: the handles
  * come from a per-thread cache of up to 64 moved whole to and from the
- * pool.  A zs_free from another thread takes the class lock and leaves the
+ * pool.  In its current zspage a thread takes the never-used slots first,
+ * in order, then the ones it freed there (the same count before the zspage
+ * is full, so the same pages).  A zs_free from another thread takes the class lock and leaves the
  * object for the owner, who frees it when its current zspage runs dry
  * (until then it counts in obj_used).  zs_class_stats stops each heap in
  * turn to count its free slots out of obj_used, as the calls below do to

@@ -71,4 +71,14 @@ static inline struct zs_page_desc *pages_lookup_desc_addr(const struct zs_pages 
 	return atomic_load_explicit(&s->meta, memory_order_relaxed) + i;
 }
 
+/*
+ * Whether page pfn + 1 lies in pfn's chunk: its descriptor is then the next
+ * one and its data the next page_size bytes, so a walk along a chain of
+ * consecutive pages (a zspage's pages taken as a run) needs no table read.
+ */
+static inline int pages_lookup_next_in_chunk(const struct zs_pages *p, pfn_t pfn)
+{
+	return ((pfn + 1) & pages_lk(p)->ppc_mask) != 0;
+}
+
 #endif

@@ -98,13 +98,23 @@ static __attribute__((noinline)) int free_owned_slow(struct zs_pool *pool, unsig
 	return err;
 }
 
-/* The owned free's rare end (in an operation): z's list moves or release, a full handle cache. */
+/* The owned free's rare ends (in an operation): a full handle cache (its batch to the shard,
+ * then z's list moves or release, if any), and z's list moves or release alone (the handle is
+ * in the cache already: a call that saves no register for it). */
 static __attribute__((noinline)) int free_owned_finish(struct zs_pool *pool, struct zs_heap *h,
 							struct zspage *z, unsigned long handle)
 {
 	if (z->fullness == ZS_OWNED_FULL || !z->inuse)
 		heap_free_slow(pool, h, z);
 	heap_handle_put(pool, h, handle);
+	heap_exit(h);
+	return 0;
+}
+
+static __attribute__((noinline)) int free_owned_moved(struct zs_pool *pool, struct zs_heap *h,
+						       struct zspage *z)
+{
+	heap_free_slow(pool, h, z);
 	heap_exit(h);
 	return 0;
 }
@@ -147,10 +157,12 @@ static inline __attribute__((always_inline)) int free_owned_entered(struct zs_po
 	*hdr = (unsigned long)z->freeobj << 1;
 	z->freeobj = idx;
 	z->inuse--;
-	/* Current or partial and not emptied: nothing moves (no fullness is kept for owned zspages). */
-	if (unlikely(z->fullness == ZS_OWNED_FULL || !z->inuse || h->hl.n == ZS_HANDLE_BATCH))
+	if (unlikely(h->hl.n == ZS_HANDLE_BATCH))
 		return free_owned_finish(pool, h, z, handle);
 	heap_handle_put(pool, h, handle);
+	/* Current or partial and not emptied: nothing moves (no fullness is kept for owned zspages). */
+	if (unlikely(z->fullness == ZS_OWNED_FULL || !z->inuse))
+		return free_owned_moved(pool, h, z);
 	heap_exit(h);
 	return 0;
 }
@@ -178,8 +190,8 @@ static __attribute__((noinline)) int free_owned_pool(struct zs_pool *pool, unsig
 	if (unlikely(heap_tls.key[0] != pool->heap_key))
 		return free_owned_lookup(pool, handle);
 	struct zs_heap *h = heap_tls.heap[0];
-	if (unlikely(!h || atomic_load_explicit(&h->busy, memory_order_relaxed)))
-		return free_owned_slow(pool, handle); /* no heap to be had, or nested (heap_enter) */
+	if (unlikely(atomic_load_explicit(&h->busy, memory_order_relaxed)))
+		return free_owned_slow(pool, handle); /* nested (heap_enter), or heap_none */
 	atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
 	atomic_signal_fence(memory_order_seq_cst);
 	if (unlikely(atomic_load_explicit(&h->revoke, memory_order_acquire)))

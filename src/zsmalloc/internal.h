@@ -940,23 +940,37 @@ enum { ZS_OWNED_CUR = ZS_NR_FULLNESS_GROUPS + 1, ZS_OWNED_FULL, ZS_OWNED_PARTIAL
 
 struct zs_heap_class {
 	struct zspage *cur;      /* allocated from; NULL until the first allocation */
+	/*
+	 * cur's next untouched slot, ready (set_cur): its header's address and
+	 * its obj less the index, so a fresh allocation is a pointer bump, an
+	 * or and its stores, with no multiply, shift or page-table lookup.  Valid
+	 * while cur is set and cur->untouched < cur->objs; bpi is the chain page
+	 * bnext lies in.  Pool pages are page-aligned (the provider aligns its
+	 * chunks), so a slot's offset in its page is its address's low bits.
+	 */
+	char *bnext;
+	unsigned long bbase;
+	unsigned size;           /* the class's slot size (0: not known yet) */
+	/* The pool's page size - 1 and shift, beside the size: the placement reads no pool field,
+	 * so the allocation keeps one pointer less live and saves no register for it */
+	unsigned pmask;
+	uint8_t pshift;
+	uint8_t bpi;
+	uint8_t off;             /* a one-object class: never owned */
+	uint8_t nspare;          /* on spare, at most ZS_HEAP_SPARES */
+	uint8_t streak;          /* refills in a row that took an empty zspage from the class:
+	                            the parked ones the next takes at once, less one */
+	uint8_t flat;            /* cur's pages are a run (consecutive numbers and addresses):
+	                            the cursor crosses a page with no remap, no object splits */
 	struct zspage *partial;  /* owned, with slots the owner freed (lnext/lprev) */
 	struct zspage *full;     /* owned, no free slot */
 	struct zspage *spare;    /* owned and empty, of the class's shape (lnext only) */
-	unsigned size;           /* the class's slot size (0: not known yet) */
-	int off;                 /* a one-object class: never owned */
-	/* The pool's page shift and size - 1, beside the size: the placement reads no pool field,
-	 * so the allocation keeps one pointer less live and saves no register for it */
-	unsigned pshift, pmask;
-	unsigned nspare;         /* on spare, at most ZS_HEAP_SPARES */
-	unsigned streak;         /* refills in a row that took an empty zspage from the class:
-	                            the parked ones the next takes at once, less one */
 	/* cur's pages, so an allocation finds its slot without the page table or a chain walk */
 	char *addr[ZS_MAX_CHAIN];
 	uint32_t pfn[ZS_MAX_CHAIN];
-	/* Up to 256 bytes: the allocation finds its class's entry with a shift, not a multiply */
-	char pad_[256 - 56 - ZS_MAX_CHAIN * 12];
 };
+/* 256 bytes, no padding needed: the allocation finds its class's entry with a shift, not a
+ * multiply, and cur, the cursor and the size share its first line. */
 _Static_assert(sizeof(struct zs_heap_class) == 256, "a heap class entry is a power of two");
 
 struct zs_heap {
@@ -1004,18 +1018,21 @@ static inline void heap_exit(struct zs_heap *h)
 	atomic_store_explicit(&h->busy, 0, memory_order_release);
 }
 
-/* Per thread: the heaps of the last pools used, by pool->heap_key (slot 0 the latest). */
+/* Per thread: the heaps of the last pools used, by pool->heap_key (slot 0 the latest); a
+ * used slot's heap is never NULL (heap_none). */
 struct heap_tls {
 	uint64_t key[ZS_TL_HEAPS];
 	struct zs_heap *heap[ZS_TL_HEAPS];
 };
 extern _Thread_local struct heap_tls heap_tls ZS_TLS_IE;
-struct zs_heap *heap_lookup(struct zs_pool *pool);
+/* What a slot holds for a pool with no heap to be had: busy for good (owned.c). */
+extern struct zs_heap heap_none;
 /* This thread's heap for an owned pool, or NULL (not owned, or no heap to be had). */
+struct zs_heap *heap_lookup(struct zs_pool *pool);
 static inline struct zs_heap *heap_mine(struct zs_pool *pool)
 {
 	if (likely(heap_tls.key[0] == pool->heap_key))
-		return heap_tls.heap[0];
+		return heap_tls.heap[0] == &heap_none ? NULL : heap_tls.heap[0];
 	return heap_lookup(pool);
 }
 void heaps_pool_init(struct zs_pool *pool);

@@ -83,6 +83,14 @@ static pthread_key_t tl_key;
  * takes the zspage read lock with no test for a missing slot. */
 static struct zs_wpin wpin_none = { .z = &wpin_none };
 
+/*
+ * A thread slot whose pool has no heap to be had (no heap id left, out of
+ * memory) holds this one, not NULL: its busy word is set for good, so the
+ * fast paths' one busy test sends such a thread to the class path with no
+ * test for a missing heap.  Never registered, entered or written.
+ */
+struct zs_heap heap_none = { .busy = 1, .wpin = &wpin_none };
+
 /* ---- heap lists (lnext/lprev, free while a zspage is off its class's lists) ---- */
 
 static void hl_push(struct zspage **head, struct zspage *z)
@@ -263,14 +271,62 @@ static struct zspage *fullest_partial(struct size_class *class)
 	return NULL;
 }
 
-/* z becomes the class's current zspage: its pages' numbers and addresses cached. */
+/*
+ * z becomes the class's current zspage, the cursor on its first untouched
+ * slot (internal.h, struct zs_heap_class).  Its first page's number and
+ * address cached; the others only when its pages are not a run (flat: the
+ * placement then finds a page from the first, so a walk that finds a run
+ * stores nothing and reads no page table).
+ */
 static struct zspage *set_cur(struct zs_pool *pool, struct zs_heap_class *c, struct zspage *z)
 {
 	pfn_t pfn = z->pfn;
-	for (unsigned k = 0; pfn != ZS_PFN_NONE; k++) {
-		assert_internal(k < ZS_MAX_CHAIN);
-		c->pfn[k] = (uint32_t)pfn;
-		pfn = pages_lookup_desc_addr(pool->pages, pfn, &c->addr[k])->next;
+	char *addr;
+	struct zs_page_desc *d = pages_lookup_desc_addr(pool->pages, pfn, &addr);
+	unsigned long psize = (unsigned long)c->pmask + 1;
+	assert_internal(c->size && c->pmask == pool->page_size - 1);
+	assert_internal(((uintptr_t)addr & c->pmask) == 0);
+	c->pfn[0] = (uint32_t)pfn;
+	c->addr[0] = addr;
+	unsigned flat = 1;
+	for (pfn_t next; (next = d->next) != ZS_PFN_NONE; pfn = next, d++) {
+		if (next != pfn + 1 || !pages_lookup_next_in_chunk(pool->pages, pfn)) {
+			flat = 0;
+			break;
+		}
+	}
+	if (!flat) {
+		pfn = c->pfn[0];
+		d = pages_lookup_desc_addr(pool->pages, pfn, &addr);
+		for (unsigned k = 1;; k++) {
+			pfn_t next = d->next;
+			if (next == ZS_PFN_NONE)
+				break;
+			/* Parts of the chain may still be runs: the next descriptor and page follow. */
+			if (next == pfn + 1 && pages_lookup_next_in_chunk(pool->pages, pfn)) {
+				d++;
+				addr += psize;
+			} else {
+				d = pages_lookup_desc_addr(pool->pages, next, &addr);
+			}
+			pfn = next;
+			assert_internal(k < ZS_MAX_CHAIN && ((uintptr_t)addr & c->pmask) == 0);
+			c->pfn[k] = (uint32_t)pfn;
+			c->addr[k] = addr;
+		}
+	}
+	c->flat = (uint8_t)flat;
+	if (z->untouched < z->objs) {
+		unsigned long pos = (unsigned long)z->untouched * c->size;
+		unsigned pi = (unsigned)(pos >> c->pshift);
+		c->bpi = (uint8_t)pi;
+		if (flat) {
+			c->bnext = c->addr[0] + pos;
+			c->bbase = location_to_obj(c->pfn[0] + pi, z->class_idx, 0);
+		} else {
+			c->bnext = c->addr[pi] + (pos & c->pmask);
+			c->bbase = location_to_obj(c->pfn[pi], z->class_idx, 0);
+		}
 	}
 	z->fullness = ZS_OWNED_CUR;
 	return c->cur = z;
@@ -326,7 +382,7 @@ struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 	/* Every copy of the class has the same slot size: the placement's numbers are written once. */
 	if (unlikely(!c->size)) {
 		c->size = class->size;
-		c->pshift = pool->page_shift;
+		c->pshift = (uint8_t)pool->page_shift;
 		c->pmask = pool->page_size - 1;
 	}
 	spin_lock(&class->lock);
@@ -352,7 +408,7 @@ struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 			got[k]->lnext = c->spare;
 			c->spare = got[k];
 		}
-		c->nspare = n - 1;
+		c->nspare = (uint8_t)(n - 1);
 	} else {
 		spin_unlock(&class->lock);
 		/* Another copy's parked zspage before new pages (a thread that moved CPUs); it
@@ -613,7 +669,7 @@ static void tl_exit(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&heaps_lock);
 	for (int i = 0; i < ZS_TL_HEAPS; i++) {
-		if (heap_tls.heap[i])
+		if (heap_tls.heap[i] && heap_tls.heap[i] != &heap_none)
 			heap_retire(heap_tls.heap[i]);
 		heap_tls.heap[i] = NULL;
 		heap_tls.key[i] = 0;
@@ -675,7 +731,7 @@ struct zs_heap *heap_lookup(struct zs_pool *pool)
 			t->heap[i] = t->heap[0];
 			t->key[0] = k;
 			t->heap[0] = h;
-			return h;
+			return h == &heap_none ? NULL : h;
 		}
 	}
 	pthread_once(&tl_once, tl_key_create);
@@ -683,7 +739,7 @@ struct zs_heap *heap_lookup(struct zs_pool *pool)
 		return NULL;
 	pthread_mutex_lock(&heaps_lock);
 	/* The least recently used slot goes: its heap gives its zspages back first. */
-	if (t->heap[ZS_TL_HEAPS - 1])
+	if (t->heap[ZS_TL_HEAPS - 1] && t->heap[ZS_TL_HEAPS - 1] != &heap_none)
 		heap_retire(t->heap[ZS_TL_HEAPS - 1]);
 	for (int i = ZS_TL_HEAPS - 1; i > 0; i--) {
 		t->key[i] = t->key[i - 1];
@@ -692,7 +748,7 @@ struct zs_heap *heap_lookup(struct zs_pool *pool)
 	/* No heap to be had: the key still matches, so the class path is taken at once. */
 	struct zs_heap *h = heap_new(pool);
 	t->key[0] = pool->heap_key;
-	t->heap[0] = h;
+	t->heap[0] = h ? h : &heap_none;
 	pthread_mutex_unlock(&heaps_lock);
 	pthread_setspecific(tl_key, t);
 	return h;

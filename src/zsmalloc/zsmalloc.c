@@ -678,25 +678,20 @@ static __attribute__((noinline)) unsigned long owned_copy_locked(struct zs_heap 
  * region whose handler compacts this pool, and the revocation would wait
  * for this thread.
  */
+/*
+ * owned_place's end, once the slot is chosen: the header, the handle, and
+ * the copy.  first: the bytes the slot holds before its page ends
+ * ((size_t)-1: the object fits in its page, known to the fresh slot's
+ * common case, so that copy of this tail has no split test); pi: the
+ * slot's chain page.
+ */
 static inline __attribute__((always_inline)) unsigned long
-owned_place(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, size_t size, const void *src)
+owned_store(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, unsigned long handle,
+	    unsigned long obj, char *a, unsigned pi, size_t first, size_t size, const void *src)
 {
-	unsigned long handle = list_pop(&h->hl);
-	unsigned idx = z->freeobj;
-	int fresh = idx == FREEOBJ_END;
-	if (fresh)
-		idx = z->untouched;
-	unsigned long pos = (unsigned long)idx * c->size;
-	unsigned pi = (unsigned)(pos >> c->pshift), off = (unsigned)pos & c->pmask;
-	char *a = c->addr[pi] + off;
-	unsigned long *hdr = (unsigned long *)a;
-	if (fresh)
-		__atomic_store_n(&z->untouched, idx + 1, __ATOMIC_RELAXED);
-	else
-		z->freeobj = (uint32_t)(*hdr >> 1);
-	*hdr = handle | OBJ_ALLOCATED_TAG;
+	*(unsigned long *)a = handle | OBJ_ALLOCATED_TAG;
 	z->inuse++;
-	record_obj(handle, location_to_obj(c->pfn[pi], z->class_idx, idx));
+	record_obj(handle, obj);
 	if (!src) {
 		heap_exit(h);
 		return handle;
@@ -708,7 +703,6 @@ owned_place(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, size_t
 	if (unlikely(thread_index_1 != h->wpin_tix1 || atomic_load_explicit(&pin->z, memory_order_relaxed)))
 		return owned_copy_locked(h, z, handle, src, size);
 	atomic_store_explicit(&pin->z, z, memory_order_relaxed);
-	size_t first = c->pmask - off + 1 - ZS_HANDLE_SIZE;
 	/* A slot of a small class ends in the chain's next page at the latest; the header never
 	 * crosses (slot sizes are multiples of 8). */
 	if (likely(size <= first)) {
@@ -717,7 +711,104 @@ owned_place(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, size_t
 	}
 	char *next = c->addr[pi + 1]; /* heap state: read before heap_exit */
 	heap_exit(h);
+	/* The chain's next page right after this one (pages taken as a run): one copy. */
+	if (next == a + ZS_HANDLE_SIZE + first)
+		return owned_copy(pin, a + ZS_HANDLE_SIZE, src, size);
 	return owned_copy_split(pin, a + ZS_HANDLE_SIZE, src, size, next, first);
+}
+
+static inline __attribute__((always_inline)) unsigned long
+owned_place_all(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, size_t size,
+		const void *src)
+{
+	unsigned idx = z->untouched;
+	/* The handle after the zspage's words are read: the pop's stores could alias them. */
+	int fresh = idx < z->objs;
+	unsigned long handle = list_pop(&h->hl);
+	if (likely(fresh)) {
+		/* A fresh slot, from the cursor set_cur put on it (owned.c): untouched slots are
+		 * taken in index order, so the next one begins where this one ends. */
+		char *a = c->bnext;
+		unsigned long obj = c->bbase | idx;
+		__atomic_store_n(&z->untouched, idx + 1, __ATOMIC_RELAXED);
+		char *n = a + c->size;
+		c->bnext = n;
+		if (likely(((uintptr_t)a ^ (uintptr_t)n) <= c->pmask))
+			return owned_store(h, c, z, handle, obj, a, 0, (size_t)-1, size, src);
+		/* The slot ends at or past its page's end: the next one starts in a later page of
+		 * the chain (pages are page-aligned, so the low bits are the offset).  Pages that
+		 * are a run: n is its address already, its page's number d pages on, and the
+		 * object whole in memory. */
+		if (likely(c->flat)) {
+			c->bbase += (((uintptr_t)n >> c->pshift) - ((uintptr_t)a >> c->pshift)) << OBJ_PFN_SHIFT;
+			return owned_store(h, c, z, handle, obj, a, 0, (size_t)-1, size, src);
+		}
+		unsigned pi = c->bpi;
+		unsigned long d = ((uintptr_t)a & c->pmask) + c->size;
+		unsigned npi = pi + (unsigned)(d >> c->pshift);
+		size_t first = c->pmask - ((uintptr_t)a & c->pmask) + 1 - ZS_HANDLE_SIZE;
+		/* Past the chain's last page only after the zspage's last slot: nothing to put the
+		 * cursor on then (the page is not cached). */
+		if (idx + 1 < z->objs) {
+			c->bpi = (uint8_t)npi;
+			c->bnext = c->addr[npi] + (d & c->pmask);
+			c->bbase = location_to_obj(c->pfn[npi], z->class_idx, 0);
+		}
+		return owned_store(h, c, z, handle, obj, a, pi, first, size, src);
+	}
+	/* A slot from the free list: where it lies, from the first page in a run (set_cur cached
+	 * no other then), else from its own cached page. */
+	idx = z->freeobj;
+	unsigned long pos = (unsigned long)idx * c->size;
+	unsigned pi = (unsigned)(pos >> c->pshift);
+	unsigned off = (unsigned)pos & c->pmask;
+	char *a;
+	unsigned long obj;
+	size_t first;
+	if (c->flat) {
+		a = c->addr[0] + pos;
+		obj = location_to_obj(c->pfn[0] + pi, z->class_idx, idx);
+		first = (size_t)-1;
+	} else {
+		a = c->addr[pi] + off;
+		obj = location_to_obj(c->pfn[pi], z->class_idx, idx);
+		first = c->pmask - off + 1 - ZS_HANDLE_SIZE;
+	}
+	z->freeobj = (uint32_t)(*(unsigned long *)a >> 1);
+	return owned_store(h, c, z, handle, obj, a, pi, first, size, src);
+}
+
+/* owned_place's other cases, out of line so that its common one saves no register. */
+static __attribute__((noinline)) unsigned long owned_place_rare(struct zs_heap *h,
+								struct zs_heap_class *c,
+								struct zspage *z, size_t size,
+								const void *src)
+{
+	return owned_place_all(h, c, z, size, src);
+}
+
+/*
+ * The placement's common case inline: a fresh slot whose object is whole in
+ * memory (in its page, or its pages are a run).  The cursor may be stale
+ * when no slot is fresh; it is not used then.
+ */
+static inline __attribute__((always_inline)) unsigned long
+owned_place(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, size_t size, const void *src)
+{
+	unsigned idx = z->untouched;
+	char *a = c->bnext;
+	/* In integers: a stale cursor may be NULL (a current zspage never had a fresh slot). */
+	uintptr_t x = (uintptr_t)a ^ ((uintptr_t)a + c->size);
+	if (unlikely(idx >= z->objs || (x > c->pmask && !c->flat)))
+		return owned_place_rare(h, c, z, size, src);
+	char *n = a + c->size;
+	unsigned long handle = list_pop(&h->hl);
+	unsigned long obj = c->bbase | idx;
+	__atomic_store_n(&z->untouched, idx + 1, __ATOMIC_RELAXED);
+	c->bnext = n;
+	if (x > c->pmask) /* the next slot's page, in the run */
+		c->bbase += (((uintptr_t)n >> c->pshift) - ((uintptr_t)a >> c->pshift)) << OBJ_PFN_SHIFT;
+	return owned_store(h, c, z, handle, obj, a, 0, (size_t)-1, size, src);
 }
 
 /*
@@ -745,7 +836,7 @@ static __attribute__((noinline)) unsigned long malloc_owned_slow(struct zs_pool 
 	struct zs_heap_class *c = &h->cls[index];
 	struct zspage *z = c->cur;
 	if ((!h->hl.n && !heap_handles_refill(pool, h)) ||
-	    (!(z && (z->freeobj != FREEOBJ_END || z->untouched < z->objs)) &&
+	    (!(z && (z->untouched < z->objs || z->freeobj != FREEOBJ_END)) &&
 	     !(z = heap_refill(pool, h, index)))) {
 		heap_exit(h);
 		return malloc_off_slow(pool, size, src);
@@ -772,15 +863,15 @@ static inline __attribute__((always_inline)) unsigned long malloc_off_body(struc
 	if (unlikely(heap_tls.key[0] != pool->heap_key))
 		return malloc_owned_slow(pool, size, src, 0);
 	struct zs_heap *h = heap_tls.heap[0];
-	if (unlikely(!h || atomic_load_explicit(&h->busy, memory_order_relaxed)))
-		return malloc_off_slow(pool, size, src); /* no heap to be had, or nested (heap_enter) */
+	if (unlikely(atomic_load_explicit(&h->busy, memory_order_relaxed)))
+		return malloc_off_slow(pool, size, src); /* nested (heap_enter), or heap_none */
 	atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
 	atomic_signal_fence(memory_order_seq_cst);
 	if (unlikely(atomic_load_explicit(&h->revoke, memory_order_acquire)))
 		return malloc_owned_slow(pool, size, src, 1);
 	struct zs_heap_class *c = &h->cls[pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3]];
 	struct zspage *z = c->cur;
-	if (unlikely(!z || (z->freeobj == FREEOBJ_END && z->untouched == z->objs) || !h->hl.n))
+	if (unlikely(!z || (z->untouched >= z->objs && z->freeobj == FREEOBJ_END) || !h->hl.n))
 		return malloc_owned_slow(pool, size, src, 1);
 	return owned_place(h, c, z, size, src);
 }
