@@ -208,6 +208,7 @@ struct zs_pool {
 	struct zs_pages *handle_pages;
 	unsigned page_size;
 	unsigned page_shift;
+	unsigned page_mask;             /* page_size - 1, for the owned free's offset: one and */
 	unsigned delta;
 	int nr_classes;                 /* logical, multi-page ones included */
 	int nr_small;                   /* logical classes of objects up to a page (the kernel's) */

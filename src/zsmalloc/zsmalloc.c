@@ -271,6 +271,7 @@ int zs_pool_create(const struct zs_pool_config *user_cfg, struct zs_pool **out, 
 	pool->cfg.name = pool->name;
 	pool->page_size = (unsigned)cfg.page_size;
 	pool->page_shift = (unsigned)__builtin_ctz(pool->page_size);
+	pool->page_mask = pool->page_size - 1;
 	pool->max_object_size = cfg.max_object_size ? cfg.max_object_size : pool->page_size;
 	rw_init(&pool->lock, cfg.free_mode != ZS_FREE_POOL_LOCK);
 	for (int i = 0; i < ZS_RW_SHARDS; i++)
