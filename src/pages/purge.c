@@ -22,8 +22,8 @@
  * Life of the thread.  None at start and none while nothing is cached:
  * the provider whose lock round takes the shared caches to PURGE_START_BYTES
  * (2 MiB; the budget's total, or its own cache outside the budget) kicks it
- * (cache.c, after its locks are dropped), which starts it (detached, every
- * signal blocked, named "zs-purge") or, when it sleeps past the new pages'
+ * (cache.c, after its locks are dropped), which starts it (every signal
+ * blocked, named "zs-purge") or, when it sleeps past the new pages'
  * due time, wakes it.  Each pass looks at every registered provider
  * (cache.c's idle pass, which the kick hands over: this file names none of
  * cache.c's code, as cache.c calls this one) and sleeps until the earliest
@@ -47,7 +47,14 @@
  * mutex; kicks are made with no provider lock held.  A pass holds the
  * registry lock throughout, so destroy (unregister) waits for a pass over
  * its provider, and fork (the atfork prepare handler takes the lock) never
- * copies a provider lock the thread holds.  The child has no thread: state
+ * copies a provider lock the thread holds.  Nor a lock of the thread's
+ * runtime: the thread comes and goes, and its start (before purge_main) and
+ * its exit (after the last unlock) run the C library's and a sanitizer's
+ * own thread setup and teardown, which allocate; a fork in their middle
+ * left a child whose next new thread waited for ever on the sanitizer's
+ * allocator (test_mt_fork_threads under ASan, a child's deferred worker).
+ * So the thread is joinable: the prepare handler joins an ended one and
+ * waits for a started one to reach purge_main.  The child has no thread: state
  * says so, and every provider is marked to kick at its next cached page,
  * whatever the totals it inherited say.  At exit or dlclose a destructor stops the
  * thread (and no new one starts), so it never runs unloaded code.
@@ -87,6 +94,7 @@ static struct {
 	bool shutdown;              /* destructor ran: no thread any more */
 	bool forking;               /* a fork's prepare waits: no owner's idle work starts */
 	bool thread_alive;          /* between pthread_create and the thread's last unlock */
+	_Atomic bool entered;       /* the thread reached purge_main (its runtime's start is done) */
 } g = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.wake_at = NO_TIME,
@@ -200,6 +208,8 @@ static void sleep_until(uint64_t due)
 static void *purge_main(void *arg)
 {
 	(void)arg;
+	/* Before the lock, which a fork's prepare handler may hold while it waits for this. */
+	atomic_store(&g.entered, true);
 	signals_blocked_thread();
 	mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
 	for (;;) {
@@ -253,6 +263,7 @@ static void start_thread(void)
 	if (pthread_attr_init(&a))
 		return;
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	atomic_store(&g.entered, false);
 	/* Blocked before it exists, so no signal ever lands on it. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -355,6 +366,12 @@ static bool any_idle_busy(void)
 static void atfork_prepare(void)
 {
 	mutex_lock_ranked(&g.lock, ZS_LOCK_PAGES_REGISTRY);
+	/* A thread just started runs its runtime's thread setup before purge_main (a sanitizer's
+	 * allocates there); it takes no lock before it sets entered. */
+	while (g.thread_alive && !atomic_load(&g.entered)) {
+		struct timespec ts = { 0, 50000 };
+		nanosleep(&ts, NULL);
+	}
 	g.forking = true;
 	while (any_idle_busy())
 		pthread_cond_wait(&g.done, &g.lock);
