@@ -155,6 +155,7 @@ struct deferred_queue {
 	atomic_int stop;
 	atomic_int thread;    /* T_NONE, T_RUNNING or T_WANTED; changed under deferred_init_lock */
 	uint64_t retry_ns;    /* T_WANTED: no start before this (deferred_init_lock) */
+	atomic_bool entered;  /* the worker reached worker() (atfork_prepare waits for it) */
 	pthread_t tid;
 	struct zs_pool *pool; /* the worker's */
 	struct deferred_queue *fork_prev, *fork_next; /* on the fork gate's list */
@@ -390,6 +391,7 @@ static void *worker(void *arg)
 {
 	struct deferred_queue *q = arg;
 	struct zs_pool *pool = q->pool;
+	atomic_store_explicit(&q->entered, true, memory_order_release);
 	signals_blocked_thread();
 	while (!atomic_load_explicit(&q->stop, memory_order_acquire)) {
 		fork_gate_enter(&fork_gate);
@@ -468,6 +470,7 @@ static void start_worker(struct zs_pool *pool, struct deferred_queue *q)
 	struct zs_sigguard sigs;
 	int t = T_NONE;
 	if (pool->cfg.deferred_worker >= 0) {
+		atomic_store_explicit(&q->entered, false, memory_order_relaxed);
 		signals_block(&sigs);
 		t = pthread_create(&q->tid, NULL, worker, q) == 0 ? T_RUNNING : T_WANTED;
 		signals_restore(&sigs);
@@ -864,6 +867,18 @@ void zs_free_deferred_flush(struct zs_pool *pool)
 static void atfork_prepare(void)
 {
 	fork_gate_close(&fork_gate);
+	/*
+	 * A worker just started runs its runtime's thread setup before worker() (a sanitizer
+	 * allocates there, and clang 14's does not hold its allocator across fork): wait until
+	 * it is past it, so the child's allocator is not copied mid-way (src/pages/purge.c has
+	 * the case).  It takes no lock before it sets entered.
+	 */
+	for (struct deferred_queue *q = fork_head; q; q = q->fork_next)
+		while (atomic_load_explicit(&q->thread, memory_order_relaxed) == T_RUNNING &&
+		       !atomic_load_explicit(&q->entered, memory_order_acquire)) {
+			struct timespec ts = { 0, 50000 };
+			nanosleep(&ts, NULL);
+		}
 }
 
 static void atfork_parent(void)
