@@ -625,9 +625,6 @@ unsigned long heaps_owned_free(struct zs_pool *pool, int phys, unsigned long *fu
 		struct zs_heap_class *c = &h->cls[phys];
 		if (!heap_stop(h))
 			continue; /* its zspages count as wholly in use, as the class counts them */
-		/* Another thread's frees are done frees: an owner that makes no further call never
-		 * collects them, and obj_used would count them for ever (heaps_look does the same). */
-		collect_remote(pool, h);
 		if (c->cur) {
 			n += c->cur->objs - c->cur->inuse;
 			fullness[get_fullness_group(NULL, c->cur)]++;
