@@ -1040,6 +1040,9 @@ void heaps_pool_init(struct zs_pool *pool);
 void heaps_pool_gone(struct zs_pool *pool);
 /* Free slots in owned zspages of physical class phys, all copies, and each owned zspage
  * added to fullness[] under its group (zs_class_stats). */
+/* owned.c: zs_class_stats' snapshot (every heap stopped between begin and end) */
+void heaps_stats_begin(struct zs_pool *pool);
+void heaps_stats_end(struct zs_pool *pool);
 unsigned long heaps_owned_free(struct zs_pool *pool, int phys, unsigned long *fullness);
 /* Every heap of the pool gives its zspages back to their classes (compaction, trim). */
 void heaps_revoke_all(struct zs_pool *pool);

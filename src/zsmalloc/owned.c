@@ -614,17 +614,52 @@ void heaps_revoke_all(struct zs_pool *pool)
 	pthread_mutex_unlock(&heaps_lock);
 }
 
-/* Free slots in the zspages the pool's heaps own of physical class phys (every copy). */
+/*
+ * zs_class_stats' snapshot: every heap of the pool stopped for the whole
+ * count (heaps_stats_begin .. heaps_stats_end), so the class counts it reads
+ * and the owned zspages it counts are of one moment.  Stopped one class at
+ * a time, after the class counts were read, an owner could empty and park a
+ * zspage in between: the class still counted its objects as allocated and
+ * no heap held it any more.  Each heap's remote stack is collected first,
+ * as its owner's next refill would: another thread's frees are done frees,
+ * and an owner that makes no further call (idle, or done) never collects
+ * them, so obj_used would count them for ever.  While stopped, an owner's
+ * own calls take the class path, as during any revocation.  A heap whose
+ * barrier is refused stays its owner's (its zspages count as wholly in
+ * use, as the class counts them).  Stopped heaps are those with HEAP_REVOKE
+ * set: only the holder of the global heap lock sets it.
+ */
+void heaps_stats_begin(struct zs_pool *pool)
+{
+	if (!pool->owned)
+		return;
+	pthread_mutex_lock(&heaps_lock);
+	for (struct zs_heap *h = pool->heaps; h; h = h->next)
+		if (heap_stop(h))
+			collect_remote(pool, h);
+}
+
+void heaps_stats_end(struct zs_pool *pool)
+{
+	if (!pool->owned)
+		return;
+	for (struct zs_heap *h = pool->heaps; h; h = h->next)
+		if (atomic_load_explicit(&h->revoke, memory_order_relaxed) & HEAP_REVOKE)
+			heap_resume(h);
+	pthread_mutex_unlock(&heaps_lock);
+}
+
+/* Between heaps_stats_begin and _end: free slots in the zspages the stopped heaps own of
+ * physical class phys (every copy), each zspage counted in the group its use puts it in. */
 unsigned long heaps_owned_free(struct zs_pool *pool, int phys, unsigned long *fullness)
 {
 	unsigned long n = 0;
 	if (!pool->owned)
 		return 0;
-	pthread_mutex_lock(&heaps_lock);
 	for (struct zs_heap *h = pool->heaps; h; h = h->next) {
 		struct zs_heap_class *c = &h->cls[phys];
-		if (!heap_stop(h))
-			continue; /* its zspages count as wholly in use, as the class counts them */
+		if (!(atomic_load_explicit(&h->revoke, memory_order_relaxed) & HEAP_REVOKE))
+			continue;
 		if (c->cur) {
 			n += c->cur->objs - c->cur->inuse;
 			fullness[get_fullness_group(NULL, c->cur)]++;
@@ -639,9 +674,7 @@ unsigned long heaps_owned_free(struct zs_pool *pool, int phys, unsigned long *fu
 			n += z->objs;
 			fullness[ZS_INUSE_RATIO_0]++;
 		}
-		heap_resume(h);
 	}
-	pthread_mutex_unlock(&heaps_lock);
 	return n;
 }
 

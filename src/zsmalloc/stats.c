@@ -54,6 +54,7 @@ static int fill_class_stats(void *obj, const void *arg, void *full)
 		return -EINVAL;
 	if (pool->geom[index].phys != index)
 		return -ENOENT; /* a logical class merged into another: its stats are the other's */
+	heaps_stats_begin(pool);
 	struct size_class *class = &pool->classes[index];
 	/* A sharded pool reports the sum of the class's copies, as one kernel class. */
 	for (unsigned s = 0; s < pool->nr_shards; s++) {
@@ -73,6 +74,7 @@ static int fill_class_stats(void *obj, const void *arg, void *full)
 	/* Owned zspages count wholly in use in the class and in no fullness group (owned.c): their
 	 * free slots come off, and each is counted in the group its use puts it in. */
 	unsigned long owned_free = heaps_owned_free(pool, index, st->fullness);
+	heaps_stats_end(pool);
 	st->obj_used -= owned_free <= st->obj_used ? owned_free : st->obj_used;
 	st->index = index;
 	st->size = pool->geom[index].size; /* the table's: a class never allocated from is unbuilt */

@@ -267,6 +267,64 @@ static void test_first_call_free(void)
 	zs_destroy_pool(pool);
 }
 
+/*
+ * Objects another thread freed (onto the owner's remote stack) count as free
+ * in zs_class_stats at once, though their owner makes no further call and no
+ * self-compaction runs: the count stops the heap and collects its stack.
+ * Before, they stayed in obj_used until the owner's next refill, so a forked
+ * child polling the stats for its deferred frees could wait for ever.
+ */
+enum { RS_N = 3000 };
+static unsigned long rs_h[RS_N];
+static int rs_deferred;
+static void *remote_freer(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < RS_N; i++)
+		if ((rs_deferred ? zs_free_deferred(pool, rs_h[i]) : zs_free(pool, rs_h[i])) != 0)
+			atomic_fetch_add(&bad, 1);
+	if (rs_deferred)
+		zs_free_deferred_flush(pool);
+	return NULL;
+}
+
+static unsigned long pool_obj_used(void)
+{
+	unsigned long used = 0;
+	for (int i = 0; i < zs_class_count(pool); i++) {
+		struct zs_class_stats st;
+		if (zs_class_stats(pool, i, &st, sizeof(st)) == 0)
+			used += st.obj_used;
+	}
+	return used;
+}
+
+static void test_remote_stats(int deferred)
+{
+	struct zs_pool_config cfg;
+	zs_pool_config_init_app(&cfg);
+	cfg.autocompact_ms = 0; /* nothing but the stats call may collect the remote stack */
+	pool = must_pool_create(&cfg);
+	REQUIRE(pool);
+	for (int i = 0; i < RS_N; i++) {
+		rs_h[i] = make_obj(200 + (size_t)(i % 17) * 150, (unsigned long)i);
+		REQUIRE(rs_h[i]);
+	}
+	CHECK_EQ(pool_obj_used(), RS_N);
+	rs_deferred = deferred;
+	pthread_t t;
+	REQUIRE(!pthread_create(&t, NULL, remote_freer, NULL));
+	pthread_join(t, NULL);
+	CHECK_EQ(atomic_load(&bad), 0);
+	if (pool_obj_used() != 0)
+		printf("remote frees (%s) still counted in use: %lu\n",
+		       deferred ? "deferred" : "direct", pool_obj_used());
+	CHECK_EQ(pool_obj_used(), 0);
+	zs_compact(pool);
+	CHECK_EQ(zs_get_total_pages(pool), 0);
+	zs_destroy_pool(pool);
+}
+
 extern char **environ;
 
 /* The threaded run again in a child whose heaps fence (the mode is chosen once a process). */
@@ -293,6 +351,8 @@ int main(int argc, char **argv)
 	}
 	test_compact_revokes();
 	test_first_call_free();
+	test_remote_stats(0);
+	test_remote_stats(1);
 	run_threads();
 	test_fenced_child(argv[0]);
 	return tu_done();
