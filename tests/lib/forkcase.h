@@ -35,15 +35,9 @@
 
 #include "zs/region.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#include "sanitizer.h"
+#if TU_SANITIZED
 #define SAN_SLOW 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#ifndef SAN_SLOW
-#define SAN_SLOW 1
-#endif
 #endif
 
 /* One xorshift64 step (async-signal-safe: usable in a signal handler). */

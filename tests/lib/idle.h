@@ -19,16 +19,8 @@
 #include <unistd.h>
 
 /* Under TSan RSS is meaningless (shadow memory): only thread checks are made there. */
-#if defined(__SANITIZE_THREAD__)
-#define IDLE_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define IDLE_TSAN 1
-#endif
-#endif
-#ifndef IDLE_TSAN
-#define IDLE_TSAN 0
-#endif
+#include "sanitizer.h"
+#define IDLE_TSAN TU_TSAN
 #define IDLE_RSS_MEANINGFUL (!IDLE_TSAN)
 
 #define IDLE_MIB ((size_t)1 << 20)

@@ -18,16 +18,8 @@
 #include "testutil.h"
 #include "zs/cache.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define SLOW 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define SLOW 1
-#endif
-#endif
-#ifndef SLOW
-#define SLOW 0
-#endif
+#include "sanitizer.h"
+#define SLOW TU_SANITIZED
 
 enum { THREADS = 4, KEYS = 1500 };
 static int ops_per_thread = SLOW ? 6000 : 40000;

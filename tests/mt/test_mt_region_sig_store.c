@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sanitizer.h"
 #include "testutil.h"
 #include "zs/region.h"
 
@@ -31,10 +32,8 @@ static uint64_t seed;
  * byte 0 is checked, which only ever holds 0 or i + 1.  TSan cannot know the
  * byte is never torn, so the read is not instrumented.
  */
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
+#if TU_TSAN
 __attribute__((no_sanitize("thread")))
-#endif
 #endif
 static unsigned char first_byte(size_t i)
 {

@@ -23,13 +23,7 @@
 
 #define PS 4096
 
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
+#include "sanitizer.h"
 #define NSLOTS 768
 #define NSHARED 32           /* slots [0, NSHARED) are written by every writer */
 #define WRITERS 3
@@ -270,7 +264,7 @@ int main(void)
 
 	REQUIRE(zs_pageset_load(&src, PS, paths, 1, 2u << 20) == 0 && src.npages > 16);
 	for (int k = 0; kinds[k]; k++) {
-#ifdef UNDER_TSAN
+#if TU_TSAN
 		/*
 		 * The malloc kinds hand out memory from allocators TSan cannot see
 		 * into (__libc_malloc is not intercepted; jemalloc and mimalloc are

@@ -20,14 +20,8 @@
 #define PS 4096
 
 /* Sanitizers' allocators add redzones and quarantine: memory bounds hold only without them. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifdef SANITIZED
+#include "sanitizer.h"
+#if TU_SANITIZED
 #define CHECK_MEM(cond) ((void)0)
 #else
 #define CHECK_MEM(cond) CHECK(cond)

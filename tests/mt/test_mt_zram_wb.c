@@ -23,16 +23,8 @@
 #define NSLOTS 512
 #define OWNERS 2
 
-#if defined(__SANITIZE_THREAD__)
-#define ITERS 1500
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define ITERS 1500
-#endif
-#endif
-#ifndef ITERS
-#define ITERS 6000
-#endif
+#include "sanitizer.h"
+#define ITERS (TU_TSAN ? 1500 : 6000)
 
 static struct zs_zram *z;
 static _Atomic int stop;

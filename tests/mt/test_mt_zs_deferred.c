@@ -33,16 +33,8 @@
 #define ASLOTS 256
 
 /* Sanitized builds run the compaction-race part with fewer rounds (TSan widens the window anyway). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define RACE_ROUNDS 50
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define RACE_ROUNDS 50
-#endif
-#endif
-#ifndef RACE_ROUNDS
-#define RACE_ROUNDS 250
-#endif
+#include "sanitizer.h"
+#define RACE_ROUNDS (TU_SANITIZED ? 50 : 250)
 
 struct obj {
 	unsigned long h;

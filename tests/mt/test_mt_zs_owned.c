@@ -288,17 +288,6 @@ static void *remote_freer(void *arg)
 	return NULL;
 }
 
-static unsigned long pool_obj_used(void)
-{
-	unsigned long used = 0;
-	for (int i = 0; i < zs_class_count(pool); i++) {
-		struct zs_class_stats st;
-		if (zs_class_stats(pool, i, &st, sizeof(st)) == 0)
-			used += st.obj_used;
-	}
-	return used;
-}
-
 static void test_remote_stats(int deferred)
 {
 	struct zs_pool_config cfg;
@@ -310,16 +299,16 @@ static void test_remote_stats(int deferred)
 		rs_h[i] = make_obj(200 + (size_t)(i % 17) * 150, (unsigned long)i);
 		REQUIRE(rs_h[i]);
 	}
-	CHECK_EQ(pool_obj_used(), RS_N);
+	CHECK_EQ(zs_pool_objects(pool), RS_N);
 	rs_deferred = deferred;
 	pthread_t t;
 	REQUIRE(!pthread_create(&t, NULL, remote_freer, NULL));
 	pthread_join(t, NULL);
 	CHECK_EQ(atomic_load(&bad), 0);
-	if (pool_obj_used() != 0)
+	if (zs_pool_objects(pool) != 0)
 		printf("remote frees (%s) still counted in use: %lu\n",
-		       deferred ? "deferred" : "direct", pool_obj_used());
-	CHECK_EQ(pool_obj_used(), 0);
+		       deferred ? "deferred" : "direct", zs_pool_objects(pool));
+	CHECK_EQ(zs_pool_objects(pool), 0);
 	zs_compact(pool);
 	CHECK_EQ(zs_get_total_pages(pool), 0);
 	zs_destroy_pool(pool);

@@ -22,16 +22,8 @@
 #include "zs/zsmalloc.h"
 #include "must.h"
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define RSS_MEANINGFUL 0
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define RSS_MEANINGFUL 0
-#endif
-#endif
-#ifndef RSS_MEANINGFUL
-#define RSS_MEANINGFUL 1 /* a sanitizer's shadow memory moves RSS on its own */
-#endif
+#include "sanitizer.h"
+#define RSS_MEANINGFUL (!TU_SANITIZED) /* a sanitizer's shadow memory moves RSS on its own */
 
 static int pin(int cpu)
 {

@@ -18,16 +18,8 @@
 #include "zs/blob.h"
 #include "must.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define BLOB_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define BLOB_ASAN 1
-#endif
-#endif
-#ifndef BLOB_ASAN
-#define BLOB_ASAN 0
-#endif
+#include "sanitizer.h"
+#define BLOB_ASAN TU_ASAN
 
 static uint64_t seed;
 

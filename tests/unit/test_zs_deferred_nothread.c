@@ -37,24 +37,6 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), v
 	return real ? real(t, a, fn, arg) : EAGAIN;
 }
 
-/*
- * Live objects per the class stats.  In the application profile a free from the class path
- * (a drain's) into a zspage a thread owns waits on its heap's remote stack until the owner
- * collects it, and counts as in use until then: zs_compact revokes the heaps, which collects
- * it (and frees nothing still queued, so a stranded queue still shows).
- */
-static unsigned long live_objects(struct zs_pool *p)
-{
-	unsigned long used = 0;
-	zs_compact(p);
-	for (int i = 0; i < zs_class_count(p); i++) {
-		struct zs_class_stats st;
-		if (zs_class_stats(p, i, &st, sizeof(st)) == 0)
-			used += st.obj_used;
-	}
-	return used;
-}
-
 static void run(int app)
 {
 	struct zs_pool_config cfg;
@@ -77,7 +59,7 @@ static void run(int app)
 	for (int i = 0; i < N / 2; i++)
 		CHECK_EQ(zs_free_deferred(p, h[i]), 0);
 	CHECK(atomic_load(&refused) >= 1);
-	CHECK_EQ(live_objects(p), N - N / 2);
+	CHECK_EQ(zs_pool_objects(p), N - N / 2);
 	CHECK_EQ(zs_pool_deferred_worker_cpu_ns(p), 0); /* no worker runs */
 	/* Threads again: a call a second after the failed start makes the worker. */
 	atomic_store(&fail_threads, 0);
@@ -86,9 +68,9 @@ static void run(int app)
 	for (int i = N / 2; i < N; i++)
 		CHECK_EQ(zs_free_deferred(p, h[i]), 0);
 	/* The worker, not a flush, frees the rest (it gathers for a millisecond). */
-	for (int k = 0; k < 2000 && live_objects(p); k++)
+	for (int k = 0; k < 2000 && zs_pool_objects(p); k++)
 		usleep(1000);
-	CHECK_EQ(live_objects(p), 0);
+	CHECK_EQ(zs_pool_objects(p), 0);
 	CHECK(zs_pool_deferred_worker_cpu_ns(p) > 0);
 	zs_destroy_pool(p);
 }

@@ -22,16 +22,8 @@
 #define LIVE 1024
 
 /* Sanitizer builds run a third of the operations (same coverage per config, fewer steps). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define OPS_DIV 3
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define OPS_DIV 3
-#endif
-#endif
-#ifndef OPS_DIV
-#define OPS_DIV 1
-#endif
+#include "sanitizer.h"
+#define OPS_DIV (TU_SANITIZED ? 3 : 1)
 
 struct shadow {
 	unsigned long h;

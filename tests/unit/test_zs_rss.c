@@ -17,16 +17,8 @@
 #include <string.h>
 #include "must.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define RSS_MEANINGFUL 0
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RSS_MEANINGFUL 0
-#endif
-#endif
-#ifndef RSS_MEANINGFUL
-#define RSS_MEANINGFUL 1
-#endif
+#include "sanitizer.h"
+#define RSS_MEANINGFUL (!TU_TSAN)
 
 #define MIB ((size_t)1 << 20)
 #define TARGET (64 * MIB)

@@ -27,16 +27,8 @@
 #include "zs/zsmalloc.h"
 #include "must.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
+#include "sanitizer.h"
+#define SANITIZED TU_SANITIZED
 
 static atomic_ulong purge_calls;
 
