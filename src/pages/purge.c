@@ -53,8 +53,11 @@
  * own thread setup and teardown, which allocate; a fork in their middle
  * left a child whose next new thread waited for ever on the sanitizer's
  * allocator (test_mt_fork_threads under ASan, a child's deferred worker).
- * So the thread is joinable: the prepare handler joins an ended one and
- * waits for a started one to reach purge_main.  The child has no thread: state
+ * So the prepare handler waits for a started thread to reach purge_main
+ * (it sets entered before it takes any lock).  An ending thread's teardown,
+ * after its last unlock, is not waited for: the thread is detached, since a
+ * joinable one that ended and was never joined (the last one, at exit) is a
+ * leak to TSan, and a detached one cannot be joined.  The child has no thread: state
  * says so, and every provider is marked to kick at its next cached page,
  * whatever the totals it inherited say.  At exit or dlclose a destructor stops the
  * thread (and no new one starts), so it never runs unloaded code.
