@@ -144,9 +144,12 @@ static inline __attribute__((always_inline)) int free_owned_entered(struct zs_po
 		heap_exit(h);
 		return free_owned_slow(pool, handle);
 	}
-	unsigned long obj = handle_to_obj(handle);
+	/* The slot's word as it is, not masked with HANDLE_OBJ_MASK: an owned pool is never
+	 * checked, so no handle is pending, and a live one's slot is not free (two instructions). */
+	unsigned long obj = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
+	assert_internal(handle_is_live(handle));
 	char *page;
-	struct zspage *z = ((struct zspage *)pages_lookup_desc_addr(pool->pages, obj_to_pfn(obj), &page))->owner;
+	struct zspage *z = ((struct zspage *)pages_lookup_desc_addr(pool->pages, obj >> OBJ_PFN_SHIFT, &page))->owner;
 	/* zspage_heap_id, its huge test last: the common case runs straight through. */
 	if (unlikely(__atomic_load_n(&z->heap_id, __ATOMIC_RELAXED) != h->id || z->huge)) {
 		heap_exit(h);
