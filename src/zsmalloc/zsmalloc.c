@@ -602,12 +602,13 @@ static __attribute__((noinline)) unsigned long malloc_off_slow(struct zs_pool *p
 
 /*
  * owned_place's copy, tail-called so that the placement saves no register:
- * only the pin lives across memcpy here, and the handle is read back from
+ * only the pin lives across memcpy here (the last argument, so that memcpy's
+ * are where it wants them), and the handle is read back from
  * the object's header before the pin drops (written before the copy, the
  * object pinned, so nothing else writes it until then).
  */
-static __attribute__((noinline)) unsigned long owned_copy(struct zs_wpin *pin, char *dst,
-							  const void *src, size_t size)
+static __attribute__((noinline)) unsigned long owned_copy(char *dst, const void *src, size_t size,
+							  struct zs_wpin *pin)
 {
 	unsigned long *hdr = (unsigned long *)((char *)memcpy(dst, src, size) - ZS_HANDLE_SIZE);
 	/* Read while pinned: once the pin drops, compaction may move the object and reuse the slot. */
@@ -708,13 +709,13 @@ owned_store(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, unsign
 	 * crosses (slot sizes are multiples of 8). */
 	if (likely(size <= first)) {
 		heap_exit(h);
-		return owned_copy(pin, a + ZS_HANDLE_SIZE, src, size);
+		return owned_copy(a + ZS_HANDLE_SIZE, src, size, pin);
 	}
 	char *next = c->addr[pi + 1]; /* heap state: read before heap_exit */
 	heap_exit(h);
 	/* The chain's next page right after this one (pages taken as a run): one copy. */
 	if (next == a + ZS_HANDLE_SIZE + first)
-		return owned_copy(pin, a + ZS_HANDLE_SIZE, src, size);
+		return owned_copy(a + ZS_HANDLE_SIZE, src, size, pin);
 	return owned_copy_split(pin, a + ZS_HANDLE_SIZE, src, size, next, first);
 }
 
