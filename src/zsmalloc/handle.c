@@ -26,6 +26,9 @@
  * free moves it on by one, so the freed handle and the slot's next one
  * differ.  A live slot holds only the obj: the handle's generation is in
  * the handle and in the object's header.  Free lists link slot addresses.
+ * A slot in a thread heap's cache or a magazine ("Magazines" below) keeps
+ * its last obj outside ZS_DEBUG: the cached value carries its next
+ * generation, and is written into the slot when it joins a list.
  * A chunk given back (trim, compaction, a drained or destroyed pool) leaves
  * its slots' next generations in a process-wide record by address, and a
  * chunk carved again at that address, by any pool, continues them ("Across a
