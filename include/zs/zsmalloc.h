@@ -314,7 +314,10 @@ struct zs_pool;
  * in one of the calling thread's zspages, then take no lock at all and
  * run no locked instruction, and move no zspage between lists: the handles
  * come from a per-thread cache of up to 64 moved whole to and from the
- * pool.  In its current zspage a thread takes the never-used slots first,
+ * pool (a full cache as a malloc'd copy, a "magazine": at most 512 a
+ * pool, 264 KiB, while that many freed handles wait for reuse; zs_pool_trim
+ * frees the empty ones, and with a handle chunk's worth free, 8,191, all of
+ * them, as a compaction does that gives handle memory back).  In its current zspage a thread takes the never-used slots first,
  * in order, then the ones it freed there (the same count before the zspage
  * is full, so the same pages).  A zs_free from another thread takes the class lock and leaves the
  * object for the owner, who frees it when its current zspage runs dry;

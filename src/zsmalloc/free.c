@@ -98,15 +98,16 @@ static __attribute__((noinline)) int free_owned_slow(struct zs_pool *pool, unsig
 	return err;
 }
 
-/* The owned free's rare ends (in an operation): a full handle cache (its batch to the shard,
- * then z's list moves or release, if any), and z's list moves or release alone (the handle is
- * in the cache already: a call that saves no register for it). */
+/* The owned free's rare ends (in an operation): a full handle cache (to a magazine, then z's
+ * list moves or release, if any), and z's list moves or release alone (the handle is in the
+ * cache already: a call that saves no register for it). */
 static __attribute__((noinline)) int free_owned_finish(struct zs_pool *pool, struct zs_heap *h,
 							struct zspage *z, unsigned long handle)
 {
 	if (z->fullness == ZS_OWNED_FULL || !z->inuse)
 		heap_free_slow(pool, h, z);
-	heap_handle_put(pool, h, handle);
+	heap_handles_drain(pool, h);
+	heap_handle_put(h, handle);
 	heap_exit(h);
 	return 0;
 }
@@ -143,9 +144,12 @@ static inline __attribute__((always_inline)) int free_owned_entered(struct zs_po
 		heap_exit(h);
 		return free_owned_slow(pool, handle);
 	}
-	unsigned long obj = handle_to_obj(handle);
+	/* The slot's word as it is, not masked with HANDLE_OBJ_MASK: an owned pool is never
+	 * checked, so no handle is pending, and a live one's slot is not free (two instructions). */
+	unsigned long obj = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
+	assert_internal(handle_is_live(handle));
 	char *page;
-	struct zspage *z = ((struct zspage *)pages_lookup_desc_addr(pool->pages, obj_to_pfn(obj), &page))->owner;
+	struct zspage *z = ((struct zspage *)pages_lookup_desc_addr(pool->pages, obj >> OBJ_PFN_SHIFT, &page))->owner;
 	/* zspage_heap_id, its huge test last: the common case runs straight through. */
 	if (unlikely(__atomic_load_n(&z->heap_id, __ATOMIC_RELAXED) != h->id || z->huge)) {
 		heap_exit(h);
@@ -160,9 +164,9 @@ static inline __attribute__((always_inline)) int free_owned_entered(struct zs_po
 	*hdr = (unsigned long)z->freeobj << 1;
 	z->freeobj = idx;
 	z->inuse--;
-	if (unlikely(h->hl.n == ZS_HANDLE_BATCH))
+	if (unlikely(h->hn == ZS_HANDLE_BATCH))
 		return free_owned_finish(pool, h, z, handle);
-	heap_handle_put(pool, h, handle);
+	heap_handle_put(h, handle);
 	/* Current or partial and not emptied: nothing moves (no fullness is kept for owned zspages). */
 	if (unlikely(z->fullness == ZS_OWNED_FULL || !z->inuse))
 		return free_owned_moved(pool, h, z);

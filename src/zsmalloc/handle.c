@@ -26,6 +26,9 @@
  * free moves it on by one, so the freed handle and the slot's next one
  * differ.  A live slot holds only the obj: the handle's generation is in
  * the handle and in the object's header.  Free lists link slot addresses.
+ * A slot in a thread heap's cache or a magazine ("Magazines" below) keeps
+ * its last obj outside ZS_DEBUG: the cached value carries its next
+ * generation, and is written into the slot when it joins a list.
  * A chunk given back (trim, compaction, a drained or destroyed pool) leaves
  * its slots' next generations in a process-wide record by address, and a
  * chunk carved again at that address, by any pool, continues them ("Across a
@@ -43,6 +46,29 @@
 #include "zsmalloc/internal.h"
 
 #define HANDLE_CHUNK (64 * 1024)
+
+/*
+ * Magazines.  A thread heap of an owned pool caches ready handles in an
+ * array (internal.h, struct zs_heap), so its allocation is a load and its
+ * free a store, neither touching the slot.  A full or empty array moves as
+ * a whole: to or from a magazine, a malloc'd copy of a full array kept on
+ * the pool's stack under handle_free_lock, so a thread that frees what
+ * another allocated (or a free-all followed by an allocate-all) moves 64
+ * handles with one lock round and one copy.  Writing the slots into the
+ * shards' list shape at each move instead cost as much as the list cache
+ * it replaced (bench_layout's churn passes every handle through it).  At
+ * most HANDLE_MAGS_MAX magazines, full and empty (8 bytes a cached handle,
+ * 264 KiB at most); past that, or without memory, a full array is written
+ * into a list for its shard as before.  A magazine's slots count live in
+ * the shards (the slots a heap holds do too); a trim that acts, and the
+ * pool's destruction, first write them onto the pool's free list
+ * (mags_flatten), where the counts and the generation records see them.
+ */
+#define HANDLE_MAGS_MAX 512
+struct handle_mag {
+	struct handle_mag *next;
+	unsigned long v[ZS_HANDLE_BATCH];
+};
 
 static atomic_ulong chunks_carved; /* every pool's: a new chunk's generation */
 
@@ -256,6 +282,44 @@ static void shard_drop_rec(struct handle_shard *s)
 	s->bump_rec = NULL;
 }
 
+/*
+ * handle_free_lock held (every shard lock too, or none needed): every full
+ * magazine's slots written free onto the pool's list and no longer counted
+ * live, and every magazine taken off; returns them, linked, for mags_free
+ * once the locks are dropped.
+ */
+static struct handle_mag *mags_flatten(struct zs_pool *pool)
+{
+	struct handle_mag *all = pool->mag_empty, *m;
+	while ((m = pool->mag_full)) {
+		pool->mag_full = m->next;
+		for (unsigned k = 0; k < ZS_HANDLE_BATCH; k++) {
+			unsigned long slot = m->v[k] & HANDLE_ADDR_MASK;
+			atomic_store_explicit(handle_slot(slot),
+					      HANDLE_FREE_BIT | (m->v[k] & HANDLE_GEN_MASK) |
+						      (pool->handle_free.n ? pool->handle_free.head : 0),
+					      memory_order_relaxed);
+			pool->handle_free.head = slot;
+			pool->handle_free.n++;
+		}
+		pool->shards[0].live -= ZS_HANDLE_BATCH; /* only the shards' sum means anything */
+		m->next = all;
+		all = m;
+	}
+	pool->mag_empty = NULL;
+	pool->nmag_full = pool->nmags = 0;
+	return all;
+}
+
+static void mags_free(struct handle_mag *m)
+{
+	while (m) {
+		struct handle_mag *next = m->next;
+		free(m);
+		m = next;
+	}
+}
+
 int handles_init(struct zs_pool *pool)
 {
 	fork_handlers(ZS_FORK_HANDLES, gen_atfork_prepare, gen_atfork_release, gen_atfork_release);
@@ -274,6 +338,8 @@ int handles_init(struct zs_pool *pool)
 	}
 	spin_init_rank(&pool->handle_free_lock, ZS_LOCK_ZS_HANDLE_FREE);
 	list_init(&pool->handle_free);
+	pool->mag_full = pool->mag_empty = NULL;
+	pool->nmag_full = pool->nmags = 0;
 	pool->handle_stash = NULL;
 	pool->stash_n = pool->stash_cap = 0;
 	pthread_mutex_init(&pool->handle_chunks_lock, NULL);
@@ -284,6 +350,7 @@ int handles_init(struct zs_pool *pool)
 
 void handles_destroy(struct zs_pool *pool)
 {
+	mags_free(mags_flatten(pool));
 	/* Handles of a destroyed pool must not name objects of the next one carved here. */
 	for (size_t i = 0; i < pool->nr_handle_chunks; i++)
 		gen_keep(pool, pool->handle_chunks[i]);
@@ -611,12 +678,17 @@ void handles_trim(struct zs_pool *pool, int eager)
 		spin_lock(&pool->shards[i].lock);
 	spin_lock(&pool->handle_free_lock);
 	stash_flatten(pool);
-	unsigned long nfree = pool->handle_free.n;
+	/* A magazine's slots are free, though the shards count them live until mags_flatten. */
+	unsigned long nmag = pool->nmag_full * ZS_HANDLE_BATCH;
+	unsigned long nfree = pool->handle_free.n + nmag;
+	struct handle_mag *mags = NULL;
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
 		live += pool->shards[i].live;
 		nfree += pool->shards[i].cur.n + pool->shards[i].spare.n;
 	}
+	live -= (long)nmag;
 	if (live == 0 && pool->nr_handle_chunks) {
+		mags = mags_flatten(pool); /* the records read the slots */
 		mutex_lock_ranked(&pool->handle_chunks_lock, ZS_LOCK_ZS_HANDLE_CHUNKS);
 		for (size_t i = 0; i < pool->nr_handle_chunks; i++) {
 			gen_keep(pool, pool->handle_chunks[i]);
@@ -635,85 +707,137 @@ void handles_trim(struct zs_pool *pool, int eager)
 		pages_trim(pool->handle_pages);
 	} else if (live > 0 && (eager ? nfree >= SLOTS_PER_CHUNK
 				      : nfree >= 4 * SLOTS_PER_CHUNK && nfree >= 2 * (unsigned long)live)) {
+		mags = mags_flatten(pool);
 		reclaim_free_chunks(pool);
+	} else if (eager) {
+		/* Nothing to give back: the empty magazines go at least. */
+		mags = pool->mag_empty;
+		pool->mag_empty = NULL;
+		pool->nmags = pool->nmag_full;
 	}
 	spin_unlock(&pool->handle_free_lock);
 	for (int i = ZS_HANDLE_SHARDS - 1; i >= 0; i--)
 		spin_unlock(&pool->shards[i].lock);
+	mags_free(mags);
 }
 
 /*
- * A thread heap's handle cache (owned.c) is a list of this same shape,
- * moved whole: a full one becomes the shard's spare (its old spare going to
- * the pool, as handle_free_full does), an empty one takes the shard's
- * cur, spare or a pool batch, else up to a batch of never-used slots.  The
- * shard counts a cached slot as live, so no trim gives back its chunk.
+ * A thread heap's handle cache (owned.c) is an array of ready handles.
+ * Values come from a magazine, else from the thread's shard: its cur or
+ * spare list, else a pool batch or never-used slots (handle_alloc_slow;
+ * stopping at the first pool batch, which the next refill takes whole, so
+ * take_batch keeps its one caller).  The shard counts every slot it hands
+ * a heap as live, and counts it free again only when it comes back as a
+ * list, so no trim gives back a chunk whose slots a heap or a magazine
+ * holds.
  */
-void handle_give_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l)
+unsigned handle_take_values(struct zs_pool *pool, unsigned long *v)
 {
-	spin_lock(&s->lock);
-	s->live -= (long)l->n;
-	if (l->n == ZS_HANDLE_BATCH) {
-		/* Through handle_free_full, so give_batch keeps its one caller (and its inlining). */
-		struct handle_list cur = s->cur;
-		s->cur = *l;
-		handle_free_full(pool, s);
-		s->cur = cur;
-	} else {
-		/* A revoked heap's rest, one at a time as cache_free_handle puts them (rare). */
-		while (l->n) {
-			unsigned long slot = l->head, w = atomic_load_explicit(handle_slot(slot),
-									memory_order_relaxed);
-			l->head = w & HANDLE_ADDR_MASK;
-			l->n--;
-			if (s->cur.n == ZS_HANDLE_BATCH)
-				handle_free_full(pool, s);
-			atomic_store_explicit(handle_slot(slot),
-					      HANDLE_FREE_BIT | (w & HANDLE_GEN_MASK) |
-						      (s->cur.n ? s->cur.head : 0),
-					      memory_order_relaxed);
-			if (!s->cur.n)
-				s->cur.tail = slot;
-			s->cur.head = slot;
-			s->cur.n++;
-		}
+	struct handle_mag *m;
+	spin_lock(&pool->handle_free_lock);
+	if ((m = pool->mag_full)) {
+		pool->mag_full = m->next;
+		pool->nmag_full--;
+		memcpy(v, m->v, sizeof(m->v));
+		m->next = pool->mag_empty;
+		pool->mag_empty = m;
+		spin_unlock(&pool->handle_free_lock);
+		return ZS_HANDLE_BATCH;
 	}
-	spin_unlock(&s->lock);
-	list_init(l);
-}
-
-int handle_take_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l)
-{
-	assert_internal(l->n == 0);
+	spin_unlock(&pool->handle_free_lock);
+	struct handle_shard *s = handle_shard_pick(pool);
+	unsigned n = 0;
 	spin_lock(&s->lock);
-	if (s->cur.n) {
-		*l = s->cur;
-		list_init(&s->cur);
-	} else if (s->spare.n) {
-		*l = s->spare;
-		list_init(&s->spare);
+	struct handle_list *l = s->cur.n ? &s->cur : s->spare.n ? &s->spare : NULL;
+	if (l) {
+		/* A list's slots hold their next generation and the link. */
+		unsigned long slot = l->head;
+		for (; n < l->n; n++) {
+			unsigned long w = atomic_load_explicit(handle_slot(slot), memory_order_relaxed);
+			v[n] = slot | (w & HANDLE_GEN_MASK);
+			slot = w & HANDLE_ADDR_MASK;
+		}
+		list_init(l);
 	} else {
-		/*
-		 * handle_alloc_slow takes a pool batch into s->cur, or else a
-		 * never-used slot: stop at the first batch (the next refill takes it
-		 * whole), so take_batch keeps its one caller.
-		 */
-		while (l->n < ZS_HANDLE_BATCH / 2) {
+		while (n < ZS_HANDLE_BATCH / 2) {
 			unsigned long h = handle_alloc_slow(pool, s);
 			if (!h)
 				break;
-			atomic_store_explicit(handle_slot(h),
-					      HANDLE_FREE_BIT | (h & HANDLE_GEN_MASK) | (l->n ? l->head : 0),
-					      memory_order_relaxed);
-			if (!l->n)
-				l->tail = h & HANDLE_ADDR_MASK;
-			l->head = h & HANDLE_ADDR_MASK;
-			l->n++;
+			/* ZS_DEBUG: free at its generation, as the heap's cache keeps slots (internal.h). */
+			if (ZS_DEBUG_ON)
+				atomic_store_explicit(handle_slot(h), HANDLE_FREE_BIT | (h & HANDLE_GEN_MASK),
+						      memory_order_relaxed);
+			v[n++] = h;
 			if (s->cur.n)
 				break;
 		}
 	}
-	s->live += (long)l->n;
+	s->live += (long)n;
 	spin_unlock(&s->lock);
-	return l->n != 0;
+	return n;
+}
+
+/* Ready handles onto a list, each slot written free at its generation (the slots leave a heap). */
+static void values_to_list(const unsigned long *v, unsigned n, struct handle_list *l)
+{
+	for (unsigned k = 0; k < n; k++) {
+		unsigned long slot = v[k] & HANDLE_ADDR_MASK;
+		atomic_store_explicit(handle_slot(slot),
+				      HANDLE_FREE_BIT | (v[k] & HANDLE_GEN_MASK) | (l->n ? l->head : 0),
+				      memory_order_relaxed);
+		if (!l->n)
+			l->tail = slot;
+		l->head = slot;
+		l->n++;
+	}
+}
+
+void handle_give_values(struct zs_pool *pool, const unsigned long *v, unsigned n)
+{
+	if (n == ZS_HANDLE_BATCH) {
+		struct handle_mag *m;
+		int grow = 0;
+		spin_lock(&pool->handle_free_lock);
+		if ((m = pool->mag_empty))
+			pool->mag_empty = m->next;
+		else if ((grow = pool->nmags < HANDLE_MAGS_MAX))
+			pool->nmags++; /* reserved: a new one is made with no lock held */
+		spin_unlock(&pool->handle_free_lock);
+		if (grow && !(m = malloc(sizeof(*m)))) {
+			spin_lock(&pool->handle_free_lock);
+			pool->nmags--;
+			spin_unlock(&pool->handle_free_lock);
+		}
+		if (m) {
+			memcpy(m->v, v, sizeof(m->v));
+			spin_lock(&pool->handle_free_lock);
+			m->next = pool->mag_full;
+			pool->mag_full = m;
+			pool->nmag_full++;
+			spin_unlock(&pool->handle_free_lock);
+			return;
+		}
+	}
+	/* No magazine (a part-full cache, the cap reached, no memory): the shard's lists. */
+	struct handle_shard *s = handle_shard_pick(pool);
+	struct handle_list l;
+	list_init(&l);
+	spin_lock(&s->lock);
+	s->live -= (long)n;
+	if (n == ZS_HANDLE_BATCH) {
+		/* A full batch becomes the shard's spare, its old spare going to the pool; through
+		 * handle_free_full, so give_batch keeps its one caller (and its inlining). */
+		values_to_list(v, n, &l);
+		struct handle_list cur = s->cur;
+		s->cur = l;
+		handle_free_full(pool, s);
+		s->cur = cur;
+	} else {
+		for (unsigned k = 0; k < n; k++) {
+			if (s->cur.n == ZS_HANDLE_BATCH)
+				handle_free_full(pool, s);
+			values_to_list(&v[k], 1, &s->cur);
+		}
+	}
+	spin_unlock(&s->lock);
 }

@@ -194,6 +194,7 @@ struct handle_shard {
 } __attribute__((aligned(64)));
 
 struct deferred_queue; /* deferred.c */
+struct handle_mag;     /* handle.c */
 
 /* A class copy's parked zspages (park.c): the stack and its accounting, under the class lock. */
 struct zs_park {
@@ -247,6 +248,10 @@ struct zs_pool {
 	struct handle_list *handle_stash; /* full batches that shards gave back, each its own
 	                                     list: taken whole in O(1) (handle.c) */
 	size_t stash_n, stash_cap;
+	/* Thread heaps' full handle caches, as arrays (handle.c, "Magazines"), under
+	 * handle_free_lock; their slots count live in the shards, as a heap's cache does. */
+	struct handle_mag *mag_full, *mag_empty;
+	unsigned long nmag_full, nmags; /* nmags: full and empty, at most HANDLE_MAGS_MAX */
 	pthread_mutex_t handle_chunks_lock;
 	pfn_t *handle_chunks;
 	size_t nr_handle_chunks, cap_handle_chunks;
@@ -991,7 +996,16 @@ struct zs_heap {
 	 * changed (given back at its exit, then taken again) finds it differs and uses the
 	 * zspage read lock, so the write path reads one thread-local word, not the slot table */
 	unsigned wpin_tix1;
-	struct handle_list hl;   /* cached free handle slots, a shard list's shape (handle.c) */
+	/*
+	 * The handle cache: hn ready handles in hv[0..hn), each its slot's
+	 * address and the generation it hands out next, so an allocation takes
+	 * hv[--hn] and a free stores hv[hn++] with no write to the slot (outside
+	 * ZS_DEBUG, a cached slot still holds its last obj: nothing reads it
+	 * until handle.c writes it free, when the values leave for a shard list).
+	 * Full and empty caches move whole to and from the pool's magazines.
+	 */
+	unsigned long hn;
+	unsigned long hv[ZS_HANDLE_BATCH];
 	atomic_uint revoke __attribute__((aligned(64))); /* HEAP_REVOKE | HEAP_FENCED */
 	atomic_ulong remote;     /* (obj << 1) | 1 of the last object another thread freed into an
 	                            owned zspage, each object's header the next one; 0: none */
@@ -1052,11 +1066,15 @@ struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx);
 void heap_free_slow(struct zs_pool *pool, struct zs_heap *h, struct zspage *z);
 /* Class lock held: another thread frees obj, in zspage z owned by a heap. */
 void heap_remote_free(struct zs_pool *pool, struct zspage *z, unsigned long obj);
-/* The owner, in an operation, its handle cache empty: a list from this thread's shard (0: none). */
+/* The owner, in an operation, its handle cache empty: a magazine, or from this thread's shard
+ * (0: none). */
 int heap_handles_refill(struct zs_pool *pool, struct zs_heap *h);
+/* The owner (its cache full, or leaving the pool) or its revoker: every cached handle back. */
 void heap_handles_drain(struct zs_pool *pool, struct zs_heap *h);
-void handle_give_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l);
-int handle_take_list(struct zs_pool *pool, struct handle_shard *s, struct handle_list *l);
+/* handle.c: up to ZS_HANDLE_BATCH ready handles into v (their count, 0 without memory); and n
+ * of them back (a magazine when n is a full batch and one is to be had, else the shard). */
+unsigned handle_take_values(struct zs_pool *pool, unsigned long *v);
+void handle_give_values(struct zs_pool *pool, const unsigned long *v, unsigned n);
 
 /* A huge zspage's word is its handle (never owned), so its heap id reads 0. */
 static inline uint32_t zspage_heap_id(const struct zspage *z)
@@ -1079,23 +1097,39 @@ static inline void heap_obj_free(struct zs_pool *pool, struct zs_heap *h, struct
 		heap_free_slow(pool, h, z);
 }
 
-/* A freed handle into the heap's cache, as the generation its slot hands out next. */
-static inline void heap_handle_put(struct zs_pool *pool, struct zs_heap *h, unsigned long handle)
+/* A handle's ready value: its slot with the generation the slot hands out next. */
+static inline unsigned long handle_next(unsigned long handle)
 {
-	unsigned long slot = handle & HANDLE_ADDR_MASK;
-	assert_internal(!handle_is_free(handle));
-	if (unlikely(h->hl.n == ZS_HANDLE_BATCH))
-		handle_give_list(pool, handle_shard_pick(pool), &h->hl);
-	/* Read before the slot's store, which the compiler cannot tell from the list's words.
-	 * The link is head whatever n is: every walk of a handle list counts n slots, so the
-	 * last one's link (head's stale value on an empty list) is never followed. */
-	unsigned long n = h->hl.n, head = h->hl.head;
-	atomic_store_explicit(handle_slot(slot), HANDLE_FREE_BIT | handle_gen_next(handle) | head,
-			      memory_order_relaxed);
-	if (!n)
-		h->hl.tail = slot;
-	h->hl.head = slot;
-	h->hl.n = n + 1;
+	return (handle & HANDLE_ADDR_MASK) | handle_gen_next(handle);
+}
+
+/*
+ * A freed handle into the heap's cache (not full: the caller drains a full
+ * one first).  ZS_DEBUG writes the slot free (no link: it is on no list) so
+ * that a second free of the handle trips the assert here, and the pop's
+ * assert finds the slot free at the generation it hands out.
+ */
+static inline void heap_handle_put(struct zs_heap *h, unsigned long handle)
+{
+	unsigned long n = h->hn;
+	unsigned long v = handle_next(handle);
+	assert_internal(n < ZS_HANDLE_BATCH && !handle_is_free(handle));
+	if (ZS_DEBUG_ON)
+		atomic_store_explicit(handle_slot(v), HANDLE_FREE_BIT | (v & HANDLE_GEN_MASK),
+				      memory_order_relaxed);
+	h->hv[n] = v;
+	h->hn = n + 1;
+}
+
+/* A handle from the heap's cache (not empty). */
+static inline unsigned long heap_handle_pop(struct zs_heap *h)
+{
+	unsigned long n = h->hn - 1;
+	unsigned long v = h->hv[n];
+	assert_internal(h->hn > 0 && handle_is_free(v) &&
+			((atomic_load_explicit(handle_slot(v), memory_order_relaxed) ^ v) & HANDLE_GEN_MASK) == 0);
+	h->hn = n;
+	return v;
 }
 
 /* Free with the class lock held, into an owned zspage too (the class-index free, deferred). */

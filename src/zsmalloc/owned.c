@@ -470,14 +470,15 @@ void heap_remote_free(struct zs_pool *pool, struct zspage *z, unsigned long obj)
 
 int heap_handles_refill(struct zs_pool *pool, struct zs_heap *h)
 {
-	return handle_take_list(pool, handle_shard_pick(pool), &h->hl);
+	return (h->hn = handle_take_values(pool, h->hv)) != 0;
 }
 
-/* Every cached handle back to the shard (revocation): a whole list, spliced in. */
+/* Every cached handle back: a full cache as a magazine, a part-full one to the shard. */
 void heap_handles_drain(struct zs_pool *pool, struct zs_heap *h)
 {
-	if (h->hl.n)
-		handle_give_list(pool, handle_shard_pick(pool), &h->hl);
+	if (h->hn)
+		handle_give_values(pool, h->hv, h->hn);
+	h->hn = 0;
 }
 
 /* ---- revocation ---- */
@@ -800,6 +801,7 @@ void heaps_pool_gone(struct zs_pool *pool)
 {
 	pthread_mutex_lock(&heaps_lock);
 	for (struct zs_heap *h = pool->heaps; h; h = h->next) {
+		heap_handles_drain(pool, h); /* written free, so the chunks' records see them */
 		atomic_store_explicit(&heap_table[h->id], NULL, memory_order_relaxed);
 		h->pool = NULL;
 	}

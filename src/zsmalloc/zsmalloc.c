@@ -602,12 +602,13 @@ static __attribute__((noinline)) unsigned long malloc_off_slow(struct zs_pool *p
 
 /*
  * owned_place's copy, tail-called so that the placement saves no register:
- * only the pin lives across memcpy here, and the handle is read back from
+ * only the pin lives across memcpy here (the last argument, so that memcpy's
+ * are where it wants them), and the handle is read back from
  * the object's header before the pin drops (written before the copy, the
  * object pinned, so nothing else writes it until then).
  */
-static __attribute__((noinline)) unsigned long owned_copy(struct zs_wpin *pin, char *dst,
-							  const void *src, size_t size)
+static __attribute__((noinline)) unsigned long owned_copy(char *dst, const void *src, size_t size,
+							  struct zs_wpin *pin)
 {
 	unsigned long *hdr = (unsigned long *)((char *)memcpy(dst, src, size) - ZS_HANDLE_SIZE);
 	/* Read while pinned: once the pin drops, compaction may move the object and reuse the slot. */
@@ -708,13 +709,13 @@ owned_store(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, unsign
 	 * crosses (slot sizes are multiples of 8). */
 	if (likely(size <= first)) {
 		heap_exit(h);
-		return owned_copy(pin, a + ZS_HANDLE_SIZE, src, size);
+		return owned_copy(a + ZS_HANDLE_SIZE, src, size, pin);
 	}
 	char *next = c->addr[pi + 1]; /* heap state: read before heap_exit */
 	heap_exit(h);
 	/* The chain's next page right after this one (pages taken as a run): one copy. */
 	if (next == a + ZS_HANDLE_SIZE + first)
-		return owned_copy(pin, a + ZS_HANDLE_SIZE, src, size);
+		return owned_copy(a + ZS_HANDLE_SIZE, src, size, pin);
 	return owned_copy_split(pin, a + ZS_HANDLE_SIZE, src, size, next, first);
 }
 
@@ -725,7 +726,7 @@ owned_place_all(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, si
 	unsigned idx = z->untouched;
 	/* The handle after the zspage's words are read: the pop's stores could alias them. */
 	int fresh = idx < z->objs;
-	unsigned long handle = list_pop(&h->hl);
+	unsigned long handle = heap_handle_pop(h);
 	if (likely(fresh)) {
 		/* A fresh slot, from the cursor set_cur put on it (owned.c): untouched slots are
 		 * taken in index order, so the next one begins where this one ends. */
@@ -779,12 +780,17 @@ owned_place_all(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, si
 	return owned_store(h, c, z, handle, obj, a, pi, first, size, src);
 }
 
-/* owned_place's other cases, out of line so that its common one saves no register. */
+/* owned_place's other cases, out of line so that its common one saves no register: an empty
+ * handle cache too (tested beside the pop, so the count lives in a register only there). */
 static __attribute__((noinline)) unsigned long owned_place_rare(struct zs_heap *h,
 								struct zs_heap_class *c,
 								struct zspage *z, size_t size,
 								const void *src)
 {
+	if (unlikely(!h->hn) && !heap_handles_refill(h->pool, h)) {
+		heap_exit(h);
+		return malloc_off_slow(h->pool, size, src);
+	}
 	return owned_place_all(h, c, z, size, src);
 }
 
@@ -800,14 +806,16 @@ owned_place(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, size_t
 	char *a = c->bnext;
 	/* In integers: a stale cursor may be NULL (a current zspage never had a fresh slot). */
 	uintptr_t x = (uintptr_t)a ^ ((uintptr_t)a + c->size);
-	if (unlikely(idx >= z->objs || (x > c->pmask && !c->flat)))
+	if (unlikely(idx >= z->objs || (x > c->pmask && !c->flat) || !h->hn))
 		return owned_place_rare(h, c, z, size, src);
 	char *n = a + c->size;
-	unsigned long handle = list_pop(&h->hl);
 	unsigned long obj = c->bbase | idx;
+	/* Read before the pop, whose store the compiler cannot tell from the cursor's words. */
+	int cross = x > c->pmask;
+	unsigned long handle = heap_handle_pop(h);
 	__atomic_store_n(&z->untouched, idx + 1, __ATOMIC_RELAXED);
 	c->bnext = n;
-	if (x > c->pmask) /* the next slot's page, in the run */
+	if (cross) /* the next slot's page, in the run */
 		c->bbase += (((uintptr_t)n >> c->pshift) - ((uintptr_t)a >> c->pshift)) << OBJ_PFN_SHIFT;
 	return owned_store(h, c, z, handle, obj, a, 0, (size_t)-1, size, src);
 }
@@ -836,7 +844,7 @@ static __attribute__((noinline)) unsigned long malloc_owned_slow(struct zs_pool 
 	int index = pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3];
 	struct zs_heap_class *c = &h->cls[index];
 	struct zspage *z = c->cur;
-	if ((!h->hl.n && !heap_handles_refill(pool, h)) ||
+	if ((!h->hn && !heap_handles_refill(pool, h)) ||
 	    (!(z && (z->untouched < z->objs || z->freeobj != FREEOBJ_END)) &&
 	     !(z = heap_refill(pool, h, index)))) {
 		heap_exit(h);
@@ -872,7 +880,7 @@ static inline __attribute__((always_inline)) unsigned long malloc_off_body(struc
 		return malloc_owned_slow(pool, size, src, 1);
 	struct zs_heap_class *c = &h->cls[pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3]];
 	struct zspage *z = c->cur;
-	if (unlikely(!z || (z->untouched >= z->objs && z->freeobj == FREEOBJ_END) || !h->hl.n))
+	if (unlikely(!z || (z->untouched >= z->objs && z->freeobj == FREEOBJ_END)))
 		return malloc_owned_slow(pool, size, src, 1);
 	return owned_place(h, c, z, size, src);
 }

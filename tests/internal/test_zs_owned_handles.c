@@ -1,19 +1,21 @@
 /*
  * The handle cache of an owned pool's thread heap (src/zsmalloc/internal.h,
- * heap_handle_put and list_pop; owned.c, heap_handles_refill and
- * heap_handles_drain).  A freed slot is linked to the list's head whatever
- * the list's length: the last slot's link may be a stale address, because
- * every walk of a handle list counts its n slots and never follows the last
- * link.  This test holds what that rests on, through a seeded churn of
- * allocations and frees that fills and spills the cache many times, and a
- * compaction (a revocation) that gives a part-full cache back one slot at a
- * time:
- *  - the n slots reached from head are distinct, free, and never the ones
- *    a live object holds;
+ * heap_handle_put and heap_handle_pop: an array of ready handles; owned.c,
+ * heap_handles_refill and heap_handles_drain; handle.c, the magazines that
+ * full caches move to and from).  Through a seeded churn of allocations and
+ * frees that fills and spills the cache many times, a compaction (a
+ * revocation) that gives a part-full cache back, and free-alls that pass
+ * thousands of handles through the magazines:
+ *  - the cache's values are distinct, never a live object's slot, and (in
+ *    a ZS_DEBUG build) each slot reads free at the value's generation;
  *  - a slot handed out again carries the next generation (a stale handle
- *    never equals a live one);
+ *    never equals a live one), through a magazine too;
+ *  - a trim gives back the handle chunks whose slots are all in
+ *    magazines (they count free there), and every chunk once the pool is
+ *    empty;
  *  - every object reads back as written, and the pool empties.
- * White box (internal.h) to walk the heap's list; the rest is the API.
+ * White box (internal.h) to read the heap's cache and the chunk count; the
+ * rest is the API.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -55,24 +57,26 @@ static int cmp_ul(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The heap's list: n distinct free slots from head, none a live object's. */
+/* The heap's cache: hn distinct values, none a live object's slot, free at their generation. */
 static int list_sane(const struct zs_heap *hp)
 {
-	unsigned long slot = hp->hl.head, seen[ZS_HANDLE_BATCH];
-	if (hp->hl.n > ZS_HANDLE_BATCH)
+	if (hp->hn > ZS_HANDLE_BATCH)
 		return 0;
-	for (unsigned long k = 0; k < hp->hl.n; k++) {
-		unsigned long w = atomic_load(handle_slot(slot));
-		if (!(w & HANDLE_FREE_BIT))
+	for (unsigned long k = 0; k < hp->hn; k++) {
+		unsigned long v = hp->hv[k], slot = v & HANDLE_ADDR_MASK;
+		if (!slot || (v & ~(HANDLE_ADDR_MASK | HANDLE_GEN_MASK)))
 			return 0;
+		if (ZS_DEBUG_ON) {
+			unsigned long w = atomic_load(handle_slot(slot));
+			if (!(w & HANDLE_FREE_BIT) || ((w ^ v) & HANDLE_GEN_MASK))
+				return 0;
+		}
 		for (unsigned long j = 0; j < k; j++)
-			if (seen[j] == slot)
+			if ((hp->hv[j] & HANDLE_ADDR_MASK) == slot)
 				return 0;
 		for (int i = 0; i < NOBJ; i++)
 			if (live[i] && (live[i] & HANDLE_ADDR_MASK) == slot)
 				return 0;
-		seen[k] = slot;
-		slot = w & HANDLE_ADDR_MASK;
 	}
 	return 1;
 }
@@ -92,6 +96,83 @@ static unsigned long spare_pages(struct zs_pool *p)
 		CHECK(n <= ZS_HEAP_SPARES);
 	}
 	return pages;
+}
+
+/*
+ * Magazines: MANY small objects (over four handle chunks), three quarters
+ * freed in order (their handles go to magazines), allocated again, freed
+ * again and trimmed; then the rest.
+ */
+#define MANY 40000
+static unsigned long many[MANY], stale[MANY];
+
+static int by_slot(const void *a, const void *b)
+{
+	unsigned long x = *(const unsigned long *)a & HANDLE_ADDR_MASK;
+	unsigned long y = *(const unsigned long *)b & HANDLE_ADDR_MASK;
+	return (x > y) - (x < y);
+}
+
+static void magazines(void)
+{
+	struct zs_pool_config c;
+	zs_pool_config_init_app(&c);
+	c.autocompact_ms = 0;
+	struct zs_pool *p = must_pool_create(&c);
+	REQUIRE(p && p->owned);
+	const int part = 3 * MANY / 4;
+	for (int i = 0; i < MANY; i++) {
+		many[i] = zs_malloc(p, 48);
+		REQUIRE(!ZS_IS_ERR(many[i]));
+	}
+	size_t chunks = p->nr_handle_chunks;
+	for (int i = 0; i < part; i++) {
+		stale[i] = many[i];
+		CHECK_EQ(zs_free(p, many[i]), 0);
+	}
+	printf("test_zs_owned_handles: %d freed, %lu full magazines, %zu handle chunks\n", part,
+	       p->nmag_full, chunks);
+	CHECK(p->nmag_full > 0);
+	/* Taken again from the magazines: each slot at its next generation. */
+	for (int i = 0; i < part; i++) {
+		many[i] = zs_malloc(p, 48);
+		REQUIRE(!ZS_IS_ERR(many[i]));
+	}
+	qsort(stale, (size_t)part, sizeof(stale[0]), by_slot);
+	long again = 0, same = 0;
+	for (int i = 0; i < part; i++) {
+		unsigned long *s = bsearch(&many[i], stale, (size_t)part, sizeof(stale[0]), by_slot);
+		if (s) {
+			again++;
+			same += *s == many[i];
+		}
+	}
+	printf("test_zs_owned_handles: %ld slots handed out again from magazines\n", again);
+	CHECK(again > part / 2);
+	CHECK_EQ(same, 0);
+	/* Freed again, then trimmed: the chunks whose slots are all in magazines go back. */
+	for (int i = 0; i < part; i++)
+		CHECK_EQ(zs_free(p, many[i]), 0);
+	CHECK(p->nmag_full > 0);
+	zs_pool_trim(p);
+	printf("test_zs_owned_handles: trim with %d live: %zu -> %zu handle chunks\n", MANY - part,
+	       chunks, p->nr_handle_chunks);
+	CHECK(p->nr_handle_chunks + 2 <= chunks);
+	CHECK_EQ(p->nmag_full, 0);
+	for (int i = part; i < MANY; i++)
+		CHECK_EQ(zs_free(p, many[i]), 0);
+	zs_pool_trim(p);
+	CHECK_EQ(p->nr_handle_chunks, 0);
+	CHECK_EQ(zs_get_total_pages(p), 0);
+	/* Destroyed with handles in magazines and in the heap's cache (ASan: nothing leaks). */
+	for (int i = 0; i < MANY / 4; i++) {
+		many[i] = zs_malloc(p, 48);
+		REQUIRE(!ZS_IS_ERR(many[i]));
+	}
+	for (int i = 0; i < MANY / 4; i++)
+		CHECK_EQ(zs_free(p, many[i]), 0);
+	CHECK(p->nmag_full > 0);
+	zs_destroy_pool(p);
 }
 
 int main(void)
@@ -150,7 +231,7 @@ int main(void)
 
 	/* A part-full cache given back by a revocation (one slot at a time), then used again. */
 	struct zs_heap *hp = heap_tls.heap[0];
-	while (hp->hl.n == 0 || hp->hl.n == ZS_HANDLE_BATCH) {
+	while (hp->hn == 0 || hp->hn == ZS_HANDLE_BATCH) {
 		int i = 0;
 		while (i < NOBJ && !live[i])
 			i++;
@@ -159,7 +240,7 @@ int main(void)
 		live[i] = 0;
 	}
 	zs_compact(p);
-	CHECK_EQ(hp->hl.n, 0);
+	CHECK_EQ(hp->hn, 0);
 	for (int i = 0; i < NOBJ; i++)
 		if (!live[i]) {
 			len_of[i] = 100 + tu_rand(&x) % 3900;
@@ -186,5 +267,6 @@ int main(void)
 	zs_pool_trim(p);
 	CHECK_EQ(zs_get_total_pages(p), 0);
 	zs_destroy_pool(p);
+	magazines();
 	return tu_done();
 }
