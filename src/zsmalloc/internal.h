@@ -929,6 +929,23 @@ unsigned long can_compact(const struct size_class *class);
 #ifndef ZS_OWNED_ZSPAGES
 #define ZS_OWNED_ZSPAGES 1
 #endif
+/*
+ * Whether an owned zspage's pages are a run (consecutive numbers in one
+ * chunk: consecutive descriptors and addresses), noted by the heap that
+ * takes it from its class (owned.c, chain_note) so that making it current
+ * again (a spare, parked, on its class's lists) walks no chain.  Kept only
+ * where a run can be: in the second page's descriptor when that page is
+ * the next one, the first descriptor's neighbour.  A page that is not a
+ * zspage's first holds owner and next only otherwise, and the provider
+ * zeroes descriptors as it hands pages out, so a new chain reads UNKNOWN.
+ * Written under the class lock, read by the owner.
+ */
+enum { ZS_CHAIN_UNKNOWN, ZS_CHAIN_RUN, ZS_CHAIN_SCATTERED };
+static inline uintptr_t *zspage_chain_note(struct zspage *z)
+{
+	return &((struct zs_page_desc *)(void *)z)[1].word[0];
+}
+
 /* Fullness values of owned zspages, past the class groups (on no class list). */
 enum { ZS_OWNED_CUR = ZS_NR_FULLNESS_GROUPS + 1, ZS_OWNED_FULL, ZS_OWNED_PARTIAL, ZS_OWNED_SPARE };
 #define ZS_TL_HEAPS 4      /* pools a thread keeps a heap for at once */
