@@ -1064,6 +1064,8 @@ void heaps_revoke_all(struct zs_pool *pool);
 struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx);
 /* The owner, in an operation: after a free that filled no longer or emptied z (list moves, release). */
 void heap_free_slow(struct zs_pool *pool, struct zs_heap *h, struct zspage *z);
+/* The same, then heap_exit (the owner's free, which ends its operation there); returns 0. */
+int heap_free_moved(struct zs_pool *pool, struct zs_heap *h, struct zspage *z);
 /* Class lock held: another thread frees obj, in zspage z owned by a heap. */
 void heap_remote_free(struct zs_pool *pool, struct zspage *z, unsigned long obj);
 /* The owner, in an operation, its handle cache empty: a list from this thread's shard (0: none). */

@@ -525,6 +525,66 @@ struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 	return refill_next(pool, h, c, idx);
 }
 
+/* heap_free_moved's rare ends, each closing the operation: an emptied zspage that goes back to
+ * its class at once, and the one that finds the spares full (the batch goes back with it). */
+static __attribute__((noinline)) int free_moved_disown(struct zs_pool *pool, struct zs_heap *h,
+						       struct zspage *z)
+{
+	disown(pool, z);
+	heap_exit(h);
+	return 0;
+}
+
+static __attribute__((noinline)) int free_moved_spares(struct zs_pool *pool, struct zs_heap *h,
+						       struct zs_heap_class *c, struct zspage *z)
+{
+	z->lnext = c->spare;
+	c->spare = NULL;
+	c->nspare = 0;
+	disown_empties(pool, z);
+	heap_exit(h);
+	return 0;
+}
+
+/*
+ * The owner, in an operation that freed an object of z that filled no
+ * longer (FULL) or emptied z: z's list move, or z a spare (spare_put), and
+ * heap_exit.  One step per case with no call on the common ones, so the
+ * free's tail call lands here and pushes no register.
+ */
+int heap_free_moved(struct zs_pool *pool, struct zs_heap *h, struct zspage *z)
+{
+	struct size_class *class = zspage_class(pool, z);
+	struct zs_heap_class *c = &h->cls[class->index];
+	if (z->fullness == ZS_OWNED_FULL) {
+		hl_unlink(&c->full, z);
+		if (likely(z->inuse != 0)) {
+			z->fullness = ZS_OWNED_PARTIAL;
+			hl_push(&c->partial, z);
+			heap_exit(h);
+			return 0;
+		}
+	} else if (z->fullness == ZS_OWNED_CUR) {
+		c->cur = NULL;
+	} else {
+		hl_unlink(&c->partial, z);
+	}
+	/* Emptied: a spare, as spare_put keeps one. */
+	if (!c->full || c->partial || z->objs != class->objs_per_zspage)
+		return free_moved_disown(pool, h, z);
+	z->freeobj = FREEOBJ_END;
+	__atomic_store_n(&z->untouched, 0, __ATOMIC_RELAXED);
+	z->fullness = ZS_OWNED_SPARE;
+	z->lprev = NULL;
+	if (unlikely(c->nspare >= ZS_HEAP_SPARES))
+		return free_moved_spares(pool, h, c, z);
+	z->lnext = c->spare;
+	c->spare = z;
+	c->nspare++;
+	heap_exit(h);
+	return 0;
+}
+
 void heap_free_slow(struct zs_pool *pool, struct zs_heap *h, struct zspage *z)
 {
 	struct zs_heap_class *c = &h->cls[z->class_idx % (unsigned)pool->nr_classes];
