@@ -176,16 +176,18 @@ static void disown_empties(struct zs_pool *pool, struct zspage *list)
 				continue;
 			}
 			assert_internal(z->inuse == 0 && z->objs == class->objs_per_zspage);
-			assert_internal(class->stats[ZS_OBJS_INUSE] >= z->objs);
 			__atomic_store_n(&z->heap_id, 0, __ATOMIC_RELAXED);
-			class->stats[ZS_OBJS_INUSE] -= z->objs;
-			class->stats[ZS_OBJS_ALLOCATED] -= z->objs;
 			z->fullness = ZS_INUSE_RATIO_0;
 			z->lprev = NULL;
 			z->lnext = run;
 			run = z;
 			n++;
 		}
+		/* Each of the class's shape: the run's slots in one count. */
+		unsigned long objs = (unsigned long)n * class->objs_per_zspage;
+		assert_internal(class->stats[ZS_OBJS_INUSE] >= objs && class->stats[ZS_OBJS_ALLOCATED] >= objs);
+		class->stats[ZS_OBJS_INUSE] -= objs;
+		class->stats[ZS_OBJS_ALLOCATED] -= objs;
 		pool_pages_add(pool, -(long)(n * class->pages_per_zspage));
 		if (!(pool->park && park_zspages(pool, class, run, n))) {
 			for (z = run; z; z = next) {
@@ -428,12 +430,17 @@ static __attribute__((noinline)) struct zspage *refill_class(struct zs_pool *poo
 		pool_pages_add(pool, (long)(n * class->pages_per_zspage));
 		class->stats[ZS_OBJS_ALLOCATED] += (unsigned long)n * class->objs_per_zspage;
 		z = got[0];
+		/* The spares owned as own() owns z, in one count: each is new (unpark_zspages),
+		 * of the class's shape, and unlinked. */
+		class->stats[ZS_OBJS_INUSE] += (unsigned long)(n - 1) * class->objs_per_zspage;
 		for (unsigned k = 1; k < n; k++) {
-			chain_note(pool, got[k]);
-			own(class, h, got[k]);
-			got[k]->fullness = ZS_OWNED_SPARE;
-			got[k]->lnext = c->spare;
-			c->spare = got[k];
+			struct zspage *s = got[k];
+			assert_internal(!s->inuse && s->objs == class->objs_per_zspage && !s->lprev);
+			chain_note(pool, s);
+			__atomic_store_n(&s->heap_id, h->id, __ATOMIC_RELAXED);
+			s->fullness = ZS_OWNED_SPARE;
+			s->lnext = c->spare;
+			c->spare = s;
 		}
 		c->nspare = (uint8_t)(n - 1);
 	} else {
