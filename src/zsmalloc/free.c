@@ -104,20 +104,19 @@ static __attribute__((noinline)) int free_owned_slow(struct zs_pool *pool, unsig
 static __attribute__((noinline)) int free_owned_finish(struct zs_pool *pool, struct zs_heap *h,
 							struct zspage *z, unsigned long handle)
 {
-	if (z->fullness == ZS_OWNED_FULL || !z->inuse)
-		heap_free_slow(pool, h, z);
-	heap_handles_drain(pool, h);
+	heap_handles_drain(pool, h, 1);
 	heap_handle_put(h, handle);
+	if (z->fullness == ZS_OWNED_FULL || !z->inuse)
+		return heap_free_moved(pool, h, z);
 	heap_exit(h);
 	return 0;
 }
 
-static __attribute__((noinline)) int free_owned_moved(struct zs_pool *pool, struct zs_heap *h,
-						       struct zspage *z)
+/* z's list move or release and heap_exit, in owned.c: the free's tail call goes straight there. */
+static inline __attribute__((always_inline)) int free_owned_moved(struct zs_pool *pool,
+								  struct zs_heap *h, struct zspage *z)
 {
-	heap_free_slow(pool, h, z);
-	heap_exit(h);
-	return 0;
+	return heap_free_moved(pool, h, z);
 }
 
 /*

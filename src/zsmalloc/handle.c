@@ -792,7 +792,7 @@ static void values_to_list(const unsigned long *v, unsigned n, struct handle_lis
 	}
 }
 
-void handle_give_values(struct zs_pool *pool, const unsigned long *v, unsigned n)
+void handle_give_values(struct zs_pool *pool, const unsigned long *v, unsigned n, int may_grow)
 {
 	if (n == ZS_HANDLE_BATCH) {
 		struct handle_mag *m;
@@ -800,7 +800,7 @@ void handle_give_values(struct zs_pool *pool, const unsigned long *v, unsigned n
 		spin_lock(&pool->handle_free_lock);
 		if ((m = pool->mag_empty))
 			pool->mag_empty = m->next;
-		else if ((grow = pool->nmags < HANDLE_MAGS_MAX))
+		else if ((grow = may_grow && pool->nmags < HANDLE_MAGS_MAX))
 			pool->nmags++; /* reserved: a new one is made with no lock held */
 		spin_unlock(&pool->handle_free_lock);
 		if (grow && !(m = malloc(sizeof(*m)))) {
@@ -818,7 +818,8 @@ void handle_give_values(struct zs_pool *pool, const unsigned long *v, unsigned n
 			return;
 		}
 	}
-	/* No magazine (a part-full cache, the cap reached, no memory): the shard's lists. */
+	/* No magazine (a part-full cache, the cap reached, no memory, or a caller that must not
+	 * malloc: a revoker on the purge thread): the shard's lists. */
 	struct handle_shard *s = handle_shard_pick(pool);
 	struct handle_list l;
 	list_init(&l);

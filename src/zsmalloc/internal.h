@@ -934,6 +934,23 @@ unsigned long can_compact(const struct size_class *class);
 #ifndef ZS_OWNED_ZSPAGES
 #define ZS_OWNED_ZSPAGES 1
 #endif
+/*
+ * Whether an owned zspage's pages are a run (consecutive numbers in one
+ * chunk: consecutive descriptors and addresses), noted by the heap that
+ * takes it from its class (owned.c, chain_note) so that making it current
+ * again (a spare, parked, on its class's lists) walks no chain.  Kept only
+ * where a run can be: in the second page's descriptor when that page is
+ * the next one, the first descriptor's neighbour.  A page that is not a
+ * zspage's first holds owner and next only otherwise, and the provider
+ * zeroes descriptors as it hands pages out, so a new chain reads UNKNOWN.
+ * Written under the class lock, read by the owner.
+ */
+enum { ZS_CHAIN_UNKNOWN, ZS_CHAIN_RUN, ZS_CHAIN_SCATTERED };
+static inline uintptr_t *zspage_chain_note(struct zspage *z)
+{
+	return &((struct zs_page_desc *)(void *)z)[1].word[0];
+}
+
 /* Fullness values of owned zspages, past the class groups (on no class list). */
 enum { ZS_OWNED_CUR = ZS_NR_FULLNESS_GROUPS + 1, ZS_OWNED_FULL, ZS_OWNED_PARTIAL, ZS_OWNED_SPARE };
 #define ZS_TL_HEAPS 4      /* pools a thread keeps a heap for at once */
@@ -1064,17 +1081,19 @@ void heaps_revoke_all(struct zs_pool *pool);
 struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx);
 /* The owner, in an operation: after a free that filled no longer or emptied z (list moves, release). */
 void heap_free_slow(struct zs_pool *pool, struct zs_heap *h, struct zspage *z);
+/* The same, then heap_exit (the owner's free, which ends its operation there); returns 0. */
+int heap_free_moved(struct zs_pool *pool, struct zs_heap *h, struct zspage *z);
 /* Class lock held: another thread frees obj, in zspage z owned by a heap. */
 void heap_remote_free(struct zs_pool *pool, struct zspage *z, unsigned long obj);
 /* The owner, in an operation, its handle cache empty: a magazine, or from this thread's shard
  * (0: none). */
 int heap_handles_refill(struct zs_pool *pool, struct zs_heap *h);
 /* The owner (its cache full, or leaving the pool) or its revoker: every cached handle back. */
-void heap_handles_drain(struct zs_pool *pool, struct zs_heap *h);
+void heap_handles_drain(struct zs_pool *pool, struct zs_heap *h, int owner);
 /* handle.c: up to ZS_HANDLE_BATCH ready handles into v (their count, 0 without memory); and n
  * of them back (a magazine when n is a full batch and one is to be had, else the shard). */
 unsigned handle_take_values(struct zs_pool *pool, unsigned long *v);
-void handle_give_values(struct zs_pool *pool, const unsigned long *v, unsigned n);
+void handle_give_values(struct zs_pool *pool, const unsigned long *v, unsigned n, int may_grow);
 
 /* A huge zspage's word is its handle (never owned), so its heap id reads 0. */
 static inline uint32_t zspage_heap_id(const struct zspage *z)

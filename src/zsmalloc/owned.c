@@ -176,16 +176,18 @@ static void disown_empties(struct zs_pool *pool, struct zspage *list)
 				continue;
 			}
 			assert_internal(z->inuse == 0 && z->objs == class->objs_per_zspage);
-			assert_internal(class->stats[ZS_OBJS_INUSE] >= z->objs);
 			__atomic_store_n(&z->heap_id, 0, __ATOMIC_RELAXED);
-			class->stats[ZS_OBJS_INUSE] -= z->objs;
-			class->stats[ZS_OBJS_ALLOCATED] -= z->objs;
 			z->fullness = ZS_INUSE_RATIO_0;
 			z->lprev = NULL;
 			z->lnext = run;
 			run = z;
 			n++;
 		}
+		/* Each of the class's shape: the run's slots in one count. */
+		unsigned long objs = (unsigned long)n * class->objs_per_zspage;
+		assert_internal(class->stats[ZS_OBJS_INUSE] >= objs && class->stats[ZS_OBJS_ALLOCATED] >= objs);
+		class->stats[ZS_OBJS_INUSE] -= objs;
+		class->stats[ZS_OBJS_ALLOCATED] -= objs;
 		pool_pages_add(pool, -(long)(n * class->pages_per_zspage));
 		if (!(pool->park && park_zspages(pool, class, run, n))) {
 			for (z = run; z; z = next) {
@@ -271,58 +273,50 @@ static struct zspage *fullest_partial(struct size_class *class)
 	return NULL;
 }
 
-/*
- * z becomes the class's current zspage, the cursor on its first untouched
- * slot (internal.h, struct zs_heap_class).  Its first page's number and
- * address cached; the others only when its pages are not a run (flat: the
- * placement then finds a page from the first, so a walk that finds a run
- * stores nothing and reads no page table).
- */
-static struct zspage *set_cur(struct zs_pool *pool, struct zs_heap_class *c, struct zspage *z)
+/* Whether z's chain goes on from its first page to the next one (the only start a run has). */
+static int chain_starts_run(const struct zs_pool *pool, const struct zspage *z)
+{
+	return z->next == (pfn_t)z->pfn + 1 && pages_lookup_next_in_chunk(pool->pages, z->pfn);
+}
+
+/* ZS_CHAIN_RUN when z's pages are a run in number and address (one chunk), else SCATTERED. */
+static unsigned chain_kind(struct zs_pool *pool, const struct zspage *z)
 {
 	pfn_t pfn = z->pfn;
-	char *addr;
-	struct zs_page_desc *d = pages_lookup_desc_addr(pool->pages, pfn, &addr);
-	unsigned long psize = (unsigned long)c->pmask + 1;
-	assert_internal(c->size && c->pmask == pool->page_size - 1);
-	assert_internal(((uintptr_t)addr & c->pmask) == 0);
-	c->pfn[0] = (uint32_t)pfn;
-	c->addr[0] = addr;
-	unsigned flat = 1;
-	for (pfn_t next; (next = d->next) != ZS_PFN_NONE; pfn = next, d++) {
-		if (next != pfn + 1 || !pages_lookup_next_in_chunk(pool->pages, pfn)) {
-			flat = 0;
-			break;
-		}
-	}
-	if (!flat) {
-		pfn = c->pfn[0];
-		d = pages_lookup_desc_addr(pool->pages, pfn, &addr);
-		for (unsigned k = 1;; k++) {
-			pfn_t next = d->next;
-			if (next == ZS_PFN_NONE)
-				break;
-			/* Parts of the chain may still be runs: the next descriptor and page follow. */
-			if (next == pfn + 1 && pages_lookup_next_in_chunk(pool->pages, pfn)) {
-				d++;
-				addr += psize;
-			} else {
-				d = pages_lookup_desc_addr(pool->pages, next, &addr);
-			}
-			pfn = next;
-			assert_internal(k < ZS_MAX_CHAIN && ((uintptr_t)addr & c->pmask) == 0);
-			c->pfn[k] = (uint32_t)pfn;
-			c->addr[k] = addr;
-		}
-	}
-	c->flat = (uint8_t)flat;
+	const struct zs_page_desc *d = zs_page_desc(pool->pages, pfn);
+	for (pfn_t next; (next = d->next) != ZS_PFN_NONE; pfn = next, d++)
+		if (next != pfn + 1 || !pages_lookup_next_in_chunk(pool->pages, pfn))
+			return ZS_CHAIN_SCATTERED;
+	return ZS_CHAIN_RUN;
+}
+
+/* Class lock held, z about to be the heap's: a chain that starts as a run looked at once, for
+ * every later set_cur (a one-page zspage, or one whose second page is elsewhere, needs none). */
+static void chain_note(struct zs_pool *pool, struct zspage *z)
+{
+	if (chain_starts_run(pool, z) && unlikely(*zspage_chain_note(z) == ZS_CHAIN_UNKNOWN))
+		*zspage_chain_note(z) = chain_kind(pool, z);
+}
+
+/* What set_cur may trust without a walk: one page, or a run noted so. */
+static int chain_is_run(const struct zs_pool *pool, struct zspage *z)
+{
+	if (z->next == ZS_PFN_NONE)
+		return 1;
+	return chain_starts_run(pool, z) && *zspage_chain_note(z) == ZS_CHAIN_RUN;
+}
+
+/* The cursor on z's first untouched slot, once c's page arrays say where z's pages are. */
+static inline __attribute__((always_inline)) struct zspage *
+cur_cursor(struct zs_heap_class *c, struct zspage *z, pfn_t pfn, char *addr, unsigned flat)
+{
 	if (z->untouched < z->objs) {
 		unsigned long pos = (unsigned long)z->untouched * c->size;
 		unsigned pi = (unsigned)(pos >> c->pshift);
 		c->bpi = (uint8_t)pi;
 		if (flat) {
-			c->bnext = c->addr[0] + pos;
-			c->bbase = location_to_obj(c->pfn[0] + pi, z->class_idx, 0);
+			c->bnext = addr + pos;
+			c->bbase = location_to_obj(pfn + pi, z->class_idx, 0);
 		} else {
 			c->bnext = c->addr[pi] + (pos & c->pmask);
 			c->bbase = location_to_obj(c->pfn[pi], z->class_idx, 0);
@@ -332,43 +326,77 @@ static struct zspage *set_cur(struct zs_pool *pool, struct zs_heap_class *c, str
 	return c->cur = z;
 }
 
+/* set_cur of a chain not known to be a run: walked, and when it is not a run after all every
+ * page's number and address cached (a chain never looked at, or scattered). */
+static __attribute__((noinline)) struct zspage *set_cur_walk(struct zs_pool *pool,
+							     struct zs_heap_class *c,
+							     struct zspage *z, pfn_t pfn,
+							     char *addr)
+{
+	unsigned long psize = (unsigned long)c->pmask + 1;
+	if (chain_kind(pool, z) == ZS_CHAIN_RUN) {
+		c->flat = 1;
+		return cur_cursor(c, z, pfn, addr, 1);
+	}
+	c->flat = 0;
+	struct zs_page_desc *d = zs_page_desc(pool->pages, pfn);
+	for (unsigned k = 1;; k++) {
+		pfn_t next = d->next;
+		if (next == ZS_PFN_NONE)
+			break;
+		/* Parts of the chain may still be runs: the next descriptor and page follow. */
+		if (next == pfn + 1 && pages_lookup_next_in_chunk(pool->pages, pfn)) {
+			d++;
+			addr += psize;
+		} else {
+			d = pages_lookup_desc_addr(pool->pages, next, &addr);
+		}
+		pfn = next;
+		assert_internal(k < ZS_MAX_CHAIN && ((uintptr_t)addr & c->pmask) == 0);
+		c->pfn[k] = (uint32_t)pfn;
+		c->addr[k] = addr;
+	}
+	return cur_cursor(c, z, 0, NULL, 0);
+}
+
+/*
+ * z becomes the class's current zspage, the cursor on its first untouched
+ * slot (internal.h, struct zs_heap_class).  Its first page's number and
+ * address cached; the others only when its pages are not a run (flat: the
+ * placement then finds a page from the first).  A chain noted as a run
+ * (chain_note) is not walked: the common case stores a few words and
+ * calls nothing.
+ */
+static struct zspage *set_cur(struct zs_pool *pool, struct zs_heap_class *c, struct zspage *z)
+{
+	pfn_t pfn = z->pfn;
+	char *addr = pages_lookup_addr(pool->pages, pfn);
+	assert_internal(c->size && c->pmask == pool->page_size - 1);
+	assert_internal(((uintptr_t)addr & c->pmask) == 0);
+	c->pfn[0] = (uint32_t)pfn;
+	c->addr[0] = addr;
+	if (unlikely(!chain_is_run(pool, z)))
+		return set_cur_walk(pool, c, z, pfn, addr);
+	c->flat = 1;
+	return cur_cursor(c, z, pfn, addr, 1);
+}
+
 static int has_free(const struct zspage *z)
 {
 	return z->freeobj != FREEOBJ_END || z->untouched < z->objs;
 }
 
-struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
+/*
+ * heap_refill's class path: the class's fullest partial zspage, else parked
+ * ones (several at once after whole zspages: c->streak), else another
+ * copy's parked one, else new pages.  Out of line with its stack of taken
+ * zspages, so that a refill from the heap's own lists saves no register.
+ */
+static __attribute__((noinline)) struct zspage *refill_class(struct zs_pool *pool,
+							     struct zs_heap *h, int idx)
 {
 	struct zs_heap_class *c = &h->cls[idx];
-	struct zspage *z = c->cur;
-	if (c->off)
-		return NULL;
-	if (atomic_load_explicit(&h->remote, memory_order_relaxed)) {
-		collect_remote(pool, h);
-		z = c->cur;
-		if (z && has_free(z))
-			return z;
-	}
-	if (z) {
-		z->fullness = ZS_OWNED_FULL;
-		hl_push(&c->full, z);
-		c->cur = NULL;
-	}
-	if (c->partial) {
-		z = c->partial;
-		hl_unlink(&c->partial, z);
-		c->streak = 0;
-		if (c->spare) /* holes to fill first: the spares are not needed (spare_put) */
-			spares_give_back(pool, c);
-		return set_cur(pool, c, z);
-	}
-	if (c->spare) {
-		z = c->spare;
-		c->spare = z->lnext;
-		c->nspare--;
-		z->lnext = NULL;
-		return set_cur(pool, c, z);
-	}
+	struct zspage *z;
 	/* A compactor revokes the heaps after it raised the flag: take nothing it must see. */
 	if (atomic_load_explicit(&pool->compaction_in_progress, memory_order_acquire))
 		return NULL;
@@ -402,11 +430,17 @@ struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 		pool_pages_add(pool, (long)(n * class->pages_per_zspage));
 		class->stats[ZS_OBJS_ALLOCATED] += (unsigned long)n * class->objs_per_zspage;
 		z = got[0];
+		/* The spares owned as own() owns z, in one count: each is new (unpark_zspages),
+		 * of the class's shape, and unlinked. */
+		class->stats[ZS_OBJS_INUSE] += (unsigned long)(n - 1) * class->objs_per_zspage;
 		for (unsigned k = 1; k < n; k++) {
-			own(class, h, got[k]);
-			got[k]->fullness = ZS_OWNED_SPARE;
-			got[k]->lnext = c->spare;
-			c->spare = got[k];
+			struct zspage *s = got[k];
+			assert_internal(!s->inuse && s->objs == class->objs_per_zspage && !s->lprev);
+			chain_note(pool, s);
+			__atomic_store_n(&s->heap_id, h->id, __ATOMIC_RELAXED);
+			s->fullness = ZS_OWNED_SPARE;
+			s->lnext = c->spare;
+			c->spare = s;
 		}
 		c->nspare = (uint8_t)(n - 1);
 	} else {
@@ -425,6 +459,7 @@ struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 		pool_pages_add(pool, (long)class->pages_per_zspage);
 		class->stats[ZS_OBJS_ALLOCATED] += class->objs_per_zspage;
 	}
+	chain_note(pool, z);
 	/* Whole zspages refill after whole zspages: the next batch may be larger (spare_put). */
 	if (z->inuse)
 		c->streak = 0;
@@ -433,6 +468,128 @@ struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
 	own(class, h, z);
 	spin_unlock(&class->lock);
 	return set_cur(pool, c, z);
+}
+
+
+/* A partial zspage became current while spares wait: holes to fill first, so the spares go
+ * back (spare_put keeps none while the class has holes). */
+static __attribute__((noinline)) struct zspage *refill_partial_spares(struct zs_pool *pool,
+								      struct zs_heap_class *c,
+								      struct zspage *z)
+{
+	spares_give_back(pool, c);
+	return set_cur(pool, c, z);
+}
+
+/* Past the remote frees: cur (full) onto the full list, and the next zspage: one with holes,
+ * a spare, or the class's.  Only tail calls, so the common cases save no register. */
+static inline __attribute__((always_inline)) struct zspage *
+refill_next(struct zs_pool *pool, struct zs_heap *h, struct zs_heap_class *c, int idx)
+{
+	struct zspage *z = c->cur;
+	if (z) {
+		z->fullness = ZS_OWNED_FULL;
+		hl_push(&c->full, z);
+		c->cur = NULL;
+	}
+	if (c->partial) {
+		z = c->partial;
+		hl_unlink(&c->partial, z);
+		c->streak = 0;
+		if (unlikely(c->spare != NULL))
+			return refill_partial_spares(pool, c, z);
+		return set_cur(pool, c, z);
+	}
+	if (c->spare) {
+		z = c->spare;
+		c->spare = z->lnext;
+		c->nspare--;
+		z->lnext = NULL;
+		return set_cur(pool, c, z);
+	}
+	return refill_class(pool, h, idx);
+}
+
+/* Objects other threads freed into this heap's zspages back first: cur may have room then. */
+static __attribute__((noinline)) struct zspage *refill_remote(struct zs_pool *pool,
+							      struct zs_heap *h, int idx)
+{
+	struct zs_heap_class *c = &h->cls[idx];
+	collect_remote(pool, h);
+	struct zspage *z = c->cur;
+	if (z && has_free(z))
+		return z;
+	return refill_next(pool, h, c, idx);
+}
+
+struct zspage *heap_refill(struct zs_pool *pool, struct zs_heap *h, int idx)
+{
+	struct zs_heap_class *c = &h->cls[idx];
+	if (unlikely(c->off))
+		return NULL;
+	if (unlikely(atomic_load_explicit(&h->remote, memory_order_relaxed)))
+		return refill_remote(pool, h, idx);
+	return refill_next(pool, h, c, idx);
+}
+
+/* heap_free_moved's rare ends, each closing the operation: an emptied zspage that goes back to
+ * its class at once, and the one that finds the spares full (the batch goes back with it). */
+static __attribute__((noinline)) int free_moved_disown(struct zs_pool *pool, struct zs_heap *h,
+						       struct zspage *z)
+{
+	disown(pool, z);
+	heap_exit(h);
+	return 0;
+}
+
+static __attribute__((noinline)) int free_moved_spares(struct zs_pool *pool, struct zs_heap *h,
+						       struct zs_heap_class *c, struct zspage *z)
+{
+	z->lnext = c->spare;
+	c->spare = NULL;
+	c->nspare = 0;
+	disown_empties(pool, z);
+	heap_exit(h);
+	return 0;
+}
+
+/*
+ * The owner, in an operation that freed an object of z that filled no
+ * longer (FULL) or emptied z: z's list move, or z a spare (spare_put), and
+ * heap_exit.  One step per case with no call on the common ones, so the
+ * free's tail call lands here and pushes no register.
+ */
+int heap_free_moved(struct zs_pool *pool, struct zs_heap *h, struct zspage *z)
+{
+	struct size_class *class = zspage_class(pool, z);
+	struct zs_heap_class *c = &h->cls[class->index];
+	if (z->fullness == ZS_OWNED_FULL) {
+		hl_unlink(&c->full, z);
+		if (likely(z->inuse != 0)) {
+			z->fullness = ZS_OWNED_PARTIAL;
+			hl_push(&c->partial, z);
+			heap_exit(h);
+			return 0;
+		}
+	} else if (z->fullness == ZS_OWNED_CUR) {
+		c->cur = NULL;
+	} else {
+		hl_unlink(&c->partial, z);
+	}
+	/* Emptied: a spare, as spare_put keeps one. */
+	if (!c->full || c->partial || z->objs != class->objs_per_zspage)
+		return free_moved_disown(pool, h, z);
+	z->freeobj = FREEOBJ_END;
+	__atomic_store_n(&z->untouched, 0, __ATOMIC_RELAXED);
+	z->fullness = ZS_OWNED_SPARE;
+	z->lprev = NULL;
+	if (unlikely(c->nspare >= ZS_HEAP_SPARES))
+		return free_moved_spares(pool, h, c, z);
+	z->lnext = c->spare;
+	c->spare = z;
+	c->nspare++;
+	heap_exit(h);
+	return 0;
 }
 
 void heap_free_slow(struct zs_pool *pool, struct zs_heap *h, struct zspage *z)
@@ -474,10 +631,12 @@ int heap_handles_refill(struct zs_pool *pool, struct zs_heap *h)
 }
 
 /* Every cached handle back: a full cache as a magazine, a part-full one to the shard. */
-void heap_handles_drain(struct zs_pool *pool, struct zs_heap *h)
+/* owner 0: a revoker's or the pool's end, which may run on the purge thread and must not take
+ * a glibc arena there (a new magazine is malloc'd): a full cache goes to the shard's lists. */
+void heap_handles_drain(struct zs_pool *pool, struct zs_heap *h, int owner)
 {
 	if (h->hn)
-		handle_give_values(pool, h->hv, h->hn);
+		handle_give_values(pool, h->hv, h->hn, owner);
 	h->hn = 0;
 }
 
@@ -598,7 +757,7 @@ static void revoke_locked(struct zs_pool *pool, struct zs_heap *h)
 			free_zspage_pages(pool, empty);
 		spin_unlock(&class->lock);
 	}
-	heap_handles_drain(pool, h);
+	heap_handles_drain(pool, h, 0);
 }
 
 void heaps_revoke_all(struct zs_pool *pool)
@@ -801,7 +960,7 @@ void heaps_pool_gone(struct zs_pool *pool)
 {
 	pthread_mutex_lock(&heaps_lock);
 	for (struct zs_heap *h = pool->heaps; h; h = h->next) {
-		heap_handles_drain(pool, h); /* written free, so the chunks' records see them */
+		heap_handles_drain(pool, h, 0); /* written free, so the chunks' records see them */
 		atomic_store_explicit(&heap_table[h->id], NULL, memory_order_relaxed);
 		h->pool = NULL;
 	}

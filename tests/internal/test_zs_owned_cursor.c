@@ -11,7 +11,12 @@
  *    and obj base, in flat zspages and in zspages whose pages are scattered
  *    (made here by giving back every other page of a filled class first);
  *  - slots the owner freed in its current zspage are taken again, the
- *    cursor unmoved, and every object reads back as written.
+ *    cursor unmoved, and every object reads back as written;
+ *  - every current zspage whose second page follows its first has its
+ *    chain noted (zspage_chain_note, what set_cur trusts instead of walking
+ *    the chain) and the note says what the chain is, also for zspages
+ *    taken again whole from the heap's spares and the class's park after a
+ *    free-all.
  * Seeded; white box (internal.h) to read the heap and the zspages.
  */
 #include <string.h>
@@ -27,7 +32,7 @@ static unsigned char src[4096], dst[4096];
 static unsigned long hs[NOBJ];
 static size_t lens[NOBJ];
 static unsigned tags[NOBJ];
-static unsigned long flat_seen, scattered_seen, crossed;
+static unsigned long flat_seen, scattered_seen, crossed, noted_seen;
 
 static void fill(size_t len, unsigned seed)
 {
@@ -67,6 +72,15 @@ static void check_cursor(struct zs_pool *p, size_t len)
 	for (pfn_t b = page_desc(p, a)->next; b != ZS_PFN_NONE; a = b, b = page_desc(p, b)->next)
 		run &= b == a + 1 && page_addr(p, b) == page_addr(p, a) + p->page_size;
 	CHECK_EQ(c->flat, run);
+	/* A chain whose second page follows its first carries its note, and the note is right. */
+	pfn_t second = page_desc(p, z->pfn)->next;
+	if (second == (pfn_t)z->pfn + 1 && page_addr(p, second) == page_addr(p, z->pfn) + p->page_size) {
+		uintptr_t note = *zspage_chain_note(z);
+		CHECK(note != ZS_CHAIN_UNKNOWN);
+		CHECK_EQ(note == ZS_CHAIN_RUN, run);
+		CHECK_EQ(note == ZS_CHAIN_SCATTERED, !run);
+		noted_seen += z->untouched <= 1;
+	}
 	if (z->untouched == 0 || z->untouched == 1) {
 		flat_seen += run;
 		scattered_seen += !run;
@@ -146,6 +160,21 @@ int main(void)
 				alloc_one(p, i, r * 100000);
 			}
 	}
+	/* Free-all, then the same again: the zspages come back whole from the spares and the
+	 * park, each made current on its noted chain, with no walk. */
+	unsigned long noted_before = noted_seen;
+	for (unsigned r = 8; r < 11; r++) {
+		unsigned long round_before = noted_seen;
+		for (int i = 0; i < NOBJ; i++)
+			read_free(p, i);
+		for (int i = 0; i < NOBJ; i++) {
+			lens[i] = 200 + tu_rand(&x) % 3401;
+			alloc_one(p, i, r * 100000);
+		}
+		printf("test_zs_owned_cursor: round %u: %lu zspages taken again on their note\n", r,
+		       noted_seen - round_before);
+	}
+	CHECK(noted_seen > noted_before);
 	for (int i = 0; i < NOBJ; i++)
 		read_free(p, i);
 	zs_compact(p);
