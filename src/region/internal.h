@@ -164,6 +164,7 @@ struct zs_region {
 	atomic_int stop, hstop, broken;   /* stop: reclaimer; hstop: handlers (after it) */
 	unsigned nhandlers;
 	atomic_uint hready;      /* handlers that have entered their loop (start_threads waits) */
+	atomic_uint rready;      /* the reclaimer has entered its function (start_threads waits) */
 	struct handler *h;
 	unsigned char *zero;     /* MAX_AROUND zero pages */
 

@@ -704,6 +704,8 @@ void *region_reclaim_main(void *arg)
 {
 	struct zs_region *r = arg;
 
+	/* Its runtime's thread start is done (start_threads waits for this). */
+	atomic_store_explicit(&r->rready, 1, memory_order_release);
 	signals_blocked_thread();   /* created with every signal blocked (region.c) */
 
 	mutex_lock_ranked(&r->rlock, ZS_LOCK_REGION_KICK);

@@ -696,9 +696,15 @@ static int start_threads(struct zs_region *r)
 	 * that malloc lock while the interrupted thread waits for it to answer
 	 * the fault (test_mt_region_sig_store hung so in a CI run).  Running
 	 * handlers answer faults without allocating, as long as their queues
-	 * have room.
+	 * have room.  The reclaimer too is waited for, until it has entered its
+	 * function: a fork made right after create would otherwise copy, held,
+	 * a lock its runtime's thread start holds (a sanitizer's allocator),
+	 * and the child's first allocation would wait for ever
+	 * (test_mt_fork_threads' region case under ASan: the child of the
+	 * first fork hung).
 	 */
-	while (atomic_load_explicit(&r->hready, memory_order_acquire) < r->nhandlers)
+	while (atomic_load_explicit(&r->hready, memory_order_acquire) < r->nhandlers ||
+	       (r->have_reclaimer && !atomic_load_explicit(&r->rready, memory_order_acquire)))
 		sched_yield();
 	return 0;
 }
