@@ -320,12 +320,13 @@ struct zs_pool;
  * them, as a compaction does that gives handle memory back).  In its current zspage a thread takes the never-used slots first,
  * in order, then the ones it freed there (the same count before the zspage
  * is full, so the same pages).  A zs_free from another thread takes the class lock and leaves the
- * object for the owner, who frees it when its current zspage runs dry;
- * zs_class_stats first stops each heap holding such objects and frees them
- * (so they never count in obj_used after the other thread's zs_free
- * returned, even when the owner makes no further call), then stops each
- * heap in turn to count its free slots out of obj_used, as the calls below do to
- * take its zspages back: each such call costs one
+ * object for the owner, who frees it when its current zspage runs dry.
+ * zs_class_stats stops every heap of the pool for the whole count (one
+ * snapshot of the class and the heaps), frees each heap's such objects
+ * (so they never count in obj_used once the other thread's zs_free has
+ * returned, even when the owner makes no further call) and counts its free
+ * slots out of obj_used; the calls below stop each heap in turn to take
+ * its zspages back.  Each such call costs one
  * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) per heap (an interrupt to
  * each CPU running a thread of the process), the price of the owner's
  * fence-free path.  Where the kernel refuses membarrier, or with
