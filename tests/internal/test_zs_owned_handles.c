@@ -13,6 +13,9 @@
  *  - a trim gives back the handle chunks whose slots are all in
  *    magazines (they count free there), and every chunk once the pool is
  *    empty;
+ *  - a revocation gives a full cache back to the shard's lists without
+ *    making a magazine (it may run on the purge thread, which must not
+ *    malloc);
  *  - every object reads back as written, and the pool empties.
  * White box (internal.h) to read the heap's cache and the chunk count; the
  * rest is the API.
@@ -175,6 +178,42 @@ static void magazines(void)
 	zs_destroy_pool(p);
 }
 
+/*
+ * A full cache given back by a revocation goes to the shard's lists, not to a
+ * new magazine: a revoker may be the purge thread (self-compaction), which
+ * must not malloc (a glibc arena of its own).  A fresh pool has no magazine,
+ * so one would have to be made.
+ */
+static void revoke_full_cache(void)
+{
+	struct zs_pool_config c;
+	zs_pool_config_init_app(&c);
+	c.autocompact_ms = 0;
+	struct zs_pool *p = must_pool_create(&c);
+	REQUIRE(p);
+	enum { N = 200 };
+	unsigned long h[N];
+	for (int i = 0; i < N; i++) {
+		h[i] = zs_malloc(p, 500);
+		REQUIRE(!ZS_IS_ERR(h[i]));
+	}
+	struct zs_heap *hp = heap_tls.heap[0];
+	int k = 0;
+	while (k < N && hp->hn < ZS_HANDLE_BATCH)
+		CHECK_EQ(zs_free(p, h[k++]), 0);
+	CHECK_EQ(hp->hn, ZS_HANDLE_BATCH);
+	CHECK(!p->mag_empty && !p->nmags);
+	zs_compact(p);
+	CHECK_EQ(hp->hn, 0);
+	CHECK_EQ(p->nmags, 0);
+	printf("test_zs_owned_handles: a revocation gave a full cache back with %lu magazines made\n",
+	       p->nmags);
+	while (k < N)
+		CHECK_EQ(zs_free(p, h[k++]), 0);
+	CHECK_EQ(zs_pool_objects(p), 0);
+	zs_destroy_pool(p);
+}
+
 int main(void)
 {
 	uint64_t seed = tu_seed("test_zs_owned_handles");
@@ -258,6 +297,7 @@ int main(void)
 	for (int i = 1; i < NOBJ; i++)
 		dup += slots[i] == slots[i - 1];
 	CHECK_EQ(dup, 0);
+
 	for (int i = 0; i < NOBJ; i++) {
 		CHECK(stored(p, live[i], len_of[i], tag_of[i]));
 		CHECK_EQ(zs_free(p, live[i]), 0);
@@ -267,6 +307,7 @@ int main(void)
 	zs_pool_trim(p);
 	CHECK_EQ(zs_get_total_pages(p), 0);
 	zs_destroy_pool(p);
+	revoke_full_cache();
 	magazines();
 	return tu_done();
 }
