@@ -90,6 +90,13 @@ static inline int current_cpu(void)
 #define ZS_TLS_IE __attribute__((tls_model("initial-exec")))
 extern _Thread_local unsigned thread_index_1 ZS_TLS_IE; /* index + 1; 0: not assigned yet */
 unsigned thread_index_assign(void);
+/*
+ * fn runs on an exiting thread just before its number is given back, so a
+ * layer that caches something keyed by the number in its own per-thread
+ * state (zsmalloc's write-pin slot in a thread's heaps) forgets it while no
+ * other thread can hold that number yet.  One hook, set once; NULL: none.
+ */
+void thread_on_give_back(void (*fn)(void));
 static inline unsigned thread_index(void)
 {
 	unsigned v = thread_index_1;

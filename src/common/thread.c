@@ -43,9 +43,19 @@ static pthread_key_t exit_key;
  * its own thread there; here it goes on without the key. */
 static atomic_int exit_key_state;
 
+static _Atomic(void (*)(void)) give_back_hook;
+
+void thread_on_give_back(void (*fn)(void))
+{
+	atomic_store_explicit(&give_back_hook, fn, memory_order_release);
+}
+
 static void number_give_back(void *v)
 {
 	unsigned n = (unsigned)(uintptr_t)v - 1;
+	void (*fn)(void) = atomic_load_explicit(&give_back_hook, memory_order_acquire);
+	if (fn)
+		fn(); /* while the number is still this thread's */
 	thread_index_1 = 0;
 	if (n < ZS_THREAD_REUSE)
 		atomic_fetch_or_explicit(&free_numbers[n / 64], (uint64_t)1 << (n % 64),

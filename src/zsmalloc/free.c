@@ -196,12 +196,10 @@ static __attribute__((noinline)) int free_owned_pool(struct zs_pool *pool, unsig
 	if (unlikely(heap_tls.key[0] != pool->heap_key))
 		return free_owned_lookup(pool, handle);
 	struct zs_heap *h = heap_tls.heap[0];
-	if (unlikely(atomic_load_explicit(&h->busy, memory_order_relaxed)))
-		return free_owned_slow(pool, handle); /* nested (heap_enter), or heap_none */
-	atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
-	atomic_signal_fence(memory_order_seq_cst);
-	if (unlikely(atomic_load_explicit(&h->revoke, memory_order_acquire)))
-		return free_owned_revoked(pool, h, handle);
+	unsigned w = heap_enter_word(h);
+	if (unlikely(w)) /* nested, or heap_none: the class path; a revoker or fenced: entered */
+		return w & HEAP_BUSY ? free_owned_slow(pool, handle)
+				     : free_owned_revoked(pool, h, handle);
 	return free_owned_entered(pool, h, handle);
 }
 

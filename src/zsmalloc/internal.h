@@ -1008,11 +1008,10 @@ struct zs_heap {
 	uint32_t id;             /* in zspage.heap_id; index in the heap table */
 	struct zs_pool *pool;    /* NULL once the pool is destroyed (global heap lock) */
 	struct zs_heap *next;    /* pool->heaps (global heap lock) */
-	struct zs_wpin *wpin;    /* the owner thread's write pin slot (one always set: none) */
-	/* thread_index_1 of the owner when wpin was taken (0: no slot): a thread whose number
-	 * changed (given back at its exit, then taken again) finds it differs and uses the
-	 * zspage read lock, so the write path reads one thread-local word, not the slot table */
-	unsigned wpin_tix1;
+	/* The owner thread's write pin slot under the number it has (one always set when it has
+	 * none: the zspage read lock then).  The thread's exit resets it before the number goes
+	 * back (heaps_number_gone), so a slot here is never another live thread's. */
+	struct zs_wpin *wpin;
 	/*
 	 * The handle cache: hn ready handles in hv[0..hn), each its slot's
 	 * address and the generation it hands out next, so an allocation takes
@@ -1030,19 +1029,34 @@ struct zs_heap {
 };
 #define HEAP_REVOKE 1u /* a revoker owns the heap's data until it clears this */
 #define HEAP_FENCED 2u /* no process-wide barrier: the owner fences (owned.c) */
+#define HEAP_BUSY 4u   /* busy's value in an operation: apart from revoke's bits (heap_enter_word) */
 
 /* Owner: start an operation on its heap (1), or 0: take the class path (revoked, nested). */
 int heap_enter_slow(struct zs_heap *h);
-static inline int heap_enter(struct zs_heap *h)
+/*
+ * The fast paths' entry, one test: busy as it was (HEAP_BUSY: a call nested
+ * in one of this thread's, a signal handler's, or heap_none) or'ed with
+ * revoke, read after busy is set.  Setting busy over a set busy changes
+ * nothing, so a nested call sets it too; not 0 sends the caller out of line,
+ * where HEAP_BUSY in the word means nested (the class path, busy left as it
+ * is) and its absence a revoke or HEAP_FENCED (busy is this call's:
+ * heap_enter_slow decides).  Four instructions, against five for a busy test
+ * before the store.
+ */
+static inline __attribute__((always_inline)) unsigned heap_enter_word(struct zs_heap *h)
 {
-	if (unlikely(atomic_load_explicit(&h->busy, memory_order_relaxed)))
-		return 0; /* a call nested in one of this thread's (a signal handler) */
-	atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
+	unsigned was = atomic_load_explicit(&h->busy, memory_order_relaxed);
+	atomic_store_explicit(&h->busy, HEAP_BUSY, memory_order_relaxed);
 	/* The revoker's membarrier orders the store before the load (owned.c). */
 	atomic_signal_fence(memory_order_seq_cst);
-	if (unlikely(atomic_load_explicit(&h->revoke, memory_order_acquire)))
-		return heap_enter_slow(h);
-	return 1;
+	return was | atomic_load_explicit(&h->revoke, memory_order_acquire);
+}
+static inline int heap_enter(struct zs_heap *h)
+{
+	unsigned w = heap_enter_word(h);
+	if (likely(!w))
+		return 1;
+	return w & HEAP_BUSY ? 0 : heap_enter_slow(h);
 }
 /* Owner: the operation's heap writes are done; a revoker may take the heap from here on. */
 static inline void heap_exit(struct zs_heap *h)

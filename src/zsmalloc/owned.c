@@ -23,7 +23,7 @@
  * allocation out of memory (each through heaps_revoke_all) and
  * zs_class_stats (heaps_owned_free).  The owner brackets each operation with
  * heap_enter / heap_exit (internal.h):
- *     owner:   busy = 1 (relaxed); compiler barrier; r = revoke (acquire);
+ *     owner:   busy = HEAP_BUSY (relaxed); compiler barrier; r = revoke (acquire);
  *              r ? class path : { heap work; busy = 0 (release) }
  *     revoker: revoke |= REVOKE (seq_cst); membarrier(PRIVATE_EXPEDITED);
  *              wait until busy == 0 (acquire); heap work; revoke &= ~REVOKE (release)
@@ -32,7 +32,7 @@
  * that is running, and a thread that is not running has passed one (the
  * kernel's context switch), so at the barrier each owner's earlier stores
  * are visible and its later loads come after the revoker's store.  Either
- * the owner's busy = 1 precedes the barrier (the revoker sees it and waits
+ * the owner's busy store precedes the barrier (the revoker sees it and waits
  * for busy = 0, whose release hands it the owner's writes) or the owner's
  * load of revoke follows it (the owner sees REVOKE and takes the class
  * path, touching no heap data).  The revoker's heap writes reach the owner
@@ -87,9 +87,10 @@ static struct zs_wpin wpin_none = { .z = &wpin_none };
  * A thread slot whose pool has no heap to be had (no heap id left, out of
  * memory) holds this one, not NULL: its busy word is set for good, so the
  * fast paths' one busy test sends such a thread to the class path with no
- * test for a missing heap.  Never registered, entered or written.
+ * test for a missing heap.  Never registered or entered; the only write is
+ * heap_enter_word's store of the busy it already holds.
  */
-struct zs_heap heap_none = { .busy = 1, .wpin = &wpin_none };
+struct zs_heap heap_none = { .busy = HEAP_BUSY, .wpin = &wpin_none };
 
 /* ---- heap lists (lnext/lprev, free while a zspage is off its class's lists) ---- */
 
@@ -688,7 +689,7 @@ int heap_enter_slow(struct zs_heap *h)
 {
 	unsigned r = atomic_load_explicit(&h->revoke, memory_order_acquire);
 	if (r == HEAP_FENCED) {
-		atomic_exchange_explicit(&h->busy, 1, memory_order_seq_cst);
+		atomic_exchange_explicit(&h->busy, HEAP_BUSY, memory_order_seq_cst);
 		if (!(atomic_load_explicit(&h->revoke, memory_order_seq_cst) & HEAP_REVOKE))
 			return 1;
 	}
@@ -867,10 +868,24 @@ static void tl_exit(void *arg)
 	pthread_mutex_unlock(&heaps_lock);
 }
 
+/*
+ * The thread's number is about to go back (common/thread.c), and with it
+ * the pin slot its heaps' wpin names: another thread may get both next.
+ * A call later in this thread's exit takes the read-lock path, or its new
+ * number's slot (wpin_own), so the write path tests no thread number.
+ */
+static void heaps_number_gone(void)
+{
+	for (int i = 0; i < ZS_TL_HEAPS; i++)
+		if (heap_tls.heap[i] && heap_tls.heap[i] != &heap_none)
+			heap_tls.heap[i]->wpin = &wpin_none;
+}
+
 static void tl_key_create(void)
 {
 	if (pthread_key_create(&tl_key, tl_exit))
 		tl_key = (pthread_key_t)-1;
+	thread_on_give_back(heaps_number_gone);
 }
 
 /* Global heap lock held: a new heap registered in the pool, or NULL. */
@@ -901,7 +916,6 @@ static struct zs_heap *heap_new(struct zs_pool *pool)
 	atomic_init(&h->remote, 0);
 	/* No pin slot yet: the owner's first zs_malloc_write takes one (zsmalloc.c, wpin_own). */
 	h->wpin = &wpin_none;
-	h->wpin_tix1 = 0;
 	h->next = pool->heaps;
 	pool->heaps = h;
 	atomic_store_explicit(&heap_table[id], h, memory_order_relaxed);

@@ -638,12 +638,11 @@ static void wpin_own(struct zs_heap *h)
 {
 	unsigned ti = thread_index();
 	if (ti >= ZS_WPIN_SLOTS)
-		return; /* h->wpin stays as it is: a pin set for good, or this thread's old slot's
-			   number no longer matches, so the read-lock path is taken */
+		return; /* h->wpin stays wpin_none (the thread's exit put it back with its
+			   number): the read-lock path */
 	if (atomic_load_explicit(&wpins_hi, memory_order_relaxed) <= ti)
 		wpin_raise(ti);
 	h->wpin = &wpins[ti];
-	h->wpin_tix1 = ti + 1;
 }
 
 /*
@@ -698,11 +697,11 @@ owned_store(struct zs_heap *h, struct zs_heap_class *c, struct zspage *z, unsign
 		heap_exit(h);
 		return handle;
 	}
-	/* This thread's pin slot, taken and counted in wpins_hi by wpin_own, while the thread
-	 * keeps the number it had then; a pin already set is a call nested in this thread's
-	 * copy (a signal handler). */
+	/* This thread's pin slot, taken and counted in wpins_hi by wpin_own (reset at the
+	 * thread's exit before its number goes back); a pin already set is a call nested in
+	 * this thread's copy (a signal handler), or none to be had (wpin_none). */
 	struct zs_wpin *pin = h->wpin;
-	if (unlikely(thread_index_1 != h->wpin_tix1 || atomic_load_explicit(&pin->z, memory_order_relaxed)))
+	if (unlikely(atomic_load_explicit(&pin->z, memory_order_relaxed)))
 		return owned_copy_locked(h, z, handle, src, size);
 	atomic_store_explicit(&pin->z, z, memory_order_relaxed);
 	/* A slot of a small class ends in the chain's next page at the latest; the header never
@@ -834,10 +833,8 @@ static __attribute__((noinline)) unsigned long malloc_owned_slow(struct zs_pool 
 			return malloc_off_slow(pool, size, src);
 		/* owned_place's pin slot: this thread's, counted in wpins_hi. */
 		wpin_own(h);
-		if (atomic_load_explicit(&h->busy, memory_order_relaxed))
-			return malloc_off_slow(pool, size, src); /* nested (heap_enter) */
-		atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
-		atomic_signal_fence(memory_order_seq_cst);
+		if (heap_enter_word(h) & HEAP_BUSY)
+			return malloc_off_slow(pool, size, src); /* nested (heap_enter_word) */
 	}
 	if (atomic_load_explicit(&h->revoke, memory_order_acquire) && !heap_enter_slow(h))
 		return malloc_off_slow(pool, size, src);
@@ -872,12 +869,10 @@ static inline __attribute__((always_inline)) unsigned long malloc_off_body(struc
 	if (unlikely(heap_tls.key[0] != pool->heap_key))
 		return malloc_owned_slow(pool, size, src, 0);
 	struct zs_heap *h = heap_tls.heap[0];
-	if (unlikely(atomic_load_explicit(&h->busy, memory_order_relaxed)))
-		return malloc_off_slow(pool, size, src); /* nested (heap_enter), or heap_none */
-	atomic_store_explicit(&h->busy, 1, memory_order_relaxed);
-	atomic_signal_fence(memory_order_seq_cst);
-	if (unlikely(atomic_load_explicit(&h->revoke, memory_order_acquire)))
-		return malloc_owned_slow(pool, size, src, 1);
+	unsigned w = heap_enter_word(h);
+	if (unlikely(w)) /* nested, or heap_none: the class path; a revoker or fenced: entered */
+		return w & HEAP_BUSY ? malloc_off_slow(pool, size, src)
+				     : malloc_owned_slow(pool, size, src, 1);
 	struct zs_heap_class *c = &h->cls[pool->size_lut[(size + ZS_HANDLE_SIZE + 7) >> 3]];
 	struct zspage *z = c->cur;
 	if (unlikely(!z || (z->untouched >= z->objs && z->freeobj == FREEOBJ_END)))
