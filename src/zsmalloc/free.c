@@ -149,8 +149,8 @@ static inline __attribute__((always_inline)) int free_owned_entered(struct zs_po
 	assert_internal(handle_is_live(handle));
 	char *page;
 	struct zspage *z = ((struct zspage *)pages_lookup_desc_addr(pool->pages, obj >> OBJ_PFN_SHIFT, &page))->owner;
-	/* zspage_heap_id, its huge test last: the common case runs straight through. */
-	if (unlikely(__atomic_load_n(&z->heap_id, __ATOMIC_RELAXED) != h->id || z->huge)) {
+	/* Ours: its word is this heap's zid (never a huge zspage's: zspage_heap_id). */
+	if (unlikely(__atomic_load_n(&z->heap_id, __ATOMIC_RELAXED) != h->zid)) {
 		heap_exit(h);
 		return free_owned_slow(pool, handle);
 	}

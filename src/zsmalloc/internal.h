@@ -114,8 +114,10 @@ struct zspage {
 		struct {
 			uint32_t untouched;
 			/*
-			 * Owned zspages (owned.c): the owning thread heap's id,
-			 * 0 when the zspage belongs to its class (on its lists,
+			 * Owned zspages (owned.c): the owning thread heap's id
+			 * with ZSPAGE_OWNED (its zid, which no huge zspage's
+			 * handle word can equal, so an owned free needs no huge
+			 * test), 0 when the zspage belongs to its class (on its lists,
 			 * parked, or being compacted).  Written by the owner (or
 			 * its revoker, the owner kept out) holding the class lock,
 			 * so the owner reads it in an operation and another
@@ -1005,7 +1007,8 @@ struct zs_heap {
 	 * Each on a line of its own: busy is the owner's, written every op.
 	 */
 	atomic_uint busy;
-	uint32_t id;             /* in zspage.heap_id; index in the heap table */
+	uint32_t id;             /* index in the heap table */
+	uint32_t zid;            /* id | ZSPAGE_OWNED: the heap_id of the zspages it owns */
 	struct zs_pool *pool;    /* NULL once the pool is destroyed (global heap lock) */
 	struct zs_heap *next;    /* pool->heaps (global heap lock) */
 	/* The owner thread's write pin slot under the number it has (one always set when it has
@@ -1029,6 +1032,13 @@ struct zs_heap {
 };
 #define HEAP_REVOKE 1u /* a revoker owns the heap's data until it clears this */
 #define HEAP_FENCED 2u /* no process-wide barrier: the owner fences (owned.c) */
+#define ZSPAGE_OWNED 0x80000000u /* in an owned zspage's heap_id, with its heap's id */
+/* heap_id is huge_handle's upper half (little-endian), whose top bit a handle never has. */
+_Static_assert(((HANDLE_ADDR_MASK | HANDLE_GEN_MASK | HANDLE_INTERNAL_BIT) >> 32 & ZSPAGE_OWNED) == 0,
+	       "no handle has the owned zspage tag");
+_Static_assert(offsetof(struct zspage, heap_id) == offsetof(struct zspage, huge_handle) + 4,
+	       "heap_id is the handle's upper half");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "heap_id overlays the handle's upper half");
 #define HEAP_BUSY 4u   /* busy's value in an operation: apart from revoke's bits (heap_enter_word) */
 
 /* Owner: start an operation on its heap (1), or 0: take the class path (revoked, nested). */
@@ -1109,10 +1119,12 @@ void heap_handles_drain(struct zs_pool *pool, struct zs_heap *h, int owner);
 unsigned handle_take_values(struct zs_pool *pool, unsigned long *v);
 void handle_give_values(struct zs_pool *pool, const unsigned long *v, unsigned n, int may_grow);
 
-/* A huge zspage's word is its handle (never owned), so its heap id reads 0. */
+/* The owner's heap id, or 0 (its class's).  A huge zspage's word is the upper half of its
+ * handle, which never has ZSPAGE_OWNED (a handle's bit 63 is clear), so it reads 0 too. */
 static inline uint32_t zspage_heap_id(const struct zspage *z)
 {
-	return z->huge ? 0 : __atomic_load_n(&z->heap_id, __ATOMIC_RELAXED);
+	uint32_t w = __atomic_load_n(&z->heap_id, __ATOMIC_RELAXED);
+	return w & ZSPAGE_OWNED ? w & ~ZSPAGE_OWNED : 0;
 }
 
 /* The owner frees obj in its zspage z (in an operation, or revoking its own heap). */

@@ -122,7 +122,7 @@ static void own(struct size_class *class, struct zs_heap *h, struct zspage *z)
 	class->stats[ZS_OBJS_INUSE] += z->objs - z->inuse;
 	z->lnext = z->lprev = NULL;
 	z->fullness = ZS_OWNED_CUR;
-	__atomic_store_n(&z->heap_id, h->id, __ATOMIC_RELAXED);
+	__atomic_store_n(&z->heap_id, h->zid, __ATOMIC_RELAXED);
 }
 
 /* The heap's owner or its revoker, z off the heap's lists: back on its class's lists, or parked/freed when empty. */
@@ -438,7 +438,7 @@ static __attribute__((noinline)) struct zspage *refill_class(struct zs_pool *poo
 			struct zspage *s = got[k];
 			assert_internal(!s->inuse && s->objs == class->objs_per_zspage && !s->lprev);
 			chain_note(pool, s);
-			__atomic_store_n(&s->heap_id, h->id, __ATOMIC_RELAXED);
+			__atomic_store_n(&s->heap_id, h->zid, __ATOMIC_RELAXED);
 			s->fullness = ZS_OWNED_SPARE;
 			s->lnext = c->spare;
 			c->spare = s;
@@ -912,6 +912,7 @@ static struct zs_heap *heap_new(struct zs_pool *pool)
 	atomic_init(&h->busy, 0);
 	atomic_init(&h->revoke, heap_mode());
 	h->id = id;
+	h->zid = id | ZSPAGE_OWNED;
 	h->pool = pool;
 	atomic_init(&h->remote, 0);
 	/* No pin slot yet: the owner's first zs_malloc_write takes one (zsmalloc.c, wpin_own). */

@@ -11,6 +11,8 @@
  *  - HEAP_FENCED (no membarrier): the heap, entered the fenced way, busy
  *    back to 0 after;
  *  - neither: the heap, busy 0 after.
+ * And the free's one ownership test: an owned zspage's word is its heap's
+ * zid, and a huge zspage's (its handle's upper half) is no heap's.
  * Every object reads back as written and frees, and the pool empties.
  * White box (internal.h) to set the heap's words; the rest is the API.
  */
@@ -121,6 +123,30 @@ int main(void)
 	CHECK_EQ(from_heap[NESTED], 0);
 	CHECK_EQ(from_heap[REVOKED], 0);
 	CHECK(from_heap[FENCED] > NOBJ / 2);
+
+	/* Owned or not by the zspage's word: an owned zspage holds the heap's zid; a huge one (its
+	 * word the upper half of its handle) reads as no heap's, and frees by the class path. */
+	unsigned long big[8];
+	for (int i = 0; i < 8; i++) {
+		fill(4000, 7u + (unsigned)i);
+		big[i] = zs_malloc_write(p, src, 4000);
+		REQUIRE(!ZS_IS_ERR(big[i]));
+		struct zspage *z = obj_to_zspage(p, handle_to_obj(big[i]));
+		CHECK(z->huge);
+		CHECK_EQ(zspage_heap_id(z), 0);
+		CHECK(__atomic_load_n(&z->heap_id, __ATOMIC_RELAXED) != hp->zid);
+	}
+	for (int i = 0; i < 8; i++) {
+		CHECK(stored(p, big[i], 4000, 7u + (unsigned)i));
+		CHECK_EQ(zs_free(p, big[i]), 0);
+	}
+	fill(100, 3);
+	unsigned long small = zs_malloc_write(p, src, 100);
+	REQUIRE(!ZS_IS_ERR(small));
+	struct zspage *zs = obj_to_zspage(p, handle_to_obj(small));
+	CHECK_EQ(__atomic_load_n(&zs->heap_id, __ATOMIC_RELAXED), hp->zid);
+	CHECK_EQ(zspage_heap_id(zs), hp->id);
+	CHECK_EQ(zs_free(p, small), 0);
 
 	/* Everything reads back, through a compaction too (it revokes the heap). */
 	zs_compact(p);
