@@ -2,10 +2,10 @@
  * Freeing: an object back onto its zspage's free list (obj_free), the
  * class accounting (free_locked), and zs_free in its lock modes.  An
  * emptied zspage leaves its list and gives its pages back through
- * zspage.c's primitives, which the owned-zspage heaps (owned.c), the
- * deferred worker and compaction use too, so the chain of calls runs one
- * way: zsmalloc.c -> deferred.c -> free.c -> owned.c -> zspage.c, with
- * nothing calling back up.
+ * zspage.c's primitives, which the owned-zspage heaps (heaps.c, owned.c),
+ * the deferred worker and compaction use too, so the chain of calls runs
+ * one way: zsmalloc.c -> deferred.c -> free.c -> heaps.c -> owned.c ->
+ * zspage.c, with nothing calling back up.
  */
 #include <errno.h>
 

@@ -921,11 +921,11 @@ static inline unsigned long class_pages_used(const struct size_class *class)
 unsigned long can_compact(const struct size_class *class);
 
 /*
- * ---- owned.c: thread-owned zspages (application profile) ----
+ * ---- heaps.c, owned.c: thread-owned zspages (application profile) ----
  * A thread heap (one per thread and pool) owns, per class, a current
  * zspage it allocates from and the zspages it filled, off the class's
  * fullness lists; allocation and the owner's frees touch only the heap,
- * with no locked instruction (owned.c, "Revocation").
+ * with no locked instruction (heaps.c, "Revocation").
  * Another thread's free into an owned zspage goes under the class lock onto
  * the heap's remote stack, which the owner collects when its current
  * zspage runs dry (mimalloc's thread-free list).  An owned zspage counts as
@@ -1000,7 +1000,7 @@ _Static_assert(sizeof(struct zs_heap_class) == 256, "a heap class entry is a pow
 
 struct zs_heap {
 	/*
-	 * The owner's "in an operation" word and a revoker's request (owned.c,
+	 * The owner's "in an operation" word and a revoker's request (heaps.c,
 	 * "Revocation" has the protocol): the owner stores busy with plain
 	 * stores and reads revoke, and pays no locked instruction; a revoker
 	 * sets revoke, runs a process-wide barrier and waits for busy to clear.
@@ -1031,7 +1031,7 @@ struct zs_heap {
 	struct zs_heap_class cls[] __attribute__((aligned(64))); /* by physical class index of copy 0 */
 };
 #define HEAP_REVOKE 1u /* a revoker owns the heap's data until it clears this */
-#define HEAP_FENCED 2u /* no process-wide barrier: the owner fences (owned.c) */
+#define HEAP_FENCED 2u /* no process-wide barrier: the owner fences (heaps.c) */
 #define ZSPAGE_OWNED 0x80000000u /* in an owned zspage's heap_id, with its heap's id */
 /* heap_id is huge_handle's upper half (little-endian), whose top bit a handle never has. */
 _Static_assert(((HANDLE_ADDR_MASK | HANDLE_GEN_MASK | HANDLE_INTERNAL_BIT) >> 32 & ZSPAGE_OWNED) == 0,
@@ -1057,7 +1057,7 @@ static inline __attribute__((always_inline)) unsigned heap_enter_word(struct zs_
 {
 	unsigned was = atomic_load_explicit(&h->busy, memory_order_relaxed);
 	atomic_store_explicit(&h->busy, HEAP_BUSY, memory_order_relaxed);
-	/* The revoker's membarrier orders the store before the load (owned.c). */
+	/* The revoker's membarrier orders the store before the load (heaps.c). */
 	atomic_signal_fence(memory_order_seq_cst);
 	return was | atomic_load_explicit(&h->revoke, memory_order_acquire);
 }
@@ -1081,7 +1081,7 @@ struct heap_tls {
 	struct zs_heap *heap[ZS_TL_HEAPS];
 };
 extern _Thread_local struct heap_tls heap_tls ZS_TLS_IE;
-/* What a slot holds for a pool with no heap to be had: busy for good (owned.c). */
+/* What a slot holds for a pool with no heap to be had: busy for good (heaps.c). */
 extern struct zs_heap heap_none;
 /* This thread's heap for an owned pool, or NULL (not owned, or no heap to be had). */
 struct zs_heap *heap_lookup(struct zs_pool *pool);
@@ -1091,11 +1091,16 @@ static inline struct zs_heap *heap_mine(struct zs_pool *pool)
 		return heap_tls.heap[0] == &heap_none ? NULL : heap_tls.heap[0];
 	return heap_lookup(pool);
 }
+/* owned.c, for revocation and the looks (heaps.c): a stopped heap's zspages of one class back
+ * to it, its spares alone, and the remote stack collected as the owner would. */
+void heap_class_give_back(struct zs_pool *pool, struct zs_heap_class *c);
+void heap_spares_give_back(struct zs_pool *pool, struct zs_heap_class *c);
+void heap_collect_remote(struct zs_pool *pool, struct zs_heap *h);
 void heaps_pool_init(struct zs_pool *pool);
 void heaps_pool_gone(struct zs_pool *pool);
 /* Free slots in owned zspages of physical class phys, all copies, and each owned zspage
  * added to fullness[] under its group (zs_class_stats). */
-/* owned.c: zs_class_stats' snapshot (every heap stopped between begin and end) */
+/* heaps.c: zs_class_stats' snapshot (every heap stopped between begin and end) */
 void heaps_stats_begin(struct zs_pool *pool);
 void heaps_stats_end(struct zs_pool *pool);
 unsigned long heaps_owned_free(struct zs_pool *pool, int phys, unsigned long *fullness);
@@ -1199,6 +1204,6 @@ void *obj_read_begin_own(struct zs_pool *pool, unsigned long handle, size_t mem_
 			 void *local_copy);
 void obj_read_end_own(struct zs_pool *pool, unsigned long handle, size_t mem_len, void *mem);
 
-unsigned heaps_look(struct zs_pool *pool, unsigned long *free_slots); /* owned.c: self-compaction's look */
+unsigned heaps_look(struct zs_pool *pool, unsigned long *free_slots); /* heaps.c: self-compaction's look */
 
 #endif

@@ -577,7 +577,7 @@ static unsigned long malloc_failed(struct zs_pool *pool, size_t size, int retrie
 		again = 1;
 	}
 	/* Threads' owned zspages hold free slots, and other threads' frees waiting for their owner:
-	 * back to their classes, those frees done (owned.c). */
+	 * back to their classes, those frees done (heaps.c). */
 	if (pool->owned) {
 		heaps_revoke_all(pool);
 		again = 1;

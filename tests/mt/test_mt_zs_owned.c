@@ -9,7 +9,7 @@
  * zs_compact, revoking the owner, frees what an owned zspage held.
  * zs_class_stats stops each heap the same way (to count its free slots)
  * and runs in the compactor's rotation, checking obj_used <= obj_allocated.
- * The owners take no lock (owned.c, "Revocation": the revoker's membarrier
+ * The owners take no lock (heaps.c, "Revocation": the revoker's membarrier
  * stands in for their fences); the threaded run is repeated in a child
  * with ZS_OWNED_FENCED=1, the fallback where the owner fences itself.
  * Seeded (ZS_SEED); the seed is printed.
