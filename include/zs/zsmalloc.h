@@ -313,9 +313,9 @@ struct zs_pool;
  * zs_malloc and zs_malloc_write of up to a page, and zs_free of an object
  * in one of the calling thread's zspages, then take no lock at all and
  * run no locked instruction, and move no zspage between lists: the handles
- * come from a per-thread cache of up to 64 moved whole to and from the
- * pool (a full cache as a malloc'd copy, a "magazine": at most 512 a
- * pool, 264 KiB, while that many freed handles wait for reuse; zs_pool_trim
+ * come from a per-thread cache of up to 256 moved whole to and from the
+ * pool (a full cache as a malloc'd copy, a "magazine": at most 128 a
+ * pool, 257 KiB, while that many freed handles wait for reuse; zs_pool_trim
  * frees the empty ones, and with a handle chunk's worth free, 8,191, all of
  * them, as a compaction does that gives handle memory back).  In its current zspage a thread takes the never-used slots first,
  * in order, then the ones it freed there (the same count before the zspage

@@ -163,7 +163,7 @@ static inline __attribute__((always_inline)) int free_owned_entered(struct zs_po
 	*hdr = (unsigned long)z->freeobj << 1;
 	z->freeobj = idx;
 	z->inuse--;
-	if (unlikely(h->hn == ZS_HANDLE_BATCH))
+	if (unlikely(h->hn == ZS_HEAP_HANDLES))
 		return free_owned_finish(pool, h, z, handle);
 	heap_handle_put(h, handle);
 	/* Current or partial and not emptied: nothing moves (no fullness is kept for owned zspages). */

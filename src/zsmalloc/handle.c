@@ -53,21 +53,21 @@
  * free a store, neither touching the slot.  A full or empty array moves as
  * a whole: to or from a magazine, a malloc'd copy of a full array kept on
  * the pool's stack under handle_free_lock, so a thread that frees what
- * another allocated (or a free-all followed by an allocate-all) moves 64
- * handles with one lock round and one copy.  Writing the slots into the
+ * another allocated (or a free-all followed by an allocate-all) moves
+ * ZS_HEAP_HANDLES (256) handles with one lock round and one copy.  Writing the slots into the
  * shards' list shape at each move instead cost as much as the list cache
  * it replaced (bench_layout's churn passes every handle through it).  At
  * most HANDLE_MAGS_MAX magazines, full and empty (8 bytes a cached handle,
- * 264 KiB at most); past that, or without memory, a full array is written
- * into a list for its shard as before.  A magazine's slots count live in
+ * 257 KiB at most); past that, or without memory, a full array is written
+ * into lists for its shard, a batch (ZS_HANDLE_BATCH) at a time.  A magazine's slots count live in
  * the shards (the slots a heap holds do too); a trim that acts, and the
  * pool's destruction, first write them onto the pool's free list
  * (mags_flatten), where the counts and the generation records see them.
  */
-#define HANDLE_MAGS_MAX 512
+#define HANDLE_MAGS_MAX 128
 struct handle_mag {
 	struct handle_mag *next;
-	unsigned long v[ZS_HANDLE_BATCH];
+	unsigned long v[ZS_HEAP_HANDLES];
 };
 
 static atomic_ulong chunks_carved; /* every pool's: a new chunk's generation */
@@ -293,7 +293,7 @@ static struct handle_mag *mags_flatten(struct zs_pool *pool)
 	struct handle_mag *all = pool->mag_empty, *m;
 	while ((m = pool->mag_full)) {
 		pool->mag_full = m->next;
-		for (unsigned k = 0; k < ZS_HANDLE_BATCH; k++) {
+		for (unsigned k = 0; k < ZS_HEAP_HANDLES; k++) {
 			unsigned long slot = m->v[k] & HANDLE_ADDR_MASK;
 			atomic_store_explicit(handle_slot(slot),
 					      HANDLE_FREE_BIT | (m->v[k] & HANDLE_GEN_MASK) |
@@ -302,7 +302,7 @@ static struct handle_mag *mags_flatten(struct zs_pool *pool)
 			pool->handle_free.head = slot;
 			pool->handle_free.n++;
 		}
-		pool->shards[0].live -= ZS_HANDLE_BATCH; /* only the shards' sum means anything */
+		pool->shards[0].live -= ZS_HEAP_HANDLES; /* only the shards' sum means anything */
 		m->next = all;
 		all = m;
 	}
@@ -408,6 +408,14 @@ static void stash_flatten(struct zs_pool *pool)
 }
 
 /* Shard lock held: hand a full batch to the shared side (O(1)). */
+/* handle_free_lock held: batch b onto the pool's linked list. */
+static inline void free_list_push(struct zs_pool *pool, const struct handle_list *b)
+{
+	slot_set_next(b->tail, pool->handle_free.n ? pool->handle_free.head : 0);
+	pool->handle_free.head = b->head;
+	pool->handle_free.n += b->n;
+}
+
 static void give_batch(struct zs_pool *pool, struct handle_list *b)
 {
 	size_t grow = 0;
@@ -415,9 +423,7 @@ static void give_batch(struct zs_pool *pool, struct handle_list *b)
 	if (likely(pool->stash_n < pool->stash_cap)) {
 		pool->handle_stash[pool->stash_n++] = *b;
 	} else {
-		slot_set_next(b->tail, pool->handle_free.n ? pool->handle_free.head : 0);
-		pool->handle_free.head = b->head;
-		pool->handle_free.n += b->n;
+		free_list_push(pool, b);
 		if (pool->stash_cap < STASH_MAX)
 			grow = pool->stash_cap ? 2 * pool->stash_cap : 64;
 	}
@@ -679,7 +685,7 @@ void handles_trim(struct zs_pool *pool, int eager)
 	spin_lock(&pool->handle_free_lock);
 	stash_flatten(pool);
 	/* A magazine's slots are free, though the shards count them live until mags_flatten. */
-	unsigned long nmag = pool->nmag_full * ZS_HANDLE_BATCH;
+	unsigned long nmag = pool->nmag_full * ZS_HEAP_HANDLES;
 	unsigned long nfree = pool->handle_free.n + nmag;
 	struct handle_mag *mags = NULL;
 	for (int i = 0; i < ZS_HANDLE_SHARDS; i++) {
@@ -742,7 +748,7 @@ unsigned handle_take_values(struct zs_pool *pool, unsigned long *v)
 		m->next = pool->mag_empty;
 		pool->mag_empty = m;
 		spin_unlock(&pool->handle_free_lock);
-		return ZS_HANDLE_BATCH;
+		return ZS_HEAP_HANDLES;
 	}
 	spin_unlock(&pool->handle_free_lock);
 	struct handle_shard *s = handle_shard_pick(pool);
@@ -794,7 +800,7 @@ static void values_to_list(const unsigned long *v, unsigned n, struct handle_lis
 
 void handle_give_values(struct zs_pool *pool, const unsigned long *v, unsigned n, int may_grow)
 {
-	if (n == ZS_HANDLE_BATCH) {
+	if (n == ZS_HEAP_HANDLES) {
 		struct handle_mag *m;
 		int grow = 0;
 		spin_lock(&pool->handle_free_lock);
@@ -825,20 +831,27 @@ void handle_give_values(struct zs_pool *pool, const unsigned long *v, unsigned n
 	list_init(&l);
 	spin_lock(&s->lock);
 	s->live -= (long)n;
-	if (n == ZS_HANDLE_BATCH) {
+	for (; n >= ZS_HANDLE_BATCH; v += ZS_HANDLE_BATCH, n -= ZS_HANDLE_BATCH) {
+		list_init(&l);
+		values_to_list(v, ZS_HANDLE_BATCH, &l);
+		if (!may_grow) {
+			/* A caller that must not malloc (the stash may grow): the pool's list. */
+			spin_lock(&pool->handle_free_lock);
+			free_list_push(pool, &l);
+			spin_unlock(&pool->handle_free_lock);
+			continue;
+		}
 		/* A full batch becomes the shard's spare, its old spare going to the pool; through
 		 * handle_free_full, so give_batch keeps its one caller (and its inlining). */
-		values_to_list(v, n, &l);
 		struct handle_list cur = s->cur;
 		s->cur = l;
 		handle_free_full(pool, s);
 		s->cur = cur;
-	} else {
-		for (unsigned k = 0; k < n; k++) {
-			if (s->cur.n == ZS_HANDLE_BATCH)
-				handle_free_full(pool, s);
-			values_to_list(&v[k], 1, &s->cur);
-		}
+	}
+	for (unsigned k = 0; k < n; k++) {
+		if (s->cur.n == ZS_HANDLE_BATCH)
+			handle_free_full(pool, s);
+		values_to_list(&v[k], 1, &s->cur);
 	}
 	spin_unlock(&s->lock);
 }

@@ -173,6 +173,14 @@ struct class_geom {
 
 #define ZS_HANDLE_SHARDS 16
 #define ZS_HANDLE_BATCH 64 /* free slots moved between a shard and the pool at a time */
+/*
+ * A thread heap's handle cache and a magazine (handle.c): four shard batches,
+ * so a thread's churn trades its cache with the pool's magazines (a lock
+ * round on the pool's one stack, which threads share) once in 256 frees or
+ * allocations, not once in 64.  2 KiB of values a heap.
+ */
+#define ZS_HEAP_HANDLES 256
+_Static_assert(ZS_HEAP_HANDLES % ZS_HANDLE_BATCH == 0, "a full heap cache is whole shard batches");
 
 /* A LIFO list of free handle slots threaded through the slots (handle.c). */
 struct handle_list {
@@ -1024,7 +1032,7 @@ struct zs_heap {
 	 * Full and empty caches move whole to and from the pool's magazines.
 	 */
 	unsigned long hn;
-	unsigned long hv[ZS_HANDLE_BATCH];
+	unsigned long hv[ZS_HEAP_HANDLES];
 	atomic_uint revoke __attribute__((aligned(64))); /* HEAP_REVOKE | HEAP_FENCED */
 	atomic_ulong remote;     /* (obj << 1) | 1 of the last object another thread freed into an
 	                            owned zspage, each object's header the next one; 0: none */
@@ -1119,7 +1127,7 @@ void heap_remote_free(struct zs_pool *pool, struct zspage *z, unsigned long obj)
 int heap_handles_refill(struct zs_pool *pool, struct zs_heap *h);
 /* The owner (its cache full, or leaving the pool) or its revoker: every cached handle back. */
 void heap_handles_drain(struct zs_pool *pool, struct zs_heap *h, int owner);
-/* handle.c: up to ZS_HANDLE_BATCH ready handles into v (their count, 0 without memory); and n
+/* handle.c: up to ZS_HEAP_HANDLES ready handles into v (their count, 0 without memory); and n
  * of them back (a magazine when n is a full batch and one is to be had, else the shard). */
 unsigned handle_take_values(struct zs_pool *pool, unsigned long *v);
 void handle_give_values(struct zs_pool *pool, const unsigned long *v, unsigned n, int may_grow);
@@ -1163,7 +1171,7 @@ static inline void heap_handle_put(struct zs_heap *h, unsigned long handle)
 {
 	unsigned long n = h->hn;
 	unsigned long v = handle_next(handle);
-	assert_internal(n < ZS_HANDLE_BATCH && !handle_is_free(handle));
+	assert_internal(n < ZS_HEAP_HANDLES && !handle_is_free(handle));
 	if (ZS_DEBUG_ON)
 		atomic_store_explicit(handle_slot(v), HANDLE_FREE_BIT | (v & HANDLE_GEN_MASK),
 				      memory_order_relaxed);

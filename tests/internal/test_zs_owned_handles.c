@@ -63,7 +63,7 @@ static int cmp_ul(const void *a, const void *b)
 /* The heap's cache: hn distinct values, none a live object's slot, free at their generation. */
 static int list_sane(const struct zs_heap *hp)
 {
-	if (hp->hn > ZS_HANDLE_BATCH)
+	if (hp->hn > ZS_HEAP_HANDLES)
 		return 0;
 	for (unsigned long k = 0; k < hp->hn; k++) {
 		unsigned long v = hp->hv[k], slot = v & HANDLE_ADDR_MASK;
@@ -191,7 +191,7 @@ static void revoke_full_cache(void)
 	c.autocompact_ms = 0;
 	struct zs_pool *p = must_pool_create(&c);
 	REQUIRE(p);
-	enum { N = 200 };
+	enum { N = 4 * ZS_HEAP_HANDLES };
 	unsigned long h[N];
 	for (int i = 0; i < N; i++) {
 		h[i] = zs_malloc(p, 500);
@@ -199,9 +199,9 @@ static void revoke_full_cache(void)
 	}
 	struct zs_heap *hp = heap_tls.heap[0];
 	int k = 0;
-	while (k < N && hp->hn < ZS_HANDLE_BATCH)
+	while (k < N && hp->hn < ZS_HEAP_HANDLES)
 		CHECK_EQ(zs_free(p, h[k++]), 0);
-	CHECK_EQ(hp->hn, ZS_HANDLE_BATCH);
+	CHECK_EQ(hp->hn, ZS_HEAP_HANDLES);
 	CHECK(!p->mag_empty && !p->nmags);
 	zs_compact(p);
 	CHECK_EQ(hp->hn, 0);
@@ -270,7 +270,7 @@ int main(void)
 
 	/* A part-full cache given back by a revocation (one slot at a time), then used again. */
 	struct zs_heap *hp = heap_tls.heap[0];
-	while (hp->hn == 0 || hp->hn == ZS_HANDLE_BATCH) {
+	while (hp->hn == 0 || hp->hn == ZS_HEAP_HANDLES) {
 		int i = 0;
 		while (i < NOBJ && !live[i])
 			i++;
