@@ -1139,6 +1139,11 @@ static inline uint32_t zspage_heap_id(const struct zspage *z)
 	uint32_t w = __atomic_load_n(&z->heap_id, __ATOMIC_RELAXED);
 	return w & ZSPAGE_OWNED ? w & ~ZSPAGE_OWNED : 0;
 }
+/* zspage_heap_id(z) != 0, as one bit test (the class paths' frees ask only this). */
+static inline int zspage_owned(const struct zspage *z)
+{
+	return (__atomic_load_n(&z->heap_id, __ATOMIC_RELAXED) & ZSPAGE_OWNED) != 0;
+}
 
 /* The owner frees obj in its zspage z (in an operation, or revoking its own heap). */
 static inline void heap_obj_free(struct zs_pool *pool, struct zs_heap *h, struct zspage *z,
@@ -1195,7 +1200,7 @@ static inline struct zspage *free_locked_any(struct zs_pool *pool, struct size_c
 						unsigned long obj)
 {
 	struct zspage *z = obj_to_zspage(pool, obj);
-	if (unlikely(zspage_heap_id(z))) {
+	if (unlikely(zspage_owned(z))) {
 		heap_remote_free(pool, z, obj);
 		return NULL;
 	}
