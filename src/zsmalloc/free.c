@@ -112,13 +112,6 @@ static __attribute__((noinline)) int free_owned_finish(struct zs_pool *pool, str
 	return 0;
 }
 
-/* z's list move or release and heap_exit, in owned.c: the free's tail call goes straight there. */
-static inline __attribute__((always_inline)) int free_owned_moved(struct zs_pool *pool,
-								  struct zs_heap *h, struct zspage *z)
-{
-	return heap_free_moved(pool, h, z);
-}
-
 /*
  * Owned pools (owned.c; never checked mode): an object in a zspage this
  * thread's heap owns goes back onto that zspage's free list and its handle
@@ -167,8 +160,9 @@ static inline __attribute__((always_inline)) int free_owned_entered(struct zs_po
 		return free_owned_finish(pool, h, z, handle);
 	heap_handle_put(h, handle);
 	/* Current or partial and not emptied: nothing moves (no fullness is kept for owned zspages). */
+	/* z's list move or release and heap_exit (owned.c), a tail call straight there. */
 	if (unlikely(z->fullness == ZS_OWNED_FULL || !z->inuse))
-		return free_owned_moved(pool, h, z);
+		return heap_free_moved(pool, h, z);
 	heap_exit(h);
 	return 0;
 }

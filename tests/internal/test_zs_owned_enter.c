@@ -22,27 +22,11 @@
 #include "zs/zsmalloc.h"
 #include "zsmalloc/internal.h"
 #include "must.h"
+#include "objpat.h"
 
 #define NOBJ 64
 
-static unsigned char src[4096], dst[4096];
-
-static void fill(size_t len, unsigned seed)
-{
-	for (size_t i = 0; i < len; i++)
-		src[i] = (unsigned char)(seed * 29 + i * 7 + 3);
-}
-
-static int stored(struct zs_pool *p, unsigned long h, size_t len, unsigned seed)
-{
-	fill(len, seed);
-	void *m = zs_obj_read_begin(p, h, len, dst);
-	if (!m)
-		return 0;
-	int ok = memcmp(src, m, len) == 0;
-	zs_obj_read_end(p, h, len, m);
-	return ok;
-}
+static unsigned char src[OBJPAT_MAX];
 
 enum mode { PLAIN, NESTED, REVOKED, FENCED };
 static const char *const names[] = { "plain", "nested", "revoked", "fenced" };
@@ -57,7 +41,7 @@ static unsigned long run(struct zs_pool *p, struct zs_heap *hp, enum mode m, uns
 	unsigned long taken = 0;
 	for (int i = 0; i < NOBJ; i++) {
 		len[i] = 16 + tu_rand(x) % 4000;
-		fill(len[i], base + (unsigned)i);
+		objpat_fill(src, len[i], base + (unsigned)i);
 		atomic_store(&hp->busy, busy0);
 		atomic_store(&hp->revoke, rev0);
 		unsigned long hn = hp->hn;
@@ -77,7 +61,7 @@ static unsigned long run(struct zs_pool *p, struct zs_heap *hp, enum mode m, uns
 	}
 	/* Frees the same way, of every other object. */
 	for (int i = 0; i < NOBJ; i += 2) {
-		CHECK(stored(p, h[i], len[i], base + (unsigned)i));
+		CHECK(objpat_stored(p, h[i], len[i], base + (unsigned)i));
 		atomic_store(&hp->busy, busy0);
 		atomic_store(&hp->revoke, rev0);
 		unsigned long hn = hp->hn;
@@ -102,7 +86,7 @@ int main(void)
 	struct zs_pool *p = must_pool_create(&c);
 	REQUIRE(p);
 	/* The heap, made by a first object. */
-	fill(100, 1);
+	objpat_fill(src, 100, 1);
 	unsigned long first = zs_malloc_write(p, src, 100);
 	REQUIRE(!ZS_IS_ERR(first));
 	if (!p->owned) {
@@ -128,7 +112,7 @@ int main(void)
 	 * word the upper half of its handle) reads as no heap's, and frees by the class path. */
 	unsigned long big[8];
 	for (int i = 0; i < 8; i++) {
-		fill(4000, 7u + (unsigned)i);
+		objpat_fill(src, 4000, 7u + (unsigned)i);
 		big[i] = zs_malloc_write(p, src, 4000);
 		REQUIRE(!ZS_IS_ERR(big[i]));
 		struct zspage *z = obj_to_zspage(p, handle_to_obj(big[i]));
@@ -137,10 +121,10 @@ int main(void)
 		CHECK(__atomic_load_n(&z->heap_id, __ATOMIC_RELAXED) != hp->zid);
 	}
 	for (int i = 0; i < 8; i++) {
-		CHECK(stored(p, big[i], 4000, 7u + (unsigned)i));
+		CHECK(objpat_stored(p, big[i], 4000, 7u + (unsigned)i));
 		CHECK_EQ(zs_free(p, big[i]), 0);
 	}
-	fill(100, 3);
+	objpat_fill(src, 100, 3);
 	unsigned long small = zs_malloc_write(p, src, 100);
 	REQUIRE(!ZS_IS_ERR(small));
 	struct zspage *zs = obj_to_zspage(p, handle_to_obj(small));
@@ -152,7 +136,7 @@ int main(void)
 	zs_compact(p);
 	for (int m = PLAIN; m <= FENCED; m++)
 		for (int i = 1; i < NOBJ; i += 2) {
-			CHECK(stored(p, h[m][i], len[m][i], 1000u * (unsigned)m + (unsigned)i));
+			CHECK(objpat_stored(p, h[m][i], len[m][i], 1000u * (unsigned)m + (unsigned)i));
 			CHECK_EQ(zs_free(p, h[m][i]), 0);
 		}
 	CHECK_EQ(zs_free(p, first), 0);

@@ -27,28 +27,12 @@
 #include "zs/zsmalloc.h"
 #include "zsmalloc/internal.h"
 #include "must.h"
+#include "objpat.h"
 
 #define NOBJ 2000
 #define STEPS 40000
 
-static unsigned char src[4096], dst[4096];
-
-static void fill(size_t len, unsigned seed)
-{
-	for (size_t i = 0; i < len; i++)
-		src[i] = (unsigned char)(seed * 37 + i * 11 + 1);
-}
-
-static int stored(struct zs_pool *p, unsigned long h, size_t len, unsigned seed)
-{
-	fill(len, seed);
-	void *m = zs_obj_read_begin(p, h, len, dst);
-	if (!m)
-		return 0;
-	int ok = memcmp(src, m, len) == 0;
-	zs_obj_read_end(p, h, len, m);
-	return ok;
-}
+static unsigned char src[OBJPAT_MAX];
 
 static unsigned long live[NOBJ];
 static size_t len_of[NOBJ];
@@ -234,13 +218,13 @@ int main(void)
 		int i = (int)(tu_rand(&x) % NOBJ);
 		if (live[i]) {
 			unsigned long old = live[i];
-			CHECK(stored(p, old, len_of[i], tag_of[i]));
+			CHECK(objpat_stored(p, old, len_of[i], tag_of[i]));
 			CHECK_EQ(zs_free(p, old), 0);
 			live[i] = 0;
 			/* The slot just freed is the next handed out, a generation on. */
 			len_of[i] = 100 + tu_rand(&x) % 3900;
 			tag_of[i] = ++tag;
-			fill(len_of[i], tag_of[i]);
+			objpat_fill(src, len_of[i], tag_of[i]);
 			live[i] = zs_malloc_write(p, src, len_of[i]);
 			REQUIRE(!ZS_IS_ERR(live[i]));
 			if ((live[i] & HANDLE_ADDR_MASK) == (old & HANDLE_ADDR_MASK)) {
@@ -255,7 +239,7 @@ int main(void)
 		} else {
 			len_of[i] = 100 + tu_rand(&x) % 3900;
 			tag_of[i] = ++tag;
-			fill(len_of[i], tag_of[i]);
+			objpat_fill(src, len_of[i], tag_of[i]);
 			live[i] = zs_malloc_write(p, src, len_of[i]);
 			REQUIRE(!ZS_IS_ERR(live[i]));
 		}
@@ -284,7 +268,7 @@ int main(void)
 		if (!live[i]) {
 			len_of[i] = 100 + tu_rand(&x) % 3900;
 			tag_of[i] = ++tag;
-			fill(len_of[i], tag_of[i]);
+			objpat_fill(src, len_of[i], tag_of[i]);
 			live[i] = zs_malloc_write(p, src, len_of[i]);
 			REQUIRE(!ZS_IS_ERR(live[i]));
 		}
@@ -299,7 +283,7 @@ int main(void)
 	CHECK_EQ(dup, 0);
 
 	for (int i = 0; i < NOBJ; i++) {
-		CHECK(stored(p, live[i], len_of[i], tag_of[i]));
+		CHECK(objpat_stored(p, live[i], len_of[i], tag_of[i]));
 		CHECK_EQ(zs_free(p, live[i]), 0);
 	}
 	/* Emptied, the heap keeps only spares (owned.c, "Spares"), all its pages; a trim takes them. */

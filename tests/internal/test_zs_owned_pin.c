@@ -21,30 +21,17 @@
 #include "zs/zsmalloc.h"
 #include "zsmalloc/internal.h"
 #include "must.h"
+#include "objpat.h"
 
 #define NOBJ 300
 
-static unsigned char src[4096], dst[4096];
+static unsigned char src[OBJPAT_MAX];
 
-static void fill(size_t len, unsigned seed)
-{
-	for (size_t i = 0; i < len; i++)
-		src[i] = (unsigned char)(seed * 37 + i * 11 + 1);
-}
-
-/* The object reads back as fill(len, seed) wrote it, and its zspage is not read-locked. */
+/* The object holds objpat_fill(len, seed)'s bytes, and its zspage is not read-locked. */
 static int stored(struct zs_pool *p, unsigned long h, size_t len, unsigned seed)
 {
-	fill(len, seed);
 	struct zspage *z = obj_to_zspage(p, handle_to_obj(h));
-	if (atomic_load(&z->lock) != 0)
-		return 0;
-	void *m = zs_obj_read_begin(p, h, len, dst);
-	if (!m)
-		return 0;
-	int ok = memcmp(src, m, len) == 0;
-	zs_obj_read_end(p, h, len, m);
-	return ok;
+	return atomic_load(&z->lock) == 0 && objpat_stored(p, h, len, seed);
 }
 
 /* The late writer: a thread whose key destructor (made after libzs's number key, before its
@@ -62,7 +49,7 @@ static void late_exit(void *arg)
 	/* The number went back before this destructor: the heap no longer names its slot. */
 	int reset = hp && hp->wpin != &wpins[late_old];
 	unsigned ti = thread_index(); /* a fresh number (the lowest free: maybe the same one) */
-	fill(777, 77);
+	objpat_fill(src, 777, 77);
 	late_h = zs_malloc_write(late_pool, src, 777);
 	late_new = ti;
 	late_slot_ok = reset && hp == heap_tls.heap[0] &&
@@ -74,7 +61,7 @@ static void late_exit(void *arg)
 static void *late_writer(void *arg)
 {
 	(void)arg;
-	fill(500, 5);
+	objpat_fill(src, 500, 5);
 	unsigned long h = zs_malloc_write(late_pool, src, 500);
 	late_old = thread_index();
 	if (!ZS_IS_ERR(h))
@@ -101,7 +88,7 @@ int main(void)
 	/* The slot: taken when the first write made the heap. */
 	for (int i = 0; i < NOBJ; i++) {
 		len[0][i] = 100 + tu_rand(&x) % 3900;
-		fill(len[0][i], (unsigned)i);
+		objpat_fill(src, len[0][i], (unsigned)i);
 		h[0][i] = zs_malloc_write(p, src, len[0][i]);
 		REQUIRE(!ZS_IS_ERR(h[0][i]));
 	}
@@ -134,7 +121,7 @@ int main(void)
 	printf("late write: numbers %u -> %u\n", late_old, late_new);
 	for (int i = 0; i < NOBJ; i++) {
 		len[1][i] = 100 + tu_rand(&x) % 3900;
-		fill(len[1][i], 1000u + (unsigned)i);
+		objpat_fill(src, len[1][i], 1000u + (unsigned)i);
 		h[1][i] = zs_malloc_write(p, src, len[1][i]);
 		REQUIRE(!ZS_IS_ERR(h[1][i]));
 	}
@@ -146,7 +133,7 @@ int main(void)
 	atomic_store(&wpins[ti].z, &marker);
 	for (int i = 0; i < NOBJ; i++) {
 		len[2][i] = 100 + tu_rand(&x) % 3900;
-		fill(len[2][i], 2000u + (unsigned)i);
+		objpat_fill(src, len[2][i], 2000u + (unsigned)i);
 		h[2][i] = zs_malloc_write(p, src, len[2][i]);
 		REQUIRE(!ZS_IS_ERR(h[2][i]));
 		CHECK(atomic_load(&wpins[ti].z) == (const void *)&marker);
