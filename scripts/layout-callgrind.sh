@@ -12,16 +12,26 @@
 # With --functions the per-op difference is also split by function
 # (callgrind_annotate's self counts; a line inlined from a header counts
 # with the function it is in), largest first.
+# With --cache the same difference is taken of cachegrind's simulated cache
+# misses instead (one run each; a 48 KiB 12-way first level and a 2 MiB
+# 16-way last level, about this VM's L1d and a share of its L2): data reads
+# and writes that miss each level, an op.  The write misses are mostly the
+# copy's (about 30 lines an op for either allocator); the read misses are
+# the memory an allocator's own paths touch, which this VM's missing
+# hardware counters cannot show.  With --functions too, the last-level read
+# misses are split by function.
 #
-# Usage: scripts/layout-callgrind.sh [--functions] [--cpu N] BUILD_DIR ROW...
+# Usage: scripts/layout-callgrind.sh [--functions] [--cache] [--cpu N] BUILD_DIR ROW...
 #   ROW: app, pair, bound, mimalloc (bench_layout --only).  BUILD_DIR holds
 #   bench_layout, built Release with -g for --functions.
 set -euo pipefail
 funcs=0
+cache=0
 cpu=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--functions) funcs=1; shift ;;
+	--cache) cache=1; shift ;;
 	--cpu) cpu=$2; shift 2 ;;
 	*) break ;;
 	esac
@@ -51,7 +61,38 @@ count() {
 	echo "$best"
 }
 
+# row -> per-op read/write misses of each level, from cachegrind runs at --r 2 and 6
+misses() {
+	local row=$1 r
+	for r in 2 6; do
+		ZS_PAGES_DECAY_MS=3600000 taskset -c "$cpu" valgrind --tool=cachegrind --cache-sim=yes \
+			--D1=49152,12,64 --LL=2097152,16,64 --cachegrind-out-file="$tmp/cm.$row.$r" \
+			"$bin" --only "$row" --rounds 1 --r "$r" >"$tmp/log" 2>&1 || { cat "$tmp/log" >&2; exit 1; }
+	done
+	# summary: Ir I1mr ILmr Dr D1mr DLmr Dw D1mw DLmw
+	awk -v row="$row" '/^summary:/ { for (i = 2; i <= NF; i++) v[FILENAME, i] = $i; f[++n] = FILENAME }
+	     END { a = f[1]; b = f[2]; d = 80000
+		   printf "%-9s reads %.1f: %.2f miss the first level, %.2f the last; writes %.1f: %.2f, %.2f (an op)\n",
+			  row, (v[b,5] - v[a,5]) / d, (v[b,6] - v[a,6]) / d, (v[b,7] - v[a,7]) / d,
+			  (v[b,8] - v[a,8]) / d, (v[b,9] - v[a,9]) / d, (v[b,10] - v[a,10]) / d }' \
+		"$tmp/cm.$row.2" "$tmp/cm.$row.6"
+	if [[ $funcs == 1 ]]; then
+		for r in 2 6; do
+			cg_annotate --auto=no --show=DLmr --sort=DLmr "$tmp/cm.$row.$r" 2>/dev/null |
+				awk '/^ *[0-9,]+ +\(/ && !/PROGRAM TOTALS/ { n = $1; gsub(",", "", n);
+				     f = $NF; sub(/^.*:/, "", f); s[f] += n }
+				     END { for (f in s) print f, s[f] }' >"$tmp/m.$r"
+		done
+		awk 'NR == FNR { a[$1] = $2; next } { d = ($2 - a[$1]) / 80000;
+		     if (d >= 0.02 && $1 != "annotated") printf "  %8.2f  %s\n", d, $1 }' "$tmp/m.2" "$tmp/m.6" | sort -rn
+	fi
+}
+
 for row in "$@"; do
+	if [[ $cache == 1 ]]; then
+		misses "$row"
+		continue
+	fi
 	a=$(count "$row" 2)
 	b=$(count "$row" 6)
 	awk -v row="$row" -v a="$a" -v b="$b" \

@@ -19,11 +19,14 @@
 #include <stdatomic.h>
 #include "pages/pages.h"
 
-/* One chunk-table entry; read without the lock. */
+/* One chunk-table entry; read without the lock.  32 bytes: an index is one shift. */
 struct zs_pages_slot {
 	_Atomic(char *) base;                 /* chunk data, NULL when unmapped */
 	_Atomic(struct zs_page_desc *) meta;  /* set once on first use, kept until destroy */
+	_Atomic(void **) owners;              /* meta's owner words (pages_set_owner), set with it */
+	void *unused;
 };
+_Static_assert(sizeof(struct zs_pages_slot) == 32, "a slot index is one shift");
 
 /* Read-only after create; grouped so a lookup touches one cache line. */
 struct zs_pages_lookup {
@@ -69,6 +72,50 @@ static inline struct zs_page_desc *pages_lookup_desc_addr(const struct zs_pages 
 	unsigned shift = lk->page_shift;
 	*addr = atomic_load_explicit(&s->base, memory_order_relaxed) + (i << shift);
 	return atomic_load_explicit(&s->meta, memory_order_relaxed) + i;
+}
+
+/*
+ * A page's owner word (pages_set_owner), with its address.  The owner words
+ * are an array of their own beside the descriptors, 8 bytes a page: a free
+ * that asks which zspage holds an object's page reads one line per eight
+ * pages, not a 64-byte descriptor a page.  On the application profile's
+ * churn (bench_layout, cachegrind) the descriptor was the free's one
+ * last-level miss in two; the array of a 40 MiB pool is 80 KiB and stays in
+ * cache.
+ */
+static inline void *pages_lookup_owner_addr(const struct zs_pages *p, pfn_t pfn, char **addr)
+{
+	const struct zs_pages_lookup *lk = pages_lk(p);
+	const struct zs_pages_slot *s = &lk->slots[pfn >> lk->ppc_shift];
+	size_t i = pfn & lk->ppc_mask;
+	void *owner = atomic_load_explicit(&s->owners, memory_order_relaxed)[i];
+	*addr = atomic_load_explicit(&s->base, memory_order_relaxed) + (i << lk->page_shift);
+	return owner;
+}
+
+static inline void *pages_lookup_owner(const struct zs_pages *p, pfn_t pfn)
+{
+	const struct zs_pages_lookup *lk = pages_lk(p);
+	return atomic_load_explicit(&lk->slots[pfn >> lk->ppc_shift].owners,
+				    memory_order_relaxed)[pfn & lk->ppc_mask];
+}
+
+/*
+ * The one writer of a page's owner: the owner word read above and the
+ * descriptor's owner field (the owner's own overlays keep it, zsmalloc's
+ * zspage for one).  For a page the caller holds; plain stores: the owner's
+ * own locking orders them for its readers.  Returns the page's descriptor,
+ * for a caller that writes more of it.
+ */
+static inline struct zs_page_desc *pages_set_owner(struct zs_pages *p, pfn_t pfn, void *owner)
+{
+	const struct zs_pages_lookup *lk = pages_lk(p);
+	const struct zs_pages_slot *s = &lk->slots[pfn >> lk->ppc_shift];
+	size_t i = pfn & lk->ppc_mask;
+	struct zs_page_desc *d = atomic_load_explicit(&s->meta, memory_order_relaxed) + i;
+	d->owner = owner;
+	atomic_load_explicit(&s->owners, memory_order_relaxed)[i] = owner;
+	return d;
 }
 
 /*

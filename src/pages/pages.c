@@ -10,8 +10,9 @@
  * the slot entry, with no lock: that is the allocator's hottest path.
  *
  * Every slot that was ever used keeps a small mmap'd "meta" region for as
- * long as the pool lives: the 64-byte descriptors, one state byte per page
- * and the chunk's allocation bitmap.  Keeping it (and only dropping its
+ * long as the pool lives: the 64-byte descriptors, an owner word per page
+ * (pages/lookup.h), one state byte per page and the chunk's allocation
+ * bitmap.  Keeping it (and only dropping its
  * memory with MADV_DONTNEED when the chunk is unmapped) means that a stale
  * or garbage pfn handed to pages_valid() reads zeros instead of faulting.
  *
@@ -116,7 +117,9 @@ struct zs_pages *pages_create(const struct zs_pages_config *cfg)
 	p->pfn_limit = (pfn_t)nslots << p->lk.ppc_shift;
 
 	size_t bm_words = (p->ppc + 63) / 64;
-	p->state_off = p->ppc * sizeof(struct zs_page_desc);
+	/* meta region: descriptors, owner words (lookup.h), state bytes, bitmap */
+	p->owners_off = p->ppc * sizeof(struct zs_page_desc);
+	p->state_off = p->owners_off + p->ppc * sizeof(void *);
 	p->bits_off = (p->state_off + p->ppc + 7) & ~(size_t)7;
 	p->meta_bytes = (p->bits_off + bm_words * 8 + os_page - 1) & ~(os_page - 1);
 
@@ -405,6 +408,8 @@ long pages_chunk_map(struct zs_pages *p)
 		if (mm == MAP_FAILED)
 			return -1;
 		m = mm;
+		atomic_store_explicit(&p->lk.slots[slot].owners, (void **)(void *)((char *)m + p->owners_off),
+				      memory_order_release);
 		atomic_store_explicit(&p->lk.slots[slot].meta, m, memory_order_release);
 		/* destroy() walks slot_words; count the slot as soon as it owns a mapping. */
 		if ((slot >> 6) + 1 > p->slot_words)

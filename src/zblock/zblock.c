@@ -380,7 +380,7 @@ static struct zb_block *new_block(struct zblock_pool *pool, int type)
 	b->free_slots = (uint16_t)(d->n - 1);
 	b->bitmap[0] = 1;
 	/* Marks the first page as a block head for checked-mode validation. */
-	zs_page_desc(pool->pages, pfn)->owner = b;
+	pages_set_owner(pool->pages, pfn, b);
 	atomic_fetch_add_explicit(&pool->total_pages, d->pages, memory_order_relaxed);
 	return b;
 }
@@ -388,7 +388,7 @@ static struct zb_block *new_block(struct zblock_pool *pool, int type)
 static void free_block(struct zblock_pool *pool, struct zb_block *b)
 {
 	unsigned pages = pool->cls[b->type].d.pages;
-	zs_page_desc(pool->pages, b->pfn)->owner = NULL;
+	pages_set_owner(pool->pages, b->pfn, NULL);
 	pages_free_run(pool->pages, b->pfn, pages);
 	atomic_fetch_sub_explicit(&pool->total_pages, pages, memory_order_relaxed);
 }
@@ -406,7 +406,7 @@ static struct zb_block *checked_block(const struct zblock_pool *pool, unsigned l
 	struct zb_block *b = handle_block(h);
 	pfn_t pfn = pages_pfn_of(pool->pages, b);
 	if (pfn == ZS_PFN_NONE || !pages_valid(pool->pages, pfn) ||
-	    pages_lookup_addr(pool->pages, pfn) != (void *)b || zs_page_desc(pool->pages, pfn)->owner != b)
+	    pages_lookup_addr(pool->pages, pfn) != (void *)b || pages_lookup_owner(pool->pages, pfn) != b)
 		return NULL;
 	if (b->pool != pool || b->type >= pool->nr_classes ||
 	    handle_slot(h) >= pool->cls[b->type].d.n)

@@ -141,7 +141,7 @@ static inline __attribute__((always_inline)) int free_owned_entered(struct zs_po
 	unsigned long obj = atomic_load_explicit(handle_slot(handle), memory_order_relaxed);
 	assert_internal(handle_is_live(handle));
 	char *page;
-	struct zspage *z = ((struct zspage *)pages_lookup_desc_addr(pool->pages, obj >> OBJ_PFN_SHIFT, &page))->owner;
+	struct zspage *z = pages_lookup_owner_addr(pool->pages, obj >> OBJ_PFN_SHIFT, &page);
 	/* Ours: its word is this heap's zid (never a huge zspage's: zspage_heap_id). */
 	if (unlikely(__atomic_load_n(&z->heap_id, __ATOMIC_RELAXED) != h->zid)) {
 		heap_exit(h);

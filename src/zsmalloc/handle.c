@@ -177,7 +177,7 @@ static unsigned live_slot_next(const struct zs_pool *pool, unsigned long addr, u
 	unsigned long obj = word & HANDLE_OBJ_MASK, h;
 	if (!class_enc_valid(pool, obj_to_class_idx(obj)) || !pages_valid(pool->pages, obj_to_pfn(obj)))
 		return fallback;
-	struct zspage *zspage = page_desc(pool, obj_to_pfn(obj))->owner;
+	struct zspage *zspage = page_zspage(pool, obj_to_pfn(obj));
 	if (!zspage || !class_enc_valid(pool, zspage->class_idx))
 		return fallback;
 	if (zspage->huge) {

@@ -377,9 +377,14 @@ static inline char *page_addr(const struct zs_pool *pool, pfn_t pfn)
 {
 	return pages_lookup_addr(pool->pages, pfn);
 }
+/* The zspage holding page pfn: its owner word (pages/lookup.h), set by alloc_zspage. */
+static inline struct zspage *page_zspage(const struct zs_pool *pool, pfn_t pfn)
+{
+	return pages_lookup_owner(pool->pages, pfn);
+}
 static inline struct zspage *obj_to_zspage(const struct zs_pool *pool, unsigned long obj)
 {
-	return page_desc(pool, obj_to_pfn(obj))->owner;
+	return page_zspage(pool, obj_to_pfn(obj));
 }
 static inline struct size_class *zspage_class(const struct zs_pool *pool, const struct zspage *zspage)
 {
@@ -561,8 +566,7 @@ static inline struct zspage *alloc_zspage(struct zs_pool *pool,
 		return NULL;
 	struct zspage *zspage = page_desc(pool, pfns[0]);
 	for (unsigned i = 0; i < pages; i++) {
-		struct zspage *d = page_desc(pool, pfns[i]);
-		d->owner = zspage;
+		struct zs_page_desc *d = pages_set_owner(pool->pages, pfns[i], zspage);
 		d->next = i + 1 < pages ? pfns[i + 1] : ZS_PFN_NONE;
 	}
 	zspage->pfn = (uint32_t)pfns[0];
@@ -882,7 +886,7 @@ static inline void obj_free(struct zs_pool *pool, struct size_class *class, unsi
 {
 	pfn_t pfn = obj_to_pfn(obj);
 	unsigned idx = obj_to_idx(obj);
-	struct zspage *zspage = page_desc(pool, pfn)->owner;
+	struct zspage *zspage = page_zspage(pool, pfn);
 	assert_internal(spin_held(&class->lock) && zspage_class(pool, zspage) == class);
 	assert_internal(zspage->inuse > 0 && idx < zspage->objs);
 	/* The object is live: its header (or the huge zspage) names a handle. */

@@ -98,7 +98,7 @@ int validate_obj(struct zs_pool *pool, unsigned long handle, unsigned long obj)
 	pfn_t pfn = obj_to_pfn(obj);
 	if (!pages_valid(pool->pages, pfn))
 		return -EINVAL;
-	struct zspage *zspage = page_desc(pool, pfn)->owner;
+	struct zspage *zspage = page_zspage(pool, pfn);
 	if (!zspage || !class_enc_valid(pool, zspage->class_idx))
 		return -EINVAL;
 	struct size_class *class = zspage_class(pool, zspage);
