@@ -105,7 +105,9 @@ static inline void *pages_lookup_owner(const struct zs_pages *p, pfn_t pfn)
  * descriptor's owner field (the owner's own overlays keep it, zsmalloc's
  * zspage for one).  For a page the caller holds; plain stores: the owner's
  * own locking orders them for its readers.  Returns the page's descriptor,
- * for a caller that writes more of it.
+ * for a caller that writes more of it.  Unlike the descriptor, the owner word
+ * is not cleared when the page is taken again: an owner sets it on each page
+ * it takes before it hands out anything in that page.
  */
 static inline struct zs_page_desc *pages_set_owner(struct zs_pages *p, pfn_t pfn, void *owner)
 {
