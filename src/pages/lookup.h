@@ -101,11 +101,10 @@ static inline void *pages_lookup_owner(const struct zs_pages *p, pfn_t pfn)
 }
 
 /*
- * The one writer of a page's owner: the owner word read above and the
- * descriptor's owner field (the owner's own overlays keep it, zsmalloc's
- * zspage for one).  For a page the caller holds; plain stores: the owner's
- * own locking orders them for its readers.  Returns the page's descriptor,
- * for a caller that writes more of it.  Unlike the descriptor, the owner word
+ * The one writer of a page's owner word.  For a page the caller holds; a
+ * plain store: the owner's own locking orders it for its readers.  Returns
+ * the page's descriptor, for a caller that writes it too (one slot lookup).
+ * Unlike the descriptor, the owner word
  * is not cleared when the page is taken again: an owner sets it on each page
  * it takes before it hands out anything in that page.
  */
@@ -114,10 +113,8 @@ static inline struct zs_page_desc *pages_set_owner(struct zs_pages *p, pfn_t pfn
 	const struct zs_pages_lookup *lk = pages_lk(p);
 	const struct zs_pages_slot *s = &lk->slots[pfn >> lk->ppc_shift];
 	size_t i = pfn & lk->ppc_mask;
-	struct zs_page_desc *d = atomic_load_explicit(&s->meta, memory_order_relaxed) + i;
-	d->owner = owner;
 	atomic_load_explicit(&s->owners, memory_order_relaxed)[i] = owner;
-	return d;
+	return atomic_load_explicit(&s->meta, memory_order_relaxed) + i;
 }
 
 /*

@@ -35,9 +35,11 @@ typedef uint64_t pfn_t;
  * Per-page descriptor, 64 bytes.  Zeroed when the page is handed out; its
  * contents are the owner's business (zsmalloc keeps its zspage header in the
  * first page's descriptor, as the kernel keeps it beside struct page).
+ * Which object a page belongs to is not in it: that is the page's owner word
+ * (pages/lookup.h, pages_set_owner), in an array of its own.
  */
 struct zs_page_desc {
-	void *owner;        /* owner-defined, e.g. the zspage this page belongs to */
+	uintptr_t head;     /* owner-defined */
 	pfn_t next;      /* owner-defined, e.g. next page of a chain */
 	uintptr_t word[6];  /* owner-defined */
 };

@@ -148,9 +148,10 @@ static inline __attribute__((always_inline)) int free_owned_entered(struct zs_po
 		return free_owned_slow(pool, handle);
 	}
 	unsigned idx = obj_to_idx(obj);
-	/* obj_page_offset with the stored mask: one and from memory, not a load, a sub and an and
-	 * (two instructions an owned free; the class paths keep obj_page_offset as it is). */
-	unsigned off = (unsigned)((unsigned long)idx * zspage_class(pool, z)->size) & pool->page_mask;
+	/* obj_page_offset with the zspage's own copy of the slot size (no read of the class, a line
+	 * of its own) and the stored mask: one and from memory, not a load, a sub and an and (the
+	 * class paths keep obj_page_offset as it is). */
+	unsigned off = (unsigned)((unsigned long)idx * z->size) & pool->page_mask;
 	unsigned long *hdr = (unsigned long *)(page + off);
 	assert_internal(z->inuse > 0 && idx < z->objs);
 	*hdr = (unsigned long)z->freeobj << 1;

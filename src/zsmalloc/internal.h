@@ -80,12 +80,15 @@ enum { ZS_OBJS_ALLOCATED = ZS_NR_FULLNESS_GROUPS, ZS_OBJS_INUSE, ZS_NR_CLASS_STA
 
 /*
  * The zspage lives in the page descriptor of its first page, as the kernel
- * keeps zspage metadata beside struct page; every page's descriptor points
- * to it (owner) and to the next page of the chain.  The memory goes away
- * with the pages, so a drained pool gives everything back.
+ * keeps zspage metadata beside struct page; every page's owner word
+ * (pages_set_owner) points to it and its descriptor to the next page of the
+ * chain.  The memory goes away with the pages, so a drained pool gives
+ * everything back.
  */
 struct zspage {
-	struct zspage *owner;      /* desc.owner: the first page's descriptor */
+	uint32_t size;             /* the class's slot size (alloc_zspage), for the owned free */
+	uint8_t chain;             /* ZS_CHAIN_* (owned.c, chain_note); 0 in a new zspage */
+	uint8_t spare[3];
 	pfn_t next;             /* desc.next: next page in the chain */
 	union {
 		struct zspage *lnext;  /* fullness list (classes of several objects per zspage) */
@@ -137,7 +140,6 @@ struct zspage {
 	uint32_t pfn;              /* first page: its own page number */
 };
 static_assert(sizeof(struct zspage) == sizeof(struct zs_page_desc), "zspage overlays a page desc");
-static_assert(offsetof(struct zspage, owner) == offsetof(struct zs_page_desc, owner), "owner");
 static_assert(offsetof(struct zspage, next) == offsetof(struct zs_page_desc, next), "next");
 _Static_assert((unsigned long)ZS_MAX_CHAIN * (ZS_PAGE_SIZE_MAX / ZS_MIN_ALLOC_SIZE) <=
 		       OBJ_IDX_MASK + 1,
@@ -569,6 +571,7 @@ static inline struct zspage *alloc_zspage(struct zs_pool *pool,
 		struct zs_page_desc *d = pages_set_owner(pool->pages, pfns[i], zspage);
 		d->next = i + 1 < pages ? pfns[i + 1] : ZS_PFN_NONE;
 	}
+	zspage->size = class->size;
 	zspage->pfn = (uint32_t)pfns[0];
 	zspage->class_idx = (uint16_t)class->enc;
 	zspage->huge = (uint8_t)class->huge;
@@ -950,20 +953,13 @@ unsigned long can_compact(const struct size_class *class);
 #endif
 /*
  * Whether an owned zspage's pages are a run (consecutive numbers in one
- * chunk: consecutive descriptors and addresses), noted by the heap that
- * takes it from its class (owned.c, chain_note) so that making it current
- * again (a spare, parked, on its class's lists) walks no chain.  Kept only
- * where a run can be: in the second page's descriptor when that page is
- * the next one, the first descriptor's neighbour.  A page that is not a
- * zspage's first holds owner and next only otherwise, and the provider
- * zeroes descriptors as it hands pages out, so a new chain reads UNKNOWN.
- * Written under the class lock, read by the owner.
+ * chunk: consecutive descriptors and addresses), noted in z->chain by the
+ * heap that takes it from its class (owned.c, chain_note) so that making it
+ * current again (a spare, parked, on its class's lists) walks no chain.  The
+ * provider zeroes descriptors as it hands pages out, so a new zspage reads
+ * UNKNOWN.  Written under the class lock, read by the owner.
  */
 enum { ZS_CHAIN_UNKNOWN, ZS_CHAIN_RUN, ZS_CHAIN_SCATTERED };
-static inline uintptr_t *zspage_chain_note(struct zspage *z)
-{
-	return &((struct zs_page_desc *)(void *)z)[1].word[0];
-}
 
 /* Fullness values of owned zspages, past the class groups (on no class list). */
 enum { ZS_OWNED_CUR = ZS_NR_FULLNESS_GROUPS + 1, ZS_OWNED_FULL, ZS_OWNED_PARTIAL, ZS_OWNED_SPARE };

@@ -223,8 +223,8 @@ static unsigned chain_kind(struct zs_pool *pool, const struct zspage *z)
  * every later set_cur (a one-page zspage, or one whose second page is elsewhere, needs none). */
 static void chain_note(struct zs_pool *pool, struct zspage *z)
 {
-	if (chain_starts_run(pool, z) && unlikely(*zspage_chain_note(z) == ZS_CHAIN_UNKNOWN))
-		*zspage_chain_note(z) = chain_kind(pool, z);
+	if (chain_starts_run(pool, z) && unlikely(z->chain == ZS_CHAIN_UNKNOWN))
+		z->chain = (uint8_t)chain_kind(pool, z);
 }
 
 /* What set_cur may trust without a walk: one page, or a run noted so. */
@@ -232,7 +232,7 @@ static int chain_is_run(const struct zs_pool *pool, struct zspage *z)
 {
 	if (z->next == ZS_PFN_NONE)
 		return 1;
-	return chain_starts_run(pool, z) && *zspage_chain_note(z) == ZS_CHAIN_RUN;
+	return chain_starts_run(pool, z) && z->chain == ZS_CHAIN_RUN;
 }
 
 /* The cursor on z's first untouched slot, once c's page arrays say where z's pages are. */

@@ -75,12 +75,14 @@ static void check_cursor(struct zs_pool *p, size_t len)
 	/* A chain whose second page follows its first carries its note, and the note is right. */
 	pfn_t second = page_desc(p, z->pfn)->next;
 	if (second == (pfn_t)z->pfn + 1 && page_addr(p, second) == page_addr(p, z->pfn) + p->page_size) {
-		uintptr_t note = *zspage_chain_note(z);
+		unsigned note = z->chain;
 		CHECK(note != ZS_CHAIN_UNKNOWN);
 		CHECK_EQ(note == ZS_CHAIN_RUN, run);
 		CHECK_EQ(note == ZS_CHAIN_SCATTERED, !run);
 		noted_seen += z->untouched <= 1;
 	}
+	/* The zspage's own copy of its slot size (the owned free's offset) is its class's. */
+	CHECK_EQ(z->size, c->size);
 	if (z->untouched == 0 || z->untouched == 1) {
 		flat_seen += run;
 		scattered_seen += !run;

@@ -134,7 +134,7 @@ static void *worker(void *arg)
 				mine[s].seed = tu_rand(&rng);
 				for (unsigned i = 0; i < n; i++) {
 					const struct zs_page_desc *d = pages_desc(pool, mine[s].first + i);
-					ok &= d->owner == NULL && d->next == 0 && d->word[3] == 0;
+					ok &= d->head == 0 && d->next == 0 && d->word[3] == 0;
 				}
 				fill(mine[s].first, n, mine[s].seed);
 				atomic_fetch_add(&live_pages, n);
