@@ -64,13 +64,19 @@ tsan_run() { setarch "$(uname -m)" -R "$@"; }
 # callgrind figures were measured on this project's VM; under valgrind glibc still picks its
 # memcpy/memset by the host CPU (and their thresholds by its caches), so on another CPU
 # model those two groups are skipped, not failed, and the check and byte counts still run.
-DOC_COUNTS_CPU="AuthenticAMD 25 17"
+# The VM's vCPUs have been either of these models; both gave the same counts (e98f382 and
+# 2a5a321 on the Intel one against the AMD one's figures).
+DOC_COUNTS_CPUS=("AuthenticAMD 25 17" "GenuineIntel 6 207")
 doc_counts() {
   local only=api,alloc,checks,dict,layout cpu
   cpu=$(awk -F': *' '/^vendor_id/&&!v{v=$2} /^cpu family/&&!f{f=$2} /^model[ \t]*:/&&!m{m=$2}
     END{print v, f, m}' /proc/cpuinfo)
-  if [ "$cpu" != "$DOC_COUNTS_CPU" ]; then
-    echo "SKIP doc-counts api,alloc,layout: figures measured on '$DOC_COUNTS_CPU', this CPU is '$cpu'"
+  local known=0 c
+  for c in "${DOC_COUNTS_CPUS[@]}"; do
+    [ "$cpu" = "$c" ] && known=1
+  done
+  if [ $known = 0 ]; then
+    echo "SKIP doc-counts api,alloc,layout: figures measured on $(printf "'%s' " "${DOC_COUNTS_CPUS[@]}")this CPU is '$cpu'"
     only=checks,dict
   fi
   if bash scripts/doc-counts.sh --check --only "$only" --build build-counts; then
