@@ -159,8 +159,10 @@ int main(void)
 	CHECK_EQ(zs_compress(cd, blocks[2], BLK, again, 16), -ENOSPC);
 	memcpy(again, out[3], (size_t)olen[3]);
 	CHECK_EQ(zs_decompress(cd, again, (size_t)olen[3] / 2, back, BLK), -EINVAL);
+	/* Few flips land where the decoder can tell (a token, an offset, a length): 64 flips found
+	 * none for 8 of the seeds 100..400 and for 1796517968 (CI); 1024 flips find some for all. */
 	int rejected = 0;
-	for (int k = 0; k < 64; k++) {
+	for (int k = 0; k < 1024; k++) {
 		memcpy(again, out[3], (size_t)olen[3]);
 		again[tu_rand(&seed) % (uint64_t)olen[3]] ^= (unsigned char)(1 + tu_rand(&seed) % 255);
 		int r = zs_decompress(cd, again, (size_t)olen[3], back, BLK);
