@@ -94,7 +94,6 @@ struct zs_pages {
 	/* Read-only after create. */
 	pfn_t pfn_limit;     /* nslots << ppc_shift */
 	size_t state_off;       /* byte offset of the state array in a meta region */
-	size_t owners_off;      /* byte offset of the owner words (pages/lookup.h) */
 	size_t page_size;
 	size_t ppc;
 	size_t nslots;

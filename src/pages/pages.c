@@ -117,9 +117,8 @@ struct zs_pages *pages_create(const struct zs_pages_config *cfg)
 	p->pfn_limit = (pfn_t)nslots << p->lk.ppc_shift;
 
 	size_t bm_words = (p->ppc + 63) / 64;
-	/* meta region: descriptors, owner words (lookup.h), state bytes, bitmap */
-	p->owners_off = p->ppc * sizeof(struct zs_page_desc);
-	p->state_off = p->owners_off + p->ppc * sizeof(void *);
+	/* meta region: descriptors, owner words right after them (lookup.h), state bytes, bitmap */
+	p->state_off = p->ppc * (sizeof(struct zs_page_desc) + sizeof(void *));
 	p->bits_off = (p->state_off + p->ppc + 7) & ~(size_t)7;
 	p->meta_bytes = (p->bits_off + bm_words * 8 + os_page - 1) & ~(os_page - 1);
 
@@ -408,7 +407,7 @@ long pages_chunk_map(struct zs_pages *p)
 		if (mm == MAP_FAILED)
 			return -1;
 		m = mm;
-		atomic_store_explicit(&p->lk.slots[slot].owners, (void **)(void *)((char *)m + p->owners_off),
+		atomic_store_explicit(&p->lk.slots[slot].owners, (void **)(void *)(m + p->ppc),
 				      memory_order_release);
 		atomic_store_explicit(&p->lk.slots[slot].meta, m, memory_order_release);
 		/* destroy() walks slot_words; count the slot as soon as it owns a mapping. */

@@ -407,7 +407,6 @@ static void stash_flatten(struct zs_pool *pool)
 	}
 }
 
-/* Shard lock held: hand a full batch to the shared side (O(1)). */
 /* handle_free_lock held: batch b onto the pool's linked list. */
 static inline void free_list_push(struct zs_pool *pool, const struct handle_list *b)
 {
@@ -416,6 +415,7 @@ static inline void free_list_push(struct zs_pool *pool, const struct handle_list
 	pool->handle_free.n += b->n;
 }
 
+/* Shard lock held: hand a full batch to the shared side (O(1)). */
 static void give_batch(struct zs_pool *pool, struct handle_list *b)
 {
 	size_t grow = 0;
@@ -827,11 +827,10 @@ void handle_give_values(struct zs_pool *pool, const unsigned long *v, unsigned n
 	/* No magazine (a part-full cache, the cap reached, no memory, or a caller that must not
 	 * malloc: a revoker on the purge thread): the shard's lists. */
 	struct handle_shard *s = handle_shard_pick(pool);
-	struct handle_list l;
-	list_init(&l);
 	spin_lock(&s->lock);
 	s->live -= (long)n;
 	for (; n >= ZS_HANDLE_BATCH; v += ZS_HANDLE_BATCH, n -= ZS_HANDLE_BATCH) {
+		struct handle_list l;
 		list_init(&l);
 		values_to_list(v, ZS_HANDLE_BATCH, &l);
 		if (!may_grow) {

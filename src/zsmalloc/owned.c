@@ -202,12 +202,6 @@ static struct zspage *fullest_partial(struct size_class *class)
 	return NULL;
 }
 
-/* Whether z's chain goes on from its first page to the next one (the only start a run has). */
-static int chain_starts_run(const struct zs_pool *pool, const struct zspage *z)
-{
-	return z->next == (pfn_t)z->pfn + 1 && pages_lookup_next_in_chunk(pool->pages, z->pfn);
-}
-
 /* ZS_CHAIN_RUN when z's pages are a run in number and address (one chunk), else SCATTERED. */
 static unsigned chain_kind(struct zs_pool *pool, const struct zspage *z)
 {
@@ -219,20 +213,18 @@ static unsigned chain_kind(struct zs_pool *pool, const struct zspage *z)
 	return ZS_CHAIN_RUN;
 }
 
-/* Class lock held, z about to be the heap's: a chain that starts as a run looked at once, for
- * every later set_cur (a one-page zspage, or one whose second page is elsewhere, needs none). */
+/* Class lock held, z about to be the heap's: its chain looked at once, for every later set_cur
+ * (a scattered one stops at its first gap). */
 static void chain_note(struct zs_pool *pool, struct zspage *z)
 {
-	if (chain_starts_run(pool, z) && unlikely(z->chain == ZS_CHAIN_UNKNOWN))
+	if (unlikely(z->chain == ZS_CHAIN_UNKNOWN))
 		z->chain = (uint8_t)chain_kind(pool, z);
 }
 
 /* What set_cur may trust without a walk: one page, or a run noted so. */
-static int chain_is_run(const struct zs_pool *pool, struct zspage *z)
+static int chain_is_run(const struct zspage *z)
 {
-	if (z->next == ZS_PFN_NONE)
-		return 1;
-	return chain_starts_run(pool, z) && z->chain == ZS_CHAIN_RUN;
+	return z->next == ZS_PFN_NONE || z->chain == ZS_CHAIN_RUN;
 }
 
 /* The cursor on z's first untouched slot, once c's page arrays say where z's pages are. */
@@ -304,7 +296,7 @@ static struct zspage *set_cur(struct zs_pool *pool, struct zs_heap_class *c, str
 	assert_internal(((uintptr_t)addr & c->pmask) == 0);
 	c->pfn[0] = (uint32_t)pfn;
 	c->addr[0] = addr;
-	if (unlikely(!chain_is_run(pool, z)))
+	if (unlikely(!chain_is_run(z)))
 		return set_cur_walk(pool, c, z, pfn, addr);
 	c->flat = 1;
 	return cur_cursor(c, z, pfn, addr, 1);

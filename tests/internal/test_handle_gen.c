@@ -28,6 +28,7 @@
 #include "zs/zsmalloc.h"
 #include "zsmalloc/internal.h"
 #include "must.h"
+#include "objpat.h"
 
 #define PERIOD (1UL << 14) /* documented: 14 generation bits */
 
@@ -49,29 +50,10 @@ static struct zs_pool *new_pool(int checked, int free_mode, unsigned shards)
 	return p;
 }
 
-static void fill(unsigned char *b, size_t len, unsigned seed)
-{
-	for (size_t i = 0; i < len; i++)
-		b[i] = (unsigned char)(seed * 131 + i * 7);
-}
-
-/* The object reads back fill(seed). */
-static int reads_back(struct zs_pool *p, unsigned long h, size_t len, unsigned seed)
-{
-	static unsigned char want[65536], copy[65536];
-	fill(want, len, seed);
-	void *m = zs_obj_read_begin(p, h, len, copy);
-	if (!m)
-		return 0;
-	int same = memcmp(m, want, len) == 0;
-	zs_obj_read_end(p, h, len, m);
-	return same;
-}
-
 static void put(struct zs_pool *p, unsigned long h, size_t len, unsigned seed)
 {
 	static unsigned char b[65536];
-	fill(b, len, seed);
+	objpat_fill(b, len, seed);
 	CHECK_EQ(zs_obj_write(p, h, b, len), 0);
 }
 
@@ -112,7 +94,7 @@ static void every_call_refuses(struct zs_pool *p, unsigned long old, unsigned lo
 	CHECK_EQ(zs_obj_read_sgv_begin(p, old, len, sgv, ZS_MAX_OBJECT_PAGES + 1), -EINVAL);
 	zs_obj_read_sg_end(p, old);
 
-	fill(buf, len, 1);
+	objpat_fill(buf, len, 1);
 	CHECK_EQ(zs_obj_write(p, old, buf, len), -EINVAL);
 
 	errno = 0;
@@ -125,10 +107,10 @@ static void every_call_refuses(struct zs_pool *p, unsigned long old, unsigned lo
 	zs_free_deferred_flush(p);
 
 	CHECK_EQ(zs_pool_objects(p), objs);
-	CHECK(reads_back(p, cur, len, 2));
+	CHECK(objpat_stored(p, cur, len, 2));
 	/* The ignored ends dropped no reader: a compaction (write locks) completes. */
 	zs_compact(p);
-	CHECK(reads_back(p, cur, len, 2));
+	CHECK(objpat_stored(p, cur, len, 2));
 	/* And a map of the live handle still works (the refused map left no mapping behind). */
 	void *m = zs_map_object(p, cur, ZS_MM_RO);
 	CHECK(m != NULL);
@@ -198,7 +180,7 @@ static void stale_after_compaction(void)
 	CHECK(zs_get_total_pages(p) < before);
 	every_call_refuses(p, old, cur, 600);
 	for (int i = 0; i < N - 1; i++)
-		if (h[i] && !reads_back(p, h[i], 600, (unsigned)i))
+		if (h[i] && !objpat_stored(p, h[i], 600, (unsigned)i))
 			CHECK(!"a live object changed");
 	for (int i = 0; i < N; i++)
 		if (h[i])
@@ -536,7 +518,7 @@ static void tail_handles_refused(void)
 	CHECK_EQ(zs_pool_objects(p), N);
 	zs_compact(p); /* the refused ends dropped no reader */
 	for (int i = 0; i < N; i++) {
-		CHECK(reads_back(p, h[i], len, 10 + i));
+		CHECK(objpat_stored(p, h[i], len, 10 + i));
 		CHECK_EQ(zs_free(p, h[i]), 0);
 	}
 	zs_compact(p);

@@ -13,7 +13,7 @@
  *  - slots the owner freed in its current zspage are taken again, the
  *    cursor unmoved, and every object reads back as written;
  *  - every current zspage whose second page follows its first has its
- *    chain noted (zspage_chain_note, what set_cur trusts instead of walking
+ *    chain noted (z->chain, what set_cur trusts instead of walking
  *    the chain) and the note says what the chain is, also for zspages
  *    taken again whole from the heap's spares and the class's park after a
  *    free-all.

@@ -3,7 +3,7 @@
  * API: objpat_fill writes (len, seed)'s bytes into a buffer, and
  * objpat_stored reads a handle back (zs_obj_read_begin) and compares.  One
  * home, so tests of one allocator path do not each carry a copy of the pair.
- * Objects up to OBJPAT_MAX bytes.
+ * Objects up to OBJPAT_MAX bytes (multi-page ones too).
  */
 #ifndef ZS_TEST_OBJPAT_H
 #define ZS_TEST_OBJPAT_H
@@ -12,7 +12,7 @@
 
 #include "zs/zsmalloc.h"
 
-#define OBJPAT_MAX 4096
+#define OBJPAT_MAX 65536
 
 static inline void objpat_fill(unsigned char *b, size_t len, unsigned seed)
 {
